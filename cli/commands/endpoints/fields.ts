@@ -1,0 +1,71 @@
+/** Turns endpoint command-line options into the admin API's body, and renders endpoints. */
+import type { EndpointView, UpdateEndpointRequest } from '../../../protocol/admin';
+import { UsageError } from '../../exit-codes';
+import { table } from '../../output';
+
+export interface EndpointOptions {
+  upstream?: string;
+  methods?: string;
+  price?: string;
+  premium?: string;
+  slaMs?: string;
+  timeoutMs?: string;
+  refundCapPerHour?: string;
+  treasuryFeeBps?: string;
+  header?: string[];
+  json?: boolean;
+}
+
+function integer(flag: string, value: string): number {
+  if (!/^\d+$/.test(value.trim())) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(value)}`);
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new UsageError(`${flag} is too large`);
+  return n;
+}
+
+function header(value: string): [string, string] {
+  const colon = value.indexOf(':');
+  if (colon <= 0) throw new UsageError(`--header must look like 'Name: value', got ${JSON.stringify(value.split(':')[0])}…`);
+  return [value.slice(0, colon).trim(), value.slice(colon + 1).trim()];
+}
+
+export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
+  const body: UpdateEndpointRequest = {};
+  if (opts.upstream !== undefined) body.upstream = opts.upstream;
+  if (opts.methods !== undefined) {
+    body.methods = opts.methods
+      .split(',')
+      .map((m) => m.trim().toUpperCase())
+      .filter(Boolean) as UpdateEndpointRequest['methods'];
+  }
+  if (opts.price !== undefined) body.price = integer('--price', opts.price);
+  if (opts.premium !== undefined) body.premium = integer('--premium', opts.premium);
+  if (opts.slaMs !== undefined) body.sla_ms = integer('--sla-ms', opts.slaMs);
+  if (opts.timeoutMs !== undefined) body.timeout_ms = integer('--timeout-ms', opts.timeoutMs);
+  if (opts.refundCapPerHour !== undefined) body.refund_cap_per_hour = integer('--refund-cap-per-hour', opts.refundCapPerHour);
+  if (opts.treasuryFeeBps !== undefined) body.treasury_fee_bps = integer('--treasury-fee-bps', opts.treasuryFeeBps);
+  if (opts.header !== undefined && opts.header.length > 0) body.headers = Object.fromEntries(opts.header.map(header));
+  return body;
+}
+
+export function endpointLines(e: EndpointView): string[] {
+  return [
+    `id:                  ${e.id}`,
+    `upstream:            ${e.upstream}`,
+    `methods:             ${e.methods.join(', ')}`,
+    `timeout_ms:          ${e.timeout_ms}`,
+    `sla_ms:              ${e.sla_ms}`,
+    `price:               ${e.price}`,
+    `premium:             ${e.premium}`,
+    `refund_cap_per_hour: ${e.refund_cap_per_hour === 0 ? 'none' : e.refund_cap_per_hour}`,
+    `treasury_fee_bps:    ${e.treasury_fee_bps}`,
+    `injected headers:    ${e.injected_headers.length > 0 ? e.injected_headers.map((h) => `${h}: (set)`).join(', ') : '-'}`,
+  ];
+}
+
+export function endpointsTable(list: EndpointView[]): string {
+  return table(
+    ['ID', 'UPSTREAM', 'METHODS', 'TIMEOUT_MS', 'SLA_MS', 'PRICE', 'PREMIUM'],
+    list.map((e) => [e.id, e.upstream, e.methods.join(','), e.timeout_ms, e.sla_ms, e.price, e.premium]),
+  );
+}

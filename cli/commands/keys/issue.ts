@@ -1,0 +1,47 @@
+/** `svcctl keys issue [--name N] [--wallet ADDR] [--endpoint ID]... [--expires 30d] [--limit 60/min]` */
+import type { IssuedKey, IssueKeyRequest } from '../../../protocol/admin';
+import { DURATION_HELP, RATE_LIMIT_HELP, parseDuration, parseRateLimit } from '../../../protocol/units';
+import type { Deps } from '../../deps';
+import { EXIT_OK, UsageError } from '../../exit-codes';
+import { keyLines } from './render';
+
+export interface IssueOptions {
+  name?: string;
+  wallet?: string;
+  endpoint?: string[];
+  expires?: string;
+  limit?: string;
+  json?: boolean;
+}
+
+export function durationOption(flag: string, value: string): number {
+  const seconds = parseDuration(value);
+  if (seconds === null) throw new UsageError(`${flag} ${JSON.stringify(value)} is not a duration; use ${DURATION_HELP}`);
+  return seconds;
+}
+
+export function rateLimitOption(flag: string, value: string): { count: number; window_seconds: number } {
+  const limit = parseRateLimit(value);
+  if (limit === null) throw new UsageError(`${flag} ${JSON.stringify(value)} is not a rate limit; use ${RATE_LIMIT_HELP}`);
+  return limit;
+}
+
+export async function run(opts: IssueOptions, deps: Deps): Promise<number> {
+  const body: IssueKeyRequest = {};
+  if (opts.name !== undefined) body.name = opts.name;
+  if (opts.wallet !== undefined) body.wallet = opts.wallet;
+  if (opts.endpoint !== undefined && opts.endpoint.length > 0) body.endpoints = opts.endpoint;
+  if (opts.expires !== undefined) body.expires_in_seconds = durationOption('--expires', opts.expires);
+  if (opts.limit !== undefined) body.limit = rateLimitOption('--limit', opts.limit);
+  const issued = await deps.client.post<IssuedKey>('/_admin/v1/keys', body);
+  if (opts.json) {
+    deps.out.json(issued);
+    return EXIT_OK;
+  }
+  deps.out.line(`Issued ${issued.id}. The key is shown once; store it now, it cannot be recovered:`);
+  deps.out.line();
+  deps.out.line(`  ${issued.key}`);
+  deps.out.line();
+  for (const line of keyLines(issued)) deps.out.line(line);
+  return EXIT_OK;
+}

@@ -1,0 +1,33 @@
+/** `svcctl status`: control, its listeners, flags, counts and every gateway's applied version. */
+import type { StatusView } from '../../protocol/admin';
+import type { Deps } from '../deps';
+import { EXIT_OK } from '../exit-codes';
+import { table } from '../output';
+
+export async function run(opts: { json?: boolean }, deps: Deps): Promise<number> {
+  const status = await deps.client.get<StatusView>('/_admin/v1/status');
+  if (opts.json) {
+    deps.out.json(status);
+    return EXIT_OK;
+  }
+  const on = (v: boolean) => (v ? 'on' : 'off');
+  deps.out.line(`control        ${status.status} at ${deps.client.baseUrl} (up since ${status.started_at})`);
+  deps.out.line(`public api     ${status.urls.api}`);
+  deps.out.line(`indexer        ${status.urls.indexer}`);
+  deps.out.line(`state version  ${status.version}`);
+  deps.out.line(`database       ${status.database.path} (${status.database.journal_mode}, synchronous=${status.database.synchronous}, schema v${status.database.schema_version})`);
+  deps.out.line(`flags          beta_gate_enabled=${on(status.flags.beta_gate_enabled)} maintenance_mode=${on(status.flags.maintenance_mode)}`);
+  deps.out.line(`keys           ${status.counts.keys_active} active of ${status.counts.keys_total}`);
+  deps.out.line(`endpoints      ${status.counts.endpoints}`);
+  if (status.gateways.length === 0) deps.out.line('gateways       none connected');
+  else {
+    deps.out.line('gateways:');
+    deps.out.line(
+      table(
+        ['ID', 'CONNECTED', 'APPLIED', 'BEHIND', 'LAST SEEN', 'LAST NACK'],
+        status.gateways.map((g) => [g.id, g.connected ? 'yes' : 'no', g.applied_version, status.version - g.applied_version, g.last_seen, g.last_nack]),
+      ),
+    );
+  }
+  return EXIT_OK;
+}

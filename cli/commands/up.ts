@@ -1,0 +1,105 @@
+/**
+ * `svcctl up`: the whole stack on this machine. Starts control and a gateway as separate
+ * processes (each `svcctl serve <role>`), waits until both say they are ready, prints the
+ * four URLs, and stops both on SIGINT/SIGTERM. If one of them dies, the other is stopped too
+ * and `up` exits 1.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { Output } from '../output';
+import { CliError, EXIT_FAILURE, EXIT_OK } from '../exit-codes';
+import { READY_ENV, READY_PREFIX, untilSignal } from './serve/lifecycle';
+
+/** How long a role may take to report ready. @default 60 s */
+export const READY_TIMEOUT_MS = 60_000;
+/** Grace between SIGTERM and SIGKILL when stopping children. @default 10 s */
+export const STOP_GRACE_MS = 10_000;
+
+interface Ready {
+  role: string;
+  pid: number;
+  urls: Record<string, string>;
+}
+
+export interface UpOptions {
+  /** Global options to pass on to each child (`--config`, `--data-dir`). */
+  passArgs: string[];
+  /** Roles to start, in order; each may depend on URLs announced by earlier ones. */
+  roles: { role: string; args: (ready: Ready[]) => string[] }[];
+}
+
+function startRole(args: string[], out: Output): { child: ChildProcess; ready: Promise<Ready> } {
+  const child = spawn(process.execPath, [process.argv[1]!, ...args], {
+    env: { ...process.env, [READY_ENV]: '1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const ready = new Promise<Ready>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new CliError(`${args.join(' ')} did not become ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      if (line.startsWith(READY_PREFIX)) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line.slice(READY_PREFIX.length)) as Ready);
+      } else out.line(line);
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new CliError(`svcctl ${args.join(' ')} exited (${signal ?? `code ${code}`}) before it was ready; see its log above`));
+    });
+  });
+  return { child, ready };
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+export async function run(opts: UpOptions, deps: { out: Output }): Promise<number> {
+  const children: ChildProcess[] = [];
+  const ready: Ready[] = [];
+  const stopAll = () => Promise.all(children.slice().reverse().map(stop));
+  try {
+    for (const role of opts.roles) {
+      const started = startRole(['serve', role.role, ...opts.passArgs, ...role.args(ready)], deps.out);
+      children.push(started.child);
+      ready.push(await started.ready);
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  const urls = Object.assign({}, ...ready.map((r) => r.urls)) as Record<string, string>;
+  deps.out.line('svc is up');
+  for (const [name, label] of [
+    ['gateway', 'gateway ({market_url})'],
+    ['api', 'public api ({api_url})'],
+    ['indexer', 'indexer ({indexer_url})'],
+    ['control', 'control admin + sync'],
+  ] as const) {
+    if (urls[name]) deps.out.line(`  ${label.padEnd(26)} ${urls[name]}`);
+  }
+  deps.out.line('Press Ctrl-C to stop.');
+
+  const died = new Promise<string>((resolve) => {
+    for (const [i, child] of children.entries()) {
+      child.once('exit', (code, signal) => resolve(`${opts.roles[i]!.role} exited (${signal ?? `code ${code}`})`));
+    }
+  });
+  const reason = await Promise.race([untilSignal().then((s) => `signal:${s}`), died]);
+  await stopAll();
+  if (reason.startsWith('signal:')) {
+    deps.out.line('svc stopped.');
+    return EXIT_OK;
+  }
+  deps.out.error(`svcctl up: ${reason}; stopped the rest`);
+  return EXIT_FAILURE;
+}

@@ -1,0 +1,80 @@
+/**
+ * Everything a command needs from the outside world, resolved once from the global options:
+ * settings, where control listens, the admin token, the output and the clock.
+ */
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ConfigError, defaultControlUrl, loadConfig, type Config } from '../config/load';
+import { AdminClient } from './client';
+import { UsageError } from './exit-codes';
+import { processOutput, type Output } from './output';
+
+export interface GlobalOptions {
+  config?: string;
+  control?: string;
+  dataDir?: string;
+  json?: boolean;
+}
+
+export interface Deps {
+  client: AdminClient;
+  out: Output;
+  now: () => number;
+}
+
+const ADMIN_TOKEN_FILE = 'admin.token';
+const RUNTIME_FILE = 'control.json';
+
+/** Load settings from `--config`, env and the global flags; a bad setting is a usage error. */
+export function loadSettings(opts: GlobalOptions, env: NodeJS.ProcessEnv, flags: Record<string, unknown> = {}): Readonly<Config> {
+  try {
+    return loadConfig({
+      file: opts.config,
+      env,
+      flags: { ...flags, ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}), ...(opts.control !== undefined ? { controlUrl: opts.control } : {}) },
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+function readTrimmed(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where control listens: `--control` / `SVC_CONTROL_URL` / config file first, then the URL a
+ * running control published in the data dir (`control.json`), then host and control port.
+ */
+export function resolveControlUrl(config: Readonly<Config>): string {
+  if (config.controlUrl !== undefined) return config.controlUrl;
+  const runtime = readTrimmed(join(resolve(config.dataDir), RUNTIME_FILE));
+  if (runtime !== null) {
+    try {
+      const url = (JSON.parse(runtime) as { urls?: { control?: unknown } }).urls?.control;
+      if (typeof url === 'string' && url !== '') return url;
+    } catch {
+      // A torn or foreign file: fall through to the configured port.
+    }
+  }
+  return defaultControlUrl(config);
+}
+
+/** The admin token from `SVC_ADMIN_TOKEN` (or config), else `<dataDir>/admin.token`. */
+export function resolveAdminToken(config: Readonly<Config>): string | null {
+  return config.adminToken ?? readTrimmed(join(resolve(config.dataDir), ADMIN_TOKEN_FILE));
+}
+
+export function buildDeps(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Deps {
+  const config = loadSettings(opts, env);
+  return {
+    client: new AdminClient({ baseUrl: resolveControlUrl(config), token: resolveAdminToken(config) }),
+    out: processOutput(),
+    now: Date.now,
+  };
+}

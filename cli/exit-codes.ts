@@ -1,0 +1,24 @@
+/** Documented exit codes of `svcctl` (DESIGN §10). */
+export const EXIT_OK = 0;
+/** The command ran and failed: control unreachable, conflict, not found, server error. */
+export const EXIT_FAILURE = 1;
+/** The command line or its values are wrong; fix the invocation. */
+export const EXIT_USAGE = 2;
+
+/** Thrown for bad arguments or option values; exits 2 with the message. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** Thrown for a failure that has a clear, actionable one-line message; exits 1. */
+export class CliError extends Error {
+  readonly exitCode: number;
+  constructor(message: string, exitCode = EXIT_FAILURE) {
+    super(message);
+    this.name = 'CliError';
+    this.exitCode = exitCode;
+  }
+}

@@ -1,0 +1,224 @@
+#!/usr/bin/env node
+/**
+ * `svcctl`: noun-verb commands over control's admin API (DESIGN §10). This file only
+ * registers commands; each lives in `commands/<noun>/<verb>.ts` as `run(opts, deps)` and is
+ * loaded when invoked. One top-level catch maps errors to the documented exit codes.
+ */
+import { Command, CommanderError } from 'commander';
+import type { Deps, GlobalOptions } from './deps';
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './exit-codes';
+import type { Output } from './output';
+
+type Runner<O> = (opts: O, deps: Deps) => Promise<number>;
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export interface MainOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Build deps for admin commands (tests inject an in-process client and memory output). */
+  deps?: (global: GlobalOptions) => Deps;
+  out?: Output;
+}
+
+export function buildProgram(options: MainOptions, result: { code: number }): Command {
+  const env = options.env ?? process.env;
+  const program = new Command('svcctl')
+    .description('Operate svc: keys, flags, endpoints, changelog and the processes that serve them.')
+    .option('--config <file>', 'JSON settings file (then env SVC_*, then flags)')
+    .option('--control <url>', 'control admin URL (default: SVC_CONTROL_URL, the running control in the data dir, or 127.0.0.1:7073)')
+    .option('--data-dir <dir>', 'data directory (default: SVC_DATA_DIR or ./data)')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  if (options.out) {
+    const out = options.out;
+    program.configureOutput({ writeOut: (s) => out.line(s.trimEnd()), writeErr: (s) => out.error(s.trimEnd()) });
+  }
+
+  const globals = (): GlobalOptions => program.opts<GlobalOptions>();
+  const depsFor = async (): Promise<Deps> => {
+    if (options.deps) return options.deps(globals());
+    const { buildDeps } = await import('./deps.js');
+    return buildDeps(globals(), env);
+  };
+  /** Wire a leaf command: add `--json`, load its module on use, run it, record the exit code. */
+  const leaf = <O>(cmd: Command, load: () => Promise<{ run: Runner<O> }>, shape: (args: string[], opts: Record<string, unknown>) => O) => {
+    cmd.option('--json', 'print the result as JSON with stable fields');
+    cmd.action(async (...actionArgs: unknown[]) => {
+      const command = actionArgs[actionArgs.length - 1] as Command;
+      const args = command.args;
+      const opts = command.opts();
+      const { run } = await load();
+      result.code = await run(shape(args, opts), await depsFor());
+    });
+    return cmd;
+  };
+
+  // keys -------------------------------------------------------------------------------
+  const keys = program.command('keys').description('issue, inspect and revoke API keys');
+  leaf(
+    keys
+      .command('issue')
+      .description('issue a key; the plaintext is printed once')
+      .option('--name <name>', 'label for the key')
+      .option('--wallet <address>', 'payout wallet (Solana or EVM)')
+      .option('--endpoint <id>', 'limit the key to an endpoint (repeatable; default: all)', collect)
+      .option('--expires <duration>', 'expire after e.g. 30d, 12h')
+      .option('--limit <rate>', 'per-key limit, e.g. 60/min (default: config limits.key*)'),
+    () => import('./commands/keys/issue.js'),
+    (_a, o) => o,
+  );
+  leaf(
+    keys.command('list').description('list keys (never their plaintext)').option('--status <status>', 'active, expired or revoked'),
+    () => import('./commands/keys/list.js'),
+    (_a, o) => o,
+  );
+  leaf(keys.command('show').argument('<id>').description('show one key'), () => import('./commands/keys/show.js'), ([id], o) => ({ ...o, id: id! }));
+  leaf(
+    keys
+      .command('revoke')
+      .argument('<id>')
+      .description('revoke a key now')
+      .option('--wait', 'return only once every connected gateway enforces it')
+      .option('--timeout <duration>', 'bound on --wait (default 30s)'),
+    () => import('./commands/keys/revoke.js'),
+    ([id], o) => ({ ...o, id: id! }),
+  );
+  leaf(
+    keys.command('rotate').argument('<id>').description('replace the secret; the old one works for the grace period').option('--grace <duration>', 'how long the old secret keeps working (default 24h; 0 = none)'),
+    () => import('./commands/keys/rotate.js'),
+    ([id], o) => ({ ...o, id: id! }),
+  );
+  leaf(
+    keys
+      .command('lift')
+      .argument('<id>')
+      .description('temporarily raise a key’s limit')
+      .requiredOption('--limit <rate>', 'e.g. 600/min')
+      .requiredOption('--for <duration>', 'e.g. 2h'),
+    () => import('./commands/keys/lift.js'),
+    ([id], o) => ({ ...o, id: id! }) as { id: string; limit: string; for: string },
+  );
+  leaf(
+    keys.command('wallet').argument('<id>').argument('[address]').description('attach or change the payout wallet').option('--detach', 'remove the wallet'),
+    () => import('./commands/keys/wallet.js'),
+    ([id, address], o) => ({ ...o, id: id!, ...(address !== undefined ? { address } : {}) }),
+  );
+
+  // flag -------------------------------------------------------------------------------
+  const flag = program.command('flag').description('runtime flags (beta_gate_enabled, maintenance_mode)');
+  leaf(
+    flag
+      .command('set')
+      .argument('<name>', 'beta_gate_enabled (or system_flags.beta_gate_enabled), maintenance_mode')
+      .argument('<value>', 'on or off')
+      .description('set a flag; the change is announced in the changelog')
+      .option('--note <text>', 'why (shown in the changelog)')
+      .option('--wait', 'return only once every connected gateway enforces it')
+      .option('--timeout <duration>', 'bound on --wait (default 30s)'),
+    () => import('./commands/flag/set.js'),
+    ([name, value], o) => ({ ...o, name: name!, value: value! }),
+  );
+  leaf(flag.command('get').argument('<name>').description('show a flag'), () => import('./commands/flag/get.js'), ([name], o) => ({ ...o, name: name! }));
+  leaf(flag.command('list').description('list flags'), () => import('./commands/flag/list.js'), (_a, o) => o);
+
+  // endpoints --------------------------------------------------------------------------
+  const endpoints = program.command('endpoints').description('wrapped upstream endpoints');
+  const endpointOptions = (cmd: Command) =>
+    cmd
+      .option('--upstream <url>', 'upstream base URL (http:// or https://)')
+      .option('--methods <list>', 'methods besides POST, e.g. GET,PUT')
+      .option('--price <micro>', 'principal per call, micro-units')
+      .option('--premium <micro>', 'premium per call, micro-units')
+      .option('--sla-ms <ms>', 'latency SLA; slower 2xx answers are latency breaches')
+      .option('--timeout-ms <ms>', 'upstream timeout')
+      .option('--refund-cap-per-hour <micro>', 'most refunded per hour (0 = no cap)')
+      .option('--treasury-fee-bps <bps>', 'share of premiums to the treasury')
+      .option('--header <header>', "inject 'Name: value' upstream (repeatable; write-only)", collect);
+  leaf(endpointOptions(endpoints.command('add').argument('<id>').description('register an endpoint')), () => import('./commands/endpoints/add.js'), ([id], o) => ({ ...o, id: id! }));
+  leaf(endpointOptions(endpoints.command('update').argument('<id>').description('change an endpoint')), () => import('./commands/endpoints/update.js'), ([id], o) => ({ ...o, id: id! }));
+  leaf(endpoints.command('list').description('list endpoints'), () => import('./commands/endpoints/list.js'), (_a, o) => o);
+  leaf(endpoints.command('show').argument('<id>').description('show an endpoint'), () => import('./commands/endpoints/show.js'), ([id], o) => ({ ...o, id: id! }));
+  leaf(endpoints.command('remove').argument('<id>').description('remove an endpoint'), () => import('./commands/endpoints/remove.js'), ([id], o) => ({ ...o, id: id! }));
+
+  // changelog --------------------------------------------------------------------------
+  const changelog = program.command('changelog').description('the public changelog');
+  leaf(changelog.command('add').argument('<text>').description('add an operator notice'), () => import('./commands/changelog/add.js'), ([text], o) => ({ ...o, text: text! }));
+  leaf(changelog.command('list').description('list entries, newest first').option('--limit <n>', 'how many (default 50)'), () => import('./commands/changelog/list.js'), (_a, o) => o);
+
+  // status -----------------------------------------------------------------------------
+  leaf(program.command('status').description('control, flags, counts and gateways'), () => import('./commands/status.js'), (_a, o) => o);
+
+  // processes --------------------------------------------------------------------------
+  const portFlags = (cmd: Command) =>
+    cmd
+      .option('--host <host>', 'bind address (SVC_HOST)')
+      .option('--control-port <port>', 'admin + sync port (SVC_CONTROL_PORT)')
+      .option('--api-port <port>', 'public read API port (SVC_API_PORT)')
+      .option('--indexer-port <port>', 'indexer port (SVC_INDEXER_PORT)')
+      .option('--gateway-port <port>', 'gateway port (SVC_GATEWAY_PORT)');
+  const settingsFromFlags = (o: Record<string, unknown>) => ({
+    host: o.host,
+    'control.port': o.controlPort,
+    'api.port': o.apiPort,
+    'indexer.port': o.indexerPort,
+    'gateway.port': o.gatewayPort,
+  });
+  const serve = program.command('serve').description('run one role in this process');
+  portFlags(serve.command('control').description('run control: admin + sync, public API, indexer, settler')).action(async (_o, cmd: Command) => {
+    const { loadSettings } = await import('./deps.js');
+    const { processOutput } = await import('./output.js');
+    const config = loadSettings(globals(), env, settingsFromFlags(cmd.opts()));
+    const { run } = await import('./commands/serve/control.js');
+    result.code = await run({ config }, { out: options.out ?? processOutput() });
+  });
+  portFlags(program.command('up').description('run control and a gateway as two processes; Ctrl-C stops both')).action(async (_o, cmd: Command) => {
+    const { loadSettings } = await import('./deps.js');
+    const { processOutput } = await import('./output.js');
+    loadSettings(globals(), env, settingsFromFlags(cmd.opts())); // fail fast on bad settings
+    const pass: string[] = [];
+    const g = globals();
+    if (g.config) pass.push('--config', g.config);
+    if (g.dataDir) pass.push('--data-dir', g.dataDir);
+    for (const [flagName, value] of Object.entries(cmd.opts())) {
+      if (value !== undefined) pass.push(`--${flagName.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, String(value));
+    }
+    const { run } = await import('./commands/up.js');
+    result.code = await run({ passArgs: pass, roles: [{ role: 'control', args: () => [] }] }, { out: options.out ?? processOutput() });
+  });
+  return program;
+}
+
+/** Run svcctl with `argv` (without node and script); resolves to the exit code. */
+export async function main(argv: string[], options: MainOptions = {}): Promise<number> {
+  const result = { code: EXIT_OK };
+  const program = buildProgram(options, result);
+  const errorLine = (text: string) => (options.out ? options.out.error(text) : process.stderr.write(text + '\n'));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return result.code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are not errors; commander already printed the parse message.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT_OK;
+      return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+    }
+    if (err instanceof UsageError) {
+      errorLine(`svcctl: ${err.message}`);
+      return EXIT_USAGE;
+    }
+    if (err instanceof CliError) {
+      errorLine(`svcctl: ${err.message}`);
+      return err.exitCode;
+    }
+    errorLine(`svcctl: unexpected error: ${(err as Error).message ?? String(err)}`);
+    return EXIT_FAILURE;
+  }
+}
+
+if (require.main === module) {
+  void main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}
+
+

@@ -1,0 +1,47 @@
+/**
+ * Named defaults, with their units in the name. The schema in `schema.ts` is the only
+ * place that reads them.
+ */
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_DATA_DIR = './data';
+
+export const DEFAULT_GATEWAY_PORT = 7070;
+export const DEFAULT_API_PORT = 7071;
+export const DEFAULT_INDEXER_PORT = 7072;
+export const DEFAULT_CONTROL_PORT = 7073;
+
+/** Per-key token bucket: requests per window, and the bucket size. */
+export const DEFAULT_KEY_LIMIT_COUNT = 60;
+export const DEFAULT_KEY_LIMIT_WINDOW_S = 60;
+export const DEFAULT_KEY_BURST = 10;
+/** Keyless calls (gate off) are limited per client IP. */
+export const DEFAULT_IP_LIMIT_COUNT = 60;
+export const DEFAULT_IP_LIMIT_WINDOW_S = 60;
+export const DEFAULT_IP_BURST = 10;
+/** Public reads and the indexer: generous, per client IP. */
+export const DEFAULT_PUBLIC_LIMIT_COUNT = 600;
+export const DEFAULT_PUBLIC_LIMIT_WINDOW_S = 60;
+
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
+export const DEFAULT_SLA_MS = 5_000;
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 5_000;
+export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
+export const DEFAULT_MAINTENANCE_RETRY_AFTER_S = 60;
+
+export const DEFAULT_PROVIDERS_CACHE_TTL_S = 10;
+export const DEFAULT_STATS_CACHE_TTL_S = 5;
+export const DEFAULT_STATUS_CACHE_TTL_S = 5;
+
+export const DEFAULT_TIER_RELIABLE_BELOW = 0.01;
+export const DEFAULT_TIER_ELEVATED_UP_TO = 0.05;
+export const DEFAULT_TIER_MIN_CALLS = 20;
+export const DEFAULT_TIER_WINDOW_H = 24;
+
+export const DEFAULT_SETTLER_CADENCE_MS = 5_000;
+export const DEFAULT_SETTLER_BATCH_CAP = 1_000;
+
+export const DEFAULT_ROTATE_GRACE_S = 24 * 3600;
+export const DEFAULT_LOG_LEVEL = 'info';

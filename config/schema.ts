@@ -1,0 +1,94 @@
+/**
+ * The one schema for every setting. Types are inferred from it; `load.ts` validates once
+ * and freezes. Each leaf's `.describe()` text is what an error message calls "allowed".
+ */
+import { z } from 'zod';
+import * as D from './defaults';
+
+const port = (def: number) =>
+  z.number().int().min(0).max(65535).default(def).describe('an integer from 0 to 65535 (0 picks a free port)');
+const posInt = (def: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.number().int().min(1).max(max).default(def).describe(`an integer from 1 to ${max}`);
+const fraction = (def: number) => z.number().min(0).max(1).default(def).describe('a number from 0 to 1');
+const token = z
+  .string()
+  .min(32)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/)
+  .optional()
+  .describe('a printable string of 32 to 256 characters without spaces');
+
+export const ConfigSchema = z
+  .object({
+    host: z.string().min(1).default(D.DEFAULT_HOST).describe('a hostname or IP address to bind'),
+    dataDir: z.string().min(1).default(D.DEFAULT_DATA_DIR).describe('a directory path'),
+    controlUrl: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe('an http(s) URL of the control admin/sync listener'),
+    adminToken: token,
+    syncToken: token,
+    logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('one of debug, info, warn, error'),
+    gateway: z
+      .object({
+        port: port(D.DEFAULT_GATEWAY_PORT),
+        id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional().describe('1 to 64 of A-Z a-z 0-9 . _ -'),
+        bodyLimitBytes: posInt(D.DEFAULT_BODY_LIMIT_BYTES, 1024 * 1024 * 1024),
+        headersTimeoutMs: posInt(D.DEFAULT_HEADERS_TIMEOUT_MS, 600_000),
+        requestTimeoutMs: posInt(D.DEFAULT_REQUEST_TIMEOUT_MS, 3_600_000),
+        keepAliveTimeoutMs: posInt(D.DEFAULT_KEEPALIVE_TIMEOUT_MS, 600_000),
+        upstreamMaxSockets: posInt(D.DEFAULT_UPSTREAM_MAX_SOCKETS, 65_535),
+        maintenanceRetryAfterS: posInt(D.DEFAULT_MAINTENANCE_RETRY_AFTER_S, 86_400),
+        trustedProxyHops: z.number().int().min(0).max(10).default(0).describe('an integer from 0 to 10'),
+      })
+      .prefault({}),
+    api: z.object({ port: port(D.DEFAULT_API_PORT) }).prefault({}),
+    indexer: z.object({ port: port(D.DEFAULT_INDEXER_PORT) }).prefault({}),
+    control: z.object({ port: port(D.DEFAULT_CONTROL_PORT) }).prefault({}),
+    limits: z
+      .object({
+        keyCount: posInt(D.DEFAULT_KEY_LIMIT_COUNT, 1_000_000_000),
+        keyWindowS: posInt(D.DEFAULT_KEY_LIMIT_WINDOW_S, 86_400),
+        keyBurst: posInt(D.DEFAULT_KEY_BURST, 1_000_000_000),
+        ipCount: posInt(D.DEFAULT_IP_LIMIT_COUNT, 1_000_000_000),
+        ipWindowS: posInt(D.DEFAULT_IP_LIMIT_WINDOW_S, 86_400),
+        ipBurst: posInt(D.DEFAULT_IP_BURST, 1_000_000_000),
+        publicCount: posInt(D.DEFAULT_PUBLIC_LIMIT_COUNT, 1_000_000_000),
+        publicWindowS: posInt(D.DEFAULT_PUBLIC_LIMIT_WINDOW_S, 86_400),
+      })
+      .prefault({}),
+    endpoints: z
+      .object({
+        timeoutMs: posInt(D.DEFAULT_UPSTREAM_TIMEOUT_MS, 3_600_000),
+        slaMs: posInt(D.DEFAULT_SLA_MS, 3_600_000),
+      })
+      .prefault({}),
+    keys: z.object({ rotateGraceS: posInt(D.DEFAULT_ROTATE_GRACE_S, 30 * 86_400) }).prefault({}),
+    cache: z
+      .object({
+        providersTtlS: posInt(D.DEFAULT_PROVIDERS_CACHE_TTL_S, 3600),
+        statsTtlS: posInt(D.DEFAULT_STATS_CACHE_TTL_S, 3600),
+        statusTtlS: posInt(D.DEFAULT_STATUS_CACHE_TTL_S, 3600),
+      })
+      .prefault({}),
+    tiers: z
+      .object({
+        reliableBelow: fraction(D.DEFAULT_TIER_RELIABLE_BELOW),
+        elevatedUpTo: fraction(D.DEFAULT_TIER_ELEVATED_UP_TO),
+        minCalls: posInt(D.DEFAULT_TIER_MIN_CALLS, 1_000_000_000),
+        windowH: posInt(D.DEFAULT_TIER_WINDOW_H, 24 * 90),
+      })
+      .prefault({})
+      .refine((t) => t.reliableBelow <= t.elevatedUpTo, {
+        message: 'tiers.reliableBelow must not exceed tiers.elevatedUpTo',
+      }),
+    settler: z
+      .object({
+        cadenceMs: posInt(D.DEFAULT_SETTLER_CADENCE_MS, 3_600_000),
+        batchCap: posInt(D.DEFAULT_SETTLER_BATCH_CAP, 1_000_000),
+      })
+      .prefault({}),
+  })
+  .strict();
+
+export type Config = z.infer<typeof ConfigSchema>;

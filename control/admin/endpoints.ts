@@ -1,0 +1,91 @@
+/**
+ * `/_admin/v1/endpoints`: add, list, show, update, remove. Injected header values are
+ * write-only; answers list header names only.
+ */
+import { CreateEndpointRequest, UpdateEndpointRequest } from '../../protocol/admin';
+import { SvcError } from '../../protocol/errors';
+import { readJson, sendJson } from '../../protocol/http';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import { parseBody } from '../http/validate';
+import { endpointView, type EndpointRecord } from '../store/endpoints';
+
+function mustRecord(ctx: ControlContext, id: string): EndpointRecord {
+  const record = ctx.store.endpoints.record(id);
+  if (!record) throw new SvcError('svc_not_found', `no endpoint with id ${id}`);
+  return record;
+}
+
+/** Audit detail for an endpoint change: header names only, never values. */
+function auditDetail(fields: Record<string, unknown>): Record<string, unknown> {
+  const { headers, ...rest } = fields;
+  return headers === undefined ? rest : { ...rest, headers: Object.keys(headers as object) };
+}
+
+export function registerEndpointRoutes(router: Router, ctx: ControlContext): void {
+  router.post('/_admin/v1/endpoints', async ({ req, res, actor }) => {
+    const input = parseBody(CreateEndpointRequest, await readJson(req));
+    if (ctx.store.endpoints.byId(input.id)) throw new SvcError('svc_conflict', `endpoint ${input.id} already exists; use update`);
+    const now = ctx.now();
+    const record: EndpointRecord = {
+      id: input.id,
+      upstream: input.upstream,
+      methods: [...new Set(['POST' as const, ...(input.methods ?? [])])],
+      timeout_ms: input.timeout_ms ?? ctx.config.endpoints.timeoutMs,
+      price: input.price ?? 0,
+      premium: input.premium ?? 0,
+      sla_ms: input.sla_ms ?? ctx.config.endpoints.slaMs,
+      refund_cap_per_hour: input.refund_cap_per_hour ?? 0,
+      treasury_fee_bps: input.treasury_fee_bps ?? 0,
+      headers: input.headers ?? {},
+      created_at: now,
+      updated_at: now,
+    };
+    const { version } = ctx.store.mutate(
+      { actor, now },
+      { action: 'endpoints.add', target: input.id, detail: auditDetail(input), snapshot: true },
+      () => ctx.store.endpoints.save(record),
+    );
+    sendJson(res, 201, { ...endpointView(ctx.store.endpoints.byId(input.id)!), version });
+  });
+
+  router.get('/_admin/v1/endpoints', ({ res }) => {
+    sendJson(res, 200, { endpoints: ctx.store.endpoints.list().map(endpointView) });
+  });
+
+  router.get('/_admin/v1/endpoints/:id', ({ res, params }) => {
+    mustRecord(ctx, params.id!);
+    sendJson(res, 200, endpointView(ctx.store.endpoints.byId(params.id!)!));
+  });
+
+  router.patch('/_admin/v1/endpoints/:id', async ({ req, res, params, actor }) => {
+    const current = mustRecord(ctx, params.id!);
+    const input = parseBody(UpdateEndpointRequest, await readJson(req));
+    if (Object.keys(input).length === 0) throw new SvcError('svc_bad_request', 'nothing to update');
+    const now = ctx.now();
+    const next: EndpointRecord = {
+      ...current,
+      ...input,
+      methods: input.methods ? [...new Set(['POST' as const, ...input.methods])] : current.methods,
+      headers: input.headers ?? current.headers,
+      updated_at: now,
+    };
+    const { version } = ctx.store.mutate(
+      { actor, now },
+      { action: 'endpoints.update', target: current.id, detail: auditDetail(input), snapshot: true },
+      () => ctx.store.endpoints.save(next),
+    );
+    sendJson(res, 200, { ...endpointView(ctx.store.endpoints.byId(current.id)!), version });
+  });
+
+  router.delete('/_admin/v1/endpoints/:id', ({ res, params, actor }) => {
+    const current = mustRecord(ctx, params.id!);
+    const now = ctx.now();
+    const { version } = ctx.store.mutate(
+      { actor, now },
+      { action: 'endpoints.remove', target: current.id, snapshot: true },
+      () => ctx.store.endpoints.remove(current.id, now),
+    );
+    sendJson(res, 200, { id: current.id, removed: true, version });
+  });
+}

@@ -1,0 +1,51 @@
+/**
+ * `/_admin/v1/flags`: every change writes the flag and a changelog entry in one transaction
+ * (the spec: flag changes are announced in the changelog).
+ */
+import { FLAG_NAMES, SetFlagRequest, normaliseFlagName, type FlagName } from '../../protocol/admin';
+import { SvcError } from '../../protocol/errors';
+import { readJson, sendJson } from '../../protocol/http';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import { parseBody } from '../http/validate';
+
+function flagName(raw: string): FlagName {
+  const name = normaliseFlagName(raw);
+  if (name === null) {
+    throw new SvcError('svc_not_found', `unknown flag ${raw}; known flags: ${FLAG_NAMES.join(', ')}`, {
+      extra: { known_flags: [...FLAG_NAMES] },
+    });
+  }
+  return name;
+}
+
+export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
+  router.get('/_admin/v1/flags', ({ res }) => {
+    sendJson(res, 200, { flags: ctx.store.flags.list(), version: ctx.store.version() });
+  });
+
+  router.get('/_admin/v1/flags/:name', ({ res, params }) => {
+    sendJson(res, 200, ctx.store.flags.get(flagName(params.name!)));
+  });
+
+  router.put('/_admin/v1/flags/:name', async ({ req, res, params, actor }) => {
+    const name = flagName(params.name!);
+    const input = parseBody(SetFlagRequest, await readJson(req));
+    const before = ctx.store.flags.get(name)!;
+    if (before.value === input.value) {
+      sendJson(res, 200, { ...before, version: ctx.store.version(), changed: false, changelog_id: null });
+      return;
+    }
+    const now = ctx.now();
+    const text = `${name} turned ${input.value ? 'on' : 'off'}${input.note ? `: ${input.note}` : ''}`;
+    const { result: changelogId, version } = ctx.store.mutate(
+      { actor, now },
+      { action: 'flags.set', target: name, detail: { value: input.value, note: input.note ?? null }, snapshot: true },
+      () => {
+        ctx.store.flags.set(name, input.value, now, actor, input.note ?? null);
+        return ctx.store.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });
+      },
+    );
+    sendJson(res, 200, { ...ctx.store.flags.get(name)!, version, changed: true, changelog_id: changelogId });
+  });
+}

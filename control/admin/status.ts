@@ -1,0 +1,31 @@
+/** `/_admin/v1/status`: control's own view of itself, used by `svcctl status`. */
+import type { StatusView } from '../../protocol/admin';
+import { sendJson } from '../../protocol/http';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+
+export function statusView(ctx: ControlContext): StatusView {
+  const now = ctx.now();
+  const counts = ctx.store.keys.counts(now);
+  const syncValue = Number(ctx.store.pragma('synchronous'));
+  return {
+    status: 'ok',
+    version: ctx.store.version(),
+    started_at: new Date(ctx.startedAt).toISOString(),
+    data_dir: ctx.dataDir,
+    database: {
+      path: ctx.store.path,
+      journal_mode: String(ctx.store.pragma('journal_mode')),
+      synchronous: ['off', 'normal', 'full', 'extra'][syncValue] ?? String(syncValue),
+      schema_version: ctx.store.schemaVersion(),
+    },
+    urls: { ...ctx.urls },
+    counts: { keys_active: counts.active, keys_total: counts.total, endpoints: ctx.store.endpoints.count() },
+    flags: ctx.store.flags.values(),
+    gateways: [],
+  };
+}
+
+export function registerStatusRoutes(router: Router, ctx: ControlContext): void {
+  router.get('/_admin/v1/status', ({ res }) => sendJson(res, 200, statusView(ctx)));
+}

@@ -1,0 +1,65 @@
+/**
+ * First-start bootstrap of the data dir: the directory itself (0700), and the admin and sync
+ * tokens (`admin.token`, `sync.token`, 0600) unless they are configured. Returns where each
+ * token came from so start-up can say so once.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Config } from '../config/load';
+import { encodeBase58 } from '../protocol/base58';
+
+export const ADMIN_TOKEN_FILE = 'admin.token';
+export const SYNC_TOKEN_FILE = 'sync.token';
+export const DATABASE_FILE = 'control.db';
+
+export interface BootstrapResult {
+  dataDir: string;
+  databasePath: string;
+  adminToken: { token: string; file: string | null; created: boolean };
+  syncToken: { token: string; file: string | null; created: boolean };
+}
+
+function readOrCreateToken(path: string, prefix: string): { token: string; created: boolean } {
+  try {
+    const token = readFileSync(path, 'utf8').trim();
+    if (token.length < 32) throw new Error(`token file ${path} holds fewer than 32 characters; delete it to regenerate`);
+    const mode = statSync(path).mode & 0o777;
+    if ((mode & 0o077) !== 0) chmodSync(path, 0o600);
+    return { token, created: false };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const token = prefix + encodeBase58(randomBytes(32));
+  // 'wx' fails if another process created the file in between: then read theirs.
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { token: readFileSync(path, 'utf8').trim(), created: false };
+    throw err;
+  }
+  try {
+    writeSync(fd, token + '\n');
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return { token, created: true };
+}
+
+export function bootstrapDataDir(config: Readonly<Config>): BootstrapResult {
+  const dataDir = resolve(config.dataDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const token = (configured: string | undefined, file: string, prefix: string) => {
+    if (configured !== undefined) return { token: configured, file: null, created: false };
+    const path = join(dataDir, file);
+    return { ...readOrCreateToken(path, prefix), file: path };
+  };
+  return {
+    dataDir,
+    databasePath: join(dataDir, DATABASE_FILE),
+    adminToken: token(config.adminToken, ADMIN_TOKEN_FILE, 'svc_admin_'),
+    syncToken: token(config.syncToken, SYNC_TOKEN_FILE, 'svc_sync_'),
+  };
+}

@@ -1,0 +1,16 @@
+/** What every control listener and handler is given: the store, settings, clock and log. */
+import type { Config } from '../config/load';
+import type { Logger } from '../protocol/log';
+import type { Store } from './store';
+
+export interface ControlContext {
+  store: Store;
+  config: Readonly<Config>;
+  log: Logger;
+  /** Wall clock in ms; injected so tests can move time. */
+  now: () => number;
+  /** Public URLs of this control's listeners (filled in once they are bound). */
+  urls: { control: string; api: string; indexer: string };
+  startedAt: number;
+  dataDir: string;
+}

@@ -1,0 +1,43 @@
+/**
+ * Request entry for control's listeners: parse the URL once, optionally authenticate, route,
+ * and turn every failure into problem+json.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SvcError } from '../../protocol/errors';
+import { sendError } from '../../protocol/http';
+import type { Logger } from '../../protocol/log';
+import type { TokenAuth } from '../admin/auth';
+import { runHandler, type Router } from './router';
+
+export interface Mount {
+  /** Path prefix this mount answers (e.g. `/_admin/`). */
+  prefix: string;
+  router: Router;
+  /** When set, every request under the prefix needs this bearer token first. */
+  auth?: TokenAuth;
+}
+
+export function requestListener(mounts: Mount[], log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://control.invalid');
+    } catch {
+      sendError(res, new SvcError('svc_bad_request', 'malformed request target'));
+      return;
+    }
+    const mount = mounts.find((m) => url.pathname.startsWith(m.prefix) || url.pathname === m.prefix.replace(/\/$/, ''));
+    if (!mount) {
+      sendError(res, new SvcError('svc_not_found', `no route for ${req.method} ${url.pathname}`));
+      return;
+    }
+    try {
+      const actor = mount.auth ? mount.auth.authenticate(req) : 'anonymous';
+      const { handler, params } = mount.router.match(req.method ?? 'GET', url.pathname);
+      void runHandler(handler, { req, res, params, query: url.searchParams, actor }, log);
+    } catch (err) {
+      req.resume();
+      sendError(res, err);
+    }
+  };
+}

@@ -1,0 +1,25 @@
+/** Turn zod failures into one `svc_bad_request` listing every field and what is wrong. */
+import type { z } from 'zod';
+import { SvcError } from '../../protocol/errors';
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export function fieldErrors(error: z.ZodError): FieldError[] {
+  return error.issues.map((issue) => {
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+    const field = [...issue.path.map(String), ...keys].join('.') || '(body)';
+    const message = issue.code === 'unrecognized_keys' ? 'is not a known field' : issue.message;
+    return { field, message };
+  });
+}
+
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const errors = fieldErrors(result.error);
+  const detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  throw new SvcError('svc_bad_request', detail, { extra: { errors } });
+}

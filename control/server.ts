@@ -1,0 +1,104 @@
+/**
+ * The control process: bootstraps the data dir, opens the store, and binds the admin/sync,
+ * public read and indexer listeners. `startControl` is what `svcctl serve control` runs and
+ * what in-process tests call.
+ */
+import { createServer, type Server } from 'node:http';
+import { rmSync, writeFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from '../config/load';
+import { createLogger, type Logger } from '../protocol/log';
+import { TokenAuth } from './admin/auth';
+import { registerChangelogRoutes } from './admin/changelog';
+import { registerEndpointRoutes } from './admin/endpoints';
+import { registerFlagRoutes } from './admin/flags';
+import { registerKeyRoutes } from './admin/keys';
+import { registerStatusRoutes } from './admin/status';
+import { bootstrapDataDir, type BootstrapResult } from './bootstrap';
+import type { ControlContext } from './context';
+import { indexerRouter } from './indexer/server';
+import { closeServer, listen } from './http/listen';
+import { Router } from './http/router';
+import { requestListener } from './http/serve';
+import { publicRouter } from './public/server';
+import { Store } from './store';
+
+/** File in the data dir that tells `svcctl` where a running control listens. */
+export const RUNTIME_FILE = 'control.json';
+
+export interface ControlHandle {
+  ctx: ControlContext;
+  bootstrap: BootstrapResult;
+  urls: { control: string; api: string; indexer: string };
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  log?: Logger;
+  now?: () => number;
+}
+
+function configureServer(server: Server): Server {
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 5_000;
+  return server;
+}
+
+export async function startControl(config: Readonly<Config>, options: StartOptions = {}): Promise<ControlHandle> {
+  const log = options.log ?? createLogger({ level: config.logLevel, base: { role: 'control' } });
+  const boot = bootstrapDataDir(config);
+  const store = Store.open(boot.databasePath);
+  const ctx: ControlContext = {
+    store,
+    config,
+    log,
+    now: options.now ?? Date.now,
+    urls: { control: '', api: '', indexer: '' },
+    startedAt: Date.now(),
+    dataDir: boot.dataDir,
+  };
+
+  const admin = new Router();
+  registerKeyRoutes(admin, ctx);
+  registerFlagRoutes(admin, ctx);
+  registerEndpointRoutes(admin, ctx);
+  registerChangelogRoutes(admin, ctx);
+  registerStatusRoutes(admin, ctx);
+  const adminAuth = new TokenAuth('admin', [
+    { name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token },
+  ]);
+
+  const servers: Server[] = [];
+  const bind = async (listener: Parameters<typeof createServer>[1], port: number): Promise<string> => {
+    const server = configureServer(createServer(listener!));
+    servers.push(server);
+    return listen(server, port, config.host);
+  };
+
+  const runtimePath = join(boot.dataDir, RUNTIME_FILE);
+  const close = async (): Promise<void> => {
+    await Promise.all(servers.map(closeServer));
+    rmSync(runtimePath, { force: true });
+    store.close();
+  };
+
+  try {
+    ctx.urls.control = await bind(requestListener([{ prefix: '/_admin/', router: admin, auth: adminAuth }], log), config.control.port);
+    ctx.urls.api = await bind(requestListener([{ prefix: '/', router: publicRouter(ctx) }], log), config.api.port);
+    ctx.urls.indexer = await bind(requestListener([{ prefix: '/', router: indexerRouter(ctx) }], log), config.indexer.port);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+
+  // Atomically publish where this control listens, for `svcctl` with port 0 or a custom config.
+  const tmp = `${runtimePath}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify({ pid: process.pid, urls: ctx.urls, started_at: new Date(ctx.startedAt).toISOString() }) + '\n', {
+    mode: 0o600,
+  });
+  renameSync(tmp, runtimePath);
+
+  log.info('control ready', { urls: ctx.urls, data_dir: boot.dataDir, state_version: store.version() });
+  return { ctx, bootstrap: boot, urls: ctx.urls, close };
+}

@@ -1,0 +1,99 @@
+/**
+ * Wrapped upstream endpoints. Injected header values are secrets: `view()` lists their
+ * names only; `snapshotRows()` is the one reader of the values (for the gateway snapshot).
+ * Removal is soft (`removed_at`) so outcomes and ledger entries keep their endpoint.
+ */
+import type { Db } from './db';
+import type { EndpointView, HttpMethod } from '../../protocol/admin';
+
+export interface EndpointRow {
+  id: string;
+  upstream: string;
+  methods: string;
+  timeout_ms: number;
+  price: number;
+  premium: number;
+  sla_ms: number;
+  refund_cap_per_hour: number;
+  treasury_fee_bps: number;
+  headers: string;
+  created_at: number;
+  updated_at: number;
+  removed_at: number | null;
+}
+
+export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at'> & {
+  methods: HttpMethod[];
+  headers: Record<string, string>;
+};
+
+export function endpointView(row: EndpointRow): EndpointView {
+  return {
+    id: row.id,
+    upstream: row.upstream,
+    methods: JSON.parse(row.methods) as HttpMethod[],
+    timeout_ms: row.timeout_ms,
+    price: row.price,
+    premium: row.premium,
+    sla_ms: row.sla_ms,
+    refund_cap_per_hour: row.refund_cap_per_hour,
+    treasury_fee_bps: row.treasury_fee_bps,
+    injected_headers: Object.keys(JSON.parse(row.headers) as Record<string, string>).sort(),
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export class EndpointsTable {
+  private readonly upsertStmt;
+  private readonly byIdStmt;
+  private readonly listStmt;
+  private readonly removeStmt;
+  private readonly countStmt;
+
+  constructor(db: Db) {
+    this.upsertStmt = db.prepare(
+      `INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
+                              treasury_fee_bps, headers, created_at, updated_at, removed_at)
+       VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
+               @treasury_fee_bps, @headers, @created_at, @updated_at, NULL)
+       ON CONFLICT (id) DO UPDATE SET
+         upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
+         price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
+         refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
+         headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL`,
+    );
+    this.byIdStmt = db.prepare(`SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`);
+    this.listStmt = db.prepare(`SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`);
+    this.removeStmt = db.prepare(`UPDATE endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL`);
+    this.countStmt = db.prepare(`SELECT count(*) AS n FROM endpoints WHERE removed_at IS NULL`);
+  }
+
+  /** Insert, or overwrite (and revive a removed endpoint with the same id). */
+  save(record: EndpointRecord): void {
+    this.upsertStmt.run({ ...record, methods: JSON.stringify(record.methods), headers: JSON.stringify(record.headers) });
+  }
+
+  byId(id: string): EndpointRow | undefined {
+    return this.byIdStmt.get(id) as EndpointRow | undefined;
+  }
+
+  record(id: string): EndpointRecord | undefined {
+    const row = this.byId(id);
+    if (!row) return undefined;
+    const { removed_at: _removed, ...rest } = row;
+    return { ...rest, methods: JSON.parse(row.methods) as HttpMethod[], headers: JSON.parse(row.headers) as Record<string, string> };
+  }
+
+  list(): EndpointRow[] {
+    return this.listStmt.all() as EndpointRow[];
+  }
+
+  remove(id: string, at: number): boolean {
+    return this.removeStmt.run(at, id).changes === 1;
+  }
+
+  count(): number {
+    return (this.countStmt.get() as { n: number }).n;
+  }
+}

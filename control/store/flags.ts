@@ -1,0 +1,53 @@
+/** Runtime flags (`beta_gate_enabled`, `maintenance_mode`), seeded off by migration 1. */
+import type { Db } from './db';
+import type { FlagName, FlagView } from '../../protocol/admin';
+
+interface FlagRow {
+  name: FlagName;
+  value: 0 | 1;
+  updated_at: number;
+  updated_by: string;
+  note: string | null;
+}
+
+const view = (row: FlagRow): FlagView => ({
+  name: row.name,
+  value: row.value === 1,
+  updated_at: new Date(row.updated_at).toISOString(),
+  updated_by: row.updated_by,
+  note: row.note,
+});
+
+export class FlagsTable {
+  private readonly getStmt;
+  private readonly listStmt;
+  private readonly setStmt;
+
+  constructor(db: Db) {
+    this.getStmt = db.prepare(`SELECT * FROM flags WHERE name = ?`);
+    this.listStmt = db.prepare(`SELECT * FROM flags ORDER BY name`);
+    this.setStmt = db.prepare(`UPDATE flags SET value = ?, updated_at = ?, updated_by = ?, note = ? WHERE name = ?`);
+  }
+
+  get(name: FlagName): FlagView | undefined {
+    const row = this.getStmt.get(name) as FlagRow | undefined;
+    return row && view(row);
+  }
+
+  list(): FlagView[] {
+    return (this.listStmt.all() as FlagRow[]).map(view);
+  }
+
+  /** Returns whether the stored value changed. */
+  set(name: FlagName, value: boolean, at: number, by: string, note: string | null): boolean {
+    const before = this.get(name);
+    this.setStmt.run(value ? 1 : 0, at, by, note, name);
+    return before?.value !== value;
+  }
+
+  values(): Record<FlagName, boolean> {
+    const out = { beta_gate_enabled: false, maintenance_mode: false } as Record<FlagName, boolean>;
+    for (const flag of this.list()) out[flag.name] = flag.value;
+    return out;
+  }
+}

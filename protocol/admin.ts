@@ -1,0 +1,231 @@
+/**
+ * Admin API request and response shapes (`/_admin/v1/…`), shared by control (validates
+ * requests) and `svcctl` (sends them, reads answers). Field names are snake_case on the wire
+ * and stable: `--json` output is built from these views.
+ */
+import { z } from 'zod';
+import { WalletAddress } from './wallet';
+
+// ---------------------------------------------------------------------------------------
+// Endpoints
+
+/** First path segments the gateway keeps for itself (DESIGN §3). */
+export const RESERVED_ENDPOINT_IDS: readonly string[] = ['v1', 'health', 'metrics'];
+export const ENDPOINT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+export const HttpMethod = z.enum(HTTP_METHODS);
+export type HttpMethod = z.infer<typeof HttpMethod>;
+
+/** Request headers an endpoint may not inject: they are the gateway's or hop-by-hop. */
+const FORBIDDEN_INJECTED_HEADERS = new Set([
+  'host', 'connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'proxy-connection',
+  'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'x-forwarded-for', 'x-forwarded-proto',
+  'x-forwarded-host', 'forwarded', 'cookie',
+]);
+const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE_PATTERN = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+export const EndpointId = z
+  .string()
+  .regex(ENDPOINT_ID_PATTERN, {
+    message: 'must match [a-z0-9][a-z0-9_-]{0,62}: lowercase letters, digits, "_" and "-", up to 63 characters',
+  })
+  .refine((id) => !RESERVED_ENDPOINT_IDS.includes(id), {
+    message: `is reserved (${RESERVED_ENDPOINT_IDS.join(', ')})`,
+  });
+
+export const UpstreamUrl = z.string().superRefine((value, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be an absolute http:// or https:// URL' });
+    return;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    ctx.addIssue({ code: 'custom', message: `scheme ${url.protocol} is not allowed; use http:// or https://` });
+  }
+  if (url.username !== '' || url.password !== '') {
+    ctx.addIssue({ code: 'custom', message: 'must not carry credentials (user:pass@); use --header to inject them' });
+  }
+  if (url.search !== '' || url.hash !== '') {
+    ctx.addIssue({ code: 'custom', message: 'must not have a query string or fragment' });
+  }
+});
+
+const MicroUnits = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const PositiveMs = z.number().int().min(1).max(3_600_000);
+
+export const InjectedHeaders = z
+  .record(z.string(), z.string())
+  .superRefine((headers, ctx) => {
+    for (const [name, value] of Object.entries(headers)) {
+      if (!HEADER_NAME_PATTERN.test(name)) {
+        ctx.addIssue({ code: 'custom', message: `header name ${JSON.stringify(name)} is not a valid token` });
+      } else if (FORBIDDEN_INJECTED_HEADERS.has(name.toLowerCase())) {
+        ctx.addIssue({ code: 'custom', message: `header ${name} is set by the gateway and cannot be injected` });
+      }
+      if (!HEADER_VALUE_PATTERN.test(value)) {
+        ctx.addIssue({ code: 'custom', message: `value of header ${name} contains control characters` });
+      }
+    }
+  });
+
+/** Fields an operator may set on an endpoint (all but `id` optional on update). */
+export const EndpointFields = z.object({
+  upstream: UpstreamUrl,
+  methods: z.array(HttpMethod).min(1).optional(),
+  timeout_ms: PositiveMs.optional(),
+  price: MicroUnits.optional(),
+  premium: MicroUnits.optional(),
+  sla_ms: PositiveMs.optional(),
+  refund_cap_per_hour: MicroUnits.optional(),
+  treasury_fee_bps: z.number().int().min(0).max(10_000).optional(),
+  headers: InjectedHeaders.optional(),
+});
+
+export const CreateEndpointRequest = EndpointFields.extend({ id: EndpointId }).strict();
+export type CreateEndpointRequest = z.infer<typeof CreateEndpointRequest>;
+
+export const UpdateEndpointRequest = EndpointFields.partial().strict();
+export type UpdateEndpointRequest = z.infer<typeof UpdateEndpointRequest>;
+
+/** An endpoint as the admin API shows it: injected header values never appear. */
+export interface EndpointView {
+  id: string;
+  upstream: string;
+  methods: HttpMethod[];
+  timeout_ms: number;
+  price: number;
+  premium: number;
+  sla_ms: number;
+  refund_cap_per_hour: number;
+  treasury_fee_bps: number;
+  injected_headers: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+// ---------------------------------------------------------------------------------------
+// Keys
+
+export const RateLimitBody = z.object({
+  count: z.number().int().min(1).max(1_000_000_000),
+  window_seconds: z.number().int().min(1).max(86_400),
+});
+
+export const IssueKeyRequest = z
+  .object({
+    name: z.string().trim().min(1).max(120).optional(),
+    wallet: WalletAddress.optional(),
+    endpoints: z.array(EndpointId).max(1000).optional(),
+    expires_in_seconds: z.number().int().min(1).max(10 * 365 * 86400).optional(),
+    limit: RateLimitBody.optional(),
+    application_id: z.string().min(1).max(64).optional(),
+  })
+  .strict();
+export type IssueKeyRequest = z.infer<typeof IssueKeyRequest>;
+
+export const RotateKeyRequest = z
+  .object({ grace_seconds: z.number().int().min(0).max(30 * 86400).optional() })
+  .strict();
+
+export const LiftKeyRequest = z
+  .object({ limit: RateLimitBody, for_seconds: z.number().int().min(1).max(30 * 86400) })
+  .strict();
+
+export const WalletRequest = z.object({ wallet: WalletAddress }).strict();
+
+export type KeyStatus = 'active' | 'expired' | 'revoked';
+
+export interface KeyView {
+  id: string;
+  name: string | null;
+  prefix: string;
+  status: KeyStatus;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  wallet: string | null;
+  endpoints: string[];
+  limit: { count: number; window_seconds: number } | null;
+  lift: { count: number; window_seconds: number; until: string } | null;
+  application_id: string | null;
+  /** Secrets currently accepted for this key: more than one during a rotation's grace. */
+  secrets: { prefix: string; created_at: string; expires_at: string | null }[];
+}
+
+/** Answer to issue and rotate: the only place the plaintext `key` ever appears. */
+export interface IssuedKey extends KeyView {
+  key: string;
+  version: number;
+}
+
+// ---------------------------------------------------------------------------------------
+// Flags
+
+export const FLAG_NAMES = ['beta_gate_enabled', 'maintenance_mode'] as const;
+export const FlagName = z.enum(FLAG_NAMES);
+export type FlagName = z.infer<typeof FlagName>;
+
+/** Accepts `beta_gate_enabled` and the spec's `system_flags.beta_gate_enabled`. */
+export function normaliseFlagName(name: string): FlagName | null {
+  const bare = name.startsWith('system_flags.') ? name.slice('system_flags.'.length) : name;
+  return (FLAG_NAMES as readonly string[]).includes(bare) ? (bare as FlagName) : null;
+}
+
+export const SetFlagRequest = z
+  .object({ value: z.boolean(), note: z.string().trim().min(1).max(2000).optional() })
+  .strict();
+
+export interface FlagView {
+  name: FlagName;
+  value: boolean;
+  updated_at: string;
+  updated_by: string;
+  note: string | null;
+}
+
+// ---------------------------------------------------------------------------------------
+// Changelog and audit
+
+export const AddChangelogRequest = z.object({ text: z.string().trim().min(1).max(4000) }).strict();
+
+export interface ChangelogEntry {
+  id: number;
+  at: string;
+  kind: 'flag' | 'notice';
+  text: string;
+  flag: FlagName | null;
+  value: boolean | null;
+  author: string;
+}
+
+export interface AuditEntry {
+  id: number;
+  at: string;
+  actor: string;
+  action: string;
+  target: string | null;
+  detail: Record<string, unknown>;
+}
+
+// ---------------------------------------------------------------------------------------
+// Status
+
+export interface StatusView {
+  status: 'ok';
+  version: number;
+  started_at: string;
+  data_dir: string;
+  database: { path: string; journal_mode: string; synchronous: string; schema_version: number };
+  urls: { control: string; api: string; indexer: string };
+  counts: { keys_active: number; keys_total: number; endpoints: number };
+  flags: Record<FlagName, boolean>;
+  gateways: { id: string; applied_version: number; last_seen: string; connected: boolean; last_nack: string | null }[];
+}
+
+/** Every mutation answers with the state version it produced (DESIGN §4). */
+export interface Versioned {
+  version: number;
+}

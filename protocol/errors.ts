@@ -1,0 +1,194 @@
+/**
+ * The one catalogue of wire error codes (DESIGN §9).
+ *
+ * Every error the service sends is `application/problem+json` (RFC 9457) with a stable
+ * `code` member. Callers match on `code`, never on `title` or `detail`. The README's error
+ * table is checked against this catalogue by `test/protocol/errors-readme.ts`.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc9457
+ */
+import { z } from 'zod';
+
+export const ERROR_CODES = [
+  'svc_auth_not_in_beta',
+  'svc_endpoint_not_granted',
+  'svc_forbidden_user_agent',
+  'svc_rate_limited',
+  'svc_unknown_endpoint',
+  'svc_method_not_allowed',
+  'svc_bad_request',
+  'svc_payload_too_large',
+  'svc_upstream_timeout',
+  'svc_upstream_unavailable',
+  'svc_maintenance',
+  'svc_gateway_not_ready',
+  'svc_unauthorized',
+  'svc_not_found',
+  'svc_conflict',
+  'svc_internal',
+] as const;
+
+export const ErrorCode = z.enum(ERROR_CODES);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+export interface ErrorSpec {
+  /** HTTP status sent with this code. */
+  readonly status: number;
+  /** Short, stable, human-readable summary (RFC 9457 `title`). */
+  readonly title: string;
+  /** When the code is used; rendered into the README table. */
+  readonly when: string;
+}
+
+/** Base URI of the `type` member; the fragment is the code. */
+export const PROBLEM_TYPE_BASE = 'https://svc.dev/errors#';
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
+  svc_auth_not_in_beta: {
+    status: 403,
+    title: 'Not in beta',
+    when: 'Beta gate on and the gateway call has no key, or a malformed, unknown, expired or revoked key',
+  },
+  svc_endpoint_not_granted: {
+    status: 403,
+    title: 'Endpoint not granted',
+    when: 'The key is valid but limited to other endpoints',
+  },
+  svc_forbidden_user_agent: {
+    status: 403,
+    title: 'User-Agent not allowed',
+    when: 'Public read API called with a command-line client, server runtime or empty User-Agent',
+  },
+  svc_rate_limited: {
+    status: 429,
+    title: 'Rate limited',
+    when: 'A per-key or per-IP limit is exhausted; wait for `Retry-After` seconds',
+  },
+  svc_unknown_endpoint: {
+    status: 404,
+    title: 'Unknown endpoint',
+    when: 'No endpoint with that id is registered on the gateway',
+  },
+  svc_method_not_allowed: {
+    status: 405,
+    title: 'Method not allowed',
+    when: 'The endpoint does not accept this method; see the `Allow` header',
+  },
+  svc_bad_request: {
+    status: 400,
+    title: 'Bad request',
+    when: 'Malformed input: invalid JSON, failed validation, path escape attempt',
+  },
+  svc_payload_too_large: {
+    status: 413,
+    title: 'Payload too large',
+    when: 'The request body exceeds the configured limit',
+  },
+  svc_upstream_timeout: {
+    status: 504,
+    title: 'Upstream timeout',
+    when: "The upstream did not answer within the endpoint's timeout",
+  },
+  svc_upstream_unavailable: {
+    status: 502,
+    title: 'Upstream unavailable',
+    when: 'The upstream refused or reset the connection',
+  },
+  svc_maintenance: {
+    status: 503,
+    title: 'Maintenance',
+    when: 'Maintenance mode is on; retry after `Retry-After` seconds',
+  },
+  svc_gateway_not_ready: {
+    status: 503,
+    title: 'Gateway not ready',
+    when: 'The gateway has not loaded a snapshot yet',
+  },
+  svc_unauthorized: {
+    status: 401,
+    title: 'Unauthorized',
+    when: 'Admin or sync API called without the right bearer token',
+  },
+  svc_not_found: {
+    status: 404,
+    title: 'Not found',
+    when: 'The addressed resource (key, endpoint, flag, route) does not exist',
+  },
+  svc_conflict: {
+    status: 409,
+    title: 'Conflict',
+    when: 'The resource already exists or is in a state that forbids the change',
+  },
+  svc_internal: {
+    status: 500,
+    title: 'Internal error',
+    when: 'An unexpected fault; details are logged, never sent',
+  },
+});
+
+/** The RFC 9457 body, with our stable `code` and optional extension members. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  [extension: string]: unknown;
+}
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: ErrorCode,
+  })
+  .passthrough();
+
+/** Build the problem body for `code`. `extra` adds RFC 9457 extension members. */
+export function problem(code: ErrorCode, detail?: string, extra?: Record<string, unknown>): Problem {
+  const spec = ERRORS[code];
+  return {
+    type: PROBLEM_TYPE_BASE + code,
+    title: spec.title,
+    status: spec.status,
+    detail: detail ?? spec.title,
+    code,
+    ...extra,
+  };
+}
+
+/**
+ * An error that maps to one catalogue entry. Throw it anywhere in a request handler; the
+ * listener turns it into problem+json. `headers` are added to the response (`Retry-After`,
+ * `Allow`…); `extra` becomes extension members (e.g. per-field validation errors).
+ */
+export class SvcError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly extra: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    options: { headers?: Record<string, string>; extra?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
+    super(detail ?? ERRORS[code].title, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SvcError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.headers = options.headers ?? {};
+    this.extra = options.extra;
+  }
+
+  toProblem(): Problem {
+    return problem(this.code, this.message, this.extra);
+  }
+}
+
+export function isSvcError(err: unknown): err is SvcError {
+  return err instanceof SvcError;
+}

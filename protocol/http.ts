@@ -1,0 +1,101 @@
+/**
+ * Wire helpers shared by every listener: JSON and problem+json responses, and a bounded
+ * JSON body reader. Kept here because the response shapes are part of the contract.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PROBLEM_CONTENT_TYPE, SvcError, isSvcError, problem, type ErrorCode } from './errors';
+
+/** Largest JSON body accepted by the admin and sync APIs. @default 1 MiB */
+export const DEFAULT_JSON_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(payload)),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(payload);
+}
+
+export function sendProblem(
+  res: ServerResponse,
+  code: ErrorCode,
+  detail?: string,
+  headers: Record<string, string> = {},
+  extra?: Record<string, unknown>,
+): void {
+  const body = problem(code, detail, extra);
+  const payload = JSON.stringify(body);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(body.status, {
+    'content-type': PROBLEM_CONTENT_TYPE,
+    'content-length': String(Buffer.byteLength(payload)),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(payload);
+}
+
+/** Send `err` as problem+json: a SvcError keeps its code; anything else is `svc_internal`. */
+export function sendError(res: ServerResponse, err: unknown): void {
+  if (isSvcError(err)) {
+    sendProblem(res, err.code, err.message, { ...err.headers }, err.extra ? { ...err.extra } : undefined);
+    return;
+  }
+  sendProblem(res, 'svc_internal', 'internal error');
+}
+
+/**
+ * Read and parse a JSON request body, refusing more than `limit` bytes (413) and invalid
+ * JSON (400). An empty body reads as `{}`.
+ */
+export function readJson(req: IncomingMessage, limit = DEFAULT_JSON_BODY_LIMIT_BYTES): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      reject(new SvcError('svc_payload_too_large', `body exceeds ${limit} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > limit) {
+        failed = true;
+        reject(new SvcError('svc_payload_too_large', `body exceeds ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('error', (err) => {
+      if (!failed) reject(err);
+      failed = true;
+    });
+    req.on('end', () => {
+      if (failed) return;
+      const text = Buffer.concat(chunks).toString('utf8').trim();
+      if (text === '') {
+        resolve({});
+        return;
+      }
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        reject(new SvcError('svc_bad_request', 'body is not valid JSON'));
+      }
+    });
+  });
+}
