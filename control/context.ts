@@ -13,4 +13,6 @@ export interface ControlContext {
   urls: { control: string; api: string; indexer: string };
   startedAt: number;
   dataDir: string;
+  /** Every gateway known to control, with whether it is connected now. */
+  gateways: () => { id: string; connected: boolean; applied_version: number; last_seen: string; last_nack: string | null }[];
 }

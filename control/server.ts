@@ -22,6 +22,9 @@ import { Router } from './http/router';
 import { requestListener } from './http/serve';
 import { publicRouter } from './public/server';
 import { Store } from './store';
+import { SyncHub } from './sync/hub';
+import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
+import { limitsFromConfig, recordLimits } from './sync/snapshot';
 
 /** File in the data dir that tells `svcctl` where a running control listens. */
 export const RUNTIME_FILE = 'control.json';
@@ -57,7 +60,13 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     urls: { control: '', api: '', indexer: '' },
     startedAt: Date.now(),
     dataDir: boot.dataDir,
+    gateways: () => [],
   };
+
+  const limits = limitsFromConfig(config);
+  recordLimits(store, limits, ctx.now());
+  const hub = new SyncHub(ctx, limits);
+  ctx.gateways = () => hub.status();
 
   const admin = new Router();
   registerKeyRoutes(admin, ctx);
@@ -65,6 +74,10 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerEndpointRoutes(admin, ctx);
   registerChangelogRoutes(admin, ctx);
   registerStatusRoutes(admin, ctx);
+  registerPropagationRoutes(admin, hub);
+  const sync = new Router();
+  registerSyncRoutes(sync, ctx, hub);
+  const syncAuth = new TokenAuth('sync', [{ name: 'sync', token: boot.syncToken.token }]);
   const adminAuth = new TokenAuth('admin', [
     { name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token },
   ]);
@@ -78,13 +91,20 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
 
   const runtimePath = join(boot.dataDir, RUNTIME_FILE);
   const close = async (): Promise<void> => {
+    hub.close();
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
     store.close();
   };
 
   try {
-    ctx.urls.control = await bind(requestListener([{ prefix: '/_admin/', router: admin, auth: adminAuth }], log), config.control.port);
+    ctx.urls.control = await bind(requestListener(
+        [
+          { prefix: '/_admin/', router: admin, auth: adminAuth },
+          { prefix: '/_sync/', router: sync, auth: syncAuth },
+        ],
+        log,
+      ), config.control.port);
     ctx.urls.api = await bind(requestListener([{ prefix: '/', router: publicRouter(ctx) }], log), config.api.port);
     ctx.urls.indexer = await bind(requestListener([{ prefix: '/', router: indexerRouter(ctx) }], log), config.indexer.port);
   } catch (err) {

@@ -32,9 +32,12 @@ export type OutcomeRecord = z.infer<typeof OutcomeRecord>;
 export const OutcomeBatch = z.object({ gateway_id: z.string().min(1).max(64), records: z.array(OutcomeRecord).max(10_000) }).strict();
 export type OutcomeBatch = z.infer<typeof OutcomeBatch>;
 
-/** Control's answer: every call id it now holds (new or already stored). */
+/**
+ * Control's answer, sent only after the batch is committed: every record of the batch is now
+ * held by control (`accepted` new ones, `duplicates` it already had), so the gateway may drop
+ * the whole batch from its journal.
+ */
 export interface OutcomeAck {
   accepted: number;
   duplicates: number;
-  acked: string[];
 }

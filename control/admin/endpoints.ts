@@ -43,7 +43,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     };
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'endpoints.add', target: input.id, detail: auditDetail(input), snapshot: true },
+      { action: 'endpoints.add', target: input.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: input.id }] },
       () => ctx.store.endpoints.save(record),
     );
     sendJson(res, 201, { ...endpointView(ctx.store.endpoints.byId(input.id)!), version });
@@ -72,7 +72,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     };
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'endpoints.update', target: current.id, detail: auditDetail(input), snapshot: true },
+      { action: 'endpoints.update', target: current.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: current.id }] },
       () => ctx.store.endpoints.save(next),
     );
     sendJson(res, 200, { ...endpointView(ctx.store.endpoints.byId(current.id)!), version });
@@ -83,7 +83,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     const now = ctx.now();
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'endpoints.remove', target: current.id, snapshot: true },
+      { action: 'endpoints.remove', target: current.id, changes: [{ kind: 'endpoint', entity: current.id }] },
       () => ctx.store.endpoints.remove(current.id, now),
     );
     sendJson(res, 200, { id: current.id, removed: true, version });

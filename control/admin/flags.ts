@@ -40,7 +40,7 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
     const text = `${name} turned ${input.value ? 'on' : 'off'}${input.note ? `: ${input.note}` : ''}`;
     const { result: changelogId, version } = ctx.store.mutate(
       { actor, now },
-      { action: 'flags.set', target: name, detail: { value: input.value, note: input.note ?? null }, snapshot: true },
+      { action: 'flags.set', target: name, detail: { value: input.value, note: input.note ?? null }, changes: [{ kind: 'flags', entity: '*' }] },
       () => {
         ctx.store.flags.set(name, input.value, now, actor, input.note ?? null);
         return ctx.store.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });

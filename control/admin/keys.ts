@@ -52,7 +52,7 @@ export function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequ
       action: 'keys.issue',
       target: id,
       detail: { prefix, name: input.name ?? null, endpoints: input.endpoints ?? [], application_id: input.application_id ?? null },
-      snapshot: true,
+      changes: [{ kind: 'key', entity: id }],
     },
     () =>
       ctx.store.keys.insert({
@@ -97,7 +97,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     const now = ctx.now();
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'keys.revoke', target: row.id, detail: { prefix: row.prefix }, snapshot: true },
+      { action: 'keys.revoke', target: row.id, detail: { prefix: row.prefix }, changes: [{ kind: 'key', entity: row.id }] },
       () => {
         ctx.store.keys.revoke(row.id, now);
         ctx.store.keys.expireSecrets(row.id, now, now);
@@ -117,7 +117,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     const prefix = keyStub(key);
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'keys.rotate', target: row.id, detail: { old_prefix: row.prefix, prefix, grace_seconds: grace }, snapshot: true },
+      { action: 'keys.rotate', target: row.id, detail: { old_prefix: row.prefix, prefix, grace_seconds: grace }, changes: [{ kind: 'key', entity: row.id }] },
       () => {
         ctx.store.keys.expireSecrets(row.id, now + grace * 1000, now);
         ctx.store.keys.addSecret(row.id, hashKey(key), prefix, now);
@@ -134,7 +134,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     const until = now + input.for_seconds * 1000;
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'keys.lift', target: row.id, detail: { ...input.limit, until: new Date(until).toISOString() }, snapshot: true },
+      { action: 'keys.lift', target: row.id, detail: { ...input.limit, until: new Date(until).toISOString() }, changes: [{ kind: 'key', entity: row.id }] },
       () => ctx.store.keys.setLift(row.id, { ...input.limit, until }),
     );
     sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version });

@@ -22,7 +22,7 @@ export function statusView(ctx: ControlContext): StatusView {
     urls: { ...ctx.urls },
     counts: { keys_active: counts.active, keys_total: counts.total, endpoints: ctx.store.endpoints.count() },
     flags: ctx.store.flags.values(),
-    gateways: [],
+    gateways: ctx.gateways(),
   };
 }
 

@@ -15,6 +15,9 @@ export function listen(server: Server, port: number, host: string): Promise<stri
   });
 }
 
+/** How long in-flight requests may finish on close before their sockets are cut. @default 2000 */
+export const CLOSE_GRACE_MS = 2_000;
+
 /** Close a server and drop its idle keep-alive connections so shutdown is prompt. */
 export function closeServer(server: Server): Promise<void> {
   return new Promise((resolvePromise) => {
@@ -22,7 +25,12 @@ export function closeServer(server: Server): Promise<void> {
       resolvePromise();
       return;
     }
-    server.close(() => resolvePromise());
+    const force = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+    force.unref();
+    server.close(() => {
+      clearTimeout(force);
+      resolvePromise();
+    });
     server.closeIdleConnections();
   });
 }

@@ -8,7 +8,11 @@ import { AuditTable } from './audit';
 import { ChangelogTable } from './changelog';
 import { EndpointsTable } from './endpoints';
 import { FlagsTable } from './flags';
+import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
+import { OutcomesTable } from './outcomes';
+import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
+import type { SnapshotKey } from '../../protocol/snapshot';
 
 export interface MutationContext {
   /** Name of the admin token (or process) making the change. */
@@ -21,8 +25,15 @@ export interface Audit {
   action: string;
   target?: string | null;
   detail?: Record<string, unknown>;
-  /** True when gateways must see the change (keys, flags, endpoints). */
-  snapshot?: boolean;
+  /** What gateways must see change: each entry bumps the state version once, together. */
+  changes?: StateChange[];
+}
+
+export type StateChangeKind = 'key' | 'endpoint' | 'flags' | 'limits';
+export interface StateChange {
+  kind: StateChangeKind;
+  /** Key id, endpoint id, or '*' for flags and limits. */
+  entity: string;
 }
 
 export class Store {
@@ -33,8 +44,17 @@ export class Store {
   readonly endpoints: EndpointsTable;
   readonly changelog: ChangelogTable;
   readonly audit: AuditTable;
+  readonly gateways: GatewaysTable;
+  readonly outcomes: OutcomesTable;
+  /** The key as gateways must enforce it now, or null when it admits nothing. */
+  readonly liveKey: (id: string, now: number) => SnapshotKey | null;
   private readonly versionStmt;
   private readonly bumpStmt;
+  private readonly changeStmt;
+  private readonly changesSinceStmt;
+  private readonly oldestChangeStmt;
+  private readonly metaGetStmt;
+  private readonly metaSetStmt;
   private readonly listeners = new Set<(version: number) => void>();
 
   private constructor(db: Db, path: string) {
@@ -45,8 +65,20 @@ export class Store {
     this.endpoints = new EndpointsTable(db);
     this.changelog = new ChangelogTable(db);
     this.audit = new AuditTable(db);
+    this.gateways = new GatewaysTable(db);
+    this.outcomes = new OutcomesTable(db);
+    this.liveKey = liveKeyStatement(db);
     this.versionStmt = db.prepare(`SELECT value FROM meta WHERE name = 'state_version'`).pluck();
     this.bumpStmt = db.prepare(`UPDATE meta SET value = value + 1 WHERE name = 'state_version' RETURNING value`).pluck();
+    this.changeStmt = db.prepare(`INSERT OR IGNORE INTO state_changes (version, kind, entity) VALUES (?, ?, ?)`);
+    this.changesSinceStmt = db.prepare(
+      `SELECT DISTINCT kind, entity FROM state_changes WHERE version > ? AND version <= ? ORDER BY kind, entity`,
+    );
+    this.oldestChangeStmt = db.prepare(`SELECT min(version) FROM state_changes`).pluck();
+    this.metaGetStmt = db.prepare(`SELECT value FROM meta WHERE name = ?`).pluck();
+    this.metaSetStmt = db.prepare(
+      `INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+    );
   }
 
   static open(path: string): Store {
@@ -72,8 +104,9 @@ export class Store {
       const result = fn();
       this.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {});
       let version: number;
-      if (audit.snapshot) {
+      if (audit.changes && audit.changes.length > 0) {
         version = this.bumpStmt.get() as number;
+        for (const change of audit.changes) this.changeStmt.run(version, change.kind, change.entity);
         bumped = true;
       } else {
         version = this.version();
@@ -85,10 +118,34 @@ export class Store {
     return out;
   }
 
+  /**
+   * Entities changed after version `from` up to `to`, or null when `from` is older than the
+   * recorded history (the caller then sends a full snapshot).
+   */
+  changesSince(from: number, to: number): StateChange[] | null {
+    const oldest = this.oldestChangeStmt.get() as number | null;
+    if (from < 1 || from > to || (oldest !== null && from + 1 < oldest)) return null;
+    return this.changesSinceStmt.all(from, to) as StateChange[];
+  }
+
   /** Hear about every committed state version bump. Returns the unsubscribe function. */
   onVersion(listener: (version: number) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** An integer kept in the `meta` table (inside `mutate` when it must be audited). */
+  meta(name: string): number | null {
+    return (this.metaGetStmt.get(name) as number | undefined) ?? null;
+  }
+
+  setMeta(name: string, value: number): void {
+    this.metaSetStmt.run(name, value);
+  }
+
+  /** A read-only connection holding one consistent view, for streaming a full snapshot. */
+  openSnapshotReader(): SnapshotReader {
+    return new SnapshotReader(this.path);
   }
 
   pragma(name: string): unknown {

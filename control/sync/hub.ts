@@ -1,0 +1,301 @@
+/**
+ * The sync hub: one long-lived NDJSON stream per connected gateway. On connect a gateway gets
+ * a full snapshot or the delta from the version it holds; afterwards every committed state
+ * version is pushed as a delta. Acks move the gateway's applied version (and release
+ * `--wait`ers); a nack keeps the gateway on its old state and is never answered by resending
+ * the same version: the next change goes out as a full snapshot instead.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SYNC_PING_INTERVAL_MS, type Limits, type SyncAck } from '../../protocol/snapshot';
+import type { ControlContext } from '../context';
+import { buildDelta, writeSnapshot } from './snapshot';
+
+interface Connection {
+  gatewayId: string;
+  res: ServerResponse;
+  /** Last version written to the stream (0: nothing yet). */
+  sentVersion: number;
+  /** Digest of each version sent and not yet acked. */
+  sent: Map<number, string>;
+  appliedVersion: number;
+  busy: boolean;
+  dirty: boolean;
+  needsFull: boolean;
+  /** Highest version this gateway refused; never sent again. */
+  nackedVersion: number;
+  closed: boolean;
+}
+
+interface Waiter {
+  version: number;
+  started: number;
+  resolve: (result: WaitResult) => void;
+  timer: NodeJS.Timeout;
+}
+
+export interface WaitResult {
+  version: number;
+  complete: boolean;
+  gateways: number;
+  pending: string[];
+  waited_ms: number;
+}
+
+export interface GatewayStatus {
+  id: string;
+  connected: boolean;
+  applied_version: number;
+  last_seen: string;
+  last_nack: string | null;
+}
+
+export class SyncHub {
+  private readonly ctx: ControlContext;
+  private readonly limits: Limits;
+  private readonly conns = new Map<string, Connection>();
+  private readonly waiters = new Set<Waiter>();
+  private readonly ping: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+  private pushScheduled = false;
+  private deltaCache = new Map<number, { line: string; sha256: string; version: number } | null>();
+  private deltaCacheVersion = -1;
+
+  constructor(ctx: ControlContext, limits: Limits) {
+    this.ctx = ctx;
+    this.limits = limits;
+    this.unsubscribe = ctx.store.onVersion(() => this.schedulePush());
+    this.ping = setInterval(() => this.pingAll(), SYNC_PING_INTERVAL_MS);
+    this.ping.unref();
+  }
+
+  /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…`. */
+  connect(req: IncomingMessage, res: ServerResponse, gatewayId: string, heldVersion: number, heldEpoch: number | null): void {
+    const now = this.ctx.now();
+    this.ctx.store.gateways.seen(gatewayId, now);
+    this.conns.get(gatewayId)?.res.end();
+    const row0 = this.ctx.store.gateways.byId(gatewayId);
+    const conn: Connection = {
+      gatewayId,
+      res,
+      sentVersion: 0,
+      sent: new Map(),
+      appliedVersion: 0,
+      busy: false,
+      dirty: false,
+      needsFull: false,
+      nackedVersion: row0?.last_nack_version ?? 0,
+      closed: false,
+    };
+    this.conns.set(gatewayId, conn);
+    req.socket.setKeepAlive(true, 5_000);
+    req.socket.setNoDelay(true);
+    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+    res.flushHeaders();
+    const onClose = () => {
+      conn.closed = true;
+      if (this.conns.get(gatewayId) === conn) this.conns.delete(gatewayId);
+      this.ctx.log.info('gateway disconnected', { gateway_id: gatewayId });
+      this.checkWaiters();
+    };
+    res.on('close', onClose);
+    res.on('error', () => undefined);
+
+    const current = this.ctx.store.version();
+    const sameEpoch = heldEpoch !== null && heldEpoch === this.epoch();
+    this.ctx.log.info('gateway connected', { gateway_id: gatewayId, held_version: heldVersion, state_version: current });
+    if (sameEpoch && heldVersion === current) {
+      conn.sentVersion = current;
+      conn.appliedVersion = current;
+      this.ctx.store.gateways.acked(gatewayId, current, row0?.applied_sha256 ?? null, now);
+      this.checkWaiters();
+      return;
+    }
+    conn.sentVersion = sameEpoch && heldVersion > 0 && heldVersion < current ? heldVersion : 0;
+    conn.appliedVersion = conn.sentVersion;
+    conn.needsFull = conn.sentVersion === 0;
+    void this.push(conn);
+  }
+
+  /** Random per-database identifier, so a gateway never applies deltas from another database. */
+  epoch(): number {
+    let epoch = this.ctx.store.meta('epoch');
+    if (epoch === null) {
+      epoch = Math.floor(Math.random() * 2 ** 48);
+      this.ctx.store.setMeta('epoch', epoch);
+    }
+    return epoch;
+  }
+
+  /** Handle `POST /_sync/v1/ack`. */
+  ack(body: SyncAck): void {
+    const now = this.ctx.now();
+    const conn = this.conns.get(body.gateway_id);
+    if (body.ok) {
+      const expected = conn?.sent.get(body.version);
+      if (conn && expected !== undefined && expected !== body.sha256) {
+        this.nack(conn, body.gateway_id, body.version, `digest mismatch: applied ${body.sha256 ?? 'none'}, sent ${expected}`, now);
+        return;
+      }
+      this.ctx.store.gateways.acked(body.gateway_id, body.version, body.sha256 ?? null, now);
+      if (conn) {
+        conn.appliedVersion = Math.max(conn.appliedVersion, body.version);
+        for (const v of conn.sent.keys()) if (v <= body.version) conn.sent.delete(v);
+      }
+      this.checkWaiters();
+      return;
+    }
+    this.nack(conn, body.gateway_id, body.version, body.reason ?? 'rejected', now);
+  }
+
+  private nack(conn: Connection | undefined, gatewayId: string, version: number, reason: string, now: number): void {
+    this.ctx.store.gateways.nacked(gatewayId, version, reason, now);
+    this.ctx.log.warn('gateway rejected update', { gateway_id: gatewayId, version, reason });
+    if (conn) {
+      conn.sent.delete(version);
+      conn.nackedVersion = Math.max(conn.nackedVersion, version);
+      // The gateway kept its old state; resend nothing now, send a full snapshot on the next change.
+      conn.sentVersion = conn.appliedVersion;
+      conn.needsFull = true;
+    }
+    this.checkWaiters();
+  }
+
+  /** Resolve once every connected gateway has applied `version`, or after `timeoutMs`. */
+  wait(version: number, timeoutMs: number): Promise<WaitResult> {
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        version,
+        started: Date.now(),
+        resolve,
+        timer: setTimeout(() => this.finish(waiter, false), timeoutMs),
+      };
+      this.waiters.add(waiter);
+      this.checkWaiters();
+    });
+  }
+
+  status(): GatewayStatus[] {
+    return this.ctx.store.gateways.list().map((row) => ({
+      id: row.id,
+      connected: this.conns.has(row.id),
+      applied_version: this.conns.get(row.id)?.appliedVersion ?? row.applied_version,
+      last_seen: new Date(row.last_seen).toISOString(),
+      last_nack:
+        row.last_nack_version === null ? null : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
+    }));
+  }
+
+  connectedCount(): number {
+    return this.conns.size;
+  }
+
+  close(): void {
+    clearInterval(this.ping);
+    this.unsubscribe();
+    for (const waiter of this.waiters) this.finish(waiter, false);
+    for (const conn of this.conns.values()) conn.res.end();
+    this.conns.clear();
+  }
+
+  private pending(version: number): string[] {
+    return [...this.conns.values()].filter((c) => c.appliedVersion < version).map((c) => c.gatewayId);
+  }
+
+  private finish(waiter: Waiter, complete: boolean): void {
+    if (!this.waiters.delete(waiter)) return;
+    clearTimeout(waiter.timer);
+    waiter.resolve({
+      version: waiter.version,
+      complete,
+      gateways: this.conns.size,
+      pending: complete ? [] : this.pending(waiter.version),
+      waited_ms: Date.now() - waiter.started,
+    });
+  }
+
+  private checkWaiters(): void {
+    for (const waiter of this.waiters) if (this.pending(waiter.version).length === 0) this.finish(waiter, true);
+  }
+
+  private schedulePush(): void {
+    if (this.pushScheduled) return;
+    this.pushScheduled = true;
+    setImmediate(() => {
+      this.pushScheduled = false;
+      for (const conn of this.conns.values()) void this.push(conn);
+    });
+  }
+
+  private pingAll(): void {
+    const line = JSON.stringify({ type: 'ping', version: this.ctx.store.version() }) + '\n';
+    for (const conn of this.conns.values()) if (!conn.busy) conn.res.write(line);
+  }
+
+  private write(conn: Connection, line: string): Promise<void> {
+    if (conn.closed) return Promise.reject(new Error('gateway stream closed'));
+    if (conn.res.write(line + '\n')) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onDrain = () => {
+        conn.res.off('close', onClose);
+        resolve();
+      };
+      const onClose = () => {
+        conn.res.off('drain', onDrain);
+        reject(new Error('gateway stream closed'));
+      };
+      conn.res.once('drain', onDrain);
+      conn.res.once('close', onClose);
+    });
+  }
+
+  private cachedDelta(from: number): { line: string; sha256: string; version: number } | null {
+    const current = this.ctx.store.version();
+    if (this.deltaCacheVersion !== current) {
+      this.deltaCache = new Map();
+      this.deltaCacheVersion = current;
+    }
+    if (!this.deltaCache.has(from)) this.deltaCache.set(from, buildDelta(this.ctx.store, this.limits, from, this.ctx.now()));
+    return this.deltaCache.get(from)!;
+  }
+
+  private async push(conn: Connection): Promise<void> {
+    if (conn.closed) return;
+    if (conn.busy) {
+      conn.dirty = true;
+      return;
+    }
+    const current = this.ctx.store.version();
+    if (current <= conn.nackedVersion) return;
+    if (!conn.needsFull && conn.sentVersion >= current) return;
+    conn.busy = true;
+    try {
+      do {
+        conn.dirty = false;
+        const delta = conn.needsFull || conn.sentVersion === 0 ? null : this.cachedDelta(conn.sentVersion);
+        if (delta) {
+          conn.sent.set(delta.version, delta.sha256);
+          conn.sentVersion = delta.version;
+          await this.write(conn, delta.line);
+        } else {
+          const started = Date.now();
+          conn.needsFull = false;
+          const result = await writeSnapshot(this.ctx.store, this.limits, this.ctx.now(), (line) => this.write(conn, line), this.epoch());
+          conn.sent.set(result.version, result.sha256);
+          conn.sentVersion = result.version;
+          this.ctx.log.info('snapshot sent', { gateway_id: conn.gatewayId, version: result.version, ms: Date.now() - started });
+        }
+      } while (
+        !conn.closed &&
+        this.ctx.store.version() > conn.nackedVersion &&
+        (conn.dirty || conn.needsFull || conn.sentVersion < this.ctx.store.version())
+      );
+    } catch (err) {
+      if (!conn.closed) {
+        this.ctx.log.error('sync push failed', { gateway_id: conn.gatewayId, err });
+        conn.res.destroy();
+      }
+    } finally {
+      conn.busy = false;
+    }
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Builds what gateways enforce: full snapshots (streamed from a consistent read view) and
+ * deltas between two state versions (from the `state_changes` record of each write).
+ */
+import { createHash } from 'node:crypto';
+import type { Config } from '../../config/load';
+import type { HttpMethod } from '../../protocol/admin';
+import {
+  SNAPSHOT_KEYS_PER_LINE,
+  SnapshotDigest,
+  sealDelta,
+  type Delta,
+  type Flags,
+  type Limits,
+  type SnapshotEndpoint,
+} from '../../protocol/snapshot';
+import type { Store } from '../store';
+import type { EndpointRow } from '../store/endpoints';
+
+export function limitsFromConfig(config: Readonly<Config>): Limits {
+  const l = config.limits;
+  return {
+    key: { count: l.keyCount, window_seconds: l.keyWindowS, burst: l.keyBurst },
+    ip: { count: l.ipCount, window_seconds: l.ipWindowS, burst: l.ipBurst },
+  };
+}
+
+export function snapshotEndpoint(row: Pick<EndpointRow, 'id' | 'upstream' | 'methods' | 'timeout_ms' | 'sla_ms' | 'price' | 'premium' | 'headers'>): SnapshotEndpoint {
+  return {
+    id: row.id,
+    upstream: row.upstream,
+    methods: JSON.parse(row.methods) as HttpMethod[],
+    timeout_ms: row.timeout_ms,
+    sla_ms: row.sla_ms,
+    price: row.price,
+    premium: row.premium,
+    headers: JSON.parse(row.headers) as Record<string, string>,
+  };
+}
+
+function flagsOf(rows: { name: string; value: number }[]): Flags {
+  const flags: Flags = { beta_gate_enabled: false, maintenance_mode: false };
+  for (const row of rows) if (row.name in flags) flags[row.name as keyof Flags] = row.value === 1;
+  return flags;
+}
+
+const LIMITS_FINGERPRINT = 'limits_fingerprint';
+
+/**
+ * Record the configured default limits as part of the state: when they differ from what the
+ * store last saw, bump the state version so connected gateways get them as a delta.
+ */
+export function recordLimits(store: Store, limits: Limits, now: number): void {
+  const fp = parseInt(createHash('sha256').update(JSON.stringify(limits)).digest('hex').slice(0, 12), 16);
+  if (store.meta(LIMITS_FINGERPRINT) === fp) return;
+  store.mutate(
+    { actor: 'control', now },
+    { action: 'limits.configure', detail: { ...limits }, changes: [{ kind: 'limits', entity: '*' }] },
+    () => store.setMeta(LIMITS_FINGERPRINT, fp),
+  );
+}
+
+/**
+ * Stream a full snapshot as lines to `write` (which should respect backpressure). Reads run
+ * on a separate connection in one read transaction, so the result is exactly one version.
+ */
+export async function writeSnapshot(
+  store: Store,
+  limits: Limits,
+  now: number,
+  write: (line: string) => Promise<void>,
+  epoch: number,
+): Promise<{ version: number; sha256: string }> {
+  const reader = store.openSnapshotReader();
+  try {
+    const version = reader.begin();
+    const digest = new SnapshotDigest();
+    const emit = async (line: string) => {
+      digest.update(line);
+      await write(line);
+    };
+    const endpoints = reader.endpoints().map((row) => snapshotEndpoint(row as unknown as EndpointRow));
+    await emit(
+      JSON.stringify({
+        type: 'snapshot_begin',
+        version,
+        epoch,
+        generated_at: new Date(now).toISOString(),
+        flags: flagsOf(reader.flags()),
+        limits,
+        endpoints,
+        key_count: reader.liveKeyCount(now),
+      }),
+    );
+    let after = '';
+    for (;;) {
+      const keys = reader.page(after, SNAPSHOT_KEYS_PER_LINE, now);
+      if (keys.length === 0) break;
+      after = keys[keys.length - 1]!.id;
+      await emit(JSON.stringify({ type: 'keys', keys }));
+    }
+    const sha256 = digest.digest();
+    await write(JSON.stringify({ type: 'snapshot_end', version, sha256 }));
+    return { version, sha256 };
+  } finally {
+    reader.end();
+  }
+}
+
+/**
+ * The delta taking a gateway from `from` to the current version, sealed as one line; null
+ * when history does not reach back to `from` (send a full snapshot instead).
+ */
+export function buildDelta(store: Store, limits: Limits, from: number, now: number): { line: string; sha256: string; version: number } | null {
+  // Read the version and the changes in one transaction so they agree.
+  return store.db.transaction(() => {
+    const to = store.version();
+    const changes = store.changesSince(from, to);
+    if (changes === null) return null;
+    const body: Omit<Delta, 'sha256'> = { type: 'delta', version: to, base: from };
+    for (const change of changes) {
+      switch (change.kind) {
+        case 'flags':
+          body.flags = store.flags.values();
+          break;
+        case 'limits':
+          body.limits = limits;
+          break;
+        case 'endpoint': {
+          const row = store.endpoints.byId(change.entity);
+          if (row) (body.endpoints_upsert ??= []).push(snapshotEndpoint(row));
+          else (body.endpoints_remove ??= []).push(change.entity);
+          break;
+        }
+        case 'key': {
+          const key = store.liveKey(change.entity, now);
+          if (key) (body.keys_upsert ??= []).push(key);
+          else (body.keys_remove ??= []).push(change.entity);
+          break;
+        }
+      }
+    }
+    return { ...sealDelta(body), version: to };
+  })();
+}

@@ -1,0 +1,147 @@
+/**
+ * Control → gateway sync (DESIGN §4). The stream (`GET /_sync/v1/stream`) is newline-delimited
+ * JSON: a full snapshot as a `snapshot_begin` line, `keys` chunk lines and a `snapshot_end`
+ * line carrying the SHA-256 of the lines before it; or `delta` lines, each applying to exactly
+ * one base version; and `ping` lines to keep the connection observable. The gateway applies an
+ * update atomically, then acks `{version, sha256}` or nacks it (and keeps its old state).
+ *
+ * Keys travel as SHA-256 hashes only. Injected upstream headers travel here (gateways must
+ * send them) and nowhere else.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { HttpMethod } from './admin';
+
+export const SYNC_STREAM_PATH = '/_sync/v1/stream';
+export const SYNC_ACK_PATH = '/_sync/v1/ack';
+export const SYNC_OUTCOMES_PATH = '/_sync/v1/outcomes';
+/** Keys per `keys` line of a full snapshot. */
+export const SNAPSHOT_KEYS_PER_LINE = 5_000;
+/** Control pings an idle stream this often; a gateway that hears nothing for 3× reconnects. */
+export const SYNC_PING_INTERVAL_MS = 10_000;
+
+const Hash = z.string().regex(/^[0-9a-f]{64}$/);
+const Ms = z.number().int().min(0);
+
+export const LimitPolicy = z.object({
+  count: z.number().int().min(1),
+  window_seconds: z.number().int().min(1),
+  burst: z.number().int().min(1),
+});
+export type LimitPolicy = z.infer<typeof LimitPolicy>;
+
+export const SnapshotEndpoint = z
+  .object({
+    id: z.string().min(1).max(63),
+    upstream: z.string().url(),
+    methods: z.array(HttpMethod).min(1),
+    timeout_ms: z.number().int().min(1),
+    sla_ms: z.number().int().min(1),
+    price: Ms,
+    premium: Ms,
+    headers: z.record(z.string(), z.string()),
+  })
+  .strict();
+export type SnapshotEndpoint = z.infer<typeof SnapshotEndpoint>;
+
+/**
+ * One key with every secret that admits it. `expires_at` (ms) bounds the key; each secret may
+ * expire earlier (a rotation's grace). `endpoints` empty = all endpoints.
+ */
+export const SnapshotKey = z
+  .object({
+    id: z.string().min(1).max(64),
+    secrets: z.array(z.object({ hash: Hash, expires_at: Ms.nullable() }).strict()).min(1),
+    expires_at: Ms.nullable(),
+    endpoints: z.array(z.string()),
+    limit: z.object({ count: z.number().int().min(1), window_seconds: z.number().int().min(1) }).nullable(),
+    lift: z.object({ count: z.number().int().min(1), window_seconds: z.number().int().min(1), until: Ms }).nullable(),
+  })
+  .strict();
+export type SnapshotKey = z.infer<typeof SnapshotKey>;
+
+export const Flags = z.object({ beta_gate_enabled: z.boolean(), maintenance_mode: z.boolean() }).strict();
+export type Flags = z.infer<typeof Flags>;
+
+export const Limits = z.object({ key: LimitPolicy, ip: LimitPolicy }).strict();
+export type Limits = z.infer<typeof Limits>;
+
+export const SnapshotBegin = z
+  .object({
+    type: z.literal('snapshot_begin'),
+    version: z.number().int().min(1),
+    /** Identifies the control database; deltas only apply within one epoch. */
+    epoch: z.number().int().min(0),
+    generated_at: z.string(),
+    flags: Flags,
+    limits: Limits,
+    endpoints: z.array(SnapshotEndpoint),
+    key_count: z.number().int().min(0),
+  })
+  .strict();
+export const SnapshotKeys = z.object({ type: z.literal('keys'), keys: z.array(SnapshotKey) }).strict();
+export const SnapshotEnd = z.object({ type: z.literal('snapshot_end'), version: z.number().int().min(1), sha256: Hash }).strict();
+
+export const Delta = z
+  .object({
+    type: z.literal('delta'),
+    version: z.number().int().min(2),
+    base: z.number().int().min(1),
+    flags: Flags.optional(),
+    limits: Limits.optional(),
+    endpoints_upsert: z.array(SnapshotEndpoint).optional(),
+    endpoints_remove: z.array(z.string()).optional(),
+    keys_upsert: z.array(SnapshotKey).optional(),
+    keys_remove: z.array(z.string()).optional(),
+    sha256: Hash,
+  })
+  .strict();
+export type Delta = z.infer<typeof Delta>;
+
+export const Ping = z.object({ type: z.literal('ping'), version: z.number().int().min(0) }).strict();
+
+export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping]);
+export type StreamLine = z.infer<typeof StreamLine>;
+
+/** Body of `POST /_sync/v1/ack`. */
+export const SyncAck = z
+  .object({
+    gateway_id: z.string().min(1).max(64),
+    version: z.number().int().min(0),
+    sha256: Hash.optional(),
+    ok: z.boolean(),
+    reason: z.string().max(1000).optional(),
+  })
+  .strict();
+export type SyncAck = z.infer<typeof SyncAck>;
+
+const SEAL_PATTERN = /,"sha256":"([0-9a-f]{64})"\}$/;
+
+/**
+ * Serialise a delta as one stream line whose last member is `sha256`: the SHA-256 of the line
+ * with that member removed. Works on the raw text, so neither side depends on key order.
+ */
+export function sealDelta(body: Omit<Delta, 'sha256'>): { line: string; sha256: string } {
+  const text = JSON.stringify(body);
+  const sha256 = createHash('sha256').update(text).digest('hex');
+  return { line: `${text.slice(0, -1)},"sha256":"${sha256}"}`, sha256 };
+}
+
+/** Check a received delta line against its seal; returns the digest or null when it does not match. */
+export function verifySealedLine(line: string): string | null {
+  const match = SEAL_PATTERN.exec(line);
+  if (!match) return null;
+  const text = line.slice(0, match.index) + '}';
+  return createHash('sha256').update(text).digest('hex') === match[1] ? match[1]! : null;
+}
+
+/** Incremental digest of a full snapshot's lines (`snapshot_begin` and `keys`, as sent). */
+export class SnapshotDigest {
+  private readonly hash = createHash('sha256');
+  update(line: string): void {
+    this.hash.update(line).update('\n');
+  }
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
