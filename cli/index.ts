@@ -171,19 +171,44 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     const { run } = await import('./commands/serve/control.js');
     result.code = await run({ config }, { out: options.out ?? processOutput() });
   });
+  serve
+    .command('gateway')
+    .description('run a gateway that takes its configuration from control')
+    .option('--host <host>', 'bind address (SVC_HOST)')
+    .option('--gateway-port <port>', 'port (SVC_GATEWAY_PORT)')
+    .option('--id <id>', 'gateway id, unique per control (SVC_GATEWAY_ID; default gw-<hostname>)')
+    .action(async (_o, cmd: Command) => {
+      const { loadSettings } = await import('./deps.js');
+      const { processOutput } = await import('./output.js');
+      const o = cmd.opts();
+      const config = loadSettings(globals(), env, { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id });
+      const { run } = await import('./commands/serve/gateway.js');
+      result.code = await run({ config }, { out: options.out ?? processOutput() });
+    });
   portFlags(program.command('up').description('run control and a gateway as two processes; Ctrl-C stops both')).action(async (_o, cmd: Command) => {
     const { loadSettings } = await import('./deps.js');
     const { processOutput } = await import('./output.js');
     loadSettings(globals(), env, settingsFromFlags(cmd.opts())); // fail fast on bad settings
-    const pass: string[] = [];
+    // Each child gets the global options and the flags that concern its role.
     const g = globals();
-    if (g.config) pass.push('--config', g.config);
-    if (g.dataDir) pass.push('--data-dir', g.dataDir);
-    for (const [flagName, value] of Object.entries(cmd.opts())) {
-      if (value !== undefined) pass.push(`--${flagName.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, String(value));
-    }
+    const common: string[] = [];
+    if (g.config) common.push('--config', g.config);
+    if (g.dataDir) common.push('--data-dir', g.dataDir);
+    const o = cmd.opts();
+    const flag = (name: string, value: unknown) => (value === undefined ? [] : [name, String(value)]);
+    const controlArgs = [...common, ...flag('--host', o.host), ...flag('--control-port', o.controlPort), ...flag('--api-port', o.apiPort), ...flag('--indexer-port', o.indexerPort)];
+    const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort)];
     const { run } = await import('./commands/up.js');
-    result.code = await run({ passArgs: pass, roles: [{ role: 'control', args: () => [] }] }, { out: options.out ?? processOutput() });
+    result.code = await run(
+      {
+        passArgs: [],
+        roles: [
+          { role: 'control', args: () => controlArgs },
+          { role: 'gateway', args: (ready) => [...gatewayArgs, '--control', ready.find((r) => r.role === 'control')!.urls.control!] },
+        ],
+      },
+      { out: options.out ?? processOutput() },
+    );
   });
   return program;
 }

@@ -31,7 +31,7 @@ export interface UpOptions {
 function startRole(args: string[], out: Output): { child: ChildProcess; ready: Promise<Ready> } {
   const child = spawn(process.execPath, [process.argv[1]!, ...args], {
     env: { ...process.env, [READY_ENV]: '1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const ready = new Promise<Ready>((resolve, reject) => {
     const timer = setTimeout(() => reject(new CliError(`${args.join(' ')} did not become ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
@@ -65,7 +65,10 @@ function stop(child: ChildProcess): Promise<void> {
 export async function run(opts: UpOptions, deps: { out: Output }): Promise<number> {
   const children: ChildProcess[] = [];
   const ready: Ready[] = [];
-  const stopAll = () => Promise.all(children.slice().reverse().map(stop));
+  // Stop in reverse start order: the gateway ships its last outcomes while control still runs.
+  const stopAll = async () => {
+    for (const child of children.slice().reverse()) await stop(child);
+  };
   try {
     for (const role of opts.roles) {
       const started = startRole(['serve', role.role, ...opts.passArgs, ...role.args(ready)], deps.out);
@@ -95,11 +98,11 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
     }
   });
   const reason = await Promise.race([untilSignal().then((s) => `signal:${s}`), died]);
+  if (!reason.startsWith('signal:')) deps.out.error(`svcctl up: ${reason}; stopping the rest`);
   await stopAll();
   if (reason.startsWith('signal:')) {
     deps.out.line('svc stopped.');
     return EXIT_OK;
   }
-  deps.out.error(`svcctl up: ${reason}; stopped the rest`);
   return EXIT_FAILURE;
 }

@@ -13,15 +13,29 @@ export function announceReady(out: Output, role: string, urls: Record<string, st
   else banner();
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
-export function untilSignal(): Promise<NodeJS.Signals> {
+/**
+ * Resolves on the first SIGINT or SIGTERM. Under `svcctl up` a child leaves SIGINT to its
+ * parent (which stops the roles in order: gateway first, so it can ship its last outcomes)
+ * and also stops when the parent goes away (its stdin pipe closes).
+ */
+export function untilSignal(): Promise<NodeJS.Signals | 'parent-exit'> {
+  const supervised = process.env[READY_ENV] === '1';
   return new Promise((resolve) => {
-    const done = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', done);
+    const done = (reason: NodeJS.Signals | 'parent-exit') => {
+      process.off('SIGINT', onInt);
       process.off('SIGTERM', done);
-      resolve(signal);
+      if (supervised) process.stdin.destroy();
+      resolve(reason);
     };
-    process.on('SIGINT', done);
+    const onInt = () => {
+      if (!supervised) done('SIGINT');
+    };
+    process.on('SIGINT', onInt);
     process.on('SIGTERM', done);
+    if (supervised) {
+      process.stdin.on('end', () => done('parent-exit'));
+      process.stdin.on('error', () => done('parent-exit'));
+      process.stdin.resume();
+    }
   });
 }

@@ -1,0 +1,25 @@
+/** `svcctl serve gateway [--control URL]`: run one gateway in this process until SIGINT/SIGTERM. */
+import type { Config } from '../../../config/load';
+import { GatewayStartError, startGateway } from '../../../gateway/main';
+import { CliError, EXIT_OK } from '../../exit-codes';
+import type { Output } from '../../output';
+import { announceReady, untilSignal } from './lifecycle';
+
+export async function run(opts: { config: Readonly<Config> }, deps: { out: Output }): Promise<number> {
+  let gateway;
+  try {
+    gateway = await startGateway(opts.config);
+  } catch (err) {
+    if (err instanceof GatewayStartError) throw new CliError(err.message);
+    throw err;
+  }
+  announceReady(deps.out, 'gateway', { gateway: gateway.url }, () => {
+    deps.out.line(`svc gateway ${gateway.id} listening`);
+    deps.out.line(`  gateway ({market_url})  ${gateway.url}`);
+    deps.out.line(`  control                 ${gateway.controlUrl}`);
+    deps.out.line(`  state                   ${gateway.state() ? `version ${gateway.state()!.version} (last-known-good)` : 'waiting for control'}`);
+  });
+  await untilSignal();
+  await gateway.close();
+  return EXIT_OK;
+}

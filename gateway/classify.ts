@@ -1,0 +1,54 @@
+/**
+ * Outcome classification (DESIGN §6): one pure function from what the gateway observed about
+ * a call to the outcome that decides where money moves.
+ */
+import type { Outcome } from '../protocol/outcome';
+
+/** Transport failures that are the provider's fault. A caller that left is not one of them. */
+export type NetworkError = 'refused' | 'reset' | 'timeout';
+
+/** What the gateway observed about one forwarded call. */
+export interface CallFacts {
+  /** Upstream status code; null when no response head arrived. */
+  status: number | null;
+  /** Upstream latency in milliseconds (to the response head). */
+  latencyMs: number;
+  /** The endpoint's `sla_ms`. */
+  slaMs: number;
+  /** Transport failure, if any; it wins over a status that arrived before the failure. */
+  networkError: NetworkError | null;
+}
+
+/**
+ * A check on a response that passed the status and latency rules (2xx within SLA, or a
+ * 1xx/3xx within SLA). Returning an outcome overrides `ok`; returning undefined passes.
+ * This is where the opt-in response-schema check will return `schema_mismatch`.
+ */
+export type ResponseCheck = (facts: CallFacts) => Outcome | undefined;
+
+/**
+ * Decide the outcome of a call.
+ *
+ * | observed | outcome |
+ * |---|---|
+ * | `networkError` set, or no status | `network_error` |
+ * | 5xx (and anything ≥ 500) | `server_error` |
+ * | 4xx, 429 included | `client_error` |
+ * | 1xx/2xx/3xx, `latencyMs > slaMs` | `latency_breach` |
+ * | 1xx/2xx/3xx within SLA | first verdict of `checks`, else `ok` |
+ *
+ * A latency exactly equal to the SLA is within it. Slow 1xx/3xx answers are breaches too:
+ * the table's `ok` requires "within the endpoint's SLA" for them as for 2xx.
+ */
+export function classify(facts: CallFacts, checks: readonly ResponseCheck[] = []): Outcome {
+  const { status } = facts;
+  if (facts.networkError !== null || status === null) return 'network_error';
+  if (status >= 500) return 'server_error';
+  if (status >= 400) return 'client_error';
+  if (facts.latencyMs > facts.slaMs) return 'latency_breach';
+  for (const check of checks) {
+    const verdict = check(facts);
+    if (verdict !== undefined) return verdict;
+  }
+  return 'ok';
+}

@@ -1,0 +1,197 @@
+/**
+ * The gateway's request pipeline (DESIGN §3), in order: route → ready → maintenance →
+ * endpoint → method → gate → grant → body rules → rate limit → forward. Every refusal is
+ * problem+json, counted in metrics and never recorded as a provider outcome. Every admitted
+ * call gets a UUIDv7 call id and exactly one outcome record, appended to the journal just
+ * before the response head is written.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorCode } from '../protocol/errors';
+import { sendProblem } from '../protocol/http';
+import { isWellFormedKey } from '../protocol/keys';
+import type { OutcomeRecord } from '../protocol/outcome';
+import { classify } from './classify';
+import { upstreamRequestHeaders } from './headers';
+import type { Journal } from './journal';
+import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from './limiter';
+import type { GatewayMetrics } from './metrics';
+import type { GatewayProxy, ResponseHead } from './proxy';
+import { buildUpstreamPath, parseRoute } from './route';
+import type { GatewayState, KeyEntry } from './state';
+import { uuidv7 } from './uuid';
+
+export interface HandlerOptions {
+  gatewayId: string;
+  state: () => GatewayState | null;
+  proxy: GatewayProxy;
+  journal: Journal;
+  metrics: GatewayMetrics;
+  bodyLimitBytes: number;
+  maintenanceRetryAfterS: number;
+  /** Forwarding hops in front of the gateway whose `X-Forwarded-For` entry is trusted. */
+  trustedProxyHops: number;
+  now?: () => number;
+}
+
+/** Longest request target accepted. @default 8 KiB */
+export const MAX_URL_LENGTH = 8 * 1024;
+/** Methods whose requests must not carry a body here. */
+const BODYLESS = new Set(['GET', 'HEAD']);
+const BEARER = /^Bearer +(\S+) *$/i;
+
+/** The client address used for keyless limits: the socket, or a trusted hop's XFF entry. */
+export function clientAddress(req: IncomingMessage, trustedHops: number): string {
+  const socketAddress = req.socket.remoteAddress ?? 'unknown';
+  if (trustedHops === 0) return socketAddress;
+  const xff = req.headers['x-forwarded-for'];
+  const hops = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  // The last `trustedHops` entries were added by our proxies; the one before them is the client.
+  return hops[hops.length - trustedHops] ?? socketAddress;
+}
+
+/** Per-key policy: an active lift, else the key's own limit, else the default. */
+function keyPolicy(key: KeyEntry, defaults: LimitPolicy, now: number): LimitPolicy {
+  const chosen = key.lift !== null && key.lift.until > now ? key.lift : key.limit;
+  if (chosen === null) return defaults;
+  // Burst scales with the rate, in the same proportion as the default policy.
+  const burst = Math.max(1, Math.round((chosen.count * defaults.burst) / defaults.count));
+  return { count: chosen.count, windowSeconds: chosen.windowSeconds, burst };
+}
+
+export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const buckets = new TokenBuckets();
+  const now = opts.now ?? Date.now;
+  // The snapshot's limits objects change only with an update; convert each once.
+  const policies = new WeakMap<object, LimitPolicy>();
+  const policyOf = (p: { count: number; window_seconds: number; burst: number }): LimitPolicy => {
+    let policy = policies.get(p);
+    if (policy === undefined) policies.set(p, (policy = { count: p.count, windowSeconds: p.window_seconds, burst: p.burst }));
+    return policy;
+  };
+
+  const refuse = (res: ServerResponse, req: IncomingMessage, code: ErrorCode, detail: string, headers: Record<string, string> = {}) => {
+    opts.metrics.rejection(code);
+    // Drain what the caller sent so the connection can be reused, unless it is too much.
+    if (code === 'svc_payload_too_large') res.setHeader('connection', 'close');
+    else req.resume();
+    sendProblem(res, code, detail, headers);
+  };
+
+  return (req, res) => {
+    const url = req.url ?? '/';
+    if (url.length > MAX_URL_LENGTH) return refuse(res, req, 'svc_bad_request', `request target longer than ${MAX_URL_LENGTH} bytes`);
+    const route = parseRoute(url);
+    if (!route.ok) return refuse(res, req, route.code, route.detail);
+
+    const state = opts.state();
+    if (state === null) {
+      return refuse(res, req, 'svc_gateway_not_ready', 'the gateway has not loaded its configuration yet; retry shortly', { 'retry-after': '1' });
+    }
+    if (state.flags.maintenance_mode) {
+      const retry = String(opts.maintenanceRetryAfterS);
+      return refuse(res, req, 'svc_maintenance', 'svc is in maintenance; see the status page', { 'retry-after': retry });
+    }
+    const endpoint = state.endpoints.get(route.endpointId);
+    if (endpoint === undefined) return refuse(res, req, 'svc_unknown_endpoint', `no endpoint ${route.endpointId}`);
+    const method = req.method ?? 'GET';
+    if (!endpoint.methods.has(method)) {
+      return refuse(res, req, 'svc_method_not_allowed', `${method} is not allowed on ${endpoint.id}`, { allow: endpoint.allow });
+    }
+
+    // Gate. Keys are compared by SHA-256 only; the bearer value is never stored or logged.
+    const t = now();
+    let key: KeyEntry | null = null;
+    const auth = req.headers.authorization;
+    const bearer = auth === undefined ? null : BEARER.exec(auth)?.[1] ?? null;
+    if (bearer !== null && isWellFormedKey(bearer)) {
+      key = state.lookup(createHash('sha256').update(bearer).digest('hex'), t);
+    }
+    if (state.flags.beta_gate_enabled && key === null) {
+      const why = bearer === null ? 'missing beta key' : 'this key is not a valid beta key (unknown, expired or revoked)';
+      return refuse(res, req, 'svc_auth_not_in_beta', `${why}; send Authorization: Bearer svc_beta_…`);
+    }
+    if (key !== null && key.endpoints !== null && !key.endpoints.has(endpoint.id)) {
+      return refuse(res, req, 'svc_endpoint_not_granted', `this key is not granted endpoint ${endpoint.id}`);
+    }
+
+    // Body rules, before any upstream traffic.
+    const declared = req.headers['content-length'];
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    if (BODYLESS.has(method) && (chunked || (declared !== undefined && declared !== '0'))) {
+      return refuse(res, req, 'svc_bad_request', `${method} requests must not carry a body`);
+    }
+    if (declared !== undefined && Number(declared) > opts.bodyLimitBytes) {
+      return refuse(res, req, 'svc_payload_too_large', `body exceeds ${opts.bodyLimitBytes} bytes`);
+    }
+
+    // Limits: per key, or per client address for keyless calls.
+    const policyName = key ? 'key' : 'ip';
+    const policy = key ? keyPolicy(key, policyOf(state.limits.key), t) : policyOf(state.limits.ip);
+    const taken = buckets.take(key ? key.id : `ip:${clientAddress(req, opts.trustedProxyHops)}`, policy, t);
+    const limitHeaders = rateLimitHeaders(policyName, policy, taken);
+    if (!taken.allowed) {
+      return refuse(res, req, 'svc_rate_limited', `rate limit ${policy.count} per ${policy.windowSeconds}s reached; retry after ${taken.retryAfterSeconds}s`, limitHeaders);
+    }
+
+    const path = buildUpstreamPath(endpoint.upstream, route.suffix, route.query);
+    if (path === null) return refuse(res, req, 'svc_bad_request', 'the path would leave the endpoint');
+
+    const callId = uuidv7(t);
+    const startedAt = new Date(t).toISOString();
+    let tooLarge = false;
+    if (declared === undefined && chunked) {
+      let seen = 0;
+      req.on('data', (chunk: Buffer) => {
+        seen += chunk.length;
+        if (seen > opts.bodyLimitBytes && !tooLarge) {
+          tooLarge = true;
+          opts.metrics.rejection('svc_payload_too_large');
+          if (!res.headersSent) sendProblem(res, 'svc_payload_too_large', `body exceeds ${opts.bodyLimitBytes} bytes`, { connection: 'close' });
+          req.destroy();
+        }
+      });
+    }
+
+    let recorded: OutcomeRecord | null = null;
+    const onHead = (head: ResponseHead) => {
+      if (tooLarge) return;
+      const outcome = classify({ status: head.fromUpstream ? head.status : null, latencyMs: head.upstreamLatencyMs, slaMs: endpoint.slaMs, networkError: head.networkError });
+      const latency = Math.round(head.upstreamLatencyMs);
+      recorded = {
+        call_id: callId,
+        key_id: key?.id ?? null,
+        endpoint_id: endpoint.id,
+        method,
+        status: head.status,
+        outcome,
+        latency_ms: latency,
+        started_at: startedAt,
+        gateway_id: opts.gatewayId,
+      };
+      opts.journal.append(recorded);
+      Object.assign(head.headers, limitHeaders);
+      head.headers['x-svc-call-id'] = callId;
+      head.headers['x-svc-outcome'] = outcome;
+      head.headers['x-svc-latency-ms'] = String(latency);
+    };
+
+    const headers = upstreamRequestHeaders(req.rawHeaders, {
+      clientAddress: req.socket.remoteAddress ?? '',
+      proto: 'http',
+      host: endpoint.upstream.host,
+      inject: endpoint.headers,
+    });
+    opts.proxy.forward(
+      req,
+      res,
+      { origin: endpoint.upstream, path, headers, timeoutMs: endpoint.timeoutMs },
+      (result) => {
+        const r = recorded as OutcomeRecord | null;
+        if (r !== null) opts.metrics.call(endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
+        else if (result.networkError === 'client_abort') opts.metrics.rejection('client_abort');
+      },
+      onHead,
+    );
+  };
+}

@@ -1,0 +1,182 @@
+/**
+ * Token buckets for per-key and per-IP limits (DESIGN §3.5), and the response headers that
+ * describe them (IETF draft-ietf-httpapi-ratelimit-headers-11).
+ *
+ * A bucket holds up to `burst` units and refills continuously at `count / windowSeconds`
+ * units per second. A bucket that has refilled to full is indistinguishable from a missing
+ * one, so it is dropped: memory holds only buckets that are currently below capacity.
+ * Every `take` also inspects a couple of the oldest entries and drops those that are full,
+ * so memory tracks the set of recently active ids even under a flood of distinct ids.
+ */
+
+/** A limit: `count` units per `windowSeconds`, at most `burst` at once. */
+export interface LimitPolicy {
+  count: number;
+  windowSeconds: number;
+  burst: number;
+}
+
+/** What one `take` decided. */
+export interface TakeResult {
+  allowed: boolean;
+  /** Whole units left after this call. */
+  remaining: number;
+  /**
+   * Seconds until the bucket gains its next unit (draft-11 "effective window" `t`: within it
+   * the caller can use no more than `remaining`). Integer ≥ 1.
+   */
+  resetSeconds: number;
+  /** Seconds to wait before a retry can succeed: integer ≥ 1 when rejected, 0 when allowed. */
+  retryAfterSeconds: number;
+}
+
+export interface TokenBucketsOptions {
+  /**
+   * Hard cap on tracked ids. Past it, the oldest entries are dropped even if not full
+   * (those callers get a fresh bucket). @default 1_000_000
+   */
+  maxEntries?: number;
+  /** Entries inspected for eviction per `take`. @default 2 */
+  sweepPerTake?: number;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedMs: number;
+  /** When the bucket will be full again at its last policy's rate. */
+  fullAtMs: number;
+}
+
+export const DEFAULT_MAX_BUCKETS = 1_000_000;
+
+/** In-memory token buckets keyed by caller id (a key id, or `ip:<address>`). */
+export class TokenBuckets {
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly maxEntries: number;
+  private readonly sweepPerTake: number;
+
+  constructor(options: TokenBucketsOptions = {}) {
+    this.maxEntries = options.maxEntries ?? DEFAULT_MAX_BUCKETS;
+    this.sweepPerTake = options.sweepPerTake ?? 2;
+  }
+
+  /** Ids currently tracked (buckets below capacity). */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /** Take one unit from `id`'s bucket at time `nowMs` (monotonic milliseconds). */
+  take(id: string, policy: LimitPolicy, nowMs: number): TakeResult {
+    const rate = policy.count / policy.windowSeconds; // units per second
+    const burst = Math.max(1, policy.burst);
+    const bucket = this.buckets.get(id);
+    let tokens: number;
+    if (bucket === undefined) {
+      tokens = burst;
+    } else {
+      const elapsedS = Math.max(0, nowMs - bucket.updatedMs) / 1000;
+      tokens = Math.min(burst, bucket.tokens + elapsedS * rate);
+    }
+
+    const allowed = tokens >= 1;
+    if (allowed) tokens -= 1;
+
+    // tokens < burst here (a take only happens at or below capacity), so remember the bucket.
+    const fullAtMs = nowMs + ((burst - tokens) / rate) * 1000;
+    if (bucket === undefined) {
+      this.buckets.set(id, { tokens, updatedMs: nowMs, fullAtMs });
+      if (this.buckets.size > this.maxEntries) this.evictOldest(id);
+    } else {
+      bucket.tokens = tokens;
+      bucket.updatedMs = nowMs;
+      bucket.fullAtMs = fullAtMs;
+    }
+    this.sweepSome(nowMs);
+
+    // Time until the next unit arrives, from the fractional progress towards it.
+    const toNextUnitS = (1 - (tokens - Math.floor(tokens))) / rate;
+    const resetSeconds = Math.max(1, Math.ceil(toNextUnitS - 1e-9));
+    return {
+      allowed,
+      remaining: Math.floor(tokens),
+      resetSeconds,
+      retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate - 1e-9)),
+    };
+  }
+
+  /** Drop every bucket that is full at `nowMs`. O(n); `take` already does this incrementally. */
+  sweep(nowMs: number): number {
+    let dropped = 0;
+    for (const [id, bucket] of this.buckets) {
+      if (bucket.fullAtMs <= nowMs) {
+        this.buckets.delete(id);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  /** Forget every bucket (e.g. when limits are reconfigured wholesale). */
+  clear(): void {
+    this.buckets.clear();
+  }
+
+  // Inspect the oldest entries: drop the full ones, rotate the rest to the back so the next
+  // call looks at different ids. Over n takes every entry is inspected about sweepPerTake times.
+  private sweepSome(nowMs: number): void {
+    for (let n = 0; n < this.sweepPerTake; n++) {
+      const first = this.buckets.entries().next();
+      if (first.done === true) return;
+      const [id, bucket] = first.value;
+      this.buckets.delete(id);
+      if (bucket.fullAtMs > nowMs) this.buckets.set(id, bucket);
+    }
+  }
+
+  private evictOldest(keep: string): void {
+    for (const id of this.buckets.keys()) {
+      if (id === keep) continue;
+      this.buckets.delete(id);
+      if (this.buckets.size <= this.maxEntries) return;
+    }
+  }
+}
+
+/** A structured-field String (RFC 8941 §3.3.3): printable ASCII, `"` and `\` escaped. */
+function sfString(value: string): string {
+  let out = '"';
+  for (const ch of value) {
+    const code = ch.charCodeAt(0);
+    if (ch.length !== 1 || code < 0x20 || code > 0x7e) {
+      out += '?';
+    } else if (ch === '"' || ch === '\\') {
+      out += '\\' + ch;
+    } else {
+      out += ch;
+    }
+  }
+  return out + '"';
+}
+
+/**
+ * `RateLimit-Policy` and `RateLimit` for one policy, plus `Retry-After` when the call was
+ * rejected. `svc-burst` is a vendor parameter (draft-11 §3.1) carrying the bucket size.
+ *
+ * ```
+ * RateLimit-Policy: "key";q=60;w=60;svc-burst=10
+ * RateLimit: "key";r=5;t=1
+ * Retry-After: 1            (only when rejected)
+ * ```
+ *
+ * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/
+ * @see RFC 9110 §10.2.3 (Retry-After)
+ */
+export function rateLimitHeaders(policyName: string, policy: LimitPolicy, result: TakeResult): Record<string, string> {
+  const name = sfString(policyName);
+  const headers: Record<string, string> = {
+    'ratelimit-policy': `${name};q=${Math.floor(policy.count)};w=${Math.floor(policy.windowSeconds)};svc-burst=${Math.floor(policy.burst)}`,
+    ratelimit: `${name};r=${result.remaining};t=${result.allowed ? result.resetSeconds : result.retryAfterSeconds}`,
+  };
+  if (!result.allowed) headers['retry-after'] = String(Math.max(1, result.retryAfterSeconds));
+  return headers;
+}

@@ -1,0 +1,135 @@
+/**
+ * Ships journaled outcome records to control (`POST /_sync/v1/outcomes`) in batches and acks
+ * them in the journal only after control answered 200, i.e. after control committed them.
+ * Control stores records idempotently by call id, so a batch resent after a lost answer is
+ * harmless. Failures back off exponentially; nothing is dropped.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { Logger } from '../protocol/log';
+import { SYNC_OUTCOMES_PATH } from '../protocol/snapshot';
+import type { OutcomeAck } from '../protocol/outcome';
+import type { Journal } from './journal';
+
+/** Records per batch. @default 5000 */
+export const SHIP_BATCH = 5_000;
+/** How often an idle shipper looks at the journal. @default 200 ms */
+export const SHIP_INTERVAL_MS = 200;
+/** Longest pause after failures. @default 10 s */
+export const SHIP_MAX_BACKOFF_MS = 10_000;
+
+export interface ShipperOptions {
+  controlUrl: string;
+  syncToken: string;
+  gatewayId: string;
+  journal: Journal;
+  log: Logger;
+  onShipped?: (count: number) => void;
+  onFailure?: () => void;
+}
+
+export class OutcomeShipper {
+  private readonly opts: ShipperOptions;
+  private readonly url: URL;
+  private readonly agent: http.Agent;
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private stopped = false;
+  private failures = 0;
+
+  constructor(opts: ShipperOptions) {
+    this.opts = opts;
+    this.url = new URL(SYNC_OUTCOMES_PATH, opts.controlUrl);
+    this.agent = new (this.url.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1 });
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Ship what is pending now (used at shutdown); resolves when the journal is empty or a send failed. */
+  async drain(): Promise<void> {
+    while (!this.running && this.opts.journal.backlog() > 0) {
+      if (!(await this.shipOnce())) return;
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.agent.destroy();
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), delay);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.running || this.stopped) return;
+    const ok = this.opts.journal.backlog() === 0 ? true : await this.shipOnce();
+    if (ok) {
+      this.failures = 0;
+      this.schedule(this.opts.journal.backlog() >= SHIP_BATCH ? 0 : SHIP_INTERVAL_MS);
+    } else {
+      this.failures++;
+      const cap = Math.min(SHIP_MAX_BACKOFF_MS, SHIP_INTERVAL_MS * 2 ** this.failures);
+      this.schedule(cap / 2 + Math.random() * (cap / 2));
+    }
+  }
+
+  private async shipOnce(): Promise<boolean> {
+    const records = this.opts.journal.pending(SHIP_BATCH);
+    if (records.length === 0) return true;
+    this.running = true;
+    try {
+      await this.post(JSON.stringify({ gateway_id: this.opts.gatewayId, records }));
+      this.opts.journal.ack(records.map((r) => r.call_id));
+      this.opts.onShipped?.(records.length);
+      return true;
+    } catch (err) {
+      this.opts.onFailure?.();
+      this.opts.log.warn('outcome batch not shipped; will retry', { records: records.length, err });
+      return false;
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private post(payload: string): Promise<OutcomeAck> {
+    return new Promise((resolve, reject) => {
+      const req = (this.url.protocol === 'https:' ? https : http).request(this.url, {
+        method: 'POST',
+        agent: this.agent,
+        timeout: 30_000,
+        headers: {
+          authorization: `Bearer ${this.opts.syncToken}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+        },
+      });
+      req.on('timeout', () => req.destroy(new Error('control did not answer within 30 s')));
+      req.on('error', reject);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200) {
+            reject(new Error(`control answered ${res.statusCode}: ${text.slice(0, 200)}`));
+            return;
+          }
+          try {
+            resolve(JSON.parse(text) as OutcomeAck);
+          } catch {
+            reject(new Error('control answered with a body that is not JSON'));
+          }
+        });
+      });
+      req.end(payload);
+    });
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * Keeps the gateway's state in step with control (DESIGN §4). Dials `/_sync/v1/stream` with
+ * the sync token, announcing its id, held version and epoch; applies full snapshots and deltas
+ * atomically; persists each applied update; acks `{version, sha256}` or nacks (keeping the old
+ * state); reconnects with jittered exponential backoff when the stream ends or goes silent.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { createInterface } from 'node:readline';
+import type { Logger } from '../protocol/log';
+import {
+  Delta,
+  SYNC_ACK_PATH,
+  SYNC_PING_INTERVAL_MS,
+  SYNC_STREAM_PATH,
+  SnapshotEnd,
+  verifySealedLine,
+  type SyncAck,
+} from '../protocol/snapshot';
+import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
+import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './state';
+
+/** First reconnect delay; doubles up to the max, with full jitter. @default 250 ms */
+export const RECONNECT_BASE_MS = 250;
+/** @default 10 s */
+export const RECONNECT_MAX_MS = 10_000;
+/** A stream that says nothing for this long is considered dead. @default 3 pings */
+export const SILENCE_LIMIT_MS = SYNC_PING_INTERVAL_MS * 3;
+
+export interface SyncClientOptions {
+  controlUrl: string;
+  syncToken: string;
+  gatewayId: string;
+  file: SnapshotFile;
+  log: Logger;
+  /** Called after every applied update with the state now in force. */
+  onState: (state: GatewayState) => void;
+  initial: GatewayState | null;
+}
+
+export class SyncClient {
+  private readonly opts: SyncClientOptions;
+  private readonly base: URL;
+  private readonly agent: http.Agent;
+  private state: GatewayState | null;
+  private req: http.ClientRequest | null = null;
+  private attempt = 0;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private silenceTimer: NodeJS.Timeout | null = null;
+  /** True while a stream is open and has delivered its first line. */
+  connected = false;
+  lastError: string | null = null;
+  lastNack: string | null = null;
+
+  constructor(opts: SyncClientOptions) {
+    this.opts = opts;
+    this.base = new URL(opts.controlUrl);
+    this.state = opts.initial;
+    this.agent = new (this.base.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 4 });
+  }
+
+  start(): void {
+    this.dial();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    this.req?.destroy();
+    this.agent.destroy();
+  }
+
+  private transport(): typeof http | typeof https {
+    return this.base.protocol === 'https:' ? https : http;
+  }
+
+  private dial(): void {
+    if (this.stopped) return;
+    const url = new URL(SYNC_STREAM_PATH, this.base);
+    url.searchParams.set('gateway_id', this.opts.gatewayId);
+    url.searchParams.set('version', String(this.state?.version ?? 0));
+    if (this.state) url.searchParams.set('epoch', String(this.state.epoch));
+    const req = this.transport().get(url, {
+      agent: this.agent,
+      headers: { authorization: `Bearer ${this.opts.syncToken}`, accept: 'application/x-ndjson' },
+    });
+    this.req = req;
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        this.lastError = `control answered ${res.statusCode} on the sync stream`;
+        res.resume();
+        res.on('end', () => this.retry());
+        return;
+      }
+      this.armSilence();
+      this.consume(res);
+    });
+    req.on('error', (err) => {
+      this.lastError = `sync stream: ${err.message}`;
+      this.retry();
+    });
+  }
+
+  private armSilence(): void {
+    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    this.silenceTimer = setTimeout(() => {
+      this.lastError = `no word from control for ${SILENCE_LIMIT_MS} ms`;
+      this.req?.destroy();
+    }, SILENCE_LIMIT_MS);
+    this.silenceTimer.unref();
+  }
+
+  private retry(): void {
+    this.connected = false;
+    this.req = null;
+    if (this.stopped || this.retryTimer) return;
+    const cap = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** this.attempt);
+    this.attempt = Math.min(this.attempt + 1, 16);
+    const delay = Math.floor(Math.random() * cap);
+    this.opts.log.debug('sync reconnect scheduled', { delay_ms: delay, reason: this.lastError });
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.dial();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  private consume(res: http.IncomingMessage): void {
+    let builder: SnapshotBuilder | null = null;
+    let writer: FullSnapshotWriter | null = null;
+    const lines = createInterface({ input: res, crlfDelay: Infinity });
+    const failSnapshot = (version: number, reason: string) => {
+      writer?.abort();
+      writer = null;
+      builder = null;
+      this.nack(version, reason);
+    };
+    lines.on('line', (line) => {
+      this.armSilence();
+      if (!this.connected) {
+        this.connected = true;
+        this.attempt = 0;
+        this.lastError = null;
+      }
+      if (line === '') return;
+      try {
+        if (line.startsWith('{"type":"snapshot_begin"')) {
+          writer?.abort();
+          builder = null;
+          writer = this.opts.file.beginFull();
+          builder = new SnapshotBuilder(line);
+          writer.write(line);
+        } else if (line.startsWith('{"type":"keys"')) {
+          if (!builder || !writer) throw new UpdateRejected('keys line outside a snapshot');
+          builder.addKeysLine(line);
+          writer.write(line);
+        } else if (line.startsWith('{"type":"snapshot_end"')) {
+          const end = SnapshotEnd.safeParse(safeJson(line));
+          if (!end.success || !builder || !writer) throw new UpdateRejected('unexpected snapshot_end');
+          const next = (builder as SnapshotBuilder).finish(end.data.version, end.data.sha256);
+          (writer as FullSnapshotWriter).write(line);
+          (writer as FullSnapshotWriter).commit();
+          writer = null;
+          builder = null;
+          this.install(next);
+          this.ackVersion(next.version, end.data.sha256);
+        } else if (line.startsWith('{"type":"delta"')) {
+          this.applyDeltaLine(line);
+        }
+        // ping lines only keep the silence timer from firing.
+      } catch (err) {
+        const reason = err instanceof UpdateRejected ? err.message : `internal: ${(err as Error).message}`;
+        failSnapshot(builder ? (builder as SnapshotBuilder).version : this.versionOf(line), reason);
+      }
+    });
+    const ended = () => {
+      writer?.abort();
+      writer = null;
+      if (this.silenceTimer) clearTimeout(this.silenceTimer);
+      if (!this.lastError) this.lastError = 'sync stream ended';
+      this.retry();
+    };
+    // A reset stream is an ordinary disconnect: 'close' follows and schedules the reconnect.
+    res.on('error', () => undefined);
+    lines.on('error', () => undefined);
+    res.on('close', ended);
+  }
+
+  private versionOf(line: string): number {
+    const match = /"version":(\d+)/.exec(line);
+    return match ? Number(match[1]) : 0;
+  }
+
+  private applyDeltaLine(line: string): void {
+    const sha256 = verifySealedLine(line);
+    if (sha256 === null) throw new UpdateRejected('delta seal does not match its content');
+    const parsed = Delta.safeParse(safeJson(line));
+    if (!parsed.success) throw new UpdateRejected(`bad delta: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (!this.state) throw new UpdateRejected('delta received before any snapshot');
+    this.state.applyDelta(parsed.data);
+    this.opts.file.appendDelta(line);
+    this.opts.onState(this.state);
+    this.ackVersion(parsed.data.version, sha256);
+  }
+
+  private install(state: GatewayState): void {
+    this.state = state;
+    this.opts.onState(state);
+    this.opts.log.info('snapshot applied', { version: state.version, keys: state.keys.size, endpoints: state.endpoints.size });
+  }
+
+  private ackVersion(version: number, sha256: string): void {
+    this.post({ gateway_id: this.opts.gatewayId, version, sha256, ok: true });
+  }
+
+  private nack(version: number, reason: string): void {
+    this.lastNack = `v${version}: ${reason}`;
+    this.opts.log.warn('sync update rejected; keeping the previous state', { version, reason });
+    this.post({ gateway_id: this.opts.gatewayId, version, ok: false, reason: reason.slice(0, 1000) });
+  }
+
+  private post(body: SyncAck): void {
+    const payload = JSON.stringify(body);
+    const req = this.transport().request(new URL(SYNC_ACK_PATH, this.base), {
+      method: 'POST',
+      agent: this.agent,
+      headers: {
+        authorization: `Bearer ${this.opts.syncToken}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+      },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      if (res.statusCode !== 200) this.opts.log.warn('sync ack not accepted', { status: res.statusCode, version: body.version });
+    });
+    // A lost ack is harmless: on reconnect the gateway announces the version it holds.
+    req.on('error', (err) => this.opts.log.debug('sync ack failed', { err }));
+    req.end(payload);
+  }
+}
