@@ -27,20 +27,19 @@ export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_
   headers: Record<string, string>;
 };
 
+/** A stored row with its JSON columns parsed. */
+export function parseEndpointRow(row: EndpointRow): EndpointRecord {
+  const { removed_at: _removed, ...rest } = row;
+  return { ...rest, methods: JSON.parse(row.methods) as HttpMethod[], headers: JSON.parse(row.headers) as Record<string, string> };
+}
+
 export function endpointView(row: EndpointRow): EndpointView {
+  const { headers, created_at, updated_at, ...fields } = parseEndpointRow(row);
   return {
-    id: row.id,
-    upstream: row.upstream,
-    methods: JSON.parse(row.methods) as HttpMethod[],
-    timeout_ms: row.timeout_ms,
-    price: row.price,
-    premium: row.premium,
-    sla_ms: row.sla_ms,
-    refund_cap_per_hour: row.refund_cap_per_hour,
-    treasury_fee_bps: row.treasury_fee_bps,
-    injected_headers: Object.keys(JSON.parse(row.headers) as Record<string, string>).sort(),
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
+    ...fields,
+    injected_headers: Object.keys(headers).sort(),
+    created_at: new Date(created_at).toISOString(),
+    updated_at: new Date(updated_at).toISOString(),
   };
 }
 
@@ -80,9 +79,7 @@ export class EndpointsTable {
 
   record(id: string): EndpointRecord | undefined {
     const row = this.byId(id);
-    if (!row) return undefined;
-    const { removed_at: _removed, ...rest } = row;
-    return { ...rest, methods: JSON.parse(row.methods) as HttpMethod[], headers: JSON.parse(row.headers) as Record<string, string> };
+    return row && parseEndpointRow(row);
   }
 
   list(): EndpointRow[] {

@@ -60,7 +60,6 @@ export class KeysTable {
   private readonly liftStmt;
   private readonly prefixStmt;
   private readonly countsStmt;
-  private readonly liveSecretsStmt;
 
   constructor(db: Db) {
     this.insertKey = db.prepare(
@@ -88,12 +87,6 @@ export class KeysTable {
       `SELECT count(*) AS total,
               coalesce(sum(status = 'active' AND (expires_at IS NULL OR expires_at > ?)), 0) AS active
        FROM keys`,
-    );
-    this.liveSecretsStmt = db.prepare(
-      `SELECT s.hash, s.key_id, s.expires_at AS secret_expires_at, k.*
-       FROM key_secrets s JOIN keys k ON k.id = s.key_id
-       WHERE k.status = 'active' AND (k.expires_at IS NULL OR k.expires_at > @now)
-         AND (s.expires_at IS NULL OR s.expires_at > @now)`,
     );
   }
 
@@ -135,11 +128,6 @@ export class KeysTable {
 
   liveSecrets(keyId: string, now: number): SecretRow[] {
     return this.secretsOfStmt.all(keyId, now) as SecretRow[];
-  }
-
-  /** Every secret that admits a call right now, joined with its key (the snapshot's input). */
-  allLiveSecrets(now: number): (KeyRow & { hash: string; secret_expires_at: number | null })[] {
-    return this.liveSecretsStmt.all({ now }) as (KeyRow & { hash: string; secret_expires_at: number | null })[];
   }
 
   revoke(id: string, at: number): boolean {

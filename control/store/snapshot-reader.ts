@@ -5,20 +5,13 @@
  */
 import Database from 'better-sqlite3';
 import type { Db } from './db';
+import type { KeyRow } from './keys';
 import type { SnapshotKey } from '../../protocol/snapshot';
 
-export interface KeySecretRow {
-  id: string;
-  expires_at: number | null;
-  endpoints: string;
-  limit_count: number | null;
-  limit_window_s: number | null;
-  lift_count: number | null;
-  lift_window_s: number | null;
-  lift_until: number | null;
-  hash: string;
-  secret_expires_at: number | null;
-}
+export type KeySecretRow = Pick<
+  KeyRow,
+  'id' | 'expires_at' | 'endpoints' | 'limit_count' | 'limit_window_s' | 'lift_count' | 'lift_window_s' | 'lift_until'
+> & { hash: string; secret_expires_at: number | null };
 
 const LIVE_KEYS_SQL = (where: string) => `
   WITH page AS (

@@ -4,7 +4,6 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config/load';
-import type { HttpMethod } from '../../protocol/admin';
 import {
   SNAPSHOT_KEYS_PER_LINE,
   SnapshotDigest,
@@ -15,7 +14,7 @@ import {
   type SnapshotEndpoint,
 } from '../../protocol/snapshot';
 import type { Store } from '../store';
-import type { EndpointRow } from '../store/endpoints';
+import { parseEndpointRow, type EndpointRow } from '../store/endpoints';
 
 export function limitsFromConfig(config: Readonly<Config>): Limits {
   const l = config.limits;
@@ -25,16 +24,17 @@ export function limitsFromConfig(config: Readonly<Config>): Limits {
   };
 }
 
-export function snapshotEndpoint(row: Pick<EndpointRow, 'id' | 'upstream' | 'methods' | 'timeout_ms' | 'sla_ms' | 'price' | 'premium' | 'headers'>): SnapshotEndpoint {
+export function snapshotEndpoint(row: EndpointRow): SnapshotEndpoint {
+  const e = parseEndpointRow(row);
   return {
-    id: row.id,
-    upstream: row.upstream,
-    methods: JSON.parse(row.methods) as HttpMethod[],
-    timeout_ms: row.timeout_ms,
-    sla_ms: row.sla_ms,
-    price: row.price,
-    premium: row.premium,
-    headers: JSON.parse(row.headers) as Record<string, string>,
+    id: e.id,
+    upstream: e.upstream,
+    methods: e.methods,
+    timeout_ms: e.timeout_ms,
+    sla_ms: e.sla_ms,
+    price: e.price,
+    premium: e.premium,
+    headers: e.headers,
   };
 }
 
