@@ -11,6 +11,14 @@ import type { Output } from './output';
 
 type Runner<O> = (opts: O, deps: Deps) => Promise<number>;
 
+/**
+ * Load a module on first use. `require` (not `import()`) so the CommonJS build and the
+ * TypeScript test loader resolve it the same way.
+ */
+function load<T>(id: string): Promise<T> {
+  return Promise.resolve(require(id) as T);
+}
+
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export interface MainOptions {
@@ -37,7 +45,7 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
   const depsFor = async (): Promise<Deps> => {
     if (options.deps) return options.deps(globals());
-    const { buildDeps } = await import('./deps.js');
+    const { buildDeps } = await load<typeof import('./deps.js')>('./deps');
     return buildDeps(globals(), env);
   };
   /** Wire a leaf command: add `--json`, load its module on use, run it, record the exit code. */
@@ -64,15 +72,15 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
       .option('--endpoint <id>', 'limit the key to an endpoint (repeatable; default: all)', collect)
       .option('--expires <duration>', 'expire after e.g. 30d, 12h')
       .option('--limit <rate>', 'per-key limit, e.g. 60/min (default: config limits.key*)'),
-    () => import('./commands/keys/issue.js'),
+    () => load<typeof import('./commands/keys/issue.js')>('./commands/keys/issue'),
     (_a, o) => o,
   );
   leaf(
     keys.command('list').description('list keys (never their plaintext)').option('--status <status>', 'active, expired or revoked'),
-    () => import('./commands/keys/list.js'),
+    () => load<typeof import('./commands/keys/list.js')>('./commands/keys/list'),
     (_a, o) => o,
   );
-  leaf(keys.command('show').argument('<id>').description('show one key'), () => import('./commands/keys/show.js'), ([id], o) => ({ ...o, id: id! }));
+  leaf(keys.command('show').argument('<id>').description('show one key'), () => load<typeof import('./commands/keys/show.js')>('./commands/keys/show'), ([id], o) => ({ ...o, id: id! }));
   leaf(
     keys
       .command('revoke')
@@ -80,12 +88,12 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
       .description('revoke a key now')
       .option('--wait', 'return only once every connected gateway enforces it')
       .option('--timeout <duration>', 'bound on --wait (default 30s)'),
-    () => import('./commands/keys/revoke.js'),
+    () => load<typeof import('./commands/keys/revoke.js')>('./commands/keys/revoke'),
     ([id], o) => ({ ...o, id: id! }),
   );
   leaf(
     keys.command('rotate').argument('<id>').description('replace the secret; the old one works for the grace period').option('--grace <duration>', 'how long the old secret keeps working (default 24h; 0 = none)'),
-    () => import('./commands/keys/rotate.js'),
+    () => load<typeof import('./commands/keys/rotate.js')>('./commands/keys/rotate'),
     ([id], o) => ({ ...o, id: id! }),
   );
   leaf(
@@ -95,12 +103,12 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
       .description('temporarily raise a key’s limit')
       .requiredOption('--limit <rate>', 'e.g. 600/min')
       .requiredOption('--for <duration>', 'e.g. 2h'),
-    () => import('./commands/keys/lift.js'),
+    () => load<typeof import('./commands/keys/lift.js')>('./commands/keys/lift'),
     ([id], o) => ({ ...o, id: id! }) as { id: string; limit: string; for: string },
   );
   leaf(
     keys.command('wallet').argument('<id>').argument('[address]').description('attach or change the payout wallet').option('--detach', 'remove the wallet'),
-    () => import('./commands/keys/wallet.js'),
+    () => load<typeof import('./commands/keys/wallet.js')>('./commands/keys/wallet'),
     ([id, address], o) => ({ ...o, id: id!, ...(address !== undefined ? { address } : {}) }),
   );
 
@@ -115,11 +123,11 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
       .option('--note <text>', 'why (shown in the changelog)')
       .option('--wait', 'return only once every connected gateway enforces it')
       .option('--timeout <duration>', 'bound on --wait (default 30s)'),
-    () => import('./commands/flag/set.js'),
+    () => load<typeof import('./commands/flag/set.js')>('./commands/flag/set'),
     ([name, value], o) => ({ ...o, name: name!, value: value! }),
   );
-  leaf(flag.command('get').argument('<name>').description('show a flag'), () => import('./commands/flag/get.js'), ([name], o) => ({ ...o, name: name! }));
-  leaf(flag.command('list').description('list flags'), () => import('./commands/flag/list.js'), (_a, o) => o);
+  leaf(flag.command('get').argument('<name>').description('show a flag'), () => load<typeof import('./commands/flag/get.js')>('./commands/flag/get'), ([name], o) => ({ ...o, name: name! }));
+  leaf(flag.command('list').description('list flags'), () => load<typeof import('./commands/flag/list.js')>('./commands/flag/list'), (_a, o) => o);
 
   // endpoints --------------------------------------------------------------------------
   const endpoints = program.command('endpoints').description('wrapped upstream endpoints');
@@ -134,19 +142,19 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
       .option('--refund-cap-per-hour <micro>', 'most refunded per hour (0 = no cap)')
       .option('--treasury-fee-bps <bps>', 'share of premiums to the treasury')
       .option('--header <header>', "inject 'Name: value' upstream (repeatable; write-only)", collect);
-  leaf(endpointOptions(endpoints.command('add').argument('<id>').description('register an endpoint')), () => import('./commands/endpoints/add.js'), ([id], o) => ({ ...o, id: id! }));
-  leaf(endpointOptions(endpoints.command('update').argument('<id>').description('change an endpoint')), () => import('./commands/endpoints/update.js'), ([id], o) => ({ ...o, id: id! }));
-  leaf(endpoints.command('list').description('list endpoints'), () => import('./commands/endpoints/list.js'), (_a, o) => o);
-  leaf(endpoints.command('show').argument('<id>').description('show an endpoint'), () => import('./commands/endpoints/show.js'), ([id], o) => ({ ...o, id: id! }));
-  leaf(endpoints.command('remove').argument('<id>').description('remove an endpoint'), () => import('./commands/endpoints/remove.js'), ([id], o) => ({ ...o, id: id! }));
+  leaf(endpointOptions(endpoints.command('add').argument('<id>').description('register an endpoint')), () => load<typeof import('./commands/endpoints/add.js')>('./commands/endpoints/add'), ([id], o) => ({ ...o, id: id! }));
+  leaf(endpointOptions(endpoints.command('update').argument('<id>').description('change an endpoint')), () => load<typeof import('./commands/endpoints/update.js')>('./commands/endpoints/update'), ([id], o) => ({ ...o, id: id! }));
+  leaf(endpoints.command('list').description('list endpoints'), () => load<typeof import('./commands/endpoints/list.js')>('./commands/endpoints/list'), (_a, o) => o);
+  leaf(endpoints.command('show').argument('<id>').description('show an endpoint'), () => load<typeof import('./commands/endpoints/show.js')>('./commands/endpoints/show'), ([id], o) => ({ ...o, id: id! }));
+  leaf(endpoints.command('remove').argument('<id>').description('remove an endpoint'), () => load<typeof import('./commands/endpoints/remove.js')>('./commands/endpoints/remove'), ([id], o) => ({ ...o, id: id! }));
 
   // changelog --------------------------------------------------------------------------
   const changelog = program.command('changelog').description('the public changelog');
-  leaf(changelog.command('add').argument('<text>').description('add an operator notice'), () => import('./commands/changelog/add.js'), ([text], o) => ({ ...o, text: text! }));
-  leaf(changelog.command('list').description('list entries, newest first').option('--limit <n>', 'how many (default 50)'), () => import('./commands/changelog/list.js'), (_a, o) => o);
+  leaf(changelog.command('add').argument('<text>').description('add an operator notice'), () => load<typeof import('./commands/changelog/add.js')>('./commands/changelog/add'), ([text], o) => ({ ...o, text: text! }));
+  leaf(changelog.command('list').description('list entries, newest first').option('--limit <n>', 'how many (default 50)'), () => load<typeof import('./commands/changelog/list.js')>('./commands/changelog/list'), (_a, o) => o);
 
   // status -----------------------------------------------------------------------------
-  leaf(program.command('status').description('control, flags, counts and gateways'), () => import('./commands/status.js'), (_a, o) => o);
+  leaf(program.command('status').description('control, flags, counts and gateways'), () => load<typeof import('./commands/status.js')>('./commands/status'), (_a, o) => o);
 
   // processes --------------------------------------------------------------------------
   const portFlags = (cmd: Command) =>
@@ -165,10 +173,10 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
   });
   const serve = program.command('serve').description('run one role in this process');
   portFlags(serve.command('control').description('run control: admin + sync, public API, indexer, settler')).action(async (_o, cmd: Command) => {
-    const { loadSettings } = await import('./deps.js');
-    const { processOutput } = await import('./output.js');
+    const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
+    const { processOutput } = await load<typeof import('./output.js')>('./output');
     const config = loadSettings(globals(), env, settingsFromFlags(cmd.opts()));
-    const { run } = await import('./commands/serve/control.js');
+    const { run } = await load<typeof import('./commands/serve/control.js')>('./commands/serve/control');
     result.code = await run({ config }, { out: options.out ?? processOutput() });
   });
   serve
@@ -178,16 +186,16 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     .option('--gateway-port <port>', 'port (SVC_GATEWAY_PORT)')
     .option('--id <id>', 'gateway id, unique per control (SVC_GATEWAY_ID; default gw-<hostname>)')
     .action(async (_o, cmd: Command) => {
-      const { loadSettings } = await import('./deps.js');
-      const { processOutput } = await import('./output.js');
+      const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
+      const { processOutput } = await load<typeof import('./output.js')>('./output');
       const o = cmd.opts();
       const config = loadSettings(globals(), env, { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id });
-      const { run } = await import('./commands/serve/gateway.js');
+      const { run } = await load<typeof import('./commands/serve/gateway.js')>('./commands/serve/gateway');
       result.code = await run({ config }, { out: options.out ?? processOutput() });
     });
   portFlags(program.command('up').description('run control and a gateway as two processes; Ctrl-C stops both')).action(async (_o, cmd: Command) => {
-    const { loadSettings } = await import('./deps.js');
-    const { processOutput } = await import('./output.js');
+    const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
+    const { processOutput } = await load<typeof import('./output.js')>('./output');
     loadSettings(globals(), env, settingsFromFlags(cmd.opts())); // fail fast on bad settings
     // Each child gets the global options and the flags that concern its role.
     const g = globals();
@@ -198,7 +206,7 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     const flag = (name: string, value: unknown) => (value === undefined ? [] : [name, String(value)]);
     const controlArgs = [...common, ...flag('--host', o.host), ...flag('--control-port', o.controlPort), ...flag('--api-port', o.apiPort), ...flag('--indexer-port', o.indexerPort)];
     const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort)];
-    const { run } = await import('./commands/up.js');
+    const { run } = await load<typeof import('./commands/up.js')>('./commands/up');
     result.code = await run(
       {
         passArgs: [],

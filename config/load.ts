@@ -123,6 +123,8 @@ function setPath(obj: Record<string, unknown>, path: readonly string[], value: u
 }
 
 const NUMERIC = /^-?\d+(\.\d+)?$/;
+/** Settings whose values are never echoed in an error. */
+const SECRET_SETTINGS: ReadonlySet<string> = new Set(['adminToken', 'syncToken']);
 
 function coerce(leaf: Leaf, raw: unknown): unknown {
   if (typeof raw !== 'string') return raw;
@@ -179,7 +181,7 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
       return {
         key,
         source: origin.get(key) ?? (unknownKeys.length > 0 ? 'config file' : 'the combined settings'),
-        value: getPath(raw, path),
+        value: SECRET_SETTINGS.has(key) ? '(hidden)' : getPath(raw, path),
         allowed: unknownKeys.length > 0 ? 'no such setting' : leaf?.allowed ?? issue.message,
       };
     });

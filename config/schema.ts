@@ -41,10 +41,11 @@ export const ConfigSchema = z
         maintenanceRetryAfterS: posInt(D.DEFAULT_MAINTENANCE_RETRY_AFTER_S, 86_400),
         trustedProxyHops: z.number().int().min(0).max(10).default(0).describe('an integer from 0 to 10'),
       })
+      .strict()
       .prefault({}),
-    api: z.object({ port: port(D.DEFAULT_API_PORT) }).prefault({}),
-    indexer: z.object({ port: port(D.DEFAULT_INDEXER_PORT) }).prefault({}),
-    control: z.object({ port: port(D.DEFAULT_CONTROL_PORT) }).prefault({}),
+    api: z.strictObject({ port: port(D.DEFAULT_API_PORT) }).prefault({}),
+    indexer: z.strictObject({ port: port(D.DEFAULT_INDEXER_PORT) }).prefault({}),
+    control: z.strictObject({ port: port(D.DEFAULT_CONTROL_PORT) }).prefault({}),
     limits: z
       .object({
         keyCount: posInt(D.DEFAULT_KEY_LIMIT_COUNT, 1_000_000_000),
@@ -56,20 +57,23 @@ export const ConfigSchema = z
         publicCount: posInt(D.DEFAULT_PUBLIC_LIMIT_COUNT, 1_000_000_000),
         publicWindowS: posInt(D.DEFAULT_PUBLIC_LIMIT_WINDOW_S, 86_400),
       })
+      .strict()
       .prefault({}),
     endpoints: z
       .object({
         timeoutMs: posInt(D.DEFAULT_UPSTREAM_TIMEOUT_MS, 3_600_000),
         slaMs: posInt(D.DEFAULT_SLA_MS, 3_600_000),
       })
+      .strict()
       .prefault({}),
-    keys: z.object({ rotateGraceS: posInt(D.DEFAULT_ROTATE_GRACE_S, 30 * 86_400) }).prefault({}),
+    keys: z.strictObject({ rotateGraceS: posInt(D.DEFAULT_ROTATE_GRACE_S, 30 * 86_400) }).prefault({}),
     cache: z
       .object({
         providersTtlS: posInt(D.DEFAULT_PROVIDERS_CACHE_TTL_S, 3600),
         statsTtlS: posInt(D.DEFAULT_STATS_CACHE_TTL_S, 3600),
         statusTtlS: posInt(D.DEFAULT_STATUS_CACHE_TTL_S, 3600),
       })
+      .strict()
       .prefault({}),
     tiers: z
       .object({
@@ -78,6 +82,7 @@ export const ConfigSchema = z
         minCalls: posInt(D.DEFAULT_TIER_MIN_CALLS, 1_000_000_000),
         windowH: posInt(D.DEFAULT_TIER_WINDOW_H, 24 * 90),
       })
+      .strict()
       .prefault({})
       .refine((t) => t.reliableBelow <= t.elevatedUpTo, {
         message: 'tiers.reliableBelow must not exceed tiers.elevatedUpTo',
@@ -87,6 +92,7 @@ export const ConfigSchema = z
         cadenceMs: posInt(D.DEFAULT_SETTLER_CADENCE_MS, 3_600_000),
         batchCap: posInt(D.DEFAULT_SETTLER_BATCH_CAP, 1_000_000),
       })
+      .strict()
       .prefault({}),
   })
   .strict();

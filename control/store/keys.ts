@@ -78,7 +78,9 @@ export class KeysTable {
     );
     this.revokeStmt = db.prepare(`UPDATE keys SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'active'`);
     this.expireSecretsStmt = db.prepare(
-      `UPDATE key_secrets SET expires_at = ? WHERE key_id = ? AND (expires_at IS NULL OR expires_at > ?)`,
+      // Never extends a secret that is already counting down (a second rotation keeps the first grace).
+      `UPDATE key_secrets SET expires_at = min(coalesce(expires_at, @at), @at)
+       WHERE key_id = @keyId AND (expires_at IS NULL OR expires_at > @now)`,
     );
     this.walletStmt = db.prepare(`UPDATE keys SET wallet = ? WHERE id = ?`);
     this.liftStmt = db.prepare(`UPDATE keys SET lift_count = ?, lift_window_s = ?, lift_until = ? WHERE id = ?`);
@@ -115,7 +117,7 @@ export class KeysTable {
 
   /** Let every live secret of `keyId` expire at `at` (rotation grace or revocation). */
   expireSecrets(keyId: string, at: number, now: number): void {
-    this.expireSecretsStmt.run(at, keyId, now);
+    this.expireSecretsStmt.run({ at, keyId, now });
   }
 
   byId(id: string): KeyRow | undefined {

@@ -1,0 +1,73 @@
+/**
+ * First start bootstraps the data dir (DESIGN §2): the directory 0700, admin and sync tokens
+ * 0600; later starts reuse them, tighten loose permissions, refuse a truncated token file,
+ * and a configured SVC_ADMIN_TOKEN replaces the file.
+ */
+import t from 'tap';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { captureLogs, startTestControl } from '../fixtures/control';
+
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+t.test('first start creates the data dir and both tokens; later starts reuse them', async (t) => {
+  const dataDir = join(t.testdir(), 'a', 'data');
+  const first = await startTestControl(t, { dataDir });
+  t.equal(mode(dataDir), 0o700, 'data dir 0700');
+  for (const [file, token] of [
+    ['admin.token', first.adminToken],
+    ['sync.token', first.syncToken],
+  ] as const) {
+    const path = join(dataDir, file);
+    t.equal(mode(path), 0o600, `${file} 0600`);
+    t.equal(readFileSync(path, 'utf8').trim(), token, `${file} holds the token in use`);
+    t.ok(token.length >= 32, `${file}: at least 32 characters`);
+  }
+  t.match(first.adminToken, /^svc_admin_/);
+  t.match(first.syncToken, /^svc_sync_/);
+  t.not(first.adminToken, first.syncToken);
+  t.equal(first.handle.bootstrap.adminToken.created, true);
+  t.ok(existsSync(join(dataDir, 'control.db')), 'database created');
+  await first.close();
+
+  const second = await startTestControl(t, { dataDir });
+  t.equal(second.adminToken, first.adminToken, 'same admin token');
+  t.equal(second.syncToken, first.syncToken, 'same sync token');
+  t.equal(second.handle.bootstrap.adminToken.created, false, 'not created again');
+  const res = await second.admin('GET', '/_admin/v1/status');
+  t.equal(res.status, 200, 'the reused token works');
+});
+
+t.test('a token file readable by others is tightened to 0600', async (t) => {
+  const dataDir = join(t.testdir(), 'data');
+  const first = await startTestControl(t, { dataDir });
+  await first.close();
+  chmodSync(join(dataDir, 'admin.token'), 0o644);
+  await startTestControl(t, { dataDir });
+  t.equal(mode(join(dataDir, 'admin.token')), 0o600);
+});
+
+t.test('a truncated token file stops start-up with a clear message', async (t) => {
+  const dataDir = join(t.testdir(), 'data');
+  const first = await startTestControl(t, { dataDir });
+  await first.close();
+  writeFileSync(join(dataDir, 'admin.token'), 'short\n');
+  await t.rejects(startTestControl(t, { dataDir }), { message: /admin\.token.*fewer than 32/ });
+});
+
+t.test('SVC_ADMIN_TOKEN replaces the token file', async (t) => {
+  const dataDir = join(t.testdir(), 'data');
+  const token = 'operator-chosen-token-0123456789-abcdef';
+  const logs = captureLogs();
+  const control = await startTestControl(t, { dataDir, env: { SVC_ADMIN_TOKEN: token }, log: logs.log });
+  t.equal(control.adminToken, token);
+  t.equal(control.handle.bootstrap.adminToken.file, null);
+  t.notOk(existsSync(join(dataDir, 'admin.token')), 'no admin.token is written');
+  t.ok(existsSync(join(dataDir, 'sync.token')), 'the sync token is still bootstrapped');
+
+  const ok = await control.admin('POST', '/_admin/v1/changelog', { text: 'hello' });
+  t.equal(ok.status, 201, 'the configured token is accepted');
+  t.equal(ok.body.author, 'admin-env', 'and named as coming from the environment');
+  t.match(logs.text(), 'control ready', 'start-up was logged');
+  t.notOk(logs.text().includes(token), 'the token is not logged');
+});

@@ -1,0 +1,115 @@
+/**
+ * The control database is opened durable (WAL, synchronous=FULL, foreign keys on), migrated
+ * by user_version, reopened idempotently, and refuses a file from a newer build.
+ */
+import t from 'tap';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { openDatabase, StoreOpenError } from '../../control/store/db';
+import { MIGRATIONS } from '../../control/store/migrations';
+import { Store } from '../../control/store';
+import { startTestControl } from '../fixtures/control';
+
+t.test('opening sets WAL, synchronous=FULL, foreign keys and the schema version', async (t) => {
+  const path = join(t.testdir(), 'nested', 'dir', 'control.db');
+  const store = Store.open(path);
+  t.teardown(() => store.close());
+  t.equal(String(store.pragma('journal_mode')).toLowerCase(), 'wal');
+  t.equal(store.pragma('synchronous'), 2, 'FULL');
+  t.equal(store.pragma('foreign_keys'), 1);
+  t.equal(store.pragma('user_version'), MIGRATIONS.length);
+  t.equal(store.schemaVersion(), MIGRATIONS.length);
+  t.ok(MIGRATIONS.length >= 1);
+
+  // WAL is a property of the file: another connection sees it too.
+  const other = new Database(path, { readonly: true });
+  t.teardown(() => other.close());
+  t.equal(String(other.pragma('journal_mode', { simple: true })).toLowerCase(), 'wal', 'the file is in WAL mode');
+  t.equal(other.pragma('user_version', { simple: true }), MIGRATIONS.length);
+});
+
+t.test('foreign keys are enforced', async (t) => {
+  const db = openDatabase(join(t.testdir(), 'control.db'));
+  t.teardown(() => db.close());
+  t.throws(
+    () => db.prepare(`INSERT INTO key_secrets (hash, key_id, prefix, created_at) VALUES (?, 'key_missing', 'svc_beta_x', 0)`).run('a'.repeat(64)),
+    /FOREIGN KEY/,
+    'a secret for a key that does not exist is refused',
+  );
+});
+
+t.test('reopening is idempotent and keeps data', async (t) => {
+  const path = join(t.testdir(), 'control.db');
+  const first = Store.open(path);
+  const before = first.version();
+  const { version } = first.mutate(
+    { actor: 'test', now: 1_000 },
+    { action: 'test.change', changes: [{ kind: 'flags', entity: '*' }] },
+    () => first.flags.set('maintenance_mode', true, 1_000, 'test', 'kept'),
+  );
+  t.equal(version, before + 1, 'a change bumps the state version');
+  const tables = (db: Database.Database) =>
+    (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as string[]).join(',');
+  const schemaBefore = tables(first.db);
+  first.close();
+
+  for (let i = 0; i < 2; i++) {
+    const again = Store.open(path);
+    t.equal(again.schemaVersion(), MIGRATIONS.length, `reopen ${i + 1}: same schema version`);
+    t.equal(tables(again.db), schemaBefore, `reopen ${i + 1}: same tables`);
+    t.equal(again.version(), version, `reopen ${i + 1}: state version kept (migration 1 not re-run)`);
+    t.equal(again.flags.get('maintenance_mode')?.value, true, `reopen ${i + 1}: data kept`);
+    t.equal(again.flags.get('maintenance_mode')?.note, 'kept');
+    again.close();
+  }
+});
+
+t.test('a failed mutation leaves no audit row and no version bump', async (t) => {
+  const store = Store.open(join(t.testdir(), 'control.db'));
+  t.teardown(() => store.close());
+  const version = store.version();
+  const auditRows = store.audit.list(10_000).length;
+  t.throws(() =>
+    store.mutate({ actor: 'test', now: 1 }, { action: 'test.fail', changes: [{ kind: 'flags', entity: '*' }] }, () => {
+      store.flags.set('beta_gate_enabled', true, 1, 'test', null);
+      throw new Error('boom');
+    }),
+  );
+  t.equal(store.version(), version, 'version unchanged');
+  t.equal(store.audit.list(10_000).length, auditRows, 'no audit row');
+  t.equal(store.flags.get('beta_gate_enabled')?.value, false, 'the write inside was rolled back');
+});
+
+t.test('a database from a newer build refuses to open', async (t) => {
+  const path = join(t.testdir(), 'control.db');
+  Store.open(path).close();
+  const raw = new Database(path);
+  raw.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+  raw.close();
+
+  let caught: unknown;
+  try {
+    Store.open(path).close();
+  } catch (err) {
+    caught = err;
+  }
+  t.ok(caught instanceof StoreOpenError, 'throws StoreOpenError');
+  const message = (caught as Error | undefined)?.message ?? '';
+  t.match(message, String(MIGRATIONS.length + 1), 'names the file’s version');
+  t.match(message, String(MIGRATIONS.length), 'names the supported version');
+  t.match(message, /newer/, 'says the file is newer');
+
+  const check = new Database(path, { readonly: true });
+  t.equal(check.pragma('user_version', { simple: true }), MIGRATIONS.length + 1, 'the file is left untouched');
+  check.close();
+});
+
+t.test('a running control reports its durability settings', async (t) => {
+  const control = await startTestControl(t);
+  const res = await control.admin('GET', '/_admin/v1/status');
+  t.equal(res.status, 200);
+  t.equal(res.body.database.journal_mode, 'wal');
+  t.equal(res.body.database.synchronous, 'full');
+  t.equal(res.body.database.schema_version, MIGRATIONS.length);
+  t.equal(res.body.database.path, join(control.dataDir, 'control.db'));
+});
