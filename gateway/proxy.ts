@@ -182,11 +182,16 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     inFlight++;
 
     const elapsed = (): number => (latency >= 0 ? latency : Math.round(performance.now() - started));
-    const finish = (networkError: ForwardFailure | null, sentStatus: number | null, internalError?: unknown): void => {
-      if (finished) return;
+    // Every path first claims the call's single result, then cleans up, then reports: cleanup
+    // (destroying the upstream) fires events whose handlers then see the call as settled.
+    const claim = (): boolean => {
+      if (finished) return false;
       finished = true;
       inFlight--;
       clearTimeout(deadline);
+      return true;
+    };
+    const report = (networkError: ForwardFailure | null, sentStatus: number | null, internalError?: unknown): void => {
       const result: ForwardResult = { status, sentStatus, networkError, upstreamLatencyMs: elapsed() };
       if (internalError !== undefined) result.internalError = internalError;
       done(result);
@@ -195,25 +200,42 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       upstreamRes?.destroy();
       upstreamReq?.destroy();
     };
+    // A fault of the gateway itself (a throwing hook, a request Node will not send): 500.
+    const respondInternal = (err: unknown): void => {
+      const sent = res.headersSent ? null : 500;
+      if (sent !== null) sendProblem(res, 'svc_internal', 'the request could not be forwarded');
+      else res.destroy();
+      report(null, sent, err);
+    };
+    const internal = (err: unknown): void => {
+      if (!claim()) return;
+      abortUpstream();
+      respondInternal(err);
+    };
     // Answer a failure before any head was sent; after it, cut the caller's connection.
     const fail = (kind: NetworkError): void => {
-      if (finished) return;
+      if (!claim()) return;
       abortUpstream();
       if (res.headersSent || res.destroyed) {
         res.destroy();
-        finish(kind, status);
+        report(kind, status);
         return;
       }
       const sent = kind === 'timeout' ? 504 : 502;
       if (latency < 0) latency = Math.round(performance.now() - started);
       const headers: OutgoingHttpHeaders = {};
-      onHead?.({ status: sent, headers, fromUpstream: false, networkError: kind, upstreamLatencyMs: latency });
+      try {
+        onHead?.({ status: sent, headers, fromUpstream: false, networkError: kind, upstreamLatencyMs: latency });
+      } catch (err) {
+        respondInternal(err);
+        return;
+      }
       if (kind === 'timeout') {
         sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${target.timeoutMs} ms`, headers as Record<string, string>);
       } else {
         sendProblem(res, 'svc_upstream_unavailable', kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection', headers as Record<string, string>);
       }
-      finish(kind, sent);
+      report(kind, sent);
     };
 
     const deadline = setTimeout(() => {
@@ -222,19 +244,17 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     }, target.timeoutMs);
 
     res.on('finish', () => {
-      if (upstreamRes !== null) finish(null, status);
+      if (upstreamRes !== null && claim()) report(null, status);
     });
     // The caller left: nobody is waiting for this call any more.
     const callerLeft = (): void => {
-      if (finished || res.writableFinished) return;
+      if (res.writableFinished || !claim()) return;
       abortUpstream();
       res.destroy();
-      finish('client_abort', res.headersSent ? status : null);
+      report('client_abort', res.headersSent ? status : null);
     };
     const callerGone = (): boolean => req.socket.destroyed && !res.writableFinished;
-
-    // Registered before http-proxy's own 'aborted' listener, which aborts the upstream request.
-    req.on('aborted', callerLeft);
+    res.on('close', callerLeft);
     req.on('error', callerLeft);
 
     const onResponse = (incoming: IncomingMessage): void => {
@@ -249,15 +269,21 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       const onBroken = (): void => {
         if (finished) return;
         if (callerGone()) return callerLeft();
+        if (!claim()) return;
         upstreamReq?.destroy();
         res.destroy();
-        finish(timedOut ? 'timeout' : 'reset', status);
+        report(timedOut ? 'timeout' : 'reset', status);
       };
       incoming.on('aborted', onBroken);
       incoming.on('error', onBroken);
       const headers = clientResponseHeaders(incoming.rawHeaders);
       try {
         onHead?.({ status, headers, fromUpstream: true, networkError: null, upstreamLatencyMs: latency });
+      } catch (err) {
+        internal(err);
+        return;
+      }
+      try {
         res.writeHead(status, headers);
       } catch (err) {
         // A head Node refuses to write (e.g. an invalid status) is the upstream's fault.
@@ -303,15 +329,6 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       return;
     }
     if (upstreamReq === null) internal(new Error('http-proxy did not create an upstream request'));
-
-    function internal(err: unknown): void {
-      if (finished) return;
-      abortUpstream();
-      const sent = res.headersSent ? null : 500;
-      if (sent !== null) sendProblem(res, 'svc_internal', 'the request could not be forwarded');
-      else res.destroy();
-      finish(null, sent, err);
-    }
   }
 
   return {

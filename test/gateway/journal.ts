@@ -1,0 +1,210 @@
+// The outcome journal: append, pending, ack, segment deletion and replay after restart.
+import t from 'tap';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Journal } from '../../gateway/journal';
+import type { OutcomeRecord } from '../../protocol/outcome';
+
+function record(n: number): OutcomeRecord {
+  return {
+    call_id: `0190a1b2-c3d4-7e5f-8a6b-${String(n).padStart(12, '0')}`,
+    key_id: n % 3 === 0 ? null : `key_${n % 7}`,
+    endpoint_id: 'ep',
+    method: 'POST',
+    status: 200,
+    outcome: 'ok',
+    latency_ms: n,
+    started_at: '2025-01-01T00:00:00.000Z',
+    gateway_id: 'gw-1',
+  };
+}
+
+const ids = (records: OutcomeRecord[]): number[] => records.map((r) => r.latency_ms);
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+const segmentFiles = (dir: string): string[] => fs.readdirSync(dir).filter((f) => f.startsWith('outcomes-')).sort();
+
+t.test('appends come back from pending in order until acked', async (t) => {
+  const dir = t.testdir();
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  for (let i = 1; i <= 10; i++) journal.append(record(i));
+  t.equal(journal.backlog(), 10);
+  t.same(ids(journal.pending(4)), [1, 2, 3, 4]);
+  t.same(ids(journal.pending(4)), [1, 2, 3, 4], 'pending does not consume');
+  t.same(ids(journal.pending(100)), range(1, 10));
+  t.same(journal.pending(0), []);
+  t.same(journal.pending(1)[0], record(1), 'records round-trip unchanged');
+  t.equal(journal.ack([record(1).call_id, record(2).call_id]), 2);
+  t.equal(journal.backlog(), 8);
+  t.same(ids(journal.pending(100)), range(3, 10));
+});
+
+t.test('ack ignores ids never handed out by pending, and repeats', async (t) => {
+  const dir = t.testdir();
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  journal.append(record(1));
+  journal.append(record(2));
+  t.equal(journal.ack([record(1).call_id]), 0, 'not handed out yet');
+  t.equal(journal.ack(['not-a-call']), 0);
+  journal.pending(1);
+  t.equal(journal.ack([record(1).call_id, record(1).call_id]), 1);
+  t.equal(journal.ack([record(1).call_id]), 0, 'already acked');
+  t.equal(journal.backlog(), 1);
+});
+
+t.test('replay after restart returns exactly the unacked records, out-of-order acks included', async (t) => {
+  const dir = t.testdir();
+  const first = Journal.open({ dir });
+  for (let i = 1; i <= 10; i++) first.append(record(i));
+  first.pending(10);
+  first.ack([2, 3, 7].map((n) => record(n).call_id));
+  t.equal(first.backlog(), 7);
+  first.close();
+
+  const second = Journal.open({ dir });
+  t.equal(second.backlog(), 7);
+  t.same(ids(second.pending(100)), [1, 4, 5, 6, 8, 9, 10]);
+  for (let i = 11; i <= 12; i++) second.append(record(i));
+  second.ack([1, 4].map((n) => record(n).call_id));
+  second.close();
+
+  const third = Journal.open({ dir });
+  t.teardown(() => third.close());
+  t.same(ids(third.pending(100)), [5, 6, 8, 9, 10, 11, 12]);
+  t.equal(third.backlog(), 7);
+});
+
+t.test('replay without close (crash after appends) keeps every complete record', async (t) => {
+  const dir = t.testdir();
+  const crashed = Journal.open({ dir, fsyncIntervalMs: 60_000 });
+  for (let i = 1; i <= 5; i++) crashed.append(record(i));
+  // No close(): the process "dies"; the records were written with writeSync.
+  const reopened = Journal.open({ dir });
+  t.teardown(() => reopened.close());
+  t.same(ids(reopened.pending(100)), range(1, 5));
+});
+
+t.test('a torn last line (crash mid-write) is truncated and the rest replayed', async (t) => {
+  const dir = t.testdir();
+  const journal = Journal.open({ dir });
+  for (let i = 1; i <= 5; i++) journal.append(record(i));
+  journal.close();
+  const [segment] = segmentFiles(dir);
+  const file = path.join(dir, segment!);
+  const size = fs.statSync(file).size;
+  fs.truncateSync(file, size - 17);
+
+  const reopened = Journal.open({ dir });
+  t.same(ids(reopened.pending(100)), range(1, 4));
+  t.equal(reopened.backlog(), 4);
+  t.equal(reopened.stats().tornBytes, JSON.stringify(record(5)).length + 1 - 17);
+  t.equal(fs.readFileSync(file, 'utf8').endsWith('\n'), true, 'the torn bytes are gone from disk');
+  reopened.append(record(6));
+  reopened.close();
+
+  const again = Journal.open({ dir });
+  t.teardown(() => again.close());
+  t.same(ids(again.pending(100)), [1, 2, 3, 4, 6]);
+  t.equal(again.stats().corruptLines, 0, 'no record was glued onto the torn fragment');
+});
+
+t.test('an unreadable line in the middle is skipped and counted', async (t) => {
+  const dir = t.testdir();
+  const journal = Journal.open({ dir });
+  journal.append(record(1));
+  journal.close();
+  const file = path.join(dir, segmentFiles(dir)[0]!);
+  fs.appendFileSync(file, '{"garbage\n' + JSON.stringify(record(2)) + '\n');
+  const reopened = Journal.open({ dir });
+  t.teardown(() => reopened.close());
+  t.same(ids(reopened.pending(100)), [1, 2]);
+  t.equal(reopened.stats().corruptLines, 1);
+  reopened.ack([record(1).call_id, record(2).call_id]);
+  t.equal(reopened.backlog(), 0);
+});
+
+t.test('fully acked segments are deleted; nothing is replayed afterwards', async (t) => {
+  const dir = t.testdir();
+  const journal = Journal.open({ dir, segmentMaxBytes: 1024 });
+  for (let i = 1; i <= 60; i++) journal.append(record(i));
+  t.ok(segmentFiles(dir).length > 5, `${segmentFiles(dir).length} segments written`);
+  const firstHalf = journal.pending(30);
+  journal.ack(firstHalf.map((r) => r.call_id));
+  t.same(ids(journal.pending(100)), range(31, 60));
+  const rest = journal.pending(100);
+  journal.ack(rest.map((r) => r.call_id));
+  t.equal(journal.backlog(), 0);
+  t.equal(segmentFiles(dir).length, 1, 'only the active segment remains');
+  journal.close();
+
+  const reopened = Journal.open({ dir, segmentMaxBytes: 1024 });
+  t.teardown(() => reopened.close());
+  t.same(reopened.pending(100), []);
+  t.equal(reopened.backlog(), 0);
+});
+
+t.test('a segment left behind by an interrupted delete is removed on open', async (t) => {
+  const dir = t.testdir();
+  const journal = Journal.open({ dir, segmentMaxBytes: 512 });
+  for (let i = 1; i <= 10; i++) journal.append(record(i));
+  const before = segmentFiles(dir);
+  journal.ack(journal.pending(100).map((r) => r.call_id));
+  journal.close();
+  const oldest = before[0]!;
+  t.notOk(segmentFiles(dir).includes(oldest), 'deleted while acking');
+  fs.writeFileSync(path.join(dir, oldest), JSON.stringify(record(1)) + '\n'); // as if the unlink never happened
+  const reopened = Journal.open({ dir, segmentMaxBytes: 512 });
+  t.teardown(() => reopened.close());
+  t.same(reopened.pending(100), [], 'an acked record is not replayed');
+  t.notOk(segmentFiles(dir).includes(oldest));
+});
+
+t.test('a lost or corrupt ack file replays everything still on disk', async (t) => {
+  const dir = t.testdir();
+  const journal = Journal.open({ dir });
+  for (let i = 1; i <= 4; i++) journal.append(record(i));
+  journal.pending(2);
+  journal.ack([record(3).call_id]); // never handed out: ignored
+  journal.ack([record(1).call_id]);
+  journal.close();
+  fs.writeFileSync(path.join(dir, 'acks.json'), '{not json');
+  const reopened = Journal.open({ dir });
+  t.teardown(() => reopened.close());
+  t.same(ids(reopened.pending(100)), [1, 2, 3, 4], 're-shipped; control dedupes by call_id');
+});
+
+t.test('records in several processes replay in append order', async (t) => {
+  const dir = t.testdir();
+  for (let run = 0; run < 3; run++) {
+    const j = Journal.open({ dir });
+    for (let i = 1; i <= 3; i++) j.append(record(run * 3 + i));
+    j.close();
+  }
+  const j = Journal.open({ dir });
+  t.teardown(() => j.close());
+  t.same(ids(j.pending(100)), range(1, 9));
+  t.equal(segmentFiles(dir).length, 4, 'one segment per process, plus the new active one');
+});
+
+t.test('fsync on every append (interval 0) still appends and replays', async (t) => {
+  const dir = t.testdir();
+  const j = Journal.open({ dir, fsyncIntervalMs: 0 });
+  for (let i = 1; i <= 3; i++) j.append(record(i));
+  j.close();
+  const again = Journal.open({ dir });
+  t.teardown(() => again.close());
+  t.same(ids(again.pending(10)), [1, 2, 3]);
+});
+
+t.test('journal files are private to the gateway user', async (t) => {
+  const dir = t.testdir();
+  const j = Journal.open({ dir });
+  j.append(record(1));
+  j.pending(1);
+  j.ack([record(1).call_id]);
+  j.close();
+  for (const name of fs.readdirSync(dir)) {
+    t.equal(fs.statSync(path.join(dir, name)).mode & 0o077, 0, `${name} is 0600`);
+  }
+});

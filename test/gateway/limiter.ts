@@ -1,0 +1,145 @@
+// Token buckets and RateLimit headers, on an injected clock.
+import t from 'tap';
+import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from '../../gateway/limiter';
+
+const PER_MINUTE: LimitPolicy = { count: 60, windowSeconds: 60, burst: 10 };
+
+t.test('a full bucket allows burst calls, then rejects with Retry-After ≥ 1', async (t) => {
+  const buckets = new TokenBuckets();
+  const now = 1_000_000;
+  for (let i = 0; i < 10; i++) {
+    const r = buckets.take('key_a', PER_MINUTE, now);
+    t.equal(r.allowed, true, `call ${i + 1}`);
+    t.equal(r.remaining, 9 - i);
+    t.equal(r.retryAfterSeconds, 0);
+  }
+  const rejected = buckets.take('key_a', PER_MINUTE, now);
+  t.same(rejected, { allowed: false, remaining: 0, resetSeconds: 1, retryAfterSeconds: 1 });
+});
+
+t.test('refills at count/window per second, capped at burst', async (t) => {
+  const buckets = new TokenBuckets();
+  let now = 0;
+  for (let i = 0; i < 10; i++) buckets.take('k', PER_MINUTE, now);
+  t.equal(buckets.take('k', PER_MINUTE, now).allowed, false);
+  now += 999;
+  t.equal(buckets.take('k', PER_MINUTE, now).allowed, false, 'not yet one unit');
+  now += 1;
+  const one = buckets.take('k', PER_MINUTE, now);
+  t.same([one.allowed, one.remaining], [true, 0], 'one unit after one second');
+  now += 3_500;
+  const r = buckets.take('k', PER_MINUTE, now);
+  t.same([r.allowed, r.remaining], [true, 2], '3.5 units accrued, one taken');
+  now += 3_600_000;
+  t.equal(buckets.take('k', PER_MINUTE, now).remaining, 9, 'an hour later: full (10), one taken');
+});
+
+t.test('a slow policy reports Retry-After as whole seconds, rounded up', async (t) => {
+  const buckets = new TokenBuckets();
+  const slow: LimitPolicy = { count: 1, windowSeconds: 90, burst: 1 };
+  t.equal(buckets.take('k', slow, 0).allowed, true);
+  const r = buckets.take('k', slow, 10_000);
+  t.equal(r.allowed, false);
+  t.equal(r.retryAfterSeconds, 80);
+  t.equal(r.resetSeconds, 80);
+  t.equal(buckets.take('k', slow, 89_999).allowed, false);
+  t.equal(buckets.take('k', slow, 90_000).allowed, true);
+});
+
+t.test('a fast policy never reports Retry-After below 1', async (t) => {
+  const buckets = new TokenBuckets();
+  const fast: LimitPolicy = { count: 1000, windowSeconds: 1, burst: 1 };
+  buckets.take('k', fast, 0);
+  const r = buckets.take('k', fast, 0);
+  t.equal(r.allowed, false);
+  t.equal(r.retryAfterSeconds, 1);
+  const almost = buckets.take('k', fast, 0.9999999);
+  t.equal(almost.allowed, false, 'a hair short of one unit');
+  t.equal(almost.retryAfterSeconds, 1, 'still at least one second');
+  t.equal(almost.resetSeconds, 1);
+});
+
+t.test('ids are independent', async (t) => {
+  const buckets = new TokenBuckets();
+  const one: LimitPolicy = { count: 1, windowSeconds: 60, burst: 1 };
+  t.equal(buckets.take('a', one, 0).allowed, true);
+  t.equal(buckets.take('a', one, 0).allowed, false);
+  t.equal(buckets.take('b', one, 0).allowed, true);
+  t.equal(buckets.take('ip:10.0.0.1', one, 0).allowed, true);
+});
+
+t.test('a lifted (larger) policy applies to an existing bucket', async (t) => {
+  const buckets = new TokenBuckets();
+  const tight: LimitPolicy = { count: 1, windowSeconds: 60, burst: 1 };
+  buckets.take('k', tight, 0);
+  t.equal(buckets.take('k', tight, 0).allowed, false);
+  const lifted: LimitPolicy = { count: 600, windowSeconds: 60, burst: 100 };
+  t.equal(buckets.take('k', lifted, 1_000).allowed, true, '10 units/s refill after the lift');
+});
+
+t.test('a clock going backwards never mints units', async (t) => {
+  const buckets = new TokenBuckets();
+  const one: LimitPolicy = { count: 1, windowSeconds: 60, burst: 1 };
+  buckets.take('k', one, 50_000);
+  t.equal(buckets.take('k', one, 0).allowed, false);
+});
+
+t.test('memory stays bounded under a flood of distinct ids', async (t) => {
+  const buckets = new TokenBuckets();
+  const policy: LimitPolicy = { count: 60, windowSeconds: 60, burst: 10 };
+  // 200,000 distinct ids at 10,000 takes per second: each bucket is full again 1 s later.
+  let peak = 0;
+  for (let i = 0; i < 200_000; i++) {
+    buckets.take(`ip:${i}`, policy, i / 10);
+    if (i % 1000 === 0) peak = Math.max(peak, buckets.size);
+  }
+  t.ok(peak < 50_000, `peak tracked ids ${peak} (about one second of traffic, not 200,000)`);
+  buckets.sweep(1e12);
+  t.equal(buckets.size, 0, 'a full sweep later drops every refilled bucket');
+});
+
+t.test('the hard cap evicts the oldest ids', async (t) => {
+  const buckets = new TokenBuckets({ maxEntries: 100, sweepPerTake: 0 });
+  const slow: LimitPolicy = { count: 1, windowSeconds: 86_400, burst: 1 };
+  for (let i = 0; i < 1000; i++) buckets.take(`k${i}`, slow, 0);
+  t.equal(buckets.size, 100);
+  t.equal(buckets.take('k999', slow, 0).allowed, false, 'the newest id is still tracked');
+  t.equal(buckets.take('k0', slow, 0).allowed, true, 'the oldest was evicted');
+});
+
+t.test('a bucket that refilled is dropped, and behaves as new', async (t) => {
+  const buckets = new TokenBuckets();
+  buckets.take('k', PER_MINUTE, 0);
+  t.equal(buckets.size, 1);
+  t.equal(buckets.sweep(999), 0, 'still below capacity');
+  t.equal(buckets.sweep(1000), 1, 'full after one second');
+  t.equal(buckets.size, 0);
+  t.equal(buckets.take('k', PER_MINUTE, 1000).remaining, 9);
+});
+
+t.test('RateLimit headers follow draft-ietf-httpapi-ratelimit-headers-11', async (t) => {
+  const buckets = new TokenBuckets();
+  const ok = buckets.take('k', PER_MINUTE, 0);
+  t.same(rateLimitHeaders('key', PER_MINUTE, ok), {
+    'ratelimit-policy': '"key";q=60;w=60;svc-burst=10',
+    ratelimit: '"key";r=9;t=1',
+  });
+  for (let i = 0; i < 9; i++) buckets.take('k', PER_MINUTE, 0);
+  const rejected = buckets.take('k', PER_MINUTE, 0);
+  t.same(rateLimitHeaders('key', PER_MINUTE, rejected), {
+    'ratelimit-policy': '"key";q=60;w=60;svc-burst=10',
+    ratelimit: '"key";r=0;t=1',
+    'retry-after': '1',
+  });
+  const slow: LimitPolicy = { count: 1, windowSeconds: 3600, burst: 1 };
+  buckets.take('s', slow, 0);
+  const h = rateLimitHeaders('ip', slow, buckets.take('s', slow, 1_000));
+  t.equal(h['retry-after'], '3599');
+  t.equal(h.ratelimit, '"ip";r=0;t=3599', 'Retry-After is not earlier than the end of the effective window');
+});
+
+t.test('policy names are serialised as structured-field strings', async (t) => {
+  const r = { allowed: true, remaining: 1, resetSeconds: 1, retryAfterSeconds: 0 };
+  t.equal(rateLimitHeaders('a"b\\c', PER_MINUTE, r).ratelimit, '"a\\"b\\\\c";r=1;t=1');
+  t.equal(rateLimitHeaders('ü\n', PER_MINUTE, r).ratelimit, '"??";r=1;t=1');
+});
