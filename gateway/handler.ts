@@ -139,23 +139,8 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
 
     const callId = uuidv7(t);
     const startedAt = new Date(t).toISOString();
-    let tooLarge = false;
-    if (declared === undefined && chunked) {
-      let seen = 0;
-      req.on('data', (chunk: Buffer) => {
-        seen += chunk.length;
-        if (seen > opts.bodyLimitBytes && !tooLarge) {
-          tooLarge = true;
-          opts.metrics.rejection('svc_payload_too_large');
-          if (!res.headersSent) sendProblem(res, 'svc_payload_too_large', `body exceeds ${opts.bodyLimitBytes} bytes`, { connection: 'close' });
-          req.destroy();
-        }
-      });
-    }
-
     let recorded: OutcomeRecord | null = null;
     const onHead = (head: ResponseHead) => {
-      if (tooLarge) return;
       const outcome = classify({ status: head.fromUpstream ? head.status : null, latencyMs: head.upstreamLatencyMs, slaMs: endpoint.slaMs, networkError: head.networkError });
       const latency = Math.round(head.upstreamLatencyMs);
       recorded = {
@@ -185,10 +170,11 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     opts.proxy.forward(
       req,
       res,
-      { origin: endpoint.upstream, path, headers, timeoutMs: endpoint.timeoutMs },
+      { origin: endpoint.upstream, path, headers, timeoutMs: endpoint.timeoutMs, bodyLimitBytes: opts.bodyLimitBytes },
       (result) => {
         const r = recorded as OutcomeRecord | null;
         if (r !== null) opts.metrics.call(endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
+        else if (result.networkError === 'body_too_large') opts.metrics.rejection('svc_payload_too_large');
         else if (result.networkError === 'client_abort') opts.metrics.rejection('client_abort');
       },
       onHead,

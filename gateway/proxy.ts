@@ -32,8 +32,11 @@ export const DEFAULT_MAX_FREE_SOCKETS = 64;
 /** Idle keep-alive sockets are closed after this, below common upstream keep-alive timeouts. @default 4000 */
 export const DEFAULT_FREE_SOCKET_TIMEOUT_MS = 4_000;
 
-/** Why a call did not complete normally. `client_abort` is the caller leaving, not the provider failing. */
-export type ForwardFailure = NetworkError | 'client_abort';
+/**
+ * Why a call did not complete normally. `client_abort` (the caller left) and `body_too_large`
+ * (the caller streamed more than the limit) are the caller's doing, never the provider's.
+ */
+export type ForwardFailure = NetworkError | 'client_abort' | 'body_too_large';
 
 /** Where and how to send one call. */
 export interface ForwardTarget {
@@ -45,6 +48,11 @@ export interface ForwardTarget {
   headers: OutgoingHttpHeaders;
   /** Deadline for the response head, and the idle timeout of the upstream socket after it. */
   timeoutMs: number;
+  /**
+   * Most request-body bytes to stream upstream. Past it the upstream request is destroyed and
+   * the caller gets 413 `svc_payload_too_large` (for bodies whose length was not declared).
+   */
+  bodyLimitBytes?: number;
 }
 
 /** The response head about to be sent to the caller. */
@@ -297,9 +305,25 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
 
     // http-proxy creates the upstream request inside web() and hands out no reference until it
     // has a socket. It does pipe the body from `options.buffer`, so that is where we take it.
+    const limit = target.bodyLimitBytes;
+    const tooLarge = (): void => {
+      if (!claim()) return;
+      req.unpipe();
+      abortUpstream();
+      if (res.headersSent) res.destroy();
+      else sendProblem(res, 'svc_payload_too_large', `body exceeds ${limit} bytes`, { connection: 'close' });
+      report('body_too_large', res.headersSent ? 413 : null);
+    };
     const body = {
       pipe(dest: ClientRequest): ClientRequest {
         upstreamReq = dest;
+        if (limit !== undefined) {
+          let seen = 0;
+          req.on('data', (chunk: Buffer) => {
+            seen += chunk.length;
+            if (seen > limit) tooLarge();
+          });
+        }
         dest.on('response', onResponse);
         dest.on('timeout', () => {
           timedOut = true; // proxyTimeout fired; http-proxy aborts the request next
