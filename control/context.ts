@@ -1,6 +1,7 @@
 /** What every control listener and handler is given: the store, settings, clock and log. */
 import type { Config } from '../config/load';
 import type { Logger } from '../protocol/log';
+import type { SettlerStatus } from '../protocol/settlement';
 import type { Store } from './store';
 
 export interface ControlContext {
@@ -15,4 +16,6 @@ export interface ControlContext {
   dataDir: string;
   /** Every gateway known to control, with whether it is connected now. */
   gateways: () => { id: string; connected: boolean; applied_version: number; last_seen: string; last_nack: string | null }[];
+  /** The settler's state; null while no settler runs in this process. */
+  settler: () => SettlerStatus | null;
 }

@@ -61,6 +61,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     startedAt: Date.now(),
     dataDir: boot.dataDir,
     gateways: () => [],
+    settler: () => null,
   };
 
   const limits = limitsFromConfig(config);

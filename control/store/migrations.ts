@@ -1,128 +1,14 @@
 /**
  * Schema migrations, applied in order by `db.ts` and tracked with `PRAGMA user_version`.
- * Append only: never edit a migration that has shipped; add the next one.
+ * One file per migration under `migrations/`. Append only: never edit a migration that has
+ * shipped; add the next one.
  *
  * Times are INTEGER milliseconds since the Unix epoch (UTC). Money is INTEGER micro-units.
  */
-export const MIGRATIONS: readonly string[] = [
-  // 1: keys, flags, endpoints, changelog, audit log, state version.
-  `
-  CREATE TABLE meta (
-    name  TEXT PRIMARY KEY,
-    value INTEGER NOT NULL
-  ) STRICT;
-  INSERT INTO meta (name, value) VALUES ('state_version', 1);
+import m001 from './migrations/001-keys-flags-endpoints';
+import m002 from './migrations/002-sync-outcomes';
+import m003 from './migrations/003-ledger';
+import m004 from './migrations/004-rollups';
+import m005 from './migrations/005-applications';
 
-  CREATE TABLE keys (
-    id             TEXT PRIMARY KEY,
-    name           TEXT,
-    prefix         TEXT NOT NULL,
-    status         TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
-    created_at     INTEGER NOT NULL,
-    created_by     TEXT NOT NULL,
-    expires_at     INTEGER,
-    revoked_at     INTEGER,
-    wallet         TEXT,
-    endpoints      TEXT NOT NULL DEFAULT '[]',
-    limit_count    INTEGER,
-    limit_window_s INTEGER,
-    lift_count     INTEGER,
-    lift_window_s  INTEGER,
-    lift_until     INTEGER,
-    application_id TEXT
-  ) STRICT;
-
-  -- One row per accepted secret; a rotation leaves the old one with an expiry (its grace).
-  CREATE TABLE key_secrets (
-    hash       TEXT PRIMARY KEY CHECK (length(hash) = 64),
-    key_id     TEXT NOT NULL REFERENCES keys (id),
-    prefix     TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    expires_at INTEGER
-  ) STRICT;
-  CREATE INDEX key_secrets_by_key ON key_secrets (key_id);
-
-  CREATE TABLE flags (
-    name       TEXT PRIMARY KEY,
-    value      INTEGER NOT NULL CHECK (value IN (0, 1)),
-    updated_at INTEGER NOT NULL,
-    updated_by TEXT NOT NULL,
-    note       TEXT
-  ) STRICT;
-  INSERT INTO flags (name, value, updated_at, updated_by) VALUES
-    ('beta_gate_enabled', 0, CAST(unixepoch('subsec') * 1000 AS INTEGER), 'bootstrap'),
-    ('maintenance_mode',  0, CAST(unixepoch('subsec') * 1000 AS INTEGER), 'bootstrap');
-
-  CREATE TABLE endpoints (
-    id                  TEXT PRIMARY KEY,
-    upstream            TEXT NOT NULL,
-    methods             TEXT NOT NULL,
-    timeout_ms          INTEGER NOT NULL CHECK (timeout_ms > 0),
-    price               INTEGER NOT NULL CHECK (price >= 0),
-    premium             INTEGER NOT NULL CHECK (premium >= 0),
-    sla_ms              INTEGER NOT NULL CHECK (sla_ms > 0),
-    refund_cap_per_hour INTEGER NOT NULL CHECK (refund_cap_per_hour >= 0),
-    treasury_fee_bps    INTEGER NOT NULL CHECK (treasury_fee_bps BETWEEN 0 AND 10000),
-    headers             TEXT NOT NULL DEFAULT '{}',
-    created_at          INTEGER NOT NULL,
-    updated_at          INTEGER NOT NULL,
-    removed_at          INTEGER
-  ) STRICT;
-
-  CREATE TABLE changelog (
-    id     INTEGER PRIMARY KEY AUTOINCREMENT,
-    at     INTEGER NOT NULL,
-    kind   TEXT NOT NULL CHECK (kind IN ('flag', 'notice')),
-    text   TEXT NOT NULL,
-    flag   TEXT,
-    value  INTEGER,
-    author TEXT NOT NULL
-  ) STRICT;
-
-  CREATE TABLE audit_log (
-    id     INTEGER PRIMARY KEY AUTOINCREMENT,
-    at     INTEGER NOT NULL,
-    actor  TEXT NOT NULL,
-    action TEXT NOT NULL,
-    target TEXT,
-    detail TEXT NOT NULL DEFAULT '{}'
-  ) STRICT;
-  `,
-  // 2: what each state version changed (for deltas), gateways and their applied versions,
-  // call outcomes shipped by gateways (idempotent by call id).
-  `
-  CREATE TABLE state_changes (
-    version INTEGER NOT NULL,
-    kind    TEXT NOT NULL CHECK (kind IN ('key', 'endpoint', 'flags', 'limits')),
-    entity  TEXT NOT NULL,
-    PRIMARY KEY (version, kind, entity)
-  ) STRICT, WITHOUT ROWID;
-
-  CREATE TABLE gateways (
-    id                TEXT PRIMARY KEY,
-    applied_version   INTEGER NOT NULL DEFAULT 0,
-    applied_sha256    TEXT,
-    first_seen        INTEGER NOT NULL,
-    last_seen         INTEGER NOT NULL,
-    last_nack_version INTEGER,
-    last_nack_reason  TEXT,
-    last_nack_at      INTEGER
-  ) STRICT;
-
-  CREATE TABLE outcomes (
-    call_id     TEXT PRIMARY KEY,
-    key_id      TEXT,
-    endpoint_id TEXT NOT NULL,
-    method      TEXT NOT NULL,
-    status      INTEGER NOT NULL,
-    outcome     TEXT NOT NULL CHECK (outcome IN
-                  ('ok', 'latency_breach', 'server_error', 'network_error', 'schema_mismatch', 'client_error')),
-    latency_ms  INTEGER NOT NULL,
-    started_at  INTEGER NOT NULL,
-    gateway_id  TEXT NOT NULL,
-    received_at INTEGER NOT NULL
-  ) STRICT, WITHOUT ROWID;
-  CREATE INDEX outcomes_by_endpoint_time ON outcomes (endpoint_id, started_at);
-  `,
-];
-
+export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005];
