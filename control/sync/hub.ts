@@ -107,11 +107,15 @@ export class SyncHub {
       conn.sentVersion = current;
       conn.appliedVersion = current;
       this.ctx.store.gateways.acked(gatewayId, current, row0?.applied_sha256 ?? null, now);
+      // Say something at once, so the gateway knows the stream is live without waiting for a ping.
+      res.write(JSON.stringify({ type: 'ping', version: current }) + '\n');
       this.checkWaiters();
       return;
     }
-    conn.sentVersion = sameEpoch && heldVersion > 0 && heldVersion < current ? heldVersion : 0;
-    conn.appliedVersion = conn.sentVersion;
+    // After a refused update the gateway's state may have diverged: answer with a full snapshot.
+    const nackedLast = row0?.last_nack_version != null && row0.last_nack_version > row0.applied_version;
+    conn.sentVersion = !nackedLast && sameEpoch && heldVersion > 0 && heldVersion < current ? heldVersion : 0;
+    conn.appliedVersion = sameEpoch ? Math.min(heldVersion, current) : 0;
     conn.needsFull = conn.sentVersion === 0;
     void this.push(conn);
   }
