@@ -141,7 +141,9 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
       .option('--timeout-ms <ms>', 'upstream timeout')
       .option('--refund-cap-per-hour <micro>', 'most refunded per hour (0 = no cap)')
       .option('--treasury-fee-bps <bps>', 'share of premiums to the treasury')
-      .option('--header <header>', "inject 'Name: value' upstream (repeatable; write-only)", collect);
+      .option('--header <header>', "inject 'Name: value' upstream (repeatable; write-only)", collect)
+      .option('--response-schema <file>', 'JSON schema file 2xx JSON answers must match (else schema_mismatch)')
+      .option('--no-response-schema', 'remove the response schema (update)');
   leaf(endpointOptions(endpoints.command('add').argument('<id>').description('register an endpoint')), () => load<typeof import('./commands/endpoints/add.js')>('./commands/endpoints/add'), ([id], o) => ({ ...o, id: id! }));
   leaf(endpointOptions(endpoints.command('update').argument('<id>').description('change an endpoint')), () => load<typeof import('./commands/endpoints/update.js')>('./commands/endpoints/update'), ([id], o) => ({ ...o, id: id! }));
   leaf(endpoints.command('list').description('list endpoints'), () => load<typeof import('./commands/endpoints/list.js')>('./commands/endpoints/list'), (_a, o) => o);
@@ -153,8 +155,101 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
   leaf(changelog.command('add').argument('<text>').description('add an operator notice'), () => load<typeof import('./commands/changelog/add.js')>('./commands/changelog/add'), ([text], o) => ({ ...o, text: text! }));
   leaf(changelog.command('list').description('list entries, newest first').option('--limit <n>', 'how many (default 50)'), () => load<typeof import('./commands/changelog/list.js')>('./commands/changelog/list'), (_a, o) => o);
 
+  // applications -----------------------------------------------------------------------
+  const applications = program.command('applications').description('review access applications (answered within 24 hours)');
+  leaf(
+    applications
+      .command('list')
+      .description('list applications in review order: pending by priority score, then oldest')
+      .option('--pending', 'only applications waiting for an answer')
+      .option('--overdue', 'only pending applications past the 24-hour answer target')
+      .option('--testers', 'only applicants who opted in to give feedback'),
+    () => load<typeof import('./commands/applications/list.js')>('./commands/applications/list'),
+    (_a, o) => o,
+  );
+  leaf(applications.command('show').argument('<id>').description('show an application, its key and its delivery log'), () => load<typeof import('./commands/applications/show.js')>('./commands/applications/show'), ([id], o) => ({ ...o, id: id! }));
+  leaf(
+    applications
+      .command('approve')
+      .argument('<id>')
+      .description('issue a key bound to the application and deliver it (operator notifier: printed once)')
+      .option('--endpoint <id>', 'limit the key to an endpoint (repeatable; default: all)', collect)
+      .option('--expires <duration>', 'expire the key after e.g. 30d'),
+    () => load<typeof import('./commands/applications/approve.js')>('./commands/applications/approve'),
+    ([id], o) => ({ ...o, id: id! }),
+  );
+  leaf(
+    applications.command('reject').argument('<id>').description('reject an application; no key is issued').option('--reason <text>', 'why (kept with the application)'),
+    () => load<typeof import('./commands/applications/reject.js')>('./commands/applications/reject'),
+    ([id], o) => ({ ...o, id: id! }),
+  );
+  leaf(
+    applications
+      .command('redeliver')
+      .argument('<id>')
+      .description('give the approved application’s key a new secret and deliver it again')
+      .option('--to-operator', 'print the new key to you instead of using the configured notifier'),
+    () => load<typeof import('./commands/applications/redeliver.js')>('./commands/applications/redeliver'),
+    ([id], o) => ({ ...o, id: id! }),
+  );
+  leaf(
+    applications
+      .command('add')
+      .description('record an application received over the direct-contact fallback')
+      .option('--building <text>', 'what the applicant is building')
+      .option('--contact-name <name>', 'contact name')
+      .option('--wallet <address>', 'optional Solana or EVM wallet')
+      .option('--social-url <url>', 'project or personal social link')
+      .option('--messaging-handle <handle>', 'where the key is sent')
+      .option('--type <type>', 'ai_agent, api_merchant or ai_agent_merchant')
+      .option('--api <name>', 'an API the agent pays for (repeatable; AI agents only)', collect)
+      .option('--why <text>', 'why they want to try svc (merchants, and agents paying for no API)')
+      .option('--feedback', 'the applicant will give feedback (early tester)')
+      .option('--received-at <time>', 'when they got in touch (ISO 8601; default now)'),
+    () => load<typeof import('./commands/applications/add.js')>('./commands/applications/add'),
+    (_a, o) => o,
+  );
+
+  // money ------------------------------------------------------------------------------
+  const pool = program.command('pool').description('the coverage pool (amounts: micro-units, or units with a decimal point)');
+  leaf(
+    pool.command('fund').argument('<amount>', '12500000 (micro-units) or 12.5 (units)').description('move money from outside into the pool').option('--note <text>', 'where the money came from'),
+    () => load<typeof import('./commands/pool/fund.js')>('./commands/pool/fund'),
+    ([amount], o) => ({ ...o, amount: amount! }),
+  );
+  leaf(pool.command('show').description('pool balance, premiums, refunds, shortfall'), () => load<typeof import('./commands/pool/show.js')>('./commands/pool/show'), (_a, o) => o);
+  const settlerCmd = program.command('settler').description('the settler: settles call outcomes on the ledger');
+  leaf(settlerCmd.command('status').description('state, backlog, last batch'), () => load<typeof import('./commands/settler/status.js')>('./commands/settler/status'), (_a, o) => o);
+  leaf(settlerCmd.command('pause').description('stop scheduled settlement (kept across restarts)'), () => load<typeof import('./commands/settler/pause.js')>('./commands/settler/pause'), (_a, o) => o);
+  leaf(settlerCmd.command('resume').description('settle on the cadence again'), () => load<typeof import('./commands/settler/resume.js')>('./commands/settler/resume'), (_a, o) => o);
+  leaf(settlerCmd.command('run-once').description('settle everything received until now, also while paused'), () => load<typeof import('./commands/settler/run-once.js')>('./commands/settler/run-once'), (_a, o) => o);
+  const ledgerCmd = program.command('ledger').description('the double-entry ledger');
+  leaf(ledgerCmd.command('verify').description('check the ledger invariants; exit 1 with the first violation'), () => load<typeof import('./commands/ledger/verify.js')>('./commands/ledger/verify'), (_a, o) => o);
+  leaf(
+    ledgerCmd.command('balances').description('account balances').option('--account <account>', 'one account (pool, treasury, external, key:<id>) or a prefix ending in ":"'),
+    () => load<typeof import('./commands/ledger/balances.js')>('./commands/ledger/balances'),
+    (_a, o) => o,
+  );
+  const payouts = program.command('payouts').description('refunds owed to wallets');
+  leaf(
+    payouts.command('list').description('what is owed per wallet (and to keys without a wallet)').option('--wallet <address>', 'one wallet'),
+    () => load<typeof import('./commands/payouts/list.js')>('./commands/payouts/list'),
+    (_a, o) => o,
+  );
+  leaf(
+    payouts
+      .command('mark-paid')
+      .description('record a payment made to a wallet outside svc (never more than owed)')
+      .requiredOption('--wallet <address>', 'the wallet paid')
+      .requiredOption('--amount <amount>', 'micro-units, or units with a decimal point')
+      .requiredOption('--reference <ref>', 'the payment reference (unique)'),
+    () => load<typeof import('./commands/payouts/mark-paid.js')>('./commands/payouts/mark-paid'),
+    (_a, o) => o as { wallet: string; amount: string; reference: string },
+  );
+
   // status -----------------------------------------------------------------------------
   leaf(program.command('status').description('control, flags, counts and gateways'), () => load<typeof import('./commands/status.js')>('./commands/status'), (_a, o) => o);
+  leaf(program.command('stats').description('the indexer’s statistics: pool, settlements, calls, recent activity'), () => load<typeof import('./commands/stats.js')>('./commands/stats'), (_a, o) => o);
 
   // processes --------------------------------------------------------------------------
   const portFlags = (cmd: Command) =>

@@ -35,6 +35,18 @@ export const DEFAULT_PROVIDERS_CACHE_TTL_S = 10;
 export const DEFAULT_STATS_CACHE_TTL_S = 5;
 export const DEFAULT_STATUS_CACHE_TTL_S = 5;
 
+/** Public read API: who may call it (`browser` and product names sent as `<product>/<semver>`). */
+export const DEFAULT_PUBLIC_USER_AGENT_ALLOW = 'browser,svc-monitor-sdk';
+/** Paths served without the User-Agent check (liveness probes use all sorts of clients). */
+export const DEFAULT_PUBLIC_USER_AGENT_EXEMPT_PATHS = '/health';
+/** Calls listed in the indexer's `recent_activity`. */
+export const DEFAULT_PUBLIC_RECENT_ACTIVITY = 20;
+/** `/api/activity` page size when `limit` is not given, and the largest `limit` accepted. */
+export const DEFAULT_PUBLIC_ACTIVITY_PAGE_SIZE = 50;
+export const DEFAULT_PUBLIC_ACTIVITY_MAX_PAGE_SIZE = 200;
+/** Changelog entries shown on the status page. */
+export const DEFAULT_PUBLIC_STATUS_CHANGELOG_ENTRIES = 5;
+
 export const DEFAULT_TIER_RELIABLE_BELOW = 0.01;
 export const DEFAULT_TIER_ELEVATED_UP_TO = 0.05;
 export const DEFAULT_TIER_MIN_CALLS = 20;
@@ -45,3 +57,12 @@ export const DEFAULT_SETTLER_BATCH_CAP = 1_000;
 
 export const DEFAULT_ROTATE_GRACE_S = 24 * 3600;
 export const DEFAULT_LOG_LEVEL = 'info';
+
+/** Access applications: key delivery over a webhook, duplicate recognition, submit limit. */
+export const DEFAULT_APPLICATIONS_NOTIFIER = 'operator';
+export const DEFAULT_WEBHOOK_RETRIES = 3;
+export const DEFAULT_WEBHOOK_BACKOFF_MS = 500;
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5_000;
+export const DEFAULT_APPLICATION_DUPLICATE_WINDOW_S = 24 * 3600;
+export const DEFAULT_APPLICATION_SUBMIT_LIMIT_COUNT = 10;
+export const DEFAULT_APPLICATION_SUBMIT_LIMIT_WINDOW_S = 3600;

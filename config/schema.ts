@@ -87,6 +87,29 @@ export const ConfigSchema = z
       .refine((t) => t.reliableBelow <= t.elevatedUpTo, {
         message: 'tiers.reliableBelow must not exceed tiers.elevatedUpTo',
       }),
+    public: z
+      .object({
+        userAgentAllow: z
+          .string()
+          .regex(/^(browser|[A-Za-z0-9][A-Za-z0-9._-]*)(,(browser|[A-Za-z0-9][A-Za-z0-9._-]*))*$/)
+          .default(D.DEFAULT_PUBLIC_USER_AGENT_ALLOW)
+          .describe('a comma-separated list of browser and product names (a product passes as <product>/<semver>)'),
+        userAgentExemptPaths: z
+          .string()
+          .regex(/^(none|\/[^,\s]*(,\/[^,\s]*)*)$/)
+          .default(D.DEFAULT_PUBLIC_USER_AGENT_EXEMPT_PATHS)
+          .describe('none, or a comma-separated list of paths (each starting with /) served to any User-Agent'),
+        trustedProxyHops: z.number().int().min(0).max(10).default(0).describe('an integer from 0 to 10'),
+        recentActivity: posInt(D.DEFAULT_PUBLIC_RECENT_ACTIVITY, 100),
+        activityPageSize: posInt(D.DEFAULT_PUBLIC_ACTIVITY_PAGE_SIZE, 1000),
+        activityMaxPageSize: posInt(D.DEFAULT_PUBLIC_ACTIVITY_MAX_PAGE_SIZE, 1000),
+        statusChangelogEntries: posInt(D.DEFAULT_PUBLIC_STATUS_CHANGELOG_ENTRIES, 50),
+      })
+      .strict()
+      .prefault({})
+      .refine((p) => p.activityPageSize <= p.activityMaxPageSize, {
+        message: 'public.activityPageSize must not exceed public.activityMaxPageSize',
+      }),
     settler: z
       .object({
         cadenceMs: posInt(D.DEFAULT_SETTLER_CADENCE_MS, 3_600_000),
@@ -94,6 +117,41 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    applications: z
+      .object({
+        notifier: z
+          .enum(['operator', 'webhook'])
+          .default(D.DEFAULT_APPLICATIONS_NOTIFIER)
+          .describe('operator (the key is shown once to the approving operator) or webhook'),
+        webhookUrl: z
+          .url({ protocol: /^https?$/ })
+          .optional()
+          .describe('an http(s) URL that receives approved keys (required when applications.notifier is webhook)'),
+        webhookSecret: z
+          .string()
+          .min(16)
+          .max(256)
+          .regex(/^[\x21-\x7e]+$/)
+          .optional()
+          .describe('the HMAC-SHA256 signing secret: 16 to 256 printable characters without spaces (required when applications.notifier is webhook)'),
+        webhookRetries: z.number().int().min(0).max(10).default(D.DEFAULT_WEBHOOK_RETRIES).describe('an integer from 0 to 10'),
+        webhookBackoffMs: posInt(D.DEFAULT_WEBHOOK_BACKOFF_MS, 60_000),
+        webhookTimeoutMs: posInt(D.DEFAULT_WEBHOOK_TIMEOUT_MS, 60_000),
+        marketUrl: z
+          .url({ protocol: /^https?$/ })
+          .optional()
+          .describe('the gateway URL ({market_url}) written into key delivery instructions'),
+        duplicateWindowS: posInt(D.DEFAULT_APPLICATION_DUPLICATE_WINDOW_S, 30 * 86_400),
+        submitLimitCount: posInt(D.DEFAULT_APPLICATION_SUBMIT_LIMIT_COUNT, 1_000_000),
+        submitLimitWindowS: posInt(D.DEFAULT_APPLICATION_SUBMIT_LIMIT_WINDOW_S, 86_400),
+      })
+      .strict()
+      .prefault({})
+      .superRefine((a, ctx) => {
+        if (a.notifier !== 'webhook') return;
+        if (a.webhookUrl === undefined) ctx.addIssue({ code: 'custom', path: ['webhookUrl'], message: 'required when applications.notifier is webhook' });
+        if (a.webhookSecret === undefined) ctx.addIssue({ code: 'custom', path: ['webhookSecret'], message: 'required when applications.notifier is webhook' });
+      }),
   })
   .strict();
 

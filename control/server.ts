@@ -13,14 +13,18 @@ import { registerChangelogRoutes } from './admin/changelog';
 import { registerEndpointRoutes } from './admin/endpoints';
 import { registerFlagRoutes } from './admin/flags';
 import { registerKeyRoutes } from './admin/keys';
+import { registerLedgerRoutes } from './admin/ledger';
+import { registerSettlerRoutes } from './admin/settler';
 import { registerStatusRoutes } from './admin/status';
+import { registerApplicationAdminRoutes } from './applications/admin';
 import { bootstrapDataDir, type BootstrapResult } from './bootstrap';
 import type { ControlContext } from './context';
-import { indexerRouter } from './indexer/server';
+import { indexerListener } from './indexer/server';
 import { closeServer, listen } from './http/listen';
 import { Router } from './http/router';
 import { requestListener } from './http/serve';
-import { publicRouter } from './public/server';
+import { publicListener } from './public/server';
+import { Settler } from './settler/settler';
 import { Store } from './store';
 import { SyncHub } from './sync/hub';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
@@ -75,7 +79,12 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerEndpointRoutes(admin, ctx);
   registerChangelogRoutes(admin, ctx);
   registerStatusRoutes(admin, ctx);
+  registerApplicationAdminRoutes(admin, ctx);
   registerPropagationRoutes(admin, hub);
+  const settler = new Settler({ store, log, now: ctx.now, cadenceMs: config.settler.cadenceMs, batchCap: config.settler.batchCap });
+  ctx.settler = () => settler.status();
+  registerSettlerRoutes(admin, ctx, settler);
+  registerLedgerRoutes(admin, ctx);
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);
   const syncAuth = new TokenAuth('sync', [{ name: 'sync', token: boot.syncToken.token }]);
@@ -93,6 +102,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const runtimePath = join(boot.dataDir, RUNTIME_FILE);
   const close = async (): Promise<void> => {
     hub.close();
+    await settler.stop();
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
     store.close();
@@ -106,8 +116,8 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
         ],
         log,
       ), config.control.port);
-    ctx.urls.api = await bind(requestListener([{ prefix: '/', router: publicRouter(ctx) }], log), config.api.port);
-    ctx.urls.indexer = await bind(requestListener([{ prefix: '/', router: indexerRouter(ctx) }], log), config.indexer.port);
+    ctx.urls.api = await bind(publicListener(ctx, log), config.api.port);
+    ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port);
   } catch (err) {
     await close();
     throw err;
@@ -120,6 +130,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   });
   renameSync(tmp, runtimePath);
 
+  settler.start();
   log.info('control ready', { urls: ctx.urls, data_dir: boot.dataDir, state_version: store.version() });
   return { ctx, bootstrap: boot, urls: ctx.urls, close };
 }

@@ -3,22 +3,27 @@
  * endpoint → method → gate → grant → body rules → rate limit → forward. Every refusal is
  * problem+json, counted in metrics and never recorded as a provider outcome. Every admitted
  * call gets a UUIDv7 call id and exactly one outcome record, appended to the journal just
- * before the response head is written.
+ * before the response head is written, except on endpoints with a response schema: there a
+ * 2xx that passed status and latency waits for its body's verdict, and the record is appended
+ * when the upstream body ends, still before the caller's response ends (or, if the body
+ * breaks off, when the call is done). `X-Svc-Outcome` is sent with the head, so for those
+ * calls it shows the head-time verdict (`ok`) while the record holds the final one.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../protocol/errors';
 import { sendProblem } from '../protocol/http';
 import { isWellFormedKey } from '../protocol/keys';
-import type { OutcomeRecord } from '../protocol/outcome';
-import { classify } from './classify';
+import { COVERED_FAILURES, type Outcome, type OutcomeRecord } from '../protocol/outcome';
+import { classify, type CallFacts } from './classify';
 import { upstreamRequestHeaders } from './headers';
 import type { Journal } from './journal';
 import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from './limiter';
 import type { GatewayMetrics } from './metrics';
 import type { GatewayProxy, ResponseHead } from './proxy';
 import { buildUpstreamPath, parseRoute } from './route';
-import type { GatewayState, KeyEntry } from './state';
+import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
+import type { EndpointEntry, GatewayState, KeyEntry } from './state';
 import { uuidv7 } from './uuid';
 
 export interface HandlerOptions {
@@ -57,6 +62,17 @@ function keyPolicy(key: KeyEntry, defaults: LimitPolicy, now: number): LimitPoli
   // Burst scales with the rate, in the same proportion as the default policy.
   const burst = Math.max(1, Math.round((chosen.count * defaults.burst) / defaults.count));
   return { count: chosen.count, windowSeconds: chosen.windowSeconds, burst };
+}
+
+/**
+ * `X-Svc-Premium` and `X-Svc-Refund`: what settlement will move for this call by its head-time
+ * outcome, before any clamping (premium on `ok`; price + premium on covered failures; 0
+ * otherwise and for keyless calls). `X-Svc-Settlement-Pending: 1` on priced endpoints.
+ */
+function settlementHeaders(headers: Record<string, unknown>, endpoint: EndpointEntry, keyed: boolean, outcome: Outcome): void {
+  headers['x-svc-premium'] = String(keyed && outcome === 'ok' ? endpoint.premium : 0);
+  headers['x-svc-refund'] = String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0);
+  if (endpoint.price > 0 || endpoint.premium > 0) headers['x-svc-settlement-pending'] = '1';
 }
 
 export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -140,8 +156,13 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const callId = uuidv7(t);
     const startedAt = new Date(t).toISOString();
     let recorded: OutcomeRecord | null = null;
+    // An upstream answer's record waits for the end of its body (a reset or timeout mid-body
+    // makes it a network error; a schema endpoint's body gives its verdict), and is appended
+    // exactly once: at body end (before the caller's response ends) or when the call is done.
+    let pending: { record: OutcomeRecord; facts: CallFacts } | null = null;
     const onHead = (head: ResponseHead) => {
-      const outcome = classify({ status: head.fromUpstream ? head.status : null, latencyMs: head.upstreamLatencyMs, slaMs: endpoint.slaMs, networkError: head.networkError });
+      const facts: CallFacts = { status: head.fromUpstream ? head.status : null, latencyMs: head.upstreamLatencyMs, slaMs: endpoint.slaMs, networkError: head.networkError };
+      const outcome = classify(facts);
       const latency = Math.round(head.upstreamLatencyMs);
       recorded = {
         call_id: callId,
@@ -154,11 +175,39 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         started_at: startedAt,
         gateway_id: opts.gatewayId,
       };
-      opts.journal.append(recorded);
+      pending = null;
+      const schema = endpoint.responseSchema;
+      if (schema !== null && outcome === 'ok' && head.fromUpstream && hasCheckableBody(method, head.status)) {
+        const check = new BodyCheck(schema, head.headers);
+        const waiting = (pending = { record: recorded, facts });
+        head.body = {
+          chunk: check.chunk,
+          end: () => {
+            if (pending !== waiting) return;
+            pending = null;
+            const result = check.finish();
+            opts.metrics.schemaCheck(endpoint.id, result);
+            recorded = { ...waiting.record, outcome: classify({ ...waiting.facts, schema: verdictOf(result) }) };
+            opts.journal.append(recorded);
+          },
+        };
+      } else if (head.fromUpstream) {
+        const waiting = (pending = { record: recorded, facts });
+        head.body = {
+          end: () => {
+            if (pending !== waiting) return;
+            pending = null;
+            opts.journal.append(waiting.record);
+          },
+        };
+      } else {
+        opts.journal.append(recorded);
+      }
       Object.assign(head.headers, limitHeaders);
       head.headers['x-svc-call-id'] = callId;
       head.headers['x-svc-outcome'] = outcome;
       head.headers['x-svc-latency-ms'] = String(latency);
+      settlementHeaders(head.headers, endpoint, key !== null, outcome);
     };
 
     const headers = upstreamRequestHeaders(req.rawHeaders, {
@@ -172,6 +221,15 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       res,
       { origin: endpoint.upstream, path, headers, timeoutMs: endpoint.timeoutMs, bodyLimitBytes: opts.bodyLimitBytes },
       (result) => {
+        const waiting = pending as { record: OutcomeRecord; facts: CallFacts } | null;
+        if (waiting !== null) {
+          // The body never ended: a reset or timeout mid-body is the provider's network error;
+          // a caller that left (or a gateway fault) leaves the head-time verdict, unchecked.
+          pending = null;
+          const broken = result.networkError === 'reset' || result.networkError === 'timeout' ? result.networkError : null;
+          recorded = broken === null ? waiting.record : { ...waiting.record, outcome: classify({ ...waiting.facts, networkError: broken }) };
+          opts.journal.append(recorded);
+        }
         const r = recorded as OutcomeRecord | null;
         if (r !== null) opts.metrics.call(endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
         else if (result.networkError === 'body_too_large') opts.metrics.rejection('svc_payload_too_large');

@@ -39,6 +39,7 @@ export class GatewayMetrics {
   private readonly requests = new Map<string, number>();
   private readonly rejections = new Map<string, number>();
   private readonly latency = new Map<string, Histogram>();
+  private readonly schemaChecks = new Map<string, number>();
   private readonly gauges: GaugeSource;
   shippedOutcomes = 0;
   shipFailures = 0;
@@ -63,6 +64,12 @@ export class GatewayMetrics {
     this.rejections.set(code, (this.rejections.get(code) ?? 0) + 1);
   }
 
+  /** A response-schema check ended: `valid`, `invalid`, or not checked (`too_large`, `encoding`). */
+  schemaCheck(endpoint: string, result: string): void {
+    const key = `${endpoint}\u0000${result}`;
+    this.schemaChecks.set(key, (this.schemaChecks.get(key) ?? 0) + 1);
+  }
+
   render(): string {
     const out: string[] = [];
     out.push('# HELP svc_gateway_requests_total Admitted calls by endpoint, outcome and status sent.');
@@ -74,6 +81,12 @@ export class GatewayMetrics {
     out.push('# HELP svc_gateway_rejections_total Calls the gateway refused, by error code.');
     out.push('# TYPE svc_gateway_rejections_total counter');
     for (const [code, n] of this.rejections) out.push(`svc_gateway_rejections_total{code="${code}"} ${n}`);
+    out.push('# HELP svc_gateway_schema_checks_total Response-schema checks by endpoint and result (too_large and encoding: not checked).');
+    out.push('# TYPE svc_gateway_schema_checks_total counter');
+    for (const [key, n] of this.schemaChecks) {
+      const [endpoint, result] = key.split('\u0000') as [string, string];
+      out.push(`svc_gateway_schema_checks_total{endpoint="${escapeLabel(endpoint)}",result="${result}"} ${n}`);
+    }
     out.push('# HELP svc_gateway_upstream_latency_seconds Time to the upstream response head.');
     out.push('# TYPE svc_gateway_upstream_latency_seconds histogram');
     for (const [endpoint, h] of this.latency) {

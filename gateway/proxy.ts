@@ -55,6 +55,14 @@ export interface ForwardTarget {
   bodyLimitBytes?: number;
 }
 
+/** Sees an upstream response body as it streams to the caller (`ResponseHead.body`). */
+export interface BodyObserver {
+  /** A chunk of the upstream body, as it is piped to the caller. Must not keep a reference it does not need. */
+  chunk?(data: Buffer): void;
+  /** The upstream body ended: runs before the caller's response is ended. Not called when the body breaks off. */
+  end(): void;
+}
+
 /** The response head about to be sent to the caller. */
 export interface ResponseHead {
   status: number;
@@ -64,6 +72,8 @@ export interface ResponseHead {
   fromUpstream: boolean;
   networkError: NetworkError | null;
   upstreamLatencyMs: number;
+  /** Set by the head hook (upstream answers only) to observe the body on its way to the caller. */
+  body?: BodyObserver;
 }
 
 /** How one call ended. Delivered exactly once per forward(). */
@@ -285,8 +295,9 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       incoming.on('aborted', onBroken);
       incoming.on('error', onBroken);
       const headers = clientResponseHeaders(incoming.rawHeaders);
+      const head: ResponseHead = { status, headers, fromUpstream: true, networkError: null, upstreamLatencyMs: latency };
       try {
-        onHead?.({ status, headers, fromUpstream: true, networkError: null, upstreamLatencyMs: latency });
+        onHead?.(head);
       } catch (err) {
         internal(err);
         return;
@@ -299,6 +310,18 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
         status = null;
         fail(networkErrorOf(err));
         return;
+      }
+      const observer = head.body;
+      if (observer !== undefined) {
+        // Registered before pipe(), so `end` runs before pipe's own listener ends the response.
+        if (observer.chunk) incoming.on('data', observer.chunk);
+        incoming.on('end', () => {
+          try {
+            observer.end();
+          } catch (err) {
+            internal(err);
+          }
+        });
       }
       incoming.pipe(res);
     };

@@ -5,6 +5,7 @@
  * then applied in one synchronous step, so a request never sees half an update).
  */
 import type { HttpMethod } from '../protocol/admin';
+import { compileSchema, type SchemaValidator } from '../protocol/response-schema';
 import {
   Delta,
   SnapshotBegin,
@@ -27,6 +28,8 @@ export interface EndpointEntry {
   price: number;
   premium: number;
   headers: Readonly<Record<string, string>>;
+  /** Compiled response schema for 2xx JSON bodies; null when the endpoint has none. */
+  responseSchema: SchemaValidator | null;
 }
 
 export interface KeyEntry {
@@ -63,6 +66,14 @@ function endpointEntry(e: SnapshotEndpoint): EndpointEntry {
   if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') {
     throw new UpdateRejected(`endpoint ${e.id}: upstream scheme ${upstream.protocol} not allowed`);
   }
+  let responseSchema: SchemaValidator | null = null;
+  if (e.response_schema !== undefined) {
+    try {
+      responseSchema = compileSchema(e.response_schema);
+    } catch (err) {
+      throw new UpdateRejected(`endpoint ${e.id}: ${(err as Error).message}`);
+    }
+  }
   const methods = new Set<string>(['POST', ...e.methods]);
   if (methods.has('GET')) methods.add('HEAD');
   return {
@@ -75,6 +86,7 @@ function endpointEntry(e: SnapshotEndpoint): EndpointEntry {
     price: e.price,
     premium: e.premium,
     headers: Object.freeze({ ...e.headers }),
+    responseSchema,
   };
 }
 

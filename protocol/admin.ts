@@ -4,6 +4,7 @@
  * and stable: `--json` output is built from these views.
  */
 import { z } from 'zod';
+import { ResponseSchema, type JsonSchema } from './response-schema';
 import { WalletAddress } from './wallet';
 
 // ---------------------------------------------------------------------------------------
@@ -82,6 +83,8 @@ export const EndpointFields = z.object({
   refund_cap_per_hour: MicroUnits.optional(),
   treasury_fee_bps: z.number().int().min(0).max(10_000).optional(),
   headers: InjectedHeaders.optional(),
+  /** JSON Schema subset for 2xx JSON bodies (protocol/response-schema.ts); null removes it. */
+  response_schema: ResponseSchema.nullable().optional(),
 });
 
 export const CreateEndpointRequest = EndpointFields.extend({ id: EndpointId }).strict();
@@ -102,6 +105,8 @@ export interface EndpointView {
   refund_cap_per_hour: number;
   treasury_fee_bps: number;
   injected_headers: string[];
+  /** The response schema 2xx JSON bodies must match, or null (no check). */
+  response_schema: JsonSchema | null;
   created_at: string;
   updated_at: string;
 }

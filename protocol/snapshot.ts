@@ -40,6 +40,8 @@ export const SnapshotEndpoint = z
     price: Ms,
     premium: Ms,
     headers: z.record(z.string(), z.string()),
+    /** The endpoint's response schema (protocol/response-schema.ts); absent when it has none. */
+    response_schema: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 export type SnapshotEndpoint = z.infer<typeof SnapshotEndpoint>;

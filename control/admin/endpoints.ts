@@ -38,6 +38,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       refund_cap_per_hour: input.refund_cap_per_hour ?? 0,
       treasury_fee_bps: input.treasury_fee_bps ?? 0,
       headers: input.headers ?? {},
+      response_schema: input.response_schema ?? null,
       created_at: now,
       updated_at: now,
     };

@@ -1,9 +1,46 @@
-/** The indexer listener ({indexer_url}). */
+/**
+ * The indexer listener ({indexer_url}): `/health`, `/api/stats` and `/api/activity`, every
+ * answer cached (`cache.statsTtlS`) with `Cache-Control`, `ETag` and 304, behind the same
+ * generous per-client-IP limit as the public API. No User-Agent filter here.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson } from '../../protocol/http';
+import type { Logger } from '../../protocol/log';
 import type { ControlContext } from '../context';
 import { Router } from '../http/router';
-import { HEALTH_BODY } from '../public/server';
+import { ResponseCache, jsonAnswer } from '../public/cache';
+import { dispatcher, splitTarget } from '../public/dispatch';
+import { OpaqueIds } from '../public/ids';
+import { intParam } from '../public/routes';
+import { HEALTH_BODY, publicIpLimiter } from '../public/server';
+import { CursorCodec } from './cursor';
+import { activityPage, parseBefore, statsAnswer } from './stats';
 
-export function indexerRouter(_ctx: ControlContext): Router {
-  return new Router().get('/health', ({ res }) => sendJson(res, 200, HEALTH_BODY));
+const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
+
+export function indexerRouter(ctx: ControlContext): Router {
+  const ids = new OpaqueIds(ctx.store.publicReads.idSecret);
+  const cursors = new CursorCodec(ctx.store.publicReads.idSecret);
+  const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
+  const p = ctx.config.public;
+  return new Router()
+    .get('/health', ({ res }) => sendJson(res, 200, HEALTH_BODY))
+    .get('/api/stats', ({ req, res }) => cache.send(req, res, 'stats', () => jsonAnswer(statsAnswer(ctx, ids), JSON_HEADERS)))
+    .get('/api/activity', ({ req, res, query }) => {
+      const limit = intParam(query, 'limit', p.activityPageSize, p.activityMaxPageSize);
+      const before = parseBefore(query.get('before'), cursors);
+      const key = `activity:${limit}:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
+      cache.send(req, res, key, () => jsonAnswer(activityPage(ctx, ids, cursors, limit, before), JSON_HEADERS));
+    });
+}
+
+/** The whole {indexer_url} request listener: IP limit, then `indexerRouter`. */
+export function indexerListener(ctx: ControlContext, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+  const dispatch = dispatcher(indexerRouter(ctx), log);
+  const limiter = publicIpLimiter(ctx);
+  return (req, res) => {
+    if (!limiter.admit(req, res)) return;
+    const [pathname, search] = splitTarget(req.url);
+    dispatch(req, res, pathname, search);
+  };
 }

@@ -5,6 +5,7 @@
  */
 import type { Db } from './db';
 import type { EndpointView, HttpMethod } from '../../protocol/admin';
+import type { JsonSchema } from '../../protocol/response-schema';
 
 export interface EndpointRow {
   id: string;
@@ -20,17 +21,25 @@ export interface EndpointRow {
   created_at: number;
   updated_at: number;
   removed_at: number | null;
+  /** JSON text of the response schema (migration 6), or null. */
+  response_schema: string | null;
 }
 
-export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at'> & {
+export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at' | 'response_schema'> & {
   methods: HttpMethod[];
   headers: Record<string, string>;
+  response_schema: JsonSchema | null;
 };
 
 /** A stored row with its JSON columns parsed. */
 export function parseEndpointRow(row: EndpointRow): EndpointRecord {
   const { removed_at: _removed, ...rest } = row;
-  return { ...rest, methods: JSON.parse(row.methods) as HttpMethod[], headers: JSON.parse(row.headers) as Record<string, string> };
+  return {
+    ...rest,
+    methods: JSON.parse(row.methods) as HttpMethod[],
+    headers: JSON.parse(row.headers) as Record<string, string>,
+    response_schema: row.response_schema === null || row.response_schema === undefined ? null : (JSON.parse(row.response_schema) as JsonSchema),
+  };
 }
 
 export function endpointView(row: EndpointRow): EndpointView {
@@ -53,14 +62,15 @@ export class EndpointsTable {
   constructor(db: Db) {
     this.upsertStmt = db.prepare(
       `INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
-                              treasury_fee_bps, headers, created_at, updated_at, removed_at)
+                              treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema)
        VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
-               @treasury_fee_bps, @headers, @created_at, @updated_at, NULL)
+               @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema)
        ON CONFLICT (id) DO UPDATE SET
          upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
          price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
          refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
-         headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL`,
+         headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL,
+         response_schema = excluded.response_schema`,
     );
     this.byIdStmt = db.prepare(`SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`);
     this.listStmt = db.prepare(`SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`);
@@ -70,7 +80,12 @@ export class EndpointsTable {
 
   /** Insert, or overwrite (and revive a removed endpoint with the same id). */
   save(record: EndpointRecord): void {
-    this.upsertStmt.run({ ...record, methods: JSON.stringify(record.methods), headers: JSON.stringify(record.headers) });
+    this.upsertStmt.run({
+      ...record,
+      methods: JSON.stringify(record.methods),
+      headers: JSON.stringify(record.headers),
+      response_schema: record.response_schema === null || record.response_schema === undefined ? null : JSON.stringify(record.response_schema),
+    });
   }
 
   byId(id: string): EndpointRow | undefined {

@@ -4,13 +4,18 @@
  * its audit row and, when it changes what gateways enforce, the state version bump.
  */
 import { openDatabase, schemaVersion, type Db } from './db';
+import { ApplicationsTable } from './applications';
 import { AuditTable } from './audit';
 import { ChangelogTable } from './changelog';
 import { EndpointsTable } from './endpoints';
 import { FlagsTable } from './flags';
 import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
+import { LedgerTable } from './ledger';
 import { OutcomesTable } from './outcomes';
+import { PublicReads } from './public-reads';
+import { RollupsTable } from './rollups';
+import { SettlementTable } from './settlement';
 import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
 import type { SnapshotKey } from '../../protocol/snapshot';
 
@@ -46,6 +51,15 @@ export class Store {
   readonly audit: AuditTable;
   readonly gateways: GatewaysTable;
   readonly outcomes: OutcomesTable;
+  /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
+  readonly rollups: RollupsTable;
+  /** Money totals, recent calls and the opaque-id secret for the public API and indexer. */
+  readonly publicReads: PublicReads;
+  readonly applications: ApplicationsTable;
+  /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
+  readonly ledger: LedgerTable;
+  /** Settlement batches (the settler's one-transaction commits). */
+  readonly settlement: SettlementTable;
   /** The key as gateways must enforce it now, or null when it admits nothing. */
   readonly liveKey: (id: string, now: number) => SnapshotKey | null;
   private readonly versionStmt;
@@ -66,7 +80,12 @@ export class Store {
     this.changelog = new ChangelogTable(db);
     this.audit = new AuditTable(db);
     this.gateways = new GatewaysTable(db);
-    this.outcomes = new OutcomesTable(db);
+    this.rollups = new RollupsTable(db);
+    this.outcomes = new OutcomesTable(db, this.rollups);
+    this.publicReads = new PublicReads(db);
+    this.applications = new ApplicationsTable(db);
+    this.ledger = new LedgerTable(db);
+    this.settlement = new SettlementTable(db, this.ledger);
     this.liveKey = liveKeyStatement(db);
     this.versionStmt = db.prepare(`SELECT value FROM meta WHERE name = 'state_version'`).pluck();
     this.bumpStmt = db.prepare(`UPDATE meta SET value = value + 1 WHERE name = 'state_version' RETURNING value`).pluck();

@@ -10,5 +10,6 @@ import m002 from './migrations/002-sync-outcomes';
 import m003 from './migrations/003-ledger';
 import m004 from './migrations/004-rollups';
 import m005 from './migrations/005-applications';
+import m006 from './migrations/006-settlement-extra';
 
-export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005];
+export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006];

@@ -26,7 +26,7 @@ export function limitsFromConfig(config: Readonly<Config>): Limits {
 
 export function snapshotEndpoint(row: EndpointRow): SnapshotEndpoint {
   const e = parseEndpointRow(row);
-  return {
+  const out: SnapshotEndpoint = {
     id: e.id,
     upstream: e.upstream,
     methods: e.methods,
@@ -36,6 +36,9 @@ export function snapshotEndpoint(row: EndpointRow): SnapshotEndpoint {
     premium: e.premium,
     headers: e.headers,
   };
+  // Only endpoints with a schema carry the field, so the others' snapshot lines are unchanged.
+  if (e.response_schema !== null) out.response_schema = e.response_schema;
+  return out;
 }
 
 function flagsOf(rows: { name: string; value: number }[]): Flags {

@@ -201,7 +201,7 @@ t.test('settingsTable has one entry per setting', async (t) => {
     } else leaves.push(path.join('.'));
   };
   walk(loadConfig({ env: {} }), []);
-  const expected = [...leaves, 'adminToken', 'syncToken', 'controlUrl', 'gateway.id'].sort();
+  const expected = [...leaves, 'adminToken', 'syncToken', 'controlUrl', 'gateway.id', 'applications.webhookUrl', 'applications.webhookSecret', 'applications.marketUrl'].sort();
   t.same([...keys].sort(), expected, 'exactly the settings the schema has');
 
   const defaults = loadConfig({ env: {} }) as unknown as Record<string, Record<string, unknown>>;

@@ -1,4 +1,5 @@
 /** Turns endpoint command-line options into the admin API's body, and renders endpoints. */
+import { readFileSync } from 'node:fs';
 import type { EndpointView, UpdateEndpointRequest } from '../../../protocol/admin';
 import { UsageError } from '../../exit-codes';
 import { table } from '../../output';
@@ -13,6 +14,8 @@ export interface EndpointOptions {
   refundCapPerHour?: string;
   treasuryFeeBps?: string;
   header?: string[];
+  /** A JSON schema file; false (`--no-response-schema`) removes the schema. */
+  responseSchema?: string | false;
   json?: boolean;
 }
 
@@ -21,6 +24,20 @@ function integer(flag: string, value: string): number {
   const n = Number(value);
   if (!Number.isSafeInteger(n)) throw new UsageError(`${flag} is too large`);
   return n;
+}
+
+function schemaFile(path: string): UpdateEndpointRequest['response_schema'] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--response-schema: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    return JSON.parse(text) as UpdateEndpointRequest['response_schema'];
+  } catch {
+    throw new UsageError(`--response-schema: ${path} is not valid JSON`);
+  }
 }
 
 function header(value: string): [string, string] {
@@ -45,6 +62,8 @@ export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
   if (opts.refundCapPerHour !== undefined) body.refund_cap_per_hour = integer('--refund-cap-per-hour', opts.refundCapPerHour);
   if (opts.treasuryFeeBps !== undefined) body.treasury_fee_bps = integer('--treasury-fee-bps', opts.treasuryFeeBps);
   if (opts.header !== undefined && opts.header.length > 0) body.headers = Object.fromEntries(opts.header.map(header));
+  if (opts.responseSchema === false) body.response_schema = null;
+  else if (opts.responseSchema !== undefined) body.response_schema = schemaFile(opts.responseSchema);
   return body;
 }
 
@@ -60,6 +79,7 @@ export function endpointLines(e: EndpointView): string[] {
     `refund_cap_per_hour: ${e.refund_cap_per_hour === 0 ? 'none' : e.refund_cap_per_hour}`,
     `treasury_fee_bps:    ${e.treasury_fee_bps}`,
     `injected headers:    ${e.injected_headers.length > 0 ? e.injected_headers.map((h) => `${h}: (set)`).join(', ') : '-'}`,
+    `response schema:     ${e.response_schema ? JSON.stringify(e.response_schema) : '-'}`,
   ];
 }
 

@@ -1,0 +1,272 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run bench:providers`: the cached `GET {api_url}/api/v1/providers` path of a real
+ * `svcctl serve control` (per-IP limit, User-Agent filter, router, node-cache, ETag) against
+ * a bare Node `http` server answering the same JSON bytes. Rounds are interleaved (svc, bare,
+ * bare, svc, …) so drift hits both alike; the ratio of the median req/s is the result
+ * (target: svc ≥ 0.8 × bare). The CPU time each server spends per request (from /proc) is
+ * printed too: it is what the ratio measures, minus the noise of a busy machine.
+ *
+ * With taskset and ≥ 2 CPUs, both servers run on CPU 0 (only one is loaded at a time) and
+ * the load generator (this process, autocannon) on CPU 1.
+ *
+ * Settings (env): BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 5),
+ * BENCH_CONNECTIONS (default 50), BENCH_WARMUP (s, default 2), BENCH_ENDPOINTS (default 20).
+ * Writes bench/results/providers.json.
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const http = require('node:http');
+const readline = require('node:readline');
+const { spawn, execFileSync } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
+const autocannon = require('autocannon');
+
+const ROOT = path.resolve(__dirname, '..');
+const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
+const RESULTS = path.join(__dirname, 'results', 'providers.json');
+const UA = 'svc-monitor-sdk/0.1.0';
+const TARGET_RATIO = 0.8;
+
+function envInt(name, fallback, min) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const params = {
+  duration_s: envInt('BENCH_DURATION', 5, 1),
+  rounds: envInt('BENCH_ROUNDS', 5, 1),
+  connections: envInt('BENCH_CONNECTIONS', 50, 1),
+  warmup_s: envInt('BENCH_WARMUP', 2, 0),
+  endpoints: envInt('BENCH_ENDPOINTS', 20, 1),
+};
+
+// ---------------------------------------------------------------------------------------
+// The bare server: this same file, run as `node bench/providers.js --bare FILE`.
+
+if (process.argv[2] === '--bare') {
+  const body = fs.readFileSync(process.argv[3]);
+  const headers = JSON.parse(fs.readFileSync(process.argv[4], 'utf8'));
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, headers);
+    res.end(body);
+  });
+  server.keepAliveTimeout = 5_000;
+  server.listen(0, '127.0.0.1', () => {
+    process.stdout.write(`bare-ready ${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}` })}\n`);
+  });
+  process.stdin.on('end', () => process.exit(0)).resume();
+  return;
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes
+
+const pinning = (() => {
+  try {
+    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
+    return os.availableParallelism() >= 2;
+  } catch {
+    return false;
+  }
+})();
+
+const children = [];
+
+/** Spawn `argv` (pinned to CPU 0 when pinning) and resolve with the JSON after `prefix`. */
+function start(name, argv, prefix, env = {}) {
+  const cmd = pinning ? ['taskset', '-c', '0', ...argv] : argv;
+  const child = spawn(cmd[0], cmd.slice(1), { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  child.stdin.on('error', () => undefined);
+  return new Promise((resolve, reject) => {
+    const limit = setTimeout(() => reject(new Error(`${name} not ready within 30 s; stderr: ${stderr}`)), 30_000);
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      if (!line.startsWith(prefix)) return;
+      clearTimeout(limit);
+      resolve({ child, info: JSON.parse(line.slice(prefix.length)) });
+    });
+    child.on('exit', (code) => {
+      clearTimeout(limit);
+      reject(new Error(`${name} exited (${code}) before ready; stderr: ${stderr}`));
+    });
+  });
+}
+
+function stopAll() {
+  for (const child of children) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    child.stdin.end();
+    child.kill('SIGTERM');
+  }
+}
+
+async function call(method, url, { token, body } = {}) {
+  const res = await fetch(url, {
+    method,
+    headers: { 'user-agent': UA, ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url} → ${res.status}: ${text}`);
+  return { res, text };
+}
+
+// ---------------------------------------------------------------------------------------
+// Load
+
+function load(url) {
+  return new Promise((resolve, reject) => {
+    autocannon(
+      { url, connections: params.connections, duration: params.duration_s, pipelining: 1, headers: { 'user-agent': UA } },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    );
+  });
+}
+
+/** utime + stime of a process (all threads), in clock ticks; null off Linux. */
+function cpuTicks(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[11]) + Number(rest[12]);
+  } catch {
+    return null;
+  }
+}
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+const median = (xs) => {
+  const v = [...xs].sort((a, b) => a - b);
+  const mid = v.length >> 1;
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+};
+const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+async function main() {
+  if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
+  if (pinning) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-providers-'));
+  process.on('exit', () => {
+    stopAll();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+  const dataDir = path.join(dir, 'data');
+  const { child: controlProc, info: control } = await start(
+    'control',
+    [process.execPath, CLI, 'serve', 'control', '--data-dir', dataDir, '--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0'],
+    'svc-ready ',
+    { SVC_SUPERVISED: '1', SVC_LIMITS_PUBLIC_COUNT: '1000000000', SVC_CACHE_PROVIDERS_TTL_S: '3600', SVC_LOG_LEVEL: 'warn' },
+  );
+  const admin = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
+  const sync = fs.readFileSync(path.join(dataDir, 'sync.token'), 'utf8').trim();
+
+  // Providers with data: each endpoint gets a few hundred outcomes over the last hour.
+  const now = Date.now();
+  const records = [];
+  for (let e = 0; e < params.endpoints; e++) {
+    const id = `bench-${String(e).padStart(3, '0')}`;
+    await call('POST', `${control.urls.control}/_admin/v1/endpoints`, { token: admin, body: { id, upstream: `https://${id}.example/v1` } });
+    for (let i = 0; i < 300; i++) {
+      records.push({
+        call_id: randomUUID(), key_id: null, endpoint_id: id, method: 'POST', status: 200,
+        outcome: i % (e + 7) === 0 ? 'server_error' : 'ok', latency_ms: 20 + ((i * 37) % 400),
+        started_at: new Date(now - i * 10_000).toISOString(), gateway_id: 'bench',
+      });
+    }
+  }
+  for (let i = 0; i < records.length; i += 5000) {
+    await call('POST', `${control.urls.control}/_sync/v1/outcomes`, { token: sync, body: { gateway_id: 'bench', records: records.slice(i, i + 5000) } });
+  }
+
+  const svcUrl = `${control.urls.api}/api/v1/providers`;
+  const { res, text } = await call('GET', svcUrl);
+  const bodyFile = path.join(dir, 'providers.json');
+  fs.writeFileSync(bodyFile, text);
+  const headersFile = path.join(dir, 'headers.json');
+  fs.writeFileSync(
+    headersFile,
+    JSON.stringify({
+      'content-type': res.headers.get('content-type'),
+      'content-length': String(Buffer.byteLength(text)),
+      'cache-control': 'public, max-age=3600',
+      etag: res.headers.get('etag'),
+    }),
+  );
+  const { child: bareProc, info: bare } = await start('bare', [process.execPath, __filename, '--bare', bodyFile, headersFile], 'bare-ready ');
+  const bareUrl = `${bare.url}/api/v1/providers`;
+  const check = await call('GET', bareUrl);
+  if (check.text !== text) throw new Error('the bare server does not answer the same bytes');
+
+  console.log(`providers bench: ${params.endpoints} providers, ${Buffer.byteLength(text)} bytes, ${params.connections} connections, ${params.rounds} × ${params.duration_s} s per server${pinning ? ', servers on CPU 0, load on CPU 1' : ', unpinned'}`);
+  if (params.warmup_s > 0) {
+    for (const url of [svcUrl, bareUrl]) {
+      await new Promise((resolve, reject) =>
+        autocannon({ url, connections: params.connections, duration: params.warmup_s, headers: { 'user-agent': UA } }, (err) => (err ? reject(err) : resolve())),
+      );
+    }
+  }
+
+  const runs = { svc: [], bare: [] };
+  for (let r = 0; r < params.rounds; r++) {
+    const order = r % 2 === 0 ? ['svc', 'bare'] : ['bare', 'svc'];
+    for (const which of order) {
+      const pid = which === 'svc' ? controlProc.pid : bareProc.pid;
+      const before = cpuTicks(pid);
+      const result = await load(which === 'svc' ? svcUrl : bareUrl);
+      const after = cpuTicks(pid);
+      const cpuUs = before === null || after === null ? null : round(((after - before) * 1e6) / CLK_TCK / result.requests.total, 1);
+      const bad = result.non2xx + result.errors + result.timeouts;
+      if (bad > 0) throw new Error(`${which}: ${bad} failed requests (non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts})`);
+      runs[which].push({ req_per_s: round(result.requests.average), p50_ms: result.latency.p50, p99_ms: result.latency.p99, cpu_us_per_req: cpuUs });
+      console.log(`  round ${r + 1} ${which.padEnd(4)} ${String(round(result.requests.average)).padStart(9)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  ${cpuUs ?? '-'} µs CPU/req`);
+    }
+  }
+
+  const summary = (xs) => ({
+    req_per_s: round(median(xs.map((x) => x.req_per_s))),
+    p50_ms: median(xs.map((x) => x.p50_ms)),
+    p99_ms: median(xs.map((x) => x.p99_ms)),
+    cpu_us_per_req: xs.some((x) => x.cpu_us_per_req === null) ? null : median(xs.map((x) => x.cpu_us_per_req)),
+  });
+  const svc = summary(runs.svc);
+  const bareSummary = summary(runs.bare);
+  const ratio = round(svc.req_per_s / bareSummary.req_per_s, 3);
+  const cpuRatio = svc.cpu_us_per_req && bareSummary.cpu_us_per_req ? round(bareSummary.cpu_us_per_req / svc.cpu_us_per_req, 3) : null;
+  const pass = ratio >= TARGET_RATIO;
+  console.log(`median svc  ${svc.req_per_s} req/s (p50 ${svc.p50_ms} ms, p99 ${svc.p99_ms} ms, ${svc.cpu_us_per_req ?? '-'} µs CPU/req)`);
+  console.log(`median bare ${bareSummary.req_per_s} req/s (p50 ${bareSummary.p50_ms} ms, p99 ${bareSummary.p99_ms} ms, ${bareSummary.cpu_us_per_req ?? '-'} µs CPU/req)`);
+  if (cpuRatio !== null) console.log(`CPU cost ratio bare/svc ${cpuRatio} (the req/s a CPU-bound svc would reach, relative to bare)`);
+  console.log(`ratio svc/bare ${ratio} (target ≥ ${TARGET_RATIO}: ${pass ? 'met' : 'NOT met'})`);
+
+  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
+  fs.writeFileSync(
+    RESULTS,
+    JSON.stringify({ at: new Date().toISOString(), node: process.version, pinned: pinning, params, svc, bare: bareSummary, ratio, cpu_ratio: cpuRatio, target: TARGET_RATIO, pass, runs }, null, 2) + '\n',
+  );
+  console.log(`results in ${path.relative(ROOT, RESULTS)}`);
+  return pass ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`bench:providers failed: ${err.message}`);
+    process.exit(1);
+  },
+);

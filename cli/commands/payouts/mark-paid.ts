@@ -1,0 +1,22 @@
+/** `svcctl payouts mark-paid --wallet ADDR --amount N --reference REF`: record an external payment. */
+import type { MarkPaidView } from '../../../protocol/settlement';
+import { WALLET_HELP, walletChain } from '../../../protocol/wallet';
+import type { Deps } from '../../deps';
+import { EXIT_OK, UsageError } from '../../exit-codes';
+import { money, parseAmount } from '../../money';
+
+export async function run(opts: { wallet: string; amount: string; reference: string; json?: boolean }, deps: Deps): Promise<number> {
+  const wallet = opts.wallet.trim();
+  if (walletChain(wallet) === null) throw new UsageError(`--wallet ${JSON.stringify(opts.wallet)} is not ${WALLET_HELP}`);
+  const amount = parseAmount('--amount', opts.amount);
+  const reference = opts.reference.trim();
+  if (reference === '') throw new UsageError('--reference must not be empty');
+  const paid = await deps.client.post<MarkPaidView>('/_admin/v1/payouts/mark-paid', { wallet, amount, reference });
+  if (opts.json) deps.out.json(paid);
+  else {
+    deps.out.line(`Recorded ${money(paid.amount)} paid to ${paid.wallet} (reference ${paid.reference}, transfer ${paid.transfer_id}).`);
+    for (const p of paid.paid) deps.out.line(`  from ${p.key_id}: ${money(p.amount)}`);
+    deps.out.line(`Still owed: ${money(paid.owed)}`);
+  }
+  return EXIT_OK;
+}

@@ -1,0 +1,19 @@
+/** `svcctl pool fund AMOUNT [--note TEXT]`: external → pool. AMOUNT: see `cli/money.ts`. */
+import type { FundView } from '../../../protocol/settlement';
+import type { Deps } from '../../deps';
+import { EXIT_OK } from '../../exit-codes';
+import { money, parseAmount } from '../../money';
+import { poolLines } from './show';
+
+export async function run(opts: { amount: string; note?: string; json?: boolean }, deps: Deps): Promise<number> {
+  const amount = parseAmount('AMOUNT', opts.amount);
+  const body: Record<string, unknown> = { amount };
+  if (opts.note !== undefined) body.note = opts.note;
+  const funded = await deps.client.post<FundView>('/_admin/v1/pool/fund', body);
+  if (opts.json) deps.out.json(funded);
+  else {
+    deps.out.line(`Funded the pool with ${money(funded.amount)} (transfer ${funded.transfer_id}).`);
+    for (const line of poolLines(funded.pool)) deps.out.line(line);
+  }
+  return EXIT_OK;
+}

@@ -1,0 +1,25 @@
+/** `svcctl pool show`: the pool, what it took in and paid out, and the refunds it could not pay. */
+import type { PoolView } from '../../../protocol/settlement';
+import type { Deps } from '../../deps';
+import { EXIT_OK } from '../../exit-codes';
+import { money } from '../../money';
+
+export function poolLines(p: PoolView): string[] {
+  return [
+    `pool:            ${money(p.pool)}`,
+    `treasury:        ${money(p.treasury)}`,
+    `funded:          ${money(p.funded)}`,
+    `premiums:        ${money(p.premiums)} (treasury fees ${money(p.treasury_fees)})`,
+    `refunds paid:    ${money(p.refunds)} of ${money(p.refunds_owed)} owed`,
+    `shortfall:       ${money(p.shortfall)} (${p.clamped.pool_depleted} calls pool_depleted, ${p.clamped.cap_clamped} cap_clamped)`,
+    `owed to keys:    ${money(p.owed_to_keys)} (paid out ${money(p.paid_out)})`,
+    `settled:         ${p.settled_calls} calls in ${p.settled_batches} batches; ${p.backlog} waiting`,
+  ];
+}
+
+export async function run(opts: { json?: boolean }, deps: Deps): Promise<number> {
+  const pool = await deps.client.get<PoolView>('/_admin/v1/pool');
+  if (opts.json) deps.out.json(pool);
+  else for (const line of poolLines(pool)) deps.out.line(line);
+  return EXIT_OK;
+}

@@ -1,0 +1,26 @@
+/** `svcctl settler status | pause | resume`: the settler's state, backlog and last batch. */
+import type { SettlerStatus } from '../../../protocol/settlement';
+import type { Deps } from '../../deps';
+import { EXIT_OK } from '../../exit-codes';
+
+export function settlerLines(s: SettlerStatus): string[] {
+  const last = s.last_batch;
+  return [
+    `state:       ${s.state}`,
+    `cadence:     every ${s.cadence_ms} ms, up to ${s.batch_cap} calls per batch`,
+    `backlog:     ${s.backlog} calls${s.lag_ms === null ? '' : ` (oldest received ${s.lag_ms} ms ago)`}`,
+    `last run:    ${s.last_run_at ?? 'never'}`,
+    `last batch:  ${last === null ? 'none' : `#${last.id} ${last.endpoint_id}: ${last.calls} calls, premiums ${last.premiums}, refunds ${last.refunds} at ${last.at}`}`,
+    ...(s.last_error === null ? [] : [`last error:  ${s.last_error}`]),
+  ];
+}
+
+export function print(status: SettlerStatus, opts: { json?: boolean }, deps: Deps): number {
+  if (opts.json) deps.out.json(status);
+  else for (const line of settlerLines(status)) deps.out.line(line);
+  return EXIT_OK;
+}
+
+export async function run(opts: { json?: boolean }, deps: Deps): Promise<number> {
+  return print(await deps.client.get<SettlerStatus>('/_admin/v1/settler'), opts, deps);
+}

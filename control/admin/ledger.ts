@@ -1,0 +1,72 @@
+/**
+ * The money side of the admin API: `/_admin/v1/pool` (show, fund), `/_admin/v1/ledger`
+ * (verify, balances) and `/_admin/v1/payouts` (list, mark-paid). Funding and payouts are
+ * audited mutations; a ledger rule they would break answers 409 `svc_conflict`.
+ */
+import { SvcError } from '../../protocol/errors';
+import { readJson, sendJson } from '../../protocol/http';
+import { FundPoolRequest, MarkPaidRequest, type FundView, type PayoutsView } from '../../protocol/settlement';
+import { walletChain } from '../../protocol/wallet';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import { parseBody } from '../http/validate';
+import { LedgerError } from '../store/ledger';
+
+function ledgerConflict<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof LedgerError) throw new SvcError('svc_conflict', err.message, { extra: { reason: err.reason } });
+    throw err;
+  }
+}
+
+export function registerLedgerRoutes(router: Router, ctx: ControlContext): void {
+  const ledger = ctx.store.ledger;
+
+  router.get('/_admin/v1/pool', ({ res }) => sendJson(res, 200, ledger.poolView()));
+
+  router.post('/_admin/v1/pool/fund', async ({ req, res, actor }) => {
+    const input = parseBody(FundPoolRequest, await readJson(req));
+    const now = ctx.now();
+    const { result: transferId } = ctx.store.mutate(
+      { actor, now },
+      { action: 'pool.fund', target: 'pool', detail: { amount: input.amount, note: input.note ?? null } },
+      () => ledger.fund(input.amount, now, actor, input.note ?? null),
+    );
+    const body: FundView = { transfer_id: transferId, amount: input.amount, pool: ledger.poolView() };
+    sendJson(res, 201, body);
+  });
+
+  router.get('/_admin/v1/ledger/verify', ({ res }) => sendJson(res, 200, ledger.verify()));
+
+  router.get('/_admin/v1/ledger/balances', ({ res, query }) => {
+    const prefix = query.get('prefix') ?? undefined;
+    sendJson(res, 200, { balances: ledger.balances(prefix) });
+  });
+
+  router.get('/_admin/v1/payouts', ({ res, query }) => {
+    const wallet = query.get('wallet')?.trim();
+    if (wallet !== undefined && walletChain(wallet) === null) {
+      throw new SvcError('svc_bad_request', 'wallet is not a Solana or EVM address', {
+        extra: { errors: [{ field: 'wallet', message: 'must be a Solana or EVM address' }] },
+      });
+    }
+    const payouts = ledger.payouts(wallet);
+    const body: PayoutsView = { payouts, total_owed: payouts.reduce((n, p) => n + p.owed, 0) };
+    sendJson(res, 200, body);
+  });
+
+  router.post('/_admin/v1/payouts/mark-paid', async ({ req, res, actor }) => {
+    const input = parseBody(MarkPaidRequest, await readJson(req));
+    const now = ctx.now();
+    const { result } = ledgerConflict(() =>
+      ctx.store.mutate(
+        { actor, now },
+        { action: 'payouts.mark_paid', target: input.wallet, detail: { amount: input.amount, reference: input.reference } },
+        () => ledger.markPaid(input.wallet, input.amount, input.reference, now, actor),
+      ),
+    );
+    sendJson(res, 201, result);
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * `/_admin/v1/settler`: status, pause, resume, run-once. Pause and resume are audited and
+ * kept across restarts; run-once is audited with what it settled.
+ */
+import { sendJson } from '../../protocol/http';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import type { Settler } from '../settler/settler';
+
+export function registerSettlerRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
+  router.get('/_admin/v1/settler', ({ res }) => sendJson(res, 200, settler.status()));
+
+  router.post('/_admin/v1/settler/pause', ({ req, res, actor }) => {
+    req.resume();
+    sendJson(res, 200, settler.pause(actor));
+  });
+
+  router.post('/_admin/v1/settler/resume', ({ req, res, actor }) => {
+    req.resume();
+    sendJson(res, 200, settler.resume(actor));
+  });
+
+  router.post('/_admin/v1/settler/run-once', async ({ req, res, actor }) => {
+    req.resume();
+    const run = await settler.runOnce();
+    ctx.store.mutate(
+      { actor, now: ctx.now() },
+      { action: 'settler.run_once', detail: { batches: run.batches.length, calls: run.calls, refunds: run.refunds, premiums: run.premiums } },
+      () => undefined,
+    );
+    sendJson(res, 200, run);
+  });
+}

@@ -1,0 +1,99 @@
+/**
+ * `/_admin/v1/applications`: operator review (DESIGN §8). Every change goes through
+ * `Store.mutate` and so is audited.
+ *
+ * | route | what |
+ * |---|---|
+ * | `GET /_admin/v1/applications[?status=pending&overdue=true&testers=true]` | review order: pending by priority, then oldest |
+ * | `GET /_admin/v1/applications/{id}` | one application, its key and its delivery log |
+ * | `POST /_admin/v1/applications` | `{"application":{…},"received_at"?}`: the direct-contact fallback (source `direct`) |
+ * | `POST /_admin/v1/applications/{id}/approve` | `{"endpoints"?,"expires_in_seconds"?}`: issue a bound key and deliver it |
+ * | `POST /_admin/v1/applications/{id}/reject` | `{"reason"?}` |
+ * | `POST /_admin/v1/applications/{id}/redeliver` | `{"to_operator"?}`: a new secret for the key, delivered again |
+ */
+import {
+  ANSWER_WITHIN_HOURS,
+  AddApplicationRequest,
+  ApproveApplicationRequest,
+  RedeliverApplicationRequest,
+  RejectApplicationRequest,
+  type ApplicationList,
+  type ApplicationStatus,
+} from '../../protocol/applications';
+import { SvcError } from '../../protocol/errors';
+import { readJson, sendJson } from '../../protocol/http';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import { parseBody } from '../http/validate';
+import { approveApplication, mustGetApplication, redeliverApplication, rejectApplication } from './decide';
+import { submitApplication, validateApplication } from './intake';
+import { applicationDetail, applicationView, listApplications } from './view';
+
+/** How far back `received_at` of a direct application may go. @default 30 days */
+export const DIRECT_BACKDATE_MAX_MS = 30 * 86_400_000;
+/** Clock skew tolerated for a `received_at` slightly in the future. */
+const FUTURE_SKEW_MS = 60_000;
+
+const STATUSES: readonly ApplicationStatus[] = ['pending', 'approved', 'rejected'];
+
+function badQuery(field: string, message: string): SvcError {
+  return new SvcError('svc_bad_request', `${field}: ${message}`, { extra: { errors: [{ field, message }] } });
+}
+
+function boolParam(query: URLSearchParams, name: string): boolean {
+  const raw = query.get(name);
+  if (raw === null || raw === 'false' || raw === '0') return false;
+  if (raw === '' || raw === 'true' || raw === '1') return true;
+  throw badQuery(name, 'must be true or false');
+}
+
+export function registerApplicationAdminRoutes(router: Router, ctx: ControlContext): void {
+  router.get('/_admin/v1/applications', ({ res, query }) => {
+    const status = query.get('status');
+    if (status !== null && !STATUSES.includes(status as ApplicationStatus)) throw badQuery('status', `must be one of ${STATUSES.join(', ')}`);
+    const body: ApplicationList = {
+      applications: listApplications(ctx, {
+        ...(status !== null ? { status: status as ApplicationStatus } : {}),
+        overdue: boolParam(query, 'overdue'),
+        testers: boolParam(query, 'testers'),
+      }),
+      answer_within_hours: ANSWER_WITHIN_HOURS,
+    };
+    sendJson(res, 200, body);
+  });
+
+  router.get('/_admin/v1/applications/:id', ({ res, params }) => {
+    sendJson(res, 200, applicationDetail(ctx, mustGetApplication(ctx, params.id!)));
+  });
+
+  router.post('/_admin/v1/applications', async ({ req, res, actor }) => {
+    const input = parseBody(AddApplicationRequest, await readJson(req));
+    const app = validateApplication(input.application ?? {});
+    const now = ctx.now();
+    let receivedAt: number | undefined;
+    if (input.received_at !== undefined) {
+      receivedAt = Date.parse(input.received_at);
+      if (receivedAt > now + FUTURE_SKEW_MS) throw badQuery('received_at', 'is in the future');
+      if (receivedAt < now - DIRECT_BACKDATE_MAX_MS) throw badQuery('received_at', 'is more than 30 days ago');
+      receivedAt = Math.min(receivedAt, now);
+    }
+    const { id, duplicate } = submitApplication(ctx, app, { source: 'direct', actor, ...(receivedAt !== undefined ? { receivedAt } : {}) });
+    sendJson(res, duplicate ? 200 : 201, { duplicate, application: applicationView(mustGetApplication(ctx, id), ctx.now()) });
+  });
+
+  router.post('/_admin/v1/applications/:id/approve', async ({ req, res, params, actor }) => {
+    const input = parseBody(ApproveApplicationRequest, await readJson(req));
+    sendJson(res, 200, await approveApplication(ctx, actor, params.id!, input));
+  });
+
+  router.post('/_admin/v1/applications/:id/reject', async ({ req, res, params, actor }) => {
+    const input = parseBody(RejectApplicationRequest, await readJson(req));
+    const row = rejectApplication(ctx, actor, params.id!, input.reason ?? null);
+    sendJson(res, 200, { application: applicationView(row, ctx.now()), version: ctx.store.version() });
+  });
+
+  router.post('/_admin/v1/applications/:id/redeliver', async ({ req, res, params, actor }) => {
+    const input = parseBody(RedeliverApplicationRequest, await readJson(req));
+    sendJson(res, 200, await redeliverApplication(ctx, actor, params.id!, input.to_operator === true));
+  });
+}

@@ -1,0 +1,191 @@
+/**
+ * Deciding applications: approve (issue a key bound to the application, then deliver it),
+ * reject, and redeliver (a new secret for the application's key, delivered again).
+ *
+ * Delivery happens after the approval is committed: a failed delivery leaves the application
+ * approved and its key active and revocable, and the answer, `applications show` and the
+ * delivery log all say so. The plaintext key exists only in memory here, in the delivered
+ * message and (operator notifier) in the approving operator's answer.
+ */
+import {
+  type ApprovalResult,
+  type ApproveApplicationRequest,
+  type DeliveryReport,
+  type NotifierKind,
+} from '../../protocol/applications';
+import { SvcError } from '../../protocol/errors';
+import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
+import { issueKey } from '../admin/keys';
+import type { ControlContext } from '../context';
+import type { ApplicationRow } from '../store/applications';
+import { keyStatus } from '../store/keys';
+import { createNotifier, type DeliveryMessage, type DeliveryOutcome } from './notifier';
+import { instructions, operatorMessage } from './notifier/message';
+import { applicationView } from './view';
+
+/** Longest key name; the key is named after the contact and the application. */
+const KEY_NAME_MAX = 120;
+
+export function mustGetApplication(ctx: ControlContext, id: string): ApplicationRow {
+  const row = ctx.store.applications.byId(id);
+  if (!row) throw new SvcError('svc_not_found', `no application with id ${id}`);
+  return row;
+}
+
+function keyName(row: ApplicationRow): string {
+  const suffix = ` (${row.id})`;
+  return row.contact_name.slice(0, KEY_NAME_MAX - suffix.length) + suffix;
+}
+
+interface IssuedSecret {
+  keyId: string;
+  key: string;
+  prefix: string;
+  endpoints: string[];
+  version: number;
+}
+
+/** Deliver `secret` for `row` through `kind`'s notifier; log every attempt; record the outcome. */
+async function deliver(ctx: ControlContext, actor: string, row: ApplicationRow, secret: IssuedSecret, kind: NotifierKind): Promise<ApprovalResult> {
+  const notifier = createNotifier(ctx.config, ctx.now, kind);
+  const endpoints = secret.endpoints.length > 0 ? secret.endpoints : ctx.store.endpoints.list().map((e) => e.id);
+  const marketUrl = ctx.config.applications.marketUrl ?? null;
+  const message: DeliveryMessage = {
+    type: 'svc.application.approved',
+    delivery_id: newId('dlv'),
+    application_id: row.id,
+    contact_name: row.contact_name,
+    messaging_handle: row.messaging_handle,
+    key: secret.key,
+    key_id: secret.keyId,
+    endpoints,
+    market_url: marketUrl,
+    instructions: instructions(endpoints, marketUrl),
+    sent_at: new Date(ctx.now()).toISOString(),
+  };
+  let outcome: DeliveryOutcome;
+  try {
+    outcome = await notifier.deliver(message, (a) =>
+      ctx.store.applications.recordAttempt({ ...a, application_id: row.id, key_id: secret.keyId, notifier: kind }),
+    );
+  } catch (err) {
+    ctx.log.error('key delivery failed unexpectedly', { application_id: row.id, key_id: secret.keyId, err });
+    outcome = { status: 'failed', attempts: 0, error: 'internal error in the notifier' };
+  }
+  ctx.store.mutate(
+    { actor, now: ctx.now() },
+    {
+      action: 'applications.deliver',
+      target: row.id,
+      detail: { key_id: secret.keyId, prefix: secret.prefix, notifier: kind, status: outcome.status, attempts: outcome.attempts, error: outcome.error },
+    },
+    () => ctx.store.applications.setDelivery(row.id, outcome.status, kind, ctx.now(), outcome.error),
+  );
+  const fields = { application_id: row.id, key_id: secret.keyId, notifier: kind, attempts: outcome.attempts };
+  if (outcome.status === 'failed') ctx.log.warn('application key delivery failed', { ...fields, error: outcome.error });
+  else ctx.log.info('application key delivered', { ...fields, status: outcome.status });
+
+  const delivery: DeliveryReport = {
+    notifier: kind,
+    status: outcome.status,
+    attempts: outcome.attempts,
+    error: outcome.error,
+    deliver_to: { contact_name: row.contact_name, messaging_handle: row.messaging_handle },
+    next_step:
+      outcome.status === 'failed'
+        ? `application ${row.id} stays approved and key ${secret.keyId} is active but was not delivered: ` +
+          `run \`svcctl applications redeliver ${row.id}\` to deliver a new secret (the undelivered one stops working), ` +
+          `or \`svcctl keys revoke ${secret.keyId}\``
+        : null,
+  };
+  const result: ApprovalResult = {
+    application: applicationView(mustGetApplication(ctx, row.id), ctx.now()),
+    key_id: secret.keyId,
+    key_prefix: secret.prefix,
+    endpoints: secret.endpoints,
+    version: secret.version,
+    delivery,
+  };
+  if (kind === 'operator') {
+    result.key = secret.key;
+    result.message = operatorMessage(message);
+  }
+  return result;
+}
+
+export async function approveApplication(ctx: ControlContext, actor: string, id: string, input: ApproveApplicationRequest): Promise<ApprovalResult> {
+  const row = mustGetApplication(ctx, id);
+  if (row.status === 'approved') {
+    throw new SvcError('svc_conflict', `application ${id} is already approved with key ${row.key_id}; use redeliver to send a new secret`);
+  }
+  if (row.status === 'rejected') throw new SvcError('svc_conflict', `application ${id} was rejected`);
+  const issued = issueKey(ctx, actor, {
+    name: keyName(row),
+    ...(row.wallet !== null ? { wallet: row.wallet } : {}),
+    ...(input.endpoints !== undefined ? { endpoints: input.endpoints } : {}),
+    ...(input.expires_in_seconds !== undefined ? { expires_in_seconds: input.expires_in_seconds } : {}),
+    application_id: id,
+  });
+  const now = ctx.now();
+  ctx.store.mutate(
+    { actor, now },
+    { action: 'applications.approve', target: id, detail: { key_id: issued.id, prefix: issued.prefix, endpoints: issued.endpoints } },
+    () => {
+      if (!ctx.store.applications.approve(id, now, actor, issued.id)) throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
+    },
+  );
+  return deliver(
+    ctx,
+    actor,
+    row,
+    { keyId: issued.id, key: issued.key, prefix: issued.prefix, endpoints: issued.endpoints, version: issued.version },
+    ctx.config.applications.notifier,
+  );
+}
+
+export function rejectApplication(ctx: ControlContext, actor: string, id: string, reason: string | null): ApplicationRow {
+  const row = mustGetApplication(ctx, id);
+  if (row.status !== 'pending') {
+    throw new SvcError(
+      'svc_conflict',
+      row.status === 'approved' ? `application ${id} is approved; revoke its key ${row.key_id} instead` : `application ${id} is already rejected`,
+    );
+  }
+  const now = ctx.now();
+  ctx.store.mutate({ actor, now }, { action: 'applications.reject', target: id, detail: { reason } }, () => {
+    if (!ctx.store.applications.reject(id, now, actor, reason)) throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
+  });
+  return mustGetApplication(ctx, id);
+}
+
+/**
+ * Give the approved application's key a new secret (the old one stops working at once, as in
+ * `keys rotate --grace 0`) and deliver it: for a failed delivery or a lost key.
+ */
+export async function redeliverApplication(ctx: ControlContext, actor: string, id: string, toOperator: boolean): Promise<ApprovalResult> {
+  const row = mustGetApplication(ctx, id);
+  if (row.status !== 'approved' || row.key_id === null) throw new SvcError('svc_conflict', `application ${id} is ${row.status}, not approved`);
+  const keyRow = ctx.store.keys.byId(row.key_id);
+  const now = ctx.now();
+  const status = keyRow ? keyStatus(keyRow, now) : 'revoked';
+  if (!keyRow || status !== 'active') {
+    throw new SvcError('svc_conflict', `key ${row.key_id} of application ${id} is ${status}; issue a new key with \`svcctl keys issue\``);
+  }
+  const key = generateKey();
+  const prefix = keyStub(key);
+  const { version } = ctx.store.mutate(
+    { actor, now },
+    {
+      action: 'applications.redeliver',
+      target: id,
+      detail: { key_id: keyRow.id, old_prefix: keyRow.prefix, prefix },
+      changes: [{ kind: 'key', entity: keyRow.id }],
+    },
+    () => {
+      ctx.store.keys.expireSecrets(keyRow.id, now, now);
+      ctx.store.keys.addSecret(keyRow.id, hashKey(key), prefix, now);
+    },
+  );
+  const kind: NotifierKind = toOperator ? 'operator' : ctx.config.applications.notifier;
+  return deliver(ctx, actor, row, { keyId: keyRow.id, key, prefix, endpoints: JSON.parse(keyRow.endpoints) as string[], version }, kind);
+}

@@ -1,0 +1,98 @@
+/**
+ * Public application routes on {api_url} (DESIGN §8):
+ *
+ * | route | what |
+ * |---|---|
+ * | `GET /apply` | the form (HTML) |
+ * | `POST /apply` | the form's handler: 303 to `/apply/thanks?id=…`, or the form again with errors (400) |
+ * | `GET /apply/thanks` | the thank-you page |
+ * | `POST /api/v1/applications` | JSON or form-encoded: 201 `{"id","status":"received","answer_within_hours":24}`, 200 for a duplicate |
+ *
+ * Both POSTs share one per-address submit limit (429 `svc_rate_limited` + `Retry-After`).
+ */
+import type { IncomingMessage } from 'node:http';
+import { ANSWER_WITHIN_HOURS, type ApplicationReceipt } from '../../protocol/applications';
+import { SvcError } from '../../protocol/errors';
+import { sendJson } from '../../protocol/http';
+import type { ControlContext } from '../context';
+import type { RequestContext, Router } from '../http/router';
+import type { FieldError } from '../http/validate';
+import { readApplicationBody } from './body';
+import { submitApplication, validateApplication } from './intake';
+import { SubmitLimiter } from './limiter';
+import { EMPTY_FORM, renderForm, renderProblem, renderThanks, sendHtml, type FormState } from './page';
+
+const ID_PATTERN = /^app_[1-9A-HJ-NP-Za-km-z]{12}$/;
+
+function clientAddress(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+function receipt(id: string): ApplicationReceipt {
+  return { id, status: 'received', answer_within_hours: ANSWER_WITHIN_HOURS };
+}
+
+/** Per-field messages for the form: `apis_paid.2` belongs to the `apis_paid` field. */
+function formErrors(errors: FieldError[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const { field, message } of errors) {
+    const name = field.split('.')[0]!;
+    const text = name === 'apis_paid' && field !== 'apis_paid' ? `each API name ${message}` : message;
+    out[name] ??= text;
+  }
+  return out;
+}
+
+/** What the user typed, to put back into a re-rendered form. */
+function formValues(raw: unknown): FormState['values'] {
+  const values: FormState['values'] = {};
+  if (raw === null || typeof raw !== 'object') return values;
+  for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (typeof value === 'string') values[name] = value;
+    else if (typeof value === 'boolean') values[name] = value;
+    else if (Array.isArray(value)) values[name] = value.filter((v) => typeof v === 'string').join('\n');
+  }
+  return values;
+}
+
+export function registerApplicationRoutes(router: Router, ctx: ControlContext): void {
+  const settings = ctx.config.applications;
+  const limiter = new SubmitLimiter(settings.submitLimitCount, settings.submitLimitWindowS * 1000, ctx.now);
+
+  router.get('/apply', ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, EMPTY_FORM)));
+
+  router.get('/apply/thanks', ({ res, query }) => {
+    const id = query.get('id');
+    sendHtml(res, 200, (nonce) => renderThanks(nonce, id !== null && ID_PATTERN.test(id) ? id : null));
+  });
+
+  router.post('/apply', async ({ req, res }: RequestContext) => {
+    let raw: unknown = {};
+    try {
+      raw = (await readApplicationBody(req)).raw;
+      limiter.take(clientAddress(req)); // after reading, so a refused form keeps what was typed
+      const { id } = submitApplication(ctx, validateApplication(raw), { source: 'form', actor: 'public' });
+      res.writeHead(303, { location: `/apply/thanks?id=${encodeURIComponent(id)}`, 'cache-control': 'no-store', 'content-length': '0' });
+      res.end();
+    } catch (err) {
+      if (!(err instanceof SvcError)) throw err;
+      const values = formValues(raw);
+      if (err.code === 'svc_bad_request' && Array.isArray(err.extra?.errors)) {
+        const errors = formErrors(err.extra.errors as FieldError[]);
+        sendHtml(res, 400, (nonce) => renderForm(nonce, { values, errors }));
+      } else if (err.code === 'svc_rate_limited') {
+        const notice = `Too many applications from your address. Please try again in ${Math.ceil(Number(err.headers['retry-after']) / 60)} minute(s).`;
+        sendHtml(res, 429, (nonce) => renderForm(nonce, { values, errors: {}, notice }), { 'retry-after': err.headers['retry-after']! });
+      } else {
+        sendHtml(res, err.status, (nonce) => renderProblem(nonce, 'Application not sent', err.message));
+      }
+    }
+  });
+
+  router.post('/api/v1/applications', async ({ req, res }) => {
+    limiter.take(clientAddress(req));
+    const { raw } = await readApplicationBody(req);
+    const { id, duplicate } = submitApplication(ctx, validateApplication(raw), { source: 'api', actor: 'public' });
+    sendJson(res, duplicate ? 200 : 201, receipt(id));
+  });
+}

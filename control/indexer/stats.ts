@@ -1,0 +1,149 @@
+/**
+ * The indexer's answers (DESIGN §7): aggregate statistics and recent activity. The numbers
+ * and the recent calls come from the ledger module (`store.ledger`: pool balance, settlement
+ * batches, each outcome's premium and refund), so money is 0 until the settler has settled
+ * something, never estimated; `/api/activity` pages through `store.publicReads`. Amounts are
+ * integer micro-units (6 decimals). Ids are opaque.
+ */
+import { SvcError } from '../../protocol/errors';
+import type { Outcome } from '../../protocol/outcome';
+import type { ControlContext } from '../context';
+import type { OpaqueIds } from '../public/ids';
+import type { ActivityEntry } from '../store/ledger';
+import type { ActivityCursor, ActivityRow } from '../store/public-reads';
+import type { CursorCodec } from './cursor';
+
+export interface ActivityItem {
+  /** Opaque call id (`call_…`), stable for the call. */
+  call_id: string;
+  /** Opaque provider id, as in `/api/v1/providers`. */
+  provider: string;
+  outcome: Outcome;
+  status: number;
+  latency_ms: number;
+  /** When the call started (gateway clock). */
+  at: string;
+  settled: boolean;
+  /** Settlement batch id, null until settled. */
+  batch: number | null;
+  /** Premium collected and refund paid (micro-units); null until settled. */
+  premium: number | null;
+  refund: number | null;
+  /** Why a refund was clamped (`pool_depleted`, `cap_clamped`), if it was. */
+  clamp: string | null;
+}
+
+export interface StatsAnswer {
+  /** The coverage pool's balance. */
+  pool_size: number;
+  settled_batches: number;
+  settled_calls: number;
+  total_refunds: number;
+  total_premiums: number;
+  /** Every call recorded by a gateway, settled or not. */
+  total_calls: number;
+  /** Refunds owed before clamping (the pool or an hourly cap may have paid less). */
+  total_refunds_owed: number;
+  /** Recorded calls not settled yet. */
+  unsettled_calls: number;
+  amount_decimals: 6;
+  settler: 'running' | 'idle' | 'paused' | 'not_running';
+  last_batch_at: string | null;
+  recent_activity: ActivityItem[];
+  updated_at: string;
+}
+
+export interface ActivityPage {
+  activity: ActivityItem[];
+  limit: number;
+  /** Pass as `before` for the next (older) page; null on the last page. */
+  next_before: string | null;
+  updated_at: string;
+}
+
+/** A call from the ledger's recent activity. */
+function entryItem(ids: OpaqueIds, e: ActivityEntry): ActivityItem {
+  return {
+    call_id: ids.call(e.call_id),
+    provider: ids.provider(e.endpoint_id),
+    outcome: e.outcome,
+    status: e.status,
+    latency_ms: e.latency_ms,
+    at: e.started_at,
+    settled: e.batch !== null,
+    batch: e.batch,
+    premium: e.premium,
+    refund: e.refund,
+    clamp: e.clamp,
+  };
+}
+
+/** A call from an activity page. */
+function item(ids: OpaqueIds, row: ActivityRow): ActivityItem {
+  return {
+    call_id: ids.call(row.call_id),
+    provider: ids.provider(row.endpoint_id),
+    outcome: row.outcome,
+    status: row.status,
+    latency_ms: row.latency_ms,
+    at: new Date(row.started_at).toISOString(),
+    settled: row.settled_batch !== null,
+    batch: row.settled_batch,
+    premium: row.premium,
+    refund: row.refund,
+    clamp: row.clamp,
+  };
+}
+
+export function statsAnswer(ctx: ControlContext, ids: OpaqueIds): StatsAnswer {
+  const totals = ctx.store.ledger.totals();
+  return {
+    pool_size: totals.pool_size,
+    settled_batches: totals.settled_batches,
+    settled_calls: totals.settled_calls,
+    total_refunds: totals.total_refunds,
+    total_premiums: totals.total_premiums,
+    total_calls: totals.total_calls,
+    total_refunds_owed: totals.total_refunds_owed,
+    unsettled_calls: totals.unsettled_calls,
+    amount_decimals: 6,
+    settler: ctx.settler()?.state ?? 'not_running',
+    last_batch_at: ctx.store.settlement.lastBatch()?.created_at ?? null,
+    recent_activity: ctx.store.ledger.recentActivity(ctx.config.public.recentActivity).map((e) => entryItem(ids, e)),
+    updated_at: new Date(ctx.now()).toISOString(),
+  };
+}
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * `before` is a cursor from `next_before`, or an ISO 8601 time (calls that started earlier).
+ * Anything else is 400 `svc_bad_request`.
+ */
+export function parseBefore(raw: string | null, cursors: CursorCodec): ActivityCursor | null {
+  if (raw === null || raw === '') return null;
+  if (ISO_TIME.test(raw)) {
+    const t = Date.parse(raw);
+    if (Number.isFinite(t)) return { started_at: t, call_id: '' };
+  }
+  const cursor = cursors.open(raw);
+  if (cursor === null) {
+    throw new SvcError('svc_bad_request', 'before must be a next_before cursor from an earlier page or an ISO 8601 time', {
+      extra: { errors: [{ field: 'before', message: 'is not a cursor from this indexer or an ISO 8601 time' }] },
+    });
+  }
+  return cursor;
+}
+
+export function activityPage(ctx: ControlContext, ids: OpaqueIds, cursors: CursorCodec, limit: number, before: ActivityCursor | null): ActivityPage {
+  // One extra row says whether an older page exists.
+  const rows = ctx.store.publicReads.activity(limit + 1, before);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    activity: page.map((r) => item(ids, r)),
+    limit,
+    next_before: rows.length > limit && last ? cursors.seal({ started_at: last.started_at, call_id: last.call_id }) : null,
+    updated_at: new Date(ctx.now()).toISOString(),
+  };
+}

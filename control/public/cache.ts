@@ -1,0 +1,113 @@
+/**
+ * Cached answers for the public read API and the indexer (DESIGN §7). Each answer is built
+ * at most once per TTL (node-cache), kept as the exact bytes sent with a strong `ETag`, and
+ * served with `Cache-Control: public, max-age=<seconds left>`; `If-None-Match` that names
+ * the current ETag gets `304 Not Modified` without a body.
+ *
+ * Expiry is checked against the injected clock as well as node-cache's own timer, so a test
+ * that moves `ctx.now` past the TTL sees a fresh answer.
+ *
+ * @see RFC 9111 §5.2.2.9 (max-age) · RFC 9110 §8.8.3 (ETag) and §13.1.2 (If-None-Match)
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import NodeCache from 'node-cache';
+
+/** Most distinct answers kept per cache (e.g. activity pages by cursor). @default 10000 */
+export const DEFAULT_CACHE_MAX_KEYS = 10_000;
+
+export interface Rendered {
+  body: Buffer;
+  contentType: string;
+  /** Extra response headers (e.g. a Content-Security-Policy for HTML). */
+  headers?: Record<string, string>;
+}
+
+interface Entry extends Rendered {
+  etag: string;
+  expiresAt: number;
+}
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** Render a value as a JSON answer. */
+export function jsonAnswer(value: unknown, headers?: Record<string, string>): Rendered {
+  return { body: Buffer.from(JSON.stringify(value)), contentType: JSON_CONTENT_TYPE, ...(headers ? { headers } : {}) };
+}
+
+/** True when an `If-None-Match` header value names `etag` (weak comparison, RFC 9110 §13.1.2). */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  const bare = etag.replace(/^W\//, '');
+  for (const candidate of header.split(',')) {
+    const c = candidate.trim();
+    if (c === '*' || c.replace(/^W\//, '') === bare) return true;
+  }
+  return false;
+}
+
+export class ResponseCache {
+  private readonly cache: NodeCache;
+  private readonly ttlS: number;
+  private readonly now: () => number;
+
+  constructor(options: { ttlS: number; now: () => number; maxKeys?: number }) {
+    this.ttlS = options.ttlS;
+    this.now = options.now;
+    this.cache = new NodeCache({
+      stdTTL: options.ttlS,
+      checkperiod: Math.max(1, options.ttlS * 2),
+      useClones: false,
+      deleteOnExpire: true,
+      maxKeys: options.maxKeys ?? DEFAULT_CACHE_MAX_KEYS,
+    });
+  }
+
+  /** The cached answer for `key`, building and storing it when missing or expired. */
+  get(key: string, build: () => Rendered): Entry {
+    const now = this.now();
+    const hit = this.cache.get<Entry>(key);
+    if (hit !== undefined && hit.expiresAt > now) return hit;
+    const rendered = build();
+    const entry: Entry = {
+      ...rendered,
+      etag: `"${createHash('sha256').update(rendered.body).digest('base64url').slice(0, 27)}"`,
+      expiresAt: now + this.ttlS * 1000,
+    };
+    try {
+      this.cache.set(key, entry);
+    } catch {
+      // ECACHEFULL: answer uncached rather than grow without bound.
+    }
+    return entry;
+  }
+
+  /** Send the cached answer for `key` (or 304 when the client already holds it). */
+  send(req: IncomingMessage, res: ServerResponse, key: string, build: () => Rendered): void {
+    const entry = this.get(key, build);
+    const maxAge = Math.max(0, Math.ceil((entry.expiresAt - this.now()) / 1000));
+    const headers: Record<string, string> = {
+      'cache-control': `public, max-age=${maxAge}`,
+      etag: entry.etag,
+      ...entry.headers,
+    };
+    if (etagMatches(req.headers['if-none-match'], entry.etag)) {
+      res.writeHead(304, headers);
+      res.end();
+      return;
+    }
+    headers['content-type'] = entry.contentType;
+    headers['content-length'] = String(entry.body.length);
+    res.writeHead(200, headers);
+    res.end(entry.body);
+  }
+
+  /** Drop every cached answer. */
+  flush(): void {
+    this.cache.flushAll();
+  }
+
+  close(): void {
+    this.cache.close();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The answers of the public read API, built from the store: providers (tier and failure rate
+ * over the rolling window, from the per-minute rollups), and the public changelog. Pure
+ * functions of the store, the settings and a clock reading; caching is the caller's job.
+ */
+import { COVERED_FAILURES, OUTCOMES, type Outcome } from '../../protocol/outcome';
+import type { ChangelogEntry } from '../../protocol/admin';
+import type { Config } from '../../config/load';
+import type { Store } from '../store';
+import { LATENCY_BOUNDS_MS, type EndpointWindow } from '../store/rollups';
+import type { OpaqueIds } from './ids';
+
+export const TIERS = ['RELIABLE', 'ELEVATED', 'HIGH_RISK', 'UNRATED'] as const;
+export type Tier = (typeof TIERS)[number];
+
+export interface Provider {
+  /** Opaque, stable id (`prv_…`); never the endpoint id or its upstream. */
+  id: string;
+  tier: Tier;
+  /** Covered failures / calls (calls exclude `client_error`), over the window. 0 without calls. */
+  failure_rate: number;
+  /** Calls in the window, `client_error` excluded (the failure-rate denominator). */
+  calls: number;
+  /** Covered failures in the window (latency breach, server error, network error, schema mismatch). */
+  failures: number;
+  /** Upstream 4xx answers in the window (the caller's fault: counted apart, not a failure). */
+  client_errors: number;
+  window_h: number;
+  /** From the latency histogram of the same calls; null without calls. */
+  latency_ms: { p50: number; p95: number } | null;
+}
+
+export interface ProvidersAnswer {
+  providers: Provider[];
+  window_h: number;
+  min_calls: number;
+  thresholds: { reliable_below: number; elevated_up_to: number };
+  updated_at: string;
+}
+
+type Tiers = Readonly<Config['tiers']>;
+
+/** The tier for a failure rate over `calls` calls (DESIGN §7). */
+export function tierFor(failureRate: number, calls: number, tiers: Tiers): Tier {
+  if (calls < tiers.minCalls) return 'UNRATED';
+  if (failureRate < tiers.reliableBelow) return 'RELIABLE';
+  if (failureRate <= tiers.elevatedUpTo) return 'ELEVATED';
+  return 'HIGH_RISK';
+}
+
+/**
+ * The `q` quantile (0..1) of a histogram aligned with `LATENCY_BOUNDS_MS` (plus overflow),
+ * interpolated linearly inside the bucket that holds it; the overflow bucket answers its
+ * lower bound. Null for an empty histogram.
+ */
+export function histogramQuantile(buckets: readonly number[], q: number): number | null {
+  const total = buckets.reduce((a, b) => a + b, 0);
+  if (total === 0) return null;
+  const rank = q * total;
+  let below = 0;
+  for (let i = 0; i < buckets.length; i++) {
+    const n = buckets[i]!;
+    if (n > 0 && below + n >= rank) {
+      const lo = i === 0 ? 0 : LATENCY_BOUNDS_MS[i - 1]!;
+      const hi = LATENCY_BOUNDS_MS[i];
+      if (hi === undefined) return lo;
+      return Math.round(lo + ((hi - lo) * (rank - below)) / n);
+    }
+    below += n;
+  }
+  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]!;
+}
+
+const EMPTY_COUNTS = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+
+function provider(ids: OpaqueIds, endpointId: string, window: EndpointWindow | undefined, tiers: Tiers): Provider {
+  const counts = window?.counts ?? EMPTY_COUNTS;
+  let calls = 0;
+  let failures = 0;
+  for (const outcome of OUTCOMES) {
+    if (outcome === 'client_error') continue;
+    calls += counts[outcome];
+    if (COVERED_FAILURES.has(outcome)) failures += counts[outcome];
+  }
+  const failureRate = calls === 0 ? 0 : Math.round((failures / calls) * 1e6) / 1e6;
+  const p50 = window ? histogramQuantile(window.latency, 0.5) : null;
+  const p95 = window ? histogramQuantile(window.latency, 0.95) : null;
+  return {
+    id: ids.provider(endpointId),
+    tier: tierFor(failures / Math.max(1, calls), calls, tiers),
+    failure_rate: failureRate,
+    calls,
+    failures,
+    client_errors: counts.client_error,
+    window_h: tiers.windowH,
+    latency_ms: p50 === null || p95 === null ? null : { p50, p95 },
+  };
+}
+
+/** Every registered endpoint as a provider, over the window ending at `now`. */
+export function providersAnswer(store: Store, ids: OpaqueIds, tiers: Tiers, now: number): ProvidersAnswer {
+  const windows = new Map(store.rollups.window(now - tiers.windowH * 3_600_000).map((w) => [w.endpoint_id, w]));
+  const providers = store.endpoints
+    .list()
+    .map((e) => provider(ids, e.id, windows.get(e.id), tiers))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return {
+    providers,
+    window_h: tiers.windowH,
+    min_calls: tiers.minCalls,
+    thresholds: { reliable_below: tiers.reliableBelow, elevated_up_to: tiers.elevatedUpTo },
+    updated_at: new Date(now).toISOString(),
+  };
+}
+
+/** A changelog entry as the public sees it (the operator's token name is not published). */
+export interface PublicChangelogEntry {
+  id: number;
+  at: string;
+  kind: ChangelogEntry['kind'];
+  text: string;
+}
+
+export function publicChangelog(store: Store, limit: number): PublicChangelogEntry[] {
+  return store.changelog.list(limit).map(({ id, at, kind, text }) => ({ id, at, kind, text }));
+}

@@ -1,0 +1,63 @@
+/**
+ * The read routes of the public API ({api_url}): providers, status (JSON and HTML) and the
+ * changelog. Every answer is cached (`cache.*TtlS`) with `Cache-Control`, `ETag` and 304.
+ */
+import { SvcError } from '../../protocol/errors';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import { ResponseCache, jsonAnswer } from './cache';
+import { OpaqueIds } from './ids';
+import { providersAnswer, publicChangelog } from './reads';
+import { statusAnswer } from './status';
+import { HTML_CONTENT_TYPE, STATUS_PAGE_CSP, renderStatusPage } from './status-page';
+
+/** Changelog entries per answer when `limit` is absent, and the most accepted. */
+export const CHANGELOG_DEFAULT_LIMIT = 50;
+export const CHANGELOG_MAX_LIMIT = 200;
+
+/** Public JSON may be read by any web page (it is public and carries no credentials). */
+const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
+const HTML_HEADERS = {
+  'content-security-policy': STATUS_PAGE_CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+/** A positive integer query parameter no larger than `max`; 400 `svc_bad_request` otherwise. */
+export function intParam(query: URLSearchParams, name: string, fallback: number, max: number): number {
+  const raw = query.get(name);
+  if (raw === null) return fallback;
+  const n = /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new SvcError('svc_bad_request', `${name} must be an integer from 1 to ${max}`, {
+      extra: { errors: [{ field: name, message: `must be an integer from 1 to ${max}` }] },
+    });
+  }
+  return n;
+}
+
+export function registerPublicReadRoutes(router: Router, ctx: ControlContext): void {
+  const ids = new OpaqueIds(ctx.store.publicReads.idSecret);
+  const providers = new ResponseCache({ ttlS: ctx.config.cache.providersTtlS, now: ctx.now });
+  const status = new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now });
+
+  router.get('/api/v1/providers', ({ req, res }) =>
+    providers.send(req, res, 'providers', () => jsonAnswer(providersAnswer(ctx.store, ids, ctx.config.tiers, ctx.now()), JSON_HEADERS)),
+  );
+
+  router.get('/api/v1/status', ({ req, res }) => status.send(req, res, 'json', () => jsonAnswer(statusAnswer(ctx, ids), JSON_HEADERS)));
+
+  router.get('/status', ({ req, res }) =>
+    status.send(req, res, 'html', () => ({
+      body: Buffer.from(renderStatusPage(statusAnswer(ctx, ids))),
+      contentType: HTML_CONTENT_TYPE,
+      headers: HTML_HEADERS,
+    })),
+  );
+
+  router.get('/api/v1/changelog', ({ req, res, query }) => {
+    const limit = intParam(query, 'limit', CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT);
+    status.send(req, res, `changelog:${limit}`, () => jsonAnswer({ entries: publicChangelog(ctx.store, limit) }, JSON_HEADERS));
+  });
+}

@@ -1,0 +1,104 @@
+/**
+ * What the status page and `GET /api/v1/status` report (DESIGN §7): the bootstrap state
+ * (database, pool funding, endpoints, gateways and the state version each has applied), the
+ * settler (or "not running" while no settler runs in this process), the beta gate,
+ * maintenance mode with its note, and the latest changelog entries. Ids are opaque.
+ */
+import { MIGRATIONS } from '../store/migrations';
+import type { ControlContext } from '../context';
+import type { OpaqueIds } from './ids';
+import { publicChangelog, type PublicChangelogEntry } from './reads';
+
+export type SettlerPublicState = 'running' | 'idle' | 'paused' | 'not_running';
+
+export interface StatusAnswer {
+  /** `maintenance` while the flag is on; `degraded` while no gateway is connected. */
+  status: 'operational' | 'degraded' | 'maintenance';
+  version: 'v1';
+  updated_at: string;
+  bootstrap: {
+    database: { ready: boolean; schema_version: number; schema_expected: number };
+    pool: { funded: boolean; balance: number };
+    endpoints: { registered: number };
+    state_version: number;
+    gateways: {
+      connected: number;
+      known: number;
+      list: { id: string; connected: boolean; snapshot_version: number; versions_behind: number; last_seen: string; seen_ago_s: number }[];
+    };
+  };
+  settler: {
+    state: SettlerPublicState;
+    cadence_ms: number | null;
+    batch_cap: number | null;
+    backlog: number;
+    lag_ms: number | null;
+    last_run_at: string | null;
+    last_batch: { id: number; provider: string; calls: number; refunds: number; premiums: number; at: string } | null;
+  };
+  beta_gate: { enabled: boolean; since: string | null };
+  maintenance: { enabled: boolean; note: string | null; since: string | null };
+  changelog: PublicChangelogEntry[];
+}
+
+export function statusAnswer(ctx: ControlContext, ids: OpaqueIds): StatusAnswer {
+  const now = ctx.now();
+  const store = ctx.store;
+  const stateVersion = store.version();
+  const gateways = ctx.gateways();
+  const pool = store.ledger.poolSize();
+  const gate = store.flags.get('beta_gate_enabled');
+  const maintenance = store.flags.get('maintenance_mode');
+  const settler = ctx.settler();
+  const connected = gateways.filter((g) => g.connected).length;
+  const schemaVersion = store.schemaVersion();
+
+  return {
+    status: maintenance?.value ? 'maintenance' : connected === 0 ? 'degraded' : 'operational',
+    version: 'v1',
+    updated_at: new Date(now).toISOString(),
+    bootstrap: {
+      database: { ready: schemaVersion === MIGRATIONS.length, schema_version: schemaVersion, schema_expected: MIGRATIONS.length },
+      pool: { funded: pool > 0, balance: pool },
+      endpoints: { registered: store.endpoints.count() },
+      state_version: stateVersion,
+      gateways: {
+        connected,
+        known: gateways.length,
+        list: gateways.map((g) => ({
+          id: ids.gateway(g.id),
+          connected: g.connected,
+          snapshot_version: g.applied_version,
+          versions_behind: Math.max(0, stateVersion - g.applied_version),
+          last_seen: g.last_seen,
+          seen_ago_s: Math.max(0, Math.round((now - Date.parse(g.last_seen)) / 1000)),
+        })),
+      },
+    },
+    settler: settler
+      ? {
+          state: settler.state,
+          cadence_ms: settler.cadence_ms,
+          batch_cap: settler.batch_cap,
+          backlog: settler.backlog,
+          lag_ms: settler.lag_ms,
+          last_run_at: settler.last_run_at,
+          last_batch: settler.last_batch && {
+            id: settler.last_batch.id,
+            provider: ids.provider(settler.last_batch.endpoint_id),
+            calls: settler.last_batch.calls,
+            refunds: settler.last_batch.refunds,
+            premiums: settler.last_batch.premiums,
+            at: settler.last_batch.at,
+          },
+        }
+      : { state: 'not_running', cadence_ms: null, batch_cap: null, backlog: store.settlement.backlog().count, lag_ms: null, last_run_at: null, last_batch: null },
+    beta_gate: { enabled: gate?.value ?? false, since: gate?.updated_at ?? null },
+    maintenance: {
+      enabled: maintenance?.value ?? false,
+      note: maintenance?.value ? maintenance.note : null,
+      since: maintenance?.value ? maintenance.updated_at : null,
+    },
+    changelog: publicChangelog(store, ctx.config.public.statusChangelogEntries),
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The money of one settlement batch (DESIGN §6), decided call by call in settlement order.
+ * Pure: given the calls, the endpoint's economics, the pool balance and the hourly refund
+ * tally, it returns what each call moves; `store/settlement.ts` commits it.
+ *
+ * | call | moves |
+ * |---|---|
+ * | keyed `ok` | premium: key → pool; fee `floor(premium × bps / 10000)`: pool → treasury |
+ * | keyed covered failure | refund owed = price + premium, paid pool → key, clamped |
+ * | `client_error` | nothing |
+ * | keyless (gate off) | nothing: settled with premium 0, refund 0, refund owed 0 |
+ *
+ * Clamping: a refund is at most what the pool holds at that point of the batch (premiums of
+ * earlier calls in the batch included) and at most what is left of the endpoint's
+ * `refund_cap_per_hour` (0 = no cap) in the clock hour (UTC) in which the call started. The
+ * call is marked with the binding limit: `pool_depleted` when the pool was (or tied as) the
+ * smaller, else `cap_clamped`. The shortfall stays on the call (`refund_owed - refund`).
+ */
+import { COVERED_FAILURES } from '../../protocol/outcome';
+import type { Clamp } from '../../protocol/settlement';
+import { HOUR_MS, type BatchPlan, type CallAmounts, type PlanInput } from '../store/settlement';
+
+const add = (map: Map<string, number>, key: string, amount: number): void => {
+  map.set(key, (map.get(key) ?? 0) + amount);
+};
+
+export function planBatch(input: PlanInput): BatchPlan {
+  const { price, premium, refund_cap_per_hour: cap, treasury_fee_bps: bps } = input.economics;
+  const owed = price + premium;
+  const fee = Math.floor((premium * bps) / 10_000);
+  const plan: BatchPlan = {
+    standard: { premium, owed },
+    exceptions: new Map<string, CallAmounts>(),
+    premiums: new Map(),
+    refunds: new Map(),
+    treasuryFees: 0,
+    refundsByHour: new Map(),
+    totals: { premiums: 0, refunds: 0, refunds_owed: 0, clamped_calls: 0 },
+  };
+  let pool = input.pool;
+  const usedInHour = new Map<number, number>();
+
+  for (const call of input.calls) {
+    if (call.key_id === null) continue;
+    if (call.outcome === 'ok') {
+      if (premium === 0) continue;
+      add(plan.premiums, call.key_id, premium);
+      plan.totals.premiums += premium;
+      plan.treasuryFees += fee;
+      pool += premium - fee;
+      continue;
+    }
+    if (!COVERED_FAILURES.has(call.outcome) || owed === 0) continue;
+
+    const hour = Math.floor(call.started_at / HOUR_MS);
+    const used = usedInHour.get(hour) ?? input.refundedInHour(hour);
+    const capLeft = cap === 0 ? Infinity : Math.max(0, cap - used);
+    const refund = Math.min(owed, capLeft, pool);
+    plan.totals.refunds_owed += owed;
+    if (refund < owed) {
+      const clamp: Clamp = pool <= capLeft ? 'pool_depleted' : 'cap_clamped';
+      plan.exceptions.set(call.call_id, { premium: 0, refund, refund_owed: owed, clamp });
+      plan.totals.clamped_calls++;
+    }
+    if (refund > 0) {
+      add(plan.refunds, call.key_id, refund);
+      plan.totals.refunds += refund;
+      plan.refundsByHour.set(hour, (plan.refundsByHour.get(hour) ?? 0) + refund);
+      pool -= refund;
+    }
+    usedInHour.set(hour, used + refund);
+  }
+  return plan;
+}

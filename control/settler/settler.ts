@@ -1,0 +1,201 @@
+/**
+ * The settler (DESIGN §6): every `settler.cadenceMs` it settles the outcomes received so far,
+ * endpoint by endpoint (oldest backlog first, one batch per endpoint per round), each batch at
+ * most `settler.batchCap` calls and whole in one transaction. Batches are group-committed:
+ * one transaction takes batches until they hold `GROUP_COMMIT_CALLS` calls, and while a
+ * backlog is large each endpoint's batch is its equal share of that (never above the cap), so
+ * one commit covers one stretch of time across all endpoints: their outcome rows share
+ * pages, and each page is then written once per commit instead of once per endpoint. A small
+ * backlog is settled in one commit. Between commits the settler yields to the event loop, so
+ * control keeps answering while a large backlog drains.
+ *
+ * States: `running` while settling, `idle` between runs, `paused` by an operator. A pause is
+ * audited, kept in the database (it survives a restart) and takes effect at the next batch
+ * boundary. `runOnce()` settles everything received before it was called, paused or not, and
+ * never overlaps a scheduled run.
+ */
+import type { Logger } from '../../protocol/log';
+import type { BatchView, RunOnceView, SettlerState, SettlerStatus } from '../../protocol/settlement';
+import type { Store } from '../store';
+import { planBatch } from './plan';
+
+/**
+ * Calls per group commit: batches are added to one transaction until they hold this many.
+ * Bounds how long one commit holds the event loop (about 0.1–0.3 s). @default 20000
+ */
+export const GROUP_COMMIT_CALLS = 20_000;
+
+/** `meta` row holding the operator's pause (1) across restarts. */
+export const PAUSED_META = 'settler_paused';
+
+export interface SettlerOptions {
+  store: Store;
+  log: Logger;
+  now: () => number;
+  /** @default config settler.cadenceMs */
+  cadenceMs: number;
+  /** @default config settler.batchCap */
+  batchCap: number;
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export class Settler {
+  private readonly opts: SettlerOptions;
+  private paused: boolean;
+  private started = false;
+  private stopped = false;
+  private running = false;
+  private timer: NodeJS.Timeout | null = null;
+  /** Runs are chained so a run-once and a scheduled run never interleave. */
+  private chain: Promise<unknown> = Promise.resolve();
+  private lastRunAt: number | null = null;
+  private lastBatch: BatchView | null = null;
+  private lastError: string | null = null;
+
+  constructor(opts: SettlerOptions) {
+    this.opts = opts;
+    this.paused = opts.store.meta(PAUSED_META) === 1;
+    this.lastBatch = opts.store.settlement.lastBatch();
+  }
+
+  /** Start the cadence. */
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.schedule();
+  }
+
+  /** Stop the cadence and wait for a batch in progress to commit. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    await this.chain.catch(() => undefined);
+  }
+
+  /** Pause scheduled settlement (audited; kept across restarts). Returns the new status. */
+  pause(actor: string): SettlerStatus {
+    this.setPaused(true, actor);
+    return this.status();
+  }
+
+  resume(actor: string): SettlerStatus {
+    this.setPaused(false, actor);
+    return this.status();
+  }
+
+  /** Settle everything received until now, even while paused; resolves with the batches made. */
+  runOnce(): Promise<RunOnceView> {
+    return this.exclusive(async () => {
+      const batches = await this.drain(true);
+      const sum = (f: (b: BatchView) => number) => batches.reduce((n, b) => n + f(b), 0);
+      return {
+        batches,
+        calls: sum((b) => b.calls),
+        premiums: sum((b) => b.premiums),
+        treasury_fees: sum((b) => b.treasury_fees),
+        refunds: sum((b) => b.refunds),
+        refunds_owed: sum((b) => b.refunds_owed),
+        clamped_calls: sum((b) => b.clamped_calls),
+        backlog: this.opts.store.settlement.backlog().count,
+      };
+    });
+  }
+
+  status(): SettlerStatus {
+    const backlog = this.opts.store.settlement.backlog();
+    const state: SettlerState = this.running ? 'running' : this.paused ? 'paused' : 'idle';
+    const last = this.lastBatch;
+    return {
+      state,
+      cadence_ms: this.opts.cadenceMs,
+      batch_cap: this.opts.batchCap,
+      backlog: backlog.count,
+      lag_ms: backlog.oldest_received_at === null ? null : Math.max(0, this.opts.now() - backlog.oldest_received_at),
+      last_run_at: this.lastRunAt === null ? null : new Date(this.lastRunAt).toISOString(),
+      last_batch:
+        last === null
+          ? null
+          : { id: last.id, endpoint_id: last.endpoint_id, calls: last.calls, refunds: last.refunds, premiums: last.premiums, at: last.created_at },
+      last_error: this.lastError,
+    };
+  }
+
+  private setPaused(paused: boolean, actor: string): void {
+    const store = this.opts.store;
+    store.mutate({ actor, now: this.opts.now() }, { action: paused ? 'settler.pause' : 'settler.resume', detail: { was: this.paused ? 'paused' : 'active' } }, () =>
+      store.setMeta(PAUSED_META, paused ? 1 : 0),
+    );
+    this.paused = paused;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.exclusive(async () => {
+        if (!this.paused && !this.stopped) await this.drain(false);
+      })
+        .catch(() => undefined) // recorded in lastError by drain
+        .then(() => this.schedule());
+    }, this.opts.cadenceMs);
+    this.timer.unref();
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Settle what was received up to now, round by round: one batch per endpoint per round,
+   * endpoints with the oldest backlog first. Any run stops early on stop(); a scheduled one
+   * also on pause.
+   */
+  private async drain(force: boolean): Promise<BatchView[]> {
+    const { store, log, now, batchCap } = this.opts;
+    const boundary = now();
+    const made: BatchView[] = [];
+    this.running = true;
+    this.lastRunAt = boundary;
+    // Rounds: every endpoint with a backlog once, oldest backlog first; a round that made
+    // nothing ends the run.
+    let round: string[] = [];
+    let share = batchCap;
+    let madeThisRound = true;
+    const next = (previousMade: boolean | null): { endpointId: string; cap: number } | null => {
+      if (previousMade === true) madeThisRound = true;
+      if (round.length === 0) {
+        if (!madeThisRound) return null;
+        round = store.settlement.pendingEndpoints(boundary);
+        share = Math.min(batchCap, Math.ceil(GROUP_COMMIT_CALLS / Math.max(1, round.length)));
+        madeThisRound = false;
+      }
+      const endpointId = round.shift();
+      return endpointId === undefined ? null : { endpointId, cap: share };
+    };
+    try {
+      for (;;) {
+        if (this.stopped || (!force && this.paused)) return made;
+        const group = store.settlement.settleGroup(next, boundary, now(), planBatch, GROUP_COMMIT_CALLS);
+        if (group.length === 0) break;
+        madeThisRound = true; // the group may have ended right after a batch it had no chance to report
+        made.push(...group);
+        this.lastBatch = group[group.length - 1]!;
+        await yieldToEventLoop();
+      }
+      if (made.length > 0) log.debug('settled', { batches: made.length, calls: made.reduce((n, b) => n + b.calls, 0) });
+      this.lastError = null;
+      return made;
+    } catch (err) {
+      const message = (err as Error).message ?? String(err);
+      if (message !== this.lastError) log.error('settlement failed', { err });
+      this.lastError = message;
+      throw err;
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * Reads behind the public API and the indexer that the ledger module does not offer: the
+ * secret that keys every public opaque id (created once, stable across restarts), and the
+ * list of recorded calls, newest first, paged by a keyset cursor (started_at, call_id) over
+ * the `outcomes_by_time` index of migration 4. Money totals come from `ledger.ts`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Db } from './db';
+import type { Outcome } from '../../protocol/outcome';
+
+/** One recorded call, as the indexer may show it (before the ids are made opaque). */
+export interface ActivityRow {
+  call_id: string;
+  endpoint_id: string;
+  outcome: Outcome;
+  status: number;
+  latency_ms: number;
+  started_at: number;
+  settled_batch: number | null;
+  premium: number | null;
+  refund: number | null;
+  clamp: 'pool_depleted' | 'cap_clamped' | null;
+}
+
+/** Position in the activity list: the call just before the wanted page, newest-first order. */
+export interface ActivityCursor {
+  started_at: number;
+  call_id: string;
+}
+
+export class PublicReads {
+  /** HMAC key of the public opaque ids; created on first open, stable across restarts. */
+  readonly idSecret: Buffer;
+  private readonly firstPageStmt;
+  private readonly pageStmt;
+
+  constructor(db: Db) {
+    db.prepare(`INSERT OR IGNORE INTO public_secret (id, secret) VALUES (1, ?)`).run(randomBytes(32));
+    this.idSecret = db.prepare(`SELECT secret FROM public_secret WHERE id = 1`).pluck().get() as Buffer;
+    const columns = `call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp`;
+    this.firstPageStmt = db.prepare(`SELECT ${columns} FROM outcomes ORDER BY started_at DESC, call_id DESC LIMIT ?`);
+    this.pageStmt = db.prepare(
+      `SELECT ${columns} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`,
+    );
+  }
+
+  /** Up to `limit` calls older than `before` (or the newest ones), newest first. */
+  activity(limit: number, before: ActivityCursor | null): ActivityRow[] {
+    return (before === null ? this.firstPageStmt.all(limit) : this.pageStmt.all(before.started_at, before.call_id, limit)) as ActivityRow[];
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Per-endpoint, per-minute rollups of call outcomes (migration 4): counts by outcome and a
+ * fixed latency histogram. `add` runs inside the outcome ingest transaction with only the
+ * rows that were actually inserted, so a replayed batch never counts a call twice.
+ * `window` sums the minutes of a rolling window; nothing here reads the raw outcomes.
+ */
+import type { Db } from './db';
+import type { Outcome } from '../../protocol/outcome';
+
+/**
+ * Upper bounds (inclusive, ms) of the latency histogram; one more bucket holds the rest.
+ * Column `lat_le_<bound>` per bound and `lat_gt_60000`, fixed by migration 4: changing them
+ * needs a new migration.
+ */
+export const LATENCY_BOUNDS_MS: readonly number[] = [
+  1, 2, 5, 10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 20000, 30000, 60000,
+];
+const LATENCY_COLUMNS = [...LATENCY_BOUNDS_MS.map((b) => `lat_le_${b}`), `lat_gt_${LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]}`];
+const OUTCOME_COLUMNS: readonly Outcome[] = ['ok', 'latency_breach', 'server_error', 'network_error', 'schema_mismatch', 'client_error'];
+const COUNT_COLUMNS = [...OUTCOME_COLUMNS, ...LATENCY_COLUMNS];
+
+export const MINUTE_MS = 60_000;
+
+/** What a rollup needs from one inserted outcome. */
+export interface RollupInput {
+  endpoint_id: string;
+  started_ms: number;
+  outcome: Outcome;
+  latency_ms: number;
+}
+
+/** One endpoint's sums over a window. */
+export interface EndpointWindow {
+  endpoint_id: string;
+  counts: Record<Outcome, number>;
+  /** Calls per latency bucket, aligned with `LATENCY_BOUNDS_MS` plus the overflow bucket. */
+  latency: number[];
+}
+
+/** Index of the histogram bucket for `latencyMs`. */
+export function latencyBucket(latencyMs: number): number {
+  let lo = 0;
+  let hi = LATENCY_BOUNDS_MS.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (latencyMs <= LATENCY_BOUNDS_MS[mid]!) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+export class RollupsTable {
+  private readonly upsertStmt;
+  private readonly windowStmt;
+
+  constructor(db: Db) {
+    this.upsertStmt = db.prepare(
+      `INSERT INTO outcome_rollups (endpoint_id, minute, ${COUNT_COLUMNS.join(', ')})
+       VALUES (?, ?, ${COUNT_COLUMNS.map(() => '?').join(', ')})
+       ON CONFLICT (minute, endpoint_id) DO UPDATE SET
+         ${COUNT_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
+    );
+    this.windowStmt = db
+      .prepare(
+        `SELECT endpoint_id, ${COUNT_COLUMNS.map((c) => `sum(${c})`).join(', ')}
+         FROM outcome_rollups WHERE minute >= ? GROUP BY endpoint_id`,
+      )
+      .raw();
+  }
+
+  /** Add inserted outcomes (call inside the ingest transaction). One upsert per endpoint-minute. */
+  add(rows: readonly RollupInput[]): void {
+    if (rows.length === 0) return;
+    const groups = new Map<string, { endpoint: string; minute: number; counts: number[] }>();
+    for (const row of rows) {
+      const minute = Math.floor(row.started_ms / MINUTE_MS);
+      const id = `${minute}\u0000${row.endpoint_id}`;
+      let group = groups.get(id);
+      if (group === undefined) {
+        group = { endpoint: row.endpoint_id, minute, counts: new Array<number>(COUNT_COLUMNS.length).fill(0) };
+        groups.set(id, group);
+      }
+      group.counts[OUTCOME_COLUMNS.indexOf(row.outcome)]! += 1;
+      if (row.outcome !== 'client_error') group.counts[OUTCOME_COLUMNS.length + latencyBucket(row.latency_ms)]! += 1;
+    }
+    for (const g of groups.values()) this.upsertStmt.run(g.endpoint, g.minute, ...g.counts);
+  }
+
+  /**
+   * Sums per endpoint over the minutes that start at or after `fromMs` (the oldest, partial
+   * minute of a window that does not start on a minute boundary is left out).
+   */
+  window(fromMs: number): EndpointWindow[] {
+    const fromMinute = Math.ceil(fromMs / MINUTE_MS);
+    return (this.windowStmt.all(fromMinute) as unknown[][]).map((row) => {
+      const counts = {} as Record<Outcome, number>;
+      OUTCOME_COLUMNS.forEach((name, i) => (counts[name] = Number(row[1 + i] ?? 0)));
+      const latency = LATENCY_COLUMNS.map((_, i) => Number(row[1 + OUTCOME_COLUMNS.length + i] ?? 0));
+      return { endpoint_id: String(row[0]), counts, latency };
+    });
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * Access applications (spec §1, DESIGN §8): the fields an applicant gives, the rule that
+ * decides which questions are asked, and the admin API's application views. Shared by
+ * control (public form, JSON API, admin routes) and `svcctl applications add`, so the
+ * direct-contact fallback is validated exactly like the form.
+ */
+import { z } from 'zod';
+import { EndpointId } from './admin';
+import { WalletAddress } from './wallet';
+
+/** The answer promised to every applicant (spec §1, §8.5). */
+export const ANSWER_WITHIN_HOURS = 24;
+
+export const APPLICANT_TYPES = ['ai_agent', 'api_merchant', 'ai_agent_merchant'] as const;
+export const ApplicantType = z.enum(APPLICANT_TYPES, {
+  message: `must be one of ${APPLICANT_TYPES.join(', ')}`,
+});
+export type ApplicantType = z.infer<typeof ApplicantType>;
+
+export const APPLICANT_TYPE_LABELS: Readonly<Record<ApplicantType, string>> = {
+  ai_agent: 'AI agent',
+  api_merchant: 'API merchant',
+  ai_agent_merchant: 'AI agent merchant',
+};
+
+/** Where an application came from: the HTML form, the JSON API, or an operator (`add`). */
+export type ApplicationSource = 'form' | 'api' | 'direct';
+export type ApplicationStatus = 'pending' | 'approved' | 'rejected';
+
+/** Field limits, in characters. */
+export const FIELD_LIMITS = Object.freeze({
+  building: 2000,
+  contact_name: 120,
+  social_url: 300,
+  messaging_handle: 200,
+  api_name: 100,
+  apis_paid: 20,
+  why: 2000,
+});
+
+/**
+ * Which APIs the agent pays for is asked only of AI agents (spec §1).
+ */
+export function apisAsked(type: unknown): boolean {
+  return type === 'ai_agent';
+}
+
+/**
+ * "Why do you want to try svc?" is asked of merchants (API merchants and AI agent merchants),
+ * whose interest the other answers do not explain, and of AI agents that pay for no API yet,
+ * who have no usage to point at. An AI agent that already pays for APIs is not asked.
+ */
+export function whyAsked(type: unknown, apisPaid: readonly unknown[] | undefined): boolean {
+  if (type === 'api_merchant' || type === 'ai_agent_merchant') return true;
+  if (type === 'ai_agent') return !(apisPaid ?? []).some((a) => typeof a === 'string' && a.trim() !== '');
+  return false;
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+const ONE_LINE_CONTROL = /[\u0000-\u001f\u007f]/;
+
+const text = (max: number, multiline: boolean) =>
+  z
+    .string({ message: 'is required' })
+    .trim()
+    .min(1, { message: 'is required' })
+    .max(max, { message: `must be at most ${max} characters` })
+    .refine((v) => !(multiline ? CONTROL_CHARS : ONE_LINE_CONTROL).test(v), { message: 'must not contain control characters' });
+
+/** A link to a project or personal social-media profile; `github.com/x` gets `https://`. */
+export const SocialUrl = z
+  .string({ message: 'is required' })
+  .trim()
+  .min(1, { message: 'is required' })
+  .max(FIELD_LIMITS.social_url, { message: `must be at most ${FIELD_LIMITS.social_url} characters` })
+  .transform((v) => (/^[a-z0-9-]+(\.[a-z0-9-]+)+(\/|$)/i.test(v) ? `https://${v}` : v))
+  .refine(
+    (v) => {
+      try {
+        const url = new URL(v);
+        return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname.includes('.') && url.username === '' && url.password === '';
+      } catch {
+        return false;
+      }
+    },
+    { message: 'must be a link such as https://x.com/yourproject or https://github.com/you' },
+  );
+
+/** An optional wallet: empty or null means "none, can be added later". */
+const OptionalWallet = z.preprocess(
+  (v) => (v === null || (typeof v === 'string' && v.trim() === '') ? undefined : v),
+  WalletAddress.optional(),
+);
+
+const ApplicationShape = z.strictObject({
+  building: text(FIELD_LIMITS.building, true),
+  contact_name: text(FIELD_LIMITS.contact_name, false),
+  wallet: OptionalWallet,
+  social_url: SocialUrl,
+  messaging_handle: text(FIELD_LIMITS.messaging_handle, false),
+  applicant_type: ApplicantType,
+  apis_paid: z
+    .array(text(FIELD_LIMITS.api_name, false), { message: 'must be a list of API names' })
+    .max(FIELD_LIMITS.apis_paid, { message: `must list at most ${FIELD_LIMITS.apis_paid} APIs` })
+    .optional(),
+  why: text(FIELD_LIMITS.why, true).optional(),
+  feedback_opt_in: z.boolean({ message: 'must be true or false' }).optional(),
+});
+
+/**
+ * One application as submitted (JSON body of `POST /api/v1/applications`, the form, and
+ * `svcctl applications add`). Answers to questions that are not asked for the chosen type
+ * are dropped before validation (`apis_paid` for non-agents, `why` per {@link whyAsked});
+ * `why` is required when it is asked. The result is normalised: trimmed text, API names
+ * de-duplicated, `feedback_opt_in` defaulting to false.
+ */
+export const ApplicationInput = z
+  .preprocess((raw) => {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+    const input = { ...(raw as Record<string, unknown>) };
+    if (Array.isArray(input.apis_paid)) {
+      input.apis_paid = input.apis_paid.filter((a) => !(typeof a === 'string' && a.trim() === ''));
+    }
+    if (!apisAsked(input.applicant_type)) delete input.apis_paid;
+    const apis = Array.isArray(input.apis_paid) ? input.apis_paid : undefined;
+    if (!whyAsked(input.applicant_type, apis)) delete input.why;
+    else if (input.why === null || (typeof input.why === 'string' && input.why.trim() === '')) delete input.why;
+    return input;
+  }, ApplicationShape)
+  .superRefine(
+    (value, ctx) => {
+      // Runs even when other fields failed, so every missing answer is reported at once.
+      if (!whyAsked(value.applicant_type, Array.isArray(value.apis_paid) ? value.apis_paid : undefined) || value.why !== undefined) return;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['why'],
+        message:
+          value.applicant_type === 'ai_agent'
+            ? 'is required for AI agents that do not pay for any API yet'
+            : 'is required for merchants',
+      });
+    },
+    { when: (payload) => payload.value !== null && typeof payload.value === 'object' && !Array.isArray(payload.value) },
+  )
+  .transform((value) => {
+    const seen = new Set<string>();
+    const apis = (value.apis_paid ?? []).filter((a) => {
+      const k = a.toLowerCase();
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
+    return {
+      building: value.building,
+      contact_name: value.contact_name,
+      wallet: value.wallet ?? null,
+      social_url: value.social_url,
+      messaging_handle: value.messaging_handle,
+      applicant_type: value.applicant_type,
+      apis_paid: apis,
+      why: value.why ?? null,
+      feedback_opt_in: value.feedback_opt_in ?? false,
+    };
+  });
+export type Application = z.output<typeof ApplicationInput>;
+
+/** `201 {"id","status":"received","answer_within_hours":24}` (200 for a recognised duplicate). */
+export interface ApplicationReceipt {
+  id: string;
+  status: 'received';
+  answer_within_hours: number;
+}
+
+// ---------------------------------------------------------------------------------------
+// Admin API
+
+/** `POST /_admin/v1/applications`: the direct-contact fallback (source `direct`). */
+export const AddApplicationRequest = z.strictObject({
+  application: z.unknown(),
+  /** When the applicant got in touch, if earlier than now (ISO 8601). */
+  received_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 time, e.g. 2030-01-01T12:00:00Z' }).optional(),
+});
+
+export const ApproveApplicationRequest = z.strictObject({
+  endpoints: z.array(EndpointId).max(1000).optional(),
+  expires_in_seconds: z.number().int().min(1).max(10 * 365 * 86400).optional(),
+});
+export type ApproveApplicationRequest = z.infer<typeof ApproveApplicationRequest>;
+
+export const RejectApplicationRequest = z.strictObject({
+  reason: z.string().trim().min(1).max(2000).optional(),
+});
+
+export const RedeliverApplicationRequest = z.strictObject({
+  /** Show the new key to the operator instead of using the configured notifier. */
+  to_operator: z.boolean().optional(),
+});
+
+export type NotifierKind = 'operator' | 'webhook';
+export type DeliveryStatus = 'shown_to_operator' | 'delivered' | 'failed';
+
+/** One row of the delivery log. The key itself is never in it. */
+export interface DeliveryAttemptView {
+  at: string;
+  notifier: NotifierKind;
+  key_id: string;
+  attempt: number;
+  outcome: 'shown_to_operator' | 'delivered' | 'retrying' | 'failed';
+  http_status: number | null;
+  error: string | null;
+  target: string | null;
+}
+
+export interface PriorityView {
+  score: number;
+  reasons: string[];
+}
+
+export interface ApplicationView extends Application {
+  id: string;
+  source: ApplicationSource;
+  status: ApplicationStatus;
+  received_at: string;
+  /** `received_at` + the 24 h answer target. */
+  due_at: string;
+  age_hours: number;
+  /** Pending past `due_at`. */
+  overdue: boolean;
+  /** Decided after `due_at` (null while pending). */
+  answered_late: boolean | null;
+  priority: PriorityView;
+  submissions: number;
+  recorded_by: string | null;
+  decided_at: string | null;
+  decided_by: string | null;
+  reject_reason: string | null;
+  key_id: string | null;
+  delivery: { status: DeliveryStatus; notifier: NotifierKind; at: string; error: string | null } | null;
+}
+
+export interface ApplicationDetail extends ApplicationView {
+  key: { id: string; prefix: string; status: string; endpoints: string[] } | null;
+  deliveries: DeliveryAttemptView[];
+}
+
+export interface ApplicationList {
+  applications: ApplicationView[];
+  answer_within_hours: number;
+}
+
+/** The outcome of delivering a key, in the approve and redeliver answers. */
+export interface DeliveryReport {
+  notifier: NotifierKind;
+  status: DeliveryStatus;
+  attempts: number;
+  error: string | null;
+  deliver_to: { contact_name: string; messaging_handle: string };
+  /** What to do next when delivery failed. */
+  next_step: string | null;
+}
+
+/**
+ * Answer to approve and redeliver. `key` (the plaintext, once) is present only when the
+ * operator notifier delivers it, i.e. the operator is the one who sends it on; `message` is
+ * the text to send to the applicant.
+ */
+export interface ApprovalResult {
+  application: ApplicationView;
+  key_id: string;
+  key_prefix: string;
+  endpoints: string[];
+  version: number;
+  delivery: DeliveryReport;
+  key?: string;
+  message?: string;
+}

@@ -1,0 +1,101 @@
+// The money of one batch, call by call (control/settler/plan.ts): premiums and fees, refunds,
+// clamping by pool and hourly cap, keyless calls and client errors.
+import t from 'tap';
+import { planBatch } from '../../control/settler/plan';
+import { HOUR_MS, type Economics, type UnsettledCall } from '../../control/store/settlement';
+import type { Outcome } from '../../protocol/outcome';
+
+const H = Date.UTC(2030, 0, 1, 12); // the start of an hour
+let seq = 0;
+const call = (outcome: Outcome, key: string | null = 'a', startedAt = H): UnsettledCall => ({
+  call_id: `c${String(++seq).padStart(4, '0')}`,
+  key_id: key,
+  outcome,
+  started_at: startedAt,
+  received_at: H,
+});
+const econ = (e: Partial<Economics> = {}): Economics => ({ price: 1000, premium: 100, refund_cap_per_hour: 0, treasury_fee_bps: 0, ...e });
+const plan = (calls: UnsettledCall[], e: Partial<Economics> = {}, pool = 1_000_000, used: Record<number, number> = {}) =>
+  planBatch({ endpointId: 'ep', calls, economics: econ(e), pool, refundedInHour: (h) => used[h] ?? 0 });
+
+t.test('each outcome moves what DESIGN §6 says', async (t) => {
+  const calls = [call('ok'), call('latency_breach'), call('server_error'), call('network_error'), call('schema_mismatch'), call('client_error')];
+  const p = plan(calls);
+  t.same(p.standard, { premium: 100, owed: 1100 });
+  t.equal(p.exceptions.size, 0, 'nothing clamped');
+  t.same([...p.premiums], [['a', 100]]);
+  t.same([...p.refunds], [['a', 4 * 1100]], 'four covered failures: price + premium each');
+  t.same(p.totals, { premiums: 100, refunds: 4400, refunds_owed: 4400, clamped_calls: 0 });
+  t.equal(p.treasuryFees, 0);
+});
+
+t.test('treasury fee: floor(premium × bps / 10000) per call', async (t) => {
+  const p = plan([call('ok'), call('ok'), call('ok', 'b')], { premium: 333, treasury_fee_bps: 250 });
+  t.equal(p.treasuryFees, 3 * 8, 'floor(333 × 0.025) = 8, per call');
+  t.same([...p.premiums].sort(), [['a', 666], ['b', 333]]);
+  t.equal(plan([call('ok')], { premium: 3, treasury_fee_bps: 3333 }).treasuryFees, 0, 'floor(0.9999) = 0');
+  t.equal(plan([call('ok')], { premium: 100, treasury_fee_bps: 10_000 }).treasuryFees, 100, 'the whole premium at 100 %');
+});
+
+t.test('keyless calls and client errors move nothing', async (t) => {
+  const p = plan([call('ok', null), call('server_error', null), call('client_error'), call('client_error', null)]);
+  t.equal(p.premiums.size + p.refunds.size + p.exceptions.size, 0);
+  t.same(p.totals, { premiums: 0, refunds: 0, refunds_owed: 0, clamped_calls: 0 });
+});
+
+t.test('free endpoints owe nothing', async (t) => {
+  const p = plan([call('ok'), call('server_error')], { price: 0, premium: 0 });
+  t.same(p.totals, { premiums: 0, refunds: 0, refunds_owed: 0, clamped_calls: 0 });
+  t.equal(p.exceptions.size, 0, 'no clamp on a refund of 0');
+});
+
+t.test('a refund beyond the pool is clamped to it, and marked pool_depleted', async (t) => {
+  const [a, b, c] = [call('server_error'), call('server_error'), call('server_error')];
+  const p = plan([a, b, c], {}, 1500);
+  t.same(p.exceptions.get(b.call_id), { premium: 0, refund: 400, refund_owed: 1100, clamp: 'pool_depleted' });
+  t.same(p.exceptions.get(c.call_id), { premium: 0, refund: 0, refund_owed: 1100, clamp: 'pool_depleted' });
+  t.notOk(p.exceptions.has(a.call_id), 'the first is paid in full');
+  t.same(p.totals, { premiums: 0, refunds: 1500, refunds_owed: 3300, clamped_calls: 2 });
+  t.same([...p.refunds], [['a', 1500]], 'never more than the pool held');
+});
+
+t.test('premiums earlier in the batch refill the pool for later refunds', async (t) => {
+  const late = call('server_error');
+  const p = plan([call('ok'), call('ok'), late], { treasury_fee_bps: 1000 }, 920);
+  // 920 + 2 × (100 − 10) = 1100: exactly enough.
+  t.notOk(p.exceptions.has(late.call_id));
+  const early = call('server_error');
+  const q = plan([early, call('ok'), call('ok')], { treasury_fee_bps: 1000 }, 920);
+  t.same(q.exceptions.get(early.call_id)?.refund, 920, 'a refund before the premiums sees only the pool');
+});
+
+t.test('the hourly cap, per clock hour of the call start', async (t) => {
+  const calls = [call('server_error'), call('server_error'), call('server_error'), call('server_error', 'a', H + HOUR_MS - 1), call('server_error', 'b', H + HOUR_MS)];
+  const p = plan(calls, { refund_cap_per_hour: 2500 }, 1_000_000, { [H / HOUR_MS]: 200 });
+  // Hour H already paid 200: 1100, 1100, then 100 left, then 0; the next hour starts fresh.
+  t.same(p.exceptions.get(calls[2]!.call_id), { premium: 0, refund: 100, refund_owed: 1100, clamp: 'cap_clamped' });
+  t.same(p.exceptions.get(calls[3]!.call_id), { premium: 0, refund: 0, refund_owed: 1100, clamp: 'cap_clamped' });
+  t.notOk(p.exceptions.has(calls[4]!.call_id), 'a new hour');
+  t.same([...p.refundsByHour].sort(), [[H / HOUR_MS, 2300], [H / HOUR_MS + 1, 1100]], 'what each hour paid in this batch');
+  t.same([...p.refunds].sort(), [['a', 2300], ['b', 1100]]);
+  t.equal(plan([call('server_error')], { refund_cap_per_hour: 0 }, 1_000_000, { [H / HOUR_MS]: 1e12 }).exceptions.size, 0, 'cap 0 = no cap');
+});
+
+t.test('when both limits bind, the smaller one names the clamp (the pool on a tie)', async (t) => {
+  const c1 = call('server_error');
+  t.equal(plan([c1], { refund_cap_per_hour: 500 }, 300).exceptions.get(c1.call_id)?.clamp, 'pool_depleted');
+  const c2 = call('server_error');
+  t.equal(plan([c2], { refund_cap_per_hour: 300 }, 500).exceptions.get(c2.call_id)?.clamp, 'cap_clamped');
+  const c3 = call('server_error');
+  t.equal(plan([c3], { refund_cap_per_hour: 400 }, 400).exceptions.get(c3.call_id)?.clamp, 'pool_depleted');
+  t.equal(plan([c3], { refund_cap_per_hour: 400 }, 400).exceptions.get(c3.call_id)?.refund, 400);
+});
+
+t.test('nothing is ever negative', async (t) => {
+  for (let pool = 0; pool < 3000; pool += 250) {
+    const p = plan([call('server_error'), call('ok'), call('network_error'), call('latency_breach')], { refund_cap_per_hour: 1500, treasury_fee_bps: 500 }, pool);
+    const refunds = [...p.refunds.values()].reduce((a, b) => a + b, 0);
+    t.ok(refunds <= pool + p.totals.premiums - p.treasuryFees, `pool ${pool}: refunds within what the pool had`);
+    for (const e of p.exceptions.values()) t.ok(e.refund >= 0 && e.refund < e.refund_owed);
+  }
+});
