@@ -41,6 +41,8 @@ export function openDatabase(path: string): Db {
     const sync = pragmaValue(db, 'synchronous');
     if (sync !== 2) throw new StoreOpenError(`synchronous is ${String(sync)}, expected 2 (FULL)`);
     db.pragma('foreign_keys = ON');
+    // Statement journals (foreign-key checks in big settlement batches) stay in memory.
+    db.pragma('temp_store = MEMORY');
     if (pragmaValue(db, 'foreign_keys') !== 1) throw new StoreOpenError('foreign_keys did not turn on');
     migrate(db);
     return db;
