@@ -55,11 +55,8 @@ export function sendError(res: ServerResponse, err: unknown): void {
   sendProblem(res, 'svc_internal', 'internal error');
 }
 
-/**
- * Read and parse a JSON request body, refusing more than `limit` bytes (413) and invalid
- * JSON (400). An empty body reads as `{}`.
- */
-export function readJson(req: IncomingMessage, limit = DEFAULT_JSON_BODY_LIMIT_BYTES): Promise<unknown> {
+/** Read a request body as UTF-8 text, refusing more than `limit` bytes (413). */
+export function readText(req: IncomingMessage, limit = DEFAULT_JSON_BODY_LIMIT_BYTES): Promise<string> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) {
@@ -85,17 +82,21 @@ export function readJson(req: IncomingMessage, limit = DEFAULT_JSON_BODY_LIMIT_B
       failed = true;
     });
     req.on('end', () => {
-      if (failed) return;
-      const text = Buffer.concat(chunks).toString('utf8').trim();
-      if (text === '') {
-        resolve({});
-        return;
-      }
-      try {
-        resolve(JSON.parse(text));
-      } catch {
-        reject(new SvcError('svc_bad_request', 'body is not valid JSON'));
-      }
+      if (!failed) resolve(Buffer.concat(chunks).toString('utf8'));
     });
   });
+}
+
+/**
+ * Read and parse a JSON request body, refusing more than `limit` bytes (413) and invalid
+ * JSON (400). An empty body reads as `{}`.
+ */
+export async function readJson(req: IncomingMessage, limit = DEFAULT_JSON_BODY_LIMIT_BYTES): Promise<unknown> {
+  const text = (await readText(req, limit)).trim();
+  if (text === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SvcError('svc_bad_request', 'body is not valid JSON');
+  }
 }

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { SvcError } from '../../protocol/errors';
-import { readJson } from '../../protocol/http';
+import { readJson, readText } from '../../protocol/http';
 
 /**
  * Largest application body. The field limits are in characters; this leaves room for them in
@@ -24,37 +24,6 @@ export function bodyKind(req: IncomingMessage): BodyKind {
   req.resume();
   throw new SvcError('svc_bad_request', 'content-type must be application/json or application/x-www-form-urlencoded', {
     extra: { errors: [{ field: '(body)', message: 'content-type must be application/json or application/x-www-form-urlencoded' }] },
-  });
-}
-
-function readText(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      req.resume();
-      reject(new SvcError('svc_payload_too_large', `body exceeds ${limit} bytes`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    req.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > limit) {
-        failed = true;
-        reject(new SvcError('svc_payload_too_large', `body exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('error', (err) => {
-      if (!failed) reject(err);
-      failed = true;
-    });
-    req.on('end', () => {
-      if (!failed) resolve(Buffer.concat(chunks).toString('utf8'));
-    });
   });
 }
 
