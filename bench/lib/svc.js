@@ -1,0 +1,107 @@
+'use strict';
+/**
+ * The svc stack as the bench drives it: control and gateways as `svcctl serve` child
+ * processes, the admin API (token from <data dir>/admin.token), and gateway readiness.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+const { Agent, request } = require('undici');
+const { Proc } = require('./proc');
+
+const { ROOT, distDir } = require('./app');
+
+const cli = () => path.join(distDir(), 'cli', 'index.js');
+
+const agent = new Agent({ keepAliveTimeout: 10_000, connections: 16 });
+
+async function http(method, url, { headers = {}, json, dispatcher = agent } = {}) {
+  const res = await request(url, {
+    method,
+    dispatcher,
+    headers: json === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  const text = await res.body.text();
+  let body = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.statusCode, body };
+}
+
+class Admin {
+  constructor(controlUrl, dataDir) {
+    this.base = controlUrl;
+    this.token = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
+  }
+
+  async call(method, route, json, expect = [200, 201]) {
+    const res = await http(method, this.base + route, { headers: { authorization: `Bearer ${this.token}` }, json });
+    if (!expect.includes(res.status)) throw new Error(`${method} ${route} → ${res.status}: ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  addEndpoint(id, upstream) {
+    return this.call('POST', '/_admin/v1/endpoints', { id, upstream, timeout_ms: 30_000, sla_ms: 5_000 });
+  }
+
+  setFlag(name, value) {
+    return this.call('PUT', `/_admin/v1/flags/${name}`, { value, note: 'bench' });
+  }
+
+  issueKey(body) {
+    return this.call('POST', '/_admin/v1/keys', body);
+  }
+
+  revokeKey(id) {
+    return this.call('POST', `/_admin/v1/keys/${id}/revoke`, undefined);
+  }
+
+  /** Block until every connected gateway applied `version` (control's own propagation wait). */
+  waitSync(version, timeoutMs = 30_000) {
+    return this.call('POST', '/_admin/v1/sync/wait', { version, timeout_ms: timeoutMs });
+  }
+}
+
+function startControl({ dataDir, cpu, logDir, name = 'control' }) {
+  const proc = new Proc(
+    name,
+    [process.execPath, cli(), 'serve', 'control', '--data-dir', dataDir, '--control-port', '0', '--api-port', '0', '--indexer-port', '0'],
+    { cpu, cwd: ROOT, log: path.join(logDir, `${name}.log`) },
+  );
+  return proc;
+}
+
+function startGateway({ dataDir, controlUrl, cpu, logDir, id, name = 'gateway', nodeArgs = [], env = {} }) {
+  return new Proc(
+    name,
+    [process.execPath, ...nodeArgs, cli(), 'serve', 'gateway', '--data-dir', dataDir, '--gateway-port', '0', '--control', controlUrl, '--id', id],
+    { cpu, cwd: ROOT, log: path.join(logDir, `${name}.log`), env },
+  );
+}
+
+/** Poll the gateway's /health until it is ready at `version` or later. */
+async function waitGatewayVersion(gatewayUrl, version, timeoutMs = 300_000) {
+  const deadline = Date.now() + timeoutMs;
+  const probe = new Agent({ pipelining: 0 });
+  try {
+    let last = null;
+    while (Date.now() < deadline) {
+      try {
+        const res = await http('GET', gatewayUrl + '/health', { dispatcher: probe });
+        last = res.body;
+        if (res.status === 200 && res.body.ready && res.body.snapshot_version >= version) return { health: res.body, at: Date.now() };
+      } catch (err) {
+        last = String(err);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`gateway ${gatewayUrl} not at version ${version} after ${timeoutMs} ms; last health: ${JSON.stringify(last)}`);
+  } finally {
+    await probe.close();
+  }
+}
+
+module.exports = { Admin, http, startControl, startGateway, waitGatewayVersion, ROOT };

@@ -1,0 +1,28 @@
+'use strict';
+/**
+ * Baseline: a bare http-proxy 1.18.1 server with the gateway's upstream agent settings
+ * (keep-alive, maxSockets 256, maxFreeSockets 64, 4 s idle timeout, LIFO) and proxyTimeout.
+ * Usage: node bare-proxy.js <upstream base URL>
+ */
+const http = require('node:http');
+const httpProxy = require('http-proxy');
+const { announceReady, exitWithParent, listen } = require('./common');
+
+const target = process.argv[2];
+if (!target) throw new Error('usage: bare-proxy.js <upstream base URL>');
+const maxSockets = Number(process.env.BENCH_MAX_SOCKETS || 256);
+
+const agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64, timeout: 4_000, scheduling: 'lifo' });
+const proxy = httpProxy.createProxyServer({ target, agent, proxyTimeout: 30_000, xfwd: false });
+proxy.on('error', (_err, _req, res) => {
+  if (res && typeof res.writeHead === 'function' && !res.headersSent) {
+    res.writeHead(502, { 'content-type': 'text/plain' });
+    res.end('bad gateway');
+  } else if (res) res.destroy();
+});
+
+const server = http.createServer((req, res) => proxy.web(req, res));
+listen(server).then((url) => {
+  announceReady('bare-http-proxy', { proxy: url });
+  exitWithParent(server);
+});
