@@ -36,6 +36,7 @@ export class OutcomeShipper {
   private running = false;
   private stopped = false;
   private failures = 0;
+  private parseRecords = false;
 
   constructor(opts: ShipperOptions) {
     this.opts = opts;
@@ -81,17 +82,30 @@ export class OutcomeShipper {
   }
 
   private async shipOnce(): Promise<boolean> {
-    const records = this.opts.journal.pending(SHIP_BATCH);
-    if (records.length === 0) return true;
+    // Normally the journal lines go out as they are. After control refused a batch as
+    // malformed (a damaged line), records are parsed one by one and unreadable ones skipped.
+    let ids: string[];
+    let lines: string[];
+    if (this.parseRecords) {
+      const records = this.opts.journal.pending(SHIP_BATCH);
+      ids = records.map((r) => r.call_id);
+      lines = records.map((r) => JSON.stringify(r));
+    } else {
+      ({ ids, lines } = this.opts.journal.pendingLines(SHIP_BATCH));
+    }
+    if (ids.length === 0) return true;
     this.running = true;
     try {
-      await this.post(JSON.stringify({ gateway_id: this.opts.gatewayId, records }));
-      this.opts.journal.ack(records.map((r) => r.call_id));
-      this.opts.onShipped?.(records.length);
+      // The journal lines are the records' JSON already; control validates every one.
+      await this.post(`{"gateway_id":${JSON.stringify(this.opts.gatewayId)},"records":[${lines.join(',')}]}`);
+      this.opts.journal.ack(ids);
+      this.opts.onShipped?.(ids.length);
+      this.parseRecords = false;
       return true;
     } catch (err) {
+      if ((err as { status?: number }).status === 400) this.parseRecords = true;
       this.opts.onFailure?.();
-      this.opts.log.warn('outcome batch not shipped; will retry', { records: records.length, err });
+      this.opts.log.warn('outcome batch not shipped; will retry', { records: ids.length, err });
       return false;
     } finally {
       this.running = false;
@@ -119,7 +133,7 @@ export class OutcomeShipper {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           if (res.statusCode !== 200) {
-            reject(new Error(`control answered ${res.statusCode}: ${text.slice(0, 200)}`));
+            reject(Object.assign(new Error(`control answered ${res.statusCode}: ${text.slice(0, 200)}`), { status: res.statusCode }));
             return;
           }
           try {
