@@ -90,7 +90,8 @@ export interface ActivityEntry {
   batch: number | null;
 }
 
-interface ActivityRow {
+/** One recorded call as stored, with its settlement fields. */
+export interface ActivityRow {
   call_id: string;
   endpoint_id: string;
   outcome: Outcome;

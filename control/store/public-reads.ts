@@ -6,21 +6,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from './db';
-import type { Outcome } from '../../protocol/outcome';
+import type { ActivityRow as LedgerActivityRow } from './ledger';
 
 /** One recorded call, as the indexer may show it (before the ids are made opaque). */
-export interface ActivityRow {
-  call_id: string;
-  endpoint_id: string;
-  outcome: Outcome;
-  status: number;
-  latency_ms: number;
-  started_at: number;
-  settled_batch: number | null;
-  premium: number | null;
-  refund: number | null;
-  clamp: 'pool_depleted' | 'cap_clamped' | null;
-}
+export type ActivityRow = Omit<LedgerActivityRow, 'refund_owed'>;
 
 /** Position in the activity list: the call just before the wanted page, newest-first order. */
 export interface ActivityCursor {

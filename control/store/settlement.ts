@@ -84,17 +84,8 @@ export const HOUR_MS = 3_600_000;
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 const ZERO_ECONOMICS: Economics = { price: 0, premium: 0, refund_cap_per_hour: 0, treasury_fee_bps: 0 };
 
-interface BatchRow {
-  id: number;
-  endpoint_id: string;
-  created_at: number;
-  calls: number;
-  premiums: number;
-  treasury_fees: number;
-  refunds: number;
-  refunds_owed: number;
-  clamped_calls: number;
-}
+/** A `settlement_batches` row: the view's fields, with the time in ms. */
+type BatchRow = Omit<BatchView, 'created_at'> & { created_at: number };
 
 export const batchView = (row: BatchRow): BatchView => ({ ...row, created_at: new Date(row.created_at).toISOString() });
 
