@@ -82,6 +82,15 @@ export type NextBatch = (previousMade: boolean | null) => { endpointId: string; 
 export const HOUR_MS = 3_600_000;
 
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
+/**
+ * `e(id)`: the distinct endpoints with unsettled outcomes, one index seek each
+ * (`outcomes_unsettled`) instead of a scan of the backlog.
+ */
+const PENDING_ENDPOINTS = `WITH RECURSIVE e(id) AS (
+  SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL)
+  UNION ALL
+  SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL AND endpoint_id > e.id) FROM e WHERE e.id IS NOT NULL)`;
+
 const ZERO_ECONOMICS: Economics = { price: 0, premium: 0, refund_cap_per_hour: 0, treasury_fee_bps: 0 };
 
 /** A `settlement_batches` row: the view's fields, with the time in ms. */
@@ -111,10 +120,7 @@ export class SettlementTable {
     // Distinct endpoints with unsettled outcomes: one index seek per endpoint (outcomes_unsettled).
     this.pendingEndpointsStmt = db
       .prepare(
-        `WITH RECURSIVE e(id) AS (
-           SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL)
-           UNION ALL
-           SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL AND endpoint_id > e.id) FROM e WHERE e.id IS NOT NULL)
+        `${PENDING_ENDPOINTS}
          SELECT id FROM e WHERE id IS NOT NULL`,
       )
       .pluck();
@@ -154,10 +160,7 @@ export class SettlementTable {
     // The oldest head among the endpoints: an index seek per endpoint, not a scan of the backlog.
     this.oldestStmt = db
       .prepare(
-        `WITH RECURSIVE e(id) AS (
-           SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL)
-           UNION ALL
-           SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL AND endpoint_id > e.id) FROM e WHERE e.id IS NOT NULL)
+        `${PENDING_ENDPOINTS}
          SELECT min((SELECT received_at FROM outcomes o WHERE o.endpoint_id = e.id AND o.settled_batch IS NULL
                      ORDER BY o.received_at, o.call_id LIMIT 1))
          FROM e WHERE e.id IS NOT NULL`,

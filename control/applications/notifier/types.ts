@@ -3,7 +3,8 @@
  * message (the only place the key is, besides the operator's answer) and reports every
  * attempt through `record`, which writes the delivery log without the key.
  */
-import type { DeliveryAttemptView, DeliveryStatus, NotifierKind } from '../../../protocol/applications';
+import type { DeliveryStatus, NotifierKind } from '../../../protocol/applications';
+import type { DeliveryAttempt } from '../../store/applications';
 
 /** The body a webhook receives (and what the operator is shown to send on). */
 export interface DeliveryMessage {
@@ -24,14 +25,8 @@ export interface DeliveryMessage {
   sent_at: string;
 }
 
-export interface AttemptRecord {
-  attempt: number;
-  at: number;
-  outcome: DeliveryAttemptView['outcome'];
-  http_status: number | null;
-  error: string | null;
-  target: string | null;
-}
+/** One delivery attempt as a notifier reports it; the store adds which application, key and notifier. */
+export type AttemptRecord = Omit<DeliveryAttempt, 'application_id' | 'key_id' | 'notifier'>;
 
 export interface DeliveryOutcome {
   status: DeliveryStatus;
