@@ -21,7 +21,7 @@ import type { Journal } from './journal';
 import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from './limiter';
 import type { GatewayMetrics } from './metrics';
 import type { GatewayProxy, ResponseHead } from './proxy';
-import { buildUpstreamPath, parseRoute } from './route';
+import { joinUpstreamPath, parseRoute } from './route';
 import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
 import type { EndpointEntry, GatewayState, KeyEntry } from './state';
 import { uuidv7 } from './uuid';
@@ -73,6 +73,17 @@ function settlementHeaders(headers: Record<string, unknown>, endpoint: EndpointE
   headers['x-svc-premium'] = String(keyed && outcome === 'ok' ? endpoint.premium : 0);
   headers['x-svc-refund'] = String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0);
   if (endpoint.price > 0 || endpoint.premium > 0) headers['x-svc-settlement-pending'] = '1';
+}
+
+let isoAt = NaN;
+let isoText = '';
+/** `new Date(ms).toISOString()`, computed once per millisecond. */
+function isoTime(ms: number): string {
+  if (ms !== isoAt) {
+    isoText = new Date(ms).toISOString();
+    isoAt = ms;
+  }
+  return isoText;
 }
 
 export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -150,11 +161,11 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       return refuse(res, req, 'svc_rate_limited', `rate limit ${policy.count} per ${policy.windowSeconds}s reached; retry after ${taken.retryAfterSeconds}s`, limitHeaders);
     }
 
-    const path = buildUpstreamPath(endpoint.upstream, route.suffix, route.query);
+    const path = joinUpstreamPath(endpoint.upstream, route.suffix, route.query);
     if (path === null) return refuse(res, req, 'svc_bad_request', 'the path would leave the endpoint');
 
     const callId = uuidv7(t);
-    const startedAt = new Date(t).toISOString();
+    const startedAt = isoTime(t);
     let recorded: OutcomeRecord | null = null;
     // An upstream answer's record waits for the end of its body (a reset or timeout mid-body
     // makes it a network error; a schema endpoint's body gives its verdict), and is appended

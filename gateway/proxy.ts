@@ -139,6 +139,13 @@ const ignore = (): void => {};
 
 type Pass = ((...args: unknown[]) => unknown) & { name: string };
 
+/** A response's declared body length, or -1 when it has none (or an unusable one). */
+function declaredLength(value: string | undefined): number {
+  if (value === undefined) return -1;
+  const n = Number(value);
+  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
+}
+
 function count(table: NodeJS.ReadOnlyDict<unknown[]>): number {
   let n = 0;
   for (const key in table) n += table[key]?.length ?? 0;
@@ -311,19 +318,43 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
         fail(networkErrorOf(err));
         return;
       }
-      const observer = head.body;
-      if (observer !== undefined) {
-        // Registered before pipe(), so `end` runs before pipe's own listener ends the response.
-        if (observer.chunk) incoming.on('data', observer.chunk);
-        incoming.on('end', () => {
+      forwardBody(incoming, res, head.body);
+    };
+
+    // The answer's bytes go to the caller as they arrive, except the last chunk of a body with a
+    // declared length: it is written together with the end, after the body observer ran. So a
+    // caller never holds a complete response before its outcome record is in the journal.
+    const forwardBody = (incoming: IncomingMessage, out: ServerResponse, observer: BodyObserver | undefined): void => {
+      let remaining = declaredLength(incoming.headers['content-length']);
+      let held: Buffer | undefined;
+      const observe = observer?.chunk;
+      incoming.on('data', (chunk: Buffer) => {
+        if (observe !== undefined) observe(chunk);
+        if (remaining >= 0 && (remaining -= chunk.length) <= 0) {
+          if (held === undefined) {
+            held = chunk;
+            return;
+          }
+          out.write(held); // not reached with a conforming parser: the length ended at `held`
+          held = undefined;
+        }
+        if (!out.write(chunk)) {
+          incoming.pause();
+          out.once('drain', () => incoming.resume());
+        }
+      });
+      incoming.on('end', () => {
+        if (finished) return;
+        if (observer !== undefined) {
           try {
             observer.end();
           } catch (err) {
             internal(err);
+            return;
           }
-        });
-      }
-      incoming.pipe(res);
+        }
+        out.end(held);
+      });
     };
 
     // http-proxy creates the upstream request inside web() and hands out no reference until it
@@ -331,22 +362,25 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     const limit = target.bodyLimitBytes;
     const tooLarge = (): void => {
       if (!claim()) return;
-      req.unpipe();
+      req.pause();
       abortUpstream();
       if (res.headersSent) res.destroy();
       else sendProblem(res, 'svc_payload_too_large', `body exceeds ${limit} bytes`, { connection: 'close' });
       report('body_too_large', res.headersSent ? 413 : null);
     };
+    // The caller's body, streamed with backpressure and counted against the limit.
     const body = {
       pipe(dest: ClientRequest): ClientRequest {
         upstreamReq = dest;
-        if (limit !== undefined) {
-          let seen = 0;
-          req.on('data', (chunk: Buffer) => {
-            seen += chunk.length;
-            if (seen > limit) tooLarge();
-          });
-        }
+        let seen = 0;
+        req.on('data', (chunk: Buffer) => {
+          if (limit !== undefined && (seen += chunk.length) > limit) return tooLarge();
+          if (!dest.write(chunk)) {
+            req.pause();
+            dest.once('drain', () => req.resume());
+          }
+        });
+        req.on('end', () => dest.end());
         dest.on('response', onResponse);
         dest.on('timeout', () => {
           timedOut = true; // proxyTimeout fired; http-proxy aborts the request next
@@ -356,7 +390,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
           if (callerGone()) return callerLeft();
           fail(timedOut ? 'timeout' : networkErrorOf(err));
         });
-        return req.pipe(dest);
+        return dest;
       },
     };
 

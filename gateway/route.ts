@@ -110,6 +110,7 @@ function segmentEnd(path: string, from: number): number {
 export function checkSuffix(suffix: string): string | null {
   if (suffix === '') return null;
   if (suffix.charCodeAt(0) !== 0x2f) return 'path suffix must start with /';
+  if (isPlainPath(suffix)) return null;
   if (!RAW_TARGET_OK.test(suffix)) return 'path contains characters that must be percent-encoded';
   if (suffix.indexOf('#') !== -1) return 'request target contains a fragment';
   let layer = suffix;
@@ -127,6 +128,25 @@ export function checkSuffix(suffix: string): string | null {
     if (decoded === layer) return null;
     layer = decoded;
   }
+}
+
+/**
+ * True for the common suffix made only of letters, digits, `-`, `_`, `~` and non-empty
+ * `/`-separated segments: no `.`, `%`, `:`, `@` or `\\`, so no layer below it and nothing
+ * {@link checkLayer} could object to. Everything else takes the full check.
+ */
+function isPlainPath(suffix: string): boolean {
+  let previous = 0;
+  for (let i = 0; i < suffix.length; i++) {
+    const c = suffix.charCodeAt(i);
+    if (c === 0x2f) {
+      if (previous === 0x2f) return false;
+    } else if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x5f || c === 0x7e)) {
+      return false;
+    }
+    previous = c;
+  }
+  return true;
 }
 
 function checkLayer(layer: string): string | null {
@@ -185,6 +205,14 @@ export function checkQuery(query: string): string | null {
  */
 export function buildUpstreamPath(base: URL, suffix: string, query: string): string | null {
   if (checkSuffix(suffix) !== null || checkQuery(query) !== null) return null;
+  return joinUpstreamPath(base, suffix, query);
+}
+
+/**
+ * {@link buildUpstreamPath} for a suffix and query that {@link parseRoute} already accepted:
+ * only the join and the base-path prefix assertion.
+ */
+export function joinUpstreamPath(base: URL, suffix: string, query: string): string | null {
   const basePath = base.pathname === '' ? '/' : base.pathname;
   if (suffix === '') return basePath + query;
   const prefix = basePath.endsWith('/') ? basePath.slice(0, -1) : basePath;

@@ -39,6 +39,30 @@ t.test('a large streamed body goes up and comes back byte for byte', async (t) =
   t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [[null, 200, 200]]);
 });
 
+t.test('the last chunk of a sized body is held until the body observer has run', async (t) => {
+  // The observer is where the outcome record is journaled: a caller must not hold the whole
+  // answer before that, or a crash in between loses a call the caller saw complete.
+  const first = Buffer.alloc(4096, 'a');
+  const last = Buffer.alloc(1000, 'z');
+  const upstream = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-length': String(first.length + last.length) });
+    res.write(first);
+    setTimeout(() => res.end(last), 50);
+  });
+  let writtenAtEnd = -1;
+  const gw = await startGateway(t, {
+    upstreamPort: await listen(t, upstream),
+    onHead: (head) => {
+      head.body = { end: () => (writtenAtEnd = gw.sockets[0]!.bytesWritten) };
+    },
+  });
+  const res = await request(gw.port, { method: 'POST', path: '/sized', body: '{}' });
+  t.equal(res.body, first.toString() + last.toString(), 'the caller got the whole body');
+  const total = gw.sockets[0]!.bytesWritten;
+  t.ok(writtenAtEnd > first.length, 'the head and the first chunk were sent before the body ended');
+  t.equal(total - writtenAtEnd, last.length, 'exactly the last chunk was sent after the observer ran');
+});
+
 t.test('the upstream path and query are sent exactly as given', async (t) => {
   const seen: string[] = [];
   const upstream = http.createServer((req, res) => {
