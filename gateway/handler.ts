@@ -2,12 +2,14 @@
  * The gateway's request pipeline (DESIGN §3), in order: route → ready → maintenance →
  * endpoint → method → gate → grant → body rules → rate limit → forward. Every refusal is
  * problem+json, counted in metrics and never recorded as a provider outcome. Every admitted
- * call gets a UUIDv7 call id and exactly one outcome record, appended to the journal just
- * before the response head is written, except on endpoints with a response schema: there a
- * 2xx that passed status and latency waits for its body's verdict, and the record is appended
- * when the upstream body ends, still before the caller's response ends (or, if the body
- * breaks off, when the call is done). `X-Svc-Outcome` is sent with the head, so for those
- * calls it shows the head-time verdict (`ok`) while the record holds the final one.
+ * call gets a UUIDv7 call id and exactly one outcome record in the journal. An upstream
+ * answer's record is taken when its body ends (a reset or timeout mid-body makes it a network
+ * error; on endpoints with a response schema, a 2xx body gives its verdict) and gathered into
+ * the journal's write for that event-loop turn; the caller's response ends only after that
+ * write (the proxy holds the last chunk). A body that breaks off, or the caller leaving, records
+ * at the end of the call; the gateway's own 502/504 record before their head is sent.
+ * `X-Svc-Outcome` goes with the head, so on schema endpoints it shows the head-time verdict
+ * (`ok`) while the record holds the final one.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -193,22 +195,22 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         const waiting = (pending = { record: recorded, facts });
         head.body = {
           chunk: check.chunk,
-          end: () => {
-            if (pending !== waiting) return;
+          end: (release) => {
+            if (pending !== waiting) return release(null);
             pending = null;
             const result = check.finish();
             opts.metrics.schemaCheck(endpoint.id, result);
             recorded = { ...waiting.record, outcome: classify({ ...waiting.facts, schema: verdictOf(result) }) };
-            opts.journal.append(recorded);
+            opts.journal.appendThen(recorded, release);
           },
         };
       } else if (head.fromUpstream) {
         const waiting = (pending = { record: recorded, facts });
         head.body = {
-          end: () => {
-            if (pending !== waiting) return;
+          end: (release) => {
+            if (pending !== waiting) return release(null);
             pending = null;
-            opts.journal.append(waiting.record);
+            opts.journal.appendThen(waiting.record, release);
           },
         };
       } else {

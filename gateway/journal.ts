@@ -7,29 +7,39 @@
  * - `outcomes-<seq>.jsonl`: segments of JSON lines, one `OutcomeRecord` per line. Each
  *   process appends to a fresh segment; a segment is closed at `segmentMaxBytes`.
  * - `acks.json`: the ack cursor (segment, byte offset of the first record not known to be
- *   acked) plus the ids acked out of order beyond it. Rewritten atomically (temp file,
- *   fsync, rename) on every `ack()`. Segments wholly behind the cursor are deleted.
+ *   acked) plus the ids acked out of order beyond it. Replaced atomically (temp file, fsync,
+ *   rename) off the event loop after acks, and blocking at `close()`. Segments wholly behind
+ *   the cursor are deleted.
  *
- * Durability: `append` is one `writeSync` on an `O_APPEND` descriptor, so a record is in the
- * OS before the call's response finishes and survives a crash of the process. `fdatasync`
- * runs in the background every `fsyncIntervalMs` (group commit): a power loss or kernel
- * crash can lose at most that window. Set it to 0 to sync every append.
- * Losing `acks.json` only re-ships acked records; control dedupes by `call_id`.
- * A torn last line (crash mid-write) is truncated away on open; an unreadable line in the
- * middle is skipped and counted.
+ * Durability: a record is in the OS (written to an `O_APPEND` descriptor) before the call's
+ * response finishes, and so survives a crash of the process. `append` writes at once;
+ * `appendThen` gathers the records of one event-loop turn into one write and calls back
+ * after it (the caller ends the response then). `fdatasync` runs in the background every
+ * `fsyncIntervalMs` (group commit): a power loss or kernel crash can lose at most that
+ * window. Set it to 0 to sync every write.
+ * Losing `acks.json` (or its last update) only re-ships acked records; control dedupes by
+ * `call_id`. A torn last line (crash mid-write) is truncated away on open; an unreadable
+ * line in the middle is skipped and counted.
+ *
+ * Shipping reads what this process appended from memory (the last
+ * {@link JOURNAL_TAIL_RECORDS} records); older records, and those of earlier processes, are
+ * read back from the segments.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { OutcomeRecord } from '../protocol/outcome';
+import { SEGMENT_NAME, callIdOf, parseRecord, readAckState, removeAckTemps, scanLines, segmentName, writeAckState, writeAckStateSync, type AckState } from './journal-file';
 
 /** Background fsync cadence. @default 200 */
 export const DEFAULT_JOURNAL_FSYNC_INTERVAL_MS = 200;
 /** Segment size before a new one is started. @default 8 MiB */
 export const DEFAULT_JOURNAL_SEGMENT_BYTES = 8 * 1024 * 1024;
+/** Unacked records kept in memory for shipping; beyond that they are read from disk. @default 20000 */
+export const JOURNAL_TAIL_RECORDS = 20_000;
 
 export interface JournalOptions {
   dir: string;
-  /** @default DEFAULT_JOURNAL_FSYNC_INTERVAL_MS; 0 = fsync on every append */
+  /** @default DEFAULT_JOURNAL_FSYNC_INTERVAL_MS; 0 = fsync on every write */
   fsyncIntervalMs?: number;
   /** @default DEFAULT_JOURNAL_SEGMENT_BYTES */
   segmentMaxBytes?: number;
@@ -42,7 +52,12 @@ export interface JournalStats {
   tornBytes: number;
   /** Unreadable lines skipped since open. */
   corruptLines: number;
+  /** Failed background writes of the ack file (the next ack retries). */
+  ackStateErrors: number;
 }
+
+/** Called once a record given to `appendThen` is written (null) or could not be (the error). Must not throw. */
+export type Written = (err: Error | null) => void;
 
 interface Segment {
   seq: number;
@@ -50,84 +65,47 @@ interface Segment {
   bytes: number;
 }
 
-const SEGMENT_NAME = /^outcomes-(\d{12})\.jsonl$/;
-const STATE_FILE = 'acks.json';
-const READ_CHUNK = 256 * 1024;
-
-const segmentName = (seq: number): string => `outcomes-${String(seq).padStart(12, '0')}.jsonl`;
-
-function parseRecord(line: string): OutcomeRecord | null {
-  try {
-    const value = JSON.parse(line) as Partial<OutcomeRecord> | null;
-    return value !== null && typeof value === 'object' && typeof value.call_id === 'string' ? (value as OutcomeRecord) : null;
-  } catch {
-    return null;
-  }
+interface Position {
+  seq: number;
+  offset: number;
 }
 
-const ID_PREFIX = '{"call_id":"';
-const UUID_LENGTH = 36;
-
-/**
- * The call id of a journal line without parsing it: records are written with `call_id` first,
- * so it sits at a fixed place. Anything else falls back to a full parse.
- */
-function callIdOf(line: string): string | null {
-  if (line.startsWith(ID_PREFIX) && line.charCodeAt(ID_PREFIX.length + UUID_LENGTH) === 34 && line.endsWith('}')) {
-    return line.slice(ID_PREFIX.length, ID_PREFIX.length + UUID_LENGTH);
-  }
-  return parseRecord(line)?.call_id ?? null;
-}
-
-/**
- * Visit complete lines of `file` from `from`. `visit` returns false to stop before that line.
- * Returns the offset where scanning stopped (the start of the refused line, or the end of the
- * last complete line).
- */
-function scanLines(file: string, from: number, visit: (line: string, end: number) => boolean): number {
-  const fd = fs.openSync(file, 'r');
-  try {
-    const chunk = Buffer.allocUnsafe(READ_CHUNK);
-    let carry: Buffer | null = null;
-    let readAt = from;
-    let lineStart = from;
-    for (;;) {
-      const n = fs.readSync(fd, chunk, 0, READ_CHUNK, readAt);
-      if (n === 0) return lineStart;
-      readAt += n;
-      const buf: Buffer = carry === null ? chunk.subarray(0, n) : Buffer.concat([carry, chunk.subarray(0, n)]);
-      let i = 0;
-      for (let nl = buf.indexOf(10, i); nl !== -1; nl = buf.indexOf(10, i)) {
-        const end = lineStart + (nl - i) + 1;
-        if (!visit(buf.toString('utf8', i, nl), end)) return lineStart;
-        lineStart = end;
-        i = nl + 1;
-      }
-      carry = i < buf.length ? Buffer.from(buf.subarray(i)) : null;
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
+/** A record this process appended: its line and where it sits. */
+interface TailEntry {
+  id: string;
+  line: string;
+  seq: number;
+  start: number;
+  end: number;
 }
 
 /** Append-only, ack-tracked journal of outcome records. One per gateway process. */
 export class Journal {
   private readonly dir: string;
   private readonly segmentMaxBytes: number;
-  private readonly syncEveryAppend: boolean;
+  private readonly syncEveryWrite: boolean;
   private readonly segments: Segment[] = [];
   private fd: number;
-  private cursor: { seq: number; offset: number };
+  private cursor: Position;
   /** Acked ids at or beyond the cursor. */
   private readonly ackedAhead = new Set<string>();
   /** Ids handed out by pending() and not acked yet: the only ids ack() accepts. */
   private readonly inflight = new Set<string>();
   /** Readable records at or beyond the cursor, acked or not. */
   private beyondCursor = 0;
+  /** This process's records from `tail[tailHead]` on; every record after the first is here too. */
+  private tail: TailEntry[] = [];
+  private tailHead = 0;
+  private queuedLines: string[] = [];
+  private queuedIds: string[] = [];
+  private queuedDone: Written[] = [];
+  private flushScheduled = false;
   private dirty = false;
   private syncing = false;
+  private closed = false;
+  private readonly state = { generation: 0, writing: false, again: false };
   private readonly timer: NodeJS.Timeout | null;
-  private readonly counters = { tornBytes: 0, corruptLines: 0 };
+  private readonly counters = { tornBytes: 0, corruptLines: 0, ackStateErrors: 0 };
 
   /** Open (creating if needed) the journal in `options.dir` and replay what is not acked. */
   static open(options: JournalOptions): Journal {
@@ -138,10 +116,11 @@ export class Journal {
     this.dir = options.dir;
     this.segmentMaxBytes = options.segmentMaxBytes ?? DEFAULT_JOURNAL_SEGMENT_BYTES;
     const interval = options.fsyncIntervalMs ?? DEFAULT_JOURNAL_FSYNC_INTERVAL_MS;
-    this.syncEveryAppend = interval === 0;
+    this.syncEveryWrite = interval === 0;
     fs.mkdirSync(this.dir, { recursive: true });
+    removeAckTemps(this.dir);
 
-    const state = this.readState();
+    const state = readAckState(this.dir);
     const found = fs
       .readdirSync(this.dir)
       .map((name) => SEGMENT_NAME.exec(name))
@@ -164,53 +143,67 @@ export class Journal {
     this.fd = this.openSegment(seq);
     if (first === undefined) this.cursor = { seq, offset: 0 };
     this.advance();
-    this.timer = this.syncEveryAppend ? null : setInterval(() => this.backgroundSync(), interval);
+    this.timer = this.syncEveryWrite ? null : setInterval(() => this.backgroundSync(), interval);
     this.timer?.unref();
   }
 
-  /** Append one record. Synchronous: when it returns, the record is in the OS. Throws if the disk refuses it. */
+  /** Append one record now. When it returns, the record is in the OS. Throws if the disk refuses it. */
   append(record: OutcomeRecord): void {
-    const data = Buffer.from(JSON.stringify(record) + '\n', 'utf8');
-    const active = this.segments.at(-1)!;
+    this.flush();
+    this.write([JSON.stringify(record)], [record.call_id]);
+  }
+
+  /**
+   * Append one record with the others of this event-loop turn, in one write at its end;
+   * `written` runs after that write. Use it where the caller's response can wait for it.
+   */
+  appendThen(record: OutcomeRecord, written: Written): void {
+    this.queuedLines.push(JSON.stringify(record));
+    this.queuedIds.push(record.call_id);
+    this.queuedDone.push(written);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  /** Write the records queued by `appendThen` now and report to their callbacks. */
+  flush(): void {
+    if (this.queuedLines.length === 0) return;
+    const lines = this.queuedLines;
+    const ids = this.queuedIds;
+    const done = this.queuedDone;
+    this.queuedLines = [];
+    this.queuedIds = [];
+    this.queuedDone = [];
+    let error: Error | null = null;
     try {
-      for (let written = 0; written < data.length; ) written += fs.writeSync(this.fd, data, written);
+      this.write(lines, ids);
     } catch (err) {
-      // Never leave half a line for the next record to be glued onto.
-      try {
-        fs.ftruncateSync(this.fd, active.bytes);
-      } catch {
-        /* the original error is the one to report */
-      }
-      throw err;
+      error = err as Error;
     }
-    active.bytes += data.length;
-    this.beyondCursor++;
-    if (this.syncEveryAppend) fs.fdatasyncSync(this.fd);
-    else this.dirty = true;
-    if (active.bytes >= this.segmentMaxBytes) {
-      fs.fdatasyncSync(this.fd);
-      fs.closeSync(this.fd);
-      this.fd = this.openSegment(active.seq + 1);
-      this.advance();
-    }
+    for (const written of done) written(error);
   }
 
   /** Up to `limit` records not yet acked, oldest first. Repeated calls return the same records until acked. */
   pending(limit: number): OutcomeRecord[] {
     const out: OutcomeRecord[] = [];
-    if (limit <= 0) return out;
-    for (const segment of this.segments) {
-      if (segment.seq < this.cursor.seq) continue;
-      scanLines(segment.file, segment.seq === this.cursor.seq ? this.cursor.offset : 0, (line) => {
-        const record = parseRecord(line);
-        if (record !== null && !this.ackedAhead.has(record.call_id)) {
-          out.push(record);
-          this.inflight.add(record.call_id);
-        }
-        return out.length < limit;
-      });
-      if (out.length >= limit) break;
+    const { ids, lines } = this.pendingLines(limit);
+    for (let i = 0; i < lines.length; i++) {
+      const record = parseRecord(lines[i]!);
+      if (record !== null) {
+        out.push(record);
+        continue;
+      }
+      // A damaged line that still shows an id: nothing can ship it, so it is passed over.
+      this.counters.corruptLines++;
+      this.inflight.delete(ids[i]!);
+      this.ackedAhead.add(ids[i]!);
     }
+    if (out.length < lines.length) this.advance();
     return out;
   }
 
@@ -222,18 +215,20 @@ export class Journal {
     const ids: string[] = [];
     const lines: string[] = [];
     if (limit <= 0) return { ids, lines };
-    for (const segment of this.segments) {
-      if (segment.seq < this.cursor.seq) continue;
-      scanLines(segment.file, segment.seq === this.cursor.seq ? this.cursor.offset : 0, (line) => {
-        const id = callIdOf(line);
-        if (id !== null && !this.ackedAhead.has(id)) {
-          ids.push(id);
-          lines.push(line);
-          this.inflight.add(id);
-        }
-        return ids.length < limit;
-      });
-      if (ids.length >= limit) break;
+    const take = (id: string, line: string): boolean => {
+      if (!this.ackedAhead.has(id)) {
+        ids.push(id);
+        lines.push(line);
+        this.inflight.add(id);
+      }
+      return ids.length < limit;
+    };
+    const onDisk = this.scanToTail((line) => {
+      const id = callIdOf(line);
+      return id === null || take(id, line);
+    });
+    if (onDisk.reached) {
+      for (let i = this.tailHead; i < this.tail.length && ids.length < limit; i++) take(this.tail[i]!.id, this.tail[i]!.line);
     }
     return { ids, lines };
   }
@@ -260,17 +255,90 @@ export class Journal {
     return { backlog: this.backlog(), segments: this.segments.length, ...this.counters };
   }
 
-  /** fsync the active segment now. */
+  /** Write what is queued and fsync the active segment now. */
   sync(): void {
+    this.flush();
     fs.fdatasyncSync(this.fd);
     this.dirty = false;
   }
 
-  /** fsync and close. The journal cannot be used afterwards. */
+  /** Write what is queued, fsync, store the ack cursor, close. The journal cannot be used afterwards. */
   close(): void {
     if (this.timer !== null) clearInterval(this.timer);
     this.sync();
     fs.closeSync(this.fd);
+    this.closed = true;
+    this.state.generation++; // a background ack write still running must not replace this one
+    writeAckStateSync(this.dir, this.ackState());
+  }
+
+  /** One write of whole lines; on failure nothing of it stays in the segment. */
+  private write(lines: string[], ids: string[]): void {
+    const active = this.segments.at(-1)!;
+    const text = lines.length === 1 ? lines[0] + '\n' : lines.join('\n') + '\n';
+    const data = Buffer.from(text, 'utf8');
+    try {
+      for (let written = 0; written < data.length; ) written += fs.writeSync(this.fd, data, written);
+    } catch (err) {
+      try {
+        fs.ftruncateSync(this.fd, active.bytes); // never leave half a line for the next one
+      } catch {
+        /* the original error is the one to report */
+      }
+      throw err;
+    }
+    const oneByteChars = data.length === text.length;
+    let offset = active.bytes;
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      const end = offset + (oneByteChars ? line.length : Buffer.byteLength(line)) + 1;
+      this.tail.push({ id: ids[i]!, line, seq: active.seq, start: offset, end });
+      offset = end;
+    }
+    if (this.tail.length - this.tailHead > JOURNAL_TAIL_RECORDS) this.tailHead = this.tail.length - JOURNAL_TAIL_RECORDS;
+    active.bytes += data.length;
+    this.beyondCursor += lines.length;
+    if (this.syncEveryWrite) fs.fdatasyncSync(this.fd);
+    else this.dirty = true;
+    if (active.bytes >= this.segmentMaxBytes) {
+      fs.fdatasyncSync(this.fd);
+      fs.closeSync(this.fd);
+      this.fd = this.openSegment(active.seq + 1);
+      this.advance();
+    }
+  }
+
+  /** Where the in-memory tail begins: records before it are read from disk. */
+  private tailStart(): Position {
+    const first = this.tail[this.tailHead];
+    if (first !== undefined) return { seq: first.seq, offset: first.start };
+    const active = this.segments.at(-1)!;
+    return { seq: active.seq, offset: active.bytes };
+  }
+
+  /**
+   * Visit the lines on disk from the cursor up to the tail. `reached` is true when every line
+   * before the tail was visited (no visit returned false); `at` is where the visits stopped.
+   */
+  private scanToTail(visit: (line: string) => boolean): { reached: boolean; at: Position } {
+    const bound = this.tailStart();
+    let at = this.cursor;
+    for (const segment of this.segments) {
+      if (segment.seq < this.cursor.seq) continue;
+      if (segment.seq > bound.seq) break;
+      const from = segment.seq === this.cursor.seq ? this.cursor.offset : 0;
+      const limit = segment.seq === bound.seq ? bound.offset : Infinity;
+      let refused = false;
+      const stop = from >= limit ? from : scanLines(segment.file, from, (line, end) => {
+        if (end > limit) return false;
+        if (visit(line)) return true;
+        refused = true;
+        return false;
+      });
+      at = { seq: segment.seq, offset: stop };
+      if (refused) return { reached: false, at };
+    }
+    return { reached: true, at };
   }
 
   private openSegment(seq: number): number {
@@ -318,54 +386,55 @@ export class Journal {
 
   /** Move the cursor over acked (and unreadable) records; delete segments left behind. */
   private advance(forceWrite = false): void {
-    const passed: Segment[] = [];
-    let moved = false;
-    for (const segment of this.segments) {
-      if (segment.seq < this.cursor.seq) continue;
-      const from = segment.seq === this.cursor.seq ? this.cursor.offset : 0;
-      const stop = scanLines(segment.file, from, (line) => {
-        const id = callIdOf(line);
-        if (id === null) return true;
-        if (!this.ackedAhead.delete(id)) return false;
+    const before = this.cursor;
+    const onDisk = this.scanToTail((line) => {
+      const id = callIdOf(line);
+      if (id === null) return true;
+      if (!this.ackedAhead.delete(id)) return false;
+      this.beyondCursor--;
+      return true;
+    });
+    this.cursor = onDisk.at;
+    if (onDisk.reached) {
+      for (let e = this.tail[this.tailHead]; e !== undefined && this.ackedAhead.delete(e.id); e = this.tail[++this.tailHead]) {
         this.beyondCursor--;
-        return true;
-      });
-      if (stop !== from || segment.seq !== this.cursor.seq) moved = true;
-      this.cursor = { seq: segment.seq, offset: stop };
-      const active = segment === this.segments.at(-1);
-      if (stop < segment.bytes || active) break;
-      passed.push(segment);
-    }
-    if (moved || forceWrite) this.writeState();
-    for (const segment of passed) {
-      fs.rmSync(segment.file, { force: true });
-      this.segments.splice(this.segments.indexOf(segment), 1);
-    }
-  }
-
-  private readState(): { seq: number; offset: number; acked: string[] } {
-    try {
-      const state = JSON.parse(fs.readFileSync(path.join(this.dir, STATE_FILE), 'utf8')) as Record<string, unknown>;
-      if (Number.isSafeInteger(state.seq) && Number.isSafeInteger(state.offset) && Array.isArray(state.acked)) {
-        return { seq: state.seq as number, offset: state.offset as number, acked: state.acked.filter((x): x is string => typeof x === 'string') };
+        this.cursor = { seq: e.seq, offset: e.end };
       }
-    } catch {
-      /* missing or unreadable: everything on disk is replayed (control dedupes) */
+      if (this.tailHead > 1024 && this.tailHead * 2 > this.tail.length) {
+        this.tail = this.tail.slice(this.tailHead);
+        this.tailHead = 0;
+      }
     }
-    return { seq: 0, offset: 0, acked: [] };
+    // A cursor at the end of a closed segment belongs at the start of the next one.
+    for (let i = this.segments.findIndex((s) => s.seq === this.cursor.seq); i >= 0 && i < this.segments.length - 1 && this.cursor.offset >= this.segments[i]!.bytes; i++) {
+      this.cursor = { seq: this.segments[i + 1]!.seq, offset: 0 };
+    }
+    while (this.segments.length > 1 && this.segments[0]!.seq < this.cursor.seq) fs.rmSync(this.segments.shift()!.file, { force: true });
+    const moved = before.seq !== this.cursor.seq || before.offset !== this.cursor.offset;
+    if (moved || forceWrite) this.saveState();
   }
 
-  private writeState(): void {
-    const file = path.join(this.dir, STATE_FILE);
-    const tmp = `${file}.tmp`;
-    const body = JSON.stringify({ seq: this.cursor.seq, offset: this.cursor.offset, acked: [...this.ackedAhead] });
-    const fd = fs.openSync(tmp, 'w', 0o600);
-    try {
-      fs.writeSync(fd, body);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
+  private ackState(): AckState {
+    return { seq: this.cursor.seq, offset: this.cursor.offset, acked: [...this.ackedAhead] };
+  }
+
+  /** Store the ack cursor in the background; writes never overlap and the newest wins. */
+  private saveState(): void {
+    if (this.closed) return;
+    if (this.state.writing) {
+      this.state.again = true;
+      return;
     }
-    fs.renameSync(tmp, file);
+    this.state.writing = true;
+    const generation = ++this.state.generation;
+    writeAckState(this.dir, this.ackState(), generation, () => generation === this.state.generation)
+      .catch(() => this.counters.ackStateErrors++)
+      .finally(() => {
+        this.state.writing = false;
+        if (this.state.again) {
+          this.state.again = false;
+          this.saveState();
+        }
+      });
   }
 }

@@ -59,8 +59,12 @@ export interface ForwardTarget {
 export interface BodyObserver {
   /** A chunk of the upstream body, as it is piped to the caller. Must not keep a reference it does not need. */
   chunk?(data: Buffer): void;
-  /** The upstream body ended: runs before the caller's response is ended. Not called when the body breaks off. */
-  end(): void;
+  /**
+   * The upstream body ended. The caller's response (or the last chunk of a body with a
+   * declared length) is held until `release` is called: `release(null)` ends it,
+   * `release(err)` fails the call as a gateway fault. Not called when the body breaks off.
+   */
+  end(release: (err: Error | null) => void): void;
 }
 
 /** The response head about to be sent to the caller. */
@@ -322,8 +326,8 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     };
 
     // The answer's bytes go to the caller as they arrive, except the last chunk of a body with a
-    // declared length: it is written together with the end, after the body observer ran. So a
-    // caller never holds a complete response before its outcome record is in the journal.
+    // declared length: it is written together with the end, once the body observer released
+    // it. So a caller never holds a complete response before its outcome record is journaled.
     const forwardBody = (incoming: IncomingMessage, out: ServerResponse, observer: BodyObserver | undefined): void => {
       let remaining = declaredLength(incoming.headers['content-length']);
       let held: Buffer | undefined;
@@ -345,15 +349,16 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       });
       incoming.on('end', () => {
         if (finished) return;
-        if (observer !== undefined) {
-          try {
-            observer.end();
-          } catch (err) {
-            internal(err);
-            return;
-          }
+        if (observer === undefined) return void out.end(held);
+        try {
+          observer.end((err) => {
+            if (finished) return;
+            if (err === null) out.end(held);
+            else internal(err);
+          });
+        } catch (err) {
+          internal(err);
         }
-        out.end(held);
       });
     };
 

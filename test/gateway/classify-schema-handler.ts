@@ -74,7 +74,14 @@ interface Got {
 t.test('schema endpoints through the handler', async (t) => {
   const upstreamPort = await listen(t, upstream());
   const records: OutcomeRecord[] = [];
-  const journal = { append: (r: OutcomeRecord) => void records.push(r) } as unknown as Journal;
+  // Records count as journaled when handed over; appendThen releases the response a turn later, like the real one.
+  const journal = {
+    append: (r: OutcomeRecord) => void records.push(r),
+    appendThen: (r: OutcomeRecord, written: (err: Error | null) => void) => {
+      records.push(r);
+      setImmediate(() => written(null));
+    },
+  } as unknown as Journal;
   const metrics = new GatewayMetrics({ snapshotVersion: () => 1, snapshotAgeSeconds: () => 0, journalBacklog: () => 0, controlConnected: () => true, keys: () => 1 });
   const endpoint = (id: string, extra: Partial<SnapshotEndpoint>): SnapshotEndpoint => ({
     id,

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Journal } from '../../gateway/journal';
 import type { OutcomeRecord } from '../../protocol/outcome';
+import { tempDir } from './fixtures/temp-dir.cts';
 
 function record(n: number): OutcomeRecord {
   return {
@@ -21,7 +22,7 @@ function record(n: number): OutcomeRecord {
 }
 
 t.test('pendingLines equals pending, as JSON lines, and acks advance the cursor', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir, fsyncIntervalMs: 0 });
   for (let i = 0; i < 25; i++) journal.append(record(i));
   const { ids, lines } = journal.pendingLines(10);
@@ -37,7 +38,7 @@ t.test('pendingLines equals pending, as JSON lines, and acks advance the cursor'
 });
 
 t.test('a line whose id is not in the usual place is still found by parsing it', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir, fsyncIntervalMs: 0 });
   journal.append(record(1));
   journal.close();

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Journal } from '../../gateway/journal';
 import type { OutcomeRecord } from '../../protocol/outcome';
+import { tempDir } from './fixtures/temp-dir.cts';
 
 function record(n: number): OutcomeRecord {
   return {
@@ -24,7 +25,7 @@ const range = (from: number, to: number): number[] => Array.from({ length: to - 
 const segmentFiles = (dir: string): string[] => fs.readdirSync(dir).filter((f) => f.startsWith('outcomes-')).sort();
 
 t.test('appends come back from pending in order until acked', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir });
   t.teardown(() => journal.close());
   for (let i = 1; i <= 10; i++) journal.append(record(i));
@@ -40,7 +41,7 @@ t.test('appends come back from pending in order until acked', async (t) => {
 });
 
 t.test('ack ignores ids never handed out by pending, and repeats', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir });
   t.teardown(() => journal.close());
   journal.append(record(1));
@@ -54,7 +55,7 @@ t.test('ack ignores ids never handed out by pending, and repeats', async (t) => 
 });
 
 t.test('replay after restart returns exactly the unacked records, out-of-order acks included', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const first = Journal.open({ dir });
   for (let i = 1; i <= 10; i++) first.append(record(i));
   first.pending(10);
@@ -76,7 +77,7 @@ t.test('replay after restart returns exactly the unacked records, out-of-order a
 });
 
 t.test('replay without close (crash after appends) keeps every complete record', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const crashed = Journal.open({ dir, fsyncIntervalMs: 60_000 });
   for (let i = 1; i <= 5; i++) crashed.append(record(i));
   // No close(): the process "dies"; the records were written with writeSync.
@@ -86,7 +87,7 @@ t.test('replay without close (crash after appends) keeps every complete record',
 });
 
 t.test('a torn last line (crash mid-write) is truncated and the rest replayed', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir });
   for (let i = 1; i <= 5; i++) journal.append(record(i));
   journal.close();
@@ -110,7 +111,7 @@ t.test('a torn last line (crash mid-write) is truncated and the rest replayed', 
 });
 
 t.test('an unreadable line in the middle is skipped and counted', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir });
   journal.append(record(1));
   journal.close();
@@ -125,7 +126,7 @@ t.test('an unreadable line in the middle is skipped and counted', async (t) => {
 });
 
 t.test('fully acked segments are deleted; nothing is replayed afterwards', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir, segmentMaxBytes: 1024 });
   for (let i = 1; i <= 60; i++) journal.append(record(i));
   t.ok(segmentFiles(dir).length > 5, `${segmentFiles(dir).length} segments written`);
@@ -145,7 +146,7 @@ t.test('fully acked segments are deleted; nothing is replayed afterwards', async
 });
 
 t.test('a segment left behind by an interrupted delete is removed on open', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir, segmentMaxBytes: 512 });
   for (let i = 1; i <= 10; i++) journal.append(record(i));
   const before = segmentFiles(dir);
@@ -161,7 +162,7 @@ t.test('a segment left behind by an interrupted delete is removed on open', asyn
 });
 
 t.test('a lost or corrupt ack file replays everything still on disk', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const journal = Journal.open({ dir });
   for (let i = 1; i <= 4; i++) journal.append(record(i));
   journal.pending(2);
@@ -175,7 +176,7 @@ t.test('a lost or corrupt ack file replays everything still on disk', async (t) 
 });
 
 t.test('records in several processes replay in append order', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   for (let run = 0; run < 3; run++) {
     const j = Journal.open({ dir });
     for (let i = 1; i <= 3; i++) j.append(record(run * 3 + i));
@@ -188,7 +189,7 @@ t.test('records in several processes replay in append order', async (t) => {
 });
 
 t.test('fsync on every append (interval 0) still appends and replays', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const j = Journal.open({ dir, fsyncIntervalMs: 0 });
   for (let i = 1; i <= 3; i++) j.append(record(i));
   j.close();
@@ -198,7 +199,7 @@ t.test('fsync on every append (interval 0) still appends and replays', async (t)
 });
 
 t.test('journal files are private to the gateway user', async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const j = Journal.open({ dir });
   j.append(record(1));
   j.pending(1);
