@@ -11,7 +11,7 @@
  * `X-Svc-Outcome` goes with the head, so on schema endpoints it shows the head-time verdict
  * (`ok`) while the record holds the final one.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../protocol/errors';
 import { sendProblem } from '../protocol/http';
@@ -26,6 +26,7 @@ import type { GatewayProxy, ResponseHead } from './proxy';
 import { joinUpstreamPath, parseRoute } from './route';
 import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
 import type { EndpointEntry, GatewayState, KeyEntry } from './state';
+import { isoTime } from './iso-time';
 import { uuidv7 } from './uuid';
 
 export interface HandlerOptions {
@@ -57,13 +58,20 @@ export function clientAddress(req: IncomingMessage, trustedHops: number): string
   return hops[hops.length - trustedHops] ?? socketAddress;
 }
 
+/** A key's own limit or lift as a policy under given defaults; each pair is converted once. */
+const scaled = new WeakMap<object, { defaults: LimitPolicy; policy: LimitPolicy }>();
+
 /** Per-key policy: an active lift, else the key's own limit, else the default. */
 function keyPolicy(key: KeyEntry, defaults: LimitPolicy, now: number): LimitPolicy {
   const chosen = key.lift !== null && key.lift.until > now ? key.lift : key.limit;
   if (chosen === null) return defaults;
+  const known = scaled.get(chosen);
+  if (known !== undefined && known.defaults === defaults) return known.policy;
   // Burst scales with the rate, in the same proportion as the default policy.
   const burst = Math.max(1, Math.round((chosen.count * defaults.burst) / defaults.count));
-  return { count: chosen.count, windowSeconds: chosen.windowSeconds, burst };
+  const policy = { count: chosen.count, windowSeconds: chosen.windowSeconds, burst };
+  scaled.set(chosen, { defaults, policy });
+  return policy;
 }
 
 /**
@@ -75,17 +83,6 @@ function settlementHeaders(headers: Record<string, unknown>, endpoint: EndpointE
   headers['x-svc-premium'] = String(keyed && outcome === 'ok' ? endpoint.premium : 0);
   headers['x-svc-refund'] = String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0);
   if (endpoint.price > 0 || endpoint.premium > 0) headers['x-svc-settlement-pending'] = '1';
-}
-
-let isoAt = NaN;
-let isoText = '';
-/** `new Date(ms).toISOString()`, computed once per millisecond. */
-function isoTime(ms: number): string {
-  if (ms !== isoAt) {
-    isoText = new Date(ms).toISOString();
-    isoAt = ms;
-  }
-  return isoText;
 }
 
 export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -134,7 +131,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const auth = req.headers.authorization;
     const bearer = auth === undefined ? null : BEARER.exec(auth)?.[1] ?? null;
     if (bearer !== null && isWellFormedKey(bearer)) {
-      key = state.lookup(createHash('sha256').update(bearer).digest('hex'), t);
+      key = state.lookup(hash('sha256', bearer, 'hex'), t);
     }
     if (state.flags.beta_gate_enabled && key === null) {
       const why = bearer === null ? 'missing beta key' : 'this key is not a valid beta key (unknown, expired or revoked)';

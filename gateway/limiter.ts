@@ -158,6 +158,19 @@ function sfString(value: string): string {
   return out + '"';
 }
 
+/** Policies are long-lived objects; their header text is formatted once per policy name. */
+const policyTexts = new WeakMap<LimitPolicy, { forName: string; name: string; policy: string }>();
+
+function policyText(policyName: string, policy: LimitPolicy): { name: string; policy: string } {
+  let text = policyTexts.get(policy);
+  if (text === undefined || text.forName !== policyName) {
+    const name = sfString(policyName);
+    text = { forName: policyName, name, policy: `${name};q=${Math.floor(policy.count)};w=${Math.floor(policy.windowSeconds)};svc-burst=${Math.floor(policy.burst)}` };
+    policyTexts.set(policy, text);
+  }
+  return text;
+}
+
 /**
  * `RateLimit-Policy` and `RateLimit` for one policy, plus `Retry-After` when the call was
  * rejected. `svc-burst` is a vendor parameter (draft-11 §3.1) carrying the bucket size.
@@ -172,10 +185,10 @@ function sfString(value: string): string {
  * @see RFC 9110 §10.2.3 (Retry-After)
  */
 export function rateLimitHeaders(policyName: string, policy: LimitPolicy, result: TakeResult): Record<string, string> {
-  const name = sfString(policyName);
+  const text = policyText(policyName, policy);
   const headers: Record<string, string> = {
-    'ratelimit-policy': `${name};q=${Math.floor(policy.count)};w=${Math.floor(policy.windowSeconds)};svc-burst=${Math.floor(policy.burst)}`,
-    ratelimit: `${name};r=${result.remaining};t=${result.allowed ? result.resetSeconds : result.retryAfterSeconds}`,
+    'ratelimit-policy': text.policy,
+    ratelimit: `${text.name};r=${result.remaining};t=${result.allowed ? result.resetSeconds : result.retryAfterSeconds}`,
   };
   if (!result.allowed) headers['retry-after'] = String(Math.max(1, result.retryAfterSeconds));
   return headers;
