@@ -48,6 +48,22 @@ export const MAX_URL_LENGTH = 8 * 1024;
 const BODYLESS = new Set(['GET', 'HEAD']);
 const BEARER = /^Bearer +(\S+) *$/i;
 
+/** The credential in `Authorization: Bearer <credential>` (scheme case-insensitive), or null. */
+export function bearerOf(auth: string): string | null {
+  // The usual exact form (`Bearer ` + visible ASCII) without a regular expression; anything
+  // else takes the full pattern.
+  if (auth.length > 7 && auth.startsWith('Bearer ')) {
+    let i = 7;
+    while (i < auth.length) {
+      const c = auth.charCodeAt(i);
+      if (c <= 0x20 || c >= 0x7f) break;
+      i++;
+    }
+    if (i === auth.length) return auth.slice(7);
+  }
+  return BEARER.exec(auth)?.[1] ?? null;
+}
+
 /** The client address used for keyless limits: the socket, or a trusted hop's XFF entry. */
 export function clientAddress(req: IncomingMessage, trustedHops: number): string {
   const socketAddress = req.socket.remoteAddress ?? 'unknown';
@@ -129,7 +145,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const t = now();
     let key: KeyEntry | null = null;
     const auth = req.headers.authorization;
-    const bearer = auth === undefined ? null : BEARER.exec(auth)?.[1] ?? null;
+    const bearer = auth === undefined ? null : bearerOf(auth);
     if (bearer !== null && isWellFormedKey(bearer)) {
       key = state.lookup(hash('sha256', bearer, 'hex'), t);
     }

@@ -5,8 +5,9 @@
  * A bucket holds up to `burst` units and refills continuously at `count / windowSeconds`
  * units per second. A bucket that has refilled to full is indistinguishable from a missing
  * one, so it is dropped: memory holds only buckets that are currently below capacity.
- * Every `take` also inspects a couple of the oldest entries and drops those that are full,
- * so memory tracks the set of recently active ids even under a flood of distinct ids.
+ * Every `take` also inspects the next couple of entries in a round over the map and drops
+ * those that are full, so memory tracks the set of recently active ids even under a flood of
+ * distinct ids.
  */
 
 /** A limit: `count` units per `windowSeconds`, at most `burst` at once. */
@@ -52,6 +53,8 @@ export const DEFAULT_MAX_BUCKETS = 1_000_000;
 /** In-memory token buckets keyed by caller id (a key id, or `ip:<address>`). */
 export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
+  /** Where the incremental sweep continues (a live iterator: it sees ids added later). */
+  private hand: Iterator<string> = this.buckets.keys();
   private readonly maxEntries: number;
   private readonly sweepPerTake: number;
 
@@ -119,17 +122,21 @@ export class TokenBuckets {
   /** Forget every bucket (e.g. when limits are reconfigured wholesale). */
   clear(): void {
     this.buckets.clear();
+    this.hand = this.buckets.keys();
   }
 
-  // Inspect the oldest entries: drop the full ones, rotate the rest to the back so the next
-  // call looks at different ids. Over n takes every entry is inspected about sweepPerTake times.
+  // A clock hand over the map: each take inspects the next few ids, drops the full ones and
+  // wraps around at the end, so over n takes every entry is inspected about sweepPerTake times.
   private sweepSome(nowMs: number): void {
     for (let n = 0; n < this.sweepPerTake; n++) {
-      const first = this.buckets.entries().next();
-      if (first.done === true) return;
-      const [id, bucket] = first.value;
-      this.buckets.delete(id);
-      if (bucket.fullAtMs > nowMs) this.buckets.set(id, bucket);
+      let next = this.hand.next();
+      if (next.done === true) {
+        this.hand = this.buckets.keys();
+        next = this.hand.next();
+        if (next.done === true) return;
+      }
+      const id = next.value;
+      if (this.buckets.get(id)!.fullAtMs <= nowMs) this.buckets.delete(id);
     }
   }
 
