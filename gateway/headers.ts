@@ -58,15 +58,13 @@ export interface UpstreamHeaderOptions {
 }
 
 /**
- * Lower-cased field names listed by every `Connection` field in `raw` (other than `close`,
+ * Lower-cased field names listed by the given `Connection` field values (other than `close`,
  * `keep-alive` and `content-length`), or null when there are none.
  */
-export function connectionTokens(raw: readonly string[]): Set<string> | null {
+export function nominatedFields(values: readonly string[]): Set<string> | null {
   let tokens: Set<string> | null = null;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.length !== 10 || name.toLowerCase() !== 'connection') continue;
-    for (const part of raw[i + 1]!.split(',')) {
+  for (const value of values) {
+    for (const part of value.split(',')) {
       const token = part.trim().toLowerCase();
       // `close` and `keep-alive` name no field we would keep; most messages carry only those.
       if (token === '' || token === 'close' || token === 'keep-alive' || token === NEVER_CONNECTION_NOMINATED) continue;
@@ -74,6 +72,19 @@ export function connectionTokens(raw: readonly string[]): Set<string> | null {
     }
   }
   return tokens;
+}
+
+/** {@link nominatedFields} of every `Connection` field in a raw header list. */
+export function connectionTokens(raw: readonly string[]): Set<string> | null {
+  const values: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'connection') values.push(raw[i + 1]!);
+  return nominatedFields(values);
+}
+
+/** Remove the fields that `Connection` values nominate; most messages nominate none. */
+function dropNominated(out: OutgoingHttpHeaders, values: readonly string[]): void {
+  const named = nominatedFields(values);
+  if (named !== null) for (const name of named) delete out[name];
 }
 
 function hasPrefix(name: string, prefixes: readonly string[]): boolean {
@@ -132,18 +143,20 @@ function add(out: OutgoingHttpHeaders, name: string, value: string): void {
  * `Transfer-Encoding: chunked` on the upstream hop, so a body is never sent without a length.
  */
 export function upstreamRequestHeaders(raw: readonly string[], options: UpstreamHeaderOptions): OutgoingHttpHeaders {
-  const named = connectionTokens(raw);
   const out = new HeaderBag();
   let chunked = false;
+  let connection: string[] | null = null;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = requestNames.pass(raw[i]!);
+    const rawName = raw[i]!;
+    const name = requestNames.pass(rawName);
     if (name === null) {
-      if (raw[i]!.length === 17 && raw[i]!.toLowerCase() === 'transfer-encoding') chunked = true;
+      if (rawName.length === 17 && rawName.toLowerCase() === 'transfer-encoding') chunked = true;
+      else if (rawName.length === 10 && rawName.toLowerCase() === 'connection') (connection ??= []).push(raw[i + 1]!);
       continue;
     }
-    if (named !== null && named.has(name)) continue;
     add(out, name, raw[i + 1]!);
   }
+  if (connection !== null) dropNominated(out, connection);
   if (chunked && out['content-length'] === undefined) out['transfer-encoding'] = 'chunked';
   out['host'] = options.host;
   out['x-forwarded-for'] = options.clientAddress;
@@ -162,12 +175,16 @@ export function upstreamRequestHeaders(raw: readonly string[], options: Upstream
  * caller itself. Repeated fields stay repeated (arrays).
  */
 export function clientResponseHeaders(raw: readonly string[]): OutgoingHttpHeaders {
-  const named = connectionTokens(raw);
   const out = new HeaderBag();
+  let connection: string[] | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = responseNames.pass(raw[i]!);
-    if (name === null || (named !== null && named.has(name))) continue;
+    if (name === null) {
+      if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') (connection ??= []).push(raw[i + 1]!);
+      continue;
+    }
     add(out, name, raw[i + 1]!);
   }
+  if (connection !== null) dropNominated(out, connection);
   return out;
 }
