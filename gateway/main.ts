@@ -110,7 +110,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     const loaded = await file.load();
     if (loaded) {
       state = loaded.state;
-      log.info('loaded last-known-good state', { version: state.version, keys: state.keys.size, deltas: loaded.deltasApplied });
+      log.info('loaded last-known-good state', { version: state.version, keys: state.keyCount, deltas: loaded.deltasApplied });
     }
   } catch (err) {
     log.warn('persisted state unusable; waiting for control', { err });
@@ -123,7 +123,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     snapshotAgeSeconds: () => (state ? (Date.now() - state.appliedAt) / 1000 : null),
     journalBacklog: () => journal.backlog(),
     controlConnected: () => sync.connected,
-    keys: () => state?.keys.size ?? 0,
+    keys: () => state?.keyCount ?? 0,
   });
   const shipper = new OutcomeShipper({
     controlUrl,

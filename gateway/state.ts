@@ -1,6 +1,6 @@
 /**
  * The gateway's in-memory view of what to enforce: flags, default limits, endpoints and key
- * hashes, at one state version. Requests read it; only the sync client changes it, and only
+ * hashes (in a compact table, key-table.ts), at one state version. Requests read it; only the sync client changes it, and only
  * through `SnapshotBuilder.finish()` (a whole new state) or `applyDelta()` (validated first,
  * then applied in one synchronous step, so a request never sees half an update).
  */
@@ -16,6 +16,11 @@ import {
   type SnapshotEndpoint,
   type SnapshotKey,
 } from '../protocol/snapshot';
+import { isDigestHex } from './digest-hex';
+import { isKeysLine } from './key-line';
+import { KeyTable, type KeyEntry } from './key-table';
+
+export type { KeyEntry };
 
 export interface EndpointEntry {
   id: string;
@@ -30,23 +35,6 @@ export interface EndpointEntry {
   headers: Readonly<Record<string, string>>;
   /** Compiled response schema for 2xx JSON bodies; null when the endpoint has none. */
   responseSchema: SchemaValidator | null;
-}
-
-export interface KeyEntry {
-  id: string;
-  /** ms since epoch; Infinity when the key does not expire. */
-  expiresAt: number;
-  /** null = every endpoint. */
-  endpoints: ReadonlySet<string> | null;
-  limit: { count: number; windowSeconds: number } | null;
-  lift: { count: number; windowSeconds: number; until: number } | null;
-  hashes: string[];
-}
-
-export interface SecretEntry {
-  key: KeyEntry;
-  /** ms since epoch; Infinity when the secret does not expire on its own. */
-  expiresAt: number;
 }
 
 export class UpdateRejected extends Error {
@@ -90,15 +78,15 @@ function endpointEntry(e: SnapshotEndpoint): EndpointEntry {
   };
 }
 
-function keyEntry(k: SnapshotKey): KeyEntry {
-  return {
-    id: k.id,
-    expiresAt: k.expires_at ?? Infinity,
-    endpoints: k.endpoints.length === 0 ? null : new Set(k.endpoints),
-    limit: k.limit ? { count: k.limit.count, windowSeconds: k.limit.window_seconds } : null,
-    lift: k.lift ? { count: k.lift.count, windowSeconds: k.lift.window_seconds, until: k.lift.until } : null,
-    hashes: k.secrets.map((s) => s.hash),
-  };
+/** A full snapshot's announced key count sizes the new table up to this many keys. */
+const MAX_PRESIZED_KEYS = 1 << 22;
+
+/** Key changes checked against the held keys, ready to apply without failing. */
+interface KeyChanges {
+  /** Ids to remove first: every upserted and every removed key. */
+  drop: ReadonlySet<string>;
+  /** Keys to add after, the last upsert of each id not removed. */
+  put: readonly SnapshotKey[];
 }
 
 export class GatewayState {
@@ -109,40 +97,44 @@ export class GatewayState {
   flags: Flags;
   limits: Limits;
   readonly endpoints: Map<string, EndpointEntry>;
-  readonly keys: Map<string, KeyEntry>;
-  readonly secrets: Map<string, SecretEntry>;
+  private readonly keys: KeyTable;
 
-  constructor(init: { version: number; epoch: number; flags: Flags; limits: Limits; endpoints: SnapshotEndpoint[] }) {
+  /** @param keys the key table to hold; a full snapshot fills it before the state is used. */
+  constructor(init: { version: number; epoch: number; flags: Flags; limits: Limits; endpoints: SnapshotEndpoint[] }, keys = new KeyTable()) {
     this.version = init.version;
     this.epoch = init.epoch;
     this.appliedAt = Date.now();
     this.flags = { ...init.flags };
     this.limits = init.limits;
     this.endpoints = new Map(init.endpoints.map((e) => [e.id, endpointEntry(e)]));
-    this.keys = new Map();
-    this.secrets = new Map();
+    this.keys = keys;
   }
 
-  /** The key behind a secret's hash if it admits calls at `now`, else null. */
+  /** Keys held: those control sent as live, including any that have expired since (lookups refuse them). */
+  get keyCount(): number {
+    return this.keys.size;
+  }
+
+  /** The key behind a secret's hex SHA-256 if the secret and the key admit calls at `now`, else null. */
   lookup(hash: string, now: number): KeyEntry | null {
-    const secret = this.secrets.get(hash);
-    if (secret === undefined || secret.expiresAt <= now || secret.key.expiresAt <= now) return null;
-    return secret.key;
+    return this.keys.lookupHex(hash, now);
   }
 
-  /** Insert or replace a key and all its secrets. */
+  /**
+   * As {@link lookup}, from the 32-byte binary SHA-256. On Node 20 producing a digest as a
+   * Buffer costs more than producing its hex string, so `lookup` is usually the cheaper call.
+   */
+  lookupDigest(digest: Uint8Array, now: number): KeyEntry | null {
+    return this.keys.lookup(digest, now);
+  }
+
+  /** Insert or replace a key and all its secrets; rejected (and nothing changed) when one of them belongs to another key. */
   putKey(k: SnapshotKey): void {
-    this.removeKey(k.id);
-    const entry = keyEntry(k);
-    this.keys.set(entry.id, entry);
-    for (const s of k.secrets) this.secrets.set(s.hash, { key: entry, expiresAt: s.expires_at ?? Infinity });
+    this.applyKeys(this.planKeys([k], []));
   }
 
   removeKey(id: string): void {
-    const old = this.keys.get(id);
-    if (!old) return;
-    for (const hash of old.hashes) this.secrets.delete(hash);
-    this.keys.delete(id);
+    this.keys.remove(id);
   }
 
   /**
@@ -153,30 +145,69 @@ export class GatewayState {
     if (delta.base !== this.version) throw new UpdateRejected(`delta base ${delta.base} does not match held version ${this.version}`);
     if (delta.version <= delta.base) throw new UpdateRejected(`delta version ${delta.version} is not after its base`);
     const upserts = (delta.endpoints_upsert ?? []).map(endpointEntry);
+    const keys = this.planKeys(delta.keys_upsert ?? [], delta.keys_remove ?? []);
     for (const e of upserts) this.endpoints.set(e.id, e);
     for (const id of delta.endpoints_remove ?? []) this.endpoints.delete(id);
-    for (const k of delta.keys_upsert ?? []) this.putKey(k);
-    for (const id of delta.keys_remove ?? []) this.removeKey(id);
+    this.applyKeys(keys);
     if (delta.flags) this.flags = { ...delta.flags };
     if (delta.limits) this.limits = delta.limits;
     this.version = delta.version;
     this.appliedAt = Date.now();
   }
+
+  /**
+   * Upserts then removals, as a delta lists them, checked so that afterwards each secret
+   * belongs to exactly one key; room for the result is reserved before anything changes.
+   */
+  private planKeys(upserts: readonly SnapshotKey[], removes: readonly string[]): KeyChanges {
+    const latest = new Map<string, SnapshotKey>();
+    for (const k of upserts) latest.set(k.id, k);
+    const drop = new Set<string>(latest.keys());
+    for (const id of removes) {
+      drop.add(id);
+      latest.delete(id);
+    }
+    const put = [...latest.values()];
+    const claimed = new Set<string>();
+    for (const k of put) {
+      for (const { hash } of k.secrets) {
+        if (!isDigestHex(hash)) throw new UpdateRejected(`key ${k.id}: a secret hash is not 64 lowercase hex digits`);
+        if (claimed.has(hash)) throw new UpdateRejected(`a secret of key ${k.id} is listed twice in one update`);
+        claimed.add(hash);
+        const owner = this.keys.ownerOf(hash);
+        if (owner !== null && !drop.has(owner)) throw new UpdateRejected(`a secret of key ${k.id} already belongs to key ${owner}`);
+      }
+    }
+    this.keys.reserve(put.length, claimed.size);
+    return { drop, put };
+  }
+
+  private applyKeys(changes: KeyChanges): void {
+    for (const id of changes.drop) this.keys.remove(id);
+    for (const k of changes.put) {
+      const refused = this.keys.add(k);
+      // planKeys() already ruled out every reason add() has to refuse.
+      if (refused !== null) throw new Error(`key table out of step with its checks: ${refused}`);
+    }
+  }
 }
 
 /**
  * Accumulates a full snapshot line by line, checking each line's shape and the final digest;
- * `finish()` yields the new state only when everything matched.
+ * `finish()` yields the new state only when everything matched. Keys go straight into a table
+ * sized from the announced count; a key id or secret listed twice rejects the snapshot.
  */
 export class SnapshotBuilder {
   private readonly state: GatewayState;
+  private readonly keys: KeyTable;
   private readonly digest = new SnapshotDigest();
   private keyLines = 0;
 
   constructor(beginLine: string) {
     const parsed = SnapshotBegin.safeParse(safeJson(beginLine));
     if (!parsed.success) throw new UpdateRejected(`bad snapshot_begin: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    this.state = new GatewayState(parsed.data);
+    this.keys = new KeyTable(Math.min(parsed.data.key_count, MAX_PRESIZED_KEYS));
+    this.state = new GatewayState(parsed.data, this.keys);
     this.digest.update(beginLine);
   }
 
@@ -185,9 +216,19 @@ export class SnapshotBuilder {
   }
 
   addKeysLine(line: string): void {
-    const parsed = SnapshotKeys.safeParse(safeJson(line));
-    if (!parsed.success) throw new UpdateRejected(`bad keys line ${this.keyLines + 1}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    for (const k of parsed.data.keys) this.state.putKey(k);
+    const value = safeJson(line);
+    let keys: SnapshotKey[];
+    if (isKeysLine(value)) {
+      keys = value.keys;
+    } else {
+      const parsed = SnapshotKeys.safeParse(value);
+      if (!parsed.success) throw new UpdateRejected(`bad keys line ${this.keyLines + 1}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      keys = parsed.data.keys;
+    }
+    for (const k of keys) {
+      const refused = this.keys.add(k);
+      if (refused !== null) throw new UpdateRejected(`bad keys line ${this.keyLines + 1}: ${refused}`);
+    }
     this.digest.update(line);
     this.keyLines++;
   }

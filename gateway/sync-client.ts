@@ -208,7 +208,7 @@ export class SyncClient {
   private install(state: GatewayState): void {
     this.state = state;
     this.opts.onState(state);
-    this.opts.log.info('snapshot applied', { version: state.version, keys: state.keys.size, endpoints: state.endpoints.size });
+    this.opts.log.info('snapshot applied', { version: state.version, keys: state.keyCount, endpoints: state.endpoints.size });
   }
 
   private ackVersion(version: number, sha256: string): void {

@@ -95,12 +95,8 @@ export async function writeSnapshot(
         key_count: reader.liveKeyCount(now),
       }),
     );
-    let after = '';
-    for (;;) {
-      const keys = reader.page(after, SNAPSHOT_KEYS_PER_LINE, now);
-      if (keys.length === 0) break;
-      after = keys[keys.length - 1]!.id;
-      await emit(JSON.stringify({ type: 'keys', keys }));
+    for (let keys = reader.nextPage(SNAPSHOT_KEYS_PER_LINE, now); keys !== null; keys = reader.nextPage(SNAPSHOT_KEYS_PER_LINE, now)) {
+      if (keys.length > 0) await emit(JSON.stringify({ type: 'keys', keys }));
     }
     const sha256 = digest.digest();
     await write(JSON.stringify({ type: 'snapshot_end', version, sha256 }));
