@@ -6,6 +6,7 @@
  * Layout of `dir`:
  * - `outcomes-<seq>.jsonl`: segments of JSON lines, one `OutcomeRecord` per line. Each
  *   process appends to a fresh segment; a segment is closed at `segmentMaxBytes`.
+ * - `rejected.jsonl`: records control refused as invalid, with its reason; kept, never shipped.
  * - `acks.json`: the ack cursor (segment, byte offset of the first record not known to be
  *   acked) plus the ids acked out of order beyond it. Replaced atomically (temp file, fsync,
  *   rename) off the event loop after acks, and blocking at `close()`. Segments wholly behind
@@ -36,6 +37,8 @@ export const DEFAULT_JOURNAL_FSYNC_INTERVAL_MS = 200;
 export const DEFAULT_JOURNAL_SEGMENT_BYTES = 8 * 1024 * 1024;
 /** Unacked records kept in memory for shipping; beyond that they are read from disk. @default 20000 */
 export const JOURNAL_TAIL_RECORDS = 20_000;
+/** Records control refused, kept for operators (one JSON object per line). */
+export const REJECTED_FILE = 'rejected.jsonl';
 
 export interface JournalOptions {
   dir: string;
@@ -54,6 +57,8 @@ export interface JournalStats {
   corruptLines: number;
   /** Failed background writes of the ack file (the next ack retries). */
   ackStateErrors: number;
+  /** Records set aside in `rejected.jsonl` since open. */
+  rejected: number;
 }
 
 /** Called once a record given to `appendThen` is written (null) or could not be (the error). Must not throw. */
@@ -105,7 +110,7 @@ export class Journal {
   private closed = false;
   private readonly state = { generation: 0, writing: false, again: false };
   private readonly timer: NodeJS.Timeout | null;
-  private readonly counters = { tornBytes: 0, corruptLines: 0, ackStateErrors: 0 };
+  private readonly counters = { tornBytes: 0, corruptLines: 0, ackStateErrors: 0, rejected: 0 };
 
   /** Open (creating if needed) the journal in `options.dir` and replay what is not acked. */
   static open(options: JournalOptions): Journal {
@@ -246,6 +251,24 @@ export class Journal {
     return count;
   }
 
+  /**
+   * Set aside a record handed out by `pendingLines` that control will never accept: its line
+   * and `reason` are appended (and fsynced) to `rejected.jsonl`, then it counts as acked.
+   */
+  reject(callId: string, line: string, reason: string): void {
+    if (!this.inflight.has(callId)) return;
+    const entry = JSON.stringify({ rejected_at: new Date().toISOString(), call_id: callId, reason, line }) + '\n';
+    const fd = fs.openSync(path.join(this.dir, REJECTED_FILE), 'a', 0o600);
+    try {
+      fs.writeSync(fd, entry);
+      fs.fdatasyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    this.counters.rejected++;
+    this.ack([callId]);
+  }
+
   /** Records not yet acked. */
   backlog(): number {
     return this.beyondCursor - this.ackedAhead.size;
@@ -262,8 +285,9 @@ export class Journal {
     this.dirty = false;
   }
 
-  /** Write what is queued, fsync, store the ack cursor, close. The journal cannot be used afterwards. */
+  /** Write what is queued, fsync, store the ack cursor, close (once; later calls do nothing). The journal cannot be used afterwards. */
   close(): void {
+    if (this.closed) return;
     if (this.timer !== null) clearInterval(this.timer);
     this.sync();
     fs.closeSync(this.fd);

@@ -133,6 +133,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     log,
     onShipped: (n) => (metrics.shippedOutcomes += n),
     onFailure: () => metrics.shipFailures++,
+    onRejected: () => metrics.rejectedOutcomes++,
   });
   const proxy = createProxy({ maxSockets: config.gateway.upstreamMaxSockets });
   const handle = createHandler({

@@ -43,6 +43,7 @@ export class GatewayMetrics {
   private readonly gauges: GaugeSource;
   shippedOutcomes = 0;
   shipFailures = 0;
+  rejectedOutcomes = 0;
 
   constructor(gauges: GaugeSource) {
     this.gauges = gauges;
@@ -115,6 +116,9 @@ export class GatewayMetrics {
     out.push('# HELP svc_gateway_outcome_ship_failures_total Failed attempts to ship an outcome batch.');
     out.push('# TYPE svc_gateway_outcome_ship_failures_total counter');
     out.push(`svc_gateway_outcome_ship_failures_total ${this.shipFailures}`);
+    out.push("# HELP svc_gateway_outcomes_rejected_total Outcome records control refused as invalid, set aside in the journal's rejected.jsonl.");
+    out.push('# TYPE svc_gateway_outcomes_rejected_total counter');
+    out.push(`svc_gateway_outcomes_rejected_total ${this.rejectedOutcomes}`);
     return out.join('\n') + '\n';
   }
 }

@@ -3,6 +3,11 @@
  * them in the journal only after control answered 200, i.e. after control committed them.
  * Control stores records idempotently by call id, so a batch resent after a lost answer is
  * harmless. Failures back off exponentially; nothing is dropped.
+ *
+ * A batch control refuses as invalid (400, or 413 too large) is never resent as it was:
+ * batches shrink tenfold until the refused records are sent alone, and a record control
+ * refuses on its own is set aside in the journal's `rejected.jsonl` (with control's reason)
+ * instead of blocking every record after it.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -26,6 +31,8 @@ export interface ShipperOptions {
   log: Logger;
   onShipped?: (count: number) => void;
   onFailure?: () => void;
+  /** A record control refused on its own was set aside. */
+  onRejected?: () => void;
 }
 
 export class OutcomeShipper {
@@ -36,7 +43,8 @@ export class OutcomeShipper {
   private running = false;
   private stopped = false;
   private failures = 0;
-  private parseRecords = false;
+  /** Records per batch: SHIP_BATCH, or fewer while isolating records control refused. */
+  private batch = SHIP_BATCH;
 
   constructor(opts: ShipperOptions) {
     this.opts = opts;
@@ -73,7 +81,8 @@ export class OutcomeShipper {
     const ok = this.opts.journal.backlog() === 0 ? true : await this.shipOnce();
     if (ok) {
       this.failures = 0;
-      this.schedule(this.opts.journal.backlog() >= SHIP_BATCH ? 0 : SHIP_INTERVAL_MS);
+      const backlog = this.opts.journal.backlog();
+      this.schedule(backlog >= SHIP_BATCH || (this.batch < SHIP_BATCH && backlog > 0) ? 0 : SHIP_INTERVAL_MS);
     } else {
       this.failures++;
       const cap = Math.min(SHIP_MAX_BACKOFF_MS, SHIP_INTERVAL_MS * 2 ** this.failures);
@@ -82,17 +91,7 @@ export class OutcomeShipper {
   }
 
   private async shipOnce(): Promise<boolean> {
-    // Normally the journal lines go out as they are. After control refused a batch as
-    // malformed (a damaged line), records are parsed one by one and unreadable ones skipped.
-    let ids: string[];
-    let lines: string[];
-    if (this.parseRecords) {
-      const records = this.opts.journal.pending(SHIP_BATCH);
-      ids = records.map((r) => r.call_id);
-      lines = records.map((r) => JSON.stringify(r));
-    } else {
-      ({ ids, lines } = this.opts.journal.pendingLines(SHIP_BATCH));
-    }
+    const { ids, lines } = this.opts.journal.pendingLines(this.batch);
     if (ids.length === 0) return true;
     this.running = true;
     try {
@@ -100,16 +99,30 @@ export class OutcomeShipper {
       await this.post(`{"gateway_id":${JSON.stringify(this.opts.gatewayId)},"records":[${lines.join(',')}]}`);
       this.opts.journal.ack(ids);
       this.opts.onShipped?.(ids.length);
-      this.parseRecords = false;
+      this.batch = Math.min(SHIP_BATCH, this.batch * 10);
       return true;
     } catch (err) {
-      if ((err as { status?: number }).status === 400) this.parseRecords = true;
+      const status = (err as { status?: number }).status;
+      if (status === 400 || status === 413) return this.refused(ids, lines, err as Error);
       this.opts.onFailure?.();
       this.opts.log.warn('outcome batch not shipped; will retry', { records: ids.length, err });
       return false;
     } finally {
       this.running = false;
     }
+  }
+
+  /** Control refused the batch as invalid: narrow it down, or set a lone record aside. */
+  private refused(ids: string[], lines: string[], err: Error): boolean {
+    if (ids.length > 1) {
+      this.batch = Math.max(1, Math.floor(ids.length / 10));
+      this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', { records: ids.length, next_batch: this.batch, err });
+      return true;
+    }
+    this.opts.journal.reject(ids[0]!, lines[0]!, err.message);
+    this.opts.onRejected?.();
+    this.opts.log.error('control refused an outcome record; kept in the journal\'s rejected.jsonl', { call_id: ids[0], reason: err.message });
+    return true;
   }
 
   private post(payload: string): Promise<OutcomeAck> {

@@ -1,0 +1,116 @@
+// The outcome shipper against a control that refuses some records: good records still reach
+// control exactly once, refused ones are set aside in rejected.jsonl, nothing blocks or is lost.
+import t from 'tap';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { Journal, REJECTED_FILE } from '../../gateway/journal';
+import { OutcomeShipper } from '../../gateway/shipper';
+import { silentLogger } from '../../protocol/log';
+import type { OutcomeRecord } from '../../protocol/outcome';
+import { listen, waitFor } from './fixtures/harness.cts';
+import { tempDir } from './fixtures/temp-dir.cts';
+
+const POISON = 999_999;
+
+function record(n: number): OutcomeRecord {
+  return {
+    call_id: `0190a1b2-c3d4-7e5f-8a6b-${String(n).padStart(12, '0')}`,
+    key_id: null,
+    endpoint_id: 'ep',
+    method: 'POST',
+    status: 200,
+    outcome: 'ok',
+    latency_ms: n,
+    started_at: '2025-01-01T00:00:00.000Z',
+    gateway_id: 'gw-1',
+  };
+}
+
+/** A control that answers 400 to a batch that is not JSON or holds a record with latency POISON. */
+async function fakeControl(t: Parameters<typeof listen>[0]) {
+  const stored = new Map<string, number>();
+  let posts = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      posts++;
+      let batch: { records: OutcomeRecord[] };
+      try {
+        batch = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { records: OutcomeRecord[] };
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/problem+json' }).end('{"code":"svc_bad_request","detail":"body is not JSON"}');
+        return;
+      }
+      if (batch.records.some((r) => r.latency_ms === POISON)) {
+        res.writeHead(400, { 'content-type': 'application/problem+json' }).end('{"code":"svc_bad_request","detail":"records.0.latency_ms: too slow to be true"}');
+        return;
+      }
+      for (const r of batch.records) stored.set(r.call_id, (stored.get(r.call_id) ?? 0) + 1);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ accepted: batch.records.length, duplicates: 0 }));
+    });
+  });
+  const port = await listen(t, server);
+  return { url: `http://127.0.0.1:${port}`, stored, posts: () => posts };
+}
+
+t.test('refused records are isolated and set aside; every other record arrives once', async (t) => {
+  const control = await fakeControl(t);
+  const dir = tempDir(t);
+  // An earlier process left records on disk, and a damaged line whose id is still readable.
+  const earlier = Journal.open({ dir });
+  for (let i = 1; i <= 40; i++) earlier.append(record(i));
+  earlier.close();
+  const segment = fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl') && fs.statSync(path.join(dir, f)).size > 0)[0]!;
+  fs.appendFileSync(path.join(dir, segment), '{"call_id":"0190a1b2-c3d4-7e5f-8a6b-000000009999","status":2,}\n');
+
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  const wanted = new Set<string>();
+  for (let i = 1; i <= 40; i++) wanted.add(record(i).call_id);
+  for (let i = 41; i <= 1200; i++) {
+    const r = i === 500 || i === 1111 ? { ...record(i), latency_ms: POISON } : record(i);
+    journal.append(r);
+    if (r.latency_ms !== POISON) wanted.add(r.call_id);
+  }
+  let rejected = 0;
+  const shipper = new OutcomeShipper({ controlUrl: control.url, syncToken: 'token', gatewayId: 'gw-1', journal, log: silentLogger, onRejected: () => rejected++ });
+  t.teardown(() => shipper.stop());
+  shipper.start();
+  await waitFor(() => journal.backlog() === 0, 'journal drained', 30_000);
+
+  t.equal(control.stored.size, wanted.size, `${wanted.size} records stored`);
+  t.ok([...wanted].every((id) => control.stored.get(id) === 1), 'each good record exactly once');
+  t.equal(rejected, 3, 'the damaged line and the two refused records');
+  const aside = fs.readFileSync(path.join(dir, REJECTED_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { call_id: string; reason: string; line: string });
+  t.same(aside.map((a) => a.call_id).sort(), [record(500).call_id, record(1111).call_id, '0190a1b2-c3d4-7e5f-8a6b-000000009999'].sort());
+  t.ok(aside.every((a) => /400/.test(a.reason)), 'control\'s answer is kept as the reason');
+  t.ok(aside.some((a) => a.line.endsWith('"status":2,}')), 'the damaged line is kept as it was');
+  t.equal(journal.stats().rejected, 3);
+  t.ok(control.posts() < 200, `isolation took ${control.posts()} posts, not one per record`);
+
+  // The journal moved past them: a restart ships nothing again.
+  journal.close();
+  const again = Journal.open({ dir });
+  t.equal(again.backlog(), 0);
+  again.close();
+});
+
+t.test('a control that is down is retried; nothing is set aside', async (t) => {
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  for (let i = 1; i <= 5; i++) journal.append(record(i));
+  let failures = 0;
+  let rejected = 0;
+  const down = http.createServer((_req, res) => res.writeHead(503).end());
+  const port = await listen(t, down);
+  const shipper = new OutcomeShipper({ controlUrl: `http://127.0.0.1:${port}`, syncToken: 'token', gatewayId: 'gw-1', journal, log: silentLogger, onFailure: () => failures++, onRejected: () => rejected++ });
+  t.teardown(() => shipper.stop());
+  shipper.start();
+  await waitFor(() => failures >= 2, 'two failed attempts');
+  t.equal(rejected, 0);
+  t.equal(journal.backlog(), 5, 'everything still waits in the journal');
+  t.notOk(fs.existsSync(path.join(dir, REJECTED_FILE)));
+});
