@@ -6,21 +6,9 @@ import path from 'node:path';
 import { JOURNAL_TAIL_RECORDS, Journal } from '../../gateway/journal';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { tempDir } from './fixtures/temp-dir.cts';
+import { outcomeRecord as record } from './fixtures/outcomes.cts';
 import { waitFor } from './fixtures/harness.cts';
 
-function record(n: number): OutcomeRecord {
-  return {
-    call_id: `0190a1b2-c3d4-7e5f-8a6b-${String(n).padStart(12, '0')}`,
-    key_id: `key_${n % 5}`,
-    endpoint_id: 'ep',
-    method: 'POST',
-    status: 200,
-    outcome: 'ok',
-    latency_ms: n,
-    started_at: '2025-01-01T00:00:00.000Z',
-    gateway_id: 'gw-1',
-  };
-}
 
 const onDisk = (dir: string): number[] =>
   fs

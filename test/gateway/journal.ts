@@ -5,20 +5,7 @@ import path from 'node:path';
 import { Journal } from '../../gateway/journal';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { tempDir } from './fixtures/temp-dir.cts';
-
-function record(n: number): OutcomeRecord {
-  return {
-    call_id: `0190a1b2-c3d4-7e5f-8a6b-${String(n).padStart(12, '0')}`,
-    key_id: n % 3 === 0 ? null : `key_${n % 7}`,
-    endpoint_id: 'ep',
-    method: 'POST',
-    status: 200,
-    outcome: 'ok',
-    latency_ms: n,
-    started_at: '2025-01-01T00:00:00.000Z',
-    gateway_id: 'gw-1',
-  };
-}
+import { outcomeRecord as record } from './fixtures/outcomes.cts';
 
 const ids = (records: OutcomeRecord[]): number[] => records.map((r) => r.latency_ms);
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);

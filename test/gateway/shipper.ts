@@ -10,22 +10,10 @@ import { silentLogger } from '../../protocol/log';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { listen, waitFor } from './fixtures/harness.cts';
 import { tempDir } from './fixtures/temp-dir.cts';
+import { outcomeRecord as record } from './fixtures/outcomes.cts';
 
 const POISON = 999_999;
 
-function record(n: number): OutcomeRecord {
-  return {
-    call_id: `0190a1b2-c3d4-7e5f-8a6b-${String(n).padStart(12, '0')}`,
-    key_id: null,
-    endpoint_id: 'ep',
-    method: 'POST',
-    status: 200,
-    outcome: 'ok',
-    latency_ms: n,
-    started_at: '2025-01-01T00:00:00.000Z',
-    gateway_id: 'gw-1',
-  };
-}
 
 /** A control that answers 400 to a batch that is not JSON or holds a record with latency POISON. */
 async function fakeControl(t: Parameters<typeof listen>[0]) {
