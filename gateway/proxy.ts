@@ -57,7 +57,7 @@ export interface ForwardTarget {
 
 /** Sees an upstream response body as it streams to the caller (`ResponseHead.body`). */
 export interface BodyObserver {
-  /** A chunk of the upstream body, as it is piped to the caller. Must not keep a reference it does not need. */
+  /** A chunk of the upstream body, as it is forwarded to the caller. Must not keep a reference it does not need. */
   chunk?(data: Buffer): void;
   /**
    * The upstream body ended. The caller's response (or the last chunk of a body with a
