@@ -30,6 +30,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { OutcomeRecord } from '../protocol/outcome';
 import { SEGMENT_NAME, callIdOf, parseRecord, readAckState, removeAckTemps, scanLines, segmentName, writeAckState, writeAckStateSync, type AckState } from './journal-file';
+import { RecordTail, type Position, type TailBatch } from './journal-tail';
+
+export type { TailBatch };
 
 /** Background fsync cadence. @default 200 */
 export const DEFAULT_JOURNAL_FSYNC_INTERVAL_MS = 200;
@@ -70,20 +73,6 @@ interface Segment {
   bytes: number;
 }
 
-interface Position {
-  seq: number;
-  offset: number;
-}
-
-/** A record this process appended: its line and where it sits. */
-interface TailEntry {
-  id: string;
-  line: string;
-  seq: number;
-  start: number;
-  end: number;
-}
-
 /** Append-only, ack-tracked journal of outcome records. One per gateway process. */
 export class Journal {
   private readonly dir: string;
@@ -98,11 +87,9 @@ export class Journal {
   private readonly inflight = new Set<string>();
   /** Readable records at or beyond the cursor, acked or not. */
   private beyondCursor = 0;
-  /** This process's records from `tail[tailHead]` on; every record after the first is here too. */
-  private tail: TailEntry[] = [];
-  private tailHead = 0;
+  /** This process's unacked records from the first one held on; every later record is held too. */
+  private readonly tail = new RecordTail(JOURNAL_TAIL_RECORDS);
   private queuedLines: string[] = [];
-  private queuedIds: string[] = [];
   private queuedDone: Written[] = [];
   private flushScheduled = false;
   private dirty = false;
@@ -155,7 +142,7 @@ export class Journal {
   /** Append one record now. When it returns, the record is in the OS. Throws if the disk refuses it. */
   append(record: OutcomeRecord): void {
     this.flush();
-    this.write([JSON.stringify(record)], [record.call_id]);
+    this.write([JSON.stringify(record)]);
   }
 
   /**
@@ -164,7 +151,6 @@ export class Journal {
    */
   appendThen(record: OutcomeRecord, written: Written): void {
     this.queuedLines.push(JSON.stringify(record));
-    this.queuedIds.push(record.call_id);
     this.queuedDone.push(written);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -179,14 +165,12 @@ export class Journal {
   flush(): void {
     if (this.queuedLines.length === 0) return;
     const lines = this.queuedLines;
-    const ids = this.queuedIds;
     const done = this.queuedDone;
     this.queuedLines = [];
-    this.queuedIds = [];
     this.queuedDone = [];
     let error: Error | null = null;
     try {
-      this.write(lines, ids);
+      this.write(lines);
     } catch (err) {
       error = err as Error;
     }
@@ -232,10 +216,41 @@ export class Journal {
       const id = callIdOf(line);
       return id === null || take(id, line);
     });
-    if (onDisk.reached) {
-      for (let i = this.tailHead; i < this.tail.length && ids.length < limit; i++) take(this.tail[i]!.id, this.tail[i]!.line);
+    if (onDisk.reached && ids.length < limit) {
+      this.tail.forEachLine((line) => {
+        const id = callIdOf(line);
+        return id === null || take(id, line);
+      });
     }
     return { ids, lines };
+  }
+
+  /**
+   * The shipper's fast path: up to `limit` of the oldest unacked records as one comma-joined
+   * body, straight from the bytes in memory. Null when that is not possible (records from disk
+   * come first, or acks arrived out of order): use `pendingLines` then.
+   */
+  pendingBatch(limit: number): TailBatch | null {
+    if (this.ackedAhead.size > 0 || this.inflight.size > 0) return null;
+    const start = this.tail.start();
+    if (start === null || start.seq !== this.cursor.seq || start.offset !== this.cursor.offset) return null;
+    return this.tail.batch(limit);
+  }
+
+  /**
+   * Ack a batch from `pendingBatch` that control committed. Returns how many records that
+   * acked; a batch that no longer starts at the cursor acks nothing (its records are shipped
+   * again, and control dedupes them).
+   */
+  ackBatch(batch: TailBatch): number {
+    const start = this.tail.start();
+    if (start === null || start.seq !== batch.start.seq || start.offset !== batch.start.offset) return 0;
+    if (this.cursor.seq !== batch.start.seq || this.cursor.offset !== batch.start.offset) return 0;
+    this.tail.drop(batch.count);
+    this.beyondCursor -= batch.count;
+    this.cursor = batch.end;
+    this.settleCursor(batch.start, true);
+    return batch.count;
   }
 
   /** Mark records acked by control. Ids not handed out by pending() in this process are ignored. Returns how many were new. */
@@ -297,7 +312,7 @@ export class Journal {
   }
 
   /** One write of whole lines; on failure nothing of it stays in the segment. */
-  private write(lines: string[], ids: string[]): void {
+  private write(lines: string[]): void {
     const active = this.segments.at(-1)!;
     const text = lines.length === 1 ? lines[0] + '\n' : lines.join('\n') + '\n';
     const data = Buffer.from(text, 'utf8');
@@ -312,14 +327,12 @@ export class Journal {
       throw err;
     }
     const oneByteChars = data.length === text.length;
-    let offset = active.bytes;
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i]!;
-      const end = offset + (oneByteChars ? line.length : Buffer.byteLength(line)) + 1;
-      this.tail.push({ id: ids[i]!, line, seq: active.seq, start: offset, end });
-      offset = end;
+    const ends = new Uint32Array(lines.length);
+    for (let i = 0, end = 0; i < lines.length; i++) {
+      end += (oneByteChars ? lines[i]!.length : Buffer.byteLength(lines[i]!)) + 1;
+      ends[i] = end;
     }
-    if (this.tail.length - this.tailHead > JOURNAL_TAIL_RECORDS) this.tailHead = this.tail.length - JOURNAL_TAIL_RECORDS;
+    this.tail.push(data, active.seq, active.bytes, ends);
     active.bytes += data.length;
     this.beyondCursor += lines.length;
     if (this.syncEveryWrite) fs.fdatasyncSync(this.fd);
@@ -334,8 +347,8 @@ export class Journal {
 
   /** Where the in-memory tail begins: records before it are read from disk. */
   private tailStart(): Position {
-    const first = this.tail[this.tailHead];
-    if (first !== undefined) return { seq: first.seq, offset: first.start };
+    const first = this.tail.start();
+    if (first !== null) return first;
     const active = this.segments.at(-1)!;
     return { seq: active.seq, offset: active.bytes };
   }
@@ -420,15 +433,21 @@ export class Journal {
     });
     this.cursor = onDisk.at;
     if (onDisk.reached) {
-      for (let e = this.tail[this.tailHead]; e !== undefined && this.ackedAhead.delete(e.id); e = this.tail[++this.tailHead]) {
-        this.beyondCursor--;
-        this.cursor = { seq: e.seq, offset: e.end };
-      }
-      if (this.tailHead > 1024 && this.tailHead * 2 > this.tail.length) {
-        this.tail = this.tail.slice(this.tailHead);
-        this.tailHead = 0;
+      while (this.tail.size > 0) {
+        const id = this.tail.firstId();
+        if (id !== null) {
+          if (!this.ackedAhead.delete(id)) break;
+          this.beyondCursor--;
+        }
+        this.cursor = this.tail.firstEnd();
+        this.tail.drop(1);
       }
     }
+    this.settleCursor(before, forceWrite);
+  }
+
+  /** After the cursor moved: normalise it, delete segments behind it, store it. */
+  private settleCursor(before: Position, forceWrite: boolean): void {
     // A cursor at the end of a closed segment belongs at the start of the next one.
     for (let i = this.segments.findIndex((s) => s.seq === this.cursor.seq); i >= 0 && i < this.segments.length - 1 && this.cursor.offset >= this.segments[i]!.bytes; i++) {
       this.cursor = { seq: this.segments[i + 1]!.seq, offset: 0 };

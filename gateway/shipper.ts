@@ -14,7 +14,9 @@ import https from 'node:https';
 import type { Logger } from '../protocol/log';
 import { SYNC_OUTCOMES_PATH } from '../protocol/snapshot';
 import type { OutcomeAck } from '../protocol/outcome';
-import type { Journal } from './journal';
+import type { Journal, TailBatch } from './journal';
+
+const PAYLOAD_END = Buffer.from(']}');
 
 /** Records per batch. @default 5000 */
 export const SHIP_BATCH = 5_000;
@@ -45,9 +47,12 @@ export class OutcomeShipper {
   private failures = 0;
   /** Records per batch: SHIP_BATCH, or fewer while isolating records control refused. */
   private batch = SHIP_BATCH;
+  /** The batch document up to the first record. */
+  private readonly payloadHead: string;
 
   constructor(opts: ShipperOptions) {
     this.opts = opts;
+    this.payloadHead = `{"gateway_id":${JSON.stringify(opts.gatewayId)},"records":[`;
     this.url = new URL(SYNC_OUTCOMES_PATH, opts.controlUrl);
     this.agent = new (this.url.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1 });
   }
@@ -91,12 +96,14 @@ export class OutcomeShipper {
   }
 
   private async shipOnce(): Promise<boolean> {
+    // The journal holds the records' JSON already; control validates every one.
+    const fast = this.batch === SHIP_BATCH ? this.opts.journal.pendingBatch(SHIP_BATCH) : null;
+    if (fast !== null) return this.shipBatch(fast);
     const { ids, lines } = this.opts.journal.pendingLines(this.batch);
     if (ids.length === 0) return true;
     this.running = true;
     try {
-      // The journal lines are the records' JSON already; control validates every one.
-      await this.post(`{"gateway_id":${JSON.stringify(this.opts.gatewayId)},"records":[${lines.join(',')}]}`);
+      await this.post(`${this.payloadHead}${lines.join(',')}]}`);
       this.opts.journal.ack(ids);
       this.opts.onShipped?.(ids.length);
       this.batch = Math.min(SHIP_BATCH, this.batch * 10);
@@ -106,6 +113,30 @@ export class OutcomeShipper {
       if (status === 400 || status === 413) return this.refused(ids, lines, err as Error);
       this.opts.onFailure?.();
       this.opts.log.warn('outcome batch not shipped; will retry', { records: ids.length, err });
+      return false;
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** The common case: records straight from the journal's memory, acked by position. */
+  private async shipBatch(batch: TailBatch): Promise<boolean> {
+    this.running = true;
+    try {
+      await this.post(Buffer.concat([Buffer.from(this.payloadHead), batch.body, PAYLOAD_END]));
+      const acked = this.opts.journal.ackBatch(batch);
+      this.opts.onShipped?.(acked);
+      return true;
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      if (status === 400 || status === 413) {
+        // Find the refused records with smaller batches, one id at a time.
+        this.batch = Math.max(1, Math.floor(batch.count / 10));
+        this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', { records: batch.count, next_batch: this.batch, err });
+        return true;
+      }
+      this.opts.onFailure?.();
+      this.opts.log.warn('outcome batch not shipped; will retry', { records: batch.count, err });
       return false;
     } finally {
       this.running = false;
@@ -125,7 +156,7 @@ export class OutcomeShipper {
     return true;
   }
 
-  private post(payload: string): Promise<OutcomeAck> {
+  private post(payload: string | Buffer): Promise<OutcomeAck> {
     return new Promise((resolve, reject) => {
       const req = (this.url.protocol === 'https:' ? https : http).request(this.url, {
         method: 'POST',

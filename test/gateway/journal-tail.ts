@@ -17,6 +17,7 @@ const onDisk = (dir: string): number[] =>
     .sort()
     .flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean))
     .map((line) => (JSON.parse(line) as OutcomeRecord).latency_ms);
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 t.test('appendThen gathers one turn of records into one write, then calls back', async (t) => {
@@ -139,4 +140,83 @@ t.test('the ack cursor is stored in the background, without close', async (t) =>
   t.same(afterCrash.pending(10).map((r) => r.latency_ms), [4]);
   t.equal(journal.stats().ackStateErrors, 0);
   afterCrash.close();
+});
+
+const bodyOf = (records: OutcomeRecord[]): string => records.map((r) => JSON.stringify(r)).join(',');
+
+t.test('pendingBatch: the oldest records as one comma-joined body, acked by position', async (t) => {
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir, segmentMaxBytes: 4096 });
+  for (let i = 1; i <= 40; i++) journal.appendThen(record(i), () => {});
+  journal.flush();
+  for (let i = 41; i <= 100; i++) journal.append(record(i));
+  const first = journal.pendingBatch(30)!;
+  t.equal(first.count, 30);
+  t.equal(first.body.toString(), bodyOf(Array.from({ length: 30 }, (_, i) => record(i + 1))), 'records 1–30, in order, as written');
+  t.same(JSON.parse(`[${first.body.toString()}]`), Array.from({ length: 30 }, (_, i) => record(i + 1)), 'the body is a JSON array once bracketed');
+  t.equal(journal.ackBatch(first), 30);
+  t.equal(journal.backlog(), 70);
+  t.equal(journal.ackBatch(first), 0, 'a batch acked twice acks nothing the second time');
+  const rest = journal.pendingBatch(1000)!;
+  t.equal(rest.count, 70, 'spans several writes and segments');
+  t.equal(rest.body.toString(), bodyOf(Array.from({ length: 70 }, (_, i) => record(i + 31))));
+  t.equal(journal.ackBatch(rest), 70);
+  t.equal(journal.backlog(), 0);
+  t.equal(journal.pendingBatch(10), null, 'nothing left');
+  t.equal(fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).length, 1, 'acked segments deleted');
+  journal.close();
+  const reopened = Journal.open({ dir });
+  t.equal(reopened.backlog(), 0, 'the cursor was stored');
+  reopened.close();
+});
+
+t.test('pendingBatch gives way to records on disk and to ids handed out by pendingLines', async (t) => {
+  const dir = tempDir(t);
+  const earlier = Journal.open({ dir });
+  for (let i = 1; i <= 5; i++) earlier.append(record(i));
+  earlier.close();
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  for (let i = 6; i <= 10; i++) journal.append(record(i));
+  t.equal(journal.pendingBatch(100), null, 'an earlier process\'s records are still on disk');
+  const old = journal.pendingLines(5);
+  t.same(old.lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms), [1, 2, 3, 4, 5]);
+  t.equal(journal.pendingBatch(100), null, 'ids are in flight on the other path');
+  journal.ack(old.ids);
+  const batch = journal.pendingBatch(100)!;
+  t.equal(batch.body.toString(), bodyOf([6, 7, 8, 9, 10].map(record)));
+  t.equal(journal.ackBatch(batch), 5);
+  t.equal(journal.backlog(), 0);
+});
+
+t.test('a batch the cursor moved past acks nothing and loses nothing', async (t) => {
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  for (let i = 1; i <= 6; i++) journal.append(record(i));
+  const stale = journal.pendingBatch(3)!;
+  const { ids } = journal.pendingLines(2);
+  journal.ack(ids);
+  t.equal(journal.ackBatch(stale), 0, 'its first records were acked another way');
+  t.equal(journal.backlog(), 4);
+  t.same(journal.pendingLines(10).lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms), [3, 4, 5, 6]);
+});
+
+t.test('past the in-memory limit, the fast path waits until the older records left disk', async (t) => {
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir, segmentMaxBytes: 1024 * 1024 });
+  t.teardown(() => journal.close());
+  const total = JOURNAL_TAIL_RECORDS + 10;
+  for (let i = 1; i <= total; i++) journal.append(record(i));
+  t.equal(journal.pendingBatch(100), null, 'the first 10 are only on disk now');
+  const old = journal.pendingLines(10);
+  t.same(old.lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms), range(1, 10));
+  journal.ack(old.ids);
+  let shipped = 0;
+  for (let b = journal.pendingBatch(5000); b !== null; b = journal.pendingBatch(5000)) {
+    t.equal(JSON.parse(`[${b.body.toString()}]`)[0].latency_ms, 11 + shipped, `batch at ${11 + shipped}`);
+    shipped += journal.ackBatch(b);
+  }
+  t.equal(shipped, JOURNAL_TAIL_RECORDS);
+  t.equal(journal.backlog(), 0);
 });
