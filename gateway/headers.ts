@@ -57,6 +57,8 @@ export interface UpstreamHeaderOptions {
   inject?: Readonly<Record<string, string>> | undefined;
 }
 
+const COMMON_CONNECTION: ReadonlySet<string> = new Set(['keep-alive', 'Keep-Alive', 'close', 'Close']);
+
 /**
  * Lower-cased field names listed by the given `Connection` field values (other than `close`,
  * `keep-alive` and `content-length`), or null when there are none.
@@ -64,6 +66,7 @@ export interface UpstreamHeaderOptions {
 export function nominatedFields(values: readonly string[]): Set<string> | null {
   let tokens: Set<string> | null = null;
   for (const value of values) {
+    if (COMMON_CONNECTION.has(value)) continue; // the usual single `keep-alive` or `close`
     for (const part of value.split(',')) {
       const token = part.trim().toLowerCase();
       // `close` and `keep-alive` name no field we would keep; most messages carry only those.
