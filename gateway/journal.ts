@@ -174,7 +174,16 @@ export class Journal {
     } catch (err) {
       error = err as Error;
     }
-    for (const written of done) written(error);
+    // Every call in the write is released even if one callback throws; the first throw then surfaces.
+    let thrown: { err: unknown } | null = null;
+    for (const written of done) {
+      try {
+        written(error);
+      } catch (err) {
+        thrown ??= { err };
+      }
+    }
+    if (thrown !== null) throw thrown.err;
   }
 
   /** Up to `limit` records not yet acked, oldest first. Repeated calls return the same records until acked. */

@@ -220,3 +220,18 @@ t.test('past the in-memory limit, the fast path waits until the older records le
   t.equal(shipped, JOURNAL_TAIL_RECORDS);
   t.equal(journal.backlog(), 0);
 });
+
+t.test('a throwing callback does not strand the other calls of the same write', async (t) => {
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  const released: number[] = [];
+  journal.appendThen(record(1), () => released.push(1));
+  journal.appendThen(record(2), () => {
+    throw new Error('bug in a callback');
+  });
+  journal.appendThen(record(3), () => released.push(3));
+  t.throws(() => journal.flush(), /bug in a callback/, 'the throw surfaces');
+  t.same(released, [1, 3], 'after every other call was released');
+  t.same(onDisk(dir), [1, 2, 3]);
+});
