@@ -102,3 +102,24 @@ t.test('a control that is down is retried; nothing is set aside', async (t) => {
   t.equal(journal.backlog(), 5, 'everything still waits in the journal');
   t.notOk(fs.existsSync(path.join(dir, REJECTED_FILE)));
 });
+
+t.test('a refused batch from memory falls back to narrowing by id, then ships from memory again', async (t) => {
+  const control = await fakeControl(t);
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  for (let i = 1; i <= 100; i++) journal.append(i === 50 ? { ...record(i), latency_ms: POISON } : record(i));
+  t.ok(journal.pendingBatch(10) !== null, 'the records are shipped from memory to begin with');
+  let rejected = 0;
+  const shipper = new OutcomeShipper({ controlUrl: control.url, syncToken: 'token', gatewayId: 'gw-1', journal, log: silentLogger, onRejected: () => rejected++ });
+  t.teardown(() => shipper.stop());
+  shipper.start();
+  await waitFor(() => journal.backlog() === 0, 'journal drained');
+  t.equal(rejected, 1);
+  t.equal(control.stored.size, 99);
+  t.notOk(control.stored.has(record(50).call_id));
+  for (let i = 101; i <= 110; i++) journal.append(record(i));
+  t.ok(journal.pendingBatch(100) !== null, 'back on the fast path once nothing is in flight by id');
+  await waitFor(() => journal.backlog() === 0, 'later records drained');
+  t.equal(control.stored.size, 109);
+});
