@@ -434,10 +434,18 @@ function summariseMain(results, names) {
   const g = results.medians.gateway;
   for (const base of names.filter((n) => n !== 'gateway')) {
     const b = results.medians[base];
+    // The same ratio taken within each round (the two runs seconds apart), then the median:
+    // host contention drifts over minutes, so a paired ratio is steadier than a ratio of medians.
+    const paired = [];
+    for (const r of main.filter((x) => x.target === 'gateway')) {
+      const other = main.find((x) => x.target === base && x.round === r.round);
+      if (other && r.cpu_us_per_req && other.cpu_us_per_req) paired.push(r.cpu_us_per_req / other.cpu_us_per_req);
+    }
     results.ratios[`gateway/${base}`] = {
       req_per_s: ratio(g.req_per_s, b.req_per_s),
       p99_ms: ratio(g.p99_ms, b.p99_ms),
       cpu_us_per_req: ratio(g.cpu_us_per_req, b.cpu_us_per_req),
+      cpu_us_per_req_paired: paired.length ? round(median(paired), 3) : null,
     };
   }
 }
@@ -446,7 +454,7 @@ function printMain(results) {
   log('\nmedians across rounds (server under test pinned to CPU 0; CPU = its utime+stime per request)');
   log(table(Object.entries(results.medians).map(([name, m]) => [name, fmt(m.req_per_s, 0), fmt(m.p50_ms, 2), fmt(m.p99_ms, 2), fmt(m.cpu_us_per_req), m.non2xx_total]), ['target', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'non-2xx']));
   log('');
-  log(table(Object.entries(results.ratios).map(([name, r]) => [name, fmt(r.req_per_s, 3), fmt(r.p99_ms, 3), fmt(r.cpu_us_per_req, 3)]), ['ratio', 'req/s', 'p99', 'CPU µs/req']));
+  log(table(Object.entries(results.ratios).map(([name, r]) => [name, fmt(r.req_per_s, 3), fmt(r.p99_ms, 3), fmt(r.cpu_us_per_req, 3), fmt(r.cpu_us_per_req_paired, 3)]), ['ratio', 'req/s', 'p99', 'CPU µs/req', 'CPU paired']));
   const g = results.medians.gateway;
   if (g) log(`(gateway also costs control ${fmt(g.control_cpu_us_per_req)} µs/req for outcome ingest and the upstream ${fmt(g.upstream_cpu_us_per_req)} µs/req)`);
 }
