@@ -436,16 +436,14 @@ function summariseMain(results, names) {
     const b = results.medians[base];
     // The same ratio taken within each round (the two runs seconds apart), then the median:
     // host contention drifts over minutes, so a paired ratio is steadier than a ratio of medians.
-    const paired = [];
-    for (const r of main.filter((x) => x.target === 'gateway')) {
-      const other = main.find((x) => x.target === base && x.round === r.round);
-      if (other && r.cpu_us_per_req && other.cpu_us_per_req) paired.push(r.cpu_us_per_req / other.cpu_us_per_req);
-    }
+    const paired = main
+      .filter((r) => r.target === 'gateway')
+      .map((r) => ratio(r.cpu_us_per_req, main.find((x) => x.target === base && x.round === r.round)?.cpu_us_per_req ?? null));
     results.ratios[`gateway/${base}`] = {
       req_per_s: ratio(g.req_per_s, b.req_per_s),
       p99_ms: ratio(g.p99_ms, b.p99_ms),
       cpu_us_per_req: ratio(g.cpu_us_per_req, b.cpu_us_per_req),
-      cpu_us_per_req_paired: paired.length ? round(median(paired), 3) : null,
+      cpu_us_per_req_paired: round(median(paired), 3),
     };
   }
 }
