@@ -18,7 +18,7 @@ import { sendProblem } from '../protocol/http';
 import { isWellFormedKey } from '../protocol/keys';
 import { COVERED_FAILURES, type Outcome, type OutcomeRecord } from '../protocol/outcome';
 import { classify, type CallFacts } from './classify';
-import { upstreamRequestHeaders } from './headers';
+import { upstreamRequestHeaders, type HeaderList } from './headers';
 import type { Journal } from './journal';
 import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from './limiter';
 import type { GatewayMetrics } from './metrics';
@@ -95,10 +95,12 @@ function keyPolicy(key: KeyEntry, defaults: LimitPolicy, now: number): LimitPoli
  * outcome, before any clamping (premium on `ok`; price + premium on covered failures; 0
  * otherwise and for keyless calls). `X-Svc-Settlement-Pending: 1` on priced endpoints.
  */
-function settlementHeaders(headers: Record<string, unknown>, endpoint: EndpointEntry, keyed: boolean, outcome: Outcome): void {
-  headers['x-svc-premium'] = String(keyed && outcome === 'ok' ? endpoint.premium : 0);
-  headers['x-svc-refund'] = String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0);
-  if (endpoint.price > 0 || endpoint.premium > 0) headers['x-svc-settlement-pending'] = '1';
+function settlementHeaders(headers: HeaderList, endpoint: EndpointEntry, keyed: boolean, outcome: Outcome): void {
+  headers.push(
+    'x-svc-premium', String(keyed && outcome === 'ok' ? endpoint.premium : 0),
+    'x-svc-refund', String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0),
+  );
+  if (endpoint.price > 0 || endpoint.premium > 0) headers.push('x-svc-settlement-pending', '1');
 }
 
 export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -229,10 +231,8 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       } else {
         opts.journal.append(recorded);
       }
-      Object.assign(head.headers, limitHeaders);
-      head.headers['x-svc-call-id'] = callId;
-      head.headers['x-svc-outcome'] = outcome;
-      head.headers['x-svc-latency-ms'] = String(latency);
+      for (const name in limitHeaders) head.headers.push(name, limitHeaders[name]!);
+      head.headers.push('x-svc-call-id', callId, 'x-svc-outcome', outcome, 'x-svc-latency-ms', String(latency));
       settlementHeaders(head.headers, endpoint, key !== null, outcome);
     };
 

@@ -29,10 +29,11 @@ export const REQUEST_DROP: ReadonlySet<string> = new Set([
 /**
  * Response fields never passed back to the caller. `Alt-Svc` would let the upstream
  * redirect the gateway's own origin; `X-Svc-*` are the gateway's headers and cannot be
- * spoofed by an upstream.
+ * spoofed by an upstream. `RateLimit`/`RateLimit-Policy` are the gateway's per-caller limit;
+ * the upstream's describe the endpoint credential all callers share.
  */
 export const RESPONSE_DROP: ReadonlySet<string> = new Set([
-  ...HOP_BY_HOP, 'set-cookie', 'server', 'x-powered-by', 'alt-svc',
+  ...HOP_BY_HOP, 'set-cookie', 'server', 'x-powered-by', 'alt-svc', 'ratelimit', 'ratelimit-policy',
 ]);
 
 /** Prefixes dropped from requests (`Proxy-*`, client `X-Forwarded-*`). */
@@ -128,7 +129,7 @@ const responseNames = new NameFilter(RESPONSE_DROP, RESPONSE_DROP_PREFIXES);
 const HeaderBag = function HeaderBag(this: OutgoingHttpHeaders) {} as unknown as new () => OutgoingHttpHeaders;
 HeaderBag.prototype = Object.create(null) as object;
 
-function add(out: OutgoingHttpHeaders, name: string, value: string): void {
+function add(out: OutgoingHttpHeaders | Record<string, string | string[]>, name: string, value: string): void {
   const existing = out[name];
   if (existing === undefined) out[name] = value;
   else if (Array.isArray(existing)) existing.push(value);
@@ -171,14 +172,37 @@ export function upstreamRequestHeaders(raw: readonly string[], options: Upstream
 }
 
 /**
- * Headers for the caller, built from the upstream response's `rawHeaders`.
+ * A flat header list, `[name, value, name, value, …]` with lower-case names: the form
+ * `res.writeHead()` takes without building (and walking) an object per response.
+ */
+export type HeaderList = string[];
+
+/** The values of `name` (lower-case) in a header list, joined with `,`; undefined when absent. */
+export function headerListValue(list: readonly string[], name: string): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < list.length; i += 2) {
+    if (list[i] === name) value = value === undefined ? list[i + 1]! : `${value},${list[i + 1]!}`;
+  }
+  return value;
+}
+
+/** A header list as an object (repeated names become arrays), for the rare paths that need one. */
+export function headerListObject(list: readonly string[]): Record<string, string | string[]> {
+  const out = new HeaderBag() as Record<string, string | string[]>;
+  for (let i = 0; i < list.length; i += 2) add(out, list[i]!, list[i + 1]!);
+  return out;
+}
+
+/**
+ * Headers for the caller, built from the upstream response's `rawHeaders`, as a
+ * {@link HeaderList} the gateway appends its own headers to.
  *
  * Dropped: {@link RESPONSE_DROP}, `Proxy-*`, `X-Svc-*`, and every field the upstream's
  * `Connection` names. `Transfer-Encoding` is the hop's business: Node frames the body to the
- * caller itself. Repeated fields stay repeated (arrays).
+ * caller itself. Repeated fields stay repeated, in order.
  */
-export function clientResponseHeaders(raw: readonly string[]): OutgoingHttpHeaders {
-  const out = new HeaderBag();
+export function clientResponseHeaders(raw: readonly string[]): HeaderList {
+  const out: HeaderList = [];
   let connection: string[] | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = responseNames.pass(raw[i]!);
@@ -186,8 +210,11 @@ export function clientResponseHeaders(raw: readonly string[]): OutgoingHttpHeade
       if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') (connection ??= []).push(raw[i + 1]!);
       continue;
     }
-    add(out, name, raw[i + 1]!);
+    out.push(name, raw[i + 1]!);
   }
-  if (connection !== null) dropNominated(out, connection);
-  return out;
+  const named = connection === null ? null : nominatedFields(connection);
+  if (named === null) return out;
+  const kept: HeaderList = [];
+  for (let i = 0; i < out.length; i += 2) if (!named.has(out[i]!)) kept.push(out[i]!, out[i + 1]!);
+  return kept;
 }

@@ -18,12 +18,11 @@
  */
 import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { Stream } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import httpProxy from 'http-proxy';
 import { sendProblem } from '../protocol/http';
 import type { NetworkError } from './classify';
-import { clientResponseHeaders } from './headers';
+import { clientResponseHeaders, headerListObject, type HeaderList } from './headers';
 
 /** Upstream sockets per agent (http and https each). @default 256 */
 export const DEFAULT_MAX_SOCKETS = 256;
@@ -70,8 +69,8 @@ export interface BodyObserver {
 /** The response head about to be sent to the caller. */
 export interface ResponseHead {
   status: number;
-  /** Mutable: add the gateway's own headers (`X-Svc-Call-Id`, …) here. */
-  headers: OutgoingHttpHeaders;
+  /** Mutable: push the gateway's own headers (`x-svc-call-id`, …) here as name, value. */
+  headers: HeaderList;
   /** False when forward() is sending its own problem+json for a failure. */
   fromUpstream: boolean;
   networkError: NetworkError | null;
@@ -167,25 +166,19 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
   };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
-  const server = httpProxy.createProxyServer({
-    xfwd: false,
-    selfHandleResponse: true,
-    toProxy: true, // use req.url verbatim: no url.parse() of the caller's path
-    prependPath: false,
-    ignorePath: false,
-    changeOrigin: false, // Host comes from headers.ts
-    followRedirects: false,
-    ws: false,
-    secure: true,
-  });
+  // The server only carries http-proxy's events; its options are unused (see `stream` below).
+  const server = httpProxy.createProxyServer({ xfwd: false, ws: false });
   // Errors reach each call's own listeners; without this, EventEmitter3 would throw.
   server.on('error', ignore);
   server.on('econnreset', ignore);
 
-  const passes = (server as unknown as { webPasses: Pass[] }).webPasses;
-  const lengthPass = passes.findIndex((pass) => pass.name === 'deleteLength');
-  if (lengthPass !== -1) passes.splice(lengthPass, 1);
-  if (!passes.some((pass) => pass.name === 'stream')) throw new Error('http-proxy web passes changed: no stream pass');
+  // Of http-proxy's web passes, only `stream` acts on the options below: `timeout` and
+  // `XHeaders` are off, and `deleteLength` is the smuggling defect (node-http-proxy #1721). So
+  // each call runs the `stream` pass alone with one options object, instead of `server.web()`,
+  // which copies the server's options and the call's into a new object twice per call.
+  const stream = (server as unknown as { webPasses: Pass[] }).webPasses.find((pass) => pass.name === 'stream');
+  if (stream === undefined) throw new Error('http-proxy web passes changed: no stream pass');
+  const streamPass: Pass = stream;
 
   const targets = new WeakMap<URL, object>();
   function targetOf(origin: URL): object {
@@ -252,7 +245,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       }
       const sent = kind === 'timeout' ? 504 : 502;
       if (latency < 0) latency = Math.round(performance.now() - started);
-      const headers: OutgoingHttpHeaders = {};
+      const headers: HeaderList = [];
       try {
         onHead?.({ status: sent, headers, fromUpstream: false, networkError: kind, upstreamLatencyMs: latency });
       } catch (err) {
@@ -260,9 +253,9 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
         return;
       }
       if (kind === 'timeout') {
-        sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${target.timeoutMs} ms`, headers as Record<string, string>);
+        sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${target.timeoutMs} ms`, headerListObject(headers) as Record<string, string>);
       } else {
-        sendProblem(res, 'svc_upstream_unavailable', kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection', headers as Record<string, string>);
+        sendProblem(res, 'svc_upstream_unavailable', kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection', headerListObject(headers) as Record<string, string>);
       }
       report(kind, sent);
     };
@@ -403,12 +396,19 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     req.headers = target.headers as IncomingMessage['headers'];
     const isHttps = target.origin.protocol === 'https:';
     try {
-      server.web(req, res, {
-        target: targetOf(target.origin) as httpProxy.ProxyTarget,
+      streamPass(req, res, {
+        selfHandleResponse: true,
+        toProxy: true, // use req.url verbatim: no url.parse() of the caller's path
+        prependPath: false,
+        ignorePath: false,
+        changeOrigin: false, // Host comes from headers.ts
+        followRedirects: false,
+        secure: true,
+        target: targetOf(target.origin),
         agent: isHttps ? httpsAgent : httpAgent,
         proxyTimeout: target.timeoutMs,
-        buffer: body as unknown as Stream,
-      }, ignore);
+        buffer: body,
+      }, undefined, server, ignore);
     } catch (err) {
       // http.request() throws synchronously for headers or paths Node will not send.
       internal(err);

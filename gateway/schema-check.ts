@@ -11,10 +11,10 @@
  * - A body that is not JSON (after an optional UTF-8 BOM) fails the schema: the endpoint
  *   promised JSON of that shape.
  */
-import type { OutgoingHttpHeaders } from 'node:http';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { SchemaValidator } from '../protocol/response-schema';
 import type { SchemaVerdict } from './classify';
+import { headerListValue, type HeaderList } from './headers';
 
 /** Most body bytes (as received, and after decoding) kept for the check. @default 256 KiB */
 export const SCHEMA_BODY_CAP_BYTES = 256 * 1024;
@@ -35,11 +35,6 @@ const DECODERS: Readonly<Record<string, Decoder>> = {
   br: brotliDecompressSync,
 };
 
-function headerText(value: OutgoingHttpHeaders[string]): string | undefined {
-  if (value === undefined) return undefined;
-  return Array.isArray(value) ? value.join(',') : String(value);
-}
-
 /** Responses that carry no body by definition, so there is nothing to check. */
 export function hasCheckableBody(method: string, status: number): boolean {
   return method !== 'HEAD' && status >= 200 && status < 300 && status !== 204 && status !== 205;
@@ -54,12 +49,12 @@ export class BodyCheck {
 
   constructor(
     private readonly validate: SchemaValidator,
-    headers: OutgoingHttpHeaders,
+    headers: Readonly<HeaderList>,
     private readonly capBytes: number = SCHEMA_BODY_CAP_BYTES,
   ) {
-    const encoding = headerText(headers['content-encoding'])?.trim().toLowerCase() ?? 'identity';
+    const encoding = headerListValue(headers, 'content-encoding')?.trim().toLowerCase() ?? 'identity';
     this.decoder = DECODERS[encoding === '' ? 'identity' : encoding];
-    const declared = Number(headerText(headers['content-length']));
+    const declared = Number(headerListValue(headers, 'content-length'));
     if (this.decoder === undefined) this.stop('encoding');
     else if (Number.isFinite(declared) && declared > capBytes) this.stop('too_large');
   }
