@@ -87,7 +87,7 @@ t.test('headers', async (t) => {
     t.notOk(up.requests[0]?.rawHeaders.some((v) => v.includes('10.9.8.7')), 'the fake chain is dropped entirely');
   });
 
-  await t.test('upstream Set-Cookie, Server, X-Powered-By and X-Svc-* never reach the caller; the gateway’s own headers do', async (t) => {
+  await t.test('upstream Set-Cookie, Server, X-Powered-By, X-Svc-* and RateLimit* never reach the caller; the gateway’s own headers do', async (t) => {
     up.on('/r/leaky', ok({
       headers: {
         'Set-Cookie': ['a=1; Path=/', 'b=2'],
@@ -95,6 +95,8 @@ t.test('headers', async (t) => {
         'X-Powered-By': 'PHP/5.1',
         'X-Svc-Outcome': 'forged',
         'X-Svc-Call-Id': 'forged-id',
+        'RateLimit-Policy': '"upstream";q=1000;w=60',
+        RateLimit: '"upstream";r=999;t=60',
         'X-Upstream-Other': 'kept',
       },
     }));
@@ -115,6 +117,11 @@ t.test('headers', async (t) => {
     t.equal(res.headers['x-svc-outcome'], 'ok', 'X-Svc-Outcome is the gateway’s, not the upstream’s');
     t.match(res.headers['x-svc-latency-ms'], /^\d+$/, 'X-Svc-Latency-Ms is an integer');
     t.equal(res.rawHeaders.filter((h) => h.toLowerCase() === 'x-svc-call-id').length, 1, 'one call id header');
+    for (const name of ['ratelimit-policy', 'ratelimit']) {
+      const values = res.rawHeaders.filter((_, i) => i % 2 === 1 && res.rawHeaders[i - 1]!.toLowerCase() === name);
+      t.equal(values.length, 1, `one ${name} header`);
+      t.notMatch(values[0], /upstream/, `${name} is the gateway's, not the upstream's`);
+    }
 
     const failed = await request(gw, '/resp/leaky-500', { body: '{}' });
     t.equal(failed.status, 500);
