@@ -324,9 +324,12 @@ export class Journal {
   private write(lines: string[]): void {
     const active = this.segments.at(-1)!;
     const text = lines.length === 1 ? lines[0] + '\n' : lines.join('\n') + '\n';
-    const data = Buffer.from(text, 'utf8');
+    // Encoded once, into the tail's memory, and written to disk from there.
+    const bytes = this.tail.stage(text, active.seq, active.bytes);
+    const data = this.tail.stagedData;
+    const at = this.tail.stagedAt;
     try {
-      for (let written = 0; written < data.length; ) written += fs.writeSync(this.fd, data, written);
+      for (let written = 0; written < bytes; ) written += fs.writeSync(this.fd, data, at + written, bytes - written);
     } catch (err) {
       try {
         fs.ftruncateSync(this.fd, active.bytes); // never leave half a line for the next one
@@ -335,14 +338,8 @@ export class Journal {
       }
       throw err;
     }
-    const oneByteChars = data.length === text.length;
-    const ends = new Uint32Array(lines.length);
-    for (let i = 0, end = 0; i < lines.length; i++) {
-      end += (oneByteChars ? lines[i]!.length : Buffer.byteLength(lines[i]!)) + 1;
-      ends[i] = end;
-    }
-    this.tail.push(data, active.seq, active.bytes, ends);
-    active.bytes += data.length;
+    this.tail.commit(lines, bytes === text.length);
+    active.bytes += bytes;
     this.beyondCursor += lines.length;
     if (this.syncEveryWrite) fs.fdatasyncSync(this.fd);
     else this.dirty = true;
