@@ -56,9 +56,8 @@ export class RecordTail {
   private head = 0;
   private line = 0;
   private records = 0;
-  /** The block and byte length of the last `stage()`, until `commit()`. */
+  /** The block of the last `stage()`, until `commit()`. */
   private staged: Block | null = null;
-  private stagedBytes = 0;
 
   /**
    * @param max live records held; older ones are let go
@@ -83,15 +82,21 @@ export class RecordTail {
   stage(text: string, seq: number, start: number): number {
     let block = this.blocks.at(-1);
     const room = maxUtf8(text.length);
-    if (block !== undefined && block.lines === 0 && block.data.length >= room) {
-      block.seq = seq; // nothing was committed to it: it can start anywhere
-      block.start = start;
+    if (block !== undefined && block.lines === 0) {
+      // Nothing was committed to it (its write failed): it starts anywhere, or makes way for a
+      // bigger block. So only the last block can ever be empty.
+      if (block.data.length >= room) {
+        block.seq = seq;
+        block.start = start;
+      } else {
+        this.blocks.pop();
+        block = this.openBlock(seq, start, room);
+      }
     } else if (block === undefined || block.seq !== seq || block.start + block.used !== start || block.data.length - block.used < room) {
       block = this.openBlock(seq, start, room);
     }
     this.staged = block;
-    this.stagedBytes = block.data.write(text, block.used, 'utf8');
-    return this.stagedBytes;
+    return block.data.write(text, block.used, 'utf8');
   }
 
   /** The buffer holding the staged bytes. Only after `stage()`. */
@@ -207,11 +212,6 @@ export class RecordTail {
       this.head++;
       this.line = 0;
     }
-    // Blocks without committed lines (opened for a write that failed) hold nothing live.
-    while (this.head < this.blocks.length - 1 && this.line >= this.blocks[this.head]!.lines) {
-      this.head++;
-      this.line = 0;
-    }
     this.release();
   }
 
@@ -223,10 +223,6 @@ export class RecordTail {
   private openBlock(seq: number, start: number, room: number): Block {
     const block: Block = { data: Buffer.allocUnsafe(Math.max(this.blockBytes, room)), seq, start, used: 0, ends: new Uint32Array(INITIAL_LINES), lines: 0 };
     this.blocks.push(block);
-    if (this.records === 0) {
-      this.head = this.blocks.length - 1;
-      this.line = 0;
-    }
     this.release();
     return block;
   }

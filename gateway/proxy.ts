@@ -252,10 +252,11 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
         respondInternal(err);
         return;
       }
+      const extra = headerListObject(headers) as Record<string, string>;
       if (kind === 'timeout') {
-        sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${target.timeoutMs} ms`, headerListObject(headers) as Record<string, string>);
+        sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${target.timeoutMs} ms`, extra);
       } else {
-        sendProblem(res, 'svc_upstream_unavailable', kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection', headerListObject(headers) as Record<string, string>);
+        sendProblem(res, 'svc_upstream_unavailable', kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection', extra);
       }
       report(kind, sent);
     };
