@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'svc_method_not_allowed',
   'svc_bad_request',
   'svc_payload_too_large',
+  'svc_request_timeout',
+  'svc_headers_too_large',
   'svc_upstream_timeout',
   'svc_upstream_unavailable',
   'svc_maintenance',
@@ -84,6 +86,16 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
     status: 413,
     title: 'Payload too large',
     when: 'The request body exceeds the configured limit',
+  },
+  svc_request_timeout: {
+    status: 408,
+    title: 'Request timeout',
+    when: 'The caller stopped sending its request body for longer than `gateway.clientBodyTimeoutMs`; the connection is closed',
+  },
+  svc_headers_too_large: {
+    status: 431,
+    title: 'Request header fields too large',
+    when: 'More than `gateway.maxHeaders` request header fields, or a header section over 16 KiB',
   },
   svc_upstream_timeout: {
     status: 504,
