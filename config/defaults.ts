@@ -27,6 +27,10 @@ export const DEFAULT_SLA_MS = 5_000;
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/** Longest pause between two chunks of a caller's request body before 408 `svc_request_timeout`. */
+export const DEFAULT_CLIENT_BODY_TIMEOUT_MS = 10_000;
+/** Most request header fields a gateway call may carry before 431 `svc_headers_too_large`. */
+export const DEFAULT_GATEWAY_MAX_HEADERS = 100;
 export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 5_000;
 export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
 export const DEFAULT_MAINTENANCE_RETRY_AFTER_S = 60;
@@ -66,3 +70,5 @@ export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5_000;
 export const DEFAULT_APPLICATION_DUPLICATE_WINDOW_S = 24 * 3600;
 export const DEFAULT_APPLICATION_SUBMIT_LIMIT_COUNT = 10;
 export const DEFAULT_APPLICATION_SUBMIT_LIMIT_WINDOW_S = 3600;
+/** Submissions refused as invalid per address per submit window: a looser count kept apart from the submit limit. */
+export const DEFAULT_APPLICATION_INVALID_LIMIT_COUNT = 30;

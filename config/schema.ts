@@ -28,6 +28,7 @@ export const ConfigSchema = z
       .describe('an http(s) URL of the control admin/sync listener'),
     adminToken: token,
     syncToken: token,
+    metricsToken: token,
     logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('one of debug, info, warn, error'),
     gateway: z
       .object({
@@ -36,6 +37,8 @@ export const ConfigSchema = z
         bodyLimitBytes: posInt(D.DEFAULT_BODY_LIMIT_BYTES, 1024 * 1024 * 1024),
         headersTimeoutMs: posInt(D.DEFAULT_HEADERS_TIMEOUT_MS, 600_000),
         requestTimeoutMs: posInt(D.DEFAULT_REQUEST_TIMEOUT_MS, 3_600_000),
+        clientBodyTimeoutMs: posInt(D.DEFAULT_CLIENT_BODY_TIMEOUT_MS, 3_600_000),
+        maxHeaders: posInt(D.DEFAULT_GATEWAY_MAX_HEADERS, 1_000),
         keepAliveTimeoutMs: posInt(D.DEFAULT_KEEPALIVE_TIMEOUT_MS, 600_000),
         upstreamMaxSockets: posInt(D.DEFAULT_UPSTREAM_MAX_SOCKETS, 65_535),
         maintenanceRetryAfterS: posInt(D.DEFAULT_MAINTENANCE_RETRY_AFTER_S, 86_400),
@@ -144,6 +147,7 @@ export const ConfigSchema = z
         duplicateWindowS: posInt(D.DEFAULT_APPLICATION_DUPLICATE_WINDOW_S, 30 * 86_400),
         submitLimitCount: posInt(D.DEFAULT_APPLICATION_SUBMIT_LIMIT_COUNT, 1_000_000),
         submitLimitWindowS: posInt(D.DEFAULT_APPLICATION_SUBMIT_LIMIT_WINDOW_S, 86_400),
+        invalidLimitCount: posInt(D.DEFAULT_APPLICATION_INVALID_LIMIT_COUNT, 1_000_000),
       })
       .strict()
       .prefault({})

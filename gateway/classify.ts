@@ -7,6 +7,13 @@ import type { Outcome } from '../protocol/outcome';
 /** Transport failures that are the provider's fault. A caller that left is not one of them. */
 export type NetworkError = 'refused' | 'reset' | 'timeout';
 
+/**
+ * Failures that are the caller's doing, never the provider's: it left before the answer
+ * (`client_abort`), streamed a body over the limit (`body_too_large`), or stopped sending its
+ * body for longer than `gateway.clientBodyTimeoutMs` (`client_timeout`).
+ */
+export type CallerFailure = 'client_abort' | 'body_too_large' | 'client_timeout';
+
 /** What the gateway observed about one forwarded call. */
 export interface CallFacts {
   /** Upstream status code; null when no response head arrived. */
@@ -17,6 +24,8 @@ export interface CallFacts {
   slaMs: number;
   /** Transport failure, if any; it wins over a status that arrived before the failure. */
   networkError: NetworkError | null;
+  /** The caller broke the call before an upstream answer reached it; wins over everything. */
+  callerFailure?: CallerFailure | null | undefined;
   /** Verdict of the endpoint's response-schema check on the body; absent when none ran. */
   schema?: SchemaVerdict | undefined;
 }
@@ -46,6 +55,7 @@ export const DEFAULT_CHECKS: readonly ResponseCheck[] = [schemaCheck];
  *
  * | observed | outcome |
  * |---|---|
+ * | `callerFailure` set | `caller_error` |
  * | `networkError` set, or no status | `network_error` |
  * | 5xx (and anything ≥ 500) | `server_error` |
  * | 4xx, 429 included | `client_error` |
@@ -59,6 +69,7 @@ export const DEFAULT_CHECKS: readonly ResponseCheck[] = [schemaCheck];
  */
 export function classify(facts: CallFacts, checks: readonly ResponseCheck[] = DEFAULT_CHECKS): Outcome {
   const { status } = facts;
+  if (facts.callerFailure != null) return 'caller_error';
   if (facts.networkError !== null || status === null) return 'network_error';
   if (status >= 500) return 'server_error';
   if (status >= 400) return 'client_error';

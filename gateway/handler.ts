@@ -1,6 +1,8 @@
 /**
- * The gateway's request pipeline (DESIGN §3), in order: route → ready → maintenance →
- * endpoint → method → gate → grant → body rules → rate limit → forward. Every refusal is
+ * The gateway's request pipeline (DESIGN §3), in order: header count → ready → maintenance →
+ * gate → route → endpoint → method → grant → body rules → rate limit → forward. The gate comes
+ * before the route, so with the gate on a caller without a valid key gets 403 for every path
+ * and cannot enumerate endpoints. Every refusal is
  * problem+json, counted in metrics and never recorded as a provider outcome. Every admitted
  * call gets a UUIDv7 call id and exactly one outcome record in the journal. An upstream
  * answer's record is taken when its body ends (a reset or timeout mid-body makes it a network
@@ -39,11 +41,18 @@ export interface HandlerOptions {
   maintenanceRetryAfterS: number;
   /** Forwarding hops in front of the gateway whose `X-Forwarded-For` entry is trusted. */
   trustedProxyHops: number;
+  /** Most request header fields a call may carry (431 `svc_headers_too_large` past it). */
+  maxHeaders: number;
   now?: () => number;
 }
 
 /** Longest request target accepted. @default 8 KiB */
 export const MAX_URL_LENGTH = 8 * 1024;
+/**
+ * The status recorded for a call whose caller left before any answer was sent (nginx's 499,
+ * "client closed request"); nothing is sent with it.
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
 /** Methods whose requests must not carry a body here. */
 const BODYLESS = new Set(['GET', 'HEAD']);
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -117,16 +126,19 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
   const refuse = (res: ServerResponse, req: IncomingMessage, code: ErrorCode, detail: string, headers: Record<string, string> = {}) => {
     opts.metrics.rejection(code);
     // Drain what the caller sent so the connection can be reused, unless it is too much.
-    if (code === 'svc_payload_too_large') res.setHeader('connection', 'close');
+    if (code === 'svc_payload_too_large' || code === 'svc_headers_too_large') res.setHeader('connection', 'close');
     else req.resume();
     sendProblem(res, code, detail, headers);
   };
 
   return (req, res) => {
+    // Header fields are counted on the list that is forwarded (Node keeps every raw field;
+    // the server's own field cap is off so that `req.headers` is built from the same list).
+    if (req.rawHeaders.length > opts.maxHeaders * 2) {
+      return refuse(res, req, 'svc_headers_too_large', `more than ${opts.maxHeaders} request header fields`);
+    }
     const url = req.url ?? '/';
     if (url.length > MAX_URL_LENGTH) return refuse(res, req, 'svc_bad_request', `request target longer than ${MAX_URL_LENGTH} bytes`);
-    const route = parseRoute(url);
-    if (!route.ok) return refuse(res, req, route.code, route.detail);
 
     const state = opts.state();
     if (state === null) {
@@ -136,14 +148,10 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       const retry = String(opts.maintenanceRetryAfterS);
       return refuse(res, req, 'svc_maintenance', 'svc is in maintenance; see the status page', { 'retry-after': retry });
     }
-    const endpoint = state.endpoints.get(route.endpointId);
-    if (endpoint === undefined) return refuse(res, req, 'svc_unknown_endpoint', `no endpoint ${route.endpointId}`);
-    const method = req.method ?? 'GET';
-    if (!endpoint.methods.has(method)) {
-      return refuse(res, req, 'svc_method_not_allowed', `${method} is not allowed on ${endpoint.id}`, { allow: endpoint.allow });
-    }
 
-    // Gate. Keys are compared by SHA-256 only; the bearer value is never stored or logged.
+    // Gate, before the path is looked at: with the gate on, a caller without a valid key learns
+    // nothing about which endpoints exist. Keys are compared by SHA-256 only; the bearer value
+    // is never stored or logged.
     const t = now();
     let key: KeyEntry | null = null;
     const auth = req.headers.authorization;
@@ -154,6 +162,15 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     if (state.flags.beta_gate_enabled && key === null) {
       const why = bearer === null ? 'missing beta key' : 'this key is not a valid beta key (unknown, expired or revoked)';
       return refuse(res, req, 'svc_auth_not_in_beta', `${why}; send Authorization: Bearer svc_beta_…`);
+    }
+
+    const route = parseRoute(url);
+    if (!route.ok) return refuse(res, req, route.code, route.detail);
+    const endpoint = state.endpoints.get(route.endpointId);
+    if (endpoint === undefined) return refuse(res, req, 'svc_unknown_endpoint', `no endpoint ${route.endpointId}`);
+    const method = req.method ?? 'GET';
+    if (!endpoint.methods.has(method)) {
+      return refuse(res, req, 'svc_method_not_allowed', `${method} is not allowed on ${endpoint.id}`, { allow: endpoint.allow });
     }
     if (key !== null && key.endpoints !== null && !key.endpoints.has(endpoint.id)) {
       return refuse(res, req, 'svc_endpoint_not_granted', `this key is not granted endpoint ${endpoint.id}`);
@@ -184,25 +201,32 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const callId = uuidv7(t);
     const startedAt = isoTime(t);
     let recorded: OutcomeRecord | null = null;
+    const recordOf = (status: number, outcome: Outcome, latencyMs: number): OutcomeRecord => ({
+      call_id: callId,
+      key_id: key?.id ?? null,
+      endpoint_id: endpoint.id,
+      method,
+      status,
+      outcome,
+      latency_ms: latencyMs,
+      started_at: startedAt,
+      gateway_id: opts.gatewayId,
+    });
     // An upstream answer's record waits for the end of its body (a reset or timeout mid-body
     // makes it a network error; a schema endpoint's body gives its verdict), and is appended
     // exactly once: at body end (before the caller's response ends) or when the call is done.
     let pending: { record: OutcomeRecord; facts: CallFacts } | null = null;
     const onHead = (head: ResponseHead) => {
-      const facts: CallFacts = { status: head.fromUpstream ? head.status : null, latencyMs: head.upstreamLatencyMs, slaMs: endpoint.slaMs, networkError: head.networkError };
+      const facts: CallFacts = {
+        status: head.fromUpstream ? head.status : null,
+        latencyMs: head.upstreamLatencyMs,
+        slaMs: endpoint.slaMs,
+        networkError: head.networkError,
+        callerFailure: head.callerFailure,
+      };
       const outcome = classify(facts);
       const latency = Math.round(head.upstreamLatencyMs);
-      recorded = {
-        call_id: callId,
-        key_id: key?.id ?? null,
-        endpoint_id: endpoint.id,
-        method,
-        status: head.status,
-        outcome,
-        latency_ms: latency,
-        started_at: startedAt,
-        gateway_id: opts.gatewayId,
-      };
+      recorded = recordOf(head.status, outcome, latency);
       pending = null;
       const schema = endpoint.responseSchema;
       if (schema !== null && outcome === 'ok' && head.fromUpstream && hasCheckableBody(method, head.status)) {
@@ -255,11 +279,13 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
           const broken = result.networkError === 'reset' || result.networkError === 'timeout' ? result.networkError : null;
           recorded = broken === null ? waiting.record : { ...waiting.record, outcome: classify({ ...waiting.facts, networkError: broken }) };
           opts.journal.append(recorded);
+        } else if (recorded === null && result.networkError === 'client_abort') {
+          // The caller left before any answer: its own doing, recorded so that nothing moves.
+          recorded = recordOf(CLIENT_CLOSED_REQUEST, 'caller_error', Math.round(result.upstreamLatencyMs));
+          opts.journal.append(recorded);
         }
         const r = recorded as OutcomeRecord | null;
         if (r !== null) opts.metrics.call(endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
-        else if (result.networkError === 'body_too_large') opts.metrics.rejection('svc_payload_too_large');
-        else if (result.networkError === 'client_abort') opts.metrics.rejection('client_abort');
       },
       onHead,
     );

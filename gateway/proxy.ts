@@ -2,8 +2,11 @@
  * The gateway's one wrapper around http-proxy 1.18.1; no other file imports http-proxy.
  *
  * `forward()` sends one admitted call upstream and reports exactly once how it went. It owns:
- * - keep-alive agents with bounded sockets, and `proxyTimeout` on every call;
- * - a per-call deadline so an upstream timeout (504) is told apart from a reset (502);
+ * - keep-alive agents with bounded sockets, and an idle timeout on every upstream socket;
+ * - two clocks per call: the caller's (`clientBodyTimeoutMs` between request-body chunks; a
+ *   caller that stalls gets 408 `svc_request_timeout`) and the provider's (the endpoint's
+ *   timeout, from the moment the last request byte was handed upstream, so a slow caller is
+ *   never blamed on the provider), with an upstream timeout (504) told apart from a reset (502);
  * - client aborts: the upstream request is destroyed, also while it waits in the agent queue
  *   (node-http-proxy #1586: 1.18.1 only listens for `aborted`, which Node no longer emits
  *   once the request body has been read);
@@ -20,8 +23,9 @@ import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeader
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import httpProxy from 'http-proxy';
+import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../config/defaults';
 import { sendProblem } from '../protocol/http';
-import type { NetworkError } from './classify';
+import type { CallerFailure, NetworkError } from './classify';
 import { clientResponseHeaders, headerListObject, type HeaderList } from './headers';
 
 /** Upstream sockets per agent (http and https each). @default 256 */
@@ -32,10 +36,10 @@ export const DEFAULT_MAX_FREE_SOCKETS = 64;
 export const DEFAULT_FREE_SOCKET_TIMEOUT_MS = 4_000;
 
 /**
- * Why a call did not complete normally. `client_abort` (the caller left) and `body_too_large`
- * (the caller streamed more than the limit) are the caller's doing, never the provider's.
+ * Why a call did not complete normally: a provider's `NetworkError`, or a `CallerFailure`
+ * (the caller left, streamed more than the limit, or stalled mid-body), never the provider's.
  */
-export type ForwardFailure = NetworkError | 'client_abort' | 'body_too_large';
+export type ForwardFailure = NetworkError | CallerFailure;
 
 /** Where and how to send one call. */
 export interface ForwardTarget {
@@ -45,7 +49,11 @@ export interface ForwardTarget {
   path: string;
   /** Complete upstream request headers, from `upstreamRequestHeaders`. */
   headers: OutgoingHttpHeaders;
-  /** Deadline for the response head, and the idle timeout of the upstream socket after it. */
+  /**
+   * The provider's deadline for the response head, counted from the moment the last request
+   * byte was handed upstream (and while the upstream holds the body back); then the idle
+   * timeout of the upstream socket.
+   */
   timeoutMs: number;
   /**
    * Most request-body bytes to stream upstream. Past it the upstream request is destroyed and
@@ -74,6 +82,9 @@ export interface ResponseHead {
   /** False when forward() is sending its own problem+json for a failure. */
   fromUpstream: boolean;
   networkError: NetworkError | null;
+  /** Set when forward() answers a failure of the caller's doing (408, 413). */
+  callerFailure: CallerFailure | null;
+  /** The provider's clock at the head (0 when it answered before the request body was sent). */
   upstreamLatencyMs: number;
   /** Set by the head hook (upstream answers only) to observe the body on its way to the caller. */
   body?: BodyObserver;
@@ -87,7 +98,11 @@ export interface ForwardResult {
   sentStatus: number | null;
   /** Set when the call failed; null when the whole response reached the caller. */
   networkError: ForwardFailure | null;
-  /** Milliseconds from forward() to the upstream response head, or to the failure. */
+  /**
+   * The provider's clock: milliseconds from the moment the last request byte was handed
+   * upstream to the response head, or to a network failure (0 if either came first). For a
+   * caller failure, the whole time since forward() started.
+   */
   upstreamLatencyMs: number;
   /** A fault in the gateway itself (500 `svc_internal` was sent); never the provider's. */
   internalError?: unknown;
@@ -103,6 +118,8 @@ export interface ProxyOptions {
   maxFreeSockets?: number;
   /** @default DEFAULT_FREE_SOCKET_TIMEOUT_MS */
   freeSocketTimeoutMs?: number;
+  /** @default DEFAULT_CLIENT_BODY_TIMEOUT_MS */
+  clientBodyTimeoutMs?: number;
 }
 
 /** Sockets and calls the proxy currently holds (for /metrics and leak checks). */
@@ -164,6 +181,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     timeout: options.freeSocketTimeoutMs ?? DEFAULT_FREE_SOCKET_TIMEOUT_MS,
     scheduling: 'lifo' as const,
   };
+  const clientBodyTimeoutMs = options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS;
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
   // The server only carries http-proxy's events; its options are unused (see `stream` below).
@@ -201,9 +219,18 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     let upstreamRes: IncomingMessage | null = null;
     let status: number | null = null;
     let latency = -1;
+    // The provider's clock starts when the last request byte is handed upstream (or at the
+    // response head, if the upstream answers first); the caller's time is never counted.
+    let clockStart = -1;
+    let deadline: NodeJS.Timeout | undefined;
+    // The caller's clock: the longest pause between request-body chunks, armed while the call
+    // waits for the caller's body and not while the upstream holds the body back.
+    let bodyTimer: NodeJS.Timeout | undefined;
+    let heldByUpstream = false;
     inFlight++;
 
-    const elapsed = (): number => (latency >= 0 ? latency : Math.round(performance.now() - started));
+    const providerMs = (): number => (clockStart < 0 ? 0 : Math.round(performance.now() - clockStart));
+    const elapsed = (): number => (latency >= 0 ? latency : providerMs());
     // Every path first claims the call's single result, then cleans up, then reports: cleanup
     // (destroying the upstream) fires events whose handlers then see the call as settled.
     const claim = (): boolean => {
@@ -211,12 +238,17 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       finished = true;
       inFlight--;
       clearTimeout(deadline);
+      clearTimeout(bodyTimer);
       return true;
     };
     const report = (networkError: ForwardFailure | null, sentStatus: number | null, internalError?: unknown): void => {
       const result: ForwardResult = { status, sentStatus, networkError, upstreamLatencyMs: elapsed() };
       if (internalError !== undefined) result.internalError = internalError;
       done(result);
+    };
+    const reportCaller = (kind: CallerFailure, sentStatus: number | null): void => {
+      latency = Math.round(performance.now() - started);
+      report(kind, sentStatus);
     };
     const abortUpstream = (): void => {
       upstreamRes?.destroy();
@@ -234,6 +266,16 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       abortUpstream();
       respondInternal(err);
     };
+    // Run the head hook for forward()'s own answer; false (and a 500 sent) if it threw.
+    const ownHead = (head: ResponseHead): boolean => {
+      try {
+        onHead?.(head);
+        return true;
+      } catch (err) {
+        respondInternal(err);
+        return false;
+      }
+    };
     // Answer a failure before any head was sent; after it, cut the caller's connection.
     const fail = (kind: NetworkError): void => {
       if (!claim()) return;
@@ -244,14 +286,9 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
         return;
       }
       const sent = kind === 'timeout' ? 504 : 502;
-      if (latency < 0) latency = Math.round(performance.now() - started);
+      if (latency < 0) latency = providerMs();
       const headers: HeaderList = [];
-      try {
-        onHead?.({ status: sent, headers, fromUpstream: false, networkError: kind, upstreamLatencyMs: latency });
-      } catch (err) {
-        respondInternal(err);
-        return;
-      }
+      if (!ownHead({ status: sent, headers, fromUpstream: false, networkError: kind, callerFailure: null, upstreamLatencyMs: latency })) return;
       const extra = headerListObject(headers) as Record<string, string>;
       if (kind === 'timeout') {
         sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${target.timeoutMs} ms`, extra);
@@ -260,11 +297,41 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       }
       report(kind, sent);
     };
+    // The caller broke its own request (a body over the limit, or one that stalled): the
+    // upstream request is destroyed, the caller gets 413/408 and the connection is closed.
+    const failCaller = (kind: 'body_too_large' | 'client_timeout'): void => {
+      if (!claim()) return;
+      req.pause();
+      abortUpstream();
+      if (res.headersSent || res.destroyed) {
+        res.destroy();
+        reportCaller(kind, status);
+        return;
+      }
+      const sent = kind === 'client_timeout' ? 408 : 413;
+      const headers: HeaderList = ['connection', 'close'];
+      const head: ResponseHead = { status: sent, headers, fromUpstream: false, networkError: null, callerFailure: kind, upstreamLatencyMs: Math.round(performance.now() - started) };
+      if (!ownHead(head)) return;
+      const extra = headerListObject(headers) as Record<string, string>;
+      if (kind === 'client_timeout') {
+        sendProblem(res, 'svc_request_timeout', `the request body stalled for more than ${clientBodyTimeoutMs} ms`, extra);
+      } else {
+        sendProblem(res, 'svc_payload_too_large', `body exceeds ${target.bodyLimitBytes} bytes`, extra);
+      }
+      reportCaller(kind, sent);
+    };
 
-    const deadline = setTimeout(() => {
+    const onDeadline = (): void => {
       timedOut = true;
       fail('timeout');
-    }, target.timeoutMs);
+    };
+    const startDeadline = (): void => {
+      if (deadline === undefined && !finished) deadline = setTimeout(onDeadline, target.timeoutMs);
+    };
+    const stopDeadline = (): void => {
+      clearTimeout(deadline);
+      deadline = undefined;
+    };
 
     res.on('finish', () => {
       if (upstreamRes !== null && claim()) report(null, status);
@@ -274,7 +341,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       if (res.writableFinished || !claim()) return;
       abortUpstream();
       res.destroy();
-      report('client_abort', res.headersSent ? status : null);
+      reportCaller('client_abort', res.headersSent ? status : null);
     };
     const callerGone = (): boolean => req.socket.destroyed && !res.writableFinished;
     res.on('close', callerLeft);
@@ -285,10 +352,11 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
         incoming.destroy();
         return;
       }
-      clearTimeout(deadline);
+      stopDeadline();
       upstreamRes = incoming;
       status = incoming.statusCode ?? 502;
-      latency = Math.round(performance.now() - started);
+      if (clockStart < 0) clockStart = performance.now();
+      latency = providerMs();
       const onBroken = (): void => {
         if (finished) return;
         if (callerGone()) return callerLeft();
@@ -300,7 +368,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       incoming.on('aborted', onBroken);
       incoming.on('error', onBroken);
       const headers = clientResponseHeaders(incoming.rawHeaders);
-      const head: ResponseHead = { status, headers, fromUpstream: true, networkError: null, upstreamLatencyMs: latency };
+      const head: ResponseHead = { status, headers, fromUpstream: true, networkError: null, callerFailure: null, upstreamLatencyMs: latency };
       try {
         onHead?.(head);
       } catch (err) {
@@ -359,31 +427,51 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
     // http-proxy creates the upstream request inside web() and hands out no reference until it
     // has a socket. It does pipe the body from `options.buffer`, so that is where we take it.
     const limit = target.bodyLimitBytes;
-    const tooLarge = (): void => {
-      if (!claim()) return;
-      req.pause();
-      abortUpstream();
-      if (res.headersSent) res.destroy();
-      else sendProblem(res, 'svc_payload_too_large', `body exceeds ${limit} bytes`, { connection: 'close' });
-      report('body_too_large', res.headersSent ? 413 : null);
-    };
+    const expectsBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
     // The caller's body, streamed with backpressure and counted against the limit.
     const body = {
       pipe(dest: ClientRequest): ClientRequest {
         upstreamReq = dest;
         let seen = 0;
+        if (expectsBody) {
+          bodyTimer = setTimeout(() => {
+            if (!heldByUpstream) failCaller('client_timeout');
+          }, clientBodyTimeoutMs);
+        }
         req.on('data', (chunk: Buffer) => {
-          if (limit !== undefined && (seen += chunk.length) > limit) return tooLarge();
+          if (finished) return;
+          if (limit !== undefined && (seen += chunk.length) > limit) return failCaller('body_too_large');
+          bodyTimer?.refresh();
           if (!dest.write(chunk)) {
+            // Waiting on the upstream now: its clock runs, the caller's does not.
             req.pause();
-            dest.once('drain', () => req.resume());
+            heldByUpstream = true;
+            if (upstreamRes === null) startDeadline();
+            dest.once('drain', () => {
+              if (finished) return;
+              heldByUpstream = false;
+              if (upstreamRes === null) stopDeadline();
+              bodyTimer?.refresh();
+              req.resume();
+            });
           }
         });
-        req.on('end', () => dest.end());
-        dest.on('response', onResponse);
-        dest.on('timeout', () => {
-          timedOut = true; // proxyTimeout fired; http-proxy aborts the request next
+        req.on('end', () => {
+          if (finished) return;
+          clearTimeout(bodyTimer);
+          dest.end();
+          // The last request byte is upstream's now: the provider's clock starts.
+          if (clockStart < 0) clockStart = performance.now();
+          if (upstreamRes === null) {
+            stopDeadline();
+            startDeadline();
+          }
+          dest.setTimeout(target.timeoutMs, () => {
+            timedOut = true;
+            dest.destroy();
+          });
         });
+        dest.on('response', onResponse);
         dest.on('error', (err) => {
           if (finished) return;
           if (callerGone()) return callerLeft();
@@ -407,7 +495,8 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
         secure: true,
         target: targetOf(target.origin),
         agent: isHttps ? httpsAgent : httpAgent,
-        proxyTimeout: target.timeoutMs,
+        // No proxyTimeout: http-proxy would arm it on the socket before the caller's body has
+        // arrived. The idle timeout is set above once the body is sent.
         buffer: body,
       }, undefined, server, ignore);
     } catch (err) {

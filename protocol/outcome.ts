@@ -5,12 +5,20 @@
  */
 import { z } from 'zod';
 
-export const OUTCOMES = ['ok', 'latency_breach', 'server_error', 'network_error', 'schema_mismatch', 'client_error'] as const;
+export const OUTCOMES = ['ok', 'latency_breach', 'server_error', 'network_error', 'schema_mismatch', 'client_error', 'caller_error'] as const;
 export const Outcome = z.enum(OUTCOMES);
 export type Outcome = z.infer<typeof Outcome>;
 
 /** Outcomes that are a provider's failure and earn a refund. */
 export const COVERED_FAILURES: ReadonlySet<Outcome> = new Set(['latency_breach', 'server_error', 'network_error', 'schema_mismatch']);
+
+/**
+ * Outcomes that say nothing about the provider, so they are outside the failure-rate
+ * denominator and the latency figures: `client_error` (the upstream refused the caller's
+ * request with a 4xx) and `caller_error` (the call failed by the caller's doing: it left before
+ * the answer, sent a body over the limit, or stalled mid-body). Neither moves money.
+ */
+export const UNRATED_OUTCOMES: ReadonlySet<Outcome> = new Set(['client_error', 'caller_error']);
 
 export const OutcomeRecord = z
   .object({
@@ -18,7 +26,11 @@ export const OutcomeRecord = z
     key_id: z.string().min(1).max(64).nullable(),
     endpoint_id: z.string().min(1).max(63),
     method: z.string().min(1).max(16),
-    /** HTTP status returned to the caller (the upstream's, or 502/504 for network errors). */
+    /**
+     * HTTP status returned to the caller: the upstream's, 502/504 for network errors, and for
+     * `caller_error` 408 (body stalled), 413 (body over the limit) or 499 (the caller left
+     * before the answer; nothing was sent).
+     */
     status: z.number().int().min(100).max(599),
     outcome: Outcome,
     latency_ms: z.number().int().min(0),

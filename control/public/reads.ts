@@ -3,7 +3,7 @@
  * over the rolling window, from the per-minute rollups), and the public changelog. Pure
  * functions of the store, the settings and a clock reading; caching is the caller's job.
  */
-import { COVERED_FAILURES, OUTCOMES, type Outcome } from '../../protocol/outcome';
+import { COVERED_FAILURES, OUTCOMES, UNRATED_OUTCOMES, type Outcome } from '../../protocol/outcome';
 import type { ChangelogEntry } from '../../protocol/admin';
 import type { Config } from '../../config/load';
 import type { Store } from '../store';
@@ -17,14 +17,16 @@ export interface Provider {
   /** Opaque, stable id (`prv_…`); never the endpoint id or its upstream. */
   id: string;
   tier: Tier;
-  /** Covered failures / calls (calls exclude `client_error`), over the window. 0 without calls. */
+  /** Covered failures / calls (calls exclude `client_error` and `caller_error`), over the window. 0 without calls. */
   failure_rate: number;
-  /** Calls in the window, `client_error` excluded (the failure-rate denominator). */
+  /** Calls in the window, `client_error` and `caller_error` excluded (the failure-rate denominator). */
   calls: number;
   /** Covered failures in the window (latency breach, server error, network error, schema mismatch). */
   failures: number;
   /** Upstream 4xx answers in the window (the caller's fault: counted apart, not a failure). */
   client_errors: number;
+  /** Calls that failed by the caller's doing in the window (left early, body over the limit or stalled): not the provider's. */
+  caller_errors: number;
   window_h: number;
   /** From the latency histogram of the same calls; null without calls. */
   latency_ms: { p50: number; p95: number } | null;
@@ -78,7 +80,7 @@ function provider(ids: OpaqueIds, endpointId: string, window: EndpointWindow | u
   let calls = 0;
   let failures = 0;
   for (const outcome of OUTCOMES) {
-    if (outcome === 'client_error') continue;
+    if (UNRATED_OUTCOMES.has(outcome)) continue;
     calls += counts[outcome];
     if (COVERED_FAILURES.has(outcome)) failures += counts[outcome];
   }
@@ -92,6 +94,7 @@ function provider(ids: OpaqueIds, endpointId: string, window: EndpointWindow | u
     calls,
     failures,
     client_errors: counts.client_error,
+    caller_errors: counts.caller_error,
     window_h: tiers.windowH,
     latency_ms: p50 === null || p95 === null ? null : { p50, p95 },
   };

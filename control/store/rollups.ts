@@ -5,7 +5,7 @@
  * `window` sums the minutes of a rolling window; nothing here reads the raw outcomes.
  */
 import type { Db } from './db';
-import type { Outcome } from '../../protocol/outcome';
+import { OUTCOMES, UNRATED_OUTCOMES, type Outcome } from '../../protocol/outcome';
 
 /**
  * Upper bounds (inclusive, ms) of the latency histogram; one more bucket holds the rest.
@@ -16,7 +16,8 @@ export const LATENCY_BOUNDS_MS: readonly number[] = [
   1, 2, 5, 10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 20000, 30000, 60000,
 ];
 const LATENCY_COLUMNS = [...LATENCY_BOUNDS_MS.map((b) => `lat_le_${b}`), `lat_gt_${LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]}`];
-const OUTCOME_COLUMNS: readonly Outcome[] = ['ok', 'latency_breach', 'server_error', 'network_error', 'schema_mismatch', 'client_error'];
+/** One count column per outcome (`caller_error` since migration 7). */
+const OUTCOME_COLUMNS: readonly Outcome[] = OUTCOMES;
 const COUNT_COLUMNS = [...OUTCOME_COLUMNS, ...LATENCY_COLUMNS];
 
 export const MINUTE_MS = 60_000;
@@ -81,7 +82,7 @@ export class RollupsTable {
         groups.set(id, group);
       }
       group.counts[OUTCOME_COLUMNS.indexOf(row.outcome)]! += 1;
-      if (row.outcome !== 'client_error') group.counts[OUTCOME_COLUMNS.length + latencyBucket(row.latency_ms)]! += 1;
+      if (!UNRATED_OUTCOMES.has(row.outcome)) group.counts[OUTCOME_COLUMNS.length + latencyBucket(row.latency_ms)]! += 1;
     }
     for (const g of groups.values()) this.upsertStmt.run(g.endpoint, g.minute, ...g.counts);
   }

@@ -98,16 +98,16 @@ t.test('failures', async (t) => {
     t.equal(up.requests.length, before + 1, 'only the body within the limit was forwarded');
   });
 
-  await t.test('a chunked body over the limit is 413 and never completes upstream', async (t) => {
+  await t.test('a chunked body over the limit is 413, never completes upstream, and is the caller’s error', async (t) => {
     const before = up.requests.length;
-    const res = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const res = await new Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
       const url = new URL(gw);
       const req = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/v1/fine/chunked', agent: false });
       req.on('error', reject);
       req.on('response', (r) => {
         let text = '';
         r.setEncoding('utf8').on('data', (c: string) => (text += c));
-        r.on('end', () => resolve({ status: r.statusCode ?? 0, body: JSON.parse(text) }));
+        r.on('end', () => resolve({ status: r.statusCode ?? 0, body: JSON.parse(text), headers: r.headers }));
         r.on('error', reject);
       });
       req.write('y'.repeat(BODY_LIMIT));
@@ -115,6 +115,8 @@ t.test('failures', async (t) => {
     });
     t.equal(res.status, 413);
     t.equal(res.body.code, 'svc_payload_too_large');
+    t.match(res.headers, { 'x-svc-outcome': 'caller_error', 'x-svc-refund': '0', 'x-svc-premium': '0', connection: 'close' });
+    admitted.set(res.headers['x-svc-call-id'] as string, ['caller_error', 413]);
     const seen = up.requests.slice(before);
     t.notOk(seen.some((r) => r.complete), 'no oversized body was delivered upstream');
     t.notOk(seen.some((r) => r.body.length > BODY_LIMIT), 'the upstream never got more than the limit');
@@ -163,7 +165,7 @@ t.test('failures', async (t) => {
 
     await drained(gw);
     const rows = new Map(stack.outcomes().filter((r) => !r.endpoint_id.startsWith('cut')).map((r) => [r.call_id, r]));
-    t.same([...rows.keys()].sort(), [...admitted.keys()].sort(), 'one outcome per admitted call; no 413/503 became an outcome');
+    t.same([...rows.keys()].sort(), [...admitted.keys()].sort(), 'one outcome per admitted call; no refusal before forwarding (declared 413, 503) became an outcome');
     for (const [id, [outcome, status]] of admitted) {
       t.same([rows.get(id)?.outcome, rows.get(id)?.status], [outcome, status], `${id}: ${outcome} ${status}`);
     }
@@ -172,6 +174,7 @@ t.test('failures', async (t) => {
       'boom:server_error:500',
       'busy:client_error:429',
       'closed:network_error:502',
+      'fine:caller_error:413',
       'fine:ok:200',
       'fine:ok:200',
       'fine:ok:200',

@@ -105,7 +105,7 @@ t.test('schema endpoints through the handler', async (t) => {
   state.putKey({ id: 'key_a', secrets: [{ hash: hashKey(key), expires_at: null }], expires_at: null, endpoints: [], limit: null, lift: null });
   const proxy = createProxy();
   t.teardown(() => proxy.close());
-  const handler = createHandler({ gatewayId: 'gw', state: () => state, proxy, journal, metrics, bodyLimitBytes: 1 << 20, maintenanceRetryAfterS: 1, trustedProxyHops: 0 });
+  const handler = createHandler({ gatewayId: 'gw', state: () => state, proxy, journal, metrics, bodyLimitBytes: 1 << 20, maintenanceRetryAfterS: 1, trustedProxyHops: 0, maxHeaders: 100 });
   const port = await listen(t, http.createServer(handler));
 
   const call = (path: string, opts: { method?: string; key?: string } = {}): Promise<Got> =>

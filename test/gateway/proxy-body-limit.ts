@@ -47,7 +47,7 @@ t.test('a streamed body over the limit is cut: 413 to the caller, upstream reque
   await settle();
   t.same(gw.results.map((r) => r.networkError), ['body_too_large']);
   t.same([...gw.doneCalls.values()], [1], 'done() fired once');
-  t.equal(gw.heads.size, 0, 'no response head from the upstream reached the caller');
+  t.same([...gw.heads.values()].map((h) => [h.status, h.fromUpstream, h.callerFailure]), [[413, false, 'body_too_large']], 'no response head from the upstream reached the caller; the 413 head names the caller failure');
   t.equal(upstreamCompleted, 0, 'the upstream never saw a complete request');
   t.ok(upstreamBytes <= 1024 + 512, `the upstream got at most the limit plus one chunk (${upstreamBytes})`);
   await waitFor(async () => (await connections(upstream)) === 0, 'upstream connection closed');
