@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ResponseSchema, type JsonSchema } from './response-schema';
+import { controlCharacterMessage, forbiddenControlCharacter, plainString } from './text';
 import { WalletAddress } from './wallet';
 
 // ---------------------------------------------------------------------------------------
@@ -24,7 +25,8 @@ const FORBIDDEN_INJECTED_HEADERS = new Set([
   'x-forwarded-host', 'forwarded', 'cookie',
 ]);
 const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const HEADER_VALUE_PATTERN = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Header values are Latin-1 (RFC 9110 field-value; control characters are refused separately). */
+const HEADER_VALUE_PATTERN = /^[\x00-\xff]*$/;
 
 export const EndpointId = z
   .string()
@@ -35,7 +37,31 @@ export const EndpointId = z
     message: `is reserved (${RESERVED_ENDPOINT_IDS.join(', ')})`,
   });
 
+/** The scheme and `//` an upstream URL must start with, as typed. */
+const UPSTREAM_PREFIX = /^https?:\/\//i;
+/** `user@` or `user:pass@` (even empty) before the host, as typed. */
+const UPSTREAM_USERINFO = /^[a-z]+:\/\/[^/?#\\]*@/i;
+
+/**
+ * An upstream base URL: absolute `http://` or `https://`, no credentials, query or fragment.
+ * The raw string is checked before `new URL` parses it, because the WHATWG parser silently
+ * drops tabs and CR/LF, trims spaces, and turns `\` into `/`: what is stored is what was typed,
+ * so it must already be clean.
+ */
 export const UpstreamUrl = z.string().superRefine((value, ctx) => {
+  const ch = forbiddenControlCharacter(value, 'line');
+  if (ch !== null) {
+    ctx.addIssue({ code: 'custom', message: controlCharacterMessage(ch, 'line') });
+    return;
+  }
+  if (/\s/.test(value)) {
+    ctx.addIssue({ code: 'custom', message: 'must not contain spaces; percent-encode them (%20)' });
+    return;
+  }
+  if (value.includes('\\')) {
+    ctx.addIssue({ code: 'custom', message: 'must not contain a backslash; use /' });
+    return;
+  }
   let url: URL;
   try {
     url = new URL(value);
@@ -45,11 +71,16 @@ export const UpstreamUrl = z.string().superRefine((value, ctx) => {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     ctx.addIssue({ code: 'custom', message: `scheme ${url.protocol} is not allowed; use http:// or https://` });
+    return;
   }
-  if (url.username !== '' || url.password !== '') {
+  if (!UPSTREAM_PREFIX.test(value)) {
+    ctx.addIssue({ code: 'custom', message: 'must be an absolute http:// or https:// URL' });
+    return;
+  }
+  if (url.username !== '' || url.password !== '' || UPSTREAM_USERINFO.test(value)) {
     ctx.addIssue({ code: 'custom', message: 'must not carry credentials (user:pass@); use --header to inject them' });
   }
-  if (url.search !== '' || url.hash !== '') {
+  if (value.includes('?') || value.includes('#')) {
     ctx.addIssue({ code: 'custom', message: 'must not have a query string or fragment' });
   }
 });
@@ -66,8 +97,11 @@ export const InjectedHeaders = z
       } else if (FORBIDDEN_INJECTED_HEADERS.has(name.toLowerCase())) {
         ctx.addIssue({ code: 'custom', message: `header ${name} is set by the gateway and cannot be injected` });
       }
-      if (!HEADER_VALUE_PATTERN.test(value)) {
-        ctx.addIssue({ code: 'custom', message: `value of header ${name} contains control characters` });
+      const ch = forbiddenControlCharacter(value, 'line');
+      if (ch !== null) {
+        ctx.addIssue({ code: 'custom', message: `value of header ${name} ${controlCharacterMessage(ch, 'line')}` });
+      } else if (!HEADER_VALUE_PATTERN.test(value)) {
+        ctx.addIssue({ code: 'custom', message: `value of header ${name} must be Latin-1 text` });
       }
     }
   });
@@ -121,12 +155,12 @@ export const RateLimitBody = z.object({
 
 export const IssueKeyRequest = z
   .object({
-    name: z.string().trim().min(1).max(120).optional(),
+    name: plainString().trim().min(1).max(120).optional(),
     wallet: WalletAddress.optional(),
     endpoints: z.array(EndpointId).max(1000).optional(),
     expires_in_seconds: z.number().int().min(1).max(10 * 365 * 86400).optional(),
     limit: RateLimitBody.optional(),
-    application_id: z.string().min(1).max(64).optional(),
+    application_id: plainString().min(1).max(64).optional(),
   })
   .strict();
 export type IssueKeyRequest = z.infer<typeof IssueKeyRequest>;
@@ -180,7 +214,7 @@ export function normaliseFlagName(name: string): FlagName | null {
 }
 
 export const SetFlagRequest = z
-  .object({ value: z.boolean(), note: z.string().trim().min(1).max(2000).optional() })
+  .object({ value: z.boolean(), note: plainString('text').trim().min(1).max(2000).optional() })
   .strict();
 
 export interface FlagView {
@@ -194,7 +228,7 @@ export interface FlagView {
 // ---------------------------------------------------------------------------------------
 // Changelog and audit
 
-export const AddChangelogRequest = z.object({ text: z.string().trim().min(1).max(4000) }).strict();
+export const AddChangelogRequest = z.object({ text: plainString('text').trim().min(1).max(4000) }).strict();
 
 export interface ChangelogEntry {
   id: number;

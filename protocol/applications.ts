@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { EndpointId } from './admin';
+import { plainString } from './text';
 import { WalletAddress } from './wallet';
 
 /** The answer promised to every applicant (spec §1, §8.5). */
@@ -56,21 +57,15 @@ export function whyAsked(type: unknown, apisPaid: readonly unknown[] | undefined
   return false;
 }
 
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
-const ONE_LINE_CONTROL = /[\u0000-\u001f\u007f]/;
-
+/** Answer text: one line, or (`multiline`) typed into a text area, so tab and line breaks may stay. */
 const text = (max: number, multiline: boolean) =>
-  z
-    .string({ message: 'is required' })
+  plainString(multiline ? 'multiline' : 'line', { message: 'is required' })
     .trim()
     .min(1, { message: 'is required' })
-    .max(max, { message: `must be at most ${max} characters` })
-    .refine((v) => !(multiline ? CONTROL_CHARS : ONE_LINE_CONTROL).test(v), { message: 'must not contain control characters' });
+    .max(max, { message: `must be at most ${max} characters` });
 
 /** A link to a project or personal social-media profile; `github.com/x` gets `https://`. */
-export const SocialUrl = z
-  .string({ message: 'is required' })
+export const SocialUrl = plainString('line', { message: 'is required' })
   .trim()
   .min(1, { message: 'is required' })
   .max(FIELD_LIMITS.social_url, { message: `must be at most ${FIELD_LIMITS.social_url} characters` })
@@ -189,7 +184,7 @@ export const ApproveApplicationRequest = z.strictObject({
 export type ApproveApplicationRequest = z.infer<typeof ApproveApplicationRequest>;
 
 export const RejectApplicationRequest = z.strictObject({
-  reason: z.string().trim().min(1).max(2000).optional(),
+  reason: plainString('text').trim().min(1).max(2000).optional(),
 });
 
 export const RedeliverApplicationRequest = z.strictObject({

@@ -3,6 +3,7 @@
  * Amounts are integers in micro-units (6 decimals).
  */
 import { z } from 'zod';
+import { plainString } from './text';
 import { WalletAddress } from './wallet';
 
 export type SettlerState = 'running' | 'idle' | 'paused';
@@ -85,7 +86,7 @@ export interface PoolView {
   backlog: number;
 }
 
-export const FundPoolRequest = z.object({ amount: Micro, note: z.string().trim().min(1).max(500).optional() }).strict();
+export const FundPoolRequest = z.object({ amount: Micro, note: plainString('text').trim().min(1).max(500).optional() }).strict();
 export type FundPoolRequest = z.infer<typeof FundPoolRequest>;
 
 export interface FundView {
@@ -122,7 +123,7 @@ export interface PayoutsView {
 }
 
 export const MarkPaidRequest = z
-  .object({ wallet: WalletAddress, amount: Micro, reference: z.string().trim().min(1).max(200) })
+  .object({ wallet: WalletAddress, amount: Micro, reference: plainString().trim().min(1).max(200) })
   .strict();
 export type MarkPaidRequest = z.infer<typeof MarkPaidRequest>;
 

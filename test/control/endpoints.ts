@@ -193,3 +193,57 @@ t.test('injected header values are write-only', async (t) => {
   const row = control.handle.ctx.store.endpoints.record('paid');
   t.same(row?.headers, { Authorization: `Bearer ${secret2}` }, 'the value is stored');
 });
+
+t.test('upstream URLs are checked as typed, on add and on update', async (t) => {
+  const control = await startTestControl(t);
+  const base = await control.admin('POST', '/_admin/v1/endpoints', { id: 'base', upstream: UPSTREAM });
+  t.equal(base.status, 201);
+
+  const refused: [string, string, RegExp][] = [
+    ['CR/LF in the path', 'http://example.com/api\r\nX-Injected: 1', /control characters/],
+    ['LF in the host', 'http://exam\nple.com/api', /control characters/],
+    ['tab (the URL parser would drop it)', 'http://example.com/a\tpi', /control characters/],
+    ['NUL', 'http://example.com/\u0000', /control characters/],
+    ['ESC', 'http://example.com/\u001b[2J', /control characters/],
+    ['C1 (U+0085)', 'http://example.com/\u0085', /control characters/],
+    ['trailing CR/LF', 'http://example.com/api\r\n', /control characters/],
+    ['leading space', ' http://example.com/api', /spaces/],
+    ['space in the path', 'http://example.com/a pi', /spaces/],
+    ['credentials', 'http://user:pw@example.com/api', /credentials/],
+    ['user only', 'https://user@example.com', /credentials/],
+    ['empty credentials', 'http://@example.com/api', /credentials/],
+    ['empty user and password', 'http://:@example.com/api', /credentials/],
+    ['fragment', 'http://example.com/api#part', /fragment/],
+    ['empty fragment', 'http://example.com/api#', /fragment/],
+    ['empty query', 'http://example.com/api?', /query/],
+    ['ftp', 'ftp://files.example.com/pub', /scheme ftp:/],
+    ['javascript', 'javascript:alert(1)', /scheme javascript:/],
+    ['data', 'data:text/plain,hi', /scheme data:/],
+    ['file', 'file:///etc/passwd', /scheme file:/],
+    ['no slashes after the scheme', 'http:example.com/api', /absolute http/],
+    ['one slash after the scheme', 'http:/example.com/api', /absolute http/],
+    ['backslashes', 'http:\\\\example.com\\api', /backslash/],
+    ['relative', '/api', /absolute http/],
+    ['empty', '', /absolute http/],
+  ];
+  for (const [why, upstream, message] of refused) {
+    for (const [method, path, body] of [
+      ['POST', '/_admin/v1/endpoints', { id: 'x', upstream }],
+      ['PATCH', '/_admin/v1/endpoints/base', { upstream }],
+    ] as const) {
+      const res = await control.admin(method, path, body);
+      t.equal(res.status, 400, `${method} ${why}: 400`);
+      t.equal(res.body?.code, 'svc_bad_request', `${method} ${why}: svc_bad_request`);
+      const errors: { field: string; message: string }[] = res.body?.errors ?? [];
+      t.ok(errors.some((e) => e.field === 'upstream' && message.test(e.message)), `${method} ${why}: upstream named, ${message} (got ${JSON.stringify(errors)})`);
+    }
+  }
+  const list = await control.admin('GET', '/_admin/v1/endpoints');
+  t.same(list.body.endpoints.map((e: { id: string; upstream: string }) => [e.id, e.upstream]), [['base', UPSTREAM]], 'nothing was added or changed');
+
+  for (const upstream of ['https://api.example.com/v2', 'http://127.0.0.1:8080', 'HTTPS://Api.Example.com/v1/', 'http://[::1]:9/x%20y']) {
+    const res = await control.admin('PATCH', '/_admin/v1/endpoints/base', { upstream });
+    t.equal(res.status, 200, `${upstream}: accepted (${res.text.slice(0, 200)})`);
+    t.equal(res.body.upstream, upstream, `${upstream}: stored as typed`);
+  }
+});
