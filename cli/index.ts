@@ -7,7 +7,7 @@
 import { Command, CommanderError } from 'commander';
 import type { Deps, GlobalOptions } from './deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './exit-codes';
-import type { Output } from './output';
+import { terminalText, type Output } from './output';
 
 type Runner<O> = (opts: O, deps: Deps) => Promise<number>;
 
@@ -40,6 +40,9 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
   if (options.out) {
     const out = options.out;
     program.configureOutput({ writeOut: (s) => out.line(s.trimEnd()), writeErr: (s) => out.error(s.trimEnd()) });
+  } else {
+    // Parse errors echo what was typed; keep control characters in it off the terminal too.
+    program.configureOutput({ writeErr: (s) => void process.stderr.write(terminalText(s)) });
   }
 
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
@@ -320,7 +323,7 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
 export async function main(argv: string[], options: MainOptions = {}): Promise<number> {
   const result = { code: EXIT_OK };
   const program = buildProgram(options, result);
-  const errorLine = (text: string) => (options.out ? options.out.error(text) : process.stderr.write(text + '\n'));
+  const errorLine = (text: string) => (options.out ? options.out.error(text) : process.stderr.write(terminalText(text) + '\n'));
   try {
     await program.parseAsync(argv, { from: 'user' });
     return result.code;

@@ -1,7 +1,14 @@
 /**
  * Where commands write. Results go to stdout (JSON with `--json`, otherwise text); errors go
  * to stderr as one line. Injected so tests capture output without a process.
+ *
+ * Everything printed passes through here, and much of it comes from control (names, notes,
+ * error details), possibly stored by an older version that accepted control characters. So
+ * text lines and table cells show every C0/C1 control character as a visible `\xNN` escape,
+ * and JSON escapes C1 as well as C0 (still valid JSON, the same value when parsed).
  */
+import { escapeControlCharacters } from '../protocol/text';
+
 export interface Output {
   /** Write a line of human-readable text to stdout. */
   line(text?: string): void;
@@ -12,12 +19,32 @@ export interface Output {
   readonly isTTY: boolean;
 }
 
+/**
+ * A text line as it may reach a terminal: control characters escaped, except the tabs and
+ * line breaks the command itself uses to lay out its lines.
+ */
+export function terminalText(text: string): string {
+  return escapeControlCharacters(text, true);
+}
+
+// eslint-disable-next-line no-control-regex
+const C1_AND_DEL = /[\u007f-\u009f]/g;
+
+/**
+ * `value` as JSON text. `JSON.stringify` escapes C0 but leaves DEL and C1 raw (an 8-bit CSI,
+ * U+009B, among them); those become `\u00NN` escapes. They can only occur inside strings, so
+ * the document parses to the same value.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(C1_AND_DEL, (ch) => '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
 export function processOutput(): Output {
   const isTTY = Boolean(process.stdout.isTTY);
   return {
-    line: (text = '') => void process.stdout.write(text + '\n'),
-    json: (value) => void process.stdout.write(JSON.stringify(value, null, isTTY ? 2 : undefined) + '\n'),
-    error: (text) => void process.stderr.write(text + '\n'),
+    line: (text = '') => void process.stdout.write(terminalText(text) + '\n'),
+    json: (value) => void process.stdout.write(jsonText(value, isTTY ? 2 : undefined) + '\n'),
+    error: (text) => void process.stderr.write(terminalText(text) + '\n'),
     isTTY,
   };
 }
@@ -30,17 +57,21 @@ export function memoryOutput(): Output & { stdout: string[]; stderr: string[]; t
     stdout,
     stderr,
     isTTY: false,
-    line: (text = '') => void stdout.push(text),
-    json: (value) => void stdout.push(JSON.stringify(value)),
-    error: (text) => void stderr.push(text),
+    line: (text = '') => void stdout.push(terminalText(text)),
+    json: (value) => void stdout.push(jsonText(value)),
+    error: (text) => void stderr.push(terminalText(text)),
     text: () => stdout.join('\n'),
     parsed: <T>() => JSON.parse(stdout.join('\n')) as T,
   };
 }
 
-/** Render rows as an aligned text table. */
+/**
+ * Render rows as an aligned text table. Each cell is one line: every control character in it,
+ * tab and line breaks included, is shown escaped.
+ */
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))))];
+  const cell = (c: string | number | null | undefined) => (c === null || c === undefined ? '-' : escapeControlCharacters(String(c)));
+  const cells = [headers, ...rows.map((r) => r.map(cell))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells
     .map((r) => r.map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(widths[i]!))).join('  ').trimEnd())
