@@ -1,42 +1,89 @@
 /**
- * Per-client-address limit on application submissions: a fixed window of
- * `applications.submitLimitWindowS` seconds allowing `applications.submitLimitCount`
- * attempts (valid or not). Kept in memory; a restart forgets it.
+ * Per-client-address limits on application submissions, in fixed windows of
+ * `applications.submitLimitWindowS` seconds. Two counts per address, kept apart:
+ *
+ * - `submit`: submissions that passed validation and were stored (or recognised as a
+ *   duplicate), at most `applications.submitLimitCount` per window;
+ * - `invalid`: submissions refused as invalid, at most `applications.invalidLimitCount` (a
+ *   looser limit), so a person who mistypes a field is not locked out of sending the
+ *   corrected answers, while a client that sends nothing but garbage still is.
+ *
+ * An address over either count gets 429 `svc_rate_limited` with `Retry-After` before its
+ * body is read. Kept in memory; a restart forgets it.
  */
 import { SvcError } from '../../protocol/errors';
 
 /** Entries kept before expired windows are swept. @default 10000 */
 export const LIMITER_SWEEP_AT = 10_000;
 
+/** Which count a submission goes to. */
+export type SubmissionKind = 'submit' | 'invalid';
+
+interface Window {
+  start: number;
+  submit: number;
+  invalid: number;
+}
+
+export interface SubmitLimits {
+  /** Valid submissions per window. */
+  submitCount: number;
+  /** Invalid submissions per window. */
+  invalidCount: number;
+  windowMs: number;
+}
+
 export class SubmitLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
+  private readonly windows = new Map<string, Window>();
 
   constructor(
-    private readonly count: number,
-    private readonly windowMs: number,
+    private readonly limits: SubmitLimits,
     private readonly now: () => number,
   ) {}
 
-  /** Count one attempt from `client`; throws 429 `svc_rate_limited` with `Retry-After` when over. */
-  take(client: string): void {
+  /**
+   * Refuse `client` when it has used up either count in the current window; counts nothing.
+   * Throws 429 `svc_rate_limited` with `Retry-After`.
+   */
+  check(client: string): void {
+    const now = this.now();
+    const window = this.current(client, now);
+    if (window && (window.submit >= this.limits.submitCount || window.invalid >= this.limits.invalidCount)) {
+      throw this.refusal(window, now);
+    }
+  }
+
+  /**
+   * Count one submission of `kind` from `client`; throws 429 `svc_rate_limited` with
+   * `Retry-After` (counting nothing) when that count is used up.
+   */
+  take(client: string, kind: SubmissionKind): void {
     const now = this.now();
     if (this.windows.size >= LIMITER_SWEEP_AT) this.sweep(now);
-    let window = this.windows.get(client);
-    if (!window || now >= window.start + this.windowMs) {
-      window = { start: now, count: 0 };
+    let window = this.current(client, now);
+    if (!window) {
+      window = { start: now, submit: 0, invalid: 0 };
       this.windows.set(client, window);
     }
-    if (window.count >= this.count) {
-      const retryAfter = Math.max(1, Math.ceil((window.start + this.windowMs - now) / 1000));
-      throw new SvcError('svc_rate_limited', `too many applications from this address; retry after ${retryAfter} s`, {
-        headers: { 'retry-after': String(retryAfter) },
-        extra: { retry_after_seconds: retryAfter },
-      });
-    }
-    window.count += 1;
+    const max = kind === 'submit' ? this.limits.submitCount : this.limits.invalidCount;
+    if (window[kind] >= max) throw this.refusal(window, now);
+    window[kind] += 1;
+  }
+
+  private current(client: string, now: number): Window | undefined {
+    const window = this.windows.get(client);
+    return window && now < window.start + this.limits.windowMs ? window : undefined;
+  }
+
+  private refusal(window: Window, now: number): SvcError {
+    const retryAfter = Math.max(1, Math.ceil((window.start + this.limits.windowMs - now) / 1000));
+    return new SvcError('svc_rate_limited', `too many applications from this address; retry after ${retryAfter} s`, {
+      headers: { 'retry-after': String(retryAfter) },
+      extra: { retry_after_seconds: retryAfter },
+    });
   }
 
   private sweep(now: number): void {
-    for (const [client, window] of this.windows) if (now >= window.start + this.windowMs) this.windows.delete(client);
+    for (const [client, window] of this.windows) if (now >= window.start + this.limits.windowMs) this.windows.delete(client);
   }
 }

@@ -8,7 +8,10 @@
  * | `GET /apply/thanks` | the thank-you page |
  * | `POST /api/v1/applications` | JSON or form-encoded: 201 `{"id","status":"received","answer_within_hours":24}`, 200 for a duplicate |
  *
- * Both POSTs share one per-address submit limit (429 `svc_rate_limited` + `Retry-After`).
+ * Both POSTs share the per-address limits (429 `svc_rate_limited` + `Retry-After`): stored
+ * submissions count against `applications.submitLimitCount`, refused ones (invalid answers,
+ * a bad body) against the looser `applications.invalidLimitCount`, so a typo does not use up
+ * the quota for the corrected answers.
  */
 import type { IncomingMessage } from 'node:http';
 import { ANSWER_WITHIN_HOURS, type ApplicationReceipt } from '../../protocol/applications';
@@ -55,9 +58,24 @@ function formValues(raw: unknown): FormState['values'] {
   return values;
 }
 
+/** Run `step`; when it refuses the submission (a 4xx other than 429), count that under the invalid limit. */
+async function countingInvalid<T>(limiter: SubmitLimiter, client: string, step: () => T | Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (err instanceof SvcError && err.status >= 400 && err.status < 500 && err.code !== 'svc_rate_limited') {
+      limiter.take(client, 'invalid'); // throws 429 instead when the invalid count is used up
+    }
+    throw err;
+  }
+}
+
 export function registerApplicationRoutes(router: Router, ctx: ControlContext): void {
   const settings = ctx.config.applications;
-  const limiter = new SubmitLimiter(settings.submitLimitCount, settings.submitLimitWindowS * 1000, ctx.now);
+  const limiter = new SubmitLimiter(
+    { submitCount: settings.submitLimitCount, invalidCount: settings.invalidLimitCount, windowMs: settings.submitLimitWindowS * 1000 },
+    ctx.now,
+  );
 
   router.get('/apply', ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, EMPTY_FORM)));
 
@@ -67,11 +85,14 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
   });
 
   router.post('/apply', async ({ req, res }: RequestContext) => {
+    const client = clientAddress(req);
     let raw: unknown = {};
     try {
-      raw = (await readApplicationBody(req)).raw;
-      limiter.take(clientAddress(req)); // after reading, so a refused form keeps what was typed
-      const { id } = submitApplication(ctx, validateApplication(raw), { source: 'form', actor: 'public' });
+      raw = await countingInvalid(limiter, client, async () => (await readApplicationBody(req)).raw);
+      limiter.check(client); // after reading, so a refused form keeps what was typed
+      const app = await countingInvalid(limiter, client, () => validateApplication(raw));
+      limiter.take(client, 'submit');
+      const { id } = submitApplication(ctx, app, { source: 'form', actor: 'public' });
       res.writeHead(303, { location: `/apply/thanks?id=${encodeURIComponent(id)}`, 'cache-control': 'no-store', 'content-length': '0' });
       res.end();
     } catch (err) {
@@ -90,9 +111,11 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
   });
 
   router.post('/api/v1/applications', async ({ req, res }) => {
-    limiter.take(clientAddress(req));
-    const { raw } = await readApplicationBody(req);
-    const { id, duplicate } = submitApplication(ctx, validateApplication(raw), { source: 'api', actor: 'public' });
+    const client = clientAddress(req);
+    limiter.check(client); // before reading: an address over a limit costs no parsing
+    const app = await countingInvalid(limiter, client, async () => validateApplication((await readApplicationBody(req)).raw));
+    limiter.take(client, 'submit');
+    const { id, duplicate } = submitApplication(ctx, app, { source: 'api', actor: 'public' });
     sendJson(res, duplicate ? 200 : 201, receipt(id));
   });
 }

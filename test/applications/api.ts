@@ -1,11 +1,12 @@
 /**
  * The public application API and form handler on {api_url} (DESIGN §8): 201 receipts, per-field
  * validation errors, the question-visibility rule enforced server-side, duplicates recognised
- * within the window, body size and content-type limits, and the per-address submit limit.
+ * within the window, body size and content-type limits, and the per-address submit and
+ * invalid-submission limits.
  */
 import t from 'tap';
 import { startTestControl, manualClock } from '../fixtures/control';
-import { agentAnswers, getPage, merchantAnswers, submitForm, submitJson } from '../fixtures/applications';
+import { agentAnswers, BROWSER_UA, getPage, merchantAnswers, submitForm, submitJson } from '../fixtures/applications';
 
 const ID = /^app_[1-9A-HJ-NP-Za-km-z]{12}$/;
 
@@ -277,8 +278,9 @@ t.test('submissions are limited per address (429 svc_rate_limited + Retry-After)
   const control = await startTestControl(t, { now: clock.now, flags: { 'applications.submitLimitCount': 3, 'applications.submitLimitWindowS': 600 } });
   const api = control.urls.api;
   t.equal((await submitJson(api, agentAnswers())).status, 201);
-  t.equal((await submitJson(api, {})).status, 400, 'invalid attempts count too');
+  t.equal((await submitJson(api, {})).status, 400, 'an invalid attempt is answered 400…');
   t.equal((await submitJson(api, merchantAnswers())).status, 201);
+  t.equal((await submitJson(api, merchantAnswers({ contact_name: 'Third' }))).status, 201, '…and did not use up the submit limit');
   clock.advance(100_000);
   const limited = await submitJson(api, agentAnswers({ contact_name: 'Someone Else' }));
   t.equal(limited.status, 429);
@@ -291,4 +293,63 @@ t.test('submissions are limited per address (429 svc_rate_limited + Retry-After)
   t.match(form.text, /value="x"/, 'the refused form keeps what was typed');
   clock.advance(500_000);
   t.equal((await submitJson(api, agentAnswers({ contact_name: 'Someone Else' }))).status, 201, 'a new window admits again');
+});
+
+t.test('invalid submissions count under their own, looser limit', async (t) => {
+  const clock = manualClock();
+  const control = await startTestControl(t, {
+    now: clock.now,
+    flags: { 'applications.submitLimitCount': 2, 'applications.invalidLimitCount': 5, 'applications.submitLimitWindowS': 600 },
+  });
+  const api = control.urls.api;
+
+  // Mistakes of every kind: missing fields, a bad wallet, a control character, a body that is not JSON.
+  t.equal((await submitJson(api, {})).status, 400);
+  t.equal((await submitJson(api, agentAnswers({ wallet: '0x123' }))).status, 400);
+  t.equal((await submitJson(api, agentAnswers({ contact_name: 'Ada\u001b[2J' }))).status, 400);
+  const notJson = await fetch(`${api}/api/v1/applications`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'user-agent': BROWSER_UA },
+    body: '{"building":',
+  });
+  t.equal(notJson.status, 400, 'a body that is not JSON is an invalid submission too');
+  await notJson.arrayBuffer();
+
+  // Four mistakes against a submit limit of 2: the corrected answers still go through, twice.
+  const fixed = await submitJson(api, agentAnswers());
+  t.equal(fixed.status, 201, `the corrected application is received after four invalid ones (${fixed.text})`);
+  t.equal((await submitJson(api, merchantAnswers())).status, 201, 'and so is a second one: the submit limit is intact');
+  const third = await submitJson(api, merchantAnswers({ contact_name: 'Third' }));
+  t.equal(third.status, 429, 'the submit limit itself still holds');
+
+  // A fresh window: the invalid limit ends with 429 + Retry-After, and then nothing is read.
+  clock.advance(600_000);
+  for (let i = 1; i <= 5; i++) t.equal((await submitJson(api, {})).status, 400, `invalid submission ${i} of 5: 400`);
+  clock.advance(60_000);
+  const limited = await submitJson(api, {});
+  t.equal(limited.status, 429, 'the sixth invalid submission: 429');
+  t.equal(limited.body.code, 'svc_rate_limited');
+  t.equal(limited.headers.get('retry-after'), '540', 'Retry-After counts down to the end of the window');
+  t.equal((await submitJson(api, agentAnswers({ contact_name: 'Someone' }))).status, 429, 'an address past the invalid limit is refused until the window ends');
+  const form = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
+  t.equal(form.status, 429, 'the form handler shares the limit');
+  clock.advance(540_000);
+  t.equal((await submitJson(api, agentAnswers({ contact_name: 'Someone' }))).status, 201, 'a new window admits again');
+});
+
+t.test('the form handler counts invalid answers under the invalid limit too', async (t) => {
+  const clock = manualClock();
+  const control = await startTestControl(t, {
+    now: clock.now,
+    flags: { 'applications.submitLimitCount': 1, 'applications.invalidLimitCount': 3, 'applications.submitLimitWindowS': 600 },
+  });
+  const api = control.urls.api;
+  for (let i = 1; i <= 2; i++) {
+    const bad = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
+    t.equal(bad.status, 400, `invalid form ${i}: 400 with the form again`);
+  }
+  const good = await submitForm(api, '/apply', new URLSearchParams(agentAnswers({ apis_paid: 'OpenAI', feedback_opt_in: 'on' }) as Record<string, string>));
+  t.equal(good.status, 303, `the corrected form is received (${good.status})`);
+  const bad = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
+  t.equal(bad.status, 429, 'with the submit limit (1) used, the next attempt is 429');
 });
