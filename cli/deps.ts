@@ -25,6 +25,25 @@ export interface Deps {
 const ADMIN_TOKEN_FILE = 'admin.token';
 const RUNTIME_FILE = 'control.json';
 
+/**
+ * Settings whose svcctl flag differs from the name derived from the setting (`controlUrl`
+ * would read `--control-url`): a bad value names the flag the operator actually typed.
+ */
+const CLI_FLAG_NAMES: Readonly<Record<string, string>> = { controlUrl: '--control', 'gateway.id': '--id' };
+
+/** The same error with each issue's source naming the flag as svcctl spells it. */
+function withCliFlagNames(err: ConfigError): ConfigError {
+  if (err.issues.length === 0) return err;
+  let renamed = false;
+  const issues = err.issues.map((issue) => {
+    const flag = CLI_FLAG_NAMES[issue.key];
+    if (flag === undefined || !issue.source.startsWith('flag ')) return issue;
+    renamed = true;
+    return { ...issue, source: `flag ${flag}` };
+  });
+  return renamed ? new ConfigError(issues) : err;
+}
+
 /** Load settings from `--config`, env and the global flags; a bad setting is a usage error. */
 export function loadSettings(opts: GlobalOptions, env: NodeJS.ProcessEnv, flags: Record<string, unknown> = {}): Readonly<Config> {
   try {
@@ -34,7 +53,7 @@ export function loadSettings(opts: GlobalOptions, env: NodeJS.ProcessEnv, flags:
       flags: { ...flags, ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}), ...(opts.control !== undefined ? { controlUrl: opts.control } : {}) },
     });
   } catch (err) {
-    if (err instanceof ConfigError) throw new UsageError(err.message);
+    if (err instanceof ConfigError) throw new UsageError(withCliFlagNames(err).message);
     throw err;
   }
 }

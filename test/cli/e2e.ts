@@ -26,6 +26,33 @@ t.test('a bad port in the environment is a usage error naming the setting', asyn
   t.match(flag.stderr, '--control-port');
 });
 
+t.test('a bad --control (or --id) names the flag as typed', async (t) => {
+  const dir = t.testdir();
+  for (const [value, args] of [
+    ['notaurl', ['keys', 'list']],
+    ['ftp://127.0.0.1:7073', ['status']],
+  ] as const) {
+    const res = await spawnCli(['--control', value, ...args], { env: { SVC_ADMIN_TOKEN: 'x'.repeat(32) }, cwd: dir });
+    t.equal(res.code, 2, `--control ${value}: exit 2`);
+    t.match(res.stderr, /\(from flag --control\)/, `--control ${value}: names --control`);
+    t.notMatch(res.stderr, '--control-url', `--control ${value}: not the derived name --control-url`);
+    t.match(res.stderr, JSON.stringify(value), 'shows the bad value');
+    t.equal(res.stderr.trim().split('\n').length, 1, 'one line');
+  }
+  const after = await spawnCli(['keys', 'list', '--control', 'notaurl'], { env: { SVC_ADMIN_TOKEN: 'x'.repeat(32) }, cwd: dir });
+  t.equal(after.code, 2, 'after the subcommand too: exit 2');
+  t.match(after.stderr, /\(from flag --control\)/);
+
+  const env = await spawnCli(['keys', 'list'], { env: { SVC_CONTROL_URL: 'notaurl', SVC_ADMIN_TOKEN: 'x'.repeat(32) }, cwd: dir });
+  t.equal(env.code, 2, 'from the environment: exit 2');
+  t.match(env.stderr, 'env SVC_CONTROL_URL', 'names the variable, not a flag');
+
+  const id = await spawnCli(['serve', 'gateway', '--data-dir', join(dir, 'data'), '--id', 'bad id!'], { cwd: dir });
+  t.equal(id.code, 2, 'serve gateway --id with a bad value: exit 2');
+  t.match(id.stderr, /\(from flag --id\)/, 'names --id');
+  t.notMatch(id.stderr, '--gateway-id');
+});
+
 t.test('serve control: URLs, tokens, health, discovery, SIGTERM', async (t) => {
   const dir = t.testdir();
   const dataDir = join(dir, 'fresh', 'data');
