@@ -79,7 +79,12 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     (_a, o) => o,
   );
   leaf(
-    keys.command('list').description('list keys (never their plaintext)').option('--status <status>', 'active, expired or revoked'),
+    keys
+      .command('list')
+      .description('list keys, newest first (never their plaintext); follows every page unless --limit or --cursor')
+      .option('--status <status>', 'active, expired or revoked (filtered by control)')
+      .option('--limit <n>', 'print one page of at most N keys (1-1000) and the cursor of the next')
+      .option('--cursor <cursor>', 'print the page that starts at this next_cursor'),
     () => load<typeof import('./commands/keys/list.js')>('./commands/keys/list'),
     (_a, o) => o,
   );

@@ -175,7 +175,42 @@ export const LiftKeyRequest = z
 
 export const WalletRequest = z.object({ wallet: WalletAddress }).strict();
 
-export type KeyStatus = 'active' | 'expired' | 'revoked';
+export const KEY_STATUSES = ['active', 'expired', 'revoked'] as const;
+export type KeyStatus = (typeof KEY_STATUSES)[number];
+
+/** Keys per page of `GET /_admin/v1/keys` when `limit` is not given. @default 100 */
+export const KEY_LIST_DEFAULT_LIMIT = 100;
+/** Most keys one page may hold. @default 1000 */
+export const KEY_LIST_MAX_LIMIT = 1000;
+
+/**
+ * Query of `GET /_admin/v1/keys`: `status` filters on the server, `limit` (1–1000, default
+ * 100) sizes the page, `cursor` is the previous answer's `next_cursor`. Unknown parameters
+ * are refused, so a misspelt filter never silently lists everything.
+ */
+export const KeyListQuery = z.strictObject({
+  status: z.enum(KEY_STATUSES, { message: `must be one of ${KEY_STATUSES.join(', ')}` }).optional(),
+  limit: z
+    .string()
+    .refine((v) => /^[0-9]{1,7}$/.test(v) && Number(v) >= 1 && Number(v) <= KEY_LIST_MAX_LIMIT, {
+      message: `must be an integer from 1 to ${KEY_LIST_MAX_LIMIT}`,
+    })
+    .transform(Number)
+    .optional(),
+  cursor: z.string().optional(),
+});
+export type KeyListQuery = z.infer<typeof KeyListQuery>;
+
+/**
+ * Answer of `GET /_admin/v1/keys`: one page, newest first. `next_cursor` is opaque; pass it as
+ * `cursor` for the next page, and stop when it is null. A page with a `status` filter may hold
+ * fewer keys than `limit` (even none) while `next_cursor` is not null: each page examines a
+ * bounded number of keys so a sparse filter never stalls control.
+ */
+export interface KeyList {
+  keys: KeyView[];
+  next_cursor: string | null;
+}
 
 export interface KeyView {
   id: string;

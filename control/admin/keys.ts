@@ -5,10 +5,13 @@
  */
 import {
   IssueKeyRequest,
+  KEY_LIST_DEFAULT_LIMIT,
+  KeyListQuery,
   LiftKeyRequest,
   RotateKeyRequest,
   WalletRequest,
   type IssuedKey,
+  type KeyList,
   type KeyView,
 } from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
@@ -17,11 +20,52 @@ import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { keyStatus, keyView, type KeyRow } from '../store/keys';
+import { keyStatus, keyView, type KeyPosition, type KeyRow } from '../store/keys';
 
 export function viewKey(ctx: ControlContext, row: KeyRow): KeyView {
   const now = ctx.now();
   return keyView(row, ctx.store.keys.liveSecrets(row.id, now), now);
+}
+
+/**
+ * `next_cursor` of the key list: the position (creation time, id) of the last key of a page,
+ * base64url-encoded. Opaque to clients; the admin caller may see key ids anyway, so it is not
+ * sealed.
+ */
+export function encodeKeyCursor(position: KeyPosition): string {
+  return Buffer.from(`${position.created_at}.${position.id}`, 'utf8').toString('base64url');
+}
+
+const CURSOR_TOKEN = /^[A-Za-z0-9_-]{4,200}$/;
+const CURSOR_POSITION = /^(0|[1-9][0-9]{0,15})\.([A-Za-z0-9_]{1,64})$/;
+
+/** The position in a `cursor` this API issued, or null when it is not one. */
+export function decodeKeyCursor(token: string): KeyPosition | null {
+  if (!CURSOR_TOKEN.test(token)) return null;
+  const match = CURSOR_POSITION.exec(Buffer.from(token, 'base64url').toString('utf8'));
+  if (match === null) return null;
+  const createdAt = Number(match[1]);
+  return Number.isSafeInteger(createdAt) ? { created_at: createdAt, id: match[2]! } : null;
+}
+
+/** One page of the key list (`GET /_admin/v1/keys`), from its query parameters. */
+export function listKeys(ctx: ControlContext, query: URLSearchParams): KeyList {
+  const q = parseBody(KeyListQuery, Object.fromEntries(query));
+  let after: KeyPosition | null = null;
+  if (q.cursor !== undefined) {
+    after = decodeKeyCursor(q.cursor);
+    if (after === null) {
+      const message = 'is not a next_cursor from a previous page';
+      throw new SvcError('svc_bad_request', `cursor: ${message}`, { extra: { errors: [{ field: 'cursor', message }] } });
+    }
+  }
+  const now = ctx.now();
+  const page = ctx.store.keys.page({ limit: q.limit ?? KEY_LIST_DEFAULT_LIMIT, after, now, ...(q.status ? { status: q.status } : {}) });
+  const secrets = ctx.store.keys.liveSecretsOf(page.rows.map((r) => r.id), now);
+  return {
+    keys: page.rows.map((row) => keyView(row, secrets.get(row.id) ?? [], now)),
+    next_cursor: page.next === null ? null : encodeKeyCursor(page.next),
+  };
 }
 
 function mustGet(ctx: ControlContext, id: string): KeyRow {
@@ -78,10 +122,8 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 201, issueKey(ctx, actor, input));
   });
 
-  router.get('/_admin/v1/keys', ({ res }) => {
-    const now = ctx.now();
-    const keys = ctx.store.keys.list().map((row) => keyView(row, ctx.store.keys.liveSecrets(row.id, now), now));
-    sendJson(res, 200, { keys });
+  router.get('/_admin/v1/keys', ({ res, query }) => {
+    sendJson(res, 200, listKeys(ctx, query));
   });
 
   router.get('/_admin/v1/keys/:id', ({ res, params }) => {

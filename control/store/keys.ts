@@ -48,11 +48,33 @@ export interface NewKey {
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
+/** Where a page of the key list ends: the last key's creation time and id (newest first). */
+export interface KeyPosition {
+  created_at: number;
+  id: string;
+}
+
+/** One page of keys, newest first, and where the next page starts (null at the end). */
+export interface KeyPage {
+  rows: KeyRow[];
+  next: KeyPosition | null;
+}
+
+/**
+ * Rows one page may examine. `expired` and `active` are decided by `expires_at` against the
+ * clock, which no index can hold, so a page over a sparse match stops here and hands back a
+ * cursor (possibly with fewer keys than asked for) instead of scanning the whole table in one
+ * synchronous call. @default 5000
+ */
+export const KEY_PAGE_SCAN_LIMIT = 5_000;
+
 export class KeysTable {
   private readonly insertKey;
   private readonly insertSecretStmt;
   private readonly byIdStmt;
   private readonly listStmt;
+  private readonly pageStmts;
+  private readonly liveSecretsOfManyStmt;
   private readonly secretsOfStmt;
   private readonly revokeStmt;
   private readonly expireSecretsStmt;
@@ -72,7 +94,22 @@ export class KeysTable {
       `INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
     );
     this.byIdStmt = db.prepare(`SELECT * FROM keys WHERE id = ?`);
-    this.listStmt = db.prepare(`SELECT * FROM keys ORDER BY created_at DESC, id`);
+    this.listStmt = db.prepare(`SELECT * FROM keys ORDER BY created_at DESC, id DESC`);
+    // Keyset pages on keys_by_created / keys_by_status_created (migration 8), newest first.
+    const page = (where: string) =>
+      db.prepare(`SELECT * FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @scan`);
+    this.pageStmts = {
+      all: { first: page('1'), after: page('(created_at, id) < (@at, @id)') },
+      byStatus: {
+        first: page('status = @status'),
+        after: page('status = @status AND (created_at, id) < (@at, @id)'),
+      },
+    };
+    this.liveSecretsOfManyStmt = db.prepare(
+      `SELECT * FROM key_secrets
+       WHERE key_id IN (SELECT value FROM json_each(@ids)) AND (expires_at IS NULL OR expires_at > @now)
+       ORDER BY key_id, created_at DESC`,
+    );
     this.secretsOfStmt = db.prepare(
       `SELECT * FROM key_secrets WHERE key_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at DESC`,
     );
@@ -124,12 +161,63 @@ export class KeysTable {
     return this.byIdStmt.get(id) as KeyRow | undefined;
   }
 
+  /** Every key, newest first. Reads the whole table: for tests and small tools, not the API. */
   list(): KeyRow[] {
     return this.listStmt.all() as KeyRow[];
   }
 
+  /**
+   * One page of keys, newest first (`created_at`, then `id`, both descending), after `after`
+   * when given, with status `status` (as {@link keyStatus} decides it at `now`) when given.
+   * Keyset pagination on an index: the cost of a page does not grow with how deep it is. A page
+   * examines at most `max(limit + 1, scanLimit)` rows; `next` is null only when nothing is left.
+   */
+  page(opts: { limit: number; after?: KeyPosition | null; status?: KeyStatus; now: number; scanLimit?: number }): KeyPage {
+    const { limit, now } = opts;
+    const scan = Math.max(limit + 1, opts.scanLimit ?? KEY_PAGE_SCAN_LIMIT);
+    const stmts = opts.status === undefined ? this.pageStmts.all : this.pageStmts.byStatus;
+    const stored = opts.status === 'revoked' ? 'revoked' : 'active';
+    const params = {
+      scan,
+      ...(opts.status === undefined ? {} : { status: stored }),
+      ...(opts.after ? { at: opts.after.created_at, id: opts.after.id } : {}),
+    };
+    const stmt = opts.after ? stmts.after : stmts.first;
+    const wanted = opts.status;
+    const rows: KeyRow[] = [];
+    let examined = 0;
+    let last: KeyRow | null = null;
+    for (const row of stmt.iterate(params) as IterableIterator<KeyRow>) {
+      examined += 1;
+      if (wanted === undefined || keyStatus(row, now) === wanted) {
+        if (rows.length === limit) {
+          // One more match exists: this page is full and the next one starts after its last key.
+          const end = rows[rows.length - 1]!;
+          return { rows, next: { created_at: end.created_at, id: end.id } };
+        }
+        rows.push(row);
+      }
+      last = row;
+    }
+    // Fewer rows than the scan limit: the table is exhausted. Otherwise continue after the last row examined.
+    const next = examined < scan || last === null ? null : { created_at: last.created_at, id: last.id };
+    return { rows, next };
+  }
+
   liveSecrets(keyId: string, now: number): SecretRow[] {
     return this.secretsOfStmt.all(keyId, now) as SecretRow[];
+  }
+
+  /** Live secrets of many keys in one query, by key id (newest secret first). */
+  liveSecretsOf(keyIds: readonly string[], now: number): Map<string, SecretRow[]> {
+    const out = new Map<string, SecretRow[]>();
+    if (keyIds.length === 0) return out;
+    for (const row of this.liveSecretsOfManyStmt.all({ ids: JSON.stringify(keyIds), now }) as SecretRow[]) {
+      const list = out.get(row.key_id);
+      if (list) list.push(row);
+      else out.set(row.key_id, [row]);
+    }
+    return out;
   }
 
   revoke(id: string, at: number): boolean {

@@ -1,23 +1,62 @@
-/** `svcctl keys list [--status active|expired|revoked]` */
-import type { KeyView } from '../../../protocol/admin';
+/**
+ * `svcctl keys list [--status active|expired|revoked] [--limit N] [--cursor C]`
+ *
+ * Without `--limit`/`--cursor` it follows `next_cursor` page by page (1,000 keys a page) until
+ * control says there is no more, and prints every key. With either, it prints one page and
+ * the cursor of the next (`next_cursor` in `--json`).
+ */
+import { KEY_LIST_MAX_LIMIT, KEY_STATUSES, type KeyList, type KeyView } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
-import { EXIT_OK, UsageError } from '../../exit-codes';
+import { CliError, EXIT_OK, UsageError } from '../../exit-codes';
 import { keysTable } from './render';
 
 export interface ListOptions {
   status?: string;
+  limit?: string;
+  cursor?: string;
   json?: boolean;
 }
 
-const STATUSES = ['active', 'expired', 'revoked'];
+function pagePath(status: string | undefined, limit: number, cursor: string | null): string {
+  const query = new URLSearchParams();
+  if (status !== undefined) query.set('status', status);
+  query.set('limit', String(limit));
+  if (cursor !== null) query.set('cursor', cursor);
+  return `/_admin/v1/keys?${query.toString()}`;
+}
 
 export async function run(opts: ListOptions, deps: Deps): Promise<number> {
-  if (opts.status !== undefined && !STATUSES.includes(opts.status)) {
-    throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
+  if (opts.status !== undefined && !(KEY_STATUSES as readonly string[]).includes(opts.status)) {
+    throw new UsageError(`--status must be one of ${KEY_STATUSES.join(', ')}`);
   }
-  const { keys } = await deps.client.get<{ keys: KeyView[] }>('/_admin/v1/keys');
-  const shown = opts.status === undefined ? keys : keys.filter((k) => k.status === opts.status);
-  if (opts.json) deps.out.json({ keys: shown });
-  else deps.out.line(shown.length === 0 ? 'No keys.' : keysTable(shown));
+  let limit = KEY_LIST_MAX_LIMIT;
+  if (opts.limit !== undefined) {
+    limit = /^[0-9]{1,7}$/.test(opts.limit) ? Number(opts.limit) : NaN;
+    if (!(limit >= 1 && limit <= KEY_LIST_MAX_LIMIT)) throw new UsageError(`--limit must be an integer from 1 to ${KEY_LIST_MAX_LIMIT}`);
+  }
+  if (opts.cursor !== undefined && opts.cursor === '') throw new UsageError('--cursor must be a next_cursor from a previous page');
+
+  if (opts.limit !== undefined || opts.cursor !== undefined) {
+    const page = await deps.client.get<KeyList>(pagePath(opts.status, limit, opts.cursor ?? null));
+    if (opts.json) deps.out.json({ keys: page.keys, next_cursor: page.next_cursor });
+    else {
+      deps.out.line(page.keys.length === 0 ? 'No keys on this page.' : keysTable(page.keys));
+      if (page.next_cursor !== null) deps.out.line(`next page: --cursor ${page.next_cursor}`);
+    }
+    return EXIT_OK;
+  }
+
+  const keys: KeyView[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: KeyList = await deps.client.get<KeyList>(pagePath(opts.status, limit, cursor));
+    for (const key of page.keys) keys.push(key);
+    if (page.next_cursor !== null && page.next_cursor === cursor) {
+      throw new CliError(`control answered the same next_cursor twice; stopped after ${keys.length} keys`);
+    }
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  if (opts.json) deps.out.json({ keys, next_cursor: null });
+  else deps.out.line(keys.length === 0 ? 'No keys.' : keysTable(keys));
   return EXIT_OK;
 }
