@@ -390,7 +390,7 @@ async function bootGateway({ name, dataDir, controlUrl, control, cpu, logDir, ve
   const spawned = Date.now();
   const ready = await proc.start();
   const url = ready.urls.gateway;
-  const { health, at } = await waitGatewayVersion(url, version);
+  const { health, at } = await waitGatewayVersion(url, version, dataDir);
   off();
   const tick = 1000 / clockTicks();
   const gatewayCpuMs = Math.round(cpuTicks(proc.pid) * tick);

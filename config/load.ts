@@ -124,7 +124,7 @@ function setPath(obj: Record<string, unknown>, path: readonly string[], value: u
 
 const NUMERIC = /^-?\d+(\.\d+)?$/;
 /** Settings whose values are never echoed in an error. */
-const SECRET_SETTINGS: ReadonlySet<string> = new Set(['adminToken', 'syncToken', 'applications.webhookSecret']);
+const SECRET_SETTINGS: ReadonlySet<string> = new Set(['adminToken', 'syncToken', 'metricsToken', 'applications.webhookSecret']);
 
 function coerce(leaf: Leaf, raw: unknown): unknown {
   if (typeof raw !== 'string') return raw;

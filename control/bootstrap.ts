@@ -1,13 +1,14 @@
 /**
- * First-start bootstrap of the data dir: the directory itself (0700), and the admin and sync
- * tokens (`admin.token`, `sync.token`, 0600) unless they are configured. Returns where each
- * token came from so start-up can say so once.
+ * First-start bootstrap of the data dir: the directory itself (0700), and the admin, sync and
+ * metrics tokens (`admin.token`, `sync.token`, `metrics.token`, 0600) unless they are
+ * configured. Returns where each token came from so start-up can say so once.
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/load';
 import { encodeBase58 } from '../protocol/base58';
+import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 
 export const ADMIN_TOKEN_FILE = 'admin.token';
 export const SYNC_TOKEN_FILE = 'sync.token';
@@ -18,6 +19,8 @@ export interface BootstrapResult {
   databasePath: string;
   adminToken: { token: string; file: string | null; created: boolean };
   syncToken: { token: string; file: string | null; created: boolean };
+  /** What `/metrics` (control and gateways) and a gateway's detailed `/health` require. */
+  metricsToken: { token: string; file: string | null; created: boolean };
 }
 
 function readOrCreateToken(path: string, prefix: string): { token: string; created: boolean } {
@@ -61,5 +64,6 @@ export function bootstrapDataDir(config: Readonly<Config>): BootstrapResult {
     databasePath: join(dataDir, DATABASE_FILE),
     adminToken: token(config.adminToken, ADMIN_TOKEN_FILE, 'svc_admin_'),
     syncToken: token(config.syncToken, SYNC_TOKEN_FILE, 'svc_sync_'),
+    metricsToken: token(config.metricsToken, METRICS_TOKEN_FILE, 'svc_metrics_'),
   };
 }

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { rmSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/load';
+import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { TokenAuth } from './admin/auth';
 import { registerChangelogRoutes } from './admin/changelog';
@@ -20,6 +21,7 @@ import { registerApplicationAdminRoutes } from './applications/admin';
 import { bootstrapDataDir, type BootstrapResult } from './bootstrap';
 import type { ControlContext } from './context';
 import { indexerListener } from './indexer/server';
+import { registerMetricsRoutes } from './metrics';
 import { closeServer, listen } from './http/listen';
 import { Router } from './http/router';
 import { requestListener } from './http/serve';
@@ -88,13 +90,18 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);
   const syncAuth = new TokenAuth('sync', [{ name: 'sync', token: boot.syncToken.token }]);
+  const metricsRouter = new Router();
+  registerMetricsRoutes(metricsRouter, ctx);
+  const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', token: boot.metricsToken.token }]);
   const adminAuth = new TokenAuth('admin', [
     { name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token },
   ]);
 
   const servers: Server[] = [];
-  const bind = async (listener: Parameters<typeof createServer>[1], port: number): Promise<string> => {
-    const server = configureServer(createServer(listener!));
+  // Every listener answers parser errors, CONNECT and non-path targets as problem+json.
+  const bind = async (listener: Parameters<typeof createServer>[1], port: number, allow: string): Promise<string> => {
+    const server = configureServer(createServer(originFormOnly(listener!)));
+    answerParserErrors(server, { allow });
     servers.push(server);
     return listen(server, port, config.host);
   };
@@ -113,11 +120,12 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
         [
           { prefix: '/_admin/', router: admin, auth: adminAuth },
           { prefix: '/_sync/', router: sync, auth: syncAuth },
+          { prefix: '/metrics/', router: metricsRouter, auth: metricsAuth },
         ],
         log,
-      ), config.control.port);
-    ctx.urls.api = await bind(publicListener(ctx, log), config.api.port);
-    ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port);
+      ), config.control.port, 'GET, HEAD, POST, PUT, PATCH, DELETE');
+    ctx.urls.api = await bind(publicListener(ctx, log), config.api.port, 'GET, HEAD, POST');
+    ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port, 'GET, HEAD');
   } catch (err) {
     await close();
     throw err;

@@ -3,16 +3,21 @@
  * journal and serves agents' calls. `startGateway` is what `svcctl serve gateway` runs and
  * what in-process tests call.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultControlUrl, type Config } from '../config/load';
-import { sendJson } from '../protocol/http';
+import { HTTP_METHODS } from '../protocol/admin';
+import { METRICS_TOKEN_FILE } from '../protocol/bearer';
+import type { ErrorCode } from '../protocol/errors';
+import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { createHandler } from './handler';
+import { InstanceLockedError, acquireInstanceLock } from './instance-lock';
 import { Journal } from './journal';
+import { operatorRoutes } from './operator';
 import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy';
 import { OutcomeShipper } from './shipper';
@@ -25,7 +30,6 @@ export const SHUTDOWN_GRACE_MS = 5_000;
 /** Node checks header/request timeouts this often; its default (30 s) lets slowloris linger. */
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 export const MAX_HEADER_BYTES = 16 * 1024;
-export const MAX_HEADERS_COUNT = 100;
 
 export interface GatewayHandle {
   id: string;
@@ -52,29 +56,15 @@ function readTrimmed(path: string): string | null {
   }
 }
 
-/** Take `<dir>/lock` for this process; a lock whose pid is gone is taken over. */
-function lock(dir: string, id: string): () => void {
-  const path = join(dir, 'lock');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => rmSync(path, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(readTrimmed(path));
-      let alive = false;
-      try {
-        alive = Number.isInteger(pid) && pid > 0 && process.kill(pid, 0);
-      } catch {
-        alive = false;
-      }
-      if (alive) throw new GatewayStartError(`gateway ${id} is already running (pid ${pid}); give this one another id with SVC_GATEWAY_ID`);
-      rmSync(path, { force: true });
-    }
+/** Take the gateway dir's single-instance lock (see `instance-lock.ts`). */
+async function lock(dir: string, id: string): Promise<() => Promise<void>> {
+  try {
+    return (await acquireInstanceLock(dir)).release;
+  } catch (err) {
+    if (!(err instanceof InstanceLockedError)) throw err;
+    const pid = err.pid === null ? '' : ` (pid ${err.pid})`;
+    throw new GatewayStartError(`gateway ${id} is already running${pid}; give this one another id with SVC_GATEWAY_ID`);
   }
-  throw new GatewayStartError(`cannot lock ${path}`);
 }
 
 function controlUrlOf(config: Readonly<Config>, dataDir: string): string {
@@ -102,7 +92,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const controlUrl = controlUrlOf(config, dataDir);
   const dir = join(dataDir, `gateway-${id}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const unlock = lock(dir, id);
+  const unlock = await lock(dir, id);
 
   const file = new SnapshotFile(join(dir, 'snapshot'));
   let state: GatewayState | null = null;
@@ -135,7 +125,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     onFailure: () => metrics.shipFailures++,
     onRejected: () => metrics.rejectedOutcomes++,
   });
-  const proxy = createProxy({ maxSockets: config.gateway.upstreamMaxSockets });
+  const proxy = createProxy({ maxSockets: config.gateway.upstreamMaxSockets, clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs });
   const handle = createHandler({
     gatewayId: id,
     state: () => state,
@@ -145,23 +135,20 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     bodyLimitBytes: config.gateway.bodyLimitBytes,
     maintenanceRetryAfterS: config.gateway.maintenanceRetryAfterS,
     trustedProxyHops: config.gateway.trustedProxyHops,
+    maxHeaders: config.gateway.maxHeaders,
   });
 
-  const health = (res: ServerResponse) => {
-    const body = {
-      status: state ? 'ok' : 'not_ready',
-      ready: state !== null,
-      reason: state ? null : sync.lastError ?? 'waiting for the first snapshot from control',
-      gateway_id: id,
-      snapshot_version: state?.version ?? 0,
-      snapshot_age_s: state ? Math.round((Date.now() - state.appliedAt) / 1000) : null,
-      control_connected: sync.connected,
-      control_url: controlUrl,
-      last_nack: sync.lastNack,
-      journal_backlog: journal.backlog(),
-    };
-    sendJson(res, state ? 200 : 503, body);
-  };
+  const operator = operatorRoutes({
+    gatewayId: id,
+    controlUrl,
+    state: () => state,
+    metrics,
+    sync,
+    journalBacklog: () => journal.backlog(),
+    metricsToken: config.metricsToken,
+    metricsTokenFile: join(dataDir, METRICS_TOKEN_FILE),
+  });
+  const refused = (code: ErrorCode) => metrics.rejection(code);
   const server: Server = createServer(
     {
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
@@ -170,24 +157,14 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       keepAliveTimeout: config.gateway.keepAliveTimeoutMs,
       maxHeaderSize: MAX_HEADER_BYTES,
     },
-    (req: IncomingMessage, res: ServerResponse) => {
-      const url = req.url ?? '/';
-      if (req.method === 'GET' && (url === '/health' || url.startsWith('/health?'))) return health(res);
-      if (req.method === 'GET' && (url === '/metrics' || url.startsWith('/metrics?'))) {
-        const text = metrics.render();
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' });
-        res.end(text);
-        return;
-      }
-      handle(req, res);
-    },
+    originFormOnly((req: IncomingMessage, res: ServerResponse) => {
+      if (!operator(req, res)) handle(req, res);
+    }, refused),
   );
-  server.maxHeadersCount = MAX_HEADERS_COUNT;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-  });
+  // No field cap in Node's parser: it would cut `req.headers` short while `rawHeaders` (what is
+  // forwarded) keeps every field. The handler refuses more than `gateway.maxHeaders` fields.
+  server.maxHeadersCount = 0;
+  answerParserErrors(server, { allow: HTTP_METHODS.join(', '), onRefused: refused });
 
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
@@ -220,7 +197,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     proxy.close();
     journal.close();
     file.close();
-    unlock();
+    await unlock();
   };
   return { id, url, controlUrl, dataDir, state: () => state, metrics, close };
 }

@@ -82,15 +82,19 @@ function startGateway({ dataDir, controlUrl, cpu, logDir, id, name = 'gateway', 
   );
 }
 
-/** Poll the gateway's /health until it is ready at `version` or later. */
-async function waitGatewayVersion(gatewayUrl, version, timeoutMs = 300_000) {
+/**
+ * Poll the gateway's detailed /health (with the metrics token from `dataDir`) until it is
+ * ready at `version` or later.
+ */
+async function waitGatewayVersion(gatewayUrl, version, dataDir, timeoutMs = 300_000) {
   const deadline = Date.now() + timeoutMs;
   const probe = new Agent({ pipelining: 0 });
+  const metricsToken = fs.readFileSync(path.join(dataDir, 'metrics.token'), 'utf8').trim();
   try {
     let last = null;
     while (Date.now() < deadline) {
       try {
-        const res = await http('GET', gatewayUrl + '/health', { dispatcher: probe });
+        const res = await http('GET', gatewayUrl + '/health', { dispatcher: probe, headers: { authorization: `Bearer ${metricsToken}` } });
         last = res.body;
         if (res.status === 200 && res.body.ready && res.body.snapshot_version >= version) return { health: res.body, at: Date.now() };
       } catch (err) {

@@ -151,6 +151,11 @@ t.test('a rejected token is not echoed in the error', async (t) => {
   t.match(err.message, 'SVC_ADMIN_TOKEN');
   t.notOk(err.message.includes(token.trim()), 'the token value is not in the message');
   t.notOk(JSON.stringify(err.issues).includes(token.trim()), 'nor in the structured issues');
+
+  const metrics = 'svc_metrics_4Zx9PqRs7TuVwXyZaBcDeFgHiJkLmNoP x';
+  const metricsErr = configError(t, () => loadConfig({ env: { SVC_METRICS_TOKEN: metrics } }));
+  t.match(metricsErr.message, 'SVC_METRICS_TOKEN', 'the metrics token setting is named');
+  t.notOk(metricsErr.message.includes('4Zx9PqRs7TuVwXyZaBcDeFgHiJkLmNoP'), 'and its value is not in the message');
 });
 
 t.test('the result is deeply frozen', async (t) => {
@@ -175,6 +180,7 @@ t.test('envName', async (t) => {
     [['controlUrl'], 'SVC_CONTROL_URL'],
     [['adminToken'], 'SVC_ADMIN_TOKEN'],
     [['syncToken'], 'SVC_SYNC_TOKEN'],
+    [['metricsToken'], 'SVC_METRICS_TOKEN'],
     [['gateway', 'bodyLimitBytes'], 'SVC_GATEWAY_BODY_LIMIT_BYTES'],
     [['limits', 'keyWindowS'], 'SVC_LIMITS_KEY_WINDOW_S'],
   ];
@@ -201,7 +207,7 @@ t.test('settingsTable has one entry per setting', async (t) => {
     } else leaves.push(path.join('.'));
   };
   walk(loadConfig({ env: {} }), []);
-  const expected = [...leaves, 'adminToken', 'syncToken', 'controlUrl', 'gateway.id', 'applications.webhookUrl', 'applications.webhookSecret', 'applications.marketUrl'].sort();
+  const expected = [...leaves, 'adminToken', 'syncToken', 'metricsToken', 'controlUrl', 'gateway.id', 'applications.webhookUrl', 'applications.webhookSecret', 'applications.marketUrl'].sort();
   t.same([...keys].sort(), expected, 'exactly the settings the schema has');
 
   const defaults = loadConfig({ env: {} }) as unknown as Record<string, Record<string, unknown>>;
@@ -225,7 +231,7 @@ t.test('settingsTable has one entry per setting', async (t) => {
   // Every listed env name is actually read.
   const sample: Record<string, string> = {
     SVC_HOST: '10.0.0.1', SVC_DATA_DIR: '/x', SVC_CONTROL_URL: 'http://c.example:1',
-    SVC_ADMIN_TOKEN: 'a'.repeat(40), SVC_SYNC_TOKEN: 'b'.repeat(40), SVC_LOG_LEVEL: 'debug', SVC_GATEWAY_ID: 'gw-1',
+    SVC_ADMIN_TOKEN: 'a'.repeat(40), SVC_SYNC_TOKEN: 'b'.repeat(40), SVC_METRICS_TOKEN: 'c'.repeat(40), SVC_LOG_LEVEL: 'debug', SVC_GATEWAY_ID: 'gw-1',
   };
   for (const row of table) {
     const value = sample[row.env] ?? (typeof row.default === 'number' ? String(otherNumber(row.default)) : undefined);

@@ -1,7 +1,7 @@
 /**
- * First start bootstraps the data dir (DESIGN §2): the directory 0700, admin and sync tokens
- * 0600; later starts reuse them, tighten loose permissions, refuse a truncated token file,
- * and a configured SVC_ADMIN_TOKEN replaces the file.
+ * First start bootstraps the data dir (DESIGN §2): the directory 0700, admin, sync and metrics
+ * tokens 0600; later starts reuse them, tighten loose permissions, refuse a truncated token
+ * file, and a configured SVC_ADMIN_TOKEN (or SVC_METRICS_TOKEN) replaces the file.
  */
 import t from 'tap';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -10,13 +10,14 @@ import { captureLogs, startTestControl } from '../fixtures/control';
 
 const mode = (path: string) => statSync(path).mode & 0o777;
 
-t.test('first start creates the data dir and both tokens; later starts reuse them', async (t) => {
+t.test('first start creates the data dir and the tokens; later starts reuse them', async (t) => {
   const dataDir = join(t.testdir(), 'a', 'data');
   const first = await startTestControl(t, { dataDir });
   t.equal(mode(dataDir), 0o700, 'data dir 0700');
   for (const [file, token] of [
     ['admin.token', first.adminToken],
     ['sync.token', first.syncToken],
+    ['metrics.token', first.handle.bootstrap.metricsToken.token],
   ] as const) {
     const path = join(dataDir, file);
     t.equal(mode(path), 0o600, `${file} 0600`);
@@ -25,6 +26,8 @@ t.test('first start creates the data dir and both tokens; later starts reuse the
   }
   t.match(first.adminToken, /^svc_admin_/);
   t.match(first.syncToken, /^svc_sync_/);
+  t.match(first.handle.bootstrap.metricsToken.token, /^svc_metrics_/);
+  t.equal(first.handle.bootstrap.metricsToken.created, true);
   t.not(first.adminToken, first.syncToken);
   t.equal(first.handle.bootstrap.adminToken.created, true);
   t.ok(existsSync(join(dataDir, 'control.db')), 'database created');
@@ -70,4 +73,21 @@ t.test('SVC_ADMIN_TOKEN replaces the token file', async (t) => {
   t.equal(ok.body.author, 'admin-env', 'and named as coming from the environment');
   t.match(logs.text(), 'control ready', 'start-up was logged');
   t.notOk(logs.text().includes(token), 'the token is not logged');
+});
+
+t.test('SVC_METRICS_TOKEN replaces metrics.token; control /metrics takes only that token', async (t) => {
+  const dataDir = join(t.testdir(), 'data');
+  const token = 'operator-chosen-metrics-token-0123456789';
+  const control = await startTestControl(t, { dataDir, env: { SVC_METRICS_TOKEN: token } });
+  t.equal(control.handle.bootstrap.metricsToken.file, null);
+  t.notOk(existsSync(join(dataDir, 'metrics.token')), 'no metrics.token is written');
+  const metrics = (auth: string | null) => control.request(`${control.urls.control}/metrics`, { headers: auth === null ? {} : { authorization: `Bearer ${auth}` } });
+  const ok = await metrics(token);
+  t.equal(ok.status, 200, 'the configured token is accepted');
+  t.match(ok.text, /^svc_control_state_version \d+$/m);
+  for (const [what, auth] of [['no token', null], ['the admin token', control.adminToken], ['the sync token', control.syncToken]] as const) {
+    const res = await metrics(auth);
+    t.equal(res.status, 401, `${what}: 401`);
+    t.equal((res.body as { code?: string } | null)?.code, 'svc_unauthorized', `${what}: svc_unauthorized`);
+  }
 });

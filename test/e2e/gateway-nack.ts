@@ -15,6 +15,7 @@ import { generateKey, hashKey } from '../../protocol/keys';
 import { SnapshotDigest, sealDelta, type SnapshotKey } from '../../protocol/snapshot';
 
 const SYNC_TOKEN = 'sync-token-for-the-fake-control-0123456789';
+const METRICS_TOKEN = 'metrics-token-for-the-nack-test-0123456789';
 
 interface Ack {
   gateway_id: string;
@@ -112,7 +113,7 @@ t.test('a gateway nacks broken deltas and keeps its last good state', async (t) 
   const up = await startUpstream(t);
   const fake = await startFakeControl(t);
   const dataDir = t.testdir();
-  const env = { SVC_SYNC_TOKEN: SYNC_TOKEN };
+  const env = { SVC_SYNC_TOKEN: SYNC_TOKEN, SVC_METRICS_TOKEN: METRICS_TOKEN };
   let gw = await startGatewayProcess(t, { dataDir, controlUrl: fake.url, id: 'gw-nack', env, waitReady: false });
   const first = await fake.streams.next();
   t.equal(first.query.get('gateway_id'), 'gw-nack', 'the gateway announces its id');

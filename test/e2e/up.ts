@@ -6,7 +6,8 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI_PATH, STOP_GRACE_MS, WAIT_LIMIT_MS, childEnv, health, request, waitFor } from '../fixtures/stack';
+import { CLI_PATH, STOP_GRACE_MS, WAIT_LIMIT_MS, childEnv, health, metricsToken, request, waitFor } from '../fixtures/stack';
+import { lockAddress, probe } from '../../gateway/instance-lock';
 
 const alive = (pid: number): boolean => {
   try {
@@ -53,7 +54,7 @@ t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', asy
   t.equal(new Set(Object.values(urls)).size, 4, 'four distinct URLs');
 
   const gatewayHealth = await waitFor(async () => {
-    const res = await health(urls.gateway!);
+    const res = await health(urls.gateway!, metricsToken(dataDir));
     return res.status === 200 ? res : null;
   }, 'the gateway to be ready');
   t.match(gatewayHealth!.body, { status: 'ok', ready: true, control_connected: true }, 'the gateway answers /health ready');
@@ -66,10 +67,12 @@ t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', asy
   t.equal(status.status, 200, 'control answers its admin API');
   t.equal(status.body.gateways.length, 1, 'with the gateway connected to it');
 
-  // The two roles are separate processes: control publishes its pid, the gateway holds a lock with its own.
+  // The two roles are separate processes: control publishes its pid, the gateway's lock answers with its own.
   const controlPid = JSON.parse(readFileSync(join(dataDir, 'control.json'), 'utf8')).pid as number;
   const lockDir = readdirSync(dataDir).find((name) => name.startsWith('gateway-'));
-  const gatewayPid = Number(readFileSync(join(dataDir, lockDir!, 'lock'), 'utf8'));
+  const holder = await probe(lockAddress(join(dataDir, lockDir!)).path);
+  const gatewayPid = holder === 'stale' ? 0 : holder.pid ?? 0;
+  t.ok(gatewayPid > 0, 'the gateway’s lock answers with its pid');
   rolePids.push(controlPid, gatewayPid);
   t.not(controlPid, child.pid, 'control is its own process');
   t.not(gatewayPid, child.pid, 'so is the gateway');

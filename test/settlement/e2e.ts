@@ -6,7 +6,7 @@
  * is empty, `svcctl settler run-once` settles them and every balance equals a hand count.
  */
 import t from 'tap';
-import { GENEROUS_LIMITS, drained, request, startStack } from '../fixtures/stack';
+import { GENEROUS_LIMITS, drained, metrics as getMetrics, request, startStack } from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';
 
 const SOL = 'So11111111111111111111111111111111111111112';
@@ -106,7 +106,7 @@ t.test('outcomes through the gateway settle to hand-computed balances', async (t
 
   const again = await stack.cli(['settler', 'run-once', '--json']);
   t.same(again.json().batches, [], 'nothing is settled twice');
-  const metrics = await request(stack.gateway, '/metrics', { method: 'GET' });
+  const metrics = await getMetrics(stack.gateway, stack.metricsToken());
   t.match(metrics.text, /svc_gateway_schema_checks_total\{endpoint="typed",result="invalid"\} 2/);
   t.match(metrics.text, /svc_gateway_schema_checks_total\{endpoint="typed",result="valid"\} 2/);
 });

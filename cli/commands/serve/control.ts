@@ -18,6 +18,7 @@ export async function run(opts: { config: Readonly<Config> }, deps: { out: Outpu
       t.file === null ? `from ${env}` : `${t.file}${t.created ? ' (created now, mode 0600)' : ''}`;
     deps.out.line(`  admin token    ${where(boot.adminToken, 'SVC_ADMIN_TOKEN')}`);
     deps.out.line(`  sync token     ${where(boot.syncToken, 'SVC_SYNC_TOKEN')}`);
+    deps.out.line(`  metrics token  ${where(boot.metricsToken, 'SVC_METRICS_TOKEN')}`);
   });
   await untilSignal();
   await control.close();

@@ -1,0 +1,121 @@
+/**
+ * The gateway's operator surface on its own port: `GET /health` and `GET /metrics`.
+ *
+ * Without credentials `/health` says only whether the gateway serves calls, and why not in one
+ * word (for load balancers and probes). With `Authorization: Bearer <metrics token>` it answers
+ * the detailed body (snapshot version and age, control connection, last nack, journal backlog).
+ * `/metrics` always needs the metrics token. A wrong token is 401 `svc_unauthorized`; nothing
+ * about the gateway, its endpoints or its control is published without the token.
+ */
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BearerSecret } from '../protocol/bearer';
+import { sendJson, sendProblem } from '../protocol/http';
+import type { GatewayMetrics } from './metrics';
+import type { GatewayState } from './state';
+
+/** Why `/health` says `not_ready`: no state loaded yet, or `maintenance_mode` is on. */
+export type NotReadyReason = 'no_snapshot' | 'maintenance';
+
+/** The unauthenticated `/health` body: exactly one of these shapes. */
+export type PublicHealth = { status: 'ok' } | { status: 'not_ready'; reason: NotReadyReason };
+
+export interface OperatorOptions {
+  gatewayId: string;
+  controlUrl: string;
+  state: () => GatewayState | null;
+  metrics: GatewayMetrics;
+  sync: { readonly connected: boolean; readonly lastError: string | null; readonly lastNack: string | null };
+  journalBacklog: () => number;
+  /** The metrics token: configured (`metricsToken`), or read from this file when it appears. */
+  metricsToken: string | undefined;
+  metricsTokenFile: string;
+}
+
+const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+const REALM = { 'www-authenticate': 'Bearer realm="metrics"' };
+
+function readToken(path: string): string | null {
+  try {
+    const token = readFileSync(path, 'utf8').trim();
+    return token.length >= 32 ? token : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The one-word readiness of a gateway holding `state`. */
+export function readiness(state: GatewayState | null): PublicHealth {
+  if (state === null) return { status: 'not_ready', reason: 'no_snapshot' };
+  if (state.flags.maintenance_mode) return { status: 'not_ready', reason: 'maintenance' };
+  return { status: 'ok' };
+}
+
+/**
+ * `(req, res) => handled`: answers `/health` and `/metrics` (GET or HEAD) and returns true,
+ * or returns false for every other request.
+ */
+export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
+  let secret: BearerSecret | null = opts.metricsToken === undefined ? null : new BearerSecret(opts.metricsToken);
+  // A gateway may start before control has written the token file; look again until it exists.
+  const tokenSecret = (): BearerSecret | null => {
+    if (secret === null) {
+      const token = readToken(opts.metricsTokenFile);
+      if (token !== null) secret = new BearerSecret(token);
+    }
+    return secret;
+  };
+  const authorized = (req: IncomingMessage): boolean => tokenSecret()?.matches(req.headers.authorization) === true;
+  const refuse = (res: ServerResponse, req: IncomingMessage) => {
+    opts.metrics.rejection('svc_unauthorized');
+    sendProblem(
+      res,
+      'svc_unauthorized',
+      req.headers.authorization === undefined ? 'missing bearer token: send the metrics token' : 'invalid bearer token for the metrics API',
+      REALM,
+    );
+  };
+
+  const health = (req: IncomingMessage, res: ServerResponse) => {
+    const state = opts.state();
+    const ready = readiness(state);
+    const status = ready.status === 'ok' ? 200 : 503;
+    if (req.headers.authorization === undefined) return sendJson(res, status, ready);
+    if (!authorized(req)) return refuse(res, req);
+    sendJson(res, status, {
+      status: ready.status,
+      ready: ready.status === 'ok',
+      reason: ready.status === 'ok' ? null : ready.reason,
+      reason_detail: state === null ? opts.sync.lastError ?? 'waiting for the first snapshot from control' : ready.status === 'ok' ? null : 'maintenance_mode is on',
+      gateway_id: opts.gatewayId,
+      snapshot_version: state?.version ?? 0,
+      snapshot_age_s: state ? Math.round((Date.now() - state.appliedAt) / 1000) : null,
+      control_connected: opts.sync.connected,
+      control_url: opts.controlUrl,
+      last_nack: opts.sync.lastNack,
+      journal_backlog: opts.journalBacklog(),
+    });
+  };
+
+  const metrics = (req: IncomingMessage, res: ServerResponse) => {
+    if (!authorized(req)) return refuse(res, req);
+    const text = opts.metrics.render();
+    res.writeHead(200, {
+      'content-type': METRICS_CONTENT_TYPE,
+      'content-length': String(Buffer.byteLength(text)),
+      'cache-control': 'no-store',
+    });
+    res.end(text);
+  };
+
+  return (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    const url = req.url ?? '/';
+    const path = url.indexOf('?') === -1 ? url : url.slice(0, url.indexOf('?'));
+    if (path === '/health') health(req, res);
+    else if (path === '/metrics') metrics(req, res);
+    else return false;
+    req.resume();
+    return true;
+  };
+}

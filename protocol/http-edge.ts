@@ -1,0 +1,138 @@
+/**
+ * What every listener answers before its request listener runs: requests Node's HTTP parser
+ * refuses (`clientError`), `CONNECT` (the `connect` event), and request targets that are not
+ * origin-form (`GET http://host/x`, `OPTIONS *`). All of them leave as problem+json with a
+ * catalogue code, like every other error (DESIGN §9, §11).
+ *
+ * Node answers parser errors itself only when no `clientError` listener exists, and then with
+ * an empty body; without a `connect` listener it closes a CONNECT socket without a word.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc9112#section-3.2 (request target forms)
+ * @see https://www.rfc-editor.org/rfc/rfc9457
+ */
+import { STATUS_CODES, maxHeaderSize as NODE_MAX_HEADER_SIZE, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ERRORS, PROBLEM_CONTENT_TYPE, problem, type ErrorCode } from './errors';
+import { sendProblem } from './http';
+
+/** How long a refused connection may take to read our answer before it is cut. @default 2 s */
+export const REFUSED_SOCKET_GRACE_MS = 2_000;
+
+export interface EdgeOptions {
+  /** The `Allow` value sent with the 405 to `CONNECT`: the methods this listener serves. */
+  allow: string;
+  /** Called once per refusal with its code (e.g. to count it in metrics). */
+  onRefused?: (code: ErrorCode) => void;
+}
+
+/** What each llhttp / Node error code says, without echoing any of the caller's bytes. */
+const PARSER_DETAILS: Readonly<Record<string, string>> = {
+  HPE_INVALID_METHOD: 'malformed request method',
+  HPE_INVALID_URL: 'malformed request target (spaces and control characters are not allowed)',
+  HPE_INVALID_CONSTANT: 'malformed request line',
+  HPE_INVALID_VERSION: 'malformed request line (HTTP version, or a line not ended by CRLF)',
+  HPE_CR_EXPECTED: 'line not ended by CRLF',
+  HPE_LF_EXPECTED: 'line not ended by CRLF',
+  HPE_INVALID_HEADER_TOKEN: 'malformed header field (folded lines, bare LF and control characters are not allowed)',
+  HPE_INVALID_CONTENT_LENGTH: 'invalid Content-Length',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'duplicate or unexpected Content-Length',
+  HPE_INVALID_TRANSFER_ENCODING: 'invalid Transfer-Encoding, or Transfer-Encoding together with Content-Length',
+  HPE_INVALID_CHUNK_SIZE: 'invalid chunk size',
+};
+
+/** The catalogue code and detail for an error Node raised while reading a request. */
+export function parserErrorProblem(err: NodeJS.ErrnoException, maxHeaderBytes: number): { code: ErrorCode; detail: string } | null {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { code: 'svc_headers_too_large', detail: `the request line and header fields exceed ${maxHeaderBytes} bytes` };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return { code: 'svc_payload_too_large', detail: 'chunk extensions too large' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { code: 'svc_request_timeout', detail: 'the request was not received in time' };
+  }
+  if (typeof err.code === 'string' && err.code.startsWith('HPE_')) {
+    return { code: 'svc_bad_request', detail: PARSER_DETAILS[err.code] ?? 'malformed HTTP request' };
+  }
+  return null; // a socket error (reset, EPIPE…): nobody is left to answer
+}
+
+/** The bytes of a complete problem+json response that closes the connection. */
+export function rawProblem(code: ErrorCode, detail: string, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify(problem(code, detail));
+  const status = ERRORS[code].status;
+  let head =
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+    `content-type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\n` +
+    'cache-control: no-store\r\n' +
+    'connection: close\r\n';
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  return `${head}\r\n${body}`;
+}
+
+const answered = new WeakSet<Duplex>();
+
+/**
+ * Write `bytes` and close: FIN after the answer, then whatever the peer still sends is read
+ * and dropped (closing with unread input would reset the connection and could discard the
+ * answer), and the socket is destroyed when the peer closes or after the grace period.
+ */
+function answerAndClose(socket: Duplex, bytes: string): void {
+  answered.add(socket);
+  socket.on('error', () => socket.destroy());
+  socket.on('end', () => socket.destroy());
+  const cut = setTimeout(() => socket.destroy(), REFUSED_SOCKET_GRACE_MS);
+  cut.unref();
+  socket.once('close', () => clearTimeout(cut));
+  socket.end(bytes);
+  socket.resume();
+}
+
+/**
+ * Install the `clientError` and `connect` answers on `server`:
+ *
+ * - a header section over the server's `maxHeaderSize` → 431 `svc_headers_too_large`;
+ * - any other parser error (NUL or space in the request line, bare LF, obs-fold, CL+TE, a bad
+ *   Content-Length, …) → 400 `svc_bad_request`;
+ * - Node's `headersTimeout` / `requestTimeout` → 408 `svc_request_timeout`;
+ * - `CONNECT` → 405 `svc_method_not_allowed` with `Allow`.
+ *
+ * Each answer is problem+json with `Connection: close`, and the connection is closed after it.
+ * Nothing is written when a response on that connection has already started.
+ */
+export function answerParserErrors(server: Server, options: EdgeOptions): Server {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (answered.has(socket)) return; // the parser repeats its error for every later chunk
+    const message = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+    const answer = parserErrorProblem(err, (server as { maxHeaderSize?: number }).maxHeaderSize ?? NODE_MAX_HEADER_SIZE);
+    if (answer === null || !socket.writable || message?.headersSent === true) {
+      answered.add(socket);
+      socket.destroy();
+      return;
+    }
+    options.onRefused?.(answer.code);
+    answerAndClose(socket, rawProblem(answer.code, answer.detail));
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    options.onRefused?.('svc_method_not_allowed');
+    answerAndClose(socket, rawProblem('svc_method_not_allowed', 'CONNECT is not served here: this is not a forward proxy', { allow: options.allow }));
+  });
+  return server;
+}
+
+/**
+ * Wrap a request listener so that only origin-form targets (a path starting with `/`) reach
+ * it. Absolute-form (`GET http://host/x`, what a forward proxy receives) and asterisk-form
+ * (`OPTIONS *`) targets get 400 `svc_bad_request` and the connection is closed.
+ */
+export function originFormOnly(listener: RequestListener, onRefused?: (code: ErrorCode) => void): RequestListener {
+  return (req, res) => {
+    if (req.url?.charCodeAt(0) === 0x2f /* / */) {
+      listener(req, res);
+      return;
+    }
+    onRefused?.('svc_bad_request');
+    req.resume();
+    sendProblem(res, 'svc_bad_request', 'the request target must be a path starting with / (absolute-form is for proxies)', { connection: 'close' });
+  };
+}
