@@ -4,6 +4,7 @@
  * and stable: `--json` output is built from these views.
  */
 import { z } from 'zod';
+import type { SettlerStatus } from './settlement';
 import { ResponseSchema, type JsonSchema } from './response-schema';
 import { controlCharacterMessage, forbiddenControlCharacter, plainString } from './text';
 import { WalletAddress } from './wallet';
@@ -297,6 +298,22 @@ export interface StatusView {
   counts: { keys_active: number; keys_total: number; endpoints: number };
   flags: Record<FlagName, boolean>;
   gateways: { id: string; applied_version: number; last_seen: string; connected: boolean; last_nack: string | null }[];
+  /** What a fresh install still lacks (DESIGN §10): a funded pool, endpoints, connected gateways. */
+  bootstrap: {
+    database_ready: boolean;
+    pool_funded: boolean;
+    /** Pool balance, micro-units. */
+    pool_balance: number;
+    endpoints: number;
+    gateways_connected: number;
+    gateways_known: number;
+  };
+  /** The settler; `not_running` (with the backlog from the store) when no settler runs in control. */
+  settler: Omit<SettlerStatus, 'state' | 'cadence_ms' | 'batch_cap'> & {
+    state: SettlerStatus['state'] | 'not_running';
+    cadence_ms: number | null;
+    batch_cap: number | null;
+  };
 }
 
 /** Every mutation answers with the state version it produced (DESIGN §4). */

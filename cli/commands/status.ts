@@ -1,7 +1,8 @@
-/** `svcctl status`: control, its listeners, flags, counts and every gateway's applied version. */
+/** `svcctl status`: control, its listeners, flags, counts, bootstrap, the settler and every gateway's applied version. */
 import type { StatusView } from '../../protocol/admin';
 import type { Deps } from '../deps';
 import { EXIT_OK } from '../exit-codes';
+import { formatUnits } from '../money';
 import { table } from '../output';
 
 export async function run(opts: { json?: boolean }, deps: Deps): Promise<number> {
@@ -19,6 +20,12 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   deps.out.line(`flags          beta_gate_enabled=${on(status.flags.beta_gate_enabled)} maintenance_mode=${on(status.flags.maintenance_mode)}`);
   deps.out.line(`keys           ${status.counts.keys_active} active of ${status.counts.keys_total}`);
   deps.out.line(`endpoints      ${status.counts.endpoints}`);
+  const b = status.bootstrap;
+  const missing = [!b.pool_funded && 'fund the pool (svcctl pool fund AMOUNT)', b.endpoints === 0 && 'add an endpoint', b.gateways_connected === 0 && 'start a gateway'].filter(Boolean);
+  deps.out.line(`bootstrap      pool ${b.pool_funded ? `funded (${formatUnits(b.pool_balance)})` : 'not funded'}, ${b.endpoints} endpoint(s), ${b.gateways_connected} of ${b.gateways_known} gateway(s) connected${missing.length ? `; next: ${missing.join(', ')}` : ''}`);
+  const s = status.settler;
+  const last = s.last_batch === null ? 'no batch yet' : `last batch #${s.last_batch.id} (${s.last_batch.endpoint_id}, ${s.last_batch.calls} calls, refunds ${formatUnits(s.last_batch.refunds)}) at ${s.last_batch.at}`;
+  deps.out.line(`settler        ${s.state}, backlog ${s.backlog}${s.lag_ms !== null ? ` (oldest ${Math.round(s.lag_ms / 1000)} s)` : ''}, ${last}${s.last_error ? `; last error: ${s.last_error}` : ''}`);
   if (status.gateways.length === 0) deps.out.line('gateways       none connected');
   else {
     deps.out.line('gateways:');

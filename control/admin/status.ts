@@ -1,6 +1,7 @@
 /** `/_admin/v1/status`: control's own view of itself, used by `svcctl status`. */
 import type { StatusView } from '../../protocol/admin';
 import { sendJson } from '../../protocol/http';
+import { MIGRATIONS } from '../store/migrations';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 
@@ -8,6 +9,9 @@ export function statusView(ctx: ControlContext): StatusView {
   const now = ctx.now();
   const counts = ctx.store.keys.counts(now);
   const syncValue = Number(ctx.store.pragma('synchronous'));
+  const gateways = ctx.gateways();
+  const pool = ctx.store.ledger.poolSize();
+  const settler = ctx.settler();
   return {
     status: 'ok',
     version: ctx.store.version(),
@@ -22,7 +26,25 @@ export function statusView(ctx: ControlContext): StatusView {
     urls: { ...ctx.urls },
     counts: { keys_active: counts.active, keys_total: counts.total, endpoints: ctx.store.endpoints.count() },
     flags: ctx.store.flags.values(),
-    gateways: ctx.gateways(),
+    gateways,
+    bootstrap: {
+      database_ready: ctx.store.schemaVersion() === MIGRATIONS.length,
+      pool_funded: pool > 0,
+      pool_balance: pool,
+      endpoints: ctx.store.endpoints.count(),
+      gateways_connected: gateways.filter((g) => g.connected).length,
+      gateways_known: gateways.length,
+    },
+    settler: settler ?? {
+      state: 'not_running',
+      cadence_ms: null,
+      batch_cap: null,
+      backlog: ctx.store.settlement.backlog().count,
+      lag_ms: null,
+      last_run_at: null,
+      last_batch: null,
+      last_error: null,
+    },
   };
 }
 

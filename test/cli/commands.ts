@@ -223,6 +223,15 @@ t.test('status, help and unknown commands', async (t) => {
   t.equal(status.json().urls.control, control.urls.control);
   const text = await runCli(['status'], { control });
   t.match(text.stdout, control.urls.api);
+  t.match(status.json().bootstrap, { database_ready: true, pool_funded: false, pool_balance: 0, endpoints: 0, gateways_connected: 0, gateways_known: 0 });
+  t.match(status.json().settler, { backlog: 0, last_batch: null });
+  t.ok(['running', 'idle', 'paused', 'not_running'].includes(status.json().settler.state), 'the settler state is named');
+  t.match(text.stdout, /bootstrap\s+pool not funded, 0 endpoint\(s\), 0 of 0 gateway\(s\) connected; next: fund the pool/);
+  t.match(text.stdout, /settler\s+\w+, backlog 0, no batch yet/);
+  t.equal((await runCli(['pool', 'fund', '2.5'], { control })).code, 0);
+  const funded = await runCli(['status', '--json'], { control });
+  t.match(funded.json().bootstrap, { pool_funded: true, pool_balance: 2_500_000 });
+  t.match((await runCli(['status'], { control })).stdout, /bootstrap\s+pool funded \(2\.5\)/);
 
   const help = await runCli(['--help'], { control });
   t.equal(help.code, 0, '--help: exit 0');
