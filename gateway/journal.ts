@@ -109,7 +109,7 @@ export class Journal {
     this.segmentMaxBytes = options.segmentMaxBytes ?? DEFAULT_JOURNAL_SEGMENT_BYTES;
     const interval = options.fsyncIntervalMs ?? DEFAULT_JOURNAL_FSYNC_INTERVAL_MS;
     this.syncEveryWrite = interval === 0;
-    fs.mkdirSync(this.dir, { recursive: true });
+    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     removeAckTemps(this.dir);
 
     const state = readAckState(this.dir);

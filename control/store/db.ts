@@ -3,7 +3,7 @@
  * migrations by `PRAGMA user_version`. The only module that creates a connection.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS } from './migrations';
 
@@ -19,6 +19,23 @@ export class StoreOpenError extends Error {
   }
 }
 
+/** Mode of the database file and, through it, of SQLite's `-wal` and `-shm` files. */
+export const DATABASE_FILE_MODE = 0o600;
+
+/**
+ * Create the database file with mode 0600 before SQLite opens it. SQLite would create it 0644
+ * (less the umask), and it creates `-wal` and `-shm` with the main file's mode, so this one
+ * mode covers all three whatever the umask or the directory's mode. Files an earlier version
+ * left readable by others are tightened.
+ */
+function createPrivateFiles(path: string): void {
+  closeSync(openSync(path, 'a', DATABASE_FILE_MODE));
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (stat !== undefined && (stat.mode & 0o077) !== 0) chmodSync(file, DATABASE_FILE_MODE);
+  }
+}
+
 function pragmaValue(db: Db, name: string): unknown {
   return db.pragma(name, { simple: true });
 }
@@ -28,7 +45,10 @@ function pragmaValue(db: Db, name: string): unknown {
  * a durability setting does not take or the file was written by a newer version.
  */
 export function openDatabase(path: string): Db {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:' && path !== '') {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    createPrivateFiles(path);
+  }
   const db = new Database(path, { timeout: DEFAULT_BUSY_TIMEOUT_MS });
   try {
     const mode = db.pragma('journal_mode = WAL', { simple: true });
