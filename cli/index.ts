@@ -275,12 +275,14 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     'gateway.port': o.gatewayPort,
   });
   const serve = program.command('serve').description('run one role in this process');
-  portFlags(serve.command('control').description('run control: admin + sync, public API, indexer, settler')).action(async (_o, cmd: Command) => {
+  portFlags(serve.command('control').description('run control: admin + sync, public API, indexer, settler'))
+    .option('--json', 'once ready, print one JSON object with the listeners\' URLs')
+    .action(async (_o, cmd: Command) => {
     const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
     const { processOutput } = await load<typeof import('./output.js')>('./output');
     const config = loadSettings(globals(), env, settingsFromFlags(cmd.opts()));
     const { run } = await load<typeof import('./commands/serve/control.js')>('./commands/serve/control');
-    result.code = await run({ config }, { out: options.out ?? processOutput() });
+    result.code = await run({ config, json: cmd.opts().json === true }, { out: options.out ?? processOutput() });
   });
   serve
     .command('gateway')
@@ -288,15 +290,18 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     .option('--host <host>', 'bind address (SVC_HOST)')
     .option('--gateway-port <port>', 'port (SVC_GATEWAY_PORT)')
     .option('--id <id>', 'gateway id, unique per control (SVC_GATEWAY_ID; default gw-<hostname>)')
+    .option('--json', 'once ready, print one JSON object with the gateway\'s URL')
     .action(async (_o, cmd: Command) => {
       const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
       const { processOutput } = await load<typeof import('./output.js')>('./output');
       const o = cmd.opts();
       const config = loadSettings(globals(), env, { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id });
       const { run } = await load<typeof import('./commands/serve/gateway.js')>('./commands/serve/gateway');
-      result.code = await run({ config }, { out: options.out ?? processOutput() });
+      result.code = await run({ config, json: o.json === true }, { out: options.out ?? processOutput() });
     });
-  portFlags(program.command('up').description('run control and a gateway as two processes; Ctrl-C stops both')).action(async (_o, cmd: Command) => {
+  portFlags(program.command('up').description('run control and a gateway as two processes; Ctrl-C stops both'))
+    .option('--json', 'once ready, print one JSON object with the four URLs and the pids')
+    .action(async (_o, cmd: Command) => {
     const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
     const { processOutput } = await load<typeof import('./output.js')>('./output');
     loadSettings(globals(), env, settingsFromFlags(cmd.opts())); // fail fast on bad settings
@@ -313,6 +318,7 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     result.code = await run(
       {
         passArgs: [],
+        json: o.json === true,
         roles: [
           { role: 'control', args: () => controlArgs },
           { role: 'gateway', args: (ready) => [...gatewayArgs, '--control', ready.find((r) => r.role === 'control')!.urls.control!] },

@@ -26,9 +26,11 @@ export interface UpOptions {
   passArgs: string[];
   /** Roles to start, in order; each may depend on URLs announced by earlier ones. */
   roles: { role: string; args: (ready: Ready[]) => string[] }[];
+  /** Once ready, print one JSON object (`{"status":"ready","urls","pids"}`) instead of the banner. */
+  json?: boolean;
 }
 
-function startRole(args: string[], out: Output): { child: ChildProcess; ready: Promise<Ready> } {
+function startRole(args: string[], echo: (line: string) => void): { child: ChildProcess; ready: Promise<Ready> } {
   const child = spawn(process.execPath, [process.argv[1]!, ...args], {
     env: { ...process.env, [READY_ENV]: '1' },
     stdio: ['pipe', 'pipe', 'inherit'],
@@ -40,7 +42,7 @@ function startRole(args: string[], out: Output): { child: ChildProcess; ready: P
       if (line.startsWith(READY_PREFIX)) {
         clearTimeout(timer);
         resolve(JSON.parse(line.slice(READY_PREFIX.length)) as Ready);
-      } else out.line(line);
+      } else echo(line);
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
@@ -62,6 +64,19 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
+function printBanner(urls: Record<string, string>, out: Output): void {
+  out.line('svc is up');
+  for (const [name, label] of [
+    ['gateway', 'gateway ({market_url})'],
+    ['api', 'public api ({api_url})'],
+    ['indexer', 'indexer ({indexer_url})'],
+    ['control', 'control admin + sync'],
+  ] as const) {
+    if (urls[name]) out.line(`  ${label.padEnd(26)} ${urls[name]}`);
+  }
+  out.line('Press Ctrl-C to stop.');
+}
+
 export async function run(opts: UpOptions, deps: { out: Output }): Promise<number> {
   const children: ChildProcess[] = [];
   const ready: Ready[] = [];
@@ -71,7 +86,9 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
   };
   try {
     for (const role of opts.roles) {
-      const started = startRole(['serve', role.role, ...opts.passArgs, ...role.args(ready)], deps.out);
+      // With --json, stdout carries only the ready object; anything else a child prints goes to stderr.
+      const echo = opts.json ? (line: string) => deps.out.error(line) : (line: string) => deps.out.line(line);
+      const started = startRole(['serve', role.role, ...opts.passArgs, ...role.args(ready)], echo);
       children.push(started.child);
       ready.push(await started.ready);
     }
@@ -81,16 +98,8 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
   }
 
   const urls = Object.assign({}, ...ready.map((r) => r.urls)) as Record<string, string>;
-  deps.out.line('svc is up');
-  for (const [name, label] of [
-    ['gateway', 'gateway ({market_url})'],
-    ['api', 'public api ({api_url})'],
-    ['indexer', 'indexer ({indexer_url})'],
-    ['control', 'control admin + sync'],
-  ] as const) {
-    if (urls[name]) deps.out.line(`  ${label.padEnd(26)} ${urls[name]}`);
-  }
-  deps.out.line('Press Ctrl-C to stop.');
+  if (opts.json) deps.out.json({ status: 'ready', urls, pids: Object.fromEntries(ready.map((r) => [r.role, r.pid])) });
+  else printBanner(urls, deps.out);
 
   const died = new Promise<string>((resolve) => {
     for (const [i, child] of children.entries()) {
@@ -101,7 +110,7 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
   if (!reason.startsWith('signal:')) deps.out.error(`svcctl up: ${reason}; stopping the rest`);
   await stopAll();
   if (reason.startsWith('signal:')) {
-    deps.out.line('svc stopped.');
+    if (!opts.json) deps.out.line('svc stopped.');
     return EXIT_OK;
   }
   return EXIT_FAILURE;

@@ -5,7 +5,7 @@ import type { Output } from '../../output';
 import { EXIT_OK } from '../../exit-codes';
 import { announceReady, untilSignal } from './lifecycle';
 
-export async function run(opts: { config: Readonly<Config> }, deps: { out: Output }): Promise<number> {
+export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
   const control = await startControl(opts.config);
   const boot = control.bootstrap;
   announceReady(deps.out, 'control', { control: control.urls.control, api: control.urls.api, indexer: control.urls.indexer }, () => {
@@ -19,7 +19,7 @@ export async function run(opts: { config: Readonly<Config> }, deps: { out: Outpu
     deps.out.line(`  admin token    ${where(boot.adminToken, 'SVC_ADMIN_TOKEN')}`);
     deps.out.line(`  sync token     ${where(boot.syncToken, 'SVC_SYNC_TOKEN')}`);
     deps.out.line(`  metrics token  ${where(boot.metricsToken, 'SVC_METRICS_TOKEN')}`);
-  });
+  }, opts.json);
   await untilSignal();
   await control.close();
   return EXIT_OK;

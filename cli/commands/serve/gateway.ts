@@ -5,7 +5,7 @@ import { CliError, EXIT_OK } from '../../exit-codes';
 import type { Output } from '../../output';
 import { announceReady, untilSignal } from './lifecycle';
 
-export async function run(opts: { config: Readonly<Config> }, deps: { out: Output }): Promise<number> {
+export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
   let gateway;
   try {
     gateway = await startGateway(opts.config);
@@ -18,7 +18,7 @@ export async function run(opts: { config: Readonly<Config> }, deps: { out: Outpu
     deps.out.line(`  gateway ({market_url})  ${gateway.url}`);
     deps.out.line(`  control                 ${gateway.controlUrl}`);
     deps.out.line(`  state                   ${gateway.state() ? `version ${gateway.state()!.version} (last-known-good)` : 'waiting for control'}`);
-  });
+  }, opts.json);
   await untilSignal();
   await gateway.close();
   return EXIT_OK;

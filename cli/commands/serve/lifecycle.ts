@@ -8,8 +8,13 @@ import type { Output } from '../../output';
 export const READY_ENV = 'SVC_SUPERVISED';
 export const READY_PREFIX = 'svc-ready ';
 
-export function announceReady(out: Output, role: string, urls: Record<string, string>, banner: () => void): void {
+/**
+ * Say that `role` listens on `urls`: the ready line under `svcctl up`, one JSON object with
+ * `--json` (`{"status":"ready","role","pid","urls"}`, for scripts), else the human banner.
+ */
+export function announceReady(out: Output, role: string, urls: Record<string, string>, banner: () => void, json = false): void {
   if (process.env[READY_ENV] === '1') out.line(READY_PREFIX + JSON.stringify({ role, pid: process.pid, urls }));
+  else if (json) out.json({ status: 'ready', role, pid: process.pid, urls });
   else banner();
 }
 
