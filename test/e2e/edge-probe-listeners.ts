@@ -103,19 +103,23 @@ t.test('edge probe: parser errors, CONNECT and absolute-form on every listener; 
 
   await t.test('gateway', async (t) => {
     for (const probe of PROBES) {
-      up.clear();
-      const connectionsBefore = upstreamConnections;
-      const res = await rawRequest(port(stack.gateway), probe.bytes('/echo/probe', upstreamHost));
-      assertRefusal(t, res, probe, 'gateway');
-      t.same(up.requests, [], `gateway: ${probe.name}: the upstream saw no request`);
-      t.equal(upstreamConnections, connectionsBefore, `gateway: ${probe.name}: and no new connection`);
+      await t.test(probe.name, async (t) => {
+        up.clear();
+        const connectionsBefore = upstreamConnections;
+        const res = await rawRequest(port(stack.gateway), probe.bytes('/echo/probe', upstreamHost));
+        assertRefusal(t, res, probe, 'gateway');
+        t.same(up.requests, [], `gateway: ${probe.name}: the upstream saw no request`);
+        t.equal(upstreamConnections, connectionsBefore, `gateway: ${probe.name}: and no new connection`);
+      });
     }
   });
 
   const listeners = { api: stack.control.urls.api!, indexer: stack.control.urls.indexer!, control: stack.control.urls.control! };
   for (const [name, url] of Object.entries(listeners)) {
     await t.test(name, async (t) => {
-      for (const probe of PROBES) assertRefusal(t, await rawRequest(port(url), probe.bytes('/health', upstreamHost)), probe, name);
+      for (const probe of PROBES) {
+        await t.test(probe.name, async (t) => assertRefusal(t, await rawRequest(port(url), probe.bytes('/health', upstreamHost)), probe, name));
+      }
     });
   }
 

@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { CLI_PATH, childEnv, health, startStack, svcctl, waitFor } from '../fixtures/stack';
@@ -52,6 +52,7 @@ t.test('gateway single-instance lock', async (t) => {
 
   await t.test('a zombie holder does not block', { skip: process.platform !== 'linux' && 'needs /proc' }, async (t) => {
     await stack.gateways[0]!.stop();
+    rmSync(join(dir, 'lock'), { force: true }); // independent of the case above
     // sh starts the gateway in the background, prints its pid and becomes `sleep`, which never
     // reaps it: once killed, the gateway stays a zombie with its pid still taken.
     const parent = spawn('/bin/sh', ['-c', '"$0" "$@" & echo "gateway-pid $!"; exec sleep 600', process.execPath, CLI_PATH, ...args], {
