@@ -1,26 +1,33 @@
 /**
  * Settlement views shared by control's settler, the status page, the indexer and `svcctl`.
- * Amounts are integers in micro-units (6 decimals).
+ * Amounts are integers in micro-units (6 decimals). Every answer is a zod schema with its
+ * type inferred, so the admin OpenAPI document is generated from the same definitions.
  */
 import { z } from 'zod';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
+import { Count, IsoTime, MicroAmount, Millis } from './wire';
 
-export type SettlerState = 'running' | 'idle' | 'paused';
+export const SETTLER_STATES = ['running', 'idle', 'paused'] as const;
+export const SettlerState = z.enum(SETTLER_STATES);
+export type SettlerState = z.infer<typeof SettlerState>;
 
-export interface SettlerStatus {
+export const SettlerStatus = z.strictObject({
   /** `running` while a batch is being committed, `idle` between runs, `paused` by an operator. */
-  state: SettlerState;
-  cadence_ms: number;
-  batch_cap: number;
+  state: SettlerState,
+  cadence_ms: z.number().int().min(1),
+  batch_cap: z.number().int().min(1),
   /** Outcomes received and not yet settled. */
-  backlog: number;
+  backlog: Count,
   /** Age of the oldest unsettled outcome, ms (null when the backlog is empty). */
-  lag_ms: number | null;
-  last_run_at: string | null;
-  last_batch: { id: number; endpoint_id: string; calls: number; refunds: number; premiums: number; at: string } | null;
-  last_error: string | null;
-}
+  lag_ms: Millis.nullable(),
+  last_run_at: IsoTime.nullable(),
+  last_batch: z
+    .strictObject({ id: z.number().int().min(1), endpoint_id: z.string(), calls: Count, refunds: MicroAmount, premiums: MicroAmount, at: IsoTime })
+    .nullable(),
+  last_error: z.string().nullable(),
+});
+export type SettlerStatus = z.infer<typeof SettlerStatus>;
 
 // ---------------------------------------------------------------------------------------
 // Ledger, pool, payouts (admin API shapes; see control/store/ledger.ts)
@@ -30,110 +37,126 @@ export const FIXED_ACCOUNTS = ['external', 'pool', 'treasury'] as const;
 export const keyAccount = (keyId: string): string => `key:${keyId}`;
 
 /** Why a refund was paid short: the pool could not cover it, or the endpoint's hourly cap was reached. */
-export type Clamp = 'pool_depleted' | 'cap_clamped';
+export const CLAMPS = ['pool_depleted', 'cap_clamped'] as const;
+export const Clamp = z.enum(CLAMPS);
+export type Clamp = z.infer<typeof Clamp>;
 
 const Micro = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 /** One settlement batch: one endpoint, up to `settler.batchCap` calls, committed in one transaction. */
-export interface BatchView {
-  id: number;
-  endpoint_id: string;
-  created_at: string;
-  calls: number;
-  premiums: number;
-  treasury_fees: number;
+export const BatchView = z.strictObject({
+  id: z.number().int().min(1),
+  endpoint_id: z.string(),
+  created_at: IsoTime,
+  calls: Count,
+  premiums: MicroAmount,
+  treasury_fees: MicroAmount,
   /** Refunds paid. */
-  refunds: number;
+  refunds: MicroAmount,
   /** Refunds owed before clamping; `refunds_owed - refunds` is this batch's shortfall. */
-  refunds_owed: number;
-  clamped_calls: number;
-}
+  refunds_owed: MicroAmount,
+  clamped_calls: Count,
+});
+export type BatchView = z.infer<typeof BatchView>;
 
 /** Answer to `POST /_admin/v1/settler/run-once`. */
-export interface RunOnceView {
-  batches: BatchView[];
-  calls: number;
-  premiums: number;
-  treasury_fees: number;
-  refunds: number;
-  refunds_owed: number;
-  clamped_calls: number;
+export const RunOnceView = z.strictObject({
+  batches: z.array(BatchView),
+  calls: Count,
+  premiums: MicroAmount,
+  treasury_fees: MicroAmount,
+  refunds: MicroAmount,
+  refunds_owed: MicroAmount,
+  clamped_calls: Count,
   /** Outcomes still unsettled afterwards (received after the run started). */
-  backlog: number;
-}
+  backlog: Count,
+});
+export type RunOnceView = z.infer<typeof RunOnceView>;
 
 /** `GET /_admin/v1/pool`: the pool, what it took in and paid out, and what it could not pay. */
-export interface PoolView {
+export const PoolView = z.strictObject({
   /** Balance of the pool account. */
-  pool: number;
-  treasury: number;
+  pool: MicroAmount,
+  treasury: MicroAmount,
   /** Everything funded into the pool (external → pool). */
-  funded: number;
-  premiums: number;
-  treasury_fees: number;
-  refunds: number;
-  refunds_owed: number;
+  funded: MicroAmount,
+  premiums: MicroAmount,
+  treasury_fees: MicroAmount,
+  refunds: MicroAmount,
+  refunds_owed: MicroAmount,
   /** `refunds_owed - refunds`: refunds clamped away, recorded per call, never paid. */
-  shortfall: number;
-  clamped: { pool_depleted: number; cap_clamped: number };
+  shortfall: MicroAmount,
+  clamped: z.strictObject({ pool_depleted: Count, cap_clamped: Count }),
   /** Sum of positive key balances: what payouts would pay now. */
-  owed_to_keys: number;
+  owed_to_keys: MicroAmount,
   /** Everything recorded as paid out (key → external). */
-  paid_out: number;
-  settled_batches: number;
-  settled_calls: number;
+  paid_out: MicroAmount,
+  settled_batches: Count,
+  settled_calls: Count,
   /** Outcomes received and not settled yet. */
-  backlog: number;
-}
+  backlog: Count,
+});
+export type PoolView = z.infer<typeof PoolView>;
 
 export const FundPoolRequest = z.object({ amount: Micro, note: plainString('text').trim().min(1).max(500).optional() }).strict();
 export type FundPoolRequest = z.infer<typeof FundPoolRequest>;
 
-export interface FundView {
-  transfer_id: number;
-  amount: number;
-  pool: PoolView;
-}
+export const FundView = z.strictObject({
+  transfer_id: z.number().int().min(1),
+  amount: Micro,
+  pool: PoolView,
+});
+export type FundView = z.infer<typeof FundView>;
 
-export interface BalanceView {
-  account: string;
-  balance: number;
-}
+/** One account's balance; accounts other than `external` never go below zero. */
+export const BalanceView = z.strictObject({
+  account: z.string(),
+  balance: z.number().int(),
+});
+export type BalanceView = z.infer<typeof BalanceView>;
+
+/** `GET /_admin/v1/ledger/balances`. */
+export const BalancesView = z.strictObject({ balances: z.array(BalanceView) });
+export type BalancesView = z.infer<typeof BalancesView>;
 
 /** `GET /_admin/v1/ledger/verify`: the first broken invariant, if any. */
-export interface LedgerVerifyView {
-  ok: boolean;
+export const LedgerVerifyView = z.strictObject({
+  ok: z.boolean(),
   /** The first violation found, as a sentence; null when every invariant holds. */
-  violation: string | null;
+  violation: z.string().nullable(),
   /** The invariants checked, in order. */
-  checks: string[];
-  counts: { accounts: number; transfers: number; postings: number; batches: number; settled_calls: number };
-}
+  checks: z.array(z.string()),
+  counts: z.strictObject({ accounts: Count, transfers: Count, postings: Count, batches: Count, settled_calls: Count }),
+});
+export type LedgerVerifyView = z.infer<typeof LedgerVerifyView>;
 
 /** What is owed to one wallet (or, with `wallet` null, to keys without a wallet yet). */
-export interface PayoutLine {
-  wallet: string | null;
-  owed: number;
-  keys: { id: string; name: string | null; balance: number }[];
-}
+export const PayoutLine = z.strictObject({
+  wallet: z.string().nullable(),
+  owed: MicroAmount,
+  keys: z.array(z.strictObject({ id: z.string(), name: z.string().nullable(), balance: z.number().int() })),
+});
+export type PayoutLine = z.infer<typeof PayoutLine>;
 
-export interface PayoutsView {
-  payouts: PayoutLine[];
-  total_owed: number;
-}
+export const PayoutsView = z.strictObject({
+  payouts: z.array(PayoutLine),
+  total_owed: MicroAmount,
+});
+export type PayoutsView = z.infer<typeof PayoutsView>;
 
 export const MarkPaidRequest = z
   .object({ wallet: WalletAddress, amount: Micro, reference: plainString().trim().min(1).max(200) })
   .strict();
 export type MarkPaidRequest = z.infer<typeof MarkPaidRequest>;
 
-export interface MarkPaidView {
-  transfer_id: number;
-  wallet: string;
-  amount: number;
-  reference: string;
+export const MarkPaidView = z.strictObject({
+  transfer_id: z.number().int().min(1),
+  wallet: z.string(),
+  amount: Micro,
+  reference: z.string(),
   /** How the payment was taken from the wallet's keys (oldest key first). */
-  paid: { key_id: string; amount: number }[];
+  paid: z.array(z.strictObject({ key_id: z.string(), amount: Micro })),
   /** What the wallet is still owed afterwards. */
-  owed: number;
-}
+  owed: MicroAmount,
+});
+export type MarkPaidView = z.infer<typeof MarkPaidView>;

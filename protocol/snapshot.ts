@@ -20,6 +20,22 @@ export const SNAPSHOT_KEYS_PER_LINE = 5_000;
 /** Control pings an idle stream this often; a gateway that hears nothing for 3× reconnects. */
 export const SYNC_PING_INTERVAL_MS = 10_000;
 
+/** A gateway id (`gateway.id`, `SVC_GATEWAY_ID`): 1 to 64 of `A-Z a-z 0-9 . _ -`. */
+export const GATEWAY_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+export const GATEWAY_ID_RULE = '1 to 64 of A-Z a-z 0-9 . _ -';
+export const GatewayId = z.string().regex(GATEWAY_ID_PATTERN, { message: `must be ${GATEWAY_ID_RULE}` });
+
+/**
+ * Query of `GET /_sync/v1/stream`: the gateway's id, the state version it holds (0: none) and
+ * the epoch of the database that version came from (deltas only apply within one epoch).
+ */
+export const StreamQuery = z.object({
+  gateway_id: GatewayId,
+  version: z.coerce.number().int().min(0).default(0),
+  epoch: z.coerce.number().int().min(0).optional(),
+});
+export type StreamQuery = z.infer<typeof StreamQuery>;
+
 const Hash = z.string().regex(/^[0-9a-f]{64}$/);
 const Ms = z.number().int().min(0);
 

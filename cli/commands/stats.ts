@@ -4,6 +4,7 @@
  * indexer is public, so the admin token is never sent to it.
  */
 import type { StatusView } from '../../protocol/admin';
+import type { StatsAnswer } from '../../protocol/indexer';
 import type { Deps } from '../deps';
 import { CliError, EXIT_OK } from '../exit-codes';
 import { formatUnits } from '../money';
@@ -12,34 +13,10 @@ import { table } from '../output';
 /** Milliseconds to wait for the indexer. @default 10000 */
 export const STATS_TIMEOUT_MS = 10_000;
 
-interface Stats {
-  pool_size: number;
-  settled_batches: number;
-  settled_calls?: number;
-  total_refunds: number;
-  total_premiums: number;
-  total_calls: number;
-  unsettled_calls?: number;
-  settler?: string;
-  last_batch_at?: string | null;
-  updated_at: string;
-  recent_activity: {
-    call_id: string;
-    provider: string;
-    outcome: string;
-    status?: number;
-    latency_ms: number;
-    at: string;
-    batch: number | null;
-    premium: number | null;
-    refund: number | null;
-  }[];
-}
-
 /** Units as `svcctl pool show` writes them (`12.5`); `-` for a call not settled yet. */
 const money = (micro: number | null): string => (micro === null ? '-' : formatUnits(micro));
 
-async function fetchStats(indexer: string): Promise<Stats> {
+async function fetchStats(indexer: string): Promise<StatsAnswer> {
   const url = `${indexer.replace(/\/+$/, '')}/api/stats`;
   let res: Response;
   try {
@@ -51,7 +28,7 @@ async function fetchStats(indexer: string): Promise<Stats> {
   const text = await res.text();
   if (!res.ok) throw new CliError(`indexer at ${indexer} answered ${res.status} ${res.statusText}`);
   try {
-    return JSON.parse(text) as Stats;
+    return JSON.parse(text) as StatsAnswer;
   } catch {
     throw new CliError(`indexer at ${indexer} answered with a body that is not JSON`);
   }
@@ -67,14 +44,14 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   }
   deps.out.line(`indexer          ${status.urls.indexer} (as of ${stats.updated_at})`);
   deps.out.line(`pool size        ${money(stats.pool_size)}`);
-  deps.out.line(`settled batches  ${stats.settled_batches}${stats.settled_calls === undefined ? '' : ` (${stats.settled_calls} calls)`}`);
+  deps.out.line(`settled batches  ${stats.settled_batches} (${stats.settled_calls} calls)`);
   deps.out.line(`total premiums   ${money(stats.total_premiums)}`);
   deps.out.line(`total refunds    ${money(stats.total_refunds)}`);
-  deps.out.line(`total calls      ${stats.total_calls}${stats.unsettled_calls === undefined ? '' : ` (${stats.unsettled_calls} not settled yet)`}`);
-  if (stats.settler !== undefined) deps.out.line(`settler          ${stats.settler.replace('_', ' ')}`);
-  if (stats.recent_activity.length === 0) deps.out.line('recent activity  none');
+  deps.out.line(`total calls      ${stats.total_calls} (${stats.unsettled_calls} not settled yet)`);
+  deps.out.line(`settler          ${stats.settler.replace('_', ' ')}`);
+  if (stats.recent_activity.length === 0) deps.out.line('recent activity  none settled yet');
   else {
-    deps.out.line('recent activity:');
+    deps.out.line('recent activity (settled calls):');
     deps.out.line(
       table(
         ['AT', 'PROVIDER', 'OUTCOME', 'STATUS', 'LATENCY MS', 'PREMIUM', 'REFUND', 'BATCH', 'CALL'],

@@ -1,20 +1,18 @@
 /** `--wait`: block until every connected gateway has applied a state version. */
+import type { WaitResult } from '../../protocol/gateways';
 import type { Deps } from '../deps';
 import { CliError } from '../exit-codes';
 import { durationOption } from './keys/issue';
 
-export interface Propagation {
-  version: number;
-  gateways: number;
-  waited_ms: number;
-}
+/** What `--wait` reports once every connected gateway applied the version. */
+export type Propagation = Pick<WaitResult, 'version' | 'gateways' | 'waited_ms'>;
 
 /** Default bound on `--wait`. @default 30 s */
 export const DEFAULT_WAIT_S = 30;
 
 export async function waitForVersion(deps: Deps, version: number, timeout?: string): Promise<Propagation> {
   const seconds = timeout === undefined ? DEFAULT_WAIT_S : durationOption('--timeout', timeout);
-  const answer = await deps.client.post<Propagation & { complete: boolean; pending: string[] }>('/_admin/v1/sync/wait', {
+  const answer = await deps.client.post<WaitResult>('/_admin/v1/sync/wait', {
     version,
     timeout_ms: seconds * 1000,
   });

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson } from '../../protocol/http';
+import { HEALTH_BODY } from '../../protocol/wire';
 import type { Logger } from '../../protocol/log';
 import type { ControlContext } from '../context';
 import { Router } from '../http/router';
@@ -12,7 +13,7 @@ import { ResponseCache, jsonAnswer } from '../public/cache';
 import { dispatcher, splitTarget } from '../public/dispatch';
 import { OpaqueIds } from '../public/ids';
 import { intParam } from '../public/routes';
-import { HEALTH_BODY, publicIpLimiter } from '../public/server';
+import { publicIpLimiter } from '../public/server';
 import { CursorCodec } from './cursor';
 import { activityPage, parseBefore, statsAnswer } from './stats';
 

@@ -1,68 +1,20 @@
 /**
  * The indexer's answers (DESIGN §7): aggregate statistics and recent activity. The numbers
- * and the recent calls come from the ledger module (`store.ledger`: pool balance, settlement
+ * and the recent (settled) calls come from the ledger module (`store.ledger`: pool balance, settlement
  * batches, each outcome's premium and refund), so money is 0 until the settler has settled
  * something, never estimated; `/api/activity` pages through `store.publicReads`. Amounts are
  * integer micro-units (6 decimals). Ids are opaque.
  */
 import { SvcError } from '../../protocol/errors';
-import type { Outcome } from '../../protocol/outcome';
+import type { ActivityItem, ActivityPage, SettledActivityItem, StatsAnswer } from '../../protocol/indexer';
 import type { ControlContext } from '../context';
 import type { OpaqueIds } from '../public/ids';
 import type { ActivityEntry } from '../store/ledger';
 import type { ActivityCursor, ActivityRow } from '../store/public-reads';
 import type { CursorCodec } from './cursor';
 
-export interface ActivityItem {
-  /** Opaque call id (`call_…`), stable for the call. */
-  call_id: string;
-  /** Opaque provider id, as in `/api/v1/providers`. */
-  provider: string;
-  outcome: Outcome;
-  status: number;
-  latency_ms: number;
-  /** When the call started (gateway clock). */
-  at: string;
-  settled: boolean;
-  /** Settlement batch id, null until settled. */
-  batch: number | null;
-  /** Premium collected and refund paid (micro-units); null until settled. */
-  premium: number | null;
-  refund: number | null;
-  /** Why a refund was clamped (`pool_depleted`, `cap_clamped`), if it was. */
-  clamp: string | null;
-}
-
-export interface StatsAnswer {
-  /** The coverage pool's balance. */
-  pool_size: number;
-  settled_batches: number;
-  settled_calls: number;
-  total_refunds: number;
-  total_premiums: number;
-  /** Every call recorded by a gateway, settled or not. */
-  total_calls: number;
-  /** Refunds owed before clamping (the pool or an hourly cap may have paid less). */
-  total_refunds_owed: number;
-  /** Recorded calls not settled yet. */
-  unsettled_calls: number;
-  amount_decimals: 6;
-  settler: 'running' | 'idle' | 'paused' | 'not_running';
-  last_batch_at: string | null;
-  recent_activity: ActivityItem[];
-  updated_at: string;
-}
-
-export interface ActivityPage {
-  activity: ActivityItem[];
-  limit: number;
-  /** Pass as `before` for the next (older) page; null on the last page. */
-  next_before: string | null;
-  updated_at: string;
-}
-
-/** A call from the ledger's recent activity. */
-function entryItem(ids: OpaqueIds, e: ActivityEntry): ActivityItem {
+/** A settled call from the ledger's recent activity. */
+function entryItem(ids: OpaqueIds, e: ActivityEntry): SettledActivityItem {
   return {
     call_id: ids.call(e.call_id),
     provider: ids.provider(e.endpoint_id),
@@ -70,7 +22,7 @@ function entryItem(ids: OpaqueIds, e: ActivityEntry): ActivityItem {
     status: e.status,
     latency_ms: e.latency_ms,
     at: e.started_at,
-    settled: e.batch !== null,
+    settled: true,
     batch: e.batch,
     premium: e.premium,
     refund: e.refund,

@@ -4,41 +4,11 @@
  * functions of the store, the settings and a clock reading; caching is the caller's job.
  */
 import { COVERED_FAILURES, OUTCOMES, UNRATED_OUTCOMES, type Outcome } from '../../protocol/outcome';
-import type { ChangelogEntry } from '../../protocol/admin';
+import type { Provider, ProvidersAnswer, PublicChangelogEntry, Tier } from '../../protocol/public';
 import type { Config } from '../../config/load';
 import type { Store } from '../store';
 import { LATENCY_BOUNDS_MS, type EndpointWindow } from '../store/rollups';
 import type { OpaqueIds } from './ids';
-
-export const TIERS = ['RELIABLE', 'ELEVATED', 'HIGH_RISK', 'UNRATED'] as const;
-export type Tier = (typeof TIERS)[number];
-
-export interface Provider {
-  /** Opaque, stable id (`prv_…`); never the endpoint id or its upstream. */
-  id: string;
-  tier: Tier;
-  /** Covered failures / calls (calls exclude `client_error` and `caller_error`), over the window. 0 without calls. */
-  failure_rate: number;
-  /** Calls in the window, `client_error` and `caller_error` excluded (the failure-rate denominator). */
-  calls: number;
-  /** Covered failures in the window (latency breach, server error, network error, schema mismatch). */
-  failures: number;
-  /** Upstream 4xx answers in the window (the caller's fault: counted apart, not a failure). */
-  client_errors: number;
-  /** Calls that failed by the caller's doing in the window (left early, body over the limit or stalled): not the provider's. */
-  caller_errors: number;
-  window_h: number;
-  /** From the latency histogram of the same calls; null without calls. */
-  latency_ms: { p50: number; p95: number } | null;
-}
-
-export interface ProvidersAnswer {
-  providers: Provider[];
-  window_h: number;
-  min_calls: number;
-  thresholds: { reliable_below: number; elevated_up_to: number };
-  updated_at: string;
-}
 
 type Tiers = Readonly<Config['tiers']>;
 
@@ -114,14 +84,6 @@ export function providersAnswer(store: Store, ids: OpaqueIds, tiers: Tiers, now:
     thresholds: { reliable_below: tiers.reliableBelow, elevated_up_to: tiers.elevatedUpTo },
     updated_at: new Date(now).toISOString(),
   };
-}
-
-/** A changelog entry as the public sees it (the operator's token name is not published). */
-export interface PublicChangelogEntry {
-  id: number;
-  at: string;
-  kind: ChangelogEntry['kind'];
-  text: string;
 }
 
 export function publicChangelog(store: Store, limit: number): PublicChangelogEntry[] {

@@ -3,6 +3,7 @@
  * changelog. Every answer is cached (`cache.*TtlS`) with `Cache-Control`, `ETag` and 304.
  */
 import { SvcError } from '../../protocol/errors';
+import { CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT, type PublicChangelogAnswer } from '../../protocol/public';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { ResponseCache, jsonAnswer } from './cache';
@@ -10,10 +11,6 @@ import { OpaqueIds } from './ids';
 import { providersAnswer, publicChangelog } from './reads';
 import { statusAnswer } from './status';
 import { HTML_CONTENT_TYPE, STATUS_PAGE_CSP, renderStatusPage } from './status-page';
-
-/** Changelog entries per answer when `limit` is absent, and the most accepted. */
-export const CHANGELOG_DEFAULT_LIMIT = 50;
-export const CHANGELOG_MAX_LIMIT = 200;
 
 /** Public JSON may be read by any web page (it is public and carries no credentials). */
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
@@ -58,6 +55,7 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
 
   router.get('/api/v1/changelog', ({ req, res, query }) => {
     const limit = intParam(query, 'limit', CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT);
-    status.send(req, res, `changelog:${limit}`, () => jsonAnswer({ entries: publicChangelog(ctx.store, limit) }, JSON_HEADERS));
+    const answer = (): PublicChangelogAnswer => ({ entries: publicChangelog(ctx.store, limit) });
+    status.send(req, res, `changelog:${limit}`, () => jsonAnswer(answer(), JSON_HEADERS));
   });
 }

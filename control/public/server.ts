@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson } from '../../protocol/http';
+import { HEALTH_BODY } from '../../protocol/wire';
 import { registerApplicationRoutes } from '../applications/routes';
 import type { Logger } from '../../protocol/log';
 import type { ControlContext } from '../context';
@@ -13,9 +14,6 @@ import { dispatcher, splitTarget } from './dispatch';
 import { IpRateLimiter } from './rate-limit';
 import { registerPublicReadRoutes } from './routes';
 import { UserAgentFilter } from './ua-filter';
-
-/** Exactly `{"status":"ok","version":"v1"}` (spec §2, DESIGN §7). */
-export const HEALTH_BODY = Object.freeze({ status: 'ok', version: 'v1' });
 
 export function publicRouter(ctx: ControlContext): Router {
   const router = new Router().get('/health', ({ res }) => sendJson(res, 200, HEALTH_BODY));

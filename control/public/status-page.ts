@@ -6,7 +6,7 @@
  * text browser or with styles off.
  */
 import { createHash } from 'node:crypto';
-import type { StatusAnswer } from './status';
+import type { StatusAnswer } from '../../protocol/public';
 
 const STYLE = `
 :root{color-scheme:light dark;--fg:#1b1f24;--bg:#fff;--muted:#4a5360;--line:#d0d7de;--ok:#0a6b2d;--warn:#8a4b00;--bad:#a40e26}

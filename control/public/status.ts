@@ -4,42 +4,11 @@
  * settler (or "not running" while no settler runs in this process), the beta gate,
  * maintenance mode with its note, and the latest changelog entries. Ids are opaque.
  */
+import type { StatusAnswer } from '../../protocol/public';
 import { MIGRATIONS } from '../store/migrations';
 import type { ControlContext } from '../context';
 import type { OpaqueIds } from './ids';
-import { publicChangelog, type PublicChangelogEntry } from './reads';
-
-export type SettlerPublicState = 'running' | 'idle' | 'paused' | 'not_running';
-
-export interface StatusAnswer {
-  /** `maintenance` while the flag is on; `degraded` while no gateway is connected. */
-  status: 'operational' | 'degraded' | 'maintenance';
-  version: 'v1';
-  updated_at: string;
-  bootstrap: {
-    database: { ready: boolean; schema_version: number; schema_expected: number };
-    pool: { funded: boolean; balance: number };
-    endpoints: { registered: number };
-    state_version: number;
-    gateways: {
-      connected: number;
-      known: number;
-      list: { id: string; connected: boolean; snapshot_version: number; versions_behind: number; last_seen: string; seen_ago_s: number }[];
-    };
-  };
-  settler: {
-    state: SettlerPublicState;
-    cadence_ms: number | null;
-    batch_cap: number | null;
-    backlog: number;
-    lag_ms: number | null;
-    last_run_at: string | null;
-    last_batch: { id: number; provider: string; calls: number; refunds: number; premiums: number; at: string } | null;
-  };
-  beta_gate: { enabled: boolean; since: string | null };
-  maintenance: { enabled: boolean; note: string | null; since: string | null };
-  changelog: PublicChangelogEntry[];
-}
+import { publicChangelog } from './reads';
 
 export function statusAnswer(ctx: ControlContext, ids: OpaqueIds): StatusAnswer {
   const now = ctx.now();

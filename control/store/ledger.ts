@@ -71,7 +71,7 @@ export interface LedgerTotals {
   total_treasury_fees: number;
 }
 
-/** One call for the indexer's recent activity. Amounts are null until the call is settled. */
+/** One settled call for the indexer's recent activity. */
 export interface ActivityEntry {
   /** The call id, passed through the caller's `opaque` mapper (identity by default). */
   call_id: string;
@@ -82,12 +82,12 @@ export interface ActivityEntry {
   latency_ms: number;
   /** When the call started, ISO 8601. */
   started_at: string;
-  premium: number | null;
-  refund: number | null;
-  refund_owed: number | null;
+  premium: number;
+  refund: number;
+  refund_owed: number;
   clamp: Clamp | null;
-  /** Settlement batch id; null while the call awaits settlement. */
-  batch: number | null;
+  /** Settlement batch id. */
+  batch: number;
 }
 
 /** One recorded call as stored, with its settlement fields. */
@@ -167,9 +167,11 @@ export class LedgerTable {
        ORDER BY k.created_at, k.id`,
     );
     this.referenceStmt = db.prepare(`SELECT id FROM ledger_transfers WHERE kind = 'payout' AND reference = ?`).pluck();
+    // Walks the settled-only index from the newest batch, so a large unsettled backlog costs nothing here.
     this.activityStmt = db.prepare(
       `SELECT call_id, endpoint_id, outcome, status, latency_ms, started_at, premium, refund, refund_owed, clamp, settled_batch
-       FROM outcomes ORDER BY started_at DESC, call_id DESC LIMIT ?`,
+       FROM outcomes WHERE settled_batch IS NOT NULL
+       ORDER BY settled_batch DESC, started_at DESC, call_id DESC LIMIT ?`,
     );
     this.totalsTx = db.transaction((): LedgerTotals => {
       const b = this.batchTotalsStmt.get() as { batches: number; calls: number; premiums: number; treasury_fees: number; refunds: number; refunds_owed: number };
@@ -356,12 +358,16 @@ export class LedgerTable {
   }
 
   /**
-   * The `limit` most recent calls (by start time, newest first), settled or still pending.
-   * `opaque` maps each call id before it leaves (e.g. `OpaqueIds.call`); endpoint ids are
-   * returned as stored and must be mapped by the caller before publishing.
+   * The last `limit` settled calls (DESIGN §7): the calls of the latest settlement batches,
+   * newest batch first and, within a batch, newest call first. Calls not settled yet are not
+   * here (the indexer pages through them in `/api/activity`). `opaque` maps each call id
+   * before it leaves (e.g. `OpaqueIds.call`); endpoint ids are returned as stored and must be
+   * mapped by the caller before publishing.
    */
   recentActivity(limit: number, opaque: (callId: string) => string = (id) => id): ActivityEntry[] {
-    return (this.activityStmt.all(limit) as ActivityRow[]).map((r) => ({
+    // A settled row always carries its batch and amounts (the settler writes them together).
+    type SettledRow = ActivityRow & { premium: number; refund: number; refund_owed: number; settled_batch: number };
+    return (this.activityStmt.all(limit) as SettledRow[]).map((r) => ({
       call_id: opaque(r.call_id),
       endpoint_id: r.endpoint_id,
       outcome: r.outcome,

@@ -6,6 +6,7 @@
  * the same version: the next change goes out as a full snapshot instead.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { GatewayStatus, WaitResult } from '../../protocol/gateways';
 import { SYNC_PING_INTERVAL_MS, type Limits, type SyncAck } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import { buildDelta, writeSnapshot } from './snapshot';
@@ -31,22 +32,6 @@ interface Waiter {
   started: number;
   resolve: (result: WaitResult) => void;
   timer: NodeJS.Timeout;
-}
-
-export interface WaitResult {
-  version: number;
-  complete: boolean;
-  gateways: number;
-  pending: string[];
-  waited_ms: number;
-}
-
-export interface GatewayStatus {
-  id: string;
-  connected: boolean;
-  applied_version: number;
-  last_seen: string;
-  last_nack: string | null;
 }
 
 export class SyncHub {

@@ -31,9 +31,16 @@ t.test('prints the indexer’s stats', async (t) => {
   t.match(text.stdout, /settled batches  0 \(0 calls\)/);
   t.match(text.stdout, /total calls      3 \(3 not settled yet\)/);
   t.match(text.stdout, /settler          idle/);
-  t.match(text.stdout, /recent activity:\nAT\s+PROVIDER\s+OUTCOME/);
-  t.match(text.stdout, /prv_\w{12}\s+ok\s+200\s+12\s+-\s+-\s+-\s+call_\w{16}/, 'one row per call, unsettled money shown as -');
-  t.notOk(text.stdout.includes('weather'), 'opaque ids only');
+  t.match(text.stdout, /recent activity  none settled yet/, 'recent activity lists settled calls only');
+
+  const run = await control.admin('POST', '/_admin/v1/settler/run-once', {});
+  t.equal(run.body.calls, 3);
+  clock.advance(10_000);
+  const settled = await runCli(['stats'], { control });
+  t.equal(settled.code, 0, settled.stderr);
+  t.match(settled.stdout, /recent activity \(settled calls\):\nAT\s+PROVIDER\s+OUTCOME/);
+  t.match(settled.stdout, new RegExp(`prv_\\w{12}\\s+ok\\s+200\\s+12\\s+0\\s+0\\s+${run.body.batches[0].id}\\s+call_\\w{16}`), 'one row per settled call, with its money and batch');
+  t.notOk(settled.stdout.includes('weather'), 'opaque ids only');
 });
 
 t.test('never sends the admin token to the indexer; reports an unreachable indexer', async (t) => {

@@ -1,6 +1,6 @@
 /**
  * The indexer ({indexer_url}): `/api/stats` reads the ledger (zero until the real settler
- * has settled something, never invented), `recent_activity` and `/api/activity` list calls
+ * has settled something, never invented), `recent_activity` lists the last settled calls and `/api/activity` every call,
  * newest first with opaque ids, paged by sealed cursors.
  */
 import t from 'tap';
@@ -39,8 +39,10 @@ t.test('stats are zero until the settler has settled something, then they are th
     last_batch_at: null,
     updated_at: new Date(NOW).toISOString(),
   });
-  t.equal(before.body.recent_activity.length, 10);
-  t.match(before.body.recent_activity[0], { outcome: 'server_error', settled: false, batch: null, premium: null, refund: null }, 'newest first; unsettled calls carry no money');
+  t.same(before.body.recent_activity, [], 'recent_activity lists settled calls only');
+  const pendingPage = await get(control, control.urls.indexer, '/api/activity');
+  t.equal(pendingPage.body.activity.length, 10, 'unsettled calls are in /api/activity');
+  t.match(pendingPage.body.activity[0], { outcome: 'server_error', settled: false, batch: null, premium: null, refund: null }, 'newest first; unsettled calls carry no money');
 
   t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 50_000_000 })).status, 201, 'pool funded');
   clock.advance(1_000);
@@ -96,8 +98,9 @@ t.test('/api/activity pages newest first through sealed cursors', async (t) => {
     .sort((a, b) => Date.parse(b.started_at) - Date.parse(a.started_at) || (a.call_id < b.call_id ? 1 : -1))
     .map((r) => ids.call(r.call_id));
 
+  t.equal((await control.admin('POST', '/_admin/v1/settler/run-once', {})).body.calls, 23, 'all settled in one batch');
   const stats = await get(control, control.urls.indexer, '/api/stats');
-  t.same(stats.body.recent_activity.map((a: { call_id: string }) => a.call_id), expected.slice(0, 3), 'recent_activity: public.recentActivity newest calls');
+  t.same(stats.body.recent_activity.map((a: { call_id: string }) => a.call_id), expected.slice(0, 3), 'recent_activity: public.recentActivity newest settled calls');
 
   const seen: string[] = [];
   let before: string | null = null;

@@ -1,0 +1,75 @@
+/**
+ * Answers of the indexer ({indexer_url}, DESIGN §7): aggregate statistics and call activity.
+ * Built by control (`control/indexer/`), read by `svcctl stats` and `svc-monitor-sdk`, and
+ * described by the indexer's OpenAPI document. Amounts are integer micro-units from the
+ * ledger (0 until the settler has settled something); ids are opaque (`call_…`, `prv_…`).
+ */
+import { z } from 'zod';
+import { Outcome } from './outcome';
+import { SettlerPublicState } from './public';
+import { Clamp } from './settlement';
+import { Count, IsoTime, MicroAmount, Millis } from './wire';
+
+/** One call, as `/api/activity` and `recent_activity` list it. */
+export const ActivityItem = z.strictObject({
+  /** Opaque call id (`call_…`), stable for the call. */
+  call_id: z.string(),
+  /** Opaque provider id, as in `/api/v1/providers`. */
+  provider: z.string(),
+  outcome: Outcome,
+  status: z.number().int().min(100).max(599),
+  latency_ms: Millis,
+  /** When the call started (gateway clock). */
+  at: IsoTime,
+  settled: z.boolean(),
+  /** Settlement batch id, null until settled. */
+  batch: z.number().int().min(1).nullable(),
+  /** Premium collected and refund paid (micro-units); null until settled. */
+  premium: MicroAmount.nullable(),
+  refund: MicroAmount.nullable(),
+  /** Why a refund was clamped, if it was. */
+  clamp: Clamp.nullable(),
+});
+export type ActivityItem = z.infer<typeof ActivityItem>;
+
+/** A settled call: what `recent_activity` holds (DESIGN §7: the last N settled calls). */
+export const SettledActivityItem = ActivityItem.extend({
+  settled: z.literal(true),
+  batch: z.number().int().min(1),
+  premium: MicroAmount,
+  refund: MicroAmount,
+});
+export type SettledActivityItem = z.infer<typeof SettledActivityItem>;
+
+/** `GET {indexer_url}/api/stats`. */
+export const StatsAnswer = z.strictObject({
+  /** The coverage pool's balance. */
+  pool_size: MicroAmount,
+  settled_batches: Count,
+  settled_calls: Count,
+  total_refunds: MicroAmount,
+  total_premiums: MicroAmount,
+  /** Every call recorded by a gateway, settled or not. */
+  total_calls: Count,
+  /** Refunds owed before clamping (the pool or an hourly cap may have paid less). */
+  total_refunds_owed: MicroAmount,
+  /** Recorded calls not settled yet. */
+  unsettled_calls: Count,
+  amount_decimals: z.literal(6),
+  settler: SettlerPublicState,
+  last_batch_at: IsoTime.nullable(),
+  /** The calls of the latest settlement batches, newest batch first; unsettled calls are only in `/api/activity`. */
+  recent_activity: z.array(SettledActivityItem),
+  updated_at: IsoTime,
+});
+export type StatsAnswer = z.infer<typeof StatsAnswer>;
+
+/** `GET {indexer_url}/api/activity`: calls newest first, settled or not. */
+export const ActivityPage = z.strictObject({
+  activity: z.array(ActivityItem),
+  limit: z.number().int().min(1),
+  /** Pass as `before` for the next (older) page; null on the last page. */
+  next_before: z.string().nullable(),
+  updated_at: IsoTime,
+});
+export type ActivityPage = z.infer<typeof ActivityPage>;
