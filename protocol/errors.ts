@@ -75,12 +75,12 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
   svc_method_not_allowed: {
     status: 405,
     title: 'Method not allowed',
-    when: 'The endpoint does not accept this method; see the `Allow` header',
+    when: 'The endpoint does not accept this method, or `CONNECT` on any listener; see the `Allow` header',
   },
   svc_bad_request: {
     status: 400,
     title: 'Bad request',
-    when: 'Malformed input: invalid JSON, failed validation, path escape attempt',
+    when: 'Malformed input: invalid JSON, failed validation, path escape attempt, a request the HTTP parser refuses, a target that is not a path',
   },
   svc_payload_too_large: {
     status: 413,
@@ -90,7 +90,7 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
   svc_request_timeout: {
     status: 408,
     title: 'Request timeout',
-    when: 'The caller stopped sending its request body for longer than `gateway.clientBodyTimeoutMs`; the connection is closed',
+    when: 'The caller stopped sending its request body for longer than `gateway.clientBodyTimeoutMs`, or did not finish its request head or request within the server timeouts; the connection is closed',
   },
   svc_headers_too_large: {
     status: 431,
@@ -120,7 +120,7 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
   svc_unauthorized: {
     status: 401,
     title: 'Unauthorized',
-    when: 'Admin or sync API called without the right bearer token',
+    when: 'Admin, sync or metrics API (or detailed gateway `/health`) called without the right bearer token',
   },
   svc_not_found: {
     status: 404,
