@@ -97,18 +97,24 @@ export class KeysTable {
     this.listStmt = db.prepare(`SELECT * FROM keys ORDER BY created_at DESC, id DESC`);
     // Keyset pages on keys_by_created / keys_by_status_created (migration 8), newest first.
     const page = (where: string) =>
-      db.prepare(`SELECT * FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @scan`);
+      db.prepare(`SELECT * FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
+    // Positions only, read from the covering index: what a filter on expiry scans.
+    const scan = (where: string) =>
+      db
+        .prepare(`SELECT created_at, id, expires_at FROM keys WHERE status = 'active' ${where} ORDER BY created_at DESC, id DESC LIMIT @take`)
+        .raw();
     this.pageStmts = {
       all: { first: page('1'), after: page('(created_at, id) < (@at, @id)') },
       byStatus: {
         first: page('status = @status'),
         after: page('status = @status AND (created_at, id) < (@at, @id)'),
       },
+      activeScan: { first: scan(''), after: scan('AND (created_at, id) < (@at, @id)') },
+      byIds: db.prepare(`SELECT * FROM keys WHERE id IN (SELECT value FROM json_each(@ids))`),
     };
     this.liveSecretsOfManyStmt = db.prepare(
-      `SELECT * FROM key_secrets
-       WHERE key_id IN (SELECT value FROM json_each(@ids)) AND (expires_at IS NULL OR expires_at > @now)
-       ORDER BY key_id, created_at DESC`,
+      `SELECT s.* FROM json_each(@ids) AS j JOIN key_secrets AS s ON s.key_id = j.value
+       WHERE s.expires_at IS NULL OR s.expires_at > @now`,
     );
     this.secretsOfStmt = db.prepare(
       `SELECT * FROM key_secrets WHERE key_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at DESC`,
@@ -169,39 +175,49 @@ export class KeysTable {
   /**
    * One page of keys, newest first (`created_at`, then `id`, both descending), after `after`
    * when given, with status `status` (as {@link keyStatus} decides it at `now`) when given.
-   * Keyset pagination on an index: the cost of a page does not grow with how deep it is. A page
-   * examines at most `max(limit + 1, scanLimit)` rows; `next` is null only when nothing is left.
+   * Keyset pagination on an index: the cost of a page does not grow with how deep it is.
+   *
+   * `revoked` (and no filter) is a range of the index. `active` and `expired` depend on the
+   * clock, so their page scans at most `max(limit + 1, scanLimit)` positions of the covering
+   * index and may come back short (even empty) with a `next` to go on from. `next` is null
+   * only when nothing is left.
    */
   page(opts: { limit: number; after?: KeyPosition | null; status?: KeyStatus; now: number; scanLimit?: number }): KeyPage {
-    const { limit, now } = opts;
-    const scan = Math.max(limit + 1, opts.scanLimit ?? KEY_PAGE_SCAN_LIMIT);
-    const stmts = opts.status === undefined ? this.pageStmts.all : this.pageStmts.byStatus;
-    const stored = opts.status === 'revoked' ? 'revoked' : 'active';
-    const params = {
-      scan,
-      ...(opts.status === undefined ? {} : { status: stored }),
-      ...(opts.after ? { at: opts.after.created_at, id: opts.after.id } : {}),
-    };
-    const stmt = opts.after ? stmts.after : stmts.first;
-    const wanted = opts.status;
-    const rows: KeyRow[] = [];
-    let examined = 0;
-    let last: KeyRow | null = null;
-    for (const row of stmt.iterate(params) as IterableIterator<KeyRow>) {
-      examined += 1;
-      if (wanted === undefined || keyStatus(row, now) === wanted) {
-        if (rows.length === limit) {
-          // One more match exists: this page is full and the next one starts after its last key.
-          const end = rows[rows.length - 1]!;
-          return { rows, next: { created_at: end.created_at, id: end.id } };
-        }
-        rows.push(row);
-      }
-      last = row;
+    const { limit, now, status } = opts;
+    const after = opts.after ? { at: opts.after.created_at, id: opts.after.id } : {};
+    const position = (row: { created_at: number; id: string }): KeyPosition => ({ created_at: row.created_at, id: row.id });
+
+    if (status === undefined || status === 'revoked') {
+      const stmts = status === undefined ? this.pageStmts.all : this.pageStmts.byStatus;
+      const stmt = opts.after ? stmts.after : stmts.first;
+      const rows = stmt.all({ take: limit + 1, ...after, ...(status ? { status } : {}) }) as KeyRow[];
+      if (rows.length <= limit) return { rows, next: null };
+      rows.length = limit;
+      return { rows, next: position(rows[limit - 1]!) };
     }
-    // Fewer rows than the scan limit: the table is exhausted. Otherwise continue after the last row examined.
-    const next = examined < scan || last === null ? null : { created_at: last.created_at, id: last.id };
-    return { rows, next };
+
+    const take = Math.max(limit + 1, opts.scanLimit ?? KEY_PAGE_SCAN_LIMIT);
+    const stmt = opts.after ? this.pageStmts.activeScan.after : this.pageStmts.activeScan.first;
+    const ids: string[] = [];
+    let last: KeyPosition | null = null;
+    let scanned = 0;
+    let next: KeyPosition | null = null;
+    for (const [createdAt, id, expiresAt] of stmt.iterate({ take, ...after }) as IterableIterator<[number, string, number | null]>) {
+      scanned += 1;
+      if (storedKeyStatus('active', expiresAt, now) === status) {
+        if (ids.length === limit) {
+          // One more match exists: this page is full and the next one starts after its last key.
+          next = last;
+          break;
+        }
+        ids.push(id);
+      }
+      last = { created_at: createdAt, id };
+    }
+    // Scanned `take` positions without filling the page: go on after the last one examined.
+    if (next === null && scanned === take && last !== null) next = last;
+    const byId = new Map((this.pageStmts.byIds.all({ ids: JSON.stringify(ids) }) as KeyRow[]).map((r) => [r.id, r]));
+    return { rows: ids.map((id) => byId.get(id)!), next };
   }
 
   liveSecrets(keyId: string, now: number): SecretRow[] {
@@ -217,6 +233,7 @@ export class KeysTable {
       if (list) list.push(row);
       else out.set(row.key_id, [row]);
     }
+    for (const list of out.values()) if (list.length > 1) list.sort((a, b) => b.created_at - a.created_at);
     return out;
   }
 
@@ -237,10 +254,15 @@ export class KeysTable {
   }
 }
 
-export function keyStatus(row: KeyRow, now: number): KeyStatus {
-  if (row.status === 'revoked') return 'revoked';
-  if (row.expires_at !== null && row.expires_at <= now) return 'expired';
+/** A key's status at `now` from its stored status and expiry. */
+export function storedKeyStatus(stored: KeyRow['status'], expiresAt: number | null, now: number): KeyStatus {
+  if (stored === 'revoked') return 'revoked';
+  if (expiresAt !== null && expiresAt <= now) return 'expired';
   return 'active';
+}
+
+export function keyStatus(row: KeyRow, now: number): KeyStatus {
+  return storedKeyStatus(row.status, row.expires_at, now);
 }
 
 export function keyView(row: KeyRow, secrets: SecretRow[], now: number): KeyView {

@@ -98,6 +98,15 @@ t.test('pages newest first with an opaque next_cursor, null at the end', async (
     'each key has the same fields as before',
   );
   t.equal(first.body.keys[0].secrets.length, 1, 'live secrets are included');
+
+  const rotatedId = first.body.keys[3].id;
+  clock.advance(1000);
+  const rotated = await control.admin('POST', `/_admin/v1/keys/${rotatedId}/rotate`, { grace_seconds: 3600 });
+  t.equal(rotated.status, 200);
+  const again = await control.admin('GET', '/_admin/v1/keys?limit=10');
+  const listedRotated = again.body.keys.find((k: { id: string }) => k.id === rotatedId);
+  t.same(listedRotated.secrets, rotated.body.secrets, 'a rotated key lists both live secrets, newest first, as show does');
+  t.equal(listedRotated.secrets.length, 2);
 });
 
 t.test('status is filtered by control, across pages', async (t) => {
@@ -154,6 +163,14 @@ t.test('a sparse filter returns short pages instead of scanning every key at onc
     t.match(plan, /USING (COVERING )?INDEX keys_by_(status_)?created/, `indexed: ${plan}`);
     t.notMatch(plan, /TEMP B-TREE/, `no sort step: ${plan}`);
   }
+  const scanPlan = (
+    store.db
+      .prepare(`EXPLAIN QUERY PLAN SELECT created_at, id, expires_at FROM keys WHERE status = 'active' AND (created_at, id) < (1, 'x') ORDER BY created_at DESC, id DESC LIMIT 10`)
+      .all() as { detail: string }[]
+  )
+    .map((r) => r.detail)
+    .join('; ');
+  t.match(scanPlan, /USING COVERING INDEX keys_by_status_created/, `the expiry filter scans the index alone: ${scanPlan}`);
 });
 
 t.test('bad limit, status, cursor or parameter: 400 naming it', async (t) => {

@@ -1,0 +1,302 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run bench:keys-list`: does listing a million keys stall control? On the built code
+ * (`dist/`):
+ *
+ * 1. fill: BENCH_KEYS keys (default 1,000,000; 1 % revoked, 1 % expired) straight into a fresh
+ *    control database through the store, in one transaction.
+ * 2. start `svcctl serve control` on it as its own process (pinned to CPU 0 with taskset when
+ *    there are ≥ 2 CPUs; this process, the clients, on CPU 1).
+ * 3. baseline: a gateway's sync ack (`POST /_sync/v1/ack`, one in flight, every
+ *    BENCH_ACK_INTERVAL_MS) for BENCH_BASELINE_S seconds, with nothing else running.
+ * 4. the same acks while a client pages through every key the way `svcctl keys list` does
+ *    (`GET /_admin/v1/keys?limit=1000&cursor=…` until `next_cursor` is null), then again with a
+ *    sparse filter (`status=expired`, so most pages are bounded scans, not full pages).
+ *
+ * Reports the acks' p50/p99/max latency in each phase, and the list's time, pages and per-page
+ * latency. Writes bench/results/keys-list.json. Timings only here, never in tests.
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const http = require('node:http');
+const readline = require('node:readline');
+const { spawn, execFileSync } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const { performance } = require('node:perf_hooks');
+const { percentile, round } = require('./lib/stats');
+
+const ROOT = path.resolve(__dirname, '..');
+const DIST = path.join(ROOT, 'dist');
+const CLI = path.join(DIST, 'cli', 'index.js');
+const RESULTS = path.join(__dirname, 'results', 'keys-list.json');
+
+function envInt(name, fallback, min) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const params = {
+  keys: envInt('BENCH_KEYS', 1_000_000, 1),
+  page: envInt('BENCH_PAGE', 1_000, 1),
+  ack_interval_ms: envInt('BENCH_ACK_INTERVAL_MS', 5, 0),
+  baseline_s: envInt('BENCH_BASELINE_S', 5, 1),
+};
+
+const pinning = (() => {
+  try {
+    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
+    return os.cpus().length >= 2;
+  } catch {
+    return false;
+  }
+})();
+
+// ---------------------------------------------------------------------------------------
+// 1. Fill
+
+function fill(dbPath) {
+  const { Store } = require(path.join(DIST, 'control', 'store', 'index.js'));
+  const { newId } = require(path.join(DIST, 'protocol', 'keys.js'));
+  const store = Store.open(dbPath);
+  const now = Date.now();
+  const started = performance.now();
+  const revoke = [];
+  store.db.transaction(() => {
+    for (let i = 0; i < params.keys; i++) {
+      const id = newId('key');
+      // Oldest first, a few keys per millisecond, over the last day or so.
+      const createdAt = now - 86_400_000 + Math.floor(i / 12);
+      store.keys.insert({
+        id,
+        name: `bench key ${i}`,
+        prefix: 'svc_beta_' + id.slice(4, 8),
+        hash: randomBytes(32).toString('hex'),
+        created_at: createdAt,
+        created_by: 'bench',
+        expires_at: i % 100 === 1 ? createdAt + 1000 : i % 100 === 2 ? now + 30 * 86_400_000 : null,
+        wallet: null,
+        endpoints: [],
+        limit: null,
+        application_id: null,
+      });
+      if (i % 100 === 0) revoke.push(id);
+    }
+    for (const id of revoke) store.keys.revoke(id, now);
+  })();
+  const ms = performance.now() - started;
+  store.close();
+  return { keys: params.keys, revoked: revoke.length, ms: Math.round(ms) };
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Control as its own process
+
+const children = [];
+
+function startControl(dataDir) {
+  const argv = [process.execPath, CLI, 'serve', 'control', '--data-dir', dataDir, '--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0'];
+  const cmd = pinning ? ['taskset', '-c', '0', ...argv] : argv;
+  const child = spawn(cmd[0], cmd.slice(1), {
+    cwd: ROOT,
+    env: { ...process.env, SVC_SUPERVISED: '1', SVC_LOG_LEVEL: 'warn', SVC_SETTLER_CADENCE_MS: '3600000' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  child.stdin.on('error', () => undefined);
+  return new Promise((resolve, reject) => {
+    const limit = setTimeout(() => reject(new Error(`control not ready within 120 s; stderr: ${stderr}`)), 120_000);
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      if (!line.startsWith('svc-ready ')) return;
+      clearTimeout(limit);
+      resolve({ child, info: JSON.parse(line.slice('svc-ready '.length)) });
+    });
+    child.on('exit', (code) => {
+      clearTimeout(limit);
+      reject(new Error(`control exited (${code}) before ready; stderr: ${stderr}`));
+    });
+  });
+}
+
+function stopAll() {
+  for (const child of children) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    child.stdin.end();
+    child.kill('SIGTERM');
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP with kept-alive sockets, so a latency is control's time plus one loopback round trip.
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+
+function request(method, url, token, body) {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
+    const req = http.request(url, {
+      method,
+      agent,
+      headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+    });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200) reject(new Error(`${method} ${url} → ${res.statusCode}: ${text.slice(0, 300)}`));
+        else resolve(text);
+      });
+    });
+    req.end(payload);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// 3, 4. Acks, alone and beside a listing
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Send acks one at a time until `stop()` says so; resolves with their latencies (ms). */
+function ackLoop(control, syncToken, version) {
+  let running = true;
+  const latencies = [];
+  const done = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      await request('POST', `${control}/_sync/v1/ack`, syncToken, { gateway_id: 'bench-gw', version, ok: true });
+      latencies.push(performance.now() - t0);
+      if (params.ack_interval_ms > 0) await sleep(params.ack_interval_ms);
+    }
+    return latencies;
+  })();
+  return {
+    stop: () => {
+      running = false;
+      return done;
+    },
+  };
+}
+
+/** Page through the whole list like `svcctl keys list`; per-page latencies and totals. */
+async function listAll(control, adminToken, query) {
+  const pageMs = [];
+  let keys = 0;
+  let cursor = null;
+  const started = performance.now();
+  do {
+    const q = new URLSearchParams(query);
+    q.set('limit', String(params.page));
+    if (cursor !== null) q.set('cursor', cursor);
+    const t0 = performance.now();
+    const page = JSON.parse(await request('GET', `${control}/_admin/v1/keys?${q}`, adminToken));
+    pageMs.push(performance.now() - t0);
+    keys += page.keys.length;
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  return { keys, pages: pageMs.length, ms: performance.now() - started, pageMs };
+}
+
+/** utime + stime of a process (all threads), in ms; null off Linux. */
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+function cpuMs(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
+  } catch {
+    return null;
+  }
+}
+
+function summary(latencies) {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return {
+    n: sorted.length,
+    p50_ms: round(percentile(sorted, 50), 2),
+    p99_ms: round(percentile(sorted, 99), 2),
+    max_ms: round(sorted[sorted.length - 1] ?? null, 2),
+  };
+}
+
+const fmt = (s) => `n=${String(s.n).padStart(6)}  p50 ${String(s.p50_ms).padStart(7)} ms  p99 ${String(s.p99_ms).padStart(7)} ms  max ${String(s.max_ms).padStart(7)} ms`;
+
+async function main() {
+  if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
+  if (pinning) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-keys-'));
+  process.on('exit', () => {
+    stopAll();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+  const dataDir = path.join(dir, 'data');
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const filled = fill(path.join(dataDir, 'control.db'));
+  console.log(`fill: ${filled.keys.toLocaleString('en')} keys (${filled.revoked.toLocaleString('en')} revoked) in ${(filled.ms / 1000).toFixed(1)} s`);
+
+  const { info } = await startControl(dataDir);
+  const control = info.urls.control;
+  const adminToken = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
+  const syncToken = fs.readFileSync(path.join(dataDir, 'sync.token'), 'utf8').trim();
+  const { version } = JSON.parse(await request('GET', `${control}/_admin/v1/status`, adminToken));
+  console.log(`control: ${control} (pid ${children[0].pid}${pinning ? ', CPU 0; clients on CPU 1' : ''})`);
+
+  // Warm up both paths (statement caches, JIT) before measuring.
+  for (let i = 0; i < 200; i++) await request('POST', `${control}/_sync/v1/ack`, syncToken, { gateway_id: 'bench-gw', version, ok: true });
+  for (let i = 0; i < 5; i++) await request('GET', `${control}/_admin/v1/keys?limit=${params.page}`, adminToken);
+
+  const results = { params, node: process.version, cpus: os.cpus().length, pinned: pinning, fill: filled, phases: {} };
+
+  const base = ackLoop(control, syncToken, version);
+  await sleep(params.baseline_s * 1000);
+  const baseline = summary(await base.stop());
+  results.phases.baseline = { ack: baseline };
+  console.log(`ack alone${' '.repeat(30)}${fmt(baseline)}`);
+
+  for (const [name, query] of [
+    ['list all keys', {}],
+    ['list status=expired (sparse)', { status: 'expired' }],
+  ]) {
+    const cpu0 = cpuMs(children[0].pid);
+    const acks = ackLoop(control, syncToken, version);
+    const listed = await listAll(control, adminToken, query);
+    const ack = summary(await acks.stop());
+    const cpu1 = cpuMs(children[0].pid);
+    const page = summary(listed.pageMs);
+    // Control's CPU time per page (acks included, a small share): what one page costs its event loop.
+    const controlCpuPerPage = cpu0 === null || cpu1 === null ? null : round((cpu1 - cpu0) / listed.pages, 2);
+    results.phases[name] = { query, keys: listed.keys, pages: listed.pages, list_ms: Math.round(listed.ms), page, control_cpu_ms_per_page: controlCpuPerPage, ack };
+    console.log(`ack while ${name.padEnd(29)}${fmt(ack)}`);
+    console.log(
+      `  ${name}: ${listed.keys.toLocaleString('en')} keys in ${listed.pages.toLocaleString('en')} pages, ${(listed.ms / 1000).toFixed(1)} s; ` +
+        `page p50 ${page.p50_ms} ms, p99 ${page.p99_ms} ms, max ${page.max_ms} ms; control CPU ${controlCpuPerPage} ms/page`,
+    );
+  }
+
+  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
+  fs.writeFileSync(RESULTS, JSON.stringify(results, null, 2) + '\n');
+  console.log(`wrote ${path.relative(ROOT, RESULTS)}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
