@@ -15,7 +15,7 @@ import {
   problem,
 } from '../../protocol/errors';
 
-/** DESIGN §9, in its order, with the status each code is sent with (DESIGN §3, §7, §9). */
+/** DESIGN §9 (and the codes §11 added), in order, with the status each code is sent with (DESIGN §3, §7, §9). */
 const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_auth_not_in_beta', 403],
   ['svc_endpoint_not_granted', 403],
@@ -25,6 +25,8 @@ const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_method_not_allowed', 405],
   ['svc_bad_request', 400],
   ['svc_payload_too_large', 413],
+  ['svc_request_timeout', 408],
+  ['svc_headers_too_large', 431],
   ['svc_upstream_timeout', 504],
   ['svc_upstream_unavailable', 502],
   ['svc_maintenance', 503],
