@@ -10,15 +10,10 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BearerSecret } from '../protocol/bearer';
+import type { GatewayHealthDetail, PublicHealth } from '../protocol/gateway';
 import { sendJson, sendProblem } from '../protocol/http';
 import type { GatewayMetrics } from './metrics';
 import type { GatewayState } from './state';
-
-/** Why `/health` says `not_ready`: no state loaded yet, or `maintenance_mode` is on. */
-export type NotReadyReason = 'no_snapshot' | 'maintenance';
-
-/** The unauthenticated `/health` body: exactly one of these shapes. */
-export type PublicHealth = { status: 'ok' } | { status: 'not_ready'; reason: NotReadyReason };
 
 export interface OperatorOptions {
   gatewayId: string;
@@ -94,7 +89,7 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
       control_url: opts.controlUrl,
       last_nack: opts.sync.lastNack,
       journal_backlog: opts.journalBacklog(),
-    });
+    } satisfies GatewayHealthDetail);
   };
 
   const metrics = (req: IncomingMessage, res: ServerResponse) => {

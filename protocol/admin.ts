@@ -4,10 +4,13 @@
  * and stable: `--json` output is built from these views.
  */
 import { z } from 'zod';
-import type { SettlerStatus } from './settlement';
-import { ResponseSchema, type JsonSchema } from './response-schema';
+import { GatewayStatus } from './gateways';
+import { PublicChangelogEntry, SettlerPublicState } from './public';
+import { ResponseSchema } from './response-schema';
+import { SettlerStatus } from './settlement';
 import { controlCharacterMessage, forbiddenControlCharacter, plainString } from './text';
 import { WalletAddress } from './wallet';
+import { Count, IsoTime, MicroAmount, StateVersion } from './wire';
 
 // ---------------------------------------------------------------------------------------
 // Endpoints
@@ -128,23 +131,41 @@ export type CreateEndpointRequest = z.infer<typeof CreateEndpointRequest>;
 export const UpdateEndpointRequest = EndpointFields.partial().strict();
 export type UpdateEndpointRequest = z.infer<typeof UpdateEndpointRequest>;
 
+/** Every mutation answers with the state version it produced (DESIGN §4). */
+export const Versioned = z.strictObject({ version: StateVersion });
+export type Versioned = z.infer<typeof Versioned>;
+
 /** An endpoint as the admin API shows it: injected header values never appear. */
-export interface EndpointView {
-  id: string;
-  upstream: string;
-  methods: HttpMethod[];
-  timeout_ms: number;
-  price: number;
-  premium: number;
-  sla_ms: number;
-  refund_cap_per_hour: number;
-  treasury_fee_bps: number;
-  injected_headers: string[];
-  /** The response schema 2xx JSON bodies must match, or null (no check). */
-  response_schema: JsonSchema | null;
-  created_at: string;
-  updated_at: string;
-}
+export const EndpointView = z.strictObject({
+  id: z.string(),
+  upstream: z.string(),
+  methods: z.array(HttpMethod),
+  timeout_ms: z.number().int().min(1),
+  price: MicroAmount,
+  premium: MicroAmount,
+  sla_ms: z.number().int().min(1),
+  refund_cap_per_hour: MicroAmount,
+  treasury_fee_bps: z.number().int().min(0).max(10_000),
+  /** Names of the headers injected upstream; their values are never shown. */
+  injected_headers: z.array(z.string()),
+  /** The response schema 2xx JSON bodies must match (protocol/response-schema.ts), or null (no check). */
+  response_schema: z.record(z.string(), z.unknown()).nullable(),
+  created_at: IsoTime,
+  updated_at: IsoTime,
+});
+export type EndpointView = z.infer<typeof EndpointView>;
+
+/** Answer to add and update: the endpoint and the state version the change produced. */
+export const EndpointChange = EndpointView.extend(Versioned.shape);
+export type EndpointChange = z.infer<typeof EndpointChange>;
+
+/** `GET /_admin/v1/endpoints`. */
+export const EndpointList = z.strictObject({ endpoints: z.array(EndpointView) });
+export type EndpointList = z.infer<typeof EndpointList>;
+
+/** `DELETE /_admin/v1/endpoints/{id}`: removal is soft (past outcomes keep pointing at it). */
+export const EndpointRemoved = z.strictObject({ id: z.string(), removed: z.literal(true), version: StateVersion });
+export type EndpointRemoved = z.infer<typeof EndpointRemoved>;
 
 // ---------------------------------------------------------------------------------------
 // Keys
@@ -177,7 +198,8 @@ export const LiftKeyRequest = z
 export const WalletRequest = z.object({ wallet: WalletAddress }).strict();
 
 export const KEY_STATUSES = ['active', 'expired', 'revoked'] as const;
-export type KeyStatus = (typeof KEY_STATUSES)[number];
+export const KeyStatus = z.enum(KEY_STATUSES);
+export type KeyStatus = z.infer<typeof KeyStatus>;
 
 /** Keys per page of `GET /_admin/v1/keys` when `limit` is not given. @default 100 */
 export const KEY_LIST_DEFAULT_LIMIT = 100;
@@ -208,33 +230,43 @@ export type KeyListQuery = z.infer<typeof KeyListQuery>;
  * fewer keys than `limit` (even none) while `next_cursor` is not null: each page examines a
  * bounded number of keys so a sparse filter never stalls control.
  */
-export interface KeyList {
-  keys: KeyView[];
-  next_cursor: string | null;
-}
-
-export interface KeyView {
-  id: string;
-  name: string | null;
-  prefix: string;
-  status: KeyStatus;
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  wallet: string | null;
-  endpoints: string[];
-  limit: { count: number; window_seconds: number } | null;
-  lift: { count: number; window_seconds: number; until: string } | null;
-  application_id: string | null;
+export const KeyView = z.strictObject({
+  id: z.string(),
+  name: z.string().nullable(),
+  /** Display stub (`svc_beta_AbCd…`); never the key. */
+  prefix: z.string(),
+  status: KeyStatus,
+  created_at: IsoTime,
+  expires_at: IsoTime.nullable(),
+  revoked_at: IsoTime.nullable(),
+  wallet: z.string().nullable(),
+  /** Endpoints the key may call; empty means all. */
+  endpoints: z.array(z.string()),
+  limit: z.strictObject({ count: z.number().int().min(1), window_seconds: z.number().int().min(1) }).nullable(),
+  lift: z.strictObject({ count: z.number().int().min(1), window_seconds: z.number().int().min(1), until: IsoTime }).nullable(),
+  application_id: z.string().nullable(),
   /** Secrets currently accepted for this key: more than one during a rotation's grace. */
-  secrets: { prefix: string; created_at: string; expires_at: string | null }[];
-}
+  secrets: z.array(z.strictObject({ prefix: z.string(), created_at: IsoTime, expires_at: IsoTime.nullable() })),
+});
+export type KeyView = z.infer<typeof KeyView>;
+
+export const KeyList = z.strictObject({
+  keys: z.array(KeyView),
+  next_cursor: z.string().nullable(),
+});
+export type KeyList = z.infer<typeof KeyList>;
 
 /** Answer to issue and rotate: the only place the plaintext `key` ever appears. */
-export interface IssuedKey extends KeyView {
-  key: string;
-  version: number;
-}
+export const IssuedKey = KeyView.extend({ key: z.string().describe('the plaintext key, shown this once'), version: StateVersion });
+export type IssuedKey = z.infer<typeof IssuedKey>;
+
+/** Answer to lift and wallet attach/detach: the key and the state version the change produced. */
+export const KeyChange = KeyView.extend(Versioned.shape);
+export type KeyChange = z.infer<typeof KeyChange>;
+
+/** Answer to revoke; `changed` is false when the key was already revoked. */
+export const KeyRevoked = KeyChange.extend({ changed: z.boolean() });
+export type KeyRevoked = z.infer<typeof KeyRevoked>;
 
 // ---------------------------------------------------------------------------------------
 // Flags
@@ -253,70 +285,86 @@ export const SetFlagRequest = z
   .object({ value: z.boolean(), note: plainString('text').trim().min(1).max(2000).optional() })
   .strict();
 
-export interface FlagView {
-  name: FlagName;
-  value: boolean;
-  updated_at: string;
-  updated_by: string;
-  note: string | null;
-}
+export const FlagView = z.strictObject({
+  name: FlagName,
+  value: z.boolean(),
+  updated_at: IsoTime,
+  updated_by: z.string(),
+  note: z.string().nullable(),
+});
+export type FlagView = z.infer<typeof FlagView>;
+
+/** `GET /_admin/v1/flags`. */
+export const FlagList = z.strictObject({ flags: z.array(FlagView), version: StateVersion });
+export type FlagList = z.infer<typeof FlagList>;
+
+/**
+ * Answer to `PUT /_admin/v1/flags/{name}`: `changed` is false (and nothing is written) when the
+ * flag already had the value; `changelog_id` is the changelog entry the change wrote.
+ */
+export const FlagChange = FlagView.extend({ version: StateVersion, changed: z.boolean(), changelog_id: z.number().int().min(1).nullable() });
+export type FlagChange = z.infer<typeof FlagChange>;
 
 // ---------------------------------------------------------------------------------------
 // Changelog and audit
 
 export const AddChangelogRequest = z.object({ text: plainString('text').trim().min(1).max(4000) }).strict();
 
-export interface ChangelogEntry {
-  id: number;
-  at: string;
-  kind: 'flag' | 'notice';
-  text: string;
-  flag: FlagName | null;
-  value: boolean | null;
-  author: string;
-}
+/** A changelog entry as operators see it: the public fields, the flag change, and who wrote it. */
+export const ChangelogEntry = PublicChangelogEntry.extend({
+  flag: FlagName.nullable(),
+  value: z.boolean().nullable(),
+  author: z.string(),
+});
+export type ChangelogEntry = z.infer<typeof ChangelogEntry>;
 
-export interface AuditEntry {
-  id: number;
-  at: string;
-  actor: string;
-  action: string;
-  target: string | null;
-  detail: Record<string, unknown>;
-}
+/** `GET /_admin/v1/changelog`: newest first. */
+export const ChangelogList = z.strictObject({ entries: z.array(ChangelogEntry) });
+export type ChangelogList = z.infer<typeof ChangelogList>;
+
+export const AuditEntry = z.strictObject({
+  id: z.number().int().min(1),
+  at: IsoTime,
+  actor: z.string(),
+  action: z.string(),
+  target: z.string().nullable(),
+  detail: z.record(z.string(), z.unknown()),
+});
+export type AuditEntry = z.infer<typeof AuditEntry>;
+
+/** `GET /_admin/v1/audit`: newest first. */
+export const AuditList = z.strictObject({ entries: z.array(AuditEntry) });
+export type AuditList = z.infer<typeof AuditList>;
 
 // ---------------------------------------------------------------------------------------
 // Status
 
-export interface StatusView {
-  status: 'ok';
-  version: number;
-  started_at: string;
-  data_dir: string;
-  database: { path: string; journal_mode: string; synchronous: string; schema_version: number };
-  urls: { control: string; api: string; indexer: string };
-  counts: { keys_active: number; keys_total: number; endpoints: number };
-  flags: Record<FlagName, boolean>;
-  gateways: { id: string; applied_version: number; last_seen: string; connected: boolean; last_nack: string | null }[];
+/** `GET /_admin/v1/status`: what `svcctl status` shows. */
+export const StatusView = z.strictObject({
+  status: z.literal('ok'),
+  version: StateVersion,
+  started_at: IsoTime,
+  data_dir: z.string(),
+  database: z.strictObject({ path: z.string(), journal_mode: z.string(), synchronous: z.string(), schema_version: Count }),
+  urls: z.strictObject({ control: z.string(), api: z.string(), indexer: z.string() }),
+  counts: z.strictObject({ keys_active: Count, keys_total: Count, endpoints: Count }),
+  flags: z.record(FlagName, z.boolean()),
+  gateways: z.array(GatewayStatus),
   /** What a fresh install still lacks (DESIGN §10): a funded pool, endpoints, connected gateways. */
-  bootstrap: {
-    database_ready: boolean;
-    pool_funded: boolean;
+  bootstrap: z.strictObject({
+    database_ready: z.boolean(),
+    pool_funded: z.boolean(),
     /** Pool balance, micro-units. */
-    pool_balance: number;
-    endpoints: number;
-    gateways_connected: number;
-    gateways_known: number;
-  };
+    pool_balance: MicroAmount,
+    endpoints: Count,
+    gateways_connected: Count,
+    gateways_known: Count,
+  }),
   /** The settler; `not_running` (with the backlog from the store) when no settler runs in control. */
-  settler: Omit<SettlerStatus, 'state' | 'cadence_ms' | 'batch_cap'> & {
-    state: SettlerStatus['state'] | 'not_running';
-    cadence_ms: number | null;
-    batch_cap: number | null;
-  };
-}
-
-/** Every mutation answers with the state version it produced (DESIGN §4). */
-export interface Versioned {
-  version: number;
-}
+  settler: SettlerStatus.extend({
+    state: SettlerPublicState,
+    cadence_ms: SettlerStatus.shape.cadence_ms.nullable(),
+    batch_cap: SettlerStatus.shape.batch_cap.nullable(),
+  }),
+});
+export type StatusView = z.infer<typeof StatusView>;

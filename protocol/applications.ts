@@ -5,9 +5,10 @@
  * direct-contact fallback is validated exactly like the form.
  */
 import { z } from 'zod';
-import { EndpointId } from './admin';
+import { EndpointId, KeyStatus } from './admin';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
+import { IsoTime, StateVersion } from './wire';
 
 /** The answer promised to every applicant (spec §1, §8.5). */
 export const ANSWER_WITHIN_HOURS = 24;
@@ -25,8 +26,11 @@ export const APPLICANT_TYPE_LABELS: Readonly<Record<ApplicantType, string>> = {
 };
 
 /** Where an application came from: the HTML form, the JSON API, or an operator (`add`). */
-export type ApplicationSource = 'form' | 'api' | 'direct';
-export type ApplicationStatus = 'pending' | 'approved' | 'rejected';
+export const ApplicationSource = z.enum(['form', 'api', 'direct']);
+export type ApplicationSource = z.infer<typeof ApplicationSource>;
+export const APPLICATION_STATUSES = ['pending', 'approved', 'rejected'] as const;
+export const ApplicationStatus = z.enum(APPLICATION_STATUSES);
+export type ApplicationStatus = z.infer<typeof ApplicationStatus>;
 
 /** Field limits, in characters. */
 export const FIELD_LIMITS = Object.freeze({
@@ -138,7 +142,7 @@ export const ApplicationInput = z
     },
     { when: (payload) => payload.value !== null && typeof payload.value === 'object' && !Array.isArray(payload.value) },
   )
-  .transform((value) => {
+  .transform((value): Application => {
     const seen = new Set<string>();
     const apis = (value.apis_paid ?? []).filter((a) => {
       const k = a.toLowerCase();
@@ -158,14 +162,28 @@ export const ApplicationInput = z
       feedback_opt_in: value.feedback_opt_in ?? false,
     };
   });
-export type Application = z.output<typeof ApplicationInput>;
+
+/** One application's answers as stored and shown: what {@link ApplicationInput} produces. */
+export const ApplicationAnswers = z.strictObject({
+  building: z.string(),
+  contact_name: z.string(),
+  wallet: z.string().nullable(),
+  social_url: z.string(),
+  messaging_handle: z.string(),
+  applicant_type: ApplicantType,
+  apis_paid: z.array(z.string()),
+  why: z.string().nullable(),
+  feedback_opt_in: z.boolean(),
+});
+export type Application = z.infer<typeof ApplicationAnswers>;
 
 /** `201 {"id","status":"received","answer_within_hours":24}` (200 for a recognised duplicate). */
-export interface ApplicationReceipt {
-  id: string;
-  status: 'received';
-  answer_within_hours: number;
-}
+export const ApplicationReceipt = z.strictObject({
+  id: z.string(),
+  status: z.literal('received'),
+  answer_within_hours: z.number().int().min(1),
+});
+export type ApplicationReceipt = z.infer<typeof ApplicationReceipt>;
 
 // ---------------------------------------------------------------------------------------
 // Admin API
@@ -192,81 +210,131 @@ export const RedeliverApplicationRequest = z.strictObject({
   to_operator: z.boolean().optional(),
 });
 
-export type NotifierKind = 'operator' | 'webhook';
-export type DeliveryStatus = 'shown_to_operator' | 'delivered' | 'failed';
+export const NotifierKind = z.enum(['operator', 'webhook']);
+export type NotifierKind = z.infer<typeof NotifierKind>;
+export const DeliveryStatus = z.enum(['shown_to_operator', 'delivered', 'failed']);
+export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
+
+/** The event type of an approval delivered by webhook. */
+export const APPROVAL_EVENT = 'svc.application.approved';
+
+/**
+ * The body `applications.notifier=webhook` POSTs to `applications.webhookUrl` (and what the
+ * operator is shown to send on), signed with `X-Svc-Signature`. The only place the key is,
+ * besides the operator's answer.
+ */
+export const DeliveryMessage = z.strictObject({
+  type: z.literal(APPROVAL_EVENT),
+  /** Same on every retry of one delivery, so a receiver can drop repeats. */
+  delivery_id: z.string(),
+  application_id: z.string(),
+  contact_name: z.string(),
+  messaging_handle: z.string(),
+  key: z.string().describe('the plaintext key'),
+  key_id: z.string(),
+  /** Endpoint ids the key may call. */
+  endpoints: z.array(z.string()),
+  /** The gateway base URL, when configured (`applications.marketUrl`). */
+  market_url: z.string().nullable(),
+  /** How to use the key; it does not repeat the key. */
+  instructions: z.string(),
+  sent_at: IsoTime,
+});
+export type DeliveryMessage = z.infer<typeof DeliveryMessage>;
+
+/** Headers of a webhook delivery: Unix seconds, the delivery id, and `sha256=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>`. */
+export const WEBHOOK_TIMESTAMP_HEADER = 'x-svc-timestamp';
+export const WEBHOOK_DELIVERY_HEADER = 'x-svc-delivery';
+export const WEBHOOK_SIGNATURE_HEADER = 'x-svc-signature';
 
 /** One row of the delivery log. The key itself is never in it. */
-export interface DeliveryAttemptView {
-  at: string;
-  notifier: NotifierKind;
-  key_id: string;
-  attempt: number;
-  outcome: 'shown_to_operator' | 'delivered' | 'retrying' | 'failed';
-  http_status: number | null;
-  error: string | null;
-  target: string | null;
-}
+export const DeliveryAttemptView = z.strictObject({
+  at: IsoTime,
+  notifier: NotifierKind,
+  key_id: z.string(),
+  attempt: z.number().int().min(1),
+  outcome: z.enum(['shown_to_operator', 'delivered', 'retrying', 'failed']),
+  http_status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  target: z.string().nullable(),
+});
+export type DeliveryAttemptView = z.infer<typeof DeliveryAttemptView>;
 
-export interface PriorityView {
-  score: number;
-  reasons: string[];
-}
+export const PriorityView = z.strictObject({
+  score: z.number().int(),
+  reasons: z.array(z.string()),
+});
+export type PriorityView = z.infer<typeof PriorityView>;
 
-export interface ApplicationView extends Application {
-  id: string;
-  source: ApplicationSource;
-  status: ApplicationStatus;
-  received_at: string;
+export const ApplicationView = ApplicationAnswers.extend({
+  id: z.string(),
+  source: ApplicationSource,
+  status: ApplicationStatus,
+  received_at: IsoTime,
   /** `received_at` + the 24 h answer target. */
-  due_at: string;
-  age_hours: number;
+  due_at: IsoTime,
+  age_hours: z.number().min(0),
   /** Pending past `due_at`. */
-  overdue: boolean;
+  overdue: z.boolean(),
   /** Decided after `due_at` (null while pending). */
-  answered_late: boolean | null;
-  priority: PriorityView;
-  submissions: number;
-  recorded_by: string | null;
-  decided_at: string | null;
-  decided_by: string | null;
-  reject_reason: string | null;
-  key_id: string | null;
-  delivery: { status: DeliveryStatus; notifier: NotifierKind; at: string; error: string | null } | null;
-}
+  answered_late: z.boolean().nullable(),
+  priority: PriorityView,
+  submissions: z.number().int().min(1),
+  recorded_by: z.string().nullable(),
+  decided_at: IsoTime.nullable(),
+  decided_by: z.string().nullable(),
+  reject_reason: z.string().nullable(),
+  key_id: z.string().nullable(),
+  delivery: z.strictObject({ status: DeliveryStatus, notifier: NotifierKind, at: IsoTime, error: z.string().nullable() }).nullable(),
+});
+export type ApplicationView = z.infer<typeof ApplicationView>;
 
-export interface ApplicationDetail extends ApplicationView {
-  key: { id: string; prefix: string; status: string; endpoints: string[] } | null;
-  deliveries: DeliveryAttemptView[];
-}
+export const ApplicationDetail = ApplicationView.extend({
+  key: z.strictObject({ id: z.string(), prefix: z.string(), status: KeyStatus, endpoints: z.array(z.string()) }).nullable(),
+  deliveries: z.array(DeliveryAttemptView),
+});
+export type ApplicationDetail = z.infer<typeof ApplicationDetail>;
 
-export interface ApplicationList {
-  applications: ApplicationView[];
-  answer_within_hours: number;
-}
+/** `GET /_admin/v1/applications`: review order (pending by priority, then oldest). */
+export const ApplicationList = z.strictObject({
+  applications: z.array(ApplicationView),
+  answer_within_hours: z.number().int().min(1),
+});
+export type ApplicationList = z.infer<typeof ApplicationList>;
+
+/** Answer to `POST /_admin/v1/applications`: 201, or 200 with `duplicate` for answers already received. */
+export const ApplicationAdded = z.strictObject({ duplicate: z.boolean(), application: ApplicationView });
+export type ApplicationAdded = z.infer<typeof ApplicationAdded>;
+
+/** Answer to reject. */
+export const ApplicationRejected = z.strictObject({ application: ApplicationView, version: StateVersion });
+export type ApplicationRejected = z.infer<typeof ApplicationRejected>;
 
 /** The outcome of delivering a key, in the approve and redeliver answers. */
-export interface DeliveryReport {
-  notifier: NotifierKind;
-  status: DeliveryStatus;
-  attempts: number;
-  error: string | null;
-  deliver_to: { contact_name: string; messaging_handle: string };
+export const DeliveryReport = z.strictObject({
+  notifier: NotifierKind,
+  status: DeliveryStatus,
+  attempts: z.number().int().min(0),
+  error: z.string().nullable(),
+  deliver_to: z.strictObject({ contact_name: z.string(), messaging_handle: z.string() }),
   /** What to do next when delivery failed. */
-  next_step: string | null;
-}
+  next_step: z.string().nullable(),
+});
+export type DeliveryReport = z.infer<typeof DeliveryReport>;
 
 /**
  * Answer to approve and redeliver. `key` (the plaintext, once) is present only when the
  * operator notifier delivers it, i.e. the operator is the one who sends it on; `message` is
  * the text to send to the applicant.
  */
-export interface ApprovalResult {
-  application: ApplicationView;
-  key_id: string;
-  key_prefix: string;
-  endpoints: string[];
-  version: number;
-  delivery: DeliveryReport;
-  key?: string;
-  message?: string;
-}
+export const ApprovalResult = z.strictObject({
+  application: ApplicationView,
+  key_id: z.string(),
+  key_prefix: z.string(),
+  endpoints: z.array(z.string()),
+  version: StateVersion,
+  delivery: DeliveryReport,
+  key: z.string().optional(),
+  message: z.string().optional(),
+});
+export type ApprovalResult = z.infer<typeof ApprovalResult>;

@@ -159,6 +159,14 @@ export const ProblemSchema = z
   })
   .passthrough();
 
+/** One invalid field of a `svc_bad_request`: the `errors` extension member lists them all. */
+export const FieldError = z.strictObject({
+  /** Dotted path of the field (`limit.count`, `apis_paid.2`), or `(body)` for the body as a whole. */
+  field: z.string(),
+  message: z.string(),
+});
+export type FieldError = z.infer<typeof FieldError>;
+
 /** Build the problem body for `code`. `extra` adds RFC 9457 extension members. */
 export function problem(code: ErrorCode, detail?: string, extra?: Record<string, unknown>): Problem {
   const spec = ERRORS[code];

@@ -49,7 +49,5 @@ export type OutcomeBatch = z.infer<typeof OutcomeBatch>;
  * held by control (`accepted` new ones, `duplicates` it already had), so the gateway may drop
  * the whole batch from its journal.
  */
-export interface OutcomeAck {
-  accepted: number;
-  duplicates: number;
-}
+export const OutcomeAck = z.strictObject({ accepted: z.number().int().min(0), duplicates: z.number().int().min(0) });
+export type OutcomeAck = z.infer<typeof OutcomeAck>;

@@ -133,6 +133,10 @@ export const SyncAck = z
   .strict();
 export type SyncAck = z.infer<typeof SyncAck>;
 
+/** Control's answer to an ack or nack it took. */
+export const SyncAckAnswer = z.strictObject({ ok: z.literal(true) });
+export type SyncAckAnswer = z.infer<typeof SyncAckAnswer>;
+
 const SEAL_PATTERN = /,"sha256":"([0-9a-f]{64})"\}$/;
 
 /**

@@ -1,5 +1,5 @@
 /** `/_admin/v1/changelog` (operator notices) and `/_admin/v1/audit` (read-only). */
-import { AddChangelogRequest } from '../../protocol/admin';
+import { AddChangelogRequest, type AuditList, type ChangelogEntry, type ChangelogList } from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
@@ -20,7 +20,7 @@ export function limitParam(query: URLSearchParams, fallback: number, max: number
 
 export function registerChangelogRoutes(router: Router, ctx: ControlContext): void {
   router.get('/_admin/v1/changelog', ({ res, query }) => {
-    sendJson(res, 200, { entries: ctx.store.changelog.list(limitParam(query, 50, 1000)) });
+    sendJson(res, 200, { entries: ctx.store.changelog.list(limitParam(query, 50, 1000)) } satisfies ChangelogList);
   });
 
   router.post('/_admin/v1/changelog', async ({ req, res, actor }) => {
@@ -29,10 +29,10 @@ export function registerChangelogRoutes(router: Router, ctx: ControlContext): vo
     const { result: id } = ctx.store.mutate({ actor, now }, { action: 'changelog.add', detail: { text: input.text } }, () =>
       ctx.store.changelog.add({ at: now, kind: 'notice', text: input.text, author: actor }),
     );
-    sendJson(res, 201, ctx.store.changelog.byId(id));
+    sendJson(res, 201, ctx.store.changelog.byId(id) satisfies ChangelogEntry | undefined);
   });
 
   router.get('/_admin/v1/audit', ({ res, query }) => {
-    sendJson(res, 200, { entries: ctx.store.audit.list(limitParam(query, 100, 10_000)) });
+    sendJson(res, 200, { entries: ctx.store.audit.list(limitParam(query, 100, 10_000)) } satisfies AuditList);
   });
 }

@@ -2,7 +2,14 @@
  * `/_admin/v1/endpoints`: add, list, show, update, remove. Injected header values are
  * write-only; answers list header names only.
  */
-import { CreateEndpointRequest, UpdateEndpointRequest } from '../../protocol/admin';
+import {
+  CreateEndpointRequest,
+  UpdateEndpointRequest,
+  type EndpointChange,
+  type EndpointList,
+  type EndpointRemoved,
+  type EndpointView,
+} from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
@@ -47,16 +54,16 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       { action: 'endpoints.add', target: input.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: input.id }] },
       () => ctx.store.endpoints.save(record),
     );
-    sendJson(res, 201, { ...endpointView(ctx.store.endpoints.byId(input.id)!), version });
+    sendJson(res, 201, { ...endpointView(ctx.store.endpoints.byId(input.id)!), version } satisfies EndpointChange);
   });
 
   router.get('/_admin/v1/endpoints', ({ res }) => {
-    sendJson(res, 200, { endpoints: ctx.store.endpoints.list().map(endpointView) });
+    sendJson(res, 200, { endpoints: ctx.store.endpoints.list().map(endpointView) } satisfies EndpointList);
   });
 
   router.get('/_admin/v1/endpoints/:id', ({ res, params }) => {
     mustRecord(ctx, params.id!);
-    sendJson(res, 200, endpointView(ctx.store.endpoints.byId(params.id!)!));
+    sendJson(res, 200, endpointView(ctx.store.endpoints.byId(params.id!)!) satisfies EndpointView);
   });
 
   router.patch('/_admin/v1/endpoints/:id', async ({ req, res, params, actor }) => {
@@ -76,7 +83,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       { action: 'endpoints.update', target: current.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: current.id }] },
       () => ctx.store.endpoints.save(next),
     );
-    sendJson(res, 200, { ...endpointView(ctx.store.endpoints.byId(current.id)!), version });
+    sendJson(res, 200, { ...endpointView(ctx.store.endpoints.byId(current.id)!), version } satisfies EndpointChange);
   });
 
   router.delete('/_admin/v1/endpoints/:id', ({ res, params, actor }) => {
@@ -87,6 +94,6 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       { action: 'endpoints.remove', target: current.id, changes: [{ kind: 'endpoint', entity: current.id }] },
       () => ctx.store.endpoints.remove(current.id, now),
     );
-    sendJson(res, 200, { id: current.id, removed: true, version });
+    sendJson(res, 200, { id: current.id, removed: true, version } satisfies EndpointRemoved);
   });
 }

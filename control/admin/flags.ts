@@ -2,7 +2,7 @@
  * `/_admin/v1/flags`: every change writes the flag and a changelog entry in one transaction
  * (the spec: flag changes are announced in the changelog).
  */
-import { FLAG_NAMES, SetFlagRequest, normaliseFlagName, type FlagName } from '../../protocol/admin';
+import { FLAG_NAMES, SetFlagRequest, normaliseFlagName, type FlagChange, type FlagList, type FlagName, type FlagView } from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
@@ -21,11 +21,11 @@ function flagName(raw: string): FlagName {
 
 export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
   router.get('/_admin/v1/flags', ({ res }) => {
-    sendJson(res, 200, { flags: ctx.store.flags.list(), version: ctx.store.version() });
+    sendJson(res, 200, { flags: ctx.store.flags.list(), version: ctx.store.version() } satisfies FlagList);
   });
 
   router.get('/_admin/v1/flags/:name', ({ res, params }) => {
-    sendJson(res, 200, ctx.store.flags.get(flagName(params.name!)));
+    sendJson(res, 200, ctx.store.flags.get(flagName(params.name!)) satisfies FlagView | undefined);
   });
 
   router.put('/_admin/v1/flags/:name', async ({ req, res, params, actor }) => {
@@ -33,7 +33,7 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
     const input = parseBody(SetFlagRequest, await readJson(req));
     const before = ctx.store.flags.get(name)!;
     if (before.value === input.value) {
-      sendJson(res, 200, { ...before, version: ctx.store.version(), changed: false, changelog_id: null });
+      sendJson(res, 200, { ...before, version: ctx.store.version(), changed: false, changelog_id: null } satisfies FlagChange);
       return;
     }
     const now = ctx.now();
@@ -46,6 +46,6 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
         return ctx.store.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });
       },
     );
-    sendJson(res, 200, { ...ctx.store.flags.get(name)!, version, changed: true, changelog_id: changelogId });
+    sendJson(res, 200, { ...ctx.store.flags.get(name)!, version, changed: true, changelog_id: changelogId } satisfies FlagChange);
   });
 }

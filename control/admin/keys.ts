@@ -11,7 +11,9 @@ import {
   RotateKeyRequest,
   WalletRequest,
   type IssuedKey,
+  type KeyChange,
   type KeyList,
+  type KeyRevoked,
   type KeyView,
 } from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
@@ -133,7 +135,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
   router.post('/_admin/v1/keys/:id/revoke', ({ res, params, actor }) => {
     const row = mustGet(ctx, params.id!);
     if (row.status === 'revoked') {
-      sendJson(res, 200, { ...viewKey(ctx, row), version: ctx.store.version(), changed: false });
+      sendJson(res, 200, { ...viewKey(ctx, row), version: ctx.store.version(), changed: false } satisfies KeyRevoked);
       return;
     }
     const now = ctx.now();
@@ -145,7 +147,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
         ctx.store.keys.expireSecrets(row.id, now, now);
       },
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version, changed: true });
+    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version, changed: true } satisfies KeyRevoked);
   });
 
   router.post('/_admin/v1/keys/:id/rotate', async ({ req, res, params, actor }) => {
@@ -179,7 +181,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
       { action: 'keys.lift', target: row.id, detail: { ...input.limit, until: new Date(until).toISOString() }, changes: [{ kind: 'key', entity: row.id }] },
       () => ctx.store.keys.setLift(row.id, { ...input.limit, until }),
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version });
+    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version } satisfies KeyChange);
   });
 
   router.put('/_admin/v1/keys/:id/wallet', async ({ req, res, params, actor }) => {
@@ -190,7 +192,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
       { action: 'keys.wallet.attach', target: row.id, detail: { wallet: input.wallet, previous: row.wallet } },
       () => ctx.store.keys.setWallet(row.id, input.wallet),
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version });
+    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version } satisfies KeyChange);
   });
 
   router.delete('/_admin/v1/keys/:id/wallet', ({ res, params, actor }) => {
@@ -200,6 +202,6 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
       { action: 'keys.wallet.detach', target: row.id, detail: { previous: row.wallet } },
       () => ctx.store.keys.setWallet(row.id, null),
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version });
+    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version } satisfies KeyChange);
   });
 }

@@ -5,7 +5,16 @@
  */
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
-import { FundPoolRequest, MarkPaidRequest, type FundView, type PayoutsView } from '../../protocol/settlement';
+import {
+  FundPoolRequest,
+  MarkPaidRequest,
+  type BalancesView,
+  type FundView,
+  type LedgerVerifyView,
+  type MarkPaidView,
+  type PayoutsView,
+  type PoolView,
+} from '../../protocol/settlement';
 import { walletChain } from '../../protocol/wallet';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
@@ -24,7 +33,7 @@ function ledgerConflict<T>(fn: () => T): T {
 export function registerLedgerRoutes(router: Router, ctx: ControlContext): void {
   const ledger = ctx.store.ledger;
 
-  router.get('/_admin/v1/pool', ({ res }) => sendJson(res, 200, ledger.poolView()));
+  router.get('/_admin/v1/pool', ({ res }) => sendJson(res, 200, ledger.poolView() satisfies PoolView));
 
   router.post('/_admin/v1/pool/fund', async ({ req, res, actor }) => {
     const input = parseBody(FundPoolRequest, await readJson(req));
@@ -38,11 +47,11 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
     sendJson(res, 201, body);
   });
 
-  router.get('/_admin/v1/ledger/verify', ({ res }) => sendJson(res, 200, ledger.verify()));
+  router.get('/_admin/v1/ledger/verify', ({ res }) => sendJson(res, 200, ledger.verify() satisfies LedgerVerifyView));
 
   router.get('/_admin/v1/ledger/balances', ({ res, query }) => {
     const prefix = query.get('prefix') ?? undefined;
-    sendJson(res, 200, { balances: ledger.balances(prefix) });
+    sendJson(res, 200, { balances: ledger.balances(prefix) } satisfies BalancesView);
   });
 
   router.get('/_admin/v1/payouts', ({ res, query }) => {
@@ -67,6 +76,6 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
         () => ledger.markPaid(input.wallet, input.amount, input.reference, now, actor),
       ),
     );
-    sendJson(res, 201, result);
+    sendJson(res, 201, result satisfies MarkPaidView);
   });
 }

@@ -3,21 +3,22 @@
  * kept across restarts; run-once is audited with what it settled.
  */
 import { sendJson } from '../../protocol/http';
+import type { RunOnceView, SettlerStatus } from '../../protocol/settlement';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import type { Settler } from '../settler/settler';
 
 export function registerSettlerRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
-  router.get('/_admin/v1/settler', ({ res }) => sendJson(res, 200, settler.status()));
+  router.get('/_admin/v1/settler', ({ res }) => sendJson(res, 200, settler.status() satisfies SettlerStatus));
 
   router.post('/_admin/v1/settler/pause', ({ req, res, actor }) => {
     req.resume();
-    sendJson(res, 200, settler.pause(actor));
+    sendJson(res, 200, settler.pause(actor) satisfies SettlerStatus);
   });
 
   router.post('/_admin/v1/settler/resume', ({ req, res, actor }) => {
     req.resume();
-    sendJson(res, 200, settler.resume(actor));
+    sendJson(res, 200, settler.resume(actor) satisfies SettlerStatus);
   });
 
   router.post('/_admin/v1/settler/run-once', async ({ req, res, actor }) => {
@@ -28,6 +29,6 @@ export function registerSettlerRoutes(router: Router, ctx: ControlContext, settl
       { action: 'settler.run_once', detail: { batches: run.batches.length, calls: run.calls, refunds: run.refunds, premiums: run.premiums } },
       () => undefined,
     );
-    sendJson(res, 200, run);
+    sendJson(res, 200, run satisfies RunOnceView);
   });
 }

@@ -49,5 +49,5 @@ export function statusView(ctx: ControlContext): StatusView {
 }
 
 export function registerStatusRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/_admin/v1/status', ({ res }) => sendJson(res, 200, statusView(ctx)));
+  router.get('/_admin/v1/status', ({ res }) => sendJson(res, 200, statusView(ctx) satisfies StatusView));
 }

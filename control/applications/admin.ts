@@ -17,8 +17,12 @@ import {
   ApproveApplicationRequest,
   RedeliverApplicationRequest,
   RejectApplicationRequest,
+  type ApplicationAdded,
+  type ApplicationDetail,
   type ApplicationList,
+  type ApplicationRejected,
   type ApplicationStatus,
+  type ApprovalResult,
 } from '../../protocol/applications';
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
@@ -63,7 +67,7 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
   });
 
   router.get('/_admin/v1/applications/:id', ({ res, params }) => {
-    sendJson(res, 200, applicationDetail(ctx, mustGetApplication(ctx, params.id!)));
+    sendJson(res, 200, applicationDetail(ctx, mustGetApplication(ctx, params.id!)) satisfies ApplicationDetail);
   });
 
   router.post('/_admin/v1/applications', async ({ req, res, actor }) => {
@@ -78,22 +82,22 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
       receivedAt = Math.min(receivedAt, now);
     }
     const { id, duplicate } = submitApplication(ctx, app, { source: 'direct', actor, ...(receivedAt !== undefined ? { receivedAt } : {}) });
-    sendJson(res, duplicate ? 200 : 201, { duplicate, application: applicationView(mustGetApplication(ctx, id), ctx.now()) });
+    sendJson(res, duplicate ? 200 : 201, { duplicate, application: applicationView(mustGetApplication(ctx, id), ctx.now()) } satisfies ApplicationAdded);
   });
 
   router.post('/_admin/v1/applications/:id/approve', async ({ req, res, params, actor }) => {
     const input = parseBody(ApproveApplicationRequest, await readJson(req));
-    sendJson(res, 200, await approveApplication(ctx, actor, params.id!, input));
+    sendJson(res, 200, (await approveApplication(ctx, actor, params.id!, input)) satisfies ApprovalResult);
   });
 
   router.post('/_admin/v1/applications/:id/reject', async ({ req, res, params, actor }) => {
     const input = parseBody(RejectApplicationRequest, await readJson(req));
     const row = rejectApplication(ctx, actor, params.id!, input.reason ?? null);
-    sendJson(res, 200, { application: applicationView(row, ctx.now()), version: ctx.store.version() });
+    sendJson(res, 200, { application: applicationView(row, ctx.now()), version: ctx.store.version() } satisfies ApplicationRejected);
   });
 
   router.post('/_admin/v1/applications/:id/redeliver', async ({ req, res, params, actor }) => {
     const input = parseBody(RedeliverApplicationRequest, await readJson(req));
-    sendJson(res, 200, await redeliverApplication(ctx, actor, params.id!, input.to_operator === true));
+    sendJson(res, 200, (await redeliverApplication(ctx, actor, params.id!, input.to_operator === true)) satisfies ApprovalResult);
   });
 }

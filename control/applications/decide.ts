@@ -8,6 +8,7 @@
  * message and (operator notifier) in the approving operator's answer.
  */
 import {
+  APPROVAL_EVENT,
   type ApprovalResult,
   type ApproveApplicationRequest,
   type DeliveryReport,
@@ -51,7 +52,7 @@ async function deliver(ctx: ControlContext, actor: string, row: ApplicationRow, 
   const endpoints = secret.endpoints.length > 0 ? secret.endpoints : ctx.store.endpoints.list().map((e) => e.id);
   const marketUrl = ctx.config.applications.marketUrl ?? null;
   const message: DeliveryMessage = {
-    type: 'svc.application.approved',
+    type: APPROVAL_EVENT,
     delivery_id: newId('dlv'),
     application_id: row.id,
     contact_name: row.contact_name,

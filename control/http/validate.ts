@@ -1,11 +1,8 @@
 /** Turn zod failures into one `svc_bad_request` listing every field and what is wrong. */
 import type { z } from 'zod';
-import { SvcError } from '../../protocol/errors';
+import { SvcError, type FieldError } from '../../protocol/errors';
 
-export interface FieldError {
-  field: string;
-  message: string;
-}
+export type { FieldError };
 
 export function fieldErrors(error: z.ZodError): FieldError[] {
   return error.issues.map((issue) => {

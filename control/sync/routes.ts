@@ -5,8 +5,8 @@
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import { OutcomeBatch, type OutcomeAck } from '../../protocol/outcome';
-import { WaitRequest, type GatewaysView } from '../../protocol/gateways';
-import { StreamQuery, SyncAck } from '../../protocol/snapshot';
+import { WaitRequest, type GatewaysView, type WaitResult } from '../../protocol/gateways';
+import { StreamQuery, SyncAck, type SyncAckAnswer } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
@@ -25,7 +25,7 @@ export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: Syn
     const body = parseBody(SyncAck, await readJson(req));
     if (body.version > ctx.store.version()) throw new SvcError('svc_conflict', `version ${body.version} does not exist yet`);
     hub.ack(body);
-    sendJson(res, 200, { ok: true });
+    sendJson(res, 200, { ok: true } satisfies SyncAckAnswer);
   });
 
   router.post('/_sync/v1/outcomes', async ({ req, res }) => {
@@ -41,7 +41,7 @@ export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: Syn
 export function registerPropagationRoutes(router: Router, hub: SyncHub): void {
   router.post('/_admin/v1/sync/wait', async ({ req, res }) => {
     const body = parseBody(WaitRequest, await readJson(req));
-    sendJson(res, 200, await hub.wait(body.version, body.timeout_ms));
+    sendJson(res, 200, (await hub.wait(body.version, body.timeout_ms)) satisfies WaitResult);
   });
 
   router.get('/_admin/v1/gateways', ({ res }) => {

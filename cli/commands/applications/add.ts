@@ -4,7 +4,7 @@
  * [--feedback] [--received-at ISO]`: record an application received over the direct-contact
  * fallback (source `direct`), validated exactly like the form.
  */
-import { ApplicationInput, type ApplicationView } from '../../../protocol/applications';
+import { ApplicationInput, type ApplicationAdded } from '../../../protocol/applications';
 import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
 
@@ -58,7 +58,7 @@ export async function run(opts: AddOptions, deps: Deps): Promise<number> {
   if (opts.receivedAt !== undefined && Number.isNaN(Date.parse(opts.receivedAt))) {
     throw new UsageError(`--received-at ${JSON.stringify(opts.receivedAt)} is not a time; use ISO 8601, e.g. 2030-01-01T12:00:00Z`);
   }
-  const answer = await deps.client.post<{ duplicate: boolean; application: ApplicationView }>('/_admin/v1/applications', {
+  const answer = await deps.client.post<ApplicationAdded>('/_admin/v1/applications', {
     application: answers,
     ...(opts.receivedAt !== undefined ? { received_at: new Date(Date.parse(opts.receivedAt)).toISOString() } : {}),
   });

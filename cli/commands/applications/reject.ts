@@ -1,10 +1,10 @@
 /** `svcctl applications reject ID [--reason TEXT]`: no key is issued. */
-import type { ApplicationView } from '../../../protocol/applications';
+import type { ApplicationRejected } from '../../../protocol/applications';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
 
 export async function run(opts: { id: string; reason?: string; json?: boolean }, deps: Deps): Promise<number> {
-  const answer = await deps.client.post<{ application: ApplicationView; version: number }>(
+  const answer = await deps.client.post<ApplicationRejected>(
     `/_admin/v1/applications/${encodeURIComponent(opts.id)}/reject`,
     opts.reason !== undefined ? { reason: opts.reason } : {},
   );

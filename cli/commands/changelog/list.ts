@@ -1,5 +1,5 @@
 /** `svcctl changelog list [--limit N]`, newest first. */
-import type { ChangelogEntry } from '../../../protocol/admin';
+import type { ChangelogList } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
 import { table } from '../../output';
@@ -7,7 +7,7 @@ import { table } from '../../output';
 export async function run(opts: { limit?: string; json?: boolean }, deps: Deps): Promise<number> {
   const limit = opts.limit === undefined ? 50 : Number(opts.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer from 1 to 1000');
-  const answer = await deps.client.get<{ entries: ChangelogEntry[] }>(`/_admin/v1/changelog?limit=${limit}`);
+  const answer = await deps.client.get<ChangelogList>(`/_admin/v1/changelog?limit=${limit}`);
   if (opts.json) deps.out.json(answer);
   else
     deps.out.line(

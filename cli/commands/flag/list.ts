@@ -1,11 +1,11 @@
 /** `svcctl flag list` */
-import type { FlagView } from '../../../protocol/admin';
+import type { FlagList } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
 import { table } from '../../output';
 
 export async function run(opts: { json?: boolean }, deps: Deps): Promise<number> {
-  const answer = await deps.client.get<{ flags: FlagView[]; version: number }>('/_admin/v1/flags');
+  const answer = await deps.client.get<FlagList>('/_admin/v1/flags');
   if (opts.json) deps.out.json(answer);
   else
     deps.out.line(

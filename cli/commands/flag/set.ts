@@ -1,5 +1,5 @@
 /** `svcctl flag set NAME on|off [--note TEXT] [--wait]` */
-import { FLAG_NAMES, normaliseFlagName, type FlagView } from '../../../protocol/admin';
+import { FLAG_NAMES, normaliseFlagName, type FlagChange } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
 import { waitForVersion } from '../wait';
@@ -21,7 +21,7 @@ export async function run(
   const raw = opts.value.toLowerCase();
   if (!ON.has(raw) && !OFF.has(raw)) throw new UsageError(`value must be on or off, got ${JSON.stringify(opts.value)}`);
   const body = { value: ON.has(raw), ...(opts.note !== undefined ? { note: opts.note } : {}) };
-  const flag = await deps.client.put<FlagView & { version: number; changed: boolean; changelog_id: number | null }>(
+  const flag = await deps.client.put<FlagChange>(
     `/_admin/v1/flags/${name}`,
     body,
   );

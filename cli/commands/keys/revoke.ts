@@ -1,11 +1,11 @@
 /** `svcctl keys revoke ID [--wait]` */
-import type { KeyView } from '../../../protocol/admin';
+import type { KeyRevoked } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
 import { waitForVersion } from '../wait';
 
 export async function run(opts: { id: string; wait?: boolean; timeout?: string; json?: boolean }, deps: Deps): Promise<number> {
-  const key = await deps.client.post<KeyView & { version: number; changed: boolean }>(
+  const key = await deps.client.post<KeyRevoked>(
     `/_admin/v1/keys/${encodeURIComponent(opts.id)}/revoke`,
   );
   const waited = opts.wait ? await waitForVersion(deps, key.version, opts.timeout) : null;

@@ -19,14 +19,15 @@
  * Retrying this POST is safe because receivers can drop repeats by `X-Svc-Delivery`.
  */
 import { createHmac } from 'node:crypto';
+import { WEBHOOK_DELIVERY_HEADER, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../../protocol/applications';
 import { redactKeys } from '../../../protocol/keys';
 import type { AttemptRecord, DeliveryMessage, DeliveryOutcome, Notifier } from './types';
 
 /** Longest wait between two attempts. @default 10000 */
 export const MAX_BACKOFF_MS = 10_000;
-export const SIGNATURE_HEADER = 'x-svc-signature';
-export const TIMESTAMP_HEADER = 'x-svc-timestamp';
-export const DELIVERY_HEADER = 'x-svc-delivery';
+export const SIGNATURE_HEADER = WEBHOOK_SIGNATURE_HEADER;
+export const TIMESTAMP_HEADER = WEBHOOK_TIMESTAMP_HEADER;
+export const DELIVERY_HEADER = WEBHOOK_DELIVERY_HEADER;
 export const WEBHOOK_USER_AGENT = 'svc-control/0.1.0';
 
 /** `sha256=<hex>` over `<timestamp>.<body>`. */

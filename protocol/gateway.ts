@@ -1,0 +1,64 @@
+/**
+ * The gateway's own wire contract ({market_url}, DESIGN §3): its `/health` answers and the
+ * response headers it adds to every admitted call. The gateway writes them; `svc-monitor-sdk`,
+ * probes and the gateway OpenAPI document read them from here.
+ */
+import { z } from 'zod';
+import { Outcome } from './outcome';
+import { Count, StateVersion } from './wire';
+
+// ---------------------------------------------------------------------------------------
+// /health
+
+/** Why `/health` says `not_ready`: no state loaded yet, or `maintenance_mode` is on. */
+export const NOT_READY_REASONS = ['no_snapshot', 'maintenance'] as const;
+export const NotReadyReason = z.enum(NOT_READY_REASONS);
+export type NotReadyReason = z.infer<typeof NotReadyReason>;
+
+/** The unauthenticated `/health` body: `{"status":"ok"}` (200) or `{"status":"not_ready","reason"}` (503). */
+export const PublicHealth = z.union([
+  z.strictObject({ status: z.literal('ok') }),
+  z.strictObject({ status: z.literal('not_ready'), reason: NotReadyReason }),
+]);
+export type PublicHealth = z.infer<typeof PublicHealth>;
+
+/** `/health` with the metrics token: what the gateway holds and how its links to control are. */
+export const GatewayHealthDetail = z.strictObject({
+  status: z.enum(['ok', 'not_ready']),
+  ready: z.boolean(),
+  reason: NotReadyReason.nullable(),
+  /** Why not ready, in words (the last sync error while no state is loaded). */
+  reason_detail: z.string().nullable(),
+  gateway_id: z.string(),
+  snapshot_version: StateVersion,
+  snapshot_age_s: Count.nullable(),
+  control_connected: z.boolean(),
+  control_url: z.string(),
+  /** The last update the gateway refused, or null. */
+  last_nack: z.string().nullable(),
+  /** Outcome records written and not yet acked by control. */
+  journal_backlog: Count,
+});
+export type GatewayHealthDetail = z.infer<typeof GatewayHealthDetail>;
+
+// ---------------------------------------------------------------------------------------
+// Response headers of an admitted call (DESIGN §3.7)
+
+/** Non-negative integer as header text. */
+const IntText = z.string().regex(/^(0|[1-9][0-9]*)$/);
+
+/**
+ * Headers the gateway adds to the answer of every admitted call. `x-svc-outcome`,
+ * `x-svc-premium` and `x-svc-refund` carry the verdict known when the response head went out;
+ * the outcome record carries the final one.
+ */
+export const CALL_HEADERS = {
+  'x-svc-call-id': z.uuid({ version: 'v7' }).describe('the call id (UUIDv7), the key of its outcome record'),
+  'x-svc-outcome': Outcome.describe('the outcome known when the head was sent'),
+  'x-svc-latency-ms': IntText.describe("the provider's latency in milliseconds, measured from the end of the request body"),
+  'x-svc-premium': IntText.describe("premium to be charged (micro-units): the endpoint's premium on ok with a key, else 0"),
+  'x-svc-refund': IntText.describe('refund to be settled before clamping (micro-units): price + premium on covered failures with a key, else 0'),
+} as const;
+
+/** Sent on calls to priced endpoints (price or premium > 0): the money moves when the settler runs. */
+export const SETTLEMENT_PENDING_HEADER = 'x-svc-settlement-pending';
