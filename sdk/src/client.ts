@@ -1,0 +1,272 @@
+/**
+ * `SvcClient`: calls through the svc gateway, and the public reads of the public API and the
+ * indexer.
+ *
+ * ```ts
+ * const svc = new SvcClient({ gatewayUrl: 'http://127.0.0.1:7070', key: process.env.SVC_KEY });
+ * const res = await svc.call('weather', 'forecast?city=Oslo', { body: { days: 3 } });
+ * res.outcome; // 'ok' | 'latency_breach' | … : what the gateway decided for this call
+ * ```
+ *
+ * The key is sent only to the gateway, as `Authorization: Bearer`, and never appears in an
+ * error message. Every request carries `User-Agent: svc-monitor-sdk/<version>`.
+ */
+import { withRetries, type AttemptResult } from './attempts';
+import { systemClock, type Clock } from './clock';
+import { SvcError, parseProblem, type Problem } from './errors';
+import { EtagMemory } from './etag-memory';
+import type {
+  ActivityPage,
+  ProvidersAnswer,
+  PublicChangelogAnswer,
+  StatsAnswer,
+  StatusAnswer,
+} from './generated/wire';
+import { baseUrl, decodeBody, encodeBody, gatewayTarget, headerRecord, svcFields, type FetchLike, type HeadersLike, type SvcFields } from './http';
+import { retryPolicy, serverWaitMs, type Failure, type RetryOptions, type RetryPolicy } from './retry';
+import { USER_AGENT } from './version';
+
+export interface SvcClientOptions {
+  /** The gateway ({market_url}), e.g. `http://127.0.0.1:7070`. Needed by `call()`. */
+  gatewayUrl?: string;
+  /** The public read API ({api_url}), e.g. `http://127.0.0.1:7071`. Needed by `providers()`, `status()`, `changelog()`. */
+  apiUrl?: string;
+  /** The indexer ({indexer_url}), e.g. `http://127.0.0.1:7072`. Needed by `stats()`, `activity()`. */
+  indexerUrl?: string;
+  /** A beta key (`svc_beta_…`), sent to the gateway only. Optional while the beta gate is off. */
+  key?: string;
+  /** The `fetch` to use. @default globalThis.fetch */
+  fetch?: FetchLike;
+  /** When and how often to retry; see {@link RetryOptions}. */
+  retry?: RetryOptions;
+  /** Time source for retry waits (tests inject a fake one). @default the system clock */
+  clock?: Clock;
+  /** Random source in [0, 1) for jitter. @default Math.random */
+  random?: () => number;
+}
+
+export interface CallOptions {
+  /** @default 'POST' (other methods only where the endpoint allows them) */
+  method?: string;
+  /**
+   * Request body: a string, bytes (`Uint8Array`, `ArrayBuffer`), `Blob`, `URLSearchParams` or
+   * `FormData` as it is; any other value as JSON. Streams are not accepted.
+   */
+  body?: unknown;
+  /** Extra request headers. `Authorization` and `User-Agent` are the SDK's. */
+  headers?: HeadersLike;
+  signal?: AbortSignal;
+  /**
+   * Deadline for the whole call, retries and waits included; past it the call rejects with a
+   * `TimeoutError` `DOMException`, and no retry starts that could not finish before it.
+   */
+  timeoutMs?: number;
+}
+
+/** The gateway's answer to an admitted call (any status the upstream gave, 3xx and 4xx too). */
+export interface CallResult<T = unknown> extends SvcFields {
+  status: number;
+  /** Response headers, lower-case names. */
+  headers: Record<string, string>;
+  /** JSON parsed; text types as a string; other types as bytes; null when empty. */
+  body: T;
+}
+
+export interface ReadOptions {
+  signal?: AbortSignal;
+  /** Deadline for the read, retries included. */
+  timeoutMs?: number;
+}
+
+export interface ActivityOptions extends ReadOptions {
+  /** Calls per page (the indexer's default when absent). */
+  limit?: number;
+  /** Start below this point: a `next_before` cursor or an ISO 8601 time. */
+  before?: string;
+}
+
+/** Gateway refusals that come before forwarding, with what the gateway asks the caller to wait. */
+const REFUSED = new Map<number, ReadonlySet<string>>([
+  [429, new Set(['svc_rate_limited'])],
+  [503, new Set(['svc_maintenance', 'svc_gateway_not_ready'])],
+]);
+/** Answers to calls that may have reached the upstream. */
+const MAYBE_SENT = new Map<number, string>([
+  [502, 'svc_upstream_unavailable'],
+  [504, 'svc_upstream_timeout'],
+]);
+
+/** A key is sent in a header: visible ASCII only. Checked without echoing it. */
+const KEY_SHAPE = /^[\x21-\x7e]{1,1024}$/;
+
+export class SvcClient {
+  readonly gatewayUrl: string | null;
+  readonly apiUrl: string | null;
+  readonly indexerUrl: string | null;
+  private readonly key: string | null;
+  private readonly fetchImpl: FetchLike;
+  private readonly policy: RetryPolicy;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly etags = new EtagMemory();
+
+  constructor(options: SvcClientOptions = {}) {
+    this.gatewayUrl = baseUrl('gatewayUrl', options.gatewayUrl);
+    this.apiUrl = baseUrl('apiUrl', options.apiUrl);
+    this.indexerUrl = baseUrl('indexerUrl', options.indexerUrl);
+    if (options.key !== undefined && (typeof options.key !== 'string' || !KEY_SHAPE.test(options.key))) {
+      throw new TypeError('key must be printable ASCII without spaces (1 to 1024 characters)');
+    }
+    this.key = options.key ?? null;
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== 'function') throw new TypeError('no fetch: pass options.fetch or use Node 20 or later');
+    this.fetchImpl = f;
+    this.policy = retryPolicy(options.retry);
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Keep the key out of `console.log(client)` and `JSON.stringify(client)`. */
+  toJSON(): Record<string, unknown> {
+    return { gatewayUrl: this.gatewayUrl, apiUrl: this.apiUrl, indexerUrl: this.indexerUrl, key: this.key === null ? null : '[redacted]' };
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `SvcClient ${JSON.stringify(this.toJSON())}`;
+  }
+
+  /**
+   * Call `{gatewayUrl}/v1/<endpoint>/<path>`. Resolves with the upstream's answer, whatever
+   * its status, and the gateway's verdict (`callId`, `outcome`, `refund`, `premium`,
+   * `latencyMs`; null when the gateway did not say). Rejects with {@link SvcError} when the
+   * gateway answers with its own problem+json (refusals, 502, 504…), after the retries the
+   * policy allows.
+   */
+  async call<T = unknown>(endpoint: string, path: string, options: CallOptions = {}): Promise<CallResult<T>> {
+    if (this.gatewayUrl === null) throw new TypeError('gatewayUrl is not set');
+    const url = gatewayTarget(this.gatewayUrl, endpoint, path);
+    const method = options.method ?? 'POST';
+    const headers = new Headers(options.headers);
+    const body = encodeBody(options.body, headers);
+    headers.set('user-agent', USER_AGENT);
+    if (this.key !== null) headers.set('authorization', `Bearer ${this.key}`);
+    const idempotent = method.toUpperCase() === 'GET' || method.toUpperCase() === 'HEAD';
+
+    return withRetries<CallResult<T>>(this.attemptOptions(options, idempotent), async (signal, n): Promise<AttemptResult<CallResult<T>>> => {
+      const res = await this.fetchImpl(url, { method, headers, body: body ?? null, signal, redirect: 'manual' });
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      const contentType = res.headers.get('content-type');
+      const fields = svcFields(res.headers);
+      const problem = res.status >= 400 ? parseProblem(contentType, new TextDecoder().decode(bytes), res.status) : null;
+      if (problem === null) {
+        return { ok: true, value: { status: res.status, headers: headerRecord(res.headers), body: decodeBody(bytes, contentType) as T, ...fields } };
+      }
+      const error = this.error(problem, res, fields.callId, n);
+      return { ok: false, error, failure: this.failureOf(res, problem, fields.callId) };
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Public reads
+
+  /** `GET {apiUrl}/api/v1/providers`: every provider's tier and failure rate. */
+  providers(options: ReadOptions = {}): Promise<ProvidersAnswer> {
+    return this.read<ProvidersAnswer>('apiUrl', this.apiUrl, '/api/v1/providers', options);
+  }
+
+  /** `GET {apiUrl}/api/v1/status`: bootstrap, settler, gate, maintenance, latest changelog. */
+  status(options: ReadOptions = {}): Promise<StatusAnswer> {
+    return this.read<StatusAnswer>('apiUrl', this.apiUrl, '/api/v1/status', options);
+  }
+
+  /** `GET {apiUrl}/api/v1/changelog[?limit=N]`: the public changelog, newest first. */
+  changelog(options: ReadOptions & { limit?: number } = {}): Promise<PublicChangelogAnswer> {
+    const query = options.limit === undefined ? '' : `?limit=${encodeURIComponent(String(options.limit))}`;
+    return this.read<PublicChangelogAnswer>('apiUrl', this.apiUrl, `/api/v1/changelog${query}`, options);
+  }
+
+  /** `GET {indexerUrl}/api/stats`: pool, settlement totals, recent settled calls. */
+  stats(options: ReadOptions = {}): Promise<StatsAnswer> {
+    return this.read<StatsAnswer>('indexerUrl', this.indexerUrl, '/api/stats', options);
+  }
+
+  /**
+   * The indexer's `/api/activity`, page after page (newest calls first), following each
+   * page's `next_before` cursor until the last page. Stop early with `break`.
+   *
+   * ```ts
+   * for await (const page of svc.activity({ limit: 100 })) for (const call of page.activity) …
+   * ```
+   */
+  activity(options: ActivityOptions = {}): AsyncIterableIterator<ActivityPage> {
+    const base = this.indexerUrl;
+    const read = (path: string) => this.read<ActivityPage>('indexerUrl', base, path, options);
+    return (async function* pages() {
+      let before = options.before ?? null;
+      const seen = new Set<string>();
+      for (;;) {
+        const query = new URLSearchParams();
+        if (options.limit !== undefined) query.set('limit', String(options.limit));
+        if (before !== null) query.set('before', before);
+        const search = query.toString();
+        const page = await read(`/api/activity${search ? `?${search}` : ''}`);
+        yield page;
+        if (page.next_before === null || seen.has(page.next_before)) return;
+        seen.add(page.next_before);
+        before = page.next_before;
+      }
+    })();
+  }
+
+  // -------------------------------------------------------------------------------------
+
+  private attemptOptions(options: { signal?: AbortSignal; timeoutMs?: number }, idempotent: boolean) {
+    return { policy: this.policy, clock: this.clock, random: this.random, signal: options.signal, timeoutMs: options.timeoutMs, idempotent };
+  }
+
+  private error(problem: Problem, res: Response, callId: string | null, attempts: number): SvcError {
+    return new SvcError(problem, { headers: headerRecord(res.headers), callId, attempts, status: res.status });
+  }
+
+  /** Whether a problem answer may be retried, and after how long. */
+  private failureOf(res: Response, problem: Problem, callId: string | null): Failure {
+    // A refusal never carries a call id: nothing was forwarded. An upstream's own 429 or 503
+    // (which has one) is its answer, not the gateway's refusal.
+    if (callId === null && REFUSED.get(res.status)?.has(problem.code)) {
+      return { kind: 'refused', waitMs: serverWaitMs(res.headers, this.clock.now()) };
+    }
+    if (MAYBE_SENT.get(res.status) === problem.code) return { kind: 'maybe-sent' };
+    return { kind: 'final' };
+  }
+
+  /**
+   * GET a public JSON answer with `If-None-Match` when one is remembered; a 304 reuses the
+   * remembered body. No key is sent to the public API or the indexer.
+   */
+  private read<T>(name: string, base: string | null, path: string, options: ReadOptions): Promise<T> {
+    if (base === null) return Promise.reject(new TypeError(`${name} is not set`));
+    const url = base + path;
+    return withRetries<T>(this.attemptOptions(options, true), async (signal, n): Promise<AttemptResult<T>> => {
+      const headers = new Headers({ 'user-agent': USER_AGENT, accept: 'application/json' });
+      const remembered = this.etags.get(url);
+      if (remembered !== undefined) headers.set('if-none-match', remembered.etag);
+      const res = await this.fetchImpl(url, { method: 'GET', headers, signal, redirect: 'manual' });
+      const text = await res.text();
+      if (res.status === 304 && remembered !== undefined) return { ok: true, value: JSON.parse(remembered.text) as T };
+      if (res.status === 200) {
+        const value = JSON.parse(text) as T;
+        const etag = res.headers.get('etag');
+        if (etag !== null) this.etags.set(url, etag, text);
+        else this.etags.forget(url);
+        return { ok: true, value };
+      }
+      const problem = parseProblem(res.headers.get('content-type'), text, res.status);
+      if (problem === null) throw new Error(`GET ${path} answered HTTP ${res.status} without a problem body`);
+      const error = this.error(problem, res, null, n);
+      if (REFUSED.get(res.status)?.has(problem.code)) {
+        return { ok: false, error, failure: { kind: 'refused', waitMs: serverWaitMs(res.headers, this.clock.now()) } };
+      }
+      throw error;
+    });
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * svc-monitor-sdk: the client for the svc API reliability gateway.
+ *
+ * @see ../README.md
+ */
+export { SvcClient } from './client';
+export type { SvcClientOptions, CallOptions, CallResult, ReadOptions, ActivityOptions } from './client';
+export { SvcError, isSvcError } from './errors';
+export type { Problem } from './errors';
+export type { FetchLike, HeadersLike, SvcFields } from './http';
+export type { Clock } from './clock';
+export { parseRetryAfter, parseRateLimitReset, DEFAULT_RETRY_MAX, DEFAULT_RETRY_JITTER, DEFAULT_RETRY_BASE_DELAY_MS, DEFAULT_RETRY_MAX_DELAY_MS } from './retry';
+export type { RetryOptions } from './retry';
+export { USER_AGENT, SDK_VERSION } from './version';
+export * from './generated/errors';
+export type * from './generated/wire';
