@@ -27,6 +27,7 @@ export const ERROR_CODES = [
   'svc_unauthorized',
   'svc_not_found',
   'svc_conflict',
+  'svc_not_settled',
   'svc_internal',
 ] as const;
 
@@ -131,6 +132,11 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
     status: 409,
     title: 'Conflict',
     when: 'The resource already exists or is in a state that forbids the change',
+  },
+  svc_not_settled: {
+    status: 409,
+    title: 'Not settled',
+    when: 'The call is recorded but not settled yet, so it has no receipt or inclusion proof; ask again after the next settlement',
   },
   svc_internal: {
     status: 500,

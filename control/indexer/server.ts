@@ -1,5 +1,6 @@
 /**
- * The indexer listener ({indexer_url}): `/health`, `/api/stats` and `/api/activity`, every
+ * The indexer listener ({indexer_url}): `/health`, `/api/stats`, `/api/activity` and the
+ * settlement receipts (`receipts.ts`: keys, receipts, per-call proofs), every
  * answer cached (`cache.statsTtlS`) with `Cache-Control`, `ETag` and 304, behind the same
  * generous per-client-IP limit as the public API. No User-Agent filter here.
  */
@@ -15,6 +16,7 @@ import { OpaqueIds } from '../public/ids';
 import { intParam } from '../public/routes';
 import { publicIpLimiter } from '../public/server';
 import { CursorCodec } from './cursor';
+import { registerReceiptRoutes } from './receipts';
 import { activityPage, parseBefore, statsAnswer } from './stats';
 
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
@@ -24,7 +26,7 @@ export function indexerRouter(ctx: ControlContext): Router {
   const cursors = new CursorCodec(ctx.store.publicReads.idSecret);
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const p = ctx.config.public;
-  return new Router()
+  const router = new Router()
     .get('/health', ({ res }) => sendJson(res, 200, HEALTH_BODY))
     .get('/api/stats', ({ req, res }) => cache.send(req, res, 'stats', () => jsonAnswer(statsAnswer(ctx, ids), JSON_HEADERS)))
     .get('/api/activity', ({ req, res, query }) => {
@@ -33,6 +35,8 @@ export function indexerRouter(ctx: ControlContext): Router {
       const key = `activity:${limit}:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
       cache.send(req, res, key, () => jsonAnswer(activityPage(ctx, ids, cursors, limit, before), JSON_HEADERS));
     });
+  registerReceiptRoutes(router, ctx, JSON_HEADERS);
+  return router;
 }
 
 /** The whole {indexer_url} request listener: IP limit, then `indexerRouter`. */

@@ -3,6 +3,7 @@
  * mutation goes through `mutate()`, which runs it in one IMMEDIATE transaction together with
  * its audit row and, when it changes what gateways enforce, the state version bump.
  */
+import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { ApplicationsTable } from './applications';
 import { AuditTable } from './audit';
@@ -14,10 +15,22 @@ import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
 import { OutcomesTable } from './outcomes';
 import { PublicReads } from './public-reads';
+import { ReceiptsTable } from './receipts';
 import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
 import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
 import type { SnapshotKey } from '../../protocol/snapshot';
+import { OpaqueIds } from '../public/ids';
+import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../receipts/signing-key';
+
+export interface StoreOptions {
+  /**
+   * Sign a receipt for every settlement batch (default). `false` only for the settlement
+   * bench's side-by-side baseline: a later open with receipts on signs the batches left
+   * without one, in batch order, before anything else.
+   */
+  receipts?: boolean;
+}
 
 export interface MutationContext {
   /** Name of the admin token (or process) making the change. */
@@ -60,6 +73,8 @@ export class Store {
   readonly ledger: LedgerTable;
   /** Settlement batches (the settler's one-transaction commits). */
   readonly settlement: SettlementTable;
+  /** Signed, chained settlement receipts and their public keys (written with each batch). */
+  readonly receipts: ReceiptsTable;
   /** The key as gateways must enforce it now, or null when it admits nothing. */
   readonly liveKey: (id: string, now: number) => SnapshotKey | null;
   private readonly versionStmt;
@@ -71,7 +86,7 @@ export class Store {
   private readonly metaSetStmt;
   private readonly listeners = new Set<(version: number) => void>();
 
-  private constructor(db: Db, path: string) {
+  private constructor(db: Db, path: string, options: StoreOptions) {
     this.db = db;
     this.path = path;
     this.keys = new KeysTable(db);
@@ -85,7 +100,21 @@ export class Store {
     this.publicReads = new PublicReads(db);
     this.applications = new ApplicationsTable(db);
     this.ledger = new LedgerTable(db);
-    this.settlement = new SettlementTable(db, this.ledger);
+    // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
+    const inMemory = path === ':memory:' || path === '';
+    const dataDir = dirname(resolve(path));
+    const ids = new OpaqueIds(this.publicReads.idSecret);
+    this.receipts = new ReceiptsTable(
+      db,
+      {
+        signer: inMemory ? ReceiptSigner.generate() : loadOrCreateSigner(dataDir).signer,
+        providerId: (endpointId) => ids.provider(endpointId),
+        rotateKey: () => (inMemory ? ReceiptSigner.generate() : rotateSigner(dataDir)),
+        enabled: options.receipts ?? true,
+      },
+      Date.now(),
+    );
+    this.settlement = new SettlementTable(db, this.ledger, this.receipts);
     this.liveKey = liveKeyStatement(db);
     this.versionStmt = db.prepare(`SELECT value FROM meta WHERE name = 'state_version'`).pluck();
     this.bumpStmt = db.prepare(`UPDATE meta SET value = value + 1 WHERE name = 'state_version' RETURNING value`).pluck();
@@ -100,8 +129,21 @@ export class Store {
     );
   }
 
-  static open(path: string): Store {
-    return new Store(openDatabase(path), path);
+  /**
+   * Open (creating and migrating) the database at `path`, with the receipt signing key of
+   * its directory (created on first open). Batches without a receipt get theirs here, in one
+   * transaction, before the store is used.
+   */
+  static open(path: string, options: StoreOptions = {}): Store {
+    const db = openDatabase(path);
+    try {
+      const store = new Store(db, path, options);
+      if (store.receipts.enabled) store.receipts.backfill();
+      return store;
+    } catch (err) {
+      db.close();
+      throw err;
+    }
   }
 
   /** Version of the state gateways enforce; grows by one with every snapshot-relevant write. */

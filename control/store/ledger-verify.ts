@@ -2,11 +2,12 @@
  * The ledger's invariants, checked in order against committed state in one read transaction
  * (`svcctl ledger verify`). The first violation found is reported as a sentence. Cost is
  * linear in outcomes and postings (a few seconds per million); it is an operator check, not a
- * hot path.
+ * hot path. The last two checks are the settlement receipts' (`receipts-audit.ts`).
  */
 import type { Db } from './db';
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import type { LedgerVerifyView } from '../../protocol/settlement';
+import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
 
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 
@@ -179,6 +180,14 @@ const CHECKS: Check[] = [
         .get() as number | null;
       return low !== null && low < 0 ? `the pool's running balance reached ${low}` : null;
     },
+  },
+  {
+    name: 'every batch has one receipt that states it, signed by a published key and chained to the one before',
+    run: receiptChainViolation,
+  },
+  {
+    name: "every receipt's root is the Merkle root of its batch's calls as recorded",
+    run: receiptRootViolation,
   },
 ];
 

@@ -13,5 +13,6 @@ import m005 from './migrations/005-applications';
 import m006 from './migrations/006-settlement-extra';
 import m007 from './migrations/007-caller-error';
 import m008 from './migrations/008-keys-list-indexes';
+import m009 from './migrations/009-receipts';
 
-export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008];
+export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009];

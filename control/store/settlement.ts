@@ -13,11 +13,16 @@
  * own premium, refund, refund owed and clamp are on its outcome row, and `ledger verify`
  * checks that the two agree. Premiums are booked before refunds, so the pool's running
  * balance never dips below what the batch's call-by-call arithmetic allowed.
+ *
+ * Each batch's signed receipt (`receipts.ts`) is written in the same transaction, over the
+ * leaves of its calls in settlement order with the amounts written on their rows.
  */
 import type { Db } from './db';
 import { COVERED_FAILURES, type Outcome } from '../../protocol/outcome';
 import { keyAccount, type BatchView, type Clamp } from '../../protocol/settlement';
+import type { Hash32 } from '../../protocol/merkle';
 import type { LedgerTable } from './ledger';
+import type { ReceiptsTable } from './receipts';
 
 /** An outcome waiting for settlement, in settlement order (received, then call id). */
 export interface UnsettledCall {
@@ -98,8 +103,22 @@ type BatchRow = Omit<BatchView, 'created_at'> & { created_at: number };
 
 export const batchView = (row: BatchRow): BatchView => ({ ...row, created_at: new Date(row.created_at).toISOString() });
 
+/**
+ * A call's amounts when the plan has no exception for it: what `standardStmt` writes on its
+ * row, computed here for the call's receipt leaf (`ledger verify` recomputes every root from
+ * the rows, so the two cannot drift unnoticed).
+ */
+function standardAmounts(call: UnsettledCall, plan: BatchPlan): CallAmounts {
+  if (call.key_id === null) return NOTHING;
+  if (call.outcome === 'ok') return plan.standard.premium === 0 ? NOTHING : { premium: plan.standard.premium, refund: 0, refund_owed: 0, clamp: null };
+  if (COVERED_FAILURES.has(call.outcome)) return { premium: 0, refund: plan.standard.owed, refund_owed: plan.standard.owed, clamp: null };
+  return NOTHING;
+}
+const NOTHING: CallAmounts = Object.freeze({ premium: 0, refund: 0, refund_owed: 0, clamp: null });
+
 export class SettlementTable {
   private readonly ledger: LedgerTable;
+  private readonly receipts: ReceiptsTable;
   private readonly pendingEndpointsStmt;
   private readonly headStmt;
   private readonly selectStmt;
@@ -115,8 +134,9 @@ export class SettlementTable {
   private readonly batchTx;
   private readonly groupTx;
 
-  constructor(db: Db, ledger: LedgerTable) {
+  constructor(db: Db, ledger: LedgerTable, receipts: ReceiptsTable) {
     this.ledger = ledger;
+    this.receipts = receipts;
     // Distinct endpoints with unsettled outcomes: one index seek per endpoint (outcomes_unsettled).
     this.pendingEndpointsStmt = db
       .prepare(
@@ -278,6 +298,27 @@ export class SettlementTable {
       this.ledger.transfer({ ...base, kind: 'refund', postings: [{ account: 'pool', amount: -amount }, { account: keyAccount(keyId), amount }] });
     }
     for (const [hour, amount] of plan.refundsByHour) if (amount > 0) this.addHourStmt.run(endpointId, hour, amount);
+    if (this.receipts.enabled) this.receipts.append(batch, this.leafHashes(batch, calls, plan));
     return batchView(batch);
+  }
+
+  /** The receipt leaf hashes of a batch's calls, in settlement order; their sums must be the batch's. */
+  private leafHashes(batch: BatchRow, calls: UnsettledCall[], plan: BatchPlan): Hash32[] {
+    const provider = this.receipts.provider(batch.endpoint_id);
+    const hashes: Hash32[] = new Array<Hash32>(calls.length);
+    const checkExceptions = plan.exceptions.size > 0;
+    let premiums = 0;
+    let refunds = 0;
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i]!;
+      const a = (checkExceptions ? plan.exceptions.get(call.call_id) : undefined) ?? standardAmounts(call, plan);
+      premiums += a.premium;
+      refunds += a.refund;
+      hashes[i] = this.receipts.leafHash(batch.id, provider, { call_id: call.call_id, outcome: call.outcome, premium: a.premium, refund: a.refund, clamp: a.clamp });
+    }
+    if (premiums !== batch.premiums || refunds !== batch.refunds) {
+      throw new Error(`settlement: batch ${batch.id}'s leaves sum to premiums ${premiums}, refunds ${refunds}; the batch says ${batch.premiums}, ${batch.refunds}`);
+    }
+    return hashes;
   }
 }

@@ -34,6 +34,7 @@ const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_unauthorized', 401],
   ['svc_not_found', 404],
   ['svc_conflict', 409],
+  ['svc_not_settled', 409],
   ['svc_internal', 500],
 ];
 

@@ -1,0 +1,84 @@
+/**
+ * Receipt reads on the indexer ({indexer_url}, DESIGN §11), behind the listener's IP limit
+ * and cached like its other answers:
+ *
+ * - `GET /api/receipts/keys`: the JWKS of every key that signed receipts, current first;
+ * - `GET /api/receipts?after=&limit=`: receipts in ascending batch order, `next_after` to page;
+ * - `GET /api/receipts/<batch>`: one receipt;
+ * - `GET /api/calls/<call_id>/proof`: a call's leaf, its RFC 9162 inclusion proof and its
+ *   batch's receipt; 404 `svc_not_found` for a call never recorded, 409 `svc_not_settled`
+ *   for one not settled yet.
+ *
+ * A receipt never changes once written, so cache keys name what an answer depends on: a page
+ * the newest batch (a new receipt is a new key), the JWKS the current kid (a rotation is a
+ * new key). Problems are never cached.
+ */
+import { SvcError } from '../../protocol/errors';
+import type { CallProof, ReceiptJwks, ReceiptsPage } from '../../protocol/receipts';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import { ResponseCache, jsonAnswer } from '../public/cache';
+import { intParam } from '../public/routes';
+
+/** Receipts per page unless `limit` says otherwise. @default 100 */
+export const DEFAULT_RECEIPTS_PAGE = 100;
+/** Most receipts per page. @default 1000 */
+export const MAX_RECEIPTS_PAGE = 1_000;
+/** Longer call ids cannot be the gateway's (UUIDv7, 36 characters): not found, without a lookup. */
+const MAX_CALL_ID_LENGTH = 128;
+
+function batchNumber(raw: string | null, field: string, fallback: number | null): number | null {
+  if (raw === null) return fallback;
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw new SvcError('svc_bad_request', `${field} must be a batch number (an integer ≥ ${fallback === null ? 1 : 0})`, {
+      extra: { errors: [{ field, message: 'must be a whole number' }] },
+    });
+  }
+  return Number(raw);
+}
+
+export function registerReceiptRoutes(router: Router, ctx: ControlContext, headers: Record<string, string>): void {
+  const receipts = ctx.store.receipts;
+  const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
+
+  router.get('/api/receipts/keys', ({ req, res }) => cache.send(req, res, `jwks:${receipts.kid}`, () => jsonAnswer(receipts.jwks() satisfies ReceiptJwks, headers)));
+
+  router.get('/api/receipts', ({ req, res, query }) => {
+    const after = batchNumber(query.get('after'), 'after', 0)!;
+    const limit = intParam(query, 'limit', DEFAULT_RECEIPTS_PAGE, MAX_RECEIPTS_PAGE);
+    const head = receipts.head()?.batch ?? 0;
+    cache.send(req, res, `page:${after}:${limit}:${head}`, () => {
+      const page = receipts.page(after, limit);
+      const last = page[page.length - 1];
+      const body: ReceiptsPage = { receipts: page, next_after: last !== undefined && last.batch < head ? last.batch : null };
+      return jsonAnswer(body, headers);
+    });
+  });
+
+  router.get('/api/receipts/:batch', ({ req, res, params }) => {
+    const batch = batchNumber(params.batch ?? null, 'batch', null)!;
+    cache.send(req, res, `receipt:${batch}`, () => {
+      const receipt = receipts.get(batch);
+      if (receipt === null) throw new SvcError('svc_not_found', `no receipt for batch ${batch}`);
+      return jsonAnswer(receipt, headers);
+    });
+  });
+
+  router.get('/api/calls/:call_id/proof', ({ req, res, params }) => {
+    const callId = params.call_id ?? '';
+    if (callId.length === 0 || callId.length > MAX_CALL_ID_LENGTH) throw new SvcError('svc_not_found', 'no call with that id was recorded');
+    cache.send(req, res, `proof:${callId}`, () => {
+      const found = receipts.proof(callId);
+      switch (found.state) {
+        case 'unknown':
+          throw new SvcError('svc_not_found', 'no call with that id was recorded');
+        case 'unsettled':
+          throw new SvcError('svc_not_settled', 'the call is recorded but not settled yet; its proof exists once its batch settles');
+        case 'unreceipted':
+          throw new SvcError('svc_not_settled', `the call is settled in batch ${found.batch}, which has no receipt`);
+        case 'settled':
+          return jsonAnswer(found.proof satisfies CallProof, headers);
+      }
+    });
+  });
+}

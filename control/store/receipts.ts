@@ -1,0 +1,245 @@
+/**
+ * Settlement receipts (migration 9, DESIGN §11): one signed receipt per settlement batch,
+ * chained across all endpoints in batch order, and the public keys that signed them.
+ *
+ * - `append` runs inside the settler's batch transaction (`settlement.ts`), so a batch and
+ *   its receipt commit together or not at all: a crash can leave neither a batch without
+ *   its receipt nor a gap in the chain.
+ * - `backfill` gives every batch that has none (settled before migration 9) its receipt,
+ *   in batch order, in one transaction; the store runs it on open, before anything else.
+ *   It starts after the newest receipt, so running it again does nothing.
+ * - A batch's leaves are its calls in settlement order (received_at, call_id): the order the
+ *   settler selected them in, kept by the `outcomes_by_batch` index, so `leaf_index` needs no
+ *   column. A proof reads one batch's rows (at most `settler.batchCap`) and hashes them.
+ */
+import type { Db } from './db';
+import { inclusionPath, leafHash, rootOf, toHex, type Hash32 } from '../../protocol/merkle';
+import type { CallProof, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
+import { GENESIS_PREV, RECEIPT_VERSION, leafCanonical, receiptHash, receiptSigningBytes, type UnsignedReceipt } from '../../protocol/receipts-verify';
+import type { Clamp } from '../../protocol/settlement';
+import type { ReceiptSigner } from '../receipts/signing-key';
+
+/** What a receipt commits to about its batch. */
+export interface ReceiptBatch {
+  id: number;
+  endpoint_id: string;
+  /** ms */
+  created_at: number;
+  refunds: number;
+  premiums: number;
+}
+
+/** A call of a batch, in leaf order, with its settled amounts. */
+export interface LeafRow {
+  call_id: string;
+  outcome: ReceiptLeaf['outcome'];
+  premium: number;
+  refund: number;
+  clamp: Clamp | null;
+}
+
+export type ProofLookup =
+  | { state: 'unknown' }
+  | { state: 'unsettled' }
+  | { state: 'unreceipted'; batch: number }
+  | { state: 'settled'; proof: CallProof };
+
+export interface ReceiptsOptions {
+  signer: ReceiptSigner;
+  /** The opaque provider id of an endpoint, as `/api/v1/providers` shows it. */
+  providerId: (endpointId: string) => string;
+  /** Replace the signing key (writes the key file); returns the new signer. */
+  rotateKey: () => ReceiptSigner;
+  /**
+   * Write receipts (default). Off only for `bench:settlement`'s side-by-side baseline; a
+   * store opened later with receipts on signs whatever batches were left without one.
+   */
+  enabled?: boolean;
+}
+
+const COLUMNS = 'batch, v, prev, root, tree_size, refunds, premiums, settled_at, kid, sig';
+
+export class ReceiptsTable {
+  readonly enabled: boolean;
+  private signerNow: ReceiptSigner;
+  private readonly providerId: (endpointId: string) => string;
+  private readonly rotateKey: () => ReceiptSigner;
+  private readonly insertStmt;
+  private readonly headStmt;
+  private readonly getStmt;
+  private readonly pageStmt;
+  private readonly countStmt;
+  private readonly addKeyStmt;
+  private readonly keysStmt;
+  private readonly callStmt;
+  private readonly leavesStmt;
+  private readonly batchStmt;
+  private readonly unreceiptedStmt;
+  private readonly backfillTx;
+
+  constructor(db: Db, opts: ReceiptsOptions, now: number) {
+    this.enabled = opts.enabled ?? true;
+    this.signerNow = opts.signer;
+    this.providerId = opts.providerId;
+    this.rotateKey = opts.rotateKey;
+    this.insertStmt = db.prepare(`INSERT INTO receipts (${COLUMNS}) VALUES (@batch, @v, @prev, @root, @tree_size, @refunds, @premiums, @settled_at, @kid, @sig)`);
+    this.headStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts ORDER BY batch DESC LIMIT 1`);
+    this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts WHERE batch = ?`);
+    this.pageStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts WHERE batch > ? ORDER BY batch LIMIT ?`);
+    this.countStmt = db.prepare(`SELECT count(*) FROM receipts`).pluck();
+    this.addKeyStmt = db.prepare(`INSERT OR IGNORE INTO receipt_keys (kid, x, created_at) VALUES (?, ?, ?)`);
+    this.keysStmt = db.prepare(`SELECT kid, x FROM receipt_keys ORDER BY created_at DESC, kid`);
+    this.callStmt = db.prepare(`SELECT settled_batch FROM outcomes WHERE call_id = ?`);
+    this.leavesStmt = db.prepare(
+      `SELECT call_id, outcome, premium, refund, clamp FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`,
+    );
+    this.batchStmt = db.prepare(`SELECT id, endpoint_id, created_at, refunds, premiums FROM settlement_batches WHERE id = ?`);
+    this.unreceiptedStmt = db.prepare(`SELECT id FROM settlement_batches WHERE id > ? AND id <= ? ORDER BY id`).pluck();
+    this.backfillTx = db.transaction(() => this.fillAfterHead(Number.MAX_SAFE_INTEGER).written);
+    // The file's key is published before it signs anything.
+    this.addKeyStmt.run(this.signerNow.kid, this.signerNow.x, now);
+  }
+
+  /** The kid that signs new receipts. */
+  get kid(): string {
+    return this.signerNow.kid;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Writing (inside a transaction)
+
+  /** The opaque provider id that a batch's leaves name. */
+  provider(endpointId: string): string {
+    return this.providerId(endpointId);
+  }
+
+  /**
+   * The leaf hash of one settled call of `batch`. `settlement.ts` calls it for every call of
+   * a batch, in leaf order, with the amounts it writes on the call's row.
+   */
+  leafHash(batch: number, provider: string, call: LeafRow): Hash32 {
+    return leafHash(leafCanonical({ batch, call_id: call.call_id, provider, outcome: call.outcome, premium: call.premium, refund: call.refund, clamp: call.clamp }));
+  }
+
+  /**
+   * Sign and store the receipt of `batch`, whose leaves hash to `leafHashes` (in leaf order).
+   * Must run in the batch's transaction. Batches before it that have no receipt get theirs
+   * first, from their rows, so the chain never has a gap.
+   */
+  append(batch: ReceiptBatch, leafHashes: readonly Hash32[]): Receipt {
+    return this.sign(batch, leafHashes, this.fillAfterHead(batch.id - 1).head);
+  }
+
+  /**
+   * Receipts for every batch after the newest receipt, in batch order, in ONE transaction.
+   * Returns how many were written. Idempotent: a second run finds nothing to do.
+   */
+  backfill(): number {
+    return this.backfillTx.immediate() as number;
+  }
+
+  /** Replace the signing key: a new file in the data dir, the new public key published. */
+  rotate(now: number): { kid: string; previous_kid: string } {
+    const previous = this.signerNow.kid;
+    const next = this.rotateKey();
+    this.addKeyStmt.run(next.kid, next.x, now);
+    this.signerNow = next;
+    return { kid: next.kid, previous_kid: previous };
+  }
+
+  /** Receipts for the batches after the newest receipt, up to batch `upTo`; the new head. */
+  private fillAfterHead(upTo: number): { head: Receipt | undefined; written: number } {
+    let head = this.headStmt.get() as Receipt | undefined;
+    let written = 0;
+    for (const id of this.unreceiptedStmt.all(head?.batch ?? 0, upTo) as number[]) {
+      const batch = this.batchStmt.get(id) as ReceiptBatch;
+      const provider = this.providerId(batch.endpoint_id);
+      const hashes = (this.leavesStmt.all(id) as LeafRow[]).map((row) => this.leafHash(id, provider, row));
+      head = this.sign(batch, hashes, head);
+      written++;
+    }
+    return { head, written };
+  }
+
+  private sign(batch: ReceiptBatch, leafHashes: readonly Hash32[], head: Receipt | undefined): Receipt {
+    if (head !== undefined && head.batch >= batch.id) throw new Error(`receipts: batch ${batch.id} is not after the newest receipt (${head.batch})`);
+    if (leafHashes.length === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
+    const unsigned: UnsignedReceipt = {
+      v: RECEIPT_VERSION,
+      batch: batch.id,
+      prev: head === undefined ? GENESIS_PREV : receiptHash(head),
+      root: toHex(rootOf(leafHashes)),
+      tree_size: leafHashes.length,
+      refunds: batch.refunds,
+      premiums: batch.premiums,
+      settled_at: new Date(batch.created_at).toISOString(),
+      kid: this.signerNow.kid,
+    };
+    const receipt: Receipt = { ...unsigned, sig: this.signerNow.sign(receiptSigningBytes(unsigned)) };
+    this.insertStmt.run(receipt);
+    return receipt;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Reading
+
+  /** The newest receipt, or null. */
+  head(): Receipt | null {
+    return (this.headStmt.get() as Receipt | undefined) ?? null;
+  }
+
+  get(batch: number): Receipt | null {
+    return (this.getStmt.get(batch) as Receipt | undefined) ?? null;
+  }
+
+  /** Up to `limit` receipts after batch `after`, ascending. */
+  page(after: number, limit: number): Receipt[] {
+    return this.pageStmt.all(after, limit) as Receipt[];
+  }
+
+  count(): number {
+    return this.countStmt.get() as number;
+  }
+
+  /** Every key that signed or signs receipts, the current one first (RFC 8037 JWKs). */
+  jwks(): ReceiptJwks {
+    const rows = this.keysStmt.all() as { kid: string; x: string }[];
+    const current = this.signerNow.kid;
+    rows.sort((a, b) => Number(b.kid === current) - Number(a.kid === current));
+    return { keys: rows.map((r) => ({ kty: 'OKP', crv: 'Ed25519', x: r.x, kid: r.kid, use: 'sig' })) };
+  }
+
+  /** The leaves of one batch, in leaf order, as published (from the calls' rows). */
+  leaves(batchId: number): ReceiptLeaf[] {
+    const batch = this.batchStmt.get(batchId) as ReceiptBatch | undefined;
+    if (batch === undefined) return [];
+    const provider = this.providerId(batch.endpoint_id);
+    return (this.leavesStmt.all(batchId) as LeafRow[]).map((row) => ({
+      batch: batchId,
+      call_id: row.call_id,
+      provider,
+      outcome: row.outcome,
+      premium: row.premium,
+      refund: row.refund,
+      clamp: row.clamp,
+    }));
+  }
+
+  /** The inclusion proof of a call (by the gateway's call id), or why there is none. */
+  proof(callId: string): ProofLookup {
+    const call = this.callStmt.get(callId) as { settled_batch: number | null } | undefined;
+    if (call === undefined) return { state: 'unknown' };
+    if (call.settled_batch === null) return { state: 'unsettled' };
+    const batch = call.settled_batch;
+    const receipt = this.get(batch);
+    if (receipt === null) return { state: 'unreceipted', batch };
+    const leaves = this.leaves(batch);
+    const index = leaves.findIndex((l) => l.call_id === callId);
+    const hashes = leaves.map((l) => leafHash(leafCanonical(l)));
+    const { path } = inclusionPath(hashes, index);
+    return {
+      state: 'settled',
+      proof: { leaf: leaves[index]!, leaf_index: index, tree_size: hashes.length, audit_path: path.map(toHex), receipt },
+    };
+  }
+}
