@@ -50,8 +50,21 @@ export function decodeKeyCursor(token: string): KeyPosition | null {
   return Number.isSafeInteger(createdAt) ? { created_at: createdAt, id: match[2]! } : null;
 }
 
-/** One page of the key list (`GET /_admin/v1/keys`), from its query parameters. */
-export function listKeys(ctx: ControlContext, query: URLSearchParams): KeyList {
+/**
+ * Keys read and rendered per synchronous step of a page. Between steps the event loop serves
+ * other requests (a gateway's ack, an outcome batch), so a 1,000-key page never holds it for
+ * more than a few milliseconds. @default 250
+ */
+export const KEY_LIST_STEP = 250;
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * One page of the key list (`GET /_admin/v1/keys`), from its query parameters: read in steps of
+ * {@link KEY_LIST_STEP} keys along the same keyset, yielding between steps. A step that comes
+ * back short (the end, or a filter's bounded scan) ends the page.
+ */
+export async function listKeys(ctx: ControlContext, query: URLSearchParams): Promise<KeyList> {
   const q = parseBody(KeyListQuery, Object.fromEntries(query));
   let after: KeyPosition | null = null;
   if (q.cursor !== undefined) {
@@ -61,13 +74,19 @@ export function listKeys(ctx: ControlContext, query: URLSearchParams): KeyList {
       throw new SvcError('svc_bad_request', `cursor: ${message}`, { extra: { errors: [{ field: 'cursor', message }] } });
     }
   }
+  const limit = q.limit ?? KEY_LIST_DEFAULT_LIMIT;
   const now = ctx.now();
-  const page = ctx.store.keys.page({ limit: q.limit ?? KEY_LIST_DEFAULT_LIMIT, after, now, ...(q.status ? { status: q.status } : {}) });
-  const secrets = ctx.store.keys.liveSecretsOf(page.rows.map((r) => r.id), now);
-  return {
-    keys: page.rows.map((row) => keyView(row, secrets.get(row.id) ?? [], now)),
-    next_cursor: page.next === null ? null : encodeKeyCursor(page.next),
-  };
+  const keys: KeyView[] = [];
+  for (;;) {
+    const step = Math.min(KEY_LIST_STEP, limit - keys.length);
+    const page = ctx.store.keys.page({ limit: step, after, now, ...(q.status ? { status: q.status } : {}) });
+    const secrets = ctx.store.keys.liveSecretsOf(page.rows.map((r) => r.id), now);
+    for (const row of page.rows) keys.push(keyView(row, secrets.get(row.id) ?? [], now));
+    after = page.next;
+    if (after === null || keys.length >= limit || page.rows.length < step) break;
+    await nextTurn();
+  }
+  return { keys, next_cursor: after === null ? null : encodeKeyCursor(after) };
 }
 
 function mustGet(ctx: ControlContext, id: string): KeyRow {
@@ -124,8 +143,8 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 201, issueKey(ctx, actor, input));
   });
 
-  router.get('/_admin/v1/keys', ({ res, query }) => {
-    sendJson(res, 200, listKeys(ctx, query));
+  router.get('/_admin/v1/keys', async ({ res, query }) => {
+    sendJson(res, 200, await listKeys(ctx, query));
   });
 
   router.get('/_admin/v1/keys/:id', ({ res, params }) => {
