@@ -224,12 +224,7 @@ export const KeyListQuery = z.strictObject({
 });
 export type KeyListQuery = z.infer<typeof KeyListQuery>;
 
-/**
- * Answer of `GET /_admin/v1/keys`: one page, newest first. `next_cursor` is opaque; pass it as
- * `cursor` for the next page, and stop when it is null. A page with a `status` filter may hold
- * fewer keys than `limit` (even none) while `next_cursor` is not null: each page examines a
- * bounded number of keys so a sparse filter never stalls control.
- */
+/** A key as the admin API shows it: never its plaintext or its hash. */
 export const KeyView = z.strictObject({
   id: z.string(),
   name: z.string().nullable(),
@@ -250,6 +245,12 @@ export const KeyView = z.strictObject({
 });
 export type KeyView = z.infer<typeof KeyView>;
 
+/**
+ * Answer of `GET /_admin/v1/keys`: one page, newest first. `next_cursor` is opaque; pass it as
+ * `cursor` for the next page, and stop when it is null. A page with a `status` filter may hold
+ * fewer keys than `limit` (even none) while `next_cursor` is not null: each page examines a
+ * bounded number of keys so a sparse filter never stalls control.
+ */
 export const KeyList = z.strictObject({
   keys: z.array(KeyView),
   next_cursor: z.string().nullable(),
