@@ -53,7 +53,7 @@ export interface CallOptions {
    * `FormData` as it is; any other value as JSON. Streams are not accepted.
    */
   body?: unknown;
-  /** Extra request headers. `Authorization` and `User-Agent` are the SDK's. */
+  /** Extra request headers. `User-Agent` is the SDK's, and so is `Authorization` when the client has a key. */
   headers?: HeadersLike;
   signal?: AbortSignal;
   /**
@@ -103,7 +103,8 @@ export class SvcClient {
   readonly gatewayUrl: string | null;
   readonly apiUrl: string | null;
   readonly indexerUrl: string | null;
-  private readonly key: string | null;
+  /** Private (#): not enumerable, not shown by `util.inspect`, not in `JSON.stringify`. */
+  readonly #key: string | null;
   private readonly fetchImpl: FetchLike;
   private readonly policy: RetryPolicy;
   private readonly clock: Clock;
@@ -117,7 +118,7 @@ export class SvcClient {
     if (options.key !== undefined && (typeof options.key !== 'string' || !KEY_SHAPE.test(options.key))) {
       throw new TypeError('key must be printable ASCII without spaces (1 to 1024 characters)');
     }
-    this.key = options.key ?? null;
+    this.#key = options.key ?? null;
     const f = options.fetch ?? globalThis.fetch;
     if (typeof f !== 'function') throw new TypeError('no fetch: pass options.fetch or use Node 20 or later');
     this.fetchImpl = f;
@@ -128,7 +129,7 @@ export class SvcClient {
 
   /** Keep the key out of `console.log(client)` and `JSON.stringify(client)`. */
   toJSON(): Record<string, unknown> {
-    return { gatewayUrl: this.gatewayUrl, apiUrl: this.apiUrl, indexerUrl: this.indexerUrl, key: this.key === null ? null : '[redacted]' };
+    return { gatewayUrl: this.gatewayUrl, apiUrl: this.apiUrl, indexerUrl: this.indexerUrl, key: this.#key === null ? null : '[redacted]' };
   }
 
   [Symbol.for('nodejs.util.inspect.custom')](): string {
@@ -149,7 +150,7 @@ export class SvcClient {
     const headers = new Headers(options.headers);
     const body = encodeBody(options.body, headers);
     headers.set('user-agent', USER_AGENT);
-    if (this.key !== null) headers.set('authorization', `Bearer ${this.key}`);
+    if (this.#key !== null) headers.set('authorization', `Bearer ${this.#key}`);
     const idempotent = method.toUpperCase() === 'GET' || method.toUpperCase() === 'HEAD';
 
     return withRetries<CallResult<T>>(this.attemptOptions(options, idempotent), async (signal, n): Promise<AttemptResult<CallResult<T>>> => {

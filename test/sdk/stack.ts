@@ -10,6 +10,7 @@
  * ETag sent back as `If-None-Match` and the body reused on 304.
  */
 import t from 'tap';
+import { inspect } from 'node:util';
 import { SVC_AUTH_NOT_IN_BETA, SVC_UPSTREAM_UNAVAILABLE, SvcClient, SvcError, type FetchLike } from 'svc-monitor-sdk';
 import { GENEROUS_LIMITS, UUID_V7, drained, startStack } from '../fixtures/stack';
 import { closedPort, startUpstream } from '../fixtures/upstream';
@@ -126,6 +127,7 @@ t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) =
     t.match(err, { status: 502, code: SVC_UPSTREAM_UNAVAILABLE, attempts: 1 });
     t.match((err as SvcError).callId, UUID_V7, 'an admitted call: it has a call id');
     t.equal(safe.log.length, 1, 'one request');
+    t.notOk(`${inspect(err)} ${JSON.stringify(err)} ${inspect(svc)}`.includes(key.key), 'the key is nowhere in the error or the client as printed');
 
     const unsafe = recording();
     const retrying = new SvcClient({ ...urls, key: key.key, fetch: unsafe.fetch, retry: { unsafe: true, max: 2, baseDelayMs: 10 } });
