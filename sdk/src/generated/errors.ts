@@ -35,6 +35,8 @@ export const SVC_UNAUTHORIZED = 'svc_unauthorized';
 export const SVC_NOT_FOUND = 'svc_not_found';
 /** 409 Conflict. */
 export const SVC_CONFLICT = 'svc_conflict';
+/** 409 Not settled. */
+export const SVC_NOT_SETTLED = 'svc_not_settled';
 /** 500 Internal error. */
 export const SVC_INTERNAL = 'svc_internal';
 
@@ -57,6 +59,7 @@ export const ERROR_CODES = [
   SVC_UNAUTHORIZED,
   SVC_NOT_FOUND,
   SVC_CONFLICT,
+  SVC_NOT_SETTLED,
   SVC_INTERNAL,
 ] as const;
 
@@ -82,5 +85,6 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: { readonly status: nu
   svc_unauthorized: { status: 401, title: 'Unauthorized' },
   svc_not_found: { status: 404, title: 'Not found' },
   svc_conflict: { status: 409, title: 'Conflict' },
+  svc_not_settled: { status: 409, title: 'Not settled' },
   svc_internal: { status: 500, title: 'Internal error' },
 };
