@@ -15,6 +15,7 @@ import { registerEndpointRoutes } from './admin/endpoints';
 import { registerFlagRoutes } from './admin/flags';
 import { registerKeyRoutes } from './admin/keys';
 import { registerLedgerRoutes } from './admin/ledger';
+import { registerOpenApiRoute } from './admin/openapi';
 import { registerSettlerRoutes } from './admin/settler';
 import { registerStatusRoutes } from './admin/status';
 import { registerApplicationAdminRoutes } from './applications/admin';
@@ -39,6 +40,8 @@ export interface ControlHandle {
   ctx: ControlContext;
   bootstrap: BootstrapResult;
   urls: { control: string; api: string; indexer: string };
+  /** The route tables of control's own listener, by mount (the OpenAPI tests walk them). */
+  routers: { admin: Router; sync: Router; metrics: Router };
   close(): Promise<void>;
 }
 
@@ -87,6 +90,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   ctx.settler = () => settler.status();
   registerSettlerRoutes(admin, ctx, settler);
   registerLedgerRoutes(admin, ctx);
+  registerOpenApiRoute(admin);
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);
   const syncAuth = new TokenAuth('sync', [{ name: 'sync', token: boot.syncToken.token }]);
@@ -140,5 +144,5 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
 
   settler.start();
   log.info('control ready', { urls: ctx.urls, data_dir: boot.dataDir, state_version: store.version() });
-  return { ctx, bootstrap: boot, urls: ctx.urls, close };
+  return { ctx, bootstrap: boot, urls: ctx.urls, routers: { admin, sync, metrics: metricsRouter }, close };
 }

@@ -212,15 +212,16 @@ export const KEY_LIST_MAX_LIMIT = 1000;
  * are refused, so a misspelt filter never silently lists everything.
  */
 export const KeyListQuery = z.strictObject({
-  status: z.enum(KEY_STATUSES, { message: `must be one of ${KEY_STATUSES.join(', ')}` }).optional(),
+  status: z.enum(KEY_STATUSES, { message: `must be one of ${KEY_STATUSES.join(', ')}` }).optional().describe('only keys in this state'),
   limit: z
     .string()
     .refine((v) => /^[0-9]{1,7}$/.test(v) && Number(v) >= 1 && Number(v) <= KEY_LIST_MAX_LIMIT, {
       message: `must be an integer from 1 to ${KEY_LIST_MAX_LIMIT}`,
     })
     .transform(Number)
-    .optional(),
-  cursor: z.string().optional(),
+    .optional()
+    .describe(`keys per page: an integer from 1 to ${KEY_LIST_MAX_LIMIT} (default ${KEY_LIST_DEFAULT_LIMIT})`),
+  cursor: z.string().optional().describe('`next_cursor` of the previous page'),
 });
 export type KeyListQuery = z.infer<typeof KeyListQuery>;
 
@@ -318,6 +319,22 @@ export const ChangelogEntry = PublicChangelogEntry.extend({
   author: z.string(),
 });
 export type ChangelogEntry = z.infer<typeof ChangelogEntry>;
+
+/** Entries per changelog or audit answer when `limit` is absent, and the most one answer holds. */
+export const ADMIN_CHANGELOG_DEFAULT_LIMIT = 50;
+export const ADMIN_CHANGELOG_MAX_LIMIT = 1000;
+export const AUDIT_DEFAULT_LIMIT = 100;
+export const AUDIT_MAX_LIMIT = 10_000;
+
+/** Query of `GET /_admin/v1/changelog`. */
+export const ChangelogQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(ADMIN_CHANGELOG_MAX_LIMIT).optional().describe(`entries to return (default ${ADMIN_CHANGELOG_DEFAULT_LIMIT})`),
+});
+
+/** Query of `GET /_admin/v1/audit`. */
+export const AuditQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(AUDIT_MAX_LIMIT).optional().describe(`entries to return (default ${AUDIT_DEFAULT_LIMIT})`),
+});
 
 /** `GET /_admin/v1/changelog`: newest first. */
 export const ChangelogList = z.strictObject({ entries: z.array(ChangelogEntry) });

@@ -295,6 +295,16 @@ export const ApplicationDetail = ApplicationView.extend({
 });
 export type ApplicationDetail = z.infer<typeof ApplicationDetail>;
 
+/** A boolean query parameter: `true`, `1` or empty is true; `false` or `0` is false. */
+const QueryFlag = z.enum(['true', 'false', '1', '0', '']);
+
+/** Query of `GET /_admin/v1/applications`. */
+export const ApplicationListQuery = z.object({
+  status: ApplicationStatus.optional().describe('only applications in this state'),
+  overdue: QueryFlag.optional().describe('only pending applications past the 24 h answer target'),
+  testers: QueryFlag.optional().describe('only applicants who opted in to early-tester offers'),
+});
+
 /** `GET /_admin/v1/applications`: review order (pending by priority, then oldest). */
 export const ApplicationList = z.strictObject({
   applications: z.array(ApplicationView),

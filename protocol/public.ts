@@ -64,6 +64,11 @@ export const PublicChangelogEntry = z.strictObject({
 });
 export type PublicChangelogEntry = z.infer<typeof PublicChangelogEntry>;
 
+/** Query of `GET {api_url}/api/v1/changelog`. */
+export const PublicChangelogQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(CHANGELOG_MAX_LIMIT).optional().describe(`entries to return (default ${CHANGELOG_DEFAULT_LIMIT})`),
+});
+
 /** `GET {api_url}/api/v1/changelog`: newest first. */
 export const PublicChangelogAnswer = z.strictObject({ entries: z.array(PublicChangelogEntry) });
 export type PublicChangelogAnswer = z.infer<typeof PublicChangelogAnswer>;

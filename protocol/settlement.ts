@@ -115,6 +115,11 @@ export const BalanceView = z.strictObject({
 });
 export type BalanceView = z.infer<typeof BalanceView>;
 
+/** Query of `GET /_admin/v1/ledger/balances`. */
+export const BalancesQuery = z.object({
+  prefix: z.string().optional().describe('only accounts whose name starts with this (`pool`, `key:`, `key:<id>`)'),
+});
+
 /** `GET /_admin/v1/ledger/balances`. */
 export const BalancesView = z.strictObject({ balances: z.array(BalanceView) });
 export type BalancesView = z.infer<typeof BalancesView>;
@@ -137,6 +142,11 @@ export const PayoutLine = z.strictObject({
   keys: z.array(z.strictObject({ id: z.string(), name: z.string().nullable(), balance: z.number().int() })),
 });
 export type PayoutLine = z.infer<typeof PayoutLine>;
+
+/** Query of `GET /_admin/v1/payouts`. */
+export const PayoutsQuery = z.object({
+  wallet: WalletAddress.optional().describe('only what this wallet is owed'),
+});
 
 export const PayoutsView = z.strictObject({
   payouts: z.array(PayoutLine),

@@ -1,5 +1,14 @@
 /** `/_admin/v1/changelog` (operator notices) and `/_admin/v1/audit` (read-only). */
-import { AddChangelogRequest, type AuditList, type ChangelogEntry, type ChangelogList } from '../../protocol/admin';
+import {
+  ADMIN_CHANGELOG_DEFAULT_LIMIT,
+  ADMIN_CHANGELOG_MAX_LIMIT,
+  AUDIT_DEFAULT_LIMIT,
+  AUDIT_MAX_LIMIT,
+  AddChangelogRequest,
+  type AuditList,
+  type ChangelogEntry,
+  type ChangelogList,
+} from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
@@ -20,7 +29,7 @@ export function limitParam(query: URLSearchParams, fallback: number, max: number
 
 export function registerChangelogRoutes(router: Router, ctx: ControlContext): void {
   router.get('/_admin/v1/changelog', ({ res, query }) => {
-    sendJson(res, 200, { entries: ctx.store.changelog.list(limitParam(query, 50, 1000)) } satisfies ChangelogList);
+    sendJson(res, 200, { entries: ctx.store.changelog.list(limitParam(query, ADMIN_CHANGELOG_DEFAULT_LIMIT, ADMIN_CHANGELOG_MAX_LIMIT)) } satisfies ChangelogList);
   });
 
   router.post('/_admin/v1/changelog', async ({ req, res, actor }) => {
@@ -33,6 +42,6 @@ export function registerChangelogRoutes(router: Router, ctx: ControlContext): vo
   });
 
   router.get('/_admin/v1/audit', ({ res, query }) => {
-    sendJson(res, 200, { entries: ctx.store.audit.list(limitParam(query, 100, 10_000)) } satisfies AuditList);
+    sendJson(res, 200, { entries: ctx.store.audit.list(limitParam(query, AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT)) } satisfies AuditList);
   });
 }

@@ -13,6 +13,7 @@
  */
 import {
   ANSWER_WITHIN_HOURS,
+  APPLICATION_STATUSES,
   AddApplicationRequest,
   ApproveApplicationRequest,
   RedeliverApplicationRequest,
@@ -38,7 +39,7 @@ export const DIRECT_BACKDATE_MAX_MS = 30 * 86_400_000;
 /** Clock skew tolerated for a `received_at` slightly in the future. */
 const FUTURE_SKEW_MS = 60_000;
 
-const STATUSES: readonly ApplicationStatus[] = ['pending', 'approved', 'rejected'];
+const STATUSES: readonly ApplicationStatus[] = APPLICATION_STATUSES;
 
 function badQuery(field: string, message: string): SvcError {
   return new SvcError('svc_bad_request', `${field}: ${message}`, { extra: { errors: [{ field, message }] } });

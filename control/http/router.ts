@@ -49,6 +49,11 @@ export class Router {
     return this.add('DELETE', pattern, handler);
   }
 
+  /** Every registered route (method and `/a/:param` pattern), in registration order. */
+  table(): { method: string; pattern: string }[] {
+    return this.routes.map((r) => ({ method: r.method, pattern: '/' + r.segments.join('/') }));
+  }
+
   /** Find the handler for a request; throws 404/405 `SvcError`s. */
   match(method: string, pathname: string): { handler: Handler; params: Record<string, string> } {
     let parts: string[];

@@ -10,7 +10,8 @@ import { HEALTH_BODY } from '../../protocol/wire';
 import type { Logger } from '../../protocol/log';
 import type { ControlContext } from '../context';
 import { Router } from '../http/router';
-import { ResponseCache, jsonAnswer } from '../public/cache';
+import { renderDocument } from '../../protocol/openapi';
+import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from '../public/cache';
 import { dispatcher, splitTarget } from '../public/dispatch';
 import { OpaqueIds } from '../public/ids';
 import { intParam } from '../public/routes';
@@ -28,6 +29,9 @@ export function indexerRouter(ctx: ControlContext): Router {
   const p = ctx.config.public;
   const router = new Router()
     .get('/health', ({ res }) => sendJson(res, 200, HEALTH_BODY))
+    .get('/openapi.json', ({ req, res }) =>
+      cache.send(req, res, 'openapi', () => ({ body: Buffer.from(renderDocument('indexer')), contentType: JSON_CONTENT_TYPE, headers: JSON_HEADERS })),
+    )
     .get('/api/stats', ({ req, res }) => cache.send(req, res, 'stats', () => jsonAnswer(statsAnswer(ctx, ids), JSON_HEADERS)))
     .get('/api/activity', ({ req, res, query }) => {
       const limit = intParam(query, 'limit', p.activityPageSize, p.activityMaxPageSize);

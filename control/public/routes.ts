@@ -6,7 +6,8 @@ import { SvcError } from '../../protocol/errors';
 import { CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT, type PublicChangelogAnswer } from '../../protocol/public';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
-import { ResponseCache, jsonAnswer } from './cache';
+import { renderDocument } from '../../protocol/openapi';
+import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from './cache';
 import { OpaqueIds } from './ids';
 import { providersAnswer, publicChangelog } from './reads';
 import { statusAnswer } from './status';
@@ -41,6 +42,10 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
 
   router.get('/api/v1/providers', ({ req, res }) =>
     providers.send(req, res, 'providers', () => jsonAnswer(providersAnswer(ctx.store, ids, ctx.config.tiers, ctx.now()), JSON_HEADERS)),
+  );
+
+  router.get('/openapi.json', ({ req, res }) =>
+    status.send(req, res, 'openapi', () => ({ body: Buffer.from(renderDocument('public')), contentType: JSON_CONTENT_TYPE, headers: JSON_HEADERS })),
   );
 
   router.get('/api/v1/status', ({ req, res }) => status.send(req, res, 'json', () => jsonAnswer(statusAnswer(ctx, ids), JSON_HEADERS)));

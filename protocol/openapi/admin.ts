@@ -1,0 +1,462 @@
+/**
+ * Control's own listener (DESIGN §2, §4, §10): the admin API under `/_admin/v1/` (admin token),
+ * the sync API gateways use under `/_sync/v1/` (sync token) and `/metrics` (metrics token).
+ * Served at `{control}/_admin/v1/openapi.json`, behind the admin token.
+ */
+import { z } from 'zod';
+import {
+  AddChangelogRequest,
+  AuditEntry,
+  AuditList,
+  AuditQuery,
+  ChangelogEntry,
+  ChangelogList,
+  ChangelogQuery,
+  CreateEndpointRequest,
+  EndpointChange,
+  EndpointList,
+  EndpointRemoved,
+  EndpointView,
+  FlagChange,
+  FlagList,
+  FlagView,
+  IssueKeyRequest,
+  IssuedKey,
+  KeyChange,
+  KeyList,
+  KeyListQuery,
+  KeyRevoked,
+  KeyView,
+  LiftKeyRequest,
+  RotateKeyRequest,
+  SetFlagRequest,
+  StatusView,
+  UpdateEndpointRequest,
+  WalletRequest,
+} from '../admin';
+import {
+  AddApplicationRequest,
+  ApplicationAdded,
+  ApplicationDetail,
+  ApplicationInput,
+  ApplicationList,
+  ApplicationListQuery,
+  ApplicationRejected,
+  ApplicationView,
+  ApprovalResult,
+  ApproveApplicationRequest,
+  DeliveryAttemptView,
+  DeliveryMessage,
+  RedeliverApplicationRequest,
+  RejectApplicationRequest,
+  WEBHOOK_DELIVERY_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+} from '../applications';
+import type { ErrorCode } from '../errors';
+import { GatewayStatus, GatewaysView, WaitRequest, WaitResult } from '../gateways';
+import { OutcomeAck, OutcomeBatch } from '../outcome';
+import {
+  BalanceView,
+  BalancesQuery,
+  BalancesView,
+  BatchView,
+  FundPoolRequest,
+  FundView,
+  LedgerVerifyView,
+  MarkPaidRequest,
+  MarkPaidView,
+  PayoutLine,
+  PayoutsQuery,
+  PayoutsView,
+  PoolView,
+  RunOnceView,
+  SettlerStatus,
+} from '../settlement';
+import { RotateKeyView } from '../receipts';
+import { StreamLine, StreamQuery, SyncAck, SyncAckAnswer } from '../snapshot';
+import { buildDocument, type Answer, type JsonObject, type Named, type Operation, type Parameter } from './build';
+import { BODY_ERRORS, EDGE_ERRORS, OpenApiDocument, pathParam } from './common';
+
+const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
+
+const KEY_ID = pathParam('id', 'the key id (`key_…`)');
+const ENDPOINT_ID = pathParam('id', 'the endpoint id');
+const FLAG_NAME = pathParam('name', '`beta_gate_enabled` or `maintenance_mode` (also as `system_flags.<name>`)');
+const APPLICATION_ID = pathParam('id', 'the application id (`app_…`)');
+
+interface AdminOp {
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  query?: z.ZodObject;
+  params?: readonly Parameter[];
+  /** JSON request body; `optional` when an empty body means `{}`. */
+  body?: z.ZodType;
+  optionalBody?: boolean;
+  answers: readonly Answer[];
+  /** Errors beyond authentication and the edge (404, 409…). */
+  errors?: readonly ErrorCode[];
+}
+
+function admin(method: Operation['method'], op: AdminOp): Operation {
+  const { body, optionalBody, errors = [], ...rest } = op;
+  return {
+    method,
+    security: ['adminToken'],
+    ...rest,
+    ...(body ? { body: { schema: body, required: optionalBody !== true } } : {}),
+    errors: [...AUTH_ERRORS, ...(body ? BODY_ERRORS : []), ...errors],
+  };
+}
+
+const ok = (description: string, json: Named): Answer => ({ status: 200, description, json });
+const created = (description: string, json: Named): Answer => ({ status: 201, description, json });
+
+export const ADMIN_OPERATIONS: readonly Operation[] = [
+  // Keys
+  admin('post', {
+    path: '/_admin/v1/keys',
+    operationId: 'issueKey',
+    summary: 'Issue a key',
+    description: 'The answer is the only place the plaintext `key` ever appears; only its SHA-256 is stored.',
+    tag: 'keys',
+    body: IssueKeyRequest,
+    answers: [created('The key, with its plaintext this once', { IssuedKey })],
+  }),
+  admin('get', {
+    path: '/_admin/v1/keys',
+    operationId: 'listKeys',
+    summary: 'One page of keys, newest first',
+    tag: 'keys',
+    query: KeyListQuery,
+    answers: [ok('Keys; follow `next_cursor` until it is null', { KeyList })],
+  }),
+  admin('get', { path: '/_admin/v1/keys/{id}', operationId: 'getKey', summary: 'One key', tag: 'keys', params: [KEY_ID], answers: [ok('The key (never its plaintext)', { KeyView })], errors: ['svc_not_found'] }),
+  admin('post', {
+    path: '/_admin/v1/keys/{id}/revoke',
+    operationId: 'revokeKey',
+    summary: 'Revoke a key',
+    tag: 'keys',
+    params: [KEY_ID],
+    answers: [ok('The key; `changed` is false when it was already revoked', { KeyRevoked })],
+    errors: ['svc_not_found'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/keys/{id}/rotate',
+    operationId: 'rotateKey',
+    summary: 'Add a new secret; the old ones keep working for the grace period',
+    tag: 'keys',
+    params: [KEY_ID],
+    body: RotateKeyRequest,
+    optionalBody: true,
+    answers: [ok('The key with its new plaintext, this once', { IssuedKey })],
+    errors: ['svc_not_found', 'svc_conflict'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/keys/{id}/lift',
+    operationId: 'liftKey',
+    summary: 'A temporary limit with an expiry',
+    tag: 'keys',
+    params: [KEY_ID],
+    body: LiftKeyRequest,
+    answers: [ok('The key', { KeyChange })],
+    errors: ['svc_not_found'],
+  }),
+  admin('put', {
+    path: '/_admin/v1/keys/{id}/wallet',
+    operationId: 'attachWallet',
+    summary: 'Attach the payout wallet',
+    tag: 'keys',
+    params: [KEY_ID],
+    body: WalletRequest,
+    answers: [ok('The key', { KeyChange })],
+    errors: ['svc_not_found'],
+  }),
+  admin('delete', { path: '/_admin/v1/keys/{id}/wallet', operationId: 'detachWallet', summary: 'Detach the payout wallet', tag: 'keys', params: [KEY_ID], answers: [ok('The key', { KeyChange })], errors: ['svc_not_found'] }),
+
+  // Flags
+  admin('get', { path: '/_admin/v1/flags', operationId: 'listFlags', summary: 'Every runtime flag', tag: 'flags', answers: [ok('The flags and the state version', { FlagList })] }),
+  admin('get', { path: '/_admin/v1/flags/{name}', operationId: 'getFlag', summary: 'One flag', tag: 'flags', params: [FLAG_NAME], answers: [ok('The flag', { FlagView })], errors: ['svc_not_found'] }),
+  admin('put', {
+    path: '/_admin/v1/flags/{name}',
+    operationId: 'setFlag',
+    summary: 'Set a flag; a change is written to the public changelog',
+    tag: 'flags',
+    params: [FLAG_NAME],
+    body: SetFlagRequest,
+    answers: [ok('The flag; `changed` is false when it already had the value', { FlagChange })],
+    errors: ['svc_not_found'],
+  }),
+
+  // Endpoints
+  admin('post', {
+    path: '/_admin/v1/endpoints',
+    operationId: 'addEndpoint',
+    summary: 'Register an upstream',
+    description: 'Injected header values are write-only: answers list their names.',
+    tag: 'endpoints',
+    body: CreateEndpointRequest,
+    answers: [created('The endpoint', { EndpointChange })],
+    errors: ['svc_conflict'],
+  }),
+  admin('get', { path: '/_admin/v1/endpoints', operationId: 'listEndpoints', summary: 'Every endpoint', tag: 'endpoints', answers: [ok('The endpoints', { EndpointList })] }),
+  admin('get', { path: '/_admin/v1/endpoints/{id}', operationId: 'getEndpoint', summary: 'One endpoint', tag: 'endpoints', params: [ENDPOINT_ID], answers: [ok('The endpoint', { EndpointView })], errors: ['svc_not_found'] }),
+  admin('patch', {
+    path: '/_admin/v1/endpoints/{id}',
+    operationId: 'updateEndpoint',
+    summary: 'Change an endpoint',
+    tag: 'endpoints',
+    params: [ENDPOINT_ID],
+    body: UpdateEndpointRequest,
+    answers: [ok('The endpoint', { EndpointChange })],
+    errors: ['svc_not_found'],
+  }),
+  admin('delete', {
+    path: '/_admin/v1/endpoints/{id}',
+    operationId: 'removeEndpoint',
+    summary: 'Remove an endpoint (soft: past outcomes keep pointing at it)',
+    tag: 'endpoints',
+    params: [ENDPOINT_ID],
+    answers: [ok('Removed', { EndpointRemoved })],
+    errors: ['svc_not_found'],
+  }),
+
+  // Changelog, audit, status, gateways
+  admin('get', { path: '/_admin/v1/changelog', operationId: 'listChangelog', summary: 'The changelog, newest first', tag: 'changelog', query: ChangelogQuery, answers: [ok('Entries', { ChangelogList })] }),
+  admin('post', { path: '/_admin/v1/changelog', operationId: 'addChangelogNotice', summary: 'Publish a notice', tag: 'changelog', body: AddChangelogRequest, answers: [created('The entry', { ChangelogEntry })] }),
+  admin('get', { path: '/_admin/v1/audit', operationId: 'listAudit', summary: 'The audit log, newest first', tag: 'changelog', query: AuditQuery, answers: [ok('Entries', { AuditList })] }),
+  admin('get', { path: '/_admin/v1/status', operationId: 'getStatus', summary: 'Control, listeners, flags, counts, bootstrap, settler and gateways', tag: 'status', answers: [ok('What `svcctl status` shows', { StatusView })] }),
+  admin('get', { path: '/_admin/v1/gateways', operationId: 'listGateways', summary: 'Every gateway and the state version it applied', tag: 'status', answers: [ok('Gateways', { GatewaysView })] }),
+  admin('post', {
+    path: '/_admin/v1/sync/wait',
+    operationId: 'waitForVersion',
+    summary: 'Wait until every connected gateway applied a state version',
+    tag: 'status',
+    body: WaitRequest,
+    answers: [ok('Complete, or the gateways still pending when `timeout_ms` ran out', { WaitResult })],
+  }),
+  admin('get', {
+    path: '/_admin/v1/openapi.json',
+    operationId: 'getOpenApi',
+    summary: 'This document',
+    tag: 'status',
+    answers: [ok('The OpenAPI 3.1 document of control’s listener', { OpenApiDocument })],
+  }),
+
+  // Applications
+  admin('get', {
+    path: '/_admin/v1/applications',
+    operationId: 'listApplications',
+    summary: 'Applications in review order',
+    tag: 'applications',
+    query: ApplicationListQuery,
+    answers: [ok('Pending by priority, then oldest', { ApplicationList })],
+  }),
+  admin('get', {
+    path: '/_admin/v1/applications/{id}',
+    operationId: 'getApplication',
+    summary: 'One application, its key and its delivery log',
+    tag: 'applications',
+    params: [APPLICATION_ID],
+    answers: [ok('The application', { ApplicationDetail })],
+    errors: ['svc_not_found'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/applications',
+    operationId: 'addApplication',
+    summary: 'Record an application received by direct contact',
+    tag: 'applications',
+    body: AddApplicationRequest.extend({ application: ApplicationInput }),
+    answers: [created('Recorded', { ApplicationAdded }), ok('The same answers were already received', { ApplicationAdded })],
+  }),
+  admin('post', {
+    path: '/_admin/v1/applications/{id}/approve',
+    operationId: 'approveApplication',
+    summary: 'Issue a key bound to the application and deliver it',
+    tag: 'applications',
+    params: [APPLICATION_ID],
+    body: ApproveApplicationRequest,
+    optionalBody: true,
+    answers: [ok('Approved; `delivery` says whether the key reached the applicant', { ApprovalResult })],
+    errors: ['svc_not_found', 'svc_conflict'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/applications/{id}/reject',
+    operationId: 'rejectApplication',
+    summary: 'Reject an application',
+    tag: 'applications',
+    params: [APPLICATION_ID],
+    body: RejectApplicationRequest,
+    optionalBody: true,
+    answers: [ok('Rejected', { ApplicationRejected })],
+    errors: ['svc_not_found', 'svc_conflict'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/applications/{id}/redeliver',
+    operationId: 'redeliverApplication',
+    summary: 'A new secret for the application’s key, delivered again',
+    tag: 'applications',
+    params: [APPLICATION_ID],
+    body: RedeliverApplicationRequest,
+    optionalBody: true,
+    answers: [ok('Delivered again', { ApprovalResult })],
+    errors: ['svc_not_found', 'svc_conflict'],
+  }),
+
+  // Settler and money
+  admin('get', { path: '/_admin/v1/settler', operationId: 'getSettler', summary: 'The settler', tag: 'money', answers: [ok('State, backlog, last batch', { SettlerStatus })] }),
+  admin('post', { path: '/_admin/v1/settler/pause', operationId: 'pauseSettler', summary: 'Pause the settler (kept across restarts)', tag: 'money', answers: [ok('The settler', { SettlerStatus })] }),
+  admin('post', { path: '/_admin/v1/settler/resume', operationId: 'resumeSettler', summary: 'Resume the settler', tag: 'money', answers: [ok('The settler', { SettlerStatus })] }),
+  admin('post', {
+    path: '/_admin/v1/settler/run-once',
+    operationId: 'runSettlerOnce',
+    summary: 'Settle everything received so far, also while paused',
+    tag: 'money',
+    answers: [ok('What the run settled', { RunOnceView })],
+  }),
+  admin('get', { path: '/_admin/v1/pool', operationId: 'getPool', summary: 'The coverage pool', tag: 'money', answers: [ok('Balance, inflows, refunds, shortfall', { PoolView })] }),
+  admin('post', { path: '/_admin/v1/pool/fund', operationId: 'fundPool', summary: 'Fund the pool (external → pool)', tag: 'money', body: FundPoolRequest, answers: [created('Funded', { FundView })] }),
+  admin('get', { path: '/_admin/v1/ledger/verify', operationId: 'verifyLedger', summary: 'Check every ledger invariant', tag: 'money', answers: [ok('The first broken invariant, if any', { LedgerVerifyView })] }),
+  admin('get', { path: '/_admin/v1/ledger/balances', operationId: 'listBalances', summary: 'Account balances', tag: 'money', query: BalancesQuery, answers: [ok('Balances', { BalancesView })] }),
+  admin('get', { path: '/_admin/v1/payouts', operationId: 'listPayouts', summary: 'What each wallet is owed', tag: 'money', query: PayoutsQuery, answers: [ok('Payouts', { PayoutsView })] }),
+  admin('post', {
+    path: '/_admin/v1/payouts/mark-paid',
+    operationId: 'markPaid',
+    summary: 'Record a payment made outside svc (key → external, oldest key first)',
+    tag: 'money',
+    body: MarkPaidRequest,
+    answers: [created('Recorded', { MarkPaidView })],
+    errors: ['svc_conflict'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/receipts/rotate-key',
+    operationId: 'rotateReceiptKey',
+    summary: 'Sign receipts with a new key from the next batch on',
+    description: 'Earlier public keys stay published in `/api/receipts/keys`; the private key appears in no answer.',
+    tag: 'money',
+    answers: [ok('The new key id and every published one', { RotateKeyView })],
+  }),
+];
+
+const SYNC_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
+
+export const SYNC_OPERATIONS: readonly Operation[] = [
+  {
+    method: 'get',
+    path: '/_sync/v1/stream',
+    operationId: 'syncStream',
+    summary: 'The snapshot stream a gateway holds open',
+    description:
+      'Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, and a `ping` every 10 s.',
+    tag: 'sync',
+    security: ['syncToken'],
+    query: StreamQuery,
+    answers: [{ status: 200, description: 'One stream line per JSON line', content: { type: 'application/x-ndjson', schema: StreamLine, description: 'each line' } }],
+    errors: SYNC_ERRORS,
+  },
+  {
+    method: 'post',
+    path: '/_sync/v1/ack',
+    operationId: 'syncAck',
+    summary: 'Ack (or nack) a state version',
+    tag: 'sync',
+    security: ['syncToken'],
+    body: { schema: SyncAck },
+    answers: [{ status: 200, description: 'Taken', json: { SyncAckAnswer } }],
+    errors: [...SYNC_ERRORS, ...BODY_ERRORS, 'svc_conflict'],
+  },
+  {
+    method: 'post',
+    path: '/_sync/v1/outcomes',
+    operationId: 'syncOutcomes',
+    summary: 'Ship a batch of outcome records (at most 10,000; 16 MiB)',
+    description: 'Answered only after the batch is committed; records are stored idempotently by `call_id`.',
+    tag: 'sync',
+    security: ['syncToken'],
+    body: { schema: OutcomeBatch },
+    answers: [{ status: 200, description: 'Every record of the batch is held by control', json: { OutcomeAck } }],
+    errors: [...SYNC_ERRORS, ...BODY_ERRORS],
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    operationId: 'getControlMetrics',
+    summary: 'Prometheus metrics of control',
+    tag: 'metrics',
+    security: ['metricsToken'],
+    answers: [{ status: 200, description: 'Prometheus text exposition format 0.0.4', content: { type: 'text/plain; version=0.0.4; charset=utf-8' } }],
+    errors: SYNC_ERRORS,
+  },
+];
+
+/** What control POSTs to `applications.webhookUrl` when an application is approved. */
+const WEBHOOKS: Record<string, Operation> = {
+  applicationApproved: {
+    method: 'post',
+    path: '{applications.webhookUrl}',
+    operationId: 'applicationApproved',
+    summary: 'An approved application’s key, for the applicant',
+    description:
+      'Verify `X-Svc-Signature` over the raw body with a constant-time compare and refuse old timestamps. Connection failures, timeouts, 408, 429 and 5xx are retried `applications.webhookRetries` times with doubling backoff; other answers are final.',
+    tag: 'applications',
+    security: ['none'],
+    params: [
+      { name: WEBHOOK_TIMESTAMP_HEADER, in: 'header', required: true, schema: z.string().regex(/^[0-9]+$/), description: 'Unix seconds when this attempt was signed' },
+      { name: WEBHOOK_DELIVERY_HEADER, in: 'header', required: true, schema: z.string(), description: 'The delivery id, the same on every retry' },
+      {
+        name: WEBHOOK_SIGNATURE_HEADER,
+        in: 'header',
+        required: true,
+        schema: z.string().regex(/^sha256=[0-9a-f]{64}$/),
+        description: '`sha256=<hex HMAC-SHA256(applications.webhookSecret, "<timestamp>.<raw body>")>`',
+      },
+    ],
+    body: { schema: DeliveryMessage },
+    answers: [{ status: 200, description: 'Any 2xx: delivered' }],
+    errors: [],
+  },
+};
+
+/** Control's OpenAPI document: admin, sync and metrics on the control listener. */
+export function adminDocument(): JsonObject {
+  return buildDocument(
+    {
+      title: 'svc control: admin and sync API',
+      description:
+        'Control\'s listener ({control}, default http://127.0.0.1:7073): the admin API `svcctl` uses (`Authorization: Bearer <admin token>`), the sync API gateways use (sync token) and `/metrics` (metrics token); without the right token, 401 `svc_unauthorized`. Bodies are JSON with snake_case fields; every mutation answers with the state `version` it produced and is recorded in the audit log. Amounts are integer micro-units.',
+      server: { description: 'control (default http://127.0.0.1:7073)' },
+      tags: [
+        { name: 'keys', description: 'Beta keys (DESIGN §5)' },
+        { name: 'flags', description: 'Runtime flags' },
+        { name: 'endpoints', description: 'Wrapped upstreams' },
+        { name: 'changelog', description: 'Public changelog and the audit log' },
+        { name: 'status', description: 'Control, gateways, propagation and this document' },
+        { name: 'applications', description: 'Access applications (DESIGN §8)' },
+        { name: 'money', description: 'Settler, pool, ledger and payouts (DESIGN §6)' },
+        { name: 'sync', description: 'Gateway ↔ control sync (DESIGN §4)' },
+        { name: 'metrics', description: 'Prometheus metrics' },
+      ],
+      schemes: ['adminToken', 'syncToken', 'metricsToken'],
+      operations: [...ADMIN_OPERATIONS, ...SYNC_OPERATIONS],
+      webhooks: WEBHOOKS,
+    },
+    {
+      KeyView,
+      EndpointView,
+      FlagView,
+      ChangelogEntry,
+      AuditEntry,
+      GatewayStatus,
+      ApplicationView,
+      DeliveryAttemptView,
+      SettlerStatus,
+      BatchView,
+      PoolView,
+      BalanceView,
+      PayoutLine,
+    },
+  );
+}

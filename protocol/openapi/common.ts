@@ -1,0 +1,51 @@
+/**
+ * Pieces every listener's document shares: the errors any request can meet before it is
+ * routed, cached-read answers, and the schema of an OpenAPI document itself.
+ */
+import { z } from 'zod';
+import type { ErrorCode } from '../errors';
+import type { Answer, Named, Parameter } from './build';
+
+/**
+ * Errors any request on any listener may get before or around its route: the HTTP parser's
+ * refusals (400, 431), request head/body timeouts (408) and unexpected faults (500).
+ */
+export const EDGE_ERRORS: readonly ErrorCode[] = ['svc_bad_request', 'svc_request_timeout', 'svc_headers_too_large', 'svc_internal'];
+
+/** A JSON request body over the listener's cap is refused before it is read. */
+export const BODY_ERRORS: readonly ErrorCode[] = ['svc_payload_too_large'];
+
+/** The document a listener serves at its `openapi.json`. */
+export const OpenApiDocument = z.looseObject({
+  openapi: z.string().regex(/^3\.1\.\d+$/),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.unknown()),
+});
+
+export const IF_NONE_MATCH: Parameter = {
+  name: 'If-None-Match',
+  in: 'header',
+  schema: z.string(),
+  description: 'An `ETag` from an earlier answer: 304 without a body while it is still current.',
+};
+
+/** The answers of a cached public read: 200 with `Cache-Control` and `ETag`, or 304. */
+export function cachedJson(description: string, json: Named): Answer[] {
+  return [
+    { status: 200, description, json, requiredHeaders: ['Cache-Control', 'ETag'] },
+    { status: 304, description: 'Not modified: the `If-None-Match` ETag is current', requiredHeaders: ['Cache-Control', 'ETag'] },
+  ];
+}
+
+/** The same for an HTML page. */
+export function cachedHtml(description: string): Answer[] {
+  return [
+    { status: 200, description, content: { type: 'text/html; charset=utf-8' }, requiredHeaders: ['Cache-Control', 'ETag'] },
+    { status: 304, description: 'Not modified: the `If-None-Match` ETag is current', requiredHeaders: ['Cache-Control', 'ETag'] },
+  ];
+}
+
+/** A path parameter that is one segment of text. */
+export function pathParam(name: string, description: string, schema: z.ZodType = z.string()): Parameter {
+  return { name, in: 'path', schema, description, required: true };
+}

@@ -1,0 +1,133 @@
+/** The indexer ({indexer_url}, DESIGN §7): the document served at `{indexer_url}/openapi.json`. */
+import { z } from 'zod';
+import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
+import { CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
+import type { ErrorCode } from '../errors';
+import { HealthAnswer } from '../wire';
+import { buildDocument, type JsonObject, type Operation } from './build';
+import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedJson, pathParam } from './common';
+
+/** Every request is counted against the per-IP limit first; there is no User-Agent filter. */
+const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_rate_limited'];
+
+export const INDEXER_OPERATIONS: readonly Operation[] = [
+  {
+    method: 'get',
+    path: '/health',
+    operationId: 'getHealth',
+    summary: 'Liveness of the indexer',
+    description: 'Exactly `{"status":"ok","version":"v1"}`.',
+    tag: 'health',
+    security: ['none'],
+    answers: [{ status: 200, description: 'The indexer is up', json: { HealthAnswer } }],
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'getOpenApi',
+    summary: 'This document',
+    tag: 'health',
+    security: ['none'],
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('The OpenAPI 3.1 document of the indexer', { OpenApiDocument }),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/api/stats',
+    operationId: 'getStats',
+    summary: 'Pool, settlement totals, calls and the last settled calls',
+    description:
+      'Money comes from the ledger: 0 until the settler has settled something, never estimated. `recent_activity` is the last `public.recentActivity` settled calls (the latest batch first); calls not settled yet are counted in `unsettled_calls` and listed by `/api/activity`.',
+    tag: 'indexer',
+    security: ['none'],
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('The aggregate numbers', { StatsAnswer }),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/api/activity',
+    operationId: 'listActivity',
+    summary: 'Every recorded call, newest first, settled or not',
+    tag: 'indexer',
+    security: ['none'],
+    query: ActivityQuery,
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('One page of calls; follow `next_before` for older ones', { ActivityPage }),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/api/receipts/keys',
+    operationId: 'getReceiptKeys',
+    summary: 'The public keys that signed receipts (JWKS), current first',
+    description: 'Ed25519 keys as RFC 8037 OKP JWKs; a rotated key stays published so older receipts keep verifying.',
+    tag: 'receipts',
+    security: ['none'],
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('The JWKS', { ReceiptJwks }),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/api/receipts',
+    operationId: 'listReceipts',
+    summary: 'Signed settlement receipts in ascending batch order',
+    description:
+      'Each receipt is signed (Ed25519) over its RFC 8785 canonical JSON without `sig`, carries the RFC 9162 root of its batch, and chains to the previous receipt by `prev`.',
+    tag: 'receipts',
+    security: ['none'],
+    query: z.object({
+      after: z.coerce.number().int().min(0).optional().describe('receipts of batches after this one (`next_after` of the previous page); default 0'),
+      limit: z.coerce.number().int().min(1).max(1000).optional().describe('receipts per page (default 100)'),
+    }),
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('One page of receipts', { ReceiptsPage }),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/api/receipts/{batch}',
+    operationId: 'getReceipt',
+    summary: 'The receipt of one settlement batch',
+    tag: 'receipts',
+    security: ['none'],
+    params: [pathParam('batch', 'the batch number', z.string().regex(/^[0-9]+$/)), IF_NONE_MATCH],
+    answers: cachedJson('The receipt', { Receipt }),
+    errors: [...READ_ERRORS, 'svc_not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/calls/{call_id}/proof',
+    operationId: 'getCallProof',
+    summary: "A settled call's leaf, its inclusion proof and its batch's receipt",
+    description: 'RFC 9162 §2.1.3 inclusion proof of the leaf in the tree whose root the receipt signs. 409 `svc_not_settled` while the call awaits settlement.',
+    tag: 'receipts',
+    security: ['none'],
+    params: [pathParam('call_id', 'the call id (`X-Svc-Call-Id`)'), IF_NONE_MATCH],
+    answers: cachedJson('The proof', { CallProof }),
+    errors: [...READ_ERRORS, 'svc_not_found', 'svc_not_settled'],
+  },
+];
+
+/** The indexer's OpenAPI document. */
+export function indexerDocument(): JsonObject {
+  return buildDocument(
+    {
+      title: 'svc indexer',
+      description:
+        'Aggregate statistics and call activity of svc ({indexer_url}). Answers are cached with `Cache-Control` and `ETag` (`If-None-Match` → 304); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units (`amount_decimals`: 6); ids are opaque.',
+      server: { description: '{indexer_url} (default http://127.0.0.1:7072)' },
+      tags: [
+        { name: 'health', description: 'Liveness and this document' },
+        { name: 'indexer', description: 'Statistics and activity' },
+        { name: 'receipts', description: 'Signed settlement receipts and per-call proofs (DESIGN §11)' },
+      ],
+      schemes: [],
+      operations: INDEXER_OPERATIONS,
+    },
+    { ActivityItem, SettledActivityItem, ReceiptJwk, ReceiptLeaf },
+  );
+}

@@ -1,0 +1,141 @@
+/** The public read API ({api_url}, DESIGN §7–8): the document served at `{api_url}/openapi.json`. */
+import { z } from 'zod';
+import { ApplicationInput, ApplicationReceipt } from '../applications';
+import type { ErrorCode } from '../errors';
+import { ProvidersAnswer, PublicChangelogAnswer, PublicChangelogQuery, StatusAnswer, Provider, PublicChangelogEntry } from '../public';
+import { HealthAnswer } from '../wire';
+import { buildDocument, type JsonObject, type Operation } from './build';
+import { BODY_ERRORS, EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedHtml, cachedJson } from './common';
+
+/** What the listener itself may answer to any request: the per-IP limit, then the User-Agent allow-list. */
+const LISTENER_ERRORS: readonly ErrorCode[] = ['svc_forbidden_user_agent', 'svc_rate_limited'];
+const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, ...LISTENER_ERRORS];
+
+const HTML = 'text/html; charset=utf-8';
+
+const read = (op: Omit<Operation, 'method' | 'security' | 'errors' | 'tag'> & { tag?: string; errors?: readonly ErrorCode[] }): Operation => ({
+  method: 'get',
+  security: ['none'],
+  tag: 'reads',
+  errors: READ_ERRORS,
+  ...op,
+});
+
+export const PUBLIC_OPERATIONS: readonly Operation[] = [
+  read({
+    path: '/health',
+    operationId: 'getHealth',
+    summary: 'Liveness of the public API',
+    description: 'Exactly `{"status":"ok","version":"v1"}`. Served to any User-Agent while `/health` is in `public.userAgentExemptPaths` (the default).',
+    tag: 'health',
+    answers: [{ status: 200, description: 'The public API is up', json: { HealthAnswer } }],
+  }),
+  read({
+    path: '/openapi.json',
+    operationId: 'getOpenApi',
+    summary: 'This document',
+    tag: 'health',
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('The OpenAPI 3.1 document of the public API', { OpenApiDocument }),
+  }),
+  read({
+    path: '/api/v1/providers',
+    operationId: 'listProviders',
+    summary: 'Providers with their tier and failure rate over the rolling window',
+    description:
+      '`failure_rate` is covered failures over calls excluding `client_error` and `caller_error`; tier `RELIABLE` below `tiers.reliableBelow`, `ELEVATED` up to `tiers.elevatedUpTo`, `HIGH_RISK` above, `UNRATED` under `tiers.minCalls` calls. Ids are opaque.',
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('Every registered provider', { ProvidersAnswer }),
+  }),
+  read({
+    path: '/api/v1/status',
+    operationId: 'getStatus',
+    summary: 'Bootstrap state, settler, beta gate, maintenance and the latest changelog',
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('The status of the service', { StatusAnswer }),
+  }),
+  read({
+    path: '/status',
+    operationId: 'getStatusPage',
+    summary: 'The status page (HTML, no JavaScript)',
+    tag: 'pages',
+    params: [IF_NONE_MATCH],
+    answers: cachedHtml('The status page'),
+  }),
+  read({
+    path: '/api/v1/changelog',
+    operationId: 'listChangelog',
+    summary: 'The public changelog, newest first',
+    query: PublicChangelogQuery,
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('Changelog entries (operator names are not published)', { PublicChangelogAnswer }),
+  }),
+  read({
+    path: '/apply',
+    operationId: 'getApplicationForm',
+    summary: 'The access application form (HTML)',
+    tag: 'applications',
+    answers: [{ status: 200, description: 'The form', content: { type: HTML } }],
+  }),
+  read({
+    path: '/apply/thanks',
+    operationId: 'getApplicationThanks',
+    summary: 'The page shown after a form submission',
+    tag: 'applications',
+    query: z.object({ id: z.string().optional().describe('the application id the form submission got') }),
+    answers: [{ status: 200, description: 'Thank-you page', content: { type: HTML } }],
+  }),
+  {
+    method: 'post',
+    path: '/apply',
+    operationId: 'submitApplicationForm',
+    summary: 'Submit the application form',
+    description: 'The HTML form posts here. A stored submission is redirected to `/apply/thanks?id=…`; invalid answers get the form again with each field marked.',
+    tag: 'applications',
+    security: ['none'],
+    body: { schema: ApplicationInput, contentTypes: ['application/x-www-form-urlencoded', 'application/json'] },
+    answers: [
+      { status: 303, description: 'Received: see the thank-you page', requiredHeaders: ['Location'] },
+      { status: 400, description: 'The form again, with each invalid answer marked', content: { type: HTML } },
+      { status: 429, description: 'The form again: too many applications from this address', content: { type: HTML }, headers: ['Retry-After'] },
+    ],
+    errors: [...READ_ERRORS, ...BODY_ERRORS],
+  },
+  {
+    method: 'post',
+    path: '/api/v1/applications',
+    operationId: 'submitApplication',
+    summary: 'Apply for a beta key',
+    description:
+      'JSON or form-encoded, at most 128 KiB. Answers to questions not asked for the chosen `applicant_type` are ignored; `why` is required when it is asked. The same answers again within `applications.duplicateWindowS` are the same application (200, same id).',
+    tag: 'applications',
+    security: ['none'],
+    body: { schema: ApplicationInput, contentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
+    answers: [
+      { status: 201, description: 'Received; an answer follows within `answer_within_hours`', json: { ApplicationReceipt } },
+      { status: 200, description: 'The same application was already received', json: { ApplicationReceipt } },
+    ],
+    errors: [...READ_ERRORS, ...BODY_ERRORS],
+  },
+];
+
+/** The public API's OpenAPI document. */
+export function publicDocument(): JsonObject {
+  return buildDocument(
+    {
+      title: 'svc public read API',
+      description:
+        'Public reads of svc ({api_url}): providers and their reliability tiers, the status page, the changelog, and access applications. Only browsers and `svc-monitor-sdk/<version>` User-Agents are served (403 `svc_forbidden_user_agent` otherwise); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units; ids are opaque.',
+      server: { description: '{api_url} (default http://127.0.0.1:7071)' },
+      tags: [
+        { name: 'health', description: 'Liveness and this document' },
+        { name: 'reads', description: 'Providers, status and changelog (cached, with ETag)' },
+        { name: 'pages', description: 'Server-rendered pages' },
+        { name: 'applications', description: 'Access applications (DESIGN §8)' },
+      ],
+      schemes: [],
+      operations: PUBLIC_OPERATIONS,
+    },
+    { Provider, PublicChangelogEntry },
+  );
+}

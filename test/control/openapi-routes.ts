@@ -1,0 +1,77 @@
+/**
+ * The OpenAPI documents match control's routers both ways: every route registered on the
+ * public, indexer and control (admin, sync, metrics) routers is documented, and every
+ * documented operation is routed. And each listener serves its document live: the public one
+ * behind the User-Agent filter with ETag caching, the indexer's cached, the admin one behind
+ * the admin token, all three the exact bytes `npm run openapi` writes.
+ */
+import t from 'tap';
+import { indexerRouter } from '../../control/indexer/server';
+import type { Router } from '../../control/http/router';
+import { publicRouter } from '../../control/public/server';
+import { renderDocument, type DocumentName } from '../../protocol/openapi';
+import { startTestControl } from '../fixtures/control';
+import { currentDocument } from '../fixtures/openapi';
+import { SDK_UA } from '../fixtures/public';
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch']);
+
+/** `GET /api/receipts/{batch}` for each route of the routers (`:batch` written as `{batch}`). */
+function routed(routers: Router[]): string[] {
+  return routers.flatMap((r) => r.table().map(({ method, pattern }) => `${method} ${pattern.replace(/:([A-Za-z_]+)/g, '{$1}')}`)).sort();
+}
+
+function documented(name: DocumentName): string[] {
+  const doc = currentDocument(name);
+  return Object.entries(doc.paths)
+    .flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.has(m)).map((m) => `${m.toUpperCase()} ${path}`))
+    .sort();
+}
+
+t.test('every routed path is documented and every documented path is routed', async (t) => {
+  const control = await startTestControl(t);
+  const { admin, sync, metrics } = control.handle.routers;
+  const cases: [DocumentName, Router[]][] = [
+    ['public', [publicRouter(control.handle.ctx)]],
+    ['indexer', [indexerRouter(control.handle.ctx)]],
+    ['admin', [admin, sync, metrics]],
+  ];
+  for (const [name, routers] of cases) {
+    const routes = routed(routers);
+    const ops = documented(name);
+    t.ok(routes.length > 3, `${name}: the router table is not empty (${routes.length} routes)`);
+    t.same(routes.filter((r) => !ops.includes(r)), [], `${name}: every route is in the document`);
+    t.same(ops.filter((o) => !routes.includes(o)), [], `${name}: every documented operation is routed`);
+  }
+});
+
+t.test('each listener serves its document', async (t) => {
+  const control = await startTestControl(t);
+
+  const pub = await control.request(`${control.urls.api}/openapi.json`, { headers: { 'user-agent': SDK_UA } });
+  t.equal(pub.status, 200, 'public: 200');
+  t.equal(pub.text, renderDocument('public'), 'public: the generated document, byte for byte');
+  t.match(pub.headers.get('content-type'), /^application\/json/);
+  t.match(pub.headers.get('cache-control'), /^public, max-age=\d+$/, 'public: cached like the other public reads');
+  const etag = pub.headers.get('etag')!;
+  t.match(etag, /^"[A-Za-z0-9_-]+"$/, 'public: strong ETag');
+  const again = await control.request(`${control.urls.api}/openapi.json`, { headers: { 'user-agent': SDK_UA, 'if-none-match': etag } });
+  t.equal(again.status, 304, 'public: If-None-Match → 304');
+  const curl = await control.request(`${control.urls.api}/openapi.json`, { headers: { 'user-agent': 'curl/8.5.0' } });
+  t.equal(curl.status, 403, 'public: behind the User-Agent filter');
+  t.equal(curl.body.code, 'svc_forbidden_user_agent');
+
+  const idx = await control.request(`${control.urls.indexer}/openapi.json`, { headers: { 'user-agent': 'curl/8.5.0' } });
+  t.equal(idx.status, 200, 'indexer: 200 (no User-Agent filter there)');
+  t.equal(idx.text, renderDocument('indexer'), 'indexer: the generated document');
+  t.ok(idx.headers.get('etag'), 'indexer: ETag');
+
+  const anonymous = await control.admin('GET', '/_admin/v1/openapi.json', undefined, null);
+  t.equal(anonymous.status, 401, 'admin: 401 without the admin token');
+  t.equal(anonymous.body.code, 'svc_unauthorized');
+  const wrong = await control.admin('GET', '/_admin/v1/openapi.json', undefined, 'x'.repeat(40));
+  t.equal(wrong.status, 401, 'admin: 401 with a wrong token');
+  const adm = await control.admin('GET', '/_admin/v1/openapi.json');
+  t.equal(adm.status, 200, 'admin: 200 with the admin token');
+  t.equal(adm.text, renderDocument('admin'), 'admin: the generated document');
+});
