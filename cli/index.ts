@@ -238,6 +238,21 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     () => load<typeof import('./commands/ledger/balances.js')>('./commands/ledger/balances'),
     (_a, o) => o,
   );
+  const receiptsCmd = program.command('receipts').description('signed settlement receipts: one per batch, chained');
+  leaf(
+    receiptsCmd
+      .command('verify')
+      .description("walk the receipt chain from the indexer's public reads; exit 1 naming the first bad batch")
+      .option('--indexer <url>', "the indexer's URL (default: from control's status)")
+      .option('--jwks <file>', 'verify against this JWKS instead of the published /api/receipts/keys'),
+    () => load<typeof import('./commands/receipts/verify.js')>('./commands/receipts/verify'),
+    (_a, o) => o,
+  );
+  leaf(
+    receiptsCmd.command('rotate-key').description('sign receipts with a new key from the next batch on; old public keys stay published'),
+    () => load<typeof import('./commands/receipts/rotate-key.js')>('./commands/receipts/rotate-key'),
+    (_a, o) => o,
+  );
   const payouts = program.command('payouts').description('refunds owed to wallets');
   leaf(
     payouts.command('list').description('what is owed per wallet (and to keys without a wallet)').option('--wallet <address>', 'one wallet'),

@@ -16,6 +16,7 @@ import { registerFlagRoutes } from './admin/flags';
 import { registerKeyRoutes } from './admin/keys';
 import { registerLedgerRoutes } from './admin/ledger';
 import { registerOpenApiRoute } from './admin/openapi';
+import { registerReceiptAdminRoutes } from './admin/receipts';
 import { registerSettlerRoutes } from './admin/settler';
 import { registerStatusRoutes } from './admin/status';
 import { registerApplicationAdminRoutes } from './applications/admin';
@@ -90,6 +91,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   ctx.settler = () => settler.status();
   registerSettlerRoutes(admin, ctx, settler);
   registerLedgerRoutes(admin, ctx);
+  registerReceiptAdminRoutes(admin, ctx);
   registerOpenApiRoute(admin);
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);

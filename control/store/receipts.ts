@@ -138,13 +138,19 @@ export class ReceiptsTable {
     return this.backfillTx.immediate() as number;
   }
 
-  /** Replace the signing key: a new file in the data dir, the new public key published. */
-  rotate(now: number): { kid: string; previous_kid: string } {
-    const previous = this.signerNow.kid;
+  /**
+   * Replace the signing key. The new key is written to the data dir first; `publish` must
+   * commit its public half (it is given the function that inserts it, to run in the caller's
+   * audited transaction); only then does the new key sign. If the commit fails, the running
+   * process keeps signing with the old, published key, and the next start publishes the
+   * file's key before it signs anything.
+   */
+  rotate(now: number, publish: (rotation: { kid: string; previous_kid: string }, insert: () => void) => void): { kid: string; previous_kid: string } {
     const next = this.rotateKey();
-    this.addKeyStmt.run(next.kid, next.x, now);
+    const rotation = { kid: next.kid, previous_kid: this.signerNow.kid };
+    publish(rotation, () => this.addKeyStmt.run(next.kid, next.x, now));
     this.signerNow = next;
-    return { kid: next.kid, previous_kid: previous };
+    return rotation;
   }
 
   /** Receipts for the batches after the newest receipt, up to batch `upTo`; the new head. */

@@ -1,0 +1,157 @@
+/**
+ * `svcctl receipts verify [--indexer URL] [--jwks FILE]`: walk the whole receipt chain from
+ * the indexer's public reads only (no database, no admin token once the indexer is named):
+ * every receipt signed by a key of the JWKS (`--jwks` pins one; else the published
+ * `/api/receipts/keys`), every `prev` the hash of the receipt before, batch numbers 1, 2, 3 …
+ * without gaps, and the sums of `refunds` and `premiums` over the indexer's `settled_batches`
+ * equal to its `total_refunds` and `total_premiums`. Exit 0, or 1 naming the first bad batch.
+ *
+ * Without `--indexer`, the indexer's URL comes from control's admin status (as for `svcctl
+ * stats`); the admin token is never sent to the indexer. A 429 from the indexer is waited
+ * out (`Retry-After`) and retried.
+ */
+import { readFileSync } from 'node:fs';
+import type { StatusView } from '../../../protocol/admin';
+import type { StatsAnswer } from '../../../protocol/indexer';
+import type { ReceiptsPage } from '../../../protocol/receipts';
+import { ChainVerifier, ReceiptKeyring, type ChainProblem } from '../../../protocol/receipts-verify';
+import type { Deps } from '../../deps';
+import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
+import { formatUnits } from '../../money';
+
+/** Receipts asked for per page (the indexer's maximum). @default 1000 */
+export const VERIFY_PAGE = 1_000;
+/** Milliseconds to wait for one indexer answer. @default 10000 */
+export const VERIFY_TIMEOUT_MS = 10_000;
+/** How often a 429 is waited out before giving up. @default 10 */
+export const VERIFY_RATE_LIMIT_RETRIES = 10;
+
+export interface VerifyOptions {
+  indexer?: string;
+  jwks?: string;
+  json?: boolean;
+}
+
+export interface VerifyResult {
+  ok: boolean;
+  indexer: string;
+  /** Receipts checked (the indexer's settled batches, when the chain is whole). */
+  receipts: number;
+  /** Keys the JWKS offered that verify receipts, and where they came from. */
+  keys: number;
+  jwks: 'published' | 'pinned';
+  refunds: number;
+  premiums: number;
+  first_bad_batch: number | null;
+  reason: string | null;
+  /** Keys of the JWKS that were left out, and why. */
+  key_problems: string[];
+}
+
+type FetchLike = typeof fetch;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function getJson<T>(url: string, fetchImpl: FetchLike): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetchImpl(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS) });
+    } catch (err) {
+      const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${VERIFY_TIMEOUT_MS} ms` : 'connection failed';
+      throw new CliError(`indexer not reachable at ${url} (${reason})`);
+    }
+    const text = await res.text();
+    if (res.status === 429 && attempt < VERIFY_RATE_LIMIT_RETRIES) {
+      const wait = Number(res.headers.get('retry-after'));
+      await sleep(1000 * (Number.isFinite(wait) && wait > 0 ? Math.min(wait, 60) : 1));
+      continue;
+    }
+    if (!res.ok) throw new CliError(`indexer answered ${res.status} ${res.statusText} for ${url}`);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(`indexer answered ${url} with a body that is not JSON`);
+    }
+  }
+}
+
+function readJwks(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--jwks ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UsageError(`--jwks ${file}: not JSON`);
+  }
+}
+
+/** Walk the chain; the first problem ends the walk. */
+export async function verifyReceipts(indexer: string, jwks: unknown, fetchImpl: FetchLike): Promise<{ keyring: ReceiptKeyring; chain: ChainVerifier; problem: ChainProblem | null }> {
+  const keyring = new ReceiptKeyring(jwks);
+  const chain = new ChainVerifier(keyring);
+  if (keyring.size === 0) return { keyring, chain, problem: { batch: null, reason: `the JWKS holds no usable Ed25519 key${keyring.problems.length > 0 ? ` (${keyring.problems[0]})` : ''}` } };
+  // Totals first: receipts are only ever appended, so the chain read afterwards covers them.
+  const stats = await getJson<StatsAnswer>(`${indexer}/api/stats`, fetchImpl);
+  let after = 0;
+  let problem: ChainProblem | null = null;
+  while (problem === null && chain.count < stats.settled_batches) {
+    const limit = Math.min(VERIFY_PAGE, stats.settled_batches - chain.count);
+    const page = await getJson<ReceiptsPage>(`${indexer}/api/receipts?after=${after}&limit=${limit}`, fetchImpl);
+    for (const receipt of page.receipts) {
+      if (chain.count >= stats.settled_batches) break;
+      problem = chain.push(receipt);
+      if (problem !== null) break;
+    }
+    const last = page.receipts[page.receipts.length - 1];
+    if (page.next_after === null || last === undefined) break;
+    after = page.next_after;
+  }
+  problem ??= chain.checkTotals({ batches: stats.settled_batches, refunds: stats.total_refunds, premiums: stats.total_premiums });
+  return { keyring, chain, problem };
+}
+
+export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike = fetch): Promise<number> {
+  let indexer = opts.indexer;
+  if (indexer === undefined) {
+    const status = await deps.client.get<StatusView>('/_admin/v1/status');
+    if (!status.urls.indexer) throw new CliError('control reports no indexer URL; pass --indexer');
+    indexer = status.urls.indexer;
+  } else if (!/^https?:\/\/[^\s/]+/.test(indexer)) {
+    throw new UsageError(`--indexer ${indexer}: not an http(s) URL`);
+  }
+  indexer = indexer.replace(/\/+$/, '');
+  const jwks = opts.jwks !== undefined ? readJwks(opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
+  const { keyring, chain, problem } = await verifyReceipts(indexer, jwks, fetchImpl);
+
+  const result: VerifyResult = {
+    ok: problem === null,
+    indexer,
+    receipts: chain.count,
+    keys: keyring.size,
+    jwks: opts.jwks !== undefined ? 'pinned' : 'published',
+    refunds: chain.refunds,
+    premiums: chain.premiums,
+    first_bad_batch: problem?.batch ?? null,
+    reason: problem?.reason ?? null,
+    key_problems: keyring.problems,
+  };
+  if (opts.json) deps.out.json(result);
+  else {
+    for (const p of keyring.problems) deps.out.error(`svcctl: warning: JWKS ${p}`);
+    if (problem === null) {
+      const span = chain.count === 0 ? 'no receipts yet' : `${chain.count} receipts (batches 1–${chain.count})`;
+      deps.out.line(
+        `Receipts OK: ${span}, each signed by a ${result.jwks} key and chained to the one before; refunds ${formatUnits(chain.refunds)} and premiums ${formatUnits(chain.premiums)} equal the indexer's totals.`,
+      );
+    }
+  }
+  if (problem !== null) {
+    deps.out.error(`svcctl: receipts verify failed: ${problem.reason}`);
+    return EXIT_FAILURE;
+  }
+  return EXIT_OK;
+}

@@ -1,0 +1,269 @@
+/**
+ * Receipts at the store level (control/store/receipts.ts): one signed receipt per batch, in
+ * the batch's own transaction (a receipt that cannot be written stops the batch with it);
+ * every call's proof verifies; batches settled before receipts (migration 9 on an old
+ * database, or a store opened without them) get theirs on the next open, in batch order,
+ * signed by the current key, once; key rotation keeps old receipts verifying; the key file
+ * is 0600 and a bad one stops the store without echoing it.
+ */
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import Database from 'better-sqlite3';
+import { Settler } from '../../control/settler/settler';
+import { Store, type StoreOptions } from '../../control/store';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
+import { silentLogger } from '../../protocol/log';
+import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
+import { ChainVerifier, ReceiptKeyring, jwkThumbprint, verifyCallProof, type ReceiptFields } from '../../protocol/receipts-verify';
+import { outcome, saveEndpoint } from '../fixtures/settlement';
+
+const T0 = Date.UTC(2030, 0, 1, 12);
+const KINDS: Outcome[] = ['ok', 'ok', 'server_error', 'latency_breach', 'network_error', 'schema_mismatch', 'client_error', 'caller_error', 'ok'];
+
+function records(n: number, from = 0): OutcomeRecord[] {
+  return Array.from({ length: n }, (_, j) => {
+    const i = j + from;
+    return outcome({ endpoint_id: i % 3 === 0 ? 'b' : 'a', outcome: KINDS[i % KINDS.length]!, key_id: i % 11 === 0 ? null : `key_${i % 4}`, started: T0 + i });
+  });
+}
+
+function open(path: string, options: StoreOptions = {}): Store {
+  return Store.open(path, options);
+}
+
+function seed(store: Store, pool = 1_000_000_000): void {
+  saveEndpoint(store, 'a', { price: 2000, premium: 150, treasury_fee_bps: 500 });
+  saveEndpoint(store, 'b', { price: 1000, premium: 0, refund_cap_per_hour: 5000 });
+  store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(pool, T0, 'test', null));
+}
+
+async function settle(store: Store, cap = 40): Promise<number> {
+  const settler = new Settler({ store, log: silentLogger, now: () => T0 + 10_000_000, cadenceMs: 3_600_000, batchCap: cap });
+  return (await settler.runOnce()).batches.length;
+}
+
+const all = (store: Store): ReceiptFields[] => store.receipts.page(0, 1_000_000);
+
+function chainProblem(store: Store): string | null {
+  const chain = new ChainVerifier(new ReceiptKeyring(store.receipts.jwks()));
+  for (const r of all(store)) {
+    const p = chain.push(r);
+    if (p !== null) return p.reason;
+  }
+  const totals = store.ledger.totals();
+  return chain.checkTotals({ batches: totals.settled_batches, refunds: totals.total_refunds, premiums: totals.total_premiums })?.reason ?? null;
+}
+
+t.test('each batch commits with its signed receipt; every call has a verifying proof', async (t) => {
+  const store = open(join(t.testdir(), 'control.db'));
+  t.teardown(() => store.close());
+  seed(store, 20_000); // small pool: some refunds are clamped
+  const recs = records(300);
+  store.outcomes.ingest(recs, T0);
+  const made = await settle(store);
+  t.ok(made > 4, `${made} batches`);
+  t.equal(store.receipts.count(), made, 'one receipt per batch');
+  t.same(all(store).map((r) => r.batch), Array.from({ length: made }, (_, i) => i + 1), 'batches 1..n in order');
+  t.equal(chainProblem(store), null, 'the chain verifies and sums to the ledger totals');
+
+  const jwks = store.receipts.jwks();
+  let clamped = 0;
+  let bad = 0;
+  for (const r of recs) {
+    const found = store.receipts.proof(r.call_id);
+    if (found.state !== 'settled') {
+      bad++;
+      continue;
+    }
+    if (found.proof.leaf.clamp !== null) clamped++;
+    const v = verifyCallProof(found.proof, jwks, r.call_id);
+    if (!v.ok || v.outcome !== r.outcome) bad++;
+  }
+  t.equal(bad, 0, 'every call proves its own settled leaf');
+  t.ok(clamped > 0, `clamped calls carry their clamp in the leaf (${clamped})`);
+  t.same(store.receipts.proof('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'), { state: 'unknown' });
+  const late = records(1, 5000)[0]!;
+  store.outcomes.ingest([late], T0);
+  t.same(store.receipts.proof(late.call_id), { state: 'unsettled' });
+  t.equal(store.ledger.verify().violation, null, 'ledger verify, receipt checks included');
+});
+
+t.test('a receipt that cannot be written takes its batch with it', async (t) => {
+  const store = open(join(t.testdir(), 'control.db'));
+  t.teardown(() => store.close());
+  seed(store);
+  store.outcomes.ingest(records(50), T0);
+  store.db.exec(`CREATE TRIGGER no_receipts BEFORE INSERT ON receipts BEGIN SELECT RAISE(ABORT, 'receipt refused'); END`);
+  await t.rejects(settle(store), /receipt refused/);
+  const count = (sql: string) => store.db.prepare(sql).pluck().get() as number;
+  t.equal(count(`SELECT count(*) FROM settlement_batches`), 0, 'no batch');
+  t.equal(count(`SELECT count(*) FROM outcomes WHERE settled_batch IS NOT NULL`), 0, 'no call marked settled');
+  t.equal(count(`SELECT count(*) FROM ledger_transfers WHERE kind <> 'fund'`), 0, 'no ledger entry');
+  store.db.exec(`DROP TRIGGER no_receipts`);
+  const made = await settle(store);
+  t.equal(store.receipts.count(), made);
+  t.equal(chainProblem(store), null);
+});
+
+t.test('batches settled without receipts get them on the next open, once, in batch order', async (t) => {
+  const dir = t.testdir();
+  const path = join(dir, 'control.db');
+  const plain = open(path, { receipts: false });
+  seed(plain);
+  plain.outcomes.ingest(records(200), T0);
+  const made = await settle(plain);
+  t.equal(plain.receipts.count(), 0, 'none while receipts are off');
+  plain.close();
+
+  const first = open(path);
+  t.equal(first.receipts.count(), made, 'every batch signed on open');
+  t.equal(chainProblem(first), null);
+  t.equal(first.ledger.verify().violation, null);
+  const signed = all(first);
+  first.close();
+
+  const again = open(path);
+  t.same(all(again), signed, 'a second open changes nothing');
+  again.outcomes.ingest(records(60, 200), T0);
+  const more = await settle(again);
+  t.equal(again.receipts.count(), made + more, 'settlement continues the chain');
+  t.equal(chainProblem(again), null);
+  again.close();
+});
+
+t.test('migration 9 on a database settled before receipts: signed by the first key, in batch order', async (t) => {
+  const dir = t.testdir();
+  const path = join(dir, 'control.db');
+  const old = open(path, { receipts: false });
+  seed(old);
+  old.outcomes.ingest(records(150), T0);
+  const made = await settle(old);
+  old.close();
+  // Back to what a schema-8 build left: no receipt tables, the old batch index.
+  const db = new Database(path);
+  db.exec(`DROP TABLE receipts; DROP TABLE receipt_keys; DROP INDEX outcomes_by_batch;
+           CREATE INDEX outcomes_by_batch ON outcomes (settled_batch) WHERE settled_batch IS NOT NULL;
+           PRAGMA user_version = 8;`);
+  db.close();
+
+  const migrated = open(path);
+  t.teardown(() => migrated.close());
+  t.equal(migrated.schemaVersion(), 9);
+  t.equal(migrated.receipts.count(), made);
+  const kid = jwkThumbprint(createPublicKey(createPrivateKey(readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8'))).export({ format: 'jwk' }).x!);
+  t.same([...new Set(all(migrated).map((r) => r.kid))], [kid], "every backfilled receipt carries the data dir key's kid");
+  t.equal(chainProblem(migrated), null);
+  t.equal(migrated.ledger.verify().violation, null);
+});
+
+t.test('rotation: new receipts carry the new kid, old ones keep verifying, the file holds only the new key', async (t) => {
+  const dir = t.testdir();
+  const store = open(join(dir, 'control.db'));
+  t.teardown(() => store.close());
+  seed(store);
+  const recs = records(120);
+  store.outcomes.ingest(recs, T0);
+  const before = await settle(store);
+  const oldKid = store.receipts.kid;
+  const pemBefore = readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8');
+
+  let audited = false;
+  const rotation = store.receipts.rotate(T0, (r, insert) => {
+    t.equal(r.previous_kid, oldKid);
+    audited = true;
+    insert();
+  });
+  t.ok(audited, 'the public key is published through the caller');
+  t.not(rotation.kid, oldKid);
+  t.same(store.receipts.jwks().keys.map((k) => k.kid), [rotation.kid, oldKid], 'both published, the current first');
+  const pemAfter = readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8');
+  t.not(pemAfter, pemBefore, 'the old private key is gone from the file');
+  t.equal(jwkThumbprint(createPublicKey(createPrivateKey(pemAfter)).export({ format: 'jwk' }).x!), rotation.kid);
+  t.equal(statSync(join(dir, RECEIPT_KEY_FILE)).mode & 0o777, 0o600);
+
+  const later = records(60, 1000);
+  store.outcomes.ingest(later, T0);
+  const after = await settle(store);
+  const receipts = all(store);
+  t.same(receipts.slice(0, before).map((r) => r.kid), Array(before).fill(oldKid));
+  t.same(receipts.slice(before).map((r) => r.kid), Array(after).fill(rotation.kid));
+  t.equal(chainProblem(store), null, 'one chain across the rotation');
+  const jwks = store.receipts.jwks();
+  for (const r of [recs[0]!, later[0]!]) {
+    const found = store.receipts.proof(r.call_id);
+    t.equal(found.state === 'settled' && verifyCallProof(found.proof, jwks, r.call_id).ok, true, `proof of ${r.call_id}`);
+  }
+
+  // A publication that fails leaves the old key signing.
+  const failed = (() => {
+    try {
+      store.receipts.rotate(T0, () => {
+        throw new Error('audit failed');
+      });
+      return null;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  })();
+  t.equal(failed, 'audit failed');
+  t.equal(store.receipts.kid, rotation.kid, 'still the published key');
+});
+
+t.test('the key file: 0600, reused across opens, a bad one stops the store without echoing it', async (t) => {
+  const dir = t.testdir();
+  const path = join(dir, 'control.db');
+  const first = open(path);
+  const kid = first.receipts.kid;
+  first.close();
+  t.equal(statSync(join(dir, RECEIPT_KEY_FILE)).mode & 0o777, 0o600);
+  const second = open(path);
+  t.equal(second.receipts.kid, kid, 'the same key after a restart');
+  second.close();
+
+  writeFileSync(join(dir, RECEIPT_KEY_FILE), 'not a key: secret-looking-bytes\n', { mode: 0o644 });
+  let message = '';
+  try {
+    open(path).close();
+  } catch (err) {
+    message = (err as Error).message;
+  }
+  t.match(message, /does not hold a PEM private key/);
+  t.notMatch(message, /secret-looking-bytes/, 'the content is not echoed');
+});
+
+t.test('SIGKILL during the backfill on open: all receipts or none, then all', async (t) => {
+  const dir = t.testdir();
+  const path = join(dir, 'control.db');
+  const plain = open(path, { receipts: false });
+  seed(plain);
+  for (let i = 0; i < 120_000; i += 5000) plain.outcomes.ingest(records(5000, i), T0);
+  const made = await settle(plain, 200);
+  plain.close();
+  const copy = join(dir, 'copy.db');
+  copyFileSync(path, copy);
+
+  const storeModule = resolve(__dirname, '..', '..', 'dist', 'control', 'store', 'index.js');
+  const child = spawn(process.execPath, ['-e', `require(${JSON.stringify(storeModule)}).Store.open(${JSON.stringify(copy)}); process.stdout.write('opened')`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise((r) => setTimeout(r, 250));
+  child.kill('SIGKILL');
+  await new Promise((r) => child.on('exit', r));
+
+  const reader = new Database(copy, { readonly: true });
+  const receiptsAfterKill = (reader.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'receipts'`).pluck().get() as number) === 0
+    ? 0
+    : (reader.prepare(`SELECT count(*) FROM receipts`).pluck().get() as number);
+  reader.close();
+  t.ok(receiptsAfterKill === 0 || receiptsAfterKill === made, `after the kill: ${receiptsAfterKill} of ${made} (killed ${out === 'opened' ? 'after' : 'before'} the open finished)`);
+
+  const reopened = open(copy);
+  t.teardown(() => reopened.close());
+  t.equal(reopened.receipts.count(), made, 'the next open signs every batch');
+  t.equal(chainProblem(reopened), null);
+});
