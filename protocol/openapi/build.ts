@@ -51,6 +51,8 @@ export interface Answer {
   headers?: readonly HeaderName[];
   /** Headers that are always present on this answer (the others may be). */
   requiredHeaders?: readonly HeaderName[];
+  /** Name under which operations share this answer (with the error answers of its status) in `components.responses`. */
+  shared?: string;
 }
 
 export interface Parameter {
@@ -168,6 +170,7 @@ export class DocumentBuilder {
   private readonly registry = z.registry<{ id: string }>();
   private readonly names = new Map<z.ZodType, string>();
   private readonly responses: Record<string, JsonObject> = {};
+  private readonly problemSchemas: Record<string, JsonObject> = {};
   private readonly usedHeaders = new Set<HeaderName>();
 
   /** `$ref` to the component `name` (registering it on first use). */
@@ -218,10 +221,12 @@ export class DocumentBuilder {
       const always = [...new Set(codes.flatMap((c) => ERROR_HEADERS[c] ?? []))];
       const description = codes.map((c) => `\`${c}\`: ${ERRORS[c].when}`).join(' · ');
       const headers = this.headers(extraHeaders.filter((h) => !always.includes(h)), always);
+      const schemaName = `Problem.${[...codes].sort().join('.')}`;
+      this.problemSchemas[schemaName] ??= strip(z.toJSONSchema(problemSchema(status, codes), { io: 'output' }) as JsonObject);
       this.responses[name] = {
         description,
         ...(headers ? { headers } : {}),
-        content: { [PROBLEM_CONTENT_TYPE]: { schema: strip(z.toJSONSchema(problemSchema(status, codes), { io: 'output' }) as JsonObject) } },
+        content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: `#/components/schemas/${schemaName}` } } },
       };
     }
     return { $ref: `#/components/responses/${name}` };
@@ -254,14 +259,23 @@ export class DocumentBuilder {
       // The same status is also an ordinary answer (e.g. a form shown again with 400): one
       // response with both bodies, told apart by their content types.
       // A header only one of the two bodies always has is optional for the response as a whole.
-      const p = this.responses[(problem.$ref as string).split('/').pop()!]!;
+      const problemName = (problem.$ref as string).split('/').pop()!;
+      const p = this.responses[problemName]!;
       const names = [...Object.keys((p.headers as JsonObject | undefined) ?? {}), ...Object.keys((answer.headers as JsonObject | undefined) ?? {})];
       const headers = this.headers(names as HeaderName[]);
-      responses[String(status)] = {
+      const merged = {
         description: `${answer.description as string}; or problem+json: ${p.description as string}`,
         ...(headers ? { headers } : {}),
         content: { ...(answer.content as JsonObject | undefined), ...(p.content as JsonObject) },
       };
+      const shared = op.answers.find((a) => a.status === status)?.shared;
+      if (shared === undefined) {
+        responses[String(status)] = merged;
+      } else {
+        const name = `${problemName}-or-${shared}`;
+        this.responses[name] ??= merged;
+        responses[String(status)] = { $ref: `#/components/responses/${name}` };
+      }
     }
 
     const sortedResponses = Object.fromEntries(Object.keys(responses).sort().map((k) => [k, responses[k]]));
@@ -315,7 +329,9 @@ export class DocumentBuilder {
     const { schemas } = z.toJSONSchema(this.registry, { io: 'output', uri: (id) => `#/components/schemas/${id}` }) as {
       schemas: Record<string, JsonObject>;
     };
-    return Object.fromEntries(Object.keys(schemas).sort().map((k) => [k, strip(schemas[k]!)]));
+    const all: Record<string, JsonObject> = { ...this.problemSchemas };
+    for (const [k, v] of Object.entries(schemas)) all[k] = strip(v);
+    return Object.fromEntries(Object.keys(all).sort().map((k) => [k, all[k]!]));
   }
 
   build(spec: DocumentSpec): JsonObject {

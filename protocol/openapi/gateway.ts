@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ENDPOINT_ID_PATTERN } from '../admin';
-import type { ErrorCode } from '../errors';
+import { ERRORS, type ErrorCode } from '../errors';
 import { GatewayHealthDetail, PublicHealth } from '../gateway';
 import { buildDocument, type Answer, type HeaderName, type JsonObject, type Method, type Operation } from './build';
 import { EDGE_ERRORS, pathParam } from './common';
@@ -38,11 +38,21 @@ const UPSTREAM_PATH = pathParam(
 /** `/health` answers one of the two shapes: the bare one without credentials, the detail with the metrics token. */
 const GatewayHealth = z.union([PublicHealth, GatewayHealthDetail]);
 
+/** An upstream answer with one of the statuses the gateway also uses passes through all the same. */
+const PASSED_THROUGH: readonly Answer[] = [...new Set(CALL_ERRORS.map((c) => ERRORS[c].status))].map((status) => ({
+  status,
+  description: `The upstream's own ${status} answer, passed through with the gateway's headers`,
+  content: { type: '*/*' },
+  headers: [...CALL_HEADERS, 'RateLimit', 'RateLimit-Policy', 'X-Svc-Settlement-Pending'],
+  shared: `upstream-${status}`,
+}));
+
 const CALL_ANSWERS: readonly Answer[] = [
+  ...PASSED_THROUGH,
   {
     status: 'default',
     description:
-      "The upstream's answer, passed through (its `Set-Cookie`, `Server`, `X-Powered-By`, `RateLimit*` and hop-by-hop headers removed), with the gateway's `X-Svc-*` headers and the caller's limit. An answer with one of the statuses below is the gateway's own when it is `application/problem+json`.",
+      "The upstream's answer, passed through (its `Set-Cookie`, `Server`, `X-Powered-By`, `RateLimit*` and hop-by-hop headers removed), with the gateway's `X-Svc-*` headers and the caller's limit. An answer with one of the gateway's own error statuses is the gateway's when it is `application/problem+json`, else the upstream's.",
     content: { type: '*/*' },
     headers: ['RateLimit', 'RateLimit-Policy', 'X-Svc-Settlement-Pending'],
     requiredHeaders: CALL_HEADERS,

@@ -66,10 +66,11 @@ t.test('every error answer is problem+json whose code enum comes from the catalo
           continue;
         }
         if (!problem) continue;
-        const codes: string[] = problem.schema.properties.code.enum;
+        const schema = resolveRef(doc, problem.schema as Json);
+        const codes: string[] = schema.properties.code.enum;
         t.ok(codes.length > 0 && codes.every((c) => (ERROR_CODES as readonly string[]).includes(c)), `${name}: ${method.toUpperCase()} ${path} ${status}: codes from the catalogue`);
         t.ok(codes.every((c) => String(ERRORS[c as keyof typeof ERRORS].status) === status), `${name}: ${method.toUpperCase()} ${path} ${status}: each code has that status`);
-        t.same(problem.schema.required, ['type', 'title', 'status', 'detail', 'code'], 'RFC 9457 members and code are required');
+        t.same(schema.required, ['type', 'title', 'status', 'detail', 'code'], 'RFC 9457 members and code are required');
         for (const c of codes) documented.add(c);
         if (codes.includes('svc_rate_limited')) {
           for (const h of ['Retry-After', 'RateLimit', 'RateLimit-Policy']) {
