@@ -15,10 +15,13 @@ import { withRetries, type AttemptResult } from './attempts';
 import { systemClock, type Clock } from './clock';
 import { SvcError, parseProblem, type Problem } from './errors';
 import { EtagMemory } from './etag-memory';
+import { verifyCallProof, type RefundVerdict } from './generated/receipts-verify';
 import type {
   ActivityPage,
+  CallProof,
   ProvidersAnswer,
   PublicChangelogAnswer,
+  ReceiptJwks,
   StatsAnswer,
   StatusAnswer,
 } from './generated/wire';
@@ -31,7 +34,7 @@ export interface SvcClientOptions {
   gatewayUrl?: string;
   /** The public read API ({api_url}), e.g. `http://127.0.0.1:7071`. Needed by `providers()`, `status()`, `changelog()`. */
   apiUrl?: string;
-  /** The indexer ({indexer_url}), e.g. `http://127.0.0.1:7072`. Needed by `stats()`, `activity()`. */
+  /** The indexer ({indexer_url}), e.g. `http://127.0.0.1:7072`. Needed by `stats()`, `activity()`, `verifyRefund()`. */
   indexerUrl?: string;
   /** A beta key (`svc_beta_…`), sent to the gateway only. Optional while the beta gate is off. */
   key?: string;
@@ -76,6 +79,14 @@ export interface ReadOptions {
   signal?: AbortSignal;
   /** Deadline for the read, retries included. */
   timeoutMs?: number;
+}
+
+export interface VerifyRefundOptions extends ReadOptions {
+  /**
+   * Verify against these keys (a JWKS you saved earlier) instead of the indexer's published
+   * `/api/receipts/keys`: a pinned JWKS also catches a key the operator swapped in later.
+   */
+  jwks?: ReceiptJwks;
 }
 
 export interface ActivityOptions extends ReadOptions {
@@ -217,6 +228,25 @@ export class SvcClient {
         before = page.next_before;
       }
     })();
+  }
+
+  /**
+   * Check a call's refund yourself: fetch `GET {indexerUrl}/api/calls/<callId>/proof` and
+   * verify, with no access to control, that the call's leaf (its outcome, premium, refund and
+   * clamp, in RFC 8785 canonical JSON) climbs the RFC 9162 audit path to the root of its
+   * batch's receipt, in a tree of the receipt's size, and that the receipt is signed by a key
+   * of the JWKS (`options.jwks` when given, else the published `/api/receipts/keys`).
+   *
+   * Resolves `{ ok, refund, premium, outcome, batch, reasons }`: `ok` is true only when every
+   * check passed; `reasons` says what failed. Rejects with {@link SvcError} when the indexer
+   * answers a problem: `svc_not_settled` (409) until the call's batch is settled (ask again
+   * after the settler's next run), `svc_not_found` (404) for a call id it never recorded.
+   */
+  async verifyRefund(callId: string, options: VerifyRefundOptions = {}): Promise<RefundVerdict> {
+    if (typeof callId !== 'string' || callId.length === 0) throw new TypeError('callId must be the X-Svc-Call-Id of a call');
+    const proof = await this.read<CallProof>('indexerUrl', this.indexerUrl, `/api/calls/${encodeURIComponent(callId)}/proof`, options);
+    const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
+    return verifyCallProof(proof, jwks, callId);
   }
 
   // -------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
  * @see ../README.md
  */
 export { SvcClient } from './client';
-export type { SvcClientOptions, CallOptions, CallResult, ReadOptions, ActivityOptions } from './client';
+export type { SvcClientOptions, CallOptions, CallResult, ReadOptions, ActivityOptions, VerifyRefundOptions } from './client';
+export { verifyCallProof, ChainVerifier, ReceiptKeyring, leafCanonical, receiptHash, jwkThumbprint, GENESIS_PREV } from './generated/receipts-verify';
+export type { RefundVerdict, ChainProblem } from './generated/receipts-verify';
 export { SvcError, isSvcError } from './errors';
 export type { Problem } from './errors';
 export type { FetchLike, HeadersLike, SvcFields } from './http';
