@@ -143,7 +143,7 @@ export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike 
   else {
     for (const p of keyring.problems) deps.out.error(`svcctl: warning: JWKS ${p}`);
     if (problem === null) {
-      const span = chain.count === 0 ? 'no receipts yet' : `${chain.count} receipts (batches 1–${chain.count})`;
+      const span = chain.count === 0 ? 'no receipts yet' : chain.count === 1 ? '1 receipt (batch 1)' : `${chain.count} receipts (batches 1–${chain.count})`;
       deps.out.line(
         `Receipts OK: ${span}, each signed by a ${result.jwks} key and chained to the one before; refunds ${formatUnits(chain.refunds)} and premiums ${formatUnits(chain.premiums)} equal the indexer's totals.`,
       );
