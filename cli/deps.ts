@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, defaultControlUrl, loadConfig, type Config } from '../config/load';
+import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
 import { AdminClient } from './client';
 import { UsageError } from './exit-codes';
 import { processOutput, type Output } from './output';
@@ -23,7 +24,6 @@ export interface Deps {
 }
 
 const ADMIN_TOKEN_FILE = 'admin.token';
-const RUNTIME_FILE = 'control.json';
 
 /**
  * Settings whose svcctl flag differs from the name derived from the setting (`controlUrl`
@@ -72,16 +72,8 @@ function readTrimmed(path: string): string | null {
  */
 export function resolveControlUrl(config: Readonly<Config>): string {
   if (config.controlUrl !== undefined) return config.controlUrl;
-  const runtime = readTrimmed(join(resolve(config.dataDir), RUNTIME_FILE));
-  if (runtime !== null) {
-    try {
-      const url = (JSON.parse(runtime) as { urls?: { control?: unknown } }).urls?.control;
-      if (typeof url === 'string' && url !== '') return url;
-    } catch {
-      // A torn or foreign file: fall through to the configured port.
-    }
-  }
-  return defaultControlUrl(config);
+  // A missing, torn or foreign file falls through to the configured port.
+  return runtimeControlUrl(readTrimmed(join(resolve(config.dataDir), RUNTIME_FILE))) ?? defaultControlUrl(config);
 }
 
 /** The admin token from `SVC_ADMIN_TOKEN` (or config), else `<dataDir>/admin.token`. */

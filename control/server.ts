@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Config } from '../config/load';
 import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
+import { RUNTIME_FILE, type RuntimeInfo } from '../protocol/runtime';
 import { TokenAuth } from './admin/auth';
 import { registerChangelogRoutes } from './admin/changelog';
 import { registerEndpointRoutes } from './admin/endpoints';
@@ -33,9 +34,6 @@ import { Store } from './store';
 import { SyncHub } from './sync/hub';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
 import { limitsFromConfig, recordLimits } from './sync/snapshot';
-
-/** File in the data dir that tells `svcctl` where a running control listens. */
-export const RUNTIME_FILE = 'control.json';
 
 export interface ControlHandle {
   ctx: ControlContext;
@@ -139,7 +137,8 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
 
   // Atomically publish where this control listens, for `svcctl` with port 0 or a custom config.
   const tmp = `${runtimePath}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ pid: process.pid, urls: ctx.urls, started_at: new Date(ctx.startedAt).toISOString() }) + '\n', {
+  const runtime: RuntimeInfo = { pid: process.pid, urls: { ...ctx.urls }, started_at: new Date(ctx.startedAt).toISOString() };
+  writeFileSync(tmp, JSON.stringify(runtime) + '\n', {
     mode: 0o600,
   });
   renameSync(tmp, runtimePath);

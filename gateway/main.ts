@@ -14,6 +14,7 @@ import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import type { ErrorCode } from '../protocol/errors';
 import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
+import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
 import { createHandler } from './handler';
 import { InstanceLockedError, acquireInstanceLock } from './instance-lock';
 import { Journal } from './journal';
@@ -69,16 +70,7 @@ async function lock(dir: string, id: string): Promise<() => Promise<void>> {
 
 function controlUrlOf(config: Readonly<Config>, dataDir: string): string {
   if (config.controlUrl !== undefined) return config.controlUrl;
-  const runtime = readTrimmed(join(dataDir, 'control.json'));
-  if (runtime !== null) {
-    try {
-      const url = (JSON.parse(runtime) as { urls?: { control?: unknown } }).urls?.control;
-      if (typeof url === 'string') return url;
-    } catch {
-      // fall through
-    }
-  }
-  return defaultControlUrl(config);
+  return runtimeControlUrl(readTrimmed(join(dataDir, RUNTIME_FILE))) ?? defaultControlUrl(config);
 }
 
 export async function startGateway(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<GatewayHandle> {

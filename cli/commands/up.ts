@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { ReadyLine, type UpReady } from '../../protocol/runtime';
 import type { Output } from '../output';
 import { CliError, EXIT_FAILURE, EXIT_OK } from '../exit-codes';
 import { READY_ENV, READY_PREFIX, untilSignal } from './serve/lifecycle';
@@ -15,11 +16,7 @@ export const READY_TIMEOUT_MS = 60_000;
 /** Grace between SIGTERM and SIGKILL when stopping children. @default 10 s */
 export const STOP_GRACE_MS = 10_000;
 
-interface Ready {
-  role: string;
-  pid: number;
-  urls: Record<string, string>;
-}
+type Ready = ReadyLine;
 
 export interface UpOptions {
   /** Global options to pass on to each child (`--config`, `--data-dir`). */
@@ -41,7 +38,7 @@ function startRole(args: string[], echo: (line: string) => void): { child: Child
     lines.on('line', (line) => {
       if (line.startsWith(READY_PREFIX)) {
         clearTimeout(timer);
-        resolve(JSON.parse(line.slice(READY_PREFIX.length)) as Ready);
+        resolve(ReadyLine.parse(JSON.parse(line.slice(READY_PREFIX.length))));
       } else echo(line);
     });
     child.once('exit', (code, signal) => {
@@ -98,7 +95,7 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
   }
 
   const urls = Object.assign({}, ...ready.map((r) => r.urls)) as Record<string, string>;
-  if (opts.json) deps.out.json({ status: 'ready', urls, pids: Object.fromEntries(ready.map((r) => [r.role, r.pid])) });
+  if (opts.json) deps.out.json({ status: 'ready', urls, pids: Object.fromEntries(ready.map((r) => [r.role, r.pid])) } satisfies UpReady);
   else printBanner(urls, deps.out);
 
   const died = new Promise<string>((resolve) => {

@@ -2,6 +2,7 @@
  * Process lifecycle shared by the serve commands and `up`: a machine-readable ready line
  * for a supervising `svcctl up`, a human banner otherwise, and a clean stop on signals.
  */
+import type { ReadyLine, ServeReady } from '../../../protocol/runtime';
 import type { Output } from '../../output';
 
 /** Env var `svcctl up` sets on its children so they announce readiness as one JSON line. */
@@ -13,8 +14,8 @@ export const READY_PREFIX = 'svc-ready ';
  * `--json` (`{"status":"ready","role","pid","urls"}`, for scripts), else the human banner.
  */
 export function announceReady(out: Output, role: string, urls: Record<string, string>, banner: () => void, json = false): void {
-  if (process.env[READY_ENV] === '1') out.line(READY_PREFIX + JSON.stringify({ role, pid: process.pid, urls }));
-  else if (json) out.json({ status: 'ready', role, pid: process.pid, urls });
+  if (process.env[READY_ENV] === '1') out.line(READY_PREFIX + JSON.stringify({ role, pid: process.pid, urls } satisfies ReadyLine));
+  else if (json) out.json({ status: 'ready', role, pid: process.pid, urls } satisfies ServeReady);
   else banner();
 }
 
