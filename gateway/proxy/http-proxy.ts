@@ -23,10 +23,10 @@ import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeader
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import httpProxy from 'http-proxy';
-import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../config/defaults';
-import { sendProblem } from '../protocol/http';
-import type { CallerFailure, NetworkError } from './classify';
-import { clientResponseHeaders, headerListObject, type HeaderList } from './headers';
+import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
+import { sendProblem } from '../../protocol/http';
+import type { CallerFailure, NetworkError } from '../classify';
+import { clientResponseHeaders, headerListObject, type HeaderList } from '../headers';
 
 /** Upstream sockets per agent (http and https each). @default 256 */
 export const DEFAULT_MAX_SOCKETS = 256;
