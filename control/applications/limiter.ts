@@ -9,7 +9,11 @@
  *   corrected answers, while a client that sends nothing but garbage still is.
  *
  * An address over either count gets 429 `svc_rate_limited` with `Retry-After` before its
- * body is read. Kept in memory; a restart forgets it.
+ * body is read, and `RateLimit-Policy` / `RateLimit` naming the count it used up
+ * (`"applications"` or `"applications-invalid"`, IETF draft 11, as every other 429 has them).
+ * Kept in memory; a restart forgets it.
+ *
+ * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/
  */
 import { SvcError } from '../../protocol/errors';
 
@@ -48,9 +52,8 @@ export class SubmitLimiter {
   check(client: string): void {
     const now = this.now();
     const window = this.current(client, now);
-    if (window && (window.submit >= this.limits.submitCount || window.invalid >= this.limits.invalidCount)) {
-      throw this.refusal(window, now);
-    }
+    if (window && window.submit >= this.limits.submitCount) throw this.refusal(window, now, 'submit');
+    if (window && window.invalid >= this.limits.invalidCount) throw this.refusal(window, now, 'invalid');
   }
 
   /**
@@ -66,7 +69,7 @@ export class SubmitLimiter {
       this.windows.set(client, window);
     }
     const max = kind === 'submit' ? this.limits.submitCount : this.limits.invalidCount;
-    if (window[kind] >= max) throw this.refusal(window, now);
+    if (window[kind] >= max) throw this.refusal(window, now, kind);
     window[kind] += 1;
   }
 
@@ -75,10 +78,16 @@ export class SubmitLimiter {
     return window && now < window.start + this.limits.windowMs ? window : undefined;
   }
 
-  private refusal(window: Window, now: number): SvcError {
+  private refusal(window: Window, now: number, kind: SubmissionKind): SvcError {
     const retryAfter = Math.max(1, Math.ceil((window.start + this.limits.windowMs - now) / 1000));
+    const policy = kind === 'submit' ? '"applications"' : '"applications-invalid"';
+    const quota = kind === 'submit' ? this.limits.submitCount : this.limits.invalidCount;
     return new SvcError('svc_rate_limited', `too many applications from this address; retry after ${retryAfter} s`, {
-      headers: { 'retry-after': String(retryAfter) },
+      headers: {
+        'retry-after': String(retryAfter),
+        'ratelimit-policy': `${policy};q=${quota};w=${Math.round(this.limits.windowMs / 1000)}`,
+        ratelimit: `${policy};r=0;t=${retryAfter}`,
+      },
       extra: { retry_after_seconds: retryAfter },
     });
   }

@@ -103,7 +103,7 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
         sendHtml(res, 400, (nonce) => renderForm(nonce, { values, errors }));
       } else if (err.code === 'svc_rate_limited') {
         const notice = `Too many applications from your address. Please try again in ${Math.ceil(Number(err.headers['retry-after']) / 60)} minute(s).`;
-        sendHtml(res, 429, (nonce) => renderForm(nonce, { values, errors: {}, notice }), { 'retry-after': err.headers['retry-after']! });
+        sendHtml(res, 429, (nonce) => renderForm(nonce, { values, errors: {}, notice }), { ...err.headers });
       } else {
         sendHtml(res, err.status, (nonce) => renderProblem(nonce, 'Application not sent', err.message));
       }

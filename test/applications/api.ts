@@ -286,9 +286,12 @@ t.test('submissions are limited per address (429 svc_rate_limited + Retry-After)
   t.equal(limited.status, 429);
   t.equal(limited.body.code, 'svc_rate_limited');
   t.equal(limited.headers.get('retry-after'), '500', 'Retry-After counts down to the end of the window');
+  t.equal(limited.headers.get('ratelimit-policy'), '"applications";q=3;w=600', 'RateLimit-Policy names the submit limit');
+  t.equal(limited.headers.get('ratelimit'), '"applications";r=0;t=500', 'RateLimit: nothing left until the window ends');
   const form = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
   t.equal(form.status, 429, 'the form handler shares the limit');
   t.equal(form.headers.get('retry-after'), '500');
+  t.equal(form.headers.get('ratelimit-policy'), '"applications";q=3;w=600', 'the form answer carries the rate-limit headers too');
   t.match(form.text, /Too many applications/);
   t.match(form.text, /value="x"/, 'the refused form keeps what was typed');
   clock.advance(500_000);
@@ -330,6 +333,8 @@ t.test('invalid submissions count under their own, looser limit', async (t) => {
   t.equal(limited.status, 429, 'the sixth invalid submission: 429');
   t.equal(limited.body.code, 'svc_rate_limited');
   t.equal(limited.headers.get('retry-after'), '540', 'Retry-After counts down to the end of the window');
+  t.equal(limited.headers.get('ratelimit-policy'), '"applications-invalid";q=5;w=600', 'RateLimit-Policy names the invalid limit');
+  t.equal(limited.headers.get('ratelimit'), '"applications-invalid";r=0;t=540');
   t.equal((await submitJson(api, agentAnswers({ contact_name: 'Someone' }))).status, 429, 'an address past the invalid limit is refused until the window ends');
   const form = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
   t.equal(form.status, 429, 'the form handler shares the limit');

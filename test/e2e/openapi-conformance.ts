@@ -43,7 +43,7 @@ function streamHead(base: string, path: string, token: string, until: (lines: st
 t.test('every listener answers as its OpenAPI document says', async (t) => {
   const recorded = recordResponses();
   const extra: { base: string; res: Recorded }[] = [];
-  const stack = await startStack(t, { controlEnv: { ...GENEROUS_LIMITS, SVC_SETTLER_CADENCE_MS: '3600000' } });
+  const stack = await startStack(t, { controlEnv: { ...GENEROUS_LIMITS, SVC_SETTLER_CADENCE_MS: '3600000', SVC_APPLICATIONS_SUBMIT_LIMIT_COUNT: '3' } });
   const control = stack.control.url;
   const api = stack.control.urls.api!;
   const indexer = stack.control.urls.indexer!;
@@ -184,8 +184,11 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify({ applicant_type: 'ai_agent' }) }), 400, 'application invalid');
   const form = { 'user-agent': SDK_UA, 'content-type': 'application/x-www-form-urlencoded' };
   const formBody = new URLSearchParams(merchantAnswers() as Record<string, string>).toString();
-  expect(await request(api, '/apply', { headers: form, body: formBody }), 303, 'form submit');
   expect(await request(api, '/apply', { headers: form, body: 'applicant_type=ai_agent' }), 400, 'form invalid');
+  expect(await request(api, '/apply', { headers: form, body: formBody }), 303, 'form submit');
+  // Three stored submissions (the duplicate counts) use up this address's limit of 3.
+  expect(await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify(merchantAnswers({ contact_name: 'Fourth' })) }), 429, 'application over the limit');
+  expect(await request(api, '/apply', { headers: form, body: formBody }), 429, 'form over the limit');
   expect(await pub('/apply'), 200, 'form');
   expect(await pub(`/apply/thanks?id=${submitted.body.id}`), 200, 'thanks page');
   const added = await admin('POST', '/_admin/v1/applications', { application: merchantAnswers({ contact_name: 'Direct Contact' }) });
