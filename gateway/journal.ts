@@ -96,6 +96,8 @@ export class Journal {
   private syncing = false;
   private closed = false;
   private readonly state = { generation: 0, writing: false, again: false };
+  /** Resolvers of `idle()` calls waiting for the background ack-state write to finish. */
+  private idleWaiters: (() => void)[] = [];
   private readonly timer: NodeJS.Timeout | null;
   private readonly counters = { tornBytes: 0, corruptLines: 0, ackStateErrors: 0, rejected: 0 };
 
@@ -309,15 +311,28 @@ export class Journal {
     this.dirty = false;
   }
 
-  /** Write what is queued, fsync, store the ack cursor, close (once; later calls do nothing). The journal cannot be used afterwards. */
-  close(): void {
-    if (this.closed) return;
-    if (this.timer !== null) clearInterval(this.timer);
-    this.sync();
-    fs.closeSync(this.fd);
-    this.closed = true;
-    this.state.generation++; // a background ack write still running must not replace this one
-    writeAckStateSync(this.dir, this.ackState());
+  /**
+   * Write what is queued, fsync, store the ack cursor, close (once; later calls do nothing). The
+   * journal cannot be used afterwards. The cursor is stored before this returns; the promise
+   * resolves once a background ack-state write that was already running has finished too (it
+   * can no longer replace the cursor, but it creates and removes a temp file in the dir).
+   */
+  close(): Promise<void> {
+    if (!this.closed) {
+      if (this.timer !== null) clearInterval(this.timer);
+      this.sync();
+      fs.closeSync(this.fd);
+      this.closed = true;
+      this.state.generation++; // a background ack write still running must not replace this one
+      writeAckStateSync(this.dir, this.ackState());
+    }
+    return this.idle();
+  }
+
+  /** Resolves once no background ack-state write is running or queued. */
+  idle(): Promise<void> {
+    if (!this.state.writing) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** One write of whole lines; on failure nothing of it stays in the segment. */
@@ -483,6 +498,11 @@ export class Journal {
         if (this.state.again) {
           this.state.again = false;
           this.saveState();
+        }
+        if (!this.state.writing && this.idleWaiters.length > 0) {
+          const waiters = this.idleWaiters;
+          this.idleWaiters = [];
+          for (const resolve of waiters) resolve();
         }
       });
   }

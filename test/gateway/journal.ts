@@ -196,3 +196,26 @@ t.test('journal files are private to the gateway user', async (t) => {
     t.equal(fs.statSync(path.join(dir, name)).mode & 0o077, 0, `${name} is 0600`);
   }
 });
+
+t.test('close() resolves only after a background ack-state write already running has finished', async (t) => {
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir });
+  for (let i = 1; i <= 5; i++) journal.append(record(i));
+  journal.pending(5);
+  // The ack moves the cursor and starts the background write of acks.json (temp file, fsync, rename).
+  t.equal(journal.ack([record(1).call_id, record(2).call_id]), 2);
+  await journal.close();
+  // From here on nothing of the journal may touch its directory (a test removing it, or a
+  // shutdown, would race with a temp file being created and removed).
+  const events: string[] = [];
+  const watcher = fs.watch(dir, (_event, name) => events.push(String(name)));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  watcher.close();
+  t.same(events, [], 'no file created or removed after close() resolved');
+  t.same(fs.readdirSync(dir).filter((f) => f.includes('.tmp')), [], 'no temp file left');
+  await journal.idle();
+  t.pass('idle() on a closed journal resolves');
+  const reopened = Journal.open({ dir });
+  t.same(ids(reopened.pending(10)), [3, 4, 5], 'the cursor stored at close holds');
+  await reopened.close();
+});
