@@ -136,11 +136,13 @@ export class Store {
    */
   static open(path: string, options: StoreOptions = {}): Store {
     const db = openDatabase(path);
+    let store: Store | undefined;
     try {
-      const store = new Store(db, path, options);
+      store = new Store(db, path, options);
       if (store.receipts.enabled) store.receipts.backfill();
       return store;
     } catch (err) {
+      store?.receipts.close();
       db.close();
       throw err;
     }
@@ -214,6 +216,7 @@ export class Store {
   }
 
   close(): void {
+    this.receipts.close();
     if (this.db.open) this.db.close();
   }
 }

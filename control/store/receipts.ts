@@ -13,11 +13,12 @@
  *   column. A proof reads one batch's rows (at most `settler.batchCap`) and hashes them.
  */
 import type { Db } from './db';
-import { inclusionPath, leafHash, rootOf, toHex, type Hash32 } from '../../protocol/merkle';
+import { inclusionPath, leafHash, toHex } from '../../protocol/merkle';
 import type { CallProof, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
 import { GENESIS_PREV, RECEIPT_VERSION, leafCanonical, receiptHash, receiptSigningBytes, type UnsignedReceipt } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
 import type { ReceiptSigner } from '../receipts/signing-key';
+import { TreeHasher, type PendingRoot } from '../receipts/tree-hasher';
 
 /** What a receipt commits to about its batch. */
 export interface ReceiptBatch {
@@ -55,6 +56,8 @@ export interface ReceiptsOptions {
    * store opened later with receipts on signs whatever batches were left without one.
    */
   enabled?: boolean;
+  /** Computes batch roots (on a worker thread when it can). @default a new TreeHasher */
+  hasher?: TreeHasher;
 }
 
 const COLUMNS = 'batch, v, prev, root, tree_size, refunds, premiums, settled_at, kid, sig';
@@ -64,6 +67,7 @@ export class ReceiptsTable {
   private signerNow: ReceiptSigner;
   private readonly providerId: (endpointId: string) => string;
   private readonly rotateKey: () => ReceiptSigner;
+  private readonly hasher: TreeHasher;
   private readonly insertStmt;
   private readonly headStmt;
   private readonly getStmt;
@@ -82,6 +86,7 @@ export class ReceiptsTable {
     this.signerNow = opts.signer;
     this.providerId = opts.providerId;
     this.rotateKey = opts.rotateKey;
+    this.hasher = opts.hasher ?? new TreeHasher(this.enabled ? undefined : null);
     this.insertStmt = db.prepare(`INSERT INTO receipts (${COLUMNS}) VALUES (@batch, @v, @prev, @root, @tree_size, @refunds, @premiums, @settled_at, @kid, @sig)`);
     this.headStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts ORDER BY batch DESC LIMIT 1`);
     this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts WHERE batch = ?`);
@@ -114,20 +119,26 @@ export class ReceiptsTable {
   }
 
   /**
-   * The leaf hash of one settled call of `batch`. `settlement.ts` calls it for every call of
-   * a batch, in leaf order, with the amounts it writes on the call's row.
+   * The canonical leaf of one settled call of `batch`. `settlement.ts` makes one for every call
+   * of a batch, in leaf order, with the amounts it writes on the call's row.
    */
-  leafHash(batch: number, provider: string, call: LeafRow): Hash32 {
-    return leafHash(leafCanonical({ batch, call_id: call.call_id, provider, outcome: call.outcome, premium: call.premium, refund: call.refund, clamp: call.clamp }));
+  leaf(batch: number, provider: string, call: LeafRow): string {
+    return leafCanonical({ batch, call_id: call.call_id, provider, outcome: call.outcome, premium: call.premium, refund: call.refund, clamp: call.clamp });
+  }
+
+  /** Start computing the root of a batch's canonical leaves (on the hasher's thread). */
+  startRoot(leaves: readonly string[]): PendingRoot {
+    return this.hasher.start(leaves);
   }
 
   /**
-   * Sign and store the receipt of `batch`, whose leaves hash to `leafHashes` (in leaf order).
-   * Must run in the batch's transaction. Batches before it that have no receipt get theirs
-   * first, from their rows, so the chain never has a gap.
+   * Sign and store the receipt of `batch`, whose `treeSize` leaves have the root `root`. Must
+   * run in the batch's transaction. Batches before it that have no receipt get theirs first,
+   * from their rows, so the chain never has a gap.
    */
-  append(batch: ReceiptBatch, leafHashes: readonly Hash32[]): Receipt {
-    return this.sign(batch, leafHashes, this.fillAfterHead(batch.id - 1).head);
+  append(batch: ReceiptBatch, root: PendingRoot, treeSize: number): Receipt {
+    const { head } = this.fillAfterHead(batch.id - 1);
+    return this.sign(batch, root.hex(), treeSize, head);
   }
 
   /**
@@ -160,22 +171,22 @@ export class ReceiptsTable {
     for (const id of this.unreceiptedStmt.all(head?.batch ?? 0, upTo) as number[]) {
       const batch = this.batchStmt.get(id) as ReceiptBatch;
       const provider = this.providerId(batch.endpoint_id);
-      const hashes = (this.leavesStmt.all(id) as LeafRow[]).map((row) => this.leafHash(id, provider, row));
-      head = this.sign(batch, hashes, head);
+      const leaves = (this.leavesStmt.all(id) as LeafRow[]).map((row) => this.leaf(id, provider, row));
+      head = this.sign(batch, this.hasher.start(leaves).hex(), leaves.length, head);
       written++;
     }
     return { head, written };
   }
 
-  private sign(batch: ReceiptBatch, leafHashes: readonly Hash32[], head: Receipt | undefined): Receipt {
+  private sign(batch: ReceiptBatch, root: string, treeSize: number, head: Receipt | undefined): Receipt {
     if (head !== undefined && head.batch >= batch.id) throw new Error(`receipts: batch ${batch.id} is not after the newest receipt (${head.batch})`);
-    if (leafHashes.length === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
+    if (treeSize === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
     const unsigned: UnsignedReceipt = {
       v: RECEIPT_VERSION,
       batch: batch.id,
       prev: head === undefined ? GENESIS_PREV : receiptHash(head),
-      root: toHex(rootOf(leafHashes)),
-      tree_size: leafHashes.length,
+      root,
+      tree_size: treeSize,
       refunds: batch.refunds,
       premiums: batch.premiums,
       settled_at: new Date(batch.created_at).toISOString(),
@@ -184,6 +195,11 @@ export class ReceiptsTable {
     const receipt: Receipt = { ...unsigned, sig: this.signerNow.sign(receiptSigningBytes(unsigned)) };
     this.insertStmt.run(receipt);
     return receipt;
+  }
+
+  /** Stop the hasher's worker thread. */
+  close(): void {
+    this.hasher.close();
   }
 
   // -------------------------------------------------------------------------------------

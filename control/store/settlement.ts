@@ -20,7 +20,6 @@
 import type { Db } from './db';
 import { COVERED_FAILURES, type Outcome } from '../../protocol/outcome';
 import { keyAccount, type BatchView, type Clamp } from '../../protocol/settlement';
-import type { Hash32 } from '../../protocol/merkle';
 import type { LedgerTable } from './ledger';
 import type { ReceiptsTable } from './receipts';
 
@@ -263,6 +262,8 @@ export class SettlementTable {
     });
     const t = plan.totals;
     const batch = this.insertBatchStmt.get(endpointId, at, calls.length, t.premiums, plan.treasuryFees, t.refunds, t.refunds_owed, t.clamped_calls) as BatchRow;
+    // The receipt's root is computed (on the hasher's thread) while the rows are written.
+    const root = this.receipts.enabled ? this.receipts.startRoot(this.leaves(batch, calls, plan)) : null;
 
     for (const [callId, a] of plan.exceptions) {
       if (this.exceptionStmt.run(batch.id, a.premium, a.refund, a.refund_owed, a.clamp, callId).changes !== 1) {
@@ -298,14 +299,14 @@ export class SettlementTable {
       this.ledger.transfer({ ...base, kind: 'refund', postings: [{ account: 'pool', amount: -amount }, { account: keyAccount(keyId), amount }] });
     }
     for (const [hour, amount] of plan.refundsByHour) if (amount > 0) this.addHourStmt.run(endpointId, hour, amount);
-    if (this.receipts.enabled) this.receipts.append(batch, this.leafHashes(batch, calls, plan));
+    if (root !== null) this.receipts.append(batch, root, calls.length);
     return batchView(batch);
   }
 
-  /** The receipt leaf hashes of a batch's calls, in settlement order; their sums must be the batch's. */
-  private leafHashes(batch: BatchRow, calls: UnsettledCall[], plan: BatchPlan): Hash32[] {
+  /** The canonical receipt leaves of a batch's calls, in settlement order; their sums must be the batch's. */
+  private leaves(batch: BatchRow, calls: UnsettledCall[], plan: BatchPlan): string[] {
     const provider = this.receipts.provider(batch.endpoint_id);
-    const hashes: Hash32[] = new Array<Hash32>(calls.length);
+    const leaves: string[] = new Array<string>(calls.length);
     const checkExceptions = plan.exceptions.size > 0;
     let premiums = 0;
     let refunds = 0;
@@ -314,11 +315,11 @@ export class SettlementTable {
       const a = (checkExceptions ? plan.exceptions.get(call.call_id) : undefined) ?? standardAmounts(call, plan);
       premiums += a.premium;
       refunds += a.refund;
-      hashes[i] = this.receipts.leafHash(batch.id, provider, { call_id: call.call_id, outcome: call.outcome, premium: a.premium, refund: a.refund, clamp: a.clamp });
+      leaves[i] = this.receipts.leaf(batch.id, provider, { call_id: call.call_id, outcome: call.outcome, premium: a.premium, refund: a.refund, clamp: a.clamp });
     }
     if (premiums !== batch.premiums || refunds !== batch.refunds) {
       throw new Error(`settlement: batch ${batch.id}'s leaves sum to premiums ${premiums}, refunds ${refunds}; the batch says ${batch.premiums}, ${batch.refunds}`);
     }
-    return hashes;
+    return leaves;
   }
 }

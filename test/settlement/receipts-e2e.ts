@@ -16,7 +16,8 @@
  */
 import t from 'tap';
 import { createHash, createPublicKey, verify } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcClient, SvcError } from 'svc-monitor-sdk';
 import { verifyCallProof } from '../../protocol/receipts-verify';
@@ -148,6 +149,17 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
       t.same(independentlyVerify(p, jwks), [], `${c.outcome} call ${c.id}`);
       t.equal(p.receipt.root, proof.receipt.root);
     }
+  });
+
+  t.test("the README's ten-line check accepts it", async (t) => {
+    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Check your refund yourself'));
+    const code = /```js\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+    t.equal(code.trimEnd().split('\n').length, 10, 'ten lines');
+    const file = join(stack.dataDir, '..', 'check.mjs');
+    writeFileSync(file, code);
+    const out = execFileSync(process.execPath, [file, indexer, failed.id], { encoding: 'utf8' });
+    t.equal(out.trim(), `verified: server_error, refund 2150 in batch ${proof.leaf.batch}`);
   });
 
   t.test('2. the production verifier accepts it', async (t) => {
