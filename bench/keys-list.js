@@ -7,12 +7,19 @@
  * 1. fill: BENCH_KEYS keys (default 1,000,000; 1 % revoked, 1 % expired) straight into a fresh
  *    control database through the store, in one transaction.
  * 2. start `svcctl serve control` on it as its own process (pinned to CPU 0 with taskset when
- *    there are ≥ 2 CPUs; this process, the clients, on CPU 1).
+ *    there are ≥ 2 CPUs; this process, the clients, on CPU 1; BENCH_PIN=0 leaves both to the
+ *    scheduler, which is fairer on a machine other work shares).
  * 3. baseline: a gateway's sync ack (`POST /_sync/v1/ack`, one in flight, every
- *    BENCH_ACK_INTERVAL_MS) for BENCH_BASELINE_S seconds, with nothing else running.
+ *    BENCH_ACK_INTERVAL_MS, sent from a worker thread so the list client's JSON parsing never
+ *    delays it) for BENCH_BASELINE_S seconds, with nothing else running.
  * 4. the same acks while a client pages through every key the way `svcctl keys list` does
  *    (`GET /_admin/v1/keys?limit=1000&cursor=…` until `next_cursor` is null), then again with a
- *    sparse filter (`status=expired`, so most pages are bounded scans, not full pages).
+ *    sparse filter (`status=expired`, so most pages are bounded scans, not full pages). The
+ *    listing runs in bursts with short pauses; acks sent in the pauses are a reference taken
+ *    under the same machine load (the numbers swing with whatever else the machine runs).
+ *
+ * 5. in this process, the CPU time of one step of a page (what control runs between two
+ *    yields) over every step of the whole list, and of serialising one page.
  *
  * Reports the acks' p50/p99/max latency in each phase, and the list's time, pages and per-page
  * latency. Writes bench/results/keys-list.json. Timings only here, never in tests.
@@ -25,6 +32,7 @@ const readline = require('node:readline');
 const { spawn, execFileSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { performance } = require('node:perf_hooks');
+const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads');
 const { percentile, round } = require('./lib/stats');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -45,9 +53,12 @@ const params = {
   page: envInt('BENCH_PAGE', 1_000, 1),
   ack_interval_ms: envInt('BENCH_ACK_INTERVAL_MS', 5, 0),
   baseline_s: envInt('BENCH_BASELINE_S', 5, 1),
+  burst_ms: envInt('BENCH_LIST_BURST_MS', 2_000, 1),
+  pause_ms: envInt('BENCH_LIST_PAUSE_MS', 1_000, 0),
 };
 
 const pinning = (() => {
+  if (process.env.BENCH_PIN === '0') return false;
   try {
     execFileSync('taskset', ['-V'], { stdio: 'ignore' });
     return os.cpus().length >= 2;
@@ -164,34 +175,64 @@ function request(method, url, token, body) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Send acks one at a time until `stop()` says so; resolves with their latencies (ms). */
+/**
+ * Send acks one at a time from a worker thread (its own event loop, so parsing a big page in
+ * this thread never delays an ack's timing) until `stop()`; resolves with their latencies (ms).
+ */
 function ackLoop(control, syncToken, version) {
-  let running = true;
-  const latencies = [];
-  const done = (async () => {
-    while (running) {
-      const t0 = performance.now();
-      await request('POST', `${control}/_sync/v1/ack`, syncToken, { gateway_id: 'bench-gw', version, ok: true });
-      latencies.push(performance.now() - t0);
-      if (params.ack_interval_ms > 0) await sleep(params.ack_interval_ms);
-    }
-    return latencies;
-  })();
+  const worker = new Worker(path.join(__dirname, 'keys-list.js'), {
+    workerData: { ackWorker: true, url: `${control}/_sync/v1/ack`, token: syncToken, version, intervalMs: params.ack_interval_ms },
+  });
+  const done = new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
   return {
     stop: () => {
-      running = false;
+      worker.postMessage('stop');
       return done;
     },
   };
 }
 
-/** Page through the whole list like `svcctl keys list`; per-page latencies and totals. */
+/** The worker's side of {@link ackLoop}. */
+async function runAckWorker({ url, token, version, intervalMs }) {
+  let running = true;
+  parentPort.once('message', () => (running = false));
+  const latencies = [];
+  while (running) {
+    const t0 = performance.now();
+    await request('POST', url, token, { gateway_id: 'bench-gw', version, ok: true });
+    latencies.push([performance.timeOrigin + t0, performance.now() - t0]);
+    if (intervalMs > 0) await sleep(intervalMs);
+  }
+  parentPort.postMessage(latencies);
+  agent.destroy();
+}
+
+const wallNow = () => performance.timeOrigin + performance.now();
+
+/**
+ * Page through the whole list like `svcctl keys list`, in bursts of BENCH_LIST_BURST_MS with a
+ * pause of BENCH_LIST_PAUSE_MS after each: acks sent in the pauses are the quiet reference taken
+ * under the same machine load as the acks sent during the bursts. Returns per-page latencies,
+ * totals (`ms` is listing time without the pauses) and the bursts as wall-clock intervals.
+ */
 async function listAll(control, adminToken, query) {
   const pageMs = [];
+  const bursts = [];
   let keys = 0;
   let cursor = null;
-  const started = performance.now();
+  let listingMs = 0;
+  let burstStart = wallNow();
   do {
+    if (wallNow() - burstStart >= params.burst_ms) {
+      const end = wallNow();
+      bursts.push([burstStart, end]);
+      listingMs += end - burstStart;
+      await sleep(params.pause_ms);
+      burstStart = wallNow();
+    }
     const q = new URLSearchParams(query);
     q.set('limit', String(params.page));
     if (cursor !== null) q.set('cursor', cursor);
@@ -201,7 +242,21 @@ async function listAll(control, adminToken, query) {
     keys += page.keys.length;
     cursor = page.next_cursor;
   } while (cursor !== null);
-  return { keys, pages: pageMs.length, ms: performance.now() - started, pageMs };
+  const end = wallNow();
+  bursts.push([burstStart, end]);
+  listingMs += end - burstStart;
+  return { keys, pages: pageMs.length, ms: listingMs, pageMs, bursts };
+}
+
+/** Split acks (`[sent_at, latency]`) into those sent during a burst and those sent in a pause. */
+function splitAcks(acks, bursts) {
+  const during = [];
+  const between = [];
+  for (const [at, ms] of acks) {
+    if (at < bursts[0][0] || at > bursts[bursts.length - 1][1]) continue;
+    (bursts.some(([a, b]) => at >= a && at <= b) ? during : between).push(ms);
+  }
+  return { during, between };
 }
 
 /** utime + stime of a process (all threads), in ms; null off Linux. */
@@ -220,6 +275,37 @@ function cpuMs(pid) {
   } catch {
     return null;
   }
+}
+
+/**
+ * 5. The longest stretch control's event loop spends on a listing without yielding: one step
+ * of a page (read, secrets, views, as `listKeys` does it), timed as CPU time of this process so
+ * other work on the machine does not inflate it; and the final JSON serialisation of a page.
+ */
+function stepCost(dbPath) {
+  const { Store } = require(path.join(DIST, 'control', 'store', 'index.js'));
+  const { keyView } = require(path.join(DIST, 'control', 'store', 'keys.js'));
+  const { KEY_LIST_STEP } = require(path.join(DIST, 'control', 'admin', 'keys.js'));
+  const store = Store.open(dbPath);
+  const now = Date.now();
+  const cpu = [];
+  let after = null;
+  let views = [];
+  do {
+    const c0 = process.cpuUsage();
+    const page = store.keys.page({ limit: KEY_LIST_STEP, after, now });
+    const secrets = store.keys.liveSecretsOf(page.rows.map((r) => r.id), now);
+    const stepViews = page.rows.map((row) => keyView(row, secrets.get(row.id) ?? [], now));
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
+    if (views.length < params.page) views = views.concat(stepViews);
+    after = page.next;
+  } while (after !== null);
+  const c0 = process.cpuUsage();
+  for (let i = 0; i < 20; i++) JSON.stringify({ keys: views.slice(0, params.page), next_cursor: 'x' });
+  const c = process.cpuUsage(c0);
+  store.close();
+  return { step_keys: KEY_LIST_STEP, step_cpu_ms: summary(cpu), serialise_cpu_ms: round((c.user + c.system) / 1000 / 20, 2) };
 }
 
 function summary(latencies) {
@@ -264,7 +350,7 @@ async function main() {
 
   const base = ackLoop(control, syncToken, version);
   await sleep(params.baseline_s * 1000);
-  const baseline = summary(await base.stop());
+  const baseline = summary((await base.stop()).map(([, ms]) => ms));
   results.phases.baseline = { ack: baseline };
   console.log(`ack alone${' '.repeat(30)}${fmt(baseline)}`);
 
@@ -275,28 +361,46 @@ async function main() {
     const cpu0 = cpuMs(children[0].pid);
     const acks = ackLoop(control, syncToken, version);
     const listed = await listAll(control, adminToken, query);
-    const ack = summary(await acks.stop());
+    const split = splitAcks(await acks.stop(), listed.bursts);
+    const ack = summary(split.during);
+    const quiet = summary(split.between);
     const cpu1 = cpuMs(children[0].pid);
     const page = summary(listed.pageMs);
     // Control's CPU time per page (acks included, a small share): what one page costs its event loop.
     const controlCpuPerPage = cpu0 === null || cpu1 === null ? null : round((cpu1 - cpu0) / listed.pages, 2);
-    results.phases[name] = { query, keys: listed.keys, pages: listed.pages, list_ms: Math.round(listed.ms), page, control_cpu_ms_per_page: controlCpuPerPage, ack };
+    results.phases[name] = {
+      query, keys: listed.keys, pages: listed.pages, list_ms: Math.round(listed.ms), page,
+      control_cpu_ms_per_page: controlCpuPerPage, ack, ack_in_pauses: quiet,
+    };
     console.log(`ack while ${name.padEnd(29)}${fmt(ack)}`);
+    console.log(`ack in the pauses of that list${' '.repeat(9)}${fmt(quiet)}`);
     console.log(
       `  ${name}: ${listed.keys.toLocaleString('en')} keys in ${listed.pages.toLocaleString('en')} pages, ${(listed.ms / 1000).toFixed(1)} s; ` +
         `page p50 ${page.p50_ms} ms, p99 ${page.p99_ms} ms, max ${page.max_ms} ms; control CPU ${controlCpuPerPage} ms/page`,
     );
   }
 
+  results.steps = stepCost(path.join(dataDir, 'control.db'));
+  const st = results.steps;
+  console.log(
+    `one step of a page (${st.step_keys} keys, read + secrets + views), CPU time in this process: ` +
+      `p50 ${st.step_cpu_ms.p50_ms} ms, p99 ${st.step_cpu_ms.p99_ms} ms, max ${st.step_cpu_ms.max_ms} ms over ${st.step_cpu_ms.n} steps; ` +
+      `serialising a ${params.page}-key page: ${st.serialise_cpu_ms} ms`,
+  );
+
   fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
   fs.writeFileSync(RESULTS, JSON.stringify(results, null, 2) + '\n');
   console.log(`wrote ${path.relative(ROOT, RESULTS)}`);
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+if (!isMainThread && workerData?.ackWorker) {
+  void runAckWorker(workerData);
+} else {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
