@@ -199,24 +199,27 @@ async function story(dataDir: string): Promise<void> {
 
     say(`7. the agent calls POST /v1/weather/forecast ${CALLS} times through svc-monitor-sdk:`);
     const agent = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer!, key: issued.key });
-    const seen: { outcome: string; status: number }[] = [];
+    const seen: { outcome: string; status: number; callId: string | null }[] = [];
     for (let i = 0; i < CALLS; i++) {
       let status: number;
       let outcome: string;
       let line: string;
+      let callId: string | null;
       try {
         const r = await agent.call('weather', 'forecast', { body: { city: 'Lisbon', n: i } });
         status = r.status;
         outcome = r.outcome ?? 'unknown';
+        callId = r.callId;
         line = `refund ${units(r.refund ?? 0).padEnd(8)} premium ${units(r.premium ?? 0).padEnd(8)} ${String(r.latencyMs ?? '-').padStart(4)} ms`;
       } catch (err) {
         if (!(err instanceof SvcError)) throw err;
         status = err.status;
+        callId = err.callId;
         // The gateway's own 502/504 carry the same x-svc-* headers as an upstream answer.
         outcome = err.headers['x-svc-outcome'] ?? 'unknown';
         line = `${err.code.padEnd(26)} refund ${units(Number(err.headers['x-svc-refund'] ?? 0))}`;
       }
-      seen.push({ outcome, status });
+      seen.push({ outcome, status, callId });
       say(`   #${String(i + 1).padStart(2, '0')}  ${status}  ${outcome.padEnd(15)} ${line}`);
       await pause(120);
     }
@@ -263,7 +266,20 @@ async function story(dataDir: string): Promise<void> {
     }
     say();
 
-    say('10. the demo checks its arithmetic');
+    say('10. the agent checks each refund itself: the inclusion proof of its call id in the batch\'s');
+    say('    Merkle tree, and the Ed25519 signature of the batch receipt (no trust in the operator)');
+    let verified = 0;
+    for (const [i, want] of expected.entries()) {
+      if (!COVERED.has(want)) continue;
+      const callId = seen[i]!.callId;
+      if (callId === null) throw new DemoFailure(`call #${i + 1} has no call id`);
+      const verdict = await agent.verifyRefund(callId);
+      say(`     #${String(i + 1).padStart(2, '0')} ${callId}  ${verdict.ok ? 'verified' : 'NOT VERIFIED'}: ${verdict.outcome}, refund ${units(verdict.refund ?? 0)} in batch ${verdict.batch}${verdict.reasons.length ? ` (${verdict.reasons.join('; ')})` : ''}`);
+      if (verdict.ok && verdict.outcome === want && verdict.refund === PRICE + PREMIUM) verified++;
+    }
+    say();
+    say('11. the demo checks its arithmetic');
+    check(verified === covered, `all ${covered} refunds verified offline by the agent, with the outcome the upstream earned`);
     check(poolAfter.refunds === wantRefunds, `refunds paid = ${covered} × ${PRICE + PREMIUM} = ${wantRefunds} micro`);
     check(poolAfter.premiums === wantPremiums, `premiums collected = ${okCalls} × ${PREMIUM} = ${wantPremiums} micro`);
     check(agentBalance === wantRefunds - wantPremiums, `the agent's ledger account = refunds − premiums = ${wantRefunds - wantPremiums} micro`);
@@ -273,7 +289,7 @@ async function story(dataDir: string): Promise<void> {
     const verify = await svcctl(dataDir, ['ledger', 'verify']);
     check(/^Ledger OK/.test(verify), '`svcctl ledger verify`: every transfer balances, every balance matches its postings');
     say();
-    say(`TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier}`);
+    say(`TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier} verified=${verified}`);
   } finally {
     await stopSvc(child);
     await upstream.close();
