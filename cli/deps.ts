@@ -29,7 +29,7 @@ const ADMIN_TOKEN_FILE = 'admin.token';
  * Settings whose svcctl flag differs from the name derived from the setting (`controlUrl`
  * would read `--control-url`): a bad value names the flag the operator actually typed.
  */
-const CLI_FLAG_NAMES: Readonly<Record<string, string>> = { controlUrl: '--control', 'gateway.id': '--id' };
+const CLI_FLAG_NAMES: Readonly<Record<string, string>> = { controlUrl: '--control', 'gateway.id': '--id', 'gateway.engine': '--engine' };
 
 /** The same error with each issue's source naming the flag as svcctl spells it. */
 function withCliFlagNames(err: ConfigError): ConfigError {

@@ -5,6 +5,7 @@
  * loaded when invoked. One top-level catch maps errors to the documented exit codes.
  */
 import { Command, CommanderError } from 'commander';
+import { GATEWAY_ENGINES } from '../protocol/engines';
 import type { Deps, GlobalOptions } from './deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './exit-codes';
 import { terminalText, type Output } from './output';
@@ -305,21 +306,23 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     .option('--host <host>', 'bind address (SVC_HOST)')
     .option('--gateway-port <port>', 'port (SVC_GATEWAY_PORT)')
     .option('--id <id>', 'gateway id, unique per control (SVC_GATEWAY_ID; default gw-<hostname>)')
+    .option('--engine <engine>', `proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE; default ${GATEWAY_ENGINES[0]})`)
     .option('--json', 'once ready, print one JSON object with the gateway\'s URL')
     .action(async (_o, cmd: Command) => {
       const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
       const { processOutput } = await load<typeof import('./output.js')>('./output');
       const o = cmd.opts();
-      const config = loadSettings(globals(), env, { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id });
+      const config = loadSettings(globals(), env, { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id, 'gateway.engine': o.engine });
       const { run } = await load<typeof import('./commands/serve/gateway.js')>('./commands/serve/gateway');
       result.code = await run({ config, json: o.json === true }, { out: options.out ?? processOutput() });
     });
   portFlags(program.command('up').description('run control and a gateway as two processes; Ctrl-C stops both'))
+    .option('--engine <engine>', `the gateway's proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE)`)
     .option('--json', 'once ready, print one JSON object with the four URLs and the pids')
     .action(async (_o, cmd: Command) => {
     const { loadSettings } = await load<typeof import('./deps.js')>('./deps');
     const { processOutput } = await load<typeof import('./output.js')>('./output');
-    loadSettings(globals(), env, settingsFromFlags(cmd.opts())); // fail fast on bad settings
+    loadSettings(globals(), env, { ...settingsFromFlags(cmd.opts()), 'gateway.engine': cmd.opts().engine }); // fail fast on bad settings
     // Each child gets the global options and the flags that concern its role.
     const g = globals();
     const common: string[] = [];
@@ -328,7 +331,7 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     const o = cmd.opts();
     const flag = (name: string, value: unknown) => (value === undefined ? [] : [name, String(value)]);
     const controlArgs = [...common, ...flag('--host', o.host), ...flag('--control-port', o.controlPort), ...flag('--api-port', o.apiPort), ...flag('--indexer-port', o.indexerPort)];
-    const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort)];
+    const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort), ...flag('--engine', o.engine)];
     const { run } = await load<typeof import('./commands/up.js')>('./commands/up');
     result.code = await run(
       {

@@ -33,6 +33,8 @@ export const DEFAULT_CLIENT_BODY_TIMEOUT_MS = 10_000;
 export const DEFAULT_GATEWAY_MAX_HEADERS = 100;
 export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 5_000;
 export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
+/** The gateway's proxy engine (`gateway.engine`): http-proxy, as the design card names it. */
+export const DEFAULT_GATEWAY_ENGINE = 'http-proxy';
 export const DEFAULT_MAINTENANCE_RETRY_AFTER_S = 60;
 
 export const DEFAULT_PROVIDERS_CACHE_TTL_S = 10;

@@ -3,7 +3,7 @@
  * and freezes. Each leaf's `.describe()` text is what an error message calls "allowed".
  */
 import { z } from 'zod';
-import { GATEWAY_ID_PATTERN, GATEWAY_ID_RULE } from '../protocol/snapshot';
+import { GATEWAY_ENGINES, GATEWAY_ID_PATTERN, GATEWAY_ID_RULE } from '../protocol/snapshot';
 import * as D from './defaults';
 
 const port = (def: number) =>
@@ -42,6 +42,7 @@ export const ConfigSchema = z
         maxHeaders: posInt(D.DEFAULT_GATEWAY_MAX_HEADERS, 1_000),
         keepAliveTimeoutMs: posInt(D.DEFAULT_KEEPALIVE_TIMEOUT_MS, 600_000),
         upstreamMaxSockets: posInt(D.DEFAULT_UPSTREAM_MAX_SOCKETS, 65_535),
+        engine: z.enum(GATEWAY_ENGINES).default(D.DEFAULT_GATEWAY_ENGINE).describe(`one of ${GATEWAY_ENGINES.join(', ')}`),
         maintenanceRetryAfterS: posInt(D.DEFAULT_MAINTENANCE_RETRY_AFTER_S, 86_400),
         trustedProxyHops: z.number().int().min(0).max(10).default(0).describe('an integer from 0 to 10'),
       })

@@ -1,5 +1,6 @@
 /** What every control listener and handler is given: the store, settings, clock and log. */
 import type { Config } from '../config/load';
+import type { GatewayStatus } from '../protocol/gateways';
 import type { Logger } from '../protocol/log';
 import type { SettlerStatus } from '../protocol/settlement';
 import type { Store } from './store';
@@ -15,7 +16,7 @@ export interface ControlContext {
   startedAt: number;
   dataDir: string;
   /** Every gateway known to control, with whether it is connected now. */
-  gateways: () => { id: string; connected: boolean; applied_version: number; last_seen: string; last_nack: string | null }[];
+  gateways: () => GatewayStatus[];
   /** The settler's state; null while no settler runs in this process. */
   settler: () => SettlerStatus | null;
 }

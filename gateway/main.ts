@@ -12,6 +12,7 @@ import { defaultControlUrl, type Config } from '../config/load';
 import { HTTP_METHODS } from '../protocol/admin';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import type { ErrorCode } from '../protocol/errors';
+import type { GatewayEngine } from '../protocol/snapshot';
 import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
@@ -34,6 +35,8 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 
 export interface GatewayHandle {
   id: string;
+  /** The proxy engine carrying calls (`gateway.engine`). */
+  engine: GatewayEngine;
   url: string;
   controlUrl: string;
   dataDir: string;
@@ -99,7 +102,8 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   }
 
   const journal = Journal.open({ dir: join(dir, 'journal') });
-  const sync = new SyncClient({ controlUrl, syncToken, gatewayId: id, file, log, initial: state, onState: (s) => (state = s) });
+  const engine = config.gateway.engine;
+  const sync = new SyncClient({ controlUrl, syncToken, gatewayId: id, engine, file, log, initial: state, onState: (s) => (state = s) });
   const metrics = new GatewayMetrics({
     snapshotVersion: () => state?.version ?? 0,
     snapshotAgeSeconds: () => (state ? (Date.now() - state.appliedAt) / 1000 : null),
@@ -117,7 +121,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     onFailure: () => metrics.shipFailures++,
     onRejected: () => metrics.rejectedOutcomes++,
   });
-  const proxy = createProxy({ maxSockets: config.gateway.upstreamMaxSockets, clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs });
+  const proxy = createProxy({ engine, maxSockets: config.gateway.upstreamMaxSockets, clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs });
   const handle = createHandler({
     gatewayId: id,
     state: () => state,
@@ -132,6 +136,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
 
   const operator = operatorRoutes({
     gatewayId: id,
+    engine,
     controlUrl,
     state: () => state,
     metrics,
@@ -169,7 +174,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const url = `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
   sync.start();
   shipper.start();
-  log.info('gateway listening', { url, control_url: controlUrl, state_version: state?.version ?? 0 });
+  log.info('gateway listening', { url, engine, control_url: controlUrl, state_version: state?.version ?? 0 });
 
   let closed = false;
   const close = async () => {
@@ -187,9 +192,9 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     await Promise.race([shipper.drain(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
     shipper.stop();
     proxy.close();
-    journal.close();
+    await journal.close();
     file.close();
     await unlock();
   };
-  return { id, url, controlUrl, dataDir, state: () => state, metrics, close };
+  return { id, engine, url, controlUrl, dataDir, state: () => state, metrics, close };
 }

@@ -3,7 +3,8 @@
  *
  * Without credentials `/health` says only whether the gateway serves calls, and why not in one
  * word (for load balancers and probes). With `Authorization: Bearer <metrics token>` it answers
- * the detailed body (snapshot version and age, control connection, last nack, journal backlog).
+ * the detailed body (proxy engine, snapshot version and age, control connection, last nack,
+ * journal backlog).
  * `/metrics` always needs the metrics token. A wrong token is 401 `svc_unauthorized`; nothing
  * about the gateway, its endpoints or its control is published without the token.
  */
@@ -11,12 +12,15 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BearerSecret } from '../protocol/bearer';
 import type { GatewayHealthDetail, PublicHealth } from '../protocol/gateway';
+import type { GatewayEngine } from '../protocol/snapshot';
 import { sendJson, sendProblem } from '../protocol/http';
 import type { GatewayMetrics } from './metrics';
 import type { GatewayState } from './state';
 
 export interface OperatorOptions {
   gatewayId: string;
+  /** The proxy engine in use (`gateway.engine`). */
+  engine: GatewayEngine;
   controlUrl: string;
   state: () => GatewayState | null;
   metrics: GatewayMetrics;
@@ -83,6 +87,7 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
       reason: ready.status === 'ok' ? null : ready.reason,
       reason_detail: state === null ? opts.sync.lastError ?? 'waiting for the first snapshot from control' : ready.status === 'ok' ? null : 'maintenance_mode is on',
       gateway_id: opts.gatewayId,
+      engine: opts.engine,
       snapshot_version: state?.version ?? 0,
       snapshot_age_s: state ? Math.round((Date.now() - state.appliedAt) / 1000) : null,
       control_connected: opts.sync.connected,

@@ -1,6 +1,6 @@
 /**
  * Keeps the gateway's state in step with control (DESIGN §4). Dials `/_sync/v1/stream` with
- * the sync token, announcing its id, held version and epoch; applies full snapshots and deltas
+ * the sync token, announcing its id, held version, epoch and proxy engine; applies full snapshots and deltas
  * atomically; persists each applied update; acks `{version, sha256}` or nacks (keeping the old
  * state); reconnects with jittered exponential backoff when the stream ends or goes silent.
  */
@@ -31,6 +31,8 @@ export interface SyncClientOptions {
   controlUrl: string;
   syncToken: string;
   gatewayId: string;
+  /** The proxy engine this gateway forwards with, announced to control on every connect. */
+  engine: string;
   file: SnapshotFile;
   log: Logger;
   /** Called after every applied update with the state now in force. */
@@ -82,6 +84,7 @@ export class SyncClient {
     url.searchParams.set('gateway_id', this.opts.gatewayId);
     url.searchParams.set('version', String(this.state?.version ?? 0));
     if (this.state) url.searchParams.set('epoch', String(this.state.epoch));
+    url.searchParams.set('engine', this.opts.engine);
     const req = this.transport().get(url, {
       agent: this.agent,
       headers: { authorization: `Bearer ${this.opts.syncToken}`, accept: 'application/x-ndjson' },

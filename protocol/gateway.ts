@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { Outcome } from './outcome';
+import { GatewayEngine } from './snapshot';
 import { Count, StateVersion } from './wire';
 
 // ---------------------------------------------------------------------------------------
@@ -30,6 +31,8 @@ export const GatewayHealthDetail = z.strictObject({
   /** Why not ready, in words (the last sync error while no state is loaded). */
   reason_detail: z.string().nullable(),
   gateway_id: z.string(),
+  /** The proxy engine this gateway forwards with (`gateway.engine`). */
+  engine: GatewayEngine,
   snapshot_version: StateVersion,
   snapshot_age_s: Count.nullable(),
   control_connected: z.boolean(),

@@ -14,6 +14,11 @@ export const GatewayStatus = z.strictObject({
   last_seen: IsoTime,
   /** The last update it refused (`v<version> at <time>: <reason>`), or null. */
   last_nack: z.string().nullable(),
+  /**
+   * The proxy engine it announced when it last connected (`http-proxy`, `undici`); null when it
+   * has not connected since control started.
+   */
+  engine: z.string().nullable(),
 });
 export type GatewayStatus = z.infer<typeof GatewayStatus>;
 

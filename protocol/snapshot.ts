@@ -11,6 +11,9 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { HttpMethod } from './admin';
+import { GATEWAY_ENGINES } from './engines';
+
+export { GATEWAY_ENGINES };
 
 export const SYNC_STREAM_PATH = '/_sync/v1/stream';
 export const SYNC_ACK_PATH = '/_sync/v1/ack';
@@ -25,14 +28,25 @@ export const GATEWAY_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export const GATEWAY_ID_RULE = '1 to 64 of A-Z a-z 0-9 . _ -';
 export const GatewayId = z.string().regex(GATEWAY_ID_PATTERN, { message: `must be ${GATEWAY_ID_RULE}` });
 
+/** The proxy engine a gateway forwards with (`gateway.engine`); `GATEWAY_ENGINES[0]` is the default. */
+export const GatewayEngine = z.enum(GATEWAY_ENGINES);
+export type GatewayEngine = z.infer<typeof GatewayEngine>;
 /**
- * Query of `GET /_sync/v1/stream`: the gateway's id, the state version it holds (0: none) and
- * the epoch of the database that version came from (deltas only apply within one epoch).
+ * An engine name as a gateway announces it on the stream. Control takes names it does not know
+ * (a newer gateway's engine) and only shows them.
+ */
+export const EngineName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,31}$/);
+
+/**
+ * Query of `GET /_sync/v1/stream`: the gateway's id, the state version it holds (0: none), the
+ * epoch of the database that version came from (deltas only apply within one epoch) and the
+ * proxy engine it forwards with (absent from gateways older than engines).
  */
 export const StreamQuery = z.object({
   gateway_id: GatewayId,
   version: z.coerce.number().int().min(0).default(0),
   epoch: z.coerce.number().int().min(0).optional(),
+  engine: EngineName.optional(),
 });
 export type StreamQuery = z.infer<typeof StreamQuery>;
 

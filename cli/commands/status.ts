@@ -1,4 +1,4 @@
-/** `svcctl status`: control, its listeners, flags, counts, bootstrap, the settler and every gateway's applied version. */
+/** `svcctl status`: control, its listeners, flags, counts, bootstrap, the settler and every gateway's engine and applied version. */
 import type { StatusView } from '../../protocol/admin';
 import type { Deps } from '../deps';
 import { EXIT_OK } from '../exit-codes';
@@ -31,8 +31,8 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     deps.out.line('gateways:');
     deps.out.line(
       table(
-        ['ID', 'CONNECTED', 'APPLIED', 'BEHIND', 'LAST SEEN', 'LAST NACK'],
-        status.gateways.map((g) => [g.id, g.connected ? 'yes' : 'no', g.applied_version, status.version - g.applied_version, g.last_seen, g.last_nack]),
+        ['ID', 'CONNECTED', 'ENGINE', 'APPLIED', 'BEHIND', 'LAST SEEN', 'LAST NACK'],
+        status.gateways.map((g) => [g.id, g.connected ? 'yes' : 'no', g.engine, g.applied_version, status.version - g.applied_version, g.last_seen, g.last_nack]),
       ),
     );
   }

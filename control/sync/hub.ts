@@ -38,6 +38,8 @@ export class SyncHub {
   private readonly ctx: ControlContext;
   private readonly limits: Limits;
   private readonly conns = new Map<string, Connection>();
+  /** The proxy engine each gateway announced when it last connected (since control started). */
+  private readonly engines = new Map<string, string>();
   private readonly waiters = new Set<Waiter>();
   private readonly ping: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
@@ -53,10 +55,12 @@ export class SyncHub {
     this.ping.unref();
   }
 
-  /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…`. */
-  connect(req: IncomingMessage, res: ServerResponse, gatewayId: string, heldVersion: number, heldEpoch: number | null): void {
+  /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…&engine=…`. */
+  connect(req: IncomingMessage, res: ServerResponse, gatewayId: string, heldVersion: number, heldEpoch: number | null, engine: string | null = null): void {
     const now = this.ctx.now();
     this.ctx.store.gateways.seen(gatewayId, now);
+    if (engine === null) this.engines.delete(gatewayId);
+    else this.engines.set(gatewayId, engine);
     this.conns.get(gatewayId)?.res.end();
     const row0 = this.ctx.store.gateways.byId(gatewayId);
     const conn: Connection = {
@@ -87,7 +91,7 @@ export class SyncHub {
 
     const current = this.ctx.store.version();
     const sameEpoch = heldEpoch !== null && heldEpoch === this.epoch();
-    this.ctx.log.info('gateway connected', { gateway_id: gatewayId, held_version: heldVersion, state_version: current });
+    this.ctx.log.info('gateway connected', { gateway_id: gatewayId, held_version: heldVersion, state_version: current, engine });
     if (sameEpoch && heldVersion === current) {
       conn.sentVersion = current;
       conn.appliedVersion = current;
@@ -171,6 +175,7 @@ export class SyncHub {
       last_seen: new Date(row.last_seen).toISOString(),
       last_nack:
         row.last_nack_version === null ? null : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
+      engine: this.engines.get(row.id) ?? null,
     }));
   }
 

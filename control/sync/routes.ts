@@ -18,7 +18,7 @@ export const OUTCOME_BATCH_LIMIT_BYTES = 16 * 1024 * 1024;
 export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: SyncHub): void {
   router.get('/_sync/v1/stream', ({ req, res, query }) => {
     const q = parseBody(StreamQuery, Object.fromEntries(query));
-    hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null);
+    hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null, q.engine ?? null);
   });
 
   router.post('/_sync/v1/ack', async ({ req, res }) => {

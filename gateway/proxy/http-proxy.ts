@@ -1,5 +1,7 @@
 /**
- * The gateway's one wrapper around http-proxy 1.18.1; no other file imports http-proxy.
+ * The http-proxy engine (`gateway.engine` = `http-proxy`, the default): the gateway's one
+ * wrapper around http-proxy 1.18.1; no other file imports http-proxy. The contract is in
+ * `index.ts`.
  *
  * `forward()` sends one admitted call upstream and reports exactly once how it went. It owns:
  * - keep-alive agents with bounded sockets, and an idle timeout on every upstream socket;
@@ -19,7 +21,7 @@
  * A network failure before the response head is answered here with problem+json
  * (502 `svc_upstream_unavailable`, 504 `svc_upstream_timeout`); the caller only records it.
  */
-import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import httpProxy from 'http-proxy';
@@ -27,144 +29,24 @@ import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
 import { sendProblem } from '../../protocol/http';
 import type { CallerFailure, NetworkError } from '../classify';
 import { clientResponseHeaders, headerListObject, type HeaderList } from '../headers';
-
-/** Upstream sockets per agent (http and https each). @default 256 */
-export const DEFAULT_MAX_SOCKETS = 256;
-/** Idle keep-alive sockets kept per agent. @default 64 */
-export const DEFAULT_MAX_FREE_SOCKETS = 64;
-/** Idle keep-alive sockets are closed after this, below common upstream keep-alive timeouts. @default 4000 */
-export const DEFAULT_FREE_SOCKET_TIMEOUT_MS = 4_000;
-
-/**
- * Why a call did not complete normally: a provider's `NetworkError`, or a `CallerFailure`
- * (the caller left, streamed more than the limit, or stalled mid-body), never the provider's.
- */
-export type ForwardFailure = NetworkError | CallerFailure;
-
-/** Where and how to send one call. */
-export interface ForwardTarget {
-  /** The endpoint's upstream URL; only protocol, hostname and port are used. */
-  origin: URL;
-  /** Request path for the upstream (pathname + search), from `buildUpstreamPath`. */
-  path: string;
-  /** Complete upstream request headers, from `upstreamRequestHeaders`. */
-  headers: OutgoingHttpHeaders;
-  /**
-   * The provider's deadline for the response head, counted from the moment the last request
-   * byte was handed upstream (and while the upstream holds the body back); then the idle
-   * timeout of the upstream socket.
-   */
-  timeoutMs: number;
-  /**
-   * Most request-body bytes to stream upstream. Past it the upstream request is destroyed and
-   * the caller gets 413 `svc_payload_too_large` (for bodies whose length was not declared).
-   */
-  bodyLimitBytes?: number;
-}
-
-/** Sees an upstream response body as it streams to the caller (`ResponseHead.body`). */
-export interface BodyObserver {
-  /** A chunk of the upstream body, as it is forwarded to the caller. Must not keep a reference it does not need. */
-  chunk?(data: Buffer): void;
-  /**
-   * The upstream body ended. The caller's response (or the last chunk of a body with a
-   * declared length) is held until `release` is called: `release(null)` ends it,
-   * `release(err)` fails the call as a gateway fault. Not called when the body breaks off.
-   */
-  end(release: (err: Error | null) => void): void;
-}
-
-/** The response head about to be sent to the caller. */
-export interface ResponseHead {
-  status: number;
-  /** Mutable: push the gateway's own headers (`x-svc-call-id`, …) here as name, value. */
-  headers: HeaderList;
-  /** False when forward() is sending its own problem+json for a failure. */
-  fromUpstream: boolean;
-  networkError: NetworkError | null;
-  /** Set when forward() answers a failure of the caller's doing (408, 413). */
-  callerFailure: CallerFailure | null;
-  /** The provider's clock at the head (0 when it answered before the request body was sent). */
-  upstreamLatencyMs: number;
-  /** Set by the head hook (upstream answers only) to observe the body on its way to the caller. */
-  body?: BodyObserver;
-}
-
-/** How one call ended. Delivered exactly once per forward(). */
-export interface ForwardResult {
-  /** Upstream status code; null when no response head arrived. */
-  status: number | null;
-  /** Status sent to the caller (upstream's, 502, 504 or 500); null when nothing was sent. */
-  sentStatus: number | null;
-  /** Set when the call failed; null when the whole response reached the caller. */
-  networkError: ForwardFailure | null;
-  /**
-   * The provider's clock: milliseconds from the moment the last request byte was handed
-   * upstream to the response head, or to a network failure (0 if either came first). For a
-   * caller failure, the whole time since forward() started.
-   */
-  upstreamLatencyMs: number;
-  /** A fault in the gateway itself (500 `svc_internal` was sent); never the provider's. */
-  internalError?: unknown;
-}
-
-export type ForwardDone = (result: ForwardResult) => void;
-export type ResponseHeadHook = (head: ResponseHead) => void;
-
-export interface ProxyOptions {
-  /** @default DEFAULT_MAX_SOCKETS */
-  maxSockets?: number;
-  /** @default DEFAULT_MAX_FREE_SOCKETS */
-  maxFreeSockets?: number;
-  /** @default DEFAULT_FREE_SOCKET_TIMEOUT_MS */
-  freeSocketTimeoutMs?: number;
-  /** @default DEFAULT_CLIENT_BODY_TIMEOUT_MS */
-  clientBodyTimeoutMs?: number;
-}
-
-/** Sockets and calls the proxy currently holds (for /metrics and leak checks). */
-export interface ProxyStats {
-  inFlight: number;
-  sockets: number;
-  freeSockets: number;
-  queued: number;
-}
-
-export interface GatewayProxy {
-  /**
-   * Forward `req` to `target` and stream the answer into `res`. Sets `req.url` and
-   * `req.headers` to the target's (the request is consumed). `onHead` runs just before the
-   * head is written, for upstream answers and for forward()'s own 502/504. `done` runs exactly
-   * once and must not throw.
-   */
-  forward(req: IncomingMessage, res: ServerResponse, target: ForwardTarget, done: ForwardDone, onHead?: ResponseHeadHook): void;
-  stats(): ProxyStats;
-  /** Destroy pooled sockets. Calls in flight fail as resets. */
-  close(): void;
-}
-
-const CONNECT_FAILURES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT',
-  'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
-
-/** Map an upstream socket error to refused (never connected) or reset (anything after). */
-export function networkErrorOf(err: unknown): 'refused' | 'reset' {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return code !== undefined && CONNECT_FAILURES.has(code) ? 'refused' : 'reset';
-}
+import { declaredLength, networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
+import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
+import type {
+  BodyObserver,
+  ForwardDone,
+  ForwardFailure,
+  ForwardResult,
+  ForwardTarget,
+  GatewayProxy,
+  ProxyOptions,
+  ProxyStats,
+  ResponseHead,
+  ResponseHeadHook,
+} from './index';
 
 const ignore = (): void => {};
 
 type Pass = ((...args: unknown[]) => unknown) & { name: string };
-
-/** A response's declared body length, or -1 when it has none (or an unusable one). */
-function declaredLength(value: string | undefined): number {
-  if (value === undefined) return -1;
-  const n = Number(value);
-  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
-}
 
 function count(table: NodeJS.ReadOnlyDict<unknown[]>): number {
   let n = 0;
@@ -172,8 +54,8 @@ function count(table: NodeJS.ReadOnlyDict<unknown[]>): number {
   return n;
 }
 
-/** Create the proxy. One per gateway process. */
-export function createProxy(options: ProxyOptions = {}): GatewayProxy {
+/** The http-proxy engine (`gateway.engine` = `http-proxy`). One per gateway process. */
+export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy {
   const agentOptions = {
     keepAlive: true,
     maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS,
@@ -289,12 +171,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       if (latency < 0) latency = providerMs();
       const headers: HeaderList = [];
       if (!ownHead({ status: sent, headers, fromUpstream: false, networkError: kind, callerFailure: null, upstreamLatencyMs: latency })) return;
-      const extra = headerListObject(headers) as Record<string, string>;
-      if (kind === 'timeout') {
-        sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${target.timeoutMs} ms`, extra);
-      } else {
-        sendProblem(res, 'svc_upstream_unavailable', kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection', extra);
-      }
+      sendNetworkFailure(res, kind, target.timeoutMs, headerListObject(headers) as Record<string, string>);
       report(kind, sent);
     };
     // The caller broke its own request (a body over the limit, or one that stalled): the
@@ -312,12 +189,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
       const headers: HeaderList = ['connection', 'close'];
       const head: ResponseHead = { status: sent, headers, fromUpstream: false, networkError: null, callerFailure: kind, upstreamLatencyMs: Math.round(performance.now() - started) };
       if (!ownHead(head)) return;
-      const extra = headerListObject(headers) as Record<string, string>;
-      if (kind === 'client_timeout') {
-        sendProblem(res, 'svc_request_timeout', `the request body stalled for more than ${clientBodyTimeoutMs} ms`, extra);
-      } else {
-        sendProblem(res, 'svc_payload_too_large', `body exceeds ${target.bodyLimitBytes} bytes`, extra);
-      }
+      sendCallerFailure(res, kind, { clientBodyTimeoutMs, bodyLimitBytes: target.bodyLimitBytes }, headerListObject(headers) as Record<string, string>);
       reportCaller(kind, sent);
     };
 
@@ -508,6 +380,7 @@ export function createProxy(options: ProxyOptions = {}): GatewayProxy {
   }
 
   return {
+    engine: 'http-proxy',
     forward,
     stats(): ProxyStats {
       return {

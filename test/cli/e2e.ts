@@ -53,6 +53,25 @@ t.test('a bad --control (or --id) names the flag as typed', async (t) => {
   t.notMatch(id.stderr, '--gateway-id');
 });
 
+t.test('an unknown gateway engine stops start-up with exit 2, whichever way it is given', async (t) => {
+  const dir = t.testdir();
+  const dataDir = join(dir, 'data');
+  for (const [what, args, env, source] of [
+    ['serve gateway --engine', ['serve', 'gateway', '--data-dir', dataDir, '--engine', 'nginx'], {}, '(from flag --engine)'],
+    ['up --engine', ['up', '--data-dir', dataDir, '--engine', 'nginx'], {}, '(from flag --engine)'],
+    ['SVC_GATEWAY_ENGINE', ['serve', 'gateway', '--data-dir', dataDir], { SVC_GATEWAY_ENGINE: 'nginx' }, '(from env SVC_GATEWAY_ENGINE)'],
+  ] as const) {
+    const res = await spawnCli([...args], { env, cwd: dir });
+    t.equal(res.code, 2, `${what}: exit 2`);
+    t.match(res.stderr, 'invalid setting gateway.engine', `${what}: names the setting`);
+    t.match(res.stderr, source, `${what}: names where it came from`);
+    t.match(res.stderr, '"nginx"', `${what}: shows the bad value`);
+    t.match(res.stderr, 'one of http-proxy, undici', `${what}: lists the engines`);
+    t.equal(res.stderr.trim().split('\n').length, 1, `${what}: one line`);
+  }
+  t.notOk(existsSync(dataDir), 'nothing was started');
+});
+
 t.test('serve control: URLs, tokens, health, discovery, SIGTERM', async (t) => {
   const dir = t.testdir();
   const dataDir = join(dir, 'fresh', 'data');

@@ -19,6 +19,14 @@ function configError(t: tap.Test, fn: () => unknown): ConfigError {
   return new ConfigError([], '(no error thrown)');
 }
 
+t.test('gateway.engine: http-proxy by default, undici by env, file or flag, nothing else', async (t) => {
+  t.equal(loadConfig({ env: {} }).gateway.engine, 'http-proxy');
+  t.equal(loadConfig({ env: { SVC_GATEWAY_ENGINE: 'undici' } }).gateway.engine, 'undici');
+  t.equal(loadConfig({ env: { SVC_GATEWAY_ENGINE: 'undici' }, flags: { 'gateway.engine': 'http-proxy' } }).gateway.engine, 'http-proxy', 'a flag wins over env');
+  const err = configError(t, () => loadConfig({ env: { SVC_GATEWAY_ENGINE: 'Undici' } }));
+  t.same(err.issues, [{ key: 'gateway.engine', source: 'env SVC_GATEWAY_ENGINE', value: 'Undici', allowed: 'one of http-proxy, undici' }]);
+});
+
 t.test('defaults', async (t) => {
   const c = loadConfig({ env: {} });
   t.equal(c.host, D.DEFAULT_HOST);

@@ -15,6 +15,7 @@
 import t from 'tap';
 import net from 'node:net';
 import { GENEROUS_LIMITS, drained, rawRequest, request, startStack, waitFor } from '../fixtures/stack';
+import { ENGINES } from '../fixtures/engines';
 import { SDK_UA } from '../fixtures/public';
 import { startUpstream } from '../fixtures/upstream';
 
@@ -75,8 +76,9 @@ function raw(gatewayUrl: string, start: string, then?: (socket: net.Socket) => P
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-t.test('edge probe: the gateway', async (t) => {
+for (const engine of ENGINES) t.test(`edge probe: the gateway [${engine}]`, async (t) => {
   const stack = await startStack(t, {
+    engine,
     controlEnv: { ...GENEROUS_LIMITS, SVC_TIERS_MIN_CALLS: '20', SVC_CACHE_PROVIDERS_TTL_S: '1', SVC_SETTLER_CADENCE_MS: '3600000' },
     gatewayEnv: { SVC_GATEWAY_CLIENT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS), SVC_GATEWAY_BODY_LIMIT_BYTES: '1024' },
   });

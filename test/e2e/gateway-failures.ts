@@ -8,12 +8,13 @@
 import t from 'tap';
 import http from 'node:http';
 import { GENEROUS_LIMITS, assertProblem, drained, health, rawRequest, request, startStack, type HttpResult } from '../fixtures/stack';
+import { ENGINES } from '../fixtures/engines';
 import { closedPort, ok, startUpstream } from '../fixtures/upstream';
 
 const BODY_LIMIT = 1024;
 
-t.test('failures', async (t) => {
-  const stack = await startStack(t, { controlEnv: GENEROUS_LIMITS, gatewayEnv: { SVC_GATEWAY_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
+for (const engine of ENGINES) t.test(`failures [${engine}]`, async (t) => {
+  const stack = await startStack(t, { engine, controlEnv: GENEROUS_LIMITS, gatewayEnv: { SVC_GATEWAY_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
   const up = await startUpstream(t);
   up.on('/slow/*', { kind: 'hang' });
   up.on('/reset/*', { kind: 'reset-before-headers' });

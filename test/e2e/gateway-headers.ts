@@ -4,6 +4,7 @@
  */
 import t from 'tap';
 import { GENEROUS_LIMITS, UUID_V7, rawRequest, request, startStack } from '../fixtures/stack';
+import { ENGINES } from '../fixtures/engines';
 import { ok, startCapture, startUpstream } from '../fixtures/upstream';
 
 /** Header lines of the first request in `raw`, as [lower-case name, value]. */
@@ -21,8 +22,8 @@ function headerLines(raw: string): [string, string][] {
 /** Milliseconds since the epoch carried by a UUIDv7. */
 const uuidTime = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 
-t.test('headers', async (t) => {
-  const stack = await startStack(t, { controlEnv: GENEROUS_LIMITS });
+for (const engine of ENGINES) t.test(`headers [${engine}]`, async (t) => {
+  const stack = await startStack(t, { engine, controlEnv: GENEROUS_LIMITS });
   const capture = await startCapture(t);
   const up = await startUpstream(t);
   await stack.addEndpoint({ id: 'cap', upstream: `${capture.url}/in`, headers: { 'X-Upstream-Key': 'upstream-credential-123' } });

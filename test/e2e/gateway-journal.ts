@@ -8,6 +8,7 @@
  */
 import t from 'tap';
 import { GENEROUS_LIMITS, drained, health, request, startStack, waitFor } from '../fixtures/stack';
+import { ENGINES } from '../fixtures/engines';
 import { ok, startUpstream } from '../fixtures/upstream';
 
 const TOTAL_CALLS = 400;
@@ -15,8 +16,8 @@ const CLIENTS = 16;
 const PAUSE_CONTROL_AT = 100;
 const KILL_GATEWAY_AT = 200;
 
-t.test('journaled outcomes survive a SIGKILL exactly once', async (t) => {
-  const stack = await startStack(t, { controlEnv: GENEROUS_LIMITS });
+for (const engine of ENGINES) t.test(`journaled outcomes survive a SIGKILL exactly once [${engine}]`, async (t) => {
+  const stack = await startStack(t, { engine, controlEnv: GENEROUS_LIMITS });
   const up = await startUpstream(t);
   up.on('/base/*', ok({ delayMs: 5 }));
   await stack.applied(await stack.addEndpoint({ id: 'ep', upstream: `${up.url}/base`, sla_ms: 60_000 }));

@@ -6,10 +6,11 @@
  */
 import t from 'tap';
 import { GENEROUS_LIMITS, assertProblem, rawRequest, request, startStack } from '../fixtures/stack';
+import { ENGINES } from '../fixtures/engines';
 import { startUpstream } from '../fixtures/upstream';
 
-t.test('routing', async (t) => {
-  const stack = await startStack(t, { controlEnv: GENEROUS_LIMITS });
+for (const engine of ENGINES) t.test(`routing [${engine}]`, async (t) => {
+  const stack = await startStack(t, { engine, controlEnv: GENEROUS_LIMITS });
   const up = await startUpstream(t);
   await stack.addEndpoint({ id: 'ep', upstream: `${up.url}/base` });
   const version = await stack.addEndpoint({ id: 'reader', upstream: `${up.url}/read/`, methods: ['GET'] });

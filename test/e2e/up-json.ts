@@ -6,7 +6,7 @@
 import t from 'tap';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import { CLI_PATH, STOP_GRACE_MS, WAIT_LIMIT_MS, childEnv, request, waitFor } from '../fixtures/stack';
+import { CLI_PATH, STOP_GRACE_MS, WAIT_LIMIT_MS, childEnv, health, metricsToken, request, waitFor } from '../fixtures/stack';
 import { SDK_UA } from '../fixtures/public';
 
 interface Running {
@@ -35,9 +35,9 @@ function start(t: Parameters<Parameters<typeof t.test>[1]>[0], args: string[]): 
 
 const PORTS = ['--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0', '--gateway-port', '0'];
 
-t.test('svcctl up --json prints one ready object, keeps running, and stops on SIGTERM', async (t) => {
+t.test('svcctl up --json --engine undici prints one ready object, keeps running, and stops on SIGTERM', async (t) => {
   const dataDir = join(t.testdir(), 'data');
-  const up = start(t, ['up', '--json', '--data-dir', dataDir, ...PORTS]);
+  const up = start(t, ['up', '--json', '--engine', 'undici', '--data-dir', dataDir, ...PORTS]);
   await waitFor(() => up.stdout().includes('\n') || up.child.exitCode !== null, 'the ready object', WAIT_LIMIT_MS * 2);
   t.equal(up.child.exitCode, null, `up is running (stderr: ${up.stderr()})`);
   const ready = JSON.parse(up.stdout().trim());
@@ -51,6 +51,7 @@ t.test('svcctl up --json prints one ready object, keeps running, and stops on SI
   t.same(api.body, { status: 'ok', version: 'v1' }, 'the printed api URL serves');
   const gw = await request(ready.urls.gateway, '/health', { method: 'GET' });
   t.equal(gw.status, 200, 'the printed gateway URL serves');
+  t.equal((await health(ready.urls.gateway, metricsToken(dataDir))).body.engine, 'undici', 'up passed --engine to its gateway');
 
   up.child.kill('SIGTERM');
   const exit = await up.exited;

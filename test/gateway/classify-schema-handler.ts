@@ -13,7 +13,7 @@ import { GatewayState } from '../../gateway/state';
 import { generateKey, hashKey } from '../../protocol/keys';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import type { SnapshotEndpoint } from '../../protocol/snapshot';
-import { listen, waitFor } from './fixtures/harness.cts';
+import { ENGINES, listen, waitFor } from './fixtures/harness.cts';
 
 const SCHEMA = { type: 'object', required: ['id'], properties: { id: { type: 'integer' } } };
 const BIG = JSON.stringify({ id: 1, pad: 'x'.repeat(300 * 1024) });
@@ -71,7 +71,7 @@ interface Got {
   atEnd: number;
 }
 
-t.test('schema endpoints through the handler', async (t) => {
+for (const engine of ENGINES) t.test(`schema endpoints through the handler [${engine}]`, async (t) => {
   const upstreamPort = await listen(t, upstream());
   const records: OutcomeRecord[] = [];
   // Records count as journaled when handed over; appendThen releases the response a turn later, like the real one.
@@ -103,7 +103,7 @@ t.test('schema endpoints through the handler', async (t) => {
   });
   const key = generateKey();
   state.putKey({ id: 'key_a', secrets: [{ hash: hashKey(key), expires_at: null }], expires_at: null, endpoints: [], limit: null, lift: null });
-  const proxy = createProxy();
+  const proxy = createProxy({ engine });
   t.teardown(() => proxy.close());
   const handler = createHandler({ gatewayId: 'gw', state: () => state, proxy, journal, metrics, bodyLimitBytes: 1 << 20, maintenanceRetryAfterS: 1, trustedProxyHops: 0, maxHeaders: 100 });
   const port = await listen(t, http.createServer(handler));

@@ -77,8 +77,8 @@ t.test('settler, gateways, pool, gate and maintenance as the operators set them'
   };
   ctx.settler = () => settler;
   ctx.gateways = () => [
-    { id: 'gw-host-a', connected: true, applied_version: ctx.store.version(), last_seen: new Date(NOW - 2000).toISOString(), last_nack: null },
-    { id: 'gw-host-b', connected: false, applied_version: ctx.store.version() - 2, last_seen: new Date(NOW - 60_000).toISOString(), last_nack: null },
+    { id: 'gw-host-a', connected: true, applied_version: ctx.store.version(), last_seen: new Date(NOW - 2000).toISOString(), last_nack: null, engine: 'undici' },
+    { id: 'gw-host-b', connected: false, applied_version: ctx.store.version() - 2, last_seen: new Date(NOW - 60_000).toISOString(), last_nack: null, engine: null },
   ];
 
   const cli = (...args: string[]) => runCli(args, { control });

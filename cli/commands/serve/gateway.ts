@@ -17,6 +17,7 @@ export async function run(opts: { config: Readonly<Config>; json?: boolean }, de
     deps.out.line(`svc gateway ${gateway.id} listening`);
     deps.out.line(`  gateway ({market_url})  ${gateway.url}`);
     deps.out.line(`  control                 ${gateway.controlUrl}`);
+    deps.out.line(`  engine                  ${gateway.engine}`);
     deps.out.line(`  state                   ${gateway.state() ? `version ${gateway.state()!.version} (last-known-good)` : 'waiting for control'}`);
   }, opts.json);
   await untilSignal();

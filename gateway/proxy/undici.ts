@@ -1,0 +1,591 @@
+/**
+ * The undici engine (`gateway.engine` = `undici`): the same forwarding contract as the
+ * http-proxy engine (`index.ts`), on undici's dispatcher API. The only file that imports undici.
+ *
+ * - One `Pool` per upstream origin (keep-alive, pipelining 1, at most `maxSockets` connections),
+ *   driven with `dispatch()` and a handler object per call: no stream or promise per call, the
+ *   response head arrives as raw header buffers and goes through `clientResponseHeaders()`.
+ * - Calls beyond `maxSockets` wait in the engine's own queue, not in the pool's: a caller that
+ *   leaves is taken out of it and its call never reaches the upstream, and no connection is
+ *   opened or closed for it. A call that was handed to the pool and is still waiting for its
+ *   connection is cancelled when the connection is ready, before any byte is written (the
+ *   handler's `onConnect` throws), and that connection stays in the pool.
+ * - The caller's body is pushed into a `Readable` that undici reads; past 16 KiB that undici has
+ *   not taken yet (the upstream holds the body back, or the call still waits for a connection)
+ *   the caller is paused and the provider's clock runs, as the http-proxy engine does with its
+ *   `ClientRequest`. `Transfer-Encoding` is left to undici: a body without a declared length is
+ *   sent chunked.
+ * - Timeouts. The provider's deadline for the response head is the engine's own timer, started
+ *   exactly where the http-proxy engine starts it (the last request byte handed to the upstream
+ *   request, or the upstream holding the body back). undici's `headersTimeout` measures almost
+ *   the same thing (it is armed when the request is written to a connection, refreshed when a
+ *   body write fills the socket and when the body ends, and ignored while undici waits for more
+ *   body from the caller), but it runs on undici's coarse timers (checked every ~0.5 s, so a
+ *   300 ms timeout fires after up to ~1.3 s) and does not count time spent waiting for a
+ *   connection; it is off (0). Once the head has arrived, undici's `bodyTimeout` is the idle
+ *   timeout between body chunks (`timeoutMs`, same coarse resolution); it does not run while
+ *   the caller's backpressure pauses the response. There is no connect timeout either
+ *   (`connectTimeout: 0`): the deadline covers connecting, as with the http-proxy engine.
+ * - Redirects are never followed (undici follows none without its redirect interceptor).
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import { Client, buildConnector, type Dispatcher } from 'undici';
+import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
+import { sendProblem } from '../../protocol/http';
+import type { CallerFailure, NetworkError } from '../classify';
+import { clientResponseHeaders, headerListObject, headerListValue, type HeaderList } from '../headers';
+import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
+import { declaredLength, networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
+import type {
+  BodyObserver,
+  ForwardDone,
+  ForwardFailure,
+  ForwardResult,
+  ForwardTarget,
+  GatewayProxy,
+  ProxyOptions,
+  ProxyStats,
+  ResponseHead,
+  ResponseHeadHook,
+} from './index';
+
+/** The reason handed to undici when the gateway ends a call itself (never reported). */
+const CANCELLED = new Error('the call was ended by the gateway');
+const ignore = (): void => {};
+
+/** undici errors that are the gateway's own fault: a request it refused to build. */
+const GATEWAY_FAULTS: ReadonlySet<string> = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
+/** undici errors that mean the upstream took too long. */
+const TIMEOUTS: ReadonlySet<string> = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+const codeOf = (err: unknown): string | undefined => (err as { code?: string } | null)?.code;
+
+/** The caller's request body as undici reads it: the engine pushes the caller's chunks in. */
+class RequestBody extends Readable {
+  /** Run once when undici asks for more after `push()` said it holds enough. */
+  wanted: (() => void) | null = null;
+
+  override _read(): void {
+    const wanted = this.wanted;
+    if (wanted !== null) {
+      this.wanted = null;
+      wanted();
+    }
+  }
+}
+
+/** One upstream connection: an undici `Client` (pipelining 1) and the socket it holds now. */
+interface Conn {
+  client: Client;
+  socket: Socket | null;
+}
+
+/** One upstream origin: its connections and the calls waiting for one. */
+interface Origin {
+  url: string;
+  /** Connections without a call, the most recently used last. */
+  idle: Conn[];
+  /** Every connection of this origin, busy or idle (at most `maxSockets`). */
+  all: Set<Conn>;
+  /** Calls on a connection (or on one being opened for them). */
+  busy: number;
+  /** Calls waiting for a connection, oldest first. */
+  waiting: Set<UndiciCall>;
+}
+
+/** What every call of one engine shares. */
+interface Engine {
+  maxSockets: number;
+  maxFreeSockets: number;
+  clientBodyTimeoutMs: number;
+  inFlight: number;
+  /** A connection for the next call: an idle one, else a new one while under `maxSockets`. */
+  acquire(origin: Origin): Conn | null;
+}
+
+/** Request headers for undici: `headers.ts`'s, without the framing field undici sets itself. */
+function requestHeaders(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  if (headers['transfer-encoding'] === undefined) return headers;
+  const out: OutgoingHttpHeaders = {};
+  for (const name in headers) if (name !== 'transfer-encoding') out[name] = headers[name];
+  return out;
+}
+
+/** Raw response header buffers as strings (latin1, as Node's own parser decodes them). */
+function rawStrings(raw: Buffer[]): string[] {
+  const out = new Array<string>(raw.length);
+  for (let i = 0; i < raw.length; i++) out[i] = raw[i]!.toString('latin1');
+  return out;
+}
+
+/** One forwarded call; also the undici dispatch handler for it. */
+class UndiciCall implements Dispatcher.DispatchHandler {
+  private readonly started = performance.now();
+  private finished = false;
+  private timedOut = false;
+  /** The upstream's response head arrived (and was written to the caller). */
+  private responding = false;
+  private status: number | null = null;
+  private latency = -1;
+  /** The provider's clock: from the last request byte handed upstream (-1: not started). */
+  private clockStart = -1;
+  private deadline: NodeJS.Timeout | undefined;
+  /** The caller's clock: the longest pause between request-body chunks. */
+  private bodyTimer: NodeJS.Timeout | undefined;
+  private heldByUpstream = false;
+  private body: RequestBody | null = null;
+  private seen = 0;
+  /** The connection carrying the call (null while it waits for one). */
+  private conn: Conn | null = null;
+  /** undici has started writing the call on its connection. */
+  private onConnection = false;
+  /** undici is done with the call (completed or failed); its connection went back. */
+  private released = false;
+  // The response body on its way to the caller.
+  private resumeUpstream: (() => void) | null = null;
+  private remaining = -1;
+  private held: Buffer | undefined;
+  private observer: BodyObserver | undefined;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly origin: Origin,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly target: ForwardTarget,
+    private readonly done: ForwardDone,
+    private readonly onHead: ResponseHeadHook | undefined,
+  ) {}
+
+  start(): void {
+    const { req, res } = this;
+    this.engine.inFlight++;
+    res.on('finish', this.onFinish);
+    res.on('close', this.callerLeft);
+    req.on('error', this.callerLeft);
+    const expectsBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+    if (expectsBody) {
+      this.body = new RequestBody();
+      this.bodyTimer = setTimeout(this.onBodyStalled, this.engine.clientBodyTimeoutMs);
+      req.on('data', this.onCallerData);
+      req.on('end', this.onCallerEnd);
+    } else {
+      // Nothing to wait for: the provider's clock starts at once.
+      this.clockStart = performance.now();
+      this.startDeadline();
+      req.resume();
+    }
+    const conn = this.engine.acquire(this.origin);
+    if (conn !== null) this.dispatch(conn);
+    else this.origin.waiting.add(this);
+  }
+
+  /** Put the call on `conn`. undici may call back into the handler before this returns. */
+  dispatch(conn: Conn): void {
+    this.conn = conn;
+    this.origin.busy++;
+    conn.client.dispatch(
+      {
+        path: this.target.path,
+        method: this.req.method ?? 'GET',
+        headers: requestHeaders(this.target.headers) as Record<string, string | string[]>,
+        body: this.body,
+        headersTimeout: 0,
+        bodyTimeout: this.target.timeoutMs,
+      },
+      this,
+    );
+  }
+
+  // ---- undici's side -----------------------------------------------------------------
+
+  onConnect(): void {
+    // Ended while its connection was being opened: cancel before any byte is written. undici
+    // catches this, fails the request (onError) and keeps the connection for the next call.
+    if (this.finished) throw CANCELLED;
+    this.onConnection = true;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    // 1xx answers are the hop's business, as with Node's own client: never passed on.
+    if (statusCode < 200) return true;
+    if (this.finished) return false;
+    this.stopDeadline();
+    this.responding = true;
+    this.status = statusCode;
+    if (this.clockStart < 0) this.clockStart = performance.now();
+    this.latency = this.providerMs();
+    const headers = clientResponseHeaders(rawStrings(rawHeaders));
+    this.remaining = declaredLength(headerListValue(headers, 'content-length'));
+    const head: ResponseHead = { status: statusCode, headers, fromUpstream: true, networkError: null, callerFailure: null, upstreamLatencyMs: this.latency };
+    try {
+      this.onHead?.(head);
+    } catch (err) {
+      this.internal(err);
+      return false;
+    }
+    try {
+      this.res.writeHead(statusCode, headers);
+    } catch (err) {
+      // A head Node refuses to write is the upstream's fault.
+      this.responding = false;
+      this.status = null;
+      this.fail(networkErrorOf(err));
+      return false;
+    }
+    this.resumeUpstream = resume;
+    this.observer = head.body;
+    return true;
+  }
+
+  // The answer's bytes go to the caller as they arrive, except the last chunk of a body with a
+  // declared length: it is written together with the end, once the body observer released it.
+  onData(chunk: Buffer): boolean {
+    if (this.finished) return false;
+    this.observer?.chunk?.(chunk);
+    if (this.remaining >= 0 && (this.remaining -= chunk.length) <= 0) {
+      if (this.held === undefined) {
+        this.held = chunk;
+        return true;
+      }
+      this.res.write(this.held); // not reached with a conforming parser: the length ended at `held`
+      this.held = undefined;
+    }
+    if (this.res.write(chunk)) return true;
+    // The caller reads slower than the upstream sends: undici stops reading (and its body
+    // timeout does not run) until the caller has taken what it has.
+    this.res.once('drain', this.onCallerDrain);
+    return false;
+  }
+
+  onComplete(): void {
+    this.release();
+    if (this.finished) return;
+    const observer = this.observer;
+    if (observer === undefined) return void this.res.end(this.held);
+    try {
+      observer.end((err) => {
+        if (this.finished) return;
+        if (err === null) this.res.end(this.held);
+        else this.internal(err);
+      });
+    } catch (err) {
+      this.internal(err);
+    }
+  }
+
+  onError(err: Error): void {
+    this.release();
+    if (this.finished) return;
+    if (this.callerGone()) return this.callerLeft();
+    const code = codeOf(err);
+    if (!this.responding) {
+      if (code !== undefined && GATEWAY_FAULTS.has(code)) return this.internal(err);
+      return this.fail(this.timedOut || (code !== undefined && TIMEOUTS.has(code)) ? 'timeout' : networkErrorOf(err));
+    }
+    // The body broke off: the caller must not take the truncated answer for a whole one.
+    if (!this.claim()) return;
+    this.res.destroy();
+    this.report(code !== undefined && TIMEOUTS.has(code) ? 'timeout' : 'reset', this.status);
+  }
+
+  // ---- the caller's side ---------------------------------------------------------------
+
+  private readonly onCallerData = (chunk: Buffer): void => {
+    if (this.finished) return;
+    const limit = this.target.bodyLimitBytes;
+    if (limit !== undefined && (this.seen += chunk.length) > limit) return this.failCaller('body_too_large');
+    this.bodyTimer?.refresh();
+    const body = this.body!;
+    if (!body.push(chunk)) {
+      // Waiting on the upstream now: its clock runs, the caller's does not.
+      this.req.pause();
+      this.heldByUpstream = true;
+      if (!this.responding) this.startDeadline();
+      body.wanted = this.onBodyWanted;
+    }
+  };
+
+  private readonly onBodyWanted = (): void => {
+    if (this.finished) return;
+    this.heldByUpstream = false;
+    if (!this.responding) this.stopDeadline();
+    this.bodyTimer?.refresh();
+    this.req.resume();
+  };
+
+  private readonly onCallerEnd = (): void => {
+    if (this.finished) return;
+    clearTimeout(this.bodyTimer);
+    this.body!.push(null);
+    // The last request byte is upstream's now: the provider's clock starts.
+    if (this.clockStart < 0) this.clockStart = performance.now();
+    if (!this.responding) {
+      this.stopDeadline();
+      this.startDeadline();
+    }
+  };
+
+  private readonly onBodyStalled = (): void => {
+    if (!this.heldByUpstream) this.failCaller('client_timeout');
+  };
+
+  private readonly onCallerDrain = (): void => {
+    if (!this.finished) this.resumeUpstream?.();
+  };
+
+  private readonly onFinish = (): void => {
+    if (this.responding && this.claim()) this.report(null, this.status);
+  };
+
+  /** The caller left: nobody is waiting for this call any more. */
+  private readonly callerLeft = (): void => {
+    if (this.res.writableFinished || !this.claim()) return;
+    this.abortUpstream();
+    this.res.destroy();
+    this.reportCaller('client_abort', this.res.headersSent ? this.status : null);
+  };
+
+  private callerGone(): boolean {
+    return this.req.socket.destroyed && !this.res.writableFinished;
+  }
+
+  // ---- ending the call ---------------------------------------------------------------
+
+  private providerMs(): number {
+    return this.clockStart < 0 ? 0 : Math.round(performance.now() - this.clockStart);
+  }
+
+  /**
+   * Every path first claims the call's single result, then cleans up, then reports: cleanup
+   * (aborting the upstream) calls back into the handler, which then sees the call as settled.
+   */
+  private claim(): boolean {
+    if (this.finished) return false;
+    this.finished = true;
+    this.engine.inFlight--;
+    clearTimeout(this.deadline);
+    clearTimeout(this.bodyTimer);
+    return true;
+  }
+
+  private report(networkError: ForwardFailure | null, sentStatus: number | null, internalError?: unknown): void {
+    const result: ForwardResult = { status: this.status, sentStatus, networkError, upstreamLatencyMs: this.latency >= 0 ? this.latency : this.providerMs() };
+    if (internalError !== undefined) result.internalError = internalError;
+    this.done(result);
+  }
+
+  private reportCaller(kind: CallerFailure, sentStatus: number | null): void {
+    this.latency = Math.round(performance.now() - this.started);
+    this.report(kind, sentStatus);
+  }
+
+  /** Stop the upstream side of the call, wherever it is. */
+  private abortUpstream(): void {
+    if (this.conn === null) {
+      this.origin.waiting.delete(this); // never reached a connection
+    } else if (this.onConnection && !this.released) {
+      // Destroy the connection, as destroying a ClientRequest does. Not with undici's own abort:
+      // it closes the socket with an informational error, after which the Client puts the call
+      // back in its queue and opens a new connection only to drop it (nodejs/undici#5845).
+      // Failed this way, the call is dropped as the connection's head and nothing reconnects.
+      const socket = this.conn.socket;
+      if (socket !== null && !socket.destroyed) socket.destroy(CANCELLED);
+    }
+    // On a connection being opened: onConnect cancels it.
+    this.body?.destroy();
+  }
+
+  /** undici is done with the call: its connection goes to the next waiting call, or idles. */
+  private release(): void {
+    const conn = this.conn;
+    if (conn === null || this.released) return;
+    this.released = true;
+    const origin = this.origin;
+    origin.busy--;
+    if (conn.client.destroyed) {
+      origin.all.delete(conn);
+      return;
+    }
+    for (const next of origin.waiting) {
+      origin.waiting.delete(next);
+      next.dispatch(conn);
+      return;
+    }
+    if (origin.idle.length < this.engine.maxFreeSockets) origin.idle.push(conn);
+    else {
+      // As many idle connections as `maxFreeSockets` already: close this one.
+      origin.all.delete(conn);
+      conn.client.destroy().catch(ignore);
+    }
+  }
+
+  // A fault of the gateway itself (a throwing hook, a request undici will not build): 500.
+  private respondInternal(err: unknown): void {
+    const sent = this.res.headersSent ? null : 500;
+    if (sent !== null) sendProblem(this.res, 'svc_internal', 'the request could not be forwarded');
+    else this.res.destroy();
+    this.report(null, sent, err);
+  }
+
+  private internal(err: unknown): void {
+    if (!this.claim()) return;
+    this.abortUpstream();
+    this.respondInternal(err);
+  }
+
+  /** Run the head hook for forward()'s own answer; false (and a 500 sent) if it threw. */
+  private ownHead(head: ResponseHead): boolean {
+    try {
+      this.onHead?.(head);
+      return true;
+    } catch (err) {
+      this.respondInternal(err);
+      return false;
+    }
+  }
+
+  /** Answer a failure before any head was sent; after it, cut the caller's connection. */
+  fail(kind: NetworkError): void {
+    if (!this.claim()) return;
+    this.abortUpstream();
+    const res = this.res;
+    if (res.headersSent || res.destroyed) {
+      res.destroy();
+      this.report(kind, this.status);
+      return;
+    }
+    const sent = kind === 'timeout' ? 504 : 502;
+    if (this.latency < 0) this.latency = this.providerMs();
+    const headers: HeaderList = [];
+    if (!this.ownHead({ status: sent, headers, fromUpstream: false, networkError: kind, callerFailure: null, upstreamLatencyMs: this.latency })) return;
+    sendNetworkFailure(res, kind, this.target.timeoutMs, headerListObject(headers) as Record<string, string>);
+    this.report(kind, sent);
+  }
+
+  /**
+   * The caller broke its own request (a body over the limit, or one that stalled): the
+   * upstream request is stopped, the caller gets 413/408 and the connection is closed.
+   */
+  private failCaller(kind: 'body_too_large' | 'client_timeout'): void {
+    if (!this.claim()) return;
+    this.req.pause();
+    this.abortUpstream();
+    const res = this.res;
+    if (res.headersSent || res.destroyed) {
+      res.destroy();
+      this.reportCaller(kind, this.status);
+      return;
+    }
+    const sent = kind === 'client_timeout' ? 408 : 413;
+    const headers: HeaderList = ['connection', 'close'];
+    const head: ResponseHead = { status: sent, headers, fromUpstream: false, networkError: null, callerFailure: kind, upstreamLatencyMs: Math.round(performance.now() - this.started) };
+    if (!this.ownHead(head)) return;
+    sendCallerFailure(res, kind, { clientBodyTimeoutMs: this.engine.clientBodyTimeoutMs, bodyLimitBytes: this.target.bodyLimitBytes }, headerListObject(headers) as Record<string, string>);
+    this.reportCaller(kind, sent);
+  }
+
+  private readonly onDeadline = (): void => {
+    this.timedOut = true;
+    this.fail('timeout');
+  };
+
+  private startDeadline(): void {
+    if (this.deadline === undefined && !this.finished) this.deadline = setTimeout(this.onDeadline, this.target.timeoutMs);
+  }
+
+  private stopDeadline(): void {
+    clearTimeout(this.deadline);
+    this.deadline = undefined;
+  }
+}
+
+/** The undici engine (`gateway.engine` = `undici`). One per gateway process. */
+export function createUndiciEngine(options: ProxyOptions = {}): GatewayProxy {
+  const freeSocketTimeoutMs = options.freeSocketTimeoutMs ?? DEFAULT_FREE_SOCKET_TIMEOUT_MS;
+  // No connect timeout: the call's deadline covers connecting, as with the http-proxy engine.
+  const connector = buildConnector({ timeout: 0 });
+  const clientOptions: Client.Options = {
+    pipelining: 1,
+    keepAliveTimeout: freeSocketTimeoutMs,
+    // An upstream's `Keep-Alive: timeout=N` may shorten the idle time, never lengthen it.
+    keepAliveMaxTimeout: freeSocketTimeoutMs,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  };
+  let origins = new Map<string, Origin>();
+  let byUrl = new WeakMap<URL, Origin>();
+
+  function newConn(origin: Origin): Conn {
+    const conn: Conn = { client: null as unknown as Client, socket: null };
+    const connect = (opts: buildConnector.Options, callback: buildConnector.Callback): void => {
+      connector(opts, (err, socket) => {
+        conn.socket = (socket as Socket | null | undefined) ?? null;
+        (callback as (err: Error | null, socket: Socket | null) => void)(err, conn.socket);
+      });
+    };
+    conn.client = new Client(origin.url, { ...clientOptions, connect });
+    // A handler that throws in onError makes the Client emit 'error'; never let it crash the process.
+    (conn.client as unknown as NodeJS.EventEmitter).on('error', ignore);
+    origin.all.add(conn);
+    return conn;
+  }
+
+  const engine: Engine = {
+    maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS,
+    maxFreeSockets: options.maxFreeSockets ?? DEFAULT_MAX_FREE_SOCKETS,
+    clientBodyTimeoutMs: options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS,
+    inFlight: 0,
+    acquire(origin: Origin): Conn | null {
+      const idle = origin.idle.pop();
+      if (idle !== undefined) return idle;
+      return origin.all.size < engine.maxSockets ? newConn(origin) : null;
+    },
+  };
+
+  function originOf(url: URL): Origin {
+    let origin = byUrl.get(url);
+    if (origin === undefined) {
+      origin = origins.get(url.origin);
+      if (origin === undefined) {
+        origin = { url: url.origin, idle: [], all: new Set(), busy: 0, waiting: new Set() };
+        origins.set(url.origin, origin);
+      }
+      byUrl.set(url, origin);
+    }
+    return origin;
+  }
+
+  return {
+    engine: 'undici',
+    forward(req: IncomingMessage, res: ServerResponse, target: ForwardTarget, done: ForwardDone, onHead?: ResponseHeadHook): void {
+      new UndiciCall(engine, originOf(target.origin), req, res, target, done, onHead).start();
+    },
+    stats(): ProxyStats {
+      let sockets = 0;
+      let freeSockets = 0;
+      let queued = 0;
+      for (const origin of origins.values()) {
+        sockets += origin.busy;
+        queued += origin.waiting.size;
+        for (const conn of origin.idle) if (conn.socket !== null && !conn.socket.destroyed) freeSockets++;
+      }
+      return { inFlight: engine.inFlight, sockets, freeSockets, queued };
+    },
+    close(): void {
+      const closing = [...origins.values()];
+      origins = new Map();
+      byUrl = new WeakMap();
+      for (const origin of closing) {
+        for (const call of origin.waiting) call.fail('reset');
+        origin.waiting.clear();
+        // Calls on a connection fail as resets when their Client is destroyed.
+        for (const conn of origin.all) conn.client.destroy().catch(ignore);
+        origin.idle.length = 0;
+      }
+    },
+  };
+}
