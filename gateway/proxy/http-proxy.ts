@@ -277,8 +277,14 @@ export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy 
           held = undefined;
         }
         if (!out.write(chunk)) {
+          // The caller reads slower than the upstream sends: that wait is the caller's, so the
+          // upstream socket's idle timeout stops until the caller has taken what it has.
           incoming.pause();
-          out.once('drain', () => incoming.resume());
+          incoming.socket?.setTimeout(0);
+          out.once('drain', () => {
+            incoming.socket?.setTimeout(target.timeoutMs);
+            incoming.resume();
+          });
         }
       });
       incoming.on('end', () => {

@@ -129,6 +129,35 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.same([...gw.doneCalls.values()], [1]);
   });
 
+  t.test('a caller that stops reading is not the provider’s idle timeout: the whole body arrives later', { timeout: 10_000 }, async (t) => {
+    // The upstream sends its body at once; the caller pauses longer than the endpoint timeout
+    // before reading it. The gateway stops reading the upstream meanwhile (backpressure): that
+    // pause is the caller's, so the provider's idle timeout must not cut the call.
+    const body = Buffer.alloc(16 * 1024 * 1024, 'b');
+    const upstream = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': String(body.length) });
+      res.end(body);
+    });
+    const gw = await startGateway(t, { engine, upstreamPort: await listen(t, upstream), timeoutMs: 200 });
+    const got = await new Promise<{ status: number; bytes: number; complete: boolean }>((resolve) => {
+      const req = http.request({ host: '127.0.0.1', port: gw.port, path: '/big', agent: false }, (res) => {
+        let bytes = 0;
+        res.pause();
+        setTimeout(() => {
+          res.on('data', (c: Buffer) => (bytes += c.length));
+          res.resume();
+        }, 800);
+        res.on('error', () => undefined);
+        res.on('close', () => resolve({ status: res.statusCode ?? 0, bytes, complete: res.complete }));
+      });
+      req.on('error', () => undefined);
+      req.end();
+    });
+    t.same(got, { status: 200, bytes: body.length, complete: true }, 'the caller got the whole body');
+    await settle();
+    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [[null, 200, 200]]);
+  });
+
   t.test('every failure kind reports done() exactly once, across many calls', async (t) => {
     const silent = await silentUpstream(t);
     const reset = net.createServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
