@@ -1,6 +1,6 @@
 /**
- * RFC 9162 roots of settlement batches, computed on a second thread while the batch's SQL
- * runs. Settlement hashes every call twice (its leaf and, on average, one interior node);
+ * The Merkle trees of settlement batches (root and stored run roots, `tree.ts`), computed on
+ * a second thread while the batch's SQL runs. Settlement hashes every call twice (its leaf and, on average, one interior node);
  * done inline that is most of what receipts cost the settler, done here it overlaps with the
  * batch's row updates and ledger writes, which take longer. The settler's transaction is
  * synchronous, so the result is awaited with `Atomics.wait` on a shared word: the batch is
@@ -14,10 +14,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { leafHash, rootOf, toHex } from '../../protocol/merkle';
+import { toHex } from '../../protocol/merkle';
+import { subtreeCount, treeOf, type BatchTree } from './tree';
 
 /**
- * How long a batch's root may take on the worker before it is computed inline instead (and
+ * How long a batch's tree may take on the worker before it is computed inline instead (and
  * the worker dropped): this base plus {@link WORKER_TIMEOUT_PER_LEAF_MS} per leaf. Only a
  * worker that died mid-batch gets near it. @default 2000
  */
@@ -27,30 +28,35 @@ export const WORKER_TIMEOUT_PER_LEAF_MS = 0.02;
 /** Batches smaller than this are hashed inline: a round trip costs more than it saves. @default 64 */
 export const INLINE_BELOW = 64;
 
-/** A root being computed; `hex()` waits for it. */
-export interface PendingRoot {
-  hex(): string;
+/** A batch's tree as a receipt stores it: the root in hex, the run roots as bytes. */
+export interface StoredTree {
+  root: string;
+  subtrees: Buffer;
 }
 
-const inline = (leaves: readonly string[]): PendingRoot => {
-  const root = toHex(rootOf(leaves.map(leafHash)));
-  return { hex: () => root };
+/** A tree being computed; `result()` waits for it. */
+export interface PendingTree {
+  result(): StoredTree;
+}
+
+const stored = (tree: BatchTree): StoredTree => ({ root: toHex(tree.root), subtrees: tree.subtrees });
+const inline = (leaves: readonly string[]): PendingTree => {
+  const tree = stored(treeOf(leaves));
+  return { result: () => tree };
 };
 
 export class TreeHasher {
   private worker: Worker | null = null;
   /** Shared with the worker: see tree-worker.ts. */
   private readonly state: Int32Array | null = null;
-  private readonly root: Buffer | null = null;
   private seq = 0;
 
   /** `workerFile`: the compiled worker; null hashes inline. @default tree-worker.js beside this module, when it exists */
   constructor(workerFile: string | null = TreeHasher.compiledWorker()) {
     if (workerFile === null) return;
     try {
-      const shared = new SharedArrayBuffer(16 + 32);
+      const shared = new SharedArrayBuffer(12);
       this.state = new Int32Array(shared, 0, 3);
-      this.root = Buffer.from(shared, 16, 32);
       this.worker = new Worker(workerFile, { workerData: { shared }, execArgv: [] });
       this.worker.unref();
       this.worker.on('error', () => this.stopWorker());
@@ -71,25 +77,26 @@ export class TreeHasher {
     return this.worker !== null && Atomics.load(this.state!, 2) === 1;
   }
 
-  /** Start computing the root of these canonical leaves (in leaf order). */
-  start(leaves: readonly string[]): PendingRoot {
+  /** Start computing the tree of these canonical leaves (in leaf order). */
+  start(leaves: readonly string[]): PendingTree {
     const worker = this.worker;
     if (worker === null || leaves.length < INLINE_BELOW || !this.threaded) return inline(leaves);
     const seq = ++this.seq;
+    const out = new SharedArrayBuffer(32 + 32 * subtreeCount(leaves.length));
     try {
-      worker.postMessage({ seq, leaves: leaves.join('\n') });
+      worker.postMessage({ seq, leaves: leaves.join('\n'), out });
     } catch {
       this.stopWorker();
       return inline(leaves);
     }
-    return { hex: () => this.wait(seq, leaves) };
+    return { result: () => this.wait(seq, leaves, out) };
   }
 
   close(): void {
     this.stopWorker();
   }
 
-  private wait(seq: number, leaves: readonly string[]): string {
+  private wait(seq: number, leaves: readonly string[], out: SharedArrayBuffer): StoredTree {
     const state = this.state!;
     const deadline = Date.now() + WORKER_TIMEOUT_MS + leaves.length * WORKER_TIMEOUT_PER_LEAF_MS;
     for (;;) {
@@ -98,15 +105,16 @@ export class TreeHasher {
       const left = deadline - Date.now();
       if (this.worker === null || left <= 0) {
         this.stopWorker();
-        return inline(leaves).hex();
+        return inline(leaves).result();
       }
       Atomics.wait(state, 0, done, Math.min(left, 1_000));
     }
     if (Atomics.load(state, 1) !== 0) {
       this.stopWorker();
-      return inline(leaves).hex();
+      return inline(leaves).result();
     }
-    return this.root!.toString('hex');
+    const bytes = Buffer.from(out);
+    return { root: bytes.toString('hex', 0, 32), subtrees: Buffer.from(bytes.subarray(32)) };
   }
 
   private stopWorker(): void {

@@ -1,22 +1,26 @@
 /**
  * Worker thread of `TreeHasher`: hashes a batch's canonical leaves and computes their RFC 9162
- * root while the settler's transaction runs its SQL on the main thread. Input: `{ seq,
- * leaves }` with the leaves joined by `\n` (canonical JSON never holds a raw line break).
- * Output: the root's 32 bytes in the shared buffer, then `seq` in the state word, notified.
- * It raises the ready word once it listens; until then batches are hashed inline.
+ * tree while the settler's transaction runs its SQL on the main thread. Input: `{ seq,
+ * leaves, out }`, the leaves joined by `\n` (canonical JSON never holds a raw line break) and
+ * `out` a shared buffer for the result: the root, then the roots of the batch's runs of
+ * `SUBTREE_HEIGHT` levels. Then `seq` goes into the state word, notified. The worker raises
+ * the ready word once it listens; until then batches are hashed inline.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { leafHash, rootOf } from '../../protocol/merkle';
+import { treeOf } from './tree';
 
 const shared = (workerData as { shared: SharedArrayBuffer }).shared;
 /** [0] the last request answered, [1] 1 when it failed, [2] 1 once this worker is listening. */
 const state = new Int32Array(shared, 0, 3);
-const root = Buffer.from(shared, 16, 32);
 
-parentPort!.on('message', (message: { seq: number; leaves: string }) => {
+parentPort!.on('message', (message: { seq: number; leaves: string; out: SharedArrayBuffer }) => {
   let failed = 0;
   try {
-    root.write(rootOf(message.leaves.split('\n').map(leafHash)), 0, 32, 'latin1');
+    const tree = treeOf(message.leaves.split('\n'));
+    const out = Buffer.from(message.out);
+    if (out.length !== 32 + tree.subtrees.length) throw new Error('result buffer of the wrong size');
+    out.write(tree.root, 0, 32, 'latin1');
+    tree.subtrees.copy(out, 32);
   } catch {
     failed = 1;
   }

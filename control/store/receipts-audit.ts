@@ -7,17 +7,19 @@
  *    `receipt_keys` (the public verifier's own `ChainVerifier`, fed from the database);
  * 2. every receipt's root is the RFC 9162 root of its batch's calls as their rows say now
  *    (leaves in settlement order), so a call's amounts cannot be rewritten after the fact,
- *    however consistently the batch and ledger rows are rewritten with it.
+ *    however consistently the batch and ledger rows are rewritten with it; and the run roots
+ *    stored for proofs (`control/receipts/tree.ts`) are those of the same calls.
  *
  * Each answers the first violation as a sentence naming the batch, or null.
  */
 import type { Db } from './db';
-import { rootOf, toHex, type Hash32 } from '../../protocol/merkle';
+import { rootOf, subtreeRoots, toHex, type Hash32 } from '../../protocol/merkle';
 import type { Receipt, ReceiptJwk } from '../../protocol/receipts';
 import { ChainVerifier, ReceiptKeyring, leafHashOf } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
 import type { Outcome } from '../../protocol/outcome';
 import { OpaqueIds } from '../public/ids';
+import { SUBTREE_HEIGHT } from '../receipts/tree';
 
 interface BatchWithReceipt {
   id: number;
@@ -74,7 +76,7 @@ export function receiptRootViolation(db: Db): string | null {
   const secret = db.prepare(`SELECT secret FROM public_secret WHERE id = 1`).pluck().get() as Buffer | undefined;
   if (secret === undefined) return null; // no store has opened this database yet: nothing settled
   const ids = new OpaqueIds(secret);
-  const batchStmt = db.prepare(`SELECT b.endpoint_id, r.root FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`);
+  const batchStmt = db.prepare(`SELECT b.endpoint_id, r.root, r.subtrees FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`);
   const rows = db
     .prepare(
       `SELECT settled_batch, call_id, outcome, premium, refund, clamp FROM outcomes
@@ -85,20 +87,25 @@ export function receiptRootViolation(db: Db): string | null {
   let batch = 0;
   let provider = '';
   let stated: string | null = null;
+  let runs: Buffer | null = null;
   let hashes: Hash32[] = [];
   const close = (): string | null => {
     if (batch === 0 || stated === null) return null;
-    const root = toHex(rootOf(hashes));
-    return root === stated ? null : `batch ${batch}: its receipt's root ${stated} is not the root of its ${hashes.length} calls (${root})`;
+    const computed = subtreeRoots(hashes, SUBTREE_HEIGHT);
+    const root = toHex(rootOf(computed));
+    if (root !== stated) return `batch ${batch}: its receipt's root ${stated} is not the root of its ${hashes.length} calls (${root})`;
+    if (runs !== null && !runs.equals(Buffer.from(computed.join(''), 'latin1'))) return `batch ${batch}: the run hashes stored for its proofs are not those of its calls`;
+    return null;
   };
   for (const row of rows) {
     if (row.settled_batch !== batch) {
       const problem = close();
       if (problem !== null) return problem;
       batch = row.settled_batch;
-      const b = batchStmt.get(batch) as { endpoint_id: string; root: string | null } | undefined;
+      const b = batchStmt.get(batch) as { endpoint_id: string; root: string | null; subtrees: Buffer | null } | undefined;
       provider = b === undefined ? '' : ids.provider(b.endpoint_id);
       stated = b?.root ?? null;
+      runs = b?.subtrees ?? null;
       hashes = [];
     }
     hashes.push(leafHashOf({ batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp }));

@@ -10,15 +10,18 @@
  *   It starts after the newest receipt, so running it again does nothing.
  * - A batch's leaves are its calls in settlement order (received_at, call_id): the order the
  *   settler selected them in, kept by the `outcomes_by_batch` index, so `leaf_index` needs no
- *   column. A proof reads one batch's rows (at most `settler.batchCap`) and hashes them.
+ *   column (it is the count of the batch's calls before it in that order). With each receipt
+ *   are stored the roots of the batch's runs of 64 leaves (migration 10, `receipts/tree.ts`),
+ *   so a proof reads and hashes only its call's run, whatever the batch size.
  */
 import type { Db } from './db';
-import { inclusionPath, leafHash, toHex } from '../../protocol/merkle';
+import { inclusionPath, leafHash, rootOf, toHex } from '../../protocol/merkle';
 import type { CallProof, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
 import { GENESIS_PREV, RECEIPT_VERSION, leafCanonical, receiptHash, receiptSigningBytes, type UnsignedReceipt } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
 import type { ReceiptSigner } from '../receipts/signing-key';
-import { TreeHasher, type PendingRoot } from '../receipts/tree-hasher';
+import { SUBTREE_LEAVES, splitSubtrees } from '../receipts/tree';
+import { TreeHasher, type PendingTree, type StoredTree } from '../receipts/tree-hasher';
 
 /** What a receipt commits to about its batch. */
 export interface ReceiptBatch {
@@ -77,6 +80,9 @@ export class ReceiptsTable {
   private readonly keysStmt;
   private readonly callStmt;
   private readonly leavesStmt;
+  private readonly subtreesStmt;
+  private readonly indexStmt;
+  private readonly runStmt;
   private readonly batchStmt;
   private readonly unreceiptedStmt;
   private readonly backfillTx;
@@ -87,16 +93,25 @@ export class ReceiptsTable {
     this.providerId = opts.providerId;
     this.rotateKey = opts.rotateKey;
     this.hasher = opts.hasher ?? new TreeHasher(this.enabled ? undefined : null);
-    this.insertStmt = db.prepare(`INSERT INTO receipts (${COLUMNS}) VALUES (@batch, @v, @prev, @root, @tree_size, @refunds, @premiums, @settled_at, @kid, @sig)`);
+    this.insertStmt = db.prepare(
+      `INSERT INTO receipts (${COLUMNS}, subtrees) VALUES (@batch, @v, @prev, @root, @tree_size, @refunds, @premiums, @settled_at, @kid, @sig, @subtrees)`,
+    );
     this.headStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts ORDER BY batch DESC LIMIT 1`);
     this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts WHERE batch = ?`);
     this.pageStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts WHERE batch > ? ORDER BY batch LIMIT ?`);
     this.countStmt = db.prepare(`SELECT count(*) FROM receipts`).pluck();
     this.addKeyStmt = db.prepare(`INSERT OR IGNORE INTO receipt_keys (kid, x, created_at) VALUES (?, ?, ?)`);
     this.keysStmt = db.prepare(`SELECT kid, x FROM receipt_keys ORDER BY created_at DESC, kid`);
-    this.callStmt = db.prepare(`SELECT settled_batch FROM outcomes WHERE call_id = ?`);
+    this.callStmt = db.prepare(`SELECT settled_batch, received_at FROM outcomes WHERE call_id = ?`);
     this.leavesStmt = db.prepare(
       `SELECT call_id, outcome, premium, refund, clamp FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`,
+    );
+    this.subtreesStmt = db.prepare(`SELECT subtrees FROM receipts WHERE batch = ?`).pluck();
+    this.indexStmt = db
+      .prepare(`SELECT count(*) FROM outcomes WHERE settled_batch = ? AND (received_at, call_id) < (?, ?)`)
+      .pluck();
+    this.runStmt = db.prepare(
+      `SELECT call_id, outcome, premium, refund, clamp FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id LIMIT ${SUBTREE_LEAVES} OFFSET ?`,
     );
     this.batchStmt = db.prepare(`SELECT id, endpoint_id, created_at, refunds, premiums FROM settlement_batches WHERE id = ?`);
     this.unreceiptedStmt = db.prepare(`SELECT id FROM settlement_batches WHERE id > ? AND id <= ? ORDER BY id`).pluck();
@@ -126,19 +141,19 @@ export class ReceiptsTable {
     return leafCanonical({ batch, call_id: call.call_id, provider, outcome: call.outcome, premium: call.premium, refund: call.refund, clamp: call.clamp });
   }
 
-  /** Start computing the root of a batch's canonical leaves (on the hasher's thread). */
-  startRoot(leaves: readonly string[]): PendingRoot {
+  /** Start computing the tree of a batch's canonical leaves (on the hasher's thread). */
+  startTree(leaves: readonly string[]): PendingTree {
     return this.hasher.start(leaves);
   }
 
   /**
-   * Sign and store the receipt of `batch`, whose `treeSize` leaves have the root `root`. Must
+   * Sign and store the receipt of `batch`, whose `treeSize` leaves make the tree `tree`. Must
    * run in the batch's transaction. Batches before it that have no receipt get theirs first,
    * from their rows, so the chain never has a gap.
    */
-  append(batch: ReceiptBatch, root: PendingRoot, treeSize: number): Receipt {
+  append(batch: ReceiptBatch, tree: PendingTree, treeSize: number): Receipt {
     const { head } = this.fillAfterHead(batch.id - 1);
-    return this.sign(batch, root.hex(), treeSize, head);
+    return this.sign(batch, tree.result(), treeSize, head);
   }
 
   /**
@@ -172,20 +187,20 @@ export class ReceiptsTable {
       const batch = this.batchStmt.get(id) as ReceiptBatch;
       const provider = this.providerId(batch.endpoint_id);
       const leaves = (this.leavesStmt.all(id) as LeafRow[]).map((row) => this.leaf(id, provider, row));
-      head = this.sign(batch, this.hasher.start(leaves).hex(), leaves.length, head);
+      head = this.sign(batch, this.hasher.start(leaves).result(), leaves.length, head);
       written++;
     }
     return { head, written };
   }
 
-  private sign(batch: ReceiptBatch, root: string, treeSize: number, head: Receipt | undefined): Receipt {
+  private sign(batch: ReceiptBatch, tree: StoredTree, treeSize: number, head: Receipt | undefined): Receipt {
     if (head !== undefined && head.batch >= batch.id) throw new Error(`receipts: batch ${batch.id} is not after the newest receipt (${head.batch})`);
     if (treeSize === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
     const unsigned: UnsignedReceipt = {
       v: RECEIPT_VERSION,
       batch: batch.id,
       prev: head === undefined ? GENESIS_PREV : receiptHash(head),
-      root,
+      root: tree.root,
       tree_size: treeSize,
       refunds: batch.refunds,
       premiums: batch.premiums,
@@ -193,7 +208,7 @@ export class ReceiptsTable {
       kid: this.signerNow.kid,
     };
     const receipt: Receipt = { ...unsigned, sig: this.signerNow.sign(receiptSigningBytes(unsigned)) };
-    this.insertStmt.run(receipt);
+    this.insertStmt.run({ ...receipt, subtrees: tree.subtrees });
     return receipt;
   }
 
@@ -235,33 +250,51 @@ export class ReceiptsTable {
   leaves(batchId: number): ReceiptLeaf[] {
     const batch = this.batchStmt.get(batchId) as ReceiptBatch | undefined;
     if (batch === undefined) return [];
-    const provider = this.providerId(batch.endpoint_id);
-    return (this.leavesStmt.all(batchId) as LeafRow[]).map((row) => ({
-      batch: batchId,
-      call_id: row.call_id,
-      provider,
-      outcome: row.outcome,
-      premium: row.premium,
-      refund: row.refund,
-      clamp: row.clamp,
-    }));
+    return this.leafRows(batchId, this.providerId(batch.endpoint_id), this.leavesStmt.all(batchId) as LeafRow[]);
   }
 
-  /** The inclusion proof of a call (by the gateway's call id), or why there is none. */
+  /**
+   * The inclusion proof of a call (by the gateway's call id), or why there is none. With the
+   * batch's stored run roots (checked against the receipt's root) it reads only the call's run
+   * of 64 rows; without them, or when they disagree with the rows, it hashes the whole batch. Either way the leaf and path come
+   * from the rows as they are now, so a rewritten row yields a proof that does not verify.
+   */
   proof(callId: string): ProofLookup {
-    const call = this.callStmt.get(callId) as { settled_batch: number | null } | undefined;
+    const call = this.callStmt.get(callId) as { settled_batch: number | null; received_at: number } | undefined;
     if (call === undefined) return { state: 'unknown' };
     if (call.settled_batch === null) return { state: 'unsettled' };
     const batch = call.settled_batch;
     const receipt = this.get(batch);
     if (receipt === null) return { state: 'unreceipted', batch };
+    const found = this.proofFromRun(batch, callId, call.received_at, receipt.root) ?? this.proofFromBatch(batch, callId);
+    return { state: 'settled', proof: { ...found, tree_size: receipt.tree_size, receipt } };
+  }
+
+  private proofFromRun(batch: number, callId: string, receivedAt: number, root: string): Omit<CallProof, 'tree_size' | 'receipt'> | null {
+    const stored = this.subtreesStmt.get(batch) as Buffer | null | undefined;
+    if (!stored) return null;
+    const runs = splitSubtrees(stored);
+    if (toHex(rootOf(runs)) !== root) return null;
+    const index = this.indexStmt.get(batch, receivedAt, callId) as number;
+    const run = Math.floor(index / SUBTREE_LEAVES);
+    const provider = this.providerId((this.batchStmt.get(batch) as ReceiptBatch).endpoint_id);
+    const leaves = this.leafRows(batch, provider, this.runStmt.all(batch, run * SUBTREE_LEAVES) as LeafRow[]);
+    const at = index - run * SUBTREE_LEAVES;
+    if (run >= runs.length || leaves[at]?.call_id !== callId) return null;
+    const inner = inclusionPath(leaves.map((l) => leafHash(leafCanonical(l))), at);
+    if (inner.root !== runs[run]) return null;
+    const outer = inclusionPath(runs, run);
+    return { leaf: leaves[at]!, leaf_index: index, audit_path: [...inner.path, ...outer.path].map(toHex) };
+  }
+
+  private proofFromBatch(batch: number, callId: string): Omit<CallProof, 'tree_size' | 'receipt'> {
     const leaves = this.leaves(batch);
     const index = leaves.findIndex((l) => l.call_id === callId);
-    const hashes = leaves.map((l) => leafHash(leafCanonical(l)));
-    const { path } = inclusionPath(hashes, index);
-    return {
-      state: 'settled',
-      proof: { leaf: leaves[index]!, leaf_index: index, tree_size: hashes.length, audit_path: path.map(toHex), receipt },
-    };
+    const { path } = inclusionPath(leaves.map((l) => leafHash(leafCanonical(l))), index);
+    return { leaf: leaves[index]!, leaf_index: index, audit_path: path.map(toHex) };
+  }
+
+  private leafRows(batch: number, provider: string, rows: LeafRow[]): ReceiptLeaf[] {
+    return rows.map((row) => ({ batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp }));
   }
 }

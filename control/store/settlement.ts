@@ -262,8 +262,8 @@ export class SettlementTable {
     });
     const t = plan.totals;
     const batch = this.insertBatchStmt.get(endpointId, at, calls.length, t.premiums, plan.treasuryFees, t.refunds, t.refunds_owed, t.clamped_calls) as BatchRow;
-    // The receipt's root is computed (on the hasher's thread) while the rows are written.
-    const root = this.receipts.enabled ? this.receipts.startRoot(this.leaves(batch, calls, plan)) : null;
+    // The receipt's tree is computed (on the hasher's thread) while the rows are written.
+    const tree = this.receipts.enabled ? this.receipts.startTree(this.leaves(batch, calls, plan)) : null;
 
     for (const [callId, a] of plan.exceptions) {
       if (this.exceptionStmt.run(batch.id, a.premium, a.refund, a.refund_owed, a.clamp, callId).changes !== 1) {
@@ -299,7 +299,7 @@ export class SettlementTable {
       this.ledger.transfer({ ...base, kind: 'refund', postings: [{ account: 'pool', amount: -amount }, { account: keyAccount(keyId), amount }] });
     }
     for (const [hour, amount] of plan.refundsByHour) if (amount > 0) this.addHourStmt.run(endpointId, hour, amount);
-    if (root !== null) this.receipts.append(batch, root, calls.length);
+    if (tree !== null) this.receipts.append(batch, tree, calls.length);
     return batchView(batch);
   }
 

@@ -1,14 +1,14 @@
 /**
- * TreeHasher (control/receipts/tree-hasher.ts): batch roots computed on the compiled worker
- * thread equal the inline RFC 9162 roots for every size around its thresholds; a worker that
- * never starts, answers with a failure, or stops answering is replaced by inline hashing with
- * the same result.
+ * TreeHasher (control/receipts/tree-hasher.ts): batch trees computed on the compiled worker
+ * thread (root and the run roots of 64 leaves) equal the inline RFC 9162 ones for every size
+ * around its thresholds; a worker that never starts, answers with a failure, or stops
+ * answering is replaced by inline hashing with the same result.
  */
 import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { INLINE_BELOW, TreeHasher } from '../../control/receipts/tree-hasher';
-import { leafHash, rootOf, toHex } from '../../protocol/merkle';
+import { leafHash, rootOf, subtreeRoots, toHex } from '../../protocol/merkle';
 import { leafCanonical } from '../../protocol/receipts-verify';
 
 const COMPILED = resolve(__dirname, '..', '..', 'dist', 'control', 'receipts', 'tree-worker.js');
@@ -18,6 +18,8 @@ const leavesOf = (n: number): string[] =>
     leafCanonical({ batch: 7, call_id: `0190a1b2-c3d4-7e5f-8a9b-${String(i).padStart(12, '0')}`, provider: 'prv_x', outcome: i % 4 ? 'ok' : 'server_error', premium: i % 4 ? 150 : 0, refund: i % 4 ? 0 : 2150, clamp: null }),
   );
 const inlineRoot = (leaves: string[]) => toHex(rootOf(leaves.map(leafHash)));
+const inlineRuns = (leaves: string[]) => subtreeRoots(leaves.map(leafHash), 6).map(toHex);
+const runsOf = (b: Buffer) => Array.from({ length: b.length / 32 }, (_, i) => b.toString('hex', i * 32, i * 32 + 32));
 
 async function ready(hasher: TreeHasher): Promise<boolean> {
   for (let i = 0; i < 200 && !hasher.threaded; i++) await new Promise((r) => setTimeout(r, 25));
@@ -30,15 +32,17 @@ t.test('the worker thread computes the same roots as inline hashing', async (t) 
   t.ok(await ready(hasher), 'the compiled worker starts and listens');
   for (const n of [1, 2, INLINE_BELOW - 1, INLINE_BELOW, INLINE_BELOW + 1, 1000, 4097]) {
     const leaves = leavesOf(n);
-    t.equal(hasher.start(leaves).hex(), inlineRoot(leaves), `${n} leaves`);
+    const tree = hasher.start(leaves).result();
+    t.equal(tree.root, inlineRoot(leaves), `${n} leaves: root`);
+    t.same(runsOf(tree.subtrees), inlineRuns(leaves), `${n} leaves: ${Math.ceil(n / 64)} run roots`);
   }
   // Two roots in flight one after the other keep their own answers.
   const a = leavesOf(300);
   const b = leavesOf(301);
   const pa = hasher.start(a);
-  t.equal(pa.hex(), inlineRoot(a));
+  t.equal(pa.result().root, inlineRoot(a));
   const pb = hasher.start(b);
-  t.equal(pb.hex(), inlineRoot(b));
+  t.equal(pb.result().root, inlineRoot(b));
   t.ok(hasher.threaded, 'still on the worker');
 });
 
@@ -48,12 +52,12 @@ t.test('without a usable worker, roots are computed inline', async (t) => {
 
   const none = new TreeHasher(null);
   t.equal(none.threaded, false);
-  t.equal(none.start(leaves).hex(), inlineRoot(leaves), 'no worker');
+  t.equal(none.start(leaves).result().root, inlineRoot(leaves), 'no worker');
 
   const missing = new TreeHasher(join(dir, 'nowhere.js'));
   t.teardown(() => missing.close());
   t.equal(await ready(missing), false, 'a worker file that does not exist never listens');
-  t.equal(missing.start(leaves).hex(), inlineRoot(leaves));
+  t.equal(missing.start(leaves).result().root, inlineRoot(leaves));
 
   mkdirSync(join(dir, 'w'));
   const failing = join(dir, 'w', 'failing.js');
@@ -67,7 +71,7 @@ t.test('without a usable worker, roots are computed inline', async (t) => {
   const failed = new TreeHasher(failing);
   t.teardown(() => failed.close());
   t.ok(await ready(failed));
-  t.equal(failed.start(leaves).hex(), inlineRoot(leaves), 'a worker reporting a failure');
+  t.equal(failed.start(leaves).result().root, inlineRoot(leaves), 'a worker reporting a failure');
   t.equal(failed.threaded, false, 'and it is not asked again');
 
   const silent = join(dir, 'w', 'silent.js');
@@ -80,11 +84,11 @@ t.test('without a usable worker, roots are computed inline', async (t) => {
   const mute = new TreeHasher(silent);
   t.teardown(() => mute.close());
   t.ok(await ready(mute));
-  t.equal(mute.start(leavesOf(INLINE_BELOW)).hex(), inlineRoot(leavesOf(INLINE_BELOW)), 'a worker that never answers (after its timeout)');
+  t.equal(mute.start(leavesOf(INLINE_BELOW)).result().root, inlineRoot(leavesOf(INLINE_BELOW)), 'a worker that never answers (after its timeout)');
   t.equal(mute.threaded, false);
 
   const closed = new TreeHasher(COMPILED);
   t.ok(await ready(closed));
   closed.close();
-  t.equal(closed.start(leaves).hex(), inlineRoot(leaves), 'after close');
+  t.equal(closed.start(leaves).result().root, inlineRoot(leaves), 'after close');
 });

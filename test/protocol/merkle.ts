@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { emptyRoot, fromHex, inclusionPath, leafHash, nodeHash, rootFromInclusionProof, rootOf, toHex, verifyInclusion } from '../../protocol/merkle';
+import { emptyRoot, fromHex, inclusionPath, leafHash, nodeHash, rootFromInclusionProof, rootOf, subtreeRoots, toHex, verifyInclusion } from '../../protocol/merkle';
 
 // RFC 6962 test data (the inputs and hashes of the CT reference implementations).
 const LEAF_INPUTS = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f'];
@@ -116,6 +116,33 @@ t.test('every root and path up to 70 leaves equals the independent construction'
   }
   t.equal(checked, (70 * 71) / 2, 'every leaf of every size');
   t.equal(mismatches, 0, 'roots, paths and verification agree with the reference');
+});
+
+t.test('runs of 2^k leaves: their roots make the same tree, and paths split at the run', async (t) => {
+  const data = Array.from({ length: 100 }, (_, i) => Buffer.from(`run leaf ${i}`));
+  const hashes = data.map((d) => leafHash(d));
+  let mismatches = 0;
+  let checked = 0;
+  for (const k of [0, 1, 2, 3]) {
+    const run = 2 ** k;
+    for (let n = 1; n <= data.length; n++) {
+      const tree = hashes.slice(0, n);
+      const runs = subtreeRoots(tree, k);
+      if (runs.length !== Math.ceil(n / run)) mismatches++;
+      if (rootOf(runs) !== rootOf(tree)) mismatches++;
+      for (let m = 0; m < n; m++) {
+        checked++;
+        const r = Math.floor(m / run);
+        const inner = inclusionPath(tree.slice(r * run, r * run + run), m - r * run);
+        if (inner.root !== runs[r]) mismatches++;
+        const joined = [...inner.path, ...inclusionPath(runs, r).path].map(hex);
+        if (JSON.stringify(joined) !== JSON.stringify(refPath(m, data.slice(0, n)).map((b) => b.toString('hex')))) mismatches++;
+      }
+    }
+  }
+  t.equal(checked, 4 * ((100 * 101) / 2));
+  t.equal(mismatches, 0, 'run roots, roots and split paths agree with the reference');
+  t.same(subtreeRoots(hashes.slice(0, 3), 6), [rootOf(hashes.slice(0, 3))], 'one short run');
 });
 
 t.test('verification refuses every wrong proof (RFC 9162 §2.1.3.2)', async (t) => {

@@ -14,6 +14,7 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { Settler } from '../../control/settler/settler';
 import { Store, type StoreOptions } from '../../control/store';
+import { MIGRATIONS } from '../../control/store/migrations';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { silentLogger } from '../../protocol/log';
 import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
@@ -91,6 +92,30 @@ t.test('each batch commits with its signed receipt; every call has a verifying p
   t.equal(store.ledger.verify().violation, null, 'ledger verify, receipt checks included');
 });
 
+t.test('proofs read one run of 64 calls; without stored runs, or with wrong ones, the whole batch', async (t) => {
+  const store = open(join(t.testdir(), 'control.db'));
+  t.teardown(() => store.close());
+  seed(store);
+  const recs = records(700);
+  store.outcomes.ingest(recs, T0);
+  await settle(store, 400);
+  const jwks = store.receipts.jwks();
+  const proofs = () => recs.map((r) => store.receipts.proof(r.call_id)).map((p) => (p.state === 'settled' ? p.proof : null));
+  const verified = (list: ReturnType<typeof proofs>) => list.filter((p, i) => p !== null && verifyCallProof(p, jwks, recs[i]!.call_id).ok).length;
+  const fast = proofs();
+  t.equal(verified(fast), recs.length, 'every proof from its run verifies');
+  t.ok(fast.some((p) => p!.tree_size > 64 && p!.leaf_index >= 64), 'batches larger than one run');
+  const runs = store.db.prepare(`SELECT batch, length(subtrees) AS bytes, tree_size FROM receipts`).all() as { batch: number; bytes: number; tree_size: number }[];
+  t.same(runs.map((r) => r.bytes), runs.map((r) => 32 * Math.ceil(r.tree_size / 64)), '32 bytes per run of 64 calls');
+
+  store.db.exec(`UPDATE receipts SET subtrees = NULL`);
+  const slow = proofs();
+  t.same(slow, fast, 'without stored runs: the same proofs, from the whole batch');
+  store.db.exec(`UPDATE receipts SET subtrees = zeroblob(length(root) / 2 * 2) WHERE batch = 1`);
+  t.same(proofs(), fast, 'wrong stored runs are not used');
+  t.match(store.ledger.verify().violation ?? '', /^batch 1: the run hashes stored for its proofs are not those of its calls/, 'and ledger verify names them');
+});
+
 t.test('a receipt that cannot be written takes its batch with it', async (t) => {
   const store = open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
@@ -151,7 +176,7 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
 
   const migrated = open(path);
   t.teardown(() => migrated.close());
-  t.equal(migrated.schemaVersion(), 9);
+  t.equal(migrated.schemaVersion(), MIGRATIONS.length);
   t.equal(migrated.receipts.count(), made);
   const kid = jwkThumbprint(createPublicKey(createPrivateKey(readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8'))).export({ format: 'jwk' }).x!);
   t.same([...new Set(all(migrated).map((r) => r.kid))], [kid], "every backfilled receipt carries the data dir key's kid");

@@ -73,6 +73,19 @@ export function rootOf(leafHashes: readonly Hash32[]): Hash32 {
 }
 
 /**
+ * Level `height` of the tree over these leaf hashes, bottom-up: the roots of the aligned
+ * runs of 2^height leaves (the last run may be shorter). Every such run is a subtree of the
+ * RFC 9162 tree, and the tree over these roots is the rest of it: `rootOf(subtreeRoots(h, k))`
+ * is `rootOf(h)`, and a leaf's audit path is its path inside its run followed by the run's
+ * path among the runs.
+ */
+export function subtreeRoots(leafHashes: readonly Hash32[], height: number): Hash32[] {
+  let level: readonly Hash32[] = leafHashes;
+  for (let i = 0; i < height && level.length > 1; i++) level = parentLevel(level);
+  return level === leafHashes ? [...leafHashes] : (level as Hash32[]);
+}
+
+/**
  * PATH(m, D[n]): the audit path of leaf `index` in the tree over `leafHashes`, from the
  * leaf's sibling up to the child of the root (RFC 9162 §2.1.3.1), and the tree's root.
  * Costs n − 1 node hashes.
