@@ -1,8 +1,10 @@
 /**
  * The forwarding contract every proxy engine implements, and `createProxy`, which picks the
- * engine `gateway.engine` names. The engines are one file each: `http-proxy.ts` (http-proxy
- * 1.18.1, the default) and `undici.ts` (undici's dispatcher API). Only those files import their
- * library; everything else in the gateway imports this module.
+ * engine `gateway.engine` names: `http-proxy.ts` (http-proxy 1.18.1, the default) or `undici.ts`
+ * (undici's dispatcher API; its connections in `undici-pool.ts`, its request body in
+ * `undici-body.ts`). Only these files import their library; the rest of the gateway imports this
+ * module. A third engine is one more file and one more entry in `ENGINES` below (and in
+ * `protocol/engines.ts`).
  *
  * One call, whichever engine carries it:
  * - `forward()` reports exactly once how it went (`ForwardResult`);

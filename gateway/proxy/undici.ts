@@ -1,44 +1,33 @@
 /**
- * The undici engine (`gateway.engine` = `undici`): the same forwarding contract as the
- * http-proxy engine (`index.ts`), on undici's dispatcher API. The only file that imports undici.
+ * The undici engine (`gateway.engine` = `undici`): the forwarding contract of `index.ts` on
+ * undici's dispatcher API. Only this file and `undici-pool.ts` import undici.
  *
- * - One `Pool` per upstream origin (keep-alive, pipelining 1, at most `maxSockets` connections),
- *   driven with `dispatch()` and a handler object per call: no stream or promise per call, the
- *   response head arrives as raw header buffers and goes through `clientResponseHeaders()`.
- * - Calls beyond `maxSockets` wait in the engine's own queue, not in the pool's: a caller that
- *   leaves is taken out of it and its call never reaches the upstream, and no connection is
- *   opened or closed for it. A call that was handed to the pool and is still waiting for its
- *   connection is cancelled when the connection is ready, before any byte is written (the
- *   handler's `onConnect` throws), and that connection stays in the pool.
- * - The caller's body is pushed into a `Readable` that undici reads; past 16 KiB that undici has
- *   not taken yet (the upstream holds the body back, or the call still waits for a connection)
- *   the caller is paused and the provider's clock runs, as the http-proxy engine does with its
- *   `ClientRequest`. `Transfer-Encoding` is left to undici: a body without a declared length is
- *   sent chunked.
- * - Timeouts. The provider's deadline for the response head is the engine's own timer, started
- *   exactly where the http-proxy engine starts it (the last request byte handed to the upstream
- *   request, or the upstream holding the body back). undici's `headersTimeout` measures almost
- *   the same thing (it is armed when the request is written to a connection, refreshed when a
- *   body write fills the socket and when the body ends, and ignored while undici waits for more
- *   body from the caller), but it runs on undici's coarse timers (checked every ~0.5 s, so a
- *   300 ms timeout fires after up to ~1.3 s) and does not count time spent waiting for a
- *   connection; it is off (0). Once the head has arrived, undici's `bodyTimeout` is the idle
- *   timeout between body chunks (`timeoutMs`, same coarse resolution); it does not run while
- *   the caller's backpressure pauses the response. There is no connect timeout either
- *   (`connectTimeout: 0`): the deadline covers connecting, as with the http-proxy engine.
- * - Redirects are never followed (undici follows none without its redirect interceptor).
+ * Each call is one `Client.dispatch()` with this file's `UndiciCall` as the handler: no stream or
+ * promise per call; the response head arrives as raw header buffers for `clientResponseHeaders()`.
+ * Connections come from `undici-pool.ts` (keep-alive, pipelining 1, bounded per origin); calls
+ * beyond `maxSockets` wait there, so a caller that leaves meanwhile costs the upstream nothing.
+ * The caller's body is pushed into a `Readable` undici reads: past 16 KiB undici has not taken,
+ * the caller is paused and the provider's clock runs, as with the http-proxy engine's
+ * `ClientRequest`. A body without a declared length is sent chunked (undici frames it).
+ *
+ * Timeouts (gateway/README.md, "Engines", has what was measured): the deadline for the response
+ * head is the engine's own timer, started where the http-proxy engine starts it; undici's
+ * `headersTimeout` (off) ticks on ~0.5 s timers and does not count the wait for a connection.
+ * After the head, undici's `bodyTimeout` (`timeoutMs`) is the idle timeout between body chunks;
+ * it does not run while the caller's backpressure pauses the answer. No connect timeout: the
+ * deadline covers connecting. Redirects are never followed (undici follows none by itself).
  */
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { Readable } from 'node:stream';
-import { Client, buildConnector, type Dispatcher } from 'undici';
+import { buildConnector, type Client, type Dispatcher } from 'undici';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
 import { sendProblem } from '../../protocol/http';
 import type { CallerFailure, NetworkError } from '../classify';
 import { clientResponseHeaders, headerListObject, headerListValue, type HeaderList } from '../headers';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
 import { declaredLength, networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
+import { RequestBody, requestHeaders } from './undici-body';
+import { OriginPool, type Conn } from './undici-pool';
 import type {
   BodyObserver,
   ForwardDone,
@@ -54,7 +43,6 @@ import type {
 
 /** The reason handed to undici when the gateway ends a call itself (never reported). */
 const CANCELLED = new Error('the call was ended by the gateway');
-const ignore = (): void => {};
 
 /** undici errors that are the gateway's own fault: a request it refused to build. */
 const GATEWAY_FAULTS: ReadonlySet<string> = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
@@ -63,56 +51,13 @@ const TIMEOUTS: ReadonlySet<string> = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_E
 
 const codeOf = (err: unknown): string | undefined => (err as { code?: string } | null)?.code;
 
-/** The caller's request body as undici reads it: the engine pushes the caller's chunks in. */
-class RequestBody extends Readable {
-  /** Run once when undici asks for more after `push()` said it holds enough. */
-  wanted: (() => void) | null = null;
-
-  override _read(): void {
-    const wanted = this.wanted;
-    if (wanted !== null) {
-      this.wanted = null;
-      wanted();
-    }
-  }
-}
-
-/** One upstream connection: an undici `Client` (pipelining 1) and the socket it holds now. */
-interface Conn {
-  client: Client;
-  socket: Socket | null;
-}
-
-/** One upstream origin: its connections and the calls waiting for one. */
-interface Origin {
-  url: string;
-  /** Connections without a call, the most recently used last. */
-  idle: Conn[];
-  /** Every connection of this origin, busy or idle (at most `maxSockets`). */
-  all: Set<Conn>;
-  /** Calls on a connection (or on one being opened for them). */
-  busy: number;
-  /** Calls waiting for a connection, oldest first. */
-  waiting: Set<UndiciCall>;
-}
-
 /** What every call of one engine shares. */
 interface Engine {
-  maxSockets: number;
-  maxFreeSockets: number;
   clientBodyTimeoutMs: number;
   inFlight: number;
-  /** A connection for the next call: an idle one, else a new one while under `maxSockets`. */
-  acquire(origin: Origin): Conn | null;
 }
 
-/** Request headers for undici: `headers.ts`'s, without the framing field undici sets itself. */
-function requestHeaders(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
-  if (headers['transfer-encoding'] === undefined) return headers;
-  const out: OutgoingHttpHeaders = {};
-  for (const name in headers) if (name !== 'transfer-encoding') out[name] = headers[name];
-  return out;
-}
+type Origin = OriginPool<UndiciCall>;
 
 /** Raw response header buffers as strings (latin1, as Node's own parser decodes them). */
 function rawStrings(raw: Buffer[]): string[] {
@@ -178,7 +123,7 @@ class UndiciCall implements Dispatcher.DispatchHandler {
       this.startDeadline();
       req.resume();
     }
-    const conn = this.engine.acquire(this.origin);
+    const conn = this.origin.acquire();
     if (conn !== null) this.dispatch(conn);
     else this.origin.waiting.add(this);
   }
@@ -186,7 +131,6 @@ class UndiciCall implements Dispatcher.DispatchHandler {
   /** Put the call on `conn`. undici may call back into the handler before this returns. */
   dispatch(conn: Conn): void {
     this.conn = conn;
-    this.origin.busy++;
     conn.client.dispatch(
       {
         path: this.target.path,
@@ -207,6 +151,7 @@ class UndiciCall implements Dispatcher.DispatchHandler {
     // catches this, fails the request (onError) and keeps the connection for the next call.
     if (this.finished) throw CANCELLED;
     this.onConnection = true;
+    this.conn!.atHead = true;
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
@@ -401,26 +346,9 @@ class UndiciCall implements Dispatcher.DispatchHandler {
 
   /** undici is done with the call: its connection goes to the next waiting call, or idles. */
   private release(): void {
-    const conn = this.conn;
-    if (conn === null || this.released) return;
+    if (this.conn === null || this.released) return;
     this.released = true;
-    const origin = this.origin;
-    origin.busy--;
-    if (conn.client.destroyed) {
-      origin.all.delete(conn);
-      return;
-    }
-    for (const next of origin.waiting) {
-      origin.waiting.delete(next);
-      next.dispatch(conn);
-      return;
-    }
-    if (origin.idle.length < this.engine.maxFreeSockets) origin.idle.push(conn);
-    else {
-      // As many idle connections as `maxFreeSockets` already: close this one.
-      origin.all.delete(conn);
-      conn.client.destroy().catch(ignore);
-    }
+    this.origin.release(this.conn);
   }
 
   // A fault of the gateway itself (a throwing hook, a request undici will not build): 500.
@@ -506,52 +434,29 @@ class UndiciCall implements Dispatcher.DispatchHandler {
 /** The undici engine (`gateway.engine` = `undici`). One per gateway process. */
 export function createUndiciEngine(options: ProxyOptions = {}): GatewayProxy {
   const freeSocketTimeoutMs = options.freeSocketTimeoutMs ?? DEFAULT_FREE_SOCKET_TIMEOUT_MS;
-  // No connect timeout: the call's deadline covers connecting, as with the http-proxy engine.
-  const connector = buildConnector({ timeout: 0 });
+  const engine: Engine = { clientBodyTimeoutMs: options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS, inFlight: 0 };
+  const limits = { maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS, maxFreeSockets: options.maxFreeSockets ?? DEFAULT_MAX_FREE_SOCKETS };
   const clientOptions: Client.Options = {
     pipelining: 1,
     keepAliveTimeout: freeSocketTimeoutMs,
     // An upstream's `Keep-Alive: timeout=N` may shorten the idle time, never lengthen it.
     keepAliveMaxTimeout: freeSocketTimeoutMs,
+    // The engine's own deadline and undici's per-call bodyTimeout (see the top of this file).
     headersTimeout: 0,
     bodyTimeout: 0,
   };
+  // No connect timeout: the call's deadline covers connecting, as with the http-proxy engine.
+  // One connector for every connection, so TLS sessions are reused.
+  const connector = buildConnector({ timeout: 0 });
   let origins = new Map<string, Origin>();
   let byUrl = new WeakMap<URL, Origin>();
-
-  function newConn(origin: Origin): Conn {
-    const conn: Conn = { client: null as unknown as Client, socket: null };
-    const connect = (opts: buildConnector.Options, callback: buildConnector.Callback): void => {
-      connector(opts, (err, socket) => {
-        conn.socket = (socket as Socket | null | undefined) ?? null;
-        (callback as (err: Error | null, socket: Socket | null) => void)(err, conn.socket);
-      });
-    };
-    conn.client = new Client(origin.url, { ...clientOptions, connect });
-    // A handler that throws in onError makes the Client emit 'error'; never let it crash the process.
-    (conn.client as unknown as NodeJS.EventEmitter).on('error', ignore);
-    origin.all.add(conn);
-    return conn;
-  }
-
-  const engine: Engine = {
-    maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS,
-    maxFreeSockets: options.maxFreeSockets ?? DEFAULT_MAX_FREE_SOCKETS,
-    clientBodyTimeoutMs: options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS,
-    inFlight: 0,
-    acquire(origin: Origin): Conn | null {
-      const idle = origin.idle.pop();
-      if (idle !== undefined) return idle;
-      return origin.all.size < engine.maxSockets ? newConn(origin) : null;
-    },
-  };
 
   function originOf(url: URL): Origin {
     let origin = byUrl.get(url);
     if (origin === undefined) {
       origin = origins.get(url.origin);
       if (origin === undefined) {
-        origin = { url: url.origin, idle: [], all: new Set(), busy: 0, waiting: new Set() };
+        origin = new OriginPool<UndiciCall>(url.origin, limits, clientOptions, connector);
         origins.set(url.origin, origin);
       }
       byUrl.set(url, origin);
@@ -570,8 +475,8 @@ export function createUndiciEngine(options: ProxyOptions = {}): GatewayProxy {
       let queued = 0;
       for (const origin of origins.values()) {
         sockets += origin.busy;
+        freeSockets += origin.freeSockets();
         queued += origin.waiting.size;
-        for (const conn of origin.idle) if (conn.socket !== null && !conn.socket.destroyed) freeSockets++;
       }
       return { inFlight: engine.inFlight, sockets, freeSockets, queued };
     },
@@ -579,13 +484,8 @@ export function createUndiciEngine(options: ProxyOptions = {}): GatewayProxy {
       const closing = [...origins.values()];
       origins = new Map();
       byUrl = new WeakMap();
-      for (const origin of closing) {
-        for (const call of origin.waiting) call.fail('reset');
-        origin.waiting.clear();
-        // Calls on a connection fail as resets when their Client is destroyed.
-        for (const conn of origin.all) conn.client.destroy().catch(ignore);
-        origin.idle.length = 0;
-      }
+      // Calls on a connection fail as resets when their Client is destroyed; waiting ones here.
+      for (const origin of closing) for (const call of origin.destroy()) call.fail('reset');
     },
   };
 }

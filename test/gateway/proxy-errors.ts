@@ -78,6 +78,17 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.same([...gw.doneCalls.values()], [1]);
   });
 
+  t.test('a host name that does not resolve answers 502 and reports refused', async (t) => {
+    // `.invalid` never resolves (RFC 6761): the call never had a connection, like a refused one.
+    const gw = await startGateway(t, { engine, upstreamHost: 'upstream.invalid', upstreamPort: 80, timeoutMs: 5_000 });
+    const res = await request(gw.port, { method: 'POST', path: '/x', body: 'a' });
+    t.equal(res.status, 502);
+    t.equal(JSON.parse(res.body).code, 'svc_upstream_unavailable');
+    t.notMatch(res.body, /upstream\.invalid/, 'the upstream host is not leaked');
+    await settle();
+    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['refused', null, 502]]);
+  });
+
   t.test('reset before the response head answers 502 and reports reset', async (t) => {
     const upstream = net.createServer((socket) => {
       socket.once('data', () => socket.resetAndDestroy());

@@ -4,7 +4,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
-import { closedPort, ENGINES, type GatewayEngine, listen, request, settle, startGateway, waitFor } from './fixtures/harness.cts';
+import { closedPort, ENGINES, type GatewayEngine, listen, rawExchange, request, settle, startGateway, waitFor } from './fixtures/harness.cts';
 
 const sha = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 
@@ -139,6 +139,26 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.same([notModified.status, notModified.headers.etag], [304, '"v1"']);
     await settle();
     t.same(gw.results.map((r) => r.networkError), [null, null, null]);
+  });
+
+  t.test('informational 1xx answers before the final one are not passed on', async (t) => {
+    const upstream = net.createServer((socket) => {
+      socket.once('data', () => {
+        // Unasked (the gateway never sends Expect), and with a head split across two reads.
+        socket.write('HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 10');
+        setTimeout(() => {
+          socket.write('0 Continue\r\n\r\n');
+          setTimeout(() => socket.end('HTTP/1.1 201 Created\r\nContent-Length: 4\r\nConnection: close\r\n\r\ndone'), 20);
+        }, 20);
+      });
+    });
+    const gw = await startGateway(t, { engine, upstreamPort: await listen(t, upstream) });
+    const res = await rawExchange(gw.port, 'POST /x HTTP/1.1\r\nHost: gw\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    t.match(res, /^HTTP\/1\.1 201 Created\r\n/, 'the caller sees the final answer first');
+    t.notMatch(res, /Early Hints|100 Continue|style\.css/, 'no informational answer reaches the caller');
+    t.ok(res.endsWith('\r\n\r\ndone'));
+    await settle();
+    t.same(gw.results.map((r) => [r.networkError, r.status]), [[null, 201]]);
   });
 
   t.test('sockets are pooled (keep-alive) and bounded by maxSockets', async (t) => {
