@@ -310,11 +310,12 @@ t.test('numbers for the indexer', async (t) => {
   t.equal(store.ledger.totalCalls(), 5);
   const activity = store.ledger.recentActivity(3, (id) => `opaque:${id.slice(-4)}`);
   t.equal(activity.length, 3);
-  t.match(activity[0], { endpoint_id: 'ep', outcome: 'ok', premium: null, refund: null, batch: null }, 'newest first; pending calls have no amounts yet');
-  t.match(activity[1], { outcome: 'client_error', premium: 0, refund: 0, batch: 1 });
-  t.match(activity[2], { outcome: 'server_error', refund: 200, refund_owed: 1100, clamp: 'pool_depleted' });
+  t.match(activity[0], { endpoint_id: 'ep', outcome: 'client_error', premium: 0, refund: 0, batch: 1 }, 'settled calls only, newest first: the pending call is not listed');
+  t.match(activity[1], { outcome: 'server_error', refund: 200, refund_owed: 1100, clamp: 'pool_depleted' });
+  t.match(activity[2], { outcome: 'server_error', refund: 1100, refund_owed: 1100, clamp: null });
+  t.notOk(activity.some((a) => a.batch === null), 'no unsettled call in recent activity (DESIGN §7)');
   t.ok(activity.every((a) => a.call_id.startsWith('opaque:')), 'call ids pass through the mapper');
-  t.equal(activity[0]!.started_at, new Date(T0 + 5).toISOString());
+  t.equal(activity[0]!.started_at, new Date(T0 + 4).toISOString());
   const view = store.ledger.poolView();
   t.match(view, { pool: 0, funded: 1200, refunds: 1300, refunds_owed: 2200, shortfall: 900, clamped: { pool_depleted: 1, cap_clamped: 0 }, backlog: 1 });
 });
