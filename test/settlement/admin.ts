@@ -71,7 +71,7 @@ t.test('ledger verify: 0 when it holds, 1 with the first violation', async (t) =
   await runCli(['settler', 'run-once'], { control });
   const good = await runCli(['ledger', 'verify'], { control });
   t.equal(good.code, 0, good.stderr);
-  t.match(good.stdout, /^Ledger OK: 9 invariants hold over 4 transfers/);
+  t.match(good.stdout, /^Ledger OK: 11 invariants hold over 4 transfers/);
   store.db.exec(`UPDATE account_balances SET balance = balance + 3 WHERE account = 'treasury'`);
   const bad = await runCli(['ledger', 'verify'], { control });
   t.equal(bad.code, 1);
