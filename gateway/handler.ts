@@ -24,7 +24,7 @@ import { upstreamRequestHeaders, type HeaderList } from './headers';
 import type { Journal } from './journal';
 import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from './limiter';
 import type { GatewayMetrics } from './metrics';
-import type { GatewayProxy, ResponseHead } from './proxy';
+import type { GatewayProxy, ResponseHead } from './proxy/index';
 import { joinUpstreamPath, parseRoute } from './route';
 import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
 import type { EndpointEntry, GatewayState, KeyEntry } from './state';

@@ -21,7 +21,7 @@ import { InstanceLockedError, acquireInstanceLock } from './instance-lock';
 import { Journal } from './journal';
 import { operatorRoutes } from './operator';
 import { GatewayMetrics } from './metrics';
-import { createProxy } from './proxy';
+import { createProxy } from './proxy/index';
 import { OutcomeShipper } from './shipper';
 import { SnapshotFile } from './snapshot-file';
 import type { GatewayState } from './state';
@@ -102,7 +102,9 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   }
 
   const journal = Journal.open({ dir: join(dir, 'journal') });
-  const engine = config.gateway.engine;
+  // The engine named everywhere (sync hello, /health, the start line) is the proxy's own.
+  const proxy = createProxy({ engine: config.gateway.engine, maxSockets: config.gateway.upstreamMaxSockets, clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs });
+  const engine = proxy.engine;
   const sync = new SyncClient({ controlUrl, syncToken, gatewayId: id, engine, file, log, initial: state, onState: (s) => (state = s) });
   const metrics = new GatewayMetrics({
     snapshotVersion: () => state?.version ?? 0,
@@ -121,7 +123,6 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     onFailure: () => metrics.shipFailures++,
     onRejected: () => metrics.rejectedOutcomes++,
   });
-  const proxy = createProxy({ engine, maxSockets: config.gateway.upstreamMaxSockets, clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs });
   const handle = createHandler({
     gatewayId: id,
     state: () => state,

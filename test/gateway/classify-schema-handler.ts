@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { createHandler } from '../../gateway/handler';
 import type { Journal } from '../../gateway/journal';
 import { GatewayMetrics } from '../../gateway/metrics';
-import { createProxy } from '../../gateway/proxy';
+import { createProxy } from '../../gateway/proxy/index';
 import { GatewayState } from '../../gateway/state';
 import { generateKey, hashKey } from '../../protocol/keys';
 import type { OutcomeRecord } from '../../protocol/outcome';
