@@ -143,6 +143,8 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
   const endpointOptions = (cmd: Command) =>
     cmd
       .option('--upstream <url>', 'upstream base URL (http:// or https://)')
+      .option('--display-name <name>', 'name shown on the public pages (never the upstream URL or id)')
+      .option('--no-display-name', 'remove the display name (update)')
       .option('--methods <list>', 'methods besides POST, e.g. GET,PUT')
       .option('--price <micro>', 'principal per call, micro-units')
       .option('--premium <micro>', 'premium per call, micro-units')

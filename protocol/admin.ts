@@ -110,9 +110,20 @@ export const InjectedHeaders = z
     }
   });
 
+/** Most characters of an endpoint's display name. @default 80 */
+export const DISPLAY_NAME_MAX = 80;
+
+/**
+ * The name the public pages show for an endpoint's provider (`Weather v2`): one line of plain
+ * text, no control characters. Public: it must not name the upstream's URL or any secret.
+ */
+export const DisplayName = plainString().trim().min(1).max(DISPLAY_NAME_MAX);
+
 /** Fields an operator may set on an endpoint (all but `id` optional on update). */
 export const EndpointFields = z.object({
   upstream: UpstreamUrl,
+  /** Shown on the public pages beside the provider's opaque id; null removes it. */
+  display_name: DisplayName.nullable().optional(),
   methods: z.array(HttpMethod).min(1).optional(),
   timeout_ms: PositiveMs.optional(),
   price: MicroUnits.optional(),
@@ -138,6 +149,8 @@ export type Versioned = z.infer<typeof Versioned>;
 /** An endpoint as the admin API shows it: injected header values never appear. */
 export const EndpointView = z.strictObject({
   id: z.string(),
+  /** The public display name, or null (the pages show the opaque id alone). */
+  display_name: z.string().nullable(),
   upstream: z.string(),
   methods: z.array(HttpMethod),
   timeout_ms: z.number().int().min(1),

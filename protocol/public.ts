@@ -21,6 +21,8 @@ export type Tier = z.infer<typeof Tier>;
 export const Provider = z.strictObject({
   /** Opaque, stable id (`prv_…`); never the endpoint id or its upstream. */
   id: z.string().describe('opaque, stable provider id (prv_…)'),
+  /** The operator's public name for the provider (`svcctl endpoints update ID --display-name`), or null. */
+  display_name: z.string().nullable().describe("the operator's public name for the provider, or null"),
   tier: Tier,
   /** Covered failures / calls (calls exclude `client_error` and `caller_error`), over the window. 0 without calls. */
   failure_rate: z.number().min(0).max(1).describe('covered failures / calls over the window; 0 without calls'),
@@ -34,7 +36,7 @@ export const Provider = z.strictObject({
   caller_errors: Count,
   window_h: z.number().int().min(1),
   /** From the latency histogram of the same calls; null without calls. */
-  latency_ms: z.strictObject({ p50: Millis, p95: Millis }).nullable(),
+  latency_ms: z.strictObject({ p50: Millis, p95: Millis, p99: Millis }).nullable(),
 });
 export type Provider = z.infer<typeof Provider>;
 

@@ -46,6 +46,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       treasury_fee_bps: input.treasury_fee_bps ?? 0,
       headers: input.headers ?? {},
       response_schema: input.response_schema ?? null,
+      display_name: input.display_name ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -78,9 +79,11 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       headers: input.headers ?? current.headers,
       updated_at: now,
     };
+    // The display name is for the public pages only: gateways never see it, so renaming alone changes no state version.
+    const publicOnly = Object.keys(input).every((field) => field === 'display_name');
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'endpoints.update', target: current.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: current.id }] },
+      { action: 'endpoints.update', target: current.id, detail: auditDetail(input), changes: publicOnly ? [] : [{ kind: 'endpoint', entity: current.id }] },
       () => ctx.store.endpoints.save(next),
     );
     sendJson(res, 200, { ...endpointView(ctx.store.endpoints.byId(current.id)!), version } satisfies EndpointChange);

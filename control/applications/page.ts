@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { ANSWER_WITHIN_HOURS, APPLICANT_TYPE_LABELS, APPLICANT_TYPES, FIELD_LIMITS } from '../../protocol/applications';
+import { SITE_HEADER_STYLE } from '../public/pages/layout';
 
 /** What a re-rendered form shows: the user's values and an error per field. */
 export interface FormState {
@@ -204,16 +205,20 @@ function summary(state: FormState): string {
     </div>`;
 }
 
-function page(nonce: string, title: string, content: string, script = ''): string {
+/** The site header of the public pages (`siteHeader`), or nothing. */
+export type SiteHeader = string;
+
+function page(nonce: string, title: string, content: string, script = '', header: SiteHeader = ''): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
-<style nonce="${nonce}">${STYLE} .visually-hidden { position: absolute; left: -10000px; }</style>
+<style nonce="${nonce}">${STYLE} .visually-hidden { position: absolute; left: -10000px; }${header ? ` ${SITE_HEADER_STYLE} .site { max-width: 40rem; margin: 0 auto; padding: .6rem 1rem; }` : ''}</style>
 </head>
 <body>
+${header}
 <main>
 ${content}
 </main>
@@ -224,7 +229,7 @@ ${script ? `<script nonce="${nonce}">${script}</script>` : ''}
 }
 
 /** The form, empty or re-rendered with the user's values and errors. */
-export function renderForm(nonce: string, state: FormState): string {
+export function renderForm(nonce: string, state: FormState, header: SiteHeader = ''): string {
   const hasErrors = Object.keys(state.errors).length > 0;
   const content = `
   <h1>Apply for svc private beta access</h1>
@@ -255,11 +260,11 @@ export function renderForm(nonce: string, state: FormState): string {
   <p class="small">If this form does not work for you, contact the svc operators directly with the same
   details; they record your application for you and the same ${ANSWER_WITHIN_HOURS}-hour answer applies.</p>`;
   const focusErrors = hasErrors ? `\n(function () { var s = document.getElementById('error-summary'); if (s) s.focus(); })();` : '';
-  return page(nonce, `${hasErrors ? 'Error: ' : ''}Apply for svc beta access`, content, SCRIPT + focusErrors);
+  return page(nonce, `${hasErrors ? 'Error: ' : ''}Apply for svc beta access`, content, SCRIPT + focusErrors, header);
 }
 
 /** The page after a successful submission (303 target). */
-export function renderThanks(nonce: string, id: string | null): string {
+export function renderThanks(nonce: string, id: string | null, header: SiteHeader = ''): string {
   const reference = id === null ? '' : `<p>Your reference: <strong id="application-id">${escapeHtml(id)}</strong></p>`;
   return page(
     nonce,
@@ -271,10 +276,12 @@ export function renderThanks(nonce: string, id: string | null): string {
   If you are approved, your API key arrives there: it is shown once and cannot be recovered,
   so store it when it arrives.</p>
   <p><a href="/apply">Back to the form</a></p>`,
+    '',
+    header,
   );
 }
 
 /** A short page for failures that are not about a field (body too large, bad content type). */
-export function renderProblem(nonce: string, title: string, detail: string): string {
-  return page(nonce, `${title} — svc`, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(detail)}</p><p><a href="/apply">Back to the form</a></p>`);
+export function renderProblem(nonce: string, title: string, detail: string, header: SiteHeader = ''): string {
+  return page(nonce, `${title} — svc`, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(detail)}</p><p><a href="/apply">Back to the form</a></p>`, '', header);
 }

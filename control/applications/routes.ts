@@ -23,6 +23,7 @@ import type { FieldError } from '../http/validate';
 import { readApplicationBody } from './body';
 import { submitApplication, validateApplication } from './intake';
 import { SubmitLimiter } from './limiter';
+import { siteHeader } from '../public/pages/layout';
 import { EMPTY_FORM, renderForm, renderProblem, renderThanks, sendHtml, type FormState } from './page';
 
 const ID_PATTERN = /^app_[1-9A-HJ-NP-Za-km-z]{12}$/;
@@ -77,11 +78,14 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
     ctx.now,
   );
 
-  router.get('/apply', ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, EMPTY_FORM)));
+  // The public pages' site header, with the listeners' URLs (known once they are bound).
+  const header = () => siteHeader({ api: ctx.urls.api, indexer: ctx.urls.indexer }, 'apply');
+
+  router.get('/apply', ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, EMPTY_FORM, header())));
 
   router.get('/apply/thanks', ({ res, query }) => {
     const id = query.get('id');
-    sendHtml(res, 200, (nonce) => renderThanks(nonce, id !== null && ID_PATTERN.test(id) ? id : null));
+    sendHtml(res, 200, (nonce) => renderThanks(nonce, id !== null && ID_PATTERN.test(id) ? id : null, header()));
   });
 
   router.post('/apply', async ({ req, res }: RequestContext) => {
@@ -100,12 +104,12 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
       const values = formValues(raw);
       if (err.code === 'svc_bad_request' && Array.isArray(err.extra?.errors)) {
         const errors = formErrors(err.extra.errors as FieldError[]);
-        sendHtml(res, 400, (nonce) => renderForm(nonce, { values, errors }));
+        sendHtml(res, 400, (nonce) => renderForm(nonce, { values, errors }, header()));
       } else if (err.code === 'svc_rate_limited') {
         const notice = `Too many applications from your address. Please try again in ${Math.ceil(Number(err.headers['retry-after']) / 60)} minute(s).`;
-        sendHtml(res, 429, (nonce) => renderForm(nonce, { values, errors: {}, notice }), { ...err.headers });
+        sendHtml(res, 429, (nonce) => renderForm(nonce, { values, errors: {}, notice }, header()), { ...err.headers });
       } else {
-        sendHtml(res, err.status, (nonce) => renderProblem(nonce, 'Application not sent', err.message));
+        sendHtml(res, err.status, (nonce) => renderProblem(nonce, 'Application not sent', err.message, header()));
       }
     }
   });

@@ -1,6 +1,6 @@
 /**
- * The indexer listener ({indexer_url}): `/health`, `/api/stats`, `/api/activity` and the
- * settlement receipts (`receipts.ts`: keys, receipts, per-call proofs), every
+ * The indexer listener ({indexer_url}): `/health`, `/api/stats`, `/api/activity`, the
+ * `/activity` page (`../public/pages/routes.ts`) and the settlement receipts (`receipts.ts`: keys, receipts, per-call proofs), every
  * answer cached (`cache.statsTtlS`) with `Cache-Control`, `ETag` and 304, behind the same
  * generous per-client-IP limit as the public API. No User-Agent filter here.
  */
@@ -18,6 +18,7 @@ import { intParam } from '../public/routes';
 import { publicIpLimiter } from '../public/server';
 import { CursorCodec } from './cursor';
 import { registerReceiptRoutes } from './receipts';
+import { registerIndexerPageRoutes } from '../public/pages/routes';
 import { activityPage, parseBefore, statsAnswer } from './stats';
 
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
@@ -40,6 +41,7 @@ export function indexerRouter(ctx: ControlContext): Router {
       cache.send(req, res, key, () => jsonAnswer(activityPage(ctx, ids, cursors, limit, before), JSON_HEADERS));
     });
   registerReceiptRoutes(router, ctx, JSON_HEADERS);
+  registerIndexerPageRoutes(router, ctx, ids, cursors);
   return router;
 }
 

@@ -30,8 +30,8 @@ function entryItem(ids: OpaqueIds, e: ActivityEntry): SettledActivityItem {
   };
 }
 
-/** A call from an activity page. */
-function item(ids: OpaqueIds, row: ActivityRow): ActivityItem {
+/** A call from an activity page (or a list of refunds), with opaque ids. */
+export function activityItem(ids: OpaqueIds, row: ActivityRow): ActivityItem {
   return {
     call_id: ids.call(row.call_id),
     provider: ids.provider(row.endpoint_id),
@@ -93,7 +93,7 @@ export function activityPage(ctx: ControlContext, ids: OpaqueIds, cursors: Curso
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {
-    activity: page.map((r) => item(ids, r)),
+    activity: page.map((r) => activityItem(ids, r)),
     limit,
     next_before: rows.length > limit && last ? cursors.seal({ started_at: last.started_at, call_id: last.call_id }) : null,
     updated_at: new Date(ctx.now()).toISOString(),

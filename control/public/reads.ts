@@ -45,7 +45,7 @@ export function histogramQuantile(buckets: readonly number[], q: number): number
 
 const EMPTY_COUNTS = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
 
-function provider(ids: OpaqueIds, endpointId: string, window: EndpointWindow | undefined, tiers: Tiers): Provider {
+function provider(ids: OpaqueIds, endpoint: { id: string; display_name: string | null }, window: EndpointWindow | undefined, tiers: Tiers): Provider {
   const counts = window?.counts ?? EMPTY_COUNTS;
   let calls = 0;
   let failures = 0;
@@ -57,8 +57,10 @@ function provider(ids: OpaqueIds, endpointId: string, window: EndpointWindow | u
   const failureRate = calls === 0 ? 0 : Math.round((failures / calls) * 1e6) / 1e6;
   const p50 = window ? histogramQuantile(window.latency, 0.5) : null;
   const p95 = window ? histogramQuantile(window.latency, 0.95) : null;
+  const p99 = window ? histogramQuantile(window.latency, 0.99) : null;
   return {
-    id: ids.provider(endpointId),
+    id: ids.provider(endpoint.id),
+    display_name: endpoint.display_name ?? null,
     tier: tierFor(failures / Math.max(1, calls), calls, tiers),
     failure_rate: failureRate,
     calls,
@@ -66,7 +68,7 @@ function provider(ids: OpaqueIds, endpointId: string, window: EndpointWindow | u
     client_errors: counts.client_error,
     caller_errors: counts.caller_error,
     window_h: tiers.windowH,
-    latency_ms: p50 === null || p95 === null ? null : { p50, p95 },
+    latency_ms: p50 === null || p95 === null || p99 === null ? null : { p50, p95, p99 },
   };
 }
 
@@ -75,7 +77,7 @@ export function providersAnswer(store: Store, ids: OpaqueIds, tiers: Tiers, now:
   const windows = new Map(store.rollups.window(now - tiers.windowH * 3_600_000).map((w) => [w.endpoint_id, w]));
   const providers = store.endpoints
     .list()
-    .map((e) => provider(ids, e.id, windows.get(e.id), tiers))
+    .map((e) => provider(ids, e, windows.get(e.id), tiers))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return {
     providers,

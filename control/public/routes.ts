@@ -1,6 +1,6 @@
 /**
- * The read routes of the public API ({api_url}): providers, status (JSON and HTML) and the
- * changelog. Every answer is cached (`cache.*TtlS`) with `Cache-Control`, `ETag` and 304.
+ * The read routes of the public API ({api_url}): providers, status and the changelog as JSON;
+ * the pages and feeds are `pages/routes.ts`. Every answer is cached (`cache.*TtlS`) with `Cache-Control`, `ETag` and 304.
  */
 import { SvcError } from '../../protocol/errors';
 import { CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT, type PublicChangelogAnswer } from '../../protocol/public';
@@ -10,17 +10,11 @@ import { renderDocument } from '../../protocol/openapi';
 import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from './cache';
 import { OpaqueIds } from './ids';
 import { providersAnswer, publicChangelog } from './reads';
+import { registerPageRoutes } from './pages/routes';
 import { statusAnswer } from './status';
-import { HTML_CONTENT_TYPE, STATUS_PAGE_CSP, renderStatusPage } from './status-page';
 
 /** Public JSON may be read by any web page (it is public and carries no credentials). */
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
-const HTML_HEADERS = {
-  'content-security-policy': STATUS_PAGE_CSP,
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-};
 
 /** A positive integer query parameter no larger than `max`; 400 `svc_bad_request` otherwise. */
 export function intParam(query: URLSearchParams, name: string, fallback: number, max: number): number {
@@ -50,17 +44,12 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
 
   router.get('/api/v1/status', ({ req, res }) => status.send(req, res, 'json', () => jsonAnswer(statusAnswer(ctx, ids), JSON_HEADERS)));
 
-  router.get('/status', ({ req, res }) =>
-    status.send(req, res, 'html', () => ({
-      body: Buffer.from(renderStatusPage(statusAnswer(ctx, ids))),
-      contentType: HTML_CONTENT_TYPE,
-      headers: HTML_HEADERS,
-    })),
-  );
-
   router.get('/api/v1/changelog', ({ req, res, query }) => {
     const limit = intParam(query, 'limit', CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT);
     const answer = (): PublicChangelogAnswer => ({ entries: publicChangelog(ctx.store, limit) });
     status.send(req, res, `changelog:${limit}`, () => jsonAnswer(answer(), JSON_HEADERS));
   });
+
+  // The pages (`/status`, `/providers`, `/providers/<id>`) and the Atom feeds.
+  registerPageRoutes(router, ctx, ids);
 }

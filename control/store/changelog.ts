@@ -26,6 +26,7 @@ export class ChangelogTable {
   private readonly insertStmt;
   private readonly listStmt;
   private readonly byIdStmt;
+  private readonly byFlagStmt;
 
   constructor(db: Db) {
     this.insertStmt = db.prepare(
@@ -33,6 +34,7 @@ export class ChangelogTable {
     );
     this.listStmt = db.prepare(`SELECT * FROM changelog ORDER BY id DESC LIMIT ?`);
     this.byIdStmt = db.prepare(`SELECT * FROM changelog WHERE id = ?`);
+    this.byFlagStmt = db.prepare(`SELECT * FROM changelog WHERE kind = 'flag' AND flag = ? ORDER BY id DESC LIMIT ?`);
   }
 
   add(entry: { at: number; kind: 'flag' | 'notice'; text: string; flag?: FlagName; value?: boolean; author: string }): number {
@@ -54,5 +56,10 @@ export class ChangelogTable {
 
   list(limit = 50): ChangelogEntry[] {
     return (this.listStmt.all(limit) as ChangelogRow[]).map(view);
+  }
+
+  /** The changes of one flag (each turned on or off), newest first. */
+  byFlag(flag: FlagName, limit = 50): ChangelogEntry[] {
+    return (this.byFlagStmt.all(flag, limit) as ChangelogRow[]).map(view);
   }
 }

@@ -23,9 +23,13 @@ export interface EndpointRow {
   removed_at: number | null;
   /** JSON text of the response schema (migration 6), or null. */
   response_schema: string | null;
+  /** The public display name (migration 11), or null. */
+  display_name: string | null;
 }
 
-export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at' | 'response_schema'> & {
+export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at' | 'response_schema' | 'display_name'> & {
+  /** Absent or null: no display name. */
+  display_name?: string | null;
   methods: HttpMethod[];
   headers: Record<string, string>;
   response_schema: JsonSchema | null;
@@ -43,9 +47,10 @@ export function parseEndpointRow(row: EndpointRow): EndpointRecord {
 }
 
 export function endpointView(row: EndpointRow): EndpointView {
-  const { headers, created_at, updated_at, ...fields } = parseEndpointRow(row);
+  const { headers, created_at, updated_at, display_name, ...fields } = parseEndpointRow(row);
   return {
     ...fields,
+    display_name: display_name ?? null,
     injected_headers: Object.keys(headers).sort(),
     created_at: new Date(created_at).toISOString(),
     updated_at: new Date(updated_at).toISOString(),
@@ -62,15 +67,15 @@ export class EndpointsTable {
   constructor(db: Db) {
     this.upsertStmt = db.prepare(
       `INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
-                              treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema)
+                              treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema, display_name)
        VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
-               @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema)
+               @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema, @display_name)
        ON CONFLICT (id) DO UPDATE SET
          upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
          price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
          refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
          headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL,
-         response_schema = excluded.response_schema`,
+         response_schema = excluded.response_schema, display_name = excluded.display_name`,
     );
     this.byIdStmt = db.prepare(`SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`);
     this.listStmt = db.prepare(`SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`);
@@ -85,6 +90,7 @@ export class EndpointsTable {
       methods: JSON.stringify(record.methods),
       headers: JSON.stringify(record.headers),
       response_schema: record.response_schema === null || record.response_schema === undefined ? null : JSON.stringify(record.response_schema),
+      display_name: record.display_name ?? null,
     });
   }
 

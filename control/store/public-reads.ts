@@ -11,6 +11,18 @@ import type { ActivityRow as LedgerActivityRow } from './ledger';
 /** One recorded call, as the indexer may show it (before the ids are made opaque). */
 export type ActivityRow = Omit<LedgerActivityRow, 'refund_owed'>;
 
+/** A settlement batch as the public pages show it (before the endpoint id is made opaque). */
+export interface BatchSummary {
+  id: number;
+  endpoint_id: string;
+  created_at: number;
+  calls: number;
+  premiums: number;
+  refunds: number;
+  refunds_owed: number;
+  clamped_calls: number;
+}
+
 /** Position in the activity list: the call just before the wanted page, newest-first order. */
 export interface ActivityCursor {
   started_at: number;
@@ -22,6 +34,9 @@ export class PublicReads {
   readonly idSecret: Buffer;
   private readonly firstPageStmt;
   private readonly pageStmt;
+  private readonly refundsStmt;
+  private readonly refundsOfStmt;
+  private readonly batchesStmt;
 
   constructor(db: Db) {
     db.prepare(`INSERT OR IGNORE INTO public_secret (id, secret) VALUES (1, ?)`).run(randomBytes(32));
@@ -31,6 +46,30 @@ export class PublicReads {
     this.pageStmt = db.prepare(
       `SELECT ${columns} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`,
     );
+    // Both read the partial indexes of migration 11 (calls owed a refund), newest first.
+    this.refundsStmt = db.prepare(
+      `SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
+    );
+    this.refundsOfStmt = db.prepare(
+      `SELECT ${columns} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
+    );
+    this.batchesStmt = db.prepare(
+      `SELECT id, endpoint_id, created_at, calls, premiums, refunds, refunds_owed, clamped_calls
+       FROM settlement_batches ORDER BY id DESC LIMIT ?`,
+    );
+  }
+
+  /**
+   * The last `limit` settled calls that were owed a refund (paid, or clamped by the pool or an
+   * hourly cap), newest call first; of one endpoint, or of all.
+   */
+  refunds(limit: number, endpointId: string | null = null): ActivityRow[] {
+    return (endpointId === null ? this.refundsStmt.all(limit) : this.refundsOfStmt.all(endpointId, limit)) as ActivityRow[];
+  }
+
+  /** The last `limit` settlement batches, newest first. */
+  batches(limit: number): BatchSummary[] {
+    return this.batchesStmt.all(limit) as BatchSummary[];
   }
 
   /** Up to `limit` calls older than `before` (or the newest ones), newest first. */

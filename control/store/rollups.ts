@@ -50,9 +50,18 @@ export function latencyBucket(latencyMs: number): number {
   return lo;
 }
 
+/** One endpoint's outcome counts in one slot of a window cut into equal slots. */
+export interface EndpointSlot {
+  endpoint_id: string;
+  /** 0 for the oldest slot of the window. */
+  slot: number;
+  counts: Record<Outcome, number>;
+}
+
 export class RollupsTable {
   private readonly upsertStmt;
   private readonly windowStmt;
+  private readonly slotsStmt;
 
   constructor(db: Db) {
     this.upsertStmt = db.prepare(
@@ -65,6 +74,12 @@ export class RollupsTable {
       .prepare(
         `SELECT endpoint_id, ${COUNT_COLUMNS.map((c) => `sum(${c})`).join(', ')}
          FROM outcome_rollups WHERE minute >= ? GROUP BY endpoint_id`,
+      )
+      .raw();
+    this.slotsStmt = db
+      .prepare(
+        `SELECT endpoint_id, min(CAST((minute - @from) / @per AS INTEGER), CAST(@last AS INTEGER)) AS slot, ${OUTCOME_COLUMNS.map((c) => `sum(${c})`).join(', ')}
+         FROM outcome_rollups WHERE minute >= @from GROUP BY endpoint_id, slot`,
       )
       .raw();
   }
@@ -85,6 +100,21 @@ export class RollupsTable {
       if (!UNRATED_OUTCOMES.has(row.outcome)) group.counts[OUTCOME_COLUMNS.length + latencyBucket(row.latency_ms)]! += 1;
     }
     for (const g of groups.values()) this.upsertStmt.run(g.endpoint, g.minute, ...g.counts);
+  }
+
+  /**
+   * Outcome counts per endpoint over the same minutes as `window(fromMs)`, cut into `slots`
+   * slots of `slotMinutes` each, oldest first (the hours of the public pages' charts). Minutes
+   * past the last slot (the window's end falls on a minute boundary) count in the last one, so
+   * the slots of an endpoint add up to its window. Slots without calls are not returned.
+   */
+  slots(fromMs: number, slotMinutes: number, slots: number): EndpointSlot[] {
+    const from = Math.ceil(fromMs / MINUTE_MS);
+    return (this.slotsStmt.all({ from, per: slotMinutes, last: slots - 1 }) as unknown[][]).map((row) => {
+      const counts = {} as Record<Outcome, number>;
+      OUTCOME_COLUMNS.forEach((name, i) => (counts[name] = Number(row[2 + i] ?? 0)));
+      return { endpoint_id: String(row[0]), slot: Number(row[1]), counts };
+    });
   }
 
   /**

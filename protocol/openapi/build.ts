@@ -125,7 +125,7 @@ const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodT
   Allow: { description: 'The methods this resource accepts.', schema: z.string() },
   'WWW-Authenticate': { description: 'The bearer realm that refused the request.', schema: z.string() },
   'Cache-Control': { description: '`public, max-age=<seconds left>` on cached public reads.', schema: z.string() },
-  ETag: { description: 'Strong validator of the answer; send it back as `If-None-Match` to get 304.', schema: z.string() },
+  ETag: { description: 'Validator of the answer (strong; weak `W/"…"` on HTML pages, whose CSP nonce differs per answer); send it back as `If-None-Match` to get 304.', schema: z.string() },
   Location: { description: 'Where the form submission went.', schema: z.string() },
   'X-Svc-Call-Id': callHeader('x-svc-call-id'),
   'X-Svc-Outcome': callHeader('x-svc-outcome'),

@@ -37,10 +37,21 @@ export function cachedJson(description: string, json: Named): Answer[] {
   ];
 }
 
-/** The same for an HTML page. */
+/**
+ * The same for an HTML page: the `ETag` is weak (`W/"…"`), since each answer carries its own
+ * CSP nonce, and a 304 carries no `Content-Security-Policy` (the stored one matches the stored body).
+ */
 export function cachedHtml(description: string): Answer[] {
   return [
     { status: 200, description, content: { type: 'text/html; charset=utf-8' }, requiredHeaders: ['Cache-Control', 'ETag'] },
+    { status: 304, description: 'Not modified: the `If-None-Match` ETag is current', requiredHeaders: ['Cache-Control', 'ETag'] },
+  ];
+}
+
+/** The same for an Atom 1.0 feed (RFC 4287). */
+export function cachedAtom(description: string): Answer[] {
+  return [
+    { status: 200, description, content: { type: 'application/atom+xml; charset=utf-8', description: 'An Atom 1.0 feed document (RFC 4287)' }, requiredHeaders: ['Cache-Control', 'ETag'] },
     { status: 304, description: 'Not modified: the `If-None-Match` ETag is current', requiredHeaders: ['Cache-Control', 'ETag'] },
   ];
 }

@@ -5,7 +5,7 @@ import { CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage 
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
 import { buildDocument, type JsonObject, type Operation } from './build';
-import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedJson, pathParam } from './common';
+import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedHtml, cachedJson, pathParam } from './common';
 
 /** Every request is counted against the per-IP limit first; there is no User-Agent filter. */
 const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_rate_limited'];
@@ -56,6 +56,20 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     query: ActivityQuery,
     params: [IF_NONE_MATCH],
     answers: cachedJson('One page of calls; follow `next_before` for older ones', { ActivityPage }),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/activity',
+    operationId: 'getActivityPage',
+    summary: 'The activity page (HTML, no JavaScript)',
+    description:
+      'Ledger totals, the latest settlement batches (each linked to its signed receipt), the latest refunds, and every call newest first, paged with `before` like `/api/activity`. Calls show opaque ids only; each settled call links to its batch receipt.',
+    tag: 'pages',
+    security: ['none'],
+    query: z.object({ before: ActivityQuery.shape.before }),
+    params: [IF_NONE_MATCH],
+    answers: cachedHtml('The activity page'),
     errors: READ_ERRORS,
   },
   {
@@ -124,6 +138,7 @@ export function indexerDocument(): JsonObject {
         { name: 'health', description: 'Liveness and this document' },
         { name: 'indexer', description: 'Statistics and activity' },
         { name: 'receipts', description: 'Signed settlement receipts and per-call proofs (DESIGN §11)' },
+        { name: 'pages', description: 'Server-rendered pages' },
       ],
       schemes: [],
       operations: INDEXER_OPERATIONS,

@@ -5,7 +5,7 @@ import type { ErrorCode } from '../errors';
 import { ProvidersAnswer, PublicChangelogAnswer, PublicChangelogQuery, StatusAnswer, Provider, PublicChangelogEntry } from '../public';
 import { HealthAnswer } from '../wire';
 import { buildDocument, type JsonObject, type Operation } from './build';
-import { BODY_ERRORS, EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedHtml, cachedJson } from './common';
+import { BODY_ERRORS, EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedAtom, cachedHtml, cachedJson, pathParam } from './common';
 
 /** What the listener itself may answer to any request: the per-IP limit, then the User-Agent allow-list. */
 const LISTENER_ERRORS: readonly ErrorCode[] = ['svc_forbidden_user_agent', 'svc_rate_limited'];
@@ -58,9 +58,52 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/status',
     operationId: 'getStatusPage',
     summary: 'The status page (HTML, no JavaScript)',
+    description: 'Links to the providers, the activity page and both Atom feeds. Like every page: a strict CSP with a nonce per answer, cached with a weak `ETag`.',
     tag: 'pages',
     params: [IF_NONE_MATCH],
     answers: cachedHtml('The status page'),
+  }),
+  read({
+    path: '/providers',
+    operationId: 'getProvidersPage',
+    summary: 'The providers page (HTML, no JavaScript)',
+    description:
+      'One row per provider: opaque id and display name, tier (the rules in a legend), failure rate and calls over the window, p50/p99 latency and an SVG sparkline of the failure rate per hour. Sorted by tier (default) or failure rate through links; UNRATED providers come last in every order. Upstream URLs and endpoint ids never appear.',
+    tag: 'pages',
+    query: z.object({
+      sort: z.enum(['tier', 'failure_rate']).optional().describe('order by tier (default) or by failure rate'),
+      order: z.enum(['asc', 'desc']).optional().describe('asc (default): best tier or lowest rate first'),
+    }),
+    params: [IF_NONE_MATCH],
+    answers: cachedHtml('The providers page'),
+  }),
+  read({
+    path: '/providers/{id}',
+    operationId: 'getProviderPage',
+    summary: "One provider's page (HTML, no JavaScript)",
+    description: 'The same figures as `/providers`, an SVG bar chart of calls per hour by outcome (ok, latency breach, server error, network error, schema mismatch), and the last refunds with links to their batch receipts on the indexer.',
+    tag: 'pages',
+    params: [pathParam('id', 'the opaque provider id (`prv_…`) from `/api/v1/providers`'), IF_NONE_MATCH],
+    answers: cachedHtml('The provider page'),
+    errors: [...READ_ERRORS, 'svc_not_found'],
+  }),
+  read({
+    path: '/changelog.atom',
+    operationId: 'getChangelogFeed',
+    summary: 'The public changelog as an Atom 1.0 feed',
+    description: 'One entry per changelog entry (the latest 50), newest first; entry ids are stable `urn:uuid:` names.',
+    tag: 'pages',
+    params: [IF_NONE_MATCH],
+    answers: cachedAtom('The changelog feed'),
+  }),
+  read({
+    path: '/status.atom',
+    operationId: 'getStatusFeed',
+    summary: 'Maintenance mode on and off as an Atom 1.0 feed',
+    description: 'One entry each time `maintenance_mode` was turned on or off (the latest 50), newest first, with the operator\'s note.',
+    tag: 'pages',
+    params: [IF_NONE_MATCH],
+    answers: cachedAtom('The maintenance feed'),
   }),
   read({
     path: '/api/v1/changelog',
@@ -130,7 +173,7 @@ export function publicDocument(): JsonObject {
       tags: [
         { name: 'health', description: 'Liveness and this document' },
         { name: 'reads', description: 'Providers, status and changelog (cached, with ETag)' },
-        { name: 'pages', description: 'Server-rendered pages' },
+        { name: 'pages', description: 'Server-rendered pages and Atom feeds' },
         { name: 'applications', description: 'Access applications (DESIGN §8)' },
       ],
       schemes: [],

@@ -50,6 +50,22 @@ const FIELDS: FieldCase[] = [
     body: (v) => ({ upstream: `http://example.com/${v}` }),
   },
   {
+    name: 'endpoint display name (add)',
+    method: 'POST',
+    path: () => '/_admin/v1/endpoints',
+    field: 'display_name',
+    kind: 'line',
+    body: (v, n) => ({ id: `dn${n}`, upstream: UPSTREAM, display_name: v }),
+  },
+  {
+    name: 'endpoint display name (update)',
+    method: 'PATCH',
+    path: () => '/_admin/v1/endpoints/base',
+    field: 'display_name',
+    kind: 'line',
+    body: (v) => ({ display_name: v }),
+  },
+  {
     name: 'injected header value',
     method: 'POST',
     path: () => '/_admin/v1/endpoints',

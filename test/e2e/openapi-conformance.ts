@@ -203,11 +203,15 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('POST', `/_admin/v1/applications/${added.body.application.id}/reject`, { reason: 'not now' }), 200, 'applications reject');
 
   // --- public reads and the indexer ---------------------------------------------------------
-  for (const path of ['/health', '/openapi.json', '/api/v1/providers', '/api/v1/status', '/status', '/api/v1/changelog?limit=3']) {
+  const providerId = String((await pub('/api/v1/providers')).body.providers[0].id);
+  const pages = ['/status', '/providers', '/providers?sort=failure_rate&order=desc', `/providers/${providerId}`, '/changelog.atom', '/status.atom'];
+  for (const path of ['/health', '/openapi.json', '/api/v1/providers', '/api/v1/status', '/api/v1/changelog?limit=3', ...pages]) {
     const res = await pub(path);
     expect(res, 200, `public ${path}`);
     if (res.headers.etag) expect(await pub(path, { 'if-none-match': String(res.headers.etag) }), 304, `public ${path} again`);
   }
+  expect(await pub('/providers?sort=upstream'), 400, 'providers page, unknown order');
+  expect(await pub('/providers/prv_nope'), 404, 'provider page, unknown provider');
   expect(await pub('/api/v1/changelog?limit=0'), 400, 'public changelog, bad limit');
   expect(await get(api, '/api/v1/providers', { 'user-agent': CURL_UA }), 403, 'public read from curl');
   expect(await get(indexer, '/health'), 200, 'indexer health');
@@ -218,6 +222,10 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await get(indexer, '/api/stats', { 'if-none-match': String(stats.headers.etag) }), 304, 'indexer stats again');
   expect(await get(indexer, '/api/activity?limit=3'), 200, 'indexer activity');
   expect(await get(indexer, '/api/activity?before=nope'), 400, 'indexer activity, bad cursor');
+  const activityPage = await get(indexer, '/activity');
+  expect(activityPage, 200, 'activity page');
+  expect(await get(indexer, '/activity', { 'if-none-match': String(activityPage.headers.etag) }), 304, 'activity page again');
+  expect(await get(indexer, '/activity?before=nope'), 400, 'activity page, bad cursor');
   expect(await get(indexer, '/api/receipts/keys'), 200, 'receipt keys');
   const receipts = await get(indexer, '/api/receipts?limit=2');
   expect(receipts, 200, 'receipts');

@@ -6,6 +6,8 @@ import { table } from '../../output';
 
 export interface EndpointOptions {
   upstream?: string;
+  /** The public display name; false (`--no-display-name`) removes it. */
+  displayName?: string | false;
   methods?: string;
   price?: string;
   premium?: string;
@@ -49,6 +51,8 @@ function header(value: string): [string, string] {
 export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
   const body: UpdateEndpointRequest = {};
   if (opts.upstream !== undefined) body.upstream = opts.upstream;
+  if (opts.displayName === false) body.display_name = null;
+  else if (opts.displayName !== undefined) body.display_name = opts.displayName;
   if (opts.methods !== undefined) {
     body.methods = opts.methods
       .split(',')
@@ -70,6 +74,7 @@ export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
 export function endpointLines(e: EndpointView): string[] {
   return [
     `id:                  ${e.id}`,
+    `display name:        ${e.display_name ?? '-'}`,
     `upstream:            ${e.upstream}`,
     `methods:             ${e.methods.join(', ')}`,
     `timeout_ms:          ${e.timeout_ms}`,

@@ -20,6 +20,8 @@ export type ChangelogKind = 'flag' | 'notice';
 export interface Provider {
   /** Opaque, stable id (`prv_…`); never the endpoint id or its upstream. */
   id: string;
+  /** The operator's public name for the provider (`svcctl endpoints update ID --display-name`), or null. */
+  display_name: string | null;
   tier: Tier;
   /** Covered failures / calls (calls exclude `client_error` and `caller_error`), over the window. 0 without calls. */
   failure_rate: number;
@@ -36,6 +38,7 @@ export interface Provider {
   latency_ms: {
     p50: number;
     p95: number;
+    p99: number;
   } | null;
 }
 

@@ -1,0 +1,127 @@
+/**
+ * Atom 1.0 feeds (RFC 4287) of the public API: `/changelog.atom`, one entry per changelog
+ * entry, and `/status.atom`, one entry each time maintenance mode was turned on or off.
+ *
+ * Ids are `urn:uuid:` names derived (HMAC-SHA256) from the install's public id secret and the
+ * changelog entry's number, so an entry keeps its id across requests and restarts, and no two
+ * installs share one. Links are relative to the feed's own address (RFC 4287 §2, RFC 3986 §5),
+ * so they stay right behind a proxy that serves the API under another name.
+ */
+import { createHmac } from 'node:crypto';
+import type { ChangelogEntry } from '../../../protocol/admin';
+
+export const ATOM_CONTENT_TYPE = 'application/atom+xml; charset=utf-8';
+export const ATOM_NS = 'http://www.w3.org/2005/Atom';
+
+export interface AtomEntry {
+  id: string;
+  title: string;
+  /** ISO 8601. */
+  updated: string;
+  content: string;
+  category?: string;
+  /** Where the entry is shown in HTML. */
+  link?: string;
+}
+
+export interface AtomFeed {
+  id: string;
+  title: string;
+  subtitle: string;
+  updated: string;
+  self: string;
+  alternate: string;
+  entries: readonly AtomEntry[];
+}
+
+// eslint-disable-next-line no-control-regex
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** Text as XML character data or an attribute value: escaped, and characters XML 1.0 cannot hold replaced by U+FFFD. */
+export function xmlText(value: string): string {
+  return value.replace(NOT_XML, '\ufffd').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+}
+
+/** A stable `urn:uuid:` (RFC 9562 version 8, name-based) for `name` under `secret`. */
+export function feedUuid(secret: Buffer, name: string): string {
+  const b = createHmac('sha256', secret).update(`atom:${name}`).digest().subarray(0, 16);
+  b[6] = (b[6]! & 0x0f) | 0x80;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `urn:uuid:${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+export function renderAtom(feed: AtomFeed): string {
+  const entries = feed.entries
+    .map(
+      (e) => `<entry>
+<id>${xmlText(e.id)}</id>
+<title type="text">${xmlText(e.title)}</title>
+<updated>${xmlText(e.updated)}</updated>
+${e.category ? `<category term="${xmlText(e.category)}"/>\n` : ''}${e.link ? `<link rel="alternate" type="text/html" href="${xmlText(e.link)}"/>\n` : ''}<content type="text">${xmlText(e.content)}</content>
+</entry>`,
+    )
+    .join('\n');
+  return `<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="${ATOM_NS}">
+<id>${xmlText(feed.id)}</id>
+<title type="text">${xmlText(feed.title)}</title>
+<subtitle type="text">${xmlText(feed.subtitle)}</subtitle>
+<updated>${xmlText(feed.updated)}</updated>
+<author><name>svc operators</name></author>
+<generator>svc</generator>
+<link rel="self" type="application/atom+xml" href="${xmlText(feed.self)}"/>
+<link rel="alternate" type="text/html" href="${xmlText(feed.alternate)}"/>
+${entries}
+</feed>
+`;
+}
+
+/** The first line of `text`, cut to `max` characters, as an entry title. */
+export function titleOf(text: string, max = 120): string {
+  const line = text.split(/\r?\n/, 1)[0]!.trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}
+
+/** Entries to show per feed. @default 50 */
+export const FEED_ENTRIES = 50;
+
+/** `/changelog.atom`: every public changelog entry (newest first), as the status page lists them. */
+export function changelogFeed(secret: Buffer, entries: readonly ChangelogEntry[], fallbackUpdated: string): AtomFeed {
+  return {
+    id: feedUuid(secret, 'feed:changelog'),
+    title: 'svc changelog',
+    subtitle: 'Flag changes and notices from the svc operators',
+    updated: entries[0]?.at ?? fallbackUpdated,
+    self: '/changelog.atom',
+    alternate: '/status',
+    entries: entries.map((e) => ({
+      id: feedUuid(secret, `changelog:${e.id}`),
+      title: titleOf(e.text),
+      updated: e.at,
+      content: e.text,
+      category: e.kind,
+      link: '/status',
+    })),
+  };
+}
+
+/** `/status.atom`: maintenance mode turned on or off (the flag's changelog entries, newest first). */
+export function maintenanceFeed(secret: Buffer, entries: readonly ChangelogEntry[], fallbackUpdated: string): AtomFeed {
+  return {
+    id: feedUuid(secret, 'feed:status'),
+    title: 'svc maintenance',
+    subtitle: 'When svc went into maintenance and when it came back',
+    updated: entries[0]?.at ?? fallbackUpdated,
+    self: '/status.atom',
+    alternate: '/status',
+    entries: entries.map((e) => ({
+      id: feedUuid(secret, `status:${e.id}`),
+      title: e.value ? 'Maintenance started' : 'Maintenance ended',
+      updated: e.at,
+      content: e.text,
+      category: e.value ? 'maintenance-on' : 'maintenance-off',
+      link: '/status',
+    })),
+  };
+}

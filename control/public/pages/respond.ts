@@ -1,0 +1,77 @@
+/**
+ * How a public page is answered: built at most once per TTL like every public read
+ * (`ResponseCache`), yet with a fresh CSP nonce in every response.
+ *
+ * A page is rendered once with `NONCE_PLACEHOLDER` on its `<style>`; each response writes a new
+ * random nonce of the same length in its place and names it in its
+ * `Content-Security-Policy` (the policy of `/apply`: nothing loads, only this response's
+ * nonce may style or run). Since the bytes differ per response, the `ETag` is weak (`W/"…"`,
+ * from the cached template): the representation is the same, byte equality is not promised.
+ * A 304 carries no CSP: the client keeps the policy it stored with the body, whose nonce
+ * matches that body (a new nonce in a 304 would replace the stored policy and unstyle it).
+ *
+ * @see https://www.w3.org/TR/CSP3/#security-nonces · RFC 9110 §8.8.1 (weak validators) · RFC 9111 §4.3.4
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { contentSecurityPolicy } from '../../applications/page';
+import { etagMatches, type ResponseCache } from '../cache';
+import { NONCE_PLACEHOLDER } from './layout';
+
+export const HTML_CONTENT_TYPE = 'text/html; charset=utf-8';
+
+/** Bytes of a nonce; 16 bytes are 24 base64 characters. */
+const NONCE_BYTES = 16;
+
+
+/** The listeners' URLs, for links between the public API's pages and the indexer's. */
+export interface PageUrls {
+  api: string;
+  indexer: string;
+}
+
+/** Headers of every page besides its CSP. */
+const PAGE_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+} as const;
+
+interface CachedPage {
+  body: Buffer;
+  etag: string;
+  expiresAt: number;
+  nonceAt?: number;
+}
+
+/**
+ * Answer `key` from `cache` (rendering it with `render` when missing or expired), with a new
+ * nonce in the body and the CSP. `render` must put `NONCE_PLACEHOLDER` into the page exactly
+ * where the nonce goes (once).
+ */
+export function sendPage(req: IncomingMessage, res: ServerResponse, cache: ResponseCache, key: string, render: () => string, now: () => number): void {
+  const entry = cache.get(key, () => {
+    const body = Buffer.from(render());
+    const nonceAt = body.indexOf(NONCE_PLACEHOLDER);
+    if (nonceAt < 0 || body.indexOf(NONCE_PLACEHOLDER, nonceAt + 1) >= 0) throw new Error(`page ${key}: the nonce placeholder must appear exactly once`);
+    return { body, contentType: HTML_CONTENT_TYPE, nonceAt } as { body: Buffer; contentType: string };
+  }) as CachedPage;
+  const etag = `W/${entry.etag}`;
+  const maxAge = Math.max(0, Math.ceil((entry.expiresAt - now()) / 1000));
+  const headers: Record<string, string> = { 'cache-control': `public, max-age=${maxAge}`, etag, ...PAGE_HEADERS };
+  if (etagMatches(req.headers['if-none-match'], etag)) {
+    res.writeHead(304, headers);
+    res.end();
+    return;
+  }
+  const nonce = randomBytes(NONCE_BYTES).toString('base64');
+  const at = entry.nonceAt!;
+  headers['content-security-policy'] = contentSecurityPolicy(nonce);
+  headers['content-type'] = HTML_CONTENT_TYPE;
+  headers['content-length'] = String(entry.body.length);
+  res.writeHead(200, headers);
+  res.cork();
+  res.write(entry.body.subarray(0, at));
+  res.write(nonce, 'latin1');
+  res.end(entry.body.subarray(at + NONCE_PLACEHOLDER.length));
+}

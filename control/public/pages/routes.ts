@@ -1,0 +1,109 @@
+/**
+ * The public pages and feeds. On the public API ({api_url}, behind its per-IP limit and
+ * User-Agent filter): `/status`, `/providers`, `/providers/<id>`, `/changelog.atom`,
+ * `/status.atom`. On the indexer ({indexer_url}, per-IP limit): `/activity`. Each is built at
+ * most once per TTL of the read it shows (`cache.providersTtlS`, `cache.statusTtlS`,
+ * `cache.statsTtlS`) and answered with `Cache-Control`, an `ETag` and 304; pages get a fresh
+ * CSP nonce per response (`respond.ts`).
+ */
+import { CHANGELOG_DEFAULT_LIMIT } from '../../../protocol/public';
+import type { ControlContext } from '../../context';
+import type { Router } from '../../http/router';
+import { CursorCodec } from '../../indexer/cursor';
+import { activityItem, activityPage, parseBefore } from '../../indexer/stats';
+import { ResponseCache } from '../cache';
+import type { OpaqueIds } from '../ids';
+import { statusAnswer } from '../status';
+import { renderStatusPage } from '../status-page';
+import { renderActivityPage, type ActivityView } from './activity-page';
+import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, maintenanceFeed, renderAtom } from './atom';
+import { boardProvider, parseSort, providersBoard, sortProviders } from './board';
+import { renderProviderPage, renderProvidersPage } from './providers-page';
+import { sendPage, type PageUrls } from './respond';
+
+/** Refunded calls listed on a provider's page and on the activity page. @default 20 */
+export const PAGE_REFUNDS = 20;
+/** Settlement batches listed on the activity page. @default 10 */
+export const PAGE_BATCHES = 10;
+
+const FEED_HEADERS = {
+  'access-control-allow-origin': '*',
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+};
+
+const pageUrls = (ctx: ControlContext): PageUrls => ({ api: ctx.urls.api, indexer: ctx.urls.indexer });
+
+/** `/status`, `/providers`, `/providers/<id>` and the two feeds on the public API's router. */
+export function registerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds): void {
+  const providers = new ResponseCache({ ttlS: ctx.config.cache.providersTtlS, now: ctx.now });
+  const status = new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now });
+  const secret = ctx.store.publicReads.idSecret;
+  const started = new Date(ctx.startedAt).toISOString();
+
+  router.get('/status', ({ req, res }) => sendPage(req, res, status, 'status', () => renderStatusPage(statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now));
+
+  router.get('/providers', ({ req, res, query }) => {
+    const sort = parseSort(query);
+    sendPage(req, res, providers, `providers:${sort.key}:${sort.order}`, () => {
+      const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
+      return renderProvidersPage(board, sortProviders(board.providers, sort), sort, pageUrls(ctx));
+    }, ctx.now);
+  });
+
+  router.get('/providers/:id', ({ req, res, params }) => {
+    const id = params.id ?? '';
+    sendPage(req, res, providers, `provider:${id}`, () => {
+      const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
+      const p = boardProvider(board, id);
+      const refunds = ctx.store.publicReads.refunds(PAGE_REFUNDS, p.endpointId).map((r) => activityItem(ids, r));
+      return renderProviderPage(board, p, refunds, pageUrls(ctx));
+    }, ctx.now);
+  });
+
+  router.get('/changelog.atom', ({ req, res }) =>
+    status.send(req, res, 'changelog.atom', () => ({
+      body: Buffer.from(renderAtom(changelogFeed(secret, ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started))),
+      contentType: ATOM_CONTENT_TYPE,
+      headers: FEED_HEADERS,
+    })),
+  );
+
+  router.get('/status.atom', ({ req, res }) =>
+    status.send(req, res, 'status.atom', () => ({
+      body: Buffer.from(renderAtom(maintenanceFeed(secret, ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started))),
+      contentType: ATOM_CONTENT_TYPE,
+      headers: FEED_HEADERS,
+    })),
+  );
+}
+
+/** `/activity` on the indexer's router. */
+export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds, cursors: CursorCodec): void {
+  const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
+  const limit = ctx.config.public.activityPageSize;
+  router.get('/activity', ({ req, res, query }) => {
+    const before = parseBefore(query.get('before'), cursors);
+    const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
+    sendPage(req, res, cache, key, () => {
+      const totals = ctx.store.ledger.totals();
+      const view: ActivityView = {
+        totals: { ...totals, settler: ctx.settler()?.state ?? 'not_running' },
+        names: new Map(ctx.store.endpoints.list().flatMap((e) => (e.display_name === null ? [] : [[ids.provider(e.id), e.display_name] as const]))),
+        batches: ctx.store.publicReads.batches(PAGE_BATCHES).map((b) => ({
+          id: b.id,
+          provider: ids.provider(b.endpoint_id),
+          at: new Date(b.created_at).toISOString(),
+          calls: b.calls,
+          refunds: b.refunds,
+          premiums: b.premiums,
+          clamped_calls: b.clamped_calls,
+        })),
+        refunds: ctx.store.publicReads.refunds(PAGE_REFUNDS).map((r) => activityItem(ids, r)),
+        page: activityPage(ctx, ids, cursors, limit, before),
+        older: before !== null,
+      };
+      return renderActivityPage(view, pageUrls(ctx));
+    }, ctx.now);
+  });
+}
