@@ -41,6 +41,12 @@ import type {
   ResponseHeadHook,
 } from './index';
 
+/**
+ * Largest declared request body that is handed to undici as one buffer when it arrives in one
+ * chunk (the usual small JSON call); larger ones, and chunked ones, are streamed. @default 64 KiB
+ */
+const WHOLE_BODY_MAX_BYTES = 64 * 1024;
+
 /** The reason handed to undici when the gateway ends a call itself (never reported). */
 const CANCELLED = new Error('the call was ended by the gateway');
 
@@ -81,7 +87,16 @@ class UndiciCall implements Dispatcher.DispatchHandler {
   /** The caller's clock: the longest pause between request-body chunks. */
   private bodyTimer: NodeJS.Timeout | undefined;
   private heldByUpstream = false;
+  /** The request body undici reads (null: none, or not needed). */
   private body: RequestBody | null = null;
+  /** A small declared body whose first chunk has not arrived: the call is not handed on yet. */
+  private deferred = false;
+  /** The request body's declared length (-1: none, chunked). */
+  private declared = -1;
+  /** The declared body arrived whole in its first chunk and went to undici as one buffer. */
+  private whole = false;
+  /** That buffer, while the call waits for a connection. */
+  private wholeBody: Buffer | null = null;
   private seen = 0;
   /** The connection carrying the call (null while it waits for one). */
   private conn: Conn | null = null;
@@ -111,32 +126,49 @@ class UndiciCall implements Dispatcher.DispatchHandler {
     res.on('finish', this.onFinish);
     res.on('close', this.callerLeft);
     req.on('error', this.callerLeft);
-    const expectsBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
-    if (expectsBody) {
-      this.body = new RequestBody();
+    const declared = (this.declared = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length'] ?? '0') : -1);
+    if (declared !== 0) {
       this.bodyTimer = setTimeout(this.onBodyStalled, this.engine.clientBodyTimeoutMs);
       req.on('data', this.onCallerData);
       req.on('end', this.onCallerEnd);
+      // A small declared body usually arrives in one chunk, just after the head: the call waits
+      // for that chunk and, when it is the whole body, goes upstream in one write with it.
+      if (declared > 0 && declared <= WHOLE_BODY_MAX_BYTES) {
+        this.deferred = true;
+        return;
+      }
+      this.body = new RequestBody();
     } else {
       // Nothing to wait for: the provider's clock starts at once.
       this.clockStart = performance.now();
       this.startDeadline();
       req.resume();
     }
+    this.handOn(null);
+  }
+
+  /** Take a connection for the call (or wait for one); `whole` is the complete request body, if any. */
+  private handOn(whole: Buffer | null): void {
+    this.deferred = false;
+    this.whole = whole !== null;
     const conn = this.origin.acquire();
-    if (conn !== null) this.dispatch(conn);
-    else this.origin.waiting.add(this);
+    if (conn !== null) this.dispatch(conn, whole);
+    else {
+      this.wholeBody = whole;
+      this.origin.waiting.add(this);
+    }
   }
 
   /** Put the call on `conn`. undici may call back into the handler before this returns. */
-  dispatch(conn: Conn): void {
+  dispatch(conn: Conn, whole: Buffer | null = this.wholeBody): void {
     this.conn = conn;
+    this.wholeBody = null;
     conn.client.dispatch(
       {
         path: this.target.path,
         method: this.req.method ?? 'GET',
         headers: requestHeaders(this.target.headers) as Record<string, string | string[]>,
-        body: this.body,
+        body: whole ?? this.body,
         headersTimeout: 0,
         bodyTimeout: this.target.timeoutMs,
       },
@@ -242,8 +274,19 @@ class UndiciCall implements Dispatcher.DispatchHandler {
   private readonly onCallerData = (chunk: Buffer): void => {
     if (this.finished) return;
     const limit = this.target.bodyLimitBytes;
-    if (limit !== undefined && (this.seen += chunk.length) > limit) return this.failCaller('body_too_large');
+    if ((this.seen += chunk.length) > (limit ?? Infinity)) return this.failCaller('body_too_large');
     this.bodyTimer?.refresh();
+    if (this.deferred) {
+      if (this.seen === this.declared) {
+        // The whole body: handed upstream now, so the provider's clock starts.
+        clearTimeout(this.bodyTimer);
+        this.clockStart = performance.now();
+        this.startDeadline();
+        return this.handOn(chunk);
+      }
+      this.body = new RequestBody();
+      this.handOn(null);
+    }
     const body = this.body!;
     if (!body.push(chunk)) {
       // Waiting on the upstream now: its clock runs, the caller's does not.
@@ -265,6 +308,8 @@ class UndiciCall implements Dispatcher.DispatchHandler {
   private readonly onCallerEnd = (): void => {
     if (this.finished) return;
     clearTimeout(this.bodyTimer);
+    // Already handed on whole, or (never with Node's parser) a declared body that did not come.
+    if (this.whole || this.deferred) return;
     this.body!.push(null);
     // The last request byte is upstream's now: the provider's clock starts.
     if (this.clockStart < 0) this.clockStart = performance.now();
