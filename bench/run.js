@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run bench`: the gateway's data-plane cost against bare proxies, key revocation
- * propagation, and gateway memory with 100k and 1M keys. See bench/README.md.
+ * `npm run bench`: the gateway's data-plane cost on both proxy engines against bare proxies,
+ * key revocation propagation, and gateway memory with 100k and 1M keys. See bench/README.md.
  *
  * CPU layout (2 cores): every server under test runs on CPU 0, alone while it is loaded; the
  * load generator (this process), the upstream and control share CPU 1.
@@ -17,13 +17,18 @@ const { Proc, hasTaskset, nproc, clockTicks, pinSelf, memory, cpuStat, ourTicks,
 const { seedKeys, UNTHROTTLED } = require('./lib/seed');
 const { Admin, http, startControl, startGateway, waitGatewayVersion, ROOT } = require('./lib/svc');
 const { measure, jsonBody } = require('./lib/load');
-const { median, percentile, round, ratio } = require('./lib/stats');
-const { summarise } = require('./lib/profile');
+const { median, percentile, round } = require('./lib/stats');
+const { FOREIGN_WARN_PCT, fmt, table, interleave, summarise, printSummary } = require('./lib/rounds');
+const { summarise: summariseProfile } = require('./lib/profile');
 const { snapshotDist, distDir } = require('./lib/app');
 
 const RESULTS = path.join(__dirname, 'results', 'latest.json');
 const ENDPOINT = 'bench';
 const GATEWAY_ID = 'bench-gw';
+/** The gateway's engines, each loaded as two processes (`a`, `b`): one process's speed can differ by ~10% for its life. */
+const ENGINES = ['http-proxy', 'undici'];
+const PROCESSES = ['a', 'b'];
+const BASELINES = ['bare-http-proxy', 'bare-undici', 'direct'];
 
 function envInt(name, fallback, min = 0) {
   const raw = process.env[name];
@@ -31,6 +36,15 @@ function envInt(name, fallback, min = 0) {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
   return n;
+}
+
+function envSizes(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined) return fallback;
+  if (raw.trim() === '' || raw.trim() === '0') return [];
+  const sizes = raw.split(',').map((v) => Number(v.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 12 || n > 16 * 1024 * 1024)) throw new Error(`${name} must be a comma-separated list of byte counts (12 to 16777216), got ${JSON.stringify(raw)}`);
+  return sizes;
 }
 
 const duration = envInt('BENCH_DURATION', 10, 1);
@@ -41,20 +55,28 @@ const params = {
   pipelining: 1,
   warmup_s: envInt('BENCH_WARMUP', 3, 0),
   body_bytes: 200,
+  response_sizes: envSizes('BENCH_SIZES', [16 * 1024, 1024]),
+  size_connections: envInt('BENCH_SIZE_CONNECTIONS', 500, 1),
+  size_rounds: envInt('BENCH_SIZE_ROUNDS', 3, 1),
+  size_duration_s: envInt('BENCH_SIZE_DURATION', Math.max(3, Math.round(duration / 2)), 1),
   keys: envInt('BENCH_KEYS', 100_000, 1),
   keys_large: envInt('BENCH_KEYS_LARGE', 1_000_000, 0),
   revoke_keys: envInt('BENCH_REVOKE_KEYS', 100, 0),
   compare_rounds: envInt('BENCH_COMPARE_ROUNDS', 2, 1),
   compare_duration_s: envInt('BENCH_COMPARE_DURATION', Math.max(3, Math.round(duration / 2)), 1),
+  threads: process.env.BENCH_THREADS === '1',
   profile: process.env.BENCH_PROFILE === '1',
   quiet_wait_s: envInt('BENCH_QUIET_WAIT', 0, 0),
   upstream_max_sockets: 256,
 };
 
+/** Issue #13's targets (50 connections, paired CPU ratios), and the sync and memory ones of #3. */
 const TARGETS = {
-  cpu_vs_bare_max: 1.1,
-  req_per_s_vs_bare_min: 0.9,
-  p99_vs_bare_max: 1.2,
+  undici_cpu_vs_bare_http_proxy_max: 1.0,
+  undici_cpu_vs_bare_undici_max: 1.35,
+  undici_p99_vs_bare_http_proxy_max: 1.0,
+  undici_req_per_s_vs_bare_http_proxy_min: 1.0,
+  http_proxy_cpu_vs_bare_http_proxy_max: 1.3,
   revocation_p99_ms_max: 100,
   rss_1m_mib_max: 400,
   req_per_s_1m_vs_10_min: 0.95,
@@ -95,8 +117,6 @@ async function foreignLoad(ms) {
   return all > 0 ? round((Math.max(0, b.cpu.busy - a.cpu.busy - (ourTicks() - o)) / all) * 100, 1) : 0;
 }
 
-const FOREIGN_WARN_PCT = 5;
-
 /**
  * With BENCH_QUIET_WAIT=s: before a measured run, wait (up to s seconds) until other
  * processes use less than FOREIGN_WARN_PCT of the machine for one second. Returns the wait.
@@ -107,11 +127,6 @@ async function awaitQuiet() {
   let load = await foreignLoad(1000);
   while (load > FOREIGN_WARN_PCT && Date.now() - started < params.quiet_wait_s * 1000) load = await foreignLoad(1000);
   return { waited_s: round((Date.now() - started) / 1000, 1), foreign_cpu_pct: load };
-}
-
-function runLine(label, r) {
-  const foreign = r.machine.foreign_cpu_pct;
-  return `  ${label} ${fmt(r.req_per_s, 0).padStart(7)} req/s  p50 ${fmt(r.p50_ms, 2)} ms  p99 ${fmt(r.p99_ms, 2)} ms  cpu ${fmt(r.cpu_us_per_req)} µs/req  non-2xx ${r.non2xx}  errors ${r.errors}${foreign > FOREIGN_WARN_PCT ? `  [other processes: ${foreign}% CPU]` : ''}`;
 }
 
 /** One POST through `url`, returning the status (sanity checks before measuring). */
@@ -125,16 +140,6 @@ async function expectStatus(label, url, headers, status) {
   if (res.status !== status) throw new Error(`${label}: expected ${status}, got ${res.status}: ${JSON.stringify(res.body)}`);
 }
 
-function fmt(v, digits = 1) {
-  return v === null || v === undefined ? '—' : Number(v).toFixed(digits);
-}
-
-function table(rows, headers) {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
-  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
-
 async function main() {
   const started = new Date();
   const info = machineInfo();
@@ -145,14 +150,13 @@ async function main() {
     pinning: null,
     notes: [],
     runs: [],
-    medians: {},
-    ratios: {},
-    spread: {},
+    phases: {},
+    threads: null,
     snapshot_loads: [],
     memory: {},
-    revocation: null,
-    large: null,
-    profile: null,
+    revocation: {},
+    large: {},
+    profile: {},
     targets: [],
     errors: [],
   };
@@ -183,7 +187,7 @@ async function main() {
   const keep = process.env.BENCH_KEEP_DATA === '1';
   snapshotDist(tmp);
   log(`svc bench — ${info.machine.cpu_model}, ${cores} CPU, node ${process.version}`);
-  log(`params: ${params.rounds} rounds × ${params.duration_s}s, ${params.connections} connections, pipelining 1, ${params.body_bytes}-byte POST; work dir ${tmp}`);
+  log(`params: ${params.rounds} rounds × ${params.duration_s}s, ${params.connections} connections, pipelining 1, ${params.body_bytes}-byte POST; response sizes ${params.response_sizes.join(', ') || 'none'} at ${params.size_connections} connections; work dir ${tmp}`);
 
   const idle = await foreignLoad(2000);
   results.machine.foreign_cpu_pct_before_start = idle;
@@ -213,6 +217,22 @@ async function main() {
 
 async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   const body = jsonBody(params.body_bytes);
+  const load = (t, seconds, extra = {}) => measure({ url: t.url, headers: t.headers, body, connections: params.connections, duration: seconds, pids: t.pids, clkTck, ...extra });
+  const phase = async (name, targets, { rounds, seconds, connections = params.connections }) => {
+    await interleave({
+      phase: name,
+      targets,
+      rounds,
+      seconds,
+      warmup: params.warmup_s,
+      load: (t, s) => load(t, s, { connections }),
+      quiet: awaitQuiet,
+      results,
+      log,
+      note,
+    });
+    return summarise(results.runs, name, targets, BASELINES.filter((b) => targets.some((t) => t.name === b)));
+  };
 
   // ---- 1. upstream -------------------------------------------------------------------
   const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], { cpu: cpuSide, log: path.join(logDir, 'upstream.log') });
@@ -220,15 +240,14 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   const upstreamBase = `${upstreamUrl}/api`;
   log(`upstream ${upstreamUrl} (pid ${upstream.pid}, cpu ${cpuSide ?? 'any'})`);
 
-  // ---- 2. data dir with N keys, control, gateway --------------------------------------
+  // ---- 2. data dir with N keys, control, two gateway processes per engine --------------
   const dataDir = path.join(tmp, 'main');
   fs.mkdirSync(dataDir, { mode: 0o700 });
   log(`seeding ${params.keys.toLocaleString('en')} keys…`);
   const seed = seedKeys(path.join(dataDir, 'control.db'), params.keys, { withLoadKey: true, label: 'main' });
   log(`  ${seed.inserted.toLocaleString('en')} keys in ${seed.ms} ms (state version ${seed.version})`);
   results.seed = { keys: seed.inserted, ms: seed.ms };
-  const loadKey = seed.loadKey;
-  const auth = { authorization: `Bearer ${loadKey.key}` };
+  const auth = { authorization: `Bearer ${seed.loadKey.key}` };
 
   let control = startControl({ dataDir, cpu: cpuSide, logDir, name: 'control' });
   let controlUrl = (await control.start()).urls.control;
@@ -238,71 +257,79 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   const wanted = Math.max(endpoint.version, gate.version);
   log(`control ${controlUrl} (pid ${control.pid}); endpoint ${ENDPOINT} → ${upstreamBase} v${endpoint.version}, beta gate on v${gate.version}`);
 
-  let gateway = await bootGateway({ name: 'gateway', dataDir, controlUrl, control, cpu: cpuServer, logDir, version: wanted, results });
-  results.memory.gateway_main_ready = { keys: params.keys, ...gateway.memory };
-  log(`gateway ${gateway.url} (pid ${gateway.proc.pid}) ready in ${gateway.load.spawn_to_ready_ms} ms; RSS ${gateway.memory.rss_mib} MiB with ${params.keys.toLocaleString('en')} keys`);
-
-  const gwUrl = `${gateway.url}/v1/${ENDPOINT}/echo`;
-  await expectStatus('gateway with key', gwUrl, auth, 200);
-  await expectStatus('gateway without key (gate on)', gwUrl, {}, 403);
+  // Started alternately, so a slow first process does not always land on the same engine.
+  const gateways = [];
+  for (const proc of PROCESSES) {
+    for (const engine of ENGINES) {
+      const name = `gateway-${engine}-${proc}`;
+      const gw = await bootGateway({ name, id: `${GATEWAY_ID}-${engine}-${proc}`, engine, dataDir, controlUrl, control, cpu: cpuServer, logDir, version: wanted, results });
+      results.memory[`${name}_ready`] = { keys: params.keys, ...gw.memory };
+      log(`${name} ${gw.url} (pid ${gw.proc.pid}) ready in ${gw.load.spawn_to_ready_ms} ms; RSS ${gw.memory.rss_mib} MiB with ${params.keys.toLocaleString('en')} keys`);
+      await expectStatus(`${name} with key`, `${gw.url}/v1/${ENDPOINT}/echo`, auth, 200);
+      await expectStatus(`${name} without key (gate on)`, `${gw.url}/v1/${ENDPOINT}/echo`, {}, 403);
+      gateways.push({ name, engine, proc, gw });
+    }
+  }
 
   // ---- 3. baselines ------------------------------------------------------------------
   const bare = new Proc('bare-http-proxy', [process.execPath, path.join(__dirname, 'servers', 'bare-proxy.js'), upstreamBase], { cpu: cpuServer, log: path.join(logDir, 'bare.log') });
   const bareUrl = (await bare.start()).urls.proxy;
-  const undici = new Proc('undici', [process.execPath, path.join(__dirname, 'servers', 'undici-proxy.js'), upstreamBase], { cpu: cpuServer, log: path.join(logDir, 'undici.log') });
-  const undiciUrl = (await undici.start()).urls.proxy;
-  log(`bare http-proxy ${bareUrl} (pid ${bare.pid}), undici ${undiciUrl} (pid ${undici.pid})`);
+  const bareUndici = new Proc('bare-undici', [process.execPath, path.join(__dirname, 'servers', 'undici-proxy.js'), upstreamBase], { cpu: cpuServer, log: path.join(logDir, 'undici.log') });
+  const bareUndiciUrl = (await bareUndici.start()).urls.proxy;
+  log(`bare http-proxy ${bareUrl} (pid ${bare.pid}), bare undici ${bareUndiciUrl} (pid ${bareUndici.pid})`);
 
-  const targets = [
-    { name: 'gateway', url: gwUrl, headers: auth, pids: { server: gateway.proc.pid, upstream: upstream.pid, control: control.pid } },
-    { name: 'bare-http-proxy', url: `${bareUrl}/echo`, headers: {}, pids: { server: bare.pid, upstream: upstream.pid } },
-    { name: 'undici', url: `${undiciUrl}/echo`, headers: {}, pids: { server: undici.pid, upstream: upstream.pid } },
-    { name: 'direct', url: `${upstreamBase}/echo`, headers: {}, pids: { server: upstream.pid } },
+  /** Every target, loading the upstream path `suffix` (`echo`, or `size/<bytes>`). */
+  const targetsFor = (suffix) => [
+    ...gateways.map((g) => ({ name: g.name, group: `gateway-${g.engine}`, url: `${g.gw.url}/v1/${ENDPOINT}/${suffix}`, headers: auth, pids: { server: g.gw.proc.pid, upstream: upstream.pid, control: control.pid } })),
+    { name: 'bare-http-proxy', group: 'bare-http-proxy', url: `${bareUrl}/${suffix}`, headers: {}, pids: { server: bare.pid, upstream: upstream.pid } },
+    { name: 'bare-undici', group: 'bare-undici', url: `${bareUndiciUrl}/${suffix}`, headers: {}, pids: { server: bareUndici.pid, upstream: upstream.pid } },
+    { name: 'direct', group: 'direct', url: `${upstreamBase}/${suffix}`, headers: {}, pids: { server: upstream.pid } },
   ];
-  for (const t of targets.slice(1)) await expectStatus(t.name, t.url, {}, 200);
+  const main = targetsFor('echo');
+  for (const t of main.slice(gateways.length)) await expectStatus(t.name, t.url, {}, 200);
 
-  // ---- 4. interleaved rounds ---------------------------------------------------------
-  const loadOpts = (t, seconds) => ({ url: t.url, headers: t.headers, body, connections: params.connections, duration: seconds, pids: t.pids, clkTck });
-  if (params.warmup_s > 0) {
-    log(`\nwarm-up: ${params.warmup_s}s per target`);
-    for (const t of targets) {
-      const w = await measure(loadOpts(t, params.warmup_s));
-      if (w.non2xx > 0 || w.errors > 0) note(`warm-up ${t.name}: ${w.non2xx} non-2xx, ${w.errors} errors (${JSON.stringify(w.status_codes)})`);
-      await sleep(300);
-    }
-  }
-  log(`\n${params.rounds} rounds × ${targets.length} targets × ${params.duration_s}s`);
-  for (let round_ = 1; round_ <= params.rounds; round_++) {
-    for (const t of targets) {
-      const quiet = await awaitQuiet();
-      const r = await measure(loadOpts(t, params.duration_s));
-      results.runs.push({ phase: 'main', round: round_, target: t.name, ...r, quiet });
-      log(runLine(`r${round_} ${t.name.padEnd(16)}`, r));
-      if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) note(`${t.name} round ${round_}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts (${JSON.stringify(r.status_codes)})`);
-      await sleep(500);
-    }
-  }
-  summariseMain(results, targets.map((t) => t.name));
-  printMain(results);
-  results.memory.gateway_main_after_load = { keys: params.keys, ...memory(gateway.proc.pid) };
+  // ---- 4. interleaved rounds: 76-byte answers, params.connections connections ----------
+  log(`\nmain phase: ${params.connections} connections, ${params.body_bytes}-byte POST, 76-byte answer`);
+  results.phases.main = { connections: params.connections, response_bytes: 76, ...(await phase('main', main, { rounds: params.rounds, seconds: params.duration_s })) };
+  printSummary(log, `medians across rounds, ${params.connections} connections (server under test pinned to CPU 0; CPU = its utime+stime per request)`, results.phases.main);
+  for (const g of gateways) results.memory[`${g.name}_after_load`] = { keys: params.keys, ...memory(g.gw.proc.pid) };
 
-  // ---- optional: CPU profile of the gateway under the same load ------------------------
+  // ---- optional: CPU by thread ---------------------------------------------------------
+  if (params.threads) results.threads = await threadSplit(main.filter((t) => t.name.endsWith('-a') || t.name.startsWith('bare-')), load);
+
+  // ---- 5. response sizes at many connections -----------------------------------------
+  for (const size of params.response_sizes) {
+    const name = `size-${size}`;
+    log(`\nresponse size ${size} bytes, ${params.size_connections} connections`);
+    const targets = targetsFor(`size/${size}`);
+    for (const t of targets) {
+      const res = await http('POST', t.url, { headers: t.headers, json: JSON.parse(body) });
+      if (res.status !== 200 || JSON.stringify(res.body).length !== size) throw new Error(`${t.name}: expected a ${size}-byte answer, got ${res.status}`);
+    }
+    results.phases[name] = { connections: params.size_connections, response_bytes: size, ...(await phase(name, targets, { rounds: params.size_rounds, seconds: params.size_duration_s, connections: params.size_connections })) };
+    printSummary(log, `medians across rounds, ${size}-byte answers, ${params.size_connections} connections`, results.phases[name]);
+  }
+
+  // ---- optional: CPU profile of each engine's gateway under the same load --------------
   if (params.profile) {
-    results.profile = await profileGateway({ dataDir, controlUrl, control, cpuServer, logDir, tmp, version: wanted, auth, loadOpts, results });
+    for (const engine of ENGINES) {
+      results.profile[engine] = await profileGateway({ engine, dataDir, controlUrl, control, cpuServer, logDir, tmp, version: wanted, auth, load, results });
+    }
   }
 
-  // ---- 6. revocation propagation -----------------------------------------------------
+  // ---- 6. revocation propagation, through each engine's gateway ------------------------
   if (params.revoke_keys > 0) {
-    results.revocation = await revocation({ admin, gatewayUrl: gateway.url, count: params.revoke_keys, body });
-    const r = results.revocation;
-    log(`\nrevocation → first 403 over ${r.count} keys: p50 ${fmt(r.p50_ms, 2)} ms, p99 ${fmt(r.p99_ms, 2)} ms, max ${fmt(r.max_ms, 2)} ms (revoke call itself p50 ${fmt(r.revoke_call_p50_ms, 2)} ms)`);
+    for (const g of gateways.filter((x) => x.proc === 'a')) {
+      const r = (results.revocation[g.engine] = await revocation({ admin, gatewayUrl: g.gw.url, count: params.revoke_keys, body }));
+      log(`revocation → first 403 via ${g.name}, ${r.count} keys: p50 ${fmt(r.p50_ms, 2)} ms, p99 ${fmt(r.p99_ms, 2)} ms, max ${fmt(r.max_ms, 2)} ms (revoke call itself p50 ${fmt(r.revoke_call_p50_ms, 2)} ms)`);
+    }
   }
 
-  // ---- 7. memory and throughput with a large key set ---------------------------------
+  // ---- 7. memory and throughput with a large key set, on each engine -------------------
   if (params.keys_large > params.keys) {
     const extra = params.keys_large - params.keys;
-    log(`\nlarge key set: stopping gateway and control, inserting ${extra.toLocaleString('en')} more keys…`);
-    await gateway.proc.stop();
+    log(`\nlarge key set: stopping the gateways and control, inserting ${extra.toLocaleString('en')} more keys…`);
+    for (const g of gateways) await g.gw.proc.stop();
     await control.stop();
     const more = seedKeys(path.join(dataDir, 'control.db'), extra, { label: 'large' });
     log(`  ${more.inserted.toLocaleString('en')} keys in ${more.ms} ms (state version ${more.version})`);
@@ -312,10 +339,6 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
     controlUrl = (await control.start()).urls.control;
     admin = new Admin(controlUrl, dataDir);
     const version = (await admin.call('GET', '/_admin/v1/flags')).version;
-    fs.rmSync(path.join(dataDir, `gateway-${GATEWAY_ID}`), { recursive: true, force: true });
-    const big = await bootGateway({ name: 'gateway-large', dataDir, controlUrl, control, cpu: cpuServer, logDir, version, results });
-    results.memory.gateway_large_ready = { keys: big.keys, ...big.memory };
-    log(`gateway with ${big.keys.toLocaleString('en')} live keys ready in ${big.load.spawn_to_ready_ms} ms (snapshot applied ${big.load.listening_to_applied_ms} ms after listening); RSS ${big.memory.rss_mib} MiB, peak ${big.memory.hwm_mib} MiB`);
 
     // A second, separate stack with 10 keys, same upstream and endpoint.
     const smallDir = path.join(tmp, 'small');
@@ -326,54 +349,67 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
     const admin10 = new Admin(control10Url, smallDir);
     const ep10 = await admin10.addEndpoint(ENDPOINT, upstreamBase);
     const gate10 = await admin10.setFlag('beta_gate_enabled', true);
-    const gw10 = await bootGateway({ name: 'gateway-10', dataDir: smallDir, controlUrl: control10Url, control: control10, cpu: cpuServer, logDir, version: Math.max(ep10.version, gate10.version), results });
-    results.memory.gateway_10_ready = { keys: 10, ...gw10.memory };
     const auth10 = { authorization: `Bearer ${small.loadKey.key}` };
 
-    const bigUrl = `${big.url}/v1/${ENDPOINT}/echo`;
-    const smallUrl = `${gw10.url}/v1/${ENDPOINT}/echo`;
-    await expectStatus('large gateway', bigUrl, auth, 200);
-    await expectStatus('10-key gateway', smallUrl, auth10, 200);
-    const pair = [
-      { name: `gateway-${big.keys >= 1e6 ? `${big.keys / 1e6}M` : big.keys}-keys`, url: bigUrl, headers: auth, pids: { server: big.proc.pid } },
-      { name: 'gateway-10-keys', url: smallUrl, headers: auth10, pids: { server: gw10.proc.pid } },
-    ];
-    log(`\nlarge vs 10 keys: ${params.compare_rounds} rounds × ${params.compare_duration_s}s`);
-    if (params.warmup_s > 0) for (const t of pair) await measure(loadOpts(t, params.warmup_s));
-    for (let round_ = 1; round_ <= params.compare_rounds; round_++) {
-      for (const t of pair) {
-        const quiet = await awaitQuiet();
-        const r = await measure(loadOpts(t, params.compare_duration_s));
-        results.runs.push({ phase: 'large', round: round_, target: t.name, ...r, quiet });
-        log(runLine(`r${round_} ${t.name.padEnd(18)}`, r));
-        if (r.non2xx > 0 || r.errors > 0) note(`${t.name} round ${round_}: ${r.non2xx} non-2xx, ${r.errors} errors (${JSON.stringify(r.status_codes)})`);
-        await sleep(500);
-      }
+    const pair = [];
+    for (const engine of ENGINES) {
+      const big = await bootGateway({ name: `gateway-${engine}-large`, id: `${GATEWAY_ID}-${engine}-large`, engine, dataDir, controlUrl, control, cpu: cpuServer, logDir, version, results });
+      results.memory[`gateway-${engine}-large_ready`] = { keys: big.keys, ...big.memory };
+      log(`gateway-${engine} with ${big.keys.toLocaleString('en')} live keys ready in ${big.load.spawn_to_ready_ms} ms (snapshot applied ${big.load.listening_to_applied_ms} ms after listening); RSS ${big.memory.rss_mib} MiB, peak ${big.memory.hwm_mib} MiB`);
+      const gw10 = await bootGateway({ name: `gateway-${engine}-10`, id: `${GATEWAY_ID}-${engine}-10`, engine, dataDir: smallDir, controlUrl: control10Url, control: control10, cpu: cpuServer, logDir, version: Math.max(ep10.version, gate10.version), results });
+      results.memory[`gateway-${engine}-10_ready`] = { keys: 10, ...gw10.memory };
+      const bigUrl = `${big.url}/v1/${ENDPOINT}/echo`;
+      const smallUrl = `${gw10.url}/v1/${ENDPOINT}/echo`;
+      await expectStatus(`large ${engine} gateway`, bigUrl, auth, 200);
+      await expectStatus(`10-key ${engine} gateway`, smallUrl, auth10, 200);
+      const label = big.keys >= 1e6 ? `${big.keys / 1e6}M` : String(big.keys);
+      pair.push({ engine, big, gw10, keys: big.keys, targets: [
+        { name: `gateway-${engine}-${label}-keys`, group: `gateway-${engine}-${label}-keys`, url: bigUrl, headers: auth, pids: { server: big.proc.pid } },
+        { name: `gateway-${engine}-10-keys`, group: `gateway-${engine}-10-keys`, url: smallUrl, headers: auth10, pids: { server: gw10.proc.pid } },
+      ] });
     }
-    results.memory.gateway_large_after_load = { keys: big.keys, ...memory(big.proc.pid) };
-    results.memory.gateway_10_after_load = { keys: 10, ...memory(gw10.proc.pid) };
-    const med = (name, field) => median(results.runs.filter((r) => r.phase === 'large' && r.target === name).map((r) => r[field]));
-    const [a, b] = pair.map((t) => t.name);
-    results.large = {
-      keys: big.keys,
-      medians: Object.fromEntries(pair.map((t) => [t.name, { req_per_s: med(t.name, 'req_per_s'), p50_ms: med(t.name, 'p50_ms'), p99_ms: med(t.name, 'p99_ms'), cpu_us_per_req: med(t.name, 'cpu_us_per_req') }])),
-    };
-    results.large.ratio_req_per_s = ratio(results.large.medians[a].req_per_s, results.large.medians[b].req_per_s);
-    results.large.ratio_cpu_us_per_req = ratio(results.large.medians[a].cpu_us_per_req, results.large.medians[b].cpu_us_per_req);
-    results.large.ratio_p99 = ratio(results.large.medians[a].p99_ms, results.large.medians[b].p99_ms);
-    log(table(pair.map((t) => {
-      const m = results.large.medians[t.name];
+    log(`\nlarge vs 10 keys`);
+    const summary = await phase('large', pair.flatMap((p) => p.targets), { rounds: params.compare_rounds, seconds: params.compare_duration_s });
+    for (const p of pair) {
+      results.memory[`gateway-${p.engine}-large_after_load`] = { keys: p.keys, ...memory(p.big.proc.pid) };
+      results.memory[`gateway-${p.engine}-10_after_load`] = { keys: 10, ...memory(p.gw10.proc.pid) };
+      const [a, b] = p.targets.map((t) => summary.medians[t.name]);
+      results.large[p.engine] = {
+        keys: p.keys,
+        medians: Object.fromEntries(p.targets.map((t) => [t.name, summary.medians[t.name]])),
+        ratio_req_per_s: a.req_per_s && b.req_per_s ? round(a.req_per_s / b.req_per_s, 3) : null,
+        ratio_cpu_us_per_req: a.cpu_us_per_req && b.cpu_us_per_req ? round(a.cpu_us_per_req / b.cpu_us_per_req, 3) : null,
+        ratio_p99: a.p99_ms && b.p99_ms ? round(a.p99_ms / b.p99_ms, 3) : null,
+      };
+    }
+    log(table(pair.flatMap((p) => p.targets).map((t) => {
+      const m = summary.medians[t.name];
       return [t.name, fmt(m.req_per_s, 0), fmt(m.p50_ms, 2), fmt(m.p99_ms, 2), fmt(m.cpu_us_per_req)];
     }), ['target (medians)', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req']));
-    log(`${a} / ${b}: req/s ${fmt(results.large.ratio_req_per_s, 3)}, CPU ${fmt(results.large.ratio_cpu_us_per_req, 3)}, p99 ${fmt(results.large.ratio_p99, 3)}`);
+    for (const p of pair) {
+      const l = results.large[p.engine];
+      log(`${p.engine}: ${p.keys.toLocaleString('en')} keys / 10 keys: req/s ${fmt(l.ratio_req_per_s, 3)}, CPU ${fmt(l.ratio_cpu_us_per_req, 3)}, p99 ${fmt(l.ratio_p99, 3)}`);
+    }
   }
 
   evaluate(results);
 }
 
+/** One run per target with the server's CPU split by thread (BENCH_THREADS=1). */
+async function threadSplit(targets, load) {
+  log(`\nCPU by thread: one ${params.duration_s}s run per target (µs per request)`);
+  const out = {};
+  for (const t of targets) {
+    const r = await load(t, params.duration_s, { threads: true });
+    out[t.name] = { cpu_us_per_req: r.cpu_us_per_req, by_thread: r.cpu_us_per_req_by_thread };
+    log(`  ${t.name.padEnd(22)} ${fmt(r.cpu_us_per_req).padStart(6)} total: ${Object.entries(r.cpu_us_per_req_by_thread).map(([name, us]) => `${name} ${fmt(us)}`).join(', ')}`);
+  }
+  return out;
+}
+
 /** Start a gateway, wait until it enforces `version`, and record how long that took. */
-async function bootGateway({ name, dataDir, controlUrl, control, cpu, logDir, version, results, nodeArgs = [], id = GATEWAY_ID }) {
-  const proc = startGateway({ dataDir, controlUrl, cpu, logDir, id, name, nodeArgs });
+async function bootGateway({ name, engine, dataDir, controlUrl, control, cpu, logDir, version, results, nodeArgs = [], id = GATEWAY_ID }) {
+  const proc = startGateway({ dataDir, controlUrl, cpu, logDir, id, name, engine, nodeArgs });
   const events = {};
   proc.onLog((rec, at) => {
     if (rec.msg === 'gateway listening') events.listening = Date.parse(rec.time) || at;
@@ -392,6 +428,7 @@ async function bootGateway({ name, dataDir, controlUrl, control, cpu, logDir, ve
   const url = ready.urls.gateway;
   const { health, at } = await waitGatewayVersion(url, version, dataDir);
   off();
+  if (health.engine !== engine) throw new Error(`${name}: asked for the ${engine} engine, the gateway runs ${health.engine}`);
   const tick = 1000 / clockTicks();
   const gatewayCpuMs = Math.round(cpuTicks(proc.pid) * tick);
   const controlCpuMs = Math.round((cpuTicks(control.pid) - controlTicks) * tick);
@@ -399,6 +436,7 @@ async function bootGateway({ name, dataDir, controlUrl, control, cpu, logDir, ve
   const mem = memory(proc.pid);
   const load = {
     gateway: name,
+    engine,
     keys: events.keys ?? null,
     version: health.snapshot_version,
     spawn_to_ready_ms: at - spawned,
@@ -409,52 +447,6 @@ async function bootGateway({ name, dataDir, controlUrl, control, cpu, logDir, ve
   };
   results.snapshot_loads.push(load);
   return { proc, url, load, memory: mem, keys: events.keys ?? null };
-}
-
-function summariseMain(results, names) {
-  const main = results.runs.filter((r) => r.phase === 'main');
-  for (const name of names) {
-    const runs = main.filter((r) => r.target === name);
-    const pick = (f) => median(runs.map((r) => r[f]));
-    results.medians[name] = {
-      req_per_s: pick('req_per_s'),
-      p50_ms: pick('p50_ms'),
-      p99_ms: pick('p99_ms'),
-      cpu_us_per_req: pick('cpu_us_per_req'),
-      non2xx_total: runs.reduce((s, r) => s + r.non2xx, 0),
-      errors_total: runs.reduce((s, r) => s + r.errors, 0),
-      upstream_cpu_us_per_req: median(runs.map((r) => r.cpu_us_per_req_by_process.upstream ?? null)),
-      control_cpu_us_per_req: median(runs.map((r) => r.cpu_us_per_req_by_process.control ?? null)),
-      bench_cpu_us_per_req: pick('bench_cpu_us_per_req'),
-      foreign_cpu_pct_max: Math.max(0, ...runs.map((r) => r.machine.foreign_cpu_pct ?? 0)),
-    };
-    const rps = runs.map((r) => r.req_per_s);
-    results.spread[name] = { req_per_s_min: Math.min(...rps), req_per_s_max: Math.max(...rps), rel_spread: round((Math.max(...rps) - Math.min(...rps)) / median(rps), 3) };
-  }
-  const g = results.medians.gateway;
-  for (const base of names.filter((n) => n !== 'gateway')) {
-    const b = results.medians[base];
-    // The same ratio taken within each round (the two runs seconds apart), then the median:
-    // host contention drifts over minutes, so a paired ratio is steadier than a ratio of medians.
-    const paired = main
-      .filter((r) => r.target === 'gateway')
-      .map((r) => ratio(r.cpu_us_per_req, main.find((x) => x.target === base && x.round === r.round)?.cpu_us_per_req ?? null));
-    results.ratios[`gateway/${base}`] = {
-      req_per_s: ratio(g.req_per_s, b.req_per_s),
-      p99_ms: ratio(g.p99_ms, b.p99_ms),
-      cpu_us_per_req: ratio(g.cpu_us_per_req, b.cpu_us_per_req),
-      cpu_us_per_req_paired: round(median(paired), 3),
-    };
-  }
-}
-
-function printMain(results) {
-  log('\nmedians across rounds (server under test pinned to CPU 0; CPU = its utime+stime per request)');
-  log(table(Object.entries(results.medians).map(([name, m]) => [name, fmt(m.req_per_s, 0), fmt(m.p50_ms, 2), fmt(m.p99_ms, 2), fmt(m.cpu_us_per_req), m.non2xx_total]), ['target', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'non-2xx']));
-  log('');
-  log(table(Object.entries(results.ratios).map(([name, r]) => [name, fmt(r.req_per_s, 3), fmt(r.p99_ms, 3), fmt(r.cpu_us_per_req, 3), fmt(r.cpu_us_per_req_paired, 3)]), ['ratio', 'req/s', 'p99', 'CPU µs/req', 'CPU paired']));
-  const g = results.medians.gateway;
-  if (g) log(`(gateway also costs control ${fmt(g.control_cpu_us_per_req)} µs/req for outcome ingest and the upstream ${fmt(g.upstream_cpu_us_per_req)} µs/req)`);
 }
 
 /** Issue keys, then per key: one admitted call, revoke, poll until the first 403. */
@@ -522,25 +514,25 @@ async function revocation({ admin, gatewayUrl, count, body }) {
   };
 }
 
-/** A second gateway on the same control, under `node --cpu-prof`, for one load run. */
-async function profileGateway({ dataDir, controlUrl, control, cpuServer, logDir, tmp, version, auth, loadOpts, results }) {
-  const dir = path.join(tmp, 'cpuprof');
+/** One more gateway on `engine` on the same control, under `node --cpu-prof`, for one load run. */
+async function profileGateway({ engine, dataDir, controlUrl, control, cpuServer, logDir, tmp, version, auth, load, results }) {
+  const dir = path.join(tmp, `cpuprof-${engine}`);
   fs.mkdirSync(dir, { recursive: true });
-  const id = `${GATEWAY_ID}-prof`;
-  log(`\nprofiling: gateway under --cpu-prof, one ${params.duration_s}s run`);
-  const gw = await bootGateway({ name: 'gateway-prof', dataDir, controlUrl, control, cpu: cpuServer, logDir, version, results, id, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
-  const target = { name: 'gateway-profiled', url: `${gw.url}/v1/${ENDPOINT}/echo`, headers: auth, pids: { server: gw.proc.pid } };
-  await measure(loadOpts(target, Math.max(1, params.warmup_s)));
+  const id = `${GATEWAY_ID}-${engine}-prof`;
+  log(`\nprofiling: a gateway on ${engine} under --cpu-prof, one ${params.duration_s}s run`);
+  const gw = await bootGateway({ name: `gateway-${engine}-prof`, engine, dataDir, controlUrl, control, cpu: cpuServer, logDir, version, results, id, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  const target = { name: `gateway-${engine}-profiled`, url: `${gw.url}/v1/${ENDPOINT}/echo`, headers: auth, pids: { server: gw.proc.pid } };
+  await load(target, Math.max(1, params.warmup_s));
   const from = Number(process.hrtime.bigint() / 1000n);
-  const r = await measure(loadOpts(target, params.duration_s));
+  const r = await load(target, params.duration_s);
   const to = Number(process.hrtime.bigint() / 1000n);
   results.runs.push({ phase: 'profile', round: 1, target: target.name, ...r });
   await gw.proc.stop();
   const file = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dir, f))[0];
   if (!file) throw new Error('no .cpuprofile written by the profiled gateway');
-  const keepAs = path.join(__dirname, 'results', 'gateway.cpuprofile');
+  const keepAs = path.join(__dirname, 'results', `gateway-${engine}.cpuprofile`);
   fs.copyFileSync(file, keepAs);
-  const summary = summarise(file, { top: 25, root: path.dirname(distDir()), windowUs: [from, to] });
+  const summary = summariseProfile(file, { top: 25, root: path.dirname(distDir()), windowUs: [from, to] });
   log(`  ${fmt(r.req_per_s, 0)} req/s under the profiler; ${summary.samples} samples in the load window, GC ${summary.gc_pct_of_busy}% of busy`);
   for (const row of summary.top.slice(0, 20)) log(`  ${String(row.busy_pct).padStart(5)}%  ${row.function}`);
   log('  by file:');
@@ -552,35 +544,42 @@ async function profileGateway({ dataDir, controlUrl, control, cpuServer, logDir,
 function evaluate(results) {
   const t = [];
   const add = (name, value, limit, met, unit = '') => t.push({ name, value, limit, unit, met: value === null || value === undefined ? false : met });
-  const vsBare = results.ratios['gateway/bare-http-proxy'];
-  if (vsBare) {
-    add('gateway CPU µs/req ≤ 1.1× bare http-proxy', vsBare.cpu_us_per_req, TARGETS.cpu_vs_bare_max, vsBare.cpu_us_per_req <= TARGETS.cpu_vs_bare_max, '×');
-    add('gateway req/s ≥ 0.9× bare http-proxy', vsBare.req_per_s, TARGETS.req_per_s_vs_bare_min, vsBare.req_per_s >= TARGETS.req_per_s_vs_bare_min, '×');
-    add('gateway p99 ≤ 1.2× bare http-proxy', vsBare.p99_ms, TARGETS.p99_vs_bare_max, vsBare.p99_ms <= TARGETS.p99_vs_bare_max, '×');
+  const main = results.phases.main;
+  const r = (name) => main?.ratios[name];
+  const undiciVsBare = r('gateway-undici/bare-http-proxy');
+  const undiciVsUndici = r('gateway-undici/bare-undici');
+  const hpVsBare = r('gateway-http-proxy/bare-http-proxy');
+  if (undiciVsBare) {
+    add('gateway (undici) CPU µs/req ≤ 1.0× bare http-proxy (paired)', undiciVsBare.cpu_us_per_req_paired, TARGETS.undici_cpu_vs_bare_http_proxy_max, undiciVsBare.cpu_us_per_req_paired <= TARGETS.undici_cpu_vs_bare_http_proxy_max, '×');
+    add('gateway (undici) p99 ≤ bare http-proxy p99', undiciVsBare.p99_ms, TARGETS.undici_p99_vs_bare_http_proxy_max, undiciVsBare.p99_ms <= TARGETS.undici_p99_vs_bare_http_proxy_max, '×');
+    add('gateway (undici) req/s ≥ bare http-proxy req/s', undiciVsBare.req_per_s, TARGETS.undici_req_per_s_vs_bare_http_proxy_min, undiciVsBare.req_per_s >= TARGETS.undici_req_per_s_vs_bare_http_proxy_min, '×');
   }
-  const non2xx = results.runs.reduce((s, r) => s + r.non2xx + r.errors, 0);
+  if (undiciVsUndici) add('gateway (undici) CPU µs/req ≤ 1.35× bare undici (paired)', undiciVsUndici.cpu_us_per_req_paired, TARGETS.undici_cpu_vs_bare_undici_max, undiciVsUndici.cpu_us_per_req_paired <= TARGETS.undici_cpu_vs_bare_undici_max, '×');
+  if (hpVsBare) add('gateway (http-proxy) CPU µs/req ≤ 1.3× bare http-proxy (paired)', hpVsBare.cpu_us_per_req_paired, TARGETS.http_proxy_cpu_vs_bare_http_proxy_max, hpVsBare.cpu_us_per_req_paired <= TARGETS.http_proxy_cpu_vs_bare_http_proxy_max, '×');
+  const non2xx = results.runs.reduce((s, x) => s + x.non2xx + x.errors, 0);
   add('no non-2xx answers or errors in any run', non2xx, 0, non2xx === 0);
-  if (results.revocation) add('revocation → first 403 p99 < 100 ms', results.revocation.p99_ms, TARGETS.revocation_p99_ms_max, results.revocation.p99_ms < TARGETS.revocation_p99_ms_max, 'ms');
-  const big = results.memory.gateway_large_ready;
-  if (big) {
-    add(`gateway RSS < 400 MiB with ${big.keys} keys (ready)`, results.memory.gateway_large_ready.rss_mib, TARGETS.rss_1m_mib_max, big.rss_mib < TARGETS.rss_1m_mib_max, 'MiB');
-    const after = results.memory.gateway_large_after_load;
-    if (after) add(`gateway RSS < 400 MiB with ${big.keys} keys (after the comparison runs)`, after.rss_mib, TARGETS.rss_1m_mib_max, after.rss_mib < TARGETS.rss_1m_mib_max, 'MiB');
+  for (const [engine, rev] of Object.entries(results.revocation)) add(`revocation → first 403 p99 < 100 ms (${engine})`, rev.p99_ms, TARGETS.revocation_p99_ms_max, rev.p99_ms < TARGETS.revocation_p99_ms_max, 'ms');
+  for (const engine of ENGINES) {
+    for (const when of ['ready', 'after_load']) {
+      const m = results.memory[`gateway-${engine}-large_${when}`];
+      if (m) add(`gateway RSS < 400 MiB with ${m.keys} keys (${engine}, ${when === 'ready' ? 'ready' : 'after the comparison runs'})`, m.rss_mib, TARGETS.rss_1m_mib_max, m.rss_mib < TARGETS.rss_1m_mib_max, 'MiB');
+    }
+    const l = results.large[engine];
+    if (l) add(`no req/s loss with the large key set, ≥ 0.95× the 10-key gateway (${engine}; two processes, see the spread)`, l.ratio_req_per_s, TARGETS.req_per_s_1m_vs_10_min, l.ratio_req_per_s >= TARGETS.req_per_s_1m_vs_10_min, '×');
   }
-  if (results.large) add('no req/s loss with the large key set (≥ 0.95× the 10-key gateway)', results.large.ratio_req_per_s, TARGETS.req_per_s_1m_vs_10_min, results.large.ratio_req_per_s >= TARGETS.req_per_s_1m_vs_10_min, '×');
   results.targets = t;
-  const noisy = results.runs.filter((r) => (r.machine.foreign_cpu_pct ?? 0) > FOREIGN_WARN_PCT);
+  const noisy = results.runs.filter((x) => (x.machine?.foreign_cpu_pct ?? 0) > FOREIGN_WARN_PCT);
   if (noisy.length > 0) {
-    const worst = Math.max(...noisy.map((r) => r.machine.foreign_cpu_pct));
+    const worst = Math.max(...noisy.map((x) => x.machine.foreign_cpu_pct));
     results.notes.push(`${noisy.length} of ${results.runs.length} runs shared the machine with other processes (up to ${worst}% of all CPU time); req/s and latency of those runs are not reliable, CPU µs/req is`);
     log(`\n! ${results.notes.at(-1)}`);
   }
   log('\ntargets');
   for (const x of t) log(`  ${x.met ? 'met   ' : 'MISSED'}  ${x.name}: ${fmt(x.value, x.unit === '×' ? 3 : 1)}${x.unit === '×' ? '×' : x.unit ? ` ${x.unit}` : ''}`);
   log('\nsnapshot loads');
-  for (const l of results.snapshot_loads) log(`  ${l.gateway.padEnd(14)} ${String(l.keys).padStart(8)} keys: spawn → enforcing ${l.spawn_to_ready_ms} ms, listening → applied ${l.listening_to_applied_ms ?? '—'} ms, control streamed it in ${l.control_snapshot_send_ms ?? '—'} ms; CPU: gateway ${l.gateway_cpu_ms} ms, control ${l.control_cpu_ms} ms`);
+  for (const l of results.snapshot_loads) log(`  ${l.gateway.padEnd(26)} ${String(l.keys).padStart(8)} keys: spawn → enforcing ${l.spawn_to_ready_ms} ms, listening → applied ${l.listening_to_applied_ms ?? '—'} ms, control streamed it in ${l.control_snapshot_send_ms ?? '—'} ms; CPU: gateway ${l.gateway_cpu_ms} ms, control ${l.control_cpu_ms} ms`);
   log('gateway memory');
-  for (const [k, m] of Object.entries(results.memory)) log(`  ${k.padEnd(26)} ${String(m.keys).padStart(8)} keys: RSS ${m.rss_mib} MiB, peak ${m.hwm_mib} MiB`);
+  for (const [k, m] of Object.entries(results.memory)) log(`  ${k.padEnd(36)} ${String(m.keys).padStart(8)} keys: RSS ${m.rss_mib} MiB, peak ${m.hwm_mib} MiB`);
 }
 
 // ---- process lifecycle ---------------------------------------------------------------

@@ -8,7 +8,7 @@
  * and the percentiles are computed from those.
  */
 const autocannon = require('autocannon');
-const { cpuTicks, cpuStat, ourTicks } = require('./proc');
+const { cpuTicks, threadTicks, cpuStat, ourTicks } = require('./proc');
 const { percentile, round } = require('./stats');
 
 /** A JSON document of exactly `bytes` bytes. */
@@ -38,13 +38,32 @@ function fire(opts) {
 }
 
 /**
+ * CPU µs per request of each of the server's threads over a run, summed by thread name (V8's
+ * worker threads share one name): `{ main, 'V8 DefaultWorke', … }`.
+ */
+function threadSplit(before, after, usPerTick, total) {
+  const byName = {};
+  for (const [tid, t] of after) {
+    const ticks = t.ticks - (before.get(tid)?.ticks ?? 0);
+    byName[t.name] = (byName[t.name] ?? 0) + ticks;
+  }
+  const out = {};
+  for (const [name, ticks] of Object.entries(byName).sort((a, b) => b[1] - a[1])) {
+    if (ticks > 0) out[name] = total > 0 ? round((ticks * usPerTick) / total, 1) : null;
+  }
+  return out;
+}
+
+/**
  * @param {{url: string, headers?: object, body: string, connections: number, duration: number,
- *          pids: Record<string, number>, clkTck: number, timeoutS?: number}} run
- *   `pids` names the processes whose CPU time is sampled; `server` is the one under test.
+ *          pids: Record<string, number>, clkTck: number, timeoutS?: number, threads?: boolean}} run
+ *   `pids` names the processes whose CPU time is sampled; `server` is the one under test. With
+ *   `threads`, the server's CPU is also split by thread (`cpu_us_per_req_by_thread`).
  */
 async function measure(run) {
   const before = {};
   for (const [name, pid] of Object.entries(run.pids)) before[name] = cpuTicks(pid);
+  const threadsBefore = run.threads ? threadTicks(run.pids.server) : null;
   const statBefore = cpuStat();
   const oursBefore = ourTicks();
   const selfBefore = process.cpuUsage();
@@ -63,6 +82,7 @@ async function measure(run) {
   const self = process.cpuUsage(selfBefore);
   const cpu = {};
   for (const [name, pid] of Object.entries(run.pids)) cpu[name] = cpuTicks(pid) - before[name];
+  const threadsAfter = run.threads ? threadTicks(run.pids.server) : null;
   const ours = ourTicks() - oursBefore;
   const statAfter = cpuStat();
 
@@ -96,6 +116,7 @@ async function measure(run) {
     cpu_us_per_req: cpuUs.server,
     cpu_us_per_req_by_process: cpuUs,
     cpu_ticks: cpu,
+    ...(threadsBefore !== null ? { cpu_us_per_req_by_thread: threadSplit(threadsBefore, threadsAfter, usPerTick, total) } : {}),
     bench_cpu_us_per_req: total > 0 ? round((self.user + self.system) / total, 1) : null,
     non2xx: result.non2xx,
     errors: result.errors,

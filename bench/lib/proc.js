@@ -47,6 +47,31 @@ function cpuTicks(pid) {
   return Number(rest[14 - 3]) + Number(rest[15 - 3]);
 }
 
+/**
+ * utime + stime of each thread of a process, in clock ticks, keyed by thread id, with the
+ * thread's name (`comm`, e.g. `V8 DefaultWorke`); the main thread (tid = pid) is named `main`.
+ */
+function threadTicks(pid) {
+  const out = new Map();
+  let tids = [];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = String(tid) === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(tid, { name, ticks: Number(rest[14 - 3]) + Number(rest[15 - 3]) });
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
 /** VmRSS and VmHWM of a process, in MiB. */
 function memory(pid) {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -214,4 +239,4 @@ function killAllSync() {
   }
 }
 
-module.exports = { Proc, hasTaskset, nproc, clockTicks, pinSelf, cpuTicks, cpuStat, ourTicks, memory, stopAll, killAllSync };
+module.exports = { Proc, hasTaskset, nproc, clockTicks, pinSelf, cpuTicks, threadTicks, cpuStat, ourTicks, memory, stopAll, killAllSync };

@@ -74,10 +74,11 @@ function startControl({ dataDir, cpu, logDir, name = 'control' }) {
   return proc;
 }
 
-function startGateway({ dataDir, controlUrl, cpu, logDir, id, name = 'gateway', nodeArgs = [], env = {} }) {
+/** A gateway process on `engine` (`svcctl serve gateway --engine`). */
+function startGateway({ dataDir, controlUrl, cpu, logDir, id, engine = 'http-proxy', name = 'gateway', nodeArgs = [], env = {} }) {
   return new Proc(
     name,
-    [process.execPath, ...nodeArgs, cli(), 'serve', 'gateway', '--data-dir', dataDir, '--gateway-port', '0', '--control', controlUrl, '--id', id],
+    [process.execPath, ...nodeArgs, cli(), 'serve', 'gateway', '--data-dir', dataDir, '--gateway-port', '0', '--control', controlUrl, '--id', id, '--engine', engine],
     { cpu, cwd: ROOT, log: path.join(logDir, `${name}.log`), env },
   );
 }
