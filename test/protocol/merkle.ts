@@ -159,6 +159,7 @@ t.test('verification refuses every wrong proof (RFC 9162 §2.1.3.2)', async (t) 
   t.notOk(verifyInclusion(3, size, tree[3]!, path.slice(1), root), 'a hash missing');
   t.notOk(verifyInclusion(3, size, tree[3]!, [...path, path[0]!], root), 'a hash too many');
   t.notOk(verifyInclusion(3, size, tree[3]!, path, rootOf(leafHashes.slice(0, 6))), 'another root');
+  t.notOk(verifyInclusion(0, 3, tree[0]!, [tree[1]!], rootOf(tree.slice(0, 2))), 'a path of a smaller tree, claimed for a larger one');
   t.equal(rootFromInclusionProof(7, 7, tree[0]!, []), null, 'index past the end');
   t.equal(rootFromInclusionProof(-1, 7, tree[0]!, path), null, 'negative index');
   t.equal(rootFromInclusionProof(0, 1, tree[0]!, [tree[1]!]), null, 'a path for a one-leaf tree');
@@ -167,6 +168,12 @@ t.test('verification refuses every wrong proof (RFC 9162 §2.1.3.2)', async (t) 
   t.notOk(verifyInclusion(3, size, tree[3]!, [flipped.toString('latin1'), ...path.slice(1)], root), 'one bit flipped');
   t.throws(() => inclusionPath(tree, 7), RangeError);
   t.throws(() => nodeHash('short', tree[0]!), TypeError);
+});
+
+t.test('a string leaf is hashed as its UTF-8 bytes', async (t) => {
+  for (const text of ['', '{"batch":1}', 'é and 😀 and \u0000']) {
+    t.equal(hex(leafHash(text)), refLeaf(Buffer.from(text, 'utf8')).toString('hex'), JSON.stringify(text));
+  }
 });
 
 t.test('hex at the wire', async (t) => {

@@ -7,6 +7,7 @@
  * | edit | ledger verify | receipts verify |
  * |---|---|---|
  * | one call's refund | batch N does not match its calls | (receipts intact) the call's proof fails |
+ * | a batch's refund total | batch N does not match its calls | the receipts' sum is not the indexer's total |
  * | two calls' outcomes and amounts swapped, batch and ledger consistent | batch N's root is not its calls' root | (receipts intact) both proofs fail |
  * | a receipt deleted | batch N has no receipt | batch N: no receipt |
  * | a receipt's root edited | batch N: signature | batch N: signature |
@@ -106,6 +107,15 @@ t.test('tampering with a settled database is detected and the batch named', asyn
     t.equal(r.receipts.code, 0, 'the receipts themselves are intact');
     t.equal((await r.proof(failed.call_id)).ok, false, 'the failed call can no longer prove its refund as recorded now');
     t.equal((await r.proof(paid.call_id)).ok, false);
+    await r.stop();
+  });
+
+  await t.test("a batch's refund total raised (what the indexer reports)", async (t) => {
+    const r = await tampered((db) => db.prepare(`UPDATE settlement_batches SET refunds = refunds + 1000, refunds_owed = refunds_owed + 1000 WHERE id = ?`).run(target));
+    t.equal(r.ledger.code, 1);
+    t.match(r.ledger.stderr, /ledger verify failed: batch 3 does not match the calls settled in it/);
+    t.equal(r.receipts.code, 1, 'the receipts no longer add up to the indexer');
+    t.match(r.receipts.stderr, /receipts verify failed: the receipts' refunds sum to \d+, the indexer's total_refunds is \d+/);
     await r.stop();
   });
 
