@@ -60,6 +60,17 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
   },
   {
     method: 'get',
+    path: '/favicon.ico',
+    operationId: 'getFavicon',
+    summary: 'No icon',
+    description: 'Browsers ask every origin for one; 204 (cached for a day) says there is none, so visiting a page logs no failed request.',
+    tag: 'pages',
+    security: ['none'],
+    answers: [{ status: 204, description: 'No icon', requiredHeaders: ['Cache-Control'] }],
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
     path: '/activity',
     operationId: 'getActivityPage',
     summary: 'The activity page (HTML, no JavaScript)',

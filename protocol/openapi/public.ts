@@ -64,6 +64,14 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     answers: cachedHtml('The status page'),
   }),
   read({
+    path: '/favicon.ico',
+    operationId: 'getFavicon',
+    summary: 'No icon',
+    description: 'Browsers ask every origin for one; 204 (cached for a day) says there is none, so visiting a page logs no failed request.',
+    tag: 'pages',
+    answers: [{ status: 204, description: 'No icon', requiredHeaders: ['Cache-Control'] }],
+  }),
+  read({
     path: '/providers',
     operationId: 'getProvidersPage',
     summary: 'The providers page (HTML, no JavaScript)',

@@ -212,6 +212,8 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   }
   expect(await pub('/providers?sort=upstream'), 400, 'providers page, unknown order');
   expect(await pub('/providers/prv_nope'), 404, 'provider page, unknown provider');
+  expect(await pub('/favicon.ico'), 204, 'public favicon');
+  expect(await get(indexer, '/favicon.ico'), 204, 'indexer favicon');
   expect(await pub('/api/v1/changelog?limit=0'), 400, 'public changelog, bad limit');
   expect(await get(api, '/api/v1/providers', { 'user-agent': CURL_UA }), 403, 'public read from curl');
   expect(await get(indexer, '/health'), 200, 'indexer health');

@@ -58,7 +58,7 @@ footer{margin-top:2rem;color:var(--muted);font-size:.9rem;overflow-wrap:anywhere
 @media (max-width:40rem){
 body{padding:0 .75rem 2rem}h1{font-size:1.45rem}
 dl{grid-template-columns:1fr;gap:0}dd{margin-bottom:.4rem}
-table.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+table.cards thead{display:none}
 table.cards,table.cards caption,table.cards tbody,table.cards tr,table.cards td,table.cards th[scope=row]{display:block;width:100%}
 table.cards tr{border:1px solid var(--line);border-radius:.5rem;margin:.6rem 0;padding:.35rem .6rem;background:var(--panel)}
 table.cards th[scope=row]{border:0;padding:.15rem 0 .3rem}

@@ -139,12 +139,12 @@ function hourlyTable(board: Board, p: BoardProvider): string {
     .map((h, i) => {
       if (h === null) return '';
       const { calls, failures } = slotTotals(h);
-      return `<tr><th scope="row">${escapeHtml(hourLabel(board.start, i))}</th><td class="num">${calls}</td>${CHART_OUTCOMES.map((o) => `<td class="num">${h[o]}</td>`).join('')}<td class="num">${percent(failures / calls)}</td></tr>`;
+      return `<tr><th scope="row">${escapeHtml(hourLabel(board.start, i))}</th><td class="num" data-label="Calls">${calls}</td>${CHART_OUTCOMES.map((o) => `<td class="num" data-label="${OUTCOME_LABELS[o]}">${h[o]}</td>`).join('')}<td class="num" data-label="Failure rate">${percent(failures / calls)}</td></tr>`;
     })
     .filter(Boolean)
     .join('\n');
   if (rows === '') return '';
-  return `<details><summary>The same numbers as a table</summary><table id="hourly"><thead><tr><th scope="col">Hour</th><th scope="col" class="num">Calls</th>${CHART_OUTCOMES.map((o) => `<th scope="col" class="num">${OUTCOME_LABELS[o]}</th>`).join('')}<th scope="col" class="num">Failure rate</th></tr></thead>
+  return `<details><summary>The same numbers as a table</summary><table class="cards" id="hourly"><thead><tr><th scope="col">Hour</th><th scope="col" class="num">Calls</th>${CHART_OUTCOMES.map((o) => `<th scope="col" class="num">${OUTCOME_LABELS[o]}</th>`).join('')}<th scope="col" class="num">Failure rate</th></tr></thead>
 <tbody>
 ${rows}
 </tbody></table></details>`;

@@ -34,6 +34,17 @@ const FEED_HEADERS = {
 
 const pageUrls = (ctx: ControlContext): PageUrls => ({ api: ctx.urls.api, indexer: ctx.urls.indexer });
 
+/**
+ * `GET /favicon.ico`: browsers ask every origin for one; the answer is "none" (204, cached for
+ * a day), so a visit logs no failed request. The pages' CSP loads no image anyway.
+ */
+export function registerFavicon(router: Router): void {
+  router.get('/favicon.ico', ({ res }) => {
+    res.writeHead(204, { 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' });
+    res.end();
+  });
+}
+
 /** `/status`, `/providers`, `/providers/<id>` and the two feeds on the public API's router. */
 export function registerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds): void {
   const providers = new ResponseCache({ ttlS: ctx.config.cache.providersTtlS, now: ctx.now });
@@ -41,6 +52,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
   const secret = ctx.store.publicReads.idSecret;
   const started = new Date(ctx.startedAt).toISOString();
 
+  registerFavicon(router);
   router.get('/status', ({ req, res }) => sendPage(req, res, status, 'status', () => renderStatusPage(statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now));
 
   router.get('/providers', ({ req, res, query }) => {
@@ -82,6 +94,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
 export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds, cursors: CursorCodec): void {
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const limit = ctx.config.public.activityPageSize;
+  registerFavicon(router);
   router.get('/activity', ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
