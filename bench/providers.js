@@ -8,6 +8,10 @@
  * (target: svc ≥ 0.8 × bare). The CPU time each server spends per request (from /proc) is
  * printed too: it is what the ratio measures, minus the noise of a busy machine.
  *
+ * The providers page (`GET {api_url}/providers`, HTML from the same cache with a fresh CSP
+ * nonce per answer) runs in the same rounds against the same control: its median req/s over
+ * the JSON read's is the page ratio (target: ≥ 0.8).
+ *
  * With taskset and ≥ 2 CPUs, both servers run on CPU 0 (only one is loaded at a time) and
  * the load generator (this process, autocannon) on CPU 1.
  *
@@ -195,6 +199,9 @@ async function main() {
   }
 
   const svcUrl = `${control.urls.api}/api/v1/providers`;
+  const pageUrl = `${control.urls.api}/providers`;
+  const page = await call('GET', pageUrl);
+  if (!page.res.headers.get('content-security-policy')?.includes("'nonce-")) throw new Error('the providers page has no nonce CSP');
   const { res, text } = await call('GET', svcUrl);
   const bodyFile = path.join(dir, 'providers.json');
   fs.writeFileSync(bodyFile, text);
@@ -213,22 +220,23 @@ async function main() {
   const check = await call('GET', bareUrl);
   if (check.text !== text) throw new Error('the bare server does not answer the same bytes');
 
-  console.log(`providers bench: ${params.endpoints} providers, ${Buffer.byteLength(text)} bytes, ${params.connections} connections, ${params.rounds} × ${params.duration_s} s per server${pinning ? ', servers on CPU 0, load on CPU 1' : ', unpinned'}`);
+  console.log(`providers bench: ${params.endpoints} providers, ${Buffer.byteLength(text)} bytes (page ${Buffer.byteLength(page.text)} bytes), ${params.connections} connections, ${params.rounds} × ${params.duration_s} s per server${pinning ? ', servers on CPU 0, load on CPU 1' : ', unpinned'}`);
   if (params.warmup_s > 0) {
-    for (const url of [svcUrl, bareUrl]) {
+    for (const url of [svcUrl, bareUrl, pageUrl]) {
       await new Promise((resolve, reject) =>
         autocannon({ url, connections: params.connections, duration: params.warmup_s, headers: { 'user-agent': UA } }, (err) => (err ? reject(err) : resolve())),
       );
     }
   }
 
-  const runs = { svc: [], bare: [] };
+  const runs = { svc: [], bare: [], page: [] };
+  const urls = { svc: svcUrl, bare: bareUrl, page: pageUrl };
   for (let r = 0; r < params.rounds; r++) {
-    const order = r % 2 === 0 ? ['svc', 'bare'] : ['bare', 'svc'];
+    const order = r % 2 === 0 ? ['svc', 'bare', 'page'] : ['page', 'bare', 'svc'];
     for (const which of order) {
-      const pid = which === 'svc' ? controlProc.pid : bareProc.pid;
+      const pid = which === 'bare' ? bareProc.pid : controlProc.pid;
       const before = cpuTicks(pid);
-      const result = await load(which === 'svc' ? svcUrl : bareUrl);
+      const result = await load(urls[which]);
       const after = cpuTicks(pid);
       const cpuUs = before === null || after === null ? null : round(((after - before) * 1e6) / CLK_TCK / result.requests.total, 1);
       const bad = result.non2xx + result.errors + result.timeouts;
@@ -248,16 +256,20 @@ async function main() {
   const bareSummary = summary(runs.bare);
   const ratio = round(svc.req_per_s / bareSummary.req_per_s, 3);
   const cpuRatio = svc.cpu_us_per_req && bareSummary.cpu_us_per_req ? round(bareSummary.cpu_us_per_req / svc.cpu_us_per_req, 3) : null;
-  const pass = ratio >= TARGET_RATIO;
+  const pageSummary = summary(runs.page);
+  const pageRatio = round(pageSummary.req_per_s / svc.req_per_s, 3);
+  const pass = ratio >= TARGET_RATIO && pageRatio >= TARGET_RATIO;
   console.log(`median svc  ${svc.req_per_s} req/s (p50 ${svc.p50_ms} ms, p99 ${svc.p99_ms} ms, ${svc.cpu_us_per_req ?? '-'} µs CPU/req)`);
   console.log(`median bare ${bareSummary.req_per_s} req/s (p50 ${bareSummary.p50_ms} ms, p99 ${bareSummary.p99_ms} ms, ${bareSummary.cpu_us_per_req ?? '-'} µs CPU/req)`);
   if (cpuRatio !== null) console.log(`CPU cost ratio bare/svc ${cpuRatio} (the req/s a CPU-bound svc would reach, relative to bare)`);
-  console.log(`ratio svc/bare ${ratio} (target ≥ ${TARGET_RATIO}: ${pass ? 'met' : 'NOT met'})`);
+  console.log(`median page ${pageSummary.req_per_s} req/s (p50 ${pageSummary.p50_ms} ms, p99 ${pageSummary.p99_ms} ms, ${pageSummary.cpu_us_per_req ?? '-'} µs CPU/req)`);
+  console.log(`ratio svc/bare ${ratio} (target ≥ ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? 'met' : 'NOT met'})`);
+  console.log(`ratio page/json ${pageRatio} (the /providers page against /api/v1/providers; target ≥ ${TARGET_RATIO}: ${pageRatio >= TARGET_RATIO ? 'met' : 'NOT met'})`);
 
   fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
   fs.writeFileSync(
     RESULTS,
-    JSON.stringify({ at: new Date().toISOString(), node: process.version, pinned: pinning, params, svc, bare: bareSummary, ratio, cpu_ratio: cpuRatio, target: TARGET_RATIO, pass, runs }, null, 2) + '\n',
+    JSON.stringify({ at: new Date().toISOString(), node: process.version, pinned: pinning, params, svc, bare: bareSummary, page: pageSummary, ratio, page_ratio: pageRatio, cpu_ratio: cpuRatio, target: TARGET_RATIO, pass, runs }, null, 2) + '\n',
   );
   console.log(`results in ${path.relative(ROOT, RESULTS)}`);
   return pass ? 0 : 1;
