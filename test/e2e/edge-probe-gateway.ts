@@ -83,9 +83,10 @@ for (const engine of ENGINES) t.test(`edge probe: the gateway [${engine}]`, asyn
     gatewayEnv: { SVC_GATEWAY_CLIENT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS), SVC_GATEWAY_BODY_LIMIT_BYTES: '1024' },
   });
   const up = await startUpstream(t);
-  // The endpoint's timeout is shorter than the caller's body allowance: before the fix, the
-  // endpoint timeout ran from the request head and a stalled body became the provider's 504.
-  const version = await stack.addEndpoint({ id: 'probe', upstream: `${up.url}/probe`, methods: ['POST', 'GET'], price: PRICE, premium: PREMIUM, sla_ms: 200, timeout_ms: 250 });
+  // A trickled body takes longer than the endpoint's timeout, and a stalled one would reach it:
+  // before the fix, the endpoint timeout ran from the request head, so both became the
+  // provider's 504. Generous SLA and timeout keep ordinary calls ok on a loaded machine.
+  const version = await stack.addEndpoint({ id: 'probe', upstream: `${up.url}/probe`, methods: ['POST', 'GET'], price: PRICE, premium: PREMIUM, sla_ms: 1_000, timeout_ms: 1_500 });
   const key = await stack.issueKey({ name: 'prober' });
   await stack.applied(Math.max(version, key.version, await stack.setFlag('beta_gate_enabled', true)));
   const funded = await stack.cli(['pool', 'fund', '1', '--json']);
@@ -122,13 +123,13 @@ for (const engine of ENGINES) t.test(`edge probe: the gateway [${engine}]`, asyn
     callerErrors.push(a);
   });
 
-  await t.test('trickled body (one byte every 100 ms, past the endpoint timeout) is forwarded and is ok', async (t) => {
+  await t.test('trickled body (one byte every 120 ms, 2 s in all, past the endpoint timeout) is forwarded and is ok', async (t) => {
     const body = '{"trickled":true}';
     const a = await raw(gw, `POST /v1/probe/trickle HTTP/1.1\r\nHost: gw\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, async (s) => {
       for (const ch of body) {
         if (s.destroyed) return;
         s.write(ch);
-        await sleep(100);
+        await sleep(120);
       }
     });
     t.equal(a.status, 200, JSON.stringify(a.body));
