@@ -46,24 +46,20 @@ const inline = (leaves: readonly string[]): PendingTree => {
 };
 
 export class TreeHasher {
+  /** The worker to start on first use; null once it was started, failed or closed. */
+  private pendingFile: string | null;
   private worker: Worker | null = null;
   /** Shared with the worker: see tree-worker.ts. */
-  private readonly state: Int32Array | null = null;
+  private readonly state = new Int32Array(new SharedArrayBuffer(12), 0, 3);
   private seq = 0;
 
-  /** `workerFile`: the compiled worker; null hashes inline. @default tree-worker.js beside this module, when it exists */
+  /**
+   * `workerFile`: the compiled worker, started on the first batch large enough to use it
+   * (so a store that never settles runs no thread); null hashes inline.
+   * @default tree-worker.js beside this module, when it exists
+   */
   constructor(workerFile: string | null = TreeHasher.compiledWorker()) {
-    if (workerFile === null) return;
-    try {
-      const shared = new SharedArrayBuffer(12);
-      this.state = new Int32Array(shared, 0, 3);
-      this.worker = new Worker(workerFile, { workerData: { shared }, execArgv: [] });
-      this.worker.unref();
-      this.worker.on('error', () => this.stopWorker());
-      this.worker.on('exit', () => this.stopWorker());
-    } catch {
-      this.stopWorker();
-    }
+    this.pendingFile = workerFile;
   }
 
   /** The compiled worker beside this module, or null (running from `.ts` sources). */
@@ -74,13 +70,31 @@ export class TreeHasher {
 
   /** True once batches are hashed on the worker thread (it started and listens). */
   get threaded(): boolean {
-    return this.worker !== null && Atomics.load(this.state!, 2) === 1;
+    return this.worker !== null && Atomics.load(this.state, 2) === 1;
+  }
+
+  /** Start the worker now rather than on the first large batch (tests, warm-up). */
+  warm(): this {
+    const file = this.pendingFile;
+    this.pendingFile = null;
+    if (file === null) return this;
+    try {
+      this.worker = new Worker(file, { workerData: { shared: this.state.buffer }, execArgv: [] });
+      this.worker.unref();
+      this.worker.on('error', () => this.stopWorker());
+      this.worker.on('exit', () => this.stopWorker());
+    } catch {
+      this.stopWorker();
+    }
+    return this;
   }
 
   /** Start computing the tree of these canonical leaves (in leaf order). */
   start(leaves: readonly string[]): PendingTree {
+    if (leaves.length < INLINE_BELOW) return inline(leaves);
+    if (this.pendingFile !== null) this.warm(); // this batch inline; later ones on the worker once it listens
     const worker = this.worker;
-    if (worker === null || leaves.length < INLINE_BELOW || !this.threaded) return inline(leaves);
+    if (worker === null || !this.threaded) return inline(leaves);
     const seq = ++this.seq;
     const out = new SharedArrayBuffer(32 + 32 * subtreeCount(leaves.length));
     try {
@@ -93,11 +107,12 @@ export class TreeHasher {
   }
 
   close(): void {
+    this.pendingFile = null;
     this.stopWorker();
   }
 
   private wait(seq: number, leaves: readonly string[], out: SharedArrayBuffer): StoredTree {
-    const state = this.state!;
+    const state = this.state;
     const deadline = Date.now() + WORKER_TIMEOUT_MS + leaves.length * WORKER_TIMEOUT_PER_LEAF_MS;
     for (;;) {
       const done = Atomics.load(state, 0);

@@ -27,7 +27,7 @@ async function ready(hasher: TreeHasher): Promise<boolean> {
 }
 
 t.test('the worker thread computes the same roots as inline hashing', async (t) => {
-  const hasher = new TreeHasher(COMPILED);
+  const hasher = new TreeHasher(COMPILED).warm();
   t.teardown(() => hasher.close());
   t.ok(await ready(hasher), 'the compiled worker starts and listens');
   for (const n of [1, 2, INLINE_BELOW - 1, INLINE_BELOW, INLINE_BELOW + 1, 1000, 4097]) {
@@ -54,7 +54,7 @@ t.test('without a usable worker, roots are computed inline', async (t) => {
   t.equal(none.threaded, false);
   t.equal(none.start(leaves).result().root, inlineRoot(leaves), 'no worker');
 
-  const missing = new TreeHasher(join(dir, 'nowhere.js'));
+  const missing = new TreeHasher(join(dir, 'nowhere.js')).warm();
   t.teardown(() => missing.close());
   t.equal(await ready(missing), false, 'a worker file that does not exist never listens');
   t.equal(missing.start(leaves).result().root, inlineRoot(leaves));
@@ -68,7 +68,7 @@ t.test('without a usable worker, roots are computed inline', async (t) => {
      parentPort.on('message', (m) => { Atomics.store(s, 1, 1); Atomics.store(s, 0, m.seq); Atomics.notify(s, 0); });
      Atomics.store(s, 2, 1);`,
   );
-  const failed = new TreeHasher(failing);
+  const failed = new TreeHasher(failing).warm();
   t.teardown(() => failed.close());
   t.ok(await ready(failed));
   t.equal(failed.start(leaves).result().root, inlineRoot(leaves), 'a worker reporting a failure');
@@ -81,13 +81,20 @@ t.test('without a usable worker, roots are computed inline', async (t) => {
      parentPort.on('message', () => {});
      Atomics.store(new Int32Array(workerData.shared, 0, 3), 2, 1);`,
   );
-  const mute = new TreeHasher(silent);
+  const mute = new TreeHasher(silent).warm();
   t.teardown(() => mute.close());
   t.ok(await ready(mute));
   t.equal(mute.start(leavesOf(INLINE_BELOW)).result().root, inlineRoot(leavesOf(INLINE_BELOW)), 'a worker that never answers (after its timeout)');
   t.equal(mute.threaded, false);
 
-  const closed = new TreeHasher(COMPILED);
+  const lazy = new TreeHasher(COMPILED);
+  t.teardown(() => lazy.close());
+  t.equal(lazy.threaded, false, 'no thread before the first batch');
+  t.equal(lazy.start(leaves).result().root, inlineRoot(leaves), 'the first batch is hashed inline while the worker starts');
+  t.ok(await ready(lazy), 'then the worker listens');
+  t.equal(lazy.start(leaves).result().root, inlineRoot(leaves));
+
+  const closed = new TreeHasher(COMPILED).warm();
   t.ok(await ready(closed));
   closed.close();
   t.equal(closed.start(leaves).result().root, inlineRoot(leaves), 'after close');

@@ -161,17 +161,26 @@ t.test('batches settled without receipts get them on the next open, once, in bat
 
 t.test('migration 9 on a database settled before receipts: signed by the first key, in batch order', async (t) => {
   const dir = t.testdir();
+  const settledPath = join(dir, 'settled.db');
+  const settled = open(settledPath, { receipts: false });
+  seed(settled);
+  settled.outcomes.ingest(records(150), T0);
+  const made = await settle(settled);
+  settled.close();
+  // What a schema-8 build left: migrations 1–8 only, holding the same rows.
   const path = join(dir, 'control.db');
-  const old = open(path, { receipts: false });
-  seed(old);
-  old.outcomes.ingest(records(150), T0);
-  const made = await settle(old);
-  old.close();
-  // Back to what a schema-8 build left: no receipt tables, the old batch index.
   const db = new Database(path);
-  db.exec(`DROP TABLE receipts; DROP TABLE receipt_keys; DROP INDEX outcomes_by_batch;
-           CREATE INDEX outcomes_by_batch ON outcomes (settled_batch) WHERE settled_batch IS NOT NULL;
-           PRAGMA user_version = 8;`);
+  for (const m of MIGRATIONS.slice(0, 8)) db.exec(m);
+  db.pragma('user_version = 8');
+  db.pragma('foreign_keys = OFF');
+  db.prepare('ATTACH DATABASE ? AS src').run(settledPath);
+  const tables = db.prepare(`SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).pluck().all() as string[];
+  for (const table of tables) {
+    const columns = (db.pragma(`main.table_info(${table})`) as { name: string }[]).map((c) => c.name).join(', ');
+    db.exec(`DELETE FROM main.${table}; INSERT INTO main.${table} (${columns}) SELECT ${columns} FROM src.${table}`);
+  }
+  db.exec('DETACH DATABASE src');
+  t.equal(db.prepare('SELECT count(*) FROM settlement_batches').pluck().get(), made, 'the old database holds the settled batches');
   db.close();
 
   const migrated = open(path);
