@@ -2,10 +2,14 @@
  * The pieces of the public pages that are pure: the sparkline's points follow the hourly
  * failure rates (an hour without calls breaks the line), the hourly bars stack each outcome
  * at its height, the providers' order (UNRATED last in every order), the query that picks it,
- * the hourly rollup slots (they add up to the window), and the XML escaping of the feeds.
+ * the hourly rollup slots (they add up to the window), the XML escaping of the feeds, and the
+ * gzip of a cached page around its per-answer nonce.
  */
 import t from 'tap';
+import { crc32, gunzipSync, gzipSync } from 'node:zlib';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { nextNonce } from '../../control/public/pages/respond';
+import { acceptsGzip, crc32Combine, crc32Shift, gzipTemplate, gzipTrailer } from '../../control/public/pages/gzip';
 import { BARS, SPARK, hourlyBars, sparkline, type SlotCounts } from '../../control/public/pages/svg';
 import { parseSort, sortProviders } from '../../control/public/pages/board';
 import { feedUuid, renderAtom, xmlText } from '../../control/public/pages/atom';
@@ -139,4 +143,43 @@ t.test('feeds: XML escaping, characters XML cannot hold, stable ids', async (t) 
   t.equal(parsed.feed.title['#text'], 'T & <t>', 'text survives the round trip');
   t.equal(parsed.feed.entry.title['#text'], '<script>alert(1)</script>', 'markup in a title stays text');
   t.equal(parsed.feed.entry.content['#text'], 'a\ufffdb ]]> c');
+});
+
+t.test('gzip around a slot: any slot bytes give a valid gzip of the whole page', async (t) => {
+  const a = Buffer.from('the first part of a page, '.repeat(40));
+  const b = Buffer.from('and the rest of it. '.repeat(300));
+  t.equal(crc32Combine(crc32(a), crc32(b), crc32Shift(b.length)), crc32(Buffer.concat([a, b])), 'CRC-32 of a‖b combined from the parts');
+  t.equal(crc32Combine(crc32(a), crc32(Buffer.alloc(0)), crc32Shift(0)), crc32(a), 'an empty tail changes nothing');
+  const page = Buffer.concat([a, Buffer.from('XXXXXXXXXXXXXXXXXXXXXXXX'), b]);
+  const tpl = gzipTemplate(page, a.length, 24);
+  t.ok(tpl.length < gzipSync(page).length + 64, `about as small as gzip of the whole (${tpl.length} vs ${gzipSync(page).length})`);
+  for (const slot of ['AAAAAAAAAAAAAAAAAAAAAAAA', 'q0+/Zz9=w1e2r3t4y5u6i7o8', '\u00ff'.repeat(24)]) {
+    const s = Buffer.from(slot, 'latin1');
+    const bytes = Buffer.concat([tpl.head, s, tpl.tail, gzipTrailer(tpl, s)]);
+    t.equal(bytes.length, tpl.length, 'the announced length');
+    t.same(gunzipSync(bytes), Buffer.concat([a, s, b]), `slot ${JSON.stringify(slot.slice(0, 6))}…: decompresses (CRC and size checked) to the page with it`);
+  }
+  const wrong = Buffer.concat([tpl.head, Buffer.alloc(24, 65), tpl.tail, gzipTrailer(tpl, Buffer.alloc(24, 66))]);
+  t.throws(() => gunzipSync(wrong), 'a trailer for other slot bytes fails the CRC check');
+  for (const [header, ok] of [
+    [undefined, false],
+    ['gzip', true],
+    ['br, gzip;q=0.2', true],
+    ['GZIP', true],
+    ['x-gzip', true],
+    ['gzip;q=0', false],
+    ['gzip; q=0.0', false],
+    ['br, deflate', false],
+    ['identity', false],
+  ] as const) t.equal(acceptsGzip(header), ok, `Accept-Encoding ${JSON.stringify(header)}: ${ok ? 'gzip' : 'no gzip'}`);
+});
+
+t.test('nonces: 16 random bytes each, never the same twice, across refills of the pool', async (t) => {
+  const seen = new Set<string>();
+  for (let i = 0; i < 1000; i++) {
+    const n = nextNonce();
+    if (i % 250 === 0) t.equal(Buffer.from(n, 'base64').length, 16, `nonce ${i}: 16 bytes`);
+    seen.add(n);
+  }
+  t.equal(seen.size, 1000, '1000 nonces (about four pools), all different');
 });

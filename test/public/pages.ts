@@ -9,6 +9,8 @@
  * id or gateway id anywhere in the bytes.
  */
 import t, { type Test } from 'tap';
+import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { CHROME_UA, get } from '../fixtures/public';
 import { HOUR, MINUTE, NOW, PROVIDERS, SECRET_GATEWAY, hourRate, seedPages } from '../fixtures/pages';
 import { OpaqueIds } from '../../control/public/ids';
@@ -33,10 +35,11 @@ function checkPage(t: Test, res: AdminResponse, what: string, secrets: string[])
   t.equal([...res.text.matchAll(/nonce="([^"]+)"/g)].map((m) => m[1]).join(), nonce, `${what}: the page's one nonce is the CSP's`);
   t.notMatch(res.text, /<script|\sstyle="|\son[a-z]+=/i, `${what}: no script, no style attribute, no event handler`);
   t.notMatch(res.text, /svc-nonce-placeholder/, `${what}: the placeholder was replaced`);
-  t.match(res.headers.get('etag'), /^W\/"[A-Za-z0-9_-]{27}"$/, `${what}: a weak ETag`);
+  t.match(res.headers.get('etag'), /^W\/"[A-Za-z0-9_-]{27}(-gz)?"$/, `${what}: a weak ETag`);
+  t.equal(res.headers.get('vary'), 'Accept-Encoding', `${what}: varies with Accept-Encoding`);
   t.match(res.headers.get('cache-control'), /^public, max-age=\d+$/, `${what}: cacheable`);
   t.equal(res.headers.get('x-content-type-options'), 'nosniff');
-  t.equal(res.headers.get('content-length'), String(Buffer.byteLength(res.text)), `${what}: the length of what was sent`);
+  if (res.headers.get('content-encoding') === null) t.equal(res.headers.get('content-length'), String(Buffer.byteLength(res.text)), `${what}: the length of what was sent`);
   for (const header of ['status', 'providers', 'activity', 'apply']) t.match(res.text, new RegExp(`<nav aria-label="Site">[\\s\\S]*>${header}</a>`), `${what}: the header links to ${header}`);
   for (const secret of secrets) t.notOk(res.text.includes(secret), `${what}: never shows ${secret}`);
 }
@@ -250,3 +253,44 @@ t.test('hourly rates in the sparkline follow the seeded hours', async (t) => {
   }
 });
 
+
+/** GET with exactly these headers; the raw bytes, undecoded. */
+function raw(url: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      })
+      .on('error', reject);
+  });
+}
+
+t.test('gzip for clients that accept it: compressed once, the nonce still fresh per answer', async (t) => {
+  const { control } = await seedPages(t);
+  for (const [base, path] of [
+    [control.urls.api, '/providers'],
+    [control.urls.indexer, '/activity'],
+  ] as const) {
+    const plain = await raw(base + path, { 'user-agent': CHROME_UA });
+    t.equal(plain.headers['content-encoding'], undefined, `${path}: without Accept-Encoding, identity`);
+    const zipped = [await raw(base + path, { 'user-agent': CHROME_UA, 'accept-encoding': 'gzip, deflate, br' }), await raw(base + path, { 'user-agent': CHROME_UA, 'accept-encoding': 'br;q=1, gzip;q=0.5' })];
+    for (const z of zipped) {
+      t.equal(z.status, 200);
+      t.equal(z.headers['content-encoding'], 'gzip', `${path}: gzip when accepted`);
+      t.equal(Number(z.headers['content-length']), z.body.length, `${path}: Content-Length is the compressed length`);
+      t.ok(z.body.length * 3 < plain.body.length, `${path}: much smaller (${z.body.length} of ${plain.body.length} bytes)`);
+      const html = gunzipSync(z.body).toString(); // checks the CRC-32 and the length in the trailer
+      const nonce = /'nonce-([^']+)'/.exec(String(z.headers['content-security-policy']))![1];
+      t.match(html, `<style nonce="${nonce}">`, `${path}: the decompressed page carries this answer's nonce`);
+      t.equal(html.replace(/ nonce="[^"]+"/, ''), plain.body.toString().replace(/ nonce="[^"]+"/, ''), `${path}: the same page as the identity answer`);
+      t.not(z.headers.etag, plain.headers.etag, `${path}: another representation, another ETag`);
+      t.equal((await raw(base + path, { 'user-agent': CHROME_UA, 'accept-encoding': 'gzip', 'if-none-match': String(z.headers.etag) })).status, 304, `${path}: 304 for the gzip ETag`);
+    }
+    t.not(zipped[0]!.headers['content-security-policy'], zipped[1]!.headers['content-security-policy'], `${path}: two answers, two nonces`);
+    t.equal(zipped[0]!.headers.etag, zipped[1]!.headers.etag, `${path}: one cached page`);
+    const refused = await raw(base + path, { 'user-agent': CHROME_UA, 'accept-encoding': 'gzip;q=0, br' });
+    t.equal(refused.headers['content-encoding'], undefined, `${path}: gzip;q=0 is a refusal`);
+  }
+});
