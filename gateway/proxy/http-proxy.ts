@@ -282,7 +282,8 @@ export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy 
           incoming.pause();
           incoming.socket?.setTimeout(0);
           out.once('drain', () => {
-            incoming.socket?.setTimeout(target.timeoutMs);
+            // Not once the answer is complete: its socket may be back in the agent's idle pool.
+            if (!incoming.complete) incoming.socket?.setTimeout(target.timeoutMs);
             incoming.resume();
           });
         }
