@@ -175,7 +175,9 @@ async function story(dataDir: string): Promise<void> {
     const poolBefore = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
     say(`3. operator: coverage pool funded with ${units(poolBefore.pool)}`);
     await svcctl(dataDir, ['flag', 'set', 'beta_gate_enabled', 'on', '--note', 'demo: private beta opens', '--wait']);
-    say('4. operator: beta gate on');
+    // The settler would settle on its own cadence mid-story; paused, it settles at step 8.
+    await svcctl(dataDir, ['settler', 'pause']);
+    say('4. operator: beta gate on; settler paused until step 8');
     await pause(400);
 
     const stranger = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer! });
