@@ -45,7 +45,7 @@ function checkPage(t: Test, res: AdminResponse, what: string, secrets: string[])
 }
 
 t.test('the providers page, a provider page, the activity page and the status page', async (t) => {
-  const { control, keyId } = await seedPages(t, { SVC_CACHE_PROVIDERS_TTL_S: '10' });
+  const { control, keyId, records } = await seedPages(t, { SVC_CACHE_PROVIDERS_TTL_S: '10' });
   const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
   const secrets = [...PROVIDERS.flatMap((p) => [p.endpoint, p.upstream, new URL(p.upstream).host]), keyId, SECRET_GATEWAY, 'gw-test'];
   const api = control.urls.api;
@@ -134,6 +134,14 @@ t.test('the providers page, a provider page, the activity page and the status pa
   const batchRows = [...activity.text.matchAll(/<tr data-batch="(\d+)">/g)].map((m) => Number(m[1]));
   t.same(batchRows, [4, 3, 2, 1], 'the settled batches, newest first');
   t.match(activity.text, /<a href="\/api\/receipts\/4" data-receipt="4">batch 4<\/a>/, 'each batch links to its receipt');
+  const refunded = records
+    .filter((r) => r.outcome !== 'ok')
+    .sort((a, b) => b.started_at.localeCompare(a.started_at) || (a.call_id < b.call_id ? 1 : -1))
+    .slice(0, 20)
+    .map((r) => ids.call(r.call_id));
+  const recent = /<table class="cards" id="recent-refunds">[\s\S]*?<\/table>/.exec(activity.text)![0];
+  t.same([...recent.matchAll(/<tr data-call="(call_\w+)"/g)].map((m) => m[1]), refunded, 'recent refunds: the last 20 refunded calls, newest first');
+  t.ok([...recent.matchAll(/data-label="Refund">([\d.]+)/g)].every((m) => Number(m[1]) === 2.1), 'each with its refund (price 2 + premium 0.1)');
   const callRows = [...activity.text.matchAll(/<tr data-call="(call_\w+)" data-batch="(\d+)">/g)];
   t.ok(callRows.length > 50, 'refunds and a page of calls, every one settled');
   t.notMatch(activity.text, /data-call="[^"]*"(?! data-batch)>/, 'every call shown is settled and carries its batch');
@@ -275,6 +283,13 @@ t.test('gzip for clients that accept it: compressed once, the nonce still fresh 
   ] as const) {
     const plain = await raw(base + path, { 'user-agent': CHROME_UA });
     t.equal(plain.headers['content-encoding'], undefined, `${path}: without Accept-Encoding, identity`);
+    t.match(plain.headers.etag, /^W\/"[A-Za-z0-9_-]{27}"$/, `${path}: identity has a weak ETag of its own`);
+    t.equal(Number(plain.headers['content-length']), plain.body.length, `${path}: identity Content-Length`);
+    const plainNonce = /'nonce-([^']+)'/.exec(String(plain.headers['content-security-policy']))![1];
+    t.match(plain.body.toString(), `<style nonce="${plainNonce}">`, `${path}: the identity page carries its answer's nonce`);
+    const again = await raw(base + path, { 'user-agent': CHROME_UA });
+    t.not(/'nonce-([^']+)'/.exec(String(again.headers['content-security-policy']))![1], plainNonce, `${path}: identity answers get fresh nonces too`);
+    t.equal((await raw(base + path, { 'user-agent': CHROME_UA, 'if-none-match': String(plain.headers.etag) })).status, 304, `${path}: 304 for the identity ETag`);
     const zipped = [await raw(base + path, { 'user-agent': CHROME_UA, 'accept-encoding': 'gzip, deflate, br' }), await raw(base + path, { 'user-agent': CHROME_UA, 'accept-encoding': 'br;q=1, gzip;q=0.5' })];
     for (const z of zipped) {
       t.equal(z.status, 200);
