@@ -105,6 +105,28 @@ export const RotateKeyView = z.strictObject({
 });
 export type RotateKeyView = z.infer<typeof RotateKeyView>;
 
+/** What `svcctl receipts verify --json` prints. */
+export const ReceiptsVerifyView = z.strictObject({
+  ok: z.boolean(),
+  /** The indexer whose public reads were checked. */
+  indexer: z.string(),
+  /** Receipts that passed (batches 1..n); the indexer's settled batches when `ok`. */
+  receipts: z.number().int().min(0),
+  /** Usable keys in the JWKS, and whether it was the published one or pinned with `--jwks`. */
+  keys: z.number().int().min(0),
+  jwks: z.enum(['published', 'pinned']),
+  /** Sums of the receipts that passed. */
+  refunds: MicroAmount,
+  premiums: MicroAmount,
+  /** The first bad batch, when one can be named. */
+  first_bad_batch: BatchNumber.nullable(),
+  /** Why the check failed, as a sentence; null when `ok`. */
+  reason: z.string().nullable(),
+  /** Keys of the JWKS that were left out, and why. */
+  key_problems: z.array(z.string()),
+});
+export type ReceiptsVerifyView = z.infer<typeof ReceiptsVerifyView>;
+
 // The verifier's plain interfaces must be these shapes exactly.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const shapesAgree: [

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import type { StatusView } from '../../../protocol/admin';
 import type { StatsAnswer } from '../../../protocol/indexer';
-import type { ReceiptsPage } from '../../../protocol/receipts';
+import type { ReceiptsPage, ReceiptsVerifyView } from '../../../protocol/receipts';
 import { ChainVerifier, ReceiptKeyring, type ChainProblem } from '../../../protocol/receipts-verify';
 import type { Deps } from '../../deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
@@ -30,22 +30,6 @@ export interface VerifyOptions {
   indexer?: string;
   jwks?: string;
   json?: boolean;
-}
-
-export interface VerifyResult {
-  ok: boolean;
-  indexer: string;
-  /** Receipts checked (the indexer's settled batches, when the chain is whole). */
-  receipts: number;
-  /** Keys the JWKS offered that verify receipts, and where they came from. */
-  keys: number;
-  jwks: 'published' | 'pinned';
-  refunds: number;
-  premiums: number;
-  first_bad_batch: number | null;
-  reason: string | null;
-  /** Keys of the JWKS that were left out, and why. */
-  key_problems: string[];
 }
 
 type FetchLike = typeof fetch;
@@ -127,7 +111,7 @@ export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike 
   const jwks = opts.jwks !== undefined ? readJwks(opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
   const { keyring, chain, problem } = await verifyReceipts(indexer, jwks, fetchImpl);
 
-  const result: VerifyResult = {
+  const result: ReceiptsVerifyView = {
     ok: problem === null,
     indexer,
     receipts: chain.count,
