@@ -3,6 +3,7 @@ import type { StatusView } from '../../protocol/admin';
 import { sendJson } from '../../protocol/http';
 import { MIGRATIONS } from '../store/migrations';
 import type { ControlContext } from '../context';
+import { settlerView } from '../settler/view';
 import type { Router } from '../http/router';
 
 export function statusView(ctx: ControlContext): StatusView {
@@ -11,7 +12,8 @@ export function statusView(ctx: ControlContext): StatusView {
   const syncValue = Number(ctx.store.pragma('synchronous'));
   const gateways = ctx.gateways();
   const pool = ctx.store.ledger.poolSize();
-  const settler = ctx.settler();
+  const schemaVersion = ctx.store.schemaVersion();
+  const endpoints = ctx.store.endpoints.count();
   return {
     status: 'ok',
     version: ctx.store.version(),
@@ -21,30 +23,21 @@ export function statusView(ctx: ControlContext): StatusView {
       path: ctx.store.path,
       journal_mode: String(ctx.store.pragma('journal_mode')),
       synchronous: ['off', 'normal', 'full', 'extra'][syncValue] ?? String(syncValue),
-      schema_version: ctx.store.schemaVersion(),
+      schema_version: schemaVersion,
     },
     urls: { ...ctx.urls },
-    counts: { keys_active: counts.active, keys_total: counts.total, endpoints: ctx.store.endpoints.count() },
+    counts: { keys_active: counts.active, keys_total: counts.total, endpoints },
     flags: ctx.store.flags.values(),
     gateways,
     bootstrap: {
-      database_ready: ctx.store.schemaVersion() === MIGRATIONS.length,
+      database_ready: schemaVersion === MIGRATIONS.length,
       pool_funded: pool > 0,
       pool_balance: pool,
-      endpoints: ctx.store.endpoints.count(),
+      endpoints,
       gateways_connected: gateways.filter((g) => g.connected).length,
       gateways_known: gateways.length,
     },
-    settler: settler ?? {
-      state: 'not_running',
-      cadence_ms: null,
-      batch_cap: null,
-      backlog: ctx.store.settlement.backlog().count,
-      lag_ms: null,
-      last_run_at: null,
-      last_batch: null,
-      last_error: null,
-    },
+    settler: settlerView(ctx),
   };
 }
 

@@ -7,6 +7,7 @@
 import type { StatusAnswer } from '../../protocol/public';
 import { MIGRATIONS } from '../store/migrations';
 import type { ControlContext } from '../context';
+import { settlerView } from '../settler/view';
 import type { OpaqueIds } from './ids';
 import { publicChangelog } from './reads';
 
@@ -18,7 +19,7 @@ export function statusAnswer(ctx: ControlContext, ids: OpaqueIds): StatusAnswer 
   const pool = store.ledger.poolSize();
   const gate = store.flags.get('beta_gate_enabled');
   const maintenance = store.flags.get('maintenance_mode');
-  const settler = ctx.settler();
+  const settler = settlerView(ctx);
   const connected = gateways.filter((g) => g.connected).length;
   const schemaVersion = store.schemaVersion();
 
@@ -44,24 +45,22 @@ export function statusAnswer(ctx: ControlContext, ids: OpaqueIds): StatusAnswer 
         })),
       },
     },
-    settler: settler
-      ? {
-          state: settler.state,
-          cadence_ms: settler.cadence_ms,
-          batch_cap: settler.batch_cap,
-          backlog: settler.backlog,
-          lag_ms: settler.lag_ms,
-          last_run_at: settler.last_run_at,
-          last_batch: settler.last_batch && {
-            id: settler.last_batch.id,
-            provider: ids.provider(settler.last_batch.endpoint_id),
-            calls: settler.last_batch.calls,
-            refunds: settler.last_batch.refunds,
-            premiums: settler.last_batch.premiums,
-            at: settler.last_batch.at,
-          },
-        }
-      : { state: 'not_running', cadence_ms: null, batch_cap: null, backlog: store.settlement.backlog().count, lag_ms: null, last_run_at: null, last_batch: null },
+    settler: {
+      state: settler.state,
+      cadence_ms: settler.cadence_ms,
+      batch_cap: settler.batch_cap,
+      backlog: settler.backlog,
+      lag_ms: settler.lag_ms,
+      last_run_at: settler.last_run_at,
+      last_batch: settler.last_batch && {
+        id: settler.last_batch.id,
+        provider: ids.provider(settler.last_batch.endpoint_id),
+        calls: settler.last_batch.calls,
+        refunds: settler.last_batch.refunds,
+        premiums: settler.last_batch.premiums,
+        at: settler.last_batch.at,
+      },
+    },
     beta_gate: { enabled: gate?.value ?? false, since: gate?.updated_at ?? null },
     maintenance: {
       enabled: maintenance?.value ?? false,
