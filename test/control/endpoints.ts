@@ -247,3 +247,46 @@ t.test('upstream URLs are checked as typed, on add and on update', async (t) => 
     t.equal(res.body.upstream, upstream, `${upstream}: stored as typed`);
   }
 });
+
+t.test('response schemas: JSON Schema 2020-12 is stored whole; one that does not compile is refused on add and update', async (t) => {
+  const control = await startTestControl(t);
+  const schema = {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $defs: { money: { type: 'integer', minimum: 0 } },
+    type: 'object',
+    required: ['kind'],
+    properties: { kind: { enum: ['card', 'bank'] }, amount: { $ref: '#/$defs/money' }, ref: { type: 'string', pattern: '^[A-Z]{3}-\\d+$' } },
+    oneOf: [{ required: ['amount'] }, { required: ['ref'] }],
+    if: { properties: { kind: { const: 'card' } } },
+    then: { required: ['last4'] },
+    unevaluatedProperties: { type: 'string' },
+  };
+  const added = await control.admin('POST', '/_admin/v1/endpoints', { id: 'typed', upstream: UPSTREAM, response_schema: schema });
+  t.equal(added.status, 201, added.text.slice(0, 300));
+  t.same(added.body.response_schema, schema, 'stored as sent');
+
+  const refused: [string, Record<string, unknown>, RegExp][] = [
+    ['unknown keyword', { type: 'object', requried: ['id'] }, /unknown keyword: "requried"/],
+    ['a $ref to nothing', { $ref: '#/$defs/none' }, /can't resolve reference/],
+    ['a remote $ref', { $ref: 'https://schemas.example/x.json' }, /can't resolve reference/],
+    ['a broken pattern', { type: 'string', pattern: '([a-z]' }, /Invalid regular expression/],
+    ['an unknown format', { type: 'string', format: 'postcode' }, /unknown format "postcode"/],
+    ['a wrong type name', { type: 'float' }, /#\/type: must be/],
+    ['another draft', { $schema: 'http://json-schema.org/draft-07/schema#' }, /only draft 2020-12/],
+  ];
+  for (const [why, bad, message] of refused) {
+    for (const [method, path, body] of [
+      ['POST', '/_admin/v1/endpoints', { id: 'x', upstream: UPSTREAM, response_schema: bad }],
+      ['PATCH', '/_admin/v1/endpoints/typed', { response_schema: bad }],
+    ] as const) {
+      const res = await control.admin(method, path, body);
+      t.equal(res.status, 400, `${method} ${why}: 400`);
+      t.match(res.headers.get('content-type'), /^application\/problem\+json/, `${method} ${why}: problem+json`);
+      t.equal(res.body?.code, 'svc_bad_request', `${method} ${why}: svc_bad_request`);
+      const errors: { field: string; message: string }[] = res.body?.errors ?? [];
+      t.ok(errors.some((e) => e.field === 'response_schema' && message.test(e.message)), `${method} ${why}: response_schema named, ${message} (got ${JSON.stringify(errors)})`);
+    }
+  }
+  const list = await control.admin('GET', '/_admin/v1/endpoints');
+  t.same(list.body.endpoints.map((e: { id: string; response_schema: unknown }) => [e.id, e.response_schema]), [['typed', schema]], 'nothing refused was stored');
+});

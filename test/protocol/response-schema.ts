@@ -1,52 +1,78 @@
-// The response-schema subset: what is accepted when stored, and how values are judged.
+// Response schemas (JSON Schema 2020-12 through Ajv): what is accepted when stored, and how
+// values are judged.
 import t from 'tap';
-import { MAX_SCHEMA_DEPTH, ResponseSchema, codePointLength, compileSchema, schemaProblems } from '../../protocol/response-schema';
+import { MAX_SCHEMA_DEPTH, ResponseSchema, compileSchema, schemaProblems } from '../../protocol/response-schema';
 
-t.test('stored schemas: the subset and nothing else', async (t) => {
+t.test('stored schemas: JSON Schema 2020-12, strictly', async (t) => {
   t.same(schemaProblems({}), [], 'the empty schema accepts anything');
   t.same(
     schemaProblems({
       $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: 'https://schemas.example/weather',
       title: 'weather',
       description: 'd',
+      $comment: 'c',
       type: 'object',
       required: ['temp'],
       properties: {
-        temp: { type: 'number', minimum: -100, maximum: 100 },
-        unit: { enum: ['C', 'F'] },
+        temp: { type: 'number', minimum: -100, maximum: 100, examples: [20] },
+        unit: { enum: ['C', 'F'], default: 'C' },
         tags: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 20 } },
         note: { type: ['string', 'null'] },
+        at: { type: 'string', format: 'date-time' },
+        pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'number' }], items: false },
+        id: { $ref: '#/$defs/id' },
       },
+      additionalProperties: false,
+      $defs: { id: { type: 'string', pattern: '^[a-z]+$' } },
     }),
     [],
-    'every supported keyword, plus annotations',
+    'the old subset, annotations, and keywords the subset refused',
   );
-  t.match(schemaProblems({ type: 'object', additionalProperties: false })[0], /#: keyword "additionalProperties" is not supported/);
-  t.match(schemaProblems({ properties: { a: { pattern: '^x' } } })[0], /#\/properties\/a: keyword "pattern" is not supported/);
-  t.match(schemaProblems({ type: 'float' })[0], /#\/type: must be one of/);
-  t.match(schemaProblems({ type: [] })[0], /#\/type/);
-  t.match(schemaProblems({ type: ['string', 'string'] })[0], /#\/type/);
-  t.match(schemaProblems({ required: 'a' })[0], /#\/required/);
-  t.match(schemaProblems({ required: ['a', 'a'] })[0], /#\/required/);
-  t.match(schemaProblems({ items: [{ type: 'string' }] })[0], /#\/items: a schema must be a JSON object/, 'tuple items are not supported');
-  t.match(schemaProblems({ enum: [] })[0], /#\/enum/);
-  t.match(schemaProblems({ minimum: '1' })[0], /#\/minimum/);
-  t.match(schemaProblems({ minLength: -1 })[0], /#\/minLength/);
-  t.match(schemaProblems({ maxLength: 1.5 })[0], /#\/maxLength/);
-  t.match(schemaProblems(true)[0], /a schema must be a JSON object/, 'boolean schemas are not supported');
-  t.match(schemaProblems({ properties: { description: 5 } })[0], /#\/properties\/description: a schema must be a JSON object/, 'a property named like an annotation is a property');
+  const refused: [unknown, RegExp, string][] = [
+    [{ type: 'object', nope: 1 }, /unknown keyword: "nope"/, 'an unknown keyword is refused, not ignored'],
+    [{ properties: { a: { nope: 1 } } }, /unknown keyword: "nope"/, 'also nested'],
+    [{ type: 'float' }, /#\/type: must be/, 'an unknown type'],
+    [{ type: [] }, /#\/type/, 'an empty type list'],
+    [{ required: 'a' }, /#\/required: must be array/, 'required is a list'],
+    [{ items: [{ type: 'string' }] }, /#\/items: must be object,boolean/, '2020-12 tuples are prefixItems'],
+    [{ minimum: '1' }, /#\/minimum: must be number/, 'minimum is a number'],
+    [{ minLength: -1 }, /#\/minLength/, 'minLength ≥ 0'],
+    [{ maxLength: 1.5 }, /#\/maxLength/, 'maxLength whole'],
+    [{ properties: { description: 5 } }, /#\/properties\/description: must be object,boolean/, 'a property named like an annotation is a property'],
+    [{ format: 'emailish' }, /unknown format "emailish"/, 'an unknown format is refused'],
+    [{ pattern: '(' }, /Invalid regular expression/, 'a pattern that is not a regular expression'],
+    [{ $ref: '#/$defs/missing' }, /can't resolve reference #\/\$defs\/missing/, 'a $ref to nothing'],
+    [{ $ref: 'https://schemas.example/other.json' }, /can't resolve reference/, 'nothing is fetched'],
+    [{ $schema: 'http://json-schema.org/draft-07/schema#' }, /#\/\$schema: only draft 2020-12/, 'another draft'],
+    [{ $async: true }, /"\$async" is not supported/, 'a validator that answers a Promise'],
+    [true, /a response schema must be a JSON object/, 'a boolean schema at the top'],
+    [[], /a response schema must be a JSON object/, 'an array'],
+    [{ enum: [10n] }, /is not a JSON value/, 'not JSON at all'],
+  ];
+  for (const [doc, want, label] of refused) t.match(schemaProblems(doc).join('\n'), want, label);
+
   let deep: Record<string, unknown> = { type: 'string' };
-  for (let i = 0; i <= MAX_SCHEMA_DEPTH; i++) deep = { items: deep };
-  t.match(schemaProblems(deep).join(), /deeper than 32/);
+  for (let i = 0; i < MAX_SCHEMA_DEPTH; i++) deep = { items: deep };
+  t.match(schemaProblems(deep).join(), new RegExp(`deeper than ${MAX_SCHEMA_DEPTH}`));
+  t.same(schemaProblems(deep.items), [], 'one level less is fine');
   t.match(schemaProblems({ enum: ['x'.repeat(70 * 1024)] })[0], /the limit is 65536/);
 
   const parsed = ResponseSchema.safeParse({ type: 'object', nope: 1 });
   t.notOk(parsed.success, 'the zod schema refuses it too');
-  t.ok(ResponseSchema.safeParse({ type: 'object' }).success);
+  t.ok(ResponseSchema.safeParse({ type: 'object', additionalProperties: { type: 'string' } }).success);
   t.throws(() => compileSchema({ type: 'nope' }), /invalid response schema/);
 });
 
-t.test('judging values', async (t) => {
+t.test('one schema never sees another', async (t) => {
+  const a = { $id: 'https://schemas.example/a', type: 'integer' };
+  t.same(schemaProblems(a), []);
+  t.same(schemaProblems(a), [], 'the same $id twice is no conflict');
+  compileSchema(a);
+  t.match(schemaProblems({ $ref: 'https://schemas.example/a' }).join(), /can't resolve reference/, 'a schema compiled before is not in reach');
+});
+
+t.test('judging values: the old subset', async (t) => {
   const v = compileSchema({
     type: 'object',
     required: ['id', 'temp'],
@@ -73,6 +99,8 @@ t.test('judging values', async (t) => {
     [{ id: 1, temp: 1, tags: ['abcd'] }, false, 'maxLength'],
     [{ id: 1, temp: 1, tags: [''] }, false, 'minLength'],
     [{ id: 1, temp: 1, tags: ['🐢🐢🐢'] }, true, 'lengths count code points, not UTF-16 units'],
+    [{ id: 1, temp: 1, tags: ['\ud800xy'] }, true, 'a lone surrogate counts as one'],
+    [{ id: 1, temp: 1, tags: ['\ud800xyz'] }, false, 'and is counted'],
     [{ id: 1, temp: 1, tags: 'a' }, false, 'array expected'],
     [{ id: 1, temp: 1, note: 5 }, false, 'type list'],
     [[], false, 'an array is not an object'],
@@ -83,10 +111,73 @@ t.test('judging values', async (t) => {
     const problem = v(value);
     t.equal(problem === null, ok, `${label}${problem ? ` (${problem})` : ''}`);
   }
-  t.match(v({ id: 1, temp: 'x' }), /#\/temp: expected number, got string/, 'the problem names the path');
+  t.match(v({ id: 1, temp: 'x' }), /#\/temp: must be number/, 'the problem names the path');
   t.equal(compileSchema({ type: 'number' })(3), null, 'an integer is a number');
   t.equal(compileSchema({ minLength: 2 })(5), null, 'string keywords ignore other types');
   t.equal(compileSchema({})(undefined), null);
-  t.equal(codePointLength('a🐢b'), 3);
-  t.equal(codePointLength('\ud800x'), 2, 'a lone surrogate counts as one');
+  t.not(compileSchema({ required: ['toString'] })({}), null, 'only own properties count');
+});
+
+/** Judge each value with `schema`: true where it conforms. */
+const judge = (schema: Record<string, unknown>, values: unknown[]): boolean[] => {
+  const v = compileSchema(schema);
+  return values.map((value) => v(value) === null);
+};
+
+t.test('judging values: keywords beyond the old subset', async (t) => {
+  t.same(
+    judge(
+      {
+        $defs: { money: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer', minimum: 0 } } } },
+        type: 'object',
+        properties: { price: { $ref: '#/$defs/money' }, fee: { $ref: '#/$defs/money' } },
+      },
+      [{ price: { amount: 5 } }, { price: { amount: 5 }, fee: { amount: -1 } }, { fee: {} }],
+    ),
+    [true, false, false],
+    '$ref into $defs, used twice',
+  );
+  t.same(
+    judge({ $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } }, additionalProperties: false } }, $ref: '#/$defs/node' }, [
+      { next: { next: {} } },
+      { next: { next: { other: 1 } } },
+    ]),
+    [true, false],
+    'a recursive $ref',
+  );
+  t.same(
+    judge({ oneOf: [{ type: 'integer' }, { type: 'number', minimum: 10 }] }, [1, 2.5, 10.5, 12]),
+    [true, false, true, false],
+    'oneOf: exactly one (12 matches both)',
+  );
+  t.same(judge({ anyOf: [{ type: 'string' }, { type: 'null' }] }, ['a', null, 1]), [true, true, false], 'anyOf');
+  t.same(judge({ allOf: [{ minimum: 1 }, { maximum: 3 }] }, [2, 0, 4]), [true, false, false], 'allOf');
+  t.same(judge({ not: { type: 'string' } }, [1, 'a']), [true, false], 'not');
+  t.same(judge({ type: 'string', pattern: '^[A-Z]{3}-\\d+$' }, ['ABC-12', 'abc-12', 'ABC-']), [true, false, false], 'pattern');
+  t.same(judge({ type: 'string', pattern: '^\\p{Lu}' }, ['Élan', 'élan']), [true, false], 'patterns are Unicode regular expressions');
+  t.same(
+    judge({ type: 'object', if: { properties: { kind: { const: 'card' } } }, then: { required: ['last4'] }, else: { required: ['iban'] } }, [
+      { kind: 'card', last4: '4242' },
+      { kind: 'card', iban: 'x' },
+      { kind: 'bank', iban: 'x' },
+      { kind: 'bank' },
+    ]),
+    [true, false, true, false],
+    'if / then / else',
+  );
+  t.same(judge({ type: 'object', additionalProperties: false, properties: { a: {} } }, [{ a: 1 }, { a: 1, b: 2 }]), [true, false], 'additionalProperties');
+  t.same(judge({ type: 'object', patternProperties: { '^x-': { type: 'string' } } }, [{ 'x-a': 's' }, { 'x-a': 1 }, { y: 1 }]), [true, false, true], 'patternProperties');
+  t.same(
+    judge({ type: 'object', properties: { a: {} }, unevaluatedProperties: false, anyOf: [{ properties: { b: {} } }] }, [{ a: 1, b: 2 }, { a: 1, c: 3 }]),
+    [true, false],
+    'unevaluatedProperties sees through anyOf',
+  );
+  t.same(judge({ type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false }, [['a', 1], ['a', 'b'], ['a', 1, 2]]), [true, false, false], 'tuples');
+  t.same(judge({ type: 'array', contains: { const: 'x' }, minContains: 2 }, [['x', 'x'], ['x', 'y']]), [true, false], 'contains / minContains');
+  t.same(judge({ type: 'array', uniqueItems: true, minItems: 2, maxItems: 3 }, [[1, 2], [1, 1], [1], [1, 2, 3, 4]]), [true, false, false, false], 'array counts');
+  t.same(judge({ type: 'object', minProperties: 1, dependentRequired: { card: ['cvc'] } }, [{ a: 1 }, {}, { card: 1 }]), [true, false, false], 'object counts, dependentRequired');
+  t.same(judge({ type: 'number', exclusiveMinimum: 0, multipleOf: 0.5 }, [0.5, 0, 0.7]), [true, false, false], 'exclusiveMinimum, multipleOf');
+  t.same(judge({ type: 'string', format: 'date-time' }, ['2026-01-02T03:04:05Z', '2026-13-02']), [true, false], 'format is asserted');
+  t.same(judge({ type: 'string', format: 'uuid' }, ['3f1c2a4e-9b7d-4c1a-8e2f-0a1b2c3d4e5f', 'nope']), [true, false], 'format uuid');
+  t.same(judge({ properties: { a: true, b: false } }, [{ a: 1 }, { b: 1 }]), [true, false], 'boolean subschemas');
 });
