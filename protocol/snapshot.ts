@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { HttpMethod } from './admin';
+import { FLAG_NAMES, HttpMethod, type FlagName } from './admin';
 import { GATEWAY_ENGINES } from './engines';
 
 export { GATEWAY_ENGINES };
@@ -92,8 +92,20 @@ export const SnapshotKey = z
   .strict();
 export type SnapshotKey = z.infer<typeof SnapshotKey>;
 
-export const Flags = z.object({ beta_gate_enabled: z.boolean(), maintenance_mode: z.boolean() }).strict();
+/** Every runtime flag by name ({@link FLAG_NAMES} is the one list; adding a flag there adds it here). */
+export const Flags = z.strictObject(Object.fromEntries(FLAG_NAMES.map((name) => [name, z.boolean()])) as Record<FlagName, z.ZodBoolean>);
 export type Flags = z.infer<typeof Flags>;
+
+/**
+ * Every flag's value from stored `(name, value)` rows (value 1 or true: on): a flag without a
+ * row is off and a row naming no known flag is ignored. Full snapshots and deltas both build
+ * their `flags` with this.
+ */
+export function flagsOf(rows: Iterable<{ name: string; value: number | boolean }>): Flags {
+  const flags = Object.fromEntries(FLAG_NAMES.map((name) => [name, false])) as Flags;
+  for (const row of rows) if (Object.hasOwn(flags, row.name)) flags[row.name as FlagName] = row.value === 1 || row.value === true;
+  return flags;
+}
 
 export const Limits = z.object({ key: LimitPolicy, ip: LimitPolicy }).strict();
 export type Limits = z.infer<typeof Limits>;

@@ -1,5 +1,5 @@
 /** `svcctl status`: control, its listeners, flags, counts, bootstrap, the settler and every gateway's engine and applied version. */
-import type { StatusView } from '../../protocol/admin';
+import { FLAG_NAMES, type StatusView } from '../../protocol/admin';
 import type { Deps } from '../deps';
 import { EXIT_OK } from '../exit-codes';
 import { formatUnits } from '../money';
@@ -17,7 +17,7 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   deps.out.line(`indexer        ${status.urls.indexer}`);
   deps.out.line(`state version  ${status.version}`);
   deps.out.line(`database       ${status.database.path} (${status.database.journal_mode}, synchronous=${status.database.synchronous}, schema v${status.database.schema_version})`);
-  deps.out.line(`flags          beta_gate_enabled=${on(status.flags.beta_gate_enabled)} maintenance_mode=${on(status.flags.maintenance_mode)}`);
+  deps.out.line(`flags          ${FLAG_NAMES.map((name) => `${name}=${on(status.flags[name])}`).join(' ')}`);
   deps.out.line(`keys           ${status.counts.keys_active} active of ${status.counts.keys_total}`);
   deps.out.line(`endpoints      ${status.counts.endpoints}`);
   const b = status.bootstrap;

@@ -1,6 +1,10 @@
-/** Runtime flags (`beta_gate_enabled`, `maintenance_mode`), seeded off by migration 1. */
+/**
+ * Runtime flags (`FLAG_NAMES` in protocol/admin.ts), each seeded off by the migration that
+ * adds it (migration 1: `beta_gate_enabled`, `maintenance_mode`).
+ */
 import type { Db } from './db';
 import type { FlagName, FlagView } from '../../protocol/admin';
+import { flagsOf, type Flags } from '../../protocol/snapshot';
 
 interface FlagRow {
   name: FlagName;
@@ -22,10 +26,12 @@ export class FlagsTable {
   private readonly getStmt;
   private readonly listStmt;
   private readonly setStmt;
+  private readonly valuesStmt;
 
   constructor(db: Db) {
     this.getStmt = db.prepare(`SELECT * FROM flags WHERE name = ?`);
     this.listStmt = db.prepare(`SELECT * FROM flags ORDER BY name`);
+    this.valuesStmt = db.prepare(`SELECT name, value FROM flags`);
     this.setStmt = db.prepare(`UPDATE flags SET value = ?, updated_at = ?, updated_by = ?, note = ? WHERE name = ?`);
   }
 
@@ -45,9 +51,8 @@ export class FlagsTable {
     return before?.value !== value;
   }
 
-  values(): Record<FlagName, boolean> {
-    const out = { beta_gate_enabled: false, maintenance_mode: false } as Record<FlagName, boolean>;
-    for (const flag of this.list()) out[flag.name] = flag.value;
-    return out;
+  /** Every flag's value, as snapshots and deltas carry them. */
+  values(): Flags {
+    return flagsOf(this.valuesStmt.all() as { name: string; value: number }[]);
   }
 }

@@ -5,7 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import type { Db } from './db';
-import type { SnapshotKey } from '../../protocol/snapshot';
+import { flagsOf, type Flags, type SnapshotKey } from '../../protocol/snapshot';
 
 /**
  * One row of {@link LIVE_KEYS_SQL} in raw mode, columns in SELECT order: a live key and one of
@@ -94,8 +94,9 @@ export class SnapshotReader {
     return this.versionStmt.get() as number;
   }
 
-  flags(): { name: string; value: number }[] {
-    return this.db.prepare(`SELECT name, value FROM flags`).all() as { name: string; value: number }[];
+  /** Every flag's value in this read view (`flagsOf`, as deltas build them). */
+  flags(): Flags {
+    return flagsOf(this.db.prepare(`SELECT name, value FROM flags`).all() as { name: string; value: number }[]);
   }
 
   endpoints(): Record<string, unknown>[] {

@@ -9,7 +9,6 @@ import {
   SnapshotDigest,
   sealDelta,
   type Delta,
-  type Flags,
   type Limits,
   type SnapshotEndpoint,
 } from '../../protocol/snapshot';
@@ -39,12 +38,6 @@ export function snapshotEndpoint(row: EndpointRow): SnapshotEndpoint {
   // Only endpoints with a schema carry the field, so the others' snapshot lines are unchanged.
   if (e.response_schema !== null) out.response_schema = e.response_schema;
   return out;
-}
-
-function flagsOf(rows: { name: string; value: number }[]): Flags {
-  const flags: Flags = { beta_gate_enabled: false, maintenance_mode: false };
-  for (const row of rows) if (row.name in flags) flags[row.name as keyof Flags] = row.value === 1;
-  return flags;
 }
 
 const LIMITS_FINGERPRINT = 'limits_fingerprint';
@@ -89,7 +82,7 @@ export async function writeSnapshot(
         version,
         epoch,
         generated_at: new Date(now).toISOString(),
-        flags: flagsOf(reader.flags()),
+        flags: reader.flags(),
         limits,
         endpoints,
         key_count: reader.liveKeyCount(now),

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import {
+  FLAG_NAMES,
   AddChangelogRequest,
   AuditEntry,
   AuditList,
@@ -82,7 +83,7 @@ const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
 
 const KEY_ID = pathParam('id', 'the key id (`key_…`)');
 const ENDPOINT_ID = pathParam('id', 'the endpoint id');
-const FLAG_NAME = pathParam('name', '`beta_gate_enabled` or `maintenance_mode` (also as `system_flags.<name>`)');
+const FLAG_NAME = pathParam('name', `${FLAG_NAMES.map((name) => `\`${name}\``).join(' or ')} (also as \`system_flags.<name>\`)`);
 const APPLICATION_ID = pathParam('id', 'the application id (`app_…`)');
 
 interface AdminOp {
