@@ -48,24 +48,24 @@ interface Leaf {
   allowed: string;
 }
 
-// Walk the schema to list its leaves (zod 4 keeps the definition under `_zod.def`).
+/**
+ * Walk the schema to list its leaves, through zod 4's public API only: `type` names the kind
+ * of schema, objects expose `shape`, wrappers `unwrap()`, pipes `in`.
+ */
 function collectLeaves(schema: z.ZodType, path: string[], out: Leaf[], description?: string): void {
-  const def = (schema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
   const desc = description ?? schema.description;
-  switch (def.type) {
-    case 'object': {
-      const shape = def.shape as Record<string, z.ZodType>;
-      for (const [key, child] of Object.entries(shape)) collectLeaves(child, [...path, key], out);
+  switch (schema.type) {
+    case 'object':
+      for (const [key, child] of Object.entries((schema as z.ZodObject).shape)) collectLeaves(child, [...path, key], out);
       return;
-    }
     case 'default':
     case 'prefault':
     case 'optional':
     case 'nullable':
-      collectLeaves(def.innerType as z.ZodType, path, out, desc);
+      collectLeaves((schema as z.ZodDefault | z.ZodPrefault | z.ZodOptional | z.ZodNullable).unwrap() as z.ZodType, path, out, desc);
       return;
     case 'pipe':
-      collectLeaves(def.in as z.ZodType, path, out, desc);
+      collectLeaves((schema as z.ZodPipe).in as z.ZodType, path, out, desc);
       return;
     case 'number':
       out.push({ path, kind: 'number', allowed: desc ?? 'a number' });

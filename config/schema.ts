@@ -3,7 +3,7 @@
  * and freezes. Each leaf's `.describe()` text is what an error message calls "allowed".
  */
 import { z } from 'zod';
-import { GATEWAY_ENGINES, GATEWAY_ID_PATTERN, GATEWAY_ID_RULE } from '../protocol/snapshot';
+import { GATEWAY_ENGINES, GATEWAY_ID_RULE, GatewayId } from '../protocol/snapshot';
 import * as D from './defaults';
 
 const port = (def: number) =>
@@ -34,7 +34,7 @@ export const ConfigSchema = z
     gateway: z
       .object({
         port: port(D.DEFAULT_GATEWAY_PORT),
-        id: z.string().regex(GATEWAY_ID_PATTERN).optional().describe(GATEWAY_ID_RULE),
+        id: GatewayId.optional().describe(GATEWAY_ID_RULE),
         bodyLimitBytes: posInt(D.DEFAULT_BODY_LIMIT_BYTES, 1024 * 1024 * 1024),
         headersTimeoutMs: posInt(D.DEFAULT_HEADERS_TIMEOUT_MS, 600_000),
         requestTimeoutMs: posInt(D.DEFAULT_REQUEST_TIMEOUT_MS, 3_600_000),
