@@ -1,47 +1,88 @@
 /**
  * Control's `GET /metrics` on the admin + sync listener, in the Prometheus text format
- * (version 0.0.4). It needs `Authorization: Bearer <metrics token>` like the gateways' own
- * (`data/metrics.token` or `SVC_METRICS_TOKEN`); the mount in `server.ts` checks it.
+ * (version 0.0.4), through prom-client. It needs `Authorization: Bearer <metrics token>` like
+ * the gateways' own (`data/metrics.token` or `SVC_METRICS_TOKEN`); the mount in `server.ts`
+ * checks it.
+ *
+ * Every series is a gauge read when scraped: a scrape reads the store's version, the gateways
+ * and the settler once, and each gauge's `collect` sets its samples from that reading, so
+ * nothing is updated on any other path. Each control has registries of its own (never
+ * prom-client's global one); the settler's gauges are a second registry, exposed only while a
+ * settler runs, so a control without one shows no settler series at all.
  *
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/
  */
+import { Gauge, Registry } from 'prom-client';
+import type { GatewayStatus } from '../protocol/gateways';
+import type { SettlerStatus } from '../protocol/settlement';
 import type { ControlContext } from './context';
 import type { Router } from './http/router';
 
-const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 const SETTLER_STATES = ['running', 'idle', 'paused'] as const;
 
-function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+/** What one scrape reads. */
+interface Reading {
+  version: number;
+  gateways: GatewayStatus[];
+  settler: SettlerStatus | null;
 }
 
 /** Control's gauges: state version, each gateway's applied version and connection, the settler. */
-export function renderControlMetrics(ctx: ControlContext): string {
-  const out: string[] = [];
-  const gauge = (name: string, help: string, samples: [string, number][]) => {
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
-    for (const [labels, value] of samples) out.push(`${name}${labels} ${value}`);
-  };
-  const version = ctx.store.version();
-  gauge('svc_control_state_version', 'The state version control holds.', [['', version]]);
-  const gateways = ctx.gateways();
-  const label = (id: string) => `{gateway="${escapeLabel(id)}"}`;
-  gauge('svc_control_gateway_connected', 'Whether the gateway holds a sync stream now (1) or not (0).', gateways.map((g) => [label(g.id), g.connected ? 1 : 0]));
-  gauge('svc_control_gateway_applied_version', 'The state version the gateway acked last.', gateways.map((g) => [label(g.id), g.applied_version]));
-  gauge('svc_control_gateway_lag_versions', 'State versions the gateway is behind control.', gateways.map((g) => [label(g.id), Math.max(0, version - g.applied_version)]));
-  const settler = ctx.settler();
-  if (settler !== null) {
-    gauge('svc_control_settler_state', 'The settler state (1 for the current one).', SETTLER_STATES.map((s) => [`{state="${s}"}`, settler.state === s ? 1 : 0]));
-    gauge('svc_control_settler_backlog', 'Outcomes received and not yet settled.', [['', settler.backlog]]);
-    gauge('svc_control_settler_lag_seconds', 'Age of the oldest unsettled outcome (0 when none).', [['', (settler.lag_ms ?? 0) / 1000]]);
+export class ControlMetrics {
+  private readonly control = new Registry();
+  private readonly settler = new Registry();
+  private reading: Reading = { version: 0, gateways: [], settler: null };
+  readonly contentType = this.control.contentType;
+
+  constructor(private readonly ctx: ControlContext) {
+    this.gauge(this.control, 'svc_control_state_version', 'The state version control holds.', [], (g, r) => g.set(r.version));
+    this.perGateway('svc_control_gateway_connected', 'Whether the gateway holds a sync stream now (1) or not (0).', (g) => (g.connected ? 1 : 0));
+    this.perGateway('svc_control_gateway_applied_version', 'The state version the gateway acked last.', (g) => g.applied_version);
+    this.perGateway('svc_control_gateway_lag_versions', 'State versions the gateway is behind control.', (g, version) => Math.max(0, version - g.applied_version));
+    this.gauge(this.settler, 'svc_control_settler_state', 'The settler state (1 for the current one).', ['state'], (g, r) => {
+      for (const s of SETTLER_STATES) g.set({ state: s }, r.settler?.state === s ? 1 : 0);
+    });
+    this.gauge(this.settler, 'svc_control_settler_backlog', 'Outcomes received and not yet settled.', [], (g, r) => g.set(r.settler?.backlog ?? 0));
+    this.gauge(this.settler, 'svc_control_settler_lag_seconds', 'Age of the oldest unsettled outcome (0 when none).', [], (g, r) => g.set((r.settler?.lag_ms ?? 0) / 1000));
   }
-  return out.join('\n') + '\n';
+
+  /** The exposition text now. */
+  async render(): Promise<string> {
+    const reading: Reading = { version: this.ctx.store.version(), gateways: this.ctx.gateways(), settler: this.ctx.settler() };
+    this.reading = reading;
+    const text = await this.control.metrics();
+    if (reading.settler === null) return text;
+    this.reading = reading;
+    return `${text}\n${await this.settler.metrics()}`;
+  }
+
+  /** A gauge whose samples `collect` sets from the scrape's reading; one with labels drops stale samples first. */
+  private gauge(registry: Registry, name: string, help: string, labelNames: readonly string[], collect: (g: Gauge, r: Reading) => void): void {
+    const metrics = this;
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        if (labelNames.length > 0) this.reset();
+        collect(this, metrics.reading);
+      },
+    });
+  }
+
+  private perGateway(name: string, help: string, value: (g: GatewayStatus, version: number) => number): void {
+    this.gauge(this.control, name, help, ['gateway'], (metric, r) => {
+      for (const g of r.gateways) metric.set({ gateway: g.id }, value(g, r.version));
+    });
+  }
 }
 
 export function registerMetricsRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/metrics', ({ res }) => {
-    const text = renderControlMetrics(ctx);
-    res.writeHead(200, { 'content-type': CONTENT_TYPE, 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store' });
+  const metrics = new ControlMetrics(ctx);
+  router.get('/metrics', async ({ res }) => {
+    const text = await metrics.render();
+    res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store' });
     res.end(text);
   });
 }
