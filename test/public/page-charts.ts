@@ -9,7 +9,7 @@ import t from 'tap';
 import { crc32, gunzipSync, gzipSync } from 'node:zlib';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { nextNonce } from '../../control/public/pages/respond';
-import { acceptsGzip, crc32Combine, crc32Shift, gzipTemplate, gzipTrailer } from '../../control/public/pages/gzip';
+import { acceptsGzip, applyShift, crc32Shift, gzipAnswer, gzipTemplate, shiftTable } from '../../control/public/pages/gzip';
 import { BARS, SPARK, hourlyBars, sparkline, type SlotCounts } from '../../control/public/pages/svg';
 import { parseSort, sortProviders } from '../../control/public/pages/board';
 import { feedUuid, renderAtom, xmlText } from '../../control/public/pages/atom';
@@ -148,18 +148,26 @@ t.test('feeds: XML escaping, characters XML cannot hold, stable ids', async (t) 
 t.test('gzip around a slot: any slot bytes give a valid gzip of the whole page', async (t) => {
   const a = Buffer.from('the first part of a page, '.repeat(40));
   const b = Buffer.from('and the rest of it. '.repeat(300));
-  t.equal(crc32Combine(crc32(a), crc32(b), crc32Shift(b.length)), crc32(Buffer.concat([a, b])), 'CRC-32 of a‖b combined from the parts');
-  t.equal(crc32Combine(crc32(a), crc32(Buffer.alloc(0)), crc32Shift(0)), crc32(a), 'an empty tail changes nothing');
+  const combine = (crcA: number, tail: Buffer): number => (applyShift(shiftTable(crc32Shift(tail.length)), crcA) ^ crc32(tail)) >>> 0;
+  t.equal(combine(crc32(a), b), crc32(Buffer.concat([a, b])), 'CRC-32 of a‖b combined from the parts');
+  t.equal(combine(crc32(a), Buffer.alloc(0)), crc32(a), 'an empty tail changes nothing');
+  for (const n of [1, 7, 4096, 123457]) {
+    const tail = Buffer.alloc(n, 'z');
+    for (const head of [Buffer.alloc(0), Buffer.from('x'), a]) t.equal(combine(crc32(head), tail), crc32(Buffer.concat([head, tail])), `the byte tables append ${n} bytes to a ${head.length}-byte CRC`);
+  }
   const page = Buffer.concat([a, Buffer.from('XXXXXXXXXXXXXXXXXXXXXXXX'), b]);
   const tpl = gzipTemplate(page, a.length, 24);
   t.ok(tpl.length < gzipSync(page).length + 64, `about as small as gzip of the whole (${tpl.length} vs ${gzipSync(page).length})`);
   for (const slot of ['AAAAAAAAAAAAAAAAAAAAAAAA', 'q0+/Zz9=w1e2r3t4y5u6i7o8', '\u00ff'.repeat(24)]) {
     const s = Buffer.from(slot, 'latin1');
-    const bytes = Buffer.concat([tpl.head, s, tpl.tail, gzipTrailer(tpl, s)]);
+    const bytes = gzipAnswer(tpl, slot);
     t.equal(bytes.length, tpl.length, 'the announced length');
     t.same(gunzipSync(bytes), Buffer.concat([a, s, b]), `slot ${JSON.stringify(slot.slice(0, 6))}…: decompresses (CRC and size checked) to the page with it`);
   }
-  const wrong = Buffer.concat([tpl.head, Buffer.alloc(24, 65), tpl.tail, gzipTrailer(tpl, Buffer.alloc(24, 66))]);
+  t.throws(() => gzipAnswer(tpl, 'short'), RangeError, 'a slot shorter than the template\'s is refused');
+  t.throws(() => gzipAnswer(tpl, 'L'.repeat(25)), RangeError, 'a slot longer than the template\'s is refused');
+  const wrong = gzipAnswer(tpl, 'A'.repeat(24));
+  wrong.set(Buffer.alloc(24, 66), tpl.head.length);
   t.throws(() => gunzipSync(wrong), 'a trailer for other slot bytes fails the CRC check');
   for (const [header, ok] of [
     [undefined, false],
@@ -171,6 +179,13 @@ t.test('gzip around a slot: any slot bytes give a valid gzip of the whole page',
     ['gzip; q=0.0', false],
     ['br, deflate', false],
     ['identity', false],
+    ['gzip, deflate, br', true],
+    ['gzip, deflate, br, zstd', true],
+    ['deflate,gzip', true],
+    ['gzipx, br', false],
+    ['deflate, gzip;q=0, br', false],
+    ['deflate, gzip ;q=0', false],
+    ['br;q=1, gzip', true],
   ] as const) t.equal(acceptsGzip(header), ok, `Accept-Encoding ${JSON.stringify(header)}: ${ok ? 'gzip' : 'no gzip'}`);
 });
 

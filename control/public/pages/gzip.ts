@@ -44,8 +44,19 @@ export function crc32Shift(bytes: number): number {
   return p;
 }
 
-/** CRC-32 of A ‖ B from crc(A), crc(B) and the shift for B's length. */
-export const crc32Combine = (crcA: number, crcB: number, shiftB: number): number => (multmodp(shiftB, crcA) ^ crcB) >>> 0;
+/**
+ * Multiplying by a fixed operator is linear over GF(2), so it splits by bytes: four tables of
+ * 256 products, made once per page, turn each answer's 32-step `multmodp` into four lookups.
+ */
+export function shiftTable(shift: number): Uint32Array {
+  const table = new Uint32Array(1024);
+  for (let byte = 0; byte < 4; byte++) for (let v = 0; v < 256; v++) table[byte * 256 + v] = v === 0 ? 0 : multmodp(shift, (v << (8 * byte)) >>> 0);
+  return table;
+}
+
+/** `multmodp(shift, crc)` through `shiftTable(shift)`: CRC-32 of A ‖ B is `applyShift(shiftTable(crc32Shift(|B|)), crc(A)) ^ crc(B)`. */
+export const applyShift = (table: Uint32Array, crc: number): number =>
+  (table[crc & 0xff]! ^ table[256 + ((crc >>> 8) & 0xff)]! ^ table[512 + ((crc >>> 16) & 0xff)]! ^ table[768 + (crc >>> 24)]!) >>> 0;
 
 /** gzip header: no name, no time, OS unknown. */
 const HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
@@ -57,7 +68,8 @@ export interface GzipTemplate {
   tail: Buffer;
   crcHead: number;
   crcTail: number;
-  shiftSlotTail: number;
+  /** `shiftTable` of the operator that appends the tail's length. */
+  shiftTail: Uint32Array;
   slotLength: number;
   /** Uncompressed length mod 2^32 (ISIZE). */
   size: number;
@@ -78,25 +90,59 @@ export function gzipTemplate(body: Buffer, slotAt: number, slotLength: number): 
     tail,
     crcHead: crc32(before),
     crcTail: crc32(after),
-    shiftSlotTail: crc32Shift(after.length),
+    shiftTail: shiftTable(crc32Shift(after.length)),
     slotLength,
     size: body.length >>> 0,
     length: head.length + slotLength + tail.length + 8,
   };
 }
 
-/** The gzip trailer for this answer's slot bytes. */
-export function gzipTrailer(t: GzipTemplate, slot: Buffer): Buffer {
-  const crc = crc32Combine(crc32(slot, t.crcHead), t.crcTail, t.shiftSlotTail);
-  const trailer = Buffer.allocUnsafe(8);
-  trailer.writeUInt32LE(crc, 0);
-  trailer.writeUInt32LE(t.size, 4);
-  return trailer;
+/** Bytes of the slab answers are carved from. */
+const SLAB_BYTES = 256 * 1024;
+let slab = Buffer.allocUnsafe(0);
+let slabUsed = 0;
+
+/**
+ * `bytes` fresh bytes, carved from a slab as Node's own pool does for buffers under 4 KiB: a
+ * page answer is a few KiB, and a buffer of its own per answer costs more than the copy. A
+ * region is handed out once and never written again; a slab is freed when no answer holds it.
+ */
+function carve(bytes: number): Buffer {
+  if (bytes > SLAB_BYTES / 8) return Buffer.allocUnsafe(bytes);
+  if (slabUsed + bytes > slab.length) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + bytes);
+  slabUsed += (bytes + 7) & ~7;
+  return out;
 }
+
+/**
+ * One whole answer for `slot` (`slotLength` latin1 characters, e.g. a nonce): the template's
+ * bytes and the slot copied into one buffer, and the trailer (CRC-32 combined from the parts,
+ * ISIZE) written in place.
+ */
+export function gzipAnswer(t: GzipTemplate, slot: string): Buffer {
+  if (slot.length !== t.slotLength) throw new RangeError(`the slot takes exactly ${t.slotLength} characters`);
+  const out = carve(t.length);
+  const slotAt = t.head.copy(out, 0);
+  out.write(slot, slotAt, t.slotLength, 'latin1');
+  const crcHeadSlot = crc32(out.subarray(slotAt, slotAt + t.slotLength), t.crcHead);
+  const trailerAt = slotAt + t.slotLength + t.tail.copy(out, slotAt + t.slotLength);
+  out.writeUInt32LE((applyShift(t.shiftTail, crcHeadSlot) ^ t.crcTail) >>> 0, trailerAt);
+  out.writeUInt32LE(t.size, trailerAt + 4);
+  return out;
+}
+
+/** A header that names gzip (or x-gzip) as a whole coding, with no parameters anywhere. */
+const PLAIN_GZIP = /^(?:[^;]*,)?[ \t]*(?:x-)?gzip[ \t]*(?:,[^;]*)?$/i;
 
 /** Whether `Accept-Encoding` accepts gzip (named with a q above 0). */
 export function acceptsGzip(header: string | undefined): boolean {
   if (header === undefined) return false;
+  // What browsers send ("gzip, deflate, br", "gzip, deflate, br, zstd") needs no parse.
+  if (PLAIN_GZIP.test(header)) return true;
   for (const part of header.split(',')) {
     const [coding, ...params] = part.split(';').map((s) => s.trim().toLowerCase());
     if (coding !== 'gzip' && coding !== 'x-gzip') continue;

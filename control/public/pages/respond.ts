@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { contentSecurityPolicy } from '../../applications/page';
 import { etagMatches, type ResponseCache } from '../cache';
-import { acceptsGzip, gzipTemplate, gzipTrailer, type GzipTemplate } from './gzip';
+import { acceptsGzip, gzipAnswer, gzipTemplate, type GzipTemplate } from './gzip';
 import { NONCE_PLACEHOLDER } from './layout';
 
 export const HTML_CONTENT_TYPE = 'text/html; charset=utf-8';
@@ -66,6 +66,9 @@ interface CachedPage {
   expiresAt: number;
   nonceAt?: number;
   gzip?: GzipTemplate;
+  /** The weak validators of the two representations, made once per entry. */
+  etagPlain?: string;
+  etagGzip?: string;
 }
 
 /**
@@ -81,29 +84,48 @@ export function sendPage(req: IncomingMessage, res: ServerResponse, cache: Respo
     const gzip = gzipTemplate(body, nonceAt, NONCE_PLACEHOLDER.length);
     return { body, contentType: HTML_CONTENT_TYPE, nonceAt, gzip } as { body: Buffer; contentType: string };
   }) as CachedPage;
-  const gzip = acceptsGzip(req.headers['accept-encoding']) ? entry.gzip! : null;
-  const etag = gzip === null ? `W/${entry.etag}` : `W/${entry.etag.slice(0, -1)}-gz"`;
-  const maxAge = Math.max(0, Math.ceil((entry.expiresAt - now()) / 1000));
-  const headers: Record<string, string> = { 'cache-control': `public, max-age=${maxAge}`, etag, ...PAGE_HEADERS };
+  if (entry.etagPlain === undefined) {
+    entry.etagPlain = `W/${entry.etag}`;
+    entry.etagGzip = `W/${entry.etag.slice(0, -1)}-gz"`;
+  }
+  const gzip = acceptsGzip(req.headers['accept-encoding']);
+  const etag = gzip ? entry.etagGzip! : entry.etagPlain;
+  const cacheControl = `public, max-age=${Math.max(0, Math.ceil((entry.expiresAt - now()) / 1000))}`;
   if (etagMatches(req.headers['if-none-match'], etag)) {
-    res.writeHead(304, headers);
+    res.writeHead(304, { 'cache-control': cacheControl, etag, ...PAGE_HEADERS });
     res.end();
     return;
   }
   const nonce = nextNonce();
-  headers['content-security-policy'] = contentSecurityPolicy(nonce);
-  headers['content-type'] = HTML_CONTENT_TYPE;
   // One buffer, one write (as the JSON reads do): a gather write of the parts costs more than copying them.
   let body: Buffer;
-  if (gzip !== null) {
-    const slot = Buffer.from(nonce, 'latin1');
-    body = Buffer.concat([gzip.head, slot, gzip.tail, gzipTrailer(gzip, slot)], gzip.length);
-    headers['content-encoding'] = 'gzip';
+  if (gzip) {
+    body = gzipAnswer(entry.gzip!, nonce);
   } else {
     body = Buffer.from(entry.body);
     body.write(nonce, entry.nonceAt!, 'latin1');
   }
-  headers['content-length'] = String(body.length);
-  res.writeHead(200, headers);
+  // One object literal of one shape per representation: the answer's headers are built per request.
+  res.writeHead(
+    200,
+    gzip
+      ? {
+          'cache-control': cacheControl,
+          etag,
+          ...PAGE_HEADERS,
+          'content-security-policy': contentSecurityPolicy(nonce),
+          'content-type': HTML_CONTENT_TYPE,
+          'content-encoding': 'gzip',
+          'content-length': String(body.length),
+        }
+      : {
+          'cache-control': cacheControl,
+          etag,
+          ...PAGE_HEADERS,
+          'content-security-policy': contentSecurityPolicy(nonce),
+          'content-type': HTML_CONTENT_TYPE,
+          'content-length': String(body.length),
+        },
+  );
   res.end(body);
 }
