@@ -9,28 +9,13 @@ import { SvcError } from '../../protocol/errors';
 import type { ActivityItem, ActivityPage, SettledActivityItem, StatsAnswer } from '../../protocol/indexer';
 import type { ControlContext } from '../context';
 import type { OpaqueIds } from '../public/ids';
-import type { ActivityEntry } from '../store/ledger';
+import type { SettledActivityRow } from '../store/ledger';
 import type { ActivityCursor, ActivityRow } from '../store/public-reads';
 import type { CursorCodec } from './cursor';
 
-/** A settled call from the ledger's recent activity. */
-function entryItem(ids: OpaqueIds, e: ActivityEntry): SettledActivityItem {
-  return {
-    call_id: ids.call(e.call_id),
-    provider: ids.provider(e.endpoint_id),
-    outcome: e.outcome,
-    status: e.status,
-    latency_ms: e.latency_ms,
-    at: e.started_at,
-    settled: true,
-    batch: e.batch,
-    premium: e.premium,
-    refund: e.refund,
-    clamp: e.clamp,
-  };
-}
-
-/** A call from an activity page (or a list of refunds), with opaque ids. */
+/** A call from an activity page, a list of refunds or the recent settled calls, with opaque ids. */
+export function activityItem(ids: OpaqueIds, row: SettledActivityRow): SettledActivityItem;
+export function activityItem(ids: OpaqueIds, row: ActivityRow): ActivityItem;
 export function activityItem(ids: OpaqueIds, row: ActivityRow): ActivityItem {
   return {
     call_id: ids.call(row.call_id),
@@ -61,7 +46,7 @@ export function statsAnswer(ctx: ControlContext, ids: OpaqueIds): StatsAnswer {
     amount_decimals: 6,
     settler: ctx.settler()?.state ?? 'not_running',
     last_batch_at: ctx.store.settlement.lastBatch()?.created_at ?? null,
-    recent_activity: ctx.store.ledger.recentActivity(ctx.config.public.recentActivity).map((e) => entryItem(ids, e)),
+    recent_activity: ctx.store.ledger.recentActivity(ctx.config.public.recentActivity).map((row) => activityItem(ids, row)),
     updated_at: new Date(ctx.now()).toISOString(),
   };
 }

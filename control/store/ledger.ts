@@ -71,25 +71,6 @@ export interface LedgerTotals {
   total_treasury_fees: number;
 }
 
-/** One settled call for the indexer's recent activity. */
-export interface ActivityEntry {
-  /** The call id, passed through the caller's `opaque` mapper (identity by default). */
-  call_id: string;
-  /** The internal endpoint id: map it to a public opaque id before publishing. */
-  endpoint_id: string;
-  outcome: Outcome;
-  status: number;
-  latency_ms: number;
-  /** When the call started, ISO 8601. */
-  started_at: string;
-  premium: number;
-  refund: number;
-  refund_owed: number;
-  clamp: Clamp | null;
-  /** Settlement batch id. */
-  batch: number;
-}
-
 /** One recorded call as stored, with its settlement fields. */
 export interface ActivityRow {
   call_id: string;
@@ -104,6 +85,9 @@ export interface ActivityRow {
   clamp: Clamp | null;
   settled_batch: number | null;
 }
+
+/** A settled call: the settler writes its batch and amounts together. */
+export type SettledActivityRow = ActivityRow & { premium: number; refund: number; refund_owed: number; settled_batch: number };
 
 interface PayoutRow {
   id: string;
@@ -360,25 +344,10 @@ export class LedgerTable {
   /**
    * The last `limit` settled calls (DESIGN §7): the calls of the latest settlement batches,
    * newest batch first and, within a batch, newest call first. Calls not settled yet are not
-   * here (the indexer pages through them in `/api/activity`). `opaque` maps each call id
-   * before it leaves (e.g. `OpaqueIds.call`); endpoint ids are returned as stored and must be
-   * mapped by the caller before publishing.
+   * here (the indexer pages through them in `/api/activity`). Ids are as stored: map them to
+   * public opaque ids before publishing.
    */
-  recentActivity(limit: number, opaque: (callId: string) => string = (id) => id): ActivityEntry[] {
-    // A settled row always carries its batch and amounts (the settler writes them together).
-    type SettledRow = ActivityRow & { premium: number; refund: number; refund_owed: number; settled_batch: number };
-    return (this.activityStmt.all(limit) as SettledRow[]).map((r) => ({
-      call_id: opaque(r.call_id),
-      endpoint_id: r.endpoint_id,
-      outcome: r.outcome,
-      status: r.status,
-      latency_ms: r.latency_ms,
-      started_at: new Date(r.started_at).toISOString(),
-      premium: r.premium,
-      refund: r.refund,
-      refund_owed: r.refund_owed,
-      clamp: r.clamp,
-      batch: r.settled_batch,
-    }));
+  recentActivity(limit: number): SettledActivityRow[] {
+    return this.activityStmt.all(limit) as SettledActivityRow[];
   }
 }
