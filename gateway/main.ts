@@ -16,16 +16,16 @@ import type { GatewayEngine } from '../protocol/snapshot';
 import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
-import { createHandler } from './handler';
+import { createHandler } from './request/handler';
 import { InstanceLockedError, acquireInstanceLock } from './instance-lock';
-import { Journal } from './journal';
+import { Journal } from './journal/journal';
 import { operatorRoutes } from './operator';
 import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy/index';
-import { OutcomeShipper } from './shipper';
-import { SnapshotFile } from './snapshot-file';
-import type { GatewayState } from './state';
-import { SyncClient } from './sync-client';
+import { OutcomeShipper } from './journal/shipper';
+import { SnapshotFile } from './state/snapshot-file';
+import type { GatewayState } from './state/state';
+import { SyncClient } from './state/sync-client';
 
 /** How long shutdown waits for in-flight calls and a last outcome shipment. @default 5 s */
 export const SHUTDOWN_GRACE_MS = 5_000;

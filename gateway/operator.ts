@@ -15,7 +15,7 @@ import type { GatewayHealthDetail, PublicHealth } from '../protocol/gateway';
 import type { GatewayEngine } from '../protocol/snapshot';
 import { sendJson, sendProblem } from '../protocol/http';
 import type { GatewayMetrics } from './metrics';
-import type { GatewayState } from './state';
+import type { GatewayState } from './state/state';
 
 export interface OperatorOptions {
   gatewayId: string;

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { OutcomeRecord } from '../protocol/outcome';
+import type { OutcomeRecord } from '../../protocol/outcome';
 
 export const SEGMENT_NAME = /^outcomes-(\d{12})\.jsonl$/;
 const STATE_FILE = 'acks.json';

@@ -28,7 +28,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { OutcomeRecord } from '../protocol/outcome';
+import type { OutcomeRecord } from '../../protocol/outcome';
 import { SEGMENT_NAME, callIdOf, parseRecord, readAckState, removeAckTemps, scanLines, segmentName, writeAckState, writeAckStateSync, type AckState } from './journal-file';
 import { RecordTail, type Position, type TailBatch } from './journal-tail';
 

@@ -11,9 +11,9 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { Logger } from '../protocol/log';
-import { SYNC_OUTCOMES_PATH } from '../protocol/snapshot';
-import type { OutcomeAck } from '../protocol/outcome';
+import type { Logger } from '../../protocol/log';
+import { SYNC_OUTCOMES_PATH } from '../../protocol/snapshot';
+import type { OutcomeAck } from '../../protocol/outcome';
 import type { Journal, TailBatch } from './journal';
 
 const PAYLOAD_END = Buffer.from(']}');

@@ -4,7 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { sendProblem } from '../../protocol/http';
-import type { NetworkError } from '../classify';
+import type { NetworkError } from '../request/classify';
 
 /** Error codes of a connection that never carried the request: refused, DNS, routing, TLS. */
 const CONNECT_FAILURES: ReadonlySet<string> = new Set([

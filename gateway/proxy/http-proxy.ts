@@ -27,8 +27,8 @@ import { performance } from 'node:perf_hooks';
 import httpProxy from 'http-proxy';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
 import { sendProblem } from '../../protocol/http';
-import type { CallerFailure, NetworkError } from '../classify';
-import { clientResponseHeaders, headerListObject, type HeaderList } from '../headers';
+import type { CallerFailure, NetworkError } from '../request/classify';
+import { clientResponseHeaders, headerListObject, type HeaderList } from '../request/headers';
 import { declaredLength, networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
 import type {

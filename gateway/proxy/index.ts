@@ -27,8 +27,8 @@
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { GATEWAY_ENGINES, type GatewayEngine } from '../../protocol/snapshot';
-import type { CallerFailure, NetworkError } from '../classify';
-import type { HeaderList } from '../headers';
+import type { CallerFailure, NetworkError } from '../request/classify';
+import type { HeaderList } from '../request/headers';
 import { createHttpProxyEngine } from './http-proxy';
 import { createUndiciEngine } from './undici';
 

@@ -2,7 +2,7 @@
  * Outcome classification (DESIGN §6): one pure function from what the gateway observed about
  * a call to the outcome that decides where money moves.
  */
-import type { Outcome } from '../protocol/outcome';
+import type { Outcome } from '../../protocol/outcome';
 
 /** Transport failures that are the provider's fault. A caller that left is not one of them. */
 export type NetworkError = 'refused' | 'reset' | 'timeout';

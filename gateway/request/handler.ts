@@ -15,19 +15,19 @@
  */
 import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ErrorCode } from '../protocol/errors';
-import { sendProblem } from '../protocol/http';
-import { isWellFormedKey } from '../protocol/keys';
-import { COVERED_FAILURES, type Outcome, type OutcomeRecord } from '../protocol/outcome';
+import type { ErrorCode } from '../../protocol/errors';
+import { sendProblem } from '../../protocol/http';
+import { isWellFormedKey } from '../../protocol/keys';
+import { COVERED_FAILURES, type Outcome, type OutcomeRecord } from '../../protocol/outcome';
 import { classify, type CallFacts } from './classify';
 import { upstreamRequestHeaders, type HeaderList } from './headers';
-import type { Journal } from './journal';
+import type { Journal } from '../journal/journal';
 import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from './limiter';
-import type { GatewayMetrics } from './metrics';
-import type { GatewayProxy, ResponseHead } from './proxy/index';
+import type { GatewayMetrics } from '../metrics';
+import type { GatewayProxy, ResponseHead } from '../proxy/index';
 import { joinUpstreamPath, parseRoute } from './route';
 import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
-import type { EndpointEntry, GatewayState, KeyEntry } from './state';
+import type { EndpointEntry, GatewayState, KeyEntry } from '../state/state';
 import { isoTime } from './iso-time';
 import { uuidv7 } from './uuid';
 

@@ -12,7 +12,7 @@
  *   promised JSON of that shape.
  */
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
-import type { SchemaValidator } from '../protocol/response-schema';
+import type { SchemaValidator } from '../../protocol/response-schema';
 import type { SchemaVerdict } from './classify';
 import { headerListValue, type HeaderList } from './headers';
 

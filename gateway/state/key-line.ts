@@ -4,7 +4,7 @@
  * every full snapshot. It may refuse a line zod would accept, never the reverse; a refused
  * line goes to zod for the verdict and the message.
  */
-import type { SnapshotKey } from '../protocol/snapshot';
+import type { SnapshotKey } from '../../protocol/snapshot';
 import { isDigestHex } from './digest-hex';
 
 const KEY_ID_MAX = 64;

@@ -19,7 +19,7 @@
  * 32 bits (every record) and by a hash of the key id (each key's first record). Digests are
  * SHA-256 outputs of random keys, so their bits are uniform and no caller can steer them.
  */
-import type { SnapshotKey } from '../protocol/snapshot';
+import type { SnapshotKey } from '../../protocol/snapshot';
 import { DIGEST_BYTES, decodeDigestHex } from './digest-hex';
 import { SlotTable } from './slot-table';
 

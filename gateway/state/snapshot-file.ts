@@ -12,7 +12,7 @@
 import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync, createReadStream, existsSync, ftruncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Delta, SnapshotEnd, verifySealedLine } from '../protocol/snapshot';
+import { Delta, SnapshotEnd, verifySealedLine } from '../../protocol/snapshot';
 import { GatewayState, SnapshotBuilder, UpdateRejected, safeJson } from './state';
 
 export const SNAPSHOT_FILE = 'snapshot.ndjson';

@@ -4,8 +4,8 @@
  * through `SnapshotBuilder.finish()` (a whole new state) or `applyDelta()` (validated first,
  * then applied in one synchronous step, so a request never sees half an update).
  */
-import type { HttpMethod } from '../protocol/admin';
-import { compileSchema, type SchemaValidator } from '../protocol/response-schema';
+import type { HttpMethod } from '../../protocol/admin';
+import { compileSchema, type SchemaValidator } from '../../protocol/response-schema';
 import {
   Delta,
   SnapshotBegin,
@@ -15,7 +15,7 @@ import {
   type Limits,
   type SnapshotEndpoint,
   type SnapshotKey,
-} from '../protocol/snapshot';
+} from '../../protocol/snapshot';
 import { isDigestHex } from './digest-hex';
 import { isKeysLine } from './key-line';
 import { KeyTable, type KeyEntry } from './key-table';

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { createInterface } from 'node:readline';
-import type { Logger } from '../protocol/log';
+import type { Logger } from '../../protocol/log';
 import {
   Delta,
   SYNC_ACK_PATH,
@@ -16,7 +16,7 @@ import {
   SnapshotEnd,
   verifySealedLine,
   type SyncAck,
-} from '../protocol/snapshot';
+} from '../../protocol/snapshot';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
 import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './state';
 

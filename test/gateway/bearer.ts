@@ -1,6 +1,6 @@
 // bearerOf: the fast path for `Bearer <token>` agrees with the full pattern on every input.
 import t from 'tap';
-import { bearerOf } from '../../gateway/handler';
+import { bearerOf } from '../../gateway/request/handler';
 
 const PATTERN = /^Bearer +(\S+) *$/i;
 

@@ -5,11 +5,11 @@
 import t from 'tap';
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
-import { createHandler } from '../../gateway/handler';
-import type { Journal } from '../../gateway/journal';
+import { createHandler } from '../../gateway/request/handler';
+import type { Journal } from '../../gateway/journal/journal';
 import { GatewayMetrics } from '../../gateway/metrics';
 import { createProxy } from '../../gateway/proxy/index';
-import { GatewayState } from '../../gateway/state';
+import { GatewayState } from '../../gateway/state/state';
 import { generateKey, hashKey } from '../../protocol/keys';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import type { SnapshotEndpoint } from '../../protocol/snapshot';

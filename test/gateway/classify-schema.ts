@@ -2,8 +2,8 @@
 // × schema verdict as one table, and the body check that produces the verdict.
 import t from 'tap';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { classify, schemaCheck, type CallFacts, type NetworkError, type SchemaVerdict } from '../../gateway/classify';
-import { BodyCheck, SCHEMA_BODY_CAP_BYTES, hasCheckableBody, verdictOf } from '../../gateway/schema-check';
+import { classify, schemaCheck, type CallFacts, type NetworkError, type SchemaVerdict } from '../../gateway/request/classify';
+import { BodyCheck, SCHEMA_BODY_CAP_BYTES, hasCheckableBody, verdictOf } from '../../gateway/request/schema-check';
 import { COVERED_FAILURES, type Outcome } from '../../protocol/outcome';
 import { compileSchema } from '../../protocol/response-schema';
 

@@ -1,6 +1,6 @@
 // Outcome classification (DESIGN §6) as a table.
 import t from 'tap';
-import { classify, type CallFacts, type ResponseCheck } from '../../gateway/classify';
+import { classify, type CallFacts, type ResponseCheck } from '../../gateway/request/classify';
 import type { Outcome } from '../../protocol/outcome';
 
 const SLA = 1000;

@@ -1,6 +1,6 @@
 // Header hygiene as pure functions over rawHeaders.
 import t from 'tap';
-import { clientResponseHeaders, connectionTokens, headerListObject, headerListValue, upstreamRequestHeaders } from '../../gateway/headers';
+import { clientResponseHeaders, connectionTokens, headerListObject, headerListValue, upstreamRequestHeaders } from '../../gateway/request/headers';
 
 const OPTS = { clientAddress: '203.0.113.7', proto: 'https' as const, host: 'api.example:8443' };
 

@@ -1,6 +1,6 @@
 // isoTime formats exactly like Date#toISOString, across second, day and year boundaries.
 import t from 'tap';
-import { isoTime } from '../../gateway/iso-time';
+import { isoTime } from '../../gateway/request/iso-time';
 
 t.test('matches toISOString', async (t) => {
   const starts = [0, 999, 1000, 1_700_000_000_000, Date.UTC(2026, 11, 31, 23, 59, 59, 990), Date.UTC(2028, 1, 28, 23, 59, 59, 500)];

@@ -2,7 +2,7 @@
 // committed into small blocks, across segment changes, with multi-byte text, a write larger
 // than a block, failed (uncommitted) writes, eviction past `max`, and drops of every size.
 import t, { type Test } from 'tap';
-import { RecordTail, type Position } from '../../gateway/journal-tail';
+import { RecordTail, type Position } from '../../gateway/journal/journal-tail';
 import { outcomeRecord } from './fixtures/outcomes.cts';
 
 interface ModelLine {

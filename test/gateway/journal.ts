@@ -2,7 +2,7 @@
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Journal } from '../../gateway/journal';
+import { Journal } from '../../gateway/journal/journal';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { tempDir } from './fixtures/temp-dir.cts';
 import { outcomeRecord as record } from './fixtures/outcomes.cts';

@@ -3,8 +3,8 @@
 // survivor still found), and a seeded random run of SlotTable against a Map.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { KeyTable } from '../../gateway/key-table';
-import { SlotTable } from '../../gateway/slot-table';
+import { KeyTable } from '../../gateway/state/key-table';
+import { SlotTable } from '../../gateway/state/slot-table';
 import type { SnapshotKey } from '../../protocol/snapshot';
 
 const NOW = 1_700_000_000_000;

@@ -1,6 +1,6 @@
 // Token buckets and RateLimit headers, on an injected clock.
 import t from 'tap';
-import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from '../../gateway/limiter';
+import { TokenBuckets, rateLimitHeaders, type LimitPolicy } from '../../gateway/request/limiter';
 
 const PER_MINUTE: LimitPolicy = { count: 60, windowSeconds: 60, burst: 10 };
 

@@ -1,6 +1,6 @@
 // Routing and path-escape defence (DESIGN §3.1).
 import t from 'tap';
-import { buildUpstreamPath, checkSuffix, parseRoute } from '../../gateway/route';
+import { buildUpstreamPath, checkSuffix, parseRoute } from '../../gateway/request/route';
 
 t.test('both path forms name the same route', async (t) => {
   const cases: [string, string, string, string][] = [

@@ -3,8 +3,8 @@
 // id or secret listed twice, or a digest that does not match, rejects the snapshot.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { isKeysLine } from '../../gateway/key-line';
-import { SnapshotBuilder, UpdateRejected } from '../../gateway/state';
+import { isKeysLine } from '../../gateway/state/key-line';
+import { SnapshotBuilder, UpdateRejected } from '../../gateway/state/state';
 import { SnapshotDigest, SnapshotKeys, type SnapshotKey } from '../../protocol/snapshot';
 
 const NOW = 1_700_000_000_000;

@@ -4,7 +4,7 @@
 // nothing.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { GatewayState, UpdateRejected } from '../../gateway/state';
+import { GatewayState, UpdateRejected } from '../../gateway/state/state';
 import type { Delta, SnapshotKey } from '../../protocol/snapshot';
 
 const FLAGS = { beta_gate_enabled: true, maintenance_mode: false };

@@ -1,6 +1,6 @@
 // UUIDv7 call ids: layout (RFC 9562 §5.7), the timestamp round-trips, ids are unique and sort by time.
 import t from 'tap';
-import { uuidv7 } from '../../gateway/uuid';
+import { uuidv7 } from '../../gateway/request/uuid';
 
 const LAYOUT = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const millisOf = (id: string): number => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
