@@ -43,31 +43,32 @@ export type Clamp = z.infer<typeof Clamp>;
 
 const Micro = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
-/** One settlement batch: one endpoint, up to `settler.batchCap` calls, committed in one transaction. */
-export const BatchView = z.strictObject({
-  id: z.number().int().min(1),
-  endpoint_id: z.string(),
-  created_at: IsoTime,
+/** What settlement batches add up to: one batch, or every batch of one settler run. */
+export const SettledSums = z.strictObject({
   calls: Count,
   premiums: MicroAmount,
   treasury_fees: MicroAmount,
   /** Refunds paid. */
   refunds: MicroAmount,
-  /** Refunds owed before clamping; `refunds_owed - refunds` is this batch's shortfall. */
+  /** Refunds owed before clamping; `refunds_owed - refunds` is the shortfall. */
   refunds_owed: MicroAmount,
   clamped_calls: Count,
 });
+export type SettledSums = z.infer<typeof SettledSums>;
+
+/** One settlement batch: one endpoint, up to `settler.batchCap` calls, committed in one transaction. */
+export const BatchView = z.strictObject({
+  id: z.number().int().min(1),
+  endpoint_id: z.string(),
+  created_at: IsoTime,
+  ...SettledSums.shape,
+});
 export type BatchView = z.infer<typeof BatchView>;
 
-/** Answer to `POST /_admin/v1/settler/run-once`. */
+/** Answer to `POST /_admin/v1/settler/run-once`: the batches made and their sums. */
 export const RunOnceView = z.strictObject({
   batches: z.array(BatchView),
-  calls: Count,
-  premiums: MicroAmount,
-  treasury_fees: MicroAmount,
-  refunds: MicroAmount,
-  refunds_owed: MicroAmount,
-  clamped_calls: Count,
+  ...SettledSums.shape,
   /** Outcomes still unsettled afterwards (received after the run started). */
   backlog: Count,
 });

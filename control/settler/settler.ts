@@ -15,7 +15,7 @@
  * never overlaps a scheduled run.
  */
 import type { Logger } from '../../protocol/log';
-import type { BatchView, RunOnceView, SettlerState, SettlerStatus } from '../../protocol/settlement';
+import { SettledSums, type BatchView, type RunOnceView, type SettlerState, type SettlerStatus } from '../../protocol/settlement';
 import type { Store } from '../store';
 import { planBatch } from './plan';
 
@@ -89,17 +89,10 @@ export class Settler {
   runOnce(): Promise<RunOnceView> {
     return this.exclusive(async () => {
       const batches = await this.drain(true);
-      const sum = (f: (b: BatchView) => number) => batches.reduce((n, b) => n + f(b), 0);
-      return {
-        batches,
-        calls: sum((b) => b.calls),
-        premiums: sum((b) => b.premiums),
-        treasury_fees: sum((b) => b.treasury_fees),
-        refunds: sum((b) => b.refunds),
-        refunds_owed: sum((b) => b.refunds_owed),
-        clamped_calls: sum((b) => b.clamped_calls),
-        backlog: this.opts.store.settlement.backlog().count,
-      };
+      const sums = Object.fromEntries(
+        Object.keys(SettledSums.shape).map((field) => [field, batches.reduce((n, b) => n + b[field as keyof SettledSums], 0)]),
+      ) as SettledSums;
+      return { batches, ...sums, backlog: this.opts.store.settlement.backlog().count };
     });
   }
 

@@ -7,24 +7,20 @@ import type { Db } from './db';
 import type { EndpointView, HttpMethod } from '../../protocol/admin';
 import type { JsonSchema } from '../../protocol/response-schema';
 
-export interface EndpointRow {
-  id: string;
-  upstream: string;
+/**
+ * A stored endpoint: the admin view's fields, with the JSON columns as text, times in ms and
+ * the header values themselves (the view lists only their names).
+ */
+export interface EndpointRow extends Omit<EndpointView, 'methods' | 'injected_headers' | 'response_schema' | 'created_at' | 'updated_at'> {
+  /** JSON array of methods. */
   methods: string;
-  timeout_ms: number;
-  price: number;
-  premium: number;
-  sla_ms: number;
-  refund_cap_per_hour: number;
-  treasury_fee_bps: number;
+  /** JSON object of injected headers, values included. */
   headers: string;
   created_at: number;
   updated_at: number;
   removed_at: number | null;
   /** JSON text of the response schema (migration 6), or null. */
   response_schema: string | null;
-  /** The public display name (migration 11), or null. */
-  display_name: string | null;
 }
 
 export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at' | 'response_schema' | 'display_name'> & {
