@@ -102,7 +102,8 @@ function build(doc: unknown): { validate: SchemaValidator } | { problems: string
     // regular expressions, references that resolve to nothing.
     return { problems: [(err as Error).message] };
   }
-  return { validate: (value) => (validate(value) ? null : describe(validate.errors![0]!)) };
+  // The last error is the outermost: `oneOf` rather than the first branch's `type`.
+  return { validate: (value) => (validate(value) ? null : describe(validate.errors![validate.errors!.length - 1]!)) };
 }
 
 /** Everything wrong with `doc` as a response schema (empty when it is usable). */

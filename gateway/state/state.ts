@@ -5,7 +5,7 @@
  * then applied in one synchronous step, so a request never sees half an update).
  */
 import type { HttpMethod } from '../../protocol/admin';
-import { compileSchema, type SchemaValidator } from '../../protocol/response-schema';
+import type { SchemaValidator } from '../../protocol/response-schema';
 import {
   Delta,
   SnapshotBegin,
@@ -19,6 +19,7 @@ import {
 import { isDigestHex } from './digest-hex';
 import { isKeysLine } from './key-line';
 import { KeyTable, type KeyEntry } from './key-table';
+import { responseSchemas } from './schema-cache';
 
 export type { KeyEntry };
 
@@ -33,7 +34,7 @@ export interface EndpointEntry {
   price: number;
   premium: number;
   headers: Readonly<Record<string, string>>;
-  /** Compiled response schema for 2xx JSON bodies; null when the endpoint has none. */
+  /** Compiled response schema for 2xx JSON bodies (shared by endpoints with equal schemas, schema-cache.ts); null when the endpoint has none. */
   responseSchema: SchemaValidator | null;
 }
 
@@ -57,7 +58,7 @@ function endpointEntry(e: SnapshotEndpoint): EndpointEntry {
   let responseSchema: SchemaValidator | null = null;
   if (e.response_schema !== undefined) {
     try {
-      responseSchema = compileSchema(e.response_schema);
+      responseSchema = responseSchemas.validator(e.response_schema);
     } catch (err) {
       throw new UpdateRejected(`endpoint ${e.id}: ${(err as Error).message}`);
     }
@@ -153,6 +154,14 @@ export class GatewayState {
     if (delta.limits) this.limits = delta.limits;
     this.version = delta.version;
     this.appliedAt = Date.now();
+    this.retainSchemas();
+  }
+
+  /** Let the schema cache drop the validators no endpoint of this state uses (after it is built or a delta applied). */
+  retainSchemas(): void {
+    const inUse = new Set<SchemaValidator>();
+    for (const e of this.endpoints.values()) if (e.responseSchema !== null) inUse.add(e.responseSchema);
+    responseSchemas.retain(inUse);
   }
 
   /**
@@ -238,6 +247,7 @@ export class SnapshotBuilder {
     const actual = this.digest.digest();
     if (actual !== sha256) throw new UpdateRejected(`snapshot digest mismatch: computed ${actual}, announced ${sha256}`);
     this.state.appliedAt = Date.now();
+    this.state.retainSchemas();
     return this.state;
   }
 }
