@@ -122,9 +122,9 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   try {
     ctx.urls.control = await bind(requestListener(
         [
-          { prefix: '/_admin/', router: admin, auth: adminAuth },
-          { prefix: '/_sync/', router: sync, auth: syncAuth },
-          { prefix: '/metrics/', router: metricsRouter, auth: metricsAuth },
+          { prefix: '/_admin/', router: admin, authenticate: (req) => adminAuth.authenticate(req) },
+          { prefix: '/_sync/', router: sync, authenticate: (req) => syncAuth.authenticate(req) },
+          { prefix: '/metrics/', router: metricsRouter, authenticate: (req) => metricsAuth.authenticate(req) },
         ],
         log,
       ), config.control.port, 'GET, HEAD, POST, PUT, PATCH, DELETE');

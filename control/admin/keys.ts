@@ -1,7 +1,7 @@
 /**
- * `/_admin/v1/keys`: issue, list, show, revoke, rotate (with grace), lift, wallet.
- * The plaintext key leaves this module once, in the body of the issue/rotate answer; the
- * audit log gets the display stub only.
+ * `/_admin/v1/keys`: issue, list, show, revoke, rotate (with grace), lift, wallet. Issuing is
+ * `keys/issue.ts` (the applications flow issues keys too). The plaintext key leaves control
+ * once, in the body of the issue/rotate answer; the audit log gets the display stub only.
  */
 import {
   IssueKeyRequest,
@@ -18,16 +18,11 @@ import {
 } from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
-import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { keyStatus, keyView, type KeyPosition, type KeyRow } from '../store/keys';
-
-export function viewKey(ctx: ControlContext, row: KeyRow): KeyView {
-  const now = ctx.now();
-  return keyView(row, ctx.store.keys.liveSecrets(row.id, now), now);
-}
+import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey } from '../keys/issue';
+import { keyStatus, keyView, type KeyPosition } from '../store/keys';
 
 /**
  * `next_cursor` of the key list: the position (creation time, id) of the last key of a page,
@@ -89,54 +84,6 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
   return { keys, next_cursor: after === null ? null : encodeKeyCursor(after) };
 }
 
-function mustGet(ctx: ControlContext, id: string): KeyRow {
-  const row = ctx.store.keys.byId(id);
-  if (!row) throw new SvcError('svc_not_found', `no key with id ${id}`);
-  return row;
-}
-
-function assertEndpointsExist(ctx: ControlContext, ids: string[]): void {
-  const missing = ids.filter((id) => !ctx.store.endpoints.byId(id));
-  if (missing.length > 0) {
-    throw new SvcError('svc_bad_request', `unknown endpoint(s): ${missing.join(', ')}`, {
-      extra: { errors: missing.map((id) => ({ field: 'endpoints', message: `no endpoint named ${id}` })) },
-    });
-  }
-}
-
-/** Issue a key. Exported for the applications flow, which issues keys bound to an application. */
-export function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequest): IssuedKey {
-  assertEndpointsExist(ctx, input.endpoints ?? []);
-  const now = ctx.now();
-  const key = generateKey();
-  const id = newId('key');
-  const prefix = keyStub(key);
-  const { version } = ctx.store.mutate(
-    { actor, now },
-    {
-      action: 'keys.issue',
-      target: id,
-      detail: { prefix, name: input.name ?? null, endpoints: input.endpoints ?? [], application_id: input.application_id ?? null },
-      changes: [{ kind: 'key', entity: id }],
-    },
-    () =>
-      ctx.store.keys.insert({
-        id,
-        name: input.name ?? null,
-        prefix,
-        hash: hashKey(key),
-        created_at: now,
-        created_by: actor,
-        expires_at: input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000,
-        wallet: input.wallet ?? null,
-        endpoints: [...new Set(input.endpoints ?? [])],
-        limit: input.limit ?? null,
-        application_id: input.application_id ?? null,
-      }),
-  );
-  return { ...viewKey(ctx, mustGet(ctx, id)), key, version };
-}
-
 export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
   router.post('/_admin/v1/keys', async ({ req, res, actor }) => {
     const input = parseBody(IssueKeyRequest, await readJson(req));
@@ -148,11 +95,11 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
   });
 
   router.get('/_admin/v1/keys/:id', ({ res, params }) => {
-    sendJson(res, 200, viewKey(ctx, mustGet(ctx, params.id!)));
+    sendJson(res, 200, viewKey(ctx, keyOrNotFound(ctx, params.id!)));
   });
 
   router.post('/_admin/v1/keys/:id/revoke', ({ res, params, actor }) => {
-    const row = mustGet(ctx, params.id!);
+    const row = keyOrNotFound(ctx, params.id!);
     if (row.status === 'revoked') {
       sendJson(res, 200, { ...viewKey(ctx, row), version: ctx.store.version(), changed: false } satisfies KeyRevoked);
       return;
@@ -166,33 +113,29 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
         ctx.store.keys.expireSecrets(row.id, now, now);
       },
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version, changed: true } satisfies KeyRevoked);
+    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version, changed: true } satisfies KeyRevoked);
   });
 
   router.post('/_admin/v1/keys/:id/rotate', async ({ req, res, params, actor }) => {
     const input = parseBody(RotateKeyRequest, await readJson(req));
-    const row = mustGet(ctx, params.id!);
+    const row = keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
     const status = keyStatus(row, now);
     if (status !== 'active') throw new SvcError('svc_conflict', `key ${row.id} is ${status}; issue a new key instead`);
     const grace = input.grace_seconds ?? ctx.config.keys.rotateGraceS;
-    const key = generateKey();
-    const prefix = keyStub(key);
+    const secret = newSecret();
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'keys.rotate', target: row.id, detail: { old_prefix: row.prefix, prefix, grace_seconds: grace }, changes: [{ kind: 'key', entity: row.id }] },
-      () => {
-        ctx.store.keys.expireSecrets(row.id, now + grace * 1000, now);
-        ctx.store.keys.addSecret(row.id, hashKey(key), prefix, now);
-      },
+      { action: 'keys.rotate', target: row.id, detail: { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace }, changes: [{ kind: 'key', entity: row.id }] },
+      () => replaceSecrets(ctx, row.id, secret, now + grace * 1000, now),
     );
-    const issued: IssuedKey = { ...viewKey(ctx, mustGet(ctx, row.id)), key, version };
+    const issued: IssuedKey = { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), key: secret.key, version };
     sendJson(res, 200, issued);
   });
 
   router.post('/_admin/v1/keys/:id/lift', async ({ req, res, params, actor }) => {
     const input = parseBody(LiftKeyRequest, await readJson(req));
-    const row = mustGet(ctx, params.id!);
+    const row = keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
     const until = now + input.for_seconds * 1000;
     const { version } = ctx.store.mutate(
@@ -200,27 +143,27 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
       { action: 'keys.lift', target: row.id, detail: { ...input.limit, until: new Date(until).toISOString() }, changes: [{ kind: 'key', entity: row.id }] },
       () => ctx.store.keys.setLift(row.id, { ...input.limit, until }),
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version } satisfies KeyChange);
+    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version } satisfies KeyChange);
   });
 
   router.put('/_admin/v1/keys/:id/wallet', async ({ req, res, params, actor }) => {
     const input = parseBody(WalletRequest, await readJson(req));
-    const row = mustGet(ctx, params.id!);
+    const row = keyOrNotFound(ctx, params.id!);
     const { version } = ctx.store.mutate(
       { actor, now: ctx.now() },
       { action: 'keys.wallet.attach', target: row.id, detail: { wallet: input.wallet, previous: row.wallet } },
       () => ctx.store.keys.setWallet(row.id, input.wallet),
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version } satisfies KeyChange);
+    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version } satisfies KeyChange);
   });
 
   router.delete('/_admin/v1/keys/:id/wallet', ({ res, params, actor }) => {
-    const row = mustGet(ctx, params.id!);
+    const row = keyOrNotFound(ctx, params.id!);
     const { version } = ctx.store.mutate(
       { actor, now: ctx.now() },
       { action: 'keys.wallet.detach', target: row.id, detail: { previous: row.wallet } },
       () => ctx.store.keys.setWallet(row.id, null),
     );
-    sendJson(res, 200, { ...viewKey(ctx, mustGet(ctx, row.id)), version } satisfies KeyChange);
+    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version } satisfies KeyChange);
   });
 }

@@ -15,8 +15,8 @@ import {
   type NotifierKind,
 } from '../../protocol/applications';
 import { SvcError } from '../../protocol/errors';
-import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
-import { issueKey } from '../admin/keys';
+import { newId } from '../../protocol/keys';
+import { issueKey, newSecret, replaceSecrets } from '../keys/issue';
 import type { ControlContext } from '../context';
 import type { ApplicationRow } from '../store/applications';
 import { keyStatus } from '../store/keys';
@@ -172,21 +172,17 @@ export async function redeliverApplication(ctx: ControlContext, actor: string, i
   if (!keyRow || status !== 'active') {
     throw new SvcError('svc_conflict', `key ${row.key_id} of application ${id} is ${status}; issue a new key with \`svcctl keys issue\``);
   }
-  const key = generateKey();
-  const prefix = keyStub(key);
+  const secret = newSecret();
   const { version } = ctx.store.mutate(
     { actor, now },
     {
       action: 'applications.redeliver',
       target: id,
-      detail: { key_id: keyRow.id, old_prefix: keyRow.prefix, prefix },
+      detail: { key_id: keyRow.id, old_prefix: keyRow.prefix, prefix: secret.prefix },
       changes: [{ kind: 'key', entity: keyRow.id }],
     },
-    () => {
-      ctx.store.keys.expireSecrets(keyRow.id, now, now);
-      ctx.store.keys.addSecret(keyRow.id, hashKey(key), prefix, now);
-    },
+    () => replaceSecrets(ctx, keyRow.id, secret, now, now),
   );
   const kind: NotifierKind = toOperator ? 'operator' : ctx.config.applications.notifier;
-  return deliver(ctx, actor, row, { keyId: keyRow.id, key, prefix, endpoints: JSON.parse(keyRow.endpoints) as string[], version }, kind);
+  return deliver(ctx, actor, row, { keyId: keyRow.id, key: secret.key, prefix: secret.prefix, endpoints: JSON.parse(keyRow.endpoints) as string[], version }, kind);
 }

@@ -6,15 +6,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '../../protocol/errors';
 import { sendError } from '../../protocol/http';
 import type { Logger } from '../../protocol/log';
-import type { TokenAuth } from '../admin/auth';
 import { runHandler, type Router } from './router';
 
 export interface Mount {
   /** Path prefix this mount answers (e.g. `/_admin/`). */
   prefix: string;
   router: Router;
-  /** When set, every request under the prefix needs this bearer token first. */
-  auth?: TokenAuth;
+  /**
+   * When set, every request under the prefix passes this first: it answers the caller's name
+   * (the actor the audit log records) or throws (e.g. 401 `svc_unauthorized`).
+   */
+  authenticate?: (req: IncomingMessage) => string;
 }
 
 export function requestListener(mounts: Mount[], log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
@@ -32,7 +34,7 @@ export function requestListener(mounts: Mount[], log: Logger): (req: IncomingMes
       return;
     }
     try {
-      const actor = mount.auth ? mount.auth.authenticate(req) : 'anonymous';
+      const actor = mount.authenticate ? mount.authenticate(req) : 'anonymous';
       const { handler, params } = mount.router.match(req.method ?? 'GET', url.pathname);
       void runHandler(handler, { req, res, params, query: url.searchParams, actor }, log);
     } catch (err) {

@@ -1,0 +1,89 @@
+/**
+ * Issuing API keys and their secrets, for the admin API (`POST /_admin/v1/keys`, rotate) and
+ * for applications (approve, redeliver): the one place a key or a secret is created.
+ */
+import type { IssueKeyRequest, IssuedKey, KeyView } from '../../protocol/admin';
+import { SvcError } from '../../protocol/errors';
+import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
+import type { ControlContext } from '../context';
+import { keyView, type KeyRow } from '../store/keys';
+
+/** A key as the admin API shows it, with its live secrets. */
+export function viewKey(ctx: ControlContext, row: KeyRow): KeyView {
+  const now = ctx.now();
+  return keyView(row, ctx.store.keys.liveSecrets(row.id, now), now);
+}
+
+/** The key `id`, or 404 `svc_not_found`. */
+export function keyOrNotFound(ctx: ControlContext, id: string): KeyRow {
+  const row = ctx.store.keys.byId(id);
+  if (!row) throw new SvcError('svc_not_found', `no key with id ${id}`);
+  return row;
+}
+
+/** A new secret: the plaintext (shown once, never stored), its display stub and its hash. */
+export interface NewSecret {
+  key: string;
+  prefix: string;
+  hash: string;
+}
+
+export function newSecret(): NewSecret {
+  const key = generateKey();
+  return { key, prefix: keyStub(key), hash: hashKey(key) };
+}
+
+/**
+ * Inside a `Store.mutate`: the key's live secrets expire at `oldUntil` (now: at once; later: a
+ * rotation's grace) and `secret` admits it from now on.
+ */
+export function replaceSecrets(ctx: ControlContext, keyId: string, secret: NewSecret, oldUntil: number, now: number): void {
+  ctx.store.keys.expireSecrets(keyId, oldUntil, now);
+  ctx.store.keys.addSecret(keyId, secret.hash, secret.prefix, now);
+}
+
+function assertEndpointsExist(ctx: ControlContext, ids: string[]): void {
+  const missing = ids.filter((id) => !ctx.store.endpoints.byId(id));
+  if (missing.length > 0) {
+    throw new SvcError('svc_bad_request', `unknown endpoint(s): ${missing.join(', ')}`, {
+      extra: { errors: missing.map((id) => ({ field: 'endpoints', message: `no endpoint named ${id}` })) },
+    });
+  }
+}
+
+/**
+ * Issue a key: its one secret is generated here and returned once, in plaintext, in the
+ * answer (only its hash and display stub are stored). The admin API and approved
+ * applications (bound to the application) both issue through this.
+ */
+export function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequest): IssuedKey {
+  assertEndpointsExist(ctx, input.endpoints ?? []);
+  const now = ctx.now();
+  const { key, prefix, hash } = newSecret();
+  const id = newId('key');
+  const { version } = ctx.store.mutate(
+    { actor, now },
+    {
+      action: 'keys.issue',
+      target: id,
+      detail: { prefix, name: input.name ?? null, endpoints: input.endpoints ?? [], application_id: input.application_id ?? null },
+      changes: [{ kind: 'key', entity: id }],
+    },
+    () =>
+      ctx.store.keys.insert({
+        id,
+        name: input.name ?? null,
+        prefix,
+        hash,
+        created_at: now,
+        created_by: actor,
+        expires_at: input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000,
+        wallet: input.wallet ?? null,
+        endpoints: [...new Set(input.endpoints ?? [])],
+        limit: input.limit ?? null,
+        application_id: input.application_id ?? null,
+      }),
+  );
+  return { ...viewKey(ctx, keyOrNotFound(ctx, id)), key, version };
+}
+
