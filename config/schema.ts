@@ -30,7 +30,7 @@ export const ConfigSchema = z
     adminToken: token,
     syncToken: token,
     metricsToken: token,
-    logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('one of debug, info, warn, error'),
+    logLevel: z.enum(['debug', 'info', 'warn', 'error']).default(D.DEFAULT_LOG_LEVEL).describe('one of debug, info, warn, error'),
     gateway: z
       .object({
         port: port(D.DEFAULT_GATEWAY_PORT),

@@ -143,8 +143,7 @@ export const UpdateEndpointRequest = EndpointFields.partial().strict();
 export type UpdateEndpointRequest = z.infer<typeof UpdateEndpointRequest>;
 
 /** Every mutation answers with the state version it produced (DESIGN §4). */
-export const Versioned = z.strictObject({ version: StateVersion });
-export type Versioned = z.infer<typeof Versioned>;
+const Versioned = z.strictObject({ version: StateVersion });
 
 /** An endpoint as the admin API shows it: injected header values never appear. */
 export const EndpointView = z.strictObject({

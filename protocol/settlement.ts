@@ -32,8 +32,7 @@ export type SettlerStatus = z.infer<typeof SettlerStatus>;
 // ---------------------------------------------------------------------------------------
 // Ledger, pool, payouts (admin API shapes; see control/store/ledger.ts)
 
-/** Accounts of the ledger: `external`, `pool`, `treasury`, and `key:<key id>` per key. */
-export const FIXED_ACCOUNTS = ['external', 'pool', 'treasury'] as const;
+/** A key's ledger account (the others are `external`, `pool` and `treasury`). */
 export const keyAccount = (keyId: string): string => `key:${keyId}`;
 
 /** Why a refund was paid short: the pool could not cover it, or the endpoint's hourly cap was reached. */

@@ -48,10 +48,3 @@ export function formatRateLimit(limit: RateLimit): string {
   const unit = names[limit.window_seconds];
   return unit ? `${limit.count}/${unit}` : `${limit.count}/${limit.window_seconds}s`;
 }
-
-export function formatDuration(seconds: number): string {
-  if (seconds % 86400 === 0) return `${seconds / 86400}d`;
-  if (seconds % 3600 === 0) return `${seconds / 3600}h`;
-  if (seconds % 60 === 0) return `${seconds / 60}m`;
-  return `${seconds}s`;
-}
