@@ -23,26 +23,13 @@
  */
 import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import { performance } from 'node:perf_hooks';
 import httpProxy from 'http-proxy';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
-import { sendProblem } from '../../protocol/http';
-import type { CallerFailure, NetworkError } from '../request/classify';
-import { clientResponseHeaders, headerListObject, type HeaderList } from '../request/headers';
-import { declaredLength, networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
+import { clientResponseHeaders } from '../request/headers';
+import { ForwardCall, type EngineCounters } from './call';
+import { declaredLength, networkErrorOf } from './failures';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
-import type {
-  BodyObserver,
-  ForwardDone,
-  ForwardFailure,
-  ForwardResult,
-  ForwardTarget,
-  GatewayProxy,
-  ProxyOptions,
-  ProxyStats,
-  ResponseHead,
-  ResponseHeadHook,
-} from './index';
+import type { ForwardDone, ForwardTarget, GatewayProxy, ProxyOptions, ProxyStats, ResponseHeadHook } from './index';
 
 const ignore = (): void => {};
 
@@ -54,6 +41,168 @@ function count(table: NodeJS.ReadOnlyDict<unknown[]>): number {
   return n;
 }
 
+/** What every call of one http-proxy engine shares. */
+interface Engine extends EngineCounters {
+  /** http-proxy's `stream` web pass, run alone for each call. */
+  readonly streamPass: Pass;
+  /** The proxy server that carries http-proxy's events. */
+  readonly server: unknown;
+  readonly httpAgent: http.Agent;
+  readonly httpsAgent: http.Agent;
+  /** http-proxy's target object for an endpoint's upstream URL (one per URL). */
+  targetOf(origin: URL): object;
+}
+
+/**
+ * One forwarded call on http-proxy. It is also the `buffer` http-proxy pipes the request body
+ * from: http-proxy creates the upstream request inside its pass and hands out no reference
+ * until it has a socket, but it does call `options.buffer.pipe(upstreamRequest)`.
+ */
+class HttpProxyCall extends ForwardCall {
+  private upstreamReq: ClientRequest | null = null;
+  private upstreamRes: IncomingMessage | null = null;
+  /** The caller's request declares a body (read before its headers are replaced by the upstream's). */
+  private readonly expectsBody: boolean;
+  private seen = 0;
+
+  constructor(
+    private readonly proxy: Engine,
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: ForwardTarget,
+    done: ForwardDone,
+    onHead: ResponseHeadHook | undefined,
+  ) {
+    super(proxy, req, res, target, done, onHead);
+    this.expectsBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+  }
+
+  start(): void {
+    this.begin();
+    const { req, res, target, proxy } = this;
+    req.url = target.path;
+    req.headers = target.headers as IncomingMessage['headers'];
+    const isHttps = target.origin.protocol === 'https:';
+    try {
+      proxy.streamPass(req, res, {
+        selfHandleResponse: true,
+        toProxy: true, // use req.url verbatim: no url.parse() of the caller's path
+        prependPath: false,
+        ignorePath: false,
+        changeOrigin: false, // Host comes from headers.ts
+        followRedirects: false,
+        secure: true,
+        target: proxy.targetOf(target.origin),
+        agent: isHttps ? proxy.httpsAgent : proxy.httpAgent,
+        // No proxyTimeout: http-proxy would arm it on the socket before the caller's body has
+        // arrived. The idle timeout is set in onCallerEnd once the body is sent.
+        buffer: this,
+      }, undefined, proxy.server, ignore);
+    } catch (err) {
+      // http.request() throws synchronously for headers or paths Node will not send.
+      this.internal(err);
+      return;
+    }
+    if (this.upstreamReq === null) this.internal(new Error('http-proxy did not create an upstream request'));
+  }
+
+  protected abortUpstream(): void {
+    if (this.responding) this.upstreamRes?.destroy();
+    this.upstreamReq?.destroy();
+  }
+
+  // ---- the caller's body, streamed with backpressure and counted against the limit -----
+
+  /** Called by http-proxy with the upstream request it created. */
+  pipe(dest: ClientRequest): ClientRequest {
+    this.upstreamReq = dest;
+    if (this.expectsBody) this.startBodyClock();
+    this.req.on('data', this.onCallerData);
+    this.req.on('end', this.onCallerEnd);
+    dest.on('response', this.onResponse);
+    dest.on('error', this.onUpstreamError);
+    return dest;
+  }
+
+  private readonly onCallerData = (chunk: Buffer): void => {
+    if (this.finished) return;
+    const limit = this.target.bodyLimitBytes;
+    if (limit !== undefined && (this.seen += chunk.length) > limit) return this.failCaller('body_too_large');
+    this.bodyTimer?.refresh();
+    const dest = this.upstreamReq!;
+    if (!dest.write(chunk)) {
+      this.upstreamFull();
+      dest.once('drain', this.upstreamWants);
+    }
+  };
+
+  private readonly onCallerEnd = (): void => {
+    if (this.finished) return;
+    clearTimeout(this.bodyTimer);
+    const dest = this.upstreamReq!;
+    dest.end();
+    this.bodySent();
+    dest.setTimeout(this.target.timeoutMs, this.onUpstreamIdle);
+  };
+
+  private readonly onUpstreamIdle = (): void => {
+    this.timedOut = true;
+    this.upstreamReq!.destroy();
+  };
+
+  private readonly onUpstreamError = (err: Error): void => {
+    if (this.finished) return;
+    if (this.callerGone()) return this.callerLeft();
+    this.fail(this.timedOut ? 'timeout' : networkErrorOf(err));
+  };
+
+  // ---- the answer ----------------------------------------------------------------------
+
+  private readonly onResponse = (incoming: IncomingMessage): void => {
+    if (this.finished) {
+      incoming.destroy();
+      return;
+    }
+    this.upstreamRes = incoming;
+    incoming.on('aborted', this.onAnswerBroken);
+    incoming.on('error', this.onAnswerBroken);
+    if (!this.upstreamHead(incoming.statusCode ?? 502, clientResponseHeaders(incoming.rawHeaders), declaredLength(incoming.headers['content-length']))) return;
+    incoming.on('data', this.onAnswerData);
+    incoming.on('end', this.onAnswerEnd);
+  };
+
+  private readonly onAnswerData = (chunk: Buffer): void => {
+    if (this.passChunk(chunk)) return;
+    // The caller reads slower than the upstream sends: that wait is the caller's, so the
+    // upstream socket's idle timeout stops until the caller has taken what it has.
+    const incoming = this.upstreamRes!;
+    incoming.pause();
+    incoming.socket?.setTimeout(0);
+    this.res.once('drain', this.onCallerDrain);
+  };
+
+  private readonly onCallerDrain = (): void => {
+    const incoming = this.upstreamRes!;
+    // Not once the answer is complete: its socket may be back in the agent's idle pool.
+    if (!incoming.complete) incoming.socket?.setTimeout(this.target.timeoutMs);
+    incoming.resume();
+  };
+
+  private readonly onAnswerEnd = (): void => {
+    this.bodyEnded();
+  };
+
+  /** The answer broke off mid-body: the caller's connection is cut. */
+  private readonly onAnswerBroken = (): void => {
+    if (this.finished) return;
+    if (this.callerGone()) return this.callerLeft();
+    if (!this.claim()) return;
+    this.upstreamReq?.destroy();
+    this.res.destroy();
+    this.report(this.timedOut ? 'timeout' : 'reset', this.status);
+  };
+}
+
 /** The http-proxy engine (`gateway.engine` = `http-proxy`). One per gateway process. */
 export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy {
   const agentOptions = {
@@ -63,7 +212,6 @@ export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy 
     timeout: options.freeSocketTimeoutMs ?? DEFAULT_FREE_SOCKET_TIMEOUT_MS,
     scheduling: 'lifo' as const,
   };
-  const clientBodyTimeoutMs = options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS;
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
   // The server only carries http-proxy's events; its options are unused (see `stream` below).
@@ -78,320 +226,34 @@ export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy 
   // which copies the server's options and the call's into a new object twice per call.
   const stream = (server as unknown as { webPasses: Pass[] }).webPasses.find((pass) => pass.name === 'stream');
   if (stream === undefined) throw new Error('http-proxy web passes changed: no stream pass');
-  const streamPass: Pass = stream;
 
   const targets = new WeakMap<URL, object>();
-  function targetOf(origin: URL): object {
-    let target = targets.get(origin);
-    if (target === undefined) {
-      const hostname = origin.hostname.startsWith('[') ? origin.hostname.slice(1, -1) : origin.hostname;
-      target = { protocol: origin.protocol, hostname, host: hostname, port: origin.port || (origin.protocol === 'https:' ? '443' : '80') };
-      targets.set(origin, target);
-    }
-    return target;
-  }
-
-  let inFlight = 0;
-
-  function forward(req: IncomingMessage, res: ServerResponse, target: ForwardTarget, done: ForwardDone, onHead?: ResponseHeadHook): void {
-    const started = performance.now();
-    let finished = false;
-    let timedOut = false;
-    let upstreamReq: ClientRequest | null = null;
-    let upstreamRes: IncomingMessage | null = null;
-    let status: number | null = null;
-    let latency = -1;
-    // The provider's clock starts when the last request byte is handed upstream (or at the
-    // response head, if the upstream answers first); the caller's time is never counted.
-    let clockStart = -1;
-    let deadline: NodeJS.Timeout | undefined;
-    // The caller's clock: the longest pause between request-body chunks, armed while the call
-    // waits for the caller's body and not while the upstream holds the body back.
-    let bodyTimer: NodeJS.Timeout | undefined;
-    let heldByUpstream = false;
-    inFlight++;
-
-    const providerMs = (): number => (clockStart < 0 ? 0 : Math.round(performance.now() - clockStart));
-    const elapsed = (): number => (latency >= 0 ? latency : providerMs());
-    // Every path first claims the call's single result, then cleans up, then reports: cleanup
-    // (destroying the upstream) fires events whose handlers then see the call as settled.
-    const claim = (): boolean => {
-      if (finished) return false;
-      finished = true;
-      inFlight--;
-      clearTimeout(deadline);
-      clearTimeout(bodyTimer);
-      return true;
-    };
-    const report = (networkError: ForwardFailure | null, sentStatus: number | null, internalError?: unknown): void => {
-      const result: ForwardResult = { status, sentStatus, networkError, upstreamLatencyMs: elapsed() };
-      if (internalError !== undefined) result.internalError = internalError;
-      done(result);
-    };
-    const reportCaller = (kind: CallerFailure, sentStatus: number | null): void => {
-      latency = Math.round(performance.now() - started);
-      report(kind, sentStatus);
-    };
-    const abortUpstream = (): void => {
-      upstreamRes?.destroy();
-      upstreamReq?.destroy();
-    };
-    // A fault of the gateway itself (a throwing hook, a request Node will not send): 500.
-    const respondInternal = (err: unknown): void => {
-      const sent = res.headersSent ? null : 500;
-      if (sent !== null) sendProblem(res, 'svc_internal', 'the request could not be forwarded');
-      else res.destroy();
-      report(null, sent, err);
-    };
-    const internal = (err: unknown): void => {
-      if (!claim()) return;
-      abortUpstream();
-      respondInternal(err);
-    };
-    // Run the head hook for forward()'s own answer; false (and a 500 sent) if it threw.
-    const ownHead = (head: ResponseHead): boolean => {
-      try {
-        onHead?.(head);
-        return true;
-      } catch (err) {
-        respondInternal(err);
-        return false;
+  const engine: Engine = {
+    clientBodyTimeoutMs: options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS,
+    inFlight: 0,
+    streamPass: stream,
+    server,
+    httpAgent,
+    httpsAgent,
+    targetOf(origin: URL): object {
+      let target = targets.get(origin);
+      if (target === undefined) {
+        const hostname = origin.hostname.startsWith('[') ? origin.hostname.slice(1, -1) : origin.hostname;
+        target = { protocol: origin.protocol, hostname, host: hostname, port: origin.port || (origin.protocol === 'https:' ? '443' : '80') };
+        targets.set(origin, target);
       }
-    };
-    // Answer a failure before any head was sent; after it, cut the caller's connection.
-    const fail = (kind: NetworkError): void => {
-      if (!claim()) return;
-      abortUpstream();
-      if (res.headersSent || res.destroyed) {
-        res.destroy();
-        report(kind, status);
-        return;
-      }
-      const sent = kind === 'timeout' ? 504 : 502;
-      if (latency < 0) latency = providerMs();
-      const headers: HeaderList = [];
-      if (!ownHead({ status: sent, headers, fromUpstream: false, networkError: kind, callerFailure: null, upstreamLatencyMs: latency })) return;
-      sendNetworkFailure(res, kind, target.timeoutMs, headerListObject(headers) as Record<string, string>);
-      report(kind, sent);
-    };
-    // The caller broke its own request (a body over the limit, or one that stalled): the
-    // upstream request is destroyed, the caller gets 413/408 and the connection is closed.
-    const failCaller = (kind: 'body_too_large' | 'client_timeout'): void => {
-      if (!claim()) return;
-      req.pause();
-      abortUpstream();
-      if (res.headersSent || res.destroyed) {
-        res.destroy();
-        reportCaller(kind, status);
-        return;
-      }
-      const sent = kind === 'client_timeout' ? 408 : 413;
-      const headers: HeaderList = ['connection', 'close'];
-      const head: ResponseHead = { status: sent, headers, fromUpstream: false, networkError: null, callerFailure: kind, upstreamLatencyMs: Math.round(performance.now() - started) };
-      if (!ownHead(head)) return;
-      sendCallerFailure(res, kind, { clientBodyTimeoutMs, bodyLimitBytes: target.bodyLimitBytes }, headerListObject(headers) as Record<string, string>);
-      reportCaller(kind, sent);
-    };
-
-    const onDeadline = (): void => {
-      timedOut = true;
-      fail('timeout');
-    };
-    const startDeadline = (): void => {
-      if (deadline === undefined && !finished) deadline = setTimeout(onDeadline, target.timeoutMs);
-    };
-    const stopDeadline = (): void => {
-      clearTimeout(deadline);
-      deadline = undefined;
-    };
-
-    res.on('finish', () => {
-      if (upstreamRes !== null && claim()) report(null, status);
-    });
-    // The caller left: nobody is waiting for this call any more.
-    const callerLeft = (): void => {
-      if (res.writableFinished || !claim()) return;
-      abortUpstream();
-      res.destroy();
-      reportCaller('client_abort', res.headersSent ? status : null);
-    };
-    const callerGone = (): boolean => req.socket.destroyed && !res.writableFinished;
-    res.on('close', callerLeft);
-    req.on('error', callerLeft);
-
-    const onResponse = (incoming: IncomingMessage): void => {
-      if (finished) {
-        incoming.destroy();
-        return;
-      }
-      stopDeadline();
-      upstreamRes = incoming;
-      status = incoming.statusCode ?? 502;
-      if (clockStart < 0) clockStart = performance.now();
-      latency = providerMs();
-      const onBroken = (): void => {
-        if (finished) return;
-        if (callerGone()) return callerLeft();
-        if (!claim()) return;
-        upstreamReq?.destroy();
-        res.destroy();
-        report(timedOut ? 'timeout' : 'reset', status);
-      };
-      incoming.on('aborted', onBroken);
-      incoming.on('error', onBroken);
-      const headers = clientResponseHeaders(incoming.rawHeaders);
-      const head: ResponseHead = { status, headers, fromUpstream: true, networkError: null, callerFailure: null, upstreamLatencyMs: latency };
-      try {
-        onHead?.(head);
-      } catch (err) {
-        internal(err);
-        return;
-      }
-      try {
-        res.writeHead(status, headers);
-      } catch (err) {
-        // A head Node refuses to write (e.g. an invalid status) is the upstream's fault.
-        upstreamRes = null;
-        status = null;
-        fail(networkErrorOf(err));
-        return;
-      }
-      forwardBody(incoming, res, head.body);
-    };
-
-    // The answer's bytes go to the caller as they arrive, except the last chunk of a body with a
-    // declared length: it is written together with the end, once the body observer released
-    // it. So a caller never holds a complete response before its outcome record is journaled.
-    const forwardBody = (incoming: IncomingMessage, out: ServerResponse, observer: BodyObserver | undefined): void => {
-      let remaining = declaredLength(incoming.headers['content-length']);
-      let held: Buffer | undefined;
-      const observe = observer?.chunk;
-      incoming.on('data', (chunk: Buffer) => {
-        if (observe !== undefined) observe(chunk);
-        if (remaining >= 0 && (remaining -= chunk.length) <= 0) {
-          if (held === undefined) {
-            held = chunk;
-            return;
-          }
-          out.write(held); // not reached with a conforming parser: the length ended at `held`
-          held = undefined;
-        }
-        if (!out.write(chunk)) {
-          // The caller reads slower than the upstream sends: that wait is the caller's, so the
-          // upstream socket's idle timeout stops until the caller has taken what it has.
-          incoming.pause();
-          incoming.socket?.setTimeout(0);
-          out.once('drain', () => {
-            // Not once the answer is complete: its socket may be back in the agent's idle pool.
-            if (!incoming.complete) incoming.socket?.setTimeout(target.timeoutMs);
-            incoming.resume();
-          });
-        }
-      });
-      incoming.on('end', () => {
-        if (finished) return;
-        if (observer === undefined) return void out.end(held);
-        try {
-          observer.end((err) => {
-            if (finished) return;
-            if (err === null) out.end(held);
-            else internal(err);
-          });
-        } catch (err) {
-          internal(err);
-        }
-      });
-    };
-
-    // http-proxy creates the upstream request inside web() and hands out no reference until it
-    // has a socket. It does pipe the body from `options.buffer`, so that is where we take it.
-    const limit = target.bodyLimitBytes;
-    const expectsBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
-    // The caller's body, streamed with backpressure and counted against the limit.
-    const body = {
-      pipe(dest: ClientRequest): ClientRequest {
-        upstreamReq = dest;
-        let seen = 0;
-        if (expectsBody) {
-          bodyTimer = setTimeout(() => {
-            if (!heldByUpstream) failCaller('client_timeout');
-          }, clientBodyTimeoutMs);
-        }
-        req.on('data', (chunk: Buffer) => {
-          if (finished) return;
-          if (limit !== undefined && (seen += chunk.length) > limit) return failCaller('body_too_large');
-          bodyTimer?.refresh();
-          if (!dest.write(chunk)) {
-            // Waiting on the upstream now: its clock runs, the caller's does not.
-            req.pause();
-            heldByUpstream = true;
-            if (upstreamRes === null) startDeadline();
-            dest.once('drain', () => {
-              if (finished) return;
-              heldByUpstream = false;
-              if (upstreamRes === null) stopDeadline();
-              bodyTimer?.refresh();
-              req.resume();
-            });
-          }
-        });
-        req.on('end', () => {
-          if (finished) return;
-          clearTimeout(bodyTimer);
-          dest.end();
-          // The last request byte is upstream's now: the provider's clock starts.
-          if (clockStart < 0) clockStart = performance.now();
-          if (upstreamRes === null) {
-            stopDeadline();
-            startDeadline();
-          }
-          dest.setTimeout(target.timeoutMs, () => {
-            timedOut = true;
-            dest.destroy();
-          });
-        });
-        dest.on('response', onResponse);
-        dest.on('error', (err) => {
-          if (finished) return;
-          if (callerGone()) return callerLeft();
-          fail(timedOut ? 'timeout' : networkErrorOf(err));
-        });
-        return dest;
-      },
-    };
-
-    req.url = target.path;
-    req.headers = target.headers as IncomingMessage['headers'];
-    const isHttps = target.origin.protocol === 'https:';
-    try {
-      streamPass(req, res, {
-        selfHandleResponse: true,
-        toProxy: true, // use req.url verbatim: no url.parse() of the caller's path
-        prependPath: false,
-        ignorePath: false,
-        changeOrigin: false, // Host comes from headers.ts
-        followRedirects: false,
-        secure: true,
-        target: targetOf(target.origin),
-        agent: isHttps ? httpsAgent : httpAgent,
-        // No proxyTimeout: http-proxy would arm it on the socket before the caller's body has
-        // arrived. The idle timeout is set above once the body is sent.
-        buffer: body,
-      }, undefined, server, ignore);
-    } catch (err) {
-      // http.request() throws synchronously for headers or paths Node will not send.
-      internal(err);
-      return;
-    }
-    if (upstreamReq === null) internal(new Error('http-proxy did not create an upstream request'));
-  }
+      return target;
+    },
+  };
 
   return {
     engine: 'http-proxy',
-    forward,
+    forward(req: IncomingMessage, res: ServerResponse, target: ForwardTarget, done: ForwardDone, onHead?: ResponseHeadHook): void {
+      new HttpProxyCall(engine, req, res, target, done, onHead).start();
+    },
     stats(): ProxyStats {
       return {
-        inFlight,
+        inFlight: engine.inFlight,
         sockets: count(httpAgent.sockets) + count(httpsAgent.sockets),
         freeSockets: count(httpAgent.freeSockets) + count(httpsAgent.freeSockets),
         queued: count(httpAgent.requests) + count(httpsAgent.requests),

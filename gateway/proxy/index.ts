@@ -3,7 +3,9 @@
  * engine `gateway.engine` names: `http-proxy.ts` (http-proxy 1.18.1, the default) or `undici.ts`
  * (undici's dispatcher API; its connections in `undici-pool.ts`, its request body in
  * `undici-body.ts`). Only these files import their library; the rest of the gateway imports this
- * module. A third engine is one more file and one more entry in `ENGINES` below (and in
+ * module. What a call is on every engine (its single result, its two clocks, the answers
+ * forward() sends itself, the held last chunk) is `call.ts`'s `ForwardCall`; each engine's call
+ * extends it with how that library reaches the upstream. A third engine is one more file and one more entry in `ENGINES` below (and in
  * `protocol/engines.ts`).
  *
  * One call, whichever engine carries it:

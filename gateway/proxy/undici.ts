@@ -21,25 +21,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { buildConnector, type Client, type Dispatcher } from 'undici';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
-import { sendProblem } from '../../protocol/http';
-import type { CallerFailure, NetworkError } from '../request/classify';
-import { clientResponseHeaders, headerListObject, headerListValue, type HeaderList } from '../request/headers';
+import { clientResponseHeaders, headerListValue } from '../request/headers';
+import { ForwardCall, type EngineCounters } from './call';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
-import { declaredLength, networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
+import { declaredLength, networkErrorOf } from './failures';
 import { RequestBody, requestHeaders } from './undici-body';
 import { OriginPool, type Conn } from './undici-pool';
-import type {
-  BodyObserver,
-  ForwardDone,
-  ForwardFailure,
-  ForwardResult,
-  ForwardTarget,
-  GatewayProxy,
-  ProxyOptions,
-  ProxyStats,
-  ResponseHead,
-  ResponseHeadHook,
-} from './index';
+import type { ForwardDone, ForwardTarget, GatewayProxy, ProxyOptions, ProxyStats, ResponseHeadHook } from './index';
 
 /**
  * Largest declared request body that is handed to undici as one buffer when it arrives in one
@@ -57,12 +45,6 @@ const TIMEOUTS: ReadonlySet<string> = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_E
 
 const codeOf = (err: unknown): string | undefined => (err as { code?: string } | null)?.code;
 
-/** What every call of one engine shares. */
-interface Engine {
-  clientBodyTimeoutMs: number;
-  inFlight: number;
-}
-
 type Origin = OriginPool<UndiciCall>;
 
 /** Raw response header buffers as strings (latin1, as Node's own parser decodes them). */
@@ -73,20 +55,7 @@ function rawStrings(raw: Buffer[]): string[] {
 }
 
 /** One forwarded call; also the undici dispatch handler for it. */
-class UndiciCall implements Dispatcher.DispatchHandler {
-  private readonly started = performance.now();
-  private finished = false;
-  private timedOut = false;
-  /** The upstream's response head arrived (and was written to the caller). */
-  private responding = false;
-  private status: number | null = null;
-  private latency = -1;
-  /** The provider's clock: from the last request byte handed upstream (-1: not started). */
-  private clockStart = -1;
-  private deadline: NodeJS.Timeout | undefined;
-  /** The caller's clock: the longest pause between request-body chunks. */
-  private bodyTimer: NodeJS.Timeout | undefined;
-  private heldByUpstream = false;
+class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
   /** The request body undici reads (null: none, or not needed). */
   private body: RequestBody | null = null;
   /** A small declared body whose first chunk has not arrived: the call is not handed on yet. */
@@ -104,31 +73,27 @@ class UndiciCall implements Dispatcher.DispatchHandler {
   private onConnection = false;
   /** undici is done with the call (completed or failed); its connection went back. */
   private released = false;
-  // The response body on its way to the caller.
+  /** Lets undici read the answer again after the caller's backpressure paused it. */
   private resumeUpstream: (() => void) | null = null;
-  private remaining = -1;
-  private held: Buffer | undefined;
-  private observer: BodyObserver | undefined;
 
   constructor(
-    private readonly engine: Engine,
+    engine: EngineCounters,
     private readonly origin: Origin,
-    private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
-    private readonly target: ForwardTarget,
-    private readonly done: ForwardDone,
-    private readonly onHead: ResponseHeadHook | undefined,
-  ) {}
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: ForwardTarget,
+    done: ForwardDone,
+    onHead: ResponseHeadHook | undefined,
+  ) {
+    super(engine, req, res, target, done, onHead);
+  }
 
   start(): void {
-    const { req, res } = this;
-    this.engine.inFlight++;
-    res.on('finish', this.onFinish);
-    res.on('close', this.callerLeft);
-    req.on('error', this.callerLeft);
+    const req = this.req;
+    this.begin();
     const declared = (this.declared = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length'] ?? '0') : -1);
     if (declared !== 0) {
-      this.bodyTimer = setTimeout(this.onBodyStalled, this.engine.clientBodyTimeoutMs);
+      this.startBodyClock();
       req.on('data', this.onCallerData);
       req.on('end', this.onCallerEnd);
       // A small declared body usually arrives in one chunk, just after the head: the call waits
@@ -190,48 +155,15 @@ class UndiciCall implements Dispatcher.DispatchHandler {
     // 1xx answers are the hop's business, as with Node's own client: never passed on.
     if (statusCode < 200) return true;
     if (this.finished) return false;
-    this.stopDeadline();
-    this.responding = true;
-    this.status = statusCode;
-    if (this.clockStart < 0) this.clockStart = performance.now();
-    this.latency = this.providerMs();
     const headers = clientResponseHeaders(rawStrings(rawHeaders));
-    this.remaining = declaredLength(headerListValue(headers, 'content-length'));
-    const head: ResponseHead = { status: statusCode, headers, fromUpstream: true, networkError: null, callerFailure: null, upstreamLatencyMs: this.latency };
-    try {
-      this.onHead?.(head);
-    } catch (err) {
-      this.internal(err);
-      return false;
-    }
-    try {
-      this.res.writeHead(statusCode, headers);
-    } catch (err) {
-      // A head Node refuses to write is the upstream's fault.
-      this.responding = false;
-      this.status = null;
-      this.fail(networkErrorOf(err));
-      return false;
-    }
+    if (!this.upstreamHead(statusCode, headers, declaredLength(headerListValue(headers, 'content-length')))) return false;
     this.resumeUpstream = resume;
-    this.observer = head.body;
     return true;
   }
 
-  // The answer's bytes go to the caller as they arrive, except the last chunk of a body with a
-  // declared length: it is written together with the end, once the body observer released it.
   onData(chunk: Buffer): boolean {
     if (this.finished) return false;
-    this.observer?.chunk?.(chunk);
-    if (this.remaining >= 0 && (this.remaining -= chunk.length) <= 0) {
-      if (this.held === undefined) {
-        this.held = chunk;
-        return true;
-      }
-      this.res.write(this.held); // not reached with a conforming parser: the length ended at `held`
-      this.held = undefined;
-    }
-    if (this.res.write(chunk)) return true;
+    if (this.passChunk(chunk)) return true;
     // The caller reads slower than the upstream sends: undici stops reading (and its body
     // timeout does not run) until the caller has taken what it has.
     this.res.once('drain', this.onCallerDrain);
@@ -240,18 +172,7 @@ class UndiciCall implements Dispatcher.DispatchHandler {
 
   onComplete(): void {
     this.release();
-    if (this.finished) return;
-    const observer = this.observer;
-    if (observer === undefined) return void this.res.end(this.held);
-    try {
-      observer.end((err) => {
-        if (this.finished) return;
-        if (err === null) this.res.end(this.held);
-        else this.internal(err);
-      });
-    } catch (err) {
-      this.internal(err);
-    }
+    this.bodyEnded();
   }
 
   onError(err: Error): void {
@@ -289,20 +210,9 @@ class UndiciCall implements Dispatcher.DispatchHandler {
     }
     const body = this.body!;
     if (!body.push(chunk)) {
-      // Waiting on the upstream now: its clock runs, the caller's does not.
-      this.req.pause();
-      this.heldByUpstream = true;
-      if (!this.responding) this.startDeadline();
-      body.wanted = this.onBodyWanted;
+      this.upstreamFull();
+      body.wanted = this.upstreamWants;
     }
-  };
-
-  private readonly onBodyWanted = (): void => {
-    if (this.finished) return;
-    this.heldByUpstream = false;
-    if (!this.responding) this.stopDeadline();
-    this.bodyTimer?.refresh();
-    this.req.resume();
   };
 
   private readonly onCallerEnd = (): void => {
@@ -311,70 +221,16 @@ class UndiciCall implements Dispatcher.DispatchHandler {
     // Already handed on whole, or (never with Node's parser) a declared body that did not come.
     if (this.whole || this.deferred) return;
     this.body!.push(null);
-    // The last request byte is upstream's now: the provider's clock starts.
-    if (this.clockStart < 0) this.clockStart = performance.now();
-    if (!this.responding) {
-      this.stopDeadline();
-      this.startDeadline();
-    }
-  };
-
-  private readonly onBodyStalled = (): void => {
-    if (!this.heldByUpstream) this.failCaller('client_timeout');
+    this.bodySent();
   };
 
   private readonly onCallerDrain = (): void => {
     if (!this.finished) this.resumeUpstream?.();
   };
 
-  private readonly onFinish = (): void => {
-    if (this.responding && this.claim()) this.report(null, this.status);
-  };
-
-  /** The caller left: nobody is waiting for this call any more. */
-  private readonly callerLeft = (): void => {
-    if (this.res.writableFinished || !this.claim()) return;
-    this.abortUpstream();
-    this.res.destroy();
-    this.reportCaller('client_abort', this.res.headersSent ? this.status : null);
-  };
-
-  private callerGone(): boolean {
-    return this.req.socket.destroyed && !this.res.writableFinished;
-  }
-
   // ---- ending the call ---------------------------------------------------------------
 
-  private providerMs(): number {
-    return this.clockStart < 0 ? 0 : Math.round(performance.now() - this.clockStart);
-  }
-
-  /**
-   * Every path first claims the call's single result, then cleans up, then reports: cleanup
-   * (aborting the upstream) calls back into the handler, which then sees the call as settled.
-   */
-  private claim(): boolean {
-    if (this.finished) return false;
-    this.finished = true;
-    this.engine.inFlight--;
-    clearTimeout(this.deadline);
-    clearTimeout(this.bodyTimer);
-    return true;
-  }
-
-  private report(networkError: ForwardFailure | null, sentStatus: number | null, internalError?: unknown): void {
-    const result: ForwardResult = { status: this.status, sentStatus, networkError, upstreamLatencyMs: this.latency >= 0 ? this.latency : this.providerMs() };
-    if (internalError !== undefined) result.internalError = internalError;
-    this.done(result);
-  }
-
-  private reportCaller(kind: CallerFailure, sentStatus: number | null): void {
-    this.latency = Math.round(performance.now() - this.started);
-    this.report(kind, sentStatus);
-  }
-
-  /** Stop the upstream side of the call, wherever it is. */
-  private abortUpstream(): void {
+  protected abortUpstream(): void {
     if (this.conn === null) {
       this.origin.waiting.delete(this); // never reached a connection
     } else if (this.onConnection && !this.released) {
@@ -395,91 +251,12 @@ class UndiciCall implements Dispatcher.DispatchHandler {
     this.released = true;
     this.origin.release(this.conn);
   }
-
-  // A fault of the gateway itself (a throwing hook, a request undici will not build): 500.
-  private respondInternal(err: unknown): void {
-    const sent = this.res.headersSent ? null : 500;
-    if (sent !== null) sendProblem(this.res, 'svc_internal', 'the request could not be forwarded');
-    else this.res.destroy();
-    this.report(null, sent, err);
-  }
-
-  private internal(err: unknown): void {
-    if (!this.claim()) return;
-    this.abortUpstream();
-    this.respondInternal(err);
-  }
-
-  /** Run the head hook for forward()'s own answer; false (and a 500 sent) if it threw. */
-  private ownHead(head: ResponseHead): boolean {
-    try {
-      this.onHead?.(head);
-      return true;
-    } catch (err) {
-      this.respondInternal(err);
-      return false;
-    }
-  }
-
-  /** Answer a failure before any head was sent; after it, cut the caller's connection. */
-  fail(kind: NetworkError): void {
-    if (!this.claim()) return;
-    this.abortUpstream();
-    const res = this.res;
-    if (res.headersSent || res.destroyed) {
-      res.destroy();
-      this.report(kind, this.status);
-      return;
-    }
-    const sent = kind === 'timeout' ? 504 : 502;
-    if (this.latency < 0) this.latency = this.providerMs();
-    const headers: HeaderList = [];
-    if (!this.ownHead({ status: sent, headers, fromUpstream: false, networkError: kind, callerFailure: null, upstreamLatencyMs: this.latency })) return;
-    sendNetworkFailure(res, kind, this.target.timeoutMs, headerListObject(headers) as Record<string, string>);
-    this.report(kind, sent);
-  }
-
-  /**
-   * The caller broke its own request (a body over the limit, or one that stalled): the
-   * upstream request is stopped, the caller gets 413/408 and the connection is closed.
-   */
-  private failCaller(kind: 'body_too_large' | 'client_timeout'): void {
-    if (!this.claim()) return;
-    this.req.pause();
-    this.abortUpstream();
-    const res = this.res;
-    if (res.headersSent || res.destroyed) {
-      res.destroy();
-      this.reportCaller(kind, this.status);
-      return;
-    }
-    const sent = kind === 'client_timeout' ? 408 : 413;
-    const headers: HeaderList = ['connection', 'close'];
-    const head: ResponseHead = { status: sent, headers, fromUpstream: false, networkError: null, callerFailure: kind, upstreamLatencyMs: Math.round(performance.now() - this.started) };
-    if (!this.ownHead(head)) return;
-    sendCallerFailure(res, kind, { clientBodyTimeoutMs: this.engine.clientBodyTimeoutMs, bodyLimitBytes: this.target.bodyLimitBytes }, headerListObject(headers) as Record<string, string>);
-    this.reportCaller(kind, sent);
-  }
-
-  private readonly onDeadline = (): void => {
-    this.timedOut = true;
-    this.fail('timeout');
-  };
-
-  private startDeadline(): void {
-    if (this.deadline === undefined && !this.finished) this.deadline = setTimeout(this.onDeadline, this.target.timeoutMs);
-  }
-
-  private stopDeadline(): void {
-    clearTimeout(this.deadline);
-    this.deadline = undefined;
-  }
 }
 
 /** The undici engine (`gateway.engine` = `undici`). One per gateway process. */
 export function createUndiciEngine(options: ProxyOptions = {}): GatewayProxy {
   const freeSocketTimeoutMs = options.freeSocketTimeoutMs ?? DEFAULT_FREE_SOCKET_TIMEOUT_MS;
-  const engine: Engine = { clientBodyTimeoutMs: options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS, inFlight: 0 };
+  const engine: EngineCounters = { clientBodyTimeoutMs: options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS, inFlight: 0 };
   const limits = { maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS, maxFreeSockets: options.maxFreeSockets ?? DEFAULT_MAX_FREE_SOCKETS };
   const clientOptions: Client.Options = {
     pipelining: 1,
