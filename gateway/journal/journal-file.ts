@@ -1,24 +1,11 @@
 /**
- * On-disk pieces of the outcome journal (`journal.ts`): segment names, reading lines back,
- * and the ack cursor file. Nothing here keeps state.
+ * The outcome journal's lines (`journal.ts`): reading them back from a segment file, a record
+ * from its line, a line's call id. Nothing here keeps state.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import type { OutcomeRecord } from '../../protocol/outcome';
 
-export const SEGMENT_NAME = /^outcomes-(\d{12})\.jsonl$/;
-const STATE_FILE = 'acks.json';
-const STATE_TEMP = /^acks\.json(?:\.\d+)?\.tmp$/;
 const READ_CHUNK = 256 * 1024;
-
-export const segmentName = (seq: number): string => `outcomes-${String(seq).padStart(12, '0')}.jsonl`;
-
-/** The ack cursor as stored: segment, byte offset, and ids acked beyond it. */
-export interface AckState {
-  seq: number;
-  offset: number;
-  acked: string[];
-}
 
 export function parseRecord(line: string): OutcomeRecord | null {
   try {
@@ -72,55 +59,4 @@ export function scanLines(file: string, from: number, visit: (line: string, end:
   } finally {
     fs.closeSync(fd);
   }
-}
-
-/** The stored ack cursor; a missing or unreadable file is the start of the journal. */
-export function readAckState(dir: string): AckState {
-  try {
-    const state = JSON.parse(fs.readFileSync(path.join(dir, STATE_FILE), 'utf8')) as Record<string, unknown>;
-    if (Number.isSafeInteger(state.seq) && Number.isSafeInteger(state.offset) && Array.isArray(state.acked)) {
-      return { seq: state.seq as number, offset: state.offset as number, acked: state.acked.filter((x): x is string => typeof x === 'string') };
-    }
-  } catch {
-    /* missing or unreadable: everything on disk is replayed (control dedupes) */
-  }
-  return { seq: 0, offset: 0, acked: [] };
-}
-
-/** Remove temporary ack files a crash left behind. */
-export function removeAckTemps(dir: string): void {
-  for (const name of fs.readdirSync(dir)) if (STATE_TEMP.test(name)) fs.rmSync(path.join(dir, name), { force: true });
-}
-
-/** Replace the ack file atomically (temp file, fsync, rename), blocking. */
-export function writeAckStateSync(dir: string, state: AckState): void {
-  const file = path.join(dir, STATE_FILE);
-  const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
-  try {
-    fs.writeSync(fd, JSON.stringify(state));
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-}
-
-/**
- * Replace the ack file atomically off the event loop. `current()` is asked just before the
- * rename: a write that has been overtaken (by a newer write, or a blocking one at close) is
- * dropped instead of replacing newer state.
- */
-export async function writeAckState(dir: string, state: AckState, generation: number, current: () => boolean): Promise<void> {
-  const file = path.join(dir, STATE_FILE);
-  const tmp = `${file}.${generation}.tmp`;
-  const handle = await fs.promises.open(tmp, 'w', 0o600);
-  try {
-    await handle.writeFile(JSON.stringify(state));
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  if (current()) await fs.promises.rename(tmp, file);
-  else await fs.promises.rm(tmp, { force: true });
 }

@@ -25,14 +25,22 @@
  * Shipping reads what this process appended from memory (the last
  * {@link JOURNAL_TAIL_RECORDS} records); older records, and those of earlier processes, are
  * read back from the segments.
+ *
+ * This file keeps which records are acked and moves the cursor; the files are `segments.ts`
+ * (the segments, fsync, rotation) and `ack-file.ts` (`acks.json`), the memory is
+ * `journal-tail.ts`, `appendThen`'s one write per turn is `turn-batch.ts`, and reading lines
+ * back is `journal-file.ts`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { OutcomeRecord } from '../../protocol/outcome';
-import { SEGMENT_NAME, callIdOf, parseRecord, readAckState, removeAckTemps, scanLines, segmentName, writeAckState, writeAckStateSync, type AckState } from './journal-file';
+import { AckFile, readAckState, removeAckTemps, type AckState } from './ack-file';
+import { callIdOf, parseRecord, scanLines } from './journal-file';
 import { RecordTail, type Position, type TailBatch } from './journal-tail';
+import { Segments } from './segments';
+import { TurnBatch, type Written } from './turn-batch';
 
-export type { TailBatch };
+export type { TailBatch, Written };
 
 /** Background fsync cadence. @default 200 */
 export const DEFAULT_JOURNAL_FSYNC_INTERVAL_MS = 200;
@@ -64,22 +72,11 @@ export interface JournalStats {
   rejected: number;
 }
 
-/** Called once a record given to `appendThen` is written (null) or could not be (the error). Must not throw. */
-export type Written = (err: Error | null) => void;
-
-interface Segment {
-  seq: number;
-  file: string;
-  bytes: number;
-}
-
 /** Append-only, ack-tracked journal of outcome records. One per gateway process. */
 export class Journal {
   private readonly dir: string;
-  private readonly segmentMaxBytes: number;
-  private readonly syncEveryWrite: boolean;
-  private readonly segments: Segment[] = [];
-  private fd: number;
+  private readonly files: Segments;
+  private readonly ackFile: AckFile;
   private cursor: Position;
   /** Acked ids at or beyond the cursor. */
   private readonly ackedAhead = new Set<string>();
@@ -89,16 +86,8 @@ export class Journal {
   private beyondCursor = 0;
   /** This process's unacked records from the first one held on; every later record is held too. */
   private readonly tail = new RecordTail(JOURNAL_TAIL_RECORDS);
-  private queuedLines: string[] = [];
-  private queuedDone: Written[] = [];
-  private flushScheduled = false;
-  private dirty = false;
-  private syncing = false;
+  private readonly queued = new TurnBatch((lines) => this.write(lines));
   private closed = false;
-  private readonly state = { generation: 0, writing: false, again: false };
-  /** Resolvers of `idle()` calls waiting for the background ack-state write to finish. */
-  private idleWaiters: (() => void)[] = [];
-  private readonly timer: NodeJS.Timeout | null;
   private readonly counters = { tornBytes: 0, corruptLines: 0, ackStateErrors: 0, rejected: 0 };
 
   /** Open (creating if needed) the journal in `options.dir` and replay what is not acked. */
@@ -108,37 +97,23 @@ export class Journal {
 
   private constructor(options: JournalOptions) {
     this.dir = options.dir;
-    this.segmentMaxBytes = options.segmentMaxBytes ?? DEFAULT_JOURNAL_SEGMENT_BYTES;
     const interval = options.fsyncIntervalMs ?? DEFAULT_JOURNAL_FSYNC_INTERVAL_MS;
-    this.syncEveryWrite = interval === 0;
+    this.files = new Segments(this.dir, options.segmentMaxBytes ?? DEFAULT_JOURNAL_SEGMENT_BYTES, interval === 0);
+    this.ackFile = new AckFile(this.dir, () => this.ackState(), () => this.counters.ackStateErrors++);
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     removeAckTemps(this.dir);
 
     const state = readAckState(this.dir);
-    const found = fs
-      .readdirSync(this.dir)
-      .map((name) => SEGMENT_NAME.exec(name))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
-    for (const seq of found) {
-      const file = path.join(this.dir, segmentName(seq));
-      if (seq < state.seq) {
-        fs.rmSync(file, { force: true }); // acked; its unlink was interrupted
-        continue;
-      }
-      this.segments.push({ seq, file, bytes: this.repair(file) });
-    }
-    const first = this.segments[0];
+    this.counters.tornBytes += this.files.load(state.seq);
+    const first = this.files.list[0];
     this.cursor = first === undefined ? { seq: 0, offset: 0 } : first.seq === state.seq ? { seq: state.seq, offset: Math.min(state.offset, first.bytes) } : { seq: first.seq, offset: 0 };
     this.replay(new Set(state.acked));
 
-    const seq = Math.max(this.segments.at(-1)?.seq ?? 0, state.seq) + 1;
-    this.fd = this.openSegment(seq);
+    const seq = Math.max(this.files.list.at(-1)?.seq ?? 0, state.seq) + 1;
+    this.files.openNext(seq);
     if (first === undefined) this.cursor = { seq, offset: 0 };
     this.advance();
-    this.timer = this.syncEveryWrite ? null : setInterval(() => this.backgroundSync(), interval);
-    this.timer?.unref();
+    this.files.syncInBackground(interval);
   }
 
   /** Append one record now. When it returns, the record is in the OS. Throws if the disk refuses it. */
@@ -152,40 +127,12 @@ export class Journal {
    * `written` runs after that write. Use it where the caller's response can wait for it.
    */
   appendThen(record: OutcomeRecord, written: Written): void {
-    this.queuedLines.push(JSON.stringify(record));
-    this.queuedDone.push(written);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
-        this.flush();
-      });
-    }
+    this.queued.add(JSON.stringify(record), written);
   }
 
   /** Write the records queued by `appendThen` now and report to their callbacks. */
   flush(): void {
-    if (this.queuedLines.length === 0) return;
-    const lines = this.queuedLines;
-    const done = this.queuedDone;
-    this.queuedLines = [];
-    this.queuedDone = [];
-    let error: Error | null = null;
-    try {
-      this.write(lines);
-    } catch (err) {
-      error = err as Error;
-    }
-    // Every call in the write is released even if one callback throws; the first throw then surfaces.
-    let thrown: { err: unknown } | null = null;
-    for (const written of done) {
-      try {
-        written(error);
-      } catch (err) {
-        thrown ??= { err };
-      }
-    }
-    if (thrown !== null) throw thrown.err;
+    this.queued.flush();
   }
 
   /** Up to `limit` records not yet acked, oldest first. Repeated calls return the same records until acked. */
@@ -301,14 +248,13 @@ export class Journal {
   }
 
   stats(): JournalStats {
-    return { backlog: this.backlog(), segments: this.segments.length, ...this.counters };
+    return { backlog: this.backlog(), segments: this.files.list.length, ...this.counters };
   }
 
   /** Write what is queued and fsync the active segment now. */
   sync(): void {
     this.flush();
-    fs.fdatasyncSync(this.fd);
-    this.dirty = false;
+    this.files.sync();
   }
 
   /**
@@ -319,58 +265,37 @@ export class Journal {
    */
   close(): Promise<void> {
     if (!this.closed) {
-      if (this.timer !== null) clearInterval(this.timer);
+      this.files.stopSync();
       this.sync();
-      fs.closeSync(this.fd);
+      this.files.close();
       this.closed = true;
-      this.state.generation++; // a background ack write still running must not replace this one
-      writeAckStateSync(this.dir, this.ackState());
+      this.ackFile.close();
     }
     return this.idle();
   }
 
   /** Resolves once no background ack-state write is running or queued. */
   idle(): Promise<void> {
-    if (!this.state.writing) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.ackFile.idle();
   }
 
   /** One write of whole lines; on failure nothing of it stays in the segment. */
   private write(lines: string[]): void {
-    const active = this.segments.at(-1)!;
+    const active = this.files.active;
     const text = lines.length === 1 ? lines[0] + '\n' : lines.join('\n') + '\n';
     // Encoded once, into the tail's memory, and written to disk from there.
     const bytes = this.tail.stage(text, active.seq, active.bytes);
-    const data = this.tail.stagedData;
-    const at = this.tail.stagedAt;
-    try {
-      for (let written = 0; written < bytes; ) written += fs.writeSync(this.fd, data, at + written, bytes - written);
-    } catch (err) {
-      try {
-        fs.ftruncateSync(this.fd, active.bytes); // never leave half a line for the next one
-      } catch {
-        /* the original error is the one to report */
-      }
-      throw err;
-    }
+    this.files.write(this.tail.stagedData, this.tail.stagedAt, bytes);
     this.tail.commit(lines, bytes === text.length);
-    active.bytes += bytes;
     this.beyondCursor += lines.length;
-    if (this.syncEveryWrite) fs.fdatasyncSync(this.fd);
-    else this.dirty = true;
-    if (active.bytes >= this.segmentMaxBytes) {
-      fs.fdatasyncSync(this.fd);
-      fs.closeSync(this.fd);
-      this.fd = this.openSegment(active.seq + 1);
-      this.advance();
-    }
+    if (this.files.wrote(bytes)) this.advance(); // a new segment was started
   }
 
   /** Where the in-memory tail begins: records before it are read from disk. */
   private tailStart(): Position {
     const first = this.tail.start();
     if (first !== null) return first;
-    const active = this.segments.at(-1)!;
+    const active = this.files.active;
     return { seq: active.seq, offset: active.bytes };
   }
 
@@ -381,7 +306,7 @@ export class Journal {
   private scanToTail(visit: (line: string) => boolean): { reached: boolean; at: Position } {
     const bound = this.tailStart();
     let at = this.cursor;
-    for (const segment of this.segments) {
+    for (const segment of this.files.list) {
       if (segment.seq < this.cursor.seq) continue;
       if (segment.seq > bound.seq) break;
       const from = segment.seq === this.cursor.seq ? this.cursor.offset : 0;
@@ -399,36 +324,9 @@ export class Journal {
     return { reached: true, at };
   }
 
-  private openSegment(seq: number): number {
-    const file = path.join(this.dir, segmentName(seq));
-    const fd = fs.openSync(file, 'a', 0o600);
-    this.segments.push({ seq, file, bytes: fs.fstatSync(fd).size });
-    return fd;
-  }
-
-  private backgroundSync(): void {
-    if (!this.dirty || this.syncing) return;
-    this.dirty = false;
-    this.syncing = true;
-    fs.fdatasync(this.fd, () => {
-      this.syncing = false; // an error here means the fd was rotated or closed meanwhile
-    });
-  }
-
-  /** Truncate a torn last line; returns the segment's size. */
-  private repair(file: string): number {
-    const size = fs.statSync(file).size;
-    const end = scanLines(file, 0, () => true);
-    if (end < size) {
-      fs.truncateSync(file, end);
-      this.counters.tornBytes += size - end;
-    }
-    return end;
-  }
-
   /** Count records beyond the cursor; keep the acks from `acks.json` that still matter. */
   private replay(acked: ReadonlySet<string>): void {
-    for (const segment of this.segments) {
+    for (const segment of this.files.list) {
       if (segment.seq < this.cursor.seq) continue;
       scanLines(segment.file, segment.seq === this.cursor.seq ? this.cursor.offset : 0, (line) => {
         const id = callIdOf(line);
@@ -470,40 +368,16 @@ export class Journal {
   /** After the cursor moved: normalise it, delete segments behind it, store it. */
   private settleCursor(before: Position, forceWrite: boolean): void {
     // A cursor at the end of a closed segment belongs at the start of the next one.
-    for (let i = this.segments.findIndex((s) => s.seq === this.cursor.seq); i >= 0 && i < this.segments.length - 1 && this.cursor.offset >= this.segments[i]!.bytes; i++) {
-      this.cursor = { seq: this.segments[i + 1]!.seq, offset: 0 };
+    const segments = this.files.list;
+    for (let i = segments.findIndex((s) => s.seq === this.cursor.seq); i >= 0 && i < segments.length - 1 && this.cursor.offset >= segments[i]!.bytes; i++) {
+      this.cursor = { seq: segments[i + 1]!.seq, offset: 0 };
     }
-    while (this.segments.length > 1 && this.segments[0]!.seq < this.cursor.seq) fs.rmSync(this.segments.shift()!.file, { force: true });
+    this.files.dropBefore(this.cursor.seq);
     const moved = before.seq !== this.cursor.seq || before.offset !== this.cursor.offset;
-    if (moved || forceWrite) this.saveState();
+    if (moved || forceWrite) this.ackFile.save();
   }
 
   private ackState(): AckState {
     return { seq: this.cursor.seq, offset: this.cursor.offset, acked: [...this.ackedAhead] };
-  }
-
-  /** Store the ack cursor in the background; writes never overlap and the newest wins. */
-  private saveState(): void {
-    if (this.closed) return;
-    if (this.state.writing) {
-      this.state.again = true;
-      return;
-    }
-    this.state.writing = true;
-    const generation = ++this.state.generation;
-    writeAckState(this.dir, this.ackState(), generation, () => generation === this.state.generation)
-      .catch(() => this.counters.ackStateErrors++)
-      .finally(() => {
-        this.state.writing = false;
-        if (this.state.again) {
-          this.state.again = false;
-          this.saveState();
-        }
-        if (!this.state.writing && this.idleWaiters.length > 0) {
-          const waiters = this.idleWaiters;
-          this.idleWaiters = [];
-          for (const resolve of waiters) resolve();
-        }
-      });
   }
 }

@@ -1,0 +1,139 @@
+/**
+ * The outcome journal's segment files (`outcomes-<seq>.jsonl` in its dir): the ones earlier
+ * processes left (a torn last line truncated away), the active one this process appends to,
+ * fsync (on every write, or in the background), a new segment once the active one is full, and
+ * deleting segments once every record in them is acked. Which records are acked is `journal.ts`'s.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { scanLines } from './journal-file';
+
+const SEGMENT_NAME = /^outcomes-(\d{12})\.jsonl$/;
+
+const segmentName = (seq: number): string => `outcomes-${String(seq).padStart(12, '0')}.jsonl`;
+
+export interface Segment {
+  seq: number;
+  file: string;
+  bytes: number;
+}
+
+export class Segments {
+  /** Oldest first; the last one is the active segment once `openNext` ran. */
+  readonly list: Segment[] = [];
+  private fd = -1;
+  private dirty = false;
+  private syncing = false;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly syncEveryWrite: boolean,
+  ) {}
+
+  /**
+   * Take the segments in the dir, oldest first; those before `fromSeq` are acked (their unlink
+   * was interrupted) and deleted. Returns the bytes of torn last lines truncated away.
+   */
+  load(fromSeq: number): number {
+    let torn = 0;
+    const found = fs
+      .readdirSync(this.dir)
+      .map((name) => SEGMENT_NAME.exec(name))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => a - b);
+    for (const seq of found) {
+      const file = path.join(this.dir, segmentName(seq));
+      if (seq < fromSeq) {
+        fs.rmSync(file, { force: true }); // acked; its unlink was interrupted
+        continue;
+      }
+      const size = fs.statSync(file).size;
+      const end = scanLines(file, 0, () => true);
+      if (end < size) {
+        fs.truncateSync(file, end);
+        torn += size - end;
+      }
+      this.list.push({ seq, file, bytes: end });
+    }
+    return torn;
+  }
+
+  /** Start appending to a new segment `seq`, after every other one. */
+  openNext(seq: number): void {
+    const file = path.join(this.dir, segmentName(seq));
+    const fd = fs.openSync(file, 'a', 0o600);
+    this.list.push({ seq, file, bytes: fs.fstatSync(fd).size });
+    this.fd = fd;
+  }
+
+  /** Sync written records every `intervalMs` (group commit), unless every write syncs. */
+  syncInBackground(intervalMs: number): void {
+    if (this.syncEveryWrite) return;
+    this.timer = setInterval(() => this.backgroundSync(), intervalMs);
+    this.timer.unref();
+  }
+
+  get active(): Segment {
+    return this.list.at(-1)!;
+  }
+
+  /** Append `bytes` bytes of `data` from `at` to the active segment, all of them; on failure nothing of it stays. */
+  write(data: Uint8Array, at: number, bytes: number): void {
+    try {
+      for (let written = 0; written < bytes; ) written += fs.writeSync(this.fd, data, at + written, bytes - written);
+    } catch (err) {
+      try {
+        fs.ftruncateSync(this.fd, this.active.bytes); // never leave half a line for the next one
+      } catch {
+        /* the original error is the one to report */
+      }
+      throw err;
+    }
+  }
+
+  /** After a write of `bytes`: sync it (or leave it to the background), and start a new segment if this one is full. True if it did. */
+  wrote(bytes: number): boolean {
+    const active = this.active;
+    active.bytes += bytes;
+    if (this.syncEveryWrite) fs.fdatasyncSync(this.fd);
+    else this.dirty = true;
+    if (active.bytes < this.maxBytes) return false;
+    fs.fdatasyncSync(this.fd);
+    fs.closeSync(this.fd);
+    this.openNext(active.seq + 1);
+    return true;
+  }
+
+  /** fsync the active segment now. */
+  sync(): void {
+    fs.fdatasyncSync(this.fd);
+    this.dirty = false;
+  }
+
+  /** Stop the background sync. */
+  stopSync(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+  }
+
+  /** Close the active segment (after `stopSync` and `sync`). */
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+
+  /** Delete the segments wholly before segment `seq`; never the active one. */
+  dropBefore(seq: number): void {
+    while (this.list.length > 1 && this.list[0]!.seq < seq) fs.rmSync(this.list.shift()!.file, { force: true });
+  }
+
+  private backgroundSync(): void {
+    if (!this.dirty || this.syncing) return;
+    this.dirty = false;
+    this.syncing = true;
+    fs.fdatasync(this.fd, () => {
+      this.syncing = false; // an error here means the fd was rotated or closed meanwhile
+    });
+  }
+}
