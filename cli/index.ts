@@ -273,6 +273,23 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     (_a, o) => o as { wallet: string; amount: string; reference: string },
   );
 
+  // gateways ---------------------------------------------------------------------------
+  const gatewaysCmd = program.command('gateways').description('gateways control knows: limit shares, weights, applied versions');
+  leaf(
+    gatewaysCmd.command('list').description('every gateway: connected, live, weight, share of key limits, applied version, engine, last seen'),
+    () => load<typeof import('./commands/gateways/list.js')>('./commands/gateways/list'),
+    (_a, o) => o,
+  );
+  leaf(
+    gatewaysCmd
+      .command('weight')
+      .argument('<id>', 'the gateway id')
+      .argument('<weight>', 'a number above 0 (default weight 1); shares follow the weights of the live gateways')
+      .description('weight a gateway in the split of key limits (for load balancers that send it more or less traffic)'),
+    () => load<typeof import('./commands/gateways/weight.js')>('./commands/gateways/weight'),
+    ([id, weight], o) => ({ ...o, id: id!, weight: weight! }),
+  );
+
   // status -----------------------------------------------------------------------------
   leaf(program.command('status').description('control, flags, counts and gateways'), () => load<typeof import('./commands/status.js')>('./commands/status'), (_a, o) => o);
   leaf(program.command('stats').description('the indexer’s statistics: pool, settlements, calls, recent activity'), () => load<typeof import('./commands/stats.js')>('./commands/stats'), (_a, o) => o);

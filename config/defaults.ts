@@ -14,6 +14,11 @@ export const DEFAULT_CONTROL_PORT = 7073;
 export const DEFAULT_KEY_LIMIT_COUNT = 60;
 export const DEFAULT_KEY_LIMIT_WINDOW_S = 60;
 export const DEFAULT_KEY_BURST = 10;
+/**
+ * How a key's limit holds across gateways (`limits.mode`): `split` divides it among the live
+ * gateways (control pushes each its share); `per-gateway` gives every gateway the whole limit.
+ */
+export const DEFAULT_LIMITS_MODE = 'split';
 /** Keyless calls (gate off) are limited per client IP. */
 export const DEFAULT_IP_LIMIT_COUNT = 60;
 export const DEFAULT_IP_LIMIT_WINDOW_S = 60;
@@ -57,6 +62,12 @@ export const DEFAULT_TIER_RELIABLE_BELOW = 0.01;
 export const DEFAULT_TIER_ELEVATED_UP_TO = 0.05;
 export const DEFAULT_TIER_MIN_CALLS = 20;
 export const DEFAULT_TIER_WINDOW_H = 24;
+
+/**
+ * A gateway counts as live for limit shares while it is connected and has acked (an update, or
+ * the lease renewal it answers each ping with) within this many seconds.
+ */
+export const DEFAULT_SYNC_LEASE_S = 30;
 
 export const DEFAULT_SETTLER_CADENCE_MS = 5_000;
 export const DEFAULT_SETTLER_BATCH_CAP = 1_000;

@@ -3,6 +3,7 @@
  * and freezes. Each leaf's `.describe()` text is what an error message calls "allowed".
  */
 import { z } from 'zod';
+import { LIMITS_MODES } from '../protocol/gateways';
 import { GATEWAY_ENGINES, GATEWAY_ID_RULE, GatewayId } from '../protocol/snapshot';
 import * as D from './defaults';
 
@@ -51,6 +52,7 @@ export const ConfigSchema = z
     api: z.strictObject({ port: port(D.DEFAULT_API_PORT) }).prefault({}),
     indexer: z.strictObject({ port: port(D.DEFAULT_INDEXER_PORT) }).prefault({}),
     control: z.strictObject({ port: port(D.DEFAULT_CONTROL_PORT) }).prefault({}),
+    sync: z.strictObject({ leaseS: posInt(D.DEFAULT_SYNC_LEASE_S, 3600) }).prefault({}),
     limits: z
       .object({
         keyCount: posInt(D.DEFAULT_KEY_LIMIT_COUNT, 1_000_000_000),
@@ -61,6 +63,10 @@ export const ConfigSchema = z
         ipBurst: posInt(D.DEFAULT_IP_BURST, 1_000_000_000),
         publicCount: posInt(D.DEFAULT_PUBLIC_LIMIT_COUNT, 1_000_000_000),
         publicWindowS: posInt(D.DEFAULT_PUBLIC_LIMIT_WINDOW_S, 86_400),
+        mode: z
+          .enum(LIMITS_MODES)
+          .default(D.DEFAULT_LIMITS_MODE)
+          .describe("split (each key's limit divided among the live gateways) or per-gateway (each gateway enforces the whole limit)"),
       })
       .strict()
       .prefault({}),

@@ -84,7 +84,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerChangelogRoutes(admin, ctx);
   registerStatusRoutes(admin, ctx);
   registerApplicationAdminRoutes(admin, ctx);
-  registerPropagationRoutes(admin, hub);
+  registerPropagationRoutes(admin, hub, ctx);
   const settler = new Settler({ store, log, now: ctx.now, cadenceMs: config.settler.cadenceMs, batchCap: config.settler.batchCap });
   ctx.settler = () => settler.status();
   registerSettlerRoutes(admin, ctx, settler);

@@ -1,15 +1,47 @@
 /**
- * Gateways as control's admin API shows them (`GET /_admin/v1/gateways`, `svcctl status`) and
+ * Gateways as control's admin API shows them (`GET /_admin/v1/gateways`, `svcctl gateways list`,
+ * `svcctl status`), their limit shares and weights (`PUT /_admin/v1/gateways/{id}/weight`), and
  * propagation (`POST /_admin/v1/sync/wait`, what `--wait` uses): has every connected gateway
  * applied a state version yet?
  */
 import { z } from 'zod';
 import { Count, IsoTime, Millis, StateVersion } from './wire';
 
+/**
+ * How a key's limit holds across gateways (`limits.mode`), the default first: `split` divides
+ * it among the live gateways, each enforcing its share; `per-gateway` lets every gateway admit
+ * the whole limit (N gateways, N times the limit).
+ */
+export const LIMITS_MODES = ['split', 'per-gateway'] as const;
+export const LimitsMode = z.enum(LIMITS_MODES);
+export type LimitsMode = z.infer<typeof LimitsMode>;
+
+/**
+ * A gateway's share of every key's limit: the fraction in (0, 1] it enforces (a key limited
+ * to 30/min on a gateway with share 0.25 gets a bucket of 7.5/min there).
+ */
+export const Share = z.number().gt(0).max(1);
+
+/** Largest weight of one gateway. @default 1000 */
+export const GATEWAY_WEIGHT_MAX = 1000;
+/**
+ * A gateway's weight in the split (default 1): shares are proportional to the weights of the
+ * live gateways. For load balancers that send uneven traffic.
+ */
+export const GatewayWeight = z.number().positive().max(GATEWAY_WEIGHT_MAX);
+
 /** One gateway control knows: the state version it applied last, and whether it is connected now. */
 export const GatewayStatus = z.strictObject({
   id: z.string(),
   connected: z.boolean(),
+  /** Connected and acked within `sync.leaseS`: counted when control divides the limits. */
+  live: z.boolean(),
+  weight: GatewayWeight,
+  /**
+   * The share control last pushed to it; a gateway cut off from control keeps enforcing it.
+   * Null when it never got one.
+   */
+  share: Share.nullable(),
   applied_version: StateVersion,
   last_seen: IsoTime,
   /** The last update it refused (`v<version> at <time>: <reason>`), or null. */
@@ -22,9 +54,28 @@ export const GatewayStatus = z.strictObject({
 });
 export type GatewayStatus = z.infer<typeof GatewayStatus>;
 
-/** `GET /_admin/v1/gateways`. */
-export const GatewaysView = z.strictObject({ gateways: z.array(GatewayStatus) });
+/** `GET /_admin/v1/gateways`: the limits mode and lease they are divided under, and every gateway. */
+export const GatewaysView = z.strictObject({
+  limits_mode: LimitsMode,
+  /** `sync.leaseS`: how recent a gateway's last ack must be for it to count as live. */
+  lease_s: Count,
+  gateways: z.array(GatewayStatus),
+});
 export type GatewaysView = z.infer<typeof GatewaysView>;
+
+/** Body of `PUT /_admin/v1/gateways/{id}/weight`. */
+export const SetGatewayWeightRequest = z.strictObject({ weight: GatewayWeight });
+export type SetGatewayWeightRequest = z.infer<typeof SetGatewayWeightRequest>;
+
+/** Answer of `PUT /_admin/v1/gateways/{id}/weight`: the gateway after the change and every gateway's share. */
+export const GatewayWeightChange = z.strictObject({
+  gateway: GatewayStatus,
+  /** False when the weight was already this. */
+  changed: z.boolean(),
+  limits_mode: LimitsMode,
+  gateways: z.array(GatewayStatus),
+});
+export type GatewayWeightChange = z.infer<typeof GatewayWeightChange>;
 
 /** Longest `timeout_ms` of one wait. @default 600000 (10 min) */
 export const WAIT_MAX_TIMEOUT_MS = 600_000;

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { FLAG_NAMES, HttpMethod, type FlagName } from './admin';
 import { GATEWAY_ENGINES } from './engines';
+import { LimitsMode, Share } from './gateways';
 
 export { GATEWAY_ENGINES };
 
@@ -144,7 +145,23 @@ export type Delta = z.infer<typeof Delta>;
 
 export const Ping = z.object({ type: z.literal('ping'), version: z.number().int().min(0) }).strict();
 
-export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping]);
+/**
+ * This gateway's share of every key's limit (`limits.mode`), written to its stream alone: when
+ * it connects (provisional, as if it were live) and whenever control re-divides. The gateway
+ * multiplies each key's limit and burst by `share`; keyless per-address limits stay whole. Not
+ * part of the versioned state (not digested or acked), and it may fall between the lines of a
+ * snapshot; the gateway keeps the last one it got while control is away.
+ */
+export const ShareLine = z.strictObject({
+  type: z.literal('share'),
+  share: Share,
+  /** Gateways the limits were divided among, this one included. */
+  gateways: z.number().int().min(1),
+  mode: LimitsMode,
+});
+export type ShareLine = z.infer<typeof ShareLine>;
+
+export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping, ShareLine]);
 export type StreamLine = z.infer<typeof StreamLine>;
 
 /** Body of `POST /_sync/v1/ack`. */
@@ -155,6 +172,11 @@ export const SyncAck = z
     sha256: Hash.optional(),
     ok: z.boolean(),
     reason: z.string().max(1000).optional(),
+    /**
+     * A lease renewal, the gateway's answer to each ping: it is alive and holds `version`
+     * (nothing is applied or refused). Keeps it live for `sync.leaseS` (its limit share).
+     */
+    renew: z.literal(true).optional(),
   })
   .strict();
 export type SyncAck = z.infer<typeof SyncAck>;

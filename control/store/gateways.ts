@@ -1,4 +1,7 @@
-/** Every gateway that has dialled in: its applied state version and its last nack. */
+/**
+ * Every gateway that has dialled in: its applied state version, its last nack, its weight in
+ * the limit split and the share control last pushed to it.
+ */
 import type { Db } from './db';
 
 export interface GatewayRow {
@@ -10,6 +13,8 @@ export interface GatewayRow {
   last_nack_version: number | null;
   last_nack_reason: string | null;
   last_nack_at: number | null;
+  weight: number;
+  share: number | null;
 }
 
 export class GatewaysTable {
@@ -18,6 +23,9 @@ export class GatewaysTable {
   private readonly nackStmt;
   private readonly byIdStmt;
   private readonly listStmt;
+  private readonly weightStmt;
+  private readonly shareStmt;
+  private readonly recordSharesTx;
 
   constructor(db: Db) {
     this.seenStmt = db.prepare(
@@ -32,6 +40,11 @@ export class GatewaysTable {
     );
     this.byIdStmt = db.prepare(`SELECT * FROM gateways WHERE id = ?`);
     this.listStmt = db.prepare(`SELECT * FROM gateways ORDER BY id`);
+    this.weightStmt = db.prepare(`UPDATE gateways SET weight = ? WHERE id = ?`);
+    this.shareStmt = db.prepare(`UPDATE gateways SET share = ? WHERE id = ?`);
+    this.recordSharesTx = db.transaction((shares: ReadonlyMap<string, number>) => {
+      for (const [id, share] of shares) this.shareStmt.run(share, id);
+    });
   }
 
   seen(id: string, at: number): void {
@@ -46,6 +59,16 @@ export class GatewaysTable {
   nacked(id: string, version: number, reason: string, at: number): void {
     this.seen(id, at);
     this.nackStmt.run(version, reason, at, at, id);
+  }
+
+  /** Set a known gateway's weight; false when there is no such gateway. */
+  setWeight(id: string, weight: number): boolean {
+    return this.weightStmt.run(weight, id).changes === 1;
+  }
+
+  /** Record the share last pushed to each gateway, in one transaction. */
+  recordShares(shares: ReadonlyMap<string, number>): void {
+    this.recordSharesTx(shares);
   }
 
   byId(id: string): GatewayRow | undefined {

@@ -16,5 +16,6 @@ import m008 from './migrations/008-keys-list-indexes';
 import m009 from './migrations/009-receipts';
 import m010 from './migrations/010-receipt-subtrees';
 import m011 from './migrations/011-public-pages';
+import m012 from './migrations/012-gateway-shares';
 
-export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011];
+export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012];

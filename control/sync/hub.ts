@@ -4,11 +4,16 @@
  * version is pushed as a delta. Acks move the gateway's applied version (and release
  * `--wait`ers); a nack keeps the gateway on its old state and is never answered by resending
  * the same version: the next change goes out as a full snapshot instead.
+ *
+ * The hub also holds each gateway's lease (renewed by its acks and its answers to pings) and
+ * divides the key limits among the live gateways (shares.ts), writing each its own `share`
+ * line when its share changes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatewayStatus, WaitResult } from '../../protocol/gateways';
-import { SYNC_PING_INTERVAL_MS, type Limits, type SyncAck } from '../../protocol/snapshot';
+import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gateways';
+import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
+import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
 import { buildDelta, writeSnapshot } from './snapshot';
 
 interface Connection {
@@ -25,6 +30,17 @@ interface Connection {
   /** Highest version this gateway refused; never sent again. */
   nackedVersion: number;
   closed: boolean;
+  /** When it last acked or renewed its lease (ms); null until it has. */
+  leaseAt: number | null;
+  /** The share last written to its stream; null until one was. */
+  share: number | null;
+}
+
+export interface SyncHubOptions {
+  /** `limits.mode`. @default the config's */
+  mode?: LimitsMode;
+  /** `sync.leaseS`. @default the config's */
+  leaseS?: number;
 }
 
 interface Waiter {
@@ -46,13 +62,35 @@ export class SyncHub {
   private pushScheduled = false;
   private deltaCache = new Map<number, { line: string; sha256: string; version: number } | null>();
   private deltaCacheVersion = -1;
+  readonly mode: LimitsMode;
+  readonly leaseS: number;
+  private readonly leaseMs: number;
+  private readonly leaseCheck: NodeJS.Timeout;
+  /**
+   * Gateways that held a share when control last ran and were seen within the lease: until each
+   * reconnects or its lease (from its last seen) lapses, it still counts in the division, since
+   * it keeps enforcing its share meanwhile. Id → lease end (ms).
+   */
+  private readonly held = new Map<string, number>();
+  /** The members of the last division (sorted ids), to notice when they change. */
+  private membersKey = '';
 
-  constructor(ctx: ControlContext, limits: Limits) {
+  constructor(ctx: ControlContext, limits: Limits, options: SyncHubOptions = {}) {
     this.ctx = ctx;
     this.limits = limits;
+    this.mode = options.mode ?? ctx.config.limits.mode;
+    this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;
+    this.leaseMs = this.leaseS * 1000;
+    const now = ctx.now();
+    for (const row of ctx.store.gateways.list()) {
+      if (row.share !== null && row.last_seen + this.leaseMs > now) this.held.set(row.id, row.last_seen + this.leaseMs);
+    }
+    this.membersKey = this.members(now).map((m) => m.id).join('\n');
     this.unsubscribe = ctx.store.onVersion(() => this.schedulePush());
-    this.ping = setInterval(() => this.pingAll(), SYNC_PING_INTERVAL_MS);
+    this.ping = setInterval(() => this.pingAll(), pingIntervalMs(this.leaseS, SYNC_PING_INTERVAL_MS));
     this.ping.unref();
+    this.leaseCheck = setInterval(() => this.checkLeases(), leaseCheckIntervalMs(this.leaseS));
+    this.leaseCheck.unref();
   }
 
   /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…&engine=…`. */
@@ -74,8 +112,11 @@ export class SyncHub {
       needsFull: false,
       nackedVersion: row0?.last_nack_version ?? 0,
       closed: false,
+      leaseAt: null,
+      share: null,
     };
     this.conns.set(gatewayId, conn);
+    this.held.delete(gatewayId);
     req.socket.setKeepAlive(true, 5_000);
     req.socket.setNoDelay(true);
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
@@ -85,9 +126,15 @@ export class SyncHub {
       if (this.conns.get(gatewayId) === conn) this.conns.delete(gatewayId);
       this.ctx.log.info('gateway disconnected', { gateway_id: gatewayId });
       this.checkWaiters();
+      this.checkLeases();
     };
     res.on('close', onClose);
     res.on('error', () => undefined);
+
+    // Its share until it acks and control re-divides: as if it had joined the live gateways.
+    const provisional = this.provisionalShare(gatewayId, now);
+    this.writeShare(conn, provisional, this.members(now).length + 1);
+    if (row0?.share !== provisional) this.ctx.store.gateways.recordShares(new Map([[gatewayId, provisional]]));
 
     const current = this.ctx.store.version();
     const sameEpoch = heldEpoch !== null && heldEpoch === this.epoch();
@@ -123,6 +170,13 @@ export class SyncHub {
   ack(body: SyncAck): void {
     const now = this.ctx.now();
     const conn = this.conns.get(body.gateway_id);
+    if (body.renew === true) {
+      // A lease renewal (the answer to a ping): the gateway is alive and still holds its state.
+      this.ctx.store.gateways.seen(body.gateway_id, now);
+      if (conn) this.renew(conn, now);
+      return;
+    }
+    if (conn) this.renew(conn, now);
     if (body.ok) {
       const expected = conn?.sent.get(body.version);
       if (conn && expected !== undefined && expected !== body.sha256) {
@@ -168,9 +222,13 @@ export class SyncHub {
   }
 
   status(): GatewayStatus[] {
+    const live = new Set(this.members(this.ctx.now()).map((m) => m.id));
     return this.ctx.store.gateways.list().map((row) => ({
       id: row.id,
       connected: this.conns.has(row.id),
+      live: live.has(row.id) && this.conns.has(row.id),
+      weight: row.weight,
+      share: this.conns.get(row.id)?.share ?? row.share,
       applied_version: this.conns.get(row.id)?.appliedVersion ?? row.applied_version,
       last_seen: new Date(row.last_seen).toISOString(),
       last_nack:
@@ -185,10 +243,86 @@ export class SyncHub {
 
   close(): void {
     clearInterval(this.ping);
+    clearInterval(this.leaseCheck);
     this.unsubscribe();
     for (const waiter of this.waiters) this.finish(waiter, false);
     for (const conn of this.conns.values()) conn.res.end();
     this.conns.clear();
+  }
+
+  // ----------------------------------------------------------------------------------------
+  // Leases and shares
+
+  private renew(conn: Connection, now: number): void {
+    const wasLive = this.isLive(conn, now);
+    conn.leaseAt = now;
+    if (!wasLive) this.checkLeases();
+  }
+
+  private isLive(conn: Connection, now: number): boolean {
+    return !conn.closed && conn.leaseAt !== null && now - conn.leaseAt <= this.leaseMs;
+  }
+
+  /** The gateways counted in the division now, with their weights, sorted by id. */
+  private members(now: number): Member[] {
+    const ids: string[] = [];
+    for (const conn of this.conns.values()) if (this.isLive(conn, now)) ids.push(conn.gatewayId);
+    for (const [id, until] of this.held) {
+      if (until <= now) this.held.delete(id);
+      else if (!this.conns.has(id)) ids.push(id);
+    }
+    if (ids.length === 0) return [];
+    ids.sort();
+    const weights = new Map(this.ctx.store.gateways.list().map((row) => [row.id, row.weight]));
+    return ids.map((id) => ({ id, weight: weights.get(id) ?? 1 }));
+  }
+
+  private weightOf(gatewayId: string): number {
+    return this.ctx.store.gateways.byId(gatewayId)?.weight ?? 1;
+  }
+
+  /** A connecting gateway's share before it acks: its weight over the live gateways' plus its own. */
+  private provisionalShare(gatewayId: string, now: number): number {
+    if (this.mode === 'per-gateway') return 1;
+    const others = this.members(now).filter((m) => m.id !== gatewayId);
+    const weight = this.weightOf(gatewayId);
+    return shareOf(weight, others.reduce((sum, m) => sum + m.weight, weight));
+  }
+
+  /** Re-divide when the live set changed (a join, a leave, a lapsed lease). */
+  private checkLeases(): void {
+    const now = this.ctx.now();
+    const key = this.members(now).map((m) => m.id).join('\n');
+    if (key !== this.membersKey) this.redivide(now);
+  }
+
+  /**
+   * Divide the limits among the live gateways and write each connected one its share if it
+   * changed. Runs by itself on joins, leaves and lapsed leases; call it after a weight change.
+   */
+  redivide(now = this.ctx.now()): void {
+    const members = this.members(now);
+    this.membersKey = members.map((m) => m.id).join('\n');
+    const shares = divideShares(members, this.mode);
+    const changed = new Map<string, number>();
+    for (const [id, share] of shares) {
+      const conn = this.conns.get(id);
+      if (!conn || conn.share === share) continue;
+      this.writeShare(conn, share, members.length);
+      changed.set(id, share);
+    }
+    if (changed.size > 0) {
+      this.ctx.store.gateways.recordShares(changed);
+      this.ctx.log.info('limit shares divided', { mode: this.mode, gateways: Object.fromEntries(shares) });
+    }
+  }
+
+  private writeShare(conn: Connection, share: number, gateways: number): void {
+    if (conn.closed) return;
+    conn.share = share;
+    const line: ShareLine = { type: 'share', share, gateways: Math.max(1, gateways), mode: this.mode };
+    // One whole line; writes keep their order, so it may fall between the lines of a snapshot.
+    conn.res.write(JSON.stringify(line) + '\n');
   }
 
   private pending(version: number): string[] {

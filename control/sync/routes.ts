@@ -1,11 +1,13 @@
 /**
  * `/_sync/v1/…` (sync token): the snapshot stream, acks, and outcome batches; and the admin
- * side of propagation (`/_admin/v1/sync/wait`, `/_admin/v1/gateways`).
+ * side of propagation and shares (`/_admin/v1/sync/wait`, `/_admin/v1/gateways`,
+ * `/_admin/v1/gateways/{id}/weight`).
  */
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import { OutcomeBatch, type OutcomeAck } from '../../protocol/outcome';
-import { WaitRequest, type GatewaysView, type WaitResult } from '../../protocol/gateways';
+import { GatewayId } from '../../protocol/snapshot';
+import { SetGatewayWeightRequest, WaitRequest, type GatewayWeightChange, type GatewaysView, type WaitResult } from '../../protocol/gateways';
 import { StreamQuery, SyncAck, type SyncAckAnswer } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
@@ -38,14 +40,33 @@ export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: Syn
   });
 }
 
-export function registerPropagationRoutes(router: Router, hub: SyncHub): void {
+export function registerPropagationRoutes(router: Router, hub: SyncHub, ctx: ControlContext): void {
   router.post('/_admin/v1/sync/wait', async ({ req, res }) => {
     const body = parseBody(WaitRequest, await readJson(req));
     sendJson(res, 200, (await hub.wait(body.version, body.timeout_ms)) satisfies WaitResult);
   });
 
   router.get('/_admin/v1/gateways', ({ res }) => {
-    const body: GatewaysView = { gateways: hub.status() };
+    const body: GatewaysView = { limits_mode: hub.mode, lease_s: hub.leaseS, gateways: hub.status() };
+    sendJson(res, 200, body);
+  });
+
+  router.put('/_admin/v1/gateways/:id/weight', async ({ req, res, params, actor }) => {
+    const id = params.id!;
+    const input = parseBody(SetGatewayWeightRequest, await readJson(req));
+    const before = GatewayId.safeParse(id).success ? ctx.store.gateways.byId(id) : undefined;
+    if (!before) throw new SvcError('svc_not_found', `no gateway ${id} has connected to this control`);
+    const changed = before.weight !== input.weight;
+    if (changed) {
+      ctx.store.mutate(
+        { actor, now: ctx.now() },
+        { action: 'gateways.weight', target: id, detail: { weight: input.weight, previous: before.weight } },
+        () => ctx.store.gateways.setWeight(id, input.weight),
+      );
+      hub.redivide();
+    }
+    const gateways = hub.status();
+    const body: GatewayWeightChange = { gateway: gateways.find((g) => g.id === id)!, changed, limits_mode: hub.mode, gateways };
     sendJson(res, 200, body);
   });
 }

@@ -55,7 +55,7 @@ import {
   WEBHOOK_TIMESTAMP_HEADER,
 } from '../applications';
 import type { ErrorCode } from '../errors';
-import { GatewayStatus, GatewaysView, WaitRequest, WaitResult } from '../gateways';
+import { GatewayStatus, GatewayWeightChange, GatewaysView, SetGatewayWeightRequest, WaitRequest, WaitResult } from '../gateways';
 import { OutcomeAck, OutcomeBatch } from '../outcome';
 import {
   BalanceView,
@@ -85,6 +85,7 @@ const KEY_ID = pathParam('id', 'the key id (`key_…`)');
 const ENDPOINT_ID = pathParam('id', 'the endpoint id');
 const FLAG_NAME = pathParam('name', `${FLAG_NAMES.map((name) => `\`${name}\``).join(' or ')} (also as \`system_flags.<name>\`)`);
 const APPLICATION_ID = pathParam('id', 'the application id (`app_…`)');
+const GATEWAY_ID = pathParam('id', 'the gateway id (`gateway.id`)');
 
 interface AdminOp {
   path: string;
@@ -230,7 +231,17 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   admin('post', { path: '/_admin/v1/changelog', operationId: 'addChangelogNotice', summary: 'Publish a notice', tag: 'changelog', body: AddChangelogRequest, answers: [created('The entry', { ChangelogEntry })] }),
   admin('get', { path: '/_admin/v1/audit', operationId: 'listAudit', summary: 'The audit log, newest first', tag: 'changelog', query: AuditQuery, answers: [ok('Entries', { AuditList })] }),
   admin('get', { path: '/_admin/v1/status', operationId: 'getStatus', summary: 'Control, listeners, flags, counts, bootstrap, settler and gateways', tag: 'status', answers: [ok('What `svcctl status` shows', { StatusView })] }),
-  admin('get', { path: '/_admin/v1/gateways', operationId: 'listGateways', summary: 'Every gateway and the state version it applied', tag: 'status', answers: [ok('Gateways', { GatewaysView })] }),
+  admin('get', { path: '/_admin/v1/gateways', operationId: 'listGateways', summary: 'Every gateway: connected and live, weight, limit share, the state version it applied', tag: 'status', answers: [ok('Gateways', { GatewaysView })] }),
+  admin('put', {
+    path: '/_admin/v1/gateways/{id}/weight',
+    operationId: 'setGatewayWeight',
+    summary: "Weight a gateway in the split of key limits; control re-divides and pushes the shares at once",
+    tag: 'status',
+    params: [GATEWAY_ID],
+    body: SetGatewayWeightRequest,
+    answers: [ok('The gateway and every share after the change; `changed` is false when it already had the weight', { GatewayWeightChange })],
+    errors: ['svc_not_found'],
+  }),
   admin('post', {
     path: '/_admin/v1/sync/wait',
     operationId: 'waitForVersion',
@@ -351,7 +362,7 @@ export const SYNC_OPERATIONS: readonly Operation[] = [
     operationId: 'syncStream',
     summary: 'The snapshot stream a gateway holds open',
     description:
-      'Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, and a `ping` every 10 s.',
+      'Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, and a `ping` every 10 s (three times per `sync.leaseS` when that is shorter). A `share` line, this gateway\'s share of every key\'s limit, comes first and again whenever control re-divides the limits; it may fall between the lines of a snapshot.',
     tag: 'sync',
     security: ['syncToken'],
     query: StreamQuery,
@@ -362,7 +373,7 @@ export const SYNC_OPERATIONS: readonly Operation[] = [
     method: 'post',
     path: '/_sync/v1/ack',
     operationId: 'syncAck',
-    summary: 'Ack (or nack) a state version',
+    summary: 'Ack (or nack) a state version, or renew the lease (`renew: true`, the answer to each ping)',
     tag: 'sync',
     security: ['syncToken'],
     body: { schema: SyncAck },

@@ -30,6 +30,7 @@ const ROUTES: [string, string, unknown?][] = [
   ['GET', '/_admin/v1/status'],
   ['POST', '/_admin/v1/sync/wait', { version: 1, timeout_ms: 0 }],
   ['GET', '/_admin/v1/gateways'],
+  ['PUT', '/_admin/v1/gateways/gw-x/weight', { weight: 2 }],
   // Unknown routes are refused the same way: no token, no map of the API.
   ['GET', '/_admin/v1/nope'],
   ['GET', '/_admin/'],

@@ -40,7 +40,7 @@ function dial(t: Test, control: TestControl, gatewayId: string, version = 0, epo
       const reader = createInterface({ input: res });
       reader.on('line', (line) => {
         const parsed = JSON.parse(line);
-        if (parsed.type === 'ping') return;
+        if (parsed.type === 'ping' || parsed.type === 'share') return; // shares: test/control/sync-shares.ts
         parsed.raw = line;
         lines.push(parsed);
         wake?.();
