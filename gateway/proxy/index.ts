@@ -48,7 +48,7 @@ export type ForwardFailure = NetworkError | CallerFailure;
 export interface ForwardTarget {
   /** The endpoint's upstream URL; only protocol, hostname and port are used. */
   origin: URL;
-  /** Request path for the upstream (pathname + search), from `buildUpstreamPath`. */
+  /** Request path for the upstream (pathname + search), from `joinUpstreamPath` (request/route.ts). */
   path: string;
   /** Complete upstream request headers, from `upstreamRequestHeaders`. */
   headers: OutgoingHttpHeaders;

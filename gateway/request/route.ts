@@ -196,21 +196,13 @@ export function checkQuery(query: string): string | null {
 }
 
 /**
- * The request path (pathname + search) to send to the upstream: the base URL's path, then the
- * raw suffix, then the raw query. Returns null when the suffix or query fails
- * {@link checkSuffix} / {@link checkQuery}, or when the result would not start with the base
- * path. The base URL's own query and fragment are ignored (endpoint URLs carry none).
+ * The request path (pathname + search) to send to the upstream, for a suffix and query that
+ * {@link parseRoute} accepted (it refuses what {@link checkSuffix} / {@link checkQuery} find):
+ * the base URL's path, then the raw suffix, then the raw query. Returns null when the result
+ * would not start with the base path. The base URL's own query and fragment are ignored
+ * (endpoint URLs carry none).
  *
  * `base /api` + `''` → `/api`; `+ '/'` → `/api/`; `+ '/x'` → `/api/x`; base `/api/` + `/x` → `/api/x`.
- */
-export function buildUpstreamPath(base: URL, suffix: string, query: string): string | null {
-  if (checkSuffix(suffix) !== null || checkQuery(query) !== null) return null;
-  return joinUpstreamPath(base, suffix, query);
-}
-
-/**
- * {@link buildUpstreamPath} for a suffix and query that {@link parseRoute} already accepted:
- * only the join and the base-path prefix assertion.
  */
 export function joinUpstreamPath(base: URL, suffix: string, query: string): string | null {
   const basePath = base.pathname === '' ? '/' : base.pathname;

@@ -124,19 +124,10 @@ export class KeyTable {
     return this.byId.size;
   }
 
-  /** Secrets held (a key in a rotation's grace has two). */
-  get secretCount(): number {
-    return this.byDigest.size;
-  }
-
-  /** The key whose secret has this 32-byte SHA-256, if the secret and the key admit calls at `now`. */
-  lookup(digest: Uint8Array, now: number): KeyEntry | null {
-    if (digest.length !== DIGEST_BYTES) return null;
-    this.probeBytes.set(digest);
-    return this.admitted(now);
-  }
-
-  /** As {@link lookup}, from the lowercase hex form; null for anything that is not 64 lowercase hex digits. */
+  /**
+   * The key whose secret has this SHA-256 (64 lowercase hex digits), if the secret and the key
+   * admit calls at `now`; null for anything else, including what is not 64 lowercase hex digits.
+   */
   lookupHex(hash: string, now: number): KeyEntry | null {
     return this.probeHex(hash) ? this.admitted(now) : null;
   }
@@ -150,11 +141,6 @@ export class KeyTable {
     const link = this.words[r * RECORD_WORDS + LINK]!;
     if (link !== 0) return this.side[link - 1]!.entry;
     return keyEntry(this.inlineId(r), until, null, null, null);
-  }
-
-  /** True when a key with this id is held. */
-  has(id: string): boolean {
-    return this.findId(id) !== -1;
   }
 
   /** The id of the key holding the secret with this hex SHA-256, or null. */

@@ -121,14 +121,6 @@ export class GatewayState {
     return this.keys.lookupHex(hash, now);
   }
 
-  /**
-   * As {@link lookup}, from the 32-byte binary SHA-256. On Node 20 producing a digest as a
-   * Buffer costs more than producing its hex string, so `lookup` is usually the cheaper call.
-   */
-  lookupDigest(digest: Uint8Array, now: number): KeyEntry | null {
-    return this.keys.lookup(digest, now);
-  }
-
   /** Insert or replace a key and all its secrets; rejected (and nothing changed) when one of them belongs to another key. */
   putKey(k: SnapshotKey): void {
     this.applyKeys(this.planKeys([k], []));

@@ -1,4 +1,4 @@
-// The gateway's key set as requests see it: `lookup` and `lookupDigest` admit a secret only
+// The gateway's key set as requests see it: `lookup` admits a secret only
 // while both it and its key are unexpired; rotation, revocation and replacement through
 // deltas; a key's endpoint list, limit and lift come back as sent; a rejected delta changes
 // nothing.
@@ -13,7 +13,6 @@ const ENDPOINT = { id: 'echo', upstream: 'http://127.0.0.1:9/', methods: ['GET' 
 const NOW = 1_700_000_000_000;
 
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest('hex');
-const digestOf = (secret: string) => createHash('sha256').update(secret).digest();
 
 function key(id: string, secrets: (string | [string, number | null])[], extra: Partial<SnapshotKey> = {}): SnapshotKey {
   return {
@@ -40,18 +39,15 @@ function delta(s: GatewayState, body: Partial<Delta>): Delta {
 /** Which of `secrets` admit at `now`, as the ids they resolve to (null when refused). */
 const resolve = (s: GatewayState, secrets: string[], now = NOW) => secrets.map((x) => s.lookup(hashOf(x), now)?.id ?? null);
 
-t.test('a plain key: hit by hex and by digest, miss for anything else', async (t) => {
+t.test('a plain key: hit by its hash, miss for anything else', async (t) => {
   const s = state(key('key_plain', ['alpha']));
   t.equal(s.keyCount, 1);
   t.same(s.lookup(hashOf('alpha'), NOW), { id: 'key_plain', expiresAt: Infinity, endpoints: null, limit: null, lift: null });
-  t.same(s.lookupDigest(digestOf('alpha'), NOW), s.lookup(hashOf('alpha'), NOW), 'same answer from the binary digest');
   t.equal(s.lookup(hashOf('beta'), NOW), null, 'unknown secret');
-  t.equal(s.lookupDigest(digestOf('beta'), NOW), null);
   t.equal(s.lookup(hashOf('alpha').toUpperCase(), NOW), null, 'hashes are lowercase hex only');
   t.equal(s.lookup(hashOf('alpha').slice(0, 63), NOW), null, 'short hash');
   t.equal(s.lookup(hashOf('alpha').slice(0, 63) + 'g', NOW), null, 'not hex');
   t.equal(s.lookup('', NOW), null);
-  t.equal(s.lookupDigest(digestOf('alpha').subarray(0, 31), NOW), null, 'short digest');
 });
 
 t.test('a secret admits until the earlier of its own and its key expiry', async (t) => {
@@ -77,7 +73,7 @@ t.test('rotation grace: two secrets reach the same key until the old one expires
 t.test('endpoints, limit and lift come back as sent', async (t) => {
   const lift = { count: 500, window_seconds: 60, until: NOW + 3_600_000 };
   const s = state(key('key_rich', ['rich'], { endpoints: ['echo', 'other'], limit: { count: 5, window_seconds: 10 }, lift, expires_at: NOW + 9_000 }));
-  const k = s.lookupDigest(digestOf('rich'), NOW)!;
+  const k = s.lookup(hashOf('rich'), NOW)!;
   t.equal(k.id, 'key_rich');
   t.same([...k.endpoints!].sort(), ['echo', 'other']);
   t.same(k.limit, { count: 5, windowSeconds: 10 });
