@@ -1,0 +1,100 @@
+// The gateway's folders import only what gateway/README.md (and each folder's README) allows.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import t from 'tap';
+
+const ROOT = resolve(__dirname, '../..');
+const GATEWAY = join(ROOT, 'gateway');
+/** Top-level gateway folders with rules of their own. */
+const FOLDERS = ['request', 'state', 'journal', 'proxy'] as const;
+
+interface Import {
+  /** The importing file, relative to the repo root. */
+  file: string;
+  /** As written. */
+  spec: string;
+  /** Repo-relative path for a relative import (no extension), else null. */
+  target: string | null;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Every `import … from`, `export … from`, `import('…')` and `require('…')` of the gateway's files. */
+function importsOf(files: readonly string[]): Import[] {
+  const out: Import[] = [];
+  const pattern = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)(['"])([^'"]+)\1/gm;
+  for (const path of files) {
+    const text = readFileSync(path, 'utf8');
+    for (const m of text.matchAll(pattern)) {
+      const spec = m[2]!;
+      const target = spec.startsWith('.') ? relative(ROOT, resolve(dirname(path), spec)).replace(/\.(js|ts)$/, '') : null;
+      out.push({ file: relative(ROOT, path), spec, target });
+    }
+  }
+  return out;
+}
+
+/** The gateway folder a repo-relative path is in ('' for gateway/'s own files), or null outside gateway/. */
+function folderOf(path: string): string | null {
+  const parts = path.split('/');
+  if (parts[0] !== 'gateway') return null;
+  return parts.length > 2 ? parts[1]! : '';
+}
+
+/** What breaks the rules in `imports`; empty when none. */
+function violations(imports: readonly Import[]): string[] {
+  const found: string[] = [];
+  for (const { file, spec, target } of imports) {
+    const from = folderOf(file)!;
+    const where = `${file} imports ${spec}`;
+    if (target !== null && /^(control|cli)(\/|$)/.test(target)) found.push(`${where}: the gateway never imports control/ or cli/`);
+    if ((spec === 'http-proxy' || spec.startsWith('http-proxy/')) && file !== 'gateway/proxy/http-proxy.ts') found.push(`${where}: only proxy/http-proxy.ts imports http-proxy`);
+    if ((spec === 'undici' || spec.startsWith('undici/')) && !/^gateway\/proxy\/undici[^/]*\.ts$/.test(file)) found.push(`${where}: only proxy/undici*.ts import undici`);
+    if (target === null) continue;
+    const to = folderOf(target);
+    if (to === null || to === from) continue;
+    if (to === 'proxy' && target !== 'gateway/proxy/index') found.push(`${where}: outside proxy/, only proxy/index.ts is imported`);
+    if (from === 'state' || from === 'journal') found.push(`${where}: ${from}/ imports no other gateway folder`);
+    if (from === 'proxy' && target !== 'gateway/request/headers' && target !== 'gateway/request/classify') {
+      found.push(`${where}: proxy/ imports only request/headers.ts and request/classify.ts from the gateway`);
+    }
+  }
+  return found;
+}
+
+const files = sourceFiles(GATEWAY);
+const imports = importsOf(files);
+
+t.test('the gateway has its four folders, each with a README, and their files are read', async (t) => {
+  for (const folder of FOLDERS) {
+    t.ok(files.some((f) => relative(GATEWAY, f).startsWith(`${folder}/`)), `${folder}/ has source files`);
+    t.ok(readdirSync(join(GATEWAY, folder)).includes('README.md'), `${folder}/README.md exists`);
+  }
+  // The reader sees every form of import the gateway uses.
+  t.ok(imports.some((i) => i.spec === 'http-proxy'), 'the http-proxy import is seen');
+  t.ok(imports.some((i) => i.target === 'gateway/proxy/index' && i.file === 'gateway/request/handler.ts'), 'relative imports are resolved');
+});
+
+t.test('every gateway file keeps to the import rules', async (t) => {
+  t.same(violations(imports), []);
+});
+
+t.test('each rule catches what it forbids', async (t) => {
+  const cases: [string, Import][] = [
+    ['control/', { file: 'gateway/request/handler.ts', spec: '../../control/store/db', target: 'control/store/db' }],
+    ['http-proxy', { file: 'gateway/main.ts', spec: 'http-proxy', target: null }],
+    ['undici', { file: 'gateway/state/sync-client.ts', spec: 'undici', target: null }],
+    ['an engine file', { file: 'gateway/request/handler.ts', spec: '../proxy/undici', target: 'gateway/proxy/undici' }],
+    ['state/ → request/', { file: 'gateway/state/state.ts', spec: '../request/limiter', target: 'gateway/request/limiter' }],
+    ['journal/ → top level', { file: 'gateway/journal/shipper.ts', spec: '../metrics', target: 'gateway/metrics' }],
+    ['proxy/ → state/', { file: 'gateway/proxy/call.ts', spec: '../state/state', target: 'gateway/state/state' }],
+  ];
+  for (const [name, imp] of cases) t.equal(violations([imp]).length, 1, name);
+  t.same(violations([{ file: 'gateway/proxy/call.ts', spec: '../request/headers', target: 'gateway/request/headers' }]), [], 'proxy/ may use the header list');
+});
