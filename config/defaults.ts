@@ -37,6 +37,7 @@ export const DEFAULT_CLIENT_BODY_TIMEOUT_MS = 10_000;
 /** Most request header fields a gateway call may carry before 431 `svc_headers_too_large`. */
 export const DEFAULT_GATEWAY_MAX_HEADERS = 100;
 export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 5_000;
+/** Upstream connections per origin a gateway opens (the proxy engines' default too). */
 export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
 /** The gateway's proxy engine (`gateway.engine`): http-proxy, as the design card names it. */
 export const DEFAULT_GATEWAY_ENGINE = 'http-proxy';
