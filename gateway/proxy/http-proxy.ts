@@ -224,6 +224,10 @@ export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy 
   // `XHeaders` are off, and `deleteLength` is the smuggling defect (node-http-proxy #1721). So
   // each call runs the `stream` pass alone with one options object, instead of `server.web()`,
   // which copies the server's options and the call's into a new object twice per call.
+  // http-proxy has no public API for one pass (`web()` always runs them all), so this reads
+  // the server's undocumented `webPasses` array. That is why package.json pins http-proxy at
+  // exactly 1.18.1 (no range; its last release): the field cannot change under us, and should
+  // an upgrade drop it, the check below fails at start-up rather than on a call.
   const stream = (server as unknown as { webPasses: Pass[] }).webPasses.find((pass) => pass.name === 'stream');
   if (stream === undefined) throw new Error('http-proxy web passes changed: no stream pass');
 
