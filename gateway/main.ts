@@ -119,9 +119,9 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     gatewayId: id,
     journal,
     log,
-    onShipped: (n) => (metrics.shippedOutcomes += n),
-    onFailure: () => metrics.shipFailures++,
-    onRejected: () => metrics.rejectedOutcomes++,
+    onShipped: (n) => metrics.outcomesShipped(n),
+    onFailure: () => metrics.shipFailure(),
+    onRejected: () => metrics.outcomeRejected(),
   });
   const handle = createHandler({
     gatewayId: id,

@@ -99,13 +99,17 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
 
   const metrics = (req: IncomingMessage, res: ServerResponse) => {
     if (!authorized(req)) return refuse(res, req);
-    const text = opts.metrics.render();
-    res.writeHead(200, {
-      'content-type': METRICS_CONTENT_TYPE,
-      'content-length': String(Buffer.byteLength(text)),
-      'cache-control': 'no-store',
-    });
-    res.end(text);
+    opts.metrics.render().then(
+      (text) => {
+        res.writeHead(200, {
+          'content-type': METRICS_CONTENT_TYPE,
+          'content-length': String(Buffer.byteLength(text)),
+          'cache-control': 'no-store',
+        });
+        res.end(text);
+      },
+      () => sendProblem(res, 'svc_internal', 'the metrics could not be rendered'),
+    );
   };
 
   return (req, res) => {

@@ -299,6 +299,11 @@ export abstract class ForwardCall {
     if (this.deadline === undefined && !this.finished) this.deadline = setTimeout(this.onDeadline, this.target.timeoutMs);
   }
 
+  /** Start the running deadline over (a sign of life from the upstream). */
+  protected refreshDeadline(): void {
+    this.deadline?.refresh();
+  }
+
   protected stopDeadline(): void {
     clearTimeout(this.deadline);
     this.deadline = undefined;

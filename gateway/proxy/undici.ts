@@ -13,9 +13,14 @@
  * Timeouts (gateway/README.md, "Engines", has what was measured): the deadline for the response
  * head is the engine's own timer, started where the http-proxy engine starts it; undici's
  * `headersTimeout` (off) ticks on ~0.5 s timers and does not count the wait for a connection.
- * After the head, undici's `bodyTimeout` (`timeoutMs`) is the idle timeout between body chunks;
- * it does not run while the caller's backpressure pauses the answer. No connect timeout: the
- * deadline covers connecting. Redirects are never followed (undici follows none by itself).
+ * After the head, the same timer, re-armed, is the idle timeout between body chunks (`timeoutMs`,
+ * as undici's `bodyTimeout` would be): refreshed by every chunk, stopped while the caller's
+ * backpressure pauses the answer. Not undici's own `bodyTimeout`: that one is a timer on
+ * undici's 1-second clock which, cleared, stays referenced until the clock's next sweep, so
+ * every call left one timer (and its WeakRef) to be promoted to the old generation: ~100 of
+ * the engine's ~130 promoted bytes per call, and about half its major collections (bench/README.md).
+ * No connect timeout: the deadline covers connecting. Redirects are never followed (undici
+ * follows none by itself).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -135,7 +140,7 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
         headers: requestHeaders(this.target.headers) as Record<string, string | string[]>,
         body: whole ?? this.body,
         headersTimeout: 0,
-        bodyTimeout: this.target.timeoutMs,
+        bodyTimeout: 0,
       },
       this,
     );
@@ -158,19 +163,23 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
     const headers = clientResponseHeaders(rawStrings(rawHeaders));
     if (!this.upstreamHead(statusCode, headers, declaredLength(headerListValue(headers, 'content-length')))) return false;
     this.resumeUpstream = resume;
+    this.startDeadline(); // now the idle timeout between body chunks
     return true;
   }
 
   onData(chunk: Buffer): boolean {
     if (this.finished) return false;
+    this.refreshDeadline();
     if (this.passChunk(chunk)) return true;
-    // The caller reads slower than the upstream sends: undici stops reading (and its body
-    // timeout does not run) until the caller has taken what it has.
+    // The caller reads slower than the upstream sends: undici stops reading, and the idle
+    // timeout does not run, until the caller has taken what it has.
+    this.stopDeadline();
     this.res.once('drain', this.onCallerDrain);
     return false;
   }
 
   onComplete(): void {
+    this.stopDeadline();
     this.release();
     this.bodyEnded();
   }
@@ -225,7 +234,9 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
   };
 
   private readonly onCallerDrain = (): void => {
-    if (!this.finished) this.resumeUpstream?.();
+    if (this.finished) return;
+    this.startDeadline();
+    this.resumeUpstream?.();
   };
 
   // ---- ending the call ---------------------------------------------------------------

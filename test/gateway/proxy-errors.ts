@@ -140,6 +140,30 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.same([...gw.doneCalls.values()], [1]);
   });
 
+  t.test('a body that keeps coming is not idle: chunks closer than the timeout, a whole longer than it', { timeout: 10_000 }, async (t) => {
+    const chunks = 8;
+    const upstream = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': String(chunks) });
+      let sent = 0;
+      const tick = setInterval(() => {
+        res.write('c');
+        if (++sent === chunks) {
+          clearInterval(tick);
+          res.end();
+        }
+      }, 100);
+      res.on('close', () => clearInterval(tick));
+    });
+    const gw = await startGateway(t, { engine, upstreamPort: await listen(t, upstream), timeoutMs: 400 });
+    const started = Date.now();
+    const res = await request(gw.port, { method: 'GET', path: '/trickle' });
+    t.equal(res.status, 200);
+    t.equal(res.body, 'c'.repeat(chunks), 'the whole body, though it took longer than the timeout');
+    t.ok(Date.now() - started >= 400, 'the body took longer than timeout_ms in all');
+    await settle();
+    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [[null, 200, 200]]);
+  });
+
   t.test('a caller that stops reading is not the provider’s idle timeout: the whole body arrives later', { timeout: 10_000 }, async (t) => {
     // The upstream sends its body at once; the caller pauses longer than the endpoint timeout
     // before reading it. The gateway stops reading the upstream meanwhile (backpressure): that
