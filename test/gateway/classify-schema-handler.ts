@@ -151,8 +151,8 @@ for (const engine of ENGINES) t.test(`schema endpoints through the handler [${en
     const res = await call('/v1/typed/big');
     t.equal(res.body.length, BIG.length, 'the whole body reached the caller');
     t.same(recordOf(res).map((r) => r.outcome), ['ok']);
-    t.match(metrics.render(), /svc_gateway_schema_checks_total\{endpoint="typed",result="too_large"\} 1/);
-    t.match(metrics.render(), /svc_gateway_schema_checks_total\{endpoint="typed",result="invalid"\} 2/);
+    t.match(await metrics.render(), /svc_gateway_schema_checks_total\{endpoint="typed",result="too_large"\} 1/);
+    t.match(await metrics.render(), /svc_gateway_schema_checks_total\{endpoint="typed",result="invalid"\} 2/);
   });
 
   t.test('a body that breaks off is a network error, recorded once', async (t) => {
