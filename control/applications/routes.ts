@@ -8,13 +8,14 @@
  * | `GET /apply/thanks` | the thank-you page |
  * | `POST /api/v1/applications` | JSON or form-encoded: 201 `{"id","status":"received","answer_within_hours":24}`, 200 for a duplicate |
  *
- * Both POSTs share the per-address limits (429 `svc_rate_limited` + `Retry-After`): stored
+ * Both POSTs share the per-address limits (429 `svc_rate_limited` + `Retry-After`; the address
+ * is `protocol/client-address.ts`'s, behind `public.trustedProxyHops` proxies): stored
  * submissions count against `applications.submitLimitCount`, refused ones (invalid answers,
  * a bad body) against the looser `applications.invalidLimitCount`, so a typo does not use up
  * the quota for the corrected answers.
  */
-import type { IncomingMessage } from 'node:http';
 import { ANSWER_WITHIN_HOURS, type ApplicationReceipt } from '../../protocol/applications';
+import { clientAddress } from '../../protocol/client-address';
 import { SvcError } from '../../protocol/errors';
 import { sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
@@ -27,10 +28,6 @@ import { siteHeader } from '../public/pages/layout';
 import { EMPTY_FORM, renderForm, renderProblem, renderThanks, sendHtml, type FormState } from './page';
 
 const ID_PATTERN = /^app_[1-9A-HJ-NP-Za-km-z]{12}$/;
-
-function clientAddress(req: IncomingMessage): string {
-  return req.socket.remoteAddress ?? 'unknown';
-}
 
 function receipt(id: string): ApplicationReceipt {
   return { id, status: 'received', answer_within_hours: ANSWER_WITHIN_HOURS };
@@ -89,7 +86,7 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
   });
 
   router.post('/apply', async ({ req, res }: RequestContext) => {
-    const client = clientAddress(req);
+    const client = clientAddress(req, ctx.config.public.trustedProxyHops);
     let raw: unknown = {};
     try {
       raw = await countingInvalid(limiter, client, async () => (await readApplicationBody(req)).raw);
@@ -115,7 +112,7 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
   });
 
   router.post('/api/v1/applications', async ({ req, res }) => {
-    const client = clientAddress(req);
+    const client = clientAddress(req, ctx.config.public.trustedProxyHops);
     limiter.check(client); // before reading: an address over a limit costs no parsing
     const app = await countingInvalid(limiter, client, async () => validateApplication((await readApplicationBody(req)).raw));
     limiter.take(client, 'submit');

@@ -12,6 +12,7 @@
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { clientAddress } from '../../protocol/client-address';
 import { sendProblem } from '../../protocol/http';
 
 export interface IpLimit {
@@ -104,19 +105,4 @@ export class IpRateLimiter {
       this.buckets.delete(ip);
     }
   }
-}
-
-/**
- * The caller's address: the socket's, or with `hops` = N trusted proxies in front, the Nth
- * `X-Forwarded-For` entry from the right (a caller-supplied header alone changes nothing).
- */
-export function clientAddress(req: IncomingMessage, hops: number): string {
-  const socket = req.socket.remoteAddress ?? 'unknown';
-  if (hops === 0) return socket;
-  const header = req.headers['x-forwarded-for'];
-  const list = (Array.isArray(header) ? header.join(',') : header ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return list[list.length - hops] ?? list[0] ?? socket;
 }

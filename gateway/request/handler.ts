@@ -15,6 +15,7 @@
  */
 import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { clientAddress } from '../../protocol/client-address';
 import type { ErrorCode } from '../../protocol/errors';
 import { sendProblem } from '../../protocol/http';
 import { isWellFormedKey } from '../../protocol/keys';
@@ -71,16 +72,6 @@ export function bearerOf(auth: string): string | null {
     if (i === auth.length) return auth.slice(7);
   }
   return BEARER.exec(auth)?.[1] ?? null;
-}
-
-/** The client address used for keyless limits: the socket, or a trusted hop's XFF entry. */
-export function clientAddress(req: IncomingMessage, trustedHops: number): string {
-  const socketAddress = req.socket.remoteAddress ?? 'unknown';
-  if (trustedHops === 0) return socketAddress;
-  const xff = req.headers['x-forwarded-for'];
-  const hops = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  // The last `trustedHops` entries were added by our proxies; the one before them is the client.
-  return hops[hops.length - trustedHops] ?? socketAddress;
 }
 
 /** A key's own limit or lift as a policy under given defaults; each pair is converted once. */

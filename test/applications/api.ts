@@ -298,6 +298,23 @@ t.test('submissions are limited per address (429 svc_rate_limited + Retry-After)
   t.equal((await submitJson(api, agentAnswers({ contact_name: 'Someone Else' }))).status, 201, 'a new window admits again');
 });
 
+t.test('behind public.trustedProxyHops proxies each applicant has its own limit', async (t) => {
+  const from = (xff: string) => ({ 'x-forwarded-for': xff });
+  const behind = await startTestControl(t, { flags: { 'applications.submitLimitCount': 1, 'public.trustedProxyHops': 1 } });
+  t.equal((await submitJson(behind.urls.api, agentAnswers(), from('198.51.100.1'))).status, 201);
+  t.equal((await submitJson(behind.urls.api, merchantAnswers(), from('198.51.100.2'))).status, 201, 'another address behind the same proxy: its own limit');
+  t.equal((await submitJson(behind.urls.api, merchantAnswers({ contact_name: 'Third' }), from('198.51.100.1'))).status, 429, 'the first address has used its limit');
+  t.equal(
+    (await submitJson(behind.urls.api, merchantAnswers({ contact_name: 'Fourth' }), from('203.0.113.5, 198.51.100.1'))).status,
+    429,
+    'an entry the caller wrote left of the proxy\'s changes nothing',
+  );
+
+  const direct = await startTestControl(t, { flags: { 'applications.submitLimitCount': 1 } });
+  t.equal((await submitJson(direct.urls.api, agentAnswers(), from('198.51.100.1'))).status, 201);
+  t.equal((await submitJson(direct.urls.api, merchantAnswers(), from('198.51.100.2'))).status, 429, 'no trusted proxy: X-Forwarded-For buys no fresh limit');
+});
+
 t.test('invalid submissions count under their own, looser limit', async (t) => {
   const clock = manualClock();
   const control = await startTestControl(t, {
