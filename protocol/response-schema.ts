@@ -51,7 +51,8 @@ const OPTIONS: Options = {
 };
 
 /** The `$schema` values that name draft 2020-12 (the only draft accepted). */
-const DRAFT_2020_12: ReadonlySet<unknown> = new Set(['https://json-schema.org/draft/2020-12/schema', 'https://json-schema.org/draft/2020-12/schema#']);
+const DRAFT_2020_12_URI = 'https://json-schema.org/draft/2020-12/schema';
+const DRAFT_2020_12: ReadonlySet<unknown> = new Set([DRAFT_2020_12_URI, `${DRAFT_2020_12_URI}#`]);
 
 let metaChecker: Ajv2020 | null = null;
 
@@ -87,8 +88,8 @@ function build(doc: unknown): { validate: SchemaValidator } | { problems: string
   if (!isPlainObject(doc)) return { problems: ['#: a response schema must be a JSON object'] };
   if (deeperThan(doc, MAX_SCHEMA_DEPTH)) return { problems: [`#: nested deeper than ${MAX_SCHEMA_DEPTH} levels`] };
   if (doc.$async !== undefined) return { problems: ['#: "$async" is not supported (a response is checked synchronously)'] };
-  if (doc.$schema !== undefined && !DRAFT_2020_12.has(doc.$schema as string)) {
-    return { problems: [`#/$schema: only draft 2020-12 is supported (${[...DRAFT_2020_12][0]})`] };
+  if (doc.$schema !== undefined && !DRAFT_2020_12.has(doc.$schema)) {
+    return { problems: [`#/$schema: only draft 2020-12 is supported (${DRAFT_2020_12_URI})`] };
   }
   const meta = checker();
   let validate: ReturnType<Ajv2020['compile']>;
