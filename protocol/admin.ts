@@ -132,7 +132,7 @@ export const EndpointFields = z.object({
   refund_cap_per_hour: MicroUnits.optional(),
   treasury_fee_bps: z.number().int().min(0).max(10_000).optional(),
   headers: InjectedHeaders.optional(),
-  /** JSON Schema subset for 2xx JSON bodies (protocol/response-schema.ts); null removes it. */
+  /** JSON Schema draft 2020-12 for 2xx JSON bodies (protocol/response-schema.ts); null removes it. */
   response_schema: ResponseSchema.nullable().optional(),
 });
 
