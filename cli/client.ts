@@ -75,7 +75,7 @@ export class AdminClient {
     }
     if (!res.ok) {
       const problem = ProblemSchema.safeParse(parsed);
-      if (problem.success) throw new ApiError(problem.data as Problem);
+      if (problem.success) throw new ApiError(problem.data);
       throw new CliError(`control at ${this.baseUrl} answered ${res.status} ${res.statusText}`);
     }
     return parsed as T;

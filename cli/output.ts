@@ -27,7 +27,6 @@ export function terminalText(text: string): string {
   return escapeControlCharacters(text, true);
 }
 
-// eslint-disable-next-line no-control-regex
 const C1_AND_DEL = /[\u007f-\u009f]/g;
 
 /**

@@ -56,7 +56,7 @@ function collectLeaves(schema: z.ZodType, path: string[], out: Leaf[], descripti
   const desc = description ?? schema.description;
   switch (schema.type) {
     case 'object':
-      for (const [key, child] of Object.entries((schema as z.ZodObject).shape)) collectLeaves(child, [...path, key], out);
+      for (const [key, child] of Object.entries((schema as z.ZodObject<Record<string, z.ZodType>>).shape)) collectLeaves(child, [...path, key], out);
       return;
     case 'default':
     case 'prefault':

@@ -58,7 +58,7 @@ export class ControlMetrics {
 
   /** A gauge whose samples `collect` sets from the scrape's reading; one with labels drops stale samples first. */
   private gauge(registry: Registry, name: string, help: string, labelNames: readonly string[], collect: (g: Gauge, r: Reading) => void): void {
-    const metrics = this;
+    const reading = () => this.reading;
     new Gauge({
       name,
       help,
@@ -66,7 +66,7 @@ export class ControlMetrics {
       registers: [registry],
       collect() {
         if (labelNames.length > 0) this.reset();
-        collect(this, metrics.reading);
+        collect(this, reading());
       },
     });
   }

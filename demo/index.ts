@@ -117,9 +117,9 @@ function startSvc(dataDir: string): Promise<{ child: ChildProcess; urls: Record<
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   return new Promise((resolvePromise, reject) => {
-    const lines = createInterface({ input: child.stdout! });
+    const lines = createInterface({ input: child.stdout });
     lines.once('line', (line) => {
       try {
         resolvePromise({ child, urls: (JSON.parse(line) as { urls: Record<string, string> }).urls });

@@ -121,7 +121,7 @@ export function receiptSigningBytes(r: UnsignedReceipt | ReceiptFields): Buffer 
 
 /** Hex SHA-256 of the receipt's canonical bytes, `sig` included: the next receipt's `prev`. */
 export function receiptHash(r: ReceiptFields): string {
-  return hash('sha256', canonicalize({ ...unsigned(r), sig: r.sig } as unknown as JsonValue), 'hex');
+  return hash('sha256', canonicalize({ ...unsigned(r), sig: r.sig }), 'hex');
 }
 
 /** RFC 7638 thumbprint of an Ed25519 public key (`x`, base64url): SHA-256 of `{"crv","kty","x"}`, base64url. */

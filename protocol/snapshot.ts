@@ -202,7 +202,7 @@ export function verifySealedLine(line: string): string | null {
   const match = SEAL_PATTERN.exec(line);
   if (!match) return null;
   const text = line.slice(0, match.index) + '}';
-  return createHash('sha256').update(text).digest('hex') === match[1] ? match[1]! : null;
+  return createHash('sha256').update(text).digest('hex') === match[1] ? match[1] : null;
 }
 
 /** Incremental digest of a full snapshot's lines (`snapshot_begin` and `keys`, as sent). */

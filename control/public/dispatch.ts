@@ -12,7 +12,7 @@ import { requestListener } from '../http/serve';
 
 /** Most (method, path) pairs remembered. Only parameterless routes that matched are kept. */
 const MEMO_LIMIT = 64;
-const EMPTY_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const EMPTY_PARAMS: Record<string, string> = Object.freeze({});
 /** Targets that take the fast path: an absolute path of plain characters, maybe a query. */
 const PLAIN_TARGET = /^\/[A-Za-z0-9/._-]*$/;
 

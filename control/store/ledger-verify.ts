@@ -17,7 +17,10 @@ interface Check {
   run(db: Db): string | null;
 }
 
-const first = (db: Db, sql: string): Record<string, unknown> | undefined => db.prepare(sql).get() as Record<string, unknown> | undefined;
+/** A row of these checks' queries: SQLite text, numbers and NULLs (none of them selects a blob). */
+type Row = Record<string, string | number | null>;
+
+const first = (db: Db, sql: string): Row | undefined => db.prepare(sql).get() as Row | undefined;
 
 /** The allowed sign of each account in each kind of transfer. */
 const SHAPE = `CASE t.kind

@@ -38,7 +38,7 @@ export class OutcomesTable {
 
   /** Store a batch in one transaction; returns how many were new. */
   ingest(records: OutcomeRecord[], at: number): number {
-    return this.insertBatch.immediate(records, at) as number;
+    return this.insertBatch.immediate(records, at);
   }
 
   count(): number {

@@ -161,7 +161,7 @@ export class ReceiptsTable {
    * Returns how many were written. Idempotent: a second run finds nothing to do.
    */
   backfill(): number {
-    return this.backfillTx.immediate() as number;
+    return this.backfillTx.immediate();
   }
 
   /**
@@ -284,7 +284,7 @@ export class ReceiptsTable {
     const inner = inclusionPath(leaves.map((l) => leafHash(leafCanonical(l))), at);
     if (inner.root !== runs[run]) return null;
     const outer = inclusionPath(runs, run);
-    return { leaf: leaves[at]!, leaf_index: index, audit_path: [...inner.path, ...outer.path].map(toHex) };
+    return { leaf: leaves[at], leaf_index: index, audit_path: [...inner.path, ...outer.path].map(toHex) };
   }
 
   private proofFromBatch(batch: number, callId: string): Omit<CallProof, 'tree_size' | 'receipt'> {

@@ -223,7 +223,7 @@ export class SettlementTable {
    * there was nothing to settle.
    */
   settleBatch(endpointId: string, boundary: number, cap: number, at: number, plan: Planner): BatchView | null {
-    return this.batchTx.immediate(endpointId, boundary, cap, at, plan) as BatchView | null;
+    return this.batchTx.immediate(endpointId, boundary, cap, at, plan);
   }
 
   /**
@@ -232,7 +232,7 @@ export class SettlementTable {
    * calls. Each batch is as `settleBatch` makes it; if any fails, none of the group commits.
    */
   settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): BatchView[] {
-    return this.groupTx.immediate(next, boundary, at, plan, budgetCalls) as BatchView[];
+    return this.groupTx.immediate(next, boundary, at, plan, budgetCalls);
   }
 
   /**

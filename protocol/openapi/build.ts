@@ -149,7 +149,7 @@ function strip(schema: JsonObject): JsonObject {
 }
 
 function inputSchema(schema: z.ZodType): JsonObject {
-  return strip(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonObject);
+  return strip(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }));
 }
 
 /** The problem+json schema of one HTTP status: `status`, `code`, `title` and `type` narrowed to the codes given. */
@@ -210,7 +210,7 @@ export class DocumentBuilder {
 
   private headerObject(name: HeaderName): JsonObject {
     const h = HEADERS[name];
-    const { description: _d, ...schema } = strip(z.toJSONSchema(h.schema, { io: 'output' }) as JsonObject);
+    const { description: _d, ...schema } = strip(z.toJSONSchema(h.schema, { io: 'output' }));
     return { description: h.description, schema };
   }
 
@@ -222,7 +222,7 @@ export class DocumentBuilder {
       const description = codes.map((c) => `\`${c}\`: ${ERRORS[c].when}`).join(' · ');
       const headers = this.headers(extraHeaders.filter((h) => !always.includes(h)), always);
       const schemaName = `Problem.${[...codes].sort().join('.')}`;
-      this.problemSchemas[schemaName] ??= strip(z.toJSONSchema(problemSchema(status, codes), { io: 'output' }) as JsonObject);
+      this.problemSchemas[schemaName] ??= strip(z.toJSONSchema(problemSchema(status, codes), { io: 'output' }));
       this.responses[name] = {
         description,
         ...(headers ? { headers } : {}),
@@ -321,7 +321,7 @@ export class DocumentBuilder {
   }
 
   private outputInline(schema: z.ZodType): JsonObject {
-    return strip(z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as JsonObject);
+    return strip(z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }));
   }
 
   /** Component schemas: every named answer, with `$ref`s between them. */

@@ -15,11 +15,13 @@ export const systemClock: Clock = {
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the contract: reject with the signal's own reason, as fetch does
         reject(signal.reason);
         return;
       }
       const onAbort = () => {
         clearTimeout(timer);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the signal's own reason, as above
         reject(signal!.reason);
       };
       const timer = setTimeout(() => {
