@@ -12,7 +12,7 @@ import { defaultControlUrl, type Config } from '../config/load';
 import { HTTP_METHODS } from '../protocol/admin';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import type { ErrorCode } from '../protocol/errors';
-import type { GatewayEngine } from '../protocol/snapshot';
+import { defaultGatewayId, type GatewayEngine } from '../protocol/snapshot';
 import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
@@ -77,7 +77,7 @@ function controlUrlOf(config: Readonly<Config>, dataDir: string): string {
 }
 
 export async function startGateway(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<GatewayHandle> {
-  const id = config.gateway.id ?? `gw-${hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 60)}`;
+  const id = config.gateway.id ?? defaultGatewayId(hostname());
   const log = options.log ?? createLogger({ level: config.logLevel, base: { role: 'gateway', gateway_id: id } });
   const dataDir = resolve(config.dataDir);
   const syncToken = config.syncToken ?? readTrimmed(join(dataDir, 'sync.token'));

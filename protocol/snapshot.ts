@@ -24,10 +24,18 @@ export const SNAPSHOT_KEYS_PER_LINE = 5_000;
 /** Control pings an idle stream this often; a gateway that hears nothing for 3× reconnects. */
 export const SYNC_PING_INTERVAL_MS = 10_000;
 
+/** The characters of a gateway id, as a regular-expression class body. */
+const GATEWAY_ID_CHARS = 'A-Za-z0-9._-';
 /** A gateway id (`gateway.id`, `SVC_GATEWAY_ID`): 1 to 64 of `A-Z a-z 0-9 . _ -`. */
-export const GATEWAY_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+const GATEWAY_ID_PATTERN = new RegExp(`^[${GATEWAY_ID_CHARS}]{1,64}$`);
 export const GATEWAY_ID_RULE = '1 to 64 of A-Z a-z 0-9 . _ -';
 export const GatewayId = z.string().regex(GATEWAY_ID_PATTERN, { message: `must be ${GATEWAY_ID_RULE}` });
+const NOT_GATEWAY_ID_CHAR = new RegExp(`[^${GATEWAY_ID_CHARS}]`, 'g');
+
+/** The id of a gateway with none configured: `gw-` and the host name, other characters as `-`. */
+export function defaultGatewayId(host: string): string {
+  return `gw-${host.replace(NOT_GATEWAY_ID_CHAR, '-').slice(0, 60)}`;
+}
 
 /** The proxy engine a gateway forwards with (`gateway.engine`); `GATEWAY_ENGINES[0]` is the default. */
 export const GatewayEngine = z.enum(GATEWAY_ENGINES);
