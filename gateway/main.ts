@@ -23,6 +23,7 @@ import { operatorRoutes } from './operator';
 import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy/index';
 import { OutcomeShipper } from './journal/shipper';
+import { LimitShare } from './state/share';
 import { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
 import { SyncClient } from './state/sync-client';
@@ -90,6 +91,8 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const unlock = await lock(dir, id);
 
   const file = new SnapshotFile(join(dir, 'snapshot'));
+  // The last share of key limits control pushed, kept across restarts (fail static).
+  const share = new LimitShare(file.dir);
   let state: GatewayState | null = null;
   try {
     const loaded = await file.load();
@@ -105,7 +108,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   // The engine named everywhere (sync hello, /health, the start line) is the proxy's own.
   const proxy = createProxy({ engine: config.gateway.engine, maxSockets: config.gateway.upstreamMaxSockets, clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs });
   const engine = proxy.engine;
-  const sync = new SyncClient({ controlUrl, syncToken, gatewayId: id, engine, file, log, initial: state, onState: (s) => (state = s) });
+  const sync = new SyncClient({ controlUrl, syncToken, gatewayId: id, engine, file, share, log, initial: state, onState: (s) => (state = s) });
   const metrics = new GatewayMetrics({
     snapshotVersion: () => state?.version ?? 0,
     snapshotAgeSeconds: () => (state ? (Date.now() - state.appliedAt) / 1000 : null),
@@ -133,6 +136,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     maintenanceRetryAfterS: config.gateway.maintenanceRetryAfterS,
     trustedProxyHops: config.gateway.trustedProxyHops,
     maxHeaders: config.gateway.maxHeaders,
+    limitShare: () => share.value,
   });
 
   const operator = operatorRoutes({
@@ -140,6 +144,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     engine,
     controlUrl,
     state: () => state,
+    limitShare: () => share.state,
     metrics,
     sync,
     journalBacklog: () => journal.backlog(),

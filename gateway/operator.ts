@@ -4,7 +4,7 @@
  * Without credentials `/health` says only whether the gateway serves calls, and why not in one
  * word (for load balancers and probes). With `Authorization: Bearer <metrics token>` it answers
  * the detailed body (proxy engine, snapshot version and age, control connection, last nack,
- * journal backlog).
+ * journal backlog, the share of key limits it enforces).
  * `/metrics` always needs the metrics token. A wrong token is 401 `svc_unauthorized`; nothing
  * about the gateway, its endpoints or its control is published without the token.
  */
@@ -15,6 +15,7 @@ import type { GatewayHealthDetail, PublicHealth } from '../protocol/gateway';
 import type { GatewayEngine } from '../protocol/snapshot';
 import { sendJson, sendProblem } from '../protocol/http';
 import type { GatewayMetrics } from './metrics';
+import type { ShareState } from './state/share';
 import type { GatewayState } from './state/state';
 
 export interface OperatorOptions {
@@ -23,6 +24,8 @@ export interface OperatorOptions {
   engine: GatewayEngine;
   controlUrl: string;
   state: () => GatewayState | null;
+  /** The last share of key limits control pushed; null before any (the whole limit applies). */
+  limitShare: () => ShareState | null;
   metrics: GatewayMetrics;
   sync: { readonly connected: boolean; readonly lastError: string | null; readonly lastNack: string | null };
   journalBacklog: () => number;
@@ -94,6 +97,7 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
       control_url: opts.controlUrl,
       last_nack: opts.sync.lastNack,
       journal_backlog: opts.journalBacklog(),
+      limit_share: opts.limitShare(),
     } satisfies GatewayHealthDetail);
   };
 

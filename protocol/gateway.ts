@@ -4,9 +4,10 @@
  * probes and the gateway OpenAPI document read them from here.
  */
 import { z } from 'zod';
+import { LimitsMode, Share } from './gateways';
 import { Outcome } from './outcome';
 import { GatewayEngine } from './snapshot';
-import { Count, StateVersion } from './wire';
+import { Count, IsoTime, StateVersion } from './wire';
 
 // ---------------------------------------------------------------------------------------
 // /health
@@ -41,6 +42,19 @@ export const GatewayHealthDetail = z.strictObject({
   last_nack: z.string().nullable(),
   /** Outcome records written and not yet acked by control. */
   journal_backlog: Count,
+  /**
+   * The share of every key's limit this gateway enforces, as control last pushed it (kept
+   * while control is away and across restarts); null before any: the whole limit applies.
+   */
+  limit_share: z
+    .strictObject({
+      share: Share,
+      /** Gateways the limits were divided among, this one included. */
+      gateways: z.number().int().min(1),
+      mode: LimitsMode,
+      received_at: IsoTime,
+    })
+    .nullable(),
 });
 export type GatewayHealthDetail = z.infer<typeof GatewayHealthDetail>;
 

@@ -44,6 +44,11 @@ export interface HandlerOptions {
   trustedProxyHops: number;
   /** Most request header fields a call may carry (431 `svc_headers_too_large` past it). */
   maxHeaders: number;
+  /**
+   * This gateway's share of every key's limit (0 < share ≤ 1, pushed by control): each key's
+   * count and burst are multiplied by it. Keyless per-address limits stay whole. @default 1
+   */
+  limitShare?: () => number;
   now?: () => number;
 }
 
@@ -90,6 +95,19 @@ function keyPolicy(key: KeyEntry, defaults: LimitPolicy, now: number): LimitPoli
   return policy;
 }
 
+/** A policy times this gateway's share, each pair computed once (rounded to 6 decimals). */
+const shared = new WeakMap<LimitPolicy, { share: number; policy: LimitPolicy }>();
+
+function sharedPolicy(policy: LimitPolicy, share: number): LimitPolicy {
+  if (share === 1) return policy;
+  const known = shared.get(policy);
+  if (known !== undefined && known.share === share) return known.policy;
+  const times = (n: number) => Math.round(n * share * 1e6) / 1e6;
+  const result = { count: times(policy.count), windowSeconds: policy.windowSeconds, burst: times(policy.burst), share };
+  shared.set(policy, { share, policy: result });
+  return result;
+}
+
 /**
  * `X-Svc-Premium` and `X-Svc-Refund`: what settlement will move for this call by its head-time
  * outcome, before any clamping (premium on `ok`; price + premium on covered failures; 0
@@ -106,6 +124,7 @@ function settlementHeaders(headers: HeaderList, endpoint: EndpointEntry, keyed: 
 export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const buckets = new TokenBuckets();
   const now = opts.now ?? Date.now;
+  const limitShare = opts.limitShare ?? (() => 1);
   // The snapshot's limits objects change only with an update; convert each once.
   const policies = new WeakMap<object, LimitPolicy>();
   const policyOf = (p: { count: number; window_seconds: number; burst: number }): LimitPolicy => {
@@ -179,7 +198,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
 
     // Limits: per key, or per client address for keyless calls.
     const policyName = key ? 'key' : 'ip';
-    const policy = key ? keyPolicy(key, policyOf(state.limits.key), t) : policyOf(state.limits.ip);
+    const policy = key ? sharedPolicy(keyPolicy(key, policyOf(state.limits.key), t), limitShare()) : policyOf(state.limits.ip);
     const taken = buckets.take(key ? key.id : `ip:${clientAddress(req, opts.trustedProxyHops)}`, policy, t);
     const limitHeaders = rateLimitHeaders(policyName, policy, taken);
     if (!taken.allowed) {

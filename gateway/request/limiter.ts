@@ -8,6 +8,10 @@
  * Every `take` also inspects the next couple of entries in a round over the map and drops
  * those that are full, so memory tracks the set of recently active ids even under a flood of
  * distinct ids.
+ *
+ * A policy may carry a `share` (the gateway's part of a key's cluster-wide limit, already
+ * applied to `count` and `burst`). When a bucket's share changes, its tokens scale with it
+ * (new / old capacity): a re-division neither refills a bucket to full nor empties it.
  */
 
 /** A limit: `count` units per `windowSeconds`, at most `burst` at once. */
@@ -15,6 +19,11 @@ export interface LimitPolicy {
   count: number;
   windowSeconds: number;
   burst: number;
+  /**
+   * The fraction of a cluster-wide limit that `count` and `burst` already are (limit shares);
+   * absent for limits that are not divided (1).
+   */
+  share?: number;
 }
 
 /** What one `take` decided. */
@@ -46,6 +55,8 @@ interface Bucket {
   updatedMs: number;
   /** When the bucket will be full again at its last policy's rate. */
   fullAtMs: number;
+  /** The share of the policy it was last taken under. */
+  share: number;
 }
 
 export const DEFAULT_MAX_BUCKETS = 1_000_000;
@@ -72,13 +83,16 @@ export class TokenBuckets {
   take(id: string, policy: LimitPolicy, nowMs: number): TakeResult {
     const rate = policy.count / policy.windowSeconds; // units per second
     const burst = Math.max(1, policy.burst);
+    const share = policy.share ?? 1;
     const bucket = this.buckets.get(id);
     let tokens: number;
     if (bucket === undefined) {
       tokens = burst;
     } else {
       const elapsedS = Math.max(0, nowMs - bucket.updatedMs) / 1000;
-      tokens = Math.min(burst, bucket.tokens + elapsedS * rate);
+      // The share changed since the last take: the tokens it held scale with the capacity.
+      const held = bucket.share === share ? bucket.tokens : (bucket.tokens * share) / bucket.share;
+      tokens = Math.min(burst, held + elapsedS * rate);
     }
 
     const allowed = tokens >= 1;
@@ -87,12 +101,13 @@ export class TokenBuckets {
     // tokens < burst here (a take only happens at or below capacity), so remember the bucket.
     const fullAtMs = nowMs + ((burst - tokens) / rate) * 1000;
     if (bucket === undefined) {
-      this.buckets.set(id, { tokens, updatedMs: nowMs, fullAtMs });
+      this.buckets.set(id, { tokens, updatedMs: nowMs, fullAtMs, share });
       if (this.buckets.size > this.maxEntries) this.evictOldest(id);
     } else {
       bucket.tokens = tokens;
       bucket.updatedMs = nowMs;
       bucket.fullAtMs = fullAtMs;
+      bucket.share = share;
     }
     this.sweepSome(nowMs);
 

@@ -3,6 +3,8 @@
  * the sync token, announcing its id, held version, epoch and proxy engine; applies full snapshots and deltas
  * atomically; persists each applied update; acks `{version, sha256}` or nacks (keeping the old
  * state); reconnects with jittered exponential backoff when the stream ends or goes silent.
+ * Takes `share` lines (its share of key limits) whenever they come, and answers each ping with
+ * a lease renewal while it holds a state, so control counts it as live.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -17,6 +19,7 @@ import {
   verifySealedLine,
   type SyncAck,
 } from '../../protocol/snapshot';
+import type { LimitShare } from './share';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
 import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './state';
 
@@ -37,6 +40,8 @@ export interface SyncClientOptions {
   log: Logger;
   /** Called after every applied update with the state now in force. */
   onState: (state: GatewayState) => void;
+  /** Where `share` lines go (absent: they are ignored). */
+  share?: LimitShare;
   initial: GatewayState | null;
 }
 
@@ -171,8 +176,12 @@ export class SyncClient {
           this.ackVersion(next.version, end.data.sha256);
         } else if (line.startsWith('{"type":"delta"')) {
           this.applyDeltaLine(line);
+        } else if (line.startsWith('{"type":"share"')) {
+          this.applyShareLine(line);
+        } else if (line.startsWith('{"type":"ping"') && this.state) {
+          // Renew the lease: control divides the key limits among gateways that answer.
+          this.post({ gateway_id: this.opts.gatewayId, version: this.state.version, ok: true, renew: true });
         }
-        // ping lines only keep the silence timer from firing.
       } catch (err) {
         const reason = err instanceof UpdateRejected ? err.message : `internal: ${(err as Error).message}`;
         failSnapshot(builder ? (builder as SnapshotBuilder).version : this.versionOf(line), reason);
@@ -206,6 +215,20 @@ export class SyncClient {
     this.opts.file.appendDelta(line);
     this.opts.onState(this.state);
     this.ackVersion(parsed.data.version, sha256);
+  }
+
+  /** Not part of the versioned state: never nacked, and it may come between a snapshot's lines. */
+  private applyShareLine(line: string): void {
+    const share = this.opts.share;
+    if (!share) return;
+    let value: unknown = null;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      // ignored below, like any share line that does not parse
+    }
+    if (share.apply(value)) this.opts.log.info('limit share applied', { ...share.state });
+    else this.opts.log.warn('share line ignored: it does not parse', { line: line.slice(0, 200) });
   }
 
   private install(state: GatewayState): void {

@@ -104,6 +104,8 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('GET', '/_admin/v1/audit?limit=5'), 200, 'audit list');
   expect(await admin('GET', '/_admin/v1/status'), 200, 'status');
   expect(await admin('GET', '/_admin/v1/gateways'), 200, 'gateways');
+  expect(await admin('PUT', `/_admin/v1/gateways/${stack.gatewayIds[0]}/weight`, { weight: 1 }), 200, 'gateway weight');
+  expect(await admin('PUT', '/_admin/v1/gateways/gw-nobody/weight', { weight: 2 }), 404, 'gateway weight unknown');
   expect(await admin('GET', '/_admin/v1/openapi.json'), 200, 'openapi');
   expect(await request(control, '/_admin/v1/status', { method: 'GET' }), 401, 'status without a token');
   expect(await request(control, '/_admin/v1/keys', { method: 'POST', headers: { authorization: `Bearer ${stack.adminToken()}`, 'content-type': 'application/json' }, body: '{' }), 400, 'invalid JSON');

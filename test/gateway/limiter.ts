@@ -77,6 +77,29 @@ t.test('a lifted (larger) policy applies to an existing bucket', async (t) => {
   t.equal(buckets.take('k', lifted, 1_000).allowed, true, '10 units/s refill after the lift');
 });
 
+t.test('a changed share rescales the tokens a bucket holds, neither refilling nor emptying it', async (t) => {
+  const buckets = new TokenBuckets();
+  const whole: LimitPolicy = { count: 60, windowSeconds: 60, burst: 12 };
+  const third: LimitPolicy = { count: 20, windowSeconds: 60, burst: 4, share: 1 / 3 };
+  const half: LimitPolicy = { count: 30, windowSeconds: 60, burst: 6, share: 1 / 2 };
+  // Under a third: 4 tokens, take 2 → 2 left (half full).
+  buckets.take('k', third, 0);
+  t.equal(buckets.take('k', third, 0).remaining, 2);
+  // The share grows to a half: capacity 4 → 6, so the 2 tokens become 3 (still half full), one taken.
+  t.equal(buckets.take('k', half, 0).remaining, 2, 'tokens scale by new/old capacity, not reset to the new burst');
+  // Back to the whole limit (no share: 1): 2 of 6 → 4 of 12, one taken.
+  t.equal(buckets.take('k', whole, 0).remaining, 3);
+  // Down to a third: 3 of 12 → 1 of 4, one taken; the next is refused.
+  t.equal(buckets.take('k', third, 0).remaining, 0, 'a shrinking share shrinks the tokens in proportion');
+  t.equal(buckets.take('k', third, 0).allowed, false);
+  // Refill follows the new rate: 20/min is one unit in 3 s.
+  t.equal(buckets.take('k', third, 2_999).allowed, false);
+  t.equal(buckets.take('k', third, 3_000).allowed, true);
+  // A lift (another policy, same share) keeps its tokens as before: only a share change rescales.
+  const lifted: LimitPolicy = { count: 600, windowSeconds: 60, burst: 40, share: 1 / 3 };
+  t.equal(buckets.take('k', lifted, 3_000).allowed, false, 'no tokens minted by a lift');
+});
+
 t.test('a clock going backwards never mints units', async (t) => {
   const buckets = new TokenBuckets();
   const one: LimitPolicy = { count: 1, windowSeconds: 60, burst: 1 };
