@@ -17,6 +17,8 @@
  * - `$ref` resolves inside the schema only (`#/$defs/...`, `$anchor`, a nested `$id`);
  *   nothing is fetched, and one endpoint's schema never sees another's. `$async` is refused.
  * - Properties are own properties: `required: ["toString"]` is not met by `{}`.
+ * - Schemas stored before Ajv keep compiling on the gateway, with the annotations the old
+ *   subset ignored left out when the meta-schema refuses them ({@link compileSchema}).
  *
  * Each schema compiles in an Ajv instance of its own (no meta-schemas, about a millisecond);
  * one shared instance only checks schemas against the meta-schema.
@@ -30,8 +32,11 @@ import { z } from 'zod';
 
 /** Largest stored schema, serialised. @default 64 KiB */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
-/** Deepest nesting of JSON objects and arrays in a stored schema. @default 64 */
-export const MAX_SCHEMA_DEPTH = 64;
+/**
+ * Deepest nesting of JSON objects and arrays in a stored schema; room for the 32 levels of
+ * `properties` the schemas stored before Ajv could have (65 levels of JSON). @default 128
+ */
+export const MAX_SCHEMA_DEPTH = 128;
 
 /** A response schema: a JSON object (JSON Schema draft 2020-12). */
 export type JsonSchema = Record<string, unknown>;
@@ -121,12 +126,53 @@ export const ResponseSchema = z
   })
   .transform((doc) => doc as JsonSchema);
 
+/** The keywords of the subset stored before Ajv; it ignored these annotations without checking them. */
+const LEGACY_KEYWORDS: ReadonlySet<string> = new Set(['type', 'properties', 'required', 'items', 'enum', 'minimum', 'maximum', 'minLength', 'maxLength']);
+const LEGACY_ANNOTATIONS: ReadonlySet<string> = new Set(['$schema', '$id', '$comment', 'title', 'description', 'examples', 'default']);
+
+/** `node` without its annotations when it is a schema of the pre-Ajv subset, else null. */
+function withoutLegacyAnnotations(node: unknown): Record<string, unknown> | null {
+  if (!isPlainObject(node)) return null;
+  const out: Record<string, unknown> = {};
+  for (const [keyword, value] of Object.entries(node)) {
+    if (LEGACY_ANNOTATIONS.has(keyword)) continue;
+    if (!LEGACY_KEYWORDS.has(keyword)) return null;
+    if (keyword === 'items') {
+      const item = withoutLegacyAnnotations(value);
+      if (item === null) return null;
+      out.items = item;
+    } else if (keyword === 'properties') {
+      if (!isPlainObject(value)) return null;
+      const properties: Record<string, unknown> = {};
+      for (const [name, sub] of Object.entries(value)) {
+        const property = withoutLegacyAnnotations(sub);
+        if (property === null) return null;
+        properties[name] = property;
+      }
+      out.properties = properties;
+    } else {
+      out[keyword] = value;
+    }
+  }
+  return out;
+}
+
 /**
- * Compile a schema once into a validator. Throws when the schema is not one control would
- * store (the gateway nacks such a snapshot).
+ * Compile a schema control stored, once, into a validator. Throws when it does not compile
+ * (the gateway nacks such a snapshot).
+ *
+ * One allowance keeps schemas stored before Ajv working: a schema of the old subset (`type`,
+ * `properties`, `required`, `items`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`)
+ * whose annotations the 2020-12 meta-schema refuses (a draft-07 `$schema`, a `title` that is
+ * not a string, `examples` that is not a list) compiles without those annotations, which the
+ * old validator ignored too; it enforces exactly what it did before. Control refuses such a
+ * schema when it is stored now ({@link ResponseSchema}), so only old rows take this path.
  */
 export function compileSchema(doc: unknown): SchemaValidator {
   const built = build(doc);
-  if ('problems' in built) throw new Error(`invalid response schema: ${built.problems[0]}`);
-  return built.validate;
+  if ('validate' in built) return built.validate;
+  const legacy = withoutLegacyAnnotations(doc);
+  const retried = legacy === null ? null : build(legacy);
+  if (retried !== null && 'validate' in retried) return retried.validate;
+  throw new Error(`invalid response schema: ${built.problems[0]}`);
 }

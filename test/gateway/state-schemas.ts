@@ -77,3 +77,10 @@ t.test('a schema that does not compile rejects the update and changes nothing', 
   t.notOk(s.endpoints.has('b'));
   t.throws(() => snapshot(3, [endpoint('a', { type: 'float' })]), { name: 'UpdateRejected', message: /endpoint a: invalid response schema: #\/type/ });
 });
+
+t.test('a schema stored before Ajv, with annotations the 2020-12 meta-schema refuses, still loads', async (t) => {
+  const legacy = { $schema: 'http://json-schema.org/draft-07/schema#', title: 7, type: 'object', required: ['id'], properties: { id: { type: 'integer' } } };
+  const s = snapshot(1, [endpoint('old', legacy)]);
+  t.equal(schemaOf(s, 'old')!({ id: 1 }), null);
+  t.not(schemaOf(s, 'old')!({ id: 'x' }), null, 'its rules are enforced as before');
+});

@@ -181,3 +181,32 @@ t.test('judging values: keywords beyond the old subset', async (t) => {
   t.same(judge({ type: 'string', format: 'uuid' }, ['3f1c2a4e-9b7d-4c1a-8e2f-0a1b2c3d4e5f', 'nope']), [true, false], 'format uuid');
   t.same(judge({ properties: { a: true, b: false } }, [{ a: 1 }, { b: 1 }]), [true, false], 'boolean subschemas');
 });
+
+t.test('schemas stored before Ajv still compile, enforcing what they did', async (t) => {
+  let deep: Record<string, unknown> = { type: 'string', maxLength: 1 };
+  for (let i = 0; i < 32; i++) deep = { type: 'object', properties: { a: deep } };
+  t.same(schemaProblems(deep), [], 'the old subset nested 32 levels deep is within the depth limit');
+  let value: unknown = 'x';
+  for (let i = 0; i < 32; i++) value = { a: value };
+  t.equal(compileSchema(deep)(value), null);
+
+  const legacy = {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title: 42,
+    type: 'object',
+    required: ['id'],
+    properties: { id: { type: 'integer', examples: 'one', description: ['x'] }, tags: { type: 'array', items: { type: 'string', default: 1, maxLength: 2 } } },
+  };
+  t.ok(schemaProblems(legacy).length > 0, 'control refuses it as a new schema');
+  const v = compileSchema(legacy);
+  t.equal(v({ id: 1, tags: ['ab'] }), null, 'the gateway compiles it without the annotations');
+  t.not(v({ id: 'x' }), null, 'and enforces its rules');
+  t.not(v({ id: 1, tags: ['abc'] }), null);
+  t.not(v({}), null);
+
+  t.throws(() => compileSchema({ $schema: 'http://json-schema.org/draft-07/schema#', pattern: '^a' }), /only draft 2020-12/, 'a keyword outside the old subset gets no allowance');
+  t.throws(() => compileSchema({ title: 1, type: 'nope' }), /invalid response schema/, 'nor a broken old-subset keyword');
+  t.throws(() => compileSchema({ title: 1, properties: { a: { nope: 1 } } }), /invalid response schema/);
+  t.throws(() => compileSchema({ title: 1, properties: 5 }), /invalid response schema/);
+  t.throws(() => compileSchema({ title: 1, items: { title: 1, nope: 1 } }), /invalid response schema/);
+});
