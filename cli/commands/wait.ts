@@ -2,7 +2,7 @@
 import type { WaitResult } from '../../protocol/gateways';
 import type { Deps } from '../deps';
 import { CliError } from '../exit-codes';
-import { durationOption } from './keys/issue';
+import { durationOption } from '../options';
 
 /** What `--wait` reports once every connected gateway applied the version. */
 export type Propagation = Pick<WaitResult, 'version' | 'gateways' | 'waited_ms'>;

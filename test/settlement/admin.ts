@@ -4,7 +4,8 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { formatUnits, parseAmount } from '../../cli/money';
+import { formatUnits } from '../../cli/money';
+import { parseAmount } from '../../cli/options';
 import { snapshotEndpoint } from '../../control/sync/snapshot';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';

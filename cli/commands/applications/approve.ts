@@ -6,7 +6,7 @@
 import type { ApprovalResult, ApproveApplicationRequest } from '../../../protocol/applications';
 import type { Deps } from '../../deps';
 import { EXIT_FAILURE, EXIT_OK } from '../../exit-codes';
-import { durationOption } from '../keys/issue';
+import { durationOption } from '../../options';
 import { printApproval } from './render';
 
 export interface ApproveOptions {

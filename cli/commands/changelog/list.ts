@@ -1,12 +1,12 @@
 /** `svcctl changelog list [--limit N]`, newest first. */
-import type { ChangelogList } from '../../../protocol/admin';
+import { ADMIN_CHANGELOG_DEFAULT_LIMIT, ADMIN_CHANGELOG_MAX_LIMIT, type ChangelogList } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
-import { EXIT_OK, UsageError } from '../../exit-codes';
+import { EXIT_OK } from '../../exit-codes';
+import { pageLimit } from '../../options';
 import { table } from '../../output';
 
 export async function run(opts: { limit?: string; json?: boolean }, deps: Deps): Promise<number> {
-  const limit = opts.limit === undefined ? 50 : Number(opts.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer from 1 to 1000');
+  const limit = opts.limit === undefined ? ADMIN_CHANGELOG_DEFAULT_LIMIT : pageLimit('--limit', opts.limit, ADMIN_CHANGELOG_MAX_LIMIT);
   const answer = await deps.client.get<ChangelogList>(`/_admin/v1/changelog?limit=${limit}`);
   if (opts.json) deps.out.json(answer);
   else

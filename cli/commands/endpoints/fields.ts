@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { EndpointView, UpdateEndpointRequest } from '../../../protocol/admin';
 import { UsageError } from '../../exit-codes';
+import { wholeNumber } from '../../options';
 import { table } from '../../output';
 
 export interface EndpointOptions {
@@ -19,13 +20,6 @@ export interface EndpointOptions {
   /** A JSON schema file; false (`--no-response-schema`) removes the schema. */
   responseSchema?: string | false;
   json?: boolean;
-}
-
-function integer(flag: string, value: string): number {
-  if (!/^\d+$/.test(value.trim())) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(value)}`);
-  const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new UsageError(`${flag} is too large`);
-  return n;
 }
 
 function schemaFile(path: string): UpdateEndpointRequest['response_schema'] {
@@ -59,12 +53,12 @@ export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
       .map((m) => m.trim().toUpperCase())
       .filter(Boolean) as UpdateEndpointRequest['methods'];
   }
-  if (opts.price !== undefined) body.price = integer('--price', opts.price);
-  if (opts.premium !== undefined) body.premium = integer('--premium', opts.premium);
-  if (opts.slaMs !== undefined) body.sla_ms = integer('--sla-ms', opts.slaMs);
-  if (opts.timeoutMs !== undefined) body.timeout_ms = integer('--timeout-ms', opts.timeoutMs);
-  if (opts.refundCapPerHour !== undefined) body.refund_cap_per_hour = integer('--refund-cap-per-hour', opts.refundCapPerHour);
-  if (opts.treasuryFeeBps !== undefined) body.treasury_fee_bps = integer('--treasury-fee-bps', opts.treasuryFeeBps);
+  if (opts.price !== undefined) body.price = wholeNumber('--price', opts.price);
+  if (opts.premium !== undefined) body.premium = wholeNumber('--premium', opts.premium);
+  if (opts.slaMs !== undefined) body.sla_ms = wholeNumber('--sla-ms', opts.slaMs);
+  if (opts.timeoutMs !== undefined) body.timeout_ms = wholeNumber('--timeout-ms', opts.timeoutMs);
+  if (opts.refundCapPerHour !== undefined) body.refund_cap_per_hour = wholeNumber('--refund-cap-per-hour', opts.refundCapPerHour);
+  if (opts.treasuryFeeBps !== undefined) body.treasury_fee_bps = wholeNumber('--treasury-fee-bps', opts.treasuryFeeBps);
   if (opts.header !== undefined && opts.header.length > 0) body.headers = Object.fromEntries(opts.header.map(header));
   if (opts.responseSchema === false) body.response_schema = null;
   else if (opts.responseSchema !== undefined) body.response_schema = schemaFile(opts.responseSchema);

@@ -2,7 +2,7 @@
 import type { FlagView } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
-import { flagOption } from './set';
+import { flagOption } from '../../options';
 
 export async function run(opts: { name: string; json?: boolean }, deps: Deps): Promise<number> {
   const flag = await deps.client.get<FlagView>(`/_admin/v1/flags/${flagOption(opts.name)}`);

@@ -1,14 +1,9 @@
 /** `svcctl gateways weight ID N`: weight a gateway in the split of key limits (shares follow the weights of the live gateways). */
-import { GATEWAY_WEIGHT_MAX, type GatewayWeightChange } from '../../../protocol/gateways';
+import type { GatewayWeightChange } from '../../../protocol/gateways';
 import type { Deps } from '../../deps';
-import { EXIT_OK, UsageError } from '../../exit-codes';
+import { EXIT_OK } from '../../exit-codes';
+import { weightOption } from '../../options';
 import { gatewaysTable, modeLine, shareText } from './render';
-
-export function weightOption(raw: string): number {
-  const weight = /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : NaN;
-  if (!(weight > 0 && weight <= GATEWAY_WEIGHT_MAX)) throw new UsageError(`weight must be a number above 0 and at most ${GATEWAY_WEIGHT_MAX}, got ${JSON.stringify(raw)}`);
-  return weight;
-}
 
 export async function run(opts: { id: string; weight: string; json?: boolean }, deps: Deps): Promise<number> {
   const weight = weightOption(opts.weight);

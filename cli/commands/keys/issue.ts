@@ -1,8 +1,8 @@
 /** `svcctl keys issue [--name N] [--wallet ADDR] [--endpoint ID]... [--expires 30d] [--limit 60/min]` */
 import type { IssuedKey, IssueKeyRequest } from '../../../protocol/admin';
-import { DURATION_HELP, RATE_LIMIT_HELP, parseDuration, parseRateLimit } from '../../../protocol/units';
 import type { Deps } from '../../deps';
-import { EXIT_OK, UsageError } from '../../exit-codes';
+import { EXIT_OK } from '../../exit-codes';
+import { durationOption, rateLimitOption } from '../../options';
 import { keyLines } from './render';
 
 export interface IssueOptions {
@@ -12,18 +12,6 @@ export interface IssueOptions {
   expires?: string;
   limit?: string;
   json?: boolean;
-}
-
-export function durationOption(flag: string, value: string): number {
-  const seconds = parseDuration(value);
-  if (seconds === null) throw new UsageError(`${flag} ${JSON.stringify(value)} is not a duration; use ${DURATION_HELP}`);
-  return seconds;
-}
-
-export function rateLimitOption(flag: string, value: string): { count: number; window_seconds: number } {
-  const limit = parseRateLimit(value);
-  if (limit === null) throw new UsageError(`${flag} ${JSON.stringify(value)} is not a rate limit; use ${RATE_LIMIT_HELP}`);
-  return limit;
 }
 
 export async function run(opts: IssueOptions, deps: Deps): Promise<number> {

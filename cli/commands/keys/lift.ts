@@ -3,7 +3,7 @@ import type { KeyChange } from '../../../protocol/admin';
 import { formatRateLimit } from '../../../protocol/units';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
-import { durationOption, rateLimitOption } from './issue';
+import { durationOption, rateLimitOption } from '../../options';
 
 export async function run(opts: { id: string; limit: string; for: string; json?: boolean }, deps: Deps): Promise<number> {
   const body = { limit: rateLimitOption('--limit', opts.limit), for_seconds: durationOption('--for', opts.for) };

@@ -8,6 +8,7 @@
 import { KEY_LIST_MAX_LIMIT, KEY_STATUSES, type KeyList, type KeyView } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { CliError, EXIT_OK, UsageError } from '../../exit-codes';
+import { pageLimit } from '../../options';
 import { keysTable } from './render';
 
 export interface ListOptions {
@@ -29,11 +30,7 @@ export async function run(opts: ListOptions, deps: Deps): Promise<number> {
   if (opts.status !== undefined && !(KEY_STATUSES as readonly string[]).includes(opts.status)) {
     throw new UsageError(`--status must be one of ${KEY_STATUSES.join(', ')}`);
   }
-  let limit = KEY_LIST_MAX_LIMIT;
-  if (opts.limit !== undefined) {
-    limit = /^[0-9]{1,7}$/.test(opts.limit) ? Number(opts.limit) : NaN;
-    if (!(limit >= 1 && limit <= KEY_LIST_MAX_LIMIT)) throw new UsageError(`--limit must be an integer from 1 to ${KEY_LIST_MAX_LIMIT}`);
-  }
+  const limit = opts.limit === undefined ? KEY_LIST_MAX_LIMIT : pageLimit('--limit', opts.limit, KEY_LIST_MAX_LIMIT);
   if (opts.cursor !== undefined && opts.cursor === '') throw new UsageError('--cursor must be a next_cursor from a previous page');
 
   if (opts.limit !== undefined || opts.cursor !== undefined) {

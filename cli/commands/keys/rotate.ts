@@ -2,7 +2,7 @@
 import type { IssuedKey } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
-import { durationOption } from './issue';
+import { durationOption } from '../../options';
 import { keyLines } from './render';
 
 export async function run(opts: { id: string; grace?: string; json?: boolean }, deps: Deps): Promise<number> {

@@ -3,7 +3,8 @@ import type { MarkPaidView } from '../../../protocol/settlement';
 import { WALLET_HELP, walletChain } from '../../../protocol/wallet';
 import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
-import { money, parseAmount } from '../../money';
+import { money } from '../../money';
+import { parseAmount } from '../../options';
 
 export async function run(opts: { wallet: string; amount: string; reference: string; json?: boolean }, deps: Deps): Promise<number> {
   const wallet = opts.wallet.trim();

@@ -2,7 +2,8 @@
 import type { FundView } from '../../../protocol/settlement';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
-import { money, parseAmount } from '../../money';
+import { money } from '../../money';
+import { parseAmount } from '../../options';
 import { poolLines } from './show';
 
 export async function run(opts: { amount: string; note?: string; json?: boolean }, deps: Deps): Promise<number> {

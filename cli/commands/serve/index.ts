@@ -1,0 +1,89 @@
+/**
+ * The commands that run processes: `svcctl serve control`, `svcctl serve gateway` (one role in
+ * this process) and `svcctl up` (control and a gateway as two child processes).
+ */
+import { GATEWAY_ENGINES } from '../../../protocol/engines';
+import { lazy, type GroupSpec, type OptionSpec, type ProcessSpec } from '../../register';
+
+const PORT_OPTIONS: readonly OptionSpec[] = [
+  { flags: '--host <host>', description: 'bind address (SVC_HOST)' },
+  { flags: '--control-port <port>', description: 'admin + sync port (SVC_CONTROL_PORT)' },
+  { flags: '--api-port <port>', description: 'public read API port (SVC_API_PORT)' },
+  { flags: '--indexer-port <port>', description: 'indexer port (SVC_INDEXER_PORT)' },
+  { flags: '--gateway-port <port>', description: 'gateway port (SVC_GATEWAY_PORT)' },
+];
+
+/** The settings `PORT_OPTIONS` set, as dotted keys. */
+const portSettings = (o: Record<string, unknown>) => ({
+  host: o.host,
+  'control.port': o.controlPort,
+  'api.port': o.apiPort,
+  'indexer.port': o.indexerPort,
+  'gateway.port': o.gatewayPort,
+});
+
+export const serve: GroupSpec = {
+  name: 'serve',
+  description: 'run one role in this process',
+  commands: [
+    {
+      name: 'control',
+      description: 'run control: admin + sync, public API, indexer, settler',
+      options: [...PORT_OPTIONS, { flags: '--json', description: "once ready, print one JSON object with the listeners' URLs" }],
+      action: async (o, ctx) => {
+        const config = ctx.settings(portSettings(o));
+        const { run } = lazy<typeof import('./control.js')>(__dirname, 'control');
+        return run({ config, json: o.json === true }, { out: ctx.out() });
+      },
+    },
+    {
+      name: 'gateway',
+      description: 'run a gateway that takes its configuration from control',
+      options: [
+        { flags: '--host <host>', description: 'bind address (SVC_HOST)' },
+        { flags: '--gateway-port <port>', description: 'port (SVC_GATEWAY_PORT)' },
+        { flags: '--id <id>', description: 'gateway id, unique per control (SVC_GATEWAY_ID; default gw-<hostname>)' },
+        { flags: '--engine <engine>', description: `proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE; default ${GATEWAY_ENGINES[0]})` },
+        { flags: '--json', description: "once ready, print one JSON object with the gateway's URL" },
+      ],
+      action: async (o, ctx) => {
+        const config = ctx.settings({ host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id, 'gateway.engine': o.engine });
+        const { run } = lazy<typeof import('./gateway.js')>(__dirname, 'gateway');
+        return run({ config, json: o.json === true }, { out: ctx.out() });
+      },
+    },
+  ],
+};
+
+export const up: ProcessSpec = {
+  name: 'up',
+  description: 'run control and a gateway as two processes; Ctrl-C stops both',
+  options: [
+    ...PORT_OPTIONS,
+    { flags: '--engine <engine>', description: `the gateway's proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE)` },
+    { flags: '--json', description: 'once ready, print one JSON object with the four URLs and the pids' },
+  ],
+  action: async (o, ctx) => {
+    ctx.settings({ ...portSettings(o), 'gateway.engine': o.engine }); // fail fast on bad settings
+    // Each child gets the global options and the flags that concern its role.
+    const g = ctx.globals();
+    const common: string[] = [];
+    if (g.config) common.push('--config', g.config);
+    if (g.dataDir) common.push('--data-dir', g.dataDir);
+    const flag = (name: string, value: unknown) => (typeof value === 'string' ? [name, value] : []);
+    const controlArgs = [...common, ...flag('--host', o.host), ...flag('--control-port', o.controlPort), ...flag('--api-port', o.apiPort), ...flag('--indexer-port', o.indexerPort)];
+    const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort), ...flag('--engine', o.engine)];
+    const { run } = lazy<typeof import('../up.js')>(__dirname, '../up');
+    return run(
+      {
+        passArgs: [],
+        json: o.json === true,
+        roles: [
+          { role: 'control', args: () => controlArgs },
+          { role: 'gateway', args: (ready) => [...gatewayArgs, '--control', ready.find((r) => r.role === 'control')!.urls.control!] },
+        ],
+      },
+      { out: ctx.out() },
+    );
+  },
+};
