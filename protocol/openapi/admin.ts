@@ -1,7 +1,8 @@
 /**
  * Control's own listener (DESIGN §2, §4, §10): the admin API under `/_admin/v1/` (admin token),
- * the sync API gateways use under `/_sync/v1/` (sync token) and `/metrics` (metrics token).
- * Served at `{control}/_admin/v1/openapi.json`, behind the admin token.
+ * here; the sync API gateways use under `/_sync/v1/` (sync token) and `/metrics` (metrics
+ * token), in `sync.ts`; the webhook control calls, in `webhooks.ts`. Served at
+ * `{control}/_admin/v1/openapi.json`, behind the admin token.
  */
 import { z } from 'zod';
 import {
@@ -47,16 +48,11 @@ import {
   ApprovalResult,
   ApproveApplicationRequest,
   DeliveryAttemptView,
-  DeliveryMessage,
   RedeliverApplicationRequest,
   RejectApplicationRequest,
-  WEBHOOK_DELIVERY_HEADER,
-  WEBHOOK_SIGNATURE_HEADER,
-  WEBHOOK_TIMESTAMP_HEADER,
 } from '../applications';
 import type { ErrorCode } from '../errors';
 import { GatewayStatus, GatewayWeightChange, GatewaysView, SetGatewayWeightRequest, WaitRequest, WaitResult } from '../gateways';
-import { OutcomeAck, OutcomeBatch } from '../outcome';
 import {
   BalanceView,
   BalancesQuery,
@@ -75,9 +71,10 @@ import {
   SettlerStatus,
 } from '../settlement';
 import { RotateKeyView } from '../receipts';
-import { StreamLine, StreamQuery, SyncAck, SyncAckAnswer } from '../snapshot';
 import { buildDocument, type Answer, type JsonObject, type Named, type Operation, type Parameter } from './build';
 import { BODY_ERRORS, EDGE_ERRORS, OpenApiDocument, pathParam } from './common';
+import { SYNC_OPERATIONS } from './sync';
+import { WEBHOOKS } from './webhooks';
 
 const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
 
@@ -352,85 +349,6 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
     answers: [ok('The new key id and every published one', { RotateKeyView })],
   }),
 ];
-
-const SYNC_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
-
-export const SYNC_OPERATIONS: readonly Operation[] = [
-  {
-    method: 'get',
-    path: '/_sync/v1/stream',
-    operationId: 'syncStream',
-    summary: 'The snapshot stream a gateway holds open',
-    description:
-      'Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, and a `ping` every 10 s (three times per `sync.leaseS` when that is shorter). A `share` line, this gateway\'s share of every key\'s limit, comes first and again whenever control re-divides the limits; it may fall between the lines of a snapshot.',
-    tag: 'sync',
-    security: ['syncToken'],
-    query: StreamQuery,
-    answers: [{ status: 200, description: 'One stream line per JSON line', content: { type: 'application/x-ndjson', schema: StreamLine, description: 'each line' } }],
-    errors: SYNC_ERRORS,
-  },
-  {
-    method: 'post',
-    path: '/_sync/v1/ack',
-    operationId: 'syncAck',
-    summary: 'Ack (or nack) a state version, or renew the lease (`renew: true`, the answer to each ping)',
-    tag: 'sync',
-    security: ['syncToken'],
-    body: { schema: SyncAck },
-    answers: [{ status: 200, description: 'Taken', json: { SyncAckAnswer } }],
-    errors: [...SYNC_ERRORS, ...BODY_ERRORS, 'svc_conflict'],
-  },
-  {
-    method: 'post',
-    path: '/_sync/v1/outcomes',
-    operationId: 'syncOutcomes',
-    summary: 'Ship a batch of outcome records (at most 10,000; 16 MiB)',
-    description: 'Answered only after the batch is committed; records are stored idempotently by `call_id`.',
-    tag: 'sync',
-    security: ['syncToken'],
-    body: { schema: OutcomeBatch },
-    answers: [{ status: 200, description: 'Every record of the batch is held by control', json: { OutcomeAck } }],
-    errors: [...SYNC_ERRORS, ...BODY_ERRORS],
-  },
-  {
-    method: 'get',
-    path: '/metrics',
-    operationId: 'getControlMetrics',
-    summary: 'Prometheus metrics of control',
-    tag: 'metrics',
-    security: ['metricsToken'],
-    answers: [{ status: 200, description: 'Prometheus text exposition format 0.0.4', content: { type: 'text/plain; version=0.0.4; charset=utf-8' } }],
-    errors: SYNC_ERRORS,
-  },
-];
-
-/** What control POSTs to `applications.webhookUrl` when an application is approved. */
-const WEBHOOKS: Record<string, Operation> = {
-  applicationApproved: {
-    method: 'post',
-    path: '{applications.webhookUrl}',
-    operationId: 'applicationApproved',
-    summary: 'An approved application’s key, for the applicant',
-    description:
-      'Verify `X-Svc-Signature` over the raw body with a constant-time compare and refuse old timestamps. Connection failures, timeouts, 408, 429 and 5xx are retried `applications.webhookRetries` times with doubling backoff; other answers are final.',
-    tag: 'applications',
-    security: ['none'],
-    params: [
-      { name: WEBHOOK_TIMESTAMP_HEADER, in: 'header', required: true, schema: z.string().regex(/^[0-9]+$/), description: 'Unix seconds when this attempt was signed' },
-      { name: WEBHOOK_DELIVERY_HEADER, in: 'header', required: true, schema: z.string(), description: 'The delivery id, the same on every retry' },
-      {
-        name: WEBHOOK_SIGNATURE_HEADER,
-        in: 'header',
-        required: true,
-        schema: z.string().regex(/^sha256=[0-9a-f]{64}$/),
-        description: '`sha256=<hex HMAC-SHA256(applications.webhookSecret, "<timestamp>.<raw body>")>`',
-      },
-    ],
-    body: { schema: DeliveryMessage },
-    answers: [{ status: 200, description: 'Any 2xx: delivered' }],
-    errors: [],
-  },
-};
 
 /** Control's OpenAPI document: admin, sync and metrics on the control listener. */
 export function adminDocument(): JsonObject {
