@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultControlUrl, type Config } from '../config/load';
-import { HTTP_METHODS } from '../protocol/admin';
+import { HTTP_METHODS } from '../protocol/endpoint';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import type { ErrorCode } from '../protocol/errors';
 import { defaultGatewayId, type GatewayEngine } from '../protocol/snapshot';

@@ -5,7 +5,8 @@
  * direct-contact fallback is validated exactly like the form.
  */
 import { z } from 'zod';
-import { EndpointId, KeyStatus } from './admin';
+import { KeyStatus } from './admin';
+import { EndpointId } from './endpoint';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
 import { IsoTime, StateVersion } from './wire';

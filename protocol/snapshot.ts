@@ -10,7 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { FLAG_NAMES, HttpMethod, type FlagName } from './admin';
+import { FLAG_NAMES, type FlagName } from './admin';
+import { HttpMethod } from './endpoint';
 import { GATEWAY_ENGINES } from './engines';
 import { LimitsMode, Share } from './gateways';
 

@@ -4,7 +4,8 @@
  * Removal is soft (`removed_at`) so outcomes and ledger entries keep their endpoint.
  */
 import type { Db } from './db';
-import type { EndpointView, HttpMethod } from '../../protocol/admin';
+import type { EndpointView } from '../../protocol/admin';
+import type { HttpMethod } from '../../protocol/endpoint';
 import type { JsonSchema } from '../../protocol/response-schema';
 
 /**

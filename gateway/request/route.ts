@@ -7,7 +7,7 @@
  * segment by segment in every decoding layer, then the raw (still encoded) suffix is appended
  * to the base path and the result is checked to start with that base path.
  */
-import { ENDPOINT_ID_PATTERN, RESERVED_ENDPOINT_IDS } from '../../protocol/admin';
+import { ENDPOINT_ID_PATTERN, RESERVED_ENDPOINT_IDS } from '../../protocol/endpoint';
 
 /** A parsed gateway route, or the reason there is none. */
 export type RouteResult =

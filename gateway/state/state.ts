@@ -4,7 +4,7 @@
  * through `SnapshotBuilder.finish()` (a whole new state) or `applyDelta()` (validated first,
  * then applied in one synchronous step, so a request never sees half an update).
  */
-import type { HttpMethod } from '../../protocol/admin';
+import type { HttpMethod } from '../../protocol/endpoint';
 import type { SchemaValidator } from '../../protocol/response-schema';
 import {
   Delta,

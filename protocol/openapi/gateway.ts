@@ -3,7 +3,7 @@
  * `/{endpoint}/{path}`, `/health` and `/metrics`. Written to `docs/openapi/gateway.json`.
  */
 import { z } from 'zod';
-import { ENDPOINT_ID_PATTERN } from '../admin';
+import { ENDPOINT_ID_PATTERN } from '../endpoint';
 import { ERRORS, type ErrorCode } from '../errors';
 import { GatewayHealthDetail, PublicHealth } from '../gateway';
 import { buildDocument, type Answer, type HeaderName, type JsonObject, type Method, type Operation } from './build';
