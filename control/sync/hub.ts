@@ -15,6 +15,7 @@ import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from
 import type { ControlContext } from '../context';
 import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
 import { buildDelta, writeSnapshot } from './snapshot';
+import { VersionWaiters } from './waiters';
 
 interface Connection {
   gatewayId: string;
@@ -43,20 +44,16 @@ export interface SyncHubOptions {
   leaseS?: number;
 }
 
-interface Waiter {
-  version: number;
-  started: number;
-  resolve: (result: WaitResult) => void;
-  timer: NodeJS.Timeout;
-}
-
 export class SyncHub {
   private readonly ctx: ControlContext;
   private readonly limits: Limits;
   private readonly conns = new Map<string, Connection>();
   /** The proxy engine each gateway announced when it last connected (since control started). */
   private readonly engines = new Map<string, string>();
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new VersionWaiters(
+    (version) => [...this.conns.values()].filter((c) => c.appliedVersion < version).map((c) => c.gatewayId),
+    () => this.conns.size,
+  );
   private readonly ping: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private pushScheduled = false;
@@ -125,7 +122,7 @@ export class SyncHub {
       conn.closed = true;
       if (this.conns.get(gatewayId) === conn) this.conns.delete(gatewayId);
       this.ctx.log.info('gateway disconnected', { gateway_id: gatewayId });
-      this.checkWaiters();
+      this.waiters.check();
       this.checkLeases();
     };
     res.on('close', onClose);
@@ -145,7 +142,7 @@ export class SyncHub {
       this.ctx.store.gateways.acked(gatewayId, current, row0?.applied_sha256 ?? null, now);
       // Say something at once, so the gateway knows the stream is live without waiting for a ping.
       res.write(JSON.stringify({ type: 'ping', version: current }) + '\n');
-      this.checkWaiters();
+      this.waiters.check();
       return;
     }
     // After a refused update the gateway's state may have diverged: answer with a full snapshot.
@@ -188,7 +185,7 @@ export class SyncHub {
         conn.appliedVersion = Math.max(conn.appliedVersion, body.version);
         for (const v of conn.sent.keys()) if (v <= body.version) conn.sent.delete(v);
       }
-      this.checkWaiters();
+      this.waiters.check();
       return;
     }
     this.nack(conn, body.gateway_id, body.version, body.reason ?? 'rejected', now);
@@ -204,21 +201,12 @@ export class SyncHub {
       conn.sentVersion = conn.appliedVersion;
       conn.needsFull = true;
     }
-    this.checkWaiters();
+    this.waiters.check();
   }
 
   /** Resolve once every connected gateway has applied `version`, or after `timeoutMs`. */
   wait(version: number, timeoutMs: number): Promise<WaitResult> {
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        version,
-        started: Date.now(),
-        resolve,
-        timer: setTimeout(() => this.finish(waiter, false), timeoutMs),
-      };
-      this.waiters.add(waiter);
-      this.checkWaiters();
-    });
+    return this.waiters.wait(version, timeoutMs);
   }
 
   status(): GatewayStatus[] {
@@ -245,7 +233,7 @@ export class SyncHub {
     clearInterval(this.ping);
     clearInterval(this.leaseCheck);
     this.unsubscribe();
-    for (const waiter of this.waiters) this.finish(waiter, false);
+    this.waiters.close();
     for (const conn of this.conns.values()) conn.res.end();
     this.conns.clear();
   }
@@ -323,26 +311,6 @@ export class SyncHub {
     const line: ShareLine = { type: 'share', share, gateways: Math.max(1, gateways), mode: this.mode };
     // One whole line; writes keep their order, so it may fall between the lines of a snapshot.
     conn.res.write(JSON.stringify(line) + '\n');
-  }
-
-  private pending(version: number): string[] {
-    return [...this.conns.values()].filter((c) => c.appliedVersion < version).map((c) => c.gatewayId);
-  }
-
-  private finish(waiter: Waiter, complete: boolean): void {
-    if (!this.waiters.delete(waiter)) return;
-    clearTimeout(waiter.timer);
-    waiter.resolve({
-      version: waiter.version,
-      complete,
-      gateways: this.conns.size,
-      pending: complete ? [] : this.pending(waiter.version),
-      waited_ms: Date.now() - waiter.started,
-    });
-  }
-
-  private checkWaiters(): void {
-    for (const waiter of this.waiters) if (this.pending(waiter.version).length === 0) this.finish(waiter, true);
   }
 
   private schedulePush(): void {
