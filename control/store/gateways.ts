@@ -32,11 +32,16 @@ export class GatewaysTable {
       `INSERT INTO gateways (id, first_seen, last_seen) VALUES (?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`,
     );
+    // One statement (one commit, one WAL sync) per ack or nack: every connected gateway acks
+    // every change, so with N gateways a change costs N of these (bench:fanout).
     this.ackStmt = db.prepare(
-      `UPDATE gateways SET applied_version = ?, applied_sha256 = ?, last_seen = ? WHERE id = ?`,
+      `INSERT INTO gateways (id, first_seen, last_seen, applied_version, applied_sha256) VALUES (@id, @at, @at, @version, @sha256)
+       ON CONFLICT (id) DO UPDATE SET applied_version = excluded.applied_version, applied_sha256 = excluded.applied_sha256, last_seen = excluded.last_seen`,
     );
     this.nackStmt = db.prepare(
-      `UPDATE gateways SET last_nack_version = ?, last_nack_reason = ?, last_nack_at = ?, last_seen = ? WHERE id = ?`,
+      `INSERT INTO gateways (id, first_seen, last_seen, last_nack_version, last_nack_reason, last_nack_at) VALUES (@id, @at, @at, @version, @reason, @at)
+       ON CONFLICT (id) DO UPDATE SET last_nack_version = excluded.last_nack_version, last_nack_reason = excluded.last_nack_reason,
+         last_nack_at = excluded.last_nack_at, last_seen = excluded.last_seen`,
     );
     this.byIdStmt = db.prepare(`SELECT * FROM gateways WHERE id = ?`);
     this.listStmt = db.prepare(`SELECT * FROM gateways ORDER BY id`);
@@ -52,13 +57,11 @@ export class GatewaysTable {
   }
 
   acked(id: string, version: number, sha256: string | null, at: number): void {
-    this.seen(id, at);
-    this.ackStmt.run(version, sha256, at, id);
+    this.ackStmt.run({ id, version, sha256, at });
   }
 
   nacked(id: string, version: number, reason: string, at: number): void {
-    this.seen(id, at);
-    this.nackStmt.run(version, reason, at, at, id);
+    this.nackStmt.run({ id, version, reason, at });
   }
 
   /** Set a known gateway's weight; false when there is no such gateway. */
