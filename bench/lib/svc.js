@@ -65,11 +65,11 @@ class Admin {
   }
 }
 
-function startControl({ dataDir, cpu, logDir, name = 'control' }) {
+function startControl({ dataDir, cpu, logDir, name = 'control', env = {} }) {
   const proc = new Proc(
     name,
     [process.execPath, cli(), 'serve', 'control', '--data-dir', dataDir, '--control-port', '0', '--api-port', '0', '--indexer-port', '0'],
-    { cpu, cwd: ROOT, log: path.join(logDir, `${name}.log`) },
+    { cpu, cwd: ROOT, log: path.join(logDir, `${name}.log`), env },
   );
   return proc;
 }

@@ -1,0 +1,452 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run bench:fanout`: one control against many gateways (issue #17), on the built code
+ * (`dist/`, copied into the work dir first so a rebuild cannot mix two builds in one run).
+ *
+ * One control on a database holding BENCH_FANOUT_KEYS keys (default 100,000), then stages of
+ * 1, 4 and 16 gateway processes (BENCH_FANOUT_SIZES). Gateways are mostly idle: the point is
+ * control's side. Each stage:
+ *
+ * 1. full snapshot: N fresh gateways started at once (empty data dirs), timed from the first
+ *    connect control logs to the last ack, and control's CPU over that window (÷ N: CPU per
+ *    gateway per full snapshot).
+ * 2. revocations: BENCH_REVOCATIONS (default 40) `keys revoke` + `--wait` (POST revoke, then
+ *    `/_admin/v1/sync/wait` for its version) one after another, BENCH_ROUNDS rounds (default
+ *    3): latency p50/p99 over all, and control's CPU per change (median of the rounds), which
+ *    covers the admin request, the delta written to every stream and every gateway's ack.
+ *    Per gateway: CPU per change ÷ N, and the marginal cost (stage N − stage 1) ÷ (N − 1).
+ * 3. at 4 gateways, the accuracy of `split` limits: a key limited to 600/min hammered at
+ *    BENCH_SPLIT_RATE calls/s (default 40) for BENCH_SPLIT_S seconds (default 30) through a
+ *    round-robin balancer, a 90/10 one (90 % of calls to one gateway), and the 90/10 one
+ *    again with that gateway weighted 27 (`svcctl gateways weight`): admitted vs the bound
+ *    600/min × T + burst, and the admitted rate after the first BENCH_SPLIT_WARM_S seconds.
+ * 4. at 16 gateways, outcome ingest: 16 shippers post batches of BENCH_INGEST_BATCH outcomes
+ *    (default 2,000; one batch in flight each) to `/_sync/v1/outcomes` for BENCH_INGEST_S
+ *    seconds (default 15) as fast as control takes them: outcomes/s, control's CPU (a busy
+ *    main thread is 100 %), batch latency; the settler runs meanwhile (cadence 1 s), so
+ *    settled calls/s while ingesting, then how long the rest of the backlog takes alone.
+ *
+ * Control is pinned to CPU 0 and everything else (gateways, this driver, the upstream) to
+ * CPU 1 when taskset exists and there are ≥ 2 CPUs (BENCH_PIN=0: no pinning). Prints a table
+ * and writes bench/results/fanout.json. Timings only here, never in tests.
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { randomFillSync } = require('node:crypto');
+const { Agent, request } = require('undici');
+const { Proc, hasTaskset, nproc, clockTicks, pinSelf, cpuTicks, memory, stopAll, killAllSync } = require('./lib/proc');
+const { Admin, startControl, startGateway } = require('./lib/svc');
+const { seedKeys } = require('./lib/seed');
+const { snapshotDist } = require('./lib/app');
+const { percentile, median, round } = require('./lib/stats');
+
+function envInt(name, fallback, min = 1) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const params = {
+  keys: envInt('BENCH_FANOUT_KEYS', 100_000),
+  sizes: (process.env.BENCH_FANOUT_SIZES ?? '1,4,16').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0),
+  revocations: envInt('BENCH_REVOCATIONS', 40),
+  rounds: envInt('BENCH_ROUNDS', 3),
+  split_rate: envInt('BENCH_SPLIT_RATE', 40),
+  split_s: envInt('BENCH_SPLIT_S', 30),
+  split_warm_s: envInt('BENCH_SPLIT_WARM_S', 5, 0),
+  split_limit_per_min: 600,
+  ingest_s: envInt('BENCH_INGEST_S', 15),
+  ingest_batch: envInt('BENCH_INGEST_BATCH', 2_000),
+  settler_cadence_ms: 1_000,
+};
+const RESULTS = path.join(__dirname, 'results', 'fanout.json');
+const CLK = clockTicks();
+const log = (s = '') => console.log(s);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const cpuMs = (pid) => (cpuTicks(pid) * 1000) / CLK;
+
+// ---------------------------------------------------------------------------------------
+// Outcome records, as a gateway ships them
+
+const rnd = Buffer.alloc(10 * 4096);
+let rndAt = rnd.length;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+function uuidv7(ms) {
+  if (rndAt >= rnd.length) {
+    randomFillSync(rnd);
+    rndAt = 0;
+  }
+  const r = rndAt;
+  rndAt += 10;
+  const t = ms.toString(16).padStart(12, '0');
+  return `${t.slice(0, 8)}-${t.slice(8, 12)}-${HEX[0x70 | (rnd[r] & 15)]}${HEX[rnd[r + 1]]}-${HEX[0x80 | (rnd[r + 2] & 63)]}${HEX[rnd[r + 3]]}-${HEX[rnd[r + 4]]}${HEX[rnd[r + 5]]}${HEX[rnd[r + 6]]}${HEX[rnd[r + 7]]}${HEX[rnd[r + 8]]}${HEX[rnd[r + 9]]}`;
+}
+const MIX = [...Array(16).fill('ok'), 'latency_breach', 'server_error', 'network_error', 'client_error'];
+const STATUS = { ok: 200, latency_breach: 200, server_error: 500, network_error: 502, client_error: 404 };
+
+/** One batch body of `n` outcome records from `gatewayId`, built as text. */
+function batchBody(gatewayId, n, keyIds, seq) {
+  const now = Date.now();
+  const started = new Date(now - 1_000).toISOString();
+  const parts = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const outcome = MIX[(seq + i) % MIX.length];
+    const key = keyIds[(seq + i) % keyIds.length];
+    parts[i] = `{"call_id":"${uuidv7(now)}","key_id":"${key}","endpoint_id":"ep","method":"POST","status":${STATUS[outcome]},"outcome":"${outcome}","latency_ms":${20 + (i % 80)},"started_at":"${started}","gateway_id":"${gatewayId}"}`;
+  }
+  return `{"gateway_id":"${gatewayId}","records":[${parts.join(',')}]}`;
+}
+
+// ---------------------------------------------------------------------------------------
+
+async function main() {
+  const cores = nproc();
+  const pinned = process.env.BENCH_PIN !== '0' && hasTaskset() && cores >= 2;
+  const cpuControl = pinned ? 0 : null;
+  const cpuSide = pinned ? 1 : null;
+  if (pinned) pinSelf(cpuSide);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fanout-'));
+  const logDir = path.join(tmp, 'logs');
+  fs.mkdirSync(logDir);
+  snapshotDist(tmp);
+  const results = {
+    params,
+    machine: { cpus: cores, cpu_model: os.cpus()[0]?.model ?? null, node: process.version, loadavg_before: os.loadavg().map((v) => round(v, 2)) },
+    pinning: pinned ? { control: cpuControl, gateways_driver_upstream: cpuSide } : null,
+    stages: [],
+    split: [],
+    ingest: null,
+    started_at: new Date().toISOString(),
+  };
+  log(`bench:fanout — ${results.machine.cpu_model}, ${cores} CPU, node ${process.version}, load average ${results.machine.loadavg_before.join(' ')}`);
+  log(`${pinned ? 'control on CPU 0; gateways, upstream and this driver on CPU 1' : 'unpinned'}; work dir ${tmp}`);
+
+  // ---- database, upstream, control -------------------------------------------------------
+  const dataDir = path.join(tmp, 'data');
+  fs.mkdirSync(dataDir, { mode: 0o700 });
+  const seeded = seedKeys(path.join(dataDir, 'control.db'), params.keys, { label: 'fanout' });
+  log(`seeded ${params.keys.toLocaleString('en')} keys in ${seeded.ms} ms`);
+
+  const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], { cpu: cpuSide, log: path.join(logDir, 'upstream.log') });
+  const upstreamUrl = (await upstream.start()).urls.upstream;
+
+  const control = startControl({ dataDir, cpu: cpuControl, logDir, env: { SVC_SETTLER_CADENCE_MS: String(params.settler_cadence_ms) } });
+  const connects = new Map();
+  control.onLog((rec, at) => {
+    if (rec.msg === 'gateway connected') connects.set(rec.gateway_id, at);
+  });
+  const controlUrl = (await control.start()).urls.control;
+  const admin = new Admin(controlUrl, dataDir);
+  await admin.addEndpoint('ep', `${upstreamUrl}/api`);
+  await admin.call('POST', '/_admin/v1/pool/fund', { amount: 1_000_000_000_000, note: 'bench' });
+
+  const gatewaysView = () => admin.call('GET', '/_admin/v1/gateways');
+  let running = [];
+  const revocable = [];
+
+  for (const n of params.sizes) {
+    log(`\n== ${n} gateway${n === 1 ? '' : 's'}`);
+    await Promise.all(running.map((g) => g.proc.stop()));
+    running = [];
+
+    // ---- 1. full snapshot to N fresh gateways at once ---------------------------------
+    const version = (await admin.call('GET', '/_admin/v1/status')).version;
+    const ids = Array.from({ length: n }, (_, i) => `n${n}-gw${String(i + 1).padStart(2, '0')}`);
+    const cpu0 = cpuMs(control.pid);
+    const spawned = Date.now();
+    running = await Promise.all(
+      ids.map(async (id) => {
+        const proc = startGateway({ dataDir, controlUrl, cpu: cpuSide, logDir, id, name: id });
+        const info = await proc.start();
+        return { id, proc, url: info.urls.gateway };
+      }),
+    );
+    let appliedAt = null;
+    for (const deadline = Date.now() + 300_000; Date.now() < deadline; await sleep(50)) {
+      const view = await gatewaysView();
+      const mine = view.gateways.filter((g) => ids.includes(g.id));
+      if (mine.length === n && mine.every((g) => g.connected && g.applied_version >= version)) {
+        appliedAt = Date.now();
+        break;
+      }
+    }
+    if (appliedAt === null) throw new Error(`${n} gateways did not all apply version ${version}`);
+    const snapshotCpuMs = cpuMs(control.pid) - cpu0;
+    const firstConnect = Math.min(...ids.map((id) => connects.get(id) ?? spawned));
+    const snapshot = {
+      keys: params.keys,
+      spawn_to_all_applied_ms: appliedAt - spawned,
+      first_connect_to_all_applied_ms: appliedAt - firstConnect,
+      control_cpu_ms: round(snapshotCpuMs, 0),
+      control_cpu_ms_per_gateway: round(snapshotCpuMs / n, 0),
+    };
+    log(`full snapshot (${params.keys.toLocaleString('en')} keys): first connect → all ${n} applied ${snapshot.first_connect_to_all_applied_ms} ms (spawn → applied ${snapshot.spawn_to_all_applied_ms} ms); control CPU ${snapshot.control_cpu_ms} ms = ${snapshot.control_cpu_ms_per_gateway} ms per gateway`);
+
+    // Let the gateways' leases and shares settle before timing changes.
+    await sleep(1_000);
+
+    // ---- 2. revocations with --wait -------------------------------------------------
+    const need = params.revocations * params.rounds;
+    while (revocable.length < need) revocable.push((await admin.issueKey({ name: 'fanout-revoke' })).id);
+    const last = (await admin.issueKey({ name: 'fanout-marker' })).version;
+    await admin.waitSync(last, 60_000);
+    const latencies = [];
+    const cpuPerChange = [];
+    for (let r = 0; r < params.rounds; r++) {
+      const c0 = cpuMs(control.pid);
+      for (let i = 0; i < params.revocations; i++) {
+        const id = revocable.pop();
+        const t0 = process.hrtime.bigint();
+        const revoked = await admin.call('POST', `/_admin/v1/keys/${id}/revoke`, undefined);
+        const waited = await admin.waitSync(revoked.version, 30_000);
+        const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+        if (!waited.complete) throw new Error(`revocation --wait incomplete: ${JSON.stringify(waited)}`);
+        if (waited.gateways !== n) throw new Error(`--wait counted ${waited.gateways} gateways, expected ${n}`);
+        latencies.push(ms);
+      }
+      cpuPerChange.push(((cpuMs(control.pid) - c0) * 1000) / params.revocations);
+    }
+    latencies.sort((a, b) => a - b);
+    const perChangeUs = median(cpuPerChange);
+    const revocation = {
+      samples: latencies.length,
+      p50_ms: round(percentile(latencies, 50), 1),
+      p99_ms: round(percentile(latencies, 99), 1),
+      max_ms: round(latencies.at(-1), 1),
+      control_cpu_us_per_change: round(perChangeUs, 0),
+      control_cpu_us_per_change_rounds: cpuPerChange.map((v) => round(v, 0)),
+      control_cpu_us_per_gateway_per_change: round(perChangeUs / n, 0),
+    };
+    log(`revoke --wait (${latencies.length}): p50 ${revocation.p50_ms} ms, p99 ${revocation.p99_ms} ms, max ${revocation.max_ms} ms; control CPU ${revocation.control_cpu_us_per_change} µs per change (${revocation.control_cpu_us_per_gateway_per_change} µs per gateway)`);
+    const controlMem = memory(control.pid);
+    results.stages.push({ gateways: n, snapshot, revocation, control_memory: controlMem });
+
+    // ---- 3. split accuracy (4 gateways) -----------------------------------------------
+    if (n === 4) results.split = await splitAccuracy(admin, running, gatewaysView);
+
+    // ---- 4. ingest from 16 shippers -------------------------------------------------
+    if (n === 16) results.ingest = await ingest(admin, controlUrl, dataDir, control, ids, revocable);
+  }
+
+  // Marginal cost of one more gateway per change, from the smallest and largest stage.
+  const first = results.stages[0];
+  const lastStage = results.stages.at(-1);
+  if (first && lastStage && lastStage.gateways > first.gateways) {
+    results.marginal = {
+      delta_cpu_us_per_gateway_per_change: round(
+        (lastStage.revocation.control_cpu_us_per_change - first.revocation.control_cpu_us_per_change) / (lastStage.gateways - first.gateways),
+        0,
+      ),
+      snapshot_cpu_ms_per_gateway: round((lastStage.snapshot.control_cpu_ms - first.snapshot.control_cpu_ms) / (lastStage.gateways - first.gateways), 0),
+    };
+  }
+  results.machine.loadavg_after = os.loadavg().map((v) => round(v, 2));
+  results.finished_at = new Date().toISOString();
+  printSummary(results);
+  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
+  fs.writeFileSync(RESULTS, JSON.stringify(results, null, 2) + '\n');
+  log(`\nwrote ${path.relative(process.cwd(), RESULTS)}`);
+  await stopAll();
+  if (process.env.BENCH_KEEP_DATA !== '1') fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------------------
+
+async function waitShares(gatewaysView, expected) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(50)) {
+    const view = await gatewaysView();
+    const ok = Object.entries(expected).every(([id, share]) => {
+      const g = view.gateways.find((x) => x.id === id);
+      return g && g.live && g.share !== null && Math.abs(g.share - share) < 1e-6;
+    });
+    if (ok) return;
+  }
+  throw new Error(`shares did not reach ${JSON.stringify(expected)}`);
+}
+
+async function splitAccuracy(admin, gateways, gatewaysView) {
+  const limit = params.split_limit_per_min;
+  const view = await gatewaysView();
+  if (view.limits_mode !== 'split') throw new Error(`control runs limits.mode ${view.limits_mode}, not split`);
+  // The key's burst: the default policy's proportion (limits.keyBurst / limits.keyCount = 10/60).
+  const burst = Math.max(1, Math.round((limit * 10) / 60));
+  const agents = gateways.map(() => new Agent({ connections: 8, keepAliveTimeout: 10_000 }));
+  const scenarios = [
+    { name: 'round-robin', pick: (i) => i % 4, weights: null },
+    { name: '90/10 skew', pick: (i, r) => (r < 0.9 ? 0 : 1 + (i % 3)), weights: null },
+    { name: '90/10 skew, gw1 weight 27', pick: (i, r) => (r < 0.9 ? 0 : 1 + (i % 3)), weights: 27 },
+  ];
+  const out = [];
+  log(`split accuracy: a key limited to ${limit}/min (burst ${burst}), ${params.split_rate} calls/s offered for ${params.split_s} s through 4 gateways`);
+  for (const s of scenarios) {
+    const heavy = gateways[0].id;
+    const shares = {};
+    const total = s.weights === null ? 4 : s.weights + 3;
+    for (const g of gateways) shares[g.id] = Math.floor(((g.id === heavy && s.weights !== null ? s.weights : 1) / total) * 1e9) / 1e9;
+    await admin.call('PUT', `/_admin/v1/gateways/${heavy}/weight`, { weight: s.weights ?? 1 });
+    await waitShares(gatewaysView, shares);
+    const key = await admin.issueKey({ name: `split-${s.name}`, limit: { count: limit, window_seconds: 60 } });
+    await admin.waitSync(key.version, 30_000);
+    const auth = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
+
+    const admitted = [];
+    const perGateway = [0, 0, 0, 0];
+    let refused = 0;
+    let errors = 0;
+    let sent = 0;
+    const inflight = new Set();
+    const started = Date.now();
+    const fire = (i) => {
+      const g = s.pick(i, Math.random());
+      const p = request(`${gateways[g].url}/v1/ep/x`, { method: 'POST', dispatcher: agents[g], headers: auth, body: '{}' })
+        .then(async (res) => {
+          await res.body.dump();
+          if (res.statusCode === 200) {
+            admitted.push(Date.now() - started);
+            perGateway[g]++;
+          } else if (res.statusCode === 429) refused++;
+          else errors++;
+        })
+        .catch(() => errors++)
+        .finally(() => inflight.delete(p));
+      inflight.add(p);
+    };
+    // Paced: the i-th call goes out at i / rate seconds.
+    while (Date.now() - started < params.split_s * 1000) {
+      const due = Math.floor(((Date.now() - started) / 1000) * params.split_rate);
+      while (sent < due) fire(sent++);
+      await sleep(5);
+    }
+    await Promise.all(inflight);
+    const seconds = (Date.now() - started) / 1000;
+    const warm = params.split_warm_s;
+    const steady = admitted.filter((t) => t >= warm * 1000).length;
+    const r = {
+      balancer: s.name,
+      offered_per_min: params.split_rate * 60,
+      seconds: round(seconds, 1),
+      admitted: admitted.length,
+      admitted_by_gateway: perGateway,
+      refused,
+      errors,
+      bound: Math.floor((limit * seconds) / 60 + burst),
+      within_bound: admitted.length <= Math.floor((limit * seconds) / 60 + burst),
+      steady_admitted_per_min: round((steady / (seconds - warm)) * 60, 0),
+      steady_vs_limit: round(steady / (seconds - warm) / (limit / 60), 3),
+    };
+    out.push(r);
+    log(`  ${s.name.padEnd(26)} admitted ${r.admitted} (${perGateway.join('/')}) in ${r.seconds} s, bound ${r.bound}: ${r.within_bound ? 'within' : 'EXCEEDED'}; after ${warm} s: ${r.steady_admitted_per_min}/min = ${r.steady_vs_limit} × ${limit}`);
+  }
+  await admin.call('PUT', `/_admin/v1/gateways/${gateways[0].id}/weight`, { weight: 1 });
+  await Promise.all(agents.map((a) => a.close()));
+  return out;
+}
+
+async function ingest(admin, controlUrl, dataDir, control, gatewayIds, keyIds) {
+  const token = fs.readFileSync(path.join(dataDir, 'sync.token'), 'utf8').trim();
+  const agent = new Agent({ connections: gatewayIds.length, keepAliveTimeout: 30_000 });
+  const url = `${controlUrl}/_sync/v1/outcomes`;
+  const keys = keyIds.length > 0 ? keyIds.slice(0, 1000) : ['key_bench'];
+  const settler0 = await admin.call('GET', '/_admin/v1/settler');
+  let accepted = 0;
+  let batches = 0;
+  const latencies = [];
+  let seq = 0;
+  const started = Date.now();
+  const c0 = cpuMs(control.pid);
+  const stopAt = started + params.ingest_s * 1000;
+  const shipper = async (gatewayId) => {
+    while (Date.now() < stopAt) {
+      const body = batchBody(gatewayId, params.ingest_batch, keys, (seq += params.ingest_batch));
+      const t0 = Date.now();
+      const res = await request(url, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+      const answer = await res.body.json();
+      if (res.statusCode !== 200) throw new Error(`outcomes answered ${res.statusCode}: ${JSON.stringify(answer)}`);
+      latencies.push(Date.now() - t0);
+      accepted += answer.accepted;
+      batches++;
+    }
+  };
+  await Promise.all(gatewayIds.map(shipper));
+  const ms = Date.now() - started;
+  const cpu = cpuMs(control.pid) - c0;
+  const settler1 = await admin.call('GET', '/_admin/v1/settler');
+  // Settled while ingesting: what arrived minus what is still waiting, against the start.
+  const settledDuring = accepted - (settler1.backlog - settler0.backlog);
+  const drainStart = Date.now();
+  let drained = null;
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(200)) {
+    const s = await admin.call('GET', '/_admin/v1/settler');
+    if (s.backlog === 0) {
+      drained = Date.now() - drainStart;
+      break;
+    }
+  }
+  await agent.close();
+  latencies.sort((a, b) => a - b);
+  const r = {
+    shippers: gatewayIds.length,
+    batch: params.ingest_batch,
+    seconds: round(ms / 1000, 1),
+    accepted,
+    batches,
+    outcomes_per_s: Math.round(accepted / (ms / 1000)),
+    control_cpu_pct: round((cpu / ms) * 100, 0),
+    // CPU time per outcome holds steadier than outcomes/s on a shared machine, and says what
+    // one core would take if control had it to itself (settling included, as it ran meanwhile).
+    control_cpu_us_per_outcome: round((cpu * 1000) / accepted, 1),
+    outcomes_per_s_at_one_core: Math.round(1e6 / ((cpu * 1000) / accepted)),
+    batch_p50_ms: percentile(latencies, 50),
+    batch_p99_ms: percentile(latencies, 99),
+    settler_cadence_ms: params.settler_cadence_ms,
+    settled_while_ingesting: settledDuring,
+    settled_per_s_while_ingesting: Math.round(settledDuring / (ms / 1000)),
+    backlog_at_end: settler1.backlog,
+    drain_ms: drained,
+    drain_per_s: drained ? Math.round(settler1.backlog / (Math.max(drained, 1) / 1000)) : null,
+  };
+  log(`ingest: ${r.shippers} shippers, batches of ${r.batch}: ${r.accepted.toLocaleString('en')} outcomes in ${r.seconds} s = ${r.outcomes_per_s.toLocaleString('en')}/s, control CPU ${r.control_cpu_pct} % (${r.control_cpu_us_per_outcome} µs per outcome: ${r.outcomes_per_s_at_one_core.toLocaleString('en')}/s on a whole core), batch p50 ${r.batch_p50_ms} ms p99 ${r.batch_p99_ms} ms`);
+  log(`settlement while ingesting: ${r.settled_while_ingesting.toLocaleString('en')} calls = ${r.settled_per_s_while_ingesting.toLocaleString('en')}/s; then the remaining ${r.backlog_at_end.toLocaleString('en')} in ${r.drain_ms} ms (${r.drain_per_s?.toLocaleString('en') ?? '—'}/s)`);
+  return r;
+}
+
+function printSummary(results) {
+  log('\nsummary (control side)');
+  const rows = results.stages.map((s) => [
+    s.gateways,
+    s.snapshot.first_connect_to_all_applied_ms,
+    s.snapshot.control_cpu_ms_per_gateway,
+    s.revocation.p50_ms,
+    s.revocation.p99_ms,
+    s.revocation.control_cpu_us_per_change,
+    s.revocation.control_cpu_us_per_gateway_per_change,
+    s.control_memory.rss_mib,
+  ]);
+  const headers = ['gateways', 'snapshot→all ms', 'snap CPU ms/gw', 'revoke p50 ms', 'revoke p99 ms', 'CPU µs/change', 'CPU µs/gw/change', 'control RSS MiB'];
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => cells.map((c, i) => String(c).padStart(widths[i])).join('  ');
+  log(line(headers));
+  for (const r of rows) log(line(r));
+  if (results.marginal) log(`marginal cost of one more gateway: ${results.marginal.delta_cpu_us_per_gateway_per_change} µs of control CPU per change, ${results.marginal.snapshot_cpu_ms_per_gateway} ms per full snapshot`);
+  for (const s of results.split) log(`split, ${s.balancer}: admitted ${s.admitted} in ${s.seconds} s (bound ${s.bound}, ${s.within_bound ? 'within' : 'EXCEEDED'}); steady ${s.steady_admitted_per_min}/min = ${s.steady_vs_limit} × limit`);
+  if (results.ingest) log(`ingest: ${results.ingest.outcomes_per_s}/s at ${results.ingest.control_cpu_pct} % control CPU (${results.ingest.control_cpu_us_per_outcome} µs per outcome, settling included: ${results.ingest.outcomes_per_s_at_one_core}/s on a whole core); settled ${results.ingest.settled_per_s_while_ingesting}/s meanwhile`);
+}
+
+// ---- process lifecycle ---------------------------------------------------------------
+process.on('exit', killAllSync);
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    log(`\n${signal}: stopping…`);
+    stopAll().finally(() => process.exit(130));
+  });
+}
+
+main().catch(async (err) => {
+  console.error(err);
+  await stopAll();
+  process.exitCode = 1;
+});
