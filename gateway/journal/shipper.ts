@@ -9,11 +9,10 @@
  * refuses on its own is set aside in the journal's `rejected.jsonl` (with control's reason)
  * instead of blocking every record after it.
  */
-import http from 'node:http';
-import https from 'node:https';
 import type { Logger } from '../../protocol/log';
 import { SYNC_OUTCOMES_PATH } from '../../protocol/snapshot';
 import type { OutcomeAck } from '../../protocol/outcome';
+import { SyncHttp } from '../../protocol/sync-http';
 import type { Journal, TailBatch } from './journal';
 
 const PAYLOAD_END = Buffer.from(']}');
@@ -39,8 +38,7 @@ export interface ShipperOptions {
 
 export class OutcomeShipper {
   private readonly opts: ShipperOptions;
-  private readonly url: URL;
-  private readonly agent: http.Agent;
+  private readonly control: SyncHttp;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   private stopped = false;
@@ -53,8 +51,7 @@ export class OutcomeShipper {
   constructor(opts: ShipperOptions) {
     this.opts = opts;
     this.payloadHead = `{"gateway_id":${JSON.stringify(opts.gatewayId)},"records":[`;
-    this.url = new URL(SYNC_OUTCOMES_PATH, opts.controlUrl);
-    this.agent = new (this.url.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1 });
+    this.control = new SyncHttp({ controlUrl: opts.controlUrl, syncToken: opts.syncToken, maxSockets: 1 });
   }
 
   start(): void {
@@ -71,7 +68,7 @@ export class OutcomeShipper {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    this.agent.destroy();
+    this.control.close();
   }
 
   private schedule(delay: number): void {
@@ -156,38 +153,13 @@ export class OutcomeShipper {
     return true;
   }
 
-  private post(payload: string | Buffer): Promise<OutcomeAck> {
-    return new Promise((resolve, reject) => {
-      const req = (this.url.protocol === 'https:' ? https : http).request(this.url, {
-        method: 'POST',
-        agent: this.agent,
-        timeout: 30_000,
-        headers: {
-          authorization: `Bearer ${this.opts.syncToken}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-        },
-      });
-      req.on('timeout', () => req.destroy(new Error('control did not answer within 30 s')));
-      req.on('error', reject);
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode !== 200) {
-            reject(Object.assign(new Error(`control answered ${res.statusCode}: ${text.slice(0, 200)}`), { status: res.statusCode }));
-            return;
-          }
-          try {
-            resolve(JSON.parse(text) as OutcomeAck);
-          } catch {
-            reject(new Error('control answered with a body that is not JSON'));
-          }
-        });
-      });
-      req.end(payload);
-    });
+  private async post(payload: string | Buffer): Promise<OutcomeAck> {
+    const { status, text } = await this.control.post(SYNC_OUTCOMES_PATH, payload, 30_000);
+    if (status !== 200) throw Object.assign(new Error(`control answered ${status}: ${text.slice(0, 200)}`), { status });
+    try {
+      return JSON.parse(text) as OutcomeAck;
+    } catch {
+      throw new Error('control answered with a body that is not JSON');
+    }
   }
 }

@@ -6,8 +6,7 @@
  * Takes `share` lines (its share of key limits) whenever they come, and answers each ping with
  * a lease renewal while it holds a state, so control counts it as live.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../../protocol/log';
 import {
@@ -19,6 +18,7 @@ import {
   verifySealedLine,
   type SyncAck,
 } from '../../protocol/snapshot';
+import { SyncHttp } from '../../protocol/sync-http';
 import type { LimitShare } from './share';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
 import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './state';
@@ -47,8 +47,7 @@ export interface SyncClientOptions {
 
 export class SyncClient {
   private readonly opts: SyncClientOptions;
-  private readonly base: URL;
-  private readonly agent: http.Agent;
+  private readonly control: SyncHttp;
   private state: GatewayState | null;
   private req: http.ClientRequest | null = null;
   private attempt = 0;
@@ -62,9 +61,8 @@ export class SyncClient {
 
   constructor(opts: SyncClientOptions) {
     this.opts = opts;
-    this.base = new URL(opts.controlUrl);
+    this.control = new SyncHttp({ controlUrl: opts.controlUrl, syncToken: opts.syncToken, maxSockets: 4 });
     this.state = opts.initial;
-    this.agent = new (this.base.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 4 });
   }
 
   start(): void {
@@ -76,24 +74,17 @@ export class SyncClient {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.silenceTimer) clearTimeout(this.silenceTimer);
     this.req?.destroy();
-    this.agent.destroy();
-  }
-
-  private transport(): typeof http | typeof https {
-    return this.base.protocol === 'https:' ? https : http;
+    this.control.close();
   }
 
   private dial(): void {
     if (this.stopped) return;
-    const url = new URL(SYNC_STREAM_PATH, this.base);
+    const url = this.control.url(SYNC_STREAM_PATH);
     url.searchParams.set('gateway_id', this.opts.gatewayId);
     url.searchParams.set('version', String(this.state?.version ?? 0));
     if (this.state) url.searchParams.set('epoch', String(this.state.epoch));
     url.searchParams.set('engine', this.opts.engine);
-    const req = this.transport().get(url, {
-      agent: this.agent,
-      headers: { authorization: `Bearer ${this.opts.syncToken}`, accept: 'application/x-ndjson' },
-    });
+    const req = this.control.stream(url);
     this.req = req;
     req.on('response', (res) => {
       if (res.statusCode !== 200) {
@@ -248,22 +239,12 @@ export class SyncClient {
   }
 
   private post(body: SyncAck): void {
-    const payload = JSON.stringify(body);
-    const req = this.transport().request(new URL(SYNC_ACK_PATH, this.base), {
-      method: 'POST',
-      agent: this.agent,
-      headers: {
-        authorization: `Bearer ${this.opts.syncToken}`,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
+    this.control.post(SYNC_ACK_PATH, JSON.stringify(body)).then(
+      ({ status }) => {
+        if (status !== 200) this.opts.log.warn('sync ack not accepted', { status, version: body.version });
       },
-    });
-    req.on('response', (res) => {
-      res.resume();
-      if (res.statusCode !== 200) this.opts.log.warn('sync ack not accepted', { status: res.statusCode, version: body.version });
-    });
-    // A lost ack is harmless: on reconnect the gateway announces the version it holds.
-    req.on('error', (err) => this.opts.log.debug('sync ack failed', { err }));
-    req.end(payload);
+      // A lost ack is harmless: on reconnect the gateway announces the version it holds.
+      (err: unknown) => this.opts.log.debug('sync ack failed', { err }),
+    );
   }
 }
