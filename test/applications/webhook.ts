@@ -122,7 +122,7 @@ t.test('delivered: a signed message the receiver verifies; the key is nowhere el
   );
 
   // A forged signature is what the receiver check rejects (the check can fail).
-  const forged = createHmac('sha256', 'another-secret-000000').update(`${got.headers['x-svc-timestamp']}.${got.raw}`).digest('hex');
+  const forged = createHmac('sha256', 'another-secret-000000').update(`${String(got.headers['x-svc-timestamp'])}.${got.raw}`).digest('hex');
   t.not(`sha256=${forged}`, got.headers['x-svc-signature']);
 
   const show = await runCli(['applications', 'show', receipt.id, '--json'], { control });

@@ -21,7 +21,7 @@ interface FakeGateway {
   next(limitMs?: number): Promise<any>;
   /** Lines received over the next `ms`. */
   quiet(ms: number): Promise<any[]>;
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 function dial(t: Test, control: TestControl, gatewayId: string, version = 0, epoch?: number): Promise<FakeGateway> {

@@ -15,7 +15,6 @@ import {
   health,
   metrics,
   rawRequest,
-  request,
   startGatewayProcess,
   startStack,
   waitFor,

@@ -43,7 +43,7 @@ t.test('svcctl up --json --engine undici prints one ready object, keeps running,
   const ready = JSON.parse(up.stdout().trim());
   t.equal(ready.status, 'ready');
   t.same(Object.keys(ready.urls).sort(), ['api', 'control', 'gateway', 'indexer']);
-  for (const url of Object.values(ready.urls) as string[]) t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  for (const url of Object.values<string>(ready.urls)) t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
   t.same(Object.keys(ready.pids).sort(), ['control', 'gateway']);
   t.ok(Number.isInteger(ready.pids.control) && Number.isInteger(ready.pids.gateway));
 

@@ -14,12 +14,12 @@ import { committedDocument, currentDocument, validateOpenApi, type Doc } from '.
 type Json = Record<string, any>;
 
 const resolveRef = (doc: Doc, node: Json): Json =>
-  typeof node.$ref === 'string' ? (node.$ref as string).slice(2).split('/').reduce((n: Json, k: string) => n[k.replace(/~1/g, '/')], doc as Json) : node;
+  typeof node.$ref === 'string' ? node.$ref.slice(2).split('/').reduce((n: Json, k: string) => n[k.replace(/~1/g, '/')], doc as Json) : node;
 
 /** Every operation of a document, with its method and path (webhooks included). */
 function operations(doc: Doc): { method: string; path: string; op: Json }[] {
   const items = [...Object.entries(doc.paths), ...Object.entries((doc.webhooks as Record<string, Json> | undefined) ?? {})];
-  return items.flatMap(([path, item]) => Object.entries(item as Json).map(([method, op]) => ({ method, path, op: op as Json })));
+  return items.flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ method, path, op: op as Json })));
 }
 
 t.test('each document is valid OpenAPI 3.1', async (t) => {
@@ -94,7 +94,7 @@ t.test('every operation names its security, and bearer schemes are declared', as
     const doc = currentDocument(name) as Json;
     const schemes = doc.components.securitySchemes ?? {};
     t.same(Object.keys(schemes).sort(), [...bearer[name]!].sort(), `${name}: security schemes`);
-    for (const s of Object.values(schemes) as Json[]) t.match(s, { type: 'http', scheme: 'bearer' }, `${name}: bearer`);
+    for (const s of Object.values<Json>(schemes)) t.match(s, { type: 'http', scheme: 'bearer' }, `${name}: bearer`);
     for (const { method, path, op } of operations(doc)) {
       t.ok(Array.isArray(op.security) && op.security.length > 0, `${name}: ${method.toUpperCase()} ${path} has security`);
       const names = (op.security as Json[]).flatMap((s) => Object.keys(s));

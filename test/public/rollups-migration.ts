@@ -91,7 +91,7 @@ t.test('a minute boundary splits rollup rows; the window starts on a whole minut
     latency_ms: 5, started_at: new Date(at).toISOString(), gateway_id: 'gw',
   });
   t.equal(store.outcomes.ingest([rec(T0 - 1), rec(T0), rec(T0 + 59_999), rec(T0 + 60_000)], T0), 4);
-  t.equal((store.db.prepare('SELECT count(*) FROM outcome_rollups').pluck().get() as number), 3, 'three minutes touched');
+  t.equal(store.db.prepare('SELECT count(*) FROM outcome_rollups').pluck().get(), 3, 'three minutes touched');
   t.equal(store.rollups.window(T0)[0]!.counts.ok, 3, 'from T0: its minute and the next');
   t.equal(store.rollups.window(T0 - 1)[0]!.counts.ok, 3, 'a window starting mid-minute leaves that partial minute out');
   t.equal(store.rollups.window(T0 - 60_000)[0]!.counts.ok, 4);

@@ -120,7 +120,7 @@ if (!existsSync(CHROMIUM)) {
  * reported. `visit(url)` loads a page past the browser's own cache (the page is cacheable for
  * `cache.statusTtlS`; the tests move control's clock, not the browser's).
  */
-async function openPage(t: Test): Promise<{ page: Page; visit(url: string): Promise<number | undefined>; clean(): void }> {
+async function openPage(t: Test): Promise<{ page: Page; visit: (url: string) => Promise<number | undefined>; clean: () => void }> {
   const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
   const context: BrowserContext = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

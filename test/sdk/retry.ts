@@ -8,6 +8,7 @@
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
+import { inspect } from 'node:util';
 import { join } from 'node:path';
 import { SvcClient, SvcError, parseRateLimitReset, parseRetryAfter, type Clock, type SvcClientOptions } from 'svc-monitor-sdk';
 
@@ -297,6 +298,7 @@ t.test('timeoutMs aborts a request in flight with a TimeoutError', async (t) => 
     gatewayUrl: GW,
     fetch: (_url, init) =>
       new Promise((_resolve, reject) => {
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a fake fetch rejects with the signal's reason, as fetch does
         init.signal!.addEventListener('abort', () => reject(init.signal!.reason));
       }),
   });
@@ -324,7 +326,7 @@ t.test('a malformed key is refused without being echoed', async (t) => {
   const err = await rejection(Promise.resolve().then(() => new SvcClient({ gatewayUrl: GW, key: bad })));
   t.type(err, TypeError);
   t.notMatch((err as Error).message, KEY);
-  t.notMatch(require('node:util').inspect(new SvcClient({ gatewayUrl: GW, key: KEY })), KEY, 'inspecting a client does not show the key');
+  t.notMatch(inspect(new SvcClient({ gatewayUrl: GW, key: KEY })), KEY, 'inspecting a client does not show the key');
   t.notMatch(JSON.stringify(new SvcClient({ gatewayUrl: GW, key: KEY })), KEY, 'nor does JSON.stringify');
 });
 
