@@ -39,7 +39,8 @@ export class InstanceLockedError extends Error {
 
 export interface InstanceLock {
   readonly address: LockAddress;
-  release(): Promise<void>;
+  /** Release the lock (once; later calls return the same promise). A closure: safe to pass on. */
+  readonly release: () => Promise<void>;
 }
 
 /** Where the lock of `dir` lives; `prefer: 'abstract'` forces the Linux abstract namespace. */

@@ -99,7 +99,7 @@ export class OriginPool<W extends Waiter> {
     const conn: Conn = { client: null as unknown as Client, socket: null, atHead: false, held: null };
     const connect = (opts: buildConnector.Options, callback: buildConnector.Callback): void => {
       this.connector(opts, (err, socket) => {
-        conn.socket = (socket as Socket | null | undefined) ?? null;
+        conn.socket = socket ?? null;
         conn.atHead = false;
         conn.held = null;
         if (conn.socket !== null) skipInformational(conn, conn.socket);

@@ -282,7 +282,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       res,
       { origin: endpoint.upstream, path, headers, timeoutMs: endpoint.timeoutMs, bodyLimitBytes: opts.bodyLimitBytes },
       (result) => {
-        const waiting = pending as { record: OutcomeRecord; facts: CallFacts } | null;
+        const waiting = pending;
         if (waiting !== null) {
           // The body never ended: a reset or timeout mid-body is the provider's network error;
           // a caller that left (or a gateway fault) leaves the head-time verdict, unchecked.
@@ -295,7 +295,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
           recorded = recordOf(CLIENT_CLOSED_REQUEST, 'caller_error', Math.round(result.upstreamLatencyMs));
           opts.journal.append(recorded);
         }
-        const r = recorded as OutcomeRecord | null;
+        const r = recorded;
         if (r !== null) opts.metrics.call(endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
       },
       onHead,

@@ -180,7 +180,7 @@ function isDotSegment(segment: string): boolean {
   const semi = segment.indexOf(';');
   const bare = semi === -1 ? segment : segment.slice(0, semi);
   if (bare === '.' || bare === '..') return true;
-  if (bare.length <= 4 && /[^\x00-\x7f]/.test(bare)) {
+  if (bare.length <= 4 && /[\u0080-\uffff]/.test(bare)) {
     const folded = bare.normalize('NFKC');
     return folded === '.' || folded === '..';
   }

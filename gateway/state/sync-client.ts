@@ -158,9 +158,9 @@ export class SyncClient {
         } else if (line.startsWith('{"type":"snapshot_end"')) {
           const end = SnapshotEnd.safeParse(safeJson(line));
           if (!end.success || !builder || !writer) throw new UpdateRejected('unexpected snapshot_end');
-          const next = (builder as SnapshotBuilder).finish(end.data.version, end.data.sha256);
-          (writer as FullSnapshotWriter).write(line);
-          (writer as FullSnapshotWriter).commit();
+          const next = builder.finish(end.data.version, end.data.sha256);
+          writer.write(line);
+          writer.commit();
           writer = null;
           builder = null;
           this.install(next);
@@ -175,7 +175,7 @@ export class SyncClient {
         }
       } catch (err) {
         const reason = err instanceof UpdateRejected ? err.message : `internal: ${(err as Error).message}`;
-        failSnapshot(builder ? (builder as SnapshotBuilder).version : this.versionOf(line), reason);
+        failSnapshot(builder ? builder.version : this.versionOf(line), reason);
       }
     });
     const ended = () => {

@@ -61,7 +61,7 @@ for (const engine of ENGINES) t.test(`journaled outcomes survive a SIGKILL exact
     await stack.restartGateway(0, { samePort: true });
   };
 
-  let crashed: Promise<void> | null = null;
+  let crashed: Promise<void> | undefined;
   const client = async () => {
     while (issued < TOTAL_CALLS) {
       issued++;

@@ -67,7 +67,7 @@ t.test('gateway single-instance lock', async (t) => {
       await parentExited;
     });
     let url = '';
-    const lines = createInterface({ input: parent.stdout! });
+    const lines = createInterface({ input: parent.stdout });
     lines.on('line', (line) => {
       const pid = /^gateway-pid (\d+)$/.exec(line);
       if (pid) zombiePid = Number(pid[1]);

@@ -10,7 +10,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
-import { DOCUMENT_NAMES, type DocumentName } from '../../protocol/openapi';
+import { DOCUMENT_NAMES } from '../../protocol/openapi';
 import { SOLANA_WALLET, agentAnswers, merchantAnswers } from '../fixtures/applications';
 import { Conformance, type Recorded } from '../fixtures/openapi';
 import { SDK_UA } from '../fixtures/public';
@@ -252,7 +252,7 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
     [indexer, new Conformance('indexer')],
     [gw, new Conformance('gateway')],
   ]);
-  const answers = [...recorded.map((r) => ({ base: r.base, res: r as Recorded })), ...extra];
+  const answers = [...recorded.map((r) => ({ base: r.base, res: r })), ...extra];
   t.ok(answers.length > 100, `${answers.length} answers recorded`);
   for (const [base, conformance] of docs) conformance.check(t, answers.filter((a) => a.base === base).map((a) => a.res));
 
@@ -268,5 +268,5 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
       }
     }
   }
-  t.same([...docs.values()].map((c) => c.name).sort(), [...DOCUMENT_NAMES].sort() as DocumentName[], 'all four documents checked');
+  t.same([...docs.values()].map((c) => c.name).sort(), [...DOCUMENT_NAMES].sort(), 'all four documents checked');
 });

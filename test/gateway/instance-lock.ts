@@ -30,7 +30,7 @@ async function holder(t: Test, path: string): Promise<ChildProcess> {
     await exited;
   });
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (s: string) => s.includes('listening') && resolve());
+    child.stdout.setEncoding('utf8').on('data', (s: string) => s.includes('listening') && resolve());
     child.once('exit', (code, signal) => reject(new Error(`holder exited (${signal ?? code})`)));
   });
   return child;

@@ -31,21 +31,21 @@ t.test('pendingLines equals pending, as JSON lines, and acks advance the cursor'
   t.equal(journal.ack(ids), 10);
   t.equal(journal.backlog(), 15);
   t.same(journal.pendingLines(100).ids, Array.from({ length: 15 }, (_, i) => record(i + 10).call_id));
-  journal.close();
+  await journal.close();
   const reopened = Journal.open({ dir, fsyncIntervalMs: 0 });
   t.equal(reopened.backlog(), 15, 'the ack cursor survived a reopen');
-  reopened.close();
+  await reopened.close();
 });
 
 t.test('a line whose id is not in the usual place is still found by parsing it', async (t) => {
   const dir = tempDir(t);
   const journal = Journal.open({ dir, fsyncIntervalMs: 0 });
   journal.append(record(1));
-  journal.close();
+  await journal.close();
   const segment = fs.readdirSync(dir).find((f) => f.endsWith('.jsonl') && fs.statSync(path.join(dir, f)).size > 0)!;
   const { call_id, ...rest } = record(2);
   fs.appendFileSync(path.join(dir, segment), JSON.stringify({ ...rest, call_id }) + '\n');
   const reopened = Journal.open({ dir, fsyncIntervalMs: 0 });
   t.same(reopened.pendingLines(10).ids, [record(1).call_id, record(2).call_id]);
-  reopened.close();
+  await reopened.close();
 });

@@ -99,7 +99,7 @@ t.test('records beyond the in-memory tail are shipped from disk, in order, then 
   t.equal(next, total + 1, 'every record was handed out once');
   t.equal(journal.backlog(), 0);
   t.equal(fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).length, 1, 'only the active segment remains');
-  journal.close();
+  await journal.close();
   const reopened = Journal.open({ dir });
   t.teardown(() => reopened.close());
   t.equal(reopened.backlog(), 0);
@@ -113,12 +113,12 @@ t.test('out-of-order acks inside the tail hold the cursor until the gap is acked
   const { ids } = journal.pendingLines(6);
   journal.ack([ids[1]!, ids[2]!, ids[4]!]);
   t.same(journal.pendingLines(10).ids, [ids[0], ids[3], ids[5]]);
-  journal.close();
+  await journal.close();
   const reopened = Journal.open({ dir });
   t.same(reopened.pending(10).map((r) => r.latency_ms), [1, 4, 6], 'the acks beyond the cursor survived');
   reopened.ack(reopened.pendingLines(10).ids);
   t.equal(reopened.backlog(), 0);
-  reopened.close();
+  await reopened.close();
 });
 
 t.test('the ack cursor is stored in the background, without close', async (t) => {
@@ -139,7 +139,7 @@ t.test('the ack cursor is stored in the background, without close', async (t) =>
   const afterCrash = Journal.open({ dir });
   t.same(afterCrash.pending(10).map((r) => r.latency_ms), [4]);
   t.equal(journal.stats().ackStateErrors, 0);
-  afterCrash.close();
+  await afterCrash.close();
 });
 
 const bodyOf = (records: OutcomeRecord[]): string => records.map((r) => JSON.stringify(r)).join(',');
@@ -164,17 +164,17 @@ t.test('pendingBatch: the oldest records as one comma-joined body, acked by posi
   t.equal(journal.backlog(), 0);
   t.equal(journal.pendingBatch(10), null, 'nothing left');
   t.equal(fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).length, 1, 'acked segments deleted');
-  journal.close();
+  await journal.close();
   const reopened = Journal.open({ dir });
   t.equal(reopened.backlog(), 0, 'the cursor was stored');
-  reopened.close();
+  await reopened.close();
 });
 
 t.test('pendingBatch gives way to records on disk and to ids handed out by pendingLines', async (t) => {
   const dir = tempDir(t);
   const earlier = Journal.open({ dir });
   for (let i = 1; i <= 5; i++) earlier.append(record(i));
-  earlier.close();
+  await earlier.close();
   const journal = Journal.open({ dir });
   t.teardown(() => journal.close());
   for (let i = 6; i <= 10; i++) journal.append(record(i));

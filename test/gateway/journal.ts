@@ -48,14 +48,14 @@ t.test('replay after restart returns exactly the unacked records, out-of-order a
   first.pending(10);
   first.ack([2, 3, 7].map((n) => record(n).call_id));
   t.equal(first.backlog(), 7);
-  first.close();
+  await first.close();
 
   const second = Journal.open({ dir });
   t.equal(second.backlog(), 7);
   t.same(ids(second.pending(100)), [1, 4, 5, 6, 8, 9, 10]);
   for (let i = 11; i <= 12; i++) second.append(record(i));
   second.ack([1, 4].map((n) => record(n).call_id));
-  second.close();
+  await second.close();
 
   const third = Journal.open({ dir });
   t.teardown(() => third.close());
@@ -77,7 +77,7 @@ t.test('a torn last line (crash mid-write) is truncated and the rest replayed', 
   const dir = tempDir(t);
   const journal = Journal.open({ dir });
   for (let i = 1; i <= 5; i++) journal.append(record(i));
-  journal.close();
+  await journal.close();
   const [segment] = segmentFiles(dir);
   const file = path.join(dir, segment!);
   const size = fs.statSync(file).size;
@@ -89,7 +89,7 @@ t.test('a torn last line (crash mid-write) is truncated and the rest replayed', 
   t.equal(reopened.stats().tornBytes, JSON.stringify(record(5)).length + 1 - 17);
   t.equal(fs.readFileSync(file, 'utf8').endsWith('\n'), true, 'the torn bytes are gone from disk');
   reopened.append(record(6));
-  reopened.close();
+  await reopened.close();
 
   const again = Journal.open({ dir });
   t.teardown(() => again.close());
@@ -101,7 +101,7 @@ t.test('an unreadable line in the middle is skipped and counted', async (t) => {
   const dir = tempDir(t);
   const journal = Journal.open({ dir });
   journal.append(record(1));
-  journal.close();
+  await journal.close();
   const file = path.join(dir, segmentFiles(dir)[0]!);
   fs.appendFileSync(file, '{"garbage\n' + JSON.stringify(record(2)) + '\n');
   const reopened = Journal.open({ dir });
@@ -124,7 +124,7 @@ t.test('fully acked segments are deleted; nothing is replayed afterwards', async
   journal.ack(rest.map((r) => r.call_id));
   t.equal(journal.backlog(), 0);
   t.equal(segmentFiles(dir).length, 1, 'only the active segment remains');
-  journal.close();
+  await journal.close();
 
   const reopened = Journal.open({ dir, segmentMaxBytes: 1024 });
   t.teardown(() => reopened.close());
@@ -138,7 +138,7 @@ t.test('a segment left behind by an interrupted delete is removed on open', asyn
   for (let i = 1; i <= 10; i++) journal.append(record(i));
   const before = segmentFiles(dir);
   journal.ack(journal.pending(100).map((r) => r.call_id));
-  journal.close();
+  await journal.close();
   const oldest = before[0]!;
   t.notOk(segmentFiles(dir).includes(oldest), 'deleted while acking');
   fs.writeFileSync(path.join(dir, oldest), JSON.stringify(record(1)) + '\n'); // as if the unlink never happened
@@ -155,7 +155,7 @@ t.test('a lost or corrupt ack file replays everything still on disk', async (t) 
   journal.pending(2);
   journal.ack([record(3).call_id]); // never handed out: ignored
   journal.ack([record(1).call_id]);
-  journal.close();
+  await journal.close();
   fs.writeFileSync(path.join(dir, 'acks.json'), '{not json');
   const reopened = Journal.open({ dir });
   t.teardown(() => reopened.close());
@@ -167,7 +167,7 @@ t.test('records in several processes replay in append order', async (t) => {
   for (let run = 0; run < 3; run++) {
     const j = Journal.open({ dir });
     for (let i = 1; i <= 3; i++) j.append(record(run * 3 + i));
-    j.close();
+    await j.close();
   }
   const j = Journal.open({ dir });
   t.teardown(() => j.close());
@@ -179,7 +179,7 @@ t.test('fsync on every append (interval 0) still appends and replays', async (t)
   const dir = tempDir(t);
   const j = Journal.open({ dir, fsyncIntervalMs: 0 });
   for (let i = 1; i <= 3; i++) j.append(record(i));
-  j.close();
+  await j.close();
   const again = Journal.open({ dir });
   t.teardown(() => again.close());
   t.same(ids(again.pending(10)), [1, 2, 3]);
@@ -191,7 +191,7 @@ t.test('journal files are private to the gateway user', async (t) => {
   j.append(record(1));
   j.pending(1);
   j.ack([record(1).call_id]);
-  j.close();
+  await j.close();
   for (const name of fs.readdirSync(dir)) {
     t.equal(fs.statSync(path.join(dir, name)).mode & 0o077, 0, `${name} is 0600`);
   }

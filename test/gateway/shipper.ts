@@ -49,7 +49,7 @@ t.test('refused records are isolated and set aside; every other record arrives o
   // An earlier process left records on disk, and a damaged line whose id is still readable.
   const earlier = Journal.open({ dir });
   for (let i = 1; i <= 40; i++) earlier.append(record(i));
-  earlier.close();
+  await earlier.close();
   const segment = fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl') && fs.statSync(path.join(dir, f)).size > 0)[0]!;
   fs.appendFileSync(path.join(dir, segment), '{"call_id":"0190a1b2-c3d4-7e5f-8a6b-000000009999","status":2,}\n');
 
@@ -79,10 +79,10 @@ t.test('refused records are isolated and set aside; every other record arrives o
   t.ok(control.posts() < 200, `isolation took ${control.posts()} posts, not one per record`);
 
   // The journal moved past them: a restart ships nothing again.
-  journal.close();
+  await journal.close();
   const again = Journal.open({ dir });
   t.equal(again.backlog(), 0);
-  again.close();
+  await again.close();
 });
 
 t.test('a control that is down is retried; nothing is set aside', async (t) => {
