@@ -17,7 +17,7 @@
  *    covers the admin request, the delta written to every stream and every gateway's ack.
  *    Per gateway: CPU per change ÷ N, and the marginal cost (stage N − stage 1) ÷ (N − 1).
  * 3. at 4 gateways, the accuracy of `split` limits: a key limited to 600/min hammered at
- *    BENCH_SPLIT_RATE calls/s (default 40) for BENCH_SPLIT_S seconds (default 30) through a
+ *    BENCH_SPLIT_RATE calls/s (default 40) for BENCH_SPLIT_S seconds (default 20) through a
  *    round-robin balancer, a 90/10 one (90 % of calls to one gateway), and the 90/10 one
  *    again with that gateway weighted 27 (`svcctl gateways weight`): admitted vs the bound
  *    600/min × T + burst, and the admitted rate after the first BENCH_SPLIT_WARM_S seconds.
@@ -39,7 +39,7 @@ const { Agent, request } = require('undici');
 const { Proc, hasTaskset, nproc, clockTicks, pinSelf, cpuTicks, memory, stopAll, killAllSync } = require('./lib/proc');
 const { Admin, startControl, startGateway } = require('./lib/svc');
 const { seedKeys } = require('./lib/seed');
-const { snapshotDist } = require('./lib/app');
+const { ROOT, snapshotDist } = require('./lib/app');
 const { percentile, median, round } = require('./lib/stats');
 
 function envInt(name, fallback, min = 1) {
@@ -56,7 +56,7 @@ const params = {
   revocations: envInt('BENCH_REVOCATIONS', 40),
   rounds: envInt('BENCH_ROUNDS', 3),
   split_rate: envInt('BENCH_SPLIT_RATE', 40),
-  split_s: envInt('BENCH_SPLIT_S', 30),
+  split_s: envInt('BENCH_SPLIT_S', 20),
   split_warm_s: envInt('BENCH_SPLIT_WARM_S', 5, 0),
   split_limit_per_min: 600,
   ingest_s: envInt('BENCH_INGEST_S', 15),
@@ -103,6 +103,23 @@ function batchBody(gatewayId, n, keyIds, seq) {
 
 // ---------------------------------------------------------------------------------------
 
+/** Files the run needs from the build; a copy without them was taken mid-rebuild. */
+const BUILD_FILES = ['cli/index.js', 'control/store/index.js', 'protocol/keys.js', 'gateway/main.js'];
+
+/** Copy `dist/` into the work dir, again if a rebuild running meanwhile left the copy incomplete. */
+async function copyBuild(tmp) {
+  for (let attempt = 1; ; attempt++) {
+    const complete = (dir) => BUILD_FILES.every((f) => fs.existsSync(path.join(dir, f)));
+    const root = path.join(ROOT, 'dist');
+    if (complete(root)) {
+      fs.rmSync(path.join(tmp, 'app'), { recursive: true, force: true });
+      if (complete(snapshotDist(tmp))) return;
+    }
+    if (attempt === 30) throw new Error(`no complete build in ${root} (run npm run build)`);
+    await sleep(2_000);
+  }
+}
+
 async function main() {
   const cores = nproc();
   const pinned = process.env.BENCH_PIN !== '0' && hasTaskset() && cores >= 2;
@@ -112,7 +129,7 @@ async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fanout-'));
   const logDir = path.join(tmp, 'logs');
   fs.mkdirSync(logDir);
-  snapshotDist(tmp);
+  await copyBuild(tmp);
   const results = {
     params,
     machine: { cpus: cores, cpu_model: os.cpus()[0]?.model ?? null, node: process.version, loadavg_before: os.loadavg().map((v) => round(v, 2)) },
@@ -141,6 +158,17 @@ async function main() {
   });
   const controlUrl = (await control.start()).urls.control;
   const admin = new Admin(controlUrl, dataDir);
+  // A pooled connection control closed while idle fails once with a reset; send it again.
+  const call = admin.call.bind(admin);
+  admin.call = async (...args) => {
+    try {
+      return await call(...args);
+    } catch (err) {
+      const code = err?.code ?? err?.cause?.code;
+      if (code !== 'ECONNRESET' && code !== 'UND_ERR_SOCKET') throw err;
+      return call(...args);
+    }
+  };
   await admin.addEndpoint('ep', `${upstreamUrl}/api`);
   await admin.call('POST', '/_admin/v1/pool/fund', { amount: 1_000_000_000_000, note: 'bench' });
 
