@@ -34,33 +34,26 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { randomFillSync } = require('node:crypto');
 const { Agent, request } = require('undici');
 const { Proc, hasTaskset, nproc, clockTicks, pinSelf, cpuTicks, memory, stopAll, killAllSync } = require('./lib/proc');
 const { Admin, startControl, startGateway } = require('./lib/svc');
 const { seedKeys } = require('./lib/seed');
 const { ROOT, snapshotDist } = require('./lib/app');
 const { percentile, median, round } = require('./lib/stats');
-
-function envInt(name, fallback, min = 1) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
+const { envInt } = require('./lib/env');
+const { OUTCOME_MIX, OUTCOME_STATUS, uuidv7 } = require('./lib/records');
 
 const params = {
-  keys: envInt('BENCH_FANOUT_KEYS', 100_000),
+  keys: envInt('BENCH_FANOUT_KEYS', 100_000, 1),
   sizes: (process.env.BENCH_FANOUT_SIZES ?? '1,4,16').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0),
-  revocations: envInt('BENCH_REVOCATIONS', 40),
-  rounds: envInt('BENCH_ROUNDS', 3),
-  split_rate: envInt('BENCH_SPLIT_RATE', 40),
-  split_s: envInt('BENCH_SPLIT_S', 20),
+  revocations: envInt('BENCH_REVOCATIONS', 40, 1),
+  rounds: envInt('BENCH_ROUNDS', 3, 1),
+  split_rate: envInt('BENCH_SPLIT_RATE', 40, 1),
+  split_s: envInt('BENCH_SPLIT_S', 20, 1),
   split_warm_s: envInt('BENCH_SPLIT_WARM_S', 5, 0),
   split_limit_per_min: 600,
-  ingest_s: envInt('BENCH_INGEST_S', 15),
-  ingest_batch: envInt('BENCH_INGEST_BATCH', 2_000),
+  ingest_s: envInt('BENCH_INGEST_S', 15, 1),
+  ingest_batch: envInt('BENCH_INGEST_BATCH', 2_000, 1),
   settler_cadence_ms: 1_000,
 };
 const RESULTS = path.join(__dirname, 'results', 'fanout.json');
@@ -72,21 +65,6 @@ const cpuMs = (pid) => (cpuTicks(pid) * 1000) / CLK;
 // ---------------------------------------------------------------------------------------
 // Outcome records, as a gateway ships them
 
-const rnd = Buffer.alloc(10 * 4096);
-let rndAt = rnd.length;
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-function uuidv7(ms) {
-  if (rndAt >= rnd.length) {
-    randomFillSync(rnd);
-    rndAt = 0;
-  }
-  const r = rndAt;
-  rndAt += 10;
-  const t = ms.toString(16).padStart(12, '0');
-  return `${t.slice(0, 8)}-${t.slice(8, 12)}-${HEX[0x70 | (rnd[r] & 15)]}${HEX[rnd[r + 1]]}-${HEX[0x80 | (rnd[r + 2] & 63)]}${HEX[rnd[r + 3]]}-${HEX[rnd[r + 4]]}${HEX[rnd[r + 5]]}${HEX[rnd[r + 6]]}${HEX[rnd[r + 7]]}${HEX[rnd[r + 8]]}${HEX[rnd[r + 9]]}`;
-}
-const MIX = [...Array(16).fill('ok'), 'latency_breach', 'server_error', 'network_error', 'client_error'];
-const STATUS = { ok: 200, latency_breach: 200, server_error: 500, network_error: 502, client_error: 404 };
 
 /** One batch body of `n` outcome records from `gatewayId`, built as text. */
 function batchBody(gatewayId, n, keyIds, seq) {
@@ -94,9 +72,9 @@ function batchBody(gatewayId, n, keyIds, seq) {
   const started = new Date(now - 1_000).toISOString();
   const parts = new Array(n);
   for (let i = 0; i < n; i++) {
-    const outcome = MIX[(seq + i) % MIX.length];
+    const outcome = OUTCOME_MIX[(seq + i) % OUTCOME_MIX.length];
     const key = keyIds[(seq + i) % keyIds.length];
-    parts[i] = `{"call_id":"${uuidv7(now)}","key_id":"${key}","endpoint_id":"ep","method":"POST","status":${STATUS[outcome]},"outcome":"${outcome}","latency_ms":${20 + (i % 80)},"started_at":"${started}","gateway_id":"${gatewayId}"}`;
+    parts[i] = `{"call_id":"${uuidv7(now)}","key_id":"${key}","endpoint_id":"ep","method":"POST","status":${OUTCOME_STATUS[outcome]},"outcome":"${outcome}","latency_ms":${20 + (i % 80)},"started_at":"${started}","gateway_id":"${gatewayId}"}`;
   }
   return `{"gateway_id":"${gatewayId}","records":[${parts.join(',')}]}`;
 }

@@ -34,19 +34,12 @@ const { randomBytes } = require('node:crypto');
 const { performance } = require('node:perf_hooks');
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads');
 const { percentile, round } = require('./lib/stats');
+const { envInt } = require('./lib/env');
 
 const ROOT = path.resolve(__dirname, '..');
 const DIST = path.join(ROOT, 'dist');
 const CLI = path.join(DIST, 'cli', 'index.js');
 const RESULTS = path.join(__dirname, 'results', 'keys-list.json');
-
-function envInt(name, fallback, min) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const params = {
   keys: envInt('BENCH_KEYS', 1_000_000, 1),

@@ -34,20 +34,13 @@ const readline = require('node:readline');
 const { execFile, execFileSync, spawn, spawnSync } = require('node:child_process');
 const { randomUUID } = require('node:crypto');
 const autocannon = require('autocannon');
+const { envInt } = require('./lib/env');
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
 const RESULTS = path.join(__dirname, 'results', 'providers.json');
 const UA = 'svc-monitor-sdk/0.1.0';
 const TARGET_RATIO = 0.8;
-
-function envInt(name, fallback, min) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const params = {
   duration_s: envInt('BENCH_DURATION', 5, 1),

@@ -21,6 +21,7 @@ const { median, percentile, round } = require('./lib/stats');
 const { FOREIGN_WARN_PCT, fmt, table, interleave, summarise, printSummary } = require('./lib/rounds');
 const { summarise: summariseProfile } = require('./lib/profile');
 const { snapshotDist, distDir } = require('./lib/app');
+const { envInt } = require('./lib/env');
 
 const RESULTS = path.join(__dirname, 'results', 'latest.json');
 const ENDPOINT = 'bench';
@@ -29,14 +30,6 @@ const GATEWAY_ID = 'bench-gw';
 const ENGINES = ['http-proxy', 'undici'];
 const PROCESSES = ['a', 'b'];
 const BASELINES = ['bare-http-proxy', 'bare-undici', 'direct'];
-
-function envInt(name, fallback, min = 0) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 function envSizes(name, fallback) {
   const raw = process.env[name];

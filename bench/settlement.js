@@ -28,7 +28,6 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { randomFillSync } = require('node:crypto');
 const { performance } = require('node:perf_hooks');
 
 const DIST = path.resolve(__dirname, '..', 'dist');
@@ -37,14 +36,8 @@ const { Settler } = require(path.join(DIST, 'control', 'settler', 'settler.js'))
 const { startControl } = require(path.join(DIST, 'control', 'server.js'));
 const { loadConfig } = require(path.join(DIST, 'config', 'load.js'));
 const { silentLogger } = require(path.join(DIST, 'protocol', 'log.js'));
-
-function envInt(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
-  return n;
-}
+const { envInt } = require('./lib/env');
+const { OUTCOME_MIX, OUTCOME_STATUS, uuidv7 } = require('./lib/records');
 
 const CALLS = envInt('BENCH_SETTLE_CALLS', 1_000_000);
 const HTTP_CALLS = envInt('BENCH_HTTP_CALLS', 200_000);
@@ -56,33 +49,18 @@ const BATCH = 5_000;
 const ENDPOINTS = 10;
 const KEYS = 1_000;
 const TARGETS = { ingest_per_s: 50_000, settle_per_s: 100_000, proof_p99_ms: 20 };
-const MIX = ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'latency_breach', 'server_error', 'network_error', 'client_error'];
-
-const rnd = Buffer.alloc(10 * 4096);
-let rndAt = rnd.length;
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-function uuidv7(ms) {
-  if (rndAt >= rnd.length) {
-    randomFillSync(rnd);
-    rndAt = 0;
-  }
-  const r = rndAt;
-  rndAt += 10;
-  const t = ms.toString(16).padStart(12, '0');
-  return `${t.slice(0, 8)}-${t.slice(8, 12)}-${HEX[0x70 | (rnd[r] & 15)]}${HEX[rnd[r + 1]]}-${HEX[0x80 | (rnd[r + 2] & 63)]}${HEX[rnd[r + 3]]}-${HEX[rnd[r + 4]]}${HEX[rnd[r + 5]]}${HEX[rnd[r + 6]]}${HEX[rnd[r + 7]]}${HEX[rnd[r + 8]]}${HEX[rnd[r + 9]]}`;
-}
 
 function records(n, t0) {
   const out = new Array(n);
   for (let i = 0; i < n; i++) {
     const started = t0 + Math.floor(i / 20);
-    const outcome = MIX[i % MIX.length];
+    const outcome = OUTCOME_MIX[i % OUTCOME_MIX.length];
     out[i] = {
       call_id: uuidv7(started),
       key_id: i % 50 === 0 ? null : `key_${i % KEYS}`,
       endpoint_id: `ep${i % ENDPOINTS}`,
       method: 'POST',
-      status: outcome === 'server_error' ? 500 : outcome === 'client_error' ? 404 : outcome === 'network_error' ? 502 : 200,
+      status: OUTCOME_STATUS[outcome],
       outcome,
       latency_ms: 10 + (i % 90),
       started_at: new Date(started).toISOString(),
