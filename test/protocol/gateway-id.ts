@@ -12,5 +12,6 @@ t.test('the default id is gw- and the host name, made valid', async (t) => {
   t.equal(defaultGatewayId('web-1.example.com'), 'gw-web-1.example.com');
   t.equal(defaultGatewayId('My Host/2'), 'gw-My-Host-2', 'other characters become -');
   t.equal(defaultGatewayId('x'.repeat(200)), `gw-${'x'.repeat(60)}`, 'cut to 60 characters of the host');
-  for (const host of ['', 'ü', 'a b c', 'x'.repeat(200), '::1']) t.ok(GatewayId.safeParse(defaultGatewayId(host)).success, `valid for ${JSON.stringify(host)}`);
+  for (const host of ['', 'ü', 'a b c', 'x'.repeat(200), '::1'])
+    t.ok(GatewayId.safeParse(defaultGatewayId(host)).success, `valid for ${JSON.stringify(host)}`);
 });

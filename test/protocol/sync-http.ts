@@ -40,7 +40,11 @@ t.test('a POST sends JSON with the sync token and returns status and text', asyn
   const client = new SyncHttp({ controlUrl: c.url, syncToken: 'sync-token-123', maxSockets: 1 });
   t.teardown(() => client.close());
   t.same(await client.post('/_sync/v1/outcomes', '{"records":[]}'), { status: 200, text: '{"got":14}' });
-  t.same(await client.post('/_sync/v1/ack', Buffer.from('{}')), { status: 409, text: '{"got":2}' }, 'another status is an answer, not an error');
+  t.same(
+    await client.post('/_sync/v1/ack', Buffer.from('{}')),
+    { status: 409, text: '{"got":2}' },
+    'another status is an answer, not an error',
+  );
   t.equal(c.seen[0]!.method, 'POST');
   t.equal(c.seen[0]!.headers.authorization, 'Bearer sync-token-123');
   t.equal(c.seen[0]!.headers['content-type'], 'application/json');
@@ -82,5 +86,9 @@ t.test('the stream is a GET for NDJSON with the sync token, relative to the cont
     });
   });
   t.equal(body, '{"type":"ping","version":0}\n');
-  t.match(c.seen[0], { method: 'GET', url: '/_sync/v1/stream?gateway_id=gw-1', headers: { authorization: 'Bearer sync-token-123', accept: 'application/x-ndjson' } });
+  t.match(c.seen[0], {
+    method: 'GET',
+    url: '/_sync/v1/stream?gateway_id=gw-1',
+    headers: { authorization: 'Bearer sync-token-123', accept: 'application/x-ndjson' },
+  });
 });
