@@ -24,7 +24,7 @@ export function encodeBase58(bytes: Uint8Array): string {
     }
   }
   let out = '1'.repeat(zeros);
-  for (let i = digits.length - 1; i >= 0; i--) out += BASE58_ALPHABET[digits[i]!];
+  for (let i = digits.length - 1; i >= 0; i--) out += BASE58_ALPHABET[digits[i]!]!;
   return out;
 }
 

@@ -163,7 +163,7 @@ export const ProblemSchema = z
     detail: z.string(),
     code: ErrorCode,
   })
-  .passthrough();
+  .loose();
 
 /** One invalid field of a `svc_bad_request`: the `errors` extension member lists them all. */
 export const FieldError = z.strictObject({

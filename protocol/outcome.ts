@@ -22,7 +22,7 @@ export const UNRATED_OUTCOMES: ReadonlySet<Outcome> = new Set(['client_error', '
 
 export const OutcomeRecord = z
   .object({
-    call_id: z.string().uuid(),
+    call_id: z.uuid(),
     key_id: z.string().min(1).max(64).nullable(),
     endpoint_id: z.string().min(1).max(63),
     method: z.string().min(1).max(16),
@@ -34,7 +34,7 @@ export const OutcomeRecord = z
     status: z.number().int().min(100).max(599),
     outcome: Outcome,
     latency_ms: z.number().int().min(0),
-    started_at: z.string().datetime(),
+    started_at: z.iso.datetime(),
     gateway_id: z.string().min(1).max(64),
   })
   .strict();

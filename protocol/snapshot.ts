@@ -73,7 +73,7 @@ export type LimitPolicy = z.infer<typeof LimitPolicy>;
 export const SnapshotEndpoint = z
   .object({
     id: z.string().min(1).max(63),
-    upstream: z.string().url(),
+    upstream: z.url(),
     methods: z.array(HttpMethod).min(1),
     timeout_ms: z.number().int().min(1),
     sla_ms: z.number().int().min(1),

@@ -282,7 +282,7 @@ export class Journal {
   /** One write of whole lines; on failure nothing of it stays in the segment. */
   private write(lines: string[]): void {
     const active = this.files.active;
-    const text = lines.length === 1 ? lines[0] + '\n' : lines.join('\n') + '\n';
+    const text = lines.length === 1 ? lines[0]! + '\n' : lines.join('\n') + '\n';
     // Encoded once, into the tail's memory, and written to disk from there.
     const bytes = this.tail.stage(text, active.seq, active.bytes);
     this.files.write(this.tail.stagedData, this.tail.stagedAt, bytes);

@@ -84,6 +84,7 @@ if (!existsSync(CHROMIUM)) {
     await page.fill('#f-wallet', '0x1234');
     await page.fill('#f-messaging_handle', 'telegram @ada');
     await page.check('#f-feedback_opt_in');
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the wait starts before the click, and the test needs the navigation's response, which waitForURL does not give
     const [invalid] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
     t.equal(invalid?.status(), 400);
     t.match(await page.title(), /^Error: /);
@@ -109,6 +110,7 @@ if (!existsSync(CHROMIUM)) {
     await page.fill('#f-wallet', SOLANA_WALLET);
     await page.fill('#f-apis_paid', 'OpenAI\nExa');
     t.notOk(await visible(page, '#f-why'));
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the wait starts before the click, and the test needs the navigation's response, which waitForURL does not give
     const [done] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
     t.equal(done?.status(), 200);
     t.match(page.url(), /\/apply\/thanks\?id=app_/, 'redirected to the thank-you page');
@@ -151,6 +153,7 @@ if (!existsSync(CHROMIUM)) {
     await page.check('#f-applicant_type-api_merchant');
     await page.fill('#f-apis_paid', 'Should be ignored');
     await page.fill('#f-why', 'Agents should trust our uptime.');
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the wait starts before the click, and the test needs the navigation's response, which waitForURL does not give
     const [done] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
     t.equal(done?.status(), 200);
     t.match(page.url(), /\/apply\/thanks\?id=app_/);
