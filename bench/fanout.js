@@ -45,7 +45,10 @@ const { OUTCOME_MIX, OUTCOME_STATUS, uuidv7 } = require('./lib/records');
 
 const params = {
   keys: envInt('BENCH_FANOUT_KEYS', 100_000, 1),
-  sizes: (process.env.BENCH_FANOUT_SIZES ?? '1,4,16').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0),
+  sizes: (process.env.BENCH_FANOUT_SIZES ?? '1,4,16')
+    .split(',')
+    .map(Number)
+    .filter((n) => Number.isInteger(n) && n > 0),
   revocations: envInt('BENCH_REVOCATIONS', 40, 1),
   rounds: envInt('BENCH_ROUNDS', 3, 1),
   split_rate: envInt('BENCH_SPLIT_RATE', 40, 1),
@@ -65,7 +68,6 @@ const cpuMs = (pid) => (cpuTicks(pid) * 1000) / CLK;
 // ---------------------------------------------------------------------------------------
 // Outcome records, as a gateway ships them
 
-
 /** One batch body of `n` outcome records from `gatewayId`, built as text. */
 function batchBody(gatewayId, n, keyIds, seq) {
   const now = Date.now();
@@ -74,7 +76,8 @@ function batchBody(gatewayId, n, keyIds, seq) {
   for (let i = 0; i < n; i++) {
     const outcome = OUTCOME_MIX[(seq + i) % OUTCOME_MIX.length];
     const key = keyIds[(seq + i) % keyIds.length];
-    parts[i] = `{"call_id":"${uuidv7(now)}","key_id":"${key}","endpoint_id":"ep","method":"POST","status":${OUTCOME_STATUS[outcome]},"outcome":"${outcome}","latency_ms":${20 + (i % 80)},"started_at":"${started}","gateway_id":"${gatewayId}"}`;
+    parts[i] =
+      `{"call_id":"${uuidv7(now)}","key_id":"${key}","endpoint_id":"ep","method":"POST","status":${OUTCOME_STATUS[outcome]},"outcome":"${outcome}","latency_ms":${20 + (i % 80)},"started_at":"${started}","gateway_id":"${gatewayId}"}`;
   }
   return `{"gateway_id":"${gatewayId}","records":[${parts.join(',')}]}`;
 }
@@ -110,14 +113,21 @@ async function main() {
   await copyBuild(tmp);
   const results = {
     params,
-    machine: { cpus: cores, cpu_model: os.cpus()[0]?.model ?? null, node: process.version, loadavg_before: os.loadavg().map((v) => round(v, 2)) },
+    machine: {
+      cpus: cores,
+      cpu_model: os.cpus()[0]?.model ?? null,
+      node: process.version,
+      loadavg_before: os.loadavg().map((v) => round(v, 2)),
+    },
     pinning: pinned ? { control: cpuControl, gateways_driver_upstream: cpuSide } : null,
     stages: [],
     split: [],
     ingest: null,
     started_at: new Date().toISOString(),
   };
-  log(`bench:fanout — ${results.machine.cpu_model}, ${cores} CPU, node ${process.version}, load average ${results.machine.loadavg_before.join(' ')}`);
+  log(
+    `bench:fanout — ${results.machine.cpu_model}, ${cores} CPU, node ${process.version}, load average ${results.machine.loadavg_before.join(' ')}`,
+  );
   log(`${pinned ? 'control on CPU 0; gateways, upstream and this driver on CPU 1' : 'unpinned'}; work dir ${tmp}`);
 
   // ---- database, upstream, control -------------------------------------------------------
@@ -126,7 +136,10 @@ async function main() {
   const seeded = seedKeys(path.join(dataDir, 'control.db'), params.keys, { label: 'fanout' });
   log(`seeded ${params.keys.toLocaleString('en')} keys in ${seeded.ms} ms`);
 
-  const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], { cpu: cpuSide, log: path.join(logDir, 'upstream.log') });
+  const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], {
+    cpu: cpuSide,
+    log: path.join(logDir, 'upstream.log'),
+  });
   const upstreamUrl = (await upstream.start()).urls.upstream;
 
   const control = startControl({ dataDir, cpu: cpuControl, logDir, env: { SVC_SETTLER_CADENCE_MS: String(params.settler_cadence_ms) } });
@@ -190,7 +203,9 @@ async function main() {
       control_cpu_ms: round(snapshotCpuMs, 0),
       control_cpu_ms_per_gateway: round(snapshotCpuMs / n, 0),
     };
-    log(`full snapshot (${params.keys.toLocaleString('en')} keys): first connect → all ${n} applied ${snapshot.first_connect_to_all_applied_ms} ms (spawn → applied ${snapshot.spawn_to_all_applied_ms} ms); control CPU ${snapshot.control_cpu_ms} ms = ${snapshot.control_cpu_ms_per_gateway} ms per gateway`);
+    log(
+      `full snapshot (${params.keys.toLocaleString('en')} keys): first connect → all ${n} applied ${snapshot.first_connect_to_all_applied_ms} ms (spawn → applied ${snapshot.spawn_to_all_applied_ms} ms); control CPU ${snapshot.control_cpu_ms} ms = ${snapshot.control_cpu_ms_per_gateway} ms per gateway`,
+    );
 
     // Let the gateways' leases and shares settle before timing changes.
     await sleep(1_000);
@@ -227,7 +242,9 @@ async function main() {
       control_cpu_us_per_change_rounds: cpuPerChange.map((v) => round(v, 0)),
       control_cpu_us_per_gateway_per_change: round(perChangeUs / n, 0),
     };
-    log(`revoke --wait (${latencies.length}): p50 ${revocation.p50_ms} ms, p99 ${revocation.p99_ms} ms, max ${revocation.max_ms} ms; control CPU ${revocation.control_cpu_us_per_change} µs per change (${revocation.control_cpu_us_per_gateway_per_change} µs per gateway)`);
+    log(
+      `revoke --wait (${latencies.length}): p50 ${revocation.p50_ms} ms, p99 ${revocation.p99_ms} ms, max ${revocation.max_ms} ms; control CPU ${revocation.control_cpu_us_per_change} µs per change (${revocation.control_cpu_us_per_gateway_per_change} µs per gateway)`,
+    );
     const controlMem = memory(control.pid);
     results.stages.push({ gateways: n, snapshot, revocation, control_memory: controlMem });
 
@@ -244,10 +261,14 @@ async function main() {
   if (first && lastStage && lastStage.gateways > first.gateways) {
     results.marginal = {
       delta_cpu_us_per_gateway_per_change: round(
-        (lastStage.revocation.control_cpu_us_per_change - first.revocation.control_cpu_us_per_change) / (lastStage.gateways - first.gateways),
+        (lastStage.revocation.control_cpu_us_per_change - first.revocation.control_cpu_us_per_change) /
+          (lastStage.gateways - first.gateways),
         0,
       ),
-      snapshot_cpu_ms_per_gateway: round((lastStage.snapshot.control_cpu_ms - first.snapshot.control_cpu_ms) / (lastStage.gateways - first.gateways), 0),
+      snapshot_cpu_ms_per_gateway: round(
+        (lastStage.snapshot.control_cpu_ms - first.snapshot.control_cpu_ms) / (lastStage.gateways - first.gateways),
+        0,
+      ),
     };
   }
   results.machine.loadavg_after = os.loadavg().map((v) => round(v, 2));
@@ -287,7 +308,9 @@ async function splitAccuracy(admin, gateways, gatewaysView) {
     { name: '90/10 skew, gw1 weight 27', pick: (i, r) => (r < 0.9 ? 0 : 1 + (i % 3)), weights: 27 },
   ];
   const out = [];
-  log(`split accuracy: a key limited to ${limit}/min (burst ${burst}), ${params.split_rate} calls/s offered for ${params.split_s} s through 4 gateways`);
+  log(
+    `split accuracy: a key limited to ${limit}/min (burst ${burst}), ${params.split_rate} calls/s offered for ${params.split_s} s through 4 gateways`,
+  );
   for (const s of scenarios) {
     const heavy = gateways[0].id;
     const shares = {};
@@ -345,7 +368,9 @@ async function splitAccuracy(admin, gateways, gatewaysView) {
       steady_vs_limit: round(steady / (seconds - warm) / (limit / 60), 3),
     };
     out.push(r);
-    log(`  ${s.name.padEnd(26)} admitted ${r.admitted} (${perGateway.join('/')}) in ${r.seconds} s, bound ${r.bound}: ${r.within_bound ? 'within' : 'EXCEEDED'}; after ${warm} s: ${r.steady_admitted_per_min}/min = ${r.steady_vs_limit} × ${limit}`);
+    log(
+      `  ${s.name.padEnd(26)} admitted ${r.admitted} (${perGateway.join('/')}) in ${r.seconds} s, bound ${r.bound}: ${r.within_bound ? 'within' : 'EXCEEDED'}; after ${warm} s: ${r.steady_admitted_per_min}/min = ${r.steady_vs_limit} × ${limit}`,
+    );
   }
   await admin.call('PUT', `/_admin/v1/gateways/${gateways[0].id}/weight`, { weight: 1 });
   await Promise.all(agents.map((a) => a.close()));
@@ -369,7 +394,12 @@ async function ingest(admin, controlUrl, dataDir, control, gatewayIds, keyIds) {
     while (Date.now() < stopAt) {
       const body = batchBody(gatewayId, params.ingest_batch, keys, (seq += params.ingest_batch));
       const t0 = Date.now();
-      const res = await request(url, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+      const res = await request(url, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
       const answer = await res.body.json();
       if (res.statusCode !== 200) throw new Error(`outcomes answered ${res.statusCode}: ${JSON.stringify(answer)}`);
       latencies.push(Date.now() - t0);
@@ -415,8 +445,12 @@ async function ingest(admin, controlUrl, dataDir, control, gatewayIds, keyIds) {
     drain_ms: drained,
     drain_per_s: drained ? Math.round(settler1.backlog / (Math.max(drained, 1) / 1000)) : null,
   };
-  log(`ingest: ${r.shippers} shippers, batches of ${r.batch}: ${r.accepted.toLocaleString('en')} outcomes in ${r.seconds} s = ${r.outcomes_per_s.toLocaleString('en')}/s, control CPU ${r.control_cpu_pct} % (${r.control_cpu_us_per_outcome} µs per outcome: ${r.outcomes_per_s_at_one_core.toLocaleString('en')}/s on a whole core), batch p50 ${r.batch_p50_ms} ms p99 ${r.batch_p99_ms} ms`);
-  log(`settlement while ingesting: ${r.settled_while_ingesting.toLocaleString('en')} calls = ${r.settled_per_s_while_ingesting.toLocaleString('en')}/s; then the remaining ${r.backlog_at_end.toLocaleString('en')} in ${r.drain_ms} ms (${r.drain_per_s?.toLocaleString('en') ?? '—'}/s)`);
+  log(
+    `ingest: ${r.shippers} shippers, batches of ${r.batch}: ${r.accepted.toLocaleString('en')} outcomes in ${r.seconds} s = ${r.outcomes_per_s.toLocaleString('en')}/s, control CPU ${r.control_cpu_pct} % (${r.control_cpu_us_per_outcome} µs per outcome: ${r.outcomes_per_s_at_one_core.toLocaleString('en')}/s on a whole core), batch p50 ${r.batch_p50_ms} ms p99 ${r.batch_p99_ms} ms`,
+  );
+  log(
+    `settlement while ingesting: ${r.settled_while_ingesting.toLocaleString('en')} calls = ${r.settled_per_s_while_ingesting.toLocaleString('en')}/s; then the remaining ${r.backlog_at_end.toLocaleString('en')} in ${r.drain_ms} ms (${r.drain_per_s?.toLocaleString('en') ?? '—'}/s)`,
+  );
   return r;
 }
 
@@ -432,14 +466,32 @@ function printSummary(results) {
     s.revocation.control_cpu_us_per_gateway_per_change,
     s.control_memory.rss_mib,
   ]);
-  const headers = ['gateways', 'snapshot→all ms', 'snap CPU ms/gw', 'revoke p50 ms', 'revoke p99 ms', 'CPU µs/change', 'CPU µs/gw/change', 'control RSS MiB'];
+  const headers = [
+    'gateways',
+    'snapshot→all ms',
+    'snap CPU ms/gw',
+    'revoke p50 ms',
+    'revoke p99 ms',
+    'CPU µs/change',
+    'CPU µs/gw/change',
+    'control RSS MiB',
+  ];
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
   const line = (cells) => cells.map((c, i) => String(c).padStart(widths[i])).join('  ');
   log(line(headers));
   for (const r of rows) log(line(r));
-  if (results.marginal) log(`marginal cost of one more gateway: ${results.marginal.delta_cpu_us_per_gateway_per_change} µs of control CPU per change, ${results.marginal.snapshot_cpu_ms_per_gateway} ms per full snapshot`);
-  for (const s of results.split) log(`split, ${s.balancer}: admitted ${s.admitted} in ${s.seconds} s (bound ${s.bound}, ${s.within_bound ? 'within' : 'EXCEEDED'}); steady ${s.steady_admitted_per_min}/min = ${s.steady_vs_limit} × limit`);
-  if (results.ingest) log(`ingest: ${results.ingest.outcomes_per_s}/s at ${results.ingest.control_cpu_pct} % control CPU (${results.ingest.control_cpu_us_per_outcome} µs per outcome, settling included: ${results.ingest.outcomes_per_s_at_one_core}/s on a whole core); settled ${results.ingest.settled_per_s_while_ingesting}/s meanwhile`);
+  if (results.marginal)
+    log(
+      `marginal cost of one more gateway: ${results.marginal.delta_cpu_us_per_gateway_per_change} µs of control CPU per change, ${results.marginal.snapshot_cpu_ms_per_gateway} ms per full snapshot`,
+    );
+  for (const s of results.split)
+    log(
+      `split, ${s.balancer}: admitted ${s.admitted} in ${s.seconds} s (bound ${s.bound}, ${s.within_bound ? 'within' : 'EXCEEDED'}); steady ${s.steady_admitted_per_min}/min = ${s.steady_vs_limit} × limit`,
+    );
+  if (results.ingest)
+    log(
+      `ingest: ${results.ingest.outcomes_per_s}/s at ${results.ingest.control_cpu_pct} % control CPU (${results.ingest.control_cpu_us_per_outcome} µs per outcome, settling included: ${results.ingest.outcomes_per_s_at_one_core}/s on a whole core); settled ${results.ingest.settled_per_s_while_ingesting}/s meanwhile`,
+    );
 }
 
 // ---- process lifecycle ---------------------------------------------------------------

@@ -54,7 +54,8 @@ export class LimitShare {
     const parsed = ShareLine.safeParse(line);
     if (!parsed.success) return false;
     const { share, gateways, mode } = parsed.data;
-    const changed = this.current === null || this.current.share !== share || this.current.gateways !== gateways || this.current.mode !== mode;
+    const changed =
+      this.current === null || this.current.share !== share || this.current.gateways !== gateways || this.current.mode !== mode;
     this.current = { share, gateways, mode, received_at: new Date(now).toISOString() };
     if (changed || this.persistFailed) this.persist();
     return true;

@@ -43,7 +43,10 @@ t.test('gateways list and weight', async (t) => {
   t.equal(weighted.code, 0, weighted.stderr);
   const change = GatewayWeightChange.parse(weighted.json());
   t.match(change, { changed: true, gateway: { id: 'gw-a', weight: 2, share: 0.666666666 } });
-  t.match(change.gateways.find((g) => g.id === 'gw-b'), { weight: 1, share: 0.333333333 });
+  t.match(
+    change.gateways.find((g) => g.id === 'gw-b'),
+    { weight: 1, share: 0.333333333 },
+  );
   t.equal((await b.nextShare((s) => s.share !== 0.5)).share, 0.333333333, 'the gateway was pushed its new share');
 
   const human = await cli('gateways', 'weight', 'gw-a', '2');

@@ -16,7 +16,11 @@ const LEASE_S = 1;
 
 async function gateways(control: TestControl) {
   const res = await control.admin('GET', '/_admin/v1/gateways');
-  return res.body as { limits_mode: string; lease_s: number; gateways: { id: string; connected: boolean; live: boolean; weight: number; share: number | null }[] };
+  return res.body as {
+    limits_mode: string;
+    lease_s: number;
+    gateways: { id: string; connected: boolean; live: boolean; weight: number; share: number | null }[];
+  };
 }
 
 const split = { 'sync.leaseS': LEASE_S };
@@ -28,11 +32,19 @@ t.test('each gateway gets its own share: provisional on connect, re-divided when
   keepRenewing(t, control, a);
 
   const b = await dial(t, control, 'gw-b');
-  t.same(await b.nextShare(), { type: 'share', share: 0.5, gateways: 2, mode: 'split' }, 'a joining gateway gets its part at once, before it acks');
+  t.same(
+    await b.nextShare(),
+    { type: 'share', share: 0.5, gateways: 2, mode: 'split' },
+    'a joining gateway gets its part at once, before it acks',
+  );
   t.equal(a.shares.length, 1, 'the others keep theirs until it acks');
   const snap = await b.snapshot;
   t.equal(await ack(control, { gateway_id: 'gw-b', version: snap.version, sha256: snap.sha256, ok: true }), 200);
-  t.same(await a.nextShare(), { type: 'share', share: 0.5, gateways: 2, mode: 'split' }, 'once it acked, the first gateway gets its halved share');
+  t.same(
+    await a.nextShare(),
+    { type: 'share', share: 0.5, gateways: 2, mode: 'split' },
+    'once it acked, the first gateway gets its halved share',
+  );
   keepRenewing(t, control, b);
 
   const view = await gateways(control);
@@ -62,7 +74,10 @@ t.test('weights change the proportions; weighting an unknown gateway is 404', as
   const res = await control.admin('PUT', '/_admin/v1/gateways/gw-a/weight', { weight: 3 });
   t.equal(res.status, 200);
   t.match(res.body, { changed: true, limits_mode: 'split', gateway: { id: 'gw-a', weight: 3, share: 0.75 } });
-  t.match(res.body.gateways, [{ id: 'gw-a', share: 0.75 }, { id: 'gw-b', weight: 1, share: 0.25 }]);
+  t.match(res.body.gateways, [
+    { id: 'gw-a', share: 0.75 },
+    { id: 'gw-b', weight: 1, share: 0.25 },
+  ]);
   t.equal((await a.nextShare((s) => s.share !== 0.5)).share, 0.75, 'gw-a is pushed 3/4');
   t.equal((await b.nextShare((s) => s.share !== 0.5)).share, 0.25, 'gw-b is pushed 1/4');
 
@@ -109,7 +124,11 @@ t.test('a gateway that leaves, or stops renewing its lease, hands its part to th
 
   // gw-c leaves: gw-a alone holds the whole limit.
   await c.close();
-  t.same(await a.nextShare((s) => s.gateways === 1), { type: 'share', share: 1, gateways: 1, mode: 'split' }, 'after a leave the rest re-divide');
+  t.same(
+    await a.nextShare((s) => s.gateways === 1),
+    { type: 'share', share: 1, gateways: 1, mode: 'split' },
+    'after a leave the rest re-divide',
+  );
 });
 
 t.test('per-gateway mode: every gateway enforces the whole limit', async (t) => {
@@ -119,7 +138,11 @@ t.test('per-gateway mode: every gateway enforces the whole limit', async (t) => 
   const b = await liveGateway(t, control, 'gw-b');
   keepRenewing(t, control, b);
   t.same(b.shares, [{ type: 'share', share: 1, gateways: 2, mode: 'per-gateway' }]);
-  t.same(a.shares.map((s) => s.share), [1], 'the first is never cut down');
+  t.same(
+    a.shares.map((s) => s.share),
+    [1],
+    'the first is never cut down',
+  );
   t.equal((await gateways(control)).limits_mode, 'per-gateway');
 });
 
@@ -135,9 +158,5 @@ t.test('after a restart, control counts the gateways that held a share until the
 
   const second = await startTestControl(t, { dataDir, flags: { 'sync.leaseS': 30 } });
   const back = await dial(t, second, 'gw-a');
-  t.equal(
-    (await back.nextShare()).share,
-    0.5,
-    'the first to reconnect does not get the whole limit: gw-b still enforces its half',
-  );
+  t.equal((await back.nextShare()).share, 0.5, 'the first to reconnect does not get the whole limit: gw-b still enforces its half');
 });

@@ -79,7 +79,8 @@ t.test('a key limit holds across three gateways, and a departed gateway’s part
       if (res.status === 200) admitted[i % 3]!++;
       else if (res.status === 429) refused++;
       else t.fail(`unexpected status ${res.status}: ${res.text}`);
-      if (i === 0) t.equal(res.headers['ratelimit-policy'], '"key";q=10;w=60;svc-burst=1', 'each gateway enforces a third: 10/min, a burst of 1');
+      if (i === 0)
+        t.equal(res.headers['ratelimit-policy'], '"key";q=10;w=60;svc-burst=1', 'each gateway enforces a third: 10/min, a burst of 1');
       await sleep(PACE_MS);
     }
     const elapsedS = (Date.now() - started) / 1000;
@@ -89,7 +90,10 @@ t.test('a key limit holds across three gateways, and a departed gateway’s part
     // The sharper bound for the time it ran: the burst, plus the limit's rate for that long.
     const bound = Math.floor(KEY_BURST + (LIMIT_PER_MIN * elapsedS) / 60);
     t.ok(total <= bound, `at most burst + rate × time = ${bound} admitted in ${elapsedS.toFixed(1)} s (${total})`);
-    t.ok(admitted.every((n) => n >= 1), 'every gateway admitted its part');
+    t.ok(
+      admitted.every((n) => n >= 1),
+      'every gateway admitted its part',
+    );
     t.ok(refused > 0, 'the rest were refused');
     t.equal(up.requests.length, total, 'the upstream saw only the admitted calls');
   });
@@ -115,6 +119,9 @@ t.test('a key limit holds across three gateways, and a departed gateway’s part
     await stack.gateways[2]!.stop();
     await allShare(stack, [0, 1], 0.5, 2);
     const view = (await stack.admin('GET', '/_admin/v1/gateways')).body;
-    t.match(view.gateways.find((g: { id: string }) => g.id === 'gw-3'), { connected: false, live: false });
+    t.match(
+      view.gateways.find((g: { id: string }) => g.id === 'gw-3'),
+      { connected: false, live: false },
+    );
   });
 });

@@ -33,7 +33,14 @@ t.test('lines that do not parse change nothing', async (t) => {
   const dir = t.testdir();
   const share = new LimitShare(dir);
   share.apply({ type: 'share', share: 0.5, gateways: 2, mode: 'split' }, AT);
-  for (const bad of [null, 'x', { type: 'share', share: 0, gateways: 2, mode: 'split' }, { type: 'share', share: 1.5, gateways: 1, mode: 'split' }, { type: 'share', share: 0.5, gateways: 2, mode: 'global' }, { type: 'share', share: 0.5, gateways: 2, mode: 'split', extra: 1 }]) {
+  for (const bad of [
+    null,
+    'x',
+    { type: 'share', share: 0, gateways: 2, mode: 'split' },
+    { type: 'share', share: 1.5, gateways: 1, mode: 'split' },
+    { type: 'share', share: 0.5, gateways: 2, mode: 'global' },
+    { type: 'share', share: 0.5, gateways: 2, mode: 'split', extra: 1 },
+  ]) {
     t.equal(share.apply(bad, AT), false, `refused: ${JSON.stringify(bad)}`);
   }
   t.equal(share.value, 0.5);

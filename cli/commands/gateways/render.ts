@@ -10,7 +10,16 @@ export function shareText(share: number | null): string {
 export function gatewaysTable(gateways: readonly GatewayStatus[]): string {
   return table(
     ['ID', 'CONNECTED', 'LIVE', 'WEIGHT', 'SHARE', 'APPLIED', 'ENGINE', 'LAST SEEN'],
-    gateways.map((g) => [g.id, g.connected ? 'yes' : 'no', g.live ? 'yes' : 'no', g.weight, shareText(g.share), g.applied_version, g.engine, g.last_seen]),
+    gateways.map((g) => [
+      g.id,
+      g.connected ? 'yes' : 'no',
+      g.live ? 'yes' : 'no',
+      g.weight,
+      shareText(g.share),
+      g.applied_version,
+      g.engine,
+      g.last_seen,
+    ]),
   );
 }
 
