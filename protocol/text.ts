@@ -18,11 +18,11 @@ import { z } from 'zod';
  */
 export type TextKind = 'line' | 'text' | 'multiline';
 
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- control characters are what these refuse
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- as above
 const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/;
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- as above
 const CONTROL_BUT_TAB_LF_CR = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 
 const PATTERNS: Readonly<Record<TextKind, RegExp>> = {
@@ -68,9 +68,9 @@ export function plainString(kind: TextKind = 'line', params?: { message?: string
   });
 }
 
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- control characters are what these escape
 const ESCAPE_ALL = /[\u0000-\u001f\u007f-\u009f]/g;
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- as above
 const ESCAPE_BUT_TAB_LF = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 const visible = (ch: string): string => '\\x' + ch.charCodeAt(0).toString(16).padStart(2, '0');

@@ -40,7 +40,7 @@ const ENCODED_SEPARATOR = /%(?:2f|5c)/i;
 // Bytes a request target may carry unencoded: visible ASCII only (RFC 9112 §3.2).
 const RAW_TARGET_OK = /^[\x21-\x7e]*$/;
 // Control characters (C0, DEL, C1) in a decoded layer.
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 
 const RESERVED: ReadonlySet<string> = new Set([...RESERVED_ENDPOINT_IDS, 'v1', 'health', 'metrics']);

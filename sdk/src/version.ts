@@ -3,7 +3,7 @@
  * `package.json` (one level above `dist/`), so the two can never disagree. svc's public read
  * API admits `svc-monitor-sdk/<semver>` (and browsers) only.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- read at run time: package.json is outside the compiled src/
 const pkg = require('../package.json') as { name: string; version: string };
 
 export const SDK_NAME: string = pkg.name;

@@ -14,7 +14,7 @@ import { startTestControl, type TestControl } from '../fixtures/control';
 const EVIL_NAME = 'ops\u001b[2J\u0000agent\rfake\u0007\u009b31m';
 /** How it must look on the terminal. */
 const SHOWN = 'ops\\x1b[2J\\x00agent\\x0dfake\\x07\\x9b31m';
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- control characters are what the test looks for
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
 /** Store a key the way an older version without the control-character check could have. */

@@ -11,7 +11,7 @@ import * as sdk from 'svc-monitor-sdk';
 import { ERRORS, ERROR_CODES } from '../../protocol/errors';
 import { OUTCOMES } from '../../protocol/outcome';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the generator is a plain CommonJS script, loaded by path
 const generator = require(join(__dirname, '..', '..', 'sdk', 'scripts', 'generate.js')) as {
   drifted(): { file: string }[];
   renderErrors(catalogue: Record<string, { status: number; title: string }>): string;
