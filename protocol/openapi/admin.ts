@@ -4,7 +4,6 @@
  * token), in `sync.ts`; the webhook control calls, in `webhooks.ts`. Served at
  * `{control}/_admin/v1/openapi.json`, behind the admin token.
  */
-import { z } from 'zod';
 import {
   FLAG_NAMES,
   AddChangelogRequest,
@@ -36,83 +35,21 @@ import {
   UpdateEndpointRequest,
   WalletRequest,
 } from '../admin';
-import {
-  AddApplicationRequest,
-  ApplicationAdded,
-  ApplicationDetail,
-  ApplicationInput,
-  ApplicationList,
-  ApplicationListQuery,
-  ApplicationRejected,
-  ApplicationView,
-  ApprovalResult,
-  ApproveApplicationRequest,
-  DeliveryAttemptView,
-  RedeliverApplicationRequest,
-  RejectApplicationRequest,
-} from '../applications';
-import type { ErrorCode } from '../errors';
+import { ApplicationView, DeliveryAttemptView } from '../applications';
 import { GatewayStatus, GatewayWeightChange, GatewaysView, SetGatewayWeightRequest, WaitRequest, WaitResult } from '../gateways';
-import {
-  BalanceView,
-  BalancesQuery,
-  BalancesView,
-  BatchView,
-  FundPoolRequest,
-  FundView,
-  LedgerVerifyView,
-  MarkPaidRequest,
-  MarkPaidView,
-  PayoutLine,
-  PayoutsQuery,
-  PayoutsView,
-  PoolView,
-  RunOnceView,
-  SettlerStatus,
-} from '../settlement';
-import { RotateKeyView } from '../receipts';
-import { buildDocument, type Answer, type JsonObject, type Named, type Operation, type Parameter } from './build';
-import { BODY_ERRORS, EDGE_ERRORS, OpenApiDocument, pathParam } from './common';
+import { BalanceView, BatchView, PayoutLine, PoolView, SettlerStatus } from '../settlement';
+import { APPLICATION_OPERATIONS } from './admin-applications';
+import { MONEY_OPERATIONS } from './admin-money';
+import { admin, created, ok } from './admin-op';
+import { buildDocument, type JsonObject, type Operation } from './build';
+import { OpenApiDocument, pathParam } from './common';
 import { SYNC_OPERATIONS } from './sync';
 import { WEBHOOKS } from './webhooks';
-
-const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
 
 const KEY_ID = pathParam('id', 'the key id (`key_…`)');
 const ENDPOINT_ID = pathParam('id', 'the endpoint id');
 const FLAG_NAME = pathParam('name', `${FLAG_NAMES.map((name) => `\`${name}\``).join(' or ')} (also as \`system_flags.<name>\`)`);
-const APPLICATION_ID = pathParam('id', 'the application id (`app_…`)');
 const GATEWAY_ID = pathParam('id', 'the gateway id (`gateway.id`)');
-
-interface AdminOp {
-  path: string;
-  operationId: string;
-  summary: string;
-  description?: string;
-  tag: string;
-  query?: z.ZodObject;
-  params?: readonly Parameter[];
-  /** JSON request body; `optional` when an empty body means `{}`. */
-  body?: z.ZodType;
-  optionalBody?: boolean;
-  answers: readonly Answer[];
-  /** Errors beyond authentication and the edge (404, 409…). */
-  errors?: readonly ErrorCode[];
-}
-
-function admin(method: Operation['method'], op: AdminOp): Operation {
-  const { body, optionalBody, errors = [], ...rest } = op;
-  return {
-    method,
-    security: ['adminToken'],
-    ...rest,
-    ...(body ? { body: { schema: body, required: optionalBody !== true } } : {}),
-    errors: [...AUTH_ERRORS, ...(body ? BODY_ERRORS : []), ...errors],
-  };
-}
-
-const ok = (description: string, json: Named): Answer => ({ status: 200, description, json });
-const created = (description: string, json: Named): Answer => ({ status: 201, description, json });
 
 export const ADMIN_OPERATIONS: readonly Operation[] = [
   // Keys
@@ -254,100 +191,8 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
     tag: 'status',
     answers: [ok('The OpenAPI 3.1 document of control’s listener', { OpenApiDocument })],
   }),
-
-  // Applications
-  admin('get', {
-    path: '/_admin/v1/applications',
-    operationId: 'listApplications',
-    summary: 'Applications in review order',
-    tag: 'applications',
-    query: ApplicationListQuery,
-    answers: [ok('Pending by priority, then oldest', { ApplicationList })],
-  }),
-  admin('get', {
-    path: '/_admin/v1/applications/{id}',
-    operationId: 'getApplication',
-    summary: 'One application, its key and its delivery log',
-    tag: 'applications',
-    params: [APPLICATION_ID],
-    answers: [ok('The application', { ApplicationDetail })],
-    errors: ['svc_not_found'],
-  }),
-  admin('post', {
-    path: '/_admin/v1/applications',
-    operationId: 'addApplication',
-    summary: 'Record an application received by direct contact',
-    tag: 'applications',
-    body: AddApplicationRequest.extend({ application: ApplicationInput }),
-    answers: [created('Recorded', { ApplicationAdded }), ok('The same answers were already received', { ApplicationAdded })],
-  }),
-  admin('post', {
-    path: '/_admin/v1/applications/{id}/approve',
-    operationId: 'approveApplication',
-    summary: 'Issue a key bound to the application and deliver it',
-    tag: 'applications',
-    params: [APPLICATION_ID],
-    body: ApproveApplicationRequest,
-    optionalBody: true,
-    answers: [ok('Approved; `delivery` says whether the key reached the applicant', { ApprovalResult })],
-    errors: ['svc_not_found', 'svc_conflict'],
-  }),
-  admin('post', {
-    path: '/_admin/v1/applications/{id}/reject',
-    operationId: 'rejectApplication',
-    summary: 'Reject an application',
-    tag: 'applications',
-    params: [APPLICATION_ID],
-    body: RejectApplicationRequest,
-    optionalBody: true,
-    answers: [ok('Rejected', { ApplicationRejected })],
-    errors: ['svc_not_found', 'svc_conflict'],
-  }),
-  admin('post', {
-    path: '/_admin/v1/applications/{id}/redeliver',
-    operationId: 'redeliverApplication',
-    summary: 'A new secret for the application’s key, delivered again',
-    tag: 'applications',
-    params: [APPLICATION_ID],
-    body: RedeliverApplicationRequest,
-    optionalBody: true,
-    answers: [ok('Delivered again', { ApprovalResult })],
-    errors: ['svc_not_found', 'svc_conflict'],
-  }),
-
-  // Settler and money
-  admin('get', { path: '/_admin/v1/settler', operationId: 'getSettler', summary: 'The settler', tag: 'money', answers: [ok('State, backlog, last batch', { SettlerStatus })] }),
-  admin('post', { path: '/_admin/v1/settler/pause', operationId: 'pauseSettler', summary: 'Pause the settler (kept across restarts)', tag: 'money', answers: [ok('The settler', { SettlerStatus })] }),
-  admin('post', { path: '/_admin/v1/settler/resume', operationId: 'resumeSettler', summary: 'Resume the settler', tag: 'money', answers: [ok('The settler', { SettlerStatus })] }),
-  admin('post', {
-    path: '/_admin/v1/settler/run-once',
-    operationId: 'runSettlerOnce',
-    summary: 'Settle everything received so far, also while paused',
-    tag: 'money',
-    answers: [ok('What the run settled', { RunOnceView })],
-  }),
-  admin('get', { path: '/_admin/v1/pool', operationId: 'getPool', summary: 'The coverage pool', tag: 'money', answers: [ok('Balance, inflows, refunds, shortfall', { PoolView })] }),
-  admin('post', { path: '/_admin/v1/pool/fund', operationId: 'fundPool', summary: 'Fund the pool (external → pool)', tag: 'money', body: FundPoolRequest, answers: [created('Funded', { FundView })] }),
-  admin('get', { path: '/_admin/v1/ledger/verify', operationId: 'verifyLedger', summary: 'Check every ledger invariant', tag: 'money', answers: [ok('The first broken invariant, if any', { LedgerVerifyView })] }),
-  admin('get', { path: '/_admin/v1/ledger/balances', operationId: 'listBalances', summary: 'Account balances', tag: 'money', query: BalancesQuery, answers: [ok('Balances', { BalancesView })] }),
-  admin('get', { path: '/_admin/v1/payouts', operationId: 'listPayouts', summary: 'What each wallet is owed', tag: 'money', query: PayoutsQuery, answers: [ok('Payouts', { PayoutsView })] }),
-  admin('post', {
-    path: '/_admin/v1/payouts/mark-paid',
-    operationId: 'markPaid',
-    summary: 'Record a payment made outside svc (key → external, oldest key first)',
-    tag: 'money',
-    body: MarkPaidRequest,
-    answers: [created('Recorded', { MarkPaidView })],
-    errors: ['svc_conflict'],
-  }),
-  admin('post', {
-    path: '/_admin/v1/receipts/rotate-key',
-    operationId: 'rotateReceiptKey',
-    summary: 'Sign receipts with a new key from the next batch on',
-    description: 'Earlier public keys stay published in `/api/receipts/keys`; the private key appears in no answer.',
-    tag: 'money',
-    answers: [ok('The new key id and every published one', { RotateKeyView })],
-  }),
+  ...APPLICATION_OPERATIONS,
+  ...MONEY_OPERATIONS,
 ];
 
 /** Control's OpenAPI document: admin, sync and metrics on the control listener. */

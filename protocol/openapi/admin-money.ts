@@ -1,0 +1,53 @@
+/** The admin API's money operations: settler, pool, ledger, payouts, receipt key. Part of control's document (`admin.ts`). */
+import { RotateKeyView } from '../receipts';
+import {
+  BalancesQuery,
+  BalancesView,
+  FundPoolRequest,
+  FundView,
+  LedgerVerifyView,
+  MarkPaidRequest,
+  MarkPaidView,
+  PayoutsQuery,
+  PayoutsView,
+  PoolView,
+  RunOnceView,
+  SettlerStatus,
+} from '../settlement';
+import type { Operation } from './build';
+import { admin, created, ok } from './admin-op';
+
+export const MONEY_OPERATIONS: readonly Operation[] = [
+  admin('get', { path: '/_admin/v1/settler', operationId: 'getSettler', summary: 'The settler', tag: 'money', answers: [ok('State, backlog, last batch', { SettlerStatus })] }),
+  admin('post', { path: '/_admin/v1/settler/pause', operationId: 'pauseSettler', summary: 'Pause the settler (kept across restarts)', tag: 'money', answers: [ok('The settler', { SettlerStatus })] }),
+  admin('post', { path: '/_admin/v1/settler/resume', operationId: 'resumeSettler', summary: 'Resume the settler', tag: 'money', answers: [ok('The settler', { SettlerStatus })] }),
+  admin('post', {
+    path: '/_admin/v1/settler/run-once',
+    operationId: 'runSettlerOnce',
+    summary: 'Settle everything received so far, also while paused',
+    tag: 'money',
+    answers: [ok('What the run settled', { RunOnceView })],
+  }),
+  admin('get', { path: '/_admin/v1/pool', operationId: 'getPool', summary: 'The coverage pool', tag: 'money', answers: [ok('Balance, inflows, refunds, shortfall', { PoolView })] }),
+  admin('post', { path: '/_admin/v1/pool/fund', operationId: 'fundPool', summary: 'Fund the pool (external → pool)', tag: 'money', body: FundPoolRequest, answers: [created('Funded', { FundView })] }),
+  admin('get', { path: '/_admin/v1/ledger/verify', operationId: 'verifyLedger', summary: 'Check every ledger invariant', tag: 'money', answers: [ok('The first broken invariant, if any', { LedgerVerifyView })] }),
+  admin('get', { path: '/_admin/v1/ledger/balances', operationId: 'listBalances', summary: 'Account balances', tag: 'money', query: BalancesQuery, answers: [ok('Balances', { BalancesView })] }),
+  admin('get', { path: '/_admin/v1/payouts', operationId: 'listPayouts', summary: 'What each wallet is owed', tag: 'money', query: PayoutsQuery, answers: [ok('Payouts', { PayoutsView })] }),
+  admin('post', {
+    path: '/_admin/v1/payouts/mark-paid',
+    operationId: 'markPaid',
+    summary: 'Record a payment made outside svc (key → external, oldest key first)',
+    tag: 'money',
+    body: MarkPaidRequest,
+    answers: [created('Recorded', { MarkPaidView })],
+    errors: ['svc_conflict'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/receipts/rotate-key',
+    operationId: 'rotateReceiptKey',
+    summary: 'Sign receipts with a new key from the next batch on',
+    description: 'Earlier public keys stay published in `/api/receipts/keys`; the private key appears in no answer.',
+    tag: 'money',
+    answers: [ok('The new key id and every published one', { RotateKeyView })],
+  }),
+];
