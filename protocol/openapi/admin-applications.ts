@@ -12,7 +12,7 @@ import {
   RedeliverApplicationRequest,
   RejectApplicationRequest,
 } from '../applications';
-import type { Operation } from './build';
+import type { Operation } from './operation';
 import { pathParam } from './common';
 import { admin, created, ok } from './admin-op';
 

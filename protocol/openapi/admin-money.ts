@@ -14,7 +14,7 @@ import {
   RunOnceView,
   SettlerStatus,
 } from '../settlement';
-import type { Operation } from './build';
+import type { Operation } from './operation';
 import { admin, created, ok } from './admin-op';
 
 export const MONEY_OPERATIONS: readonly Operation[] = [

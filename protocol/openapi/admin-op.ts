@@ -1,7 +1,7 @@
 /** How the admin API's operations are written: the admin token, its errors, and the usual answers. */
 import type { z } from 'zod';
 import type { ErrorCode } from '../errors';
-import type { Answer, Named, Operation, Parameter } from './build';
+import type { Answer, Named, Operation, Parameter } from './operation';
 import { BODY_ERRORS, EDGE_ERRORS } from './common';
 
 const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];

@@ -41,7 +41,8 @@ import { BalanceView, BatchView, PayoutLine, PoolView, SettlerStatus } from '../
 import { APPLICATION_OPERATIONS } from './admin-applications';
 import { MONEY_OPERATIONS } from './admin-money';
 import { admin, created, ok } from './admin-op';
-import { buildDocument, type JsonObject, type Operation } from './build';
+import { buildDocument } from './build';
+import type { JsonObject, Operation } from './operation';
 import { OpenApiDocument, pathParam } from './common';
 import { SYNC_OPERATIONS } from './sync';
 import { WEBHOOKS } from './webhooks';

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { ErrorCode } from '../errors';
-import type { Answer, Named, Parameter } from './build';
+import type { Answer, Named, Parameter } from './operation';
 
 /**
  * Errors any request on any listener may get before or around its route: the HTTP parser's

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { ENDPOINT_ID_PATTERN } from '../endpoint';
 import { ERRORS, type ErrorCode } from '../errors';
 import { GatewayHealthDetail, PublicHealth } from '../gateway';
-import { buildDocument, type Answer, type HeaderName, type JsonObject, type Method, type Operation } from './build';
+import { buildDocument } from './build';
+import type { Answer, HeaderName, JsonObject, Method, Operation } from './operation';
 import { EDGE_ERRORS, pathParam } from './common';
 
 /** Methods an endpoint may list (POST always; the others only when listed, else 405). */

@@ -5,7 +5,7 @@
  * `{api_url}/openapi.json`, `{indexer_url}/openapi.json` and `{control}/_admin/v1/openapi.json`.
  */
 import { adminDocument } from './admin';
-import type { JsonObject } from './build';
+import type { JsonObject } from './operation';
 import { gatewayDocument } from './gateway';
 import { indexerDocument } from './indexer';
 import { publicDocument } from './public';

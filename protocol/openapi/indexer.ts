@@ -4,7 +4,8 @@ import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAn
 import { CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
-import { buildDocument, type JsonObject, type Operation } from './build';
+import { buildDocument } from './build';
+import type { JsonObject, Operation } from './operation';
 import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedHtml, cachedJson, pathParam } from './common';
 
 /** Every request is counted against the per-IP limit first; there is no User-Agent filter. */

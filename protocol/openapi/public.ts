@@ -4,7 +4,8 @@ import { ApplicationInput, ApplicationReceipt } from '../applications';
 import type { ErrorCode } from '../errors';
 import { ProvidersAnswer, PublicChangelogAnswer, PublicChangelogQuery, StatusAnswer, Provider, PublicChangelogEntry } from '../public';
 import { HealthAnswer } from '../wire';
-import { buildDocument, type JsonObject, type Operation } from './build';
+import { buildDocument } from './build';
+import type { JsonObject, Operation } from './operation';
 import { BODY_ERRORS, EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedAtom, cachedHtml, cachedJson, pathParam } from './common';
 
 /** What the listener itself may answer to any request: the per-IP limit, then the User-Agent allow-list. */

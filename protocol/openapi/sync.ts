@@ -5,7 +5,7 @@
 import type { ErrorCode } from '../errors';
 import { OutcomeAck, OutcomeBatch } from '../outcome';
 import { StreamLine, StreamQuery, SyncAck, SyncAckAnswer } from '../snapshot';
-import type { Operation } from './build';
+import type { Operation } from './operation';
 import { BODY_ERRORS, EDGE_ERRORS } from './common';
 
 const SYNC_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];

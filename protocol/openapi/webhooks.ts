@@ -1,7 +1,7 @@
 /** The calls control makes itself, to operators' URLs. Part of control's document (`admin.ts`). */
 import { z } from 'zod';
 import { DeliveryMessage, WEBHOOK_DELIVERY_HEADER, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../applications';
-import type { Operation } from './build';
+import type { Operation } from './operation';
 
 /** What control POSTs to `applications.webhookUrl` when an application is approved. */
 export const WEBHOOKS: Record<string, Operation> = {
