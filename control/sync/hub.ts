@@ -14,7 +14,7 @@ import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gatew
 import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
-import { buildDelta, writeSnapshot } from './snapshot';
+import { DeltaCache, storeEpoch, writeSnapshot } from './snapshot';
 import { VersionWaiters } from './waiters';
 
 interface Connection {
@@ -57,8 +57,7 @@ export class SyncHub {
   private readonly ping: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private pushScheduled = false;
-  private deltaCache = new Map<number, { line: string; sha256: string; version: number } | null>();
-  private deltaCacheVersion = -1;
+  private readonly deltas: DeltaCache;
   readonly mode: LimitsMode;
   readonly leaseS: number;
   private readonly leaseMs: number;
@@ -75,6 +74,7 @@ export class SyncHub {
   constructor(ctx: ControlContext, limits: Limits, options: SyncHubOptions = {}) {
     this.ctx = ctx;
     this.limits = limits;
+    this.deltas = new DeltaCache(ctx.store, limits);
     this.mode = options.mode ?? ctx.config.limits.mode;
     this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;
     this.leaseMs = this.leaseS * 1000;
@@ -134,7 +134,7 @@ export class SyncHub {
     if (row0?.share !== provisional) this.ctx.store.gateways.recordShares(new Map([[gatewayId, provisional]]));
 
     const current = this.ctx.store.version();
-    const sameEpoch = heldEpoch !== null && heldEpoch === this.epoch();
+    const sameEpoch = heldEpoch !== null && heldEpoch === storeEpoch(this.ctx.store);
     this.ctx.log.info('gateway connected', { gateway_id: gatewayId, held_version: heldVersion, state_version: current, engine });
     if (sameEpoch && heldVersion === current) {
       conn.sentVersion = current;
@@ -151,16 +151,6 @@ export class SyncHub {
     conn.appliedVersion = sameEpoch ? Math.min(heldVersion, current) : 0;
     conn.needsFull = conn.sentVersion === 0;
     void this.push(conn);
-  }
-
-  /** Random per-database identifier, so a gateway never applies deltas from another database. */
-  epoch(): number {
-    let epoch = this.ctx.store.meta('epoch');
-    if (epoch === null) {
-      epoch = Math.floor(Math.random() * 2 ** 48);
-      this.ctx.store.setMeta('epoch', epoch);
-    }
-    return epoch;
   }
 
   /** Handle `POST /_sync/v1/ack`. */
@@ -344,16 +334,6 @@ export class SyncHub {
     });
   }
 
-  private cachedDelta(from: number): { line: string; sha256: string; version: number } | null {
-    const current = this.ctx.store.version();
-    if (this.deltaCacheVersion !== current) {
-      this.deltaCache = new Map();
-      this.deltaCacheVersion = current;
-    }
-    if (!this.deltaCache.has(from)) this.deltaCache.set(from, buildDelta(this.ctx.store, this.limits, from, this.ctx.now()));
-    return this.deltaCache.get(from)!;
-  }
-
   private async push(conn: Connection): Promise<void> {
     if (conn.closed) return;
     if (conn.busy) {
@@ -367,7 +347,7 @@ export class SyncHub {
     try {
       do {
         conn.dirty = false;
-        const delta = conn.needsFull || conn.sentVersion === 0 ? null : this.cachedDelta(conn.sentVersion);
+        const delta = conn.needsFull || conn.sentVersion === 0 ? null : this.deltas.get(conn.sentVersion, this.ctx.now());
         if (delta) {
           conn.sent.set(delta.version, delta.sha256);
           conn.sentVersion = delta.version;
@@ -375,7 +355,7 @@ export class SyncHub {
         } else {
           const started = Date.now();
           conn.needsFull = false;
-          const result = await writeSnapshot(this.ctx.store, this.limits, this.ctx.now(), (line) => this.write(conn, line), this.epoch());
+          const result = await writeSnapshot(this.ctx.store, this.limits, this.ctx.now(), (line) => this.write(conn, line), storeEpoch(this.ctx.store));
           conn.sent.set(result.version, result.sha256);
           conn.sentVersion = result.version;
           this.ctx.log.info('snapshot sent', { gateway_id: conn.gatewayId, version: result.version, ms: Date.now() - started });

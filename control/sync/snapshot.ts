@@ -135,3 +135,35 @@ export function buildDelta(store: Store, limits: Limits, from: number, now: numb
     return { ...sealDelta(body), version: to };
   })();
 }
+
+/** Random per-database identifier, so a gateway never applies deltas from another database. */
+export function storeEpoch(store: Store): number {
+  let epoch = store.meta('epoch');
+  if (epoch === null) {
+    epoch = Math.floor(Math.random() * 2 ** 48);
+    store.setMeta('epoch', epoch);
+  }
+  return epoch;
+}
+
+/** Each delta to the current version built once, however many gateways are behind by the same versions. */
+export class DeltaCache {
+  private deltas = new Map<number, { line: string; sha256: string; version: number } | null>();
+  private version = -1;
+
+  constructor(
+    private readonly store: Store,
+    private readonly limits: Limits,
+  ) {}
+
+  /** `buildDelta` from `from` to the current version, built at most once per version. */
+  get(from: number, now: number): { line: string; sha256: string; version: number } | null {
+    const current = this.store.version();
+    if (this.version !== current) {
+      this.deltas = new Map();
+      this.version = current;
+    }
+    if (!this.deltas.has(from)) this.deltas.set(from, buildDelta(this.store, this.limits, from, now));
+    return this.deltas.get(from)!;
+  }
+}
