@@ -103,7 +103,22 @@ function fill(dbPath) {
 const children = [];
 
 function startControl(dataDir) {
-  const argv = [process.execPath, CLI, 'serve', 'control', '--data-dir', dataDir, '--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0'];
+  const argv = [
+    process.execPath,
+    CLI,
+    'serve',
+    'control',
+    '--data-dir',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--control-port',
+    '0',
+    '--api-port',
+    '0',
+    '--indexer-port',
+    '0',
+  ];
   const cmd = pinning ? ['taskset', '-c', '0', ...argv] : argv;
   const child = spawn(cmd[0], cmd.slice(1), {
     cwd: ROOT,
@@ -147,7 +162,10 @@ function request(method, url, token, body) {
     const req = http.request(url, {
       method,
       agent,
-      headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+      },
     });
     req.on('error', reject);
     req.on('response', (res) => {
@@ -287,7 +305,10 @@ function stepCost(dbPath) {
   do {
     const c0 = process.cpuUsage();
     const page = store.keys.page({ limit: KEY_LIST_STEP, after, now });
-    const secrets = store.keys.liveSecretsOf(page.rows.map((r) => r.id), now);
+    const secrets = store.keys.liveSecretsOf(
+      page.rows.map((r) => r.id),
+      now,
+    );
     const stepViews = page.rows.map((row) => keyView(row, secrets.get(row.id) ?? [], now));
     const c = process.cpuUsage(c0);
     cpu.push((c.user + c.system) / 1000);
@@ -311,7 +332,8 @@ function summary(latencies) {
   };
 }
 
-const fmt = (s) => `n=${String(s.n).padStart(6)}  p50 ${String(s.p50_ms).padStart(7)} ms  p99 ${String(s.p99_ms).padStart(7)} ms  max ${String(s.max_ms).padStart(7)} ms`;
+const fmt = (s) =>
+  `n=${String(s.n).padStart(6)}  p50 ${String(s.p50_ms).padStart(7)} ms  p99 ${String(s.p99_ms).padStart(7)} ms  max ${String(s.max_ms).padStart(7)} ms`;
 
 async function main() {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
@@ -326,7 +348,9 @@ async function main() {
   const dataDir = path.join(dir, 'data');
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const filled = fill(path.join(dataDir, 'control.db'));
-  console.log(`fill: ${filled.keys.toLocaleString('en')} keys (${filled.revoked.toLocaleString('en')} revoked) in ${(filled.ms / 1000).toFixed(1)} s`);
+  console.log(
+    `fill: ${filled.keys.toLocaleString('en')} keys (${filled.revoked.toLocaleString('en')} revoked) in ${(filled.ms / 1000).toFixed(1)} s`,
+  );
 
   const { info } = await startControl(dataDir);
   const control = info.urls.control;
@@ -362,8 +386,14 @@ async function main() {
     // Control's CPU time per page (acks included, a small share): what one page costs its event loop.
     const controlCpuPerPage = cpu0 === null || cpu1 === null ? null : round((cpu1 - cpu0) / listed.pages, 2);
     results.phases[name] = {
-      query, keys: listed.keys, pages: listed.pages, list_ms: Math.round(listed.ms), page,
-      control_cpu_ms_per_page: controlCpuPerPage, ack, ack_in_pauses: quiet,
+      query,
+      keys: listed.keys,
+      pages: listed.pages,
+      list_ms: Math.round(listed.ms),
+      page,
+      control_cpu_ms_per_page: controlCpuPerPage,
+      ack,
+      ack_in_pauses: quiet,
     };
     console.log(`ack while ${name.padEnd(29)}${fmt(ack)}`);
     console.log(`ack in the pauses of that list${' '.repeat(9)}${fmt(quiet)}`);

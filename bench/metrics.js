@@ -46,7 +46,13 @@ const calls = Array.from({ length: N }, (_, i) => ({
   seconds: ((i * 7919) % 1000) / 100, // 0 … 9.99 s, spread over the buckets
 }));
 
-const gauges = { snapshotVersion: () => 1, snapshotAgeSeconds: () => 0, journalBacklog: () => 0, controlConnected: () => true, keys: () => 0 };
+const gauges = {
+  snapshotVersion: () => 1,
+  snapshotAgeSeconds: () => 0,
+  journalBacklog: () => 0,
+  controlConnected: () => true,
+  keys: () => 0,
+};
 
 /** The hand-rolled per-call updates the gateway had before prom-client. */
 class HandRolled {
@@ -82,8 +88,19 @@ function gatewayMetrics() {
 
 function promFamilies() {
   const registry = new Registry();
-  const requests = new Counter({ name: 'svc_gateway_requests_total', help: 'h', labelNames: ['endpoint', 'outcome', 'status'], registers: [registry] });
-  const latency = new Histogram({ name: 'svc_gateway_upstream_latency_seconds', help: 'h', labelNames: ['endpoint'], buckets: LATENCY_BUCKETS_S, registers: [registry] });
+  const requests = new Counter({
+    name: 'svc_gateway_requests_total',
+    help: 'h',
+    labelNames: ['endpoint', 'outcome', 'status'],
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'svc_gateway_upstream_latency_seconds',
+    help: 'h',
+    labelNames: ['endpoint'],
+    buckets: LATENCY_BUCKETS_S,
+    registers: [registry],
+  });
   return { requests, latency };
 }
 

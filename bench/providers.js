@@ -53,7 +53,8 @@ const params = {
 
 /** `wrk` when asked for or (unasked) installed, else `autocannon`. */
 function loadGenerator(asked) {
-  if (asked !== undefined && asked !== '' && asked !== 'wrk' && asked !== 'autocannon') throw new Error(`BENCH_LOADGEN must be wrk or autocannon, got ${JSON.stringify(asked)}`);
+  if (asked !== undefined && asked !== '' && asked !== 'wrk' && asked !== 'autocannon')
+    throw new Error(`BENCH_LOADGEN must be wrk or autocannon, got ${JSON.stringify(asked)}`);
   if (asked === 'autocannon') return 'autocannon';
   const found = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
   if (asked === 'wrk' && !found) throw new Error('BENCH_LOADGEN=wrk but wrk is not installed (apt-get install wrk)');
@@ -125,7 +126,11 @@ function stopAll() {
 async function call(method, url, { token, body } = {}) {
   const res = await fetch(url, {
     method,
-    headers: { 'user-agent': UA, ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      'user-agent': UA,
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await res.text();
@@ -176,7 +181,17 @@ function wrkMs(text) {
 }
 
 function wrk(url, headers, duration) {
-  const args = ['-t', '1', '-c', String(params.connections), '-d', `${duration}s`, '--latency', ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), url];
+  const args = [
+    '-t',
+    '1',
+    '-c',
+    String(params.connections),
+    '-d',
+    `${duration}s`,
+    '--latency',
+    ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]),
+    url,
+  ];
   const ticks0 = childTicks();
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
@@ -193,7 +208,8 @@ function wrk(url, headers, duration) {
         req_per_s: num(/Requests\/sec:\s+([\d.]+)/),
         p50_ms: wrkMs(/^\s+50%\s+(\S+)/m.exec(out)[1]),
         p99_ms: wrkMs(/^\s+99%\s+(\S+)/m.exec(out)[1]),
-        failed: num(/Non-2xx or 3xx responses: (\d+)/) + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((a, b) => a + Number(b), 0)),
+        failed:
+          num(/Non-2xx or 3xx responses: (\d+)/) + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((a, b) => a + Number(b), 0)),
         loadgen_cpu: (childTicks() - ticks0) / CLK_TCK / seconds,
       });
     });
@@ -238,7 +254,22 @@ async function main() {
   const dataDir = path.join(dir, 'data');
   const { child: controlProc, info: control } = await start(
     'control',
-    [process.execPath, CLI, 'serve', 'control', '--data-dir', dataDir, '--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0'],
+    [
+      process.execPath,
+      CLI,
+      'serve',
+      'control',
+      '--data-dir',
+      dataDir,
+      '--host',
+      '127.0.0.1',
+      '--control-port',
+      '0',
+      '--api-port',
+      '0',
+      '--indexer-port',
+      '0',
+    ],
     'svc-ready ',
     { SVC_SUPERVISED: '1', SVC_LIMITS_PUBLIC_COUNT: '1000000000', SVC_CACHE_PROVIDERS_TTL_S: '3600', SVC_LOG_LEVEL: 'warn' },
   );
@@ -253,14 +284,23 @@ async function main() {
     await call('POST', `${control.urls.control}/_admin/v1/endpoints`, { token: admin, body: { id, upstream: `https://${id}.example/v1` } });
     for (let i = 0; i < 300; i++) {
       records.push({
-        call_id: randomUUID(), key_id: null, endpoint_id: id, method: 'POST', status: 200,
-        outcome: i % (e + 7) === 0 ? 'server_error' : 'ok', latency_ms: 20 + ((i * 37) % 400),
-        started_at: new Date(now - i * 10_000).toISOString(), gateway_id: 'bench',
+        call_id: randomUUID(),
+        key_id: null,
+        endpoint_id: id,
+        method: 'POST',
+        status: 200,
+        outcome: i % (e + 7) === 0 ? 'server_error' : 'ok',
+        latency_ms: 20 + ((i * 37) % 400),
+        started_at: new Date(now - i * 10_000).toISOString(),
+        gateway_id: 'bench',
       });
     }
   }
   for (let i = 0; i < records.length; i += 5000) {
-    await call('POST', `${control.urls.control}/_sync/v1/outcomes`, { token: sync, body: { gateway_id: 'bench', records: records.slice(i, i + 5000) } });
+    await call('POST', `${control.urls.control}/_sync/v1/outcomes`, {
+      token: sync,
+      body: { gateway_id: 'bench', records: records.slice(i, i + 5000) },
+    });
   }
 
   const svcUrl = `${control.urls.api}/api/v1/providers`;
@@ -284,13 +324,20 @@ async function main() {
       etag: res.headers.get('etag'),
     }),
   );
-  const { child: bareProc, info: bare } = await start('bare', [process.execPath, __filename, '--bare', bodyFile, headersFile], 'bare-ready ');
+  const { child: bareProc, info: bare } = await start(
+    'bare',
+    [process.execPath, __filename, '--bare', bodyFile, headersFile],
+    'bare-ready ',
+  );
   const bareUrl = `${bare.url}/api/v1/providers`;
   const check = await call('GET', bareUrl);
   if (check.text !== text) throw new Error('the bare server does not answer the same bytes');
 
-  console.log(`providers bench: load from ${params.loadgen}, ${params.endpoints} providers, ${Buffer.byteLength(text)} bytes (page ${Buffer.byteLength(page.text)} bytes, ${pageWire} gzipped), ${params.connections} connections, ${params.rounds} × ${params.duration_s} s per server${pinning ? ', servers on CPU 0, load on CPU 1' : ', unpinned'}`);
-  if (params.warmup_s > 0) for (const url of [svcUrl, bareUrl, pageUrl]) await load(url, url === pageUrl ? BROWSER_HEADERS : {}, params.warmup_s);
+  console.log(
+    `providers bench: load from ${params.loadgen}, ${params.endpoints} providers, ${Buffer.byteLength(text)} bytes (page ${Buffer.byteLength(page.text)} bytes, ${pageWire} gzipped), ${params.connections} connections, ${params.rounds} × ${params.duration_s} s per server${pinning ? ', servers on CPU 0, load on CPU 1' : ', unpinned'}`,
+  );
+  if (params.warmup_s > 0)
+    for (const url of [svcUrl, bareUrl, pageUrl]) await load(url, url === pageUrl ? BROWSER_HEADERS : {}, params.warmup_s);
 
   const runs = { svc: [], bare: [], page: [] };
   const urls = { svc: svcUrl, bare: bareUrl, page: pageUrl };
@@ -304,8 +351,16 @@ async function main() {
       const cpuUs = before === null || after === null ? null : round(((after - before) * 1e6) / CLK_TCK / result.total, 1);
       if (result.failed > 0) throw new Error(`${which}: ${result.failed} failed requests`);
       const saturated = result.loadgen_cpu >= LOADGEN_SATURATED;
-      runs[which].push({ req_per_s: round(result.req_per_s), p50_ms: round(result.p50_ms, 2), p99_ms: round(result.p99_ms, 2), cpu_us_per_req: cpuUs, loadgen_cpu: round(result.loadgen_cpu, 2) });
-      console.log(`  round ${r + 1} ${which.padEnd(4)} ${String(round(result.req_per_s)).padStart(9)} req/s  p50 ${round(result.p50_ms, 2)} ms  p99 ${round(result.p99_ms, 2)} ms  ${cpuUs ?? '-'} µs CPU/req  load generator ${Math.round(result.loadgen_cpu * 100)} % CPU${saturated ? ' (saturated: it set this rate, not the server)' : ''}`);
+      runs[which].push({
+        req_per_s: round(result.req_per_s),
+        p50_ms: round(result.p50_ms, 2),
+        p99_ms: round(result.p99_ms, 2),
+        cpu_us_per_req: cpuUs,
+        loadgen_cpu: round(result.loadgen_cpu, 2),
+      });
+      console.log(
+        `  round ${r + 1} ${which.padEnd(4)} ${String(round(result.req_per_s)).padStart(9)} req/s  p50 ${round(result.p50_ms, 2)} ms  p99 ${round(result.p99_ms, 2)} ms  ${cpuUs ?? '-'} µs CPU/req  load generator ${Math.round(result.loadgen_cpu * 100)} % CPU${saturated ? ' (saturated: it set this rate, not the server)' : ''}`,
+      );
     }
   }
 
@@ -324,18 +379,48 @@ async function main() {
   const pageRatio = round(pageSummary.req_per_s / svc.req_per_s, 3);
   const pass = ratio >= TARGET_RATIO && pageRatio >= TARGET_RATIO;
   console.log(`median svc  ${svc.req_per_s} req/s (p50 ${svc.p50_ms} ms, p99 ${svc.p99_ms} ms, ${svc.cpu_us_per_req ?? '-'} µs CPU/req)`);
-  console.log(`median bare ${bareSummary.req_per_s} req/s (p50 ${bareSummary.p50_ms} ms, p99 ${bareSummary.p99_ms} ms, ${bareSummary.cpu_us_per_req ?? '-'} µs CPU/req)`);
+  console.log(
+    `median bare ${bareSummary.req_per_s} req/s (p50 ${bareSummary.p50_ms} ms, p99 ${bareSummary.p99_ms} ms, ${bareSummary.cpu_us_per_req ?? '-'} µs CPU/req)`,
+  );
   if (cpuRatio !== null) console.log(`CPU cost ratio bare/svc ${cpuRatio} (the req/s a CPU-bound svc would reach, relative to bare)`);
-  console.log(`median page ${pageSummary.req_per_s} req/s (p50 ${pageSummary.p50_ms} ms, p99 ${pageSummary.p99_ms} ms, ${pageSummary.cpu_us_per_req ?? '-'} µs CPU/req)`);
+  console.log(
+    `median page ${pageSummary.req_per_s} req/s (p50 ${pageSummary.p50_ms} ms, p99 ${pageSummary.p99_ms} ms, ${pageSummary.cpu_us_per_req ?? '-'} µs CPU/req)`,
+  );
   console.log(`ratio svc/bare ${ratio} (target ≥ ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? 'met' : 'NOT met'})`);
-  const saturated = Object.entries({ svc, bare: bareSummary, page: pageSummary }).filter(([, x]) => x.loadgen_cpu >= LOADGEN_SATURATED).map(([k]) => k);
-  if (saturated.length > 0) console.log(`the load generator (${params.loadgen}) was saturated on ${saturated.join(', ')}: those rates are its, not the server's${params.loadgen === 'autocannon' ? ' (install wrk)' : ''}`);
-  console.log(`ratio page/json ${pageRatio} (the /providers page against /api/v1/providers; target ≥ ${TARGET_RATIO}: ${pageRatio >= TARGET_RATIO ? 'met' : 'NOT met'})`);
+  const saturated = Object.entries({ svc, bare: bareSummary, page: pageSummary })
+    .filter(([, x]) => x.loadgen_cpu >= LOADGEN_SATURATED)
+    .map(([k]) => k);
+  if (saturated.length > 0)
+    console.log(
+      `the load generator (${params.loadgen}) was saturated on ${saturated.join(', ')}: those rates are its, not the server's${params.loadgen === 'autocannon' ? ' (install wrk)' : ''}`,
+    );
+  console.log(
+    `ratio page/json ${pageRatio} (the /providers page against /api/v1/providers; target ≥ ${TARGET_RATIO}: ${pageRatio >= TARGET_RATIO ? 'met' : 'NOT met'})`,
+  );
 
   fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
   fs.writeFileSync(
     RESULTS,
-    JSON.stringify({ at: new Date().toISOString(), node: process.version, pinned: pinning, params, loadgen_saturated: saturated, svc, bare: bareSummary, page: pageSummary, ratio, page_ratio: pageRatio, cpu_ratio: cpuRatio, target: TARGET_RATIO, pass, runs }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        node: process.version,
+        pinned: pinning,
+        params,
+        loadgen_saturated: saturated,
+        svc,
+        bare: bareSummary,
+        page: pageSummary,
+        ratio,
+        page_ratio: pageRatio,
+        cpu_ratio: cpuRatio,
+        target: TARGET_RATIO,
+        pass,
+        runs,
+      },
+      null,
+      2,
+    ) + '\n',
   );
   console.log(`results in ${path.relative(ROOT, RESULTS)}`);
   return pass ? 0 : 1;

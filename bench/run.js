@@ -36,7 +36,8 @@ function envSizes(name, fallback) {
   if (raw === undefined) return fallback;
   if (raw.trim() === '' || raw.trim() === '0') return [];
   const sizes = raw.split(',').map((v) => Number(v.trim()));
-  if (sizes.some((n) => !Number.isInteger(n) || n < 12 || n > 16 * 1024 * 1024)) throw new Error(`${name} must be a comma-separated list of byte counts (12 to 16777216), got ${JSON.stringify(raw)}`);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 12 || n > 16 * 1024 * 1024))
+    throw new Error(`${name} must be a comma-separated list of byte counts (12 to 16777216), got ${JSON.stringify(raw)}`);
   return sizes;
 }
 
@@ -163,7 +164,9 @@ async function main() {
   let cpuSide = null;
   const cores = info.machine.nproc;
   if (!hasTaskset()) {
-    note('taskset not found: running UNPINNED (servers, upstream and load generator share all CPUs); numbers are not comparable to pinned runs');
+    note(
+      'taskset not found: running UNPINNED (servers, upstream and load generator share all CPUs); numbers are not comparable to pinned runs',
+    );
   } else if (cores < 2) {
     note(`only ${cores} CPU available: running UNPINNED`);
   } else {
@@ -180,11 +183,16 @@ async function main() {
   const keep = process.env.BENCH_KEEP_DATA === '1';
   snapshotDist(tmp);
   log(`svc bench — ${info.machine.cpu_model}, ${cores} CPU, node ${process.version}`);
-  log(`params: ${params.rounds} rounds × ${params.duration_s}s, ${params.connections} connections, pipelining 1, ${params.body_bytes}-byte POST; response sizes ${params.response_sizes.join(', ') || 'none'} at ${params.size_connections} connections; work dir ${tmp}`);
+  log(
+    `params: ${params.rounds} rounds × ${params.duration_s}s, ${params.connections} connections, pipelining 1, ${params.body_bytes}-byte POST; response sizes ${params.response_sizes.join(', ') || 'none'} at ${params.size_connections} connections; work dir ${tmp}`,
+  );
 
   const idle = await foreignLoad(2000);
   results.machine.foreign_cpu_pct_before_start = idle;
-  if (idle > 5) note(`other processes use ${idle}% of the machine's CPU before the bench starts: throughput and latency will be noisy (CPU µs/req much less so); see foreign_cpu_pct per run`);
+  if (idle > 5)
+    note(
+      `other processes use ${idle}% of the machine's CPU before the bench starts: throughput and latency will be noisy (CPU µs/req much less so); see foreign_cpu_pct per run`,
+    );
 
   let failed = null;
   try {
@@ -210,7 +218,8 @@ async function main() {
 
 async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   const body = jsonBody(params.body_bytes);
-  const load = (t, seconds, extra = {}) => measure({ url: t.url, headers: t.headers, body, connections: params.connections, duration: seconds, pids: t.pids, clkTck, ...extra });
+  const load = (t, seconds, extra = {}) =>
+    measure({ url: t.url, headers: t.headers, body, connections: params.connections, duration: seconds, pids: t.pids, clkTck, ...extra });
   const phase = async (name, targets, { rounds, seconds, connections = params.connections }) => {
     await interleave({
       phase: name,
@@ -224,11 +233,19 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
       log,
       note,
     });
-    return summarise(results.runs, name, targets, BASELINES.filter((b) => targets.some((t) => t.name === b)));
+    return summarise(
+      results.runs,
+      name,
+      targets,
+      BASELINES.filter((b) => targets.some((t) => t.name === b)),
+    );
   };
 
   // ---- 1. upstream -------------------------------------------------------------------
-  const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], { cpu: cpuSide, log: path.join(logDir, 'upstream.log') });
+  const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], {
+    cpu: cpuSide,
+    log: path.join(logDir, 'upstream.log'),
+  });
   const upstreamUrl = (await upstream.start()).urls.upstream;
   const upstreamBase = `${upstreamUrl}/api`;
   log(`upstream ${upstreamUrl} (pid ${upstream.pid}, cpu ${cpuSide ?? 'any'})`);
@@ -248,16 +265,31 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   const endpoint = await admin.addEndpoint(ENDPOINT, upstreamBase);
   const gate = await admin.setFlag('beta_gate_enabled', true);
   const wanted = Math.max(endpoint.version, gate.version);
-  log(`control ${controlUrl} (pid ${control.pid}); endpoint ${ENDPOINT} → ${upstreamBase} v${endpoint.version}, beta gate on v${gate.version}`);
+  log(
+    `control ${controlUrl} (pid ${control.pid}); endpoint ${ENDPOINT} → ${upstreamBase} v${endpoint.version}, beta gate on v${gate.version}`,
+  );
 
   // Started alternately, so a slow first process does not always land on the same engine.
   const gateways = [];
   for (const proc of PROCESSES) {
     for (const engine of ENGINES) {
       const name = `gateway-${engine}-${proc}`;
-      const gw = await bootGateway({ name, id: `${GATEWAY_ID}-${engine}-${proc}`, engine, dataDir, controlUrl, control, cpu: cpuServer, logDir, version: wanted, results });
+      const gw = await bootGateway({
+        name,
+        id: `${GATEWAY_ID}-${engine}-${proc}`,
+        engine,
+        dataDir,
+        controlUrl,
+        control,
+        cpu: cpuServer,
+        logDir,
+        version: wanted,
+        results,
+      });
       results.memory[`${name}_ready`] = { keys: params.keys, ...gw.memory };
-      log(`${name} ${gw.url} (pid ${gw.proc.pid}) ready in ${gw.load.spawn_to_ready_ms} ms; RSS ${gw.memory.rss_mib} MiB with ${params.keys.toLocaleString('en')} keys`);
+      log(
+        `${name} ${gw.url} (pid ${gw.proc.pid}) ready in ${gw.load.spawn_to_ready_ms} ms; RSS ${gw.memory.rss_mib} MiB with ${params.keys.toLocaleString('en')} keys`,
+      );
       await expectStatus(`${name} with key`, `${gw.url}/v1/${ENDPOINT}/echo`, auth, 200);
       await expectStatus(`${name} without key (gate on)`, `${gw.url}/v1/${ENDPOINT}/echo`, {}, 403);
       gateways.push({ name, engine, proc, gw });
@@ -265,17 +297,41 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   }
 
   // ---- 3. baselines ------------------------------------------------------------------
-  const bare = new Proc('bare-http-proxy', [process.execPath, path.join(__dirname, 'servers', 'bare-proxy.js'), upstreamBase], { cpu: cpuServer, log: path.join(logDir, 'bare.log') });
+  const bare = new Proc('bare-http-proxy', [process.execPath, path.join(__dirname, 'servers', 'bare-proxy.js'), upstreamBase], {
+    cpu: cpuServer,
+    log: path.join(logDir, 'bare.log'),
+  });
   const bareUrl = (await bare.start()).urls.proxy;
-  const bareUndici = new Proc('bare-undici', [process.execPath, path.join(__dirname, 'servers', 'undici-proxy.js'), upstreamBase], { cpu: cpuServer, log: path.join(logDir, 'undici.log') });
+  const bareUndici = new Proc('bare-undici', [process.execPath, path.join(__dirname, 'servers', 'undici-proxy.js'), upstreamBase], {
+    cpu: cpuServer,
+    log: path.join(logDir, 'undici.log'),
+  });
   const bareUndiciUrl = (await bareUndici.start()).urls.proxy;
   log(`bare http-proxy ${bareUrl} (pid ${bare.pid}), bare undici ${bareUndiciUrl} (pid ${bareUndici.pid})`);
 
   /** Every target, loading the upstream path `suffix` (`echo`, or `size/<bytes>`). */
   const targetsFor = (suffix) => [
-    ...gateways.map((g) => ({ name: g.name, group: `gateway-${g.engine}`, url: `${g.gw.url}/v1/${ENDPOINT}/${suffix}`, headers: auth, pids: { server: g.gw.proc.pid, upstream: upstream.pid, control: control.pid } })),
-    { name: 'bare-http-proxy', group: 'bare-http-proxy', url: `${bareUrl}/${suffix}`, headers: {}, pids: { server: bare.pid, upstream: upstream.pid } },
-    { name: 'bare-undici', group: 'bare-undici', url: `${bareUndiciUrl}/${suffix}`, headers: {}, pids: { server: bareUndici.pid, upstream: upstream.pid } },
+    ...gateways.map((g) => ({
+      name: g.name,
+      group: `gateway-${g.engine}`,
+      url: `${g.gw.url}/v1/${ENDPOINT}/${suffix}`,
+      headers: auth,
+      pids: { server: g.gw.proc.pid, upstream: upstream.pid, control: control.pid },
+    })),
+    {
+      name: 'bare-http-proxy',
+      group: 'bare-http-proxy',
+      url: `${bareUrl}/${suffix}`,
+      headers: {},
+      pids: { server: bare.pid, upstream: upstream.pid },
+    },
+    {
+      name: 'bare-undici',
+      group: 'bare-undici',
+      url: `${bareUndiciUrl}/${suffix}`,
+      headers: {},
+      pids: { server: bareUndici.pid, upstream: upstream.pid },
+    },
     { name: 'direct', group: 'direct', url: `${upstreamBase}/${suffix}`, headers: {}, pids: { server: upstream.pid } },
   ];
   const main = targetsFor('echo');
@@ -283,12 +339,24 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
 
   // ---- 4. interleaved rounds: 76-byte answers, params.connections connections ----------
   log(`\nmain phase: ${params.connections} connections, ${params.body_bytes}-byte POST, 76-byte answer`);
-  results.phases.main = { connections: params.connections, response_bytes: 76, ...(await phase('main', main, { rounds: params.rounds, seconds: params.duration_s })) };
-  printSummary(log, `medians across rounds, ${params.connections} connections (server under test pinned to CPU 0; CPU = its utime+stime per request)`, results.phases.main);
+  results.phases.main = {
+    connections: params.connections,
+    response_bytes: 76,
+    ...(await phase('main', main, { rounds: params.rounds, seconds: params.duration_s })),
+  };
+  printSummary(
+    log,
+    `medians across rounds, ${params.connections} connections (server under test pinned to CPU 0; CPU = its utime+stime per request)`,
+    results.phases.main,
+  );
   for (const g of gateways) results.memory[`${g.name}_after_load`] = { keys: params.keys, ...memory(g.gw.proc.pid) };
 
   // ---- optional: CPU by thread ---------------------------------------------------------
-  if (params.threads) results.threads = await threadSplit(main.filter((t) => t.name.endsWith('-a') || t.name.startsWith('bare-')), load);
+  if (params.threads)
+    results.threads = await threadSplit(
+      main.filter((t) => t.name.endsWith('-a') || t.name.startsWith('bare-')),
+      load,
+    );
 
   // ---- 5. response sizes at many connections -----------------------------------------
   for (const size of params.response_sizes) {
@@ -297,16 +365,37 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
     const targets = targetsFor(`size/${size}`);
     for (const t of targets) {
       const res = await http('POST', t.url, { headers: t.headers, json: JSON.parse(body) });
-      if (res.status !== 200 || JSON.stringify(res.body).length !== size) throw new Error(`${t.name}: expected a ${size}-byte answer, got ${res.status}`);
+      if (res.status !== 200 || JSON.stringify(res.body).length !== size)
+        throw new Error(`${t.name}: expected a ${size}-byte answer, got ${res.status}`);
     }
-    results.phases[name] = { connections: params.size_connections, response_bytes: size, ...(await phase(name, targets, { rounds: params.size_rounds, seconds: params.size_duration_s, connections: params.size_connections })) };
+    results.phases[name] = {
+      connections: params.size_connections,
+      response_bytes: size,
+      ...(await phase(name, targets, {
+        rounds: params.size_rounds,
+        seconds: params.size_duration_s,
+        connections: params.size_connections,
+      })),
+    };
     printSummary(log, `medians across rounds, ${size}-byte answers, ${params.size_connections} connections`, results.phases[name]);
   }
 
   // ---- optional: CPU profile of each engine's gateway under the same load --------------
   if (params.profile) {
     for (const engine of ENGINES) {
-      results.profile[engine] = await profileGateway({ engine, dataDir, controlUrl, control, cpuServer, logDir, tmp, version: wanted, auth, load, results });
+      results.profile[engine] = await profileGateway({
+        engine,
+        dataDir,
+        controlUrl,
+        control,
+        cpuServer,
+        logDir,
+        tmp,
+        version: wanted,
+        auth,
+        load,
+        results,
+      });
     }
   }
 
@@ -314,7 +403,9 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   if (params.revoke_keys > 0) {
     for (const g of gateways.filter((x) => x.proc === 'a')) {
       const r = (results.revocation[g.engine] = await revocation({ admin, gatewayUrl: g.gw.url, count: params.revoke_keys, body }));
-      log(`revocation → first 403 via ${g.name}, ${r.count} keys: p50 ${fmt(r.p50_ms, 2)} ms, p99 ${fmt(r.p99_ms, 2)} ms, max ${fmt(r.max_ms, 2)} ms (revoke call itself p50 ${fmt(r.revoke_call_p50_ms, 2)} ms)`);
+      log(
+        `revocation → first 403 via ${g.name}, ${r.count} keys: p50 ${fmt(r.p50_ms, 2)} ms, p99 ${fmt(r.p99_ms, 2)} ms, max ${fmt(r.max_ms, 2)} ms (revoke call itself p50 ${fmt(r.revoke_call_p50_ms, 2)} ms)`,
+      );
     }
   }
 
@@ -346,23 +437,69 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
 
     const pair = [];
     for (const engine of ENGINES) {
-      const big = await bootGateway({ name: `gateway-${engine}-large`, id: `${GATEWAY_ID}-${engine}-large`, engine, dataDir, controlUrl, control, cpu: cpuServer, logDir, version, results });
+      const big = await bootGateway({
+        name: `gateway-${engine}-large`,
+        id: `${GATEWAY_ID}-${engine}-large`,
+        engine,
+        dataDir,
+        controlUrl,
+        control,
+        cpu: cpuServer,
+        logDir,
+        version,
+        results,
+      });
       results.memory[`gateway-${engine}-large_ready`] = { keys: big.keys, ...big.memory };
-      log(`gateway-${engine} with ${big.keys.toLocaleString('en')} live keys ready in ${big.load.spawn_to_ready_ms} ms (snapshot applied ${big.load.listening_to_applied_ms} ms after listening); RSS ${big.memory.rss_mib} MiB, peak ${big.memory.hwm_mib} MiB`);
-      const gw10 = await bootGateway({ name: `gateway-${engine}-10`, id: `${GATEWAY_ID}-${engine}-10`, engine, dataDir: smallDir, controlUrl: control10Url, control: control10, cpu: cpuServer, logDir, version: Math.max(ep10.version, gate10.version), results });
+      log(
+        `gateway-${engine} with ${big.keys.toLocaleString('en')} live keys ready in ${big.load.spawn_to_ready_ms} ms (snapshot applied ${big.load.listening_to_applied_ms} ms after listening); RSS ${big.memory.rss_mib} MiB, peak ${big.memory.hwm_mib} MiB`,
+      );
+      const gw10 = await bootGateway({
+        name: `gateway-${engine}-10`,
+        id: `${GATEWAY_ID}-${engine}-10`,
+        engine,
+        dataDir: smallDir,
+        controlUrl: control10Url,
+        control: control10,
+        cpu: cpuServer,
+        logDir,
+        version: Math.max(ep10.version, gate10.version),
+        results,
+      });
       results.memory[`gateway-${engine}-10_ready`] = { keys: 10, ...gw10.memory };
       const bigUrl = `${big.url}/v1/${ENDPOINT}/echo`;
       const smallUrl = `${gw10.url}/v1/${ENDPOINT}/echo`;
       await expectStatus(`large ${engine} gateway`, bigUrl, auth, 200);
       await expectStatus(`10-key ${engine} gateway`, smallUrl, auth10, 200);
       const label = big.keys >= 1e6 ? `${big.keys / 1e6}M` : String(big.keys);
-      pair.push({ engine, big, gw10, keys: big.keys, targets: [
-        { name: `gateway-${engine}-${label}-keys`, group: `gateway-${engine}-${label}-keys`, url: bigUrl, headers: auth, pids: { server: big.proc.pid } },
-        { name: `gateway-${engine}-10-keys`, group: `gateway-${engine}-10-keys`, url: smallUrl, headers: auth10, pids: { server: gw10.proc.pid } },
-      ] });
+      pair.push({
+        engine,
+        big,
+        gw10,
+        keys: big.keys,
+        targets: [
+          {
+            name: `gateway-${engine}-${label}-keys`,
+            group: `gateway-${engine}-${label}-keys`,
+            url: bigUrl,
+            headers: auth,
+            pids: { server: big.proc.pid },
+          },
+          {
+            name: `gateway-${engine}-10-keys`,
+            group: `gateway-${engine}-10-keys`,
+            url: smallUrl,
+            headers: auth10,
+            pids: { server: gw10.proc.pid },
+          },
+        ],
+      });
     }
     log(`\nlarge vs 10 keys`);
-    const summary = await phase('large', pair.flatMap((p) => p.targets), { rounds: params.compare_rounds, seconds: params.compare_duration_s });
+    const summary = await phase(
+      'large',
+      pair.flatMap((p) => p.targets),
+      { rounds: params.compare_rounds, seconds: params.compare_duration_s },
+    );
     for (const p of pair) {
       results.memory[`gateway-${p.engine}-large_after_load`] = { keys: p.keys, ...memory(p.big.proc.pid) };
       results.memory[`gateway-${p.engine}-10_after_load`] = { keys: 10, ...memory(p.gw10.proc.pid) };
@@ -375,13 +512,22 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
         ratio_p99: a.p99_ms && b.p99_ms ? round(a.p99_ms / b.p99_ms, 3) : null,
       };
     }
-    log(table(pair.flatMap((p) => p.targets).map((t) => {
-      const m = summary.medians[t.name];
-      return [t.name, fmt(m.req_per_s, 0), fmt(m.p50_ms, 2), fmt(m.p99_ms, 2), fmt(m.cpu_us_per_req)];
-    }), ['target (medians)', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req']));
+    log(
+      table(
+        pair
+          .flatMap((p) => p.targets)
+          .map((t) => {
+            const m = summary.medians[t.name];
+            return [t.name, fmt(m.req_per_s, 0), fmt(m.p50_ms, 2), fmt(m.p99_ms, 2), fmt(m.cpu_us_per_req)];
+          }),
+        ['target (medians)', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req'],
+      ),
+    );
     for (const p of pair) {
       const l = results.large[p.engine];
-      log(`${p.engine}: ${p.keys.toLocaleString('en')} keys / 10 keys: req/s ${fmt(l.ratio_req_per_s, 3)}, CPU ${fmt(l.ratio_cpu_us_per_req, 3)}, p99 ${fmt(l.ratio_p99, 3)}`);
+      log(
+        `${p.engine}: ${p.keys.toLocaleString('en')} keys / 10 keys: req/s ${fmt(l.ratio_req_per_s, 3)}, CPU ${fmt(l.ratio_cpu_us_per_req, 3)}, p99 ${fmt(l.ratio_p99, 3)}`,
+      );
     }
   }
 
@@ -395,7 +541,11 @@ async function threadSplit(targets, load) {
   for (const t of targets) {
     const r = await load(t, params.duration_s, { threads: true });
     out[t.name] = { cpu_us_per_req: r.cpu_us_per_req, by_thread: r.cpu_us_per_req_by_thread };
-    log(`  ${t.name.padEnd(22)} ${fmt(r.cpu_us_per_req).padStart(6)} total: ${Object.entries(r.cpu_us_per_req_by_thread).map(([name, us]) => `${name} ${fmt(us)}`).join(', ')}`);
+    log(
+      `  ${t.name.padEnd(22)} ${fmt(r.cpu_us_per_req).padStart(6)} total: ${Object.entries(r.cpu_us_per_req_by_thread)
+        .map(([name, us]) => `${name} ${fmt(us)}`)
+        .join(', ')}`,
+    );
   }
   return out;
 }
@@ -457,7 +607,12 @@ async function revocation({ admin, gatewayUrl, count, body }) {
   const pool = new Pool(gatewayUrl, { connections: 1, pipelining: 1 });
   const url = `/v1/${ENDPOINT}/echo`;
   const call = async (key) => {
-    const res = await pool.request({ path: url, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+    const res = await pool.request({
+      path: url,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body,
+    });
     await res.body.dump();
     return res.statusCode;
   };
@@ -513,7 +668,19 @@ async function profileGateway({ engine, dataDir, controlUrl, control, cpuServer,
   fs.mkdirSync(dir, { recursive: true });
   const id = `${GATEWAY_ID}-${engine}-prof`;
   log(`\nprofiling: a gateway on ${engine} under --cpu-prof, one ${params.duration_s}s run`);
-  const gw = await bootGateway({ name: `gateway-${engine}-prof`, engine, dataDir, controlUrl, control, cpu: cpuServer, logDir, version, results, id, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  const gw = await bootGateway({
+    name: `gateway-${engine}-prof`,
+    engine,
+    dataDir,
+    controlUrl,
+    control,
+    cpu: cpuServer,
+    logDir,
+    version,
+    results,
+    id,
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+  });
   const target = { name: `gateway-${engine}-profiled`, url: `${gw.url}/v1/${ENDPOINT}/echo`, headers: auth, pids: { server: gw.proc.pid } };
   await load(target, Math.max(1, params.warmup_s));
   const from = Number(process.hrtime.bigint() / 1000n);
@@ -521,12 +688,17 @@ async function profileGateway({ engine, dataDir, controlUrl, control, cpuServer,
   const to = Number(process.hrtime.bigint() / 1000n);
   results.runs.push({ phase: 'profile', round: 1, target: target.name, ...r });
   await gw.proc.stop();
-  const file = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dir, f))[0];
+  const file = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => path.join(dir, f))[0];
   if (!file) throw new Error('no .cpuprofile written by the profiled gateway');
   const keepAs = path.join(__dirname, 'results', `gateway-${engine}.cpuprofile`);
   fs.copyFileSync(file, keepAs);
   const summary = summariseProfile(file, { top: 25, root: path.dirname(distDir()), windowUs: [from, to] });
-  log(`  ${fmt(r.req_per_s, 0)} req/s under the profiler; ${summary.samples} samples in the load window, GC ${summary.gc_pct_of_busy}% of busy`);
+  log(
+    `  ${fmt(r.req_per_s, 0)} req/s under the profiler; ${summary.samples} samples in the load window, GC ${summary.gc_pct_of_busy}% of busy`,
+  );
   for (const row of summary.top.slice(0, 20)) log(`  ${String(row.busy_pct).padStart(5)}%  ${row.function}`);
   log('  by file:');
   for (const row of summary.files.slice(0, 10)) log(`  ${String(row.busy_pct).padStart(5)}%  ${row.file}`);
@@ -536,43 +708,106 @@ async function profileGateway({ engine, dataDir, controlUrl, control, cpuServer,
 
 function evaluate(results) {
   const t = [];
-  const add = (name, value, limit, met, unit = '') => t.push({ name, value, limit, unit, met: value === null || value === undefined ? false : met });
+  const add = (name, value, limit, met, unit = '') =>
+    t.push({ name, value, limit, unit, met: value === null || value === undefined ? false : met });
   const main = results.phases.main;
   const r = (name) => main?.ratios[name];
   const undiciVsBare = r('gateway-undici/bare-http-proxy');
   const undiciVsUndici = r('gateway-undici/bare-undici');
   const hpVsBare = r('gateway-http-proxy/bare-http-proxy');
   if (undiciVsBare) {
-    add('gateway (undici) CPU µs/req ≤ 1.0× bare http-proxy (paired)', undiciVsBare.cpu_us_per_req_paired, TARGETS.undici_cpu_vs_bare_http_proxy_max, undiciVsBare.cpu_us_per_req_paired <= TARGETS.undici_cpu_vs_bare_http_proxy_max, '×');
-    add('gateway (undici) p99 ≤ bare http-proxy p99', undiciVsBare.p99_ms, TARGETS.undici_p99_vs_bare_http_proxy_max, undiciVsBare.p99_ms <= TARGETS.undici_p99_vs_bare_http_proxy_max, '×');
-    add('gateway (undici) req/s ≥ bare http-proxy req/s', undiciVsBare.req_per_s, TARGETS.undici_req_per_s_vs_bare_http_proxy_min, undiciVsBare.req_per_s >= TARGETS.undici_req_per_s_vs_bare_http_proxy_min, '×');
+    add(
+      'gateway (undici) CPU µs/req ≤ 1.0× bare http-proxy (paired)',
+      undiciVsBare.cpu_us_per_req_paired,
+      TARGETS.undici_cpu_vs_bare_http_proxy_max,
+      undiciVsBare.cpu_us_per_req_paired <= TARGETS.undici_cpu_vs_bare_http_proxy_max,
+      '×',
+    );
+    add(
+      'gateway (undici) p99 ≤ bare http-proxy p99',
+      undiciVsBare.p99_ms,
+      TARGETS.undici_p99_vs_bare_http_proxy_max,
+      undiciVsBare.p99_ms <= TARGETS.undici_p99_vs_bare_http_proxy_max,
+      '×',
+    );
+    add(
+      'gateway (undici) req/s ≥ bare http-proxy req/s',
+      undiciVsBare.req_per_s,
+      TARGETS.undici_req_per_s_vs_bare_http_proxy_min,
+      undiciVsBare.req_per_s >= TARGETS.undici_req_per_s_vs_bare_http_proxy_min,
+      '×',
+    );
   }
-  if (undiciVsUndici) add('gateway (undici) CPU µs/req ≤ 1.35× bare undici (paired)', undiciVsUndici.cpu_us_per_req_paired, TARGETS.undici_cpu_vs_bare_undici_max, undiciVsUndici.cpu_us_per_req_paired <= TARGETS.undici_cpu_vs_bare_undici_max, '×');
-  if (hpVsBare) add('gateway (http-proxy) CPU µs/req ≤ 1.3× bare http-proxy (paired)', hpVsBare.cpu_us_per_req_paired, TARGETS.http_proxy_cpu_vs_bare_http_proxy_max, hpVsBare.cpu_us_per_req_paired <= TARGETS.http_proxy_cpu_vs_bare_http_proxy_max, '×');
+  if (undiciVsUndici)
+    add(
+      'gateway (undici) CPU µs/req ≤ 1.35× bare undici (paired)',
+      undiciVsUndici.cpu_us_per_req_paired,
+      TARGETS.undici_cpu_vs_bare_undici_max,
+      undiciVsUndici.cpu_us_per_req_paired <= TARGETS.undici_cpu_vs_bare_undici_max,
+      '×',
+    );
+  if (hpVsBare)
+    add(
+      'gateway (http-proxy) CPU µs/req ≤ 1.3× bare http-proxy (paired)',
+      hpVsBare.cpu_us_per_req_paired,
+      TARGETS.http_proxy_cpu_vs_bare_http_proxy_max,
+      hpVsBare.cpu_us_per_req_paired <= TARGETS.http_proxy_cpu_vs_bare_http_proxy_max,
+      '×',
+    );
   const non2xx = results.runs.reduce((s, x) => s + x.non2xx + x.errors, 0);
   add('no non-2xx answers or errors in any run', non2xx, 0, non2xx === 0);
-  for (const [engine, rev] of Object.entries(results.revocation)) add(`revocation → first 403 p99 < 100 ms (${engine})`, rev.p99_ms, TARGETS.revocation_p99_ms_max, rev.p99_ms < TARGETS.revocation_p99_ms_max, 'ms');
+  for (const [engine, rev] of Object.entries(results.revocation))
+    add(
+      `revocation → first 403 p99 < 100 ms (${engine})`,
+      rev.p99_ms,
+      TARGETS.revocation_p99_ms_max,
+      rev.p99_ms < TARGETS.revocation_p99_ms_max,
+      'ms',
+    );
   for (const engine of ENGINES) {
     for (const when of ['ready', 'after_load']) {
       const m = results.memory[`gateway-${engine}-large_${when}`];
-      if (m) add(`gateway RSS < 400 MiB with ${m.keys} keys (${engine}, ${when === 'ready' ? 'ready' : 'after the comparison runs'})`, m.rss_mib, TARGETS.rss_1m_mib_max, m.rss_mib < TARGETS.rss_1m_mib_max, 'MiB');
+      if (m)
+        add(
+          `gateway RSS < 400 MiB with ${m.keys} keys (${engine}, ${when === 'ready' ? 'ready' : 'after the comparison runs'})`,
+          m.rss_mib,
+          TARGETS.rss_1m_mib_max,
+          m.rss_mib < TARGETS.rss_1m_mib_max,
+          'MiB',
+        );
     }
     const l = results.large[engine];
-    if (l) add(`no req/s loss with the large key set, ≥ 0.95× the 10-key gateway (${engine}; two processes, see the spread)`, l.ratio_req_per_s, TARGETS.req_per_s_1m_vs_10_min, l.ratio_req_per_s >= TARGETS.req_per_s_1m_vs_10_min, '×');
+    if (l)
+      add(
+        `no req/s loss with the large key set, ≥ 0.95× the 10-key gateway (${engine}; two processes, see the spread)`,
+        l.ratio_req_per_s,
+        TARGETS.req_per_s_1m_vs_10_min,
+        l.ratio_req_per_s >= TARGETS.req_per_s_1m_vs_10_min,
+        '×',
+      );
   }
   results.targets = t;
   const noisy = results.runs.filter((x) => (x.machine?.foreign_cpu_pct ?? 0) > FOREIGN_WARN_PCT);
   if (noisy.length > 0) {
     const worst = Math.max(...noisy.map((x) => x.machine.foreign_cpu_pct));
-    results.notes.push(`${noisy.length} of ${results.runs.length} runs shared the machine with other processes (up to ${worst}% of all CPU time); req/s and latency of those runs are not reliable, CPU µs/req is`);
+    results.notes.push(
+      `${noisy.length} of ${results.runs.length} runs shared the machine with other processes (up to ${worst}% of all CPU time); req/s and latency of those runs are not reliable, CPU µs/req is`,
+    );
     log(`\n! ${results.notes.at(-1)}`);
   }
   log('\ntargets');
-  for (const x of t) log(`  ${x.met ? 'met   ' : 'MISSED'}  ${x.name}: ${fmt(x.value, x.unit === '×' ? 3 : 1)}${x.unit === '×' ? '×' : x.unit ? ` ${x.unit}` : ''}`);
+  for (const x of t)
+    log(
+      `  ${x.met ? 'met   ' : 'MISSED'}  ${x.name}: ${fmt(x.value, x.unit === '×' ? 3 : 1)}${x.unit === '×' ? '×' : x.unit ? ` ${x.unit}` : ''}`,
+    );
   log('\nsnapshot loads');
-  for (const l of results.snapshot_loads) log(`  ${l.gateway.padEnd(26)} ${String(l.keys).padStart(8)} keys: spawn → enforcing ${l.spawn_to_ready_ms} ms, listening → applied ${l.listening_to_applied_ms ?? '—'} ms, control streamed it in ${l.control_snapshot_send_ms ?? '—'} ms; CPU: gateway ${l.gateway_cpu_ms} ms, control ${l.control_cpu_ms} ms`);
+  for (const l of results.snapshot_loads)
+    log(
+      `  ${l.gateway.padEnd(26)} ${String(l.keys).padStart(8)} keys: spawn → enforcing ${l.spawn_to_ready_ms} ms, listening → applied ${l.listening_to_applied_ms ?? '—'} ms, control streamed it in ${l.control_snapshot_send_ms ?? '—'} ms; CPU: gateway ${l.gateway_cpu_ms} ms, control ${l.control_cpu_ms} ms`,
+    );
   log('gateway memory');
-  for (const [k, m] of Object.entries(results.memory)) log(`  ${k.padEnd(36)} ${String(m.keys).padStart(8)} keys: RSS ${m.rss_mib} MiB, peak ${m.hwm_mib} MiB`);
+  for (const [k, m] of Object.entries(results.memory))
+    log(`  ${k.padEnd(36)} ${String(m.keys).padStart(8)} keys: RSS ${m.rss_mib} MiB, peak ${m.hwm_mib} MiB`);
 }
 
 // ---- process lifecycle ---------------------------------------------------------------

@@ -171,14 +171,26 @@ const LIST_SCHEMA = {
   required: ['items', 'total'],
   properties: { total: { type: 'integer', minimum: 0 }, items: { type: 'array', items: ITEM_SCHEMA } },
 };
-const item = (i) => ({ id: i + 1, name: `product number ${i}`, price: 10.5 + i, currency: ['USD', 'EUR', 'GBP'][i % 3], tags: ['a', 'bb', 'ccc'], note: i % 2 ? null : 'n' });
+const item = (i) => ({
+  id: i + 1,
+  name: `product number ${i}`,
+  price: 10.5 + i,
+  currency: ['USD', 'EUR', 'GBP'][i % 3],
+  tags: ['a', 'bb', 'ccc'],
+  note: i % 2 ? null : 'n',
+});
 const list = (n) => ({ total: n, items: Array.from({ length: n }, (_, i) => item(i)) });
 
 const CASES = [
   { name: 'bench upstream answer', schema: SMALL_SCHEMA, doc: SMALL, valid: true },
   { name: 'list of 8 items', schema: LIST_SCHEMA, doc: list(8), valid: true },
   { name: 'list of 160 items', schema: LIST_SCHEMA, doc: list(160), valid: true },
-  { name: 'list of 160, last invalid', schema: LIST_SCHEMA, doc: { ...list(160), items: [...list(159).items, { ...item(159), currency: 'JPY' }] }, valid: false },
+  {
+    name: 'list of 160, last invalid',
+    schema: LIST_SCHEMA,
+    doc: { ...list(160), items: [...list(159).items, { ...item(159), currency: 'JPY' }] },
+    valid: false,
+  },
 ];
 
 // --- timing ----------------------------------------------------------------------------------
@@ -263,7 +275,11 @@ function main() {
         times[which].push((cpuNs() - start) / 1e3);
       }
     }
-    compileRows.push({ schema: name, 'old compile CPU µs': round(median(times.old), 1), 'ajv compile CPU µs': round(median(times.ajv), 1) });
+    compileRows.push({
+      schema: name,
+      'old compile CPU µs': round(median(times.old), 1),
+      'ajv compile CPU µs': round(median(times.ajv), 1),
+    });
   }
   console.table(compileRows);
   console.log(`node ${process.version}, ${ROUNDS} rounds, medians of per-round means`);

@@ -41,7 +41,10 @@ const { OUTCOME_MIX, OUTCOME_STATUS, uuidv7 } = require('./lib/records');
 
 const CALLS = envInt('BENCH_SETTLE_CALLS', 1_000_000);
 const HTTP_CALLS = envInt('BENCH_HTTP_CALLS', 200_000);
-const CAPS = (process.env.BENCH_SETTLE_CAPS ?? '10000,1000').split(',').map(Number).filter((n) => n > 0);
+const CAPS = (process.env.BENCH_SETTLE_CAPS ?? '10000,1000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const ROUNDS = Math.max(1, envInt('BENCH_SETTLE_ROUNDS', 2));
 const PROOFS = envInt('BENCH_PROOFS', 20_000);
 const HTTP_PROOFS = envInt('BENCH_HTTP_PROOFS', 2_000);
@@ -73,26 +76,62 @@ function records(n, t0) {
 function seedEconomics(store, now) {
   for (let e = 0; e < ENDPOINTS; e++) {
     store.endpoints.save({
-      id: `ep${e}`, upstream: 'http://127.0.0.1:9/x', methods: ['POST'], timeout_ms: 30_000, price: 2_000, premium: 150,
-      sla_ms: 1_000, refund_cap_per_hour: 0, treasury_fee_bps: 1_000, headers: {}, response_schema: null, created_at: now, updated_at: now,
+      id: `ep${e}`,
+      upstream: 'http://127.0.0.1:9/x',
+      methods: ['POST'],
+      timeout_ms: 30_000,
+      price: 2_000,
+      premium: 150,
+      sla_ms: 1_000,
+      refund_cap_per_hour: 0,
+      treasury_fee_bps: 1_000,
+      headers: {},
+      response_schema: null,
+      created_at: now,
+      updated_at: now,
     });
   }
   store.mutate({ actor: 'bench', now }, { action: 'pool.fund' }, () => store.ledger.fund(1e15, now, 'bench', null));
 }
 
 const rate = (n, ms) => Math.round(n / (ms / 1000));
-const results = { calls: CALLS, batch: BATCH, endpoints: ENDPOINTS, keys: KEYS, node: process.version, cpus: os.cpus().length, targets: TARGETS };
+const results = {
+  calls: CALLS,
+  batch: BATCH,
+  endpoints: ENDPOINTS,
+  keys: KEYS,
+  node: process.version,
+  cpus: os.cpus().length,
+  targets: TARGETS,
+};
 
 function line(label, n, ms, target) {
   const r = rate(n, ms);
-  const verdict = target === undefined ? '' : r >= target ? `  (target ≥ ${target.toLocaleString('en')}: met)` : `  (target ≥ ${target.toLocaleString('en')}: MISSED)`;
-  console.log(`${label.padEnd(34)} ${String(n).padStart(9)} in ${(ms / 1000).toFixed(2).padStart(6)} s = ${r.toLocaleString('en').padStart(9)}/s${verdict}`);
+  const verdict =
+    target === undefined
+      ? ''
+      : r >= target
+        ? `  (target ≥ ${target.toLocaleString('en')}: met)`
+        : `  (target ≥ ${target.toLocaleString('en')}: MISSED)`;
+  console.log(
+    `${label.padEnd(34)} ${String(n).padStart(9)} in ${(ms / 1000).toFixed(2).padStart(6)} s = ${r.toLocaleString('en').padStart(9)}/s${verdict}`,
+  );
   return r;
 }
 
 async function benchHttpIngest(dir) {
   if (HTTP_CALLS === 0) return null;
-  const config = loadConfig({ env: {}, flags: { dataDir: path.join(dir, 'http'), host: '127.0.0.1', 'control.port': 0, 'api.port': 0, 'indexer.port': 0, 'settler.cadenceMs': 3_600_000 } });
+  const config = loadConfig({
+    env: {},
+    flags: {
+      dataDir: path.join(dir, 'http'),
+      host: '127.0.0.1',
+      'control.port': 0,
+      'api.port': 0,
+      'indexer.port': 0,
+      'settler.cadenceMs': 3_600_000,
+    },
+  });
   const control = await startControl(config, { log: silentLogger });
   try {
     const url = `${control.urls.control}/_sync/v1/outcomes`;
@@ -127,7 +166,9 @@ function percentiles(ms) {
 
 function proofLine(label, p) {
   const verdict = p.p99_ms < TARGETS.proof_p99_ms ? 'met' : 'MISSED';
-  console.log(`${label.padEnd(34)} ${String(p.n).padStart(9)} reads: p50 ${p.p50_ms} ms, p99 ${p.p99_ms} ms, max ${p.max_ms} ms  (target p99 < ${TARGETS.proof_p99_ms} ms: ${verdict})`);
+  console.log(
+    `${label.padEnd(34)} ${String(p.n).padStart(9)} reads: p50 ${p.p50_ms} ms, p99 ${p.p99_ms} ms, max ${p.max_ms} ms  (target p99 < ${TARGETS.proof_p99_ms} ms: ${verdict})`,
+  );
 }
 
 /** Proofs of random settled calls (`callIds`, drawn from all of them) straight from the store, then through a real control's indexer. */
@@ -153,7 +194,15 @@ async function benchProofs(dataDir, callIds) {
   if (HTTP_PROOFS === 0) return { direct, http: null };
   const config = loadConfig({
     env: {},
-    flags: { dataDir, host: '127.0.0.1', 'control.port': 0, 'api.port': 0, 'indexer.port': 0, 'settler.cadenceMs': 3_600_000, 'limits.publicCount': 1_000_000_000 },
+    flags: {
+      dataDir,
+      host: '127.0.0.1',
+      'control.port': 0,
+      'api.port': 0,
+      'indexer.port': 0,
+      'settler.cadenceMs': 3_600_000,
+      'limits.publicCount': 1_000_000_000,
+    },
   });
   const control = await startControl(config, { log: silentLogger });
   const httpTimes = [];
@@ -186,11 +235,22 @@ async function main() {
     const ingestMs = performance.now() - started;
     store.db.pragma('wal_checkpoint(TRUNCATE)');
     store.close();
-    console.log(`svc settlement bench: ${CALLS.toLocaleString('en')} outcomes, ${ENDPOINTS} endpoints, ${KEYS} keys (${process.version}, ${os.cpus().length} CPUs)`);
-    results.ingest_store = { n: CALLS, ms: Math.round(ingestMs), per_s: line('ingest (store, batches of 5,000)', CALLS, ingestMs, TARGETS.ingest_per_s) };
+    console.log(
+      `svc settlement bench: ${CALLS.toLocaleString('en')} outcomes, ${ENDPOINTS} endpoints, ${KEYS} keys (${process.version}, ${os.cpus().length} CPUs)`,
+    );
+    results.ingest_store = {
+      n: CALLS,
+      ms: Math.round(ingestMs),
+      per_s: line('ingest (store, batches of 5,000)', CALLS, ingestMs, TARGETS.ingest_per_s),
+    };
 
     const http = await benchHttpIngest(dir);
-    if (http) results.ingest_http = { n: http.n, ms: Math.round(http.ms), per_s: line('ingest (HTTP, batches of 5,000)', http.n, http.ms, TARGETS.ingest_per_s) };
+    if (http)
+      results.ingest_http = {
+        n: http.n,
+        ms: Math.round(http.ms),
+        per_s: line('ingest (HTTP, batches of 5,000)', http.n, http.ms, TARGETS.ingest_per_s),
+      };
 
     results.settle = [];
     let lastSettledDir = null;
@@ -207,7 +267,8 @@ async function main() {
         const done = await settler.runOnce();
         const ms = performance.now() - started;
         if (done.calls !== CALLS || done.backlog !== 0) throw new Error(`settled ${done.calls} of ${CALLS}`);
-        if (s.receipts.count() !== (receipts ? done.batches.length : 0)) throw new Error(`${s.receipts.count()} receipts for ${done.batches.length} batches`);
+        if (s.receipts.count() !== (receipts ? done.batches.length : 0))
+          throw new Error(`${s.receipts.count()} receipts for ${done.batches.length} batches`);
         const label = `settle (cap ${cap.toLocaleString('en')}, ${receipts ? 'receipts' : 'no receipts'})`;
         line(label, CALLS, ms);
         return { s, copyDir, ms, batches: done.batches.length };
@@ -233,13 +294,17 @@ async function main() {
       const plain = best(plainRuns);
       const perSPlain = line(`  best without receipts`, CALLS, plain.ms);
       const perS = line(`  best with receipts (${signedRuns[0].batches} batches)`, CALLS, best(signedRuns).ms, TARGETS.settle_per_s);
-      console.log(`${'  receipts cost'.padEnd(34)} ${(((best(signedRuns).ms - plain.ms) / plain.ms) * 100).toFixed(1)} % of the time without`);
+      console.log(
+        `${'  receipts cost'.padEnd(34)} ${(((best(signedRuns).ms - plain.ms) / plain.ms) * 100).toFixed(1)} % of the time without`,
+      );
       const signed = signedRuns[signedRuns.length - 1];
       const verifyStarted = performance.now();
       const verify = signed.s.ledger.verify();
       const verifyMs = performance.now() - verifyStarted;
       if (!verify.ok) throw new Error(`ledger verify failed: ${verify.violation}`);
-      console.log(`${'  ledger verify afterwards'.padEnd(34)} ${(verifyMs / 1000).toFixed(2)} s, ok (${verify.checks.length} checks, receipts included)`);
+      console.log(
+        `${'  ledger verify afterwards'.padEnd(34)} ${(verifyMs / 1000).toFixed(2)} s, ok (${verify.checks.length} checks, receipts included)`,
+      );
       signed.s.close();
       // What a store opening an install settled before receipts does: sign every batch, in one transaction.
       const unsigned = plainRuns[plainRuns.length - 1];

@@ -50,7 +50,11 @@ export function loadSettings(opts: GlobalOptions, env: NodeJS.ProcessEnv, flags:
     return loadConfig({
       file: opts.config,
       env,
-      flags: { ...flags, ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}), ...(opts.control !== undefined ? { controlUrl: opts.control } : {}) },
+      flags: {
+        ...flags,
+        ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
+        ...(opts.control !== undefined ? { controlUrl: opts.control } : {}),
+      },
     });
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(withCliFlagNames(err).message);

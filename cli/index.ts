@@ -83,5 +83,3 @@ if (require.main === module) {
     process.exitCode = code;
   });
 }
-
-

@@ -11,7 +11,9 @@ export function formatUnits(micro: number): string {
   const sign = micro < 0 ? '-' : '';
   const abs = Math.abs(micro);
   const whole = Math.floor(abs / MICRO_PER_UNIT);
-  const frac = String(abs % MICRO_PER_UNIT).padStart(6, '0').replace(/0+$/, '');
+  const frac = String(abs % MICRO_PER_UNIT)
+    .padStart(6, '0')
+    .replace(/0+$/, '');
   return `${sign}${whole}${frac === '' ? '' : `.${frac}`}`;
 }
 

@@ -49,7 +49,8 @@ export function parseAmount(flag: string, text: string): number {
   if (/^\d+$/.test(value)) micro = Number(value);
   else {
     const match = /^(\d*)\.(\d*)$/.exec(value);
-    if (match === null || (match[1] === '' && match[2] === '')) throw new UsageError(`${flag} must be ${AMOUNT_HELP}; got ${JSON.stringify(text)}`);
+    if (match === null || (match[1] === '' && match[2] === ''))
+      throw new UsageError(`${flag} must be ${AMOUNT_HELP}; got ${JSON.stringify(text)}`);
     if (match[2]!.length > 6) throw new UsageError(`${flag} has more than 6 decimals (1 micro-unit is 0.000001)`);
     micro = Number(match[1] || '0') * MICRO_PER_UNIT + Number(match[2]!.padEnd(6, '0'));
   }
@@ -78,6 +79,7 @@ export function onOff(value: string): boolean {
 /** A gateway's weight: a number above 0, at most `GATEWAY_WEIGHT_MAX`. */
 export function weightOption(raw: string): number {
   const weight = /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : NaN;
-  if (!(weight > 0 && weight <= GATEWAY_WEIGHT_MAX)) throw new UsageError(`weight must be a number above 0 and at most ${GATEWAY_WEIGHT_MAX}, got ${JSON.stringify(raw)}`);
+  if (!(weight > 0 && weight <= GATEWAY_WEIGHT_MAX))
+    throw new UsageError(`weight must be a number above 0 and at most ${GATEWAY_WEIGHT_MAX}, got ${JSON.stringify(raw)}`);
   return weight;
 }

@@ -73,6 +73,11 @@ export function table(headers: string[], rows: (string | number | null | undefin
   const cells = [headers, ...rows.map((r) => r.map(cell))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells
-    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(widths[i]!))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }

@@ -56,7 +56,8 @@ function collectLeaves(schema: z.ZodType, path: string[], out: Leaf[], descripti
   const desc = description ?? schema.description;
   switch (schema.type) {
     case 'object':
-      for (const [key, child] of Object.entries((schema as z.ZodObject<Record<string, z.ZodType>>).shape)) collectLeaves(child, [...path, key], out);
+      for (const [key, child] of Object.entries((schema as z.ZodObject<Record<string, z.ZodType>>).shape))
+        collectLeaves(child, [...path, key], out);
       return;
     case 'default':
     case 'prefault':
@@ -168,7 +169,13 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
     const leaf = LEAVES.find((l) => l.path.join('.') === key);
     if (!leaf) throw new ConfigError([{ key, source: 'flag', value, allowed: 'a known setting' }]);
     setPath(raw, leaf.path, coerce(leaf, value));
-    origin.set(key, `flag --${key.replace(/\./g, '-').replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`);
+    origin.set(
+      key,
+      `flag --${key
+        .replace(/\./g, '-')
+        .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+        .toLowerCase()}`,
+    );
   }
 
   const result = ConfigSchema.safeParse(raw);
@@ -182,7 +189,7 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
         key,
         source: origin.get(key) ?? (unknownKeys.length > 0 ? 'config file' : 'the combined settings'),
         value: SECRET_SETTINGS.has(key) ? '(hidden)' : getPath(raw, path),
-        allowed: unknownKeys.length > 0 ? 'no such setting' : leaf?.allowed ?? issue.message,
+        allowed: unknownKeys.length > 0 ? 'no such setting' : (leaf?.allowed ?? issue.message),
       };
     });
     throw new ConfigError(issues);

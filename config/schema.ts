@@ -7,8 +7,7 @@ import { LIMITS_MODES } from '../protocol/gateways';
 import { GATEWAY_ENGINES, GATEWAY_ID_RULE, GatewayId } from '../protocol/snapshot';
 import * as D from './defaults';
 
-const port = (def: number) =>
-  z.number().int().min(0).max(65535).default(def).describe('an integer from 0 to 65535 (0 picks a free port)');
+const port = (def: number) => z.number().int().min(0).max(65535).default(def).describe('an integer from 0 to 65535 (0 picks a free port)');
 const posInt = (def: number, max = Number.MAX_SAFE_INTEGER) =>
   z.number().int().min(1).max(max).default(def).describe(`an integer from 1 to ${max}`);
 const fraction = (def: number) => z.number().min(0).max(1).default(def).describe('a number from 0 to 1');
@@ -43,7 +42,10 @@ export const ConfigSchema = z
         maxHeaders: posInt(D.DEFAULT_GATEWAY_MAX_HEADERS, 1_000),
         keepAliveTimeoutMs: posInt(D.DEFAULT_KEEPALIVE_TIMEOUT_MS, 600_000),
         upstreamMaxSockets: posInt(D.DEFAULT_UPSTREAM_MAX_SOCKETS, 65_535),
-        engine: z.enum(GATEWAY_ENGINES).default(D.DEFAULT_GATEWAY_ENGINE).describe(`one of ${GATEWAY_ENGINES.join(', ')}`),
+        engine: z
+          .enum(GATEWAY_ENGINES)
+          .default(D.DEFAULT_GATEWAY_ENGINE)
+          .describe(`one of ${GATEWAY_ENGINES.join(', ')}`),
         maintenanceRetryAfterS: posInt(D.DEFAULT_MAINTENANCE_RETRY_AFTER_S, 86_400),
         trustedProxyHops: z.number().int().min(0).max(10).default(0).describe('an integer from 0 to 10'),
       })
@@ -144,7 +146,9 @@ export const ConfigSchema = z
           .max(256)
           .regex(/^[\x21-\x7e]+$/)
           .optional()
-          .describe('the HMAC-SHA256 signing secret: 16 to 256 printable characters without spaces (required when applications.notifier is webhook)'),
+          .describe(
+            'the HMAC-SHA256 signing secret: 16 to 256 printable characters without spaces (required when applications.notifier is webhook)',
+          ),
         webhookRetries: z.number().int().min(0).max(10).default(D.DEFAULT_WEBHOOK_RETRIES).describe('an integer from 0 to 10'),
         webhookBackoffMs: posInt(D.DEFAULT_WEBHOOK_BACKOFF_MS, 60_000),
         webhookTimeoutMs: posInt(D.DEFAULT_WEBHOOK_TIMEOUT_MS, 60_000),
@@ -161,8 +165,10 @@ export const ConfigSchema = z
       .prefault({})
       .superRefine((a, ctx) => {
         if (a.notifier !== 'webhook') return;
-        if (a.webhookUrl === undefined) ctx.addIssue({ code: 'custom', path: ['webhookUrl'], message: 'required when applications.notifier is webhook' });
-        if (a.webhookSecret === undefined) ctx.addIssue({ code: 'custom', path: ['webhookSecret'], message: 'required when applications.notifier is webhook' });
+        if (a.webhookUrl === undefined)
+          ctx.addIssue({ code: 'custom', path: ['webhookUrl'], message: 'required when applications.notifier is webhook' });
+        if (a.webhookSecret === undefined)
+          ctx.addIssue({ code: 'custom', path: ['webhookSecret'], message: 'required when applications.notifier is webhook' });
       }),
   })
   .strict();

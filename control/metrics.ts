@@ -36,14 +36,22 @@ export class ControlMetrics {
 
   constructor(private readonly ctx: ControlContext) {
     this.gauge(this.control, 'svc_control_state_version', 'The state version control holds.', [], (g, r) => g.set(r.version));
-    this.perGateway('svc_control_gateway_connected', 'Whether the gateway holds a sync stream now (1) or not (0).', (g) => (g.connected ? 1 : 0));
+    this.perGateway('svc_control_gateway_connected', 'Whether the gateway holds a sync stream now (1) or not (0).', (g) =>
+      g.connected ? 1 : 0,
+    );
     this.perGateway('svc_control_gateway_applied_version', 'The state version the gateway acked last.', (g) => g.applied_version);
-    this.perGateway('svc_control_gateway_lag_versions', 'State versions the gateway is behind control.', (g, version) => Math.max(0, version - g.applied_version));
+    this.perGateway('svc_control_gateway_lag_versions', 'State versions the gateway is behind control.', (g, version) =>
+      Math.max(0, version - g.applied_version),
+    );
     this.gauge(this.settler, 'svc_control_settler_state', 'The settler state (1 for the current one).', ['state'], (g, r) => {
       for (const s of SETTLER_STATES) g.set({ state: s }, r.settler?.state === s ? 1 : 0);
     });
-    this.gauge(this.settler, 'svc_control_settler_backlog', 'Outcomes received and not yet settled.', [], (g, r) => g.set(r.settler?.backlog ?? 0));
-    this.gauge(this.settler, 'svc_control_settler_lag_seconds', 'Age of the oldest unsettled outcome (0 when none).', [], (g, r) => g.set((r.settler?.lag_ms ?? 0) / 1000));
+    this.gauge(this.settler, 'svc_control_settler_backlog', 'Outcomes received and not yet settled.', [], (g, r) =>
+      g.set(r.settler?.backlog ?? 0),
+    );
+    this.gauge(this.settler, 'svc_control_settler_lag_seconds', 'Age of the oldest unsettled outcome (0 when none).', [], (g, r) =>
+      g.set((r.settler?.lag_ms ?? 0) / 1000),
+    );
   }
 
   /** The exposition text now. */
@@ -57,7 +65,13 @@ export class ControlMetrics {
   }
 
   /** A gauge whose samples `collect` sets from the scrape's reading; one with labels drops stale samples first. */
-  private gauge(registry: Registry, name: string, help: string, labelNames: readonly string[], collect: (g: Gauge, r: Reading) => void): void {
+  private gauge(
+    registry: Registry,
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    collect: (g: Gauge, r: Reading) => void,
+  ): void {
     const reading = () => this.reading;
     new Gauge({
       name,
@@ -82,7 +96,11 @@ export function registerMetricsRoutes(router: Router, ctx: ControlContext): void
   const metrics = new ControlMetrics(ctx);
   router.get('/metrics', async ({ res }) => {
     const text = await metrics.render();
-    res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store' });
+    res.writeHead(200, {
+      'content-type': metrics.contentType,
+      'content-length': String(Buffer.byteLength(text)),
+      'cache-control': 'no-store',
+    });
     res.end(text);
   });
 }

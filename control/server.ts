@@ -97,9 +97,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const metricsRouter = new Router();
   registerMetricsRoutes(metricsRouter, ctx);
   const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', token: boot.metricsToken.token }]);
-  const adminAuth = new TokenAuth('admin', [
-    { name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token },
-  ]);
+  const adminAuth = new TokenAuth('admin', [{ name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token }]);
 
   const servers: Server[] = [];
   // Every listener answers parser errors, CONNECT and non-path targets as problem+json.
@@ -120,14 +118,18 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   };
 
   try {
-    ctx.urls.control = await bind(requestListener(
+    ctx.urls.control = await bind(
+      requestListener(
         [
           { prefix: '/_admin/', router: admin, authenticate: (req) => adminAuth.authenticate(req) },
           { prefix: '/_sync/', router: sync, authenticate: (req) => syncAuth.authenticate(req) },
           { prefix: '/metrics/', router: metricsRouter, authenticate: (req) => metricsAuth.authenticate(req) },
         ],
         log,
-      ), config.control.port, 'GET, HEAD, POST, PUT, PATCH, DELETE');
+      ),
+      config.control.port,
+      'GET, HEAD, POST, PUT, PATCH, DELETE',
+    );
     ctx.urls.api = await bind(publicListener(ctx, log), config.api.port, 'GET, HEAD, POST');
     ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port, 'GET, HEAD');
   } catch (err) {

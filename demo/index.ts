@@ -112,10 +112,30 @@ function cleanEnv(): NodeJS.ProcessEnv {
 
 /** `svcctl up --json` on free ports; resolves once it printed its ready object. */
 function startSvc(dataDir: string): Promise<{ child: ChildProcess; urls: Record<string, string> }> {
-  const child = spawn(process.execPath, [CLI, 'up', '--json', '--data-dir', dataDir, '--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0', '--gateway-port', '0'], {
-    env: cleanEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'up',
+      '--json',
+      '--data-dir',
+      dataDir,
+      '--host',
+      '127.0.0.1',
+      '--control-port',
+      '0',
+      '--api-port',
+      '0',
+      '--indexer-port',
+      '0',
+      '--gateway-port',
+      '0',
+    ],
+    {
+      env: cleanEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   return new Promise((resolvePromise, reject) => {
@@ -169,8 +189,28 @@ async function story(dataDir: string): Promise<void> {
     say(`1. svc is up: gateway ${urls.gateway}, public api ${urls.api}, indexer ${urls.indexer}`);
     const schemaFile = join(dataDir, 'forecast.schema.json');
     writeFileSync(schemaFile, JSON.stringify(SCHEMA));
-    await svcctl(dataDir, ['endpoints', 'add', 'weather', '--upstream', `${upstream.url}/v2`, '--price', String(PRICE), '--premium', String(PREMIUM), '--sla-ms', String(SLA_MS), '--timeout-ms', '2000', '--treasury-fee-bps', '0', '--response-schema', schemaFile]);
-    say(`2. operator: endpoint "weather" → a flaky upstream; price ${units(PRICE)}, premium ${units(PREMIUM)}, SLA ${SLA_MS} ms, response schema on`);
+    await svcctl(dataDir, [
+      'endpoints',
+      'add',
+      'weather',
+      '--upstream',
+      `${upstream.url}/v2`,
+      '--price',
+      String(PRICE),
+      '--premium',
+      String(PREMIUM),
+      '--sla-ms',
+      String(SLA_MS),
+      '--timeout-ms',
+      '2000',
+      '--treasury-fee-bps',
+      '0',
+      '--response-schema',
+      schemaFile,
+    ]);
+    say(
+      `2. operator: endpoint "weather" → a flaky upstream; price ${units(PRICE)}, premium ${units(PREMIUM)}, SLA ${SLA_MS} ms, response schema on`,
+    );
     await svcctl(dataDir, ['pool', 'fund', POOL_FUNDING]);
     const poolBefore = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
     say(`3. operator: coverage pool funded with ${units(poolBefore.pool)}`);
@@ -190,7 +230,14 @@ async function story(dataDir: string): Promise<void> {
       check(err.code === 'svc_auth_not_in_beta', 'the gate refuses callers without a beta key');
     }
 
-    const issued = await svcctlJson<{ id: string; key: string; version: number }>(dataDir, ['keys', 'issue', '--name', 'demo agent', '--limit', '600/min']);
+    const issued = await svcctlJson<{ id: string; key: string; version: number }>(dataDir, [
+      'keys',
+      'issue',
+      '--name',
+      'demo agent',
+      '--limit',
+      '600/min',
+    ]);
     await waitUntil('the key to reach the gateway', async () => {
       const { gateways } = await svcctlJson<{ gateways: { applied_version: number }[] }>(dataDir, ['status']);
       return gateways.length > 0 && gateways.every((g) => g.applied_version >= issued.version) ? true : null;
@@ -225,7 +272,9 @@ async function story(dataDir: string): Promise<void> {
       say(`   #${String(i + 1).padStart(2, '0')}  ${status}  ${outcome.padEnd(15)} ${line}`);
       await pause(120);
     }
-    say('   (the head of #16 said ok: its body broke the schema, which svc checks as the body streams; the settlement below has the final verdict)');
+    say(
+      '   (the head of #16 said ok: its body broke the schema, which svc checks as the body streams; the settlement below has the final verdict)',
+    );
     say();
 
     // What the settlement must show, from what the upstream was told to do.
@@ -247,20 +296,31 @@ async function story(dataDir: string): Promise<void> {
     say(`8. operator: settler run-once settled ${run.calls} calls in ${run.batches.length} batch(es)`);
 
     const poolAfter = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
-    const balances = new Map((await svcctlJson<{ balances: { account: string; balance: number }[] }>(dataDir, ['ledger', 'balances'])).balances.map((b) => [b.account, b.balance]));
+    const balances = new Map(
+      (await svcctlJson<{ balances: { account: string; balance: number }[] }>(dataDir, ['ledger', 'balances'])).balances.map((b) => [
+        b.account,
+        b.balance,
+      ]),
+    );
     const agentBalance = balances.get(`key:${issued.id}`) ?? 0;
     say();
     say('9. what the agent got back');
-    say(`   refunds received   ${units(poolAfter.refunds)}  (${covered} failed calls × (price ${units(PRICE)} + premium ${units(PREMIUM)}))`);
+    say(
+      `   refunds received   ${units(poolAfter.refunds)}  (${covered} failed calls × (price ${units(PRICE)} + premium ${units(PREMIUM)}))`,
+    );
     say(`   premiums paid      ${units(poolAfter.premiums)}  (${okCalls} good calls × ${units(PREMIUM)})`);
     say(`   agent's balance    ${units(agentBalance)}  (owed to its wallet)`);
     say(`   pool before/after  ${units(poolBefore.pool)} → ${units(poolAfter.pool)}`);
 
     const providers = await agent.providers();
     const provider = providers.providers[0]!;
-    say(`   provider ${provider.id}: tier ${provider.tier}, failure rate ${(provider.failure_rate * 100).toFixed(1)} % over ${provider.calls} calls`);
+    say(
+      `   provider ${provider.id}: tier ${provider.tier}, failure rate ${(provider.failure_rate * 100).toFixed(1)} % over ${provider.calls} calls`,
+    );
     const stats = await agent.stats();
-    say(`   indexer: pool ${units(stats.pool_size)}, ${stats.settled_batches} settled batch(es), ${stats.settled_calls} settled calls, total refunds ${units(stats.total_refunds)}`);
+    say(
+      `   indexer: pool ${units(stats.pool_size)}, ${stats.settled_batches} settled batch(es), ${stats.settled_calls} settled calls, total refunds ${units(stats.total_refunds)}`,
+    );
     say('   last settled calls (opaque ids, as the public sees them):');
     for await (const page of agent.activity({ limit: 6 })) {
       for (const item of page.activity) say(`     ${item.call_id}  ${item.outcome.padEnd(15)} refund ${units(item.refund ?? 0)}`);
@@ -268,7 +328,7 @@ async function story(dataDir: string): Promise<void> {
     }
     say();
 
-    say('10. the agent checks each refund itself: the inclusion proof of its call id in the batch\'s');
+    say("10. the agent checks each refund itself: the inclusion proof of its call id in the batch's");
     say('    Merkle tree, and the Ed25519 signature of the batch receipt (no trust in the operator)');
     let verified = 0;
     for (const [i, want] of expected.entries()) {
@@ -276,7 +336,9 @@ async function story(dataDir: string): Promise<void> {
       const callId = seen[i]!.callId;
       if (callId === null) throw new DemoFailure(`call #${i + 1} has no call id`);
       const verdict = await agent.verifyRefund(callId);
-      say(`     #${String(i + 1).padStart(2, '0')} ${callId}  ${verdict.ok ? 'verified' : 'NOT VERIFIED'}: ${verdict.outcome}, refund ${units(verdict.refund ?? 0)} in batch ${verdict.batch}${verdict.reasons.length ? ` (${verdict.reasons.join('; ')})` : ''}`);
+      say(
+        `     #${String(i + 1).padStart(2, '0')} ${callId}  ${verdict.ok ? 'verified' : 'NOT VERIFIED'}: ${verdict.outcome}, refund ${units(verdict.refund ?? 0)} in batch ${verdict.batch}${verdict.reasons.length ? ` (${verdict.reasons.join('; ')})` : ''}`,
+      );
       if (verdict.ok && verdict.outcome === want && verdict.refund === PRICE + PREMIUM) verified++;
     }
     say();
@@ -284,14 +346,25 @@ async function story(dataDir: string): Promise<void> {
     check(verified === covered, `all ${covered} refunds verified offline by the agent, with the outcome the upstream earned`);
     check(poolAfter.refunds === wantRefunds, `refunds paid = ${covered} × ${PRICE + PREMIUM} = ${wantRefunds} micro`);
     check(poolAfter.premiums === wantPremiums, `premiums collected = ${okCalls} × ${PREMIUM} = ${wantPremiums} micro`);
-    check(agentBalance === wantRefunds - wantPremiums, `the agent's ledger account = refunds − premiums = ${wantRefunds - wantPremiums} micro`);
-    check(poolAfter.pool === poolBefore.pool + wantPremiums - poolAfter.treasury_fees - wantRefunds, 'pool after = pool before + premiums − treasury fees − refunds');
+    check(
+      agentBalance === wantRefunds - wantPremiums,
+      `the agent's ledger account = refunds − premiums = ${wantRefunds - wantPremiums} micro`,
+    );
+    check(
+      poolAfter.pool === poolBefore.pool + wantPremiums - poolAfter.treasury_fees - wantRefunds,
+      'pool after = pool before + premiums − treasury fees − refunds',
+    );
     check(stats.total_refunds === wantRefunds && stats.pool_size === poolAfter.pool, 'the indexer agrees with the ledger');
-    check(provider.failures === covered && provider.calls === CALLS, `the public failure rate counts ${covered} covered failures in ${CALLS} calls`);
+    check(
+      provider.failures === covered && provider.calls === CALLS,
+      `the public failure rate counts ${covered} covered failures in ${CALLS} calls`,
+    );
     const verify = await svcctl(dataDir, ['ledger', 'verify']);
     check(/^Ledger OK/.test(verify), '`svcctl ledger verify`: every transfer balances, every balance matches its postings');
     say();
-    say(`TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier} verified=${verified}`);
+    say(
+      `TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier} verified=${verified}`,
+    );
   } finally {
     await stopSvc(child);
     await upstream.close();

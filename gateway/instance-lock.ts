@@ -126,5 +126,7 @@ export async function acquireInstanceLock(dir: string, options: { prefer?: 'file
       }));
     return { address, release };
   }
-  throw new Error(`cannot take the lock at ${address.kind === 'file' ? address.path : 'an abstract socket'}: it stays in use but nobody answers`);
+  throw new Error(
+    `cannot take the lock at ${address.kind === 'file' ? address.path : 'an abstract socket'}: it stays in use but nobody answers`,
+  );
 }

@@ -83,7 +83,9 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const dataDir = resolve(config.dataDir);
   const syncToken = config.syncToken ?? readTrimmed(join(dataDir, 'sync.token'));
   if (!syncToken) {
-    throw new GatewayStartError(`no sync token: set SVC_SYNC_TOKEN or point --data-dir at the directory holding control's sync.token (looked in ${dataDir})`);
+    throw new GatewayStartError(
+      `no sync token: set SVC_SYNC_TOKEN or point --data-dir at the directory holding control's sync.token (looked in ${dataDir})`,
+    );
   }
   const controlUrl = controlUrlOf(config, dataDir);
   const dir = join(dataDir, `gateway-${id}`);
@@ -106,9 +108,23 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
 
   const journal = Journal.open({ dir: join(dir, 'journal') });
   // The engine named everywhere (sync hello, /health, the start line) is the proxy's own.
-  const proxy = createProxy({ engine: config.gateway.engine, maxSockets: config.gateway.upstreamMaxSockets, clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs });
+  const proxy = createProxy({
+    engine: config.gateway.engine,
+    maxSockets: config.gateway.upstreamMaxSockets,
+    clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs,
+  });
   const engine = proxy.engine;
-  const sync = new SyncClient({ controlUrl, syncToken, gatewayId: id, engine, file, share, log, initial: state, onState: (s) => (state = s) });
+  const sync = new SyncClient({
+    controlUrl,
+    syncToken,
+    gatewayId: id,
+    engine,
+    file,
+    share,
+    log,
+    initial: state,
+    onState: (s) => (state = s),
+  });
   const metrics = new GatewayMetrics({
     snapshotVersion: () => state?.version ?? 0,
     snapshotAgeSeconds: () => (state ? (Date.now() - state.appliedAt) / 1000 : null),

@@ -60,11 +60,25 @@ export class GatewayMetrics {
         },
       });
     };
-    this.requests = counter('svc_gateway_requests_total', 'Admitted calls by endpoint, outcome and status sent.', ['endpoint', 'outcome', 'status']);
+    this.requests = counter('svc_gateway_requests_total', 'Admitted calls by endpoint, outcome and status sent.', [
+      'endpoint',
+      'outcome',
+      'status',
+    ]);
     this.rejections = counter('svc_gateway_rejections_total', 'Calls the gateway refused, by error code.', ['code']);
-    this.schemaChecks = counter('svc_gateway_schema_checks_total', 'Response-schema checks by endpoint and result (too_large and encoding: not checked).', ['endpoint', 'result']);
+    this.schemaChecks = counter(
+      'svc_gateway_schema_checks_total',
+      'Response-schema checks by endpoint and result (too_large and encoding: not checked).',
+      ['endpoint', 'result'],
+    );
     this.names.push('svc_gateway_upstream_latency_seconds');
-    this.latency = new Histogram({ name: 'svc_gateway_upstream_latency_seconds', help: 'Time to the upstream response head.', labelNames: ['endpoint'], buckets: LATENCY_BUCKETS_S, registers });
+    this.latency = new Histogram({
+      name: 'svc_gateway_upstream_latency_seconds',
+      help: 'Time to the upstream response head.',
+      labelNames: ['endpoint'],
+      buckets: LATENCY_BUCKETS_S,
+      registers,
+    });
     gauge('svc_gateway_snapshot_version', 'State version in force (0 before the first snapshot).', () => gauges.snapshotVersion());
     gauge(AGE, 'Seconds since the state in force was applied.', () => gauges.snapshotAgeSeconds());
     gauge('svc_gateway_snapshot_keys', 'Keys in the state in force.', () => gauges.keys());
@@ -72,7 +86,10 @@ export class GatewayMetrics {
     gauge('svc_gateway_control_connected', '1 when the sync stream to control is open.', () => (gauges.controlConnected() ? 1 : 0));
     this.shipped = counter('svc_gateway_outcomes_shipped_total', 'Outcome records acked by control.');
     this.shipFailures = counter('svc_gateway_outcome_ship_failures_total', 'Failed attempts to ship an outcome batch.');
-    this.rejectedOutcomes = counter('svc_gateway_outcomes_rejected_total', "Outcome records control refused as invalid, set aside in the journal's rejected.jsonl.");
+    this.rejectedOutcomes = counter(
+      'svc_gateway_outcomes_rejected_total',
+      "Outcome records control refused as invalid, set aside in the journal's rejected.jsonl.",
+    );
     this.snapshotAge = () => gauges.snapshotAgeSeconds();
   }
 

@@ -88,7 +88,12 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
       status: ready.status,
       ready: ready.status === 'ok',
       reason: ready.status === 'ok' ? null : ready.reason,
-      reason_detail: state === null ? opts.sync.lastError ?? 'waiting for the first snapshot from control' : ready.status === 'ok' ? null : 'maintenance_mode is on',
+      reason_detail:
+        state === null
+          ? (opts.sync.lastError ?? 'waiting for the first snapshot from control')
+          : ready.status === 'ok'
+            ? null
+            : 'maintenance_mode is on',
       gateway_id: opts.gatewayId,
       engine: opts.engine,
       snapshot_version: state?.version ?? 0,

@@ -92,7 +92,12 @@ export const IssueKeyRequest = z
     name: plainString().trim().min(1).max(120).optional(),
     wallet: WalletAddress.optional(),
     endpoints: z.array(EndpointId).max(1000).optional(),
-    expires_in_seconds: z.number().int().min(1).max(10 * 365 * 86400).optional(),
+    expires_in_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(10 * 365 * 86400)
+      .optional(),
     limit: RateLimitBody.optional(),
     application_id: plainString().min(1).max(64).optional(),
   })
@@ -100,11 +105,25 @@ export const IssueKeyRequest = z
 export type IssueKeyRequest = z.infer<typeof IssueKeyRequest>;
 
 export const RotateKeyRequest = z
-  .object({ grace_seconds: z.number().int().min(0).max(30 * 86400).optional() })
+  .object({
+    grace_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(30 * 86400)
+      .optional(),
+  })
   .strict();
 
 export const LiftKeyRequest = z
-  .object({ limit: RateLimitBody, for_seconds: z.number().int().min(1).max(30 * 86400) })
+  .object({
+    limit: RateLimitBody,
+    for_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86400),
+  })
   .strict();
 
 export const WalletRequest = z.object({ wallet: WalletAddress }).strict();
@@ -124,7 +143,10 @@ export const KEY_LIST_MAX_LIMIT = 1000;
  * are refused, so a misspelt filter never silently lists everything.
  */
 export const KeyListQuery = z.strictObject({
-  status: z.enum(KEY_STATUSES, { message: `must be one of ${KEY_STATUSES.join(', ')}` }).optional().describe('only keys in this state'),
+  status: z
+    .enum(KEY_STATUSES, { message: `must be one of ${KEY_STATUSES.join(', ')}` })
+    .optional()
+    .describe('only keys in this state'),
   limit: z
     .string()
     .refine((v) => /^[0-9]{1,7}$/.test(v) && Number(v) >= 1 && Number(v) <= KEY_LIST_MAX_LIMIT, {
@@ -195,9 +217,7 @@ export function normaliseFlagName(name: string): FlagName | null {
   return (FLAG_NAMES as readonly string[]).includes(bare) ? (bare as FlagName) : null;
 }
 
-export const SetFlagRequest = z
-  .object({ value: z.boolean(), note: plainString('text').trim().min(1).max(2000).optional() })
-  .strict();
+export const SetFlagRequest = z.object({ value: z.boolean(), note: plainString('text').trim().min(1).max(2000).optional() }).strict();
 
 export const FlagView = z.strictObject({
   name: FlagName,
@@ -216,7 +236,11 @@ export type FlagList = z.infer<typeof FlagList>;
  * Answer to `PUT /_admin/v1/flags/{name}`: `changed` is false (and nothing is written) when the
  * flag already had the value; `changelog_id` is the changelog entry the change wrote.
  */
-export const FlagChange = FlagView.extend({ version: StateVersion, changed: z.boolean(), changelog_id: z.number().int().min(1).nullable() });
+export const FlagChange = FlagView.extend({
+  version: StateVersion,
+  changed: z.boolean(),
+  changelog_id: z.number().int().min(1).nullable(),
+});
 export type FlagChange = z.infer<typeof FlagChange>;
 
 // ---------------------------------------------------------------------------------------
@@ -240,7 +264,13 @@ export const AUDIT_MAX_LIMIT = 10_000;
 
 /** Query of `GET /_admin/v1/changelog`. */
 export const ChangelogQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(ADMIN_CHANGELOG_MAX_LIMIT).optional().describe(`entries to return (default ${ADMIN_CHANGELOG_DEFAULT_LIMIT})`),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(ADMIN_CHANGELOG_MAX_LIMIT)
+    .optional()
+    .describe(`entries to return (default ${ADMIN_CHANGELOG_DEFAULT_LIMIT})`),
 });
 
 /** Query of `GET /_admin/v1/audit`. */

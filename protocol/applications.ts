@@ -79,7 +79,12 @@ export const SocialUrl = plainString('line', { message: 'is required' })
     (v) => {
       try {
         const url = new URL(v);
-        return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname.includes('.') && url.username === '' && url.password === '';
+        return (
+          (url.protocol === 'https:' || url.protocol === 'http:') &&
+          url.hostname.includes('.') &&
+          url.username === '' &&
+          url.password === ''
+        );
       } catch {
         return false;
       }
@@ -136,9 +141,7 @@ export const ApplicationInput = z
         code: 'custom',
         path: ['why'],
         message:
-          value.applicant_type === 'ai_agent'
-            ? 'is required for AI agents that do not pay for any API yet'
-            : 'is required for merchants',
+          value.applicant_type === 'ai_agent' ? 'is required for AI agents that do not pay for any API yet' : 'is required for merchants',
       });
     },
     { when: (payload) => payload.value !== null && typeof payload.value === 'object' && !Array.isArray(payload.value) },
@@ -198,7 +201,12 @@ export const AddApplicationRequest = z.strictObject({
 
 export const ApproveApplicationRequest = z.strictObject({
   endpoints: z.array(EndpointId).max(1000).optional(),
-  expires_in_seconds: z.number().int().min(1).max(10 * 365 * 86400).optional(),
+  expires_in_seconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(10 * 365 * 86400)
+    .optional(),
 });
 export type ApproveApplicationRequest = z.infer<typeof ApproveApplicationRequest>;
 

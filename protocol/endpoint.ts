@@ -16,9 +16,22 @@ export type HttpMethod = z.infer<typeof HttpMethod>;
 
 /** Request headers an endpoint may not inject: they are the gateway's or hop-by-hop. */
 const FORBIDDEN_INJECTED_HEADERS = new Set([
-  'host', 'connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'proxy-connection',
-  'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'x-forwarded-for', 'x-forwarded-proto',
-  'x-forwarded-host', 'forwarded', 'cookie',
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'forwarded',
+  'cookie',
 ]);
 const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Header values are Latin-1 (RFC 9110 field-value; control characters are refused separately). */
@@ -82,23 +95,21 @@ export const UpstreamUrl = z.string().superRefine((value, ctx) => {
   }
 });
 
-export const InjectedHeaders = z
-  .record(z.string(), z.string())
-  .superRefine((headers, ctx) => {
-    for (const [name, value] of Object.entries(headers)) {
-      if (!HEADER_NAME_PATTERN.test(name)) {
-        ctx.addIssue({ code: 'custom', message: `header name ${JSON.stringify(name)} is not a valid token` });
-      } else if (FORBIDDEN_INJECTED_HEADERS.has(name.toLowerCase())) {
-        ctx.addIssue({ code: 'custom', message: `header ${name} is set by the gateway and cannot be injected` });
-      }
-      const ch = forbiddenControlCharacter(value, 'line');
-      if (ch !== null) {
-        ctx.addIssue({ code: 'custom', message: `value of header ${name} ${controlCharacterMessage(ch, 'line')}` });
-      } else if (!HEADER_VALUE_PATTERN.test(value)) {
-        ctx.addIssue({ code: 'custom', message: `value of header ${name} must be Latin-1 text` });
-      }
+export const InjectedHeaders = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HEADER_NAME_PATTERN.test(name)) {
+      ctx.addIssue({ code: 'custom', message: `header name ${JSON.stringify(name)} is not a valid token` });
+    } else if (FORBIDDEN_INJECTED_HEADERS.has(name.toLowerCase())) {
+      ctx.addIssue({ code: 'custom', message: `header ${name} is set by the gateway and cannot be injected` });
     }
-  });
+    const ch = forbiddenControlCharacter(value, 'line');
+    if (ch !== null) {
+      ctx.addIssue({ code: 'custom', message: `value of header ${name} ${controlCharacterMessage(ch, 'line')}` });
+    } else if (!HEADER_VALUE_PATTERN.test(value)) {
+      ctx.addIssue({ code: 'custom', message: `value of header ${name} must be Latin-1 text` });
+    }
+  }
+});
 
 /** Most characters of an endpoint's display name. @default 80 */
 export const DISPLAY_NAME_MAX = 80;

@@ -74,7 +74,9 @@ export const CALL_HEADERS = {
   'x-svc-outcome': Outcome.describe('the outcome known when the head was sent'),
   'x-svc-latency-ms': IntText.describe("the provider's latency in milliseconds, measured from the end of the request body"),
   'x-svc-premium': IntText.describe("premium to be charged (micro-units): the endpoint's premium on ok with a key, else 0"),
-  'x-svc-refund': IntText.describe('refund to be settled before clamping (micro-units): price + premium on covered failures with a key, else 0'),
+  'x-svc-refund': IntText.describe(
+    'refund to be settled before clamping (micro-units): price + premium on covered failures with a key, else 0',
+  ),
 } as const;
 
 /** Sent on calls to priced endpoints (price or premium > 0): the money moves when the settler runs. */

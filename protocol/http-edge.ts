@@ -115,7 +115,10 @@ export function answerParserErrors(server: Server, options: EdgeOptions): Server
   });
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
     options.onRefused?.('svc_method_not_allowed');
-    answerAndClose(socket, rawProblem('svc_method_not_allowed', 'CONNECT is not served here: this is not a forward proxy', { allow: options.allow }));
+    answerAndClose(
+      socket,
+      rawProblem('svc_method_not_allowed', 'CONNECT is not served here: this is not a forward proxy', { allow: options.allow }),
+    );
   });
   return server;
 }
@@ -133,6 +136,8 @@ export function originFormOnly(listener: RequestListener, onRefused?: (code: Err
     }
     onRefused?.('svc_bad_request');
     req.resume();
-    sendProblem(res, 'svc_bad_request', 'the request target must be a path starting with / (absolute-form is for proxies)', { connection: 'close' });
+    sendProblem(res, 'svc_bad_request', 'the request target must be a path starting with / (absolute-form is for proxies)', {
+      connection: 'close',
+    });
   };
 }

@@ -8,12 +8,7 @@ import { PROBLEM_CONTENT_TYPE, SvcError, isSvcError, problem, type ErrorCode } f
 /** Largest JSON body accepted by the admin and sync APIs. @default 1 MiB */
 export const DEFAULT_JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const payload = JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',

@@ -66,7 +66,12 @@ export type StatsAnswer = z.infer<typeof StatsAnswer>;
 
 /** Query of `GET {indexer_url}/api/activity`. */
 export const ActivityQuery = z.object({
-  limit: z.coerce.number().int().min(1).optional().describe('calls per page: default public.activityPageSize (50), at most public.activityMaxPageSize (200)'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('calls per page: default public.activityPageSize (50), at most public.activityMaxPageSize (200)'),
   before: z.string().optional().describe('`next_before` of the previous page, or an ISO 8601 time: calls that started earlier'),
 });
 

@@ -17,9 +17,7 @@ export const KEY_MAX_BODY_LENGTH = 64;
 /** Characters of the key body kept in the display stub. */
 export const KEY_STUB_CHARS = 4;
 
-const KEY_PATTERN = new RegExp(
-  `^${KEY_PREFIX}[${BASE58_ALPHABET}]{${KEY_MIN_BODY_LENGTH},${KEY_MAX_BODY_LENGTH}}$`,
-);
+const KEY_PATTERN = new RegExp(`^${KEY_PREFIX}[${BASE58_ALPHABET}]{${KEY_MIN_BODY_LENGTH},${KEY_MAX_BODY_LENGTH}}$`);
 
 /** Anything that looks like one of our keys, anywhere in a text (for log redaction). */
 export const KEY_LIKE_PATTERN = new RegExp(`${KEY_PREFIX}[${BASE58_ALPHABET}]{8,}`, 'g');

@@ -5,7 +5,15 @@
  */
 import { z } from 'zod';
 
-export const OUTCOMES = ['ok', 'latency_breach', 'server_error', 'network_error', 'schema_mismatch', 'client_error', 'caller_error'] as const;
+export const OUTCOMES = [
+  'ok',
+  'latency_breach',
+  'server_error',
+  'network_error',
+  'schema_mismatch',
+  'client_error',
+  'caller_error',
+] as const;
 export const Outcome = z.enum(OUTCOMES);
 export type Outcome = z.infer<typeof Outcome>;
 

@@ -68,7 +68,13 @@ export type PublicChangelogEntry = z.infer<typeof PublicChangelogEntry>;
 
 /** Query of `GET {api_url}/api/v1/changelog`. */
 export const PublicChangelogQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(CHANGELOG_MAX_LIMIT).optional().describe(`entries to return (default ${CHANGELOG_DEFAULT_LIMIT})`),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(CHANGELOG_MAX_LIMIT)
+    .optional()
+    .describe(`entries to return (default ${CHANGELOG_DEFAULT_LIMIT})`),
 });
 
 /** `GET {api_url}/api/v1/changelog`: newest first. */
@@ -115,7 +121,14 @@ export const StatusAnswer = z.strictObject({
     lag_ms: Millis.nullable(),
     last_run_at: IsoTime.nullable(),
     last_batch: z
-      .strictObject({ id: z.number().int().min(1), provider: z.string(), calls: Count, refunds: MicroAmount, premiums: MicroAmount, at: IsoTime })
+      .strictObject({
+        id: z.number().int().min(1),
+        provider: z.string(),
+        calls: Count,
+        refunds: MicroAmount,
+        premiums: MicroAmount,
+        at: IsoTime,
+      })
       .nullable(),
   }),
   beta_gate: z.strictObject({ enabled: z.boolean(), since: IsoTime.nullable() }),

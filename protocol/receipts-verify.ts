@@ -18,7 +18,8 @@ import { createPublicKey, hash, verify, type KeyObject } from 'node:crypto';
 import { canonicalize, type JsonValue } from './jcs';
 import { fromHex, leafHash, rootFromInclusionProof, toHex, type Hash32 } from './merkle';
 
-export type ReceiptOutcome = 'ok' | 'latency_breach' | 'server_error' | 'network_error' | 'schema_mismatch' | 'client_error' | 'caller_error';
+export type ReceiptOutcome =
+  'ok' | 'latency_breach' | 'server_error' | 'network_error' | 'schema_mismatch' | 'client_error' | 'caller_error';
 export type ReceiptClamp = 'pool_depleted' | 'cap_clamped';
 
 /** One settled call (see `ReceiptLeaf` in receipts.ts). */
@@ -197,7 +198,9 @@ export function receiptShapeProblem(r: unknown): string | null {
   if (!isInt(x.refunds) || !isInt(x.premiums)) return 'refunds or premiums is not an integer ≥ 0';
   if (!isString(x.settled_at) || !Number.isFinite(Date.parse(x.settled_at))) return 'settled_at is not a time';
   if (!isString(x.kid) || !isString(x.sig)) return 'kid or sig is missing';
-  const extra = Object.keys(x).filter((k) => !['v', 'batch', 'prev', 'root', 'tree_size', 'refunds', 'premiums', 'settled_at', 'kid', 'sig'].includes(k));
+  const extra = Object.keys(x).filter(
+    (k) => !['v', 'batch', 'prev', 'root', 'tree_size', 'refunds', 'premiums', 'settled_at', 'kid', 'sig'].includes(k),
+  );
   return extra.length > 0 ? `unknown members: ${extra.join(', ')}` : null;
 }
 
@@ -239,10 +242,12 @@ export class ChainVerifier {
       return { batch: named, reason: `batch ${named}: malformed receipt (${shape})` };
     }
     if (r.batch > expected) {
-      const where = this.last === null ? `the chain starts at batch ${r.batch}` : `the chain goes from batch ${this.last.batch} to ${r.batch}`;
+      const where =
+        this.last === null ? `the chain starts at batch ${r.batch}` : `the chain goes from batch ${this.last.batch} to ${r.batch}`;
       return { batch: expected, reason: `batch ${expected}: no receipt (${where})` };
     }
-    if (r.batch < expected) return { batch: r.batch, reason: `batch ${r.batch}: a second receipt, or one out of order, after batch ${expected - 1}` };
+    if (r.batch < expected)
+      return { batch: r.batch, reason: `batch ${r.batch}: a second receipt, or one out of order, after batch ${expected - 1}` };
     if (r.prev !== this.lastHash) {
       const what = this.last === null ? 'the first receipt must have 64 zeros' : `it is not the hash of receipt ${this.last.batch}`;
       return { batch: r.batch, reason: `batch ${r.batch}: prev does not link to the chain (${what})` };
@@ -263,13 +268,19 @@ export class ChainVerifier {
    */
   checkTotals(expected: { batches: number; refunds: number; premiums: number }): ChainProblem | null {
     if (this.count < expected.batches) {
-      return { batch: this.count + 1, reason: `batch ${this.count + 1}: no receipt (the indexer reports ${expected.batches} settled batches)` };
+      return {
+        batch: this.count + 1,
+        reason: `batch ${this.count + 1}: no receipt (the indexer reports ${expected.batches} settled batches)`,
+      };
     }
     if (this.refunds !== expected.refunds) {
       return { batch: null, reason: `the receipts' refunds sum to ${this.refunds}, the indexer's total_refunds is ${expected.refunds}` };
     }
     if (this.premiums !== expected.premiums) {
-      return { batch: null, reason: `the receipts' premiums sum to ${this.premiums}, the indexer's total_premiums is ${expected.premiums}` };
+      return {
+        batch: null,
+        reason: `the receipts' premiums sum to ${this.premiums}, the indexer's total_premiums is ${expected.premiums}`,
+      };
     }
     return null;
   }
@@ -291,9 +302,11 @@ export interface RefundVerdict {
 function leafShapeProblem(leaf: unknown): string | null {
   if (leaf === null || typeof leaf !== 'object') return 'the leaf is not an object';
   const l = leaf as Partial<ReceiptLeafFields>;
-  if (!isInt(l.batch, 1) || !isString(l.call_id) || !isString(l.provider) || !isString(l.outcome)) return 'the leaf lacks batch, call_id, provider or outcome';
+  if (!isInt(l.batch, 1) || !isString(l.call_id) || !isString(l.provider) || !isString(l.outcome))
+    return 'the leaf lacks batch, call_id, provider or outcome';
   if (!isInt(l.premium) || !isInt(l.refund)) return 'the leaf premium or refund is not an integer ≥ 0';
-  if (l.clamp !== null && l.clamp !== 'pool_depleted' && l.clamp !== 'cap_clamped') return 'the leaf clamp is not null, pool_depleted or cap_clamped';
+  if (l.clamp !== null && l.clamp !== 'pool_depleted' && l.clamp !== 'cap_clamped')
+    return 'the leaf clamp is not null, pool_depleted or cap_clamped';
   const extra = Object.keys(l).filter((k) => !['batch', 'call_id', 'provider', 'outcome', 'premium', 'refund', 'clamp'].includes(k));
   return extra.length > 0 ? `the leaf has unknown members: ${extra.join(', ')}` : null;
 }

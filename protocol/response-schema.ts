@@ -127,7 +127,17 @@ export const ResponseSchema = z
   .transform((doc) => doc as JsonSchema);
 
 /** The keywords of the subset stored before Ajv; it ignored these annotations without checking them. */
-const LEGACY_KEYWORDS: ReadonlySet<string> = new Set(['type', 'properties', 'required', 'items', 'enum', 'minimum', 'maximum', 'minLength', 'maxLength']);
+const LEGACY_KEYWORDS: ReadonlySet<string> = new Set([
+  'type',
+  'properties',
+  'required',
+  'items',
+  'enum',
+  'minimum',
+  'maximum',
+  'minLength',
+  'maxLength',
+]);
 const LEGACY_ANNOTATIONS: ReadonlySet<string> = new Set(['$schema', '$id', '$comment', 'title', 'description', 'examples', 'default']);
 
 /** `node` without its annotations when it is a schema of the pre-Ajv subset, else null. */

@@ -23,7 +23,14 @@ export const SettlerStatus = z.strictObject({
   lag_ms: Millis.nullable(),
   last_run_at: IsoTime.nullable(),
   last_batch: z
-    .strictObject({ id: z.number().int().min(1), endpoint_id: z.string(), calls: Count, refunds: MicroAmount, premiums: MicroAmount, at: IsoTime })
+    .strictObject({
+      id: z.number().int().min(1),
+      endpoint_id: z.string(),
+      calls: Count,
+      refunds: MicroAmount,
+      premiums: MicroAmount,
+      at: IsoTime,
+    })
     .nullable(),
   last_error: z.string().nullable(),
 });
@@ -154,9 +161,7 @@ export const PayoutsView = z.strictObject({
 });
 export type PayoutsView = z.infer<typeof PayoutsView>;
 
-export const MarkPaidRequest = z
-  .object({ wallet: WalletAddress, amount: Micro, reference: plainString().trim().min(1).max(200) })
-  .strict();
+export const MarkPaidRequest = z.object({ wallet: WalletAddress, amount: Micro, reference: plainString().trim().min(1).max(200) }).strict();
 export type MarkPaidRequest = z.infer<typeof MarkPaidRequest>;
 
 export const MarkPaidView = z.strictObject({

@@ -25,10 +25,16 @@ export interface RateLimit {
 }
 
 const WINDOW_UNITS: Record<string, number> = {
-  s: 1, sec: 1, second: 1,
-  m: 60, min: 60, minute: 60,
-  h: 3600, hour: 3600,
-  d: 86400, day: 86400,
+  s: 1,
+  sec: 1,
+  second: 1,
+  m: 60,
+  min: 60,
+  minute: 60,
+  h: 3600,
+  hour: 3600,
+  d: 86400,
+  day: 86400,
 };
 const RATE_PATTERN = /^(\d+)\s*\/\s*([a-z]+)$/;
 

@@ -10,8 +10,7 @@ export type WalletChain = 'solana' | 'evm';
 const EVM_PATTERN = /^0x[0-9a-fA-F]{40}$/;
 const SOLANA_SHAPE = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
 
-export const WALLET_HELP =
-  'a Solana address (base58 of 32 bytes, 32–44 characters) or an EVM address (0x followed by 40 hex digits)';
+export const WALLET_HELP = 'a Solana address (base58 of 32 bytes, 32–44 characters) or an EVM address (0x followed by 40 hex digits)';
 
 /** Which chain `address` belongs to, or null when it is neither. */
 export function walletChain(address: string): WalletChain | null {

@@ -90,7 +90,11 @@ function cpuStat() {
     if (!line.startsWith('cpu')) continue;
     const [name, ...f] = line.trim().split(/\s+/);
     const [user, nice, system, idle, iowait, irq, softirq, steal] = f.map(Number);
-    out[name] = { busy: user + nice + system + irq + softirq + (steal || 0), steal: steal || 0, all: user + nice + system + idle + iowait + irq + softirq + (steal || 0) };
+    out[name] = {
+      busy: user + nice + system + irq + softirq + (steal || 0),
+      steal: steal || 0,
+      all: user + nice + system + idle + iowait + irq + softirq + (steal || 0),
+    };
   }
   return out;
 }
@@ -165,7 +169,10 @@ class Proc {
     });
     child.stdin.on('error', () => {});
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${this.name}: not ready after ${readyTimeoutMs} ms\n${this.tail()}`)), readyTimeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name}: not ready after ${readyTimeoutMs} ms\n${this.tail()}`)),
+        readyTimeoutMs,
+      );
       readline.createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => {
         keep(line);
         if (this.info === null && line.startsWith(READY_PREFIX)) {
@@ -198,7 +205,10 @@ class Proc {
   }
 
   tail(n = 30) {
-    return this.logLines.slice(-n).map((l) => `  [${this.name}] ${l}`).join('\n');
+    return this.logLines
+      .slice(-n)
+      .map((l) => `  [${this.name}] ${l}`)
+      .join('\n');
   }
 
   /** SIGTERM, wait up to `graceMs`, then SIGKILL. Resolves with the exit status. */

@@ -71,8 +71,20 @@ function summarise(file, { top = 25, root = process.cwd(), windowUs = null } = {
     const file = f.url ? where(f.url, root) : `(${f.functionName || 'native'})`;
     byFile.set(file, (byFile.get(file) ?? 0) + count);
   }
-  const files = [...byFile.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([file, count]) => ({ file, busy_pct: pct(count) }));
-  return { windowed, samples, busy_samples: busy, idle_pct: Math.round((idle / Math.max(1, samples)) * 1000) / 10, gc_pct_of_busy: pct(gc), span_ms: Math.round(spanUs / 1000), top: rows, files };
+  const files = [...byFile.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 15)
+    .map(([file, count]) => ({ file, busy_pct: pct(count) }));
+  return {
+    windowed,
+    samples,
+    busy_samples: busy,
+    idle_pct: Math.round((idle / Math.max(1, samples)) * 1000) / 10,
+    gc_pct_of_busy: pct(gc),
+    span_ms: Math.round(spanUs / 1000),
+    top: rows,
+    files,
+  };
 }
 
 module.exports = { summarise };

@@ -37,7 +37,8 @@ async function interleave(o) {
     o.log(`warm-up: ${o.warmup}s per target`);
     for (const t of o.targets) {
       const w = await o.load(t, o.warmup);
-      if (w.non2xx > 0 || w.errors > 0) o.note(`${o.phase} warm-up ${t.name}: ${w.non2xx} non-2xx, ${w.errors} errors (${JSON.stringify(w.status_codes)})`);
+      if (w.non2xx > 0 || w.errors > 0)
+        o.note(`${o.phase} warm-up ${t.name}: ${w.non2xx} non-2xx, ${w.errors} errors (${JSON.stringify(w.status_codes)})`);
       await sleep(300);
     }
   }
@@ -48,7 +49,10 @@ async function interleave(o) {
       const run = await o.load(t, o.seconds);
       o.results.runs.push({ phase: o.phase, round: r, target: t.name, ...run, quiet });
       o.log(runLine(`r${r} ${t.name.padEnd(width)}`, run));
-      if (run.non2xx > 0 || run.errors > 0 || run.timeouts > 0) o.note(`${o.phase} ${t.name} round ${r}: ${run.non2xx} non-2xx, ${run.errors} errors, ${run.timeouts} timeouts (${JSON.stringify(run.status_codes)})`);
+      if (run.non2xx > 0 || run.errors > 0 || run.timeouts > 0)
+        o.note(
+          `${o.phase} ${t.name} round ${r}: ${run.non2xx} non-2xx, ${run.errors} errors, ${run.timeouts} timeouts (${JSON.stringify(run.status_codes)})`,
+        );
       await sleep(500);
     }
   }
@@ -67,7 +71,13 @@ function mediansOf(runs) {
     upstream_cpu_us_per_req: median(runs.map((r) => r.cpu_us_per_req_by_process.upstream ?? null)),
     control_cpu_us_per_req: median(runs.map((r) => r.cpu_us_per_req_by_process.control ?? null)),
     foreign_cpu_pct_max: Math.max(0, ...runs.map((r) => r.machine.foreign_cpu_pct ?? 0)),
-    req_per_s_spread: runs.length > 1 ? round((Math.max(...runs.map((r) => r.req_per_s)) - Math.min(...runs.map((r) => r.req_per_s))) / median(runs.map((r) => r.req_per_s)), 3) : null,
+    req_per_s_spread:
+      runs.length > 1
+        ? round(
+            (Math.max(...runs.map((r) => r.req_per_s)) - Math.min(...runs.map((r) => r.req_per_s))) / median(runs.map((r) => r.req_per_s)),
+            3,
+          )
+        : null,
   };
 }
 
@@ -115,9 +125,35 @@ function summarise(allRuns, phase, targets, baselines) {
 
 function printSummary(log, title, summary) {
   log(`\n${title}`);
-  log(table(Object.entries(summary.medians).map(([name, m]) => [name, fmt(m.req_per_s, 0), fmt(m.p50_ms, 2), fmt(m.p99_ms, 2), fmt(m.cpu_us_per_req), m.non2xx_total + m.errors_total]), ['target (medians)', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'non-2xx+err']));
+  log(
+    table(
+      Object.entries(summary.medians).map(([name, m]) => [
+        name,
+        fmt(m.req_per_s, 0),
+        fmt(m.p50_ms, 2),
+        fmt(m.p99_ms, 2),
+        fmt(m.cpu_us_per_req),
+        m.non2xx_total + m.errors_total,
+      ]),
+      ['target (medians)', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'non-2xx+err'],
+    ),
+  );
   log('');
-  log(table(Object.entries(summary.ratios).map(([name, r]) => [name, fmt(r.req_per_s, 3), fmt(r.p99_ms, 3), fmt(r.cpu_us_per_req, 3), fmt(r.cpu_us_per_req_paired, 3), Object.values(r.cpu_us_per_req_paired_by_process).map((v) => fmt(v, 3)).join(' / ')]), ['ratio', 'req/s', 'p99', 'CPU µs/req', 'CPU paired', 'paired per process']));
+  log(
+    table(
+      Object.entries(summary.ratios).map(([name, r]) => [
+        name,
+        fmt(r.req_per_s, 3),
+        fmt(r.p99_ms, 3),
+        fmt(r.cpu_us_per_req, 3),
+        fmt(r.cpu_us_per_req_paired, 3),
+        Object.values(r.cpu_us_per_req_paired_by_process)
+          .map((v) => fmt(v, 3))
+          .join(' / '),
+      ]),
+      ['ratio', 'req/s', 'p99', 'CPU µs/req', 'CPU paired', 'paired per process'],
+    ),
+  );
 }
 
 module.exports = { FOREIGN_WARN_PCT, fmt, table, runLine, interleave, summarise, printSummary };

@@ -78,7 +78,23 @@ function startControl({ dataDir, cpu, logDir, name = 'control', env = {} }) {
 function startGateway({ dataDir, controlUrl, cpu, logDir, id, engine = 'http-proxy', name = 'gateway', nodeArgs = [], env = {} }) {
   return new Proc(
     name,
-    [process.execPath, ...nodeArgs, cli(), 'serve', 'gateway', '--data-dir', dataDir, '--gateway-port', '0', '--control', controlUrl, '--id', id, '--engine', engine],
+    [
+      process.execPath,
+      ...nodeArgs,
+      cli(),
+      'serve',
+      'gateway',
+      '--data-dir',
+      dataDir,
+      '--gateway-port',
+      '0',
+      '--control',
+      controlUrl,
+      '--id',
+      id,
+      '--engine',
+      engine,
+    ],
     { cpu, cwd: ROOT, log: path.join(logDir, `${name}.log`), env },
   );
 }

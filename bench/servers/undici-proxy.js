@@ -13,7 +13,17 @@ const connections = Number(process.env.BENCH_MAX_SOCKETS || 256);
 const pool = new Pool(base.origin, { connections, pipelining: 1, keepAliveTimeout: 4_000, headersTimeout: 30_000, bodyTimeout: 30_000 });
 
 // Hop-by-hop request fields undici refuses or that must not cross a proxy.
-const DROP_REQUEST = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'host', 'expect']);
+const DROP_REQUEST = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'host',
+  'expect',
+]);
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 
 function requestHeaders(raw) {

@@ -29,7 +29,12 @@ export const COMMANDS: readonly CommandSpec[] = [
   receipts,
   payouts,
   gateways,
-  leaf({ name: 'status', description: 'control, flags, counts and gateways', load: () => lazy<typeof import('./status.js')>(__dirname, 'status'), shape: (_a, o) => o }),
+  leaf({
+    name: 'status',
+    description: 'control, flags, counts and gateways',
+    load: () => lazy<typeof import('./status.js')>(__dirname, 'status'),
+    shape: (_a, o) => o,
+  }),
   leaf({
     name: 'stats',
     description: 'the indexer’s statistics: pool, settlements, calls, recent activity',

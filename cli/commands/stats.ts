@@ -55,7 +55,17 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     deps.out.line(
       table(
         ['AT', 'PROVIDER', 'OUTCOME', 'STATUS', 'LATENCY MS', 'PREMIUM', 'REFUND', 'BATCH', 'CALL'],
-        stats.recent_activity.map((a) => [a.at, a.provider, a.outcome, a.status, a.latency_ms, money(a.premium), money(a.refund), a.batch, a.call_id]),
+        stats.recent_activity.map((a) => [
+          a.at,
+          a.provider,
+          a.outcome,
+          a.status,
+          a.latency_ms,
+          money(a.premium),
+          money(a.refund),
+          a.batch,
+          a.call_id,
+        ]),
       ),
     );
   }

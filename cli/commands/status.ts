@@ -16,23 +16,44 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   deps.out.line(`public api     ${status.urls.api}`);
   deps.out.line(`indexer        ${status.urls.indexer}`);
   deps.out.line(`state version  ${status.version}`);
-  deps.out.line(`database       ${status.database.path} (${status.database.journal_mode}, synchronous=${status.database.synchronous}, schema v${status.database.schema_version})`);
+  deps.out.line(
+    `database       ${status.database.path} (${status.database.journal_mode}, synchronous=${status.database.synchronous}, schema v${status.database.schema_version})`,
+  );
   deps.out.line(`flags          ${FLAG_NAMES.map((name) => `${name}=${on(status.flags[name])}`).join(' ')}`);
   deps.out.line(`keys           ${status.counts.keys_active} active of ${status.counts.keys_total}`);
   deps.out.line(`endpoints      ${status.counts.endpoints}`);
   const b = status.bootstrap;
-  const missing = [!b.pool_funded && 'fund the pool (svcctl pool fund AMOUNT)', b.endpoints === 0 && 'add an endpoint', b.gateways_connected === 0 && 'start a gateway'].filter(Boolean);
-  deps.out.line(`bootstrap      pool ${b.pool_funded ? `funded (${formatUnits(b.pool_balance)})` : 'not funded'}, ${b.endpoints} endpoint(s), ${b.gateways_connected} of ${b.gateways_known} gateway(s) connected${missing.length ? `; next: ${missing.join(', ')}` : ''}`);
+  const missing = [
+    !b.pool_funded && 'fund the pool (svcctl pool fund AMOUNT)',
+    b.endpoints === 0 && 'add an endpoint',
+    b.gateways_connected === 0 && 'start a gateway',
+  ].filter(Boolean);
+  deps.out.line(
+    `bootstrap      pool ${b.pool_funded ? `funded (${formatUnits(b.pool_balance)})` : 'not funded'}, ${b.endpoints} endpoint(s), ${b.gateways_connected} of ${b.gateways_known} gateway(s) connected${missing.length ? `; next: ${missing.join(', ')}` : ''}`,
+  );
   const s = status.settler;
-  const last = s.last_batch === null ? 'no batch yet' : `last batch #${s.last_batch.id} (${s.last_batch.endpoint_id}, ${s.last_batch.calls} calls, refunds ${formatUnits(s.last_batch.refunds)}) at ${s.last_batch.at}`;
-  deps.out.line(`settler        ${s.state}, backlog ${s.backlog}${s.lag_ms !== null ? ` (oldest ${Math.round(s.lag_ms / 1000)} s)` : ''}, ${last}${s.last_error ? `; last error: ${s.last_error}` : ''}`);
+  const last =
+    s.last_batch === null
+      ? 'no batch yet'
+      : `last batch #${s.last_batch.id} (${s.last_batch.endpoint_id}, ${s.last_batch.calls} calls, refunds ${formatUnits(s.last_batch.refunds)}) at ${s.last_batch.at}`;
+  deps.out.line(
+    `settler        ${s.state}, backlog ${s.backlog}${s.lag_ms !== null ? ` (oldest ${Math.round(s.lag_ms / 1000)} s)` : ''}, ${last}${s.last_error ? `; last error: ${s.last_error}` : ''}`,
+  );
   if (status.gateways.length === 0) deps.out.line('gateways       none connected');
   else {
     deps.out.line('gateways:');
     deps.out.line(
       table(
         ['ID', 'CONNECTED', 'ENGINE', 'APPLIED', 'BEHIND', 'LAST SEEN', 'LAST NACK'],
-        status.gateways.map((g) => [g.id, g.connected ? 'yes' : 'no', g.engine, g.applied_version, status.version - g.applied_version, g.last_seen, g.last_nack]),
+        status.gateways.map((g) => [
+          g.id,
+          g.connected ? 'yes' : 'no',
+          g.engine,
+          g.applied_version,
+          status.version - g.applied_version,
+          g.last_seen,
+          g.last_nack,
+        ]),
       ),
     );
   }

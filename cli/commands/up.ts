@@ -33,7 +33,10 @@ function startRole(args: string[], echo: (line: string) => void): { child: Child
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const ready = new Promise<Ready>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new CliError(`${args.join(' ')} did not become ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new CliError(`${args.join(' ')} did not become ready within ${READY_TIMEOUT_MS} ms`)),
+      READY_TIMEOUT_MS,
+    );
     const lines = createInterface({ input: child.stdout });
     lines.on('line', (line) => {
       if (line.startsWith(READY_PREFIX)) {

@@ -29,7 +29,9 @@ export function limitParam(query: URLSearchParams, fallback: number, max: number
 
 export function registerChangelogRoutes(router: Router, ctx: ControlContext): void {
   router.get('/_admin/v1/changelog', ({ res, query }) => {
-    sendJson(res, 200, { entries: ctx.store.changelog.list(limitParam(query, ADMIN_CHANGELOG_DEFAULT_LIMIT, ADMIN_CHANGELOG_MAX_LIMIT)) } satisfies ChangelogList);
+    sendJson(res, 200, {
+      entries: ctx.store.changelog.list(limitParam(query, ADMIN_CHANGELOG_DEFAULT_LIMIT, ADMIN_CHANGELOG_MAX_LIMIT)),
+    } satisfies ChangelogList);
   });
 
   router.post('/_admin/v1/changelog', async ({ req, res, actor }) => {

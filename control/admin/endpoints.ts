@@ -83,7 +83,12 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     const publicOnly = Object.keys(input).every((field) => field === 'display_name');
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'endpoints.update', target: current.id, detail: auditDetail(input), changes: publicOnly ? [] : [{ kind: 'endpoint', entity: current.id }] },
+      {
+        action: 'endpoints.update',
+        target: current.id,
+        detail: auditDetail(input),
+        changes: publicOnly ? [] : [{ kind: 'endpoint', entity: current.id }],
+      },
       () => ctx.store.endpoints.save(next),
     );
     sendJson(res, 200, { ...endpointView(ctx.store.endpoints.byId(current.id)!), version } satisfies EndpointChange);

@@ -2,7 +2,15 @@
  * `/_admin/v1/flags`: every change writes the flag and a changelog entry in one transaction
  * (the spec: flag changes are announced in the changelog).
  */
-import { FLAG_NAMES, SetFlagRequest, normaliseFlagName, type FlagChange, type FlagList, type FlagName, type FlagView } from '../../protocol/admin';
+import {
+  FLAG_NAMES,
+  SetFlagRequest,
+  normaliseFlagName,
+  type FlagChange,
+  type FlagList,
+  type FlagName,
+  type FlagView,
+} from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
@@ -40,7 +48,12 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
     const text = `${name} turned ${input.value ? 'on' : 'off'}${input.note ? `: ${input.note}` : ''}`;
     const { result: changelogId, version } = ctx.store.mutate(
       { actor, now },
-      { action: 'flags.set', target: name, detail: { value: input.value, note: input.note ?? null }, changes: [{ kind: 'flags', entity: '*' }] },
+      {
+        action: 'flags.set',
+        target: name,
+        detail: { value: input.value, note: input.note ?? null },
+        changes: [{ kind: 'flags', entity: '*' }],
+      },
       () => {
         ctx.store.flags.set(name, input.value, now, actor, input.note ?? null);
         return ctx.store.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });

@@ -75,7 +75,10 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
   for (;;) {
     const step = Math.min(KEY_LIST_STEP, limit - keys.length);
     const page = ctx.store.keys.page({ limit: step, after, now, ...(q.status ? { status: q.status } : {}) });
-    const secrets = ctx.store.keys.liveSecretsOf(page.rows.map((r) => r.id), now);
+    const secrets = ctx.store.keys.liveSecretsOf(
+      page.rows.map((r) => r.id),
+      now,
+    );
     for (const row of page.rows) keys.push(keyView(row, secrets.get(row.id) ?? [], now));
     after = page.next;
     if (after === null || keys.length >= limit || page.rows.length < step) break;
@@ -126,7 +129,12 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     const secret = newSecret();
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'keys.rotate', target: row.id, detail: { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace }, changes: [{ kind: 'key', entity: row.id }] },
+      {
+        action: 'keys.rotate',
+        target: row.id,
+        detail: { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace },
+        changes: [{ kind: 'key', entity: row.id }],
+      },
       () => replaceSecrets(ctx, row.id, secret, now + grace * 1000, now),
     );
     const issued: IssuedKey = { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), key: secret.key, version };
@@ -140,7 +148,12 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     const until = now + input.for_seconds * 1000;
     const { version } = ctx.store.mutate(
       { actor, now },
-      { action: 'keys.lift', target: row.id, detail: { ...input.limit, until: new Date(until).toISOString() }, changes: [{ kind: 'key', entity: row.id }] },
+      {
+        action: 'keys.lift',
+        target: row.id,
+        detail: { ...input.limit, until: new Date(until).toISOString() },
+        changes: [{ kind: 'key', entity: row.id }],
+      },
       () => ctx.store.keys.setLift(row.id, { ...input.limit, until }),
     );
     sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version } satisfies KeyChange);

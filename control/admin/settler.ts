@@ -26,7 +26,10 @@ export function registerSettlerRoutes(router: Router, ctx: ControlContext, settl
     const run = await settler.runOnce();
     ctx.store.mutate(
       { actor, now: ctx.now() },
-      { action: 'settler.run_once', detail: { batches: run.batches.length, calls: run.calls, refunds: run.refunds, premiums: run.premiums } },
+      {
+        action: 'settler.run_once',
+        detail: { batches: run.batches.length, calls: run.calls, refunds: run.refunds, premiums: run.premiums },
+      },
       () => undefined,
     );
     sendJson(res, 200, run satisfies RunOnceView);

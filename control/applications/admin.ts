@@ -55,7 +55,8 @@ function boolParam(query: URLSearchParams, name: string): boolean {
 export function registerApplicationAdminRoutes(router: Router, ctx: ControlContext): void {
   router.get('/_admin/v1/applications', ({ res, query }) => {
     const status = query.get('status');
-    if (status !== null && !STATUSES.includes(status as ApplicationStatus)) throw badQuery('status', `must be one of ${STATUSES.join(', ')}`);
+    if (status !== null && !STATUSES.includes(status as ApplicationStatus))
+      throw badQuery('status', `must be one of ${STATUSES.join(', ')}`);
     const body: ApplicationList = {
       applications: listApplications(ctx, {
         ...(status !== null ? { status: status as ApplicationStatus } : {}),
@@ -83,7 +84,10 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
       receivedAt = Math.min(receivedAt, now);
     }
     const { id, duplicate } = submitApplication(ctx, app, { source: 'direct', actor, ...(receivedAt !== undefined ? { receivedAt } : {}) });
-    sendJson(res, duplicate ? 200 : 201, { duplicate, application: applicationView(mustGetApplication(ctx, id), ctx.now()) } satisfies ApplicationAdded);
+    sendJson(res, duplicate ? 200 : 201, {
+      duplicate,
+      application: applicationView(mustGetApplication(ctx, id), ctx.now()),
+    } satisfies ApplicationAdded);
   });
 
   router.post('/_admin/v1/applications/:id/approve', async ({ req, res, params, actor }) => {

@@ -38,7 +38,11 @@ export function formAnswers(params: URLSearchParams): Record<string, unknown> {
     const value = params.get(name);
     if (value !== null) out[name] = value;
   }
-  const apis = params.getAll('apis_paid').flatMap((v) => v.split(/[\r\n,]+/)).map((v) => v.trim()).filter((v) => v !== '');
+  const apis = params
+    .getAll('apis_paid')
+    .flatMap((v) => v.split(/[\r\n,]+/))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
   if (apis.length > 0) out.apis_paid = apis;
   out.feedback_opt_in = params.getAll('feedback_opt_in').some((v) => TRUE_VALUES.has(v.trim().toLowerCase()));
   return out;

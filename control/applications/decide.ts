@@ -47,7 +47,13 @@ interface IssuedSecret {
 }
 
 /** Deliver `secret` for `row` through `kind`'s notifier; log every attempt; record the outcome. */
-async function deliver(ctx: ControlContext, actor: string, row: ApplicationRow, secret: IssuedSecret, kind: NotifierKind): Promise<ApprovalResult> {
+async function deliver(
+  ctx: ControlContext,
+  actor: string,
+  row: ApplicationRow,
+  secret: IssuedSecret,
+  kind: NotifierKind,
+): Promise<ApprovalResult> {
   const notifier = createNotifier(ctx.config, ctx.now, kind);
   const endpoints = secret.endpoints.length > 0 ? secret.endpoints : ctx.store.endpoints.list().map((e) => e.id);
   const marketUrl = ctx.config.applications.marketUrl ?? null;
@@ -78,7 +84,14 @@ async function deliver(ctx: ControlContext, actor: string, row: ApplicationRow, 
     {
       action: 'applications.deliver',
       target: row.id,
-      detail: { key_id: secret.keyId, prefix: secret.prefix, notifier: kind, status: outcome.status, attempts: outcome.attempts, error: outcome.error },
+      detail: {
+        key_id: secret.keyId,
+        prefix: secret.prefix,
+        notifier: kind,
+        status: outcome.status,
+        attempts: outcome.attempts,
+        error: outcome.error,
+      },
     },
     () => ctx.store.applications.setDelivery(row.id, outcome.status, kind, ctx.now(), outcome.error),
   );
@@ -114,7 +127,12 @@ async function deliver(ctx: ControlContext, actor: string, row: ApplicationRow, 
   return result;
 }
 
-export async function approveApplication(ctx: ControlContext, actor: string, id: string, input: ApproveApplicationRequest): Promise<ApprovalResult> {
+export async function approveApplication(
+  ctx: ControlContext,
+  actor: string,
+  id: string,
+  input: ApproveApplicationRequest,
+): Promise<ApprovalResult> {
   const row = mustGetApplication(ctx, id);
   if (row.status === 'approved') {
     throw new SvcError('svc_conflict', `application ${id} is already approved with key ${row.key_id}; use redeliver to send a new secret`);
@@ -132,7 +150,8 @@ export async function approveApplication(ctx: ControlContext, actor: string, id:
     { actor, now },
     { action: 'applications.approve', target: id, detail: { key_id: issued.id, prefix: issued.prefix, endpoints: issued.endpoints } },
     () => {
-      if (!ctx.store.applications.approve(id, now, actor, issued.id)) throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
+      if (!ctx.store.applications.approve(id, now, actor, issued.id))
+        throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
     },
   );
   return deliver(
@@ -149,12 +168,15 @@ export function rejectApplication(ctx: ControlContext, actor: string, id: string
   if (row.status !== 'pending') {
     throw new SvcError(
       'svc_conflict',
-      row.status === 'approved' ? `application ${id} is approved; revoke its key ${row.key_id} instead` : `application ${id} is already rejected`,
+      row.status === 'approved'
+        ? `application ${id} is approved; revoke its key ${row.key_id} instead`
+        : `application ${id} is already rejected`,
     );
   }
   const now = ctx.now();
   ctx.store.mutate({ actor, now }, { action: 'applications.reject', target: id, detail: { reason } }, () => {
-    if (!ctx.store.applications.reject(id, now, actor, reason)) throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
+    if (!ctx.store.applications.reject(id, now, actor, reason))
+      throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
   });
   return mustGetApplication(ctx, id);
 }
@@ -165,7 +187,8 @@ export function rejectApplication(ctx: ControlContext, actor: string, id: string
  */
 export async function redeliverApplication(ctx: ControlContext, actor: string, id: string, toOperator: boolean): Promise<ApprovalResult> {
   const row = mustGetApplication(ctx, id);
-  if (row.status !== 'approved' || row.key_id === null) throw new SvcError('svc_conflict', `application ${id} is ${row.status}, not approved`);
+  if (row.status !== 'approved' || row.key_id === null)
+    throw new SvcError('svc_conflict', `application ${id} is ${row.status}, not approved`);
   const keyRow = ctx.store.keys.byId(row.key_id);
   const now = ctx.now();
   const status = keyRow ? keyStatus(keyRow, now) : 'revoked';
@@ -184,5 +207,11 @@ export async function redeliverApplication(ctx: ControlContext, actor: string, i
     () => replaceSecrets(ctx, keyRow.id, secret, now, now),
   );
   const kind: NotifierKind = toOperator ? 'operator' : ctx.config.applications.notifier;
-  return deliver(ctx, actor, row, { keyId: keyRow.id, key: secret.key, prefix: secret.prefix, endpoints: JSON.parse(keyRow.endpoints) as string[], version }, kind);
+  return deliver(
+    ctx,
+    actor,
+    row,
+    { keyId: keyRow.id, key: secret.key, prefix: secret.prefix, endpoints: JSON.parse(keyRow.endpoints) as string[], version },
+    kind,
+  );
 }

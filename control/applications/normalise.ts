@@ -32,5 +32,7 @@ export function normalisedAnswers(app: Application): unknown[] {
 }
 
 export function contentHash(app: Application): string {
-  return createHash('sha256').update(JSON.stringify(normalisedAnswers(app))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(normalisedAnswers(app)))
+    .digest('hex');
 }

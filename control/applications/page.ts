@@ -32,7 +32,12 @@ export function contentSecurityPolicy(nonce: string): string {
   return `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`;
 }
 
-export function sendHtml(res: ServerResponse, status: number, render: (nonce: string) => string, headers: Record<string, string> = {}): void {
+export function sendHtml(
+  res: ServerResponse,
+  status: number,
+  render: (nonce: string) => string,
+  headers: Record<string, string> = {},
+): void {
   const nonce = randomBytes(16).toString('base64');
   const body = render(nonce);
   res.writeHead(status, {
@@ -156,7 +161,16 @@ function textInput(name: string, hint: string, state: FormState, attrs: string, 
     </div>`;
 }
 
-function textArea(name: string, hint: string, state: FormState, attrs: string, max: number, rows: number, forNote = '', wrapperId = ''): string {
+function textArea(
+  name: string,
+  hint: string,
+  state: FormState,
+  attrs: string,
+  max: number,
+  rows: number,
+  forNote = '',
+  wrapperId = '',
+): string {
   const noteId = forNote ? [`f-${name}-for`] : [];
   return `
     <div class="${fieldClass(name, state)}"${wrapperId ? ` id="${wrapperId}"` : ''}>
@@ -276,5 +290,11 @@ export function renderThanks(nonce: string, id: string | null, header: SiteHeade
 
 /** A short page for failures that are not about a field (body too large, bad content type). */
 export function renderProblem(nonce: string, title: string, detail: string, header: SiteHeader = ''): string {
-  return page(nonce, `${title} — svc`, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(detail)}</p><p><a href="/apply">Back to the form</a></p>`, '', header);
+  return page(
+    nonce,
+    `${title} — svc`,
+    `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(detail)}</p><p><a href="/apply">Back to the form</a></p>`,
+    '',
+    header,
+  );
 }

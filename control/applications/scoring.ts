@@ -23,7 +23,13 @@ export const CODE_HOST_POINTS = 5;
 
 /** Hosts where a link shows work that can be looked at. */
 export const CODE_HOSTS: readonly string[] = [
-  'github.com', 'gitlab.com', 'bitbucket.org', 'codeberg.org', 'huggingface.co', 'npmjs.com', 'pypi.org',
+  'github.com',
+  'gitlab.com',
+  'bitbucket.org',
+  'codeberg.org',
+  'huggingface.co',
+  'npmjs.com',
+  'pypi.org',
 ];
 
 const TYPE_REASON = { ai_agent: 'AI agent developer', ai_agent_merchant: 'AI agent merchant', api_merchant: 'API merchant' };

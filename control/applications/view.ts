@@ -1,10 +1,5 @@
 /** Admin views of applications: answers, priority, age against the 24-hour answer target. */
-import {
-  ANSWER_WITHIN_HOURS,
-  type ApplicationDetail,
-  type ApplicationStatus,
-  type ApplicationView,
-} from '../../protocol/applications';
+import { ANSWER_WITHIN_HOURS, type ApplicationDetail, type ApplicationStatus, type ApplicationView } from '../../protocol/applications';
 import type { ControlContext } from '../context';
 import { applicationOf, deliveryView, type ApplicationRow } from '../store/applications';
 import { keyStatus } from '../store/keys';

@@ -41,7 +41,9 @@ export function registerReceiptRoutes(router: Router, ctx: ControlContext, heade
   const receipts = ctx.store.receipts;
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
 
-  router.get('/api/receipts/keys', ({ req, res }) => cache.send(req, res, `jwks:${receipts.kid}`, () => jsonAnswer(receipts.jwks() satisfies ReceiptJwks, headers)));
+  router.get('/api/receipts/keys', ({ req, res }) =>
+    cache.send(req, res, `jwks:${receipts.kid}`, () => jsonAnswer(receipts.jwks() satisfies ReceiptJwks, headers)),
+  );
 
   router.get('/api/receipts', ({ req, res, query }) => {
     const after = batchNumber(query.get('after'), 'after', 0)!;

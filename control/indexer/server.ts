@@ -31,7 +31,11 @@ export function indexerRouter(ctx: ControlContext): Router {
   const router = new Router()
     .get('/health', ({ res }) => sendJson(res, 200, HEALTH_BODY))
     .get('/openapi.json', ({ req, res }) =>
-      cache.send(req, res, 'openapi', () => ({ body: Buffer.from(renderDocument('indexer')), contentType: JSON_CONTENT_TYPE, headers: JSON_HEADERS })),
+      cache.send(req, res, 'openapi', () => ({
+        body: Buffer.from(renderDocument('indexer')),
+        contentType: JSON_CONTENT_TYPE,
+        headers: JSON_HEADERS,
+      })),
     )
     .get('/api/stats', ({ req, res }) => cache.send(req, res, 'stats', () => jsonAnswer(statsAnswer(ctx, ids), JSON_HEADERS)))
     .get('/api/activity', ({ req, res, query }) => {

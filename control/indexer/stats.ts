@@ -72,7 +72,13 @@ export function parseBefore(raw: string | null, cursors: CursorCodec): ActivityC
   return cursor;
 }
 
-export function activityPage(ctx: ControlContext, ids: OpaqueIds, cursors: CursorCodec, limit: number, before: ActivityCursor | null): ActivityPage {
+export function activityPage(
+  ctx: ControlContext,
+  ids: OpaqueIds,
+  cursors: CursorCodec,
+  limit: number,
+  before: ActivityCursor | null,
+): ActivityPage {
   // One extra row says whether an older page exists.
   const rows = ctx.store.publicReads.activity(limit + 1, before);
   const page = rows.slice(0, limit);

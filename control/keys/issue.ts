@@ -86,4 +86,3 @@ export function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequ
   );
   return { ...viewKey(ctx, keyOrNotFound(ctx, id)), key, version };
 }
-

@@ -45,7 +45,12 @@ export function histogramQuantile(buckets: readonly number[], q: number): number
 
 const EMPTY_COUNTS = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
 
-function provider(ids: OpaqueIds, endpoint: { id: string; display_name: string | null }, window: EndpointWindow | undefined, tiers: Tiers): Provider {
+function provider(
+  ids: OpaqueIds,
+  endpoint: { id: string; display_name: string | null },
+  window: EndpointWindow | undefined,
+  tiers: Tiers,
+): Provider {
   const counts = window?.counts ?? EMPTY_COUNTS;
   let calls = 0;
   let failures = 0;

@@ -39,7 +39,11 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
   );
 
   router.get('/openapi.json', ({ req, res }) =>
-    status.send(req, res, 'openapi', () => ({ body: Buffer.from(renderDocument('public')), contentType: JSON_CONTENT_TYPE, headers: JSON_HEADERS })),
+    status.send(req, res, 'openapi', () => ({
+      body: Buffer.from(renderDocument('public')),
+      contentType: JSON_CONTENT_TYPE,
+      headers: JSON_HEADERS,
+    })),
   );
 
   router.get('/api/v1/status', ({ req, res }) => status.send(req, res, 'json', () => jsonAnswer(statusAnswer(ctx, ids), JSON_HEADERS)));

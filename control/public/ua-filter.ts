@@ -79,10 +79,20 @@ export class UserAgentFilter {
    * @param exempt  `public.userAgentExemptPaths`: `none` or paths served to any User-Agent.
    */
   constructor(allow: string, exempt: string) {
-    const entries = allow.split(',').map((s) => s.trim()).filter(Boolean);
+    const entries = allow
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     this.browsers = entries.includes('browser');
     this.products = entries.filter((e) => e !== 'browser').map((name) => ({ name, pattern: productPattern(name) }));
-    this.exempt = new Set(exempt === 'none' ? [] : exempt.split(',').map((s) => s.trim()).filter(Boolean));
+    this.exempt = new Set(
+      exempt === 'none'
+        ? []
+        : exempt
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+    );
     this.accepted = [...(this.browsers ? ['a web browser'] : []), ...this.products.map((p) => `${p.name}/<semver>`)];
   }
 
@@ -104,11 +114,21 @@ export class UserAgentFilter {
     const verdict = this.check(req.headers['user-agent']);
     if (verdict.allowed) return true;
     req.resume();
-    const sdk = this.products.find((p) => p.name === 'svc-monitor-sdk') ? SDK_USER_AGENT_EXAMPLE : this.products[0] ? `${this.products[0].name}/1.0.0` : null;
+    const sdk = this.products.find((p) => p.name === 'svc-monitor-sdk')
+      ? SDK_USER_AGENT_EXAMPLE
+      : this.products[0]
+        ? `${this.products[0].name}/1.0.0`
+        : null;
     const how = [sdk ? `send User-Agent: ${sdk}` : null, this.browsers ? 'open it in a web browser' : null].filter(Boolean).join(' or ');
-    sendProblem(res, 'svc_forbidden_user_agent', `${verdict.reason} on the public read API; ${how}`, {}, {
-      allowed_user_agents: this.accepted,
-    });
+    sendProblem(
+      res,
+      'svc_forbidden_user_agent',
+      `${verdict.reason} on the public read API; ${how}`,
+      {},
+      {
+        allowed_user_agents: this.accepted,
+      },
+    );
     return false;
   }
 }

@@ -110,15 +110,24 @@ export class Settler {
       last_batch:
         last === null
           ? null
-          : { id: last.id, endpoint_id: last.endpoint_id, calls: last.calls, refunds: last.refunds, premiums: last.premiums, at: last.created_at },
+          : {
+              id: last.id,
+              endpoint_id: last.endpoint_id,
+              calls: last.calls,
+              refunds: last.refunds,
+              premiums: last.premiums,
+              at: last.created_at,
+            },
       last_error: this.lastError,
     };
   }
 
   private setPaused(paused: boolean, actor: string): void {
     const store = this.opts.store;
-    store.mutate({ actor, now: this.opts.now() }, { action: paused ? 'settler.pause' : 'settler.resume', detail: { was: this.paused ? 'paused' : 'active' } }, () =>
-      store.setMeta(PAUSED_META, paused ? 1 : 0),
+    store.mutate(
+      { actor, now: this.opts.now() },
+      { action: paused ? 'settler.pause' : 'settler.resume', detail: { was: this.paused ? 'paused' : 'active' } },
+      () => store.setMeta(PAUSED_META, paused ? 1 : 0),
     );
     this.paused = paused;
   }

@@ -79,9 +79,7 @@ export function schemaVersion(db: Db): number {
 function migrate(db: Db): void {
   const current = schemaVersion(db);
   if (current > MIGRATIONS.length) {
-    throw new StoreOpenError(
-      `database schema version ${current} is newer than this build supports (${MIGRATIONS.length}); upgrade svc`,
-    );
+    throw new StoreOpenError(`database schema version ${current} is newer than this build supports (${MIGRATIONS.length}); upgrade svc`);
   }
   for (let v = current; v < MIGRATIONS.length; v++) {
     db.transaction(() => {

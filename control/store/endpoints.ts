@@ -39,7 +39,8 @@ export function parseEndpointRow(row: EndpointRow): EndpointRecord {
     ...rest,
     methods: JSON.parse(row.methods) as HttpMethod[],
     headers: JSON.parse(row.headers) as Record<string, string>,
-    response_schema: row.response_schema === null || row.response_schema === undefined ? null : (JSON.parse(row.response_schema) as JsonSchema),
+    response_schema:
+      row.response_schema === null || row.response_schema === undefined ? null : (JSON.parse(row.response_schema) as JsonSchema),
   };
 }
 
@@ -86,7 +87,8 @@ export class EndpointsTable {
       ...record,
       methods: JSON.stringify(record.methods),
       headers: JSON.stringify(record.headers),
-      response_schema: record.response_schema === null || record.response_schema === undefined ? null : JSON.stringify(record.response_schema),
+      response_schema:
+        record.response_schema === null || record.response_schema === undefined ? null : JSON.stringify(record.response_schema),
       display_name: record.display_name ?? null,
     });
   }

@@ -124,9 +124,7 @@ export class Store {
     );
     this.oldestChangeStmt = db.prepare(`SELECT min(version) FROM state_changes`).pluck();
     this.metaGetStmt = db.prepare(`SELECT value FROM meta WHERE name = ?`).pluck();
-    this.metaSetStmt = db.prepare(
-      `INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-    );
+    this.metaSetStmt = db.prepare(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`);
   }
 
   /**

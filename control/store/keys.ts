@@ -90,18 +90,17 @@ export class KeysTable {
        VALUES (@id, @name, @prefix, 'active', @created_at, @created_by, @expires_at, @wallet, @endpoints,
                @limit_count, @limit_window_s, @application_id)`,
     );
-    this.insertSecretStmt = db.prepare(
-      `INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-    );
+    this.insertSecretStmt = db.prepare(`INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`);
     this.byIdStmt = db.prepare(`SELECT * FROM keys WHERE id = ?`);
     this.listStmt = db.prepare(`SELECT * FROM keys ORDER BY created_at DESC, id DESC`);
     // Keyset pages on keys_by_created / keys_by_status_created (migration 8), newest first.
-    const page = (where: string) =>
-      db.prepare(`SELECT * FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
+    const page = (where: string) => db.prepare(`SELECT * FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
     // Positions only, read from the covering index: what a filter on expiry scans.
     const scan = (where: string) =>
       db
-        .prepare(`SELECT created_at, id, expires_at FROM keys WHERE status = 'active' ${where} ORDER BY created_at DESC, id DESC LIMIT @take`)
+        .prepare(
+          `SELECT created_at, id, expires_at FROM keys WHERE status = 'active' ${where} ORDER BY created_at DESC, id DESC LIMIT @take`,
+        )
         .raw();
     this.pageStmts = {
       all: { first: page('1'), after: page('(created_at, id) < (@at, @id)') },
@@ -278,18 +277,13 @@ export function keyView(row: KeyRow, secrets: SecretRow[], now: number): KeyView
     revoked_at: iso(row.revoked_at),
     wallet: row.wallet,
     endpoints: JSON.parse(row.endpoints) as string[],
-    limit:
-      row.limit_count !== null && row.limit_window_s !== null
-        ? { count: row.limit_count, window_seconds: row.limit_window_s }
-        : null,
+    limit: row.limit_count !== null && row.limit_window_s !== null ? { count: row.limit_count, window_seconds: row.limit_window_s } : null,
     lift:
       liftLive && row.lift_count !== null && row.lift_window_s !== null
         ? { count: row.lift_count, window_seconds: row.lift_window_s, until: iso(row.lift_until)! }
         : null,
     application_id: row.application_id,
     secrets:
-      status === 'active'
-        ? secrets.map((s) => ({ prefix: s.prefix, created_at: iso(s.created_at)!, expires_at: iso(s.expires_at) }))
-        : [],
+      status === 'active' ? secrets.map((s) => ({ prefix: s.prefix, created_at: iso(s.created_at)!, expires_at: iso(s.expires_at) })) : [],
   };
 }

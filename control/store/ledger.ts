@@ -10,14 +10,7 @@
  */
 import type { Db } from './db';
 import type { Outcome } from '../../protocol/outcome';
-import {
-  keyAccount,
-  type BalanceView,
-  type Clamp,
-  type MarkPaidView,
-  type PayoutLine,
-  type PoolView,
-} from '../../protocol/settlement';
+import { keyAccount, type BalanceView, type Clamp, type MarkPaidView, type PayoutLine, type PoolView } from '../../protocol/settlement';
 import { verifyLedger } from './ledger-verify';
 import type { LedgerVerifyView } from '../../protocol/settlement';
 
@@ -138,10 +131,12 @@ export class LedgerTable {
        FROM settlement_batches`,
     );
     this.unsettledStmt = db.prepare(`SELECT count(*) FROM outcomes WHERE settled_batch IS NULL`).pluck();
-    this.kindTotalStmt = db.prepare(
-      `SELECT coalesce(sum(p.amount), 0) FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
+    this.kindTotalStmt = db
+      .prepare(
+        `SELECT coalesce(sum(p.amount), 0) FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
        WHERE t.kind = ? AND p.account = ?`,
-    ).pluck();
+      )
+      .pluck();
     this.clampedStmt = db.prepare(`SELECT clamp, count(*) AS n FROM outcomes WHERE clamp IS NOT NULL GROUP BY clamp`);
     this.owedToKeysStmt = db.prepare(`SELECT coalesce(sum(balance), 0) FROM account_balances WHERE ${KEY_RANGE} AND balance > 0`).pluck();
     this.payoutRowsStmt = db.prepare(
@@ -158,7 +153,14 @@ export class LedgerTable {
        ORDER BY settled_batch DESC, started_at DESC, call_id DESC LIMIT ?`,
     );
     this.totalsTx = db.transaction((): LedgerTotals => {
-      const b = this.batchTotalsStmt.get() as { batches: number; calls: number; premiums: number; treasury_fees: number; refunds: number; refunds_owed: number };
+      const b = this.batchTotalsStmt.get() as {
+        batches: number;
+        calls: number;
+        premiums: number;
+        treasury_fees: number;
+        refunds: number;
+        refunds_owed: number;
+      };
       const unsettled = this.unsettledStmt.get() as number;
       return {
         pool_size: this.balance('pool'),
@@ -194,7 +196,8 @@ export class LedgerTable {
     }
     if (sum !== 0 || accounts.size < 2) throw new LedgerError('unbalanced', `transfer ${input.kind}: postings sum to ${sum}`);
     const id = Number(
-      this.transferStmt.run(input.at, input.kind, input.callId ?? null, input.batchId ?? null, input.reference ?? null, input.actor).lastInsertRowid,
+      this.transferStmt.run(input.at, input.kind, input.callId ?? null, input.batchId ?? null, input.reference ?? null, input.actor)
+        .lastInsertRowid,
     );
     for (const p of input.postings) {
       this.postingStmt.run(id, p.account, p.amount);

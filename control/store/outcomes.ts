@@ -26,10 +26,20 @@ export class OutcomesTable {
       for (const r of records) {
         const startedMs = Date.parse(r.started_at);
         const { changes } = this.insertStmt.run(
-          r.call_id, r.key_id, r.endpoint_id, r.method, r.status, r.outcome, r.latency_ms, startedMs, r.gateway_id, at,
+          r.call_id,
+          r.key_id,
+          r.endpoint_id,
+          r.method,
+          r.status,
+          r.outcome,
+          r.latency_ms,
+          startedMs,
+          r.gateway_id,
+          at,
         );
         // Only rows actually inserted reach the rollups: a replayed call never counts twice.
-        if (changes === 1) inserted.push({ endpoint_id: r.endpoint_id, started_ms: startedMs, outcome: r.outcome, latency_ms: r.latency_ms });
+        if (changes === 1)
+          inserted.push({ endpoint_id: r.endpoint_id, started_ms: startedMs, outcome: r.outcome, latency_ms: r.latency_ms });
       }
       rollups.add(inserted);
       return inserted.length;

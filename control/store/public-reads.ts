@@ -47,9 +47,7 @@ export class PublicReads {
       `SELECT ${columns} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`,
     );
     // Both read the partial indexes of migration 11 (calls owed a refund), newest first.
-    this.refundsStmt = db.prepare(
-      `SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
-    );
+    this.refundsStmt = db.prepare(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`);
     this.refundsOfStmt = db.prepare(
       `SELECT ${columns} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
     );

@@ -32,9 +32,13 @@ interface BatchWithReceipt {
 
 /** Check 1: one receipt per batch, matching it, chained and signed by a published key. */
 export function receiptChainViolation(db: Db): string | null {
-  const keys = (db.prepare(`SELECT kid, x FROM receipt_keys`).all() as { kid: string; x: string }[]).map(
-    (k): ReceiptJwk => ({ kty: 'OKP', crv: 'Ed25519', x: k.x, kid: k.kid, use: 'sig' }),
-  );
+  const keys = (db.prepare(`SELECT kid, x FROM receipt_keys`).all() as { kid: string; x: string }[]).map((k): ReceiptJwk => ({
+    kty: 'OKP',
+    crv: 'Ed25519',
+    x: k.x,
+    kid: k.kid,
+    use: 'sig',
+  }));
   const keyring = new ReceiptKeyring({ keys });
   if (keyring.problems.length > 0) return `receipt keys: ${keyring.problems[0]}`;
   const chain = new ChainVerifier(keyring);
@@ -76,7 +80,9 @@ export function receiptRootViolation(db: Db): string | null {
   const secret = db.prepare(`SELECT secret FROM public_secret WHERE id = 1`).pluck().get() as Buffer | undefined;
   if (secret === undefined) return null; // no store has opened this database yet: nothing settled
   const ids = new OpaqueIds(secret);
-  const batchStmt = db.prepare(`SELECT b.endpoint_id, r.root, r.subtrees FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`);
+  const batchStmt = db.prepare(
+    `SELECT b.endpoint_id, r.root, r.subtrees FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`,
+  );
   const rows = db
     .prepare(
       `SELECT settled_batch, call_id, outcome, premium, refund, clamp FROM outcomes
@@ -94,7 +100,8 @@ export function receiptRootViolation(db: Db): string | null {
     const computed = subtreeRoots(hashes, SUBTREE_HEIGHT);
     const root = toHex(rootOf(computed));
     if (root !== stated) return `batch ${batch}: its receipt's root ${stated} is not the root of its ${hashes.length} calls (${root})`;
-    if (runs !== null && !runs.equals(Buffer.from(computed.join(''), 'latin1'))) return `batch ${batch}: the run hashes stored for its proofs are not those of its calls`;
+    if (runs !== null && !runs.equals(Buffer.from(computed.join(''), 'latin1')))
+      return `batch ${batch}: the run hashes stored for its proofs are not those of its calls`;
     return null;
   };
   for (const row of rows) {
@@ -108,7 +115,17 @@ export function receiptRootViolation(db: Db): string | null {
       runs = b?.subtrees ?? null;
       hashes = [];
     }
-    hashes.push(leafHashOf({ batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp }));
+    hashes.push(
+      leafHashOf({
+        batch,
+        call_id: row.call_id,
+        provider,
+        outcome: row.outcome,
+        premium: row.premium,
+        refund: row.refund,
+        clamp: row.clamp,
+      }),
+    );
   }
   return close();
 }

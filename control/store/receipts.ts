@@ -17,7 +17,14 @@
 import type { Db } from './db';
 import { inclusionPath, leafHash, rootOf, toHex } from '../../protocol/merkle';
 import type { CallProof, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
-import { GENESIS_PREV, RECEIPT_VERSION, leafCanonical, receiptHash, receiptSigningBytes, type UnsignedReceipt } from '../../protocol/receipts-verify';
+import {
+  GENESIS_PREV,
+  RECEIPT_VERSION,
+  leafCanonical,
+  receiptHash,
+  receiptSigningBytes,
+  type UnsignedReceipt,
+} from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
 import type { ReceiptSigner } from '../receipts/signing-key';
 import { SUBTREE_LEAVES, splitSubtrees } from '../receipts/tree';
@@ -43,10 +50,7 @@ export interface LeafRow {
 }
 
 export type ProofLookup =
-  | { state: 'unknown' }
-  | { state: 'unsettled' }
-  | { state: 'unreceipted'; batch: number }
-  | { state: 'settled'; proof: CallProof };
+  { state: 'unknown' } | { state: 'unsettled' } | { state: 'unreceipted'; batch: number } | { state: 'settled'; proof: CallProof };
 
 export interface ReceiptsOptions {
   signer: ReceiptSigner;
@@ -107,9 +111,7 @@ export class ReceiptsTable {
       `SELECT call_id, outcome, premium, refund, clamp FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`,
     );
     this.subtreesStmt = db.prepare(`SELECT subtrees FROM receipts WHERE batch = ?`).pluck();
-    this.indexStmt = db
-      .prepare(`SELECT count(*) FROM outcomes WHERE settled_batch = ? AND (received_at, call_id) < (?, ?)`)
-      .pluck();
+    this.indexStmt = db.prepare(`SELECT count(*) FROM outcomes WHERE settled_batch = ? AND (received_at, call_id) < (?, ?)`).pluck();
     this.runStmt = db.prepare(
       `SELECT call_id, outcome, premium, refund, clamp FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id LIMIT ${SUBTREE_LEAVES} OFFSET ?`,
     );
@@ -138,7 +140,15 @@ export class ReceiptsTable {
    * of a batch, in leaf order, with the amounts it writes on the call's row.
    */
   leaf(batch: number, provider: string, call: LeafRow): string {
-    return leafCanonical({ batch, call_id: call.call_id, provider, outcome: call.outcome, premium: call.premium, refund: call.refund, clamp: call.clamp });
+    return leafCanonical({
+      batch,
+      call_id: call.call_id,
+      provider,
+      outcome: call.outcome,
+      premium: call.premium,
+      refund: call.refund,
+      clamp: call.clamp,
+    });
   }
 
   /** Start computing the tree of a batch's canonical leaves (on the hasher's thread). */
@@ -171,7 +181,10 @@ export class ReceiptsTable {
    * process keeps signing with the old, published key, and the next start publishes the
    * file's key before it signs anything.
    */
-  rotate(now: number, publish: (rotation: { kid: string; previous_kid: string }, insert: () => void) => void): { kid: string; previous_kid: string } {
+  rotate(
+    now: number,
+    publish: (rotation: { kid: string; previous_kid: string }, insert: () => void) => void,
+  ): { kid: string; previous_kid: string } {
     const next = this.rotateKey();
     const rotation = { kid: next.kid, previous_kid: this.signerNow.kid };
     publish(rotation, () => this.addKeyStmt.run(next.kid, next.x, now));
@@ -194,7 +207,8 @@ export class ReceiptsTable {
   }
 
   private sign(batch: ReceiptBatch, tree: StoredTree, treeSize: number, head: Receipt | undefined): Receipt {
-    if (head !== undefined && head.batch >= batch.id) throw new Error(`receipts: batch ${batch.id} is not after the newest receipt (${head.batch})`);
+    if (head !== undefined && head.batch >= batch.id)
+      throw new Error(`receipts: batch ${batch.id} is not after the newest receipt (${head.batch})`);
     if (treeSize === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
     const unsigned: UnsignedReceipt = {
       v: RECEIPT_VERSION,
@@ -281,7 +295,10 @@ export class ReceiptsTable {
     const leaves = this.leafRows(batch, provider, this.runStmt.all(batch, run * SUBTREE_LEAVES) as LeafRow[]);
     const at = index - run * SUBTREE_LEAVES;
     if (run >= runs.length || leaves[at]?.call_id !== callId) return null;
-    const inner = inclusionPath(leaves.map((l) => leafHash(leafCanonical(l))), at);
+    const inner = inclusionPath(
+      leaves.map((l) => leafHash(leafCanonical(l))),
+      at,
+    );
     if (inner.root !== runs[run]) return null;
     const outer = inclusionPath(runs, run);
     return { leaf: leaves[at], leaf_index: index, audit_path: [...inner.path, ...outer.path].map(toHex) };
@@ -290,11 +307,22 @@ export class ReceiptsTable {
   private proofFromBatch(batch: number, callId: string): Omit<CallProof, 'tree_size' | 'receipt'> {
     const leaves = this.leaves(batch);
     const index = leaves.findIndex((l) => l.call_id === callId);
-    const { path } = inclusionPath(leaves.map((l) => leafHash(leafCanonical(l))), index);
+    const { path } = inclusionPath(
+      leaves.map((l) => leafHash(leafCanonical(l))),
+      index,
+    );
     return { leaf: leaves[index]!, leaf_index: index, audit_path: path.map(toHex) };
   }
 
   private leafRows(batch: number, provider: string, rows: LeafRow[]): ReceiptLeaf[] {
-    return rows.map((row) => ({ batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp }));
+    return rows.map((row) => ({
+      batch,
+      call_id: row.call_id,
+      provider,
+      outcome: row.outcome,
+      premium: row.premium,
+      refund: row.refund,
+      clamp: row.clamp,
+    }));
   }
 }

@@ -109,7 +109,8 @@ export const batchView = (row: BatchRow): BatchView => ({ ...row, created_at: ne
  */
 function standardAmounts(call: UnsettledCall, plan: BatchPlan): CallAmounts {
   if (call.key_id === null) return NOTHING;
-  if (call.outcome === 'ok') return plan.standard.premium === 0 ? NOTHING : { premium: plan.standard.premium, refund: 0, refund_owed: 0, clamp: null };
+  if (call.outcome === 'ok')
+    return plan.standard.premium === 0 ? NOTHING : { premium: plan.standard.premium, refund: 0, refund_owed: 0, clamp: null };
   if (COVERED_FAILURES.has(call.outcome)) return { premium: 0, refund: plan.standard.owed, refund_owed: plan.standard.owed, clamp: null };
   return NOTHING;
 }
@@ -261,7 +262,16 @@ export class SettlementTable {
       refundedInHour: (hour) => (this.hourStmt.get(endpointId, hour) as number | undefined) ?? 0,
     });
     const t = plan.totals;
-    const batch = this.insertBatchStmt.get(endpointId, at, calls.length, t.premiums, plan.treasuryFees, t.refunds, t.refunds_owed, t.clamped_calls) as BatchRow;
+    const batch = this.insertBatchStmt.get(
+      endpointId,
+      at,
+      calls.length,
+      t.premiums,
+      plan.treasuryFees,
+      t.refunds,
+      t.refunds_owed,
+      t.clamped_calls,
+    ) as BatchRow;
     // The receipt's tree is computed (on the hasher's thread) while the rows are written.
     const tree = this.receipts.enabled ? this.receipts.startTree(this.leaves(batch, calls, plan)) : null;
 
@@ -286,17 +296,34 @@ export class SettlementTable {
     // Premiums first, then the fee, then refunds: the pool only grows until the refunds.
     const base = { at, actor: 'settler', batchId: batch.id };
     for (const [keyId, amount] of plan.premiums) {
-      this.ledger.transfer({ ...base, kind: 'premium', postings: [{ account: keyAccount(keyId), amount: -amount }, { account: 'pool', amount }] });
+      this.ledger.transfer({
+        ...base,
+        kind: 'premium',
+        postings: [
+          { account: keyAccount(keyId), amount: -amount },
+          { account: 'pool', amount },
+        ],
+      });
     }
     if (plan.treasuryFees > 0) {
       this.ledger.transfer({
         ...base,
         kind: 'treasury_fee',
-        postings: [{ account: 'pool', amount: -plan.treasuryFees }, { account: 'treasury', amount: plan.treasuryFees }],
+        postings: [
+          { account: 'pool', amount: -plan.treasuryFees },
+          { account: 'treasury', amount: plan.treasuryFees },
+        ],
       });
     }
     for (const [keyId, amount] of plan.refunds) {
-      this.ledger.transfer({ ...base, kind: 'refund', postings: [{ account: 'pool', amount: -amount }, { account: keyAccount(keyId), amount }] });
+      this.ledger.transfer({
+        ...base,
+        kind: 'refund',
+        postings: [
+          { account: 'pool', amount: -amount },
+          { account: keyAccount(keyId), amount },
+        ],
+      });
     }
     for (const [hour, amount] of plan.refundsByHour) if (amount > 0) this.addHourStmt.run(endpointId, hour, amount);
     if (tree !== null) this.receipts.append(batch, tree, calls.length);
@@ -315,10 +342,18 @@ export class SettlementTable {
       const a = (checkExceptions ? plan.exceptions.get(call.call_id) : undefined) ?? standardAmounts(call, plan);
       premiums += a.premium;
       refunds += a.refund;
-      leaves[i] = this.receipts.leaf(batch.id, provider, { call_id: call.call_id, outcome: call.outcome, premium: a.premium, refund: a.refund, clamp: a.clamp });
+      leaves[i] = this.receipts.leaf(batch.id, provider, {
+        call_id: call.call_id,
+        outcome: call.outcome,
+        premium: a.premium,
+        refund: a.refund,
+        clamp: a.clamp,
+      });
     }
     if (premiums !== batch.premiums || refunds !== batch.refunds) {
-      throw new Error(`settlement: batch ${batch.id}'s leaves sum to premiums ${premiums}, refunds ${refunds}; the batch says ${batch.premiums}, ${batch.refunds}`);
+      throw new Error(
+        `settlement: batch ${batch.id}'s leaves sum to premiums ${premiums}, refunds ${refunds}; the batch says ${batch.premiums}, ${batch.refunds}`,
+      );
     }
     return leaves;
   }

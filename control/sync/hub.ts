@@ -82,7 +82,9 @@ export class SyncHub {
     for (const row of ctx.store.gateways.list()) {
       if (row.share !== null && row.last_seen + this.leaseMs > now) this.held.set(row.id, row.last_seen + this.leaseMs);
     }
-    this.membersKey = this.members(now).map((m) => m.id).join('\n');
+    this.membersKey = this.members(now)
+      .map((m) => m.id)
+      .join('\n');
     this.unsubscribe = ctx.store.onVersion(() => this.schedulePush());
     this.ping = setInterval(() => this.pingAll(), pingIntervalMs(this.leaseS, SYNC_PING_INTERVAL_MS));
     this.ping.unref();
@@ -91,7 +93,14 @@ export class SyncHub {
   }
 
   /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…&engine=…`. */
-  connect(req: IncomingMessage, res: ServerResponse, gatewayId: string, heldVersion: number, heldEpoch: number | null, engine: string | null = null): void {
+  connect(
+    req: IncomingMessage,
+    res: ServerResponse,
+    gatewayId: string,
+    heldVersion: number,
+    heldEpoch: number | null,
+    engine: string | null = null,
+  ): void {
     const now = this.ctx.now();
     this.ctx.store.gateways.seen(gatewayId, now);
     if (engine === null) this.engines.delete(gatewayId);
@@ -210,7 +219,9 @@ export class SyncHub {
       applied_version: this.conns.get(row.id)?.appliedVersion ?? row.applied_version,
       last_seen: new Date(row.last_seen).toISOString(),
       last_nack:
-        row.last_nack_version === null ? null : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
+        row.last_nack_version === null
+          ? null
+          : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
       engine: this.engines.get(row.id) ?? null,
     }));
   }
@@ -264,13 +275,18 @@ export class SyncHub {
     if (this.mode === 'per-gateway') return 1;
     const others = this.members(now).filter((m) => m.id !== gatewayId);
     const weight = this.weightOf(gatewayId);
-    return shareOf(weight, others.reduce((sum, m) => sum + m.weight, weight));
+    return shareOf(
+      weight,
+      others.reduce((sum, m) => sum + m.weight, weight),
+    );
   }
 
   /** Re-divide when the live set changed (a join, a leave, a lapsed lease). */
   private checkLeases(): void {
     const now = this.ctx.now();
-    const key = this.members(now).map((m) => m.id).join('\n');
+    const key = this.members(now)
+      .map((m) => m.id)
+      .join('\n');
     if (key !== this.membersKey) this.redivide(now);
   }
 
@@ -355,7 +371,13 @@ export class SyncHub {
         } else {
           const started = Date.now();
           conn.needsFull = false;
-          const result = await writeSnapshot(this.ctx.store, this.limits, this.ctx.now(), (line) => this.write(conn, line), storeEpoch(this.ctx.store));
+          const result = await writeSnapshot(
+            this.ctx.store,
+            this.limits,
+            this.ctx.now(),
+            (line) => this.write(conn, line),
+            storeEpoch(this.ctx.store),
+          );
           conn.sent.set(result.version, result.sha256);
           conn.sentVersion = result.version;
           this.ctx.log.info('snapshot sent', { gateway_id: conn.gatewayId, version: result.version, ms: Date.now() - started });

@@ -7,7 +7,13 @@ import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
 import { OutcomeBatch, type OutcomeAck } from '../../protocol/outcome';
 import { GatewayId } from '../../protocol/snapshot';
-import { SetGatewayWeightRequest, WaitRequest, type GatewayWeightChange, type GatewaysView, type WaitResult } from '../../protocol/gateways';
+import {
+  SetGatewayWeightRequest,
+  WaitRequest,
+  type GatewayWeightChange,
+  type GatewaysView,
+  type WaitResult,
+} from '../../protocol/gateways';
 import { StreamQuery, SyncAck, type SyncAckAnswer } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';

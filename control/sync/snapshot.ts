@@ -4,14 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config/load';
-import {
-  SNAPSHOT_KEYS_PER_LINE,
-  SnapshotDigest,
-  sealDelta,
-  type Delta,
-  type Limits,
-  type SnapshotEndpoint,
-} from '../../protocol/snapshot';
+import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint } from '../../protocol/snapshot';
 import type { Store } from '../store';
 import { parseEndpointRow, type EndpointRow } from '../store/endpoints';
 
@@ -103,7 +96,12 @@ export async function writeSnapshot(
  * The delta taking a gateway from `from` to the current version, sealed as one line; null
  * when history does not reach back to `from` (send a full snapshot instead).
  */
-export function buildDelta(store: Store, limits: Limits, from: number, now: number): { line: string; sha256: string; version: number } | null {
+export function buildDelta(
+  store: Store,
+  limits: Limits,
+  from: number,
+  now: number,
+): { line: string; sha256: string; version: number } | null {
   // Read the version and the changes in one transaction so they agree.
   return store.db.transaction(() => {
     const to = store.version();

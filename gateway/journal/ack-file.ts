@@ -22,7 +22,11 @@ export function readAckState(dir: string): AckState {
   try {
     const state = JSON.parse(fs.readFileSync(path.join(dir, STATE_FILE), 'utf8')) as Record<string, unknown>;
     if (Number.isSafeInteger(state.seq) && Number.isSafeInteger(state.offset) && Array.isArray(state.acked)) {
-      return { seq: state.seq as number, offset: state.offset as number, acked: state.acked.filter((x): x is string => typeof x === 'string') };
+      return {
+        seq: state.seq as number,
+        offset: state.offset as number,
+        acked: state.acked.filter((x): x is string => typeof x === 'string'),
+      };
     }
   } catch {
     /* missing or unreadable: everything on disk is replayed (control dedupes) */

@@ -221,7 +221,14 @@ export class RecordTail {
 
   /** Start a block at `start` of segment `seq` with room for at least `room` bytes. */
   private openBlock(seq: number, start: number, room: number): Block {
-    const block: Block = { data: Buffer.allocUnsafe(Math.max(this.blockBytes, room)), seq, start, used: 0, ends: new Uint32Array(INITIAL_LINES), lines: 0 };
+    const block: Block = {
+      data: Buffer.allocUnsafe(Math.max(this.blockBytes, room)),
+      seq,
+      start,
+      used: 0,
+      ends: new Uint32Array(INITIAL_LINES),
+      lines: 0,
+    };
     this.blocks.push(block);
     this.release();
     return block;

@@ -99,14 +99,23 @@ export class Journal {
     this.dir = options.dir;
     const interval = options.fsyncIntervalMs ?? DEFAULT_JOURNAL_FSYNC_INTERVAL_MS;
     this.files = new Segments(this.dir, options.segmentMaxBytes ?? DEFAULT_JOURNAL_SEGMENT_BYTES, interval === 0);
-    this.ackFile = new AckFile(this.dir, () => this.ackState(), () => this.counters.ackStateErrors++);
+    this.ackFile = new AckFile(
+      this.dir,
+      () => this.ackState(),
+      () => this.counters.ackStateErrors++,
+    );
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     removeAckTemps(this.dir);
 
     const state = readAckState(this.dir);
     this.counters.tornBytes += this.files.load(state.seq);
     const first = this.files.list[0];
-    this.cursor = first === undefined ? { seq: 0, offset: 0 } : first.seq === state.seq ? { seq: state.seq, offset: Math.min(state.offset, first.bytes) } : { seq: first.seq, offset: 0 };
+    this.cursor =
+      first === undefined
+        ? { seq: 0, offset: 0 }
+        : first.seq === state.seq
+          ? { seq: state.seq, offset: Math.min(state.offset, first.bytes) }
+          : { seq: first.seq, offset: 0 };
     this.replay(new Set(state.acked));
 
     const seq = Math.max(this.files.list.at(-1)?.seq ?? 0, state.seq) + 1;
@@ -312,12 +321,15 @@ export class Journal {
       const from = segment.seq === this.cursor.seq ? this.cursor.offset : 0;
       const limit = segment.seq === bound.seq ? bound.offset : Infinity;
       let refused = false;
-      const stop = from >= limit ? from : scanLines(segment.file, from, (line, end) => {
-        if (end > limit) return false;
-        if (visit(line)) return true;
-        refused = true;
-        return false;
-      });
+      const stop =
+        from >= limit
+          ? from
+          : scanLines(segment.file, from, (line, end) => {
+              if (end > limit) return false;
+              if (visit(line)) return true;
+              refused = true;
+              return false;
+            });
       at = { seq: segment.seq, offset: stop };
       if (refused) return { reached: false, at };
     }
@@ -369,7 +381,11 @@ export class Journal {
   private settleCursor(before: Position, forceWrite: boolean): void {
     // A cursor at the end of a closed segment belongs at the start of the next one.
     const segments = this.files.list;
-    for (let i = segments.findIndex((s) => s.seq === this.cursor.seq); i >= 0 && i < segments.length - 1 && this.cursor.offset >= segments[i]!.bytes; i++) {
+    for (
+      let i = segments.findIndex((s) => s.seq === this.cursor.seq);
+      i >= 0 && i < segments.length - 1 && this.cursor.offset >= segments[i]!.bytes;
+      i++
+    ) {
       this.cursor = { seq: segments[i + 1]!.seq, offset: 0 };
     }
     this.files.dropBefore(this.cursor.seq);

@@ -83,7 +83,7 @@ export class Segments {
   /** Append `bytes` bytes of `data` from `at` to the active segment, all of them; on failure nothing of it stays. */
   write(data: Uint8Array, at: number, bytes: number): void {
     try {
-      for (let written = 0; written < bytes; ) written += fs.writeSync(this.fd, data, at + written, bytes - written);
+      for (let written = 0; written < bytes;) written += fs.writeSync(this.fd, data, at + written, bytes - written);
     } catch (err) {
       try {
         fs.ftruncateSync(this.fd, this.active.bytes); // never leave half a line for the next one

@@ -129,7 +129,11 @@ export class OutcomeShipper {
       if (status === 400 || status === 413) {
         // Find the refused records with smaller batches, one id at a time.
         this.batch = Math.max(1, Math.floor(batch.count / 10));
-        this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', { records: batch.count, next_batch: this.batch, err });
+        this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', {
+          records: batch.count,
+          next_batch: this.batch,
+          err,
+        });
         return true;
       }
       this.opts.onFailure?.();
@@ -144,12 +148,19 @@ export class OutcomeShipper {
   private refused(ids: string[], lines: string[], err: Error): boolean {
     if (ids.length > 1) {
       this.batch = Math.max(1, Math.floor(ids.length / 10));
-      this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', { records: ids.length, next_batch: this.batch, err });
+      this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', {
+        records: ids.length,
+        next_batch: this.batch,
+        err,
+      });
       return true;
     }
     this.opts.journal.reject(ids[0]!, lines[0]!, err.message);
     this.opts.onRejected?.();
-    this.opts.log.error('control refused an outcome record; kept in the journal\'s rejected.jsonl', { call_id: ids[0], reason: err.message });
+    this.opts.log.error("control refused an outcome record; kept in the journal's rejected.jsonl", {
+      call_id: ids[0],
+      reason: err.message,
+    });
     return true;
   }
 

@@ -119,7 +119,14 @@ export abstract class ForwardCall {
     this.status = status;
     if (this.clockStart < 0) this.clockStart = performance.now();
     this.latency = this.providerMs();
-    const head: ResponseHead = { status, headers, fromUpstream: true, networkError: null, callerFailure: null, upstreamLatencyMs: this.latency };
+    const head: ResponseHead = {
+      status,
+      headers,
+      fromUpstream: true,
+      networkError: null,
+      callerFailure: null,
+      upstreamLatencyMs: this.latency,
+    };
     try {
       this.onHead?.(head);
     } catch (err) {
@@ -213,7 +220,12 @@ export abstract class ForwardCall {
   }
 
   protected report(networkError: ForwardFailure | null, sentStatus: number | null, internalError?: unknown): void {
-    const result: ForwardResult = { status: this.status, sentStatus, networkError, upstreamLatencyMs: this.latency >= 0 ? this.latency : this.providerMs() };
+    const result: ForwardResult = {
+      status: this.status,
+      sentStatus,
+      networkError,
+      upstreamLatencyMs: this.latency >= 0 ? this.latency : this.providerMs(),
+    };
     if (internalError !== undefined) result.internalError = internalError;
     this.done(result);
   }
@@ -261,7 +273,17 @@ export abstract class ForwardCall {
     const sent = kind === 'timeout' ? 504 : 502;
     if (this.latency < 0) this.latency = this.providerMs();
     const headers: HeaderList = [];
-    if (!this.ownHead({ status: sent, headers, fromUpstream: false, networkError: kind, callerFailure: null, upstreamLatencyMs: this.latency })) return;
+    if (
+      !this.ownHead({
+        status: sent,
+        headers,
+        fromUpstream: false,
+        networkError: kind,
+        callerFailure: null,
+        upstreamLatencyMs: this.latency,
+      })
+    )
+      return;
     sendNetworkFailure(res, kind, this.target.timeoutMs, headerListObject(headers) as Record<string, string>);
     this.report(kind, sent);
   }
@@ -282,9 +304,21 @@ export abstract class ForwardCall {
     }
     const sent = kind === 'client_timeout' ? 408 : 413;
     const headers: HeaderList = ['connection', 'close'];
-    const head: ResponseHead = { status: sent, headers, fromUpstream: false, networkError: null, callerFailure: kind, upstreamLatencyMs: Math.round(performance.now() - this.started) };
+    const head: ResponseHead = {
+      status: sent,
+      headers,
+      fromUpstream: false,
+      networkError: null,
+      callerFailure: kind,
+      upstreamLatencyMs: Math.round(performance.now() - this.started),
+    };
     if (!this.ownHead(head)) return;
-    sendCallerFailure(res, kind, { clientBodyTimeoutMs: this.counters.clientBodyTimeoutMs, bodyLimitBytes: this.target.bodyLimitBytes }, headerListObject(headers) as Record<string, string>);
+    sendCallerFailure(
+      res,
+      kind,
+      { clientBodyTimeoutMs: this.counters.clientBodyTimeoutMs, bodyLimitBytes: this.target.bodyLimitBytes },
+      headerListObject(headers) as Record<string, string>,
+    );
     this.reportCaller(kind, sent);
   }
 

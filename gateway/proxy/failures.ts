@@ -8,8 +8,18 @@ import type { NetworkError } from '../request/classify';
 
 /** Error codes of a connection that never carried the request: refused, DNS, routing, TLS. */
 const CONNECT_FAILURES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT',
-  'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'ETIMEDOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
@@ -31,7 +41,12 @@ export function sendNetworkFailure(res: ServerResponse, kind: NetworkError, time
   if (kind === 'timeout') {
     sendProblem(res, 'svc_upstream_timeout', `upstream did not answer within ${timeoutMs} ms`, extra);
   } else {
-    sendProblem(res, 'svc_upstream_unavailable', kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection', extra);
+    sendProblem(
+      res,
+      'svc_upstream_unavailable',
+      kind === 'refused' ? 'upstream refused the connection' : 'upstream reset the connection',
+      extra,
+    );
   }
 }
 

@@ -84,20 +84,27 @@ class HttpProxyCall extends ForwardCall {
     req.headers = target.headers as IncomingMessage['headers'];
     const isHttps = target.origin.protocol === 'https:';
     try {
-      proxy.streamPass(req, res, {
-        selfHandleResponse: true,
-        toProxy: true, // use req.url verbatim: no url.parse() of the caller's path
-        prependPath: false,
-        ignorePath: false,
-        changeOrigin: false, // Host comes from headers.ts
-        followRedirects: false,
-        secure: true,
-        target: proxy.targetOf(target.origin),
-        agent: isHttps ? proxy.httpsAgent : proxy.httpAgent,
-        // No proxyTimeout: http-proxy would arm it on the socket before the caller's body has
-        // arrived. The idle timeout is set in onCallerEnd once the body is sent.
-        buffer: this,
-      }, undefined, proxy.server, ignore);
+      proxy.streamPass(
+        req,
+        res,
+        {
+          selfHandleResponse: true,
+          toProxy: true, // use req.url verbatim: no url.parse() of the caller's path
+          prependPath: false,
+          ignorePath: false,
+          changeOrigin: false, // Host comes from headers.ts
+          followRedirects: false,
+          secure: true,
+          target: proxy.targetOf(target.origin),
+          agent: isHttps ? proxy.httpsAgent : proxy.httpAgent,
+          // No proxyTimeout: http-proxy would arm it on the socket before the caller's body has
+          // arrived. The idle timeout is set in onCallerEnd once the body is sent.
+          buffer: this,
+        },
+        undefined,
+        proxy.server,
+        ignore,
+      );
     } catch (err) {
       // http.request() throws synchronously for headers or paths Node will not send.
       this.internal(err);
@@ -166,7 +173,14 @@ class HttpProxyCall extends ForwardCall {
     this.upstreamRes = incoming;
     incoming.on('aborted', this.onAnswerBroken);
     incoming.on('error', this.onAnswerBroken);
-    if (!this.upstreamHead(incoming.statusCode ?? 502, clientResponseHeaders(incoming.rawHeaders), declaredLength(incoming.headers['content-length']))) return;
+    if (
+      !this.upstreamHead(
+        incoming.statusCode ?? 502,
+        clientResponseHeaders(incoming.rawHeaders),
+        declaredLength(incoming.headers['content-length']),
+      )
+    )
+      return;
     incoming.on('data', this.onAnswerData);
     incoming.on('end', this.onAnswerEnd);
   };
@@ -243,7 +257,12 @@ export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy 
       let target = targets.get(origin);
       if (target === undefined) {
         const hostname = origin.hostname.startsWith('[') ? origin.hostname.slice(1, -1) : origin.hostname;
-        target = { protocol: origin.protocol, hostname, host: hostname, port: origin.port || (origin.protocol === 'https:' ? '443' : '80') };
+        target = {
+          protocol: origin.protocol,
+          hostname,
+          host: hostname,
+          port: origin.port || (origin.protocol === 'https:' ? '443' : '80'),
+        };
         targets.set(origin, target);
       }
       return target;

@@ -268,7 +268,10 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
 export function createUndiciEngine(options: ProxyOptions = {}): GatewayProxy {
   const freeSocketTimeoutMs = options.freeSocketTimeoutMs ?? DEFAULT_FREE_SOCKET_TIMEOUT_MS;
   const engine: EngineCounters = { clientBodyTimeoutMs: options.clientBodyTimeoutMs ?? DEFAULT_CLIENT_BODY_TIMEOUT_MS, inFlight: 0 };
-  const limits = { maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS, maxFreeSockets: options.maxFreeSockets ?? DEFAULT_MAX_FREE_SOCKETS };
+  const limits = {
+    maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS,
+    maxFreeSockets: options.maxFreeSockets ?? DEFAULT_MAX_FREE_SOCKETS,
+  };
   const clientOptions: Client.Options = {
     pipelining: 1,
     keepAliveTimeout: freeSocketTimeoutMs,

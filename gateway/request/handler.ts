@@ -116,8 +116,10 @@ function sharedPolicy(policy: LimitPolicy, share: number): LimitPolicy {
  */
 function settlementHeaders(headers: HeaderList, endpoint: EndpointEntry, keyed: boolean, outcome: Outcome): void {
   headers.push(
-    'x-svc-premium', String(keyed && outcome === 'ok' ? endpoint.premium : 0),
-    'x-svc-refund', String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0),
+    'x-svc-premium',
+    String(keyed && outcome === 'ok' ? endpoint.premium : 0),
+    'x-svc-refund',
+    String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0),
   );
   if (endpoint.price > 0 || endpoint.premium > 0) headers.push('x-svc-settlement-pending', '1');
 }
@@ -153,7 +155,9 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
 
     const state = opts.state();
     if (state === null) {
-      return refuse(res, req, 'svc_gateway_not_ready', 'the gateway has not loaded its configuration yet; retry shortly', { 'retry-after': '1' });
+      return refuse(res, req, 'svc_gateway_not_ready', 'the gateway has not loaded its configuration yet; retry shortly', {
+        'retry-after': '1',
+      });
     }
     if (state.flags.maintenance_mode) {
       const retry = String(opts.maintenanceRetryAfterS);
@@ -203,7 +207,13 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const taken = buckets.take(key ? key.id : `ip:${clientAddress(req, opts.trustedProxyHops)}`, policy, t);
     const limitHeaders = rateLimitHeaders(policyName, policy, taken);
     if (!taken.allowed) {
-      return refuse(res, req, 'svc_rate_limited', `rate limit ${policy.count} per ${policy.windowSeconds}s reached; retry after ${taken.retryAfterSeconds}s`, limitHeaders);
+      return refuse(
+        res,
+        req,
+        'svc_rate_limited',
+        `rate limit ${policy.count} per ${policy.windowSeconds}s reached; retry after ${taken.retryAfterSeconds}s`,
+        limitHeaders,
+      );
     }
 
     const path = joinUpstreamPath(endpoint.upstream, route.suffix, route.query);
@@ -288,7 +298,8 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
           // a caller that left (or a gateway fault) leaves the head-time verdict, unchecked.
           pending = null;
           const broken = result.networkError === 'reset' || result.networkError === 'timeout' ? result.networkError : null;
-          recorded = broken === null ? waiting.record : { ...waiting.record, outcome: classify({ ...waiting.facts, networkError: broken }) };
+          recorded =
+            broken === null ? waiting.record : { ...waiting.record, outcome: classify({ ...waiting.facts, networkError: broken }) };
           opts.journal.append(recorded);
         } else if (recorded === null && result.networkError === 'client_abort') {
           // The caller left before any answer: its own doing, recorded so that nothing moves.
@@ -296,7 +307,8 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
           opts.journal.append(recorded);
         }
         const r = recorded;
-        if (r !== null) opts.metrics.call(endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
+        if (r !== null)
+          opts.metrics.call(endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
       },
       onHead,
     );

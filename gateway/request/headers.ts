@@ -12,8 +12,15 @@ import type { OutgoingHttpHeaders } from 'node:http';
 
 /** Hop-by-hop fields (RFC 9110 §7.6.1, plus the historical `Keep-Alive` and `Proxy-Connection`). */
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
-  'proxy-authenticate', 'proxy-authorization',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
 ]);
 
 /**
@@ -22,8 +29,15 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
  * answered by the gateway's own server; `HTTP2-Settings` only makes sense with `Upgrade`.
  */
 export const REQUEST_DROP: ReadonlySet<string> = new Set([
-  ...HOP_BY_HOP, 'authorization', 'cookie', 'host', 'forwarded', 'x-real-ip', 'true-client-ip',
-  'expect', 'http2-settings',
+  ...HOP_BY_HOP,
+  'authorization',
+  'cookie',
+  'host',
+  'forwarded',
+  'x-real-ip',
+  'true-client-ip',
+  'expect',
+  'http2-settings',
 ]);
 
 /**
@@ -33,7 +47,13 @@ export const REQUEST_DROP: ReadonlySet<string> = new Set([
  * the upstream's describe the endpoint credential all callers share.
  */
 export const RESPONSE_DROP: ReadonlySet<string> = new Set([
-  ...HOP_BY_HOP, 'set-cookie', 'server', 'x-powered-by', 'alt-svc', 'ratelimit', 'ratelimit-policy',
+  ...HOP_BY_HOP,
+  'set-cookie',
+  'server',
+  'x-powered-by',
+  'alt-svc',
+  'ratelimit',
+  'ratelimit-policy',
 ]);
 
 /** Prefixes dropped from requests (`Proxy-*`, client `X-Forwarded-*`). */

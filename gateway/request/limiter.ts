@@ -28,7 +28,11 @@ function policyText(policyName: string, policy: LimitPolicy): { name: string; po
   let text = policyTexts.get(policy);
   if (text === undefined || text.forName !== policyName) {
     const name = sfString(policyName);
-    text = { forName: policyName, name, policy: `${name};q=${Math.floor(policy.count)};w=${Math.floor(policy.windowSeconds)};svc-burst=${Math.floor(policy.burst)}` };
+    text = {
+      forName: policyName,
+      name,
+      policy: `${name};q=${Math.floor(policy.count)};w=${Math.floor(policy.windowSeconds)};svc-burst=${Math.floor(policy.burst)}`,
+    };
     policyTexts.set(policy, text);
   }
   return text;

@@ -30,8 +30,26 @@ export const MAX_DECODE_LAYERS = 4;
  * `projects:list`) are ordinary path characters and pass.
  */
 const DANGEROUS_SCHEMES: ReadonlySet<string> = new Set([
-  'http', 'https', 'ws', 'wss', 'ftp', 'file', 'data', 'javascript', 'vbscript', 'blob',
-  'about', 'mailto', 'gopher', 'jar', 'view-source', 'ldap', 'dict', 'ssh', 'smb', 'tel',
+  'http',
+  'https',
+  'ws',
+  'wss',
+  'ftp',
+  'file',
+  'data',
+  'javascript',
+  'vbscript',
+  'blob',
+  'about',
+  'mailto',
+  'gopher',
+  'jar',
+  'view-source',
+  'ldap',
+  'dict',
+  'ssh',
+  'smb',
+  'tel',
 ]);
 
 const SCHEME_ONLY_SEGMENT = /^[A-Za-z][A-Za-z0-9+.-]*:$/;
@@ -141,7 +159,14 @@ function isPlainPath(suffix: string): boolean {
     const c = suffix.charCodeAt(i);
     if (c === 0x2f) {
       if (previous === 0x2f) return false;
-    } else if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x5f || c === 0x7e)) {
+    } else if (!(
+      (c >= 0x61 && c <= 0x7a) ||
+      (c >= 0x41 && c <= 0x5a) ||
+      (c >= 0x30 && c <= 0x39) ||
+      c === 0x2d ||
+      c === 0x5f ||
+      c === 0x7e
+    )) {
       return false;
     }
     previous = c;

@@ -70,7 +70,13 @@ function idHash(id: string): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-function keyEntry(id: string, expiresAt: number, endpoints: ReadonlySet<string> | null, limit: KeyEntry['limit'], lift: KeyEntry['lift']): KeyEntry {
+function keyEntry(
+  id: string,
+  expiresAt: number,
+  endpoints: ReadonlySet<string> | null,
+  limit: KeyEntry['limit'],
+  lift: KeyEntry['lift'],
+): KeyEntry {
   return { id, expiresAt, endpoints, limit, lift };
 }
 
@@ -215,7 +221,15 @@ export class KeyTable {
     for (let s = this.byDigest.first(h); s !== -1; s = this.byDigest.next(s, h)) {
       const r = this.byDigest.ref(s);
       const o = r * RECORD_WORDS;
-      if (w[o + 1] === q[1] && w[o + 2] === q[2] && w[o + 3] === q[3] && w[o + 4] === q[4] && w[o + 5] === q[5] && w[o + 6] === q[6] && w[o + 7] === q[7]) {
+      if (
+        w[o + 1] === q[1] &&
+        w[o + 2] === q[2] &&
+        w[o + 3] === q[3] &&
+        w[o + 4] === q[4] &&
+        w[o + 5] === q[5] &&
+        w[o + 6] === q[6] &&
+        w[o + 7] === q[7]
+      ) {
         return r;
       }
     }

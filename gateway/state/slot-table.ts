@@ -69,7 +69,7 @@ export class SlotTable {
 
   /** Add `ref` under `hash`. The caller has checked it is not already there. */
   insert(hash: number, ref: number): void {
-    if ((this.size + 1) > (this.mask + 1) * 0.75) this.rehash((this.mask + 1) * 2);
+    if (this.size + 1 > (this.mask + 1) * 0.75) this.rehash((this.mask + 1) * 2);
     this.place(hash, ref);
     this.size++;
   }

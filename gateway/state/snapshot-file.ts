@@ -9,7 +9,19 @@
  * Loading replays the snapshot (verifying its digest) and then each delta whose seal and base
  * match, stopping at the first that does not (a torn last line after a crash).
  */
-import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync, createReadStream, existsSync, ftruncateSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasyncSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+  createReadStream,
+  existsSync,
+  ftruncateSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Delta, SnapshotEnd, verifySealedLine } from '../../protocol/snapshot';

@@ -101,7 +101,10 @@ export class GatewayState {
   private readonly keys: KeyTable;
 
   /** @param keys the key table to hold; a full snapshot fills it before the state is used. */
-  constructor(init: { version: number; epoch: number; flags: Flags; limits: Limits; endpoints: SnapshotEndpoint[] }, keys = new KeyTable()) {
+  constructor(
+    init: { version: number; epoch: number; flags: Flags; limits: Limits; endpoints: SnapshotEndpoint[] },
+    keys = new KeyTable(),
+  ) {
     this.version = init.version;
     this.epoch = init.epoch;
     this.appliedAt = Date.now();

@@ -36,4 +36,3 @@ export function admin(method: Operation['method'], op: AdminOp): Operation {
 
 export const ok = (description: string, json: Named): Answer => ({ status: 200, description, json });
 export const created = (description: string, json: Named): Answer => ({ status: 201, description, json });
-

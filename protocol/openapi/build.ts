@@ -35,7 +35,8 @@ function callHeader(name: keyof typeof CALL_HEADERS): { description: string; sch
 
 const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodType }>> = {
   RateLimit: {
-    description: 'What is left of the caller\'s limit: `"<policy>";r=<remaining>;t=<seconds until reset>` (IETF draft-ietf-httpapi-ratelimit-headers-11).',
+    description:
+      'What is left of the caller\'s limit: `"<policy>";r=<remaining>;t=<seconds until reset>` (IETF draft-ietf-httpapi-ratelimit-headers-11).',
     schema: z.string(),
   },
   'RateLimit-Policy': {
@@ -46,14 +47,21 @@ const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodT
   Allow: { description: 'The methods this resource accepts.', schema: z.string() },
   'WWW-Authenticate': { description: 'The bearer realm that refused the request.', schema: z.string() },
   'Cache-Control': { description: '`public, max-age=<seconds left>` on cached public reads.', schema: z.string() },
-  ETag: { description: 'Validator of the answer (strong; weak `W/"…"` on HTML pages, whose CSP nonce differs per answer); send it back as `If-None-Match` to get 304.', schema: z.string() },
+  ETag: {
+    description:
+      'Validator of the answer (strong; weak `W/"…"` on HTML pages, whose CSP nonce differs per answer); send it back as `If-None-Match` to get 304.',
+    schema: z.string(),
+  },
   Location: { description: 'Where the form submission went.', schema: z.string() },
   'X-Svc-Call-Id': callHeader('x-svc-call-id'),
   'X-Svc-Outcome': callHeader('x-svc-outcome'),
   'X-Svc-Latency-Ms': callHeader('x-svc-latency-ms'),
   'X-Svc-Premium': callHeader('x-svc-premium'),
   'X-Svc-Refund': callHeader('x-svc-refund'),
-  'X-Svc-Settlement-Pending': { description: '`1` on calls to priced endpoints (price or premium > 0): the money moves when the settler runs.', schema: z.literal('1') },
+  'X-Svc-Settlement-Pending': {
+    description: '`1` on calls to priced endpoints (price or premium > 0): the money moves when the settler runs.',
+    schema: z.literal('1'),
+  },
 };
 
 /** Which headers a problem answer with `code` always carries. */
@@ -141,7 +149,10 @@ export class DocumentBuilder {
     if (this.responses[name] === undefined) {
       const always = [...new Set(codes.flatMap((c) => ERROR_HEADERS[c] ?? []))];
       const description = codes.map((c) => `\`${c}\`: ${ERRORS[c].when}`).join(' · ');
-      const headers = this.headers(extraHeaders.filter((h) => !always.includes(h)), always);
+      const headers = this.headers(
+        extraHeaders.filter((h) => !always.includes(h)),
+        always,
+      );
       const schemaName = `Problem.${[...codes].sort().join('.')}`;
       this.problemSchemas[schemaName] ??= strip(z.toJSONSchema(problemSchema(status, codes), { io: 'output' }));
       this.responses[name] = {
@@ -182,7 +193,10 @@ export class DocumentBuilder {
       // A header only one of the two bodies always has is optional for the response as a whole.
       const problemName = (problem.$ref as string).split('/').pop()!;
       const p = this.responses[problemName]!;
-      const names = [...Object.keys((p.headers as JsonObject | undefined) ?? {}), ...Object.keys((answer.headers as JsonObject | undefined) ?? {})];
+      const names = [
+        ...Object.keys((p.headers as JsonObject | undefined) ?? {}),
+        ...Object.keys((answer.headers as JsonObject | undefined) ?? {}),
+      ];
       const headers = this.headers(names as HeaderName[]);
       const merged = {
         description: `${answer.description as string}; or problem+json: ${p.description as string}`,
@@ -199,10 +213,20 @@ export class DocumentBuilder {
       }
     }
 
-    const sortedResponses = Object.fromEntries(Object.keys(responses).sort().map((k) => [k, responses[k]]));
+    const sortedResponses = Object.fromEntries(
+      Object.keys(responses)
+        .sort()
+        .map((k) => [k, responses[k]]),
+    );
     const parameters: JsonObject[] = [];
     for (const p of op.params ?? []) {
-      parameters.push({ name: p.name, in: p.in, required: p.in === 'path' ? true : p.required === true, description: p.description, schema: inputSchema(p.schema) });
+      parameters.push({
+        name: p.name,
+        in: p.in,
+        required: p.in === 'path' ? true : p.required === true,
+        description: p.description,
+        schema: inputSchema(p.schema),
+      });
     }
     if (op.query) {
       const shape = op.query.shape as Record<string, z.ZodType>;
@@ -233,7 +257,9 @@ export class DocumentBuilder {
             requestBody: {
               required: op.body.required ?? true,
               ...(op.body.description ? { description: op.body.description } : {}),
-              content: Object.fromEntries((op.body.contentTypes ?? ['application/json']).map((t) => [t, { schema: inputSchema(op.body!.schema) }])),
+              content: Object.fromEntries(
+                (op.body.contentTypes ?? ['application/json']).map((t) => [t, { schema: inputSchema(op.body!.schema) }]),
+              ),
             },
           }
         : {}),
@@ -252,7 +278,11 @@ export class DocumentBuilder {
     };
     const all: Record<string, JsonObject> = { ...this.problemSchemas };
     for (const [k, v] of Object.entries(schemas)) all[k] = strip(v);
-    return Object.fromEntries(Object.keys(all).sort().map((k) => [k, all[k]!]));
+    return Object.fromEntries(
+      Object.keys(all)
+        .sort()
+        .map((k) => [k, all[k]!]),
+    );
   }
 
   build(spec: DocumentSpec): JsonObject {
@@ -278,12 +308,19 @@ export class DocumentBuilder {
       ...(webhooks ? { webhooks } : {}),
       components: {
         schemas: this.schemas(),
-        responses: Object.fromEntries(Object.keys(this.responses).sort().map((k) => [k, this.responses[k]])),
+        responses: Object.fromEntries(
+          Object.keys(this.responses)
+            .sort()
+            .map((k) => [k, this.responses[k]]),
+        ),
         headers,
         ...(spec.schemes.length
           ? {
               securitySchemes: Object.fromEntries(
-                spec.schemes.map((s) => [s, { type: 'http', scheme: 'bearer', bearerFormat: SCHEMES[s].bearerFormat, description: SCHEMES[s].description }]),
+                spec.schemes.map((s) => [
+                  s,
+                  { type: 'http', scheme: 'bearer', bearerFormat: SCHEMES[s].bearerFormat, description: SCHEMES[s].description },
+                ]),
               ),
             }
           : {}),

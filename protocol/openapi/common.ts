@@ -51,7 +51,12 @@ export function cachedHtml(description: string): Answer[] {
 /** The same for an Atom 1.0 feed (RFC 4287). */
 export function cachedAtom(description: string): Answer[] {
   return [
-    { status: 200, description, content: { type: 'application/atom+xml; charset=utf-8', description: 'An Atom 1.0 feed document (RFC 4287)' }, requiredHeaders: ['Cache-Control', 'ETag'] },
+    {
+      status: 200,
+      description,
+      content: { type: 'application/atom+xml; charset=utf-8', description: 'An Atom 1.0 feed document (RFC 4287)' },
+      requiredHeaders: ['Cache-Control', 'ETag'],
+    },
     { status: 304, description: 'Not modified: the `If-None-Match` ETag is current', requiredHeaders: ['Cache-Control', 'ETag'] },
   ];
 }

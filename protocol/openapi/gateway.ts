@@ -74,10 +74,24 @@ function call(method: Method, versioned: boolean): Operation {
     tag: 'calls',
     security: ['betaKey', 'none'],
     params: [ENDPOINT, UPSTREAM_PATH],
-    ...(method === 'get' || method === 'head' ? {} : { body: { schema: z.unknown(), contentTypes: ['*/*'], required: false, description: 'Forwarded as it is, up to `gateway.bodyLimitBytes`' } }),
+    ...(method === 'get' || method === 'head'
+      ? {}
+      : {
+          body: {
+            schema: z.unknown(),
+            contentTypes: ['*/*'],
+            required: false,
+            description: 'Forwarded as it is, up to `gateway.bodyLimitBytes`',
+          },
+        }),
     answers: CALL_ANSWERS,
     errors: CALL_ERRORS,
-    errorHeaders: { svc_maintenance: ['Retry-After'], svc_gateway_not_ready: ['Retry-After'], svc_request_timeout: ['X-Svc-Call-Id', 'X-Svc-Outcome'], svc_payload_too_large: ['X-Svc-Call-Id', 'X-Svc-Outcome'] },
+    errorHeaders: {
+      svc_maintenance: ['Retry-After'],
+      svc_gateway_not_ready: ['Retry-After'],
+      svc_request_timeout: ['X-Svc-Call-Id', 'X-Svc-Outcome'],
+      svc_payload_too_large: ['X-Svc-Call-Id', 'X-Svc-Outcome'],
+    },
   };
 }
 
@@ -89,7 +103,8 @@ export const GATEWAY_OPERATIONS: readonly Operation[] = [
     path: '/health',
     operationId: 'getGatewayHealth',
     summary: 'Whether the gateway serves calls',
-    description: 'Without credentials, one word of readiness for probes; with the metrics token, the snapshot, the control link and the journal backlog.',
+    description:
+      'Without credentials, one word of readiness for probes; with the metrics token, the snapshot, the control link and the journal backlog.',
     tag: 'operator',
     security: ['none', 'metricsToken'],
     answers: [
@@ -105,7 +120,13 @@ export const GATEWAY_OPERATIONS: readonly Operation[] = [
     summary: 'Prometheus metrics of the gateway',
     tag: 'operator',
     security: ['metricsToken'],
-    answers: [{ status: 200, description: 'Prometheus text exposition format 0.0.4', content: { type: 'text/plain; version=0.0.4; charset=utf-8' } }],
+    answers: [
+      {
+        status: 200,
+        description: 'Prometheus text exposition format 0.0.4',
+        content: { type: 'text/plain; version=0.0.4; charset=utf-8' },
+      },
+    ],
     errors: [...EDGE_ERRORS, 'svc_unauthorized'],
   },
 ];
@@ -115,7 +136,7 @@ export function gatewayDocument(): JsonObject {
   return buildDocument({
     title: 'svc gateway',
     description:
-      'The data plane ({market_url}): agents call wrapped upstream APIs through `/v1/{endpoint}/{path}` (or `/{endpoint}/{path}`). While `beta_gate_enabled` is on, every call needs `Authorization: Bearer svc_beta_…` (403 `svc_auth_not_in_beta` for every path otherwise). Each key is limited by a token bucket (429 `svc_rate_limited` with `Retry-After`, `RateLimit`, `RateLimit-Policy`, IETF draft 11). The caller\'s `Authorization`, `Cookie`, `Proxy-*` and hop-by-hop headers never reach the upstream. Every error is problem+json with a catalogue `code`.',
+      "The data plane ({market_url}): agents call wrapped upstream APIs through `/v1/{endpoint}/{path}` (or `/{endpoint}/{path}`). While `beta_gate_enabled` is on, every call needs `Authorization: Bearer svc_beta_…` (403 `svc_auth_not_in_beta` for every path otherwise). Each key is limited by a token bucket (429 `svc_rate_limited` with `Retry-After`, `RateLimit`, `RateLimit-Policy`, IETF draft 11). The caller's `Authorization`, `Cookie`, `Proxy-*` and hop-by-hop headers never reach the upstream. Every error is problem+json with a catalogue `code`.",
     server: { description: '{market_url} (default http://127.0.0.1:7070)' },
     tags: [
       { name: 'calls', description: 'Calls to wrapped upstreams' },

@@ -106,7 +106,12 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     tag: 'receipts',
     security: ['none'],
     query: z.object({
-      after: z.coerce.number().int().min(0).optional().describe('receipts of batches after this one (`next_after` of the previous page); default 0'),
+      after: z.coerce
+        .number()
+        .int()
+        .min(0)
+        .optional()
+        .describe('receipts of batches after this one (`next_after` of the previous page); default 0'),
       limit: z.coerce.number().int().min(1).max(1000).optional().describe('receipts per page (default 100)'),
     }),
     params: [IF_NONE_MATCH],
@@ -129,7 +134,8 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     path: '/api/calls/{call_id}/proof',
     operationId: 'getCallProof',
     summary: "A settled call's leaf, its inclusion proof and its batch's receipt",
-    description: 'RFC 9162 §2.1.3 inclusion proof of the leaf in the tree whose root the receipt signs. 409 `svc_not_settled` while the call awaits settlement.',
+    description:
+      'RFC 9162 §2.1.3 inclusion proof of the leaf in the tree whose root the receipt signs. 409 `svc_not_settled` while the call awaits settlement.',
     tag: 'receipts',
     security: ['none'],
     params: [pathParam('call_id', 'the call id (`X-Svc-Call-Id`)'), IF_NONE_MATCH],

@@ -14,7 +14,9 @@ const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, ...LISTENER_ERRORS];
 
 const HTML = 'text/html; charset=utf-8';
 
-const read = (op: Omit<Operation, 'method' | 'security' | 'errors' | 'tag'> & { tag?: string; errors?: readonly ErrorCode[] }): Operation => ({
+const read = (
+  op: Omit<Operation, 'method' | 'security' | 'errors' | 'tag'> & { tag?: string; errors?: readonly ErrorCode[] },
+): Operation => ({
   method: 'get',
   security: ['none'],
   tag: 'reads',
@@ -27,7 +29,8 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/health',
     operationId: 'getHealth',
     summary: 'Liveness of the public API',
-    description: 'Exactly `{"status":"ok","version":"v1"}`. Served to any User-Agent while `/health` is in `public.userAgentExemptPaths` (the default).',
+    description:
+      'Exactly `{"status":"ok","version":"v1"}`. Served to any User-Agent while `/health` is in `public.userAgentExemptPaths` (the default).',
     tag: 'health',
     answers: [{ status: 200, description: 'The public API is up', json: { HealthAnswer } }],
   }),
@@ -59,7 +62,8 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/status',
     operationId: 'getStatusPage',
     summary: 'The status page (HTML, no JavaScript)',
-    description: 'Links to the providers, the activity page and both Atom feeds. Like every page: a strict CSP with a nonce per answer, cached with a weak `ETag`.',
+    description:
+      'Links to the providers, the activity page and both Atom feeds. Like every page: a strict CSP with a nonce per answer, cached with a weak `ETag`.',
     tag: 'pages',
     params: [IF_NONE_MATCH],
     answers: cachedHtml('The status page'),
@@ -90,7 +94,8 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/providers/{id}',
     operationId: 'getProviderPage',
     summary: "One provider's page (HTML, no JavaScript)",
-    description: 'The same figures as `/providers`, an SVG bar chart of calls per hour by outcome (ok, latency breach, server error, network error, schema mismatch), and the last refunds with links to their batch receipts on the indexer.',
+    description:
+      'The same figures as `/providers`, an SVG bar chart of calls per hour by outcome (ok, latency breach, server error, network error, schema mismatch), and the last refunds with links to their batch receipts on the indexer.',
     tag: 'pages',
     params: [pathParam('id', 'the opaque provider id (`prv_…`) from `/api/v1/providers`'), IF_NONE_MATCH],
     answers: cachedHtml('The provider page'),
@@ -109,7 +114,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/status.atom',
     operationId: 'getStatusFeed',
     summary: 'Maintenance mode on and off as an Atom 1.0 feed',
-    description: 'One entry each time `maintenance_mode` was turned on or off (the latest 50), newest first, with the operator\'s note.',
+    description: "One entry each time `maintenance_mode` was turned on or off (the latest 50), newest first, with the operator's note.",
     tag: 'pages',
     params: [IF_NONE_MATCH],
     answers: cachedAtom('The maintenance feed'),
@@ -142,14 +147,20 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/apply',
     operationId: 'submitApplicationForm',
     summary: 'Submit the application form',
-    description: 'The HTML form posts here. A stored submission is redirected to `/apply/thanks?id=…`; invalid answers get the form again with each field marked.',
+    description:
+      'The HTML form posts here. A stored submission is redirected to `/apply/thanks?id=…`; invalid answers get the form again with each field marked.',
     tag: 'applications',
     security: ['none'],
     body: { schema: ApplicationInput, contentTypes: ['application/x-www-form-urlencoded', 'application/json'] },
     answers: [
       { status: 303, description: 'Received: see the thank-you page', requiredHeaders: ['Location'] },
       { status: 400, description: 'The form again, with each invalid answer marked', content: { type: HTML } },
-      { status: 429, description: 'The form again: too many applications from this address', content: { type: HTML }, headers: ['Retry-After'] },
+      {
+        status: 429,
+        description: 'The form again: too many applications from this address',
+        content: { type: HTML },
+        headers: ['Retry-After'],
+      },
     ],
     errors: [...READ_ERRORS, ...BODY_ERRORS],
   },

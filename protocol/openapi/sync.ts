@@ -17,11 +17,17 @@ export const SYNC_OPERATIONS: readonly Operation[] = [
     operationId: 'syncStream',
     summary: 'The snapshot stream a gateway holds open',
     description:
-      'Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, and a `ping` every 10 s (three times per `sync.leaseS` when that is shorter). A `share` line, this gateway\'s share of every key\'s limit, comes first and again whenever control re-divides the limits; it may fall between the lines of a snapshot.',
+      "Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, and a `ping` every 10 s (three times per `sync.leaseS` when that is shorter). A `share` line, this gateway's share of every key's limit, comes first and again whenever control re-divides the limits; it may fall between the lines of a snapshot.",
     tag: 'sync',
     security: ['syncToken'],
     query: StreamQuery,
-    answers: [{ status: 200, description: 'One stream line per JSON line', content: { type: 'application/x-ndjson', schema: StreamLine, description: 'each line' } }],
+    answers: [
+      {
+        status: 200,
+        description: 'One stream line per JSON line',
+        content: { type: 'application/x-ndjson', schema: StreamLine, description: 'each line' },
+      },
+    ],
     errors: SYNC_ERRORS,
   },
   {
@@ -54,7 +60,13 @@ export const SYNC_OPERATIONS: readonly Operation[] = [
     summary: 'Prometheus metrics of control',
     tag: 'metrics',
     security: ['metricsToken'],
-    answers: [{ status: 200, description: 'Prometheus text exposition format 0.0.4', content: { type: 'text/plain; version=0.0.4; charset=utf-8' } }],
+    answers: [
+      {
+        status: 200,
+        description: 'Prometheus text exposition format 0.0.4',
+        content: { type: 'text/plain; version=0.0.4; charset=utf-8' },
+      },
+    ],
     errors: SYNC_ERRORS,
   },
 ];

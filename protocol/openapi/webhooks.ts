@@ -15,8 +15,20 @@ export const WEBHOOKS: Record<string, Operation> = {
     tag: 'applications',
     security: ['none'],
     params: [
-      { name: WEBHOOK_TIMESTAMP_HEADER, in: 'header', required: true, schema: z.string().regex(/^[0-9]+$/), description: 'Unix seconds when this attempt was signed' },
-      { name: WEBHOOK_DELIVERY_HEADER, in: 'header', required: true, schema: z.string(), description: 'The delivery id, the same on every retry' },
+      {
+        name: WEBHOOK_TIMESTAMP_HEADER,
+        in: 'header',
+        required: true,
+        schema: z.string().regex(/^[0-9]+$/),
+        description: 'Unix seconds when this attempt was signed',
+      },
+      {
+        name: WEBHOOK_DELIVERY_HEADER,
+        in: 'header',
+        required: true,
+        schema: z.string(),
+        description: 'The delivery id, the same on every retry',
+      },
       {
         name: WEBHOOK_SIGNATURE_HEADER,
         in: 'header',

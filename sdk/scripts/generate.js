@@ -113,7 +113,7 @@ function renderErrors(catalogue) {
   for (const code of codes) lines.push(`  ${constantName(code)},`);
   lines.push('] as const;');
   lines.push('');
-  lines.push("/** A catalogue code: what `SvcError.code` holds for the errors this SDK version knows. */");
+  lines.push('/** A catalogue code: what `SvcError.code` holds for the errors this SDK version knows. */');
   lines.push('export type ErrorCode = (typeof ERROR_CODES)[number];');
   lines.push('');
   lines.push('/** The HTTP status and title the service sends with each code. */');
@@ -176,7 +176,10 @@ function typePrinter(checker, named) {
       return /[ |&]/.test(element) && !element.startsWith('{') ? `(${element})[]` : `${element}[]`;
     }
     if (checker.isTupleType(type)) {
-      return `[${checker.getTypeArguments(type).map((t) => print(t, indent, false)).join(', ')}]`;
+      return `[${checker
+        .getTypeArguments(type)
+        .map((t) => print(t, indent, false))
+        .join(', ')}]`;
     }
     if (type.flags & F.Object || type.isIntersection()) {
       if (type.getCallSignatures().length > 0) throw new Error(`cannot print a function type: ${checker.typeToString(type)}`);
@@ -221,7 +224,9 @@ function renderWire(entries = WIRE_TYPES) {
   });
   const diagnostics = ts.getPreEmitDiagnostics(program).filter((d) => d.category === ts.DiagnosticCategory.Error);
   if (diagnostics.length > 0) {
-    throw new Error(`protocol/ does not type-check:\n${ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' })}`);
+    throw new Error(
+      `protocol/ does not type-check:\n${ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' })}`,
+    );
   }
   const checker = program.getTypeChecker();
   const resolved = entries.map((entry) => {
@@ -230,7 +235,8 @@ function renderWire(entries = WIRE_TYPES) {
     const symbol = moduleSymbol && checker.getExportsOfModule(moduleSymbol).find((s) => s.name === entry.name);
     if (!symbol) throw new Error(`${entry.file} exports no ${entry.name}`);
     const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-    if (!(target.flags & (ts.SymbolFlags.TypeAlias | ts.SymbolFlags.Interface))) throw new Error(`${entry.file}: ${entry.name} is not a type`);
+    if (!(target.flags & (ts.SymbolFlags.TypeAlias | ts.SymbolFlags.Interface)))
+      throw new Error(`${entry.file}: ${entry.name} is not a type`);
     const type = checker.getDeclaredTypeOfSymbol(target);
     const doc = ts.displayPartsToString(target.getDocumentationComment(checker)).trim() || schemaDoc(checker, target);
     return { ...entry, type, doc };

@@ -37,7 +37,10 @@ export function checkTimeout(timeoutMs: number | undefined): void {
  * succeeds, fails for good, or retries run out. Aborts reject with the signal's reason: the
  * caller's, or a `TimeoutError` `DOMException` when `timeoutMs` passes.
  */
-export async function withRetries<T>(opts: AttemptOptions, attempt: (signal: AbortSignal, n: number) => Promise<AttemptResult<T>>): Promise<T> {
+export async function withRetries<T>(
+  opts: AttemptOptions,
+  attempt: (signal: AbortSignal, n: number) => Promise<AttemptResult<T>>,
+): Promise<T> {
   checkTimeout(opts.timeoutMs);
   const { signal, timeoutMs, clock } = opts;
   if (signal?.aborted) throw signal.reason;

@@ -25,7 +25,17 @@ import type {
   StatsAnswer,
   StatusAnswer,
 } from './generated/wire';
-import { baseUrl, decodeBody, encodeBody, gatewayTarget, headerRecord, svcFields, type FetchLike, type HeadersLike, type SvcFields } from './http';
+import {
+  baseUrl,
+  decodeBody,
+  encodeBody,
+  gatewayTarget,
+  headerRecord,
+  svcFields,
+  type FetchLike,
+  type HeadersLike,
+  type SvcFields,
+} from './http';
 import { retryPolicy, serverWaitMs, type Failure, type RetryOptions, type RetryPolicy } from './retry';
 import { USER_AGENT } from './version';
 
@@ -164,18 +174,24 @@ export class SvcClient {
     if (this.#key !== null) headers.set('authorization', `Bearer ${this.#key}`);
     const idempotent = method.toUpperCase() === 'GET' || method.toUpperCase() === 'HEAD';
 
-    return withRetries<CallResult<T>>(this.attemptOptions(options, idempotent), async (signal, n): Promise<AttemptResult<CallResult<T>>> => {
-      const res = await this.fetchImpl(url, { method, headers, body: body ?? null, signal, redirect: 'manual' });
-      const bytes = new Uint8Array(await res.arrayBuffer());
-      const contentType = res.headers.get('content-type');
-      const fields = svcFields(res.headers);
-      const problem = res.status >= 400 ? parseProblem(contentType, new TextDecoder().decode(bytes), res.status) : null;
-      if (problem === null) {
-        return { ok: true, value: { status: res.status, headers: headerRecord(res.headers), body: decodeBody(bytes, contentType) as T, ...fields } };
-      }
-      const error = this.error(problem, res, fields.callId, n);
-      return { ok: false, error, failure: this.failureOf(res, problem, fields.callId) };
-    });
+    return withRetries<CallResult<T>>(
+      this.attemptOptions(options, idempotent),
+      async (signal, n): Promise<AttemptResult<CallResult<T>>> => {
+        const res = await this.fetchImpl(url, { method, headers, body: body ?? null, signal, redirect: 'manual' });
+        const bytes = new Uint8Array(await res.arrayBuffer());
+        const contentType = res.headers.get('content-type');
+        const fields = svcFields(res.headers);
+        const problem = res.status >= 400 ? parseProblem(contentType, new TextDecoder().decode(bytes), res.status) : null;
+        if (problem === null) {
+          return {
+            ok: true,
+            value: { status: res.status, headers: headerRecord(res.headers), body: decodeBody(bytes, contentType) as T, ...fields },
+          };
+        }
+        const error = this.error(problem, res, fields.callId, n);
+        return { ok: false, error, failure: this.failureOf(res, problem, fields.callId) };
+      },
+    );
   }
 
   // -------------------------------------------------------------------------------------
@@ -252,7 +268,14 @@ export class SvcClient {
   // -------------------------------------------------------------------------------------
 
   private attemptOptions(options: { signal?: AbortSignal; timeoutMs?: number }, idempotent: boolean) {
-    return { policy: this.policy, clock: this.clock, random: this.random, signal: options.signal, timeoutMs: options.timeoutMs, idempotent };
+    return {
+      policy: this.policy,
+      clock: this.clock,
+      random: this.random,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+      idempotent,
+    };
   }
 
   private error(problem: Problem, res: Response, callId: string | null, attempts: number): SvcError {

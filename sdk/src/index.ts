@@ -5,13 +5,28 @@
  */
 export { SvcClient } from './client';
 export type { SvcClientOptions, CallOptions, CallResult, ReadOptions, ActivityOptions, VerifyRefundOptions } from './client';
-export { verifyCallProof, ChainVerifier, ReceiptKeyring, leafCanonical, receiptHash, jwkThumbprint, GENESIS_PREV } from './generated/receipts-verify';
+export {
+  verifyCallProof,
+  ChainVerifier,
+  ReceiptKeyring,
+  leafCanonical,
+  receiptHash,
+  jwkThumbprint,
+  GENESIS_PREV,
+} from './generated/receipts-verify';
 export type { RefundVerdict, ChainProblem } from './generated/receipts-verify';
 export { SvcError, isSvcError } from './errors';
 export type { Problem } from './errors';
 export type { FetchLike, HeadersLike, SvcFields } from './http';
 export type { Clock } from './clock';
-export { parseRetryAfter, parseRateLimitReset, DEFAULT_RETRY_MAX, DEFAULT_RETRY_JITTER, DEFAULT_RETRY_BASE_DELAY_MS, DEFAULT_RETRY_MAX_DELAY_MS } from './retry';
+export {
+  parseRetryAfter,
+  parseRateLimitReset,
+  DEFAULT_RETRY_MAX,
+  DEFAULT_RETRY_JITTER,
+  DEFAULT_RETRY_BASE_DELAY_MS,
+  DEFAULT_RETRY_MAX_DELAY_MS,
+} from './retry';
 export type { RetryOptions } from './retry';
 export { USER_AGENT, SDK_VERSION } from './version';
 export * from './generated/errors';

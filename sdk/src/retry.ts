@@ -141,7 +141,15 @@ export function retryDelay(policy: RetryPolicy, failure: Failure, retriesDone: n
 }
 
 /** Error codes of a failed connection attempt: nothing was sent. */
-const UNSENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+const UNSENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** The system or undici error code behind a fetch rejection (`TypeError: fetch failed`, cause …). */
 export function networkErrorCode(err: unknown): string | null {

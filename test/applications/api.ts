@@ -52,9 +52,16 @@ t.test('validation errors list every field (400 svc_bad_request)', async (t) => 
   t.match(empty.headers.get('content-type'), /^application\/problem\+json/);
   t.equal(empty.body.code, 'svc_bad_request');
   const fields = (body: any) => body.errors.map((e: { field: string }) => e.field).sort();
-  t.same(fields(empty.body), ['applicant_type', 'building', 'contact_name', 'messaging_handle', 'social_url'], 'each missing field is named');
+  t.same(
+    fields(empty.body),
+    ['applicant_type', 'building', 'contact_name', 'messaging_handle', 'social_url'],
+    'each missing field is named',
+  );
 
-  const bad = await submitJson(api, agentAnswers({ wallet: '0x123', social_url: 'not a link', applicant_type: 'robot', feedback_opt_in: 'yes', extra: 1 }));
+  const bad = await submitJson(
+    api,
+    agentAnswers({ wallet: '0x123', social_url: 'not a link', applicant_type: 'robot', feedback_opt_in: 'yes', extra: 1 }),
+  );
   t.equal(bad.status, 400);
   t.same(fields(bad.body), ['applicant_type', 'extra', 'feedback_opt_in', 'social_url', 'wallet']);
   const message = (field: string) => bad.body.errors.find((e: any) => e.field === field).message;
@@ -230,7 +237,14 @@ t.test('the form handler: 303 to the thank-you page, or the form again with erro
   const bad = await submitForm(
     api,
     '/apply',
-    new URLSearchParams({ building: '', contact_name: xss, social_url: 'nope', messaging_handle: '@x', applicant_type: 'ai_agent', feedback_opt_in: 'yes' }),
+    new URLSearchParams({
+      building: '',
+      contact_name: xss,
+      social_url: 'nope',
+      messaging_handle: '@x',
+      applicant_type: 'ai_agent',
+      feedback_opt_in: 'yes',
+    }),
   );
   t.equal(bad.status, 400);
   t.match(bad.headers.get('content-type'), /^text\/html/);
@@ -240,7 +254,11 @@ t.test('the form handler: 303 to the thank-you page, or the form again with erro
   t.match(bad.text, /id="f-social_url-error"[^>]*>[\s\S]*?must be a link/);
   t.match(bad.text, /id="f-why-error"[^>]*>[\s\S]*?AI agents that do not pay/, 'why is required of an agent with no APIs');
   t.match(bad.text, /aria-invalid="true"/);
-  t.match(bad.text, /<input type="checkbox" id="f-feedback_opt_in" name="feedback_opt_in" value="yes" checked/, 'the checkbox stays ticked');
+  t.match(
+    bad.text,
+    /<input type="checkbox" id="f-feedback_opt_in" name="feedback_opt_in" value="yes" checked/,
+    'the checkbox stays ticked',
+  );
   t.match(bad.text, /role="alert"/, 'an error summary is announced');
   t.equal((await control.admin('GET', '/_admin/v1/applications')).body.applications.length, 1, 'nothing more stored');
 });
@@ -275,7 +293,10 @@ t.test('the form page: labels, strict CSP with a nonce, no external assets', asy
 
 t.test('submissions are limited per address (429 svc_rate_limited + Retry-After)', async (t) => {
   const clock = manualClock();
-  const control = await startTestControl(t, { now: clock.now, flags: { 'applications.submitLimitCount': 3, 'applications.submitLimitWindowS': 600 } });
+  const control = await startTestControl(t, {
+    now: clock.now,
+    flags: { 'applications.submitLimitCount': 3, 'applications.submitLimitWindowS': 600 },
+  });
   const api = control.urls.api;
   t.equal((await submitJson(api, agentAnswers())).status, 201);
   t.equal((await submitJson(api, {})).status, 400, 'an invalid attempt is answered 400…');
@@ -302,17 +323,29 @@ t.test('behind public.trustedProxyHops proxies each applicant has its own limit'
   const from = (xff: string) => ({ 'x-forwarded-for': xff });
   const behind = await startTestControl(t, { flags: { 'applications.submitLimitCount': 1, 'public.trustedProxyHops': 1 } });
   t.equal((await submitJson(behind.urls.api, agentAnswers(), from('198.51.100.1'))).status, 201);
-  t.equal((await submitJson(behind.urls.api, merchantAnswers(), from('198.51.100.2'))).status, 201, 'another address behind the same proxy: its own limit');
-  t.equal((await submitJson(behind.urls.api, merchantAnswers({ contact_name: 'Third' }), from('198.51.100.1'))).status, 429, 'the first address has used its limit');
+  t.equal(
+    (await submitJson(behind.urls.api, merchantAnswers(), from('198.51.100.2'))).status,
+    201,
+    'another address behind the same proxy: its own limit',
+  );
+  t.equal(
+    (await submitJson(behind.urls.api, merchantAnswers({ contact_name: 'Third' }), from('198.51.100.1'))).status,
+    429,
+    'the first address has used its limit',
+  );
   t.equal(
     (await submitJson(behind.urls.api, merchantAnswers({ contact_name: 'Fourth' }), from('203.0.113.5, 198.51.100.1'))).status,
     429,
-    'an entry the caller wrote left of the proxy\'s changes nothing',
+    "an entry the caller wrote left of the proxy's changes nothing",
   );
 
   const direct = await startTestControl(t, { flags: { 'applications.submitLimitCount': 1 } });
   t.equal((await submitJson(direct.urls.api, agentAnswers(), from('198.51.100.1'))).status, 201);
-  t.equal((await submitJson(direct.urls.api, merchantAnswers(), from('198.51.100.2'))).status, 429, 'no trusted proxy: X-Forwarded-For buys no fresh limit');
+  t.equal(
+    (await submitJson(direct.urls.api, merchantAnswers(), from('198.51.100.2'))).status,
+    429,
+    'no trusted proxy: X-Forwarded-For buys no fresh limit',
+  );
 });
 
 t.test('invalid submissions count under their own, looser limit', async (t) => {
@@ -352,7 +385,11 @@ t.test('invalid submissions count under their own, looser limit', async (t) => {
   t.equal(limited.headers.get('retry-after'), '540', 'Retry-After counts down to the end of the window');
   t.equal(limited.headers.get('ratelimit-policy'), '"applications-invalid";q=5;w=600', 'RateLimit-Policy names the invalid limit');
   t.equal(limited.headers.get('ratelimit'), '"applications-invalid";r=0;t=540');
-  t.equal((await submitJson(api, agentAnswers({ contact_name: 'Someone' }))).status, 429, 'an address past the invalid limit is refused until the window ends');
+  t.equal(
+    (await submitJson(api, agentAnswers({ contact_name: 'Someone' }))).status,
+    429,
+    'an address past the invalid limit is refused until the window ends',
+  );
   const form = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
   t.equal(form.status, 429, 'the form handler shares the limit');
   clock.advance(540_000);
@@ -370,7 +407,11 @@ t.test('the form handler counts invalid answers under the invalid limit too', as
     const bad = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
     t.equal(bad.status, 400, `invalid form ${i}: 400 with the form again`);
   }
-  const good = await submitForm(api, '/apply', new URLSearchParams(agentAnswers({ apis_paid: 'OpenAI', feedback_opt_in: 'on' }) as Record<string, string>));
+  const good = await submitForm(
+    api,
+    '/apply',
+    new URLSearchParams(agentAnswers({ apis_paid: 'OpenAI', feedback_opt_in: 'on' }) as Record<string, string>),
+  );
   t.equal(good.status, 303, `the corrected form is received (${good.status})`);
   const bad = await submitForm(api, '/apply', new URLSearchParams({ contact_name: 'x' }));
   t.equal(bad.status, 429, 'with the submit limit (1) used, the next attempt is 429');

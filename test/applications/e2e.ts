@@ -37,7 +37,11 @@ t.test('apply, approve, call the gateway with the delivered key; reject; duplica
   const list = await stack.cli(['applications', 'list', '--json']);
   t.equal(list.code, 0, list.stderr);
   const apps = list.json().applications;
-  t.same(apps.map((a: any) => a.id), [first.body.id, merchant.body.id], 'two applications, the agent first');
+  t.same(
+    apps.map((a: any) => a.id),
+    [first.body.id, merchant.body.id],
+    'two applications, the agent first',
+  );
   t.equal(apps[0].submissions, 2);
 
   const approve = await stack.cli(['applications', 'approve', first.body.id, '--endpoint', 'alpha', '--json']);
@@ -55,7 +59,8 @@ t.test('apply, approve, call the gateway with the delivered key; reject; duplica
   t.equal(gate.code, 0, gate.stderr);
   t.equal(gate.json().value, true);
 
-  const call = (headers: Record<string, string>) => request(stack.gateway, '/v1/alpha/echo', { body: '{}', headers: { 'content-type': 'application/json', ...headers } });
+  const call = (headers: Record<string, string>) =>
+    request(stack.gateway, '/v1/alpha/echo', { body: '{}', headers: { 'content-type': 'application/json', ...headers } });
   const admitted = await call({ authorization: `Bearer ${key}` });
   t.equal(admitted.status, 200, 'the delivered key works on the gateway with the gate on');
   t.equal(up.requests.length, 1, 'and reached the upstream');
@@ -66,7 +71,11 @@ t.test('apply, approve, call the gateway with the delivered key; reject; duplica
   const keys = await stack.cli(['keys', 'list', '--json']);
   t.equal(keys.code, 0);
   const all = keys.json().keys;
-  t.same(all.map((k: any) => [k.id, k.application_id]), [[approved.key_id, first.body.id]], 'one key, bound to the approved application; none for the rejected one');
+  t.same(
+    all.map((k: any) => [k.id, k.application_id]),
+    [[approved.key_id, first.body.id]],
+    'one key, bound to the approved application; none for the rejected one',
+  );
 
   const show = await stack.cli(['applications', 'show', first.body.id]);
   t.equal(show.code, 0);

@@ -17,8 +17,14 @@ import { BROWSER_UA, SOLANA_WALLET } from '../fixtures/applications';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
 ];
 
 async function launch(t: Test, javaScriptEnabled: boolean): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {

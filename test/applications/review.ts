@@ -27,7 +27,16 @@ t.test('list, show, approve, reject, add', async (t) => {
     return res.body.id as string;
   };
   const merchant = await submit(merchantAnswers());
-  const noUsage = await submit(agentAnswers({ contact_name: 'Bo', apis_paid: [], why: 'starting out', wallet: '', feedback_opt_in: false, social_url: 'https://x.com/bo' }));
+  const noUsage = await submit(
+    agentAnswers({
+      contact_name: 'Bo',
+      apis_paid: [],
+      why: 'starting out',
+      wallet: '',
+      feedback_opt_in: false,
+      social_url: 'https://x.com/bo',
+    }),
+  );
   const heavy = await submit(agentAnswers());
   const sameScoreOlder = await submit(agentAnswers({ contact_name: 'Cy', social_url: 'https://github.com/cy' }));
 
@@ -36,10 +45,20 @@ t.test('list, show, approve, reject, add', async (t) => {
     t.equal(res.code, 0, res.stderr);
     const { applications, answer_within_hours } = res.json();
     t.equal(answer_within_hours, 24);
-    t.same(applications.map((a: any) => a.id), [heavy, sameScoreOlder, noUsage, merchant], 'highest score first; ties oldest first');
+    t.same(
+      applications.map((a: any) => a.id),
+      [heavy, sameScoreOlder, noUsage, merchant],
+      'highest score first; ties oldest first',
+    );
     const top = applications[0];
     t.equal(top.priority.score, 90);
-    t.same(top.priority.reasons, ['+40 AI agent developer', '+20 pays for 2 APIs now', '+15 will give feedback (early tester)', '+10 wallet given', '+5 links github.com']);
+    t.same(top.priority.reasons, [
+      '+40 AI agent developer',
+      '+20 pays for 2 APIs now',
+      '+15 will give feedback (early tester)',
+      '+10 wallet given',
+      '+5 links github.com',
+    ]);
     t.equal(applications[3].age_hours, 4, 'the first one is four hours old');
     t.equal(applications[3].overdue, false);
     t.equal(applications[3].due_at, new Date(Date.parse(applications[3].received_at) + 24 * 3600_000).toISOString());
@@ -51,7 +70,11 @@ t.test('list, show, approve, reject, add', async (t) => {
     t.same((await cli('applications', 'list', '--overdue', '--json')).json().applications, [], 'nothing overdue yet');
     clock.advance(21 * 3600_000); // the merchant is 25 h old, the next one 24 h
     const overdue = (await cli('applications', 'list', '--overdue', '--json')).json().applications;
-    t.same(overdue.map((a: any) => a.id), [merchant], '--overdue: pending past the target');
+    t.same(
+      overdue.map((a: any) => a.id),
+      [merchant],
+      '--overdue: pending past the target',
+    );
     t.equal(overdue[0].overdue, true);
     const human = await cli('applications', 'list');
     t.equal(human.code, 0);
@@ -72,7 +95,13 @@ t.test('list, show, approve, reject, add', async (t) => {
       key_id: /^key_/,
       endpoints: ['alpha'],
       application: { id: heavy, status: 'approved', key_id: body.key_id, decided_by: 'admin', answered_late: false },
-      delivery: { notifier: 'operator', status: 'shown_to_operator', attempts: 1, error: null, deliver_to: { contact_name: 'Ada Lovelace', messaging_handle: 'telegram @ada' } },
+      delivery: {
+        notifier: 'operator',
+        status: 'shown_to_operator',
+        attempts: 1,
+        error: null,
+        deliver_to: { contact_name: 'Ada Lovelace', messaging_handle: 'telegram @ada' },
+      },
     });
     t.match(body.message, body.key, 'the message to send holds the key');
     t.match(body.message, /Authorization: Bearer/);
@@ -82,13 +111,24 @@ t.test('list, show, approve, reject, add', async (t) => {
     t.equal(key.wallet, SOLANA_WALLET, 'with the applicant’s wallet');
     t.same(JSON.parse(key.endpoints), ['alpha']);
     const secrets = control.handle.ctx.store.keys.liveSecrets(keyId, clock.now());
-    t.same(secrets.map((s) => s.hash), [hashKey(body.key)], 'the key authenticates as that key');
+    t.same(
+      secrets.map((s) => s.hash),
+      [hashKey(body.key)],
+      'the key authenticates as that key',
+    );
 
     const show = await cli('applications', 'show', heavy, '--json');
     t.equal(show.code, 0);
     const detail = show.json();
-    t.match(detail, { status: 'approved', key: { id: keyId, status: 'active', endpoints: ['alpha'] }, delivery: { status: 'shown_to_operator', notifier: 'operator' } });
-    t.same(detail.deliveries.map((d: any) => d.outcome), ['shown_to_operator']);
+    t.match(detail, {
+      status: 'approved',
+      key: { id: keyId, status: 'active', endpoints: ['alpha'] },
+      delivery: { status: 'shown_to_operator', notifier: 'operator' },
+    });
+    t.same(
+      detail.deliveries.map((d: any) => d.outcome),
+      ['shown_to_operator'],
+    );
     t.notOk(propertyNames(detail).has('key') && typeof detail.key === 'string', 'show has no plaintext');
     t.notOk(show.stdout.includes(body.key), 'show never prints the key');
 
@@ -119,7 +159,13 @@ t.test('list, show, approve, reject, add', async (t) => {
     const before = control.handle.ctx.store.keys.list().length;
     const res = await cli('applications', 'reject', merchant, '--reason', 'not a fit yet', '--json');
     t.equal(res.code, 0, res.stderr);
-    t.match(res.json().application, { id: merchant, status: 'rejected', reject_reason: 'not a fit yet', key_id: null, answered_late: true });
+    t.match(res.json().application, {
+      id: merchant,
+      status: 'rejected',
+      reject_reason: 'not a fit yet',
+      key_id: null,
+      answered_late: true,
+    });
     t.equal(control.handle.ctx.store.keys.list().length, before, 'no key was issued');
     t.notOk(control.handle.ctx.store.keys.list().some((k) => k.application_id === merchant));
     t.equal((await cli('applications', 'approve', merchant)).code, 1, 'a rejected application cannot be approved');
@@ -138,18 +184,55 @@ t.test('list, show, approve, reject, add', async (t) => {
   });
 
   await t.test('add: the direct-contact fallback, validated like the form', async (t) => {
-    const bad = await cli('applications', 'add', '--building', 'x', '--contact-name', 'Dee', '--social-url', 'nope', '--type', 'api_merchant');
+    const bad = await cli(
+      'applications',
+      'add',
+      '--building',
+      'x',
+      '--contact-name',
+      'Dee',
+      '--social-url',
+      'nope',
+      '--type',
+      'api_merchant',
+    );
     t.equal(bad.code, 2, 'invalid answers are a usage error');
     t.match(bad.stderr, /--social-url: must be a link/);
     t.match(bad.stderr, /--messaging-handle: is required/);
     t.match(bad.stderr, /--why: is required for merchants/);
 
-    const args = ['applications', 'add', '--building', 'An agent for travel', '--contact-name', 'Dee', '--social-url', 'https://github.com/dee',
-      '--messaging-handle', 'discord dee', '--type', 'ai-agent', '--api', 'Amadeus', '--api', 'OpenAI', '--feedback', '--received-at', new Date(clock.now() - 2 * 3600_000).toISOString()];
+    const args = [
+      'applications',
+      'add',
+      '--building',
+      'An agent for travel',
+      '--contact-name',
+      'Dee',
+      '--social-url',
+      'https://github.com/dee',
+      '--messaging-handle',
+      'discord dee',
+      '--type',
+      'ai-agent',
+      '--api',
+      'Amadeus',
+      '--api',
+      'OpenAI',
+      '--feedback',
+      '--received-at',
+      new Date(clock.now() - 2 * 3600_000).toISOString(),
+    ];
     const added = await cli(...args, '--json');
     t.equal(added.code, 0, added.stderr);
     const app = added.json().application;
-    t.match(app, { source: 'direct', recorded_by: 'admin', applicant_type: 'ai_agent', apis_paid: ['Amadeus', 'OpenAI'], feedback_opt_in: true, age_hours: 2 });
+    t.match(app, {
+      source: 'direct',
+      recorded_by: 'admin',
+      applicant_type: 'ai_agent',
+      apis_paid: ['Amadeus', 'OpenAI'],
+      feedback_opt_in: true,
+      age_hours: 2,
+    });
     t.equal(added.json().duplicate, false);
     const dup = await cli(...args);
     t.equal(dup.code, 0);
@@ -157,7 +240,10 @@ t.test('list, show, approve, reject, add', async (t) => {
     const list = (await cli('applications', 'list', '--pending', '--json')).json().applications.map((a: any) => a.id);
     t.same(list, [app.id, noUsage], 'the direct application is reviewed in the same queue');
 
-    const future = await control.admin('POST', '/_admin/v1/applications', { application: merchantAnswers({ contact_name: 'Eve' }), received_at: new Date(clock.now() + 3600_000).toISOString() });
+    const future = await control.admin('POST', '/_admin/v1/applications', {
+      application: merchantAnswers({ contact_name: 'Eve' }),
+      received_at: new Date(clock.now() + 3600_000).toISOString(),
+    });
     t.equal(future.status, 400);
     t.equal(future.body.errors[0].field, 'received_at');
   });
@@ -179,7 +265,14 @@ t.test('list, show, approve, reject, add', async (t) => {
   await t.test('audit log: every decision, never a key', async (t) => {
     const audit = await control.admin('GET', '/_admin/v1/audit?limit=1000');
     const actions = audit.body.entries.map((e: any) => e.action);
-    for (const action of ['applications.submit', 'applications.approve', 'applications.deliver', 'applications.reject', 'applications.redeliver', 'keys.issue']) {
+    for (const action of [
+      'applications.submit',
+      'applications.approve',
+      'applications.deliver',
+      'applications.reject',
+      'applications.redeliver',
+      'keys.issue',
+    ]) {
       t.ok(actions.includes(action), `${action} is audited`);
     }
     t.equal(audit.text.match(KEY_PATTERN), null, 'no plaintext key in the audit log');

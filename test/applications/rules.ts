@@ -28,9 +28,17 @@ t.test('visibility rule', async (t) => {
 t.test('priority score and reasons', async (t) => {
   const full = priority(parse(agentAnswers({ apis_paid: ['a', 'b', 'c', 'd'] })));
   t.equal(full.score, 100, 'agent + 3 counted APIs + feedback + wallet + code host');
-  t.same(full.reasons, ['+40 AI agent developer', '+30 pays for 4 APIs now', '+15 will give feedback (early tester)', '+10 wallet given', '+5 links github.com']);
+  t.same(full.reasons, [
+    '+40 AI agent developer',
+    '+30 pays for 4 APIs now',
+    '+15 will give feedback (early tester)',
+    '+10 wallet given',
+    '+5 links github.com',
+  ]);
 
-  const agent = priority(parse(agentAnswers({ apis_paid: ['OpenAI'], wallet: '', feedback_opt_in: false, social_url: 'https://x.com/ada' })));
+  const agent = priority(
+    parse(agentAnswers({ apis_paid: ['OpenAI'], wallet: '', feedback_opt_in: false, social_url: 'https://x.com/ada' })),
+  );
   t.same(agent, { score: 50, reasons: ['+40 AI agent developer', '+10 pays for 1 API now'] });
 
   const merchant = priority(parse(merchantAnswers()));
@@ -38,7 +46,9 @@ t.test('priority score and reasons', async (t) => {
   const agentMerchant = priority(parse(merchantAnswers({ applicant_type: 'ai_agent_merchant', feedback_opt_in: true })));
   t.equal(agentMerchant.score, 45);
 
-  const noUsage = priority(parse(agentAnswers({ apis_paid: [], why: 'soon', wallet: '', feedback_opt_in: false, social_url: 'https://gist.github.com/ada' })));
+  const noUsage = priority(
+    parse(agentAnswers({ apis_paid: [], why: 'soon', wallet: '', feedback_opt_in: false, social_url: 'https://gist.github.com/ada' })),
+  );
   t.same(noUsage.reasons, ['+40 AI agent developer', '+5 links github.com'], 'subdomains of a code host count');
   t.ok(full.score > agent.score && agent.score > noUsage.score && noUsage.score > merchant.score, 'agents with observable usage first');
 });
@@ -47,7 +57,11 @@ t.test('content hash normalisation', async (t) => {
   const a = contentHash(parse(agentAnswers()));
   t.not(contentHash(parse(agentAnswers({ messaging_handle: 'signal +1 555 0100' }))), a, 'another contact differs');
   t.equal(contentHash(parse(agentAnswers({ messaging_handle: '@Telegram  @ada' }))), a, 'a leading @ and case do not');
-  t.equal(contentHash(parse(agentAnswers({ contact_name: 'ADA  lovelace ', apis_paid: ['exa', 'OPENAI'] }))), a, 'case, spacing and order do not');
+  t.equal(
+    contentHash(parse(agentAnswers({ contact_name: 'ADA  lovelace ', apis_paid: ['exa', 'OPENAI'] }))),
+    a,
+    'case, spacing and order do not',
+  );
   t.equal(contentHash(parse(agentAnswers({ social_url: 'http://www.github.com/ada/' }))), a, 'nor the scheme, www. or a trailing slash');
   t.not(contentHash(parse(agentAnswers({ feedback_opt_in: false }))), a, 'every answer is part of the content');
   t.not(contentHash(parse(agentAnswers({ wallet: '' }))), a);
@@ -59,8 +73,28 @@ t.test('webhook signature and backoff', async (t) => {
   t.equal(signWebhook('secret-secret-secret', 1700000000, body), expected, 'HMAC-SHA256 over "<timestamp>.<body>"');
   t.not(signWebhook('secret-secret-secret', 1700000001, body), expected, 'the timestamp is signed');
 
-  const notifier = new WebhookNotifier({ url: 'http://127.0.0.1:1/x', secret: 's'.repeat(16), retries: 5, backoffMs: 1000, timeoutMs: 100, now: Date.now, random: () => 1 });
-  t.same([1, 2, 3, 4, 5, 6].map((n) => notifier.backoff(n)), [1000, 2000, 4000, 8000, 10000, 10000], 'doubling, capped at 10 s');
-  const low = new WebhookNotifier({ url: 'http://127.0.0.1:1/x', secret: 's'.repeat(16), retries: 5, backoffMs: 1000, timeoutMs: 100, now: Date.now, random: () => 0 });
+  const notifier = new WebhookNotifier({
+    url: 'http://127.0.0.1:1/x',
+    secret: 's'.repeat(16),
+    retries: 5,
+    backoffMs: 1000,
+    timeoutMs: 100,
+    now: Date.now,
+    random: () => 1,
+  });
+  t.same(
+    [1, 2, 3, 4, 5, 6].map((n) => notifier.backoff(n)),
+    [1000, 2000, 4000, 8000, 10000, 10000],
+    'doubling, capped at 10 s',
+  );
+  const low = new WebhookNotifier({
+    url: 'http://127.0.0.1:1/x',
+    secret: 's'.repeat(16),
+    retries: 5,
+    backoffMs: 1000,
+    timeoutMs: 100,
+    now: Date.now,
+    random: () => 0,
+  });
   t.equal(low.backoff(3), 2000, 'jitter keeps at least half the delay');
 });

@@ -41,7 +41,7 @@ async function startReceiver(t: Test, statuses: number[] = []): Promise<{ url: s
       const fresh = Math.abs(Date.now() / 1000 - Number(timestamp)) < 300;
       const signatureValid = fresh && given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));
       received.push({ headers: req.headers, raw, body: JSON.parse(raw), signatureValid });
-      const status = signatureValid ? statuses.shift() ?? 204 : 401;
+      const status = signatureValid ? (statuses.shift() ?? 204) : 401;
       res.writeHead(status, { 'content-type': 'text/plain' });
       // A receiver that echoes what it got must not get the key into svc's records.
       res.end(status >= 400 ? `rejected: ${raw}` : '');
@@ -122,7 +122,9 @@ t.test('delivered: a signed message the receiver verifies; the key is nowhere el
   );
 
   // A forged signature is what the receiver check rejects (the check can fail).
-  const forged = createHmac('sha256', 'another-secret-000000').update(`${String(got.headers['x-svc-timestamp'])}.${got.raw}`).digest('hex');
+  const forged = createHmac('sha256', 'another-secret-000000')
+    .update(`${String(got.headers['x-svc-timestamp'])}.${got.raw}`)
+    .digest('hex');
   t.not(`sha256=${forged}`, got.headers['x-svc-signature']);
 
   const show = await runCli(['applications', 'show', receipt.id, '--json'], { control });
@@ -147,7 +149,10 @@ t.test('delivered: a signed message the receiver verifies; the key is nowhere el
     for (const k of needles) t.notOk(bytes.includes(Buffer.from(k)), `${file.slice(control.dataDir.length)} does not hold a delivered key`);
   }
   for (const k of needles) t.notOk(logs.text().includes(k), 'control’s logs do not hold it');
-  t.ok(logs.records().some((r) => r.msg === 'application key delivered' && r.notifier === 'webhook'), 'the delivery is logged');
+  t.ok(
+    logs.records().some((r) => r.msg === 'application key delivered' && r.notifier === 'webhook'),
+    'the delivery is logged',
+  );
 });
 
 t.test('retries a 5xx with backoff, then delivers; a 4xx is final', async (t) => {
@@ -158,10 +163,20 @@ t.test('retries a 5xx with backoff, then delivers; a 4xx is final', async (t) =>
   t.equal(res.code, 0, res.stderr);
   t.match(res.json().delivery, { status: 'delivered', attempts: 3 });
   t.equal(receiver.received.length, 3);
-  t.ok(receiver.received.every((r) => r.signatureValid), 'every attempt is signed');
+  t.ok(
+    receiver.received.every((r) => r.signatureValid),
+    'every attempt is signed',
+  );
   t.equal(new Set(receiver.received.map((r) => r.headers['x-svc-delivery'])).size, 1, 'one delivery id across retries');
   const log = (await runCli(['applications', 'show', first, '--json'], { control })).json().deliveries;
-  t.same(log.map((d: any) => [d.attempt, d.outcome, d.http_status]), [[1, 'retrying', 503], [2, 'retrying', 500], [3, 'delivered', 200]]);
+  t.same(
+    log.map((d: any) => [d.attempt, d.outcome, d.http_status]),
+    [
+      [1, 'retrying', 503],
+      [2, 'retrying', 500],
+      [3, 'delivered', 200],
+    ],
+  );
 
   const second = (await submitJson(control.urls.api, merchantAnswers())).body.id;
   const refused = await runCli(['applications', 'approve', second, '--json'], { control });
@@ -198,9 +213,15 @@ t.test('a receiver that is down: retries, then a clear failure; the application 
   t.match(human.stdout, /attempt 1\s+retrying\s+connection failed \(ECONNREFUSED\)/);
   t.match(human.stdout, /attempt 3\s+failed/);
   const detail = (await runCli(['applications', 'show', id, '--json'], { control })).json();
-  t.same(detail.deliveries.map((d: any) => d.outcome), ['retrying', 'retrying', 'failed']);
+  t.same(
+    detail.deliveries.map((d: any) => d.outcome),
+    ['retrying', 'retrying', 'failed'],
+  );
   t.match(detail, { status: 'approved', key: { id: answer.key_id, status: 'active' }, delivery: { status: 'failed' } });
-  t.ok(logs.records().some((r) => r.msg === 'application key delivery failed' && r.level === 'warn' && r.application_id === id), 'a warning is logged');
+  t.ok(
+    logs.records().some((r) => r.msg === 'application key delivery failed' && r.level === 'warn' && r.application_id === id),
+    'a warning is logged',
+  );
 
   const revoke = await runCli(['keys', 'revoke', answer.key_id, '--json'], { control });
   t.equal(revoke.code, 0, 'the key is revocable');
@@ -214,9 +235,15 @@ t.test('a receiver that is down: retries, then a clear failure; the application 
   const body = redelivered.json();
   t.equal(body.key_id, failed.key_id);
   t.match(body.delivery, { notifier: 'operator', status: 'shown_to_operator' });
-  t.same(control.handle.ctx.store.keys.liveSecrets(body.key_id, Date.now()).map((s) => s.hash), [hashKey(body.key)]);
+  t.same(
+    control.handle.ctx.store.keys.liveSecrets(body.key_id, Date.now()).map((s) => s.hash),
+    [hashKey(body.key)],
+  );
   const log = (await runCli(['applications', 'show', other, '--json'], { control })).json();
-  t.same(log.deliveries.map((d: any) => `${d.notifier}:${d.outcome}`), ['webhook:retrying', 'webhook:retrying', 'webhook:failed', 'operator:shown_to_operator']);
+  t.same(
+    log.deliveries.map((d: any) => `${d.notifier}:${d.outcome}`),
+    ['webhook:retrying', 'webhook:retrying', 'webhook:failed', 'operator:shown_to_operator'],
+  );
   t.equal(log.delivery.status, 'shown_to_operator', 'show reports the latest delivery');
 });
 
@@ -235,7 +262,13 @@ t.test('settings: webhook needs a URL and a secret; the secret is never echoed',
     t.match((err as Error).message, /applications\.webhookSecret .*\(hidden\)/);
     t.notMatch((err as Error).message, /short secret/);
   }
-  const ok = loadConfig({ env: { SVC_APPLICATIONS_NOTIFIER: 'webhook', SVC_APPLICATIONS_WEBHOOK_URL: 'https://hooks.example/svc', SVC_APPLICATIONS_WEBHOOK_SECRET: SECRET } });
+  const ok = loadConfig({
+    env: {
+      SVC_APPLICATIONS_NOTIFIER: 'webhook',
+      SVC_APPLICATIONS_WEBHOOK_URL: 'https://hooks.example/svc',
+      SVC_APPLICATIONS_WEBHOOK_SECRET: SECRET,
+    },
+  });
   t.equal(ok.applications.notifier, 'webhook');
   t.equal(loadConfig({}).applications.notifier, 'operator', 'operator is the default');
 });

@@ -33,7 +33,11 @@ t.test('keys', async (t) => {
   const list = await cli('keys', 'list', '--json');
   t.equal(list.code, 0);
   const listed = list.json();
-  t.same(listed.keys.map((k: { id: string }) => k.id), [body.id], 'the issued key is listed');
+  t.same(
+    listed.keys.map((k: { id: string }) => k.id),
+    [body.id],
+    'the issued key is listed',
+  );
   t.notOk(propertyNames(listed).has('key'), 'no key field');
   t.notOk(list.stdout.includes(body.key), 'no plaintext');
 
@@ -99,12 +103,22 @@ t.test('flags and changelog', async (t) => {
   const notice = await cli('changelog', 'add', 'maintenance tonight', '--json');
   t.equal(notice.code, 0);
   const log2 = await cli('changelog', 'list', '--json');
-  t.same(log2.json().entries.map((e: { kind: string }) => e.kind), ['notice', 'flag'], 'newest first');
+  t.same(
+    log2.json().entries.map((e: { kind: string }) => e.kind),
+    ['notice', 'flag'],
+    'newest first',
+  );
 
   const get = await cli('flag', 'get', 'beta_gate_enabled', '--json');
   t.equal(get.json().value, true);
   const list = await cli('flag', 'list', '--json');
-  t.same(list.json().flags.map((f: { name: string }) => f.name).sort(), ['beta_gate_enabled', 'maintenance_mode']);
+  t.same(
+    list
+      .json()
+      .flags.map((f: { name: string }) => f.name)
+      .sort(),
+    ['beta_gate_enabled', 'maintenance_mode'],
+  );
 
   const bogus = await cli('flag', 'set', 'bogus', 'on');
   t.equal(bogus.code, 2, 'unknown flag: exit 2');
@@ -159,11 +173,17 @@ t.test('endpoints', async (t) => {
   const control = await startTestControl(t);
   const cli = (...args: string[]) => runCli(args, { control });
   const added = await cli(
-    'endpoints', 'add', 'echo',
-    '--upstream', 'http://127.0.0.1:9/api',
-    '--methods', 'get,put',
-    '--price', '100',
-    '--header', 'X-Api-Key: secret-value-xyz',
+    'endpoints',
+    'add',
+    'echo',
+    '--upstream',
+    'http://127.0.0.1:9/api',
+    '--methods',
+    'get,put',
+    '--price',
+    '100',
+    '--header',
+    'X-Api-Key: secret-value-xyz',
     '--json',
   );
   t.equal(added.code, 0, added.stderr);
@@ -223,7 +243,14 @@ t.test('status, help and unknown commands', async (t) => {
   t.equal(status.json().urls.control, control.urls.control);
   const text = await runCli(['status'], { control });
   t.match(text.stdout, control.urls.api);
-  t.match(status.json().bootstrap, { database_ready: true, pool_funded: false, pool_balance: 0, endpoints: 0, gateways_connected: 0, gateways_known: 0 });
+  t.match(status.json().bootstrap, {
+    database_ready: true,
+    pool_funded: false,
+    pool_balance: 0,
+    endpoints: 0,
+    gateways_connected: 0,
+    gateways_known: 0,
+  });
   t.match(status.json().settler, { backlog: 0, last_batch: null });
   t.ok(['running', 'idle', 'paused', 'not_running'].includes(status.json().settler.state), 'the settler state is named');
   t.match(text.stdout, /bootstrap\s+pool not funded, 0 endpoint\(s\), 0 of 0 gateway\(s\) connected; next: fund the pool/);

@@ -96,7 +96,10 @@ t.test('serve control: URLs, tokens, health, discovery, SIGTERM', async (t) => {
   t.not(adminToken, readFileSync(join(dataDir, 'sync.token'), 'utf8').trim(), 'admin and sync tokens differ');
   t.notOk(control.stdout().includes(adminToken), 'the banner does not print the token itself');
 
-  for (const [name, base] of [['api', control.urls.api], ['indexer', control.urls.indexer]] as const) {
+  for (const [name, base] of [
+    ['api', control.urls.api],
+    ['indexer', control.urls.indexer],
+  ] as const) {
     const res = await fetch(`${base}/health`);
     t.equal(res.status, 200, `${name} /health: 200`);
     t.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -144,6 +147,10 @@ t.test('a second start reuses the tokens and the database', async (t) => {
   t.match(second.stdout(), /admin token\s+\S+admin\.token\s*$/m, 'the banner does not claim a new token');
   t.equal(readFileSync(join(dataDir, 'admin.token'), 'utf8'), token, 'same admin token');
   const list = await spawnCli(['--data-dir', dataDir, 'keys', 'list', '--json'], { cwd: dir });
-  t.same(JSON.parse(list.stdout).keys.map((k: { id: string }) => k.id), [JSON.parse(issued.stdout).id], 'the key survived the restart');
+  t.same(
+    JSON.parse(list.stdout).keys.map((k: { id: string }) => k.id),
+    [JSON.parse(issued.stdout).id],
+    'the key survived the restart',
+  );
   t.same(await second.stop('SIGINT'), { code: 0, signal: null }, 'SIGINT also exits 0');
 });

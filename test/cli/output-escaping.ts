@@ -54,7 +54,10 @@ t.test('a real svcctl process escapes control characters from control', async (t
   t.notOk(RAW_CONTROL.test(show.stdout), 'keys show: no raw control character on stdout');
   t.ok(show.stdout.includes(`name:        ${SHOWN}`), `keys show: the name shows its escapes (${JSON.stringify(show.stdout)})`);
 
-  for (const args of [['keys', 'list', '--json'], ['keys', 'show', id, '--json']]) {
+  for (const args of [
+    ['keys', 'list', '--json'],
+    ['keys', 'show', id, '--json'],
+  ]) {
     const json = await svcctl(...args);
     t.equal(json.code, 0, json.stderr);
     t.notOk(RAW_CONTROL.test(json.stdout), `${args.join(' ')}: no raw control character, C1 included`);

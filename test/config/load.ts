@@ -22,7 +22,11 @@ function configError(t: tap.Test, fn: () => unknown): ConfigError {
 t.test('gateway.engine: http-proxy by default, undici by env, file or flag, nothing else', async (t) => {
   t.equal(loadConfig({ env: {} }).gateway.engine, 'http-proxy');
   t.equal(loadConfig({ env: { SVC_GATEWAY_ENGINE: 'undici' } }).gateway.engine, 'undici');
-  t.equal(loadConfig({ env: { SVC_GATEWAY_ENGINE: 'undici' }, flags: { 'gateway.engine': 'http-proxy' } }).gateway.engine, 'http-proxy', 'a flag wins over env');
+  t.equal(
+    loadConfig({ env: { SVC_GATEWAY_ENGINE: 'undici' }, flags: { 'gateway.engine': 'http-proxy' } }).gateway.engine,
+    'http-proxy',
+    'a flag wins over env',
+  );
   const err = configError(t, () => loadConfig({ env: { SVC_GATEWAY_ENGINE: 'Undici' } }));
   t.same(err.issues, [{ key: 'gateway.engine', source: 'env SVC_GATEWAY_ENGINE', value: 'Undici', allowed: 'one of http-proxy, undici' }]);
 });
@@ -82,7 +86,10 @@ t.test('SVC_GATEWAY_PORT=abc names the key, the env var and the range', async (t
   t.match(err.message, 'SVC_GATEWAY_PORT');
   t.match(err.message, '0 to 65535');
   t.match(err.message, '"abc"', 'shows the bad value');
-  t.same(err.issues.map((i) => [i.key, i.source, i.value]), [['gateway.port', 'env SVC_GATEWAY_PORT', 'abc']]);
+  t.same(
+    err.issues.map((i) => [i.key, i.source, i.value]),
+    [['gateway.port', 'env SVC_GATEWAY_PORT', 'abc']],
+  );
 });
 
 t.test('invalid values by table', async (t) => {
@@ -215,7 +222,17 @@ t.test('settingsTable has one entry per setting', async (t) => {
     } else leaves.push(path.join('.'));
   };
   walk(loadConfig({ env: {} }), []);
-  const expected = [...leaves, 'adminToken', 'syncToken', 'metricsToken', 'controlUrl', 'gateway.id', 'applications.webhookUrl', 'applications.webhookSecret', 'applications.marketUrl'].sort();
+  const expected = [
+    ...leaves,
+    'adminToken',
+    'syncToken',
+    'metricsToken',
+    'controlUrl',
+    'gateway.id',
+    'applications.webhookUrl',
+    'applications.webhookSecret',
+    'applications.marketUrl',
+  ].sort();
   t.same([...keys].sort(), expected, 'exactly the settings the schema has');
 
   const defaults = loadConfig({ env: {} }) as unknown as Record<string, Record<string, unknown>>;
@@ -230,16 +247,29 @@ t.test('settingsTable has one entry per setting', async (t) => {
   // DESIGN §2 names these env variables.
   const envs = new Set(table.map((r) => r.env));
   for (const name of [
-    'SVC_DATA_DIR', 'SVC_GATEWAY_PORT', 'SVC_API_PORT', 'SVC_INDEXER_PORT', 'SVC_CONTROL_PORT',
-    'SVC_HOST', 'SVC_CONTROL_URL', 'SVC_ADMIN_TOKEN', 'SVC_SYNC_TOKEN',
+    'SVC_DATA_DIR',
+    'SVC_GATEWAY_PORT',
+    'SVC_API_PORT',
+    'SVC_INDEXER_PORT',
+    'SVC_CONTROL_PORT',
+    'SVC_HOST',
+    'SVC_CONTROL_URL',
+    'SVC_ADMIN_TOKEN',
+    'SVC_SYNC_TOKEN',
   ]) {
     t.ok(envs.has(name), `${name} is a setting`);
   }
 
   // Every listed env name is actually read.
   const sample: Record<string, string> = {
-    SVC_HOST: '10.0.0.1', SVC_DATA_DIR: '/x', SVC_CONTROL_URL: 'http://c.example:1',
-    SVC_ADMIN_TOKEN: 'a'.repeat(40), SVC_SYNC_TOKEN: 'b'.repeat(40), SVC_METRICS_TOKEN: 'c'.repeat(40), SVC_LOG_LEVEL: 'debug', SVC_GATEWAY_ID: 'gw-1',
+    SVC_HOST: '10.0.0.1',
+    SVC_DATA_DIR: '/x',
+    SVC_CONTROL_URL: 'http://c.example:1',
+    SVC_ADMIN_TOKEN: 'a'.repeat(40),
+    SVC_SYNC_TOKEN: 'b'.repeat(40),
+    SVC_METRICS_TOKEN: 'c'.repeat(40),
+    SVC_LOG_LEVEL: 'debug',
+    SVC_GATEWAY_ID: 'gw-1',
   };
   for (const row of table) {
     const value = sample[row.env] ?? (typeof row.default === 'number' ? String(otherNumber(row.default)) : undefined);
@@ -253,7 +283,15 @@ t.test('settingsTable has one entry per setting', async (t) => {
 
 t.test('defaultControlUrl', async (t) => {
   t.equal(defaultControlUrl(loadConfig({ env: {} })), 'http://127.0.0.1:7073');
-  t.equal(defaultControlUrl(loadConfig({ env: { SVC_HOST: '0.0.0.0', SVC_CONTROL_PORT: '9000' } })), 'http://127.0.0.1:9000', 'a wildcard bind is reached on loopback');
+  t.equal(
+    defaultControlUrl(loadConfig({ env: { SVC_HOST: '0.0.0.0', SVC_CONTROL_PORT: '9000' } })),
+    'http://127.0.0.1:9000',
+    'a wildcard bind is reached on loopback',
+  );
   t.equal(defaultControlUrl(loadConfig({ env: { SVC_HOST: '::1' } })), 'http://[::1]:7073', 'IPv6 in brackets');
-  t.equal(defaultControlUrl(loadConfig({ env: { SVC_CONTROL_URL: 'https://ctl.example' } })), 'https://ctl.example', 'an explicit URL wins');
+  t.equal(
+    defaultControlUrl(loadConfig({ env: { SVC_CONTROL_URL: 'https://ctl.example' } })),
+    'https://ctl.example',
+    'an explicit URL wins',
+  );
 });

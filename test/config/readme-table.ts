@@ -9,7 +9,10 @@ const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
 const section = readme.slice(readme.indexOf('| key | env | default | allowed |'));
 const lines = section.split('\n').slice(2);
 const rows = lines
-  .slice(0, lines.findIndex((line) => !line.startsWith('|')))
+  .slice(
+    0,
+    lines.findIndex((line) => !line.startsWith('|')),
+  )
   .map((line) => line.split(' | ').map((cell) => cell.replace(/^\|\s*/, '').trim()));
 
 t.test('every setting has a README row with its env name and default', async (t) => {

@@ -39,7 +39,10 @@ const ROUTES: [string, string, unknown?][] = [
 async function send(control: TestControl, method: string, path: string, body: unknown, authorization: string | null) {
   return control.request(control.urls.control + path, {
     method,
-    headers: { ...(authorization === null ? {} : { authorization }), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(authorization === null ? {} : { authorization }),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 }
@@ -83,7 +86,11 @@ t.test('every route without a valid token → 401 problem', async (t) => {
   const changelog = await control.admin('GET', '/_admin/v1/changelog');
   t.same(changelog.body.entries, [], 'no changelog entry');
   const audit = await control.admin('GET', '/_admin/v1/audit');
-  t.same(audit.body.entries.filter((e: { actor: string }) => e.actor !== 'control'), [], 'no admin action in the audit log');
+  t.same(
+    audit.body.entries.filter((e: { actor: string }) => e.actor !== 'control'),
+    [],
+    'no admin action in the audit log',
+  );
 });
 
 t.test('the scheme is case-insensitive and the valid token is accepted on every route', async (t) => {
@@ -100,7 +107,13 @@ t.test('the scheme is case-insensitive and the valid token is accepted on every 
 
 t.test('the admin token does not open the sync API', async (t) => {
   const control = await startTestControl(t);
-  const res = await send(control, 'POST', '/_sync/v1/ack', { gateway_id: 'g', version: 1, sha256: '0'.repeat(64) }, `Bearer ${control.adminToken}`);
+  const res = await send(
+    control,
+    'POST',
+    '/_sync/v1/ack',
+    { gateway_id: 'g', version: 1, sha256: '0'.repeat(64) },
+    `Bearer ${control.adminToken}`,
+  );
   t.equal(res.status, 401);
   t.equal(res.body?.code, 'svc_unauthorized');
   t.match(res.headers.get('www-authenticate') ?? '', /realm="sync"/);
@@ -132,7 +145,11 @@ t.test('with a valid token: unknown route → 404, wrong method → 405 with All
     t.equal(res.status, 405, `${method} ${path}: 405`);
     t.equal(res.headers.get('content-type'), 'application/problem+json');
     t.equal(res.body?.code, 'svc_method_not_allowed', `${method} ${path}: code`);
-    const allow = (res.headers.get('allow') ?? '').split(',').map((m) => m.trim()).filter(Boolean).sort();
+    const allow = (res.headers.get('allow') ?? '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean)
+      .sort();
     t.same(allow, allowed, `${method} ${path}: Allow lists ${allowed.join(', ')}`);
   }
 });

@@ -32,7 +32,14 @@ const around = (ch: string) => `left${ch}right`;
 
 const FIELDS: FieldCase[] = [
   { name: 'key name', method: 'POST', path: () => '/_admin/v1/keys', field: 'name', kind: 'line', body: (v) => ({ name: v }) },
-  { name: 'key application id', method: 'POST', path: () => '/_admin/v1/keys', field: 'application_id', kind: 'line', body: (v) => ({ application_id: v }) },
+  {
+    name: 'key application id',
+    method: 'POST',
+    path: () => '/_admin/v1/keys',
+    field: 'application_id',
+    kind: 'line',
+    body: (v) => ({ application_id: v }),
+  },
   {
     name: 'endpoint upstream (add)',
     method: 'POST',
@@ -82,7 +89,14 @@ const FIELDS: FieldCase[] = [
     body: (v, n) => ({ value: n % 2 === 1, note: v }),
   },
   { name: 'changelog text', method: 'POST', path: () => '/_admin/v1/changelog', field: 'text', kind: 'text', body: (v) => ({ text: v }) },
-  { name: 'pool funding note', method: 'POST', path: () => '/_admin/v1/pool/fund', field: 'note', kind: 'text', body: (v) => ({ amount: 1, note: v }) },
+  {
+    name: 'pool funding note',
+    method: 'POST',
+    path: () => '/_admin/v1/pool/fund',
+    field: 'note',
+    kind: 'text',
+    body: (v) => ({ amount: 1, note: v }),
+  },
   {
     name: 'payout reference',
     method: 'POST',
@@ -112,20 +126,31 @@ const FIELDS: FieldCase[] = [
       ['building', 'multiline', (v: string, n: number) => agentAnswers({ building: `${v} ${n}` })],
       ['why', 'multiline', (v: string, n: number) => merchantAnswers({ why: `${v} ${n}` })],
     ] as const
-  ).map(
-    ([field, kind, answers]): FieldCase => ({
-      name: `application ${field} (svcctl applications add)`,
-      method: 'POST',
-      path: () => '/_admin/v1/applications',
-      field,
-      kind,
-      body: (v, n) => ({ application: answers(v, n) }),
-    }),
-  ),
+  ).map(([field, kind, answers]): FieldCase => ({
+    name: `application ${field} (svcctl applications add)`,
+    method: 'POST',
+    path: () => '/_admin/v1/applications',
+    field,
+    kind,
+    body: (v, n) => ({ application: answers(v, n) }),
+  })),
 ];
 
 /** Characters refused everywhere: C0 (other than tab, LF, CR), DEL and C1. */
-const ALWAYS_REFUSED = ['\u0000', '\u0007', '\u0008', '\u000b', '\u000c', '\u001b[2J', '\u001f', '\u007f', '\u0080', '\u0085', '\u009b', '\u009f'];
+const ALWAYS_REFUSED = [
+  '\u0000',
+  '\u0007',
+  '\u0008',
+  '\u000b',
+  '\u000c',
+  '\u001b[2J',
+  '\u001f',
+  '\u007f',
+  '\u0080',
+  '\u0085',
+  '\u009b',
+  '\u009f',
+];
 const LINE_BREAKS = ['\n', '\r', '\r\n'];
 
 function accepted(kind: Kind, ch: string): boolean {
@@ -166,7 +191,12 @@ t.test('control characters are refused with the field named; tab only in free te
   const endpoints = await control.admin('GET', '/_admin/v1/endpoints');
   const changelog = await control.admin('GET', '/_admin/v1/changelog?limit=1000');
   const applications = await control.admin('GET', '/_admin/v1/applications');
-  for (const [what, res] of [['keys', keys], ['endpoints', endpoints], ['changelog', changelog], ['applications', applications]] as const) {
+  for (const [what, res] of [
+    ['keys', keys],
+    ['endpoints', endpoints],
+    ['changelog', changelog],
+    ['applications', applications],
+  ] as const) {
     t.equal(res.status, 200);
     const stored: string[] = [];
     JSON.parse(res.text, (_k, v) => (typeof v === 'string' ? (stored.push(v), v) : v));
@@ -180,12 +210,12 @@ t.test('control characters are refused with the field named; tab only in free te
     t.same(bad, [], `${what}: no stored string holds a refused control character`);
   }
   t.equal(keys.body.keys.length, 0, 'no key was issued');
-  t.same(endpoints.body.endpoints.map((e: { id: string }) => e.id), ['base'], 'no endpoint was added');
-  t.equal(
-    endpoints.body.endpoints[0].upstream,
-    UPSTREAM,
-    'the updated endpoint keeps its upstream',
+  t.same(
+    endpoints.body.endpoints.map((e: { id: string }) => e.id),
+    ['base'],
+    'no endpoint was added',
   );
+  t.equal(endpoints.body.endpoints[0].upstream, UPSTREAM, 'the updated endpoint keeps its upstream');
 });
 
 t.test('a trailing CR/LF is refused, not trimmed away', async (t) => {
@@ -197,6 +227,9 @@ t.test('a trailing CR/LF is refused, not trimmed away', async (t) => {
   ] as const) {
     const res = await control.admin('POST', path, body);
     t.equal(res.status, 400, `${path}: 400`);
-    t.same(res.body.errors.map((e: { field: string }) => e.field), [field]);
+    t.same(
+      res.body.errors.map((e: { field: string }) => e.field),
+      [field],
+    );
   }
 });

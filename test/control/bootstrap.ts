@@ -81,11 +81,16 @@ t.test('SVC_METRICS_TOKEN replaces metrics.token; control /metrics takes only th
   const control = await startTestControl(t, { dataDir, env: { SVC_METRICS_TOKEN: token } });
   t.equal(control.handle.bootstrap.metricsToken.file, null);
   t.notOk(existsSync(join(dataDir, 'metrics.token')), 'no metrics.token is written');
-  const metrics = (auth: string | null) => control.request(`${control.urls.control}/metrics`, { headers: auth === null ? {} : { authorization: `Bearer ${auth}` } });
+  const metrics = (auth: string | null) =>
+    control.request(`${control.urls.control}/metrics`, { headers: auth === null ? {} : { authorization: `Bearer ${auth}` } });
   const ok = await metrics(token);
   t.equal(ok.status, 200, 'the configured token is accepted');
   t.match(ok.text, /^svc_control_state_version \d+$/m);
-  for (const [what, auth] of [['no token', null], ['the admin token', control.adminToken], ['the sync token', control.syncToken]] as const) {
+  for (const [what, auth] of [
+    ['no token', null],
+    ['the admin token', control.adminToken],
+    ['the sync token', control.syncToken],
+  ] as const) {
     const res = await metrics(auth);
     t.equal(res.status, 401, `${what}: 401`);
     t.equal((res.body as { code?: string } | null)?.code, 'svc_unauthorized', `${what}: svc_unauthorized`);

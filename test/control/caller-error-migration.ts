@@ -19,7 +19,11 @@ t.test('a schema-6 database migrates to caller_error without losing a row or a f
   const old = new Database(path);
   for (const m of MIGRATIONS.slice(0, 6)) old.exec(m);
   old.pragma('user_version = 6');
-  old.prepare(`INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (1, 'e', ?, 2, 100, 0, 900, 1100, 1)`).run(T0);
+  old
+    .prepare(
+      `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (1, 'e', ?, 2, 100, 0, 900, 1100, 1)`,
+    )
+    .run(T0);
   const insert = old.prepare(
     `INSERT INTO outcomes (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at, settled_batch, premium, refund, refund_owed, clamp)
      VALUES (?, ?, 'e', 'POST', ?, ?, ?, ?, 'gw', ?, ?, ?, ?, ?, ?)`,
@@ -37,15 +41,30 @@ t.test('a schema-6 database migrates to caller_error without losing a row or a f
   t.teardown(() => store.close());
   t.equal(store.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
   t.same(store.db.prepare('SELECT * FROM outcomes ORDER BY call_id').all(), before, 'every row and field kept, in the same columns');
-  const indexes = (store.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outcomes' AND name NOT LIKE 'sqlite_%' ORDER BY name`).pluck().all() as string[]);
-  for (const name of ['outcomes_by_batch', 'outcomes_by_endpoint_time', 'outcomes_by_time', 'outcomes_clamped', 'outcomes_unsettled']) t.ok(indexes.includes(name), `index ${name} rebuilt`);
+  const indexes = store.db
+    .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outcomes' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+    .pluck()
+    .all() as string[];
+  for (const name of ['outcomes_by_batch', 'outcomes_by_endpoint_time', 'outcomes_by_time', 'outcomes_clamped', 'outcomes_unsettled'])
+    t.ok(indexes.includes(name), `index ${name} rebuilt`);
 
   const caller = (status: number) => ({
-    call_id: randomUUID(), key_id: 'key_a', endpoint_id: 'e', method: 'POST', status, outcome: 'caller_error' as const,
-    latency_ms: 10_000, started_at: new Date(T0 + 60_000).toISOString(), gateway_id: 'gw',
+    call_id: randomUUID(),
+    key_id: 'key_a',
+    endpoint_id: 'e',
+    method: 'POST',
+    status,
+    outcome: 'caller_error' as const,
+    latency_ms: 10_000,
+    started_at: new Date(T0 + 60_000).toISOString(),
+    gateway_id: 'gw',
   });
   t.equal(store.outcomes.ingest([caller(408), caller(413), caller(499)], T0 + 60_000), 3, 'caller_error is accepted now');
   const [w] = store.rollups.window(T0 + 60_000);
   t.equal(w?.counts.caller_error, 3, 'counted in its own rollup column');
-  t.equal(w?.latency.reduce((a, b) => a + b, 0), 0, 'and kept out of the latency histogram');
+  t.equal(
+    w?.latency.reduce((a, b) => a + b, 0),
+    0,
+    'and kept out of the latency histogram',
+  );
 });

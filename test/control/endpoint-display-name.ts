@@ -17,13 +17,26 @@ t.test('set, shown, changed, removed; through the admin API and svcctl', async (
   const cli = (...args: string[]) => runCli(args, { control });
   const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
 
-  const added = await cli('endpoints', 'add', 'weather', '--upstream', 'https://api.weather.example/v2', '--display-name', 'Weather v2', '--json');
+  const added = await cli(
+    'endpoints',
+    'add',
+    'weather',
+    '--upstream',
+    'https://api.weather.example/v2',
+    '--display-name',
+    'Weather v2',
+    '--json',
+  );
   t.equal(added.code, 0, added.stderr);
   t.equal(added.json().display_name, 'Weather v2', 'add --display-name');
   const plain = await cli('endpoints', 'add', 'search', '--upstream', 'https://search.example/', '--json');
   t.equal(plain.json().display_name, null, 'none unless given');
 
-  const providers = async () => (clock.advance(60_000), await get(control, control.urls.api, '/api/v1/providers')).body.providers as { id: string; display_name: string | null }[];
+  const providers = async () =>
+    (clock.advance(60_000), await get(control, control.urls.api, '/api/v1/providers')).body.providers as {
+      id: string;
+      display_name: string | null;
+    }[];
   const nameOf = async (endpoint: string) => (await providers()).find((p) => p.id === ids.provider(endpoint))?.display_name;
   t.equal(await nameOf('weather'), 'Weather v2', 'the public providers read carries it');
   t.equal(await nameOf('search'), null);
@@ -46,7 +59,11 @@ t.test('set, shown, changed, removed; through the admin API and svcctl', async (
   t.equal(removed.code, 0, removed.stderr);
   t.equal(removed.json().display_name, null, '--no-display-name removes it');
   t.equal(await nameOf('weather'), null);
-  t.equal((await control.admin('GET', '/_admin/v1/endpoints/weather')).body.upstream, 'https://api.weather.example/v2', 'nothing else changed');
+  t.equal(
+    (await control.admin('GET', '/_admin/v1/endpoints/weather')).body.upstream,
+    'https://api.weather.example/v2',
+    'nothing else changed',
+  );
 
   for (const [value, what] of [
     ['', 'empty'],
@@ -59,7 +76,11 @@ t.test('set, shown, changed, removed; through the admin API and svcctl', async (
     t.equal(res.status, 400, `${what}: 400`);
     t.equal(res.body.errors?.[0]?.field, 'display_name', `${what}: names the field`);
   }
-  t.equal((await control.admin('PATCH', '/_admin/v1/endpoints/weather', { display_name: 'x'.repeat(80) })).status, 200, '80 characters pass');
+  t.equal(
+    (await control.admin('PATCH', '/_admin/v1/endpoints/weather', { display_name: 'x'.repeat(80) })).status,
+    200,
+    '80 characters pass',
+  );
   const bad = await cli('endpoints', 'update', 'weather', '--display-name', 'a\u001b[2Jb');
   t.equal(bad.code, 2, 'svcctl reports the refusal as a bad value');
   t.match(bad.stderr, /display_name.*control characters/);

@@ -41,7 +41,10 @@ t.test('add, list, show, update, remove', async (t) => {
 
   const list = await control.admin('GET', '/_admin/v1/endpoints');
   t.equal(list.status, 200);
-  t.same(list.body.endpoints.map((e: { id: string }) => e.id), ['echo', 'search-2_x']);
+  t.same(
+    list.body.endpoints.map((e: { id: string }) => e.id),
+    ['echo', 'search-2_x'],
+  );
 
   const show = await control.admin('GET', '/_admin/v1/endpoints/search-2_x');
   t.equal(show.status, 200);
@@ -70,15 +73,24 @@ t.test('add, list, show, update, remove', async (t) => {
   const patchGone = await control.admin('PATCH', '/_admin/v1/endpoints/echo', { price: 1 });
   t.equal(patchGone.status, 404, 'update after remove: 404');
   const after = await control.admin('GET', '/_admin/v1/endpoints');
-  t.same(after.body.endpoints.map((e: { id: string }) => e.id), ['search-2_x'], 'list without it');
+  t.same(
+    after.body.endpoints.map((e: { id: string }) => e.id),
+    ['search-2_x'],
+    'list without it',
+  );
 
   const readd = await control.admin('POST', '/_admin/v1/endpoints', { id: 'echo', upstream: UPSTREAM });
   t.equal(readd.status, 201, 'a removed id can be added again');
   t.equal(readd.body.price, 0, 'as a fresh endpoint');
 
   const audit = await control.admin('GET', '/_admin/v1/audit');
-  const actions = audit.body.entries.filter((e: { action: string }) => e.action.startsWith('endpoints.')).map((e: { action: string; target: string }) => `${e.action} ${e.target}`);
-  t.same(actions.sort(), ['endpoints.add echo', 'endpoints.add echo', 'endpoints.add search-2_x', 'endpoints.remove echo', 'endpoints.update echo'].sort());
+  const actions = audit.body.entries
+    .filter((e: { action: string }) => e.action.startsWith('endpoints.'))
+    .map((e: { action: string; target: string }) => `${e.action} ${e.target}`);
+  t.same(
+    actions.sort(),
+    ['endpoints.add echo', 'endpoints.add echo', 'endpoints.add search-2_x', 'endpoints.remove echo', 'endpoints.update echo'].sort(),
+  );
 });
 
 t.test('validation', async (t) => {
@@ -235,11 +247,18 @@ t.test('upstream URLs are checked as typed, on add and on update', async (t) => 
       t.equal(res.status, 400, `${method} ${why}: 400`);
       t.equal(res.body?.code, 'svc_bad_request', `${method} ${why}: svc_bad_request`);
       const errors: { field: string; message: string }[] = res.body?.errors ?? [];
-      t.ok(errors.some((e) => e.field === 'upstream' && message.test(e.message)), `${method} ${why}: upstream named, ${message} (got ${JSON.stringify(errors)})`);
+      t.ok(
+        errors.some((e) => e.field === 'upstream' && message.test(e.message)),
+        `${method} ${why}: upstream named, ${message} (got ${JSON.stringify(errors)})`,
+      );
     }
   }
   const list = await control.admin('GET', '/_admin/v1/endpoints');
-  t.same(list.body.endpoints.map((e: { id: string; upstream: string }) => [e.id, e.upstream]), [['base', UPSTREAM]], 'nothing was added or changed');
+  t.same(
+    list.body.endpoints.map((e: { id: string; upstream: string }) => [e.id, e.upstream]),
+    [['base', UPSTREAM]],
+    'nothing was added or changed',
+  );
 
   for (const upstream of ['https://api.example.com/v2', 'http://127.0.0.1:8080', 'HTTPS://Api.Example.com/v1/', 'http://[::1]:9/x%20y']) {
     const res = await control.admin('PATCH', '/_admin/v1/endpoints/base', { upstream });
@@ -255,7 +274,11 @@ t.test('response schemas: JSON Schema 2020-12 is stored whole; one that does not
     $defs: { money: { type: 'integer', minimum: 0 } },
     type: 'object',
     required: ['kind'],
-    properties: { kind: { enum: ['card', 'bank'] }, amount: { $ref: '#/$defs/money' }, ref: { type: 'string', pattern: '^[A-Z]{3}-\\d+$' } },
+    properties: {
+      kind: { enum: ['card', 'bank'] },
+      amount: { $ref: '#/$defs/money' },
+      ref: { type: 'string', pattern: '^[A-Z]{3}-\\d+$' },
+    },
     oneOf: [{ required: ['amount'] }, { required: ['ref'] }],
     if: { properties: { kind: { const: 'card' } } },
     then: { required: ['last4'] },
@@ -284,9 +307,16 @@ t.test('response schemas: JSON Schema 2020-12 is stored whole; one that does not
       t.match(res.headers.get('content-type'), /^application\/problem\+json/, `${method} ${why}: problem+json`);
       t.equal(res.body?.code, 'svc_bad_request', `${method} ${why}: svc_bad_request`);
       const errors: { field: string; message: string }[] = res.body?.errors ?? [];
-      t.ok(errors.some((e) => e.field === 'response_schema' && message.test(e.message)), `${method} ${why}: response_schema named, ${message} (got ${JSON.stringify(errors)})`);
+      t.ok(
+        errors.some((e) => e.field === 'response_schema' && message.test(e.message)),
+        `${method} ${why}: response_schema named, ${message} (got ${JSON.stringify(errors)})`,
+      );
     }
   }
   const list = await control.admin('GET', '/_admin/v1/endpoints');
-  t.same(list.body.endpoints.map((e: { id: string; response_schema: unknown }) => [e.id, e.response_schema]), [['typed', schema]], 'nothing refused was stored');
+  t.same(
+    list.body.endpoints.map((e: { id: string; response_schema: unknown }) => [e.id, e.response_schema]),
+    [['typed', schema]],
+    'nothing refused was stored',
+  );
 });

@@ -11,10 +11,7 @@ t.test('flags start off', async (t) => {
   const control = await startTestControl(t);
   const res = await control.admin('GET', '/_admin/v1/flags');
   t.equal(res.status, 200);
-  t.same(
-    res.body.flags.map((f: { name: string; value: boolean }) => [f.name, f.value]).sort(),
-    FLAG_NAMES.map((n) => [n, false]).sort(),
-  );
+  t.same(res.body.flags.map((f: { name: string; value: boolean }) => [f.name, f.value]).sort(), FLAG_NAMES.map((n) => [n, false]).sort());
   t.type(res.body.version, 'number');
 });
 
@@ -120,14 +117,22 @@ t.test('changelog notices, newest first', async (t) => {
   t.equal(third.body.text, 'trimmed', 'text is trimmed');
 
   const list = await control.admin('GET', '/_admin/v1/changelog');
-  t.same(list.body.entries.map((e: { kind: string }) => e.kind), ['notice', 'flag', 'notice'], 'newest first');
+  t.same(
+    list.body.entries.map((e: { kind: string }) => e.kind),
+    ['notice', 'flag', 'notice'],
+    'newest first',
+  );
   const ids = list.body.entries.map((e: { id: number }) => e.id);
   t.ok(ids[0] > ids[1] && ids[1] > ids[2], 'ids descend');
   const times = list.body.entries.map((e: { at: string }) => Date.parse(e.at));
   t.ok(times[0] > times[1] && times[1] > times[2], 'times descend');
 
   const one = await control.admin('GET', '/_admin/v1/changelog?limit=1');
-  t.same(one.body.entries.map((e: { id: number }) => e.id), [ids[0]], 'limit=1 gives the newest');
+  t.same(
+    one.body.entries.map((e: { id: number }) => e.id),
+    [ids[0]],
+    'limit=1 gives the newest',
+  );
   for (const limit of ['0', '-1', 'abc', '1.5', '1001']) {
     const bad = await control.admin('GET', `/_admin/v1/changelog?limit=${limit}`);
     t.equal(bad.status, 400, `limit=${limit}: 400`);

@@ -149,7 +149,11 @@ t.test('rotate with grace', async (t) => {
 
   clock.advance(HOUR + 1);
   const after = await control.admin('GET', `/_admin/v1/keys/${issued.body.id}`);
-  t.same(after.body.secrets.map((s: { prefix: string }) => s.prefix), [keyStub(newKey)], 'after the grace only the new secret remains');
+  t.same(
+    after.body.secrets.map((s: { prefix: string }) => s.prefix),
+    [keyStub(newKey)],
+    'after the grace only the new secret remains',
+  );
 
   const noGrace = await control.admin('POST', `/_admin/v1/keys/${issued.body.id}/rotate`, { grace_seconds: 0 });
   t.equal(noGrace.status, 200);
@@ -226,7 +230,10 @@ t.test('lift', async (t) => {
   t.equal(bad.body.code, 'svc_bad_request');
   const fields = (bad.body.errors ?? []).map((e: { field: string }) => e.field).sort();
   t.same(fields, ['for_seconds', 'limit.count'], 'one error per bad field');
-  t.ok(bad.body.errors.every((e: { message: string }) => e.message.length > 0), 'each with a message');
+  t.ok(
+    bad.body.errors.every((e: { message: string }) => e.message.length > 0),
+    'each with a message',
+  );
 
   const missingFields = await control.admin('POST', `/_admin/v1/keys/${issued.body.id}/lift`, {});
   t.equal(missingFields.status, 400);
@@ -252,7 +259,11 @@ t.test('wallet attach and detach', async (t) => {
     const bad = await control.admin('PUT', path, { wallet });
     t.equal(bad.status, 400, `${JSON.stringify(wallet)}: 400`);
     t.equal(bad.body.code, 'svc_bad_request');
-    t.same(bad.body.errors?.map((e: { field: string }) => e.field), ['wallet'], 'names the wallet field');
+    t.same(
+      bad.body.errors?.map((e: { field: string }) => e.field),
+      ['wallet'],
+      'names the wallet field',
+    );
   }
   const still = await control.admin('GET', `/_admin/v1/keys/${issued.body.id}`);
   t.equal(still.body.wallet, EVM, 'a refused wallet changes nothing');
@@ -320,9 +331,16 @@ t.test('every change is audited as admin; the plaintext is in no audit entry or 
     ].sort(),
     'one entry per change (the no-op second revoke adds none)',
   );
-  t.ok(keyEntries.every((e: { actor: string }) => e.actor === 'admin'), 'actor is admin');
+  t.ok(
+    keyEntries.every((e: { actor: string }) => e.actor === 'admin'),
+    'actor is admin',
+  );
   const ids = audit.body.entries.map((e: { id: number }) => e.id);
-  t.same(ids, [...ids].sort((x: number, y: number) => y - x), 'newest first');
+  t.same(
+    ids,
+    [...ids].sort((x: number, y: number) => y - x),
+    'newest first',
+  );
   for (const key of [a.body.key, b.body.key, rotated.body.key]) {
     t.notOk(audit.text.includes(key), `plaintext ${keyStub(key)}… is not in the audit log`);
     t.notOk(audit.text.includes(key.slice(keyStub(key).length)), 'nor its secret part');

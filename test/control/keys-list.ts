@@ -39,7 +39,10 @@ function insertKeys(store: Store, n: number, from: number, opts: { perMs?: numbe
 }
 
 /** Follow `next_cursor` from the first page; returns every page. */
-async function allPages(control: TestControl, query: string): Promise<{ keys: { id: string; status: string; created_at: string }[]; next_cursor: string | null }[]> {
+async function allPages(
+  control: TestControl,
+  query: string,
+): Promise<{ keys: { id: string; status: string; created_at: string }[]; next_cursor: string | null }[]> {
   const pages = [];
   let cursor: string | null = null;
   for (let guard = 0; guard < 10_000; guard++) {
@@ -65,14 +68,22 @@ t.test('pages newest first with an opaque next_cursor, null at the end', async (
   t.notMatch(first.body.next_cursor, /key_/, 'the cursor is opaque (no raw id)');
 
   const pages = await allPages(control, 'limit=100');
-  t.same(pages.map((p) => p.keys.length), [100, 100, 50], 'three pages of 100, 100, 50');
+  t.same(
+    pages.map((p) => p.keys.length),
+    [100, 100, 50],
+    'three pages of 100, 100, 50',
+  );
   t.equal(pages[2]!.next_cursor, null, 'the last page says there is no more');
   const listed = pages.flatMap((p) => p.keys);
   t.equal(new Set(listed.map((k) => k.id)).size, 250, 'no key twice');
   t.same([...listed.map((k) => k.id)].sort(), [...ids].sort(), 'every key once');
   const order = listed.map((k) => `${k.created_at} ${k.id}`);
   t.same(order, [...order].sort().reverse(), 'newest first, ties by id');
-  t.same(first.body.keys.map((k: { id: string }) => k.id), pages[0]!.keys.map((k) => k.id), 'the default page is the first page');
+  t.same(
+    first.body.keys.map((k: { id: string }) => k.id),
+    pages[0]!.keys.map((k) => k.id),
+    'the default page is the first page',
+  );
 
   const big = await control.admin('GET', '/_admin/v1/keys?limit=1000');
   t.equal(big.body.keys.length, 250, 'limit=1000 fits all 250');
@@ -94,7 +105,21 @@ t.test('pages newest first with an opaque next_cursor, null at the end', async (
   t.same(Object.keys(first.body).sort(), ['keys', 'next_cursor'], 'the answer keeps its keys field and adds next_cursor');
   t.same(
     Object.keys(first.body.keys[0]).sort(),
-    ['application_id', 'created_at', 'endpoints', 'expires_at', 'id', 'lift', 'limit', 'name', 'prefix', 'revoked_at', 'secrets', 'status', 'wallet'],
+    [
+      'application_id',
+      'created_at',
+      'endpoints',
+      'expires_at',
+      'id',
+      'lift',
+      'limit',
+      'name',
+      'prefix',
+      'revoked_at',
+      'secrets',
+      'status',
+      'wallet',
+    ],
     'each key has the same fields as before',
   );
   t.equal(first.body.keys[0].secrets.length, 1, 'live secrets are included');
@@ -127,7 +152,10 @@ t.test('status is filtered by control, across pages', async (t) => {
   ] as const) {
     const pages = await allPages(control, `status=${status}&limit=5`);
     const got = pages.flatMap((p) => p.keys);
-    t.ok(got.every((k) => k.status === status), `${status}: only ${status} keys`);
+    t.ok(
+      got.every((k) => k.status === status),
+      `${status}: only ${status} keys`,
+    );
     t.same(got.map((k) => k.id).sort(), [...want].sort(), `${status}: every ${status} key once`);
   }
 
@@ -151,7 +179,11 @@ t.test('a sparse filter returns short pages instead of scanning every key at onc
   const third = store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: second.next });
   const fourth = store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: third.next });
   t.same([second.rows.length, third.rows.length], [0, 0]);
-  t.same(fourth.rows.map((r) => r.id), [oldest], 'the expired key comes in the page that reaches it');
+  t.same(
+    fourth.rows.map((r) => r.id),
+    [oldest],
+    'the expired key comes in the page that reaches it',
+  );
   t.equal(fourth.next, null, 'and then the list ends');
 
   // The pages use the indexes, in index order (no sort, no OFFSET).
@@ -165,7 +197,9 @@ t.test('a sparse filter returns short pages instead of scanning every key at onc
   }
   const scanPlan = (
     store.db
-      .prepare(`EXPLAIN QUERY PLAN SELECT created_at, id, expires_at FROM keys WHERE status = 'active' AND (created_at, id) < (1, 'x') ORDER BY created_at DESC, id DESC LIMIT 10`)
+      .prepare(
+        `EXPLAIN QUERY PLAN SELECT created_at, id, expires_at FROM keys WHERE status = 'active' AND (created_at, id) < (1, 'x') ORDER BY created_at DESC, id DESC LIMIT 10`,
+      )
       .all() as { detail: string }[]
   )
     .map((r) => r.detail)
@@ -197,7 +231,11 @@ t.test('bad limit, status, cursor or parameter: 400 naming it', async (t) => {
     const res = await control.admin('GET', `/_admin/v1/keys?${query}`);
     t.equal(res.status, 400, `${query}: 400`);
     t.equal(res.body?.code, 'svc_bad_request', `${query}: svc_bad_request`);
-    t.same((res.body?.errors ?? []).map((e: { field: string }) => e.field), [field], `${query}: names ${field}`);
+    t.same(
+      (res.body?.errors ?? []).map((e: { field: string }) => e.field),
+      [field],
+      `${query}: names ${field}`,
+    );
   }
   for (const query of ['limit=1', 'limit=1000', 'status=active&limit=2', 'status=revoked']) {
     t.equal((await control.admin('GET', `/_admin/v1/keys?${query}`)).status, 200, `${query}: 200`);
@@ -222,7 +260,14 @@ t.test('svcctl keys list follows next_cursor to the end; --limit and --cursor pr
 
   const onlyRevoked = await cli('keys', 'list', '--status', 'revoked', '--json');
   t.equal(onlyRevoked.code, 0, onlyRevoked.stderr);
-  t.same(onlyRevoked.json().keys.map((k: { id: string }) => k.id).sort(), [...revoked].sort(), '--status revoked: the 1,005 revoked keys');
+  t.same(
+    onlyRevoked
+      .json()
+      .keys.map((k: { id: string }) => k.id)
+      .sort(),
+    [...revoked].sort(),
+    '--status revoked: the 1,005 revoked keys',
+  );
 
   const human = await cli('keys', 'list', '--status', 'active');
   t.equal(human.code, 0);
@@ -233,11 +278,20 @@ t.test('svcctl keys list follows next_cursor to the end; --limit and --cursor pr
   t.equal(one.json().keys.length, 2, '--limit 2: one page of two');
   t.type(one.json().next_cursor, 'string', 'and the cursor of the next');
   const two = await cli('keys', 'list', '--limit', '2', '--cursor', one.json().next_cursor, '--json');
-  t.same(two.json().keys.map((k: { id: string }) => k.id), listed.slice(2, 4), '--cursor continues where the page ended');
+  t.same(
+    two.json().keys.map((k: { id: string }) => k.id),
+    listed.slice(2, 4),
+    '--cursor continues where the page ended',
+  );
   const text = await cli('keys', 'list', '--limit', '2');
   t.match(text.stdout, /next page: --cursor \S+/, 'the table says how to get the next page');
 
-  for (const args of [['--limit', '0'], ['--limit', '1001'], ['--limit', 'x'], ['--status', 'gone']]) {
+  for (const args of [
+    ['--limit', '0'],
+    ['--limit', '1001'],
+    ['--limit', 'x'],
+    ['--status', 'gone'],
+  ]) {
     const bad = await cli('keys', 'list', ...args);
     t.equal(bad.code, 2, `${args.join(' ')}: usage error`);
   }

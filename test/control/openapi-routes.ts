@@ -24,7 +24,11 @@ function routed(routers: Router[]): string[] {
 function documented(name: DocumentName): string[] {
   const doc = currentDocument(name);
   return Object.entries(doc.paths)
-    .flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.has(m)).map((m) => `${m.toUpperCase()} ${path}`))
+    .flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((m) => METHODS.has(m))
+        .map((m) => `${m.toUpperCase()} ${path}`),
+    )
     .sort();
 }
 
@@ -40,8 +44,16 @@ t.test('every routed path is documented and every documented path is routed', as
     const routes = routed(routers);
     const ops = documented(name);
     t.ok(routes.length > 3, `${name}: the router table is not empty (${routes.length} routes)`);
-    t.same(routes.filter((r) => !ops.includes(r)), [], `${name}: every route is in the document`);
-    t.same(ops.filter((o) => !routes.includes(o)), [], `${name}: every documented operation is routed`);
+    t.same(
+      routes.filter((r) => !ops.includes(r)),
+      [],
+      `${name}: every route is in the document`,
+    );
+    t.same(
+      ops.filter((o) => !routes.includes(o)),
+      [],
+      `${name}: every documented operation is routed`,
+    );
   }
 });
 

@@ -80,7 +80,11 @@ t.test('plaintext keys are nowhere but the issue and rotate answers', async (t) 
   t.equal(audit.status, 200);
   const auditText = await audit.text();
   const auditEntries = JSON.parse(auditText).entries as { action: string }[];
-  t.equal(auditEntries.filter((e) => /^keys\.(issue|rotate)$/.test(e.action)).length, 5, 'the audit log has the three issues and two rotations');
+  t.equal(
+    auditEntries.filter((e) => /^keys\.(issue|rotate)$/.test(e.action)).length,
+    5,
+    'the audit log has the three issues and two rotations',
+  );
   outputs.push(['audit log', auditText]);
 
   const listed = JSON.parse(outputs[0]![1]);

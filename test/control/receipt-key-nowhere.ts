@@ -25,7 +25,10 @@ function filesUnder(dir: string): string[] {
 /** The forms a leaked Ed25519 private key could take. */
 function forms(pem: string): string[] {
   const d = Buffer.from(createPrivateKey(pem).export({ format: 'jwk' }).d!, 'base64url');
-  const body = pem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('');
+  const body = pem
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('-----'))
+    .join('');
   return [body, d.toString('base64url'), d.toString('base64').replace(/=+$/, ''), d.toString('hex')];
 }
 
@@ -36,7 +39,9 @@ t.test('the receipt signing key is in its file and nowhere else', async (t) => {
   const store = Store.open(join(dataDir, 'control.db'));
   saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
   store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, () => store.ledger.fund(1_000_000, t0, 'test', null));
-  const records = Array.from({ length: 20 }, (_, i) => outcome({ endpoint_id: 'ep', outcome: i % 2 ? 'server_error' : 'ok', started: t0 + i }));
+  const records = Array.from({ length: 20 }, (_, i) =>
+    outcome({ endpoint_id: 'ep', outcome: i % 2 ? 'server_error' : 'ok', started: t0 + i }),
+  );
   store.outcomes.ingest(records.slice(0, 10), t0);
   store.close();
   const firstPem = readFileSync(keyFile, 'utf8');
@@ -60,24 +65,43 @@ t.test('the receipt signing key is in its file and nowhere else', async (t) => {
   const adminToken = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
   const indexer = control.urls.indexer!;
   const bodies: string[] = [];
-  for (const path of ['/api/receipts/keys', '/api/receipts', '/api/receipts/1', `/api/calls/${records[1]!.call_id}/proof`, '/api/stats', `/api/calls/${records[15]!.call_id}/proof`]) {
+  for (const path of [
+    '/api/receipts/keys',
+    '/api/receipts',
+    '/api/receipts/1',
+    `/api/calls/${records[1]!.call_id}/proof`,
+    '/api/stats',
+    `/api/calls/${records[15]!.call_id}/proof`,
+  ]) {
     bodies.push((await request(indexer, path, { method: 'GET' })).text);
   }
   for (const path of ['/_admin/v1/audit', '/_admin/v1/status', '/_admin/v1/ledger/verify']) {
     bodies.push((await request(control.url, path, { method: 'GET', headers: { authorization: `Bearer ${adminToken}` } })).text);
   }
-  bodies.push((await request(control.url, '/_admin/v1/receipts/rotate-key', { method: 'GET', headers: { authorization: `Bearer ${adminToken}` } })).text);
-  t.ok(bodies.some((b) => b.includes('receipts.rotate_key')), 'the rotations are in the audit log');
+  bodies.push(
+    (await request(control.url, '/_admin/v1/receipts/rotate-key', { method: 'GET', headers: { authorization: `Bearer ${adminToken}` } }))
+      .text,
+  );
+  t.ok(
+    bodies.some((b) => b.includes('receipts.rotate_key')),
+    'the rotations are in the audit log',
+  );
   outputs.push((await run('receipts', 'verify', '--json')).stdout);
   await control.stop();
 
   const files = filesUnder(dataDir).filter((f) => f !== keyFile);
-  t.ok(files.some((f) => f.endsWith('control.db')), 'the database is among the files searched');
+  t.ok(
+    files.some((f) => f.endsWith('control.db')),
+    'the database is among the files searched',
+  );
   const logs = control.stdout() + control.stderr();
   t.ok(logs.length > 0, 'control logged');
   // The search works: the current key's PEM body is found in its own file.
-  t.ok(readFileSync(keyFile).includes(Buffer.from(forms(lastPem)[0]!)), "the search finds the current key in the key file");
-  for (const [name, pem] of [['first', firstPem], ['last', lastPem]] as const) {
+  t.ok(readFileSync(keyFile).includes(Buffer.from(forms(lastPem)[0]!)), 'the search finds the current key in the key file');
+  for (const [name, pem] of [
+    ['first', firstPem],
+    ['last', lastPem],
+  ] as const) {
     const needles = forms(pem);
     const where: string[] = [];
     for (const needle of needles) {

@@ -15,7 +15,15 @@ const COMPILED = resolve(__dirname, '..', '..', 'dist', 'control', 'receipts', '
 
 const leavesOf = (n: number): string[] =>
   Array.from({ length: n }, (_, i) =>
-    leafCanonical({ batch: 7, call_id: `0190a1b2-c3d4-7e5f-8a9b-${String(i).padStart(12, '0')}`, provider: 'prv_x', outcome: i % 4 ? 'ok' : 'server_error', premium: i % 4 ? 150 : 0, refund: i % 4 ? 0 : 2150, clamp: null }),
+    leafCanonical({
+      batch: 7,
+      call_id: `0190a1b2-c3d4-7e5f-8a9b-${String(i).padStart(12, '0')}`,
+      provider: 'prv_x',
+      outcome: i % 4 ? 'ok' : 'server_error',
+      premium: i % 4 ? 150 : 0,
+      refund: i % 4 ? 0 : 2150,
+      clamp: null,
+    }),
   );
 const inlineRoot = (leaves: string[]) => toHex(rootOf(leaves.map(leafHash)));
 const inlineRuns = (leaves: string[]) => subtreeRoots(leaves.map(leafHash), 6).map(toHex);
@@ -84,7 +92,11 @@ t.test('without a usable worker, roots are computed inline', async (t) => {
   const mute = new TreeHasher(silent).warm();
   t.teardown(() => mute.close());
   t.ok(await ready(mute));
-  t.equal(mute.start(leavesOf(INLINE_BELOW)).result().root, inlineRoot(leavesOf(INLINE_BELOW)), 'a worker that never answers (after its timeout)');
+  t.equal(
+    mute.start(leavesOf(INLINE_BELOW)).result().root,
+    inlineRoot(leavesOf(INLINE_BELOW)),
+    'a worker that never answers (after its timeout)',
+  );
   t.equal(mute.threaded, false);
 
   const lazy = new TreeHasher(COMPILED);

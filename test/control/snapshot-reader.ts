@@ -14,7 +14,10 @@ const LIMITS = { key: { count: 60, window_seconds: 60, burst: 10 }, ip: { count:
 const hash = (n: string) => n.padEnd(64, '0');
 
 function seed(store: Store): void {
-  const insert = (id: string, extra: { endpoints?: string[]; limit?: { count: number; window_seconds: number }; expires_at?: number } = {}) =>
+  const insert = (
+    id: string,
+    extra: { endpoints?: string[]; limit?: { count: number; window_seconds: number }; expires_at?: number } = {},
+  ) =>
     store.keys.insert({
       id,
       name: null,
@@ -77,7 +80,11 @@ t.test('a key carries its live secrets oldest first, endpoints, limit and lift',
     limit: { count: 5, window_seconds: 10 },
     lift: { count: 100, window_seconds: 60, until: NOW + 3_600_000 },
   });
-  t.same(['key_3', 'key_6', 'key_8', 'key_none'].map((id) => store.liveKey(id, NOW)), [null, null, null, null], 'no live secret, revoked, expired, unknown');
+  t.same(
+    ['key_3', 'key_6', 'key_8', 'key_none'].map((id) => store.liveKey(id, NOW)),
+    [null, null, null, null],
+    'no live secret, revoked, expired, unknown',
+  );
   t.same(store.liveKey('key_5', NOW + 60_000)?.secrets, [{ hash: hash('b5'), expires_at: null }], 'after the grace');
 });
 
@@ -88,8 +95,14 @@ t.test('writeSnapshot streams every live key once, under a digest that matches',
   const lines: string[] = [];
   const { version, sha256 } = await writeSnapshot(store, LIMITS, NOW, async (line) => void lines.push(line), 1);
   const parsed = lines.map((l) => JSON.parse(l));
-  t.same(parsed.map((l) => l.type), ['snapshot_begin', 'keys', 'snapshot_end']);
-  t.same(parsed[1].keys.map((k: SnapshotKey) => k.id), ['key_7', 'key_1', 'key_5', 'key_2']);
+  t.same(
+    parsed.map((l) => l.type),
+    ['snapshot_begin', 'keys', 'snapshot_end'],
+  );
+  t.same(
+    parsed[1].keys.map((k: SnapshotKey) => k.id),
+    ['key_7', 'key_1', 'key_5', 'key_2'],
+  );
   const digest = new SnapshotDigest();
   for (const line of lines.slice(0, -1)) digest.update(line);
   const expected = digest.digest();

@@ -32,7 +32,10 @@ t.test('foreign keys are enforced', async (t) => {
   const db = openDatabase(join(t.testdir(), 'control.db'));
   t.teardown(() => db.close());
   t.throws(
-    () => db.prepare(`INSERT INTO key_secrets (hash, key_id, prefix, created_at) VALUES (?, 'key_missing', 'svc_beta_x', 0)`).run('a'.repeat(64)),
+    () =>
+      db
+        .prepare(`INSERT INTO key_secrets (hash, key_id, prefix, created_at) VALUES (?, 'key_missing', 'svc_beta_x', 0)`)
+        .run('a'.repeat(64)),
     /FOREIGN KEY/,
     'a secret for a key that does not exist is refused',
   );

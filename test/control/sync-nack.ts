@@ -113,7 +113,9 @@ async function ack(control: TestControl, body: Record<string, unknown>): Promise
 
 async function gatewayStatus(control: TestControl, id: string) {
   const status = await control.admin('GET', '/_admin/v1/status');
-  return (status.body.gateways as { id: string; connected: boolean; applied_version: number; last_nack: string | null }[]).find((g) => g.id === id);
+  return (status.body.gateways as { id: string; connected: boolean; applied_version: number; last_nack: string | null }[]).find(
+    (g) => g.id === id,
+  );
 }
 
 async function issue(control: TestControl): Promise<{ id: string; version: number }> {
@@ -130,7 +132,11 @@ t.test('a nacked snapshot is recorded, not resent, and superseded by a full snap
   t.equal(snap.version, first.version, 'the snapshot is at the current version');
   t.same(snap.keyIds, [first.id]);
 
-  t.equal(await ack(control, { gateway_id: 'gw-fake', version: snap.version, ok: false, reason: 'refused by the test' }), 200, 'the nack is accepted');
+  t.equal(
+    await ack(control, { gateway_id: 'gw-fake', version: snap.version, ok: false, reason: 'refused by the test' }),
+    200,
+    'the nack is accepted',
+  );
   const seen = await gatewayStatus(control, 'gw-fake');
   t.match(seen?.last_nack, new RegExp(`^v${snap.version} at .*: refused by the test$`), 'status shows the nack, its version and reason');
   t.equal(seen?.applied_version, 0, 'nothing counts as applied');
@@ -196,7 +202,11 @@ t.test('a gateway that reconnects after a nack, announcing the version it holds,
   t.same(await again.quiet(QUIET_MS), [], 'the nacked delta is not resent on reconnect');
   const third = await issue(control);
   const next = await again.next();
-  t.equal(next.type, 'snapshot_begin', 'the next change is a full snapshot, not a delta on top of the state the gateway refused to build on');
+  t.equal(
+    next.type,
+    'snapshot_begin',
+    'the next change is a full snapshot, not a delta on top of the state the gateway refused to build on',
+  );
   t.equal(next.version, third.version);
 });
 

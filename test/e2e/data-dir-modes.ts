@@ -70,9 +70,15 @@ t.test('files under the data dir are 0600 with umask 000 and a 0777 data dir', a
   for (const expected of ['control.db', 'control.db-wal', 'control.db-shm', 'admin.token', 'sync.token', 'metrics.token', 'control.json']) {
     t.ok(files.includes(expected), `${expected} was written (and checked)`);
   }
-  t.ok(files.some((f) => f.startsWith('gateway-gw-modes/journal/outcomes-')), 'a journal segment was written');
+  t.ok(
+    files.some((f) => f.startsWith('gateway-gw-modes/journal/outcomes-')),
+    'a journal segment was written',
+  );
   t.ok(files.includes('gateway-gw-modes/journal/acks.json'), 'the ack cursor was written');
-  t.ok(files.some((f) => f.startsWith('gateway-gw-modes/snapshot/')), 'the last-known-good snapshot was written');
+  t.ok(
+    files.some((f) => f.startsWith('gateway-gw-modes/snapshot/')),
+    'the last-known-good snapshot was written',
+  );
 
   await gateway.stop();
   await control.stop();

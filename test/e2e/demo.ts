@@ -38,7 +38,8 @@ t.test('npm run demo (fast) exits 0 and prints totals that add up', async (t) =>
   t.equal(Number(n.pool_after), Number(n.pool_before) + Number(n.premiums) - Number(n.refunds), 'no treasury fee on the demo endpoint');
   t.equal(n.tier, 'HIGH_RISK', '25 % failures over the minimum calls is HIGH_RISK');
   t.equal(Number(n.verified), Number(n.refunded), 'the agent verified every refund from its inclusion proof and the signed receipt');
-  for (const step of ['svc_auth_not_in_beta', 'latency_breach', 'network_error', 'schema_mismatch', 'svcctl ledger verify', 'demo passed']) t.match(stdout, step);
+  for (const step of ['svc_auth_not_in_beta', 'latency_breach', 'network_error', 'schema_mismatch', 'svcctl ledger verify', 'demo passed'])
+    t.match(stdout, step);
   const after = readdirSync(tmpdir()).filter((name) => name.startsWith('svc-demo-') && !before.has(name));
   t.same(after, [], 'the demo removed its temporary data dir');
 });

@@ -42,14 +42,24 @@ const PROBES: Probe[] = [
   { name: 'NUL in the request line', bytes: (p) => `GET ${p}\0x HTTP/1.1\r\nHost: x\r\n\r\n`, status: 400, code: 'svc_bad_request' },
   { name: 'a space in the request target', bytes: (p) => `GET ${p} x HTTP/1.1\r\nHost: x\r\n\r\n`, status: 400, code: 'svc_bad_request' },
   { name: 'bare LF line endings', bytes: (p) => `GET ${p} HTTP/1.1\nHost: x\n\n`, status: 400, code: 'svc_bad_request' },
-  { name: 'an obs-fold header line', bytes: (p) => `GET ${p} HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n`, status: 400, code: 'svc_bad_request' },
+  {
+    name: 'an obs-fold header line',
+    bytes: (p) => `GET ${p} HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n`,
+    status: 400,
+    code: 'svc_bad_request',
+  },
   {
     name: 'Content-Length with Transfer-Encoding',
     bytes: (p) => `POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
     status: 400,
     code: 'svc_bad_request',
   },
-  { name: 'a non-numeric Content-Length', bytes: (p) => `POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n`, status: 400, code: 'svc_bad_request' },
+  {
+    name: 'a non-numeric Content-Length',
+    bytes: (p) => `POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n`,
+    status: 400,
+    code: 'svc_bad_request',
+  },
   {
     name: 'two different Content-Lengths',
     bytes: (p) => `POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}`,
@@ -77,7 +87,8 @@ function assertRefusal(t: Test, res: RawResult, probe: Probe, where: string): vo
   t.equal(res.headers['connection'], 'close', `${where}: ${probe.name}: Connection: close`);
   t.equal(Number(res.headers['content-length']), Buffer.byteLength(res.text), `${where}: ${probe.name}: Content-Length matches the body`);
   t.equal(res.body?.type, `https://svc.dev/errors#${probe.code}`, `${where}: ${probe.name}: type names the code`);
-  if (probe.code === 'svc_method_not_allowed') t.match(res.headers['allow'] ?? '', /\bGET\b/, `${where}: ${probe.name}: Allow lists the methods served`);
+  if (probe.code === 'svc_method_not_allowed')
+    t.match(res.headers['allow'] ?? '', /\bGET\b/, `${where}: ${probe.name}: Allow lists the methods served`);
 }
 
 const port = (url: string) => Number(new URL(url).port);
@@ -117,7 +128,9 @@ t.test('edge probe: parser errors, CONNECT and absolute-form on every listener; 
   for (const [name, url] of Object.entries(listeners)) {
     await t.test(name, async (t) => {
       for (const probe of PROBES) {
-        await t.test(probe.name, async (t) => assertRefusal(t, await rawRequest(port(url), probe.bytes('/health', upstreamHost)), probe, name));
+        await t.test(probe.name, async (t) =>
+          assertRefusal(t, await rawRequest(port(url), probe.bytes('/health', upstreamHost)), probe, name),
+        );
       }
     });
   }
@@ -139,8 +152,15 @@ t.test('edge probe: parser errors, CONNECT and absolute-form on every listener; 
 
   await t.test('/metrics without the metrics token: 401 svc_unauthorized on the gateway and on control', async (t) => {
     const wrong = 'not-the-metrics-token-0123456789abcdef';
-    for (const [name, url] of [['gateway', stack.gateway], ['control', stack.control.url]] as const) {
-      for (const [what, token] of [['no token', null], ['a wrong token', wrong], ['the admin token', stack.adminToken()]] as const) {
+    for (const [name, url] of [
+      ['gateway', stack.gateway],
+      ['control', stack.control.url],
+    ] as const) {
+      for (const [what, token] of [
+        ['no token', null],
+        ['a wrong token', wrong],
+        ['the admin token', stack.adminToken()],
+      ] as const) {
         const res = await metrics(url, token);
         assertProblem(t, res, 401, 'svc_unauthorized', `${name} /metrics with ${what}`);
         t.match(res.headers['www-authenticate'], /^Bearer /, `${name} /metrics with ${what}: WWW-Authenticate`);
@@ -172,13 +192,22 @@ t.test('edge probe: parser errors, CONNECT and absolute-form on every listener; 
     const open = await health(stack.gateway, null);
     t.equal(open.status, 503);
     t.equal(open.text, '{"status":"not_ready","reason":"maintenance"}');
-    t.match((await health(stack.gateway)).body, { status: 'not_ready', reason: 'maintenance', gateway_id: 'gw-1' }, 'the detailed body agrees');
+    t.match(
+      (await health(stack.gateway)).body,
+      { status: 'not_ready', reason: 'maintenance', gateway_id: 'gw-1' },
+      'the detailed body agrees',
+    );
     await stack.applied(await stack.setFlag('maintenance_mode', false));
     t.equal((await health(stack.gateway, null)).text, '{"status":"ok"}', 'ok again when maintenance ends');
   });
 
   await t.test('gateway /health before any snapshot: 503 not_ready, reason no_snapshot', async (t) => {
-    const lonely = await startGatewayProcess(t, { dataDir: stack.dataDir, controlUrl: `http://127.0.0.1:${await closedPort()}`, id: 'gw-lonely', waitReady: false });
+    const lonely = await startGatewayProcess(t, {
+      dataDir: stack.dataDir,
+      controlUrl: `http://127.0.0.1:${await closedPort()}`,
+      id: 'gw-lonely',
+      waitReady: false,
+    });
     const open = await waitFor(async () => {
       const res = await health(lonely.url, null);
       return res.status === 503 ? res : null;

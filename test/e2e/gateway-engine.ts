@@ -5,7 +5,16 @@
  * and its authenticated `/health`, and control lists every gateway's engine in `svcctl status`.
  */
 import t from 'tap';
-import { GENEROUS_LIMITS, health, request, spawnService, startGatewayProcess, startStack, waitFor, type ServiceProcess } from '../fixtures/stack';
+import {
+  GENEROUS_LIMITS,
+  health,
+  request,
+  spawnService,
+  startGatewayProcess,
+  startStack,
+  waitFor,
+  type ServiceProcess,
+} from '../fixtures/stack';
 import { startUpstream } from '../fixtures/upstream';
 
 /** The gateway's structured start line (`gateway listening`) from its stderr. */
@@ -20,8 +29,26 @@ function startLine(gw: ServiceProcess): Record<string, unknown> | undefined {
 
 t.test('each gateway names its engine; both engines serve the walkthrough', async (t) => {
   const stack = await startStack(t, { controlEnv: GENEROUS_LIMITS });
-  const byEnv = await startGatewayProcess(t, { dataDir: stack.dataDir, controlUrl: stack.control.url, id: 'gw-env', env: { SVC_GATEWAY_ENGINE: 'undici' } });
-  const byFlag = await spawnService(t, 'gateway', ['--data-dir', stack.dataDir, '--host', '127.0.0.1', '--gateway-port', '0', '--control', stack.control.url, '--id', 'gw-flag', '--engine', 'undici']);
+  const byEnv = await startGatewayProcess(t, {
+    dataDir: stack.dataDir,
+    controlUrl: stack.control.url,
+    id: 'gw-env',
+    env: { SVC_GATEWAY_ENGINE: 'undici' },
+  });
+  const byFlag = await spawnService(t, 'gateway', [
+    '--data-dir',
+    stack.dataDir,
+    '--host',
+    '127.0.0.1',
+    '--gateway-port',
+    '0',
+    '--control',
+    stack.control.url,
+    '--id',
+    'gw-flag',
+    '--engine',
+    'undici',
+  ]);
   const token = stack.metricsToken();
   await waitFor(async () => (await health(byFlag.url, token)).status === 200, 'the --engine gateway ready');
   const gateways: [ServiceProcess, string, string][] = [
@@ -34,7 +61,8 @@ t.test('each gateway names its engine; both engines serve the walkthrough', asyn
   await stack.addEndpoint({ id: 'weather', upstream: `${up.url}/v2`, headers: { 'X-Api-Key': 'upstream-secret' } });
   const key = await stack.issueKey({ name: 'agent' });
   const gate = await stack.setFlag('beta_gate_enabled', true);
-  for (const [gw] of gateways) await waitFor(async () => (await health(gw.url, token)).body?.snapshot_version >= gate, `${gw.url} to apply the gate`);
+  for (const [gw] of gateways)
+    await waitFor(async () => (await health(gw.url, token)).body?.snapshot_version >= gate, `${gw.url} to apply the gate`);
 
   for (const [gw, id, engine] of gateways) {
     await t.test(`${id} on ${engine}`, async (t) => {
@@ -46,7 +74,10 @@ t.test('each gateway names its engine; both engines serve the walkthrough', asyn
       t.match(startLine(gw), { msg: 'gateway listening', engine, gateway_id: id }, 'the start log line names the engine');
 
       up.clear();
-      const ok = await request(gw.url, '/v1/weather/forecast?city=Oslo', { body: '{"days":3}', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' } });
+      const ok = await request(gw.url, '/v1/weather/forecast?city=Oslo', {
+        body: '{"days":3}',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      });
       t.equal(ok.status, 200, 'a keyed call is forwarded');
       t.same(ok.body, { ok: true, method: 'POST', url: '/v2/forecast?city=Oslo' });
       t.equal(ok.headers['x-svc-outcome'], 'ok');
@@ -62,7 +93,9 @@ t.test('each gateway names its engine; both engines serve the walkthrough', asyn
   await t.test('svcctl status lists each gateway with its engine', async (t) => {
     const json = await stack.cli(['status', '--json']);
     t.equal(json.code, 0, json.stderr);
-    const listed = Object.fromEntries((json.json().gateways as { id: string; engine: string | null; connected: boolean }[]).map((g) => [g.id, [g.engine, g.connected]]));
+    const listed = Object.fromEntries(
+      (json.json().gateways as { id: string; engine: string | null; connected: boolean }[]).map((g) => [g.id, [g.engine, g.connected]]),
+    );
     t.same(listed, { 'gw-1': ['http-proxy', true], 'gw-env': ['undici', true], 'gw-flag': ['undici', true] });
     const human = await stack.cli(['status']);
     t.equal(human.code, 0, human.stderr);

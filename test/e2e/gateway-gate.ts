@@ -96,7 +96,10 @@ t.test('gate', async (t) => {
     }
     t.equal(up.requests.length, before, 'not forwarded');
     t.equal((await call('/alpha/x', alphaOnly.key)).status, 200, 'the granted endpoint works');
-    t.same(up.requests.slice(before).map((r) => r.url), ['/alpha/x']);
+    t.same(
+      up.requests.slice(before).map((r) => r.url),
+      ['/alpha/x'],
+    );
   });
 
   await t.test('gate off: keyless calls pass and are attributed to no key', async (t) => {

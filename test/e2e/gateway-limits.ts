@@ -73,13 +73,23 @@ t.test('limits', async (t) => {
     for (const xff of ['203.0.113.9', '198.51.100.1, 203.0.113.10', '127.0.0.2']) {
       assertLimited(t, await call('/v1/ep/free', { 'x-forwarded-for': xff }), '"ip";q=3;w=60;svc-burst=3', `X-Forwarded-For: ${xff}`);
     }
-    assertLimited(t, await call('/v1/ep/free', { forwarded: 'for=203.0.113.9', 'x-real-ip': '203.0.113.9' }), '"ip";q=3;w=60;svc-burst=3', 'Forwarded / X-Real-IP');
+    assertLimited(
+      t,
+      await call('/v1/ep/free', { forwarded: 'for=203.0.113.9', 'x-real-ip': '203.0.113.9' }),
+      '"ip";q=3;w=60;svc-burst=3',
+      'Forwarded / X-Real-IP',
+    );
     t.equal(up.requests.length, 3, 'the upstream saw only the admitted keyless calls');
   });
 
   await t.test('control restarted with other limits: gateways enforce them', async (t) => {
     const before = (await stack.admin('GET', '/_admin/v1/status')).body.version as number;
-    await stack.restartControl({ SVC_LIMITS_KEY_COUNT: '60', SVC_LIMITS_KEY_BURST: '60', SVC_LIMITS_IP_COUNT: '5', SVC_LIMITS_IP_BURST: '5' });
+    await stack.restartControl({
+      SVC_LIMITS_KEY_COUNT: '60',
+      SVC_LIMITS_KEY_BURST: '60',
+      SVC_LIMITS_IP_COUNT: '5',
+      SVC_LIMITS_IP_BURST: '5',
+    });
     const after = (await stack.admin('GET', '/_admin/v1/status')).body.version as number;
     t.ok(after > before, 'the new limits are a new state version');
     await stack.applied(after);
@@ -91,6 +101,9 @@ t.test('limits', async (t) => {
     await drained(gw);
     const rows = stack.outcomes();
     t.same(rows.map((r) => r.call_id).sort(), [...admitted].sort(), 'control holds exactly the admitted calls');
-    t.notOk(rows.some((r) => r.status === 429), 'no 429 in outcomes');
+    t.notOk(
+      rows.some((r) => r.status === 429),
+      'no 429 in outcomes',
+    );
   });
 });

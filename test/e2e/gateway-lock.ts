@@ -26,7 +26,20 @@ function procState(pid: number): string | null {
 t.test('gateway single-instance lock', async (t) => {
   const stack = await startStack(t);
   const dir = join(stack.dataDir, 'gateway-gw-1');
-  const args = ['serve', 'gateway', '--data-dir', stack.dataDir, '--host', '127.0.0.1', '--gateway-port', '0', '--control', stack.control.url, '--id', 'gw-1'];
+  const args = [
+    'serve',
+    'gateway',
+    '--data-dir',
+    stack.dataDir,
+    '--host',
+    '127.0.0.1',
+    '--gateway-port',
+    '0',
+    '--control',
+    stack.control.url,
+    '--id',
+    'gw-1',
+  ];
 
   await t.test('a second gateway with the same id and data dir is refused while the first runs', async (t) => {
     const second = await svcctl(args);

@@ -125,7 +125,8 @@ t.test('a gateway nacks broken deltas and keeps its last good state', async (t) 
 
   const one = generateKey();
   const two = generateKey();
-  const call = async (key: string) => (await request(gw.url, '/v1/ep/x', { body: '{}', headers: { authorization: `Bearer ${key}` } })).status;
+  const call = async (key: string) =>
+    (await request(gw.url, '/v1/ep/x', { body: '{}', headers: { authorization: `Bearer ${key}` } })).status;
 
   // Version 1: a full snapshot with the gate on and key one.
   const begin = JSON.stringify({
@@ -135,7 +136,9 @@ t.test('a gateway nacks broken deltas and keeps its last good state', async (t) 
     generated_at: new Date().toISOString(),
     flags: { beta_gate_enabled: true, maintenance_mode: false },
     limits: { key: { count: 1000, window_seconds: 60, burst: 1000 }, ip: { count: 1000, window_seconds: 60, burst: 1000 } },
-    endpoints: [{ id: 'ep', upstream: `${up.url}/base`, methods: ['POST'], timeout_ms: 5000, sla_ms: 5000, price: 0, premium: 0, headers: {} }],
+    endpoints: [
+      { id: 'ep', upstream: `${up.url}/base`, methods: ['POST'], timeout_ms: 5000, sla_ms: 5000, price: 0, premium: 0, headers: {} },
+    ],
     key_count: 1,
   });
   const keys = JSON.stringify({ type: 'keys', keys: [keyEntry('key_one', one)] });
@@ -175,8 +178,26 @@ t.test('a gateway nacks broken deltas and keeps its last good state', async (t) 
   });
 
   await t.test('a delta that fails validation halfway is nacked and nothing of it applies', async (t) => {
-    const bad = { id: 'ep', upstream: 'ftp://127.0.0.1/x', methods: ['POST' as const], timeout_ms: 5000, sla_ms: 5000, price: 0, premium: 0, headers: {} };
-    first.send(sealDelta({ type: 'delta', version: 2, base: 1, keys_remove: ['key_one'], keys_upsert: [keyEntry('key_two', two)], endpoints_upsert: [bad] }).line);
+    const bad = {
+      id: 'ep',
+      upstream: 'ftp://127.0.0.1/x',
+      methods: ['POST' as const],
+      timeout_ms: 5000,
+      sla_ms: 5000,
+      price: 0,
+      premium: 0,
+      headers: {},
+    };
+    first.send(
+      sealDelta({
+        type: 'delta',
+        version: 2,
+        base: 1,
+        keys_remove: ['key_one'],
+        keys_upsert: [keyEntry('key_two', two)],
+        endpoints_upsert: [bad],
+      }).line,
+    );
     const ack = await fake.acks.next();
     t.match(ack, { gateway_id: 'gw-nack', version: 2, ok: false }, 'nacked');
     await holdsVersionOne(t, 'after the invalid endpoint');

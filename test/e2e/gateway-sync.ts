@@ -45,7 +45,8 @@ t.test('sync', async (t) => {
       stack.gatewayIds.map((id) => ({ id, connected: true, applied_version: body.version })),
       'every gateway connected and at the state version',
     );
-    for (const gw of everyGateway()) t.equal((await health(gw)).body.snapshot_version, body.version, `${gw} /health reports the state version`);
+    for (const gw of everyGateway())
+      t.equal((await health(gw)).body.snapshot_version, body.version, `${gw} /health reports the state version`);
   });
 
   let version = await stack.version();
@@ -84,7 +85,8 @@ t.test('sync', async (t) => {
     t.same(reported, [true, true], 'every gateway’s /health reports control_connected once control has accepted its stream');
     const revoke = await stack.cli(['keys', 'revoke', keep.id, '--wait']);
     t.equal(revoke.code, 0, `revoke --wait after restart: exit 0 ${revoke.stderr}`);
-    for (const gw of everyGateway()) assertProblem(t, await call(gw, keep.key), 403, 'svc_auth_not_in_beta', `${gw} enforces the new revoke`);
+    for (const gw of everyGateway())
+      assertProblem(t, await call(gw, keep.key), 403, 'svc_auth_not_in_beta', `${gw} enforces the new revoke`);
     for (const gw of everyGateway()) await drained(gw);
     t.pass('outcomes journaled while control was down were shipped');
     version = await stack.version();
@@ -101,7 +103,13 @@ t.test('sync', async (t) => {
     t.equal((await call(gw, late.key)).status, 200, 'a valid key is admitted');
     t.equal((await call(gw, late.key, '/ep/y')).status, 200, 'on both path forms');
     assertProblem(t, await call(gw, generateKey()), 403, 'svc_auth_not_in_beta', 'an unknown key');
-    assertProblem(t, await call(gw, keep.key), 403, 'svc_auth_not_in_beta', 'the key revoked after control’s restart (a delta) stays revoked');
+    assertProblem(
+      t,
+      await call(gw, keep.key),
+      403,
+      'svc_auth_not_in_beta',
+      'the key revoked after control’s restart (a delta) stays revoked',
+    );
     assertProblem(t, await call(gw, doomed.key), 403, 'svc_auth_not_in_beta', 'the key revoked first');
     assertProblem(t, await call(gw, null), 403, 'svc_auth_not_in_beta', 'the gate flag survived too');
   });

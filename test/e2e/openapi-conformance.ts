@@ -43,7 +43,9 @@ function streamHead(base: string, path: string, token: string, until: (lines: st
 t.test('every listener answers as its OpenAPI document says', async (t) => {
   const recorded = recordResponses();
   const extra: { base: string; res: Recorded }[] = [];
-  const stack = await startStack(t, { controlEnv: { ...GENEROUS_LIMITS, SVC_SETTLER_CADENCE_MS: '3600000', SVC_APPLICATIONS_SUBMIT_LIMIT_COUNT: '3' } });
+  const stack = await startStack(t, {
+    controlEnv: { ...GENEROUS_LIMITS, SVC_SETTLER_CADENCE_MS: '3600000', SVC_APPLICATIONS_SUBMIT_LIMIT_COUNT: '3' },
+  });
   const control = stack.control.url;
   const api = stack.control.urls.api!;
   const indexer = stack.control.urls.indexer!;
@@ -54,21 +56,30 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   const get = (base: string, path: string, headers: Record<string, string> = {}) => request(base, path, { method: 'GET', headers });
   const pub = (path: string, headers: Record<string, string> = {}) => get(api, path, { 'user-agent': SDK_UA, ...headers });
   const admin = stack.admin;
-  const expect = (res: HttpResult, status: number, what: string) => t.equal(res.status, status, `${what}: ${status}${res.status === status ? '' : ` ${res.text.slice(0, 300)}`}`);
+  const expect = (res: HttpResult, status: number, what: string) =>
+    t.equal(res.status, status, `${what}: ${status}${res.status === status ? '' : ` ${res.text.slice(0, 300)}`}`);
 
   // --- control: endpoints, keys, flags, changelog -------------------------------------------
-  expect(await admin('POST', '/_admin/v1/endpoints', {
-    id: 'ep',
-    upstream: `${up.url}/base`,
-    methods: ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    price: 2_000,
-    premium: 100,
-    sla_ms: 5_000,
-    timeout_ms: 400,
-    headers: { 'X-Api-Key': 'secret' },
-  }), 201, 'endpoints add');
+  expect(
+    await admin('POST', '/_admin/v1/endpoints', {
+      id: 'ep',
+      upstream: `${up.url}/base`,
+      methods: ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      price: 2_000,
+      premium: 100,
+      sla_ms: 5_000,
+      timeout_ms: 400,
+      headers: { 'X-Api-Key': 'secret' },
+    }),
+    201,
+    'endpoints add',
+  );
   expect(await admin('POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base` }), 409, 'endpoints add again');
-  expect(await admin('POST', '/_admin/v1/endpoints', { id: 'down', upstream: `http://127.0.0.1:${await closedPort()}/` }), 201, 'endpoints add (closed port)');
+  expect(
+    await admin('POST', '/_admin/v1/endpoints', { id: 'down', upstream: `http://127.0.0.1:${await closedPort()}/` }),
+    201,
+    'endpoints add (closed port)',
+  );
   expect(await admin('POST', '/_admin/v1/endpoints', { id: 'gone', upstream: `${up.url}/gone` }), 201, 'endpoints add (to remove)');
   expect(await admin('GET', '/_admin/v1/endpoints'), 200, 'endpoints list');
   expect(await admin('GET', '/_admin/v1/endpoints/ep'), 200, 'endpoints show');
@@ -88,7 +99,11 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('GET', '/_admin/v1/keys?limit=zero'), 400, 'keys list invalid');
   expect(await admin('GET', `/_admin/v1/keys/${key.id}`), 200, 'keys show');
   expect(await admin('GET', '/_admin/v1/keys/key_nope'), 404, 'keys show unknown');
-  expect(await admin('POST', `/_admin/v1/keys/${key.id}/lift`, { limit: { count: 1000, window_seconds: 60 }, for_seconds: 3600 }), 200, 'keys lift');
+  expect(
+    await admin('POST', `/_admin/v1/keys/${key.id}/lift`, { limit: { count: 1000, window_seconds: 60 }, for_seconds: 3600 }),
+    200,
+    'keys lift',
+  );
   expect(await admin('PUT', `/_admin/v1/keys/${key.id}/wallet`, { wallet: SOLANA_WALLET }), 200, 'keys wallet');
   expect(await admin('DELETE', `/_admin/v1/keys/${other.body.id}/wallet`), 200, 'keys wallet detach');
   const rotated = await admin('POST', `/_admin/v1/keys/${other.body.id}/rotate`, { grace_seconds: 0 });
@@ -108,7 +123,15 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('PUT', '/_admin/v1/gateways/gw-nobody/weight', { weight: 2 }), 404, 'gateway weight unknown');
   expect(await admin('GET', '/_admin/v1/openapi.json'), 200, 'openapi');
   expect(await request(control, '/_admin/v1/status', { method: 'GET' }), 401, 'status without a token');
-  expect(await request(control, '/_admin/v1/keys', { method: 'POST', headers: { authorization: `Bearer ${stack.adminToken()}`, 'content-type': 'application/json' }, body: '{' }), 400, 'invalid JSON');
+  expect(
+    await request(control, '/_admin/v1/keys', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.adminToken()}`, 'content-type': 'application/json' },
+      body: '{',
+    }),
+    400,
+    'invalid JSON',
+  );
   const version = await stack.setFlag('beta_gate_enabled', true);
   expect(await admin('POST', '/_admin/v1/sync/wait', { version, timeout_ms: 10_000 }), 200, 'sync wait');
   await stack.applied(version);
@@ -126,16 +149,28 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await request(gw, '/v1/down/x', { headers: bearer, body: '{}' }), 502, 'upstream refused');
   expect(await request(gw, '/v1/nope/x', { headers: bearer, body: '{}' }), 404, 'unknown endpoint');
   expect(await request(gw, '/v1/ep/%2e%2e/escape', { headers: bearer, body: '{}' }), 400, 'path escape');
-  expect(await request(gw, '/v1/ep/x', { method: 'GET', headers: { ...bearer, 'content-length': '2' }, body: '{}' }), 400, 'GET with a body');
+  expect(
+    await request(gw, '/v1/ep/x', { method: 'GET', headers: { ...bearer, 'content-length': '2' }, body: '{}' }),
+    400,
+    'GET with a body',
+  );
   const rotatedAuth = { authorization: `Bearer ${(rotated.body as { key: string }).key}` };
   expect(await request(gw, '/v1/down/x', { headers: rotatedAuth, body: '{}' }), 403, 'revoked key');
   const slow = { authorization: `Bearer ${(limited.body as { key: string }).key}` };
   expect(await request(gw, '/ep/x', { headers: slow, body: '{}' }), 200, 'limited key: first call');
   expect(await request(gw, '/ep/x', { headers: slow, body: '{}' }), 429, 'limited key: second call');
-  expect(await request(gw, '/v1/ep/x', { headers: { ...bearer, 'content-length': String(10 * 1024 * 1024) }, body: '' }), 413, 'declared body over the limit');
+  expect(
+    await request(gw, '/v1/ep/x', { headers: { ...bearer, 'content-length': String(10 * 1024 * 1024) }, body: '' }),
+    413,
+    'declared body over the limit',
+  );
   const onlyDown = await admin('POST', '/_admin/v1/keys', { name: 'down only', endpoints: ['down'] });
   await stack.applied(onlyDown.body.version);
-  expect(await request(gw, '/v1/ep/x', { headers: { authorization: `Bearer ${onlyDown.body.key}` }, body: '{}' }), 403, 'endpoint not granted');
+  expect(
+    await request(gw, '/v1/ep/x', { headers: { authorization: `Bearer ${onlyDown.body.key}` }, body: '{}' }),
+    403,
+    'endpoint not granted',
+  );
   expect(await get(gw, '/health'), 200, 'gateway health');
   expect(await get(gw, '/health', { authorization: `Bearer ${stack.metricsToken()}` }), 200, 'gateway health (detail)');
   expect(await get(gw, '/health', { authorization: 'Bearer wrong-token-wrong-token-wrong-token' }), 401, 'gateway health (wrong token)');
@@ -164,16 +199,38 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('GET', '/_admin/v1/ledger/balances?prefix=key:'), 200, 'ledger balances');
   expect(await admin('GET', '/_admin/v1/payouts'), 200, 'payouts list');
   expect(await admin('GET', '/_admin/v1/payouts?wallet=nope'), 400, 'payouts list, bad wallet');
-  expect(await admin('POST', '/_admin/v1/payouts/mark-paid', { wallet: SOLANA_WALLET, amount: 1, reference: 'tx-1' }), 201, 'payouts mark-paid');
-  expect(await admin('POST', '/_admin/v1/payouts/mark-paid', { wallet: SOLANA_WALLET, amount: 1, reference: 'tx-1' }), 409, 'payouts mark-paid twice');
+  expect(
+    await admin('POST', '/_admin/v1/payouts/mark-paid', { wallet: SOLANA_WALLET, amount: 1, reference: 'tx-1' }),
+    201,
+    'payouts mark-paid',
+  );
+  expect(
+    await admin('POST', '/_admin/v1/payouts/mark-paid', { wallet: SOLANA_WALLET, amount: 1, reference: 'tx-1' }),
+    409,
+    'payouts mark-paid twice',
+  );
   expect(await admin('POST', '/_admin/v1/receipts/rotate-key'), 200, 'receipts rotate-key');
   const syncToken = readFileSync(join(stack.dataDir, 'sync.token'), 'utf8').trim();
   const syncAuth = { authorization: `Bearer ${syncToken}`, 'content-type': 'application/json' };
-  expect(await request(control, '/_sync/v1/outcomes', { headers: syncAuth, body: JSON.stringify({ gateway_id: 'gw-x', records: [] }) }), 200, 'sync outcomes');
-  expect(await request(control, '/_sync/v1/ack', { headers: syncAuth, body: JSON.stringify({ gateway_id: 'gw-x', version: 1, ok: true }) }), 200, 'sync ack');
-  expect(await request(control, '/_sync/v1/ack', { headers: syncAuth, body: JSON.stringify({ gateway_id: 'gw-x', version: 1e9, ok: true }) }), 409, 'sync ack of a future version');
+  expect(
+    await request(control, '/_sync/v1/outcomes', { headers: syncAuth, body: JSON.stringify({ gateway_id: 'gw-x', records: [] }) }),
+    200,
+    'sync outcomes',
+  );
+  expect(
+    await request(control, '/_sync/v1/ack', { headers: syncAuth, body: JSON.stringify({ gateway_id: 'gw-x', version: 1, ok: true }) }),
+    200,
+    'sync ack',
+  );
+  expect(
+    await request(control, '/_sync/v1/ack', { headers: syncAuth, body: JSON.stringify({ gateway_id: 'gw-x', version: 1e9, ok: true }) }),
+    409,
+    'sync ack of a future version',
+  );
   expect(await request(control, '/_sync/v1/ack', { headers: syncAuth, body: JSON.stringify({ version: 1 }) }), 400, 'sync ack invalid');
-  const stream = await streamHead(control, '/_sync/v1/stream?gateway_id=gw-x&version=0', syncToken, (lines) => lines.some((l) => l.includes('"snapshot_end"')));
+  const stream = await streamHead(control, '/_sync/v1/stream?gateway_id=gw-x&version=0', syncToken, (lines) =>
+    lines.some((l) => l.includes('"snapshot_end"')),
+  );
   t.equal(stream.status, 200, 'sync stream: 200');
   extra.push({ base: control, res: stream });
   expect(await get(control, '/metrics', { authorization: `Bearer ${stack.metricsToken()}` }), 200, 'control metrics');
@@ -182,31 +239,58 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   const json = { 'user-agent': SDK_UA, 'content-type': 'application/json' };
   const submitted = await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify(agentAnswers()) });
   expect(submitted, 201, 'application submit');
-  expect(await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify(agentAnswers()) }), 200, 'application submit again');
-  expect(await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify({ applicant_type: 'ai_agent' }) }), 400, 'application invalid');
+  expect(
+    await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify(agentAnswers()) }),
+    200,
+    'application submit again',
+  );
+  expect(
+    await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify({ applicant_type: 'ai_agent' }) }),
+    400,
+    'application invalid',
+  );
   const form = { 'user-agent': SDK_UA, 'content-type': 'application/x-www-form-urlencoded' };
   const formBody = new URLSearchParams(merchantAnswers() as Record<string, string>).toString();
   expect(await request(api, '/apply', { headers: form, body: 'applicant_type=ai_agent' }), 400, 'form invalid');
   expect(await request(api, '/apply', { headers: form, body: formBody }), 303, 'form submit');
   // Three stored submissions (the duplicate counts) use up this address's limit of 3.
-  expect(await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify(merchantAnswers({ contact_name: 'Fourth' })) }), 429, 'application over the limit');
+  expect(
+    await request(api, '/api/v1/applications', { headers: json, body: JSON.stringify(merchantAnswers({ contact_name: 'Fourth' })) }),
+    429,
+    'application over the limit',
+  );
   expect(await request(api, '/apply', { headers: form, body: formBody }), 429, 'form over the limit');
   expect(await pub('/apply'), 200, 'form');
   expect(await pub(`/apply/thanks?id=${submitted.body.id}`), 200, 'thanks page');
   const added = await admin('POST', '/_admin/v1/applications', { application: merchantAnswers({ contact_name: 'Direct Contact' }) });
   expect(added, 201, 'applications add');
-  expect(await admin('POST', '/_admin/v1/applications', { application: merchantAnswers({ contact_name: 'Direct Contact' }) }), 200, 'applications add again');
+  expect(
+    await admin('POST', '/_admin/v1/applications', { application: merchantAnswers({ contact_name: 'Direct Contact' }) }),
+    200,
+    'applications add again',
+  );
   expect(await admin('GET', '/_admin/v1/applications?status=pending'), 200, 'applications list');
   expect(await admin('GET', `/_admin/v1/applications/${submitted.body.id}`), 200, 'applications show');
   expect(await admin('GET', '/_admin/v1/applications/app_nope'), 404, 'applications show unknown');
   expect(await admin('POST', `/_admin/v1/applications/${submitted.body.id}/approve`, { endpoints: ['ep'] }), 200, 'applications approve');
   expect(await admin('POST', `/_admin/v1/applications/${submitted.body.id}/approve`, {}), 409, 'applications approve twice');
   expect(await admin('POST', `/_admin/v1/applications/${submitted.body.id}/redeliver`, {}), 200, 'applications redeliver');
-  expect(await admin('POST', `/_admin/v1/applications/${added.body.application.id}/reject`, { reason: 'not now' }), 200, 'applications reject');
+  expect(
+    await admin('POST', `/_admin/v1/applications/${added.body.application.id}/reject`, { reason: 'not now' }),
+    200,
+    'applications reject',
+  );
 
   // --- public reads and the indexer ---------------------------------------------------------
   const providerId = String((await pub('/api/v1/providers')).body.providers[0].id);
-  const pages = ['/status', '/providers', '/providers?sort=failure_rate&order=desc', `/providers/${providerId}`, '/changelog.atom', '/status.atom'];
+  const pages = [
+    '/status',
+    '/providers',
+    '/providers?sort=failure_rate&order=desc',
+    `/providers/${providerId}`,
+    '/changelog.atom',
+    '/status.atom',
+  ];
   for (const path of ['/health', '/openapi.json', '/api/v1/providers', '/api/v1/status', '/api/v1/changelog?limit=3', ...pages]) {
     const res = await pub(path);
     expect(res, 200, `public ${path}`);
@@ -254,7 +338,11 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   ]);
   const answers = [...recorded.map((r) => ({ base: r.base, res: r })), ...extra];
   t.ok(answers.length > 100, `${answers.length} answers recorded`);
-  for (const [base, conformance] of docs) conformance.check(t, answers.filter((a) => a.base === base).map((a) => a.res));
+  for (const [base, conformance] of docs)
+    conformance.check(
+      t,
+      answers.filter((a) => a.base === base).map((a) => a.res),
+    );
 
   // Each documented operation was exercised with a success answer (so each answer schema met a real body).
   for (const conformance of docs.values()) {

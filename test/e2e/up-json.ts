@@ -22,7 +22,9 @@ function start(t: Parameters<Parameters<typeof t.test>[1]>[0], args: string[]): 
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
   child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.on('exit', (code, signal) => r({ code, signal })),
+  );
   t.teardown(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
@@ -61,18 +63,49 @@ t.test('svcctl up --json --engine undici prints one ready object, keeps running,
 
 t.test('svcctl serve control --json and serve gateway --json each print one ready object', async (t) => {
   const dataDir = join(t.testdir(), 'data');
-  const control = start(t, ['serve', 'control', '--json', '--data-dir', dataDir, '--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0']);
+  const control = start(t, [
+    'serve',
+    'control',
+    '--json',
+    '--data-dir',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--control-port',
+    '0',
+    '--api-port',
+    '0',
+    '--indexer-port',
+    '0',
+  ]);
   await waitFor(() => control.stdout().includes('\n') || control.child.exitCode !== null, 'control ready');
   const c = JSON.parse(control.stdout().trim());
   t.match(c, { status: 'ready', role: 'control', pid: control.child.pid });
   t.same(Object.keys(c.urls).sort(), ['api', 'control', 'indexer']);
 
-  const gateway = start(t, ['serve', 'gateway', '--json', '--data-dir', dataDir, '--host', '127.0.0.1', '--gateway-port', '0', '--control', c.urls.control, '--id', 'gw-json']);
+  const gateway = start(t, [
+    'serve',
+    'gateway',
+    '--json',
+    '--data-dir',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--gateway-port',
+    '0',
+    '--control',
+    c.urls.control,
+    '--id',
+    'gw-json',
+  ]);
   await waitFor(() => gateway.stdout().includes('\n') || gateway.child.exitCode !== null, 'gateway ready');
   const g = JSON.parse(gateway.stdout().trim());
   t.match(g, { status: 'ready', role: 'gateway', pid: gateway.child.pid });
   t.match(g.urls.gateway, /^http:\/\/127\.0\.0\.1:\d+$/);
-  const answered = await waitFor(async () => ((await request(g.urls.gateway, '/health', { method: 'GET' })).status === 200 ? true : null), 'the gateway ready at the printed URL');
+  const answered = await waitFor(
+    async () => ((await request(g.urls.gateway, '/health', { method: 'GET' })).status === 200 ? true : null),
+    'the gateway ready at the printed URL',
+  );
   t.ok(answered);
 
   for (const p of [gateway, control]) {

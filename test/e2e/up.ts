@@ -22,14 +22,31 @@ t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', asy
   const dataDir = join(t.testdir(), 'data');
   const child = spawn(
     process.execPath,
-    [CLI_PATH, 'up', '--data-dir', dataDir, '--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0', '--gateway-port', '0'],
+    [
+      CLI_PATH,
+      'up',
+      '--data-dir',
+      dataDir,
+      '--host',
+      '127.0.0.1',
+      '--control-port',
+      '0',
+      '--api-port',
+      '0',
+      '--indexer-port',
+      '0',
+      '--gateway-port',
+      '0',
+    ],
     { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
   child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.on('exit', (code, signal) => r({ code, signal })),
+  );
   const rolePids: number[] = [];
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -71,7 +88,7 @@ t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', asy
   const controlPid = JSON.parse(readFileSync(join(dataDir, 'control.json'), 'utf8')).pid as number;
   const lockDir = readdirSync(dataDir).find((name) => name.startsWith('gateway-'));
   const holder = await probe(lockAddress(join(dataDir, lockDir!)).path);
-  const gatewayPid = holder === 'stale' ? 0 : holder.pid ?? 0;
+  const gatewayPid = holder === 'stale' ? 0 : (holder.pid ?? 0);
   t.ok(gatewayPid > 0, 'the gateway’s lock answers with its pid');
   rolePids.push(controlPid, gatewayPid);
   t.not(controlPid, child.pid, 'control is its own process');

@@ -41,7 +41,11 @@ t.test('every combination of status, latency, network error and schema verdict',
     }
   }
   t.equal(rows, (STATUSES.length + 1) * LATENCIES.length * NETWORK.length * SCHEMA.length, 'the whole table ran');
-  t.same([...seen].sort(), ['client_error', 'latency_breach', 'network_error', 'ok', 'schema_mismatch', 'server_error'], 'every outcome occurs');
+  t.same(
+    [...seen].sort(),
+    ['client_error', 'latency_breach', 'network_error', 'ok', 'schema_mismatch', 'server_error'],
+    'every outcome occurs',
+  );
 });
 
 t.test('named cases', async (t) => {
@@ -102,7 +106,11 @@ t.test('the body check', async (t) => {
 
   const big = JSON.stringify({ id: 1, pad: 'x'.repeat(SCHEMA_BODY_CAP_BYTES) });
   t.equal(check(big, {}, undefined, 64 * 1024), 'too_large', 'over the cap while streaming');
-  t.equal(check('{"id":1}', { 'content-length': String(SCHEMA_BODY_CAP_BYTES + 1) }), 'too_large', 'over the cap by Content-Length: nothing kept');
+  t.equal(
+    check('{"id":1}', { 'content-length': String(SCHEMA_BODY_CAP_BYTES + 1) }),
+    'too_large',
+    'over the cap by Content-Length: nothing kept',
+  );
   t.equal(check('{"id":1}', {}, 8), 'valid', 'exactly at the cap is checked');
   t.equal(check('{"id":12}', {}, 8), 'too_large', 'one byte over is not');
   const bomb = gzipSync(JSON.stringify({ id: 1, pad: ' '.repeat(4 * SCHEMA_BODY_CAP_BYTES) }));

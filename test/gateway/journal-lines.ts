@@ -26,11 +26,20 @@ t.test('pendingLines equals pending, as JSON lines, and acks advance the cursor'
   const journal = Journal.open({ dir, fsyncIntervalMs: 0 });
   for (let i = 0; i < 25; i++) journal.append(record(i));
   const { ids, lines } = journal.pendingLines(10);
-  t.same(ids, Array.from({ length: 10 }, (_, i) => record(i).call_id));
-  t.same(lines.map((l) => JSON.parse(l)), Array.from({ length: 10 }, (_, i) => record(i)));
+  t.same(
+    ids,
+    Array.from({ length: 10 }, (_, i) => record(i).call_id),
+  );
+  t.same(
+    lines.map((l) => JSON.parse(l)),
+    Array.from({ length: 10 }, (_, i) => record(i)),
+  );
   t.equal(journal.ack(ids), 10);
   t.equal(journal.backlog(), 15);
-  t.same(journal.pendingLines(100).ids, Array.from({ length: 15 }, (_, i) => record(i + 10).call_id));
+  t.same(
+    journal.pendingLines(100).ids,
+    Array.from({ length: 15 }, (_, i) => record(i + 10).call_id),
+  );
   await journal.close();
   const reopened = Journal.open({ dir, fsyncIntervalMs: 0 });
   t.equal(reopened.backlog(), 15, 'the ack cursor survived a reopen');

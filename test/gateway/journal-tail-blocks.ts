@@ -57,7 +57,11 @@ function check(t: Test, tail: RecordTail, live: ModelLine[]): void {
   t.equal(tail.firstId(), first.call_id ?? null, 'firstId');
   const seen: string[] = [];
   tail.forEachLine((line) => (seen.push(line), true));
-  t.same(seen, live.map((l) => l.text), 'forEachLine gives every live line in order');
+  t.same(
+    seen,
+    live.map((l) => l.text),
+    'forEachLine gives every live line in order',
+  );
   for (const limit of [1, 3, live.length, live.length + 5]) {
     const batch = tail.batch(limit)!;
     const taken = live.slice(0, limit);

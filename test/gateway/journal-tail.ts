@@ -9,7 +9,6 @@ import { tempDir } from './fixtures/temp-dir.cts';
 import { outcomeRecord as record } from './fixtures/outcomes.cts';
 import { waitFor } from './fixtures/harness.cts';
 
-
 const onDisk = (dir: string): number[] =>
   fs
     .readdirSync(dir)
@@ -53,7 +52,10 @@ t.test('append writes what appendThen queued first, so the file keeps call order
   journal.append(record(3));
   t.same(called, [1, 2], 'the queued callbacks ran before append returned');
   t.same(onDisk(dir), [1, 2, 3]);
-  t.same(journal.pendingLines(10).lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms), [1, 2, 3]);
+  t.same(
+    journal.pendingLines(10).lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms),
+    [1, 2, 3],
+  );
 });
 
 t.test('a failed gathered write reaches every callback and leaves no partial line', async (t) => {
@@ -73,7 +75,10 @@ t.test('a failed gathered write reaches every callback and leaves no partial lin
   await turn();
   fs.writeSync = realWrite;
   t.equal(errors.length, 2);
-  t.ok(errors.every((e) => e !== null && /no space/.test(e.message)), 'both calls see the failure');
+  t.ok(
+    errors.every((e) => e !== null && /no space/.test(e.message)),
+    'both calls see the failure',
+  );
   journal.append(record(4));
   t.same(onDisk(dir), [1, 4], 'the torn write was cut away; later records are whole');
   t.equal(journal.backlog(), 2);
@@ -92,7 +97,11 @@ t.test('records beyond the in-memory tail are shipped from disk, in order, then 
     if (ids.length === 0) break;
     const got = lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms);
     t.equal(got[0], next, `batch starts at ${next}`);
-    t.same(got, Array.from({ length: got.length }, (_, i) => next + i), 'contiguous');
+    t.same(
+      got,
+      Array.from({ length: got.length }, (_, i) => next + i),
+      'contiguous',
+    );
     next += got.length;
     journal.ack(ids);
   }
@@ -115,7 +124,11 @@ t.test('out-of-order acks inside the tail hold the cursor until the gap is acked
   t.same(journal.pendingLines(10).ids, [ids[0], ids[3], ids[5]]);
   await journal.close();
   const reopened = Journal.open({ dir });
-  t.same(reopened.pending(10).map((r) => r.latency_ms), [1, 4, 6], 'the acks beyond the cursor survived');
+  t.same(
+    reopened.pending(10).map((r) => r.latency_ms),
+    [1, 4, 6],
+    'the acks beyond the cursor survived',
+  );
   reopened.ack(reopened.pendingLines(10).ids);
   t.equal(reopened.backlog(), 0);
   await reopened.close();
@@ -137,7 +150,10 @@ t.test('the ack cursor is stored in the background, without close', async (t) =>
   }, 'acks.json written');
   // The process "dies" here: a second journal on the same files sees only the unacked record.
   const afterCrash = Journal.open({ dir });
-  t.same(afterCrash.pending(10).map((r) => r.latency_ms), [4]);
+  t.same(
+    afterCrash.pending(10).map((r) => r.latency_ms),
+    [4],
+  );
   t.equal(journal.stats().ackStateErrors, 0);
   await afterCrash.close();
 });
@@ -153,7 +169,11 @@ t.test('pendingBatch: the oldest records as one comma-joined body, acked by posi
   const first = journal.pendingBatch(30)!;
   t.equal(first.count, 30);
   t.equal(first.body.toString(), bodyOf(Array.from({ length: 30 }, (_, i) => record(i + 1))), 'records 1–30, in order, as written');
-  t.same(JSON.parse(`[${first.body.toString()}]`), Array.from({ length: 30 }, (_, i) => record(i + 1)), 'the body is a JSON array once bracketed');
+  t.same(
+    JSON.parse(`[${first.body.toString()}]`),
+    Array.from({ length: 30 }, (_, i) => record(i + 1)),
+    'the body is a JSON array once bracketed',
+  );
   t.equal(journal.ackBatch(first), 30);
   t.equal(journal.backlog(), 70);
   t.equal(journal.ackBatch(first), 0, 'a batch acked twice acks nothing the second time');
@@ -178,9 +198,12 @@ t.test('pendingBatch gives way to records on disk and to ids handed out by pendi
   const journal = Journal.open({ dir });
   t.teardown(() => journal.close());
   for (let i = 6; i <= 10; i++) journal.append(record(i));
-  t.equal(journal.pendingBatch(100), null, 'an earlier process\'s records are still on disk');
+  t.equal(journal.pendingBatch(100), null, "an earlier process's records are still on disk");
   const old = journal.pendingLines(5);
-  t.same(old.lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms), [1, 2, 3, 4, 5]);
+  t.same(
+    old.lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms),
+    [1, 2, 3, 4, 5],
+  );
   t.equal(journal.pendingBatch(100), null, 'ids are in flight on the other path');
   journal.ack(old.ids);
   const batch = journal.pendingBatch(100)!;
@@ -199,7 +222,10 @@ t.test('a batch the cursor moved past acks nothing and loses nothing', async (t)
   journal.ack(ids);
   t.equal(journal.ackBatch(stale), 0, 'its first records were acked another way');
   t.equal(journal.backlog(), 4);
-  t.same(journal.pendingLines(10).lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms), [3, 4, 5, 6]);
+  t.same(
+    journal.pendingLines(10).lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms),
+    [3, 4, 5, 6],
+  );
 });
 
 t.test('past the in-memory limit, the fast path waits until the older records left disk', async (t) => {
@@ -210,7 +236,10 @@ t.test('past the in-memory limit, the fast path waits until the older records le
   for (let i = 1; i <= total; i++) journal.append(record(i));
   t.equal(journal.pendingBatch(100), null, 'the first 10 are only on disk now');
   const old = journal.pendingLines(10);
-  t.same(old.lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms), range(1, 10));
+  t.same(
+    old.lines.map((l) => (JSON.parse(l) as OutcomeRecord).latency_ms),
+    range(1, 10),
+  );
   journal.ack(old.ids);
   let shipped = 0;
   for (let b = journal.pendingBatch(5000); b !== null; b = journal.pendingBatch(5000)) {

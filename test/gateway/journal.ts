@@ -9,7 +9,11 @@ import { outcomeRecord as record } from './fixtures/outcomes.cts';
 
 const ids = (records: OutcomeRecord[]): number[] => records.map((r) => r.latency_ms);
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-const segmentFiles = (dir: string): string[] => fs.readdirSync(dir).filter((f) => f.startsWith('outcomes-')).sort();
+const segmentFiles = (dir: string): string[] =>
+  fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith('outcomes-'))
+    .sort();
 
 t.test('appends come back from pending in order until acked', async (t) => {
   const dir = tempDir(t);
@@ -212,7 +216,11 @@ t.test('close() resolves only after a background ack-state write already running
   await new Promise((resolve) => setTimeout(resolve, 200));
   watcher.close();
   t.same(events, [], 'no file created or removed after close() resolved');
-  t.same(fs.readdirSync(dir).filter((f) => f.includes('.tmp')), [], 'no temp file left');
+  t.same(
+    fs.readdirSync(dir).filter((f) => f.includes('.tmp')),
+    [],
+    'no temp file left',
+  );
   await journal.idle();
   t.pass('idle() on a closed journal resolves');
   const reopened = Journal.open({ dir });

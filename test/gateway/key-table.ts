@@ -92,7 +92,13 @@ t.test('deleting inside one long probe cluster, including one that wraps around 
 
 t.test('a side key releases all its records; the slots are reused', async (t) => {
   const table = new KeyTable();
-  const rotated: SnapshotKey = { ...plain('key_rot', hashOf('old')), secrets: [{ hash: hashOf('old'), expires_at: NOW + 5 }, { hash: hashOf('new'), expires_at: null }] };
+  const rotated: SnapshotKey = {
+    ...plain('key_rot', hashOf('old')),
+    secrets: [
+      { hash: hashOf('old'), expires_at: NOW + 5 },
+      { hash: hashOf('new'), expires_at: null },
+    ],
+  };
   for (let round = 0; round < 3; round++) {
     t.equal(table.add(rotated), null);
     t.equal(table.add(plain('key_plain', hashOf('plain'))), null);
@@ -108,7 +114,7 @@ t.test('a side key releases all its records; the slots are reused', async (t) =>
 
 t.test('SlotTable against a Map: random inserts and removes over few hashes', async (t) => {
   let seed = 42;
-  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
   const slots = new SlotTable();
   const model = new Map<number, number>(); // ref → hash
   const find = (hash: number, ref: number) => {
@@ -134,7 +140,11 @@ t.test('SlotTable against a Map: random inserts and removes over few hashes', as
     }
   }
   t.equal(slots.size, model.size);
-  t.same([...model].filter(([ref, hash]) => !find(hash, ref)), [], 'every held entry is found');
+  t.same(
+    [...model].filter(([ref, hash]) => !find(hash, ref)),
+    [],
+    'every held entry is found',
+  );
   t.equal(slots.remove(3, 1e9), false, 'removing an absent entry');
   t.ok(slots.capacity * 0.75 >= slots.size, 'at most 3/4 full');
 });

@@ -54,8 +54,10 @@ function violations(imports: readonly Import[]): string[] {
     const from = folderOf(file)!;
     const where = `${file} imports ${spec}`;
     if (target !== null && /^(control|cli)(\/|$)/.test(target)) found.push(`${where}: the gateway never imports control/ or cli/`);
-    if ((spec === 'http-proxy' || spec.startsWith('http-proxy/')) && file !== 'gateway/proxy/http-proxy.ts') found.push(`${where}: only proxy/http-proxy.ts imports http-proxy`);
-    if ((spec === 'undici' || spec.startsWith('undici/')) && !/^gateway\/proxy\/undici[^/]*\.ts$/.test(file)) found.push(`${where}: only proxy/undici*.ts import undici`);
+    if ((spec === 'http-proxy' || spec.startsWith('http-proxy/')) && file !== 'gateway/proxy/http-proxy.ts')
+      found.push(`${where}: only proxy/http-proxy.ts imports http-proxy`);
+    if ((spec === 'undici' || spec.startsWith('undici/')) && !/^gateway\/proxy\/undici[^/]*\.ts$/.test(file))
+      found.push(`${where}: only proxy/undici*.ts import undici`);
     if (target === null) continue;
     const to = folderOf(target);
     if (to === null || to === from) continue;
@@ -73,12 +75,21 @@ const imports = importsOf(files);
 
 t.test('the gateway has its four folders, each with a README, and their files are read', async (t) => {
   for (const folder of FOLDERS) {
-    t.ok(files.some((f) => relative(GATEWAY, f).startsWith(`${folder}/`)), `${folder}/ has source files`);
+    t.ok(
+      files.some((f) => relative(GATEWAY, f).startsWith(`${folder}/`)),
+      `${folder}/ has source files`,
+    );
     t.ok(readdirSync(join(GATEWAY, folder)).includes('README.md'), `${folder}/README.md exists`);
   }
   // The reader sees every form of import the gateway uses.
-  t.ok(imports.some((i) => i.spec === 'http-proxy'), 'the http-proxy import is seen');
-  t.ok(imports.some((i) => i.target === 'gateway/proxy/index' && i.file === 'gateway/request/handler.ts'), 'relative imports are resolved');
+  t.ok(
+    imports.some((i) => i.spec === 'http-proxy'),
+    'the http-proxy import is seen',
+  );
+  t.ok(
+    imports.some((i) => i.target === 'gateway/proxy/index' && i.file === 'gateway/request/handler.ts'),
+    'relative imports are resolved',
+  );
 });
 
 t.test('every gateway file keeps to the import rules', async (t) => {
@@ -96,5 +107,9 @@ t.test('each rule catches what it forbids', async (t) => {
     ['proxy/ → state/', { file: 'gateway/proxy/call.ts', spec: '../state/state', target: 'gateway/state/state' }],
   ];
   for (const [name, imp] of cases) t.equal(violations([imp]).length, 1, name);
-  t.same(violations([{ file: 'gateway/proxy/call.ts', spec: '../request/headers', target: 'gateway/request/headers' }]), [], 'proxy/ may use the header list');
+  t.same(
+    violations([{ file: 'gateway/proxy/call.ts', spec: '../request/headers', target: 'gateway/request/headers' }]),
+    [],
+    'proxy/ may use the header list',
+  );
 });

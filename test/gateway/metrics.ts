@@ -36,7 +36,11 @@ t.test('every series, with its values', async (t) => {
   });
 
   let families = parseExposition(await metrics.render());
-  t.same(familyTypes(families), FAMILIES.filter((f) => !f.startsWith('svc_gateway_snapshot_age_seconds')), 'before the first snapshot: no snapshot age');
+  t.same(
+    familyTypes(families),
+    FAMILIES.filter((f) => !f.startsWith('svc_gateway_snapshot_age_seconds')),
+    'before the first snapshot: no snapshot age',
+  );
   t.equal(families.get('svc_gateway_requests_total')!.samples.length, 0, 'no call yet');
   t.equal(families.get('svc_gateway_upstream_latency_seconds')!.samples.length, 0);
   t.equal(sampleValue(families, 'svc_gateway_outcomes_shipped_total'), 0);
@@ -63,7 +67,11 @@ t.test('every series, with its values', async (t) => {
   t.same(familyTypes(families), FAMILIES, 'the full set of series and types');
   t.equal(sampleValue(families, 'svc_gateway_requests_total', { endpoint: 'echo', outcome: 'ok', status: '200' }), 2);
   t.equal(sampleValue(families, 'svc_gateway_requests_total', { endpoint: 'echo', outcome: 'latency_breach', status: '200' }), 1);
-  t.equal(sampleValue(families, 'svc_gateway_requests_total', { endpoint: 'odd "id"\\', outcome: 'network_error', status: '502' }), 1, 'label values escaped');
+  t.equal(
+    sampleValue(families, 'svc_gateway_requests_total', { endpoint: 'odd "id"\\', outcome: 'network_error', status: '502' }),
+    1,
+    'label values escaped',
+  );
   t.equal(sampleValue(families, 'svc_gateway_rejections_total', { code: 'svc_rate_limited' }), 2);
   t.equal(sampleValue(families, 'svc_gateway_rejections_total', { code: 'svc_unauthorized' }), 1);
   t.equal(sampleValue(families, 'svc_gateway_schema_checks_total', { endpoint: 'typed', result: 'valid' }), 2);
@@ -90,7 +98,13 @@ t.test('every series, with its values', async (t) => {
 });
 
 t.test('a bucket bound is inclusive', async (t) => {
-  const metrics = new GatewayMetrics({ snapshotVersion: () => 1, snapshotAgeSeconds: () => 0, journalBacklog: () => 0, controlConnected: () => true, keys: () => 0 });
+  const metrics = new GatewayMetrics({
+    snapshotVersion: () => 1,
+    snapshotAgeSeconds: () => 0,
+    journalBacklog: () => 0,
+    controlConnected: () => true,
+    keys: () => 0,
+  });
   metrics.call('e', 'ok', 200, 0.5);
   const families = parseExposition(await metrics.render());
   t.equal(sampleValue(families, 'svc_gateway_upstream_latency_seconds_bucket', { endpoint: 'e', le: '0.25' }), 0);

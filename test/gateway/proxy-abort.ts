@@ -82,7 +82,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(seen.body, '0123456789');
     t.equal(seen.socketClosed, true);
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['reset', 200, 200]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['reset', 200, 200]],
+    );
 
     // Still serving: the next call is answered (502 from the now-closed upstream is fine).
     upstream.removeAllListeners('connection');
@@ -115,7 +118,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     t.equal(complete, false);
     await settle();
-    t.same(gw.results.map((r) => r.networkError), ['reset']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['reset'],
+    );
   });
 
   t.test('a caller leaving mid-response destroys the upstream response', { timeout: 10_000 }, async (t) => {
@@ -139,7 +145,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     await waitFor(() => upstreamClosed, 'upstream response closed');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status]), [['client_abort', 200]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status]),
+      [['client_abort', 200]],
+    );
     t.same(gw.proxy.stats(), { inFlight: 0, sockets: 0, freeSockets: 0, queued: 0 });
   });
 
@@ -160,7 +169,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     await waitFor(() => gw.proxy.stats().queued === 1, 'second call queued');
     queued.destroy();
     await waitFor(() => gw.results.length === 1, 'queued call reported');
-    t.same(gw.results.map((r) => r.networkError), ['client_abort']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['client_abort'],
+    );
     held[0]!.end('done');
     const answer = await first;
     t.equal(answer.body, 'done');

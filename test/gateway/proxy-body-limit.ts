@@ -25,12 +25,15 @@ function cases(t: Test, engine: GatewayEngine): void {
     const gw = await startGateway(t, { engine, upstreamPort: upPort, bodyLimitBytes: 1024 });
 
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: gw.port, method: 'POST', path: '/x', agent: false, headers: { 'transfer-encoding': 'chunked' } }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port: gw.port, method: 'POST', path: '/x', agent: false, headers: { 'transfer-encoding': 'chunked' } },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('error', reject);
       // Send 4 KiB in 512-byte chunks, slowly enough for the gateway to see them one by one.
       let sent = 0;
@@ -47,9 +50,16 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(answer.status, 413);
     t.equal(JSON.parse(answer.body).code, 'svc_payload_too_large');
     await settle();
-    t.same(gw.results.map((r) => r.networkError), ['body_too_large']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['body_too_large'],
+    );
     t.same([...gw.doneCalls.values()], [1], 'done() fired once');
-    t.same([...gw.heads.values()].map((h) => [h.status, h.fromUpstream, h.callerFailure]), [[413, false, 'body_too_large']], 'no response head from the upstream reached the caller; the 413 head names the caller failure');
+    t.same(
+      [...gw.heads.values()].map((h) => [h.status, h.fromUpstream, h.callerFailure]),
+      [[413, false, 'body_too_large']],
+      'no response head from the upstream reached the caller; the 413 head names the caller failure',
+    );
     t.equal(upstreamCompleted, 0, 'the upstream never saw a complete request');
     t.ok(upstreamBytes <= 1024 + 512, `the upstream got at most the limit plus one chunk (${upstreamBytes})`);
     await waitFor(async () => (await connections(upstream)) === 0, 'upstream connection closed');
@@ -64,10 +74,13 @@ function cases(t: Test, engine: GatewayEngine): void {
     const upPort = await listen(t, upstream);
     const gw = await startGateway(t, { engine, upstreamPort: upPort, bodyLimitBytes: 1024 });
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: gw.port, method: 'POST', path: '/x', agent: false, headers: { 'transfer-encoding': 'chunked' } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port: gw.port, method: 'POST', path: '/x', agent: false, headers: { 'transfer-encoding': 'chunked' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
       req.on('error', reject);
       req.write(Buffer.alloc(600, 97));
       req.end(Buffer.alloc(424, 97));
@@ -75,7 +88,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(status, 200);
     t.equal(got, 1024);
     await settle();
-    t.same(gw.results.map((r) => r.networkError), [null]);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      [null],
+    );
   });
 }
 

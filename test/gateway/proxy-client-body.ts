@@ -44,7 +44,11 @@ function trickle(socket: net.Socket, bytes: string, everyMs: number): Promise<vo
 }
 
 /** Open a raw connection, send `start`, run `then`, and collect the answer until the gateway closes it. */
-function exchange(port: number, start: string, then: (socket: net.Socket) => Promise<void> | void = () => {}): Promise<{ text: string; closedByGateway: boolean }> {
+function exchange(
+  port: number,
+  start: string,
+  then: (socket: net.Socket) => Promise<void> | void = () => {},
+): Promise<{ text: string; closedByGateway: boolean }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let text = '';
@@ -75,8 +79,14 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(bodyOf(answer.text).code, 'svc_request_timeout');
     t.ok(answer.closedByGateway, 'the gateway closed the connection');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['client_timeout', null, 408]]);
-    t.same([...gw.heads.values()].map((h) => [h.status, h.fromUpstream, h.callerFailure, h.networkError]), [[408, false, 'client_timeout', null]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['client_timeout', null, 408]],
+    );
+    t.same(
+      [...gw.heads.values()].map((h) => [h.status, h.fromUpstream, h.callerFailure, h.networkError]),
+      [[408, false, 'client_timeout', null]],
+    );
     t.equal(up.completed(), 0, 'the upstream never saw a complete request');
     await waitFor(() => gw.proxy.stats().inFlight === 0 && gw.proxy.stats().sockets === 0, 'upstream request destroyed');
   });
@@ -85,7 +95,9 @@ function cases(t: Test, engine: GatewayEngine): void {
     const up = await echoUpstream(t);
     const gw = await startGateway(t, { engine, upstreamPort: up.port, timeoutMs: 150, clientBodyTimeoutMs: 500 });
     const body = 'abcdefghijklmnopqrst'; // 20 bytes, 40 ms apart: ~800 ms, far past the endpoint timeout
-    const answer = await exchange(gw.port, head('/x', `Content-Length: ${body.length}\r\nConnection: close\r\n`), (s) => trickle(s, body, 40));
+    const answer = await exchange(gw.port, head('/x', `Content-Length: ${body.length}\r\nConnection: close\r\n`), (s) =>
+      trickle(s, body, 40),
+    );
     t.equal(statusOf(answer.text), 200, answer.text);
     await settle();
     const [result] = gw.results;
@@ -109,7 +121,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(statusOf(answer.text), 408, answer.text);
     t.equal(bodyOf(answer.text).code, 'svc_request_timeout');
     await settle();
-    t.same(gw.results.map((r) => r.networkError), ['client_timeout']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['client_timeout'],
+    );
     t.equal(up.completed(), 0);
   });
 
@@ -120,7 +135,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(statusOf(answer), 408, answer);
     t.equal(bodyOf(answer).code, 'svc_request_timeout');
     await settle();
-    t.same(gw.results.map((r) => r.networkError), ['client_timeout']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['client_timeout'],
+    );
   });
 
   t.test('an upstream that stops reading the body runs the provider’s clock, not the caller’s', async (t) => {
@@ -143,7 +161,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     t.same(answer, { status: 504, code: 'svc_upstream_timeout' }, 'held back by the upstream past its timeout: the provider’s 504');
     await settle();
-    t.same(gw.results.map((r) => r.networkError), ['timeout']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['timeout'],
+    );
     t.ok(sockets.length >= 1, 'the upstream was reached');
   });
 
@@ -155,7 +176,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(statusOf(answer), 504, 'no body to wait for: the endpoint timeout applies as before');
     t.equal(bodyOf(answer).code, 'svc_upstream_timeout');
     await settle();
-    t.same(gw.results.map((r) => r.networkError), ['timeout']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['timeout'],
+    );
   });
 }
 

@@ -33,7 +33,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.headers['x-svc-call-id'], '1', 'onHead headers are on the problem response');
     t.equal(up.seen(), 1, 'the upstream did receive the call');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['timeout', null, 504]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['timeout', null, 504]],
+    );
     t.ok(gw.results[0]!.upstreamLatencyMs >= 150, 'latency covers the whole wait');
     t.equal(gw.heads.get(1)?.fromUpstream, false);
     t.equal(gw.heads.get(1)?.networkError, 'timeout');
@@ -63,7 +66,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.status, 504);
     t.equal(JSON.parse(res.body).code, 'svc_upstream_timeout');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['timeout', null, 504]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['timeout', null, 504]],
+    );
   });
 
   t.test('connection refused answers 502 svc_upstream_unavailable', async (t) => {
@@ -74,7 +80,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.match(JSON.parse(res.body).detail, /refused/);
     t.notMatch(res.body, /127\.0\.0\.1/, 'the upstream address is not leaked');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['refused', null, 502]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['refused', null, 502]],
+    );
     t.same([...gw.doneCalls.values()], [1]);
   });
 
@@ -86,7 +95,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(JSON.parse(res.body).code, 'svc_upstream_unavailable');
     t.notMatch(res.body, /upstream\.invalid/, 'the upstream host is not leaked');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['refused', null, 502]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['refused', null, 502]],
+    );
   });
 
   t.test('reset before the response head answers 502 and reports reset', async (t) => {
@@ -99,7 +111,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.status, 502);
     t.equal(JSON.parse(res.body).code, 'svc_upstream_unavailable');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['reset', null, 502]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['reset', null, 502]],
+    );
     t.same([...gw.doneCalls.values()], [1]);
   });
 
@@ -112,7 +127,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     const res = await request(gw.port, { method: 'GET', path: '/x' });
     t.equal(res.status, 502);
     await settle();
-    t.same(gw.results.map((r) => r.networkError), ['reset']);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      ['reset'],
+    );
   });
 
   t.test('a stalled body after the head is an idle timeout: the caller connection is cut', { timeout: 10_000 }, async (t) => {
@@ -136,7 +154,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(outcome.complete, false, 'the caller sees a truncated response, not a hang');
     t.equal(outcome.body, 'partial');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [['timeout', 200, 200]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [['timeout', 200, 200]],
+    );
     t.same([...gw.doneCalls.values()], [1]);
   });
 
@@ -161,7 +182,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.body, 'c'.repeat(chunks), 'the whole body, though it took longer than the timeout');
     t.ok(Date.now() - started >= 400, 'the body took longer than timeout_ms in all');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [[null, 200, 200]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [[null, 200, 200]],
+    );
   });
 
   t.test('a caller that stops reading is not the provider’s idle timeout: the whole body arrives later', { timeout: 10_000 }, async (t) => {
@@ -190,7 +214,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     t.same(got, { status: 200, bytes: body.length, complete: true }, 'the caller got the whole body');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [[null, 200, 200]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [[null, 200, 200]],
+    );
   });
 
   t.test('every failure kind reports done() exactly once, across many calls', async (t) => {
@@ -213,8 +240,14 @@ function cases(t: Test, engine: GatewayEngine): void {
     gateways.forEach((gw, i) => {
       t.equal(gw.forwarded, 20);
       t.equal(gw.doneCalls.size, 20, `${expected[i]}: one result per call`);
-      t.ok([...gw.doneCalls.values()].every((n) => n === 1), `${expected[i]}: never twice`);
-      t.ok(gw.results.every((r) => r.networkError === expected[i]), `${expected[i]}: right kind`);
+      t.ok(
+        [...gw.doneCalls.values()].every((n) => n === 1),
+        `${expected[i]}: never twice`,
+      );
+      t.ok(
+        gw.results.every((r) => r.networkError === expected[i]),
+        `${expected[i]}: right kind`,
+      );
       t.equal(gw.proxy.stats().inFlight, 0);
     });
   });

@@ -4,7 +4,17 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
-import { closedPort, ENGINES, type GatewayEngine, listen, rawExchange, request, settle, startGateway, waitFor } from './fixtures/harness.cts';
+import {
+  closedPort,
+  ENGINES,
+  type GatewayEngine,
+  listen,
+  rawExchange,
+  request,
+  settle,
+  startGateway,
+  waitFor,
+} from './fixtures/harness.cts';
 
 const sha = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 
@@ -38,7 +48,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(upstreamHash, sha(payload), 'upstream got the exact body');
     t.equal(sha(echoed), sha(payload), 'caller got the exact answer');
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status, r.sentStatus]), [[null, 200, 200]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [[null, 200, 200]],
+    );
   });
 
   t.test('the last chunk of a sized body is held until the body observer has run', async (t) => {
@@ -102,7 +115,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.headers.location, 'http://127.0.0.1:1/elsewhere/go');
     t.equal(calls, 1);
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status]), [[null, 302]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status]),
+      [[null, 302]],
+    );
   });
 
   t.test('the head hook sees upstream answers and its headers reach the caller', async (t) => {
@@ -138,7 +154,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     const notModified = await request(gw.port, { method: 'GET', path: '/304' });
     t.same([notModified.status, notModified.headers.etag], [304, '"v1"']);
     await settle();
-    t.same(gw.results.map((r) => r.networkError), [null, null, null]);
+    t.same(
+      gw.results.map((r) => r.networkError),
+      [null, null, null],
+    );
   });
 
   t.test('informational 1xx answers before the final one are not passed on', async (t) => {
@@ -158,7 +177,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.notMatch(res, /Early Hints|100 Continue|style\.css/, 'no informational answer reaches the caller');
     t.ok(res.endsWith('\r\n\r\ndone'));
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status]), [[null, 201]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status]),
+      [[null, 201]],
+    );
   });
 
   t.test('sockets are pooled (keep-alive) and bounded by maxSockets', async (t) => {
@@ -189,7 +211,10 @@ function cases(t: Test, engine: GatewayEngine): void {
       }
     }
     const answers = await Promise.all(pending);
-    t.same(answers.map((a) => a.body), Array(5).fill('released'));
+    t.same(
+      answers.map((a) => a.body),
+      Array(5).fill('released'),
+    );
     t.ok(peak <= 2, `at most two upstream connections at once (saw ${peak})`);
   });
 
@@ -202,10 +227,20 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     const gw = await startGateway(t, { engine, upstreamPort: await listen(t, upstream) });
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: gw.port, method: 'POST', path: '/x', agent: false, headers: { expect: '100-continue', 'content-length': '2' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: gw.port,
+          method: 'POST',
+          path: '/x',
+          agent: false,
+          headers: { expect: '100-continue', 'content-length': '2' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('continue', () => req.end('hi'));
       req.on('error', reject);
     });
@@ -247,7 +282,10 @@ function cases(t: Test, engine: GatewayEngine): void {
     const failed = await request(down.port, { method: 'POST', path: '/x', body: '{}' });
     t.equal(failed.status, 500);
     await settle();
-    t.same(down.results.map((r) => [r.networkError, r.sentStatus]), [[null, 500]]);
+    t.same(
+      down.results.map((r) => [r.networkError, r.sentStatus]),
+      [[null, 500]],
+    );
   });
 }
 

@@ -75,10 +75,33 @@ function cases(t: Test, engine: GatewayEngine): void {
     const raw = up.bytes();
     const lines = headerLines(raw);
     const names = lines.map(([name]) => name);
-    for (const forbidden of ['authorization', 'cookie', 'proxy-authorization', 'proxy-connection', 'te', 'keep-alive', 'x-hop-secret', 'x-other-hop', 'forwarded', 'x-forwarded-host', 'x-real-ip', 'trailer', 'upgrade']) {
+    for (const forbidden of [
+      'authorization',
+      'cookie',
+      'proxy-authorization',
+      'proxy-connection',
+      'te',
+      'keep-alive',
+      'x-hop-secret',
+      'x-other-hop',
+      'forwarded',
+      'x-forwarded-host',
+      'x-real-ip',
+      'trailer',
+      'upgrade',
+    ]) {
       t.notOk(names.includes(forbidden), `${forbidden} is not forwarded`);
     }
-    for (const secret of [CALLER_KEY, 'caller-cookie', 'cHJveHk6c2VjcmV0', 'must-not-pass', '6.6.6.6', 'evil.example', 'timeout=999', 'caller-supplied']) {
+    for (const secret of [
+      CALLER_KEY,
+      'caller-cookie',
+      'cHJveHk6c2VjcmV0',
+      'must-not-pass',
+      '6.6.6.6',
+      'evil.example',
+      'timeout=999',
+      'caller-supplied',
+    ]) {
       t.notOk(raw.includes(secret), `${secret} appears nowhere upstream`);
     }
     const value = (name: string): string[] => lines.filter(([n]) => n === name).map(([, v]) => v);
@@ -130,15 +153,37 @@ function cases(t: Test, engine: GatewayEngine): void {
     for (const forbidden of ['server', 'x-powered-by', 'set-cookie', 'x-resp-hop', 'proxy-authenticate', 'alt-svc', 'transfer-encoding']) {
       t.notOk(names.includes(forbidden), `${forbidden} is not passed back`);
     }
-    for (const leaked of ['nginx', 'Express-upstream', 'upstream_session', 'internal-routing-value', 'timeout=777', 'upstream-proxy', 'ok-spoofed']) {
+    for (const leaked of [
+      'nginx',
+      'Express-upstream',
+      'upstream_session',
+      'internal-routing-value',
+      'timeout=777',
+      'upstream-proxy',
+      'ok-spoofed',
+    ]) {
       t.notOk(answer.includes(leaked), `${leaked} appears nowhere in the answer`);
     }
-    t.same(lines.filter(([n]) => n === 'vary').map(([, v]) => v), ['Accept', 'Accept-Encoding'], 'repeated fields stay repeated');
-    t.same(lines.filter(([n]) => n === 'x-request-id').map(([, v]) => v), ['abc123']);
-    t.same(lines.filter(([n]) => n === 'x-svc-call-id').map(([, v]) => v), ['1'], 'the gateway adds its own headers');
+    t.same(
+      lines.filter(([n]) => n === 'vary').map(([, v]) => v),
+      ['Accept', 'Accept-Encoding'],
+      'repeated fields stay repeated',
+    );
+    t.same(
+      lines.filter(([n]) => n === 'x-request-id').map(([, v]) => v),
+      ['abc123'],
+    );
+    t.same(
+      lines.filter(([n]) => n === 'x-svc-call-id').map(([, v]) => v),
+      ['1'],
+      'the gateway adds its own headers',
+    );
     t.ok(answer.endsWith('\r\n\r\n{"ok":true}'));
     await settle();
-    t.same(gw.results.map((r) => [r.networkError, r.status]), [[null, 200]]);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status]),
+      [[null, 200]],
+    );
   });
 }
 

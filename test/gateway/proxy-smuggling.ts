@@ -40,10 +40,15 @@ function chunkedRequest(method: string): string {
 t.test('the counting upstream does see a smuggled request when one is sent', async (t) => {
   // What http-proxy 1.18.1 emits for a chunked DELETE: Content-Length 0, then the raw body.
   const up = await countingUpstream(t);
-  await rawExchange(up.port, `DELETE /resource HTTP/1.1\r\nHost: upstream\r\nContent-Length: 0\r\n\r\n${SMUGGLED}`, (r) =>
-    r.split('answered').length === 3,
+  await rawExchange(
+    up.port,
+    `DELETE /resource HTTP/1.1\r\nHost: upstream\r\nContent-Length: 0\r\n\r\n${SMUGGLED}`,
+    (r) => r.split('answered').length === 3,
   );
-  t.same(up.requests.map((r) => `${r.method} ${r.url}`), ['DELETE /resource', 'GET /smuggled']);
+  t.same(
+    up.requests.map((r) => `${r.method} ${r.url}`),
+    ['DELETE /resource', 'GET /smuggled'],
+  );
 });
 
 /** The cases, run once per engine. */
@@ -56,7 +61,10 @@ function cases(t: Test, engine: GatewayEngine): void {
       t.match(answer, /^HTTP\/1\.1 200 /);
       t.match(answer, /answered$/);
       await settle();
-      t.same(gw.results.map((r) => r.networkError), [null]);
+      t.same(
+        gw.results.map((r) => r.networkError),
+        [null],
+      );
       // Close the pooled upstream socket so the upstream has parsed every byte it was sent.
       gw.proxy.close();
       await waitFor(() => up.closedConnections() === 1, 'upstream connection closed');

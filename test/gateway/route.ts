@@ -34,7 +34,25 @@ t.test('both path forms name the same route', async (t) => {
 });
 
 t.test('reserved and impossible first segments are not endpoints', async (t) => {
-  const cases = ['/', '/v1', '/v1/', '/health', '/health/x', '/metrics', '/metrics/x', '/_admin/v1/keys', '/_sync/v1/stream', '/_x', '/v1/v1/x', '/v1/health', '/v1/_admin', '/EP/x', '/%61pi/x', '/-ep/x', `/${'a'.repeat(64)}/x`];
+  const cases = [
+    '/',
+    '/v1',
+    '/v1/',
+    '/health',
+    '/health/x',
+    '/metrics',
+    '/metrics/x',
+    '/_admin/v1/keys',
+    '/_sync/v1/stream',
+    '/_x',
+    '/v1/v1/x',
+    '/v1/health',
+    '/v1/_admin',
+    '/EP/x',
+    '/%61pi/x',
+    '/-ep/x',
+    `/${'a'.repeat(64)}/x`,
+  ];
   for (const url of cases) {
     const result = parseRoute(url);
     t.equal(result.ok, false, url);

@@ -14,7 +14,6 @@ import { outcomeRecord as record } from './fixtures/outcomes.cts';
 
 const POISON = 999_999;
 
-
 /** A control that answers 400 to a batch that is not JSON or holds a record with latency POISON. */
 async function fakeControl(t: Parameters<typeof listen>[0]) {
   const stored = new Map<string, number>();
@@ -32,7 +31,9 @@ async function fakeControl(t: Parameters<typeof listen>[0]) {
         return;
       }
       if (batch.records.some((r) => r.latency_ms === POISON)) {
-        res.writeHead(400, { 'content-type': 'application/problem+json' }).end('{"code":"svc_bad_request","detail":"records.0.latency_ms: too slow to be true"}');
+        res
+          .writeHead(400, { 'content-type': 'application/problem+json' })
+          .end('{"code":"svc_bad_request","detail":"records.0.latency_ms: too slow to be true"}');
         return;
       }
       for (const r of batch.records) stored.set(r.call_id, (stored.get(r.call_id) ?? 0) + 1);
@@ -63,18 +64,38 @@ t.test('refused records are isolated and set aside; every other record arrives o
     if (r.latency_ms !== POISON) wanted.add(r.call_id);
   }
   let rejected = 0;
-  const shipper = new OutcomeShipper({ controlUrl: control.url, syncToken: 'token', gatewayId: 'gw-1', journal, log: silentLogger, onRejected: () => rejected++ });
+  const shipper = new OutcomeShipper({
+    controlUrl: control.url,
+    syncToken: 'token',
+    gatewayId: 'gw-1',
+    journal,
+    log: silentLogger,
+    onRejected: () => rejected++,
+  });
   t.teardown(() => shipper.stop());
   shipper.start();
   await waitFor(() => journal.backlog() === 0, 'journal drained', 30_000);
 
   t.equal(control.stored.size, wanted.size, `${wanted.size} records stored`);
-  t.ok([...wanted].every((id) => control.stored.get(id) === 1), 'each good record exactly once');
+  t.ok(
+    [...wanted].every((id) => control.stored.get(id) === 1),
+    'each good record exactly once',
+  );
   t.equal(rejected, 3, 'the damaged line and the two refused records');
-  const aside = fs.readFileSync(path.join(dir, REJECTED_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { call_id: string; reason: string; line: string });
+  const aside = fs
+    .readFileSync(path.join(dir, REJECTED_FILE), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { call_id: string; reason: string; line: string });
   t.same(aside.map((a) => a.call_id).sort(), [record(500).call_id, record(1111).call_id, '0190a1b2-c3d4-7e5f-8a6b-000000009999'].sort());
-  t.ok(aside.every((a) => /400/.test(a.reason)), 'control\'s answer is kept as the reason');
-  t.ok(aside.some((a) => a.line.endsWith('"status":2,}')), 'the damaged line is kept as it was');
+  t.ok(
+    aside.every((a) => /400/.test(a.reason)),
+    "control's answer is kept as the reason",
+  );
+  t.ok(
+    aside.some((a) => a.line.endsWith('"status":2,}')),
+    'the damaged line is kept as it was',
+  );
   t.equal(journal.stats().rejected, 3);
   t.ok(control.posts() < 200, `isolation took ${control.posts()} posts, not one per record`);
 
@@ -94,7 +115,15 @@ t.test('a control that is down is retried; nothing is set aside', async (t) => {
   let rejected = 0;
   const down = http.createServer((_req, res) => res.writeHead(503).end());
   const port = await listen(t, down);
-  const shipper = new OutcomeShipper({ controlUrl: `http://127.0.0.1:${port}`, syncToken: 'token', gatewayId: 'gw-1', journal, log: silentLogger, onFailure: () => failures++, onRejected: () => rejected++ });
+  const shipper = new OutcomeShipper({
+    controlUrl: `http://127.0.0.1:${port}`,
+    syncToken: 'token',
+    gatewayId: 'gw-1',
+    journal,
+    log: silentLogger,
+    onFailure: () => failures++,
+    onRejected: () => rejected++,
+  });
   t.teardown(() => shipper.stop());
   shipper.start();
   await waitFor(() => failures >= 2, 'two failed attempts');
@@ -111,7 +140,14 @@ t.test('a refused batch from memory falls back to narrowing by id, then ships fr
   for (let i = 1; i <= 100; i++) journal.append(i === 50 ? { ...record(i), latency_ms: POISON } : record(i));
   t.ok(journal.pendingBatch(10) !== null, 'the records are shipped from memory to begin with');
   let rejected = 0;
-  const shipper = new OutcomeShipper({ controlUrl: control.url, syncToken: 'token', gatewayId: 'gw-1', journal, log: silentLogger, onRejected: () => rejected++ });
+  const shipper = new OutcomeShipper({
+    controlUrl: control.url,
+    syncToken: 'token',
+    gatewayId: 'gw-1',
+    journal,
+    log: silentLogger,
+    onRejected: () => rejected++,
+  });
   t.teardown(() => shipper.stop());
   shipper.start();
   await waitFor(() => journal.backlog() === 0, 'journal drained');

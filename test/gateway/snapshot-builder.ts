@@ -24,7 +24,14 @@ function beginLine(keyCount: number): string {
 }
 
 function plain(i: number): SnapshotKey {
-  return { id: `key_${String(i).padStart(8, '0')}`, secrets: [{ hash: hashOf(`s${i}`), expires_at: null }], expires_at: null, endpoints: [], limit: null, lift: null };
+  return {
+    id: `key_${String(i).padStart(8, '0')}`,
+    secrets: [{ hash: hashOf(`s${i}`), expires_at: null }],
+    expires_at: null,
+    endpoints: [],
+    limit: null,
+    lift: null,
+  };
 }
 
 /** Feed lines to a builder and finish it with the matching digest. */
@@ -42,7 +49,14 @@ function build(keyLines: SnapshotKey[][], keyCount = 0) {
 }
 
 t.test('keys lines become lookups, whatever the announced count', async (t) => {
-  const rotated: SnapshotKey = { ...plain(-1), secrets: [{ hash: hashOf('old'), expires_at: NOW + 10 }, { hash: hashOf('new'), expires_at: null }], limit: { count: 3, window_seconds: 1 } };
+  const rotated: SnapshotKey = {
+    ...plain(-1),
+    secrets: [
+      { hash: hashOf('old'), expires_at: NOW + 10 },
+      { hash: hashOf('new'), expires_at: null },
+    ],
+    limit: { count: 3, window_seconds: 1 },
+  };
   const lines = [Array.from({ length: 700 }, (_, i) => plain(i)), [rotated, ...Array.from({ length: 300 }, (_, i) => plain(700 + i))]];
   for (const announced of [0, 1001, 50]) {
     const state = build(lines, announced);
@@ -56,7 +70,10 @@ t.test('keys lines become lookups, whatever the announced count', async (t) => {
 });
 
 t.test('a key id or a secret listed twice rejects the snapshot', async (t) => {
-  t.throws(() => build([[plain(1), plain(2)], [plain(1)]]), { name: 'UpdateRejected', message: /line 2: key key_00000001 is listed twice/ });
+  t.throws(() => build([[plain(1), plain(2)], [plain(1)]]), {
+    name: 'UpdateRejected',
+    message: /line 2: key key_00000001 is listed twice/,
+  });
   const thief = { ...plain(3), secrets: plain(1).secrets };
   t.throws(() => build([[plain(1), thief]]), { message: /line 1: a secret of key key_00000003 already belongs to key key_00000001/ });
   const twice = { ...plain(4), secrets: [...plain(4).secrets, ...plain(4).secrets] };
@@ -77,7 +94,10 @@ t.test('a line zod refuses is refused with its message; a wrong digest fails fin
 t.test('the fast line check accepts only what SnapshotKeys accepts', async (t) => {
   const rich: SnapshotKey = {
     id: 'key_rich',
-    secrets: [{ hash: hashOf('a'), expires_at: NOW }, { hash: hashOf('b'), expires_at: null }],
+    secrets: [
+      { hash: hashOf('a'), expires_at: NOW },
+      { hash: hashOf('b'), expires_at: null },
+    ],
     expires_at: NOW + 1,
     endpoints: ['echo'],
     limit: { count: 1, window_seconds: 1 },
@@ -89,7 +109,24 @@ t.test('the fast line check accepts only what SnapshotKeys accepts', async (t) =
 
   // Each mutation replaces one value somewhere in the line; the check must never say yes
   // where zod says no.
-  const odd: unknown[] = [undefined, null, 0, -1, 1.5, 2 ** 53, '', 'x', 'A'.repeat(64), hashOf('z').toUpperCase(), hashOf('z').slice(1), [], [1], {}, { extra: 1 }, true];
+  const odd: unknown[] = [
+    undefined,
+    null,
+    0,
+    -1,
+    1.5,
+    2 ** 53,
+    '',
+    'x',
+    'A'.repeat(64),
+    hashOf('z').toUpperCase(),
+    hashOf('z').slice(1),
+    [],
+    [1],
+    {},
+    { extra: 1 },
+    true,
+  ];
   let compared = 0;
   let fastAccepted = 0;
   const visit = (node: unknown, path: (string | number)[]) => {

@@ -9,7 +9,16 @@ import type { Delta, SnapshotKey } from '../../protocol/snapshot';
 
 const FLAGS = { beta_gate_enabled: true, maintenance_mode: false };
 const LIMITS = { key: { count: 60, window_seconds: 60, burst: 10 }, ip: { count: 10, window_seconds: 60, burst: 5 } };
-const ENDPOINT = { id: 'echo', upstream: 'http://127.0.0.1:9/', methods: ['GET' as const], timeout_ms: 1000, sla_ms: 500, price: 0, premium: 0, headers: {} };
+const ENDPOINT = {
+  id: 'echo',
+  upstream: 'http://127.0.0.1:9/',
+  methods: ['GET' as const],
+  timeout_ms: 1000,
+  sla_ms: 500,
+  price: 0,
+  premium: 0,
+  headers: {},
+};
 const NOW = 1_700_000_000_000;
 
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest('hex');
@@ -72,7 +81,9 @@ t.test('rotation grace: two secrets reach the same key until the old one expires
 
 t.test('endpoints, limit and lift come back as sent', async (t) => {
   const lift = { count: 500, window_seconds: 60, until: NOW + 3_600_000 };
-  const s = state(key('key_rich', ['rich'], { endpoints: ['echo', 'other'], limit: { count: 5, window_seconds: 10 }, lift, expires_at: NOW + 9_000 }));
+  const s = state(
+    key('key_rich', ['rich'], { endpoints: ['echo', 'other'], limit: { count: 5, window_seconds: 10 }, lift, expires_at: NOW + 9_000 }),
+  );
   const k = s.lookup(hashOf('rich'), NOW)!;
   t.equal(k.id, 'key_rich');
   t.same([...k.endpoints!].sort(), ['echo', 'other']);
@@ -127,8 +138,21 @@ t.test('a rejected delta leaves keys, endpoints, flags and version as they were'
   const was = before();
   const badEndpoint = { ...ENDPOINT, id: 'bad', upstream: 'ftp://example.com/' };
   const cases: [string, Partial<Delta>, RegExp][] = [
-    ['bad endpoint', { keys_remove: ['key_a'], keys_upsert: [key('key_c', ['c'])], endpoints_upsert: [badEndpoint], flags: { ...FLAGS, maintenance_mode: true } }, /scheme/],
-    ["a secret of a key that stays", { keys_remove: ['key_a'], keys_upsert: [key('key_c', ['c', 'b-new'])], endpoints_remove: ['echo'] }, /already belongs to key key_b/],
+    [
+      'bad endpoint',
+      {
+        keys_remove: ['key_a'],
+        keys_upsert: [key('key_c', ['c'])],
+        endpoints_upsert: [badEndpoint],
+        flags: { ...FLAGS, maintenance_mode: true },
+      },
+      /scheme/,
+    ],
+    [
+      'a secret of a key that stays',
+      { keys_remove: ['key_a'], keys_upsert: [key('key_c', ['c', 'b-new'])], endpoints_remove: ['echo'] },
+      /already belongs to key key_b/,
+    ],
     ['one secret for two keys', { keys_upsert: [key('key_c', ['c']), key('key_d', ['c'])], keys_remove: ['key_a'] }, /listed twice/],
     ['a secret listed twice', { keys_upsert: [key('key_c', ['c', 'c'])] }, /listed twice/],
     ['a hash that is not hex', { keys_upsert: [{ ...key('key_c', ['c']), secrets: [{ hash: 'Z'.repeat(64), expires_at: null }] }] }, /hex/],

@@ -8,9 +8,19 @@ import { SnapshotDigest, type Delta, type SnapshotEndpoint } from '../../protoco
 const FLAGS = { beta_gate_enabled: false, maintenance_mode: false };
 const LIMITS = { key: { count: 60, window_seconds: 60, burst: 10 }, ip: { count: 10, window_seconds: 60, burst: 5 } };
 
-const ORDER = { type: 'object', required: ['id'], properties: { id: { type: 'integer' }, ref: { $ref: '#/$defs/ref' } }, $defs: { ref: { type: 'string', pattern: '^[A-Z]+-\\d+$' } } };
+const ORDER = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'integer' }, ref: { $ref: '#/$defs/ref' } },
+  $defs: { ref: { type: 'string', pattern: '^[A-Z]+-\\d+$' } },
+};
 /** The same schema, members in another order. */
-const ORDER_REORDERED = { $defs: { ref: { pattern: '^[A-Z]+-\\d+$', type: 'string' } }, properties: { ref: { $ref: '#/$defs/ref' }, id: { type: 'integer' } }, required: ['id'], type: 'object' };
+const ORDER_REORDERED = {
+  $defs: { ref: { pattern: '^[A-Z]+-\\d+$', type: 'string' } },
+  properties: { ref: { $ref: '#/$defs/ref' }, id: { type: 'integer' } },
+  required: ['id'],
+  type: 'object',
+};
 const OTHER = { oneOf: [{ type: 'integer' }, { type: 'string' }] };
 
 const endpoint = (id: string, response_schema?: Record<string, unknown>): SnapshotEndpoint => ({
@@ -27,14 +37,29 @@ const endpoint = (id: string, response_schema?: Record<string, unknown>): Snapsh
 
 /** A full snapshot of `endpoints` through the builder, as the sync client applies one. */
 function snapshot(version: number, endpoints: SnapshotEndpoint[]): GatewayState {
-  const begin = JSON.stringify({ type: 'snapshot_begin', version, epoch: 1, generated_at: '2030-01-01T00:00:00.000Z', flags: FLAGS, limits: LIMITS, endpoints, key_count: 0 });
+  const begin = JSON.stringify({
+    type: 'snapshot_begin',
+    version,
+    epoch: 1,
+    generated_at: '2030-01-01T00:00:00.000Z',
+    flags: FLAGS,
+    limits: LIMITS,
+    endpoints,
+    key_count: 0,
+  });
   const builder = new SnapshotBuilder(begin);
   const digest = new SnapshotDigest();
   digest.update(begin);
   return builder.finish(version, digest.digest());
 }
 
-const delta = (s: GatewayState, body: Partial<Delta>): Delta => ({ type: 'delta', version: s.version + 1, base: s.version, sha256: '0'.repeat(64), ...body });
+const delta = (s: GatewayState, body: Partial<Delta>): Delta => ({
+  type: 'delta',
+  version: s.version + 1,
+  base: s.version,
+  sha256: '0'.repeat(64),
+  ...body,
+});
 const schemaOf = (s: GatewayState, id: string) => s.endpoints.get(id)!.responseSchema;
 
 t.test('one validator per distinct schema, kept across snapshots and deltas while in use', async (t) => {
@@ -75,11 +100,20 @@ t.test('a schema that does not compile rejects the update and changes nothing', 
   t.equal(s.version, 1);
   t.equal(schemaOf(s, 'a'), before);
   t.notOk(s.endpoints.has('b'));
-  t.throws(() => snapshot(3, [endpoint('a', { type: 'float' })]), { name: 'UpdateRejected', message: /endpoint a: invalid response schema: #\/type/ });
+  t.throws(() => snapshot(3, [endpoint('a', { type: 'float' })]), {
+    name: 'UpdateRejected',
+    message: /endpoint a: invalid response schema: #\/type/,
+  });
 });
 
 t.test('a schema stored before Ajv, with annotations the 2020-12 meta-schema refuses, still loads', async (t) => {
-  const legacy = { $schema: 'http://json-schema.org/draft-07/schema#', title: 7, type: 'object', required: ['id'], properties: { id: { type: 'integer' } } };
+  const legacy = {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title: 7,
+    type: 'object',
+    required: ['id'],
+    properties: { id: { type: 'integer' } },
+  };
   const s = snapshot(1, [endpoint('old', legacy)]);
   t.equal(schemaOf(s, 'old')!({ id: 1 }), null);
   t.not(schemaOf(s, 'old')!({ id: 'x' }), null, 'its rules are enforced as before');

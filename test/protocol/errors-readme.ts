@@ -43,7 +43,11 @@ t.test('README error table matches the catalogue', async (t) => {
   const tableLines = section.split('\n').filter((l) => l.trim().startsWith('|'));
   t.ok(tableLines.length > 0, 'the section has a table');
   const header = cells(tableLines[0] ?? '');
-  t.same(header.slice(0, 3).map((h) => h.toLowerCase()), ['code', 'http', 'when'], 'header is | Code | HTTP | When |');
+  t.same(
+    header.slice(0, 3).map((h) => h.toLowerCase()),
+    ['code', 'http', 'when'],
+    'header is | Code | HTTP | When |',
+  );
 
   const rows = new Map<string, number>();
   const duplicates: string[] = [];
@@ -86,8 +90,11 @@ t.test('the table parser reads the documented format', async (t) => {
     .slice(1)
     .map(cells)
     .filter(([first]) => first !== undefined && !/^:?-+:?$/.test(first));
-  t.same(rows.map(([c, s]) => [c, s]), [
-    ['`svc_auth_not_in_beta`', '403'],
-    ['`svc_rate_limited`', '429'],
-  ]);
+  t.same(
+    rows.map(([c, s]) => [c, s]),
+    [
+      ['`svc_auth_not_in_beta`', '403'],
+      ['`svc_rate_limited`', '429'],
+    ],
+  );
 });

@@ -11,7 +11,8 @@ t.test('RFC 8785 §3.2.2: the sample object, sorted, numbers and strings written
     '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001], ' +
       '"string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false]}',
   ) as JsonValue;
-  const want = '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}';
+  const want =
+    '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}';
   t.equal(canonicalize(input), want);
   // §3.2.4: UTF-8 bytes, the euro sign raw (e2 82 ac), not escaped.
   const bytes = canonicalBytes(input);
@@ -44,7 +45,10 @@ t.test('RFC 8785 §3.2.3: members sorted by UTF-16 code units, not by code point
 });
 
 t.test('nesting, whitespace and integers', async (t) => {
-  t.equal(canonicalize({ b: [1, { d: null, c: 'x' }], a: -0, e: 9007199254740991 }), '{"a":0,"b":[1,{"c":"x","d":null}],"e":9007199254740991}');
+  t.equal(
+    canonicalize({ b: [1, { d: null, c: 'x' }], a: -0, e: 9007199254740991 }),
+    '{"a":0,"b":[1,{"c":"x","d":null}],"e":9007199254740991}',
+  );
   t.equal(canonicalize('tab\tquote"backslash\\'), '"tab\\tquote\\"backslash\\\\"');
   t.equal(canonicalize([]), '[]');
   t.equal(canonicalize({}), '{}');
@@ -63,9 +67,25 @@ t.test('input outside I-JSON is refused, not guessed', async (t) => {
 
 t.test("a receipt leaf's canonical form is the general JCS form", async (t) => {
   const leaves: ReceiptLeafFields[] = [
-    { batch: 1, call_id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', provider: 'prv_3yqD8XnMEyXX', outcome: 'server_error', premium: 0, refund: 2150, clamp: null },
+    {
+      batch: 1,
+      call_id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+      provider: 'prv_3yqD8XnMEyXX',
+      outcome: 'server_error',
+      premium: 0,
+      refund: 2150,
+      clamp: null,
+    },
     { batch: 9007199254740991, call_id: 'x', provider: 'p', outcome: 'ok', premium: 150, refund: 0, clamp: 'cap_clamped' },
-    { batch: 2, call_id: 'quote " and \\ and \u0001 and é and 😀', provider: 'prv_\u2028', outcome: 'network_error', premium: 0, refund: 7, clamp: 'pool_depleted' },
+    {
+      batch: 2,
+      call_id: 'quote " and \\ and \u0001 and é and 😀',
+      provider: 'prv_\u2028',
+      outcome: 'network_error',
+      premium: 0,
+      refund: 7,
+      clamp: 'pool_depleted',
+    },
   ];
   for (const leaf of leaves) t.equal(leafCanonical(leaf), canonicalize(leaf as unknown as JsonValue), leaf.call_id);
   t.throws(() => leafCanonical({ ...leaves[0]!, refund: 1.5 }), TypeError, 'amounts are integers');

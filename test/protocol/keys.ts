@@ -5,15 +5,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { BASE58_ALPHABET } from '../../protocol/base58';
-import {
-  KEY_PREFIX,
-  generateKey,
-  hashKey,
-  isWellFormedKey,
-  keyStub,
-  newId,
-  redactKeys,
-} from '../../protocol/keys';
+import { KEY_PREFIX, generateKey, hashKey, isWellFormedKey, keyStub, newId, redactKeys } from '../../protocol/keys';
 
 const BODY = /^[1-9A-HJ-NP-Za-km-z]+$/;
 
@@ -27,7 +19,10 @@ t.test('1,000 generated keys are well-formed and distinct', async (t) => {
   t.equal(new Set(keys).size, 1000, 'no two keys are equal');
   t.equal(new Set(keys.map((k) => k.slice(KEY_PREFIX.length, KEY_PREFIX.length + 8))).size, 1000, 'bodies differ from the start');
   const lengths = new Set(keys.map((k) => k.length - KEY_PREFIX.length));
-  t.ok([...lengths].every((n) => n >= 43 && n <= 44), `32 random bytes give 43-44 characters (saw ${[...lengths].join(', ')})`);
+  t.ok(
+    [...lengths].every((n) => n >= 43 && n <= 44),
+    `32 random bytes give 43-44 characters (saw ${[...lengths].join(', ')})`,
+  );
 });
 
 t.test('well-formedness', async (t) => {
@@ -82,6 +77,9 @@ t.test('display stub and redaction', async (t) => {
 
 t.test('opaque ids', async (t) => {
   const ids = Array.from({ length: 200 }, () => newId('key'));
-  t.ok(ids.every((id) => /^key_[1-9A-HJ-NP-Za-km-z]{12}$/.test(id)), 'key_ + 12 base58 characters');
+  t.ok(
+    ids.every((id) => /^key_[1-9A-HJ-NP-Za-km-z]{12}$/.test(id)),
+    'key_ + 12 base58 characters',
+  );
   t.equal(new Set(ids).size, ids.length, 'distinct');
 });

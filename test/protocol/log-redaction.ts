@@ -30,7 +30,10 @@ t.test('levels below the threshold are dropped', async (t) => {
   log.info('i');
   log.warn('w');
   log.error('e');
-  t.same(lines.map((l) => JSON.parse(l).level), ['warn', 'error']);
+  t.same(
+    lines.map((l) => JSON.parse(l).level),
+    ['warn', 'error'],
+  );
 });
 
 t.test('keys are redacted everywhere in a record', async (t) => {

@@ -8,7 +8,18 @@
  */
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { emptyRoot, fromHex, inclusionPath, leafHash, nodeHash, rootFromInclusionProof, rootOf, subtreeRoots, toHex, verifyInclusion } from '../../protocol/merkle';
+import {
+  emptyRoot,
+  fromHex,
+  inclusionPath,
+  leafHash,
+  nodeHash,
+  rootFromInclusionProof,
+  rootOf,
+  subtreeRoots,
+  toHex,
+  verifyInclusion,
+} from '../../protocol/merkle';
 
 // RFC 6962 test data (the inputs and hashes of the CT reference implementations).
 const LEAF_INPUTS = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f'];

@@ -14,7 +14,12 @@ import { committedDocument, currentDocument, validateOpenApi, type Doc } from '.
 type Json = Record<string, any>;
 
 const resolveRef = (doc: Doc, node: Json): Json =>
-  typeof node.$ref === 'string' ? node.$ref.slice(2).split('/').reduce((n: Json, k: string) => n[k.replace(/~1/g, '/')], doc as Json) : node;
+  typeof node.$ref === 'string'
+    ? node.$ref
+        .slice(2)
+        .split('/')
+        .reduce((n: Json, k: string) => n[k.replace(/~1/g, '/')], doc as Json)
+    : node;
 
 /** Every operation of a document, with its method and path (webhooks included). */
 function operations(doc: Doc): { method: string; path: string; op: Json }[] {
@@ -68,13 +73,23 @@ t.test('every error answer is problem+json whose code enum comes from the catalo
         if (!problem) continue;
         const schema = resolveRef(doc, problem.schema as Json);
         const codes: string[] = schema.properties.code.enum;
-        t.ok(codes.length > 0 && codes.every((c) => (ERROR_CODES as readonly string[]).includes(c)), `${name}: ${method.toUpperCase()} ${path} ${status}: codes from the catalogue`);
-        t.ok(codes.every((c) => String(ERRORS[c as keyof typeof ERRORS].status) === status), `${name}: ${method.toUpperCase()} ${path} ${status}: each code has that status`);
+        t.ok(
+          codes.length > 0 && codes.every((c) => (ERROR_CODES as readonly string[]).includes(c)),
+          `${name}: ${method.toUpperCase()} ${path} ${status}: codes from the catalogue`,
+        );
+        t.ok(
+          codes.every((c) => String(ERRORS[c as keyof typeof ERRORS].status) === status),
+          `${name}: ${method.toUpperCase()} ${path} ${status}: each code has that status`,
+        );
         t.same(schema.required, ['type', 'title', 'status', 'detail', 'code'], 'RFC 9457 members and code are required');
         for (const c of codes) documented.add(c);
         if (codes.includes('svc_rate_limited')) {
           for (const h of ['Retry-After', 'RateLimit', 'RateLimit-Policy']) {
-            t.equal(resolveRef(doc, response.headers?.[h] ?? {}).schema !== undefined, true, `${name}: ${method.toUpperCase()} ${path} 429 documents ${h}`);
+            t.equal(
+              resolveRef(doc, response.headers?.[h] ?? {}).schema !== undefined,
+              true,
+              `${name}: ${method.toUpperCase()} ${path} 429 documents ${h}`,
+            );
           }
         }
       }

@@ -90,41 +90,87 @@ t.test('a whole chain verifies and sums up', async (t) => {
   const { chain, problem } = walk(new ReceiptKeyring(jwks), receipts);
   t.equal(problem, null);
   t.equal(chain.count, 4);
-  t.equal(chain.refunds, receipts.reduce((s, r) => s + r.refunds, 0));
+  t.equal(
+    chain.refunds,
+    receipts.reduce((s, r) => s + r.refunds, 0),
+  );
   t.equal(chain.checkTotals({ batches: 4, refunds: chain.refunds, premiums: chain.premiums }), null);
-  t.match(chain.checkTotals({ batches: 4, refunds: chain.refunds + 1, premiums: chain.premiums }), { batch: null, reason: /refunds sum to/ });
-  t.match(chain.checkTotals({ batches: 4, refunds: chain.refunds, premiums: chain.premiums - 1 }), { batch: null, reason: /premiums sum to/ });
-  t.match(chain.checkTotals({ batches: 5, refunds: chain.refunds, premiums: chain.premiums }), { batch: 5, reason: /^batch 5: no receipt/ });
+  t.match(chain.checkTotals({ batches: 4, refunds: chain.refunds + 1, premiums: chain.premiums }), {
+    batch: null,
+    reason: /refunds sum to/,
+  });
+  t.match(chain.checkTotals({ batches: 4, refunds: chain.refunds, premiums: chain.premiums - 1 }), {
+    batch: null,
+    reason: /premiums sum to/,
+  });
+  t.match(chain.checkTotals({ batches: 5, refunds: chain.refunds, premiums: chain.premiums }), {
+    batch: 5,
+    reason: /^batch 5: no receipt/,
+  });
 });
 
 t.test('damage is named at its batch', async (t) => {
   const keyring = new ReceiptKeyring(jwks);
   const at = (list: ReceiptFields[]) => walk(keyring, list).problem;
-  t.match(at([receipts[0]!, receipts[2]!, receipts[3]!]), { batch: 2, reason: /^batch 2: no receipt \(the chain goes from batch 1 to 3\)/ }, 'a deleted receipt');
+  t.match(
+    at([receipts[0]!, receipts[2]!, receipts[3]!]),
+    { batch: 2, reason: /^batch 2: no receipt \(the chain goes from batch 1 to 3\)/ },
+    'a deleted receipt',
+  );
   t.match(at(receipts.slice(1)), { batch: 1, reason: /^batch 1: no receipt \(the chain starts at batch 2\)/ }, 'the first deleted');
   t.match(at([receipts[0]!, receipts[1]!, receipts[1]!]), { batch: 2, reason: /^batch 2: a second receipt/ }, 'a repeat');
   const edited = { ...receipts[2]!, root: toHex(rootOf(leavesOf(3, 7).map(leafHashOf))) };
-  t.match(at([receipts[0]!, receipts[1]!, edited, receipts[3]!]), { batch: 3, reason: /^batch 3: the signature does not verify/ }, 'an edited root');
+  t.match(
+    at([receipts[0]!, receipts[1]!, edited, receipts[3]!]),
+    { batch: 3, reason: /^batch 3: the signature does not verify/ },
+    'an edited root',
+  );
   t.match(at([receipts[0]!, receipts[1]!, { ...receipts[2]!, refunds: 1 }]), { batch: 3, reason: /signature/ }, 'edited refunds');
   const stranger = newKey();
   const resigned = signReceipt(stranger, { ...receipts[2]!, root: edited.root, kid: stranger.jwk.kid });
-  t.match(at([receipts[0]!, receipts[1]!, resigned]), { batch: 3, reason: /^batch 3: signed by key .*, which is not in the JWKS/ }, 'signed by an unknown key');
+  t.match(
+    at([receipts[0]!, receipts[1]!, resigned]),
+    { batch: 3, reason: /^batch 3: signed by key .*, which is not in the JWKS/ },
+    'signed by an unknown key',
+  );
   const sameKid = signReceipt(stranger, { ...receipts[2]!, kid: key.jwk.kid });
-  t.match(at([receipts[0]!, receipts[1]!, sameKid]), { batch: 3, reason: /does not verify under key/ }, 'an unknown key claiming a published kid');
+  t.match(
+    at([receipts[0]!, receipts[1]!, sameKid]),
+    { batch: 3, reason: /does not verify under key/ },
+    'an unknown key claiming a published kid',
+  );
   // Re-signing a changed receipt with the right key still breaks the next link.
   const honestKeyEdit = signReceipt(key, { ...receipts[1]!, refunds: receipts[1]!.refunds + 5 });
-  t.match(at([receipts[0]!, honestKeyEdit, receipts[2]!]), { batch: 3, reason: /^batch 3: prev does not link/ }, 'a rewritten past breaks the chain after it');
+  t.match(
+    at([receipts[0]!, honestKeyEdit, receipts[2]!]),
+    { batch: 3, reason: /^batch 3: prev does not link/ },
+    'a rewritten past breaks the chain after it',
+  );
   t.match(at([{ ...receipts[0]!, prev: receipts[1]!.prev }]), { batch: 1, reason: /64 zeros/ }, 'the first receipt links to nothing');
-  t.match(at([{ ...receipts[0]!, v: 2 } as unknown as ReceiptFields]), { batch: 1, reason: /malformed receipt \(v is 2/ }, 'another version');
-  t.match(at([{ ...receipts[0]!, extra: 1 } as unknown as ReceiptFields]), { batch: 1, reason: /unknown members: extra/ }, 'an extra member');
+  t.match(
+    at([{ ...receipts[0]!, v: 2 } as unknown as ReceiptFields]),
+    { batch: 1, reason: /malformed receipt \(v is 2/ },
+    'another version',
+  );
+  t.match(
+    at([{ ...receipts[0]!, extra: 1 } as unknown as ReceiptFields]),
+    { batch: 1, reason: /unknown members: extra/ },
+    'an extra member',
+  );
 });
 
 t.test('the keyring takes only Ed25519 keys named by their thumbprint', async (t) => {
   const other = newKey();
-  const ring = new ReceiptKeyring({ keys: [key.jwk, { ...other.jwk, kid: 'mine' }, { ...other.jwk, crv: 'X25519' }, { kty: 'RSA', kid: 'r' }] });
+  const ring = new ReceiptKeyring({
+    keys: [key.jwk, { ...other.jwk, kid: 'mine' }, { ...other.jwk, crv: 'X25519' }, { kty: 'RSA', kid: 'r' }],
+  });
   t.equal(ring.size, 1);
   t.ok(ring.has(key.jwk.kid));
-  t.match(ring.problems, [/key mine: the kid is not the key's RFC 7638 thumbprint/, /not an Ed25519 OKP key/, /key r: not an Ed25519 OKP key/]);
+  t.match(ring.problems, [
+    /key mine: the kid is not the key's RFC 7638 thumbprint/,
+    /not an Ed25519 OKP key/,
+    /key r: not an Ed25519 OKP key/,
+  ]);
   t.equal(new ReceiptKeyring({}).size, 0);
   // RFC 8037 appendix A.3: the thumbprint of the RFC's example key.
   t.equal(jwkThumbprint('11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo'), 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k');
@@ -137,9 +183,26 @@ function proofFor(batch: number, index: number): CallProofFields {
 }
 
 t.test('a proof verifies for its call, and only for it', async (t) => {
-  for (const [batch, index] of [[1, 0], [1, 4], [2, 0], [3, 7], [4, 2]] as const) {
+  for (const [batch, index] of [
+    [1, 0],
+    [1, 4],
+    [2, 0],
+    [3, 7],
+    [4, 2],
+  ] as const) {
     const v = verifyCallProof(proofFor(batch, index), jwks, `call-${batch}-${index}`);
-    t.same(v, { ok: true, refund: index % 3 === 0 ? 2150 : 0, premium: index % 3 === 0 ? 0 : 150, outcome: index % 3 === 0 ? 'server_error' : 'ok', batch, reasons: [] }, `call ${batch}/${index}`);
+    t.same(
+      v,
+      {
+        ok: true,
+        refund: index % 3 === 0 ? 2150 : 0,
+        premium: index % 3 === 0 ? 0 : 150,
+        outcome: index % 3 === 0 ? 'server_error' : 'ok',
+        batch,
+        reasons: [],
+      },
+      `call ${batch}/${index}`,
+    );
   }
   const p = proofFor(3, 3);
   const fails = (proof: CallProofFields, why: RegExp, callId?: string, keys: object = jwks) => {

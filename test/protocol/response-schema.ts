@@ -39,7 +39,11 @@ t.test('stored schemas: JSON Schema 2020-12, strictly', async (t) => {
     [{ minimum: '1' }, /#\/minimum: must be number/, 'minimum is a number'],
     [{ minLength: -1 }, /#\/minLength/, 'minLength ≥ 0'],
     [{ maxLength: 1.5 }, /#\/maxLength/, 'maxLength whole'],
-    [{ properties: { description: 5 } }, /#\/properties\/description: must be object,boolean/, 'a property named like an annotation is a property'],
+    [
+      { properties: { description: 5 } },
+      /#\/properties\/description: must be object,boolean/,
+      'a property named like an annotation is a property',
+    ],
     [{ format: 'emailish' }, /unknown format "emailish"/, 'an unknown format is refused'],
     [{ pattern: '(' }, /Invalid regular expression/, 'a pattern that is not a regular expression'],
     [{ $ref: '#/$defs/missing' }, /can't resolve reference #\/\$defs\/missing/, 'a $ref to nothing'],
@@ -69,7 +73,11 @@ t.test('one schema never sees another', async (t) => {
   t.same(schemaProblems(a), []);
   t.same(schemaProblems(a), [], 'the same $id twice is no conflict');
   compileSchema(a);
-  t.match(schemaProblems({ $ref: 'https://schemas.example/a' }).join(), /can't resolve reference/, 'a schema compiled before is not in reach');
+  t.match(
+    schemaProblems({ $ref: 'https://schemas.example/a' }).join(),
+    /can't resolve reference/,
+    'a schema compiled before is not in reach',
+  );
 });
 
 t.test('judging values: the old subset', async (t) => {
@@ -138,10 +146,13 @@ t.test('judging values: keywords beyond the old subset', async (t) => {
     '$ref into $defs, used twice',
   );
   t.same(
-    judge({ $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } }, additionalProperties: false } }, $ref: '#/$defs/node' }, [
-      { next: { next: {} } },
-      { next: { next: { other: 1 } } },
-    ]),
+    judge(
+      {
+        $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } }, additionalProperties: false } },
+        $ref: '#/$defs/node',
+      },
+      [{ next: { next: {} } }, { next: { next: { other: 1 } } }],
+    ),
     [true, false],
     'a recursive $ref',
   );
@@ -156,27 +167,63 @@ t.test('judging values: keywords beyond the old subset', async (t) => {
   t.same(judge({ type: 'string', pattern: '^[A-Z]{3}-\\d+$' }, ['ABC-12', 'abc-12', 'ABC-']), [true, false, false], 'pattern');
   t.same(judge({ type: 'string', pattern: '^\\p{Lu}' }, ['Élan', 'élan']), [true, false], 'patterns are Unicode regular expressions');
   t.same(
-    judge({ type: 'object', if: { properties: { kind: { const: 'card' } } }, then: { required: ['last4'] }, else: { required: ['iban'] } }, [
-      { kind: 'card', last4: '4242' },
-      { kind: 'card', iban: 'x' },
-      { kind: 'bank', iban: 'x' },
-      { kind: 'bank' },
-    ]),
+    judge(
+      { type: 'object', if: { properties: { kind: { const: 'card' } } }, then: { required: ['last4'] }, else: { required: ['iban'] } },
+      [{ kind: 'card', last4: '4242' }, { kind: 'card', iban: 'x' }, { kind: 'bank', iban: 'x' }, { kind: 'bank' }],
+    ),
     [true, false, true, false],
     'if / then / else',
   );
-  t.same(judge({ type: 'object', additionalProperties: false, properties: { a: {} } }, [{ a: 1 }, { a: 1, b: 2 }]), [true, false], 'additionalProperties');
-  t.same(judge({ type: 'object', patternProperties: { '^x-': { type: 'string' } } }, [{ 'x-a': 's' }, { 'x-a': 1 }, { y: 1 }]), [true, false, true], 'patternProperties');
   t.same(
-    judge({ type: 'object', properties: { a: {} }, unevaluatedProperties: false, anyOf: [{ properties: { b: {} } }] }, [{ a: 1, b: 2 }, { a: 1, c: 3 }]),
+    judge({ type: 'object', additionalProperties: false, properties: { a: {} } }, [{ a: 1 }, { a: 1, b: 2 }]),
+    [true, false],
+    'additionalProperties',
+  );
+  t.same(
+    judge({ type: 'object', patternProperties: { '^x-': { type: 'string' } } }, [{ 'x-a': 's' }, { 'x-a': 1 }, { y: 1 }]),
+    [true, false, true],
+    'patternProperties',
+  );
+  t.same(
+    judge({ type: 'object', properties: { a: {} }, unevaluatedProperties: false, anyOf: [{ properties: { b: {} } }] }, [
+      { a: 1, b: 2 },
+      { a: 1, c: 3 },
+    ]),
     [true, false],
     'unevaluatedProperties sees through anyOf',
   );
-  t.same(judge({ type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false }, [['a', 1], ['a', 'b'], ['a', 1, 2]]), [true, false, false], 'tuples');
-  t.same(judge({ type: 'array', contains: { const: 'x' }, minContains: 2 }, [['x', 'x'], ['x', 'y']]), [true, false], 'contains / minContains');
-  t.same(judge({ type: 'array', uniqueItems: true, minItems: 2, maxItems: 3 }, [[1, 2], [1, 1], [1], [1, 2, 3, 4]]), [true, false, false, false], 'array counts');
-  t.same(judge({ type: 'object', minProperties: 1, dependentRequired: { card: ['cvc'] } }, [{ a: 1 }, {}, { card: 1 }]), [true, false, false], 'object counts, dependentRequired');
-  t.same(judge({ type: 'number', exclusiveMinimum: 0, multipleOf: 0.5 }, [0.5, 0, 0.7]), [true, false, false], 'exclusiveMinimum, multipleOf');
+  t.same(
+    judge({ type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false }, [
+      ['a', 1],
+      ['a', 'b'],
+      ['a', 1, 2],
+    ]),
+    [true, false, false],
+    'tuples',
+  );
+  t.same(
+    judge({ type: 'array', contains: { const: 'x' }, minContains: 2 }, [
+      ['x', 'x'],
+      ['x', 'y'],
+    ]),
+    [true, false],
+    'contains / minContains',
+  );
+  t.same(
+    judge({ type: 'array', uniqueItems: true, minItems: 2, maxItems: 3 }, [[1, 2], [1, 1], [1], [1, 2, 3, 4]]),
+    [true, false, false, false],
+    'array counts',
+  );
+  t.same(
+    judge({ type: 'object', minProperties: 1, dependentRequired: { card: ['cvc'] } }, [{ a: 1 }, {}, { card: 1 }]),
+    [true, false, false],
+    'object counts, dependentRequired',
+  );
+  t.same(
+    judge({ type: 'number', exclusiveMinimum: 0, multipleOf: 0.5 }, [0.5, 0, 0.7]),
+    [true, false, false],
+    'exclusiveMinimum, multipleOf',
+  );
   t.same(judge({ type: 'string', format: 'date-time' }, ['2026-01-02T03:04:05Z', '2026-13-02']), [true, false], 'format is asserted');
   t.same(judge({ type: 'string', format: 'uuid' }, ['3f1c2a4e-9b7d-4c1a-8e2f-0a1b2c3d4e5f', 'nope']), [true, false], 'format uuid');
   t.same(judge({ properties: { a: true, b: false } }, [{ a: 1 }, { b: 1 }]), [true, false], 'boolean subschemas');
@@ -195,7 +242,10 @@ t.test('schemas stored before Ajv still compile, enforcing what they did', async
     title: 42,
     type: 'object',
     required: ['id'],
-    properties: { id: { type: 'integer', examples: 'one', description: ['x'] }, tags: { type: 'array', items: { type: 'string', default: 1, maxLength: 2 } } },
+    properties: {
+      id: { type: 'integer', examples: 'one', description: ['x'] },
+      tags: { type: 'array', items: { type: 'string', default: 1, maxLength: 2 } },
+    },
   };
   t.ok(schemaProblems(legacy).length > 0, 'control refuses it as a new schema');
   const v = compileSchema(legacy);
@@ -204,7 +254,11 @@ t.test('schemas stored before Ajv still compile, enforcing what they did', async
   t.not(v({ id: 1, tags: ['abc'] }), null);
   t.not(v({}), null);
 
-  t.throws(() => compileSchema({ $schema: 'http://json-schema.org/draft-07/schema#', pattern: '^a' }), /only draft 2020-12/, 'a keyword outside the old subset gets no allowance');
+  t.throws(
+    () => compileSchema({ $schema: 'http://json-schema.org/draft-07/schema#', pattern: '^a' }),
+    /only draft 2020-12/,
+    'a keyword outside the old subset gets no allowance',
+  );
   t.throws(() => compileSchema({ title: 1, type: 'nope' }), /invalid response schema/, 'nor a broken old-subset keyword');
   t.throws(() => compileSchema({ title: 1, properties: { a: { nope: 1 } } }), /invalid response schema/);
   t.throws(() => compileSchema({ title: 1, properties: 5 }), /invalid response schema/);

@@ -19,7 +19,11 @@ t.test('control writes a RuntimeInfo whose control URL reads back', async (t) =>
 });
 
 t.test('a torn, foreign or missing file reads as no URL', async (t) => {
-  const good = JSON.stringify({ pid: 42, urls: { control: 'http://127.0.0.1:1', api: 'http://127.0.0.1:2', indexer: 'http://127.0.0.1:3' }, started_at: '2030-01-01T00:00:00.000Z' });
+  const good = JSON.stringify({
+    pid: 42,
+    urls: { control: 'http://127.0.0.1:1', api: 'http://127.0.0.1:2', indexer: 'http://127.0.0.1:3' },
+    started_at: '2030-01-01T00:00:00.000Z',
+  });
   t.equal(runtimeControlUrl(good), 'http://127.0.0.1:1');
   t.equal(runtimeControlUrl(null), null, 'missing');
   t.equal(runtimeControlUrl(good.slice(0, 40)), null, 'torn');

@@ -31,7 +31,11 @@ t.test('Cache-Control, ETag and 304 on every cached answer', async (t) => {
     t.equal(first.headers.get('cache-control'), `public, max-age=${ttl}`, `${path}: public, max-age=${ttl}`);
     const etag = first.headers.get('etag');
     // Pages carry a fresh CSP nonce in every answer: the same page, not the same bytes (a weak ETag).
-    t.match(etag, path === '/status' ? /^W\/"[A-Za-z0-9_-]{27}(-gz)?"$/ : /^"[A-Za-z0-9_-]{27}"$/, `${path}: ${path === '/status' ? 'weak' : 'strong'} ETag`);
+    t.match(
+      etag,
+      path === '/status' ? /^W\/"[A-Za-z0-9_-]{27}(-gz)?"$/ : /^"[A-Za-z0-9_-]{27}"$/,
+      `${path}: ${path === '/status' ? 'weak' : 'strong'} ETag`,
+    );
 
     const again = await get(control, base, path, { 'user-agent': CHROME_UA, 'if-none-match': etag! });
     t.equal(again.status, 304, `${path}: 304 for the current ETag`);

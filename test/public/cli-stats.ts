@@ -16,7 +16,10 @@ t.test('prints the indexer’s stats', async (t) => {
   const clock = manualClock(NOW);
   const control = await startTestControl(t, { now: clock.now, env: { SVC_SETTLER_CADENCE_MS: '3600000' } });
   await addEndpoint(control, 'weather');
-  await ingest(control, many(3, (i) => outcome({ endpoint_id: 'weather', at: NOW - i * 1000, latency_ms: 12 + i })));
+  await ingest(
+    control,
+    many(3, (i) => outcome({ endpoint_id: 'weather', at: NOW - i * 1000, latency_ms: 12 + i })),
+  );
 
   const json = await runCli(['stats', '--json'], { control });
   t.equal(json.code, 0, json.stderr);
@@ -39,7 +42,11 @@ t.test('prints the indexer’s stats', async (t) => {
   const settled = await runCli(['stats'], { control });
   t.equal(settled.code, 0, settled.stderr);
   t.match(settled.stdout, /recent activity \(settled calls\):\nAT\s+PROVIDER\s+OUTCOME/);
-  t.match(settled.stdout, new RegExp(`prv_\\w{12}\\s+ok\\s+200\\s+12\\s+0\\s+0\\s+${run.body.batches[0].id}\\s+call_\\w{16}`), 'one row per settled call, with its money and batch');
+  t.match(
+    settled.stdout,
+    new RegExp(`prv_\\w{12}\\s+ok\\s+200\\s+12\\s+0\\s+0\\s+${run.body.batches[0].id}\\s+call_\\w{16}`),
+    'one row per settled call, with its money and batch',
+  );
   t.notOk(settled.stdout.includes('weather'), 'opaque ids only');
 });
 
@@ -49,7 +56,17 @@ t.test('never sends the admin token to the indexer; reports an unreachable index
   const fake = createServer((req, res) => {
     seen.push(req.headers);
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ pool_size: 1, settled_batches: 0, total_refunds: 0, total_premiums: 0, total_calls: 0, recent_activity: [], updated_at: 'x' }));
+    res.end(
+      JSON.stringify({
+        pool_size: 1,
+        settled_batches: 0,
+        total_refunds: 0,
+        total_premiums: 0,
+        total_calls: 0,
+        recent_activity: [],
+        updated_at: 'x',
+      }),
+    );
   });
   await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => fake.close(() => r())));

@@ -12,7 +12,11 @@ t.test('same answers as the router, first and second time', async (t) => {
   const control = await startTestControl(t);
   const api = control.urls.api;
   for (const round of [1, 2]) {
-    const post = await control.request(`${api}/api/v1/providers`, { method: 'POST', headers: { 'user-agent': 'svc-monitor-sdk/0.1.0' }, body: '{}' });
+    const post = await control.request(`${api}/api/v1/providers`, {
+      method: 'POST',
+      headers: { 'user-agent': 'svc-monitor-sdk/0.1.0' },
+      body: '{}',
+    });
     t.equal(post.status, 405, `round ${round}: POST is 405`);
     t.equal(post.headers.get('allow'), 'GET');
     t.equal(post.body.code, 'svc_method_not_allowed');

@@ -27,7 +27,11 @@ function parseFeed(t: Test, res: AdminResponse, what: string): { feed: Record<st
   t.equal(res.status, 200, `${what}: 200`);
   t.equal(res.headers.get('content-type'), 'application/atom+xml; charset=utf-8', `${what}: Atom`);
   t.equal(XMLValidator.validate(res.text), true, `${what}: well-formed XML`);
-  const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['entry', 'link'].includes(name) }).parse(res.text);
+  const doc = new XMLParser({
+    ignoreAttributes: false,
+    attributeNamePrefix: '@',
+    isArray: (name) => ['entry', 'link'].includes(name),
+  }).parse(res.text);
   const feed = doc.feed;
   t.ok(feed, `${what}: the root element is feed`);
   t.equal(feed['@xmlns'], ATOM_NS, `${what}: in the Atom namespace`);
@@ -39,14 +43,21 @@ function parseFeed(t: Test, res: AdminResponse, what: string): { feed: Record<st
   const self = (feed.link as any[]).find((l) => l['@rel'] === 'self');
   t.ok(self, `${what}: a self link`);
   const entries: Entry[] = (feed.entry ?? []).map((e: any) => {
-    t.match(text(e.id), /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, `${what}: entry id is a urn:uuid`);
+    t.match(
+      text(e.id),
+      /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      `${what}: entry id is a urn:uuid`,
+    );
     t.ok(text(e.title), `${what}: entry title`);
     t.match(e.updated, RFC3339, `${what}: entry updated`);
     t.ok(e.content !== undefined, `${what}: entry content (no alternate-only entries)`);
     return { id: text(e.id), title: text(e.title), updated: e.updated, content: text(e.content), category: e.category?.['@term'] };
   });
   t.equal(new Set(entries.map((e) => e.id)).size, entries.length, `${what}: entry ids are unique`);
-  t.ok(entries.every((e, i) => i === 0 || e.updated <= entries[i - 1]!.updated), `${what}: newest first`);
+  t.ok(
+    entries.every((e, i) => i === 0 || e.updated <= entries[i - 1]!.updated),
+    `${what}: newest first`,
+  );
   if (entries.length > 0) t.equal(feed.updated, entries[0]!.updated, `${what}: the feed is as new as its newest entry`);
   return { feed, entries };
 }
@@ -66,7 +77,9 @@ t.test('the changelog and maintenance feeds', async (t) => {
   t.equal(entries[1]!.content, 'maintenance_mode turned off');
   t.equal(entries[2]!.content, 'maintenance_mode turned on: moving <db> & "cache"', 'markup in a note is text, intact');
   t.match(changelog.text, /moving &lt;db&gt; &amp; &quot;cache&quot;/, 'escaped in the bytes');
-  const authors = new Set<string>((await control.admin('GET', '/_admin/v1/changelog')).body.entries.map((e: { author: string }) => e.author));
+  const authors = new Set<string>(
+    (await control.admin('GET', '/_admin/v1/changelog')).body.entries.map((e: { author: string }) => e.author),
+  );
   t.ok(authors.size > 0, 'the changelog has authors');
   for (const author of authors) t.notOk(changelog.text.includes(`>${author}<`), `the author ${author} is not published`);
 
@@ -88,9 +101,21 @@ t.test('the changelog and maintenance feeds', async (t) => {
   clock.advance(5_000);
   const later = parseFeed(t, await get(control, api, '/status.atom', { 'user-agent': CHROME_UA }), '/status.atom later').entries;
   t.equal(later.length, 3, 'the new change is an entry');
-  t.same(later.slice(1).map((e) => e.id), maintenance.map((e) => e.id), 'the earlier entries keep their ids');
-  const againChangelog = parseFeed(t, await get(control, api, '/changelog.atom', { 'user-agent': CHROME_UA }), '/changelog.atom later').entries;
-  t.same(againChangelog.slice(1).map((e) => e.id), entries.map((e) => e.id), 'changelog ids are stable across requests');
+  t.same(
+    later.slice(1).map((e) => e.id),
+    maintenance.map((e) => e.id),
+    'the earlier entries keep their ids',
+  );
+  const againChangelog = parseFeed(
+    t,
+    await get(control, api, '/changelog.atom', { 'user-agent': CHROME_UA }),
+    '/changelog.atom later',
+  ).entries;
+  t.same(
+    againChangelog.slice(1).map((e) => e.id),
+    entries.map((e) => e.id),
+    'changelog ids are stable across requests',
+  );
   t.not(later[0]!.id, againChangelog[0]!.id, 'the two feeds name their entries apart');
 
   // Caching, ETag, User-Agent filter.
@@ -111,7 +136,11 @@ t.test('ids survive a restart; an empty feed is still a valid feed; per-IP limit
   const clock = manualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
   const dataDir = `${t.testdir()}/data`;
   const startedBefore = Date.now();
-  const first = await startTestControl(t, { dataDir, now: clock.now, env: { SVC_LIMITS_PUBLIC_COUNT: '8', SVC_LIMITS_PUBLIC_WINDOW_S: '600' } });
+  const first = await startTestControl(t, {
+    dataDir,
+    now: clock.now,
+    env: { SVC_LIMITS_PUBLIC_COUNT: '8', SVC_LIMITS_PUBLIC_WINDOW_S: '600' },
+  });
   const startedAfter = Date.now();
   const empty = parseFeed(t, await get(first, first.urls.api, '/status.atom'), 'empty /status.atom');
   t.same(empty.entries, [], 'no entries before any maintenance');
@@ -132,6 +161,10 @@ t.test('ids survive a restart; an empty feed is still a valid feed; per-IP limit
   clock.advance(3_600_000);
   const second = await startTestControl(t, { dataDir, now: clock.now });
   const after = parseFeed(t, await get(second, second.urls.api, '/changelog.atom'), 'after restart').entries;
-  t.same(after.map((e) => e.id), before.map((e) => e.id), 'the same entry, the same id, after a restart');
+  t.same(
+    after.map((e) => e.id),
+    before.map((e) => e.id),
+    'the same entry, the same id, after a restart',
+  );
   t.equal(after[0]!.content, 'hello\tworld', 'a tab in free text survives');
 });

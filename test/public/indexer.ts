@@ -21,7 +21,9 @@ t.test('stats are zero until the settler has settled something, then they are th
   t.equal(key.status, 201);
   const keyId: string = key.body.id;
   const ok = many(8, (i) => outcome({ endpoint_id: 'weather', key_id: keyId, at: NOW - 10_000 + i }));
-  const failed = many(2, (i) => outcome({ endpoint_id: 'weather', key_id: keyId, at: NOW - 5_000 + i, outcome: 'server_error', status: 500 }));
+  const failed = many(2, (i) =>
+    outcome({ endpoint_id: 'weather', key_id: keyId, at: NOW - 5_000 + i, outcome: 'server_error', status: 500 }),
+  );
   await ingest(control, [...ok, ...failed]);
 
   const before = await get(control, control.urls.indexer, '/api/stats');
@@ -42,7 +44,11 @@ t.test('stats are zero until the settler has settled something, then they are th
   t.same(before.body.recent_activity, [], 'recent_activity lists settled calls only');
   const pendingPage = await get(control, control.urls.indexer, '/api/activity');
   t.equal(pendingPage.body.activity.length, 10, 'unsettled calls are in /api/activity');
-  t.match(pendingPage.body.activity[0], { outcome: 'server_error', settled: false, batch: null, premium: null, refund: null }, 'newest first; unsettled calls carry no money');
+  t.match(
+    pendingPage.body.activity[0],
+    { outcome: 'server_error', settled: false, batch: null, premium: null, refund: null },
+    'newest first; unsettled calls carry no money',
+  );
 
   t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 50_000_000 })).status, 201, 'pool funded');
   clock.advance(1_000);
@@ -67,7 +73,15 @@ t.test('stats are zero until the settler has settled something, then they are th
   t.equal(after.body.pool_size, pool.body.pool, 'the same pool balance as `svcctl pool show`');
   const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
   const newest = after.body.recent_activity[0];
-  t.match(newest, { provider: ids.provider('weather'), outcome: 'server_error', status: 500, settled: true, batch: run.body.batches[0].id, premium: 0, refund: 2_100_000 });
+  t.match(newest, {
+    provider: ids.provider('weather'),
+    outcome: 'server_error',
+    status: 500,
+    settled: true,
+    batch: run.body.batches[0].id,
+    premium: 0,
+    refund: 2_100_000,
+  });
   t.match(after.body.recent_activity[9], { outcome: 'ok', settled: true, premium: 100_000, refund: 0 });
   t.equal(newest.call_id, ids.call(failed[1]!.call_id), 'an opaque call id (call_…)');
   t.match(newest.call_id, /^call_[1-9A-HJ-NP-Za-km-z]{16}$/);
@@ -84,7 +98,12 @@ t.test('/api/activity pages newest first through sealed cursors', async (t) => {
   const clock = manualClock(NOW);
   const control = await startTestControl(t, {
     now: clock.now,
-    env: { ...MANUAL_SETTLER, SVC_PUBLIC_ACTIVITY_PAGE_SIZE: '4', SVC_PUBLIC_ACTIVITY_MAX_PAGE_SIZE: '10', SVC_PUBLIC_RECENT_ACTIVITY: '3' },
+    env: {
+      ...MANUAL_SETTLER,
+      SVC_PUBLIC_ACTIVITY_PAGE_SIZE: '4',
+      SVC_PUBLIC_ACTIVITY_MAX_PAGE_SIZE: '10',
+      SVC_PUBLIC_RECENT_ACTIVITY: '3',
+    },
   });
   await addEndpoint(control, 'paged');
   // 23 calls; five share one millisecond so the cursor must break ties by call id.
@@ -100,7 +119,11 @@ t.test('/api/activity pages newest first through sealed cursors', async (t) => {
 
   t.equal((await control.admin('POST', '/_admin/v1/settler/run-once', {})).body.calls, 23, 'all settled in one batch');
   const stats = await get(control, control.urls.indexer, '/api/stats');
-  t.same(stats.body.recent_activity.map((a: { call_id: string }) => a.call_id), expected.slice(0, 3), 'recent_activity: public.recentActivity newest settled calls');
+  t.same(
+    stats.body.recent_activity.map((a: { call_id: string }) => a.call_id),
+    expected.slice(0, 3),
+    'recent_activity: public.recentActivity newest settled calls',
+  );
 
   const seen: string[] = [];
   let before: string | null = null;
@@ -114,7 +137,8 @@ t.test('/api/activity pages newest first through sealed cursors', async (t) => {
     if (before !== null) {
       t.match(before, /^[A-Za-z0-9_-]+$/, 'cursor is base64url');
       const decoded = Buffer.from(before, 'base64url').toString('latin1');
-      for (const r of records) t.notOk(decoded.includes(r.call_id) || before.includes(r.call_id), 'the cursor does not carry a raw call id');
+      for (const r of records)
+        t.notOk(decoded.includes(r.call_id) || before.includes(r.call_id), 'the cursor does not carry a raw call id');
     }
     pages++;
   } while (before !== null && pages < 10);
@@ -127,7 +151,11 @@ t.test('/api/activity pages newest first through sealed cursors', async (t) => {
   const byTime = await get(control, control.urls.indexer, `/api/activity?before=${new Date(NOW - 90_000).toISOString()}&limit=10`);
   t.equal(byTime.status, 200);
   t.equal(byTime.body.activity.length, 10, 'an ISO time works as before');
-  t.same(byTime.body.activity.map((a: { call_id: string }) => a.call_id), expected.slice(13, 23), 'calls that started strictly earlier');
+  t.same(
+    byTime.body.activity.map((a: { call_id: string }) => a.call_id),
+    expected.slice(13, 23),
+    'calls that started strictly earlier',
+  );
 
   for (const [query, what] of [
     ['limit=11', 'limit above public.activityMaxPageSize'],

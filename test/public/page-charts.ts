@@ -19,7 +19,9 @@ import { addEndpoint, ingest, outcome } from '../fixtures/public';
 
 /** The points of a sparkline: [x, y] of each circle, and the path's move/line commands. */
 function sparkPoints(svg: string): { circles: [number, number][]; path: string[] } {
-  const circles = [...svg.matchAll(/<circle class="pt" cx="([\d.]+)" cy="([\d.]+)"/g)].map((m) => [Number(m[1]), Number(m[2])] as [number, number]);
+  const circles = [...svg.matchAll(/<circle class="pt" cx="([\d.]+)" cy="([\d.]+)"/g)].map(
+    (m) => [Number(m[1]), Number(m[2])] as [number, number],
+  );
   const d = /<path class="line" d="([^"]*)"/.exec(svg)?.[1] ?? '';
   return { circles, path: d.match(/[ML][\d.]+ [\d.]+/g) ?? [] };
 }
@@ -42,9 +44,17 @@ t.test('sparkline: one point per hour with calls, at the height of its rate', as
     t.ok(Math.abs(circles[k]![0] - xOf(i, 7)) < 0.01, `point ${k} sits at hour ${i}`);
     t.ok(Math.abs(circles[k]![1] - yOf(rate, 0.4)) < 0.01, `point ${k} is at rate ${rate} on a 0–40 % scale`);
   });
-  t.same(path.map((c) => c[0]), ['M', 'L', 'M', 'L'], 'the line breaks over the hours without calls');
+  t.same(
+    path.map((c) => c[0]),
+    ['M', 'L', 'M', 'L'],
+    'the line breaks over the hours without calls',
+  );
   t.ok(circles[1]![1] < circles[0]![1] && circles[2]![1] > circles[1]![1], 'higher rates are drawn higher');
-  t.match(svg, /role="img" aria-label="Failure rate per hour over the last 7 h: highest 40 %, latest 0 %, 4 of 7 hours with calls"/, 'a text alternative');
+  t.match(
+    svg,
+    /role="img" aria-label="Failure rate per hour over the last 7 h: highest 40 %, latest 0 %, 4 of 7 hours with calls"/,
+    'a text alternative',
+  );
   t.match(svg, /<line class="limit"[^>]*y1="([\d.]+)"/, 'the HIGH_RISK line is drawn');
   t.equal(Number(/<line class="limit"[^>]*y1="([\d.]+)"/.exec(svg)![1]), Math.round(yOf(0.05, 0.4) * 100) / 100, 'at 5 %');
   t.notMatch(svg, /style=/, 'no style attribute (the CSP allows none)');
@@ -59,20 +69,42 @@ t.test('sparkline: one point per hour with calls, at the height of its rate', as
 });
 
 t.test('hourly bars: one stacked bar per hour with calls, each outcome at its height', async (t) => {
-  const hour = (ok: number, server = 0, latency = 0): SlotCounts => ({ ok, latency_breach: latency, server_error: server, network_error: 0, schema_mismatch: 0 });
+  const hour = (ok: number, server = 0, latency = 0): SlotCounts => ({
+    ok,
+    latency_breach: latency,
+    server_error: server,
+    network_error: 0,
+    schema_mismatch: 0,
+  });
   const slots: SlotCounts[] = [null, hour(30, 10), null, hour(40, 0, 20)];
   const svg = hourlyBars(slots, ['h0', 'h1', 'h2', 'h3'], 4);
   const bars = [...svg.matchAll(/<g class="bar" data-slot="(\d+)" data-calls="(\d+)">(.*?)<\/g>/g)];
-  t.same(bars.map((b) => Number(b[1])), [1, 3], 'bars for the two hours with calls, in order');
+  t.same(
+    bars.map((b) => Number(b[1])),
+    [1, 3],
+    'bars for the two hours with calls, in order',
+  );
   const plotH = BARS.height - BARS.top - BARS.bottom;
-  const rects = (g: string) => [...g.matchAll(/<rect class="o-(\w+)" x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="([\d.]+)"/g)].map((m) => ({ outcome: m[1], y: Number(m[2]), h: Number(m[3]) }));
+  const rects = (g: string) =>
+    [...g.matchAll(/<rect class="o-(\w+)" x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="([\d.]+)"/g)].map((m) => ({
+      outcome: m[1],
+      y: Number(m[2]),
+      h: Number(m[3]),
+    }));
   const first = rects(bars[0]![3]!);
-  t.same(first.map((r) => r.outcome), ['ok', 'server_error'], 'ok at the bottom, then server errors');
+  t.same(
+    first.map((r) => r.outcome),
+    ['ok', 'server_error'],
+    'ok at the bottom, then server errors',
+  );
   t.ok(Math.abs(first[0]!.h - (plotH * 30) / 60) < 0.01, '30 of the busiest hour’s 60 calls: half the height');
   t.ok(Math.abs(first[1]!.h - (plotH * 10) / 60) < 0.01, '10 server errors');
   t.ok(Math.abs(first[1]!.y + first[1]!.h - first[0]!.y) < 0.02, 'stacked on top of the ok calls');
   const second = rects(bars[1]![3]!);
-  t.same(second.map((r) => r.outcome), ['ok', 'latency_breach']);
+  t.same(
+    second.map((r) => r.outcome),
+    ['ok', 'latency_breach'],
+  );
   t.ok(Math.abs(second[0]!.h + second[1]!.h - plotH) < 0.02, 'the busiest hour fills the plot');
   t.match(bars[1]![3], /<title>h3: 60 calls \(40 ok, 20 latency breach\)<\/title>/, 'each bar says what it holds');
   t.match(svg, /<text[^>]*>60<\/text>/, 'the scale is labelled with the busiest hour');
@@ -82,11 +114,21 @@ t.test('hourly bars: one stacked bar per hour with calls, each outcome at its he
 
 t.test('providers order: by tier or by failure rate, either way, UNRATED last', async (t) => {
   const p = (id: string, tier: Tier, failure_rate: number) => ({ id, tier, failure_rate }) as Provider;
-  const list = [p('prv_u', 'UNRATED', 0), p('prv_h', 'HIGH_RISK', 0.2), p('prv_r', 'RELIABLE', 0.005), p('prv_e', 'ELEVATED', 0.03), p('prv_r2', 'RELIABLE', 0.001)];
+  const list = [
+    p('prv_u', 'UNRATED', 0),
+    p('prv_h', 'HIGH_RISK', 0.2),
+    p('prv_r', 'RELIABLE', 0.005),
+    p('prv_e', 'ELEVATED', 0.03),
+    p('prv_r2', 'RELIABLE', 0.001),
+  ];
   const ids = (sort: Parameters<typeof sortProviders>[1]) => sortProviders(list, sort).map((x) => x.id);
   t.same(ids({ key: 'tier', order: 'asc' }), ['prv_r2', 'prv_r', 'prv_e', 'prv_h', 'prv_u'], 'tier, best first (rate breaks ties)');
   t.same(ids({ key: 'tier', order: 'desc' }), ['prv_h', 'prv_e', 'prv_r', 'prv_r2', 'prv_u'], 'tier, worst first; UNRATED still last');
-  t.same(ids({ key: 'failure_rate', order: 'asc' }), ['prv_r2', 'prv_r', 'prv_e', 'prv_h', 'prv_u'], 'rate, lowest first; UNRATED (rate 0) last');
+  t.same(
+    ids({ key: 'failure_rate', order: 'asc' }),
+    ['prv_r2', 'prv_r', 'prv_e', 'prv_h', 'prv_u'],
+    'rate, lowest first; UNRATED (rate 0) last',
+  );
   t.same(ids({ key: 'failure_rate', order: 'desc' }), ['prv_h', 'prv_e', 'prv_r', 'prv_r2', 'prv_u'], 'rate, highest first');
 
   t.same(parseSort(new URLSearchParams('')), { key: 'tier', order: 'asc' }, 'default: tier, best first');
@@ -111,7 +153,11 @@ t.test('hourly slots of the rollups add up to the window', async (t) => {
   const store = control.handle.ctx.store;
   const slots = store.rollups.slots(NOW - 24 * HOUR, 60, 24);
   const bySlot = new Map(slots.map((s) => [s.slot, s.counts]));
-  t.same([...bySlot.keys()].sort((a, b) => a - b), [0, 1, 23], 'three slots with calls; whole numbers');
+  t.same(
+    [...bySlot.keys()].sort((a, b) => a - b),
+    [0, 1, 23],
+    'three slots with calls; whole numbers',
+  );
   t.equal(bySlot.get(0)!.ok + bySlot.get(0)!.server_error, 2, 'slot 0: the first hour of the window');
   t.equal(bySlot.get(0)!.server_error, 1);
   t.equal(bySlot.get(23)!.ok, 2, 'the last slot holds the last hour and the minute now');
@@ -128,7 +174,11 @@ t.test('feeds: XML escaping, characters XML cannot hold, stable ids', async (t) 
   t.equal(feedUuid(secret, 'changelog:1'), feedUuid(Buffer.alloc(32, 7), 'changelog:1'), 'the same name, the same id');
   t.not(feedUuid(secret, 'changelog:1'), feedUuid(secret, 'changelog:2'));
   t.not(feedUuid(secret, 'changelog:1'), feedUuid(Buffer.alloc(32, 8), 'changelog:1'), 'another install, another id');
-  t.match(feedUuid(secret, 'x'), /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'an RFC 9562 version-8 UUID');
+  t.match(
+    feedUuid(secret, 'x'),
+    /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    'an RFC 9562 version-8 UUID',
+  );
   const xml = renderAtom({
     id: 'urn:uuid:x',
     title: 'T & <t>',
@@ -153,7 +203,12 @@ t.test('gzip around a slot: any slot bytes give a valid gzip of the whole page',
   t.equal(combine(crc32(a), Buffer.alloc(0)), crc32(a), 'an empty tail changes nothing');
   for (const n of [1, 7, 4096, 123457]) {
     const tail = Buffer.alloc(n, 'z');
-    for (const head of [Buffer.alloc(0), Buffer.from('x'), a]) t.equal(combine(crc32(head), tail), crc32(Buffer.concat([head, tail])), `the byte tables append ${n} bytes to a ${head.length}-byte CRC`);
+    for (const head of [Buffer.alloc(0), Buffer.from('x'), a])
+      t.equal(
+        combine(crc32(head), tail),
+        crc32(Buffer.concat([head, tail])),
+        `the byte tables append ${n} bytes to a ${head.length}-byte CRC`,
+      );
   }
   const page = Buffer.concat([a, Buffer.from('XXXXXXXXXXXXXXXXXXXXXXXX'), b]);
   const tpl = gzipTemplate(page, a.length, 24);
@@ -162,10 +217,14 @@ t.test('gzip around a slot: any slot bytes give a valid gzip of the whole page',
     const s = Buffer.from(slot, 'latin1');
     const bytes = gzipAnswer(tpl, slot);
     t.equal(bytes.length, tpl.length, 'the announced length');
-    t.same(gunzipSync(bytes), Buffer.concat([a, s, b]), `slot ${JSON.stringify(slot.slice(0, 6))}…: decompresses (CRC and size checked) to the page with it`);
+    t.same(
+      gunzipSync(bytes),
+      Buffer.concat([a, s, b]),
+      `slot ${JSON.stringify(slot.slice(0, 6))}…: decompresses (CRC and size checked) to the page with it`,
+    );
   }
-  t.throws(() => gzipAnswer(tpl, 'short'), RangeError, 'a slot shorter than the template\'s is refused');
-  t.throws(() => gzipAnswer(tpl, 'L'.repeat(25)), RangeError, 'a slot longer than the template\'s is refused');
+  t.throws(() => gzipAnswer(tpl, 'short'), RangeError, "a slot shorter than the template's is refused");
+  t.throws(() => gzipAnswer(tpl, 'L'.repeat(25)), RangeError, "a slot longer than the template's is refused");
   const wrong = gzipAnswer(tpl, 'A'.repeat(24));
   wrong.set(Buffer.alloc(24, 66), tpl.head.length);
   t.throws(() => gunzipSync(wrong), 'a trailer for other slot bytes fails the CRC check');
@@ -186,7 +245,8 @@ t.test('gzip around a slot: any slot bytes give a valid gzip of the whole page',
     ['deflate, gzip;q=0, br', false],
     ['deflate, gzip ;q=0', false],
     ['br;q=1, gzip', true],
-  ] as const) t.equal(acceptsGzip(header), ok, `Accept-Encoding ${JSON.stringify(header)}: ${ok ? 'gzip' : 'no gzip'}`);
+  ] as const)
+    t.equal(acceptsGzip(header), ok, `Accept-Encoding ${JSON.stringify(header)}: ${ok ? 'gzip' : 'no gzip'}`);
 });
 
 t.test('nonces: 16 random bytes each, never the same twice, across refills of the pool', async (t) => {
@@ -202,11 +262,24 @@ t.test('nonces: 16 random bytes each, never the same twice, across refills of th
 t.test('the last refunds read the partial indexes of migration 11, not every call', async (t) => {
   const control = await startTestControl(t);
   const db = control.handle.ctx.store.db;
-  const plan = (sql: string, ...args: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
+  const plan = (sql: string, ...args: unknown[]) =>
+    (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
   const columns = 'call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp';
-  t.match(plan(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`, 20), /USING INDEX outcomes_refunded\b/, 'all providers: outcomes_refunded');
-  t.notMatch(plan(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`, 20), /TEMP B-TREE/, 'in index order, no sort');
-  const one = plan(`SELECT ${columns} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`, 'x', 20);
+  t.match(
+    plan(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`, 20),
+    /USING INDEX outcomes_refunded\b/,
+    'all providers: outcomes_refunded',
+  );
+  t.notMatch(
+    plan(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`, 20),
+    /TEMP B-TREE/,
+    'in index order, no sort',
+  );
+  const one = plan(
+    `SELECT ${columns} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
+    'x',
+    20,
+  );
   t.match(one, /USING INDEX outcomes_refunded_by_endpoint \(endpoint_id=\?\)/, 'one provider: outcomes_refunded_by_endpoint');
   t.notMatch(one, /TEMP B-TREE/);
   const columnsOf = (db.prepare(`PRAGMA table_info(endpoints)`).all() as { name: string }[]).map((c) => c.name);

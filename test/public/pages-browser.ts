@@ -28,7 +28,16 @@ import { GENEROUS_LIMITS, drained, request, startStack } from '../fixtures/stack
 import { ok, startUpstream } from '../fixtures/upstream';
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const SCREENSHOTS = process.env.SVC_SCREENSHOTS_DIR ?? join(tmpdir(), 'svc-page-screenshots');
 
 /** What each scheme paints (the stylesheet's --bg, a RELIABLE badge, an ok bar). */
@@ -86,14 +95,20 @@ async function overflow(page: Page): Promise<{ width: number; scrollWidth: numbe
     const over: string[] = [];
     for (const el of doc.querySelectorAll('body *')) {
       const r = el.getBoundingClientRect();
-      if (r.width > 0 && r.right > width + 0.5) over.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.className && typeof el.className === 'string' ? `.${el.className}` : ''} (${Math.round(r.right)} px)`);
+      if (r.width > 0 && r.right > width + 0.5)
+        over.push(
+          `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.className && typeof el.className === 'string' ? `.${el.className}` : ''} (${Math.round(r.right)} px)`,
+        );
     }
     return { width, scrollWidth: doc.documentElement.scrollWidth as number, over: over.slice(0, 5) };
   });
 }
 
 const css = (page: Page, selector: string, property: string): Promise<string> =>
-  page.locator(selector).first().evaluate((el, p) => (globalThis as any).getComputedStyle(el).getPropertyValue(p) as string, property);
+  page
+    .locator(selector)
+    .first()
+    .evaluate((el, p) => (globalThis as any).getComputedStyle(el).getPropertyValue(p) as string, property);
 
 if (!existsSync(CHROMIUM)) {
   t.plan(0, `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` to run the public pages in a browser`);
@@ -112,18 +127,26 @@ if (!existsSync(CHROMIUM)) {
       const row = page.locator(`tr[data-provider="${ids.provider(p.endpoint)}"]`);
       t.equal(await row.locator('.tier').innerText(), p.tier, `${p.endpoint}: shows ${p.tier}`);
       if (p.displayName !== null) t.match(await row.innerText(), p.displayName, 'its display name');
-      const points = await row.locator('svg.spark circle.pt').evaluateAll((cs) => cs.map((c) => [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]));
+      const points = await row
+        .locator('svg.spark circle.pt')
+        .evaluateAll((cs) => cs.map((c) => [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]));
       const hours = [...p.hours].sort((a, b) => b.ago - a.ago);
       t.equal(points.length, hours.length, `${p.tier}: a sparkline point per hour with calls`);
       const scale = Math.max(0.1, ...hours.map(hourRate));
       hours.forEach((h, k) => {
         t.ok(Math.abs(points[k]![0]! - (2 + (116 * (24 - h.ago)) / 23)) < 0.01, `${p.tier}: point ${k} is hour -${h.ago}`);
-        t.ok(Math.abs(points[k]![1]! - (26 - (24 * hourRate(h)) / scale)) < 0.01, `${p.tier}: at its rate ${(hourRate(h) * 100).toFixed(1)} %`);
+        t.ok(
+          Math.abs(points[k]![1]! - (26 - (24 * hourRate(h)) / scale)) < 0.01,
+          `${p.tier}: at its rate ${(hourRate(h) * 100).toFixed(1)} %`,
+        );
       });
       const box = await row.locator('svg.spark').boundingBox();
       t.ok(box !== null && box.width >= 100 && box.height >= 20, `${p.tier}: the sparkline is drawn (${box?.width}×${box?.height})`);
     }
-    t.ok(await page.locator('#tier-legend').getByText('fewer than 20 calls in the last 24 h: too few to rate').isVisible(), 'the legend says what UNRATED means');
+    t.ok(
+      await page.locator('#tier-legend').getByText('fewer than 20 calls in the last 24 h: too few to rate').isVisible(),
+      'the legend says what UNRATED means',
+    );
 
     // Sorting by links alone (JavaScript is off).
     const tiers = () => page.locator('#providers tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-tier')));
@@ -152,18 +175,34 @@ if (!existsSync(CHROMIUM)) {
         for (const width of [390, 1280]) {
           await page.setViewportSize({ width, height: 844 });
           t.equal((await page.goto(url))?.status(), 200, `${name}: 200`);
-          t.equal(await css(page, 'body', 'background-color'), SCHEMES[scheme].background, `${name} ${scheme} ${width}px: the ${scheme} background`);
+          t.equal(
+            await css(page, 'body', 'background-color'),
+            SCHEMES[scheme].background,
+            `${name} ${scheme} ${width}px: the ${scheme} background`,
+          );
           // The provider page's hourly numbers are in a closed <details>: open it (no script needed) so they are measured too.
           if (name === 'provider') await page.locator('details summary').click();
           if (name === 'provider') t.ok(await page.locator('#hourly').isVisible(), 'provider: the hourly table opens');
           const o = await overflow(page);
-          t.ok(o.scrollWidth <= o.width && o.over.length === 0, `${name} ${scheme} ${width}px: nothing wider than the viewport (${o.scrollWidth}/${o.width}${o.over.length ? `; ${o.over.join(', ')}` : ''})`);
+          t.ok(
+            o.scrollWidth <= o.width && o.over.length === 0,
+            `${name} ${scheme} ${width}px: nothing wider than the viewport (${o.scrollWidth}/${o.width}${o.over.length ? `; ${o.over.join(', ')}` : ''})`,
+          );
           await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}-${scheme}.png`), fullPage: true });
         }
-        if (name === 'providers') t.equal(await css(page, '.tier-RELIABLE', 'color'), SCHEMES[scheme].reliable, `providers: the RELIABLE colour of the ${scheme} scheme`);
+        if (name === 'providers')
+          t.equal(
+            await css(page, '.tier-RELIABLE', 'color'),
+            SCHEMES[scheme].reliable,
+            `providers: the RELIABLE colour of the ${scheme} scheme`,
+          );
         if (name === 'provider') {
           t.equal(await page.locator('svg.chart g.bar').count(), 3, 'provider: a bar per seeded hour');
-          t.not(await css(page, 'svg.chart rect.o-ok', 'fill'), 'rgb(0, 0, 0)', `provider: the bars are coloured by the stylesheet (${scheme})`);
+          t.not(
+            await css(page, 'svg.chart rect.o-ok', 'fill'),
+            'rgb(0, 0, 0)',
+            `provider: the bars are coloured by the stylesheet (${scheme})`,
+          );
         }
       }
     }
@@ -185,7 +224,9 @@ if (!existsSync(CHROMIUM)) {
   });
 
   t.test('a live stack with JavaScript on: real calls, settled, on every page', async (t) => {
-    const stack = await startStack(t, { controlEnv: { ...GENEROUS_LIMITS, SVC_SETTLER_CADENCE_MS: '3600000', SVC_CACHE_PROVIDERS_TTL_S: '1', SVC_CACHE_STATS_TTL_S: '1' } });
+    const stack = await startStack(t, {
+      controlEnv: { ...GENEROUS_LIMITS, SVC_SETTLER_CADENCE_MS: '3600000', SVC_CACHE_PROVIDERS_TTL_S: '1', SVC_CACHE_STATS_TTL_S: '1' },
+    });
     const up = await startUpstream(t);
     up.on('/good/*', ok());
     up.on('/bad/*', ok({ status: 500, body: { error: 'down' } }));
@@ -213,7 +254,8 @@ if (!existsSync(CHROMIUM)) {
     t.match(await bad.innerText(), /100 %/, 'the failing provider: 100 %');
     t.equal(await bad.locator('svg.spark circle.pt').count(), 1);
     t.equal(await bad.locator('svg.spark circle.pt').getAttribute('cy'), '2', 'at the top of its scale');
-    for (const secret of ['live-good', 'live-bad', up.url, key.id, 'gw-1']) t.notOk((await page.content()).includes(secret), `the page does not show ${secret}`);
+    for (const secret of ['live-good', 'live-bad', up.url, key.id, 'gw-1'])
+      t.notOk((await page.content()).includes(secret), `the page does not show ${secret}`);
 
     await bad.getByRole('link').first().click();
     t.equal(await page.locator('svg.chart g.bar').count(), 1, 'the provider page: one bar');

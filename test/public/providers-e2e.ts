@@ -48,7 +48,11 @@ t.test('failure rate and tier per provider from real gateway traffic', async (t)
 
   const outcomes: Record<string, number> = {};
   const call = async (id: string, path: string) => {
-    const res = await request(stack.gateway, `/v1/${id}/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await request(stack.gateway, `/v1/${id}/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     const outcome = String(res.headers['x-svc-outcome']);
     outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
   };
@@ -59,10 +63,15 @@ t.test('failure rate and tier per provider from real gateway traffic', async (t)
     for (let i = 0; i < p.clientErrors; i++) jobs.push(() => call(id, 'missing'));
   }
   for (let i = 0; i < jobs.length; i += 16) await Promise.all(jobs.slice(i, i + 16).map((job) => job()));
-  t.same(outcomes, { ok: 337, server_error: 6, network_error: 3, latency_breach: 10, client_error: 50 }, 'the gateway classified every call');
+  t.same(
+    outcomes,
+    { ok: 337, server_error: 6, network_error: 3, latency_breach: 10, client_error: 50 },
+    'the gateway classified every call',
+  );
   await drained(stack.gateway);
 
-  const read = async () => (await request(stack.control.urls.api!, '/api/v1/providers', { method: 'GET', headers: { 'user-agent': SDK_UA } })).body;
+  const read = async () =>
+    (await request(stack.control.urls.api!, '/api/v1/providers', { method: 'GET', headers: { 'user-agent': SDK_UA } })).body;
   const answer = await waitFor(async () => {
     const body = await read();
     const total = body.providers.reduce((n: number, p: { calls: number; client_errors: number }) => n + p.calls + p.client_errors, 0);
@@ -82,5 +91,9 @@ t.test('failure rate and tier per provider from real gateway traffic', async (t)
   await stack.restartGateway(0);
   await drained(stack.gateway);
   await new Promise((r) => setTimeout(r, 1_100));
-  t.match((await read()).providers.find((p: { id: string }) => p.id === find('steady').id), { calls: 201, failures: 1 }, 'unchanged after a gateway restart');
+  t.match(
+    (await read()).providers.find((p: { id: string }) => p.id === find('steady').id),
+    { calls: 201, failures: 1 },
+    'unchanged after a gateway restart',
+  );
 });

@@ -65,7 +65,10 @@ t.test('failure rate and tier per provider over the window', async (t) => {
 
 t.test('the rolling window: its start is in, older minutes are out; clock moves expire the cache', async (t) => {
   const clock = manualClock(NOW);
-  const control = await startTestControl(t, { now: clock.now, env: { SVC_TIERS_WINDOW_H: '1', SVC_TIERS_MIN_CALLS: '5', SVC_CACHE_PROVIDERS_TTL_S: '10' } });
+  const control = await startTestControl(t, {
+    now: clock.now,
+    env: { SVC_TIERS_WINDOW_H: '1', SVC_TIERS_MIN_CALLS: '5', SVC_CACHE_PROVIDERS_TTL_S: '10' },
+  });
   await addEndpoint(control, 'edge');
   const start = NOW - 1 * HOUR;
   await ingest(control, [
@@ -100,7 +103,11 @@ t.test('a replayed batch never counts twice; rollups survive a restart; ids are 
   ];
   t.same(await ingest(first, batch), { accepted: 10, duplicates: 0 });
   t.same(await ingest(first, batch), { accepted: 0, duplicates: 10 }, 'the gateway replays the same batch');
-  t.same(await ingest(first, [...batch.slice(0, 3), outcome({ endpoint_id: 'replayed', at: NOW - MINUTE })]), { accepted: 1, duplicates: 3 }, 'a partly new batch');
+  t.same(
+    await ingest(first, [...batch.slice(0, 3), outcome({ endpoint_id: 'replayed', at: NOW - MINUTE })]),
+    { accepted: 1, duplicates: 3 },
+    'a partly new batch',
+  );
   const before = (await get(first, first.urls.api, '/api/v1/providers')).body.providers[0];
   t.match(before, { calls: 11, failures: 2 }, 'only inserted rows are counted');
   await first.close();

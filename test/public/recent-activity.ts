@@ -39,7 +39,10 @@ t.test('recent_activity lists settled calls only; /api/activity still shows the 
   t.equal(stats.body.unsettled_calls, 3, 'three calls wait for the settler');
   const recent = stats.body.recent_activity as { call_id: string; settled: boolean; batch: number | null }[];
   t.equal(recent.length, 4, 'public.recentActivity calls');
-  t.ok(recent.every((a) => a.settled && a.batch !== null), 'every listed call is settled');
+  t.ok(
+    recent.every((a) => a.settled && a.batch !== null),
+    'every listed call is settled',
+  );
   for (const id of opaque(pending)) t.notOk(callIds(recent).includes(id), 'a call not settled yet is not in recent_activity');
   t.same(
     callIds(recent),
@@ -50,7 +53,10 @@ t.test('recent_activity lists settled calls only; /api/activity still shows the 
   const page = await get(control, control.urls.indexer, '/api/activity?limit=10');
   t.equal(page.status, 200);
   t.same(callIds(page.body.activity.slice(0, 3)), opaque(pending).reverse(), '/api/activity lists the unsettled calls, newest first');
-  t.ok(page.body.activity.slice(0, 3).every((a: { settled: boolean }) => !a.settled), 'marked as not settled');
+  t.ok(
+    page.body.activity.slice(0, 3).every((a: { settled: boolean }) => !a.settled),
+    'marked as not settled',
+  );
   t.equal(page.body.activity.length, 8, 'and every settled one');
 });
 
@@ -58,7 +64,10 @@ t.test('recent_activity is empty until something is settled', async (t) => {
   const clock = manualClock(NOW);
   const control = await startTestControl(t, { now: clock.now, env: { SVC_SETTLER_CADENCE_MS: '3600000' } });
   await addEndpoint(control, 'weather');
-  await ingest(control, many(5, (i) => outcome({ endpoint_id: 'weather', at: NOW - 5_000 + i })));
+  await ingest(
+    control,
+    many(5, (i) => outcome({ endpoint_id: 'weather', at: NOW - 5_000 + i })),
+  );
   const stats = await get(control, control.urls.indexer, '/api/stats');
   t.equal(stats.body.total_calls, 5);
   t.same(stats.body.recent_activity, [], 'no settled call yet');

@@ -66,7 +66,11 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
   const sort = (w: ReturnType<Store['rollups']['window']>) => [...w].sort((x, y) => (x.endpoint_id < y.endpoint_id ? -1 : 1));
   const fromMigration = sort(migrated.rollups.window(T0 - 60_000));
   t.same(fromMigration, sort(fresh.rollups.window(T0 - 60_000)), 'the backfill equals what ingest builds');
-  t.equal(fromMigration.reduce((n, w) => n + Object.values(w.counts).reduce((a, b) => a + b, 0), 0), 600, 'every outcome counted once');
+  t.equal(
+    fromMigration.reduce((n, w) => n + Object.values(w.counts).reduce((a, b) => a + b, 0), 0),
+    600,
+    'every outcome counted once',
+  );
   const dump = (s: Store) => s.db.prepare('SELECT * FROM outcome_rollups ORDER BY minute, endpoint_id').all();
   t.same(dump(migrated), dump(fresh), 'row for row, minute by minute');
 
@@ -87,8 +91,15 @@ t.test('a minute boundary splits rollup rows; the window starts on a whole minut
   const store = Store.open(join(t.testdir(), 'c.db'));
   t.teardown(() => store.close());
   const rec = (at: number) => ({
-    call_id: randomUUID(), key_id: null, endpoint_id: 'e', method: 'POST', status: 200, outcome: 'ok' as const,
-    latency_ms: 5, started_at: new Date(at).toISOString(), gateway_id: 'gw',
+    call_id: randomUUID(),
+    key_id: null,
+    endpoint_id: 'e',
+    method: 'POST',
+    status: 200,
+    outcome: 'ok' as const,
+    latency_ms: 5,
+    started_at: new Date(at).toISOString(),
+    gateway_id: 'gw',
   });
   t.equal(store.outcomes.ingest([rec(T0 - 1), rec(T0), rec(T0 + 59_999), rec(T0 + 60_000)], T0), 4);
   t.equal(store.db.prepare('SELECT count(*) FROM outcome_rollups').pluck().get(), 3, 'three minutes touched');

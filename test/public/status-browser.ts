@@ -17,7 +17,16 @@ import { startStack, svcctl } from '../fixtures/stack';
 import type { SettlerStatus } from '../../protocol/settlement';
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 if (!existsSync(CHROMIUM)) {
   t.plan(0, `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` to run the status page in a browser`);
@@ -46,20 +55,36 @@ if (!existsSync(CHROMIUM)) {
     const table = page.getByRole('table');
     t.match(await table.locator('caption').innerText(), `control is at version ${version}`);
     const row = await table.locator('tbody tr').first().innerText();
-    t.match(row, new RegExp(`^gw_\\w{8}\\s+yes\\s+${version}\\s+0\\s+`), 'gateway row: opaque id, connected, its snapshot version, 0 behind');
+    t.match(
+      row,
+      new RegExp(`^gw_\\w{8}\\s+yes\\s+${version}\\s+0\\s+`),
+      'gateway row: opaque id, connected, its snapshot version, 0 behind',
+    );
     t.notMatch(await page.content(), /gw-1/, 'the gateway’s own id is not published');
-    t.match(await page.locator('#settler').innerText(), /State\s+idle \(waiting for its next run\)\s+Cadence\s+every 5 s/, 'the settler is idle between runs');
+    t.match(
+      await page.locator('#settler').innerText(),
+      /State\s+idle \(waiting for its next run\)\s+Cadence\s+every 5 s/,
+      'the settler is idle between runs',
+    );
     t.match(await page.locator('#beta-gate').innerText(), /The beta gate is off/);
     t.match(await page.locator('#overall').innerText(), /Overall: Operational/);
 
-    for (const args of [['flag', 'set', 'maintenance_mode', 'on', '--note', 'shipping a fix'], ['settler', 'pause'], ['pool', 'fund', '12.5']]) {
+    for (const args of [
+      ['flag', 'set', 'maintenance_mode', 'on', '--note', 'shipping a fix'],
+      ['settler', 'pause'],
+      ['pool', 'fund', '12.5'],
+    ]) {
       const run = await stack.cli(args);
       t.equal(run.code, 0, `svcctl ${args.join(' ')}: ${run.stderr}`);
     }
     await new Promise((r) => setTimeout(r, 1_100)); // cache.statusTtlS = 1
     await visit();
     t.match(await page.locator('#overall').innerText(), /Overall: Under maintenance/);
-    t.match(await page.getByRole('region', { name: 'Maintenance' }).innerText(), /Maintenance mode is on since .*Note from the operators: .?shipping a fix/s, 'maintenance and its note are visible');
+    t.match(
+      await page.getByRole('region', { name: 'Maintenance' }).innerText(),
+      /Maintenance mode is on since .*Note from the operators: .?shipping a fix/s,
+      'maintenance and its note are visible',
+    );
     t.match(await page.getByRole('region', { name: 'Latest changes' }).innerText(), /maintenance_mode turned on: shipping a fix/);
     t.match(await page.locator('#settler').innerText(), /State\s+paused by an operator/, 'the operator paused the settler');
     t.match(await page.locator('#bootstrap').innerText(), /Coverage pool\s+funded \(12\.500000\)/, 'the pool is funded');
@@ -109,7 +134,13 @@ if (!existsSync(CHROMIUM)) {
     t.match(await page.locator('#settler').innerText(), /State\s+running/);
 
     // The inline style applies under the page's CSP (a wrong hash would leave it unstyled).
-    t.equal(await page.locator('body').evaluate((b) => (globalThis as unknown as { getComputedStyle(e: unknown): { maxWidth: string } }).getComputedStyle(b).maxWidth), '960px', 'the inline style is allowed by the CSP');
+    t.equal(
+      await page
+        .locator('body')
+        .evaluate((b) => (globalThis as unknown as { getComputedStyle(e: unknown): { maxWidth: string } }).getComputedStyle(b).maxWidth),
+      '960px',
+      'the inline style is allowed by the CSP',
+    );
     clean();
   });
 }

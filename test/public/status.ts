@@ -47,7 +47,11 @@ t.test('a fresh install: database ready, pool not funded, settler idle', async (
   const nonce = /style-src 'nonce-([A-Za-z0-9+/=]+)'/.exec(csp)?.[1];
   t.ok(nonce, 'only the inline style, by the nonce of this response');
   t.equal([...html.text.matchAll(/nonce="([^"]+)"/g)].map((m) => m[1]).join(), nonce, 'which is on the one style element');
-  t.notMatch(html.text, /<script|<link(?! rel="alternate" type="application\/atom\+xml")|<img|src=|@import|url\(/i, 'no script and no external asset (feed links only)');
+  t.notMatch(
+    html.text,
+    /<script|<link(?! rel="alternate" type="application\/atom\+xml")|<img|src=|@import|url\(/i,
+    'no script and no external asset (feed links only)',
+  );
   t.equal(html.headers.get('x-content-type-options'), 'nosniff');
 
   // A control without a settler in its process says so.
@@ -62,7 +66,10 @@ t.test('a fresh install: database ready, pool not funded, settler idle', async (
 
 t.test('settler, gateways, pool, gate and maintenance as the operators set them', async (t) => {
   const clock = manualClock(NOW);
-  const control = await startTestControl(t, { now: clock.now, env: { SVC_CACHE_STATUS_TTL_S: '1', SVC_PUBLIC_STATUS_CHANGELOG_ENTRIES: '3' } });
+  const control = await startTestControl(t, {
+    now: clock.now,
+    env: { SVC_CACHE_STATUS_TTL_S: '1', SVC_PUBLIC_STATUS_CHANGELOG_ENTRIES: '3' },
+  });
   await addEndpoint(control, 'weather');
   await addEndpoint(control, 'search');
   const ctx = control.handle.ctx;
@@ -74,13 +81,34 @@ t.test('settler, gateways, pool, gate and maintenance as the operators set them'
     backlog: 42,
     lag_ms: 7000,
     last_run_at: new Date(NOW - 3000).toISOString(),
-    last_batch: { id: 9, endpoint_id: 'weather', calls: 12, refunds: 2_100_000, premiums: 1_200_000, at: new Date(NOW - 3000).toISOString() },
+    last_batch: {
+      id: 9,
+      endpoint_id: 'weather',
+      calls: 12,
+      refunds: 2_100_000,
+      premiums: 1_200_000,
+      at: new Date(NOW - 3000).toISOString(),
+    },
     last_error: null,
   };
   ctx.settler = () => settler;
   ctx.gateways = () => [
-    { id: 'gw-host-a', connected: true, applied_version: ctx.store.version(), last_seen: new Date(NOW - 2000).toISOString(), last_nack: null, engine: 'undici' },
-    { id: 'gw-host-b', connected: false, applied_version: ctx.store.version() - 2, last_seen: new Date(NOW - 60_000).toISOString(), last_nack: null, engine: null },
+    {
+      id: 'gw-host-a',
+      connected: true,
+      applied_version: ctx.store.version(),
+      last_seen: new Date(NOW - 2000).toISOString(),
+      last_nack: null,
+      engine: 'undici',
+    },
+    {
+      id: 'gw-host-b',
+      connected: false,
+      applied_version: ctx.store.version() - 2,
+      last_seen: new Date(NOW - 60_000).toISOString(),
+      last_nack: null,
+      engine: null,
+    },
   ];
 
   const cli = (...args: string[]) => runCli(args, { control });
@@ -105,13 +133,23 @@ t.test('settler, gateways, pool, gate and maintenance as the operators set them'
         ],
       },
     },
-    settler: { state: 'paused', cadence_ms: 5000, backlog: 42, lag_ms: 7000, last_batch: { id: 9, provider: ids.provider('weather'), calls: 12 } },
+    settler: {
+      state: 'paused',
+      cadence_ms: 5000,
+      backlog: 42,
+      lag_ms: 7000,
+      last_batch: { id: 9, provider: ids.provider('weather'), calls: 12 },
+    },
     beta_gate: { enabled: true },
     maintenance: { enabled: true, note: 'shipping a fix <b>now</b>', since: new Date(NOW).toISOString() },
   });
   t.same(
     res.body.changelog.map((e: { text: string }) => e.text),
-    ['maintenance_mode turned on: shipping a fix <b>now</b>', 'Rate caps raised <for> "everyone" & more', 'beta_gate_enabled turned on: private beta opens'],
+    [
+      'maintenance_mode turned on: shipping a fix <b>now</b>',
+      'Rate caps raised <for> "everyone" & more',
+      'beta_gate_enabled turned on: private beta opens',
+    ],
     'latest entries, newest first, public.statusChangelogEntries of them',
   );
   t.notMatch(res.text, /gw-host|weather|"author"|"admin"/, 'no gateway host names, endpoint ids or operator names');
@@ -144,9 +182,15 @@ t.test('/api/v1/changelog: newest first, limit, no operator names', async (t) =>
   for (let i = 1; i <= 4; i++) t.equal((await runCli(['changelog', 'add', `notice ${i}`], { control })).code, 0);
   const all = await get(control, control.urls.api, '/api/v1/changelog');
   t.equal(all.status, 200);
-  t.same(all.body.entries.map((e: { text: string }) => e.text), ['notice 4', 'notice 3', 'notice 2', 'notice 1']);
+  t.same(
+    all.body.entries.map((e: { text: string }) => e.text),
+    ['notice 4', 'notice 3', 'notice 2', 'notice 1'],
+  );
   t.same(Object.keys(all.body.entries[0]).sort(), ['at', 'id', 'kind', 'text']);
   const two = await get(control, control.urls.api, '/api/v1/changelog?limit=2');
-  t.same(two.body.entries.map((e: { text: string }) => e.text), ['notice 4', 'notice 3']);
+  t.same(
+    two.body.entries.map((e: { text: string }) => e.text),
+    ['notice 4', 'notice 3'],
+  );
   t.equal((await get(control, control.urls.api, '/api/v1/changelog?limit=201')).status, 400, 'limit is bounded');
 });

@@ -12,22 +12,66 @@ import { ConfigError, loadConfig } from '../../config/load';
 /** [User-Agent, allowed?, what it is] */
 const CASES: [string, boolean, string][] = [
   // Browsers (desktop and mobile), real strings.
-  ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36', true, 'Chrome on Windows'],
-  ['Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/123.0.0.0 Safari/537.36', true, 'Chrome on macOS'],
+  [
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36',
+    true,
+    'Chrome on Windows',
+  ],
+  [
+    'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/123.0.0.0 Safari/537.36',
+    true,
+    'Chrome on macOS',
+  ],
   ['Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/122.0.0.0 Safari/537.36', true, 'Chrome on Linux'],
   ['Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:125.0) Gecko/20100101 Firefox/125.0', true, 'Firefox on Windows'],
   ['Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:124.0) Gecko/20100101 Firefox/124.0', true, 'Firefox on Ubuntu'],
   ['Mozilla/5.0 (Macintosh; Intel Mac OS X 14.4; rv:125.0) Gecko/20100101 Firefox/125.0', true, 'Firefox on macOS'],
-  ['Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4.1 Safari/605.1.15', true, 'Safari on macOS'],
-  ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Edg/124.0.2478.51', true, 'Edge on Windows'],
-  ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 OPR/109.0.0.0', true, 'Opera'],
-  ['Mozilla/5.0 (iPhone; CPU iPhone OS 17_4_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4.1 Mobile/15E148 Safari/604.1', true, 'Safari on iPhone'],
-  ['Mozilla/5.0 (iPad; CPU OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1', true, 'Safari on iPad'],
-  ['Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.6367.82 Mobile Safari/537.36', true, 'Chrome on Android'],
-  ['Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/24.0 Chrome/117.0.0.0 Mobile Safari/537.36', true, 'Samsung Internet'],
+  [
+    'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4.1 Safari/605.1.15',
+    true,
+    'Safari on macOS',
+  ],
+  [
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Edg/124.0.2478.51',
+    true,
+    'Edge on Windows',
+  ],
+  [
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 OPR/109.0.0.0',
+    true,
+    'Opera',
+  ],
+  [
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4.1 Mobile/15E148 Safari/604.1',
+    true,
+    'Safari on iPhone',
+  ],
+  [
+    'Mozilla/5.0 (iPad; CPU OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1',
+    true,
+    'Safari on iPad',
+  ],
+  [
+    'Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.6367.82 Mobile Safari/537.36',
+    true,
+    'Chrome on Android',
+  ],
+  [
+    'Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/24.0 Chrome/117.0.0.0 Mobile Safari/537.36',
+    true,
+    'Samsung Internet',
+  ],
   ['Mozilla/5.0 (Android 14; Mobile; rv:125.0) Gecko/125.0 Firefox/125.0', true, 'Firefox on Android'],
-  ['Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/124.0.6367.88 Mobile/15E148 Safari/604.1', true, 'Chrome on iOS'],
-  ['Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.0.0 Safari/537.36', true, 'headless Chromium'],
+  [
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/124.0.6367.88 Mobile/15E148 Safari/604.1',
+    true,
+    'Chrome on iOS',
+  ],
+  [
+    'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.0.0 Safari/537.36',
+    true,
+    'headless Chromium',
+  ],
   ['Mozilla/5.0 (Windows NT 10.0; Trident/7.0; rv:11.0) like Gecko', true, 'Internet Explorer 11'],
   // The SDK.
   ['svc-monitor-sdk/0.1.0', true, 'the SDK'],
@@ -70,7 +114,11 @@ const CASES: [string, boolean, string][] = [
   ['', false, 'empty'],
   ['   ', false, 'blank'],
   ['Mozilla/5.0 (compatible; curl/8.5.0)', false, 'browser-shaped, but curl'],
-  ['Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36 axios/1.6.8', false, 'browser-shaped, but axios'],
+  [
+    'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36 axios/1.6.8',
+    false,
+    'browser-shaped, but axios',
+  ],
   ['Mozilla/5.0', false, 'no platform, no engine'],
   ['svc-monitor-sdk', false, 'the SDK without a version'],
   ['svc-monitor-sdk/latest', false, 'the SDK without a semver'],
@@ -126,7 +174,11 @@ t.test('over HTTP: 403 problem with how to resend; browsers and the SDK reach ev
   }
   const unknownPath = await control.request(`${api}/apply-not-here`, { headers: { 'user-agent': CHROME_UA } });
   t.equal(unknownPath.status, 404, 'a browser passes the filter to the router (404 for an unknown path)');
-  t.equal((await control.request(`${api}/apply`, { headers: { 'user-agent': 'curl/8.5.0' } })).status, 403, 'the filter runs before any route, /apply included');
+  t.equal(
+    (await control.request(`${api}/apply`, { headers: { 'user-agent': 'curl/8.5.0' } })).status,
+    403,
+    'the filter runs before any route, /apply included',
+  );
 
   const health = await control.request(`${api}/health`, { headers: { 'user-agent': 'curl/8.5.0' } });
   t.equal(health.status, 200, '/health is exempt by default (probes)');
@@ -146,13 +198,20 @@ t.test('exempt paths are configuration', async (t) => {
 });
 
 t.test('the public.* User-Agent settings are validated at start-up', async (t) => {
-  t.equal(loadConfig({ env: { SVC_PUBLIC_USER_AGENT_ALLOW: 'svc-monitor-sdk,acme-dashboard' } }).public.userAgentAllow, 'svc-monitor-sdk,acme-dashboard');
+  t.equal(
+    loadConfig({ env: { SVC_PUBLIC_USER_AGENT_ALLOW: 'svc-monitor-sdk,acme-dashboard' } }).public.userAgentAllow,
+    'svc-monitor-sdk,acme-dashboard',
+  );
   t.throws(() => loadConfig({ env: { SVC_PUBLIC_USER_AGENT_ALLOW: 'curl/*' } }), ConfigError, 'a pattern is not a product name');
   t.throws(() => loadConfig({ env: { SVC_PUBLIC_USER_AGENT_EXEMPT_PATHS: 'health' } }), ConfigError, 'paths start with /');
   t.throws(() => loadConfig({ env: { SVC_PUBLIC_ACTIVITY_PAGE_SIZE: '500' } }), ConfigError, 'page size above the max page size');
   try {
     loadConfig({ env: { SVC_PUBLIC_USER_AGENT_ALLOW: 'curl/*' } });
   } catch (err) {
-    t.match((err as Error).message, /public\.userAgentAllow \(from env SVC_PUBLIC_USER_AGENT_ALLOW\)/, 'the message names the key and its source');
+    t.match(
+      (err as Error).message,
+      /public\.userAgentAllow \(from env SVC_PUBLIC_USER_AGENT_ALLOW\)/,
+      'the message names the key and its source',
+    );
   }
 });

@@ -57,11 +57,25 @@ t.test('npm pack of sdk/ installs on its own and calls through a gateway', async
   const files = info!.files.map((f) => f.path).sort();
 
   await t.test('what ships', async (t) => {
-    for (const f of ['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/generated/errors.js', 'dist/generated/wire.d.ts']) {
+    for (const f of [
+      'package.json',
+      'README.md',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/generated/errors.js',
+      'dist/generated/wire.d.ts',
+    ]) {
       t.ok(files.includes(f), `ships ${f}`);
     }
-    t.same(files.filter((f) => !/^dist\/.+\.(js|d\.ts)$/.test(f) && f !== 'package.json' && f !== 'README.md'), [], 'nothing but dist, package.json and README');
-    t.notOk(files.some((f) => f.startsWith('src/') || f.startsWith('scripts/')), 'no sources, no generator');
+    t.same(
+      files.filter((f) => !/^dist\/.+\.(js|d\.ts)$/.test(f) && f !== 'package.json' && f !== 'README.md'),
+      [],
+      'nothing but dist, package.json and README',
+    );
+    t.notOk(
+      files.some((f) => f.startsWith('src/') || f.startsWith('scripts/')),
+      'no sources, no generator',
+    );
     for (const f of files.filter((f) => f.endsWith('.d.ts'))) {
       const text = readFileSync(join(SDK, f), 'utf8');
       for (const [, spec] of text.matchAll(/(?:from|import\()\s*['"]([^'"]+)['"]/g)) {
@@ -75,9 +89,17 @@ t.test('npm pack of sdk/ installs on its own and calls through a gateway', async
   const consumer = join(work, 'consumer');
   mkdirSync(consumer);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'sdk-consumer', version: '1.0.0', private: true }));
-  const installed = await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', join(work, info!.filename)], consumer);
+  const installed = await run(
+    'npm',
+    ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', join(work, info!.filename)],
+    consumer,
+  );
   t.equal(installed.code, 0, `npm install --offline of the tarball exits 0 ${installed.stderr}`);
-  t.same(readdirSync(join(consumer, 'node_modules')).filter((n) => !n.startsWith('.')), ['svc-monitor-sdk'], 'no dependency came with it');
+  t.same(
+    readdirSync(join(consumer, 'node_modules')).filter((n) => !n.startsWith('.')),
+    ['svc-monitor-sdk'],
+    'no dependency came with it',
+  );
   const pkg = JSON.parse(readFileSync(join(consumer, 'node_modules', 'svc-monitor-sdk', 'package.json'), 'utf8')) as { version: string };
   t.equal(pkg.version, VERSION);
 
@@ -89,13 +111,24 @@ t.test('npm pack of sdk/ installs on its own and calls through a gateway', async
         "const svc = new SvcClient({ gatewayUrl: 'http://127.0.0.1:1', key: 'k', retry: { max: 1 } });",
         "export const r: Promise<CallResult<{ ok: boolean }>> = svc.call('ep', 'x', { body: { a: 1 }, timeoutMs: 10 });",
         'export const p: Promise<ProvidersAnswer> = svc.providers();',
-        "export const o: Outcome | null = null;",
+        'export const o: Outcome | null = null;',
         'export const isLimited = (e: unknown): boolean => e instanceof SvcError && e.code === SVC_RATE_LIMITED;',
         '',
       ].join('\n'),
     );
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const args = ['--noEmit', '--strict', '--skipLibCheck', 'false', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022'];
+    const args = [
+      '--noEmit',
+      '--strict',
+      '--skipLibCheck',
+      'false',
+      '--module',
+      'node16',
+      '--moduleResolution',
+      'node16',
+      '--target',
+      'es2022',
+    ];
     args.push('--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), 'check.ts');
     const checked = await run(process.execPath, [tsc, ...args], consumer);
     t.equal(checked.code, 0, `tsc on a consumer of the installed package: ${checked.stdout}${checked.stderr}`);
@@ -125,6 +158,10 @@ t.test('npm pack of sdk/ installs on its own and calls through a gateway', async
     t.same(out.body, { ok: true, method: 'POST', url: '/hello' });
     t.equal(up.requests.length, 1, 'the upstream got the call');
     t.equal(up.requests[0]!.body.toString(), '{"n":1}');
-    t.equal(dirname(require.resolve('svc-monitor-sdk', { paths: [consumer] })), join(consumer, 'node_modules', 'svc-monitor-sdk', 'dist'), 'resolved from the consumer, not the repository');
+    t.equal(
+      dirname(require.resolve('svc-monitor-sdk', { paths: [consumer] })),
+      join(consumer, 'node_modules', 'svc-monitor-sdk', 'dist'),
+      'resolved from the consumer, not the repository',
+    );
   });
 });

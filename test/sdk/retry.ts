@@ -51,7 +51,12 @@ function scripted(answers: Answer[]): { fetch: SvcClientOptions['fetch']; sent: 
   return {
     sent,
     fetch: async (url, init) => {
-      sent.push({ url, method: init.method ?? 'GET', headers: new Headers(init.headers), body: typeof init.body === 'string' ? init.body : null });
+      sent.push({
+        url,
+        method: init.method ?? 'GET',
+        headers: new Headers(init.headers),
+        body: typeof init.body === 'string' ? init.body : null,
+      });
       const next = answers.shift();
       if (next === undefined) throw new Error('test fetch: no answer left');
       if (next instanceof Error) throw next;
@@ -109,7 +114,10 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 
 t.test('the request: URL, method, User-Agent from package.json, bearer key, JSON body', async (t) => {
   const { svc, sent } = client([upstream(200)]);
-  const res = await svc.call('weather', '/forecast?city=Oslo', { body: { days: 3 }, headers: { 'x-trace': 'abc', 'user-agent': 'curl/8' } });
+  const res = await svc.call('weather', '/forecast?city=Oslo', {
+    body: { days: 3 },
+    headers: { 'x-trace': 'abc', 'user-agent': 'curl/8' },
+  });
   t.equal(sent.length, 1);
   const req = sent[0]!;
   t.equal(req.url, `${GW}/v1/weather/forecast?city=Oslo`);
@@ -154,7 +162,10 @@ t.test('a path that would leave the endpoint is refused before sending', async (
 });
 
 t.test('429 svc_rate_limited is retried after Retry-After plus jitter', async (t) => {
-  const { svc, sent, clock } = client([problem(429, 'svc_rate_limited', { 'retry-after': '2', ratelimit: '"key";r=0;t=2' }), upstream(200)]);
+  const { svc, sent, clock } = client([
+    problem(429, 'svc_rate_limited', { 'retry-after': '2', ratelimit: '"key";r=0;t=2' }),
+    upstream(200),
+  ]);
   const res = await svc.call('ep', 'x', { body: 'once' });
   t.equal(res.status, 200, 'the retry succeeded');
   t.equal(sent.length, 2, 'two requests');
@@ -171,9 +182,12 @@ t.test('the wait is never shorter than the server asked, whatever the jitter dra
 });
 
 t.test('the RateLimit reset counts when it is later than Retry-After', async (t) => {
-  const { svc, clock } = client([problem(429, 'svc_rate_limited', { 'retry-after': '1', ratelimit: '"ip";r=4;t=9, "key";r=0;t=3' }), upstream(200)], {
-    random: () => 0,
-  });
+  const { svc, clock } = client(
+    [problem(429, 'svc_rate_limited', { 'retry-after': '1', ratelimit: '"ip";r=4;t=9, "key";r=0;t=3' }), upstream(200)],
+    {
+      random: () => 0,
+    },
+  );
   await svc.call('ep', 'x');
   t.same(clock.waits, [3000], 'waited for the exhausted "key" quota (t=3), not the other one');
 });
@@ -233,7 +247,10 @@ t.test('502 and 504 are never retried by default: the upstream may have acted', 
     [502, 'svc_upstream_unavailable'],
     [504, 'svc_upstream_timeout'],
   ] as const) {
-    const { svc, sent } = client([problem(status, code, { 'x-svc-call-id': CALL_ID, 'x-svc-outcome': 'network_error', 'x-svc-refund': '2100' }), upstream(200)]);
+    const { svc, sent } = client([
+      problem(status, code, { 'x-svc-call-id': CALL_ID, 'x-svc-outcome': 'network_error', 'x-svc-refund': '2100' }),
+      upstream(200),
+    ]);
     const err = await rejection(svc.call('ep', 'x'));
     t.type(err, SvcError);
     t.match(err, { status, code, callId: CALL_ID, attempts: 1 }, `${status}: SvcError with the call id`);
@@ -243,7 +260,11 @@ t.test('502 and 504 are never retried by default: the upstream may have acted', 
 
 t.test('retry.unsafe retries 502/504 with exponential backoff', async (t) => {
   const { svc, sent, clock } = client(
-    [problem(502, 'svc_upstream_unavailable', { 'x-svc-call-id': CALL_ID }), problem(504, 'svc_upstream_timeout', { 'x-svc-call-id': CALL_ID }), upstream(200)],
+    [
+      problem(502, 'svc_upstream_unavailable', { 'x-svc-call-id': CALL_ID }),
+      problem(504, 'svc_upstream_timeout', { 'x-svc-call-id': CALL_ID }),
+      upstream(200),
+    ],
     { retry: { unsafe: true, baseDelayMs: 100 }, random: () => 0 },
   );
   const res = await svc.call('ep', 'x');
@@ -273,7 +294,10 @@ t.test('network errors: never connected is retried; lost after sending is not (u
 });
 
 t.test("the upstream's own 429 and 503 are its answers: resolved, not retried", async (t) => {
-  const { svc, sent } = client([upstream(429, { slow: 'down' }, { 'retry-after': '1' }), upstream(503, { down: true }, { 'retry-after': '1' })]);
+  const { svc, sent } = client([
+    upstream(429, { slow: 'down' }, { 'retry-after': '1' }),
+    upstream(503, { down: true }, { 'retry-after': '1' }),
+  ]);
   const a = await svc.call('ep', 'x');
   t.equal(a.status, 429);
   t.equal(a.outcome, 'client_error');
@@ -288,7 +312,13 @@ t.test('other gateway errors reject at once with the catalogue fields', async (t
   const { svc, sent } = client([problem(403, 'svc_auth_not_in_beta')]);
   const err = await rejection(svc.call('ep', 'x'));
   t.type(err, SvcError);
-  t.match(err, { status: 403, code: 'svc_auth_not_in_beta', title: 'svc_auth_not_in_beta', detail: 'detail of svc_auth_not_in_beta', callId: null });
+  t.match(err, {
+    status: 403,
+    code: 'svc_auth_not_in_beta',
+    title: 'svc_auth_not_in_beta',
+    detail: 'detail of svc_auth_not_in_beta',
+    callId: null,
+  });
   t.notMatch((err as Error).message, KEY, 'the key is not in the message');
   t.equal(sent.length, 1);
 });

@@ -113,7 +113,10 @@ t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) =
     t.ok(retried, 'one of the calls met a 429');
     const statuses = retried!.map((a) => a.status);
     t.equal(statuses[statuses.length - 1], 200, 'its last attempt was admitted');
-    t.ok(statuses.slice(0, -1).every((s) => s === 429), `the attempts before were 429: ${statuses.join(', ')}`);
+    t.ok(
+      statuses.slice(0, -1).every((s) => s === 429),
+      `the attempts before were 429: ${statuses.join(', ')}`,
+    );
     const refusal = retried!.find((a) => a.status === 429)!;
     t.match(refusal.response.get('retry-after'), /^\d+$/, 'the 429 said when to retry');
     t.equal(up.requests.length, log.filter((a) => a.status === 200).length, 'refused attempts never reached the upstream');
@@ -127,7 +130,10 @@ t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) =
     t.match(err, { status: 502, code: SVC_UPSTREAM_UNAVAILABLE, attempts: 1 });
     t.match((err as SvcError).callId, UUID_V7, 'an admitted call: it has a call id');
     t.equal(safe.log.length, 1, 'one request');
-    t.notOk(`${inspect(err)} ${JSON.stringify(err)} ${inspect(svc)}`.includes(key.key), 'the key is nowhere in the error or the client as printed');
+    t.notOk(
+      `${inspect(err)} ${JSON.stringify(err)} ${inspect(svc)}`.includes(key.key),
+      'the key is nowhere in the error or the client as printed',
+    );
 
     const unsafe = recording();
     const retrying = new SvcClient({ ...urls, key: key.key, fetch: unsafe.fetch, retry: { unsafe: true, max: 2, baseDelayMs: 10 } });
@@ -149,14 +155,20 @@ t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) =
     const svc = new SvcClient({ ...urls, key: key.key, fetch: f });
     const providers = await svc.providers();
     t.equal(providers.providers.length, 2, 'both endpoints are providers');
-    t.ok(providers.providers.every((p) => p.id.startsWith('prv_')), 'opaque ids');
+    t.ok(
+      providers.providers.every((p) => p.id.startsWith('prv_')),
+      'opaque ids',
+    );
 
     const status = await svc.status();
     t.equal(status.version, 'v1');
     t.equal(status.beta_gate.enabled, true, 'the gate we switched on');
 
     const changelog = await svc.changelog({ limit: 5 });
-    t.ok(changelog.entries.some((e) => e.kind === 'flag'), 'the gate change is in the changelog');
+    t.ok(
+      changelog.entries.some((e) => e.kind === 'flag'),
+      'the gate change is in the changelog',
+    );
 
     await drained(stack.gateway);
     const total = stack.outcomes().length;
@@ -171,10 +183,19 @@ t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) =
     t.equal(new Set(seen).size, total, 'no call twice');
     const activityRequests = log.filter((a) => a.url.includes('/api/activity'));
     t.notOk(new URL(activityRequests[0]!.url).searchParams.has('before'), 'the first page has no cursor');
-    t.ok(activityRequests.slice(1).every((a) => new URL(a.url).searchParams.get('before')), 'later pages follow the cursor');
+    t.ok(
+      activityRequests.slice(1).every((a) => new URL(a.url).searchParams.get('before')),
+      'later pages follow the cursor',
+    );
 
-    t.ok(log.every((a) => a.request.get('user-agent') === 'svc-monitor-sdk/0.1.0'), 'every read sent the SDK User-Agent');
-    t.ok(log.every((a) => !a.request.has('authorization')), 'the key is never sent to the public API or the indexer');
+    t.ok(
+      log.every((a) => a.request.get('user-agent') === 'svc-monitor-sdk/0.1.0'),
+      'every read sent the SDK User-Agent',
+    );
+    t.ok(
+      log.every((a) => !a.request.has('authorization')),
+      'the key is never sent to the public API or the indexer',
+    );
   });
 
   await t.test('a remembered ETag is sent as If-None-Match and the body reused on 304', async (t) => {

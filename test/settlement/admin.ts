@@ -52,7 +52,14 @@ t.test('pool fund and show', async (t) => {
   const human = await cli('pool', 'show');
   t.match(human.stdout, /pool: +12\.50025 \(12500250 micro\)/);
   const audit = control.handle.ctx.store.audit.list(10).filter((e) => e.action === 'pool.fund');
-  t.same(audit.map((e) => [e.actor, e.detail.amount]), [['admin', 250], ['admin', 12_500_000]], 'funding is audited');
+  t.same(
+    audit.map((e) => [e.actor, e.detail.amount]),
+    [
+      ['admin', 250],
+      ['admin', 12_500_000],
+    ],
+    'funding is audited',
+  );
   const balances = await cli('ledger', 'balances', '--json');
   t.same(balances.json().balances, [
     { account: 'external', balance: -12_500_250 },
@@ -90,7 +97,14 @@ t.test('payouts list and mark-paid', async (t) => {
   const keyA = (await cli('keys', 'issue', '--name', 'a', '--wallet', SOL, '--json')).json().id as string;
   const keyB = (await cli('keys', 'issue', '--name', 'b', '--json')).json().id as string;
   await cli('pool', 'fund', '10.0');
-  store.outcomes.ingest([outcome({ key_id: keyA, outcome: 'server_error' }), outcome({ key_id: keyA, outcome: 'server_error' }), outcome({ key_id: keyB, outcome: 'network_error' })], Date.now());
+  store.outcomes.ingest(
+    [
+      outcome({ key_id: keyA, outcome: 'server_error' }),
+      outcome({ key_id: keyA, outcome: 'server_error' }),
+      outcome({ key_id: keyB, outcome: 'network_error' }),
+    ],
+    Date.now(),
+  );
   await cli('settler', 'run-once');
 
   const list = await cli('payouts', 'list', '--json');
@@ -122,7 +136,11 @@ t.test('payouts list and mark-paid', async (t) => {
   t.equal(attach.code, 0);
   t.same((await cli('payouts', 'list', '--wallet', SOL, '--json')).json().payouts[0].owed, 1_500_000);
   const audit = store.audit.list(20).filter((e) => e.action === 'payouts.mark_paid');
-  t.same(audit.map((e) => [e.target, e.detail.amount, e.detail.reference]), [[SOL, 1_500_000, 'tx-1']], 'payments are audited; refused ones leave no row');
+  t.same(
+    audit.map((e) => [e.target, e.detail.amount, e.detail.reference]),
+    [[SOL, 1_500_000, 'tx-1']],
+    'payments are audited; refused ones leave no row',
+  );
   t.equal((await cli('ledger', 'verify')).code, 0);
   t.match((await cli('pool', 'show', '--json')).json(), { paid_out: 1_500_000, owed_to_keys: 1_500_000 });
 });

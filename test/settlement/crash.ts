@@ -25,7 +25,14 @@ t.test('SIGKILL while settling a large backlog: nothing lost, nothing twice', as
   const records: OutcomeRecord[] = [];
   const kinds = ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'latency_breach', 'server_error', 'network_error', 'client_error'] as const;
   for (let i = 0; i < CALLS; i++) {
-    records.push(outcome({ endpoint_id: i % 3 === 0 ? 'b' : 'a', outcome: kinds[i % 10]!, key_id: i % 13 === 0 ? null : `key_${i % 50}`, started: t0 + Math.floor(i / 10) }));
+    records.push(
+      outcome({
+        endpoint_id: i % 3 === 0 ? 'b' : 'a',
+        outcome: kinds[i % 10]!,
+        key_id: i % 13 === 0 ? null : `key_${i % 50}`,
+        started: t0 + Math.floor(i / 10),
+      }),
+    );
   }
   const store = Store.open(dbPath);
   saveEndpoint(store, 'a', ECON);
@@ -62,7 +69,10 @@ t.test('SIGKILL while settling a large backlog: nothing lost, nothing twice', as
 
   const want = expectedSettlement(records, ECON, FUNDED);
   const balances = new Map(
-    ((await cli('ledger', 'balances', '--json')).json().balances as { account: string; balance: number }[]).map((b) => [b.account, b.balance]),
+    ((await cli('ledger', 'balances', '--json')).json().balances as { account: string; balance: number }[]).map((b) => [
+      b.account,
+      b.balance,
+    ]),
   );
   t.equal(balances.get('pool'), want.pool, 'pool');
   t.equal(balances.get('treasury'), want.treasury, 'treasury');

@@ -25,8 +25,24 @@ t.test('outcomes through the gateway settle to hand-computed balances', async (t
   up.on('/typed/bad', ok({ body: { id: 'seven' } }));
 
   // plain: premium 150, refund 2150, fee floor(150 × 10 %) = 15. typed: premium 100, refund 1100.
-  await stack.addEndpoint({ id: 'plain', upstream: `${up.url}/base`, price: 2000, premium: 150, sla_ms: 1_000, timeout_ms: 3_000, treasury_fee_bps: 1000 });
-  const version = await stack.addEndpoint({ id: 'typed', upstream: `${up.url}/typed`, price: 1000, premium: 100, sla_ms: 5_000, timeout_ms: 5_000, response_schema: SCHEMA });
+  await stack.addEndpoint({
+    id: 'plain',
+    upstream: `${up.url}/base`,
+    price: 2000,
+    premium: 150,
+    sla_ms: 1_000,
+    timeout_ms: 3_000,
+    treasury_fee_bps: 1000,
+  });
+  const version = await stack.addEndpoint({
+    id: 'typed',
+    upstream: `${up.url}/typed`,
+    price: 1000,
+    premium: 100,
+    sla_ms: 5_000,
+    timeout_ms: 5_000,
+    response_schema: SCHEMA,
+  });
   const a = await stack.issueKey({ name: 'agent a', wallet: SOL });
   const b = await stack.issueKey({ name: 'agent b' });
   await stack.applied(Math.max(version, b.version));
@@ -39,7 +55,10 @@ t.test('outcomes through the gateway settle to hand-computed balances', async (t
 
   const sent: { path: string; key: string | null; outcome: string; headers: Record<string, unknown> }[] = [];
   const call = async (path: string, key: string | null, want: string) => {
-    const res = await request(stack.gateway, `/v1/${path}`, { body: '{}', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
+    const res = await request(stack.gateway, `/v1/${path}`, {
+      body: '{}',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    });
     sent.push({ path, key, outcome: want, headers: res.headers });
     return res;
   };
@@ -58,13 +77,20 @@ t.test('outcomes through the gateway settle to hand-computed balances', async (t
     ['plain/fail', null, 'server_error', 1],
     ['plain/ok', null, 'ok', 1],
   ];
-  await Promise.all(plan.map(async ([path, key, want, times]) => {
-    for (let i = 0; i < times; i++) await call(path, key, want);
-  }));
+  await Promise.all(
+    plan.map(async ([path, key, want, times]) => {
+      for (let i = 0; i < times; i++) await call(path, key, want);
+    }),
+  );
   t.equal(sent.length, 17);
 
   const headerOf = (path: string, key: string | null) => sent.find((s) => s.path === path && s.key === key)!.headers;
-  t.match(headerOf('plain/slow', a.key), { 'x-svc-outcome': 'latency_breach', 'x-svc-refund': '2150', 'x-svc-premium': '0', 'x-svc-settlement-pending': '1' });
+  t.match(headerOf('plain/slow', a.key), {
+    'x-svc-outcome': 'latency_breach',
+    'x-svc-refund': '2150',
+    'x-svc-premium': '0',
+    'x-svc-settlement-pending': '1',
+  });
   t.match(headerOf('plain/hang', a.key), { 'x-svc-outcome': 'network_error', 'x-svc-refund': '2150' });
   t.match(headerOf('plain/ok', b.key), { 'x-svc-outcome': 'ok', 'x-svc-premium': '150', 'x-svc-refund': '0' });
   t.match(headerOf('typed/bad', a.key), { 'x-svc-outcome': 'ok', 'x-svc-premium': '100' }, 'a schema verdict comes after the head');
@@ -88,17 +114,37 @@ t.test('outcomes through the gateway settle to hand-computed balances', async (t
   t.equal(settled.backlog, 0);
 
   const balances = Object.fromEntries(
-    ((await stack.cli(['ledger', 'balances', '--json'])).json().balances as { account: string; balance: number }[]).map((x) => [x.account, x.balance]),
+    ((await stack.cli(['ledger', 'balances', '--json'])).json().balances as { account: string; balance: number }[]).map((x) => [
+      x.account,
+      x.balance,
+    ]),
   );
   // a: −3×150 + 4×2150 (fail, reset, hang, slow) − 2×100 + 1100 = 9050
   // b: −150 + 2×2150 + 1100 = 5250
   // treasury: 4 plain ok × 15 = 60; pool: 500000 + 800 − 60 − 15100 = 485640
   t.same(balances, { external: -500_000, pool: 485_640, treasury: 60, [`key:${a.id}`]: 9050, [`key:${b.id}`]: 5250 });
   const pool = (await stack.cli(['pool', 'show', '--json'])).json();
-  t.match(pool, { pool: 485_640, funded: 500_000, premiums: 800, treasury_fees: 60, refunds: 15_100, refunds_owed: 15_100, shortfall: 0, settled_calls: 17, settled_batches: 2, backlog: 0 });
+  t.match(pool, {
+    pool: 485_640,
+    funded: 500_000,
+    premiums: 800,
+    treasury_fees: 60,
+    refunds: 15_100,
+    refunds_owed: 15_100,
+    shortfall: 0,
+    settled_calls: 17,
+    settled_batches: 2,
+    backlog: 0,
+  });
 
   const payouts = (await stack.cli(['payouts', 'list', '--json'])).json();
-  t.same(payouts.payouts.map((p: { wallet: string | null; owed: number }) => [p.wallet, p.owed]), [[SOL, 9050], [null, 5250]]);
+  t.same(
+    payouts.payouts.map((p: { wallet: string | null; owed: number }) => [p.wallet, p.owed]),
+    [
+      [SOL, 9050],
+      [null, 5250],
+    ],
+  );
 
   const verify = await stack.cli(['ledger', 'verify']);
   t.equal(verify.code, 0, verify.stderr);

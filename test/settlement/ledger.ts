@@ -19,7 +19,8 @@ function open(t: tap.Test): Store {
   return store;
 }
 
-const fund = (store: Store, amount: number) => store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(amount, T0, 'test', null));
+const fund = (store: Store, amount: number) =>
+  store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(amount, T0, 'test', null));
 const settleAll = (store: Store, cap = 1000, boundary = T0 + 1e9) => {
   const made = [];
   for (;;) {
@@ -42,7 +43,10 @@ t.test('a batch settles every call once, in one transaction, and matches a hand 
   saveEndpoint(store, 'ep', econ);
   fund(store, 1_000_000);
   const kinds: Outcome[] = ['ok', 'ok', 'server_error', 'latency_breach', 'network_error', 'schema_mismatch', 'client_error', 'ok'];
-  const records = kinds.flatMap((k, i) => [outcome({ outcome: k, key_id: i % 2 ? 'key_a' : 'key_b', started: T0 + i }), outcome({ outcome: k, key_id: null, started: T0 + i })]);
+  const records = kinds.flatMap((k, i) => [
+    outcome({ outcome: k, key_id: i % 2 ? 'key_a' : 'key_b', started: T0 + i }),
+    outcome({ outcome: k, key_id: null, started: T0 + i }),
+  ]);
   store.outcomes.ingest(records, T0);
 
   const batches = settleAll(store);
@@ -53,9 +57,20 @@ t.test('a batch settles every call once, in one transaction, and matches a hand 
   t.equal(balance(store, 'pool'), want.pool);
   t.equal(balance(store, 'treasury'), want.treasury);
   t.equal(balance(store, 'external'), -1_000_000);
-  t.match(batches[0], { endpoint_id: 'ep', calls: records.length, premiums: want.premiums, refunds: want.refunds, refunds_owed: want.refunds, clamped_calls: 0, treasury_fees: want.treasury });
+  t.match(batches[0], {
+    endpoint_id: 'ep',
+    calls: records.length,
+    premiums: want.premiums,
+    refunds: want.refunds,
+    refunds_owed: want.refunds,
+    clamped_calls: 0,
+    treasury_fees: want.treasury,
+  });
 
-  const rows = store.db.prepare(`SELECT key_id, outcome, premium, refund, refund_owed, clamp, settled_batch FROM outcomes`).all() as Record<string, unknown>[];
+  const rows = store.db.prepare(`SELECT key_id, outcome, premium, refund, refund_owed, clamp, settled_batch FROM outcomes`).all() as Record<
+    string,
+    unknown
+  >[];
   for (const r of rows) {
     t.equal(r.settled_batch, batches[0]!.id);
     if (r.key_id === null) t.match(r, { premium: 0, refund: 0, refund_owed: 0, clamp: null }, 'keyless: zeros');
@@ -76,21 +91,44 @@ t.test('batches: one endpoint each, at most the cap, oldest received first, boun
   saveEndpoint(store, 'ep');
   saveEndpoint(store, 'other');
   fund(store, 10_000_000);
-  store.outcomes.ingest(Array.from({ length: 25 }, (_, i) => outcome({ started: T0 + i })), T0);
-  store.outcomes.ingest(Array.from({ length: 5 }, (_, i) => outcome({ endpoint_id: 'other', started: T0 + i })), T0 + 10);
-  store.outcomes.ingest(Array.from({ length: 7 }, (_, i) => outcome({ started: T0 + 100 + i })), T0 + 20);
+  store.outcomes.ingest(
+    Array.from({ length: 25 }, (_, i) => outcome({ started: T0 + i })),
+    T0,
+  );
+  store.outcomes.ingest(
+    Array.from({ length: 5 }, (_, i) => outcome({ endpoint_id: 'other', started: T0 + i })),
+    T0 + 10,
+  );
+  store.outcomes.ingest(
+    Array.from({ length: 7 }, (_, i) => outcome({ started: T0 + 100 + i })),
+    T0 + 20,
+  );
   t.same(store.settlement.pendingEndpoints(T0 + 15), ['ep', 'other'], 'oldest backlog first');
   t.same(store.settlement.pendingEndpoints(T0 + 5), ['ep'], 'boundary');
 
   const first = store.settlement.settleBatch('ep', T0 + 15, 10, T0, planBatch)!;
   t.equal(first.calls, 10, 'capped');
   const firstCalls = store.db.prepare(`SELECT received_at FROM outcomes WHERE settled_batch = ?`).pluck().all(first.id);
-  t.ok(firstCalls.every((r) => r === T0), 'the oldest ones');
+  t.ok(
+    firstCalls.every((r) => r === T0),
+    'the oldest ones',
+  );
   const made = settleAll(store, 10, T0 + 15);
-  t.same(made.map((b) => [b.endpoint_id, b.calls]), [['ep', 10], ['other', 5], ['ep', 5]], 'round by round, one endpoint per batch');
+  t.same(
+    made.map((b) => [b.endpoint_id, b.calls]),
+    [
+      ['ep', 10],
+      ['other', 5],
+      ['ep', 5],
+    ],
+    'round by round, one endpoint per batch',
+  );
   t.equal(store.settlement.backlog().count, 7, 'outcomes received after the boundary wait');
   t.equal(store.settlement.backlog().oldest_received_at, T0 + 20);
-  t.same(settleAll(store, 10).map((b) => b.calls), [7]);
+  t.same(
+    settleAll(store, 10).map((b) => b.calls),
+    [7],
+  );
   t.ok(store.ledger.verify().ok);
 });
 
@@ -118,9 +156,20 @@ t.test('a group commit is all or nothing, and each batch in it is whole', async 
   saveEndpoint(store, 'a');
   saveEndpoint(store, 'b');
   fund(store, 1_000_000);
-  store.outcomes.ingest([outcome({ endpoint_id: 'a' }), outcome({ endpoint_id: 'b', outcome: 'server_error' }), outcome({ endpoint_id: 'a', outcome: 'server_error' })], T0);
+  store.outcomes.ingest(
+    [
+      outcome({ endpoint_id: 'a' }),
+      outcome({ endpoint_id: 'b', outcome: 'server_error' }),
+      outcome({ endpoint_id: 'a', outcome: 'server_error' }),
+    ],
+    T0,
+  );
   const queue = () => {
-    const order = [{ endpointId: 'a', cap: 1 }, { endpointId: 'b', cap: 1 }, { endpointId: 'a', cap: 1 }];
+    const order = [
+      { endpointId: 'a', cap: 1 },
+      { endpointId: 'b', cap: 1 },
+      { endpointId: 'a', cap: 1 },
+    ];
     return () => order.shift() ?? null;
   };
   let calls = 0;
@@ -132,10 +181,22 @@ t.test('a group commit is all or nothing, and each batch in it is whole', async 
   t.equal(store.settlement.backlog().count, 3, 'the first batch of the group was rolled back too');
   t.equal(store.ledger.settledBatches(), 0);
   const made = store.settlement.settleGroup(queue(), T0, T0, planBatch, 100);
-  t.same(made.map((b) => [b.endpoint_id, b.calls]), [['a', 1], ['b', 1], ['a', 1]], 'three whole batches in one commit');
+  t.same(
+    made.map((b) => [b.endpoint_id, b.calls]),
+    [
+      ['a', 1],
+      ['b', 1],
+      ['a', 1],
+    ],
+    'three whole batches in one commit',
+  );
   t.same(store.settlement.settleGroup(queue(), T0, T0, planBatch, 1).length, 0, 'nothing left');
   const once = [{ endpointId: 'a', cap: 5 }];
-  t.same(store.settlement.settleGroup(() => once.shift() ?? null, T0, T0, planBatch, 1), [], 'an endpoint with nothing pending gives no batch');
+  t.same(
+    store.settlement.settleGroup(() => once.shift() ?? null, T0, T0, planBatch, 1),
+    [],
+    'an endpoint with nothing pending gives no batch',
+  );
   t.ok(store.ledger.verify().ok);
 });
 
@@ -154,7 +215,22 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
   saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
   fund(store, 1_000_000);
   const key = (id: string, wallet: string | null, at: number) =>
-    store.keys.insert({ id, name: id, prefix: 'svc_beta_x…', hash: id.padEnd(64, '0').slice(0, 64).replace(/[^0-9a-f]/g, 'a'), created_at: at, created_by: 't', expires_at: null, wallet, endpoints: [], limit: null, application_id: null });
+    store.keys.insert({
+      id,
+      name: id,
+      prefix: 'svc_beta_x…',
+      hash: id
+        .padEnd(64, '0')
+        .slice(0, 64)
+        .replace(/[^0-9a-f]/g, 'a'),
+      created_at: at,
+      created_by: 't',
+      expires_at: null,
+      wallet,
+      endpoints: [],
+      limit: null,
+      application_id: null,
+    });
   key('key_a', SOL_A, T0);
   key('key_b', EVM_B, T0 + 1);
   key('key_c', null, T0 + 2);
@@ -182,12 +258,24 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
   );
 
   store.keys.setWallet('key_c', SOL_A);
-  t.same(store.ledger.payouts(SOL_A).map((l) => [l.owed, l.keys.map((k) => k.id)]), [[5000, ['key_a', 'key_c']]], 'attached later: what accrued before is owed to the wallet');
+  t.same(
+    store.ledger.payouts(SOL_A).map((l) => [l.owed, l.keys.map((k) => k.id)]),
+    [[5000, ['key_a', 'key_c']]],
+    'attached later: what accrued before is owed to the wallet',
+  );
 
   const paid = (wallet: string, amount: number, ref: string) =>
-    store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, () => store.ledger.markPaid(wallet, amount, ref, T0, 'test')).result;
+    store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, () => store.ledger.markPaid(wallet, amount, ref, T0, 'test'))
+      .result;
   const r = paid(SOL_A, 3500, 'tx-1');
-  t.same(r.paid, [{ key_id: 'key_a', amount: 3000 }, { key_id: 'key_c', amount: 500 }], 'oldest key first');
+  t.same(
+    r.paid,
+    [
+      { key_id: 'key_a', amount: 3000 },
+      { key_id: 'key_c', amount: 500 },
+    ],
+    'oldest key first',
+  );
   t.equal(r.owed, 1500);
   t.equal(balance(store, 'key:key_a'), 0);
   t.equal(balance(store, 'key:key_c'), 1500);
@@ -195,7 +283,10 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
   t.throws(() => paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
   t.throws(() => paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
   paid(EVM_B.toLowerCase(), 2000, 'tx-4');
-  t.same(store.ledger.payouts().map((l) => [l.wallet, l.owed]), [[SOL_A, 1500]]);
+  t.same(
+    store.ledger.payouts().map((l) => [l.wallet, l.owed]),
+    [[SOL_A, 1500]],
+  );
   const view = store.ledger.poolView();
   t.equal(view.paid_out, 5500);
   t.equal(view.owed_to_keys, 1500);
@@ -205,7 +296,8 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
 
 t.test('a call can have only one transfer of each kind', async (t) => {
   const store = open(t);
-  const insert = () => store.db.prepare(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (?, 'refund', 'call-1', 't')`).run(T0);
+  const insert = () =>
+    store.db.prepare(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (?, 'refund', 'call-1', 't')`).run(T0);
   insert();
   t.throws(insert, /UNIQUE/, 'ledger_one_kind_per_call');
 });
@@ -214,23 +306,55 @@ t.test('transfers must balance', async (t) => {
   const store = open(t);
   const bad = (postings: { account: string; amount: number }[]) =>
     t.throws(() => store.db.transaction(() => store.ledger.transfer({ kind: 'fund', at: T0, actor: 't', postings }))(), LedgerError);
-  bad([{ account: 'external', amount: -5 }, { account: 'pool', amount: 4 }]);
-  bad([{ account: 'pool', amount: 0 }, { account: 'external', amount: 0 }]);
-  bad([{ account: 'pool', amount: 5 }, { account: 'pool', amount: -5 }]);
-  bad([{ account: 'pool', amount: 1.5 }, { account: 'external', amount: -1.5 }]);
+  bad([
+    { account: 'external', amount: -5 },
+    { account: 'pool', amount: 4 },
+  ]);
+  bad([
+    { account: 'pool', amount: 0 },
+    { account: 'external', amount: 0 },
+  ]);
+  bad([
+    { account: 'pool', amount: 5 },
+    { account: 'pool', amount: -5 },
+  ]);
+  bad([
+    { account: 'pool', amount: 1.5 },
+    { account: 'external', amount: -1.5 },
+  ]);
   t.equal(store.ledger.balances().length, 3);
 });
 
 t.test('ledger verify catches each kind of corruption', async (t) => {
   const corruptions: [string, string, RegExp][] = [
     ['a balance edited', `UPDATE account_balances SET balance = balance + 1 WHERE account = 'treasury'`, /sum to 1, not 0/],
-    ['a balance moved between accounts', `UPDATE account_balances SET balance = balance + (CASE account WHEN 'treasury' THEN 7 ELSE -7 END) WHERE account IN ('treasury', 'external')`, /account (external|treasury): balance/],
-    ['a posting edited', `UPDATE ledger_postings SET amount = amount + 1 WHERE account = 'pool' AND transfer_id = 1`, /transfer 1: postings sum to 1/],
+    [
+      'a balance moved between accounts',
+      `UPDATE account_balances SET balance = balance + (CASE account WHEN 'treasury' THEN 7 ELSE -7 END) WHERE account IN ('treasury', 'external')`,
+      /account (external|treasury): balance/,
+    ],
+    [
+      'a posting edited',
+      `UPDATE ledger_postings SET amount = amount + 1 WHERE account = 'pool' AND transfer_id = 1`,
+      /transfer 1: postings sum to 1/,
+    ],
     ['a posting deleted', `DELETE FROM ledger_postings WHERE account = 'treasury'`, /has 1 posting|sum to/],
-    ['an outcome un-settled', `UPDATE outcomes SET settled_batch = NULL WHERE call_id = (SELECT min(call_id) FROM outcomes)`, /carries amounts but is not settled/],
-    ['a settled call moved to another batch', `INSERT INTO settlement_batches (endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES ('ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`, /batch [12] does not match/],
+    [
+      'an outcome un-settled',
+      `UPDATE outcomes SET settled_batch = NULL WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
+      /carries amounts but is not settled/,
+    ],
+    [
+      'a settled call moved to another batch',
+      `INSERT INTO settlement_batches (endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES ('ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`,
+      /batch [12] does not match/,
+    ],
     ['a premium on a failure', `UPDATE outcomes SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
-    ['a refund raised', `UPDATE outcomes SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`, /batch 1 does not match|ledger entries/],
+    [
+      'a refund raised',
+      `UPDATE outcomes SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`,
+      /batch 1 does not match|ledger entries/,
+    ],
     ['a clamp dropped', `UPDATE outcomes SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
     ['a batch total edited', `UPDATE settlement_batches SET premiums = premiums + 1`, /batch 1 does not match/],
   ];
@@ -240,7 +364,10 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
     try {
       saveEndpoint(store, 'ep', { treasury_fee_bps: 1000 });
       fund(store, 1500);
-      store.outcomes.ingest([outcome(), outcome({ outcome: 'server_error' }), outcome({ outcome: 'server_error' }), outcome({ key_id: 'key_b' })], T0);
+      store.outcomes.ingest(
+        [outcome(), outcome({ outcome: 'server_error' }), outcome({ outcome: 'server_error' }), outcome({ key_id: 'key_b' })],
+        T0,
+      );
       settleAll(store);
       t.ok(store.ledger.verify().ok, `${label}: fine before`);
       store.db.exec(sql);
@@ -261,7 +388,9 @@ t.test('the pool never went negative, checked over its history', async (t) => {
   settleAll(store);
   t.ok(store.ledger.verify().ok);
   // Rewrite history so the funding comes after the refund it paid for: every other invariant holds.
-  store.db.exec(`INSERT INTO ledger_transfers (id, at, kind, call_id, batch_id, reference, actor) SELECT 100, at, kind, call_id, batch_id, reference, actor FROM ledger_transfers WHERE id = 1`);
+  store.db.exec(
+    `INSERT INTO ledger_transfers (id, at, kind, call_id, batch_id, reference, actor) SELECT 100, at, kind, call_id, batch_id, reference, actor FROM ledger_transfers WHERE id = 1`,
+  );
   store.db.exec(`UPDATE ledger_postings SET transfer_id = 100 WHERE transfer_id = 1`);
   store.db.exec(`DELETE FROM ledger_transfers WHERE id = 1`);
   t.match(store.ledger.verify().violation, /running balance reached -1100/);
@@ -310,12 +439,31 @@ t.test('numbers for the indexer', async (t) => {
   t.equal(store.ledger.totalCalls(), 5);
   const activity = store.ledger.recentActivity(3);
   t.equal(activity.length, 3);
-  t.match(activity[0], { endpoint_id: 'ep', outcome: 'client_error', premium: 0, refund: 0, settled_batch: 1 }, 'settled calls only, newest first: the pending call is not listed');
+  t.match(
+    activity[0],
+    { endpoint_id: 'ep', outcome: 'client_error', premium: 0, refund: 0, settled_batch: 1 },
+    'settled calls only, newest first: the pending call is not listed',
+  );
   t.match(activity[1], { outcome: 'server_error', refund: 200, refund_owed: 1100, clamp: 'pool_depleted' });
   t.match(activity[2], { outcome: 'server_error', refund: 1100, refund_owed: 1100, clamp: null });
-  t.notOk(activity.some((a) => a.settled_batch === null), 'no unsettled call in recent activity (DESIGN §7)');
-  t.same(activity.map((a) => a.call_id), [records[3]!.call_id, records[2]!.call_id, records[1]!.call_id], 'call ids as stored (the indexer maps them)');
+  t.notOk(
+    activity.some((a) => a.settled_batch === null),
+    'no unsettled call in recent activity (DESIGN §7)',
+  );
+  t.same(
+    activity.map((a) => a.call_id),
+    [records[3]!.call_id, records[2]!.call_id, records[1]!.call_id],
+    'call ids as stored (the indexer maps them)',
+  );
   t.equal(activity[0]!.started_at, T0 + 4);
   const view = store.ledger.poolView();
-  t.match(view, { pool: 0, funded: 1200, refunds: 1300, refunds_owed: 2200, shortfall: 900, clamped: { pool_depleted: 1, cap_clamped: 0 }, backlog: 1 });
+  t.match(view, {
+    pool: 0,
+    funded: 1200,
+    refunds: 1300,
+    refunds_owed: 2200,
+    shortfall: 900,
+    clamped: { pool_depleted: 1, cap_clamped: 0 },
+    backlog: 1,
+  });
 });

@@ -19,7 +19,14 @@ const plan = (calls: UnsettledCall[], e: Partial<Economics> = {}, pool = 1_000_0
   planBatch({ endpointId: 'ep', calls, economics: econ(e), pool, refundedInHour: (h) => used[h] ?? 0 });
 
 t.test('each outcome moves what DESIGN §6 says', async (t) => {
-  const calls = [call('ok'), call('latency_breach'), call('server_error'), call('network_error'), call('schema_mismatch'), call('client_error')];
+  const calls = [
+    call('ok'),
+    call('latency_breach'),
+    call('server_error'),
+    call('network_error'),
+    call('schema_mismatch'),
+    call('client_error'),
+  ];
   const p = plan(calls);
   t.same(p.standard, { premium: 100, owed: 1100 });
   t.equal(p.exceptions.size, 0, 'nothing clamped');
@@ -32,7 +39,10 @@ t.test('each outcome moves what DESIGN §6 says', async (t) => {
 t.test('treasury fee: floor(premium × bps / 10000) per call', async (t) => {
   const p = plan([call('ok'), call('ok'), call('ok', 'b')], { premium: 333, treasury_fee_bps: 250 });
   t.equal(p.treasuryFees, 3 * 8, 'floor(333 × 0.025) = 8, per call');
-  t.same([...p.premiums].sort(), [['a', 666], ['b', 333]]);
+  t.same([...p.premiums].sort(), [
+    ['a', 666],
+    ['b', 333],
+  ]);
   t.equal(plan([call('ok')], { premium: 3, treasury_fee_bps: 3333 }).treasuryFees, 0, 'floor(0.9999) = 0');
   t.equal(plan([call('ok')], { premium: 100, treasury_fee_bps: 10_000 }).treasuryFees, 100, 'the whole premium at 100 %');
 });
@@ -70,15 +80,35 @@ t.test('premiums earlier in the batch refill the pool for later refunds', async 
 });
 
 t.test('the hourly cap, per clock hour of the call start', async (t) => {
-  const calls = [call('server_error'), call('server_error'), call('server_error'), call('server_error', 'a', H + HOUR_MS - 1), call('server_error', 'b', H + HOUR_MS)];
+  const calls = [
+    call('server_error'),
+    call('server_error'),
+    call('server_error'),
+    call('server_error', 'a', H + HOUR_MS - 1),
+    call('server_error', 'b', H + HOUR_MS),
+  ];
   const p = plan(calls, { refund_cap_per_hour: 2500 }, 1_000_000, { [H / HOUR_MS]: 200 });
   // Hour H already paid 200: 1100, 1100, then 100 left, then 0; the next hour starts fresh.
   t.same(p.exceptions.get(calls[2]!.call_id), { premium: 0, refund: 100, refund_owed: 1100, clamp: 'cap_clamped' });
   t.same(p.exceptions.get(calls[3]!.call_id), { premium: 0, refund: 0, refund_owed: 1100, clamp: 'cap_clamped' });
   t.notOk(p.exceptions.has(calls[4]!.call_id), 'a new hour');
-  t.same([...p.refundsByHour].sort(), [[H / HOUR_MS, 2300], [H / HOUR_MS + 1, 1100]], 'what each hour paid in this batch');
-  t.same([...p.refunds].sort(), [['a', 2300], ['b', 1100]]);
-  t.equal(plan([call('server_error')], { refund_cap_per_hour: 0 }, 1_000_000, { [H / HOUR_MS]: 1e12 }).exceptions.size, 0, 'cap 0 = no cap');
+  t.same(
+    [...p.refundsByHour].sort(),
+    [
+      [H / HOUR_MS, 2300],
+      [H / HOUR_MS + 1, 1100],
+    ],
+    'what each hour paid in this batch',
+  );
+  t.same([...p.refunds].sort(), [
+    ['a', 2300],
+    ['b', 1100],
+  ]);
+  t.equal(
+    plan([call('server_error')], { refund_cap_per_hour: 0 }, 1_000_000, { [H / HOUR_MS]: 1e12 }).exceptions.size,
+    0,
+    'cap 0 = no cap',
+  );
 });
 
 t.test('when both limits bind, the smaller one names the clamp (the pool on a tie)', async (t) => {
@@ -93,7 +123,11 @@ t.test('when both limits bind, the smaller one names the clamp (the pool on a ti
 
 t.test('nothing is ever negative', async (t) => {
   for (let pool = 0; pool < 3000; pool += 250) {
-    const p = plan([call('server_error'), call('ok'), call('network_error'), call('latency_breach')], { refund_cap_per_hour: 1500, treasury_fee_bps: 500 }, pool);
+    const p = plan(
+      [call('server_error'), call('ok'), call('network_error'), call('latency_breach')],
+      { refund_cap_per_hour: 1500, treasury_fee_bps: 500 },
+      pool,
+    );
     const refunds = [...p.refunds.values()].reduce((a, b) => a + b, 0);
     t.ok(refunds <= pool + p.totals.premiums - p.treasuryFees, `pool ${pool}: refunds within what the pool had`);
     for (const e of p.exceptions.values()) t.ok(e.refund >= 0 && e.refund < e.refund_owed);

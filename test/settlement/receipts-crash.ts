@@ -23,7 +23,14 @@ t.test('SIGKILL while settling: no batch without its receipt, no gap, no duplica
   const kinds = ['ok', 'ok', 'ok', 'server_error', 'network_error', 'client_error'] as const;
   const records: OutcomeRecord[] = [];
   for (let i = 0; i < CALLS; i++) {
-    records.push(outcome({ endpoint_id: ['a', 'b', 'c'][i % 3]!, outcome: kinds[i % kinds.length]!, key_id: i % 7 === 0 ? null : `key_${i % 20}`, started: t0 + Math.floor(i / 10) }));
+    records.push(
+      outcome({
+        endpoint_id: ['a', 'b', 'c'][i % 3]!,
+        outcome: kinds[i % kinds.length]!,
+        key_id: i % 7 === 0 ? null : `key_${i % 20}`,
+        started: t0 + Math.floor(i / 10),
+      }),
+    );
   }
   const store = Store.open(dbPath);
   for (const id of ['a', 'b', 'c']) saveEndpoint(store, id, { price: 3000, premium: 120, treasury_fee_bps: 750 });
@@ -44,7 +51,11 @@ t.test('SIGKILL while settling: no batch without its receipt, no gap, no duplica
   const pending = count(`SELECT count(*) FROM outcomes WHERE settled_batch IS NULL`);
   t.ok(pending > 0 && pending < CALLS, `killed mid-backlog (${batches} batches committed, ${pending} calls pending)`);
   t.equal(count(`SELECT count(*) FROM receipts`), batches, 'one receipt per committed batch');
-  t.equal(count(`SELECT count(*) FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE r.batch IS NULL`), 0, 'no batch without its receipt');
+  t.equal(
+    count(`SELECT count(*) FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE r.batch IS NULL`),
+    0,
+    'no batch without its receipt',
+  );
   t.equal(count(`SELECT coalesce(max(batch), 0) FROM receipts`), batches, 'receipts numbered 1..n');
 
   const restarted = await startControlProcess(t, { dataDir, env });
@@ -58,7 +69,10 @@ t.test('SIGKILL while settling: no batch without its receipt, no gap, no duplica
   t.equal(count(`SELECT max(batch) - min(batch) + 1 FROM receipts`), total, 'no gap');
 
   const indexer = restarted.urls.indexer!;
-  await waitFor(async () => ((await (await fetch(`${indexer}/api/stats`)).json()) as { settled_batches: number }).settled_batches === total, 'the indexer to report every batch');
+  await waitFor(
+    async () => ((await (await fetch(`${indexer}/api/stats`)).json()) as { settled_batches: number }).settled_batches === total,
+    'the indexer to report every batch',
+  );
   const receipts = await svcctl(['receipts', 'verify', '--indexer', indexer, '--json']);
   t.equal(receipts.code, 0, receipts.stderr);
   t.match(receipts.json(), { ok: true, receipts: total });

@@ -66,7 +66,12 @@ function rootFromPath(leafIndex: number, treeSize: number, leafHash: Buffer, pat
 function independentlyVerify(proof: any, jwks: { keys: any[] }): string[] {
   const problems: string[] = [];
   const leafHash = sha256(Buffer.of(0), Buffer.from(jcs(proof.leaf), 'utf8'));
-  const root = rootFromPath(proof.leaf_index, proof.receipt.tree_size, leafHash, proof.audit_path.map((h: string) => Buffer.from(h, 'hex')));
+  const root = rootFromPath(
+    proof.leaf_index,
+    proof.receipt.tree_size,
+    leafHash,
+    proof.audit_path.map((h: string) => Buffer.from(h, 'hex')),
+  );
   if (root === null || root.toString('hex') !== proof.receipt.root) problems.push('inclusion');
   if (proof.tree_size !== proof.receipt.tree_size || proof.leaf.batch !== proof.receipt.batch) problems.push('batch');
   const { sig, ...unsigned } = proof.receipt;
@@ -81,7 +86,8 @@ function independentlyVerify(proof: any, jwks: { keys: any[] }): string[] {
 
 // ---------------------------------------------------------------------------------------
 
-const get = (base: string, path: string, headers: Record<string, string> = {}): Promise<HttpResult> => request(base, path, { method: 'GET', headers });
+const get = (base: string, path: string, headers: Record<string, string> = {}): Promise<HttpResult> =>
+  request(base, path, { method: 'GET', headers });
 
 t.test('a failed call’s refund is proven from public reads alone', async (t) => {
   const stack = await startStack(t, { controlEnv: { ...GENEROUS_LIMITS, SVC_CACHE_STATS_TTL_S: '1' } });
@@ -90,7 +96,14 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   up.on('/base/ok', ok({ body: { fine: true } }));
   up.on('/base/fail', ok({ status: 500, body: { error: 'boom' } }));
   up.on('/base/reset', { kind: 'reset-before-headers' });
-  const version = await stack.addEndpoint({ id: 'plain', upstream: `${up.url}/base`, price: 2000, premium: 150, sla_ms: 5_000, timeout_ms: 3_000 });
+  const version = await stack.addEndpoint({
+    id: 'plain',
+    upstream: `${up.url}/base`,
+    price: 2000,
+    premium: 150,
+    sla_ms: 5_000,
+    timeout_ms: 3_000,
+  });
   const a = await stack.issueKey({ name: 'agent a' });
   const b = await stack.issueKey({ name: 'agent b' });
   await stack.applied(Math.max(version, b.version));
@@ -98,11 +111,22 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   t.equal((await stack.cli(['pool', 'fund', '1.0'])).code, 0);
 
   const call = async (path: string, key: string | null) => {
-    const res = await request(stack.gateway, `/v1/plain/${path}`, { body: '{}', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
+    const res = await request(stack.gateway, `/v1/plain/${path}`, {
+      body: '{}',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    });
     return { id: String(res.headers['x-svc-call-id']), outcome: String(res.headers['x-svc-outcome']) };
   };
   const calls = [];
-  for (const [path, key] of [['ok', a.key], ['fail', a.key], ['ok', b.key], ['reset', b.key], ['fail', null], ['ok', a.key], ['fail', b.key]] as const) {
+  for (const [path, key] of [
+    ['ok', a.key],
+    ['fail', a.key],
+    ['ok', b.key],
+    ['reset', b.key],
+    ['fail', null],
+    ['ok', a.key],
+    ['fail', b.key],
+  ] as const) {
     calls.push(await call(path, key));
   }
   const failed = calls[1]!;
@@ -131,10 +155,18 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   t.match(jwks.keys[0], { kty: 'OKP', crv: 'Ed25519', use: 'sig' });
 
   t.same(Object.keys(proof).sort(), ['audit_path', 'leaf', 'leaf_index', 'receipt', 'tree_size']);
-  t.same(Object.keys(proof.leaf).sort(), ['batch', 'call_id', 'clamp', 'outcome', 'premium', 'provider', 'refund'], 'a leaf names no caller');
+  t.same(
+    Object.keys(proof.leaf).sort(),
+    ['batch', 'call_id', 'clamp', 'outcome', 'premium', 'provider', 'refund'],
+    'a leaf names no caller',
+  );
   t.match(proof.leaf, { call_id: failed.id, outcome: 'server_error', premium: 0, refund: 2150, clamp: null });
   const providers = (await get(stack.control.urls.api!, '/api/v1/providers', { 'user-agent': SDK_UA })).body;
-  t.same(providers.providers.map((p: { id: string }) => p.id), [proof.leaf.provider], 'the provider id is the one /api/v1/providers publishes');
+  t.same(
+    providers.providers.map((p: { id: string }) => p.id),
+    [proof.leaf.provider],
+    'the provider id is the one /api/v1/providers publishes',
+  );
   t.same(Object.keys(proof.receipt).sort(), ['batch', 'kid', 'premiums', 'prev', 'refunds', 'root', 'settled_at', 'sig', 'tree_size', 'v']);
   t.match(proof.receipt, { v: 1, batch: proof.leaf.batch, tree_size: calls.length, prev: '0'.repeat(64) });
   t.equal(proof.receipt.kid, jwks.keys[0].kid);
@@ -163,14 +195,30 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   });
 
   t.test('2. the production verifier accepts it', async (t) => {
-    t.same(verifyCallProof(proof, jwks, failed.id), { ok: true, refund: 2150, premium: 0, outcome: 'server_error', batch: proof.leaf.batch, reasons: [] });
+    t.same(verifyCallProof(proof, jwks, failed.id), {
+      ok: true,
+      refund: 2150,
+      premium: 0,
+      outcome: 'server_error',
+      batch: proof.leaf.batch,
+      reasons: [],
+    });
     t.equal(verifyCallProof(proof, jwks, calls[0]!.id).ok, false, 'not as the proof of another call');
   });
 
   t.test('3. svc-monitor-sdk verifyRefund accepts it, with the published and with a pinned JWKS', async (t) => {
-    t.same(await sdk.verifyRefund(failed.id), { ok: true, refund: 2150, premium: 0, outcome: 'server_error', batch: proof.leaf.batch, reasons: [] });
+    t.same(await sdk.verifyRefund(failed.id), {
+      ok: true,
+      refund: 2150,
+      premium: 0,
+      outcome: 'server_error',
+      batch: proof.leaf.batch,
+      reasons: [],
+    });
     t.same((await sdk.verifyRefund(calls[0]!.id, { jwks })).outcome, 'ok');
-    const stranger = { keys: [{ ...jwks.keys[0], x: 'Xk5pHk6ioGJPiRWlHFhq1EwG1T7DkAZ7JE2DVNAIqd0', kid: 'Pp8F5K2Vn7CgAQfR7t3K1fGyq2kTbMlOgQX0T3p4Wf8' }] };
+    const stranger = {
+      keys: [{ ...jwks.keys[0], x: 'Xk5pHk6ioGJPiRWlHFhq1EwG1T7DkAZ7JE2DVNAIqd0', kid: 'Pp8F5K2Vn7CgAQfR7t3K1fGyq2kTbMlOgQX0T3p4Wf8' }],
+    };
     const pinned = await sdk.verifyRefund(failed.id, { jwks: stranger });
     t.equal(pinned.ok, false, 'a pinned JWKS without the signing key fails');
     t.match(pinned.reasons.join(' '), /not in the JWKS/);
@@ -189,7 +237,15 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
 
   const verified = await stack.cli(['receipts', 'verify', '--json']);
   t.equal(verified.code, 0, verified.stderr);
-  t.match(verified.json(), { ok: true, receipts: 1, keys: 1, jwks: 'published', refunds: run.json().refunds, premiums: run.json().premiums, first_bad_batch: null });
+  t.match(verified.json(), {
+    ok: true,
+    receipts: 1,
+    keys: 1,
+    jwks: 'published',
+    refunds: run.json().refunds,
+    premiums: run.json().premiums,
+    first_bad_batch: null,
+  });
   const firstKey = join(stack.dataDir, '..', 'first-key.jwks.json');
   writeFileSync(firstKey, JSON.stringify(jwks));
 
@@ -198,16 +254,34 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   t.equal(rotated.code, 0, rotated.stderr);
   t.equal(rotated.json().previous_kid, jwks.keys[0].kid);
   t.same(rotated.json().published, [rotated.json().kid, jwks.keys[0].kid]);
-  for (const [path, key] of [['fail', a.key], ['ok', b.key]] as const) calls.push(await call(path, key));
+  for (const [path, key] of [
+    ['fail', a.key],
+    ['ok', b.key],
+  ] as const)
+    calls.push(await call(path, key));
   await drained(stack.gateway);
   t.equal((await stack.cli(['settler', 'run-once'])).code, 0);
   const keysNow = (await get(indexer, '/api/receipts/keys')).body;
-  t.same(keysNow.keys.map((k: { kid: string }) => k.kid), [rotated.json().kid, jwks.keys[0].kid], 'old keys stay published');
+  t.same(
+    keysNow.keys.map((k: { kid: string }) => k.kid),
+    [rotated.json().kid, jwks.keys[0].kid],
+    'old keys stay published',
+  );
   const all = (await get(indexer, '/api/receipts?limit=1')).body;
   t.equal(all.next_after, 1, 'pages continue with next_after');
   const receipts = [...all.receipts, ...(await get(indexer, '/api/receipts?after=1')).body.receipts];
-  t.same(receipts.map((r: { batch: number; kid: string }) => [r.batch, r.kid]), [[1, jwks.keys[0].kid], [2, rotated.json().kid]]);
-  t.equal(receipts[1].prev, sha256(Buffer.from(jcs(receipts[0]), 'utf8')).toString('hex'), 'prev is the hash of the previous receipt, sig included');
+  t.same(
+    receipts.map((r: { batch: number; kid: string }) => [r.batch, r.kid]),
+    [
+      [1, jwks.keys[0].kid],
+      [2, rotated.json().kid],
+    ],
+  );
+  t.equal(
+    receipts[1].prev,
+    sha256(Buffer.from(jcs(receipts[0]), 'utf8')).toString('hex'),
+    'prev is the hash of the previous receipt, sig included',
+  );
   t.same(independentlyVerify((await get(indexer, `/api/calls/${calls[calls.length - 2]!.id}/proof`)).body, keysNow), []);
   t.same((await sdk.verifyRefund(failed.id)).ok, true, 'a receipt signed by the old key still verifies');
 

@@ -22,12 +22,27 @@ import { ChainVerifier, ReceiptKeyring, jwkThumbprint, verifyCallProof, type Rec
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
-const KINDS: Outcome[] = ['ok', 'ok', 'server_error', 'latency_breach', 'network_error', 'schema_mismatch', 'client_error', 'caller_error', 'ok'];
+const KINDS: Outcome[] = [
+  'ok',
+  'ok',
+  'server_error',
+  'latency_breach',
+  'network_error',
+  'schema_mismatch',
+  'client_error',
+  'caller_error',
+  'ok',
+];
 
 function records(n: number, from = 0): OutcomeRecord[] {
   return Array.from({ length: n }, (_, j) => {
     const i = j + from;
-    return outcome({ endpoint_id: i % 3 === 0 ? 'b' : 'a', outcome: KINDS[i % KINDS.length]!, key_id: i % 11 === 0 ? null : `key_${i % 4}`, started: T0 + i });
+    return outcome({
+      endpoint_id: i % 3 === 0 ? 'b' : 'a',
+      outcome: KINDS[i % KINDS.length]!,
+      key_id: i % 11 === 0 ? null : `key_${i % 4}`,
+      started: T0 + i,
+    });
   });
 }
 
@@ -55,7 +70,9 @@ function chainProblem(store: Store): string | null {
     if (p !== null) return p.reason;
   }
   const totals = store.ledger.totals();
-  return chain.checkTotals({ batches: totals.settled_batches, refunds: totals.total_refunds, premiums: totals.total_premiums })?.reason ?? null;
+  return (
+    chain.checkTotals({ batches: totals.settled_batches, refunds: totals.total_refunds, premiums: totals.total_premiums })?.reason ?? null
+  );
 }
 
 t.test('each batch commits with its signed receipt; every call has a verifying proof', async (t) => {
@@ -67,7 +84,11 @@ t.test('each batch commits with its signed receipt; every call has a verifying p
   const made = await settle(store);
   t.ok(made > 4, `${made} batches`);
   t.equal(store.receipts.count(), made, 'one receipt per batch');
-  t.same(all(store).map((r) => r.batch), Array.from({ length: made }, (_, i) => i + 1), 'batches 1..n in order');
+  t.same(
+    all(store).map((r) => r.batch),
+    Array.from({ length: made }, (_, i) => i + 1),
+    'batches 1..n in order',
+  );
   t.equal(chainProblem(store), null, 'the chain verifies and sums to the ledger totals');
 
   const jwks = store.receipts.jwks();
@@ -101,19 +122,35 @@ t.test('proofs read one run of 64 calls; without stored runs, or with wrong ones
   await settle(store, 400);
   const jwks = store.receipts.jwks();
   const proofs = () => recs.map((r) => store.receipts.proof(r.call_id)).map((p) => (p.state === 'settled' ? p.proof : null));
-  const verified = (list: ReturnType<typeof proofs>) => list.filter((p, i) => p !== null && verifyCallProof(p, jwks, recs[i]!.call_id).ok).length;
+  const verified = (list: ReturnType<typeof proofs>) =>
+    list.filter((p, i) => p !== null && verifyCallProof(p, jwks, recs[i]!.call_id).ok).length;
   const fast = proofs();
   t.equal(verified(fast), recs.length, 'every proof from its run verifies');
-  t.ok(fast.some((p) => p!.tree_size > 64 && p!.leaf_index >= 64), 'batches larger than one run');
-  const runs = store.db.prepare(`SELECT batch, length(subtrees) AS bytes, tree_size FROM receipts`).all() as { batch: number; bytes: number; tree_size: number }[];
-  t.same(runs.map((r) => r.bytes), runs.map((r) => 32 * Math.ceil(r.tree_size / 64)), '32 bytes per run of 64 calls');
+  t.ok(
+    fast.some((p) => p!.tree_size > 64 && p!.leaf_index >= 64),
+    'batches larger than one run',
+  );
+  const runs = store.db.prepare(`SELECT batch, length(subtrees) AS bytes, tree_size FROM receipts`).all() as {
+    batch: number;
+    bytes: number;
+    tree_size: number;
+  }[];
+  t.same(
+    runs.map((r) => r.bytes),
+    runs.map((r) => 32 * Math.ceil(r.tree_size / 64)),
+    '32 bytes per run of 64 calls',
+  );
 
   store.db.exec(`UPDATE receipts SET subtrees = NULL`);
   const slow = proofs();
   t.same(slow, fast, 'without stored runs: the same proofs, from the whole batch');
   store.db.exec(`UPDATE receipts SET subtrees = zeroblob(length(root) / 2 * 2) WHERE batch = 1`);
   t.same(proofs(), fast, 'wrong stored runs are not used');
-  t.match(store.ledger.verify().violation ?? '', /^batch 1: the run hashes stored for its proofs are not those of its calls/, 'and ledger verify names them');
+  t.match(
+    store.ledger.verify().violation ?? '',
+    /^batch 1: the run hashes stored for its proofs are not those of its calls/,
+    'and ledger verify names them',
+  );
 });
 
 t.test('a receipt that cannot be written takes its batch with it', async (t) => {
@@ -174,7 +211,10 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
   db.pragma('user_version = 8');
   db.pragma('foreign_keys = OFF');
   db.prepare('ATTACH DATABASE ? AS src').run(settledPath);
-  const tables = db.prepare(`SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).pluck().all() as string[];
+  const tables = db
+    .prepare(`SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+    .pluck()
+    .all() as string[];
   for (const table of tables) {
     const columns = (db.pragma(`main.table_info(${table})`) as { name: string }[]).map((c) => c.name).join(', ');
     db.exec(`DELETE FROM main.${table}; INSERT INTO main.${table} (${columns}) SELECT ${columns} FROM src.${table}`);
@@ -187,7 +227,9 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
   t.teardown(() => migrated.close());
   t.equal(migrated.schemaVersion(), MIGRATIONS.length);
   t.equal(migrated.receipts.count(), made);
-  const kid = jwkThumbprint(createPublicKey(createPrivateKey(readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8'))).export({ format: 'jwk' }).x!);
+  const kid = jwkThumbprint(
+    createPublicKey(createPrivateKey(readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8'))).export({ format: 'jwk' }).x!,
+  );
   t.same([...new Set(all(migrated).map((r) => r.kid))], [kid], "every backfilled receipt carries the data dir key's kid");
   t.equal(chainProblem(migrated), null);
   t.equal(migrated.ledger.verify().violation, null);
@@ -212,7 +254,11 @@ t.test('rotation: new receipts carry the new kid, old ones keep verifying, the f
   });
   t.ok(audited, 'the public key is published through the caller');
   t.not(rotation.kid, oldKid);
-  t.same(store.receipts.jwks().keys.map((k) => k.kid), [rotation.kid, oldKid], 'both published, the current first');
+  t.same(
+    store.receipts.jwks().keys.map((k) => k.kid),
+    [rotation.kid, oldKid],
+    'both published, the current first',
+  );
   const pemAfter = readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8');
   t.not(pemAfter, pemBefore, 'the old private key is gone from the file');
   t.equal(jwkThumbprint(createPublicKey(createPrivateKey(pemAfter)).export({ format: 'jwk' }).x!), rotation.kid);
@@ -222,8 +268,14 @@ t.test('rotation: new receipts carry the new kid, old ones keep verifying, the f
   store.outcomes.ingest(later, T0);
   const after = await settle(store);
   const receipts = all(store);
-  t.same(receipts.slice(0, before).map((r) => r.kid), Array(before).fill(oldKid));
-  t.same(receipts.slice(before).map((r) => r.kid), Array(after).fill(rotation.kid));
+  t.same(
+    receipts.slice(0, before).map((r) => r.kid),
+    Array(before).fill(oldKid),
+  );
+  t.same(
+    receipts.slice(before).map((r) => r.kid),
+    Array(after).fill(rotation.kid),
+  );
   t.equal(chainProblem(store), null, 'one chain across the rotation');
   const jwks = store.receipts.jwks();
   for (const r of [recs[0]!, later[0]!]) {
@@ -280,9 +332,13 @@ t.test('SIGKILL during the backfill on open: all receipts or none, then all', as
   copyFileSync(path, copy);
 
   const storeModule = resolve(__dirname, '..', '..', 'dist', 'control', 'store', 'index.js');
-  const child = spawn(process.execPath, ['-e', `require(${JSON.stringify(storeModule)}).Store.open(${JSON.stringify(copy)}); process.stdout.write('opened')`], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['-e', `require(${JSON.stringify(storeModule)}).Store.open(${JSON.stringify(copy)}); process.stdout.write('opened')`],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   await new Promise((r) => setTimeout(r, 250));
@@ -290,11 +346,15 @@ t.test('SIGKILL during the backfill on open: all receipts or none, then all', as
   await new Promise((r) => child.on('exit', r));
 
   const reader = new Database(copy, { readonly: true });
-  const receiptsAfterKill = (reader.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'receipts'`).pluck().get() as number) === 0
-    ? 0
-    : (reader.prepare(`SELECT count(*) FROM receipts`).pluck().get() as number);
+  const receiptsAfterKill =
+    (reader.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'receipts'`).pluck().get() as number) === 0
+      ? 0
+      : (reader.prepare(`SELECT count(*) FROM receipts`).pluck().get() as number);
   reader.close();
-  t.ok(receiptsAfterKill === 0 || receiptsAfterKill === made, `after the kill: ${receiptsAfterKill} of ${made} (killed ${out === 'opened' ? 'after' : 'before'} the open finished)`);
+  t.ok(
+    receiptsAfterKill === 0 || receiptsAfterKill === made,
+    `after the kill: ${receiptsAfterKill} of ${made} (killed ${out === 'opened' ? 'after' : 'before'} the open finished)`,
+  );
 
   const reopened = open(copy);
   t.teardown(() => reopened.close());

@@ -38,7 +38,12 @@ t.test('tampering with a settled database is detected and the batch named', asyn
   saveEndpoint(store, 'b', { price: 1000, premium: 100 });
   store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(1_000_000_000, T0, 'test', null));
   const records = Array.from({ length: 300 }, (_, i) =>
-    outcome({ endpoint_id: i % 2 ? 'a' : 'b', outcome: KINDS[i % KINDS.length]!, key_id: `key_${Math.floor(i / 12) % 3}`, started: T0 + i }),
+    outcome({
+      endpoint_id: i % 2 ? 'a' : 'b',
+      outcome: KINDS[i % KINDS.length]!,
+      key_id: `key_${Math.floor(i / 12) % 3}`,
+      started: T0 + i,
+    }),
   );
   store.outcomes.ingest(records, T0);
   const settled = await new Settler({ store, log: silentLogger, now: () => T0 + 60_000, cadenceMs: 3_600_000, batchCap: 50 }).runOnce();
@@ -46,7 +51,9 @@ t.test('tampering with a settled database is detected and the batch named', asyn
   const target = 3;
   // Two calls of batch 3 with the same key: a refunded failure and a premium-paying ok.
   const batchCalls = store.db
-    .prepare(`SELECT call_id, key_id, outcome, premium, refund, refund_owed FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`)
+    .prepare(
+      `SELECT call_id, key_id, outcome, premium, refund, refund_owed FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`,
+    )
     .all(target) as { call_id: string; key_id: string; outcome: Outcome; premium: number; refund: number; refund_owed: number }[];
   const failed = batchCalls.find((c) => c.outcome === 'server_error')!;
   const paid = batchCalls.find((c) => c.outcome === 'ok' && c.key_id === failed.key_id)!;
@@ -86,7 +93,9 @@ t.test('tampering with a settled database is detected and the batch named', asyn
   });
 
   await t.test("one ledger row's refund changed", async (t) => {
-    const r = await tampered((db) => db.prepare(`UPDATE outcomes SET refund = refund - 1, refund_owed = refund_owed - 1 WHERE call_id = ?`).run(failed.call_id));
+    const r = await tampered((db) =>
+      db.prepare(`UPDATE outcomes SET refund = refund - 1, refund_owed = refund_owed - 1 WHERE call_id = ?`).run(failed.call_id),
+    );
     t.equal(r.ledger.code, 1);
     t.match(r.ledger.stderr, /ledger verify failed: batch 3 does not match the calls settled in it/);
     t.equal(r.receipts.code, 0, 'the receipts themselves are intact');
@@ -111,7 +120,9 @@ t.test('tampering with a settled database is detected and the batch named', asyn
   });
 
   await t.test("a batch's refund total raised (what the indexer reports)", async (t) => {
-    const r = await tampered((db) => db.prepare(`UPDATE settlement_batches SET refunds = refunds + 1000, refunds_owed = refunds_owed + 1000 WHERE id = ?`).run(target));
+    const r = await tampered((db) =>
+      db.prepare(`UPDATE settlement_batches SET refunds = refunds + 1000, refunds_owed = refunds_owed + 1000 WHERE id = ?`).run(target),
+    );
     t.equal(r.ledger.code, 1);
     t.match(r.ledger.stderr, /ledger verify failed: batch 3 does not match the calls settled in it/);
     t.equal(r.receipts.code, 1, 'the receipts no longer add up to the indexer');

@@ -13,13 +13,24 @@ t.test('settles on its cadence and reports its state', async (t) => {
   saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
   const fund = await runCli(['pool', 'fund', '1', '--json'], { control });
   t.equal(fund.code, 0, fund.stderr);
-  store.outcomes.ingest(Array.from({ length: 10 }, () => outcome()), Date.now());
+  store.outcomes.ingest(
+    Array.from({ length: 10 }, () => outcome()),
+    Date.now(),
+  );
   await waitFor(() => store.settlement.backlog().count === 0, 'the backlog to drain');
   const batches = store.db.prepare(`SELECT calls FROM settlement_batches ORDER BY id`).pluck().all();
   t.same(batches, [4, 4, 2], 'batches of at most settler.batchCap');
   const status = await runCli(['settler', 'status', '--json'], { control });
   t.equal(status.code, 0);
-  t.match(status.json(), { state: /^(idle|running)$/, cadence_ms: 20, batch_cap: 4, backlog: 0, lag_ms: null, last_batch: { calls: 2, endpoint_id: 'ep', premiums: 200 }, last_error: null });
+  t.match(status.json(), {
+    state: /^(idle|running)$/,
+    cadence_ms: 20,
+    batch_cap: 4,
+    backlog: 0,
+    lag_ms: null,
+    last_batch: { calls: 2, endpoint_id: 'ep', premiums: 200 },
+    last_error: null,
+  });
   t.type(status.json().last_run_at, 'string');
   const { last_run_at: _a, state: _s, ...viaCtx } = control.handle.ctx.settler()!;
   const { last_run_at: _b, state: _t, ...viaApi } = (await control.admin('GET', '/_admin/v1/settler')).body;
@@ -76,11 +87,22 @@ t.test('run-once in human form lists the batches', async (t) => {
   saveEndpoint(store, 'a', { price: 1000, premium: 100 });
   saveEndpoint(store, 'b', { price: 1000, premium: 100 });
   await runCli(['pool', 'fund', '5000'], { control });
-  store.outcomes.ingest([outcome({ endpoint_id: 'a' }), outcome({ endpoint_id: 'a', outcome: 'server_error' }), outcome({ endpoint_id: 'a' }), outcome({ endpoint_id: 'b', outcome: 'server_error' })], Date.now());
+  store.outcomes.ingest(
+    [
+      outcome({ endpoint_id: 'a' }),
+      outcome({ endpoint_id: 'a', outcome: 'server_error' }),
+      outcome({ endpoint_id: 'a' }),
+      outcome({ endpoint_id: 'b', outcome: 'server_error' }),
+    ],
+    Date.now(),
+  );
   const once = await runCli(['settler', 'run-once'], { control });
   t.equal(once.code, 0, once.stderr);
   t.match(once.stdout, /BATCH +ENDPOINT +CALLS/);
-  t.match(once.stdout, /Settled 4 calls in 3 batches: premiums 0\.0002 \(200 micro\), refunds 0\.0022 \(2200 micro\) of 0\.0022 \(2200 micro\) owed \(0 clamped\)\./);
+  t.match(
+    once.stdout,
+    /Settled 4 calls in 3 batches: premiums 0\.0002 \(200 micro\), refunds 0\.0022 \(2200 micro\) of 0\.0022 \(2200 micro\) owed \(0 clamped\)\./,
+  );
 });
 
 t.test('a large backlog is group-committed in equal shares per endpoint', async (t) => {
@@ -89,14 +111,27 @@ t.test('a large backlog is group-committed in equal shares per endpoint', async 
   for (const id of ['a', 'b', 'c', 'd']) saveEndpoint(store, id, { price: 0, premium: 10 });
   const t0 = Date.now() - 60_000;
   for (let i = 0; i < 24_000; i += 4_000) {
-    store.outcomes.ingest(Array.from({ length: 4_000 }, (_, j) => outcome({ endpoint_id: 'abcd'[(i + j) % 4]!, started: t0 + i + j })), t0 + i);
+    store.outcomes.ingest(
+      Array.from({ length: 4_000 }, (_, j) => outcome({ endpoint_id: 'abcd'[(i + j) % 4]!, started: t0 + i + j })),
+      t0 + i,
+    );
   }
   const run = await runCli(['settler', 'run-once', '--json'], { control });
   t.equal(run.code, 0, run.stderr);
   const batches = run.json().batches as { endpoint_id: string; calls: number }[];
   // 20,000 calls per commit shared by 4 endpoints: 5,000 each, then the remaining 1,000 each.
-  t.same(batches.map((b) => b.calls), [5000, 5000, 5000, 5000, 1000, 1000, 1000, 1000]);
-  t.same(batches.slice(0, 4).map((b) => b.endpoint_id).sort(), ['a', 'b', 'c', 'd'], 'one batch per endpoint per round');
+  t.same(
+    batches.map((b) => b.calls),
+    [5000, 5000, 5000, 5000, 1000, 1000, 1000, 1000],
+  );
+  t.same(
+    batches
+      .slice(0, 4)
+      .map((b) => b.endpoint_id)
+      .sort(),
+    ['a', 'b', 'c', 'd'],
+    'one batch per endpoint per round',
+  );
   t.equal(run.json().premiums, 240_000);
   t.equal((await runCli(['ledger', 'verify'], { control })).code, 0);
 });

@@ -29,7 +29,10 @@ t.test('a pool too small for the refunds: paid to zero, the rest recorded as sho
   t.equal((await cli('endpoints', 'add', 'ep', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100')).code, 0);
   await cli('pool', 'fund', '5000');
   const t0 = clock.now();
-  await ship(control, Array.from({ length: 7 }, (_, i) => outcome({ outcome: 'server_error', started: t0 + i })));
+  await ship(
+    control,
+    Array.from({ length: 7 }, (_, i) => outcome({ outcome: 'server_error', started: t0 + i })),
+  );
   const run = await cli('settler', 'run-once', '--json');
   t.match(run.json(), { calls: 7, refunds: 5000, refunds_owed: 7700, clamped_calls: 3 });
 
@@ -47,17 +50,40 @@ t.test('a pool too small for the refunds: paid to zero, the rest recorded as sho
     'each call carries what it was owed and what it got',
   );
   const pool = (await cli('pool', 'show', '--json')).json();
-  t.match(pool, { pool: 0, refunds: 5000, refunds_owed: 7700, shortfall: 2700, clamped: { pool_depleted: 3, cap_clamped: 0 }, owed_to_keys: 5000 });
+  t.match(pool, {
+    pool: 0,
+    refunds: 5000,
+    refunds_owed: 7700,
+    shortfall: 2700,
+    clamped: { pool_depleted: 3, cap_clamped: 0 },
+    owed_to_keys: 5000,
+  });
   const human = await cli('pool', 'show');
   t.match(human.stdout, /shortfall: +0\.0027 \(2700 micro\) \(3 calls pool_depleted, 0 cap_clamped\)/);
   t.match(control.handle.ctx.store.ledger.totals(), { pool_size: 0, total_refunds: 5000, total_refunds_owed: 7700 });
 
   // Premiums refill the pool; later refunds are paid again.
-  await ship(control, [outcome({ started: t0 + 10 }), outcome({ started: t0 + 11 }), outcome({ outcome: 'network_error', started: t0 + 12 })]);
+  await ship(control, [
+    outcome({ started: t0 + 10 }),
+    outcome({ started: t0 + 11 }),
+    outcome({ outcome: 'network_error', started: t0 + 12 }),
+  ]);
   await cli('settler', 'run-once');
-  t.same(clampsOf(control).slice(-3).map((r) => [r.premium, r.refund, r.clamp]), [[100, 0, null], [100, 0, null], [0, 200, 'pool_depleted']]);
+  t.same(
+    clampsOf(control)
+      .slice(-3)
+      .map((r) => [r.premium, r.refund, r.clamp]),
+    [
+      [100, 0, null],
+      [100, 0, null],
+      [0, 200, 'pool_depleted'],
+    ],
+  );
   const balances = (await cli('ledger', 'balances', '--json')).json().balances as { account: string; balance: number }[];
-  t.ok(balances.filter((b) => b.account === 'pool' || b.account === 'treasury').every((b) => b.balance >= 0), 'nothing negative');
+  t.ok(
+    balances.filter((b) => b.account === 'pool' || b.account === 'treasury').every((b) => b.balance >= 0),
+    'nothing negative',
+  );
   t.equal((await cli('ledger', 'verify')).code, 0);
 });
 
@@ -65,7 +91,19 @@ t.test('the hourly cap: per endpoint, per clock hour of the call start', async (
   const clock = manualClock(Date.UTC(2030, 0, 1, 12, 30));
   const control = await startTestControl(t, { now: clock.now, flags: { 'settler.cadenceMs': 3_600_000 } });
   const cli = (...args: string[]) => runCli(args, { control });
-  await cli('endpoints', 'add', 'capped', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100', '--refund-cap-per-hour', '2500');
+  await cli(
+    'endpoints',
+    'add',
+    'capped',
+    '--upstream',
+    'http://127.0.0.1:9/x',
+    '--price',
+    '1000',
+    '--premium',
+    '100',
+    '--refund-cap-per-hour',
+    '2500',
+  );
   await cli('endpoints', 'add', 'free', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100');
   await cli('pool', 'fund', '1.0');
   const h12 = Date.UTC(2030, 0, 1, 12, 0);
@@ -96,7 +134,13 @@ t.test('the hourly cap: per endpoint, per clock hour of the call start', async (
     ],
   );
   const pool = (await cli('pool', 'show', '--json')).json();
-  t.match(pool, { refunds: 4700, refunds_owed: 7700, shortfall: 3000, clamped: { pool_depleted: 0, cap_clamped: 3 }, pool: 1_000_000 - 4700 });
+  t.match(pool, {
+    refunds: 4700,
+    refunds_owed: 7700,
+    shortfall: 3000,
+    clamped: { pool_depleted: 0, cap_clamped: 3 },
+    pool: 1_000_000 - 4700,
+  });
   t.equal((await cli('ledger', 'verify')).code, 0);
 
   // Raising the cap applies to calls settled from then on; the hour's tally stays.
@@ -107,5 +151,12 @@ t.test('the hourly cap: per endpoint, per clock hour of the call start', async (
     .prepare(`SELECT refund, refund_owed, clamp FROM outcomes WHERE endpoint_id = 'capped' AND started_at = ?`)
     .get(h12 + 30 * 60_000);
   t.same(last, { refund: 500, refund_owed: 1100, clamp: 'cap_clamped' }, 'what was left of the raised cap');
-  t.equal(control.handle.ctx.store.db.prepare(`SELECT refunds FROM refund_hours WHERE endpoint_id = 'capped' AND hour = ?`).pluck().get(h12 / HOUR), 3000, 'the 12:00 hour paid exactly its new cap');
+  t.equal(
+    control.handle.ctx.store.db
+      .prepare(`SELECT refunds FROM refund_hours WHERE endpoint_id = 'capped' AND hour = ?`)
+      .pluck()
+      .get(h12 / HOUR),
+    3000,
+    'the 12:00 hour paid exactly its new cap',
+  );
 });

@@ -42,7 +42,14 @@ export async function run(opts: AddOptions, deps: Deps): Promise<number> {
     ...(opts.wallet !== undefined ? { wallet: opts.wallet } : {}),
     ...(opts.socialUrl !== undefined ? { social_url: opts.socialUrl } : {}),
     ...(opts.messagingHandle !== undefined ? { messaging_handle: opts.messagingHandle } : {}),
-    ...(opts.type !== undefined ? { applicant_type: opts.type.trim().toLowerCase().replace(/[-\s]+/g, '_') } : {}),
+    ...(opts.type !== undefined
+      ? {
+          applicant_type: opts.type
+            .trim()
+            .toLowerCase()
+            .replace(/[-\s]+/g, '_'),
+        }
+      : {}),
     ...(opts.api !== undefined ? { apis_paid: opts.api } : {}),
     ...(opts.why !== undefined ? { why: opts.why } : {}),
     feedback_opt_in: opts.feedback === true,

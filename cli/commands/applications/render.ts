@@ -1,10 +1,5 @@
 /** Human rendering of applications, shared by the applications commands. */
-import {
-  APPLICANT_TYPE_LABELS,
-  type ApplicationDetail,
-  type ApplicationView,
-  type ApprovalResult,
-} from '../../../protocol/applications';
+import { APPLICANT_TYPE_LABELS, type ApplicationDetail, type ApplicationView, type ApprovalResult } from '../../../protocol/applications';
 import type { Output } from '../../output';
 import { table } from '../../output';
 
@@ -48,7 +43,10 @@ export function applicationLines(app: ApplicationDetail | ApplicationView): stri
     `feedback:     ${app.feedback_opt_in ? 'yes (early tester offers)' : 'no'}`,
     ...(app.decided_at ? [`decided:      ${app.decided_at} by ${app.decided_by}`] : []),
   ];
-  if ('key' in app && app.key) lines.push(`key:          ${app.key.id} (${app.key.prefix}…, ${app.key.status}; endpoints: ${app.key.endpoints.length > 0 ? app.key.endpoints.join(', ') : 'all'})`);
+  if ('key' in app && app.key)
+    lines.push(
+      `key:          ${app.key.id} (${app.key.prefix}…, ${app.key.status}; endpoints: ${app.key.endpoints.length > 0 ? app.key.endpoints.join(', ') : 'all'})`,
+    );
   else if (app.key_id) lines.push(`key:          ${app.key_id}`);
   if (app.delivery) {
     lines.push(
@@ -83,7 +81,9 @@ export function printApproval(out: Output, verb: string, result: ApprovalResult)
     return;
   }
   if (result.delivery.status === 'delivered') {
-    out.line(`Delivered over the ${result.delivery.notifier} for ${to} (${result.delivery.attempts} attempt${result.delivery.attempts === 1 ? '' : 's'}).`);
+    out.line(
+      `Delivered over the ${result.delivery.notifier} for ${to} (${result.delivery.attempts} attempt${result.delivery.attempts === 1 ? '' : 's'}).`,
+    );
     return;
   }
   out.line(`Delivery FAILED over the ${result.delivery.notifier} for ${to}: ${result.delivery.error}.`);

@@ -5,7 +5,13 @@ export const changelog: GroupSpec = {
   name: 'changelog',
   description: 'the public changelog',
   commands: [
-    leaf({ name: 'add', args: [{ name: '<text>' }], description: 'add an operator notice', load: () => lazy<typeof import('./add.js')>(__dirname, 'add'), shape: ([text], o) => ({ ...o, text: text! }) }),
+    leaf({
+      name: 'add',
+      args: [{ name: '<text>' }],
+      description: 'add an operator notice',
+      load: () => lazy<typeof import('./add.js')>(__dirname, 'add'),
+      shape: ([text], o) => ({ ...o, text: text! }),
+    }),
     leaf({
       name: 'list',
       description: 'list entries, newest first',

@@ -13,7 +13,10 @@ export async function run(opts: { limit?: string; json?: boolean }, deps: Deps):
     deps.out.line(
       answer.entries.length === 0
         ? 'No changelog entries.'
-        : table(['#', 'AT', 'KIND', 'BY', 'TEXT'], answer.entries.map((e) => [e.id, e.at, e.kind, e.author, e.text])),
+        : table(
+            ['#', 'AT', 'KIND', 'BY', 'TEXT'],
+            answer.entries.map((e) => [e.id, e.at, e.kind, e.author, e.text]),
+          ),
     );
   return EXIT_OK;
 }

@@ -16,7 +16,13 @@ export const flag: GroupSpec = {
       load: () => lazy<typeof import('./set.js')>(__dirname, 'set'),
       shape: ([name, value], o) => ({ ...o, name: name!, value: value! }),
     }),
-    leaf({ name: 'get', args: [{ name: '<name>' }], description: 'show a flag', load: () => lazy<typeof import('./get.js')>(__dirname, 'get'), shape: ([name], o) => ({ ...o, name: name! }) }),
+    leaf({
+      name: 'get',
+      args: [{ name: '<name>' }],
+      description: 'show a flag',
+      load: () => lazy<typeof import('./get.js')>(__dirname, 'get'),
+      shape: ([name], o) => ({ ...o, name: name! }),
+    }),
     leaf({ name: 'list', description: 'list flags', load: () => lazy<typeof import('./list.js')>(__dirname, 'list'), shape: (_a, o) => o }),
   ],
 };

@@ -11,10 +11,7 @@ export async function run(
 ): Promise<number> {
   const name = flagOption(opts.name);
   const body = { value: onOff(opts.value), ...(opts.note !== undefined ? { note: opts.note } : {}) };
-  const flag = await deps.client.put<FlagChange>(
-    `/_admin/v1/flags/${name}`,
-    body,
-  );
+  const flag = await deps.client.put<FlagChange>(`/_admin/v1/flags/${name}`, body);
   const waited = opts.wait ? await waitForVersion(deps, flag.version, opts.timeout) : null;
   if (opts.json) deps.out.json({ ...flag, ...(waited ? { propagation: waited } : {}) });
   else {

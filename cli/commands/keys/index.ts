@@ -29,8 +29,21 @@ export const keys: GroupSpec = {
       load: () => lazy<typeof import('./list.js')>(__dirname, 'list'),
       shape: (_a, o) => o,
     }),
-    leaf({ name: 'show', args: [{ name: '<id>' }], description: 'show one key', load: () => lazy<typeof import('./show.js')>(__dirname, 'show'), shape: ([id], o) => ({ ...o, id: id! }) }),
-    leaf({ name: 'revoke', args: [{ name: '<id>' }], description: 'revoke a key now', options: WAIT_OPTIONS, load: () => lazy<typeof import('./revoke.js')>(__dirname, 'revoke'), shape: ([id], o) => ({ ...o, id: id! }) }),
+    leaf({
+      name: 'show',
+      args: [{ name: '<id>' }],
+      description: 'show one key',
+      load: () => lazy<typeof import('./show.js')>(__dirname, 'show'),
+      shape: ([id], o) => ({ ...o, id: id! }),
+    }),
+    leaf({
+      name: 'revoke',
+      args: [{ name: '<id>' }],
+      description: 'revoke a key now',
+      options: WAIT_OPTIONS,
+      load: () => lazy<typeof import('./revoke.js')>(__dirname, 'revoke'),
+      shape: ([id], o) => ({ ...o, id: id! }),
+    }),
     leaf({
       name: 'rotate',
       args: [{ name: '<id>' }],

@@ -5,9 +5,7 @@ import { EXIT_OK } from '../../exit-codes';
 import { waitForVersion } from '../wait';
 
 export async function run(opts: { id: string; wait?: boolean; timeout?: string; json?: boolean }, deps: Deps): Promise<number> {
-  const key = await deps.client.post<KeyRevoked>(
-    `/_admin/v1/keys/${encodeURIComponent(opts.id)}/revoke`,
-  );
+  const key = await deps.client.post<KeyRevoked>(`/_admin/v1/keys/${encodeURIComponent(opts.id)}/revoke`);
   const waited = opts.wait ? await waitForVersion(deps, key.version, opts.timeout) : null;
   if (opts.json) deps.out.json({ ...key, ...(waited ? { propagation: waited } : {}) });
   else {

@@ -17,7 +17,9 @@ export async function run(opts: { id: string; grace?: string; json?: boolean }, 
   deps.out.line();
   deps.out.line(`  ${issued.key}`);
   deps.out.line();
-  deps.out.line(old ? `The previous secret (${old.prefix}…) keeps working until ${old.expires_at}.` : 'The previous secret no longer works.');
+  deps.out.line(
+    old ? `The previous secret (${old.prefix}…) keeps working until ${old.expires_at}.` : 'The previous secret no longer works.',
+  );
   for (const line of keyLines(issued)) deps.out.line(line);
   return EXIT_OK;
 }

@@ -10,6 +10,14 @@ export async function run(opts: { account?: string; json?: boolean }, deps: Deps
   const { balances } = await deps.client.get<BalancesView>(`/_admin/v1/ledger/balances${query}`);
   const shown = opts.account === undefined ? balances : balances.filter((b) => b.account === opts.account || opts.account!.endsWith(':'));
   if (opts.json) deps.out.json({ balances: shown });
-  else deps.out.line(shown.length === 0 ? 'No such account.' : table(['ACCOUNT', 'BALANCE', 'MICRO'], shown.map((b) => [b.account, formatUnits(b.balance), b.balance])));
+  else
+    deps.out.line(
+      shown.length === 0
+        ? 'No such account.'
+        : table(
+            ['ACCOUNT', 'BALANCE', 'MICRO'],
+            shown.map((b) => [b.account, formatUnits(b.balance), b.balance]),
+          ),
+    );
   return EXIT_OK;
 }

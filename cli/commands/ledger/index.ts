@@ -14,7 +14,9 @@ export const ledger: GroupSpec = {
     leaf({
       name: 'balances',
       description: 'account balances',
-      options: [{ flags: '--account <account>', description: 'one account (pool, treasury, external, key:<id>) or a prefix ending in ":"' }],
+      options: [
+        { flags: '--account <account>', description: 'one account (pool, treasury, external, key:<id>) or a prefix ending in ":"' },
+      ],
       load: () => lazy<typeof import('./balances.js')>(__dirname, 'balances'),
       shape: (_a, o) => o,
     }),

@@ -8,7 +8,9 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   if (opts.json) deps.out.json(result);
   else if (result.ok) {
     const c = result.counts;
-    deps.out.line(`Ledger OK: ${result.checks.length} invariants hold over ${c.transfers} transfers, ${c.accounts} accounts, ${c.settled_calls} settled calls in ${c.batches} batches.`);
+    deps.out.line(
+      `Ledger OK: ${result.checks.length} invariants hold over ${c.transfers} transfers, ${c.accounts} accounts, ${c.settled_calls} settled calls in ${c.batches} batches.`,
+    );
   }
   if (!result.ok) {
     deps.out.error(`svcctl: ledger verify failed: ${result.violation}`);

@@ -13,6 +13,11 @@ export const pool: GroupSpec = {
       load: () => lazy<typeof import('./fund.js')>(__dirname, 'fund'),
       shape: ([amount], o) => ({ ...o, amount: amount! }),
     }),
-    leaf({ name: 'show', description: 'pool balance, premiums, refunds, shortfall', load: () => lazy<typeof import('./show.js')>(__dirname, 'show'), shape: (_a, o) => o }),
+    leaf({
+      name: 'show',
+      description: 'pool balance, premiums, refunds, shortfall',
+      load: () => lazy<typeof import('./show.js')>(__dirname, 'show'),
+      shape: (_a, o) => o,
+    }),
   ],
 };

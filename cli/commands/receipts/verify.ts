@@ -74,10 +74,22 @@ function readJwks(file: string): unknown {
 }
 
 /** Walk the chain; the first problem ends the walk. */
-export async function verifyReceipts(indexer: string, jwks: unknown, fetchImpl: FetchLike): Promise<{ keyring: ReceiptKeyring; chain: ChainVerifier; problem: ChainProblem | null }> {
+export async function verifyReceipts(
+  indexer: string,
+  jwks: unknown,
+  fetchImpl: FetchLike,
+): Promise<{ keyring: ReceiptKeyring; chain: ChainVerifier; problem: ChainProblem | null }> {
   const keyring = new ReceiptKeyring(jwks);
   const chain = new ChainVerifier(keyring);
-  if (keyring.size === 0) return { keyring, chain, problem: { batch: null, reason: `the JWKS holds no usable Ed25519 key${keyring.problems.length > 0 ? ` (${keyring.problems[0]})` : ''}` } };
+  if (keyring.size === 0)
+    return {
+      keyring,
+      chain,
+      problem: {
+        batch: null,
+        reason: `the JWKS holds no usable Ed25519 key${keyring.problems.length > 0 ? ` (${keyring.problems[0]})` : ''}`,
+      },
+    };
   // Totals first: receipts are only ever appended, so the chain read afterwards covers them.
   const stats = await getJson<StatsAnswer>(`${indexer}/api/stats`, fetchImpl);
   let after = 0;
@@ -127,7 +139,12 @@ export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike 
   else {
     for (const p of keyring.problems) deps.out.error(`svcctl: warning: JWKS ${p}`);
     if (problem === null) {
-      const span = chain.count === 0 ? 'no receipts yet' : chain.count === 1 ? '1 receipt (batch 1)' : `${chain.count} receipts (batches 1–${chain.count})`;
+      const span =
+        chain.count === 0
+          ? 'no receipts yet'
+          : chain.count === 1
+            ? '1 receipt (batch 1)'
+            : `${chain.count} receipts (batches 1–${chain.count})`;
       deps.out.line(
         `Receipts OK: ${span}, each signed by a ${result.jwks} key and chained to the one before; refunds ${formatUnits(chain.refunds)} and premiums ${formatUnits(chain.premiums)} equal the indexer's totals.`,
       );

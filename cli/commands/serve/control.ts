@@ -8,18 +8,24 @@ import { announceReady, untilSignal } from './lifecycle';
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
   const control = await startControl(opts.config);
   const boot = control.bootstrap;
-  announceReady(deps.out, 'control', { control: control.urls.control, api: control.urls.api, indexer: control.urls.indexer }, () => {
-    deps.out.line(`svc control ready (state version ${control.ctx.store.version()})`);
-    deps.out.line(`  admin + sync   ${control.urls.control}`);
-    deps.out.line(`  public api     ${control.urls.api}`);
-    deps.out.line(`  indexer        ${control.urls.indexer}`);
-    deps.out.line(`  data dir       ${boot.dataDir}`);
-    const where = (t: { file: string | null; created: boolean }, env: string) =>
-      t.file === null ? `from ${env}` : `${t.file}${t.created ? ' (created now, mode 0600)' : ''}`;
-    deps.out.line(`  admin token    ${where(boot.adminToken, 'SVC_ADMIN_TOKEN')}`);
-    deps.out.line(`  sync token     ${where(boot.syncToken, 'SVC_SYNC_TOKEN')}`);
-    deps.out.line(`  metrics token  ${where(boot.metricsToken, 'SVC_METRICS_TOKEN')}`);
-  }, opts.json);
+  announceReady(
+    deps.out,
+    'control',
+    { control: control.urls.control, api: control.urls.api, indexer: control.urls.indexer },
+    () => {
+      deps.out.line(`svc control ready (state version ${control.ctx.store.version()})`);
+      deps.out.line(`  admin + sync   ${control.urls.control}`);
+      deps.out.line(`  public api     ${control.urls.api}`);
+      deps.out.line(`  indexer        ${control.urls.indexer}`);
+      deps.out.line(`  data dir       ${boot.dataDir}`);
+      const where = (t: { file: string | null; created: boolean }, env: string) =>
+        t.file === null ? `from ${env}` : `${t.file}${t.created ? ' (created now, mode 0600)' : ''}`;
+      deps.out.line(`  admin token    ${where(boot.adminToken, 'SVC_ADMIN_TOKEN')}`);
+      deps.out.line(`  sync token     ${where(boot.syncToken, 'SVC_SYNC_TOKEN')}`);
+      deps.out.line(`  metrics token  ${where(boot.metricsToken, 'SVC_METRICS_TOKEN')}`);
+    },
+    opts.json,
+  );
   await untilSignal();
   await control.close();
   return EXIT_OK;

@@ -13,13 +13,21 @@ export async function run(opts: { config: Readonly<Config>; json?: boolean }, de
     if (err instanceof GatewayStartError) throw new CliError(err.message);
     throw err;
   }
-  announceReady(deps.out, 'gateway', { gateway: gateway.url }, () => {
-    deps.out.line(`svc gateway ${gateway.id} listening`);
-    deps.out.line(`  gateway ({market_url})  ${gateway.url}`);
-    deps.out.line(`  control                 ${gateway.controlUrl}`);
-    deps.out.line(`  engine                  ${gateway.engine}`);
-    deps.out.line(`  state                   ${gateway.state() ? `version ${gateway.state()!.version} (last-known-good)` : 'waiting for control'}`);
-  }, opts.json);
+  announceReady(
+    deps.out,
+    'gateway',
+    { gateway: gateway.url },
+    () => {
+      deps.out.line(`svc gateway ${gateway.id} listening`);
+      deps.out.line(`  gateway ({market_url})  ${gateway.url}`);
+      deps.out.line(`  control                 ${gateway.controlUrl}`);
+      deps.out.line(`  engine                  ${gateway.engine}`);
+      deps.out.line(
+        `  state                   ${gateway.state() ? `version ${gateway.state()!.version} (last-known-good)` : 'waiting for control'}`,
+      );
+    },
+    opts.json,
+  );
   await untilSignal();
   await gateway.close();
   return EXIT_OK;

@@ -43,7 +43,10 @@ export const serve: GroupSpec = {
         { flags: '--host <host>', description: 'bind address (SVC_HOST)' },
         { flags: '--gateway-port <port>', description: 'port (SVC_GATEWAY_PORT)' },
         { flags: '--id <id>', description: 'gateway id, unique per control (SVC_GATEWAY_ID; default gw-<hostname>)' },
-        { flags: '--engine <engine>', description: `proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE; default ${GATEWAY_ENGINES[0]})` },
+        {
+          flags: '--engine <engine>',
+          description: `proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE; default ${GATEWAY_ENGINES[0]})`,
+        },
         { flags: '--json', description: "once ready, print one JSON object with the gateway's URL" },
       ],
       action: async (o, ctx) => {
@@ -71,7 +74,13 @@ export const up: ProcessSpec = {
     if (g.config) common.push('--config', g.config);
     if (g.dataDir) common.push('--data-dir', g.dataDir);
     const flag = (name: string, value: unknown) => (typeof value === 'string' ? [name, value] : []);
-    const controlArgs = [...common, ...flag('--host', o.host), ...flag('--control-port', o.controlPort), ...flag('--api-port', o.apiPort), ...flag('--indexer-port', o.indexerPort)];
+    const controlArgs = [
+      ...common,
+      ...flag('--host', o.host),
+      ...flag('--control-port', o.controlPort),
+      ...flag('--api-port', o.apiPort),
+      ...flag('--indexer-port', o.indexerPort),
+    ];
     const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort), ...flag('--engine', o.engine)];
     const { run } = lazy<typeof import('../up.js')>(__dirname, '../up');
     return run(

@@ -121,12 +121,20 @@ export function renderActivityPage(v: ActivityView, urls: PageUrls): string {
   const page = v.page;
   const pager = [
     v.older ? '<a href="/activity" id="newest">Newest calls</a>' : '',
-    page.next_before === null ? '' : `<a href="/activity?before=${encodeURIComponent(page.next_before)}" id="older" rel="next">Older calls →</a>`,
+    page.next_before === null
+      ? ''
+      : `<a href="/activity?before=${encodeURIComponent(page.next_before)}" id="older" rel="next">Older calls →</a>`,
   ].filter(Boolean);
   const calls =
     page.activity.length === 0
       ? `<p id="calls-none">${v.older ? 'No older calls.' : 'No calls yet.'}</p>`
-      : callsTable('calls', `${plural(page.activity.length, 'call')}, newest first${v.older ? ' (an older page)' : ''}; amounts in units of 6 decimals`, page.activity, v.names, urls);
+      : callsTable(
+          'calls',
+          `${plural(page.activity.length, 'call')}, newest first${v.older ? ' (an older page)' : ''}; amounts in units of 6 decimals`,
+          page.activity,
+          v.names,
+          urls,
+        );
   const refunds =
     v.refunds.length === 0
       ? '<p id="refunds-none">No refunds yet.</p>'

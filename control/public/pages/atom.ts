@@ -40,7 +40,9 @@ const NOT_XML =
 
 /** Text as XML character data or an attribute value: escaped, and characters XML 1.0 cannot hold replaced by U+FFFD. */
 export function xmlText(value: string): string {
-  return value.replace(NOT_XML, '\ufffd').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+  return value
+    .replace(NOT_XML, '\ufffd')
+    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
 }
 
 /** A stable `urn:uuid:` (RFC 9562 version 8, name-based) for `name` under `secret`. */

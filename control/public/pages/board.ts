@@ -93,8 +93,10 @@ export function parseSort(query: URLSearchParams): Sort {
   const order = query.get('order') ?? DEFAULT_SORT.order;
   const errors: { field: string; message: string }[] = [];
   if (!(SORT_KEYS as readonly string[]).includes(key)) errors.push({ field: 'sort', message: `must be one of ${SORT_KEYS.join(', ')}` });
-  if (!(SORT_ORDERS as readonly string[]).includes(order)) errors.push({ field: 'order', message: `must be one of ${SORT_ORDERS.join(', ')}` });
-  if (errors.length > 0) throw new SvcError('svc_bad_request', errors.map((e) => `${e.field} ${e.message}`).join('; '), { extra: { errors } });
+  if (!(SORT_ORDERS as readonly string[]).includes(order))
+    errors.push({ field: 'order', message: `must be one of ${SORT_ORDERS.join(', ')}` });
+  if (errors.length > 0)
+    throw new SvcError('svc_bad_request', errors.map((e) => `${e.field} ${e.message}`).join('; '), { extra: { errors } });
   return { key: key as SortKey, order: order as SortOrder };
 }
 

@@ -50,7 +50,8 @@ export function crc32Shift(bytes: number): number {
  */
 export function shiftTable(shift: number): Uint32Array {
   const table = new Uint32Array(1024);
-  for (let byte = 0; byte < 4; byte++) for (let v = 0; v < 256; v++) table[byte * 256 + v] = v === 0 ? 0 : multmodp(shift, (v << (8 * byte)) >>> 0);
+  for (let byte = 0; byte < 4; byte++)
+    for (let v = 0; v < 256; v++) table[byte * 256 + v] = v === 0 ? 0 : multmodp(shift, (v << (8 * byte)) >>> 0);
   return table;
 }
 

@@ -77,12 +77,16 @@ export function escapeHtml(value: unknown): string {
 /** An instant as `<time>`: `2030-01-01 12:00:00 UTC`, or `never`. */
 export function time(iso: string | null): string {
   if (iso === null) return 'never';
-  const shown = iso.replace('T', ' ').replace(/\.\d+Z$/, ' UTC').replace(/Z$/, ' UTC');
+  const shown = iso
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC')
+    .replace(/Z$/, ' UTC');
   return `<time datetime="${escapeHtml(iso)}">${escapeHtml(shown)}</time>`;
 }
 
 /** Micro-units as a decimal with 6 places. */
-export const money = (micro: number): string => `${micro < 0 ? '-' : ''}${Math.floor(Math.abs(micro) / 1e6)}.${String(Math.abs(micro) % 1e6).padStart(6, '0')}`;
+export const money = (micro: number): string =>
+  `${micro < 0 ? '-' : ''}${Math.floor(Math.abs(micro) / 1e6)}.${String(Math.abs(micro) % 1e6).padStart(6, '0')}`;
 
 /** A rate (0..1) as a percentage with up to two decimals: `0.5 %`, `12.25 %`. */
 export function percent(rate: number): string {

@@ -35,7 +35,9 @@ function legend(a: ProvidersAnswer): string {
 }
 
 const providerName = (p: BoardProvider): string =>
-  p.display_name === null ? `<code>${escapeHtml(p.id)}</code>` : `${escapeHtml(p.display_name)} <code class="muted">${escapeHtml(p.id)}</code>`;
+  p.display_name === null
+    ? `<code>${escapeHtml(p.id)}</code>`
+    : `${escapeHtml(p.display_name)} <code class="muted">${escapeHtml(p.id)}</code>`;
 
 const spark = (p: BoardProvider, a: ProvidersAnswer): string =>
   sparkline(p.hourlyRates, { floor: 2 * a.thresholds.elevated_up_to, limit: a.thresholds.elevated_up_to, windowH: a.window_h });
@@ -166,7 +168,11 @@ ${p.display_name === null ? '' : `<p class="lede">Provider <code>${escapeHtml(p.
 <dt>Failure rate per hour</dt><dd>${spark(p, a)}</dd>
 </dl>
 <section aria-labelledby="h-hourly"><h2 id="h-hourly">Calls per hour</h2>
-${hourlyBars(p.hours, p.hours.map((_, i) => hourLabel(board.start, i)), a.window_h)}
+${hourlyBars(
+  p.hours,
+  p.hours.map((_, i) => hourLabel(board.start, i)),
+  a.window_h,
+)}
 <ul class="legend" aria-label="Outcomes">${legendItems}</ul>
 ${hourlyTable(board, p)}
 </section>

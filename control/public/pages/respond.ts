@@ -45,7 +45,6 @@ export function nextNonce(): string {
   return nonce;
 }
 
-
 /** The listeners' URLs, for links between the public API's pages and the indexer's. */
 export interface PageUrls {
   api: string;
@@ -76,11 +75,19 @@ interface CachedPage {
  * nonce in the body and the CSP. `render` must put `NONCE_PLACEHOLDER` into the page exactly
  * where the nonce goes (once).
  */
-export function sendPage(req: IncomingMessage, res: ServerResponse, cache: ResponseCache, key: string, render: () => string, now: () => number): void {
+export function sendPage(
+  req: IncomingMessage,
+  res: ServerResponse,
+  cache: ResponseCache,
+  key: string,
+  render: () => string,
+  now: () => number,
+): void {
   const entry = cache.get(key, () => {
     const body = Buffer.from(render());
     const nonceAt = body.indexOf(NONCE_PLACEHOLDER);
-    if (nonceAt < 0 || body.indexOf(NONCE_PLACEHOLDER, nonceAt + 1) >= 0) throw new Error(`page ${key}: the nonce placeholder must appear exactly once`);
+    if (nonceAt < 0 || body.indexOf(NONCE_PLACEHOLDER, nonceAt + 1) >= 0)
+      throw new Error(`page ${key}: the nonce placeholder must appear exactly once`);
     const gzip = gzipTemplate(body, nonceAt, NONCE_PLACEHOLDER.length);
     return { body, contentType: HTML_CONTENT_TYPE, nonceAt, gzip } as { body: Buffer; contentType: string };
   }) as CachedPage;

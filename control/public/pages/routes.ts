@@ -53,29 +53,47 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
   const started = new Date(ctx.startedAt).toISOString();
 
   registerFavicon(router);
-  router.get('/status', ({ req, res }) => sendPage(req, res, status, 'status', () => renderStatusPage(statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now));
+  router.get('/status', ({ req, res }) =>
+    sendPage(req, res, status, 'status', () => renderStatusPage(statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now),
+  );
 
   router.get('/providers', ({ req, res, query }) => {
     const sort = parseSort(query);
-    sendPage(req, res, providers, `providers:${sort.key}:${sort.order}`, () => {
-      const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
-      return renderProvidersPage(board, sortProviders(board.providers, sort), sort, pageUrls(ctx));
-    }, ctx.now);
+    sendPage(
+      req,
+      res,
+      providers,
+      `providers:${sort.key}:${sort.order}`,
+      () => {
+        const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
+        return renderProvidersPage(board, sortProviders(board.providers, sort), sort, pageUrls(ctx));
+      },
+      ctx.now,
+    );
   });
 
   router.get('/providers/:id', ({ req, res, params }) => {
     const id = params.id ?? '';
-    sendPage(req, res, providers, `provider:${id}`, () => {
-      const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
-      const p = boardProvider(board, id);
-      const refunds = ctx.store.publicReads.refunds(PAGE_REFUNDS, p.endpointId).map((r) => activityItem(ids, r));
-      return renderProviderPage(board, p, refunds, pageUrls(ctx));
-    }, ctx.now);
+    sendPage(
+      req,
+      res,
+      providers,
+      `provider:${id}`,
+      () => {
+        const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
+        const p = boardProvider(board, id);
+        const refunds = ctx.store.publicReads.refunds(PAGE_REFUNDS, p.endpointId).map((r) => activityItem(ids, r));
+        return renderProviderPage(board, p, refunds, pageUrls(ctx));
+      },
+      ctx.now,
+    );
   });
 
   router.get('/changelog.atom', ({ req, res }) =>
     status.send(req, res, 'changelog.atom', () => ({
-      body: Buffer.from(renderAtom(changelogFeed(secret, ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started))),
+      body: Buffer.from(
+        renderAtom(changelogFeed(secret, ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started)),
+      ),
       contentType: ATOM_CONTENT_TYPE,
       headers: FEED_HEADERS,
     })),
@@ -98,25 +116,34 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
   router.get('/activity', ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
-    sendPage(req, res, cache, key, () => {
-      const totals = ctx.store.ledger.totals();
-      const view: ActivityView = {
-        totals: { ...totals, settler: ctx.settler()?.state ?? 'not_running' },
-        names: new Map(ctx.store.endpoints.list().flatMap((e) => (e.display_name === null ? [] : [[ids.provider(e.id), e.display_name] as const]))),
-        batches: ctx.store.publicReads.batches(PAGE_BATCHES).map((b) => ({
-          id: b.id,
-          provider: ids.provider(b.endpoint_id),
-          at: new Date(b.created_at).toISOString(),
-          calls: b.calls,
-          refunds: b.refunds,
-          premiums: b.premiums,
-          clamped_calls: b.clamped_calls,
-        })),
-        refunds: ctx.store.publicReads.refunds(PAGE_REFUNDS).map((r) => activityItem(ids, r)),
-        page: activityPage(ctx, ids, cursors, limit, before),
-        older: before !== null,
-      };
-      return renderActivityPage(view, pageUrls(ctx));
-    }, ctx.now);
+    sendPage(
+      req,
+      res,
+      cache,
+      key,
+      () => {
+        const totals = ctx.store.ledger.totals();
+        const view: ActivityView = {
+          totals: { ...totals, settler: ctx.settler()?.state ?? 'not_running' },
+          names: new Map(
+            ctx.store.endpoints.list().flatMap((e) => (e.display_name === null ? [] : [[ids.provider(e.id), e.display_name] as const])),
+          ),
+          batches: ctx.store.publicReads.batches(PAGE_BATCHES).map((b) => ({
+            id: b.id,
+            provider: ids.provider(b.endpoint_id),
+            at: new Date(b.created_at).toISOString(),
+            calls: b.calls,
+            refunds: b.refunds,
+            premiums: b.premiums,
+            clamped_calls: b.clamped_calls,
+          })),
+          refunds: ctx.store.publicReads.refunds(PAGE_REFUNDS).map((r) => activityItem(ids, r)),
+          page: activityPage(ctx, ids, cursors, limit, before),
+          older: before !== null,
+        };
+        return renderActivityPage(view, pageUrls(ctx));
+      },
+      ctx.now,
+    );
   });
 }

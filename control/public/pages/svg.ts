@@ -76,7 +76,10 @@ export function sparkline(rates: readonly (number | null)[], opts: { floor: numb
     points.push(`<circle class="pt" cx="${x}" cy="${y}" r="1.4"/>`);
   });
   const bottom = SPARK.height - SPARK.pad;
-  const limit = opts.limit <= scale ? `<line class="limit" x1="${SPARK.pad}" x2="${SPARK.width - SPARK.pad}" y1="${sparkY(opts.limit, scale)}" y2="${sparkY(opts.limit, scale)}"/>` : '';
+  const limit =
+    opts.limit <= scale
+      ? `<line class="limit" x1="${SPARK.pad}" x2="${SPARK.width - SPARK.pad}" y1="${sparkY(opts.limit, scale)}" y2="${sparkY(opts.limit, scale)}"/>`
+      : '';
   return `<svg class="spark" viewBox="0 0 ${SPARK.width} ${SPARK.height}" width="${SPARK.width}" height="${SPARK.height}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title><line class="base" x1="${SPARK.pad}" x2="${SPARK.width - SPARK.pad}" y1="${bottom}" y2="${bottom}"/>${limit}${d ? `<path class="line" d="${d}"/>` : ''}${points.join('')}</svg>`;
 }
 
@@ -110,7 +113,9 @@ export function hourlyBars(slots: readonly SlotCounts[], labels: readonly string
       rects.push(`<rect class="o-${outcome}" x="${x}" y="${round(y)}" width="${barW}" height="${round(h)}"/>`);
     }
     const parts = CHART_OUTCOMES.filter((o) => slot[o] > 0).map((o) => `${slot[o]} ${OUTCOME_LABELS[o]}`);
-    bars.push(`<g class="bar" data-slot="${i}" data-calls="${totals[i]}"><title>${escapeHtml(`${labels[i] ?? ''}: ${totals[i]} calls (${parts.join(', ')})`)}</title>${rects.join('')}</g>`);
+    bars.push(
+      `<g class="bar" data-slot="${i}" data-calls="${totals[i]}"><title>${escapeHtml(`${labels[i] ?? ''}: ${totals[i]} calls (${parts.join(', ')})`)}</title>${rects.join('')}</g>`,
+    );
   });
   const busiest = Math.max(0, ...totals);
   const label =
