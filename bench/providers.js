@@ -373,11 +373,14 @@ async function main() {
   });
   const svc = summary(runs.svc);
   const bareSummary = summary(runs.bare);
-  const ratio = round(svc.req_per_s / bareSummary.req_per_s, 3);
+  // Compared unrounded: a ratio that only rounds up to the target does not meet it.
+  const rawRatio = svc.req_per_s / bareSummary.req_per_s;
+  const ratio = round(rawRatio, 3);
   const cpuRatio = svc.cpu_us_per_req && bareSummary.cpu_us_per_req ? round(bareSummary.cpu_us_per_req / svc.cpu_us_per_req, 3) : null;
   const pageSummary = summary(runs.page);
-  const pageRatio = round(pageSummary.req_per_s / svc.req_per_s, 3);
-  const pass = ratio >= TARGET_RATIO && pageRatio >= TARGET_RATIO;
+  const rawPageRatio = pageSummary.req_per_s / svc.req_per_s;
+  const pageRatio = round(rawPageRatio, 3);
+  const pass = rawRatio >= TARGET_RATIO && rawPageRatio >= TARGET_RATIO;
   console.log(`median svc  ${svc.req_per_s} req/s (p50 ${svc.p50_ms} ms, p99 ${svc.p99_ms} ms, ${svc.cpu_us_per_req ?? '-'} µs CPU/req)`);
   console.log(
     `median bare ${bareSummary.req_per_s} req/s (p50 ${bareSummary.p50_ms} ms, p99 ${bareSummary.p99_ms} ms, ${bareSummary.cpu_us_per_req ?? '-'} µs CPU/req)`,
@@ -386,7 +389,7 @@ async function main() {
   console.log(
     `median page ${pageSummary.req_per_s} req/s (p50 ${pageSummary.p50_ms} ms, p99 ${pageSummary.p99_ms} ms, ${pageSummary.cpu_us_per_req ?? '-'} µs CPU/req)`,
   );
-  console.log(`ratio svc/bare ${ratio} (target ≥ ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? 'met' : 'NOT met'})`);
+  console.log(`ratio svc/bare ${ratio} (target ≥ ${TARGET_RATIO}: ${rawRatio >= TARGET_RATIO ? 'met' : 'NOT met'})`);
   const saturated = Object.entries({ svc, bare: bareSummary, page: pageSummary })
     .filter(([, x]) => x.loadgen_cpu >= LOADGEN_SATURATED)
     .map(([k]) => k);
@@ -395,7 +398,7 @@ async function main() {
       `the load generator (${params.loadgen}) was saturated on ${saturated.join(', ')}: those rates are its, not the server's${params.loadgen === 'autocannon' ? ' (install wrk)' : ''}`,
     );
   console.log(
-    `ratio page/json ${pageRatio} (the /providers page against /api/v1/providers; target ≥ ${TARGET_RATIO}: ${pageRatio >= TARGET_RATIO ? 'met' : 'NOT met'})`,
+    `ratio page/json ${pageRatio} (the /providers page against /api/v1/providers; target ≥ ${TARGET_RATIO}: ${rawPageRatio >= TARGET_RATIO ? 'met' : 'NOT met'})`,
   );
 
   fs.mkdirSync(path.dirname(RESULTS), { recursive: true });

@@ -32,7 +32,8 @@ function checkPage(t: Test, res: AdminResponse, what: string, secrets: string[])
   t.ok(nonce, `${what}: styles allowed by a nonce only`);
   t.match(csp, /default-src 'none'/, `${what}: nothing else loads`);
   t.match(csp, /script-src 'nonce-/, `${what}: no script but by nonce (and the page has none)`);
-  t.match(csp, /frame-ancestors 'none'/);
+  t.match(csp, /frame-ancestors 'none'/, `${what}: never framed (the CSP, which browsers enforce in place of X-Frame-Options)`);
+  t.match(res.text, /<meta name="referrer" content="no-referrer">/, `${what}: links send no referrer`);
   t.notMatch(csp, /unsafe-inline|unsafe-eval/);
   t.equal([...res.text.matchAll(/nonce="([^"]+)"/g)].map((m) => m[1]).join(), nonce, `${what}: the page's one nonce is the CSP's`);
   t.notMatch(res.text, /<script|\sstyle="|\son[a-z]+=/i, `${what}: no script, no style attribute, no event handler`);

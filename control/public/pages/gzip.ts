@@ -99,7 +99,7 @@ export function gzipTemplate(body: Buffer, slotAt: number, slotLength: number): 
 }
 
 /** Bytes of the slab answers are carved from. */
-const SLAB_BYTES = 256 * 1024;
+const SLAB_BYTES = 64 * 1024;
 let slab = Buffer.allocUnsafe(0);
 let slabUsed = 0;
 

@@ -135,6 +135,7 @@ export function renderDocument(doc: Document): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
+<meta name="referrer" content="no-referrer">
 <title>${escapeHtml(doc.title)}</title>
 ${doc.head ?? ''}<style nonce="${NONCE_PLACEHOLDER}">${STYLE}</style>
 </head>
