@@ -61,6 +61,8 @@ const params = {
   threads: process.env.BENCH_THREADS === '1',
   profile: process.env.BENCH_PROFILE === '1',
   quiet_wait_s: envInt('BENCH_QUIET_WAIT', 0, 0),
+  /** Node options for the gateway processes of phase 1, e.g. `--max-semi-space-size=32` (GC tuning A/B). */
+  gateway_node_args: (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
   upstream_max_sockets: 256,
 };
 
@@ -285,6 +287,7 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
         logDir,
         version: wanted,
         results,
+        nodeArgs: params.gateway_node_args,
       });
       results.memory[`${name}_ready`] = { keys: params.keys, ...gw.memory };
       log(
