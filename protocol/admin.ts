@@ -20,6 +20,13 @@ const MicroUnits = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const PositiveMs = z.number().int().min(1).max(3_600_000);
 
 /** Fields an operator may set on an endpoint (all but `id` optional on update). */
+/** A key's lifetime from its issue: whole seconds, at most ten years. */
+export const ExpiresInSeconds = z
+  .number()
+  .int()
+  .min(1)
+  .max(10 * 365 * 86400);
+
 export const EndpointFields = z.object({
   upstream: UpstreamUrl,
   /** Shown on the public pages beside the provider's opaque id; null removes it. */
@@ -92,12 +99,7 @@ export const IssueKeyRequest = z
     name: plainString().trim().min(1).max(120).optional(),
     wallet: WalletAddress.optional(),
     endpoints: z.array(EndpointId).max(1000).optional(),
-    expires_in_seconds: z
-      .number()
-      .int()
-      .min(1)
-      .max(10 * 365 * 86400)
-      .optional(),
+    expires_in_seconds: ExpiresInSeconds.optional(),
     limit: RateLimitBody.optional(),
     application_id: plainString().min(1).max(64).optional(),
   })

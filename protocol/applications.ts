@@ -5,7 +5,7 @@
  * direct-contact fallback is validated exactly like the form.
  */
 import { z } from 'zod';
-import { KeyStatus } from './admin';
+import { ExpiresInSeconds, KeyStatus } from './admin';
 import { EndpointId } from './endpoint';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
@@ -201,12 +201,7 @@ export const AddApplicationRequest = z.strictObject({
 
 export const ApproveApplicationRequest = z.strictObject({
   endpoints: z.array(EndpointId).max(1000).optional(),
-  expires_in_seconds: z
-    .number()
-    .int()
-    .min(1)
-    .max(10 * 365 * 86400)
-    .optional(),
+  expires_in_seconds: ExpiresInSeconds.optional(),
 });
 export type ApproveApplicationRequest = z.infer<typeof ApproveApplicationRequest>;
 

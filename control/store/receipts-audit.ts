@@ -20,6 +20,7 @@ import type { Clamp } from '../../protocol/settlement';
 import type { Outcome } from '../../protocol/outcome';
 import { OpaqueIds } from '../public/ids';
 import { SUBTREE_HEIGHT } from '../receipts/tree';
+import { leafOf } from './receipts';
 
 interface BatchWithReceipt {
   id: number;
@@ -115,17 +116,7 @@ export function receiptRootViolation(db: Db): string | null {
       runs = b?.subtrees ?? null;
       hashes = [];
     }
-    hashes.push(
-      leafHashOf({
-        batch,
-        call_id: row.call_id,
-        provider,
-        outcome: row.outcome,
-        premium: row.premium,
-        refund: row.refund,
-        clamp: row.clamp,
-      }),
-    );
+    hashes.push(leafHashOf(leafOf(batch, provider, row)));
   }
   return close();
 }

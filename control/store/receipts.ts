@@ -49,6 +49,11 @@ export interface LeafRow {
   clamp: Clamp | null;
 }
 
+/** A call's leaf: its batch and provider, and the settled row. */
+export function leafOf(batch: number, provider: string, row: LeafRow): ReceiptLeaf {
+  return { batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp };
+}
+
 export type ProofLookup =
   { state: 'unknown' } | { state: 'unsettled' } | { state: 'unreceipted'; batch: number } | { state: 'settled'; proof: CallProof };
 
@@ -315,14 +320,6 @@ export class ReceiptsTable {
   }
 
   private leafRows(batch: number, provider: string, rows: LeafRow[]): ReceiptLeaf[] {
-    return rows.map((row) => ({
-      batch,
-      call_id: row.call_id,
-      provider,
-      outcome: row.outcome,
-      premium: row.premium,
-      refund: row.refund,
-      clamp: row.clamp,
-    }));
+    return rows.map((row) => leafOf(batch, provider, row));
   }
 }
