@@ -35,6 +35,7 @@ const { performance } = require('node:perf_hooks');
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads');
 const { percentile, round } = require('./lib/stats');
 const { envInt } = require('./lib/env');
+const { controlArgs } = require('./lib/svc');
 
 const ROOT = path.resolve(__dirname, '..');
 const DIST = path.join(ROOT, 'dist');
@@ -103,22 +104,7 @@ function fill(dbPath) {
 const children = [];
 
 function startControl(dataDir) {
-  const argv = [
-    process.execPath,
-    CLI,
-    'serve',
-    'control',
-    '--data-dir',
-    dataDir,
-    '--host',
-    '127.0.0.1',
-    '--control-port',
-    '0',
-    '--api-port',
-    '0',
-    '--indexer-port',
-    '0',
-  ];
+  const argv = [process.execPath, CLI, ...controlArgs(dataDir)];
   const cmd = pinning ? ['taskset', '-c', '0', ...argv] : argv;
   const child = spawn(cmd[0], cmd.slice(1), {
     cwd: ROOT,

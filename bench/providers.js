@@ -35,6 +35,7 @@ const { execFile, execFileSync, spawn, spawnSync } = require('node:child_process
 const { randomUUID } = require('node:crypto');
 const autocannon = require('autocannon');
 const { envInt } = require('./lib/env');
+const { controlArgs } = require('./lib/svc');
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
@@ -252,27 +253,12 @@ async function main() {
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 
   const dataDir = path.join(dir, 'data');
-  const { child: controlProc, info: control } = await start(
-    'control',
-    [
-      process.execPath,
-      CLI,
-      'serve',
-      'control',
-      '--data-dir',
-      dataDir,
-      '--host',
-      '127.0.0.1',
-      '--control-port',
-      '0',
-      '--api-port',
-      '0',
-      '--indexer-port',
-      '0',
-    ],
-    'svc-ready ',
-    { SVC_SUPERVISED: '1', SVC_LIMITS_PUBLIC_COUNT: '1000000000', SVC_CACHE_PROVIDERS_TTL_S: '3600', SVC_LOG_LEVEL: 'warn' },
-  );
+  const { child: controlProc, info: control } = await start('control', [process.execPath, CLI, ...controlArgs(dataDir)], 'svc-ready ', {
+    SVC_SUPERVISED: '1',
+    SVC_LIMITS_PUBLIC_COUNT: '1000000000',
+    SVC_CACHE_PROVIDERS_TTL_S: '3600',
+    SVC_LOG_LEVEL: 'warn',
+  });
   const admin = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
   const sync = fs.readFileSync(path.join(dataDir, 'sync.token'), 'utf8').trim();
 

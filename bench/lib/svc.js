@@ -65,12 +65,31 @@ class Admin {
   }
 }
 
+/** `svcctl` arguments for a control on `dataDir`, on loopback, every listener on a free port. */
+function controlArgs(dataDir) {
+  return [
+    'serve',
+    'control',
+    '--data-dir',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--control-port',
+    '0',
+    '--api-port',
+    '0',
+    '--indexer-port',
+    '0',
+  ];
+}
+
 function startControl({ dataDir, cpu, logDir, name = 'control', env = {} }) {
-  const proc = new Proc(
-    name,
-    [process.execPath, cli(), 'serve', 'control', '--data-dir', dataDir, '--control-port', '0', '--api-port', '0', '--indexer-port', '0'],
-    { cpu, cwd: ROOT, log: path.join(logDir, `${name}.log`), env },
-  );
+  const proc = new Proc(name, [process.execPath, cli(), ...controlArgs(dataDir)], {
+    cpu,
+    cwd: ROOT,
+    log: path.join(logDir, `${name}.log`),
+    env,
+  });
   return proc;
 }
 
@@ -125,4 +144,4 @@ async function waitGatewayVersion(gatewayUrl, version, dataDir, timeoutMs = 300_
   }
 }
 
-module.exports = { Admin, http, startControl, startGateway, waitGatewayVersion, ROOT };
+module.exports = { Admin, controlArgs, http, startControl, startGateway, waitGatewayVersion, ROOT };
