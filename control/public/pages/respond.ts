@@ -68,9 +68,6 @@ interface CachedPage {
   expiresAt: number;
   nonceAt?: number;
   gzip?: GzipTemplate;
-  /** The weak validators of the two representations, made once per entry. */
-  etagPlain?: string;
-  etagGzip?: string;
 }
 
 /**
@@ -94,48 +91,31 @@ export function sendPage(
     const gzip = gzipTemplate(body, nonceAt, NONCE_PLACEHOLDER.length);
     return { body, contentType: HTML_CONTENT_TYPE, nonceAt, gzip } as { body: Buffer; contentType: string };
   }) as CachedPage;
-  if (entry.etagPlain === undefined) {
-    entry.etagPlain = `W/${entry.etag}`;
-    entry.etagGzip = `W/${entry.etag.slice(0, -1)}-gz"`;
-  }
   const gzip = acceptsGzip(req.headers['accept-encoding']);
-  const etag = gzip ? entry.etagGzip! : entry.etagPlain;
-  const cacheControl = `public, max-age=${Math.max(0, Math.ceil((entry.expiresAt - now()) / 1000))}`;
+  const etag = gzip ? `W/${entry.etag.slice(0, -1)}-gz"` : `W/${entry.etag}`;
+  const headers: Record<string, string> = {
+    'cache-control': `public, max-age=${Math.max(0, Math.ceil((entry.expiresAt - now()) / 1000))}`,
+    etag,
+    ...PAGE_HEADERS,
+  };
   if (etagMatches(req.headers['if-none-match'], etag)) {
-    res.writeHead(304, { 'cache-control': cacheControl, etag, ...PAGE_HEADERS });
+    res.writeHead(304, headers);
     res.end();
     return;
   }
   const nonce = nextNonce();
+  headers['content-security-policy'] = contentSecurityPolicy(nonce);
+  headers['content-type'] = HTML_CONTENT_TYPE;
   // One buffer, one write (as the JSON reads do): a gather write of the parts costs more than copying them.
   let body: Buffer;
   if (gzip) {
     body = gzipAnswer(entry.gzip!, nonce);
+    headers['content-encoding'] = 'gzip';
   } else {
     body = Buffer.from(entry.body);
     body.write(nonce, entry.nonceAt!, 'latin1');
   }
-  // One object literal of one shape per representation: the answer's headers are built per request.
-  res.writeHead(
-    200,
-    gzip
-      ? {
-          'cache-control': cacheControl,
-          etag,
-          ...PAGE_HEADERS,
-          'content-security-policy': contentSecurityPolicy(nonce),
-          'content-type': HTML_CONTENT_TYPE,
-          'content-encoding': 'gzip',
-          'content-length': String(body.length),
-        }
-      : {
-          'cache-control': cacheControl,
-          etag,
-          ...PAGE_HEADERS,
-          'content-security-policy': contentSecurityPolicy(nonce),
-          'content-type': HTML_CONTENT_TYPE,
-          'content-length': String(body.length),
-        },
-  );
+  headers['content-length'] = String(body.length);
+  res.writeHead(200, headers);
   res.end(body);
 }
