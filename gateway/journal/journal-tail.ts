@@ -5,6 +5,12 @@
  * from there: no buffer, array or object per write, so holding records costs the garbage
  * collector nothing per record or per write, and a shipping batch is built by copying bytes,
  * without a string per record.
+ *
+ * Memory is reused, not reallocated: blocks let go are kept (up to {@link SPARE_BLOCKS}) for
+ * the next ones, and every batch is built in one scratch buffer that only grows. At thousands
+ * of calls a second the tail would otherwise allocate megabytes of buffers a second, and V8
+ * answers a steady churn of external memory with full mark-compact collections, which pause
+ * every call in flight.
  */
 import { callIdOf } from './journal-file';
 
@@ -18,6 +24,8 @@ export interface Position {
 export const TAIL_BLOCK_BYTES = 256 * 1024;
 /** Line ends a block starts with room for; the array doubles as lines are added. */
 const INITIAL_LINES = 1024;
+/** Blocks let go that are kept for reuse (2 MiB at the default block size). @default 8 */
+export const SPARE_BLOCKS = 8;
 
 /** Consecutive bytes of one segment: committed lines, then room for more. */
 interface Block {
@@ -32,9 +40,12 @@ interface Block {
   lines: number;
 }
 
-/** Records taken from the tail as one batch: their JSON joined with commas. */
+/**
+ * Records taken from the tail as one batch: their JSON joined with commas. `body` is a view of
+ * the tail's scratch memory and is valid until the next `batch()`.
+ */
 export interface TailBatch {
-  /** `rec,rec,…,rec`: ready to go between `[` and `]`. */
+  /** `head` + `rec,rec,…,rec` + `end` (both empty unless given to `batch()`). */
   body: Buffer;
   count: number;
   /** Where the first record starts, and where the last one ends. */
@@ -49,6 +60,10 @@ const UUID_LENGTH = 36;
 
 /** Most UTF-8 bytes a string of `n` UTF-16 code units can take. */
 const maxUtf8 = (n: number): number => n * 3;
+const NOTHING = Buffer.alloc(0);
+
+/** A block's memory, kept for reuse once the block is let go. */
+type Spare = Pick<Block, 'data' | 'ends'>;
 
 export class RecordTail {
   private blocks: Block[] = [];
@@ -58,6 +73,10 @@ export class RecordTail {
   private records = 0;
   /** The block of the last `stage()`, until `commit()`. */
   private staged: Block | null = null;
+  /** Memory of blocks let go, for the next ones (all `blockBytes` long). */
+  private readonly spare: Spare[] = [];
+  /** Where batches are built; grows to the largest batch and stays. */
+  private scratch: Buffer = NOTHING;
 
   /**
    * @param max live records held; older ones are let go
@@ -174,26 +193,44 @@ export class RecordTail {
     }
   }
 
-  /** Up to `limit` of the oldest live records as one comma-joined body; null when there are none. */
-  batch(limit: number): TailBatch | null {
+  /**
+   * Up to `limit` of the oldest live records as one comma-joined body, framed by `head` and
+   * `end`; null when there are none. The body is built in the tail's scratch memory: it is
+   * valid until the next call.
+   */
+  batch(limit: number, head: Uint8Array = NOTHING, end: Uint8Array = NOTHING): TailBatch | null {
     const start = this.start();
     if (start === null || limit <= 0) return null;
-    const parts: Buffer[] = [];
+    // First pass: how many records and bytes, and where the last one ends.
     let count = 0;
-    let end = start;
+    let bytes = 0;
+    let last = start;
     for (let i = this.head, from = this.line; i < this.blocks.length && count < limit; i++, from = 0) {
       const b = this.blocks[i]!;
       const take = Math.min(b.lines - from, limit - count);
       if (take <= 0) continue;
-      const begin = from === 0 ? 0 : b.ends[from - 1]!;
       const stop = b.ends[from + take - 1]!;
-      parts.push(b.data.subarray(begin, stop));
+      bytes += stop - (from === 0 ? 0 : b.ends[from - 1]!);
       count += take;
-      end = { seq: b.seq, offset: b.start + stop };
+      last = { seq: b.seq, offset: b.start + stop };
     }
-    const joined = Buffer.concat(parts); // a copy: the batch never aliases the tail's blocks
-    for (let at = joined.indexOf(NEWLINE); at !== -1; at = joined.indexOf(NEWLINE, at + 1)) joined[at] = COMMA;
-    return { body: joined.subarray(0, joined.length - 1), count, start, end };
+    // The records end in a newline each; the last one is dropped and the others become commas.
+    const size = head.length + bytes - 1 + end.length;
+    if (this.scratch.length < size) this.scratch = Buffer.allocUnsafeSlow(Math.max(size, this.scratch.length * 2));
+    const out = this.scratch;
+    out.set(head, 0);
+    let at = head.length;
+    for (let i = this.head, from = this.line, left = count; left > 0; i++, from = 0) {
+      const b = this.blocks[i]!;
+      const take = Math.min(b.lines - from, left);
+      if (take <= 0) continue;
+      const begin = from === 0 ? 0 : b.ends[from - 1]!;
+      at += b.data.copy(out, at, begin, b.ends[from + take - 1]);
+      left -= take;
+    }
+    for (let nl = out.indexOf(NEWLINE, head.length); nl !== -1 && nl < at - 1; nl = out.indexOf(NEWLINE, nl + 1)) out[nl] = COMMA;
+    out.set(end, at - 1);
+    return { body: out.subarray(0, size), count, start, end: last };
   }
 
   /** Let the `n` oldest live records go. */
@@ -221,12 +258,13 @@ export class RecordTail {
 
   /** Start a block at `start` of segment `seq` with room for at least `room` bytes. */
   private openBlock(seq: number, start: number, room: number): Block {
+    const spare = room <= this.blockBytes ? this.spare.pop() : undefined;
     const block: Block = {
-      data: Buffer.allocUnsafe(Math.max(this.blockBytes, room)),
+      data: spare?.data ?? Buffer.allocUnsafe(Math.max(this.blockBytes, room)),
       seq,
       start,
       used: 0,
-      ends: new Uint32Array(INITIAL_LINES),
+      ends: spare?.ends ?? new Uint32Array(INITIAL_LINES),
       lines: 0,
     };
     this.blocks.push(block);
@@ -238,6 +276,10 @@ export class RecordTail {
   private release(): void {
     const keepFrom = this.records === 0 ? this.blocks.length - 1 : this.head;
     if (keepFrom <= 0) return;
+    for (let i = 0; i < keepFrom && this.spare.length < SPARE_BLOCKS; i++) {
+      const { data, ends } = this.blocks[i]!;
+      if (data.length === this.blockBytes) this.spare.push({ data, ends });
+    }
     this.blocks = this.blocks.slice(keepFrom);
     this.head -= keepFrom;
     if (this.head < 0) {

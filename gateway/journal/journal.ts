@@ -194,14 +194,15 @@ export class Journal {
 
   /**
    * The shipper's fast path: up to `limit` of the oldest unacked records as one comma-joined
-   * body, straight from the bytes in memory. Null when that is not possible (records from disk
-   * come first, or acks arrived out of order): use `pendingLines` then.
+   * body between `head` and `end`, straight from the bytes in memory (valid until the next
+   * call: the memory is reused). Null when that is not possible (records from disk come first,
+   * or acks arrived out of order): use `pendingLines` then.
    */
-  pendingBatch(limit: number): TailBatch | null {
+  pendingBatch(limit: number, head?: Uint8Array, end?: Uint8Array): TailBatch | null {
     if (this.ackedAhead.size > 0 || this.inflight.size > 0) return null;
     const start = this.tail.start();
     if (start === null || start.seq !== this.cursor.seq || start.offset !== this.cursor.offset) return null;
-    return this.tail.batch(limit);
+    return this.tail.batch(limit, head, end);
   }
 
   /**

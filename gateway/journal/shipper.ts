@@ -47,10 +47,13 @@ export class OutcomeShipper {
   private batch = SHIP_BATCH;
   /** The batch document up to the first record. */
   private readonly payloadHead: string;
+  /** The same, as bytes, for batches framed straight in the journal's memory. */
+  private readonly payloadHeadBytes: Buffer;
 
   constructor(opts: ShipperOptions) {
     this.opts = opts;
     this.payloadHead = `{"gateway_id":${JSON.stringify(opts.gatewayId)},"records":[`;
+    this.payloadHeadBytes = Buffer.from(this.payloadHead);
     this.control = new SyncHttp({ controlUrl: opts.controlUrl, syncToken: opts.syncToken, maxSockets: 1 });
   }
 
@@ -94,7 +97,7 @@ export class OutcomeShipper {
 
   private async shipOnce(): Promise<boolean> {
     // The journal holds the records' JSON already; control validates every one.
-    const fast = this.batch === SHIP_BATCH ? this.opts.journal.pendingBatch(SHIP_BATCH) : null;
+    const fast = this.batch === SHIP_BATCH ? this.opts.journal.pendingBatch(SHIP_BATCH, this.payloadHeadBytes, PAYLOAD_END) : null;
     if (fast !== null) return this.shipBatch(fast);
     const { ids, lines } = this.opts.journal.pendingLines(this.batch);
     if (ids.length === 0) return true;
@@ -116,11 +119,15 @@ export class OutcomeShipper {
     }
   }
 
-  /** The common case: records straight from the journal's memory, acked by position. */
+  /**
+   * The common case: records straight from the journal's memory, already framed as the whole
+   * document (no copy per batch), acked by position. One batch is in flight at a time, so the
+   * journal's scratch memory holding it is not reused before control answered.
+   */
   private async shipBatch(batch: TailBatch): Promise<boolean> {
     this.running = true;
     try {
-      await this.post(Buffer.concat([Buffer.from(this.payloadHead), batch.body, PAYLOAD_END]));
+      await this.post(batch.body);
       const acked = this.opts.journal.ackBatch(batch);
       this.opts.onShipped?.(acked);
       return true;

@@ -115,3 +115,57 @@ t.test('a tail that holds nothing still stages writes', async (t) => {
   for (let n = 1; n <= 5; n++) w.write([line(n)]);
   check(t, tail, []);
 });
+
+t.test('a batch framed by head and end is the whole document, built in memory the tail reuses', async (t) => {
+  const tail = new RecordTail(10_000, 300);
+  const w = writer(t, tail);
+  for (let n = 1; n <= 12; n++) w.write([line(n, n % 4 === 0 ? 'ünïcødé' : '')]);
+  const head = Buffer.from('{"gateway_id":"gw-1","records":[');
+  const end = Buffer.from(']}');
+  const first = tail.batch(12, head, end)!;
+  const doc = JSON.parse(first.body.toString('utf8')) as { gateway_id: string; records: unknown[] };
+  t.equal(doc.gateway_id, 'gw-1', 'the head is in front');
+  t.same(
+    doc.records,
+    w.model.map((l) => JSON.parse(l.text)),
+    'the records in order, comma-joined, closed by the end',
+  );
+  const copy = Buffer.from(first.body);
+  const second = tail.batch(5, head, end)!;
+  t.equal(second.body.buffer, first.body.buffer, 'a smaller batch is built in the same memory');
+  t.equal(JSON.parse(second.body.toString('utf8')).records.length, 5, 'and holds its own records');
+  t.not(first.body.toString('utf8'), copy.toString('utf8'), 'so a batch is only valid until the next one');
+  t.equal(
+    tail.batch(2)!.body.toString('utf8'),
+    w.model
+      .slice(0, 2)
+      .map((l) => l.text)
+      .join(','),
+    'no frame: the records alone',
+  );
+});
+
+t.test('blocks let go are reused for new lines without stale bytes showing through', async (t) => {
+  const tail = new RecordTail(10_000, 2048);
+  const w = writer(t, tail);
+  let n = 0;
+  // Rounds of writes that fill several blocks, then an ack of everything but the newest line:
+  // from the second round on, new blocks come from the ones let go.
+  for (let round = 0; round < 6; round++) {
+    const from = w.model.length;
+    for (let i = 0; i < 9; i++) w.write([line(++n, round % 2 === 0 ? 'x'.repeat(40) : '')]);
+    check(t, tail, w.model.slice(from - (round === 0 ? 0 : 1)));
+    tail.drop(tail.size - 1);
+    check(t, tail, w.model.slice(-1));
+  }
+  const blocks = (tail as unknown as { blocks: { data: Buffer }[]; spare: { data: Buffer }[] }).blocks;
+  const spare = (tail as unknown as { spare: { data: Buffer }[] }).spare;
+  t.ok(spare.length > 0 && spare.length <= 8, `spare blocks are kept, at most 8 (${spare.length})`);
+  const before = new Set([...blocks, ...spare].map((b) => b.data));
+  for (let i = 0; i < 6; i++) w.write([line(++n)]);
+  t.ok(
+    blocks.concat((tail as unknown as { blocks: { data: Buffer }[] }).blocks).every((b) => before.has(b.data)),
+    'new lines went into memory the tail already had',
+  );
+  check(t, tail, w.model.slice(-7));
+});
