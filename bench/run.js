@@ -59,6 +59,7 @@ const params = {
   compare_rounds: envInt('BENCH_COMPARE_ROUNDS', 2, 1),
   compare_duration_s: envInt('BENCH_COMPARE_DURATION', Math.max(3, Math.round(duration / 2)), 1),
   threads: process.env.BENCH_THREADS === '1',
+  held: process.env.BENCH_HELD === '1',
   profile: process.env.BENCH_PROFILE === '1',
   quiet_wait_s: envInt('BENCH_QUIET_WAIT', 0, 0),
   /** Node options for the gateway processes of phase 1, e.g. `--max-semi-space-size=32` (GC tuning A/B). */
@@ -222,14 +223,14 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   const body = jsonBody(params.body_bytes);
   const load = (t, seconds, extra = {}) =>
     measure({ url: t.url, headers: t.headers, body, connections: params.connections, duration: seconds, pids: t.pids, clkTck, ...extra });
-  const phase = async (name, targets, { rounds, seconds, connections = params.connections }) => {
+  const phase = async (name, targets, { rounds, seconds, connections = params.connections, around = (_t, run) => run() }) => {
     await interleave({
       phase: name,
       targets,
       rounds,
       seconds,
       warmup: params.warmup_s,
-      load: (t, s) => load(t, s, { connections }),
+      load: (t, s) => around(t, () => load(t, s, { connections })),
       quiet: awaitQuiet,
       results,
       log,
@@ -360,6 +361,16 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
       main.filter((t) => t.name.endsWith('-a') || t.name.startsWith('bare-')),
       load,
     );
+
+  // ---- optional: the gateways with the outcome pipeline held ---------------------------
+  if (params.held) {
+    results.phases.held = await heldPhase({ main, gateways, control, dataDir, phase });
+    printSummary(
+      log,
+      `medians across rounds, ${params.connections} connections, control paused during each gateway run (outcomes held in the journal)`,
+      results.phases.held,
+    );
+  }
 
   // ---- 5. response sizes at many connections -----------------------------------------
   for (const size of params.response_sizes) {
@@ -535,6 +546,51 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   }
 
   evaluate(results);
+}
+
+/**
+ * BENCH_HELD=1: each engine's gateway `a` and the bare http-proxy, interleaved, with control
+ * paused (SIGSTOP) for the length of each gateway run, so nothing ships outcomes and control's
+ * ingest does not run beside the load generator. The records wait in the journal; after the
+ * run control resumes and the next run starts only once that gateway's backlog is shipped.
+ * The difference to the main phase is what the outcome pipeline costs the latency measured here.
+ */
+async function heldPhase({ main, gateways, control, dataDir, phase }) {
+  const metricsToken = fs.readFileSync(path.join(dataDir, 'metrics.token'), 'utf8').trim();
+  const held = main
+    .filter((t) => t.name.endsWith('-a') && t.name.startsWith('gateway-'))
+    .map((t) => ({
+      ...t,
+      name: `${t.name}-held`,
+      group: `${t.group}-held`,
+      healthUrl: `${gateways.find((g) => t.name === g.name).gw.url}/health`,
+      pids: { server: t.pids.server, upstream: t.pids.upstream },
+    }));
+  const drained = async (t) => {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const res = await http('GET', t.healthUrl, { headers: { authorization: `Bearer ${metricsToken}` } });
+      if (res.status === 200 && res.body.journal_backlog === 0) return;
+      if (Date.now() > deadline) throw new Error(`${t.name}: journal backlog not shipped within 120 s (${res.body.journal_backlog})`);
+      await sleep(200);
+    }
+  };
+  const targets = [...held, main.find((t) => t.name === 'bare-http-proxy')];
+  log(`\nheld phase: ${targets.map((t) => t.name).join(', ')}; control paused while a gateway is loaded`);
+  return phase('held', targets, {
+    rounds: params.rounds,
+    seconds: params.duration_s,
+    around: async (t, run) => {
+      if (!t.healthUrl) return run();
+      process.kill(control.pid, 'SIGSTOP');
+      try {
+        return await run();
+      } finally {
+        process.kill(control.pid, 'SIGCONT');
+        await drained(t);
+      }
+    },
+  });
 }
 
 /** One run per target with the server's CPU split by thread (BENCH_THREADS=1). */
