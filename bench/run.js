@@ -15,7 +15,7 @@ const { performance } = require('node:perf_hooks');
 const { Pool } = require('undici');
 const { Proc, hasTaskset, nproc, clockTicks, pinSelf, memory, cpuStat, ourTicks, cpuTicks, stopAll, killAllSync } = require('./lib/proc');
 const { seedKeys, UNTHROTTLED } = require('./lib/seed');
-const { Admin, http, startControl, startGateway, waitGatewayVersion, ROOT } = require('./lib/svc');
+const { Admin, http, startControl, startGateway, waitGatewayHealth, waitGatewayVersion, ROOT } = require('./lib/svc');
 const { measure, jsonBody } = require('./lib/load');
 const { median, percentile, round } = require('./lib/stats');
 const { FOREIGN_WARN_PCT, fmt, table, interleave, summarise, printSummary } = require('./lib/rounds');
@@ -556,38 +556,28 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
  * The difference to the main phase is what the outcome pipeline costs the latency measured here.
  */
 async function heldPhase({ main, gateways, control, dataDir, phase }) {
-  const metricsToken = fs.readFileSync(path.join(dataDir, 'metrics.token'), 'utf8').trim();
   const held = main
     .filter((t) => t.name.endsWith('-a') && t.name.startsWith('gateway-'))
     .map((t) => ({
       ...t,
       name: `${t.name}-held`,
       group: `${t.group}-held`,
-      healthUrl: `${gateways.find((g) => t.name === g.name).gw.url}/health`,
+      gatewayUrl: gateways.find((g) => t.name === g.name).gw.url,
       pids: { server: t.pids.server, upstream: t.pids.upstream },
     }));
-  const drained = async (t) => {
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      const res = await http('GET', t.healthUrl, { headers: { authorization: `Bearer ${metricsToken}` } });
-      if (res.status === 200 && res.body.journal_backlog === 0) return;
-      if (Date.now() > deadline) throw new Error(`${t.name}: journal backlog not shipped within 120 s (${res.body.journal_backlog})`);
-      await sleep(200);
-    }
-  };
   const targets = [...held, main.find((t) => t.name === 'bare-http-proxy')];
   log(`\nheld phase: ${targets.map((t) => t.name).join(', ')}; control paused while a gateway is loaded`);
   return phase('held', targets, {
     rounds: params.rounds,
     seconds: params.duration_s,
     around: async (t, run) => {
-      if (!t.healthUrl) return run();
+      if (!t.gatewayUrl) return run();
       process.kill(control.pid, 'SIGSTOP');
       try {
         return await run();
       } finally {
         process.kill(control.pid, 'SIGCONT');
-        await drained(t);
+        await waitGatewayHealth(t.gatewayUrl, dataDir, (h) => h.journal_backlog === 0, 'journal backlog shipped', 120_000);
       }
     },
   });

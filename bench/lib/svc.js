@@ -119,10 +119,10 @@ function startGateway({ dataDir, controlUrl, cpu, logDir, id, engine = 'http-pro
 }
 
 /**
- * Poll the gateway's detailed /health (with the metrics token from `dataDir`) until it is
- * ready at `version` or later.
+ * Poll the gateway's detailed /health (with the metrics token from `dataDir`) until `done`
+ * holds for its body; `what` names the wait in the error after `timeoutMs`.
  */
-async function waitGatewayVersion(gatewayUrl, version, dataDir, timeoutMs = 300_000) {
+async function waitGatewayHealth(gatewayUrl, dataDir, done, what, timeoutMs = 300_000) {
   const deadline = Date.now() + timeoutMs;
   const probe = new Agent({ pipelining: 0 });
   const metricsToken = fs.readFileSync(path.join(dataDir, 'metrics.token'), 'utf8').trim();
@@ -132,16 +132,21 @@ async function waitGatewayVersion(gatewayUrl, version, dataDir, timeoutMs = 300_
       try {
         const res = await http('GET', gatewayUrl + '/health', { dispatcher: probe, headers: { authorization: `Bearer ${metricsToken}` } });
         last = res.body;
-        if (res.status === 200 && res.body.ready && res.body.snapshot_version >= version) return { health: res.body, at: Date.now() };
+        if (res.status === 200 && done(res.body)) return { health: res.body, at: Date.now() };
       } catch (err) {
         last = String(err);
       }
       await new Promise((r) => setTimeout(r, 20));
     }
-    throw new Error(`gateway ${gatewayUrl} not at version ${version} after ${timeoutMs} ms; last health: ${JSON.stringify(last)}`);
+    throw new Error(`gateway ${gatewayUrl}: ${what} not reached after ${timeoutMs} ms; last health: ${JSON.stringify(last)}`);
   } finally {
     await probe.close();
   }
 }
 
-module.exports = { Admin, controlArgs, http, startControl, startGateway, waitGatewayVersion, ROOT };
+/** Wait until the gateway is ready at `version` or later. */
+function waitGatewayVersion(gatewayUrl, version, dataDir, timeoutMs = 300_000) {
+  return waitGatewayHealth(gatewayUrl, dataDir, (h) => h.ready && h.snapshot_version >= version, `ready at version ${version}`, timeoutMs);
+}
+
+module.exports = { Admin, controlArgs, http, startControl, startGateway, waitGatewayHealth, waitGatewayVersion, ROOT };

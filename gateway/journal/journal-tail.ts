@@ -202,35 +202,38 @@ export class RecordTail {
     const start = this.start();
     if (start === null || limit <= 0) return null;
     // First pass: how many records and bytes, and where the last one ends.
-    let count = 0;
     let bytes = 0;
     let last = start;
-    for (let i = this.head, from = this.line; i < this.blocks.length && count < limit; i++, from = 0) {
-      const b = this.blocks[i]!;
-      const take = Math.min(b.lines - from, limit - count);
-      if (take <= 0) continue;
-      const stop = b.ends[from + take - 1]!;
-      bytes += stop - (from === 0 ? 0 : b.ends[from - 1]!);
-      count += take;
+    const count = this.eachRun(limit, (b, begin, stop) => {
+      bytes += stop - begin;
       last = { seq: b.seq, offset: b.start + stop };
-    }
+    });
     // The records end in a newline each; the last one is dropped and the others become commas.
     const size = head.length + bytes - 1 + end.length;
     if (this.scratch.length < size) this.scratch = Buffer.allocUnsafeSlow(Math.max(size, this.scratch.length * 2));
     const out = this.scratch;
     out.set(head, 0);
     let at = head.length;
-    for (let i = this.head, from = this.line, left = count; left > 0; i++, from = 0) {
-      const b = this.blocks[i]!;
-      const take = Math.min(b.lines - from, left);
-      if (take <= 0) continue;
-      const begin = from === 0 ? 0 : b.ends[from - 1]!;
-      at += b.data.copy(out, at, begin, b.ends[from + take - 1]);
-      left -= take;
-    }
+    this.eachRun(count, (b, begin, stop) => (at += b.data.copy(out, at, begin, stop)));
     for (let nl = out.indexOf(NEWLINE, head.length); nl !== -1 && nl < at - 1; nl = out.indexOf(NEWLINE, nl + 1)) out[nl] = COMMA;
     out.set(end, at - 1);
     return { body: out.subarray(0, size), count, start, end: last };
+  }
+
+  /**
+   * Visit the oldest live lines, up to `limit`, as one run of bytes per block
+   * (`data[begin…stop)`, whole lines); returns how many lines were visited.
+   */
+  private eachRun(limit: number, visit: (block: Block, begin: number, stop: number) => void): number {
+    let count = 0;
+    for (let i = this.head, from = this.line; i < this.blocks.length && count < limit; i++, from = 0) {
+      const b = this.blocks[i]!;
+      const take = Math.min(b.lines - from, limit - count);
+      if (take <= 0) continue;
+      visit(b, from === 0 ? 0 : b.ends[from - 1]!, b.ends[from + take - 1]!);
+      count += take;
+    }
+    return count;
   }
 
   /** Let the `n` oldest live records go. */

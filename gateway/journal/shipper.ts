@@ -46,14 +46,11 @@ export class OutcomeShipper {
   /** Records per batch: SHIP_BATCH, or fewer while isolating records control refused. */
   private batch = SHIP_BATCH;
   /** The batch document up to the first record. */
-  private readonly payloadHead: string;
-  /** The same, as bytes, for batches framed straight in the journal's memory. */
-  private readonly payloadHeadBytes: Buffer;
+  private readonly payloadHead: Buffer;
 
   constructor(opts: ShipperOptions) {
     this.opts = opts;
-    this.payloadHead = `{"gateway_id":${JSON.stringify(opts.gatewayId)},"records":[`;
-    this.payloadHeadBytes = Buffer.from(this.payloadHead);
+    this.payloadHead = Buffer.from(`{"gateway_id":${JSON.stringify(opts.gatewayId)},"records":[`);
     this.control = new SyncHttp({ controlUrl: opts.controlUrl, syncToken: opts.syncToken, maxSockets: 1 });
   }
 
@@ -97,13 +94,13 @@ export class OutcomeShipper {
 
   private async shipOnce(): Promise<boolean> {
     // The journal holds the records' JSON already; control validates every one.
-    const fast = this.batch === SHIP_BATCH ? this.opts.journal.pendingBatch(SHIP_BATCH, this.payloadHeadBytes, PAYLOAD_END) : null;
+    const fast = this.batch === SHIP_BATCH ? this.opts.journal.pendingBatch(SHIP_BATCH, this.payloadHead, PAYLOAD_END) : null;
     if (fast !== null) return this.shipBatch(fast);
     const { ids, lines } = this.opts.journal.pendingLines(this.batch);
     if (ids.length === 0) return true;
     this.running = true;
     try {
-      await this.post(`${this.payloadHead}${lines.join(',')}]}`);
+      await this.post(Buffer.concat([this.payloadHead, Buffer.from(lines.join(',')), PAYLOAD_END]));
       this.opts.journal.ack(ids);
       this.opts.onShipped?.(ids.length);
       this.batch = Math.min(SHIP_BATCH, this.batch * 10);
@@ -133,16 +130,8 @@ export class OutcomeShipper {
       return true;
     } catch (err) {
       const status = (err as { status?: number }).status;
-      if (status === 400 || status === 413) {
-        // Find the refused records with smaller batches, one id at a time.
-        this.batch = Math.max(1, Math.floor(batch.count / 10));
-        this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', {
-          records: batch.count,
-          next_batch: this.batch,
-          err,
-        });
-        return true;
-      }
+      // Find the refused records with smaller batches, one id at a time.
+      if (status === 400 || status === 413) return this.narrow(batch.count, err as Error);
       this.opts.onFailure?.();
       this.opts.log.warn('outcome batch not shipped; will retry', { records: batch.count, err });
       return false;
@@ -153,15 +142,7 @@ export class OutcomeShipper {
 
   /** Control refused the batch as invalid: narrow it down, or set a lone record aside. */
   private refused(ids: string[], lines: string[], err: Error): boolean {
-    if (ids.length > 1) {
-      this.batch = Math.max(1, Math.floor(ids.length / 10));
-      this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', {
-        records: ids.length,
-        next_batch: this.batch,
-        err,
-      });
-      return true;
-    }
+    if (ids.length > 1) return this.narrow(ids.length, err);
     this.opts.journal.reject(ids[0]!, lines[0]!, err.message);
     this.opts.onRejected?.();
     this.opts.log.error("control refused an outcome record; kept in the journal's rejected.jsonl", {
@@ -171,7 +152,18 @@ export class OutcomeShipper {
     return true;
   }
 
-  private async post(payload: string | Buffer): Promise<OutcomeAck> {
+  /** Control refused a batch of `records` as invalid: the next batches are a tenth of it. */
+  private narrow(records: number, err: Error): boolean {
+    this.batch = Math.max(1, Math.floor(records / 10));
+    this.opts.log.warn('control refused an outcome batch; sending smaller batches to find the refused records', {
+      records,
+      next_batch: this.batch,
+      err,
+    });
+    return true;
+  }
+
+  private async post(payload: Buffer): Promise<OutcomeAck> {
     const { status, text } = await this.control.post(SYNC_OUTCOMES_PATH, payload, 30_000);
     if (status !== 200) throw Object.assign(new Error(`control answered ${status}: ${text.slice(0, 200)}`), { status });
     try {
