@@ -7,40 +7,14 @@
  * Skips only where /usr/bin/chromium is absent.
  */
 import t, { type Test } from 'tap';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
 import { BROWSER_UA, SOLANA_WALLET } from '../fixtures/applications';
-
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+import { CHROMIUM, hasChromium, openContext } from '../fixtures/browser';
 
 async function launch(t: Test, javaScriptEnabled: boolean): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-  const { chromium } = await import('playwright-core');
-  // A fresh profile per browser, outside tap's fixture dir (which tap empties while Chromium may still write).
-  const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
-  t.teardown(() => rmSync(profile, { recursive: true, force: true, maxRetries: 5 }));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    javaScriptEnabled,
-    userAgent: BROWSER_UA,
-    timeout: 30_000,
-  });
-  t.teardown(() => context.close());
+  const context = await openContext(t, { javaScriptEnabled, userAgent: BROWSER_UA });
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const problems: string[] = [];
@@ -54,7 +28,7 @@ async function launch(t: Test, javaScriptEnabled: boolean): Promise<{ context: B
 
 const visible = (page: Page, selector: string) => page.isVisible(selector);
 
-if (!existsSync(CHROMIUM)) {
+if (!hasChromium()) {
   t.skip(`browser tests need Chromium at ${CHROMIUM} (apt-get install -y chromium); not found`);
 } else {
   t.test('with JavaScript: questions follow the applicant type; errors, then a valid submission', async (t) => {

@@ -18,26 +18,16 @@
  * Skips, saying why, only where /usr/bin/chromium is absent.
  */
 import t, { type Test } from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { OpaqueIds } from '../../control/public/ids';
 import { PROVIDERS, hourRate, seedPages } from '../fixtures/pages';
 import { GENEROUS_LIMITS, drained, request, startStack } from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';
+import { CHROMIUM, hasChromium, openContext } from '../fixtures/browser';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const SCREENSHOTS = process.env.SVC_SCREENSHOTS_DIR ?? join(tmpdir(), 'svc-page-screenshots');
 
 /** What each scheme paints (the stylesheet's --bg, a RELIABLE badge, an ok bar). */
@@ -55,20 +45,7 @@ interface Browser {
 }
 
 async function openBrowser(t: Test, javaScriptEnabled: boolean): Promise<Browser> {
-  const { chromium } = await import('playwright-core');
-  const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
-  const context: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    javaScriptEnabled,
-    viewport: { width: 1280, height: 900 },
-    timeout: 30_000,
-  });
-  t.teardown(async () => {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
-  });
+  const context = await openContext(t, { javaScriptEnabled, viewport: { width: 1280, height: 900 } });
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(15_000);
   const problems: string[] = [];
@@ -110,7 +87,7 @@ const css = (page: Page, selector: string, property: string): Promise<string> =>
     .first()
     .evaluate((el, p) => (globalThis as any).getComputedStyle(el).getPropertyValue(p) as string, property);
 
-if (!existsSync(CHROMIUM)) {
+if (!hasChromium()) {
   t.plan(0, `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` to run the public pages in a browser`);
 } else {
   t.test('seeded providers, without JavaScript: tiers, sparklines, sorting, schemes, 390 px', async (t) => {

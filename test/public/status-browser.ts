@@ -7,28 +7,14 @@
  * Skips, saying why, only where /usr/bin/chromium is absent.
  */
 import t, { type Test } from 'tap';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { manualClock, startTestControl } from '../fixtures/control';
 import { addEndpoint } from '../fixtures/public';
 import { startStack, svcctl } from '../fixtures/stack';
 import type { SettlerStatus } from '../../protocol/settlement';
+import { CHROMIUM, hasChromium, openContext } from '../fixtures/browser';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-if (!existsSync(CHROMIUM)) {
+if (!hasChromium()) {
   t.plan(0, `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` to run the status page in a browser`);
 } else {
   t.test('what a visitor sees on a live stack (real control and gateway processes)', async (t) => {
@@ -152,20 +138,9 @@ if (!existsSync(CHROMIUM)) {
  * `cache.statusTtlS`; the tests move control's clock, not the browser's).
  */
 async function openPage(t: Test): Promise<{ page: Page; visit: (url: string) => Promise<number | undefined>; clean: () => void }> {
-  const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
-  const context: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    javaScriptEnabled: false,
-    timeout: 30_000,
-  });
+  const context = await openContext(t, { javaScriptEnabled: false });
   const foreign: string[] = [];
   const violations: string[] = [];
-  t.teardown(async () => {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
-  });
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(15_000);
   let origin: string | null = null;
