@@ -17,5 +17,6 @@ import m009 from './migrations/009-receipts';
 import m010 from './migrations/010-receipt-subtrees';
 import m011 from './migrations/011-public-pages';
 import m012 from './migrations/012-gateway-shares';
+import m013 from './migrations/013-drop-endpoint-time-index';
 
-export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012];
+export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013];

@@ -2,45 +2,91 @@
  * Call outcomes shipped by gateways. Inserts are idempotent by `call_id` and batched: one
  * transaction per batch, so an acked batch is durable (synchronous=FULL) as a whole. The same
  * transaction adds the newly inserted rows to the per-minute rollups (`rollups.ts`).
+ *
+ * Rows go in `CHUNK_ROWS` at a time, one multi-row INSERT each (a third less CPU per row than
+ * one statement per row: the binding and statement steps are paid once per chunk). A chunk in
+ * which any row was already stored (a replayed batch, or a call id twice in one batch) is
+ * rolled back to its savepoint and inserted row by row, so the rollups get exactly the rows
+ * that were new. Only a stored call id is skipped: a row that breaks any other constraint fails
+ * the whole batch (the wire schema keeps such rows out; a silently dropped outcome is a lost one).
  */
 import type { Db } from './db';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import type { RollupInput, RollupsTable } from './rollups';
 
+/** Rows per multi-row INSERT (10 parameters each; well under SQLite's 32,766). */
+export const CHUNK_ROWS = 100;
+
+const COLUMNS = [
+  'call_id',
+  'key_id',
+  'endpoint_id',
+  'method',
+  'status',
+  'outcome',
+  'latency_ms',
+  'started_at',
+  'gateway_id',
+  'received_at',
+];
+const INSERT = `INSERT INTO outcomes (${COLUMNS.join(', ')}) VALUES `;
+/** Only a stored call id is skipped; any other constraint a row breaks fails the batch. */
+const ON_CONFLICT = ' ON CONFLICT (call_id) DO NOTHING';
+const TUPLE = `(${COLUMNS.map(() => '?').join(', ')})`;
+
+/** A chunk held a row control already had; its savepoint is rolled back. */
+class ChunkHadDuplicates extends Error {}
+
 export class OutcomesTable {
   private readonly insertStmt;
+  private readonly chunkStmt;
   private readonly countStmt;
   private readonly byIdStmt;
   private readonly insertBatch;
+  private readonly insertChunk;
+  /** The chunk statement's parameters, reused from chunk to chunk. */
+  private readonly chunkArgs = new Array<unknown>(CHUNK_ROWS * COLUMNS.length);
 
   constructor(db: Db, rollups: RollupsTable) {
-    this.insertStmt = db.prepare(
-      `INSERT OR IGNORE INTO outcomes (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at,
-                                       gateway_id, received_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
+    this.insertStmt = db.prepare(INSERT + TUPLE + ON_CONFLICT);
+    this.chunkStmt = db.prepare(INSERT + new Array<string>(CHUNK_ROWS).fill(TUPLE).join(', ') + ON_CONFLICT);
     this.countStmt = db.prepare(`SELECT count(*) FROM outcomes`).pluck();
     this.byIdStmt = db.prepare(`SELECT * FROM outcomes WHERE call_id = ?`);
-    this.insertBatch = db.transaction((records: OutcomeRecord[], at: number) => {
-      const inserted: RollupInput[] = [];
-      for (const r of records) {
-        const startedMs = Date.parse(r.started_at);
-        const { changes } = this.insertStmt.run(
-          r.call_id,
-          r.key_id,
-          r.endpoint_id,
-          r.method,
-          r.status,
-          r.outcome,
-          r.latency_ms,
-          startedMs,
-          r.gateway_id,
-          at,
-        );
-        // Only rows actually inserted reach the rollups: a replayed call never counts twice.
-        if (changes === 1)
-          inserted.push({ endpoint_id: r.endpoint_id, started_ms: startedMs, outcome: r.outcome, latency_ms: r.latency_ms });
+    // Nested in `insertBatch`, so better-sqlite3 runs it in a savepoint: throwing undoes the chunk only.
+    this.insertChunk = db.transaction((records: OutcomeRecord[], from: number, started: number[], at: number) => {
+      const args = this.chunkArgs;
+      for (let i = 0, a = 0; i < CHUNK_ROWS; i++) {
+        const r = records[from + i]!;
+        args[a++] = r.call_id;
+        args[a++] = r.key_id;
+        args[a++] = r.endpoint_id;
+        args[a++] = r.method;
+        args[a++] = r.status;
+        args[a++] = r.outcome;
+        args[a++] = r.latency_ms;
+        args[a++] = started[from + i];
+        args[a++] = r.gateway_id;
+        args[a++] = at;
       }
+      if (this.chunkStmt.run(...args).changes !== CHUNK_ROWS) throw new ChunkHadDuplicates();
+    });
+    this.insertBatch = db.transaction((records: OutcomeRecord[], at: number) => {
+      const started = records.map((r) => Date.parse(r.started_at));
+      const inserted: RollupInput[] = [];
+      const keep = (r: OutcomeRecord, i: number) =>
+        inserted.push({ endpoint_id: r.endpoint_id, started_ms: started[i]!, outcome: r.outcome, latency_ms: r.latency_ms });
+      let i = 0;
+      for (; i + CHUNK_ROWS <= records.length; i += CHUNK_ROWS) {
+        try {
+          this.insertChunk(records, i, started, at);
+          for (let j = i; j < i + CHUNK_ROWS; j++) keep(records[j]!, j);
+        } catch (err) {
+          if (!(err instanceof ChunkHadDuplicates)) throw err;
+          for (let j = i; j < i + CHUNK_ROWS; j++) if (this.insertOne(records[j]!, started[j]!, at)) keep(records[j]!, j);
+        }
+      }
+      for (; i < records.length; i++) if (this.insertOne(records[i]!, started[i]!, at)) keep(records[i]!, i);
+      // Only rows actually inserted reach the rollups: a replayed call never counts twice.
       rollups.add(inserted);
       return inserted.length;
     });
@@ -57,5 +103,22 @@ export class OutcomesTable {
 
   byCallId(callId: string): Record<string, unknown> | undefined {
     return this.byIdStmt.get(callId) as Record<string, unknown> | undefined;
+  }
+
+  /** One row; true if it was new. */
+  private insertOne(r: OutcomeRecord, startedMs: number, at: number): boolean {
+    const { changes } = this.insertStmt.run(
+      r.call_id,
+      r.key_id,
+      r.endpoint_id,
+      r.method,
+      r.status,
+      r.outcome,
+      r.latency_ms,
+      startedMs,
+      r.gateway_id,
+      at,
+    );
+    return changes === 1;
   }
 }
