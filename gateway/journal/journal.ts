@@ -271,7 +271,8 @@ export class Journal {
    * Write what is queued, fsync, store the ack cursor, close (once; later calls do nothing). The
    * journal cannot be used afterwards. The cursor is stored before this returns; the promise
    * resolves once a background ack-state write that was already running has finished too (it
-   * can no longer replace the cursor, but it creates and removes a temp file in the dir).
+   * can no longer replace the cursor, but it creates and removes a temp file in the dir), and
+   * the sync of the last full segment and the unlinks of acked ones.
    */
   close(): Promise<void> {
     if (!this.closed) {
@@ -284,9 +285,9 @@ export class Journal {
     return this.idle();
   }
 
-  /** Resolves once no background ack-state write is running or queued. */
-  idle(): Promise<void> {
-    return this.ackFile.idle();
+  /** Resolves once no background ack-state write is running or queued, and no segment sync, close or unlink. */
+  async idle(): Promise<void> {
+    await Promise.all([this.ackFile.idle(), this.files.idle()]);
   }
 
   /** One write of whole lines; on failure nothing of it stays in the segment. */

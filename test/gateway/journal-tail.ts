@@ -107,6 +107,7 @@ t.test('records beyond the in-memory tail are shipped from disk, in order, then 
   }
   t.equal(next, total + 1, 'every record was handed out once');
   t.equal(journal.backlog(), 0);
+  await journal.idle(); // the unlinks run on the thread pool
   t.equal(fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).length, 1, 'only the active segment remains');
   await journal.close();
   const reopened = Journal.open({ dir });
@@ -183,6 +184,7 @@ t.test('pendingBatch: the oldest records as one comma-joined body, acked by posi
   t.equal(journal.ackBatch(rest), 70);
   t.equal(journal.backlog(), 0);
   t.equal(journal.pendingBatch(10), null, 'nothing left');
+  await journal.idle();
   t.equal(fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).length, 1, 'acked segments deleted');
   await journal.close();
   const reopened = Journal.open({ dir });

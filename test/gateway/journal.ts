@@ -127,13 +127,38 @@ t.test('fully acked segments are deleted; nothing is replayed afterwards', async
   const rest = journal.pending(100);
   journal.ack(rest.map((r) => r.call_id));
   t.equal(journal.backlog(), 0);
-  t.equal(segmentFiles(dir).length, 1, 'only the active segment remains');
+  t.ok(segmentFiles(dir).length > 1, 'the unlinks run on the thread pool, after the ack returns');
+  await journal.idle();
+  t.equal(segmentFiles(dir).length, 1, 'only the active segment remains once idle');
   await journal.close();
 
   const reopened = Journal.open({ dir, segmentMaxBytes: 1024 });
   t.teardown(() => reopened.close());
   t.same(reopened.pending(100), []);
   t.equal(reopened.backlog(), 0);
+});
+
+t.test('rotation and deletion never block the event loop on the disk; close waits for them', async (t) => {
+  const dir = tempDir(t);
+  const blocking: string[] = [];
+  const { fdatasyncSync, fsyncSync, rmSync, unlinkSync } = fs;
+  fs.fdatasyncSync = (fd) => (blocking.push('fdatasyncSync'), fdatasyncSync(fd));
+  fs.fsyncSync = (fd) => (blocking.push('fsyncSync'), fsyncSync(fd));
+  fs.rmSync = (file, options) => (blocking.push('rmSync'), rmSync(file, options));
+  fs.unlinkSync = (file) => (blocking.push('unlinkSync'), unlinkSync(file));
+  t.teardown(() => Object.assign(fs, { fdatasyncSync, fsyncSync, rmSync, unlinkSync }));
+
+  const journal = Journal.open({ dir, segmentMaxBytes: 1024 });
+  blocking.length = 0; // opening may repair and sync what it found
+  for (let i = 1; i <= 60; i++) journal.append(record(i));
+  t.ok(segmentFiles(dir).length > 5, `${segmentFiles(dir).length} segments written`);
+  journal.ack(journal.pending(100).map((r) => r.call_id));
+  t.same(blocking, [], 'appends across rotations and acks that delete segments made no blocking sync or unlink');
+  await journal.close();
+  t.same(segmentFiles(dir).length, 1, 'close resolved after the unlinks');
+  const reopened = Journal.open({ dir, segmentMaxBytes: 1024 });
+  t.teardown(() => reopened.close());
+  t.equal(reopened.backlog(), 0, 'nothing replayed');
 });
 
 t.test('a segment left behind by an interrupted delete is removed on open', async (t) => {
