@@ -165,6 +165,7 @@ async function main() {
   // ---- CPU pinning -------------------------------------------------------------------
   let cpuServer = null;
   let cpuSide = null;
+  let cpuControl = null;
   const cores = info.machine.nproc;
   if (!hasTaskset()) {
     note(
@@ -175,9 +176,13 @@ async function main() {
   } else {
     cpuServer = 0;
     cpuSide = 1;
+    // Control commits every call's outcome (bench/README.md, "What the outcome pipeline costs
+    // the tail"); with a third CPU it gets its own instead of sharing the load generator's.
+    if (cores >= 3) cpuControl = 2;
     pinSelf(cpuSide);
   }
-  results.pinning = { server_under_test_cpu: cpuServer, load_generator_upstream_control_cpu: cpuSide };
+  cpuControl ??= cpuSide;
+  results.pinning = { server_under_test_cpu: cpuServer, load_generator_upstream_cpu: cpuSide, control_cpu: cpuControl };
   const clkTck = info.machine.clk_tck;
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
@@ -199,7 +204,7 @@ async function main() {
 
   let failed = null;
   try {
-    await run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note });
+    await run(results, { tmp, logDir, cpuServer, cpuSide, cpuControl, clkTck, note });
   } catch (err) {
     failed = err;
     results.errors.push(String(err && err.stack ? err.stack : err));
@@ -219,7 +224,7 @@ async function main() {
   else if (process.env.BENCH_STRICT === '1' && results.targets.some((t) => !t.met)) process.exitCode = 3;
 }
 
-async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
+async function run(results, { tmp, logDir, cpuServer, cpuSide, cpuControl, clkTck, note }) {
   const body = jsonBody(params.body_bytes);
   const load = (t, seconds, extra = {}) =>
     measure({ url: t.url, headers: t.headers, body, connections: params.connections, duration: seconds, pids: t.pids, clkTck, ...extra });
@@ -262,14 +267,14 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
   results.seed = { keys: seed.inserted, ms: seed.ms };
   const auth = { authorization: `Bearer ${seed.loadKey.key}` };
 
-  let control = startControl({ dataDir, cpu: cpuSide, logDir, name: 'control' });
+  let control = startControl({ dataDir, cpu: cpuControl, logDir, name: 'control' });
   let controlUrl = (await control.start()).urls.control;
   let admin = new Admin(controlUrl, dataDir);
   const endpoint = await admin.addEndpoint(ENDPOINT, upstreamBase);
   const gate = await admin.setFlag('beta_gate_enabled', true);
   const wanted = Math.max(endpoint.version, gate.version);
   log(
-    `control ${controlUrl} (pid ${control.pid}); endpoint ${ENDPOINT} → ${upstreamBase} v${endpoint.version}, beta gate on v${gate.version}`,
+    `control ${controlUrl} (pid ${control.pid}, cpu ${cpuControl ?? 'any'}); endpoint ${ENDPOINT} → ${upstreamBase} v${endpoint.version}, beta gate on v${gate.version}`,
   );
 
   // Started alternately, so a slow first process does not always land on the same engine.
@@ -433,7 +438,7 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
     log(`  ${more.inserted.toLocaleString('en')} keys in ${more.ms} ms (state version ${more.version})`);
     results.seed_large = { keys: more.inserted, ms: more.ms };
 
-    control = startControl({ dataDir, cpu: cpuSide, logDir, name: 'control-large' });
+    control = startControl({ dataDir, cpu: cpuControl, logDir, name: 'control-large' });
     controlUrl = (await control.start()).urls.control;
     admin = new Admin(controlUrl, dataDir);
     const version = (await admin.call('GET', '/_admin/v1/flags')).version;
@@ -442,7 +447,7 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, clkTck, note }) {
     const smallDir = path.join(tmp, 'small');
     fs.mkdirSync(smallDir, { mode: 0o700 });
     const small = seedKeys(path.join(smallDir, 'control.db'), 10, { withLoadKey: true, label: 'small' });
-    const control10 = startControl({ dataDir: smallDir, cpu: cpuSide, logDir, name: 'control-10' });
+    const control10 = startControl({ dataDir: smallDir, cpu: cpuControl, logDir, name: 'control-10' });
     const control10Url = (await control10.start()).urls.control;
     const admin10 = new Admin(control10Url, smallDir);
     const ep10 = await admin10.addEndpoint(ENDPOINT, upstreamBase);
