@@ -5,7 +5,7 @@
  */
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
-import { OutcomeBatch, type OutcomeAck } from '../../protocol/outcome';
+import type { OutcomeAck } from '../../protocol/outcome';
 import { GatewayId } from '../../protocol/snapshot';
 import {
   SetGatewayWeightRequest,
@@ -19,6 +19,7 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import type { SyncHub } from './hub';
+import { parseOutcomeBatch } from './outcome-batch';
 
 /** Largest outcome batch body: 10,000 records of a few hundred bytes. @default 16 MiB */
 export const OUTCOME_BATCH_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -37,7 +38,7 @@ export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: Syn
   });
 
   router.post('/_sync/v1/outcomes', async ({ req, res }) => {
-    const batch = parseBody(OutcomeBatch, await readJson(req, OUTCOME_BATCH_LIMIT_BYTES));
+    const batch = parseOutcomeBatch(await readJson(req, OUTCOME_BATCH_LIMIT_BYTES));
     const now = ctx.now();
     const accepted = ctx.store.outcomes.ingest(batch.records, now);
     ctx.store.gateways.seen(batch.gateway_id, now);
