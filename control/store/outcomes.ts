@@ -34,6 +34,20 @@ const INSERT = `INSERT INTO outcomes (${COLUMNS.join(', ')}) VALUES `;
 const ON_CONFLICT = ' ON CONFLICT (call_id) DO NOTHING';
 const TUPLE = `(${COLUMNS.map(() => '?').join(', ')})`;
 
+/** Put one row's parameters, in `COLUMNS` order, into `args` from index `at`. */
+function putRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number, receivedAt: number): void {
+  args[at] = r.call_id;
+  args[at + 1] = r.key_id;
+  args[at + 2] = r.endpoint_id;
+  args[at + 3] = r.method;
+  args[at + 4] = r.status;
+  args[at + 5] = r.outcome;
+  args[at + 6] = r.latency_ms;
+  args[at + 7] = startedMs;
+  args[at + 8] = r.gateway_id;
+  args[at + 9] = receivedAt;
+}
+
 /** A chunk held a row control already had; its savepoint is rolled back. */
 class ChunkHadDuplicates extends Error {}
 
@@ -44,8 +58,9 @@ export class OutcomesTable {
   private readonly byIdStmt;
   private readonly insertBatch;
   private readonly insertChunk;
-  /** The chunk statement's parameters, reused from chunk to chunk. */
+  /** The statements' parameters, reused from chunk to chunk and row to row. */
   private readonly chunkArgs = new Array<unknown>(CHUNK_ROWS * COLUMNS.length);
+  private readonly rowArgs = new Array<unknown>(COLUMNS.length);
 
   constructor(db: Db, rollups: RollupsTable) {
     this.insertStmt = db.prepare(INSERT + TUPLE + ON_CONFLICT);
@@ -54,21 +69,8 @@ export class OutcomesTable {
     this.byIdStmt = db.prepare(`SELECT * FROM outcomes WHERE call_id = ?`);
     // Nested in `insertBatch`, so better-sqlite3 runs it in a savepoint: throwing undoes the chunk only.
     this.insertChunk = db.transaction((records: OutcomeRecord[], from: number, started: number[], at: number) => {
-      const args = this.chunkArgs;
-      for (let i = 0, a = 0; i < CHUNK_ROWS; i++) {
-        const r = records[from + i]!;
-        args[a++] = r.call_id;
-        args[a++] = r.key_id;
-        args[a++] = r.endpoint_id;
-        args[a++] = r.method;
-        args[a++] = r.status;
-        args[a++] = r.outcome;
-        args[a++] = r.latency_ms;
-        args[a++] = started[from + i];
-        args[a++] = r.gateway_id;
-        args[a++] = at;
-      }
-      if (this.chunkStmt.run(...args).changes !== CHUNK_ROWS) throw new ChunkHadDuplicates();
+      for (let i = 0; i < CHUNK_ROWS; i++) putRow(this.chunkArgs, i * COLUMNS.length, records[from + i]!, started[from + i]!, at);
+      if (this.chunkStmt.run(...this.chunkArgs).changes !== CHUNK_ROWS) throw new ChunkHadDuplicates();
     });
     this.insertBatch = db.transaction((records: OutcomeRecord[], at: number) => {
       const started = records.map((r) => Date.parse(r.started_at));
@@ -107,18 +109,7 @@ export class OutcomesTable {
 
   /** One row; true if it was new. */
   private insertOne(r: OutcomeRecord, startedMs: number, at: number): boolean {
-    const { changes } = this.insertStmt.run(
-      r.call_id,
-      r.key_id,
-      r.endpoint_id,
-      r.method,
-      r.status,
-      r.outcome,
-      r.latency_ms,
-      startedMs,
-      r.gateway_id,
-      at,
-    );
-    return changes === 1;
+    putRow(this.rowArgs, 0, r, startedMs, at);
+    return this.insertStmt.run(...this.rowArgs).changes === 1;
   }
 }

@@ -270,9 +270,7 @@ export class Journal {
   /**
    * Write what is queued, fsync, store the ack cursor, close (once; later calls do nothing). The
    * journal cannot be used afterwards. The cursor is stored before this returns; the promise
-   * resolves once a background ack-state write that was already running has finished too (it
-   * can no longer replace the cursor, but it creates and removes a temp file in the dir), and
-   * the sync of the last full segment and the unlinks of acked ones.
+   * resolves once the background work already started has finished too (`idle()`).
    */
   close(): Promise<void> {
     if (!this.closed) {
@@ -285,7 +283,7 @@ export class Journal {
     return this.idle();
   }
 
-  /** Resolves once no background ack-state write is running or queued, and no segment sync, close or unlink. */
+  /** Resolves once no ack-state write (it creates and removes a temp file) nor segment sync, close or unlink runs. */
   async idle(): Promise<void> {
     await Promise.all([this.ackFile.idle(), this.files.idle()]);
   }
