@@ -7,6 +7,7 @@
 import t from 'tap';
 import {
   GENEROUS_LIMITS,
+  gatewayArgs,
   health,
   request,
   spawnService,
@@ -36,16 +37,7 @@ t.test('each gateway names its engine; both engines serve the walkthrough', asyn
     env: { SVC_GATEWAY_ENGINE: 'undici' },
   });
   const byFlag = await spawnService(t, 'gateway', [
-    '--data-dir',
-    stack.dataDir,
-    '--host',
-    '127.0.0.1',
-    '--gateway-port',
-    '0',
-    '--control',
-    stack.control.url,
-    '--id',
-    'gw-flag',
+    ...gatewayArgs({ dataDir: stack.dataDir, controlUrl: stack.control.url, id: 'gw-flag' }),
     '--engine',
     'undici',
   ]);

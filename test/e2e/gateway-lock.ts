@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { CLI_PATH, childEnv, health, startStack, svcctl, waitFor } from '../fixtures/stack';
+import { CLI_PATH, childEnv, gatewayArgs, health, startStack, svcctl, waitFor } from '../fixtures/stack';
 
 /** The state letter of `pid` in /proc (`Z` for a zombie), or null when it is gone. */
 function procState(pid: number): string | null {
@@ -26,20 +26,7 @@ function procState(pid: number): string | null {
 t.test('gateway single-instance lock', async (t) => {
   const stack = await startStack(t);
   const dir = join(stack.dataDir, 'gateway-gw-1');
-  const args = [
-    'serve',
-    'gateway',
-    '--data-dir',
-    stack.dataDir,
-    '--host',
-    '127.0.0.1',
-    '--gateway-port',
-    '0',
-    '--control',
-    stack.control.url,
-    '--id',
-    'gw-1',
-  ];
+  const args = ['serve', 'gateway', ...gatewayArgs({ dataDir: stack.dataDir, controlUrl: stack.control.url, id: 'gw-1' })];
 
   await t.test('a second gateway with the same id and data dir is refused while the first runs', async (t) => {
     const second = await svcctl(args);

@@ -6,7 +6,18 @@
 import t from 'tap';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import { CLI_PATH, STOP_GRACE_MS, WAIT_LIMIT_MS, childEnv, health, metricsToken, request, waitFor } from '../fixtures/stack';
+import {
+  CLI_PATH,
+  STOP_GRACE_MS,
+  WAIT_LIMIT_MS,
+  childEnv,
+  controlListenArgs,
+  gatewayArgs,
+  health,
+  metricsToken,
+  request,
+  waitFor,
+} from '../fixtures/stack';
 import { SDK_UA } from '../fixtures/public';
 
 interface Running {
@@ -35,7 +46,7 @@ function start(t: Parameters<Parameters<typeof t.test>[1]>[0], args: string[]): 
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
-const PORTS = ['--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0', '--gateway-port', '0'];
+const PORTS = [...controlListenArgs(), '--gateway-port', '0'];
 
 t.test('svcctl up --json --engine undici prints one ready object, keeps running, and stops on SIGTERM', async (t) => {
   const dataDir = join(t.testdir(), 'data');
@@ -63,41 +74,13 @@ t.test('svcctl up --json --engine undici prints one ready object, keeps running,
 
 t.test('svcctl serve control --json and serve gateway --json each print one ready object', async (t) => {
   const dataDir = join(t.testdir(), 'data');
-  const control = start(t, [
-    'serve',
-    'control',
-    '--json',
-    '--data-dir',
-    dataDir,
-    '--host',
-    '127.0.0.1',
-    '--control-port',
-    '0',
-    '--api-port',
-    '0',
-    '--indexer-port',
-    '0',
-  ]);
+  const control = start(t, ['serve', 'control', '--json', '--data-dir', dataDir, ...controlListenArgs()]);
   await waitFor(() => control.stdout().includes('\n') || control.child.exitCode !== null, 'control ready');
   const c = JSON.parse(control.stdout().trim());
   t.match(c, { status: 'ready', role: 'control', pid: control.child.pid });
   t.same(Object.keys(c.urls).sort(), ['api', 'control', 'indexer']);
 
-  const gateway = start(t, [
-    'serve',
-    'gateway',
-    '--json',
-    '--data-dir',
-    dataDir,
-    '--host',
-    '127.0.0.1',
-    '--gateway-port',
-    '0',
-    '--control',
-    c.urls.control,
-    '--id',
-    'gw-json',
-  ]);
+  const gateway = start(t, ['serve', 'gateway', '--json', ...gatewayArgs({ dataDir, controlUrl: c.urls.control, id: 'gw-json' })]);
   await waitFor(() => gateway.stdout().includes('\n') || gateway.child.exitCode !== null, 'gateway ready');
   const g = JSON.parse(gateway.stdout().trim());
   t.match(g, { status: 'ready', role: 'gateway', pid: gateway.child.pid });

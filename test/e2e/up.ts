@@ -6,7 +6,17 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI_PATH, STOP_GRACE_MS, WAIT_LIMIT_MS, childEnv, health, metricsToken, request, waitFor } from '../fixtures/stack';
+import {
+  CLI_PATH,
+  STOP_GRACE_MS,
+  WAIT_LIMIT_MS,
+  childEnv,
+  controlListenArgs,
+  health,
+  metricsToken,
+  request,
+  waitFor,
+} from '../fixtures/stack';
 import { lockAddress, probe } from '../../gateway/instance-lock';
 
 const alive = (pid: number): boolean => {
@@ -20,26 +30,10 @@ const alive = (pid: number): boolean => {
 
 t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', async (t) => {
   const dataDir = join(t.testdir(), 'data');
-  const child = spawn(
-    process.execPath,
-    [
-      CLI_PATH,
-      'up',
-      '--data-dir',
-      dataDir,
-      '--host',
-      '127.0.0.1',
-      '--control-port',
-      '0',
-      '--api-port',
-      '0',
-      '--indexer-port',
-      '0',
-      '--gateway-port',
-      '0',
-    ],
-    { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn(process.execPath, [CLI_PATH, 'up', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0'], {
+    env: childEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
