@@ -14,6 +14,23 @@ import { outcomeRecord as record } from './fixtures/outcomes.cts';
 
 const POISON = 999_999;
 
+/** A running shipper for `journal` (as gw-1, to `controlUrl`), stopped in teardown; counts its failures and refused records. */
+function startShipper(t: Parameters<typeof listen>[0], journal: Journal, controlUrl: string) {
+  const counts = { failures: 0, rejected: 0 };
+  const shipper = new OutcomeShipper({
+    controlUrl,
+    syncToken: 'token',
+    gatewayId: 'gw-1',
+    journal,
+    log: silentLogger,
+    onFailure: () => counts.failures++,
+    onRejected: () => counts.rejected++,
+  });
+  t.teardown(() => shipper.stop());
+  shipper.start();
+  return counts;
+}
+
 /** A control that answers 400 to a batch that is not JSON or holds a record with latency POISON. */
 async function fakeControl(t: Parameters<typeof listen>[0]) {
   const stored = new Map<string, number>();
@@ -63,17 +80,7 @@ t.test('refused records are isolated and set aside; every other record arrives o
     journal.append(r);
     if (r.latency_ms !== POISON) wanted.add(r.call_id);
   }
-  let rejected = 0;
-  const shipper = new OutcomeShipper({
-    controlUrl: control.url,
-    syncToken: 'token',
-    gatewayId: 'gw-1',
-    journal,
-    log: silentLogger,
-    onRejected: () => rejected++,
-  });
-  t.teardown(() => shipper.stop());
-  shipper.start();
+  const shipped = startShipper(t, journal, control.url);
   await waitFor(() => journal.backlog() === 0, 'journal drained', 30_000);
 
   t.equal(control.stored.size, wanted.size, `${wanted.size} records stored`);
@@ -81,7 +88,7 @@ t.test('refused records are isolated and set aside; every other record arrives o
     [...wanted].every((id) => control.stored.get(id) === 1),
     'each good record exactly once',
   );
-  t.equal(rejected, 3, 'the damaged line and the two refused records');
+  t.equal(shipped.rejected, 3, 'the damaged line and the two refused records');
   const aside = fs
     .readFileSync(path.join(dir, REJECTED_FILE), 'utf8')
     .trim()
@@ -111,23 +118,11 @@ t.test('a control that is down is retried; nothing is set aside', async (t) => {
   const journal = Journal.open({ dir });
   t.teardown(() => journal.close());
   for (let i = 1; i <= 5; i++) journal.append(record(i));
-  let failures = 0;
-  let rejected = 0;
   const down = http.createServer((_req, res) => res.writeHead(503).end());
   const port = await listen(t, down);
-  const shipper = new OutcomeShipper({
-    controlUrl: `http://127.0.0.1:${port}`,
-    syncToken: 'token',
-    gatewayId: 'gw-1',
-    journal,
-    log: silentLogger,
-    onFailure: () => failures++,
-    onRejected: () => rejected++,
-  });
-  t.teardown(() => shipper.stop());
-  shipper.start();
-  await waitFor(() => failures >= 2, 'two failed attempts');
-  t.equal(rejected, 0);
+  const shipped = startShipper(t, journal, `http://127.0.0.1:${port}`);
+  await waitFor(() => shipped.failures >= 2, 'two failed attempts');
+  t.equal(shipped.rejected, 0);
   t.equal(journal.backlog(), 5, 'everything still waits in the journal');
   t.notOk(fs.existsSync(path.join(dir, REJECTED_FILE)));
 });
@@ -139,19 +134,9 @@ t.test('a refused batch from memory falls back to narrowing by id, then ships fr
   t.teardown(() => journal.close());
   for (let i = 1; i <= 100; i++) journal.append(i === 50 ? { ...record(i), latency_ms: POISON } : record(i));
   t.ok(journal.pendingBatch(10) !== null, 'the records are shipped from memory to begin with');
-  let rejected = 0;
-  const shipper = new OutcomeShipper({
-    controlUrl: control.url,
-    syncToken: 'token',
-    gatewayId: 'gw-1',
-    journal,
-    log: silentLogger,
-    onRejected: () => rejected++,
-  });
-  t.teardown(() => shipper.stop());
-  shipper.start();
+  const shipped = startShipper(t, journal, control.url);
   await waitFor(() => journal.backlog() === 0, 'journal drained');
-  t.equal(rejected, 1);
+  t.equal(shipped.rejected, 1);
   t.equal(control.stored.size, 99);
   t.notOk(control.stored.has(record(50).call_id));
   for (let i = 101; i <= 110; i++) journal.append(record(i));
