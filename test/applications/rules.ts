@@ -73,28 +73,23 @@ t.test('webhook signature and backoff', async (t) => {
   t.equal(signWebhook('secret-secret-secret', 1700000000, body), expected, 'HMAC-SHA256 over "<timestamp>.<body>"');
   t.not(signWebhook('secret-secret-secret', 1700000001, body), expected, 'the timestamp is signed');
 
-  const notifier = new WebhookNotifier({
-    url: 'http://127.0.0.1:1/x',
-    secret: 's'.repeat(16),
-    retries: 5,
-    backoffMs: 1000,
-    timeoutMs: 100,
-    now: Date.now,
-    random: () => 1,
-  });
+  /** A notifier whose jitter draws `draw` (1: the whole delay, 0: the least of it). */
+  const withJitter = (draw: number) =>
+    new WebhookNotifier({
+      url: 'http://127.0.0.1:1/x',
+      secret: 's'.repeat(16),
+      retries: 5,
+      backoffMs: 1000,
+      timeoutMs: 100,
+      now: Date.now,
+      random: () => draw,
+    });
+  const notifier = withJitter(1);
   t.same(
     [1, 2, 3, 4, 5, 6].map((n) => notifier.backoff(n)),
     [1000, 2000, 4000, 8000, 10000, 10000],
     'doubling, capped at 10 s',
   );
-  const low = new WebhookNotifier({
-    url: 'http://127.0.0.1:1/x',
-    secret: 's'.repeat(16),
-    retries: 5,
-    backoffMs: 1000,
-    timeoutMs: 100,
-    now: Date.now,
-    random: () => 0,
-  });
+  const low = withJitter(0);
   t.equal(low.backoff(3), 2000, 'jitter keeps at least half the delay');
 });

@@ -149,6 +149,8 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   t.match(proofRes.headers['cache-control'], /^public, max-age=\d+$/, 'cached like the other indexer reads');
   t.type(proofRes.headers.etag, 'string');
   const proof = proofRes.body;
+  /** What every verifier must conclude from the failed call's proof. */
+  const verdict = { ok: true, refund: 2150, premium: 0, outcome: 'server_error', batch: proof.leaf.batch, reasons: [] };
   const jwks = (await get(indexer, '/api/receipts/keys')).body;
   t.equal(jwks.keys.length, 1);
   t.same(Object.keys(jwks.keys[0]).sort(), ['crv', 'kid', 'kty', 'use', 'x']);
@@ -195,26 +197,12 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   });
 
   t.test('2. the production verifier accepts it', async (t) => {
-    t.same(verifyCallProof(proof, jwks, failed.id), {
-      ok: true,
-      refund: 2150,
-      premium: 0,
-      outcome: 'server_error',
-      batch: proof.leaf.batch,
-      reasons: [],
-    });
+    t.same(verifyCallProof(proof, jwks, failed.id), verdict);
     t.equal(verifyCallProof(proof, jwks, calls[0]!.id).ok, false, 'not as the proof of another call');
   });
 
   t.test('3. svc-monitor-sdk verifyRefund accepts it, with the published and with a pinned JWKS', async (t) => {
-    t.same(await sdk.verifyRefund(failed.id), {
-      ok: true,
-      refund: 2150,
-      premium: 0,
-      outcome: 'server_error',
-      batch: proof.leaf.batch,
-      reasons: [],
-    });
+    t.same(await sdk.verifyRefund(failed.id), verdict);
     t.same((await sdk.verifyRefund(calls[0]!.id, { jwks })).outcome, 'ok');
     const stranger = {
       keys: [{ ...jwks.keys[0], x: 'Xk5pHk6ioGJPiRWlHFhq1EwG1T7DkAZ7JE2DVNAIqd0', kid: 'Pp8F5K2Vn7CgAQfR7t3K1fGyq2kTbMlOgQX0T3p4Wf8' }],
