@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Config } from '../config/load';
 import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
+import { InstanceLockedError, acquireInstanceLock, controlRunningMessage } from '../protocol/instance-lock';
 import { RUNTIME_FILE, type RuntimeInfo } from '../protocol/runtime';
 import { TokenAuth } from './admin/auth';
 import { registerChangelogRoutes } from './admin/changelog';
@@ -56,10 +57,38 @@ function configureServer(server: Server): Server {
   return server;
 }
 
+/** Control could not start for a reason the operator must act on (`svcctl` exits 1 with the message). */
+export class ControlStartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ControlStartError';
+  }
+}
+
+/**
+ * Take the data dir's single-instance lock (protocol/instance-lock.ts): two controls on one data
+ * dir would each push their own state to their own gateways and each hand out full limit shares.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  try {
+    return (await acquireInstanceLock(dataDir, { role: 'control' })).release;
+  } catch (err) {
+    if (err instanceof InstanceLockedError) throw new ControlStartError(controlRunningMessage(err.pid));
+    throw err;
+  }
+}
+
 export async function startControl(config: Readonly<Config>, options: StartOptions = {}): Promise<ControlHandle> {
   const log = options.log ?? createLogger({ level: config.logLevel, base: { role: 'control' } });
   const boot = bootstrapDataDir(config);
-  const store = Store.open(boot.databasePath);
+  const unlock = await lockDataDir(boot.dataDir);
+  let store: Store;
+  try {
+    store = Store.open(boot.databasePath);
+  } catch (err) {
+    await unlock();
+    throw err;
+  }
   const ctx: ControlContext = {
     store,
     config,
@@ -115,6 +144,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
     store.close();
+    await unlock();
   };
 
   try {

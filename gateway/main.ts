@@ -17,7 +17,7 @@ import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
 import { createHandler } from './request/handler';
-import { InstanceLockedError, acquireInstanceLock } from './instance-lock';
+import { InstanceLockedError, acquireInstanceLock } from '../protocol/instance-lock';
 import { Journal } from './journal/journal';
 import { operatorRoutes } from './operator';
 import { GatewayMetrics } from './metrics';
@@ -61,7 +61,7 @@ function readTrimmed(path: string): string | null {
   }
 }
 
-/** Take the gateway dir's single-instance lock (see `instance-lock.ts`). */
+/** Take the gateway dir's single-instance lock (see `protocol/instance-lock.ts`). */
 async function lock(dir: string, id: string): Promise<() => Promise<void>> {
   try {
     return (await acquireInstanceLock(dir)).release;

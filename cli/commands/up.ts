@@ -5,7 +5,9 @@
  * and `up` exits 1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { controlHolder, controlRunningMessage } from '../../protocol/instance-lock';
 import { ReadyLine, type UpReady } from '../../protocol/runtime';
 import type { Output } from '../output';
 import { CliError, EXIT_FAILURE, EXIT_OK } from '../exit-codes';
@@ -23,6 +25,8 @@ export interface UpOptions {
   passArgs: string[];
   /** Roles to start, in order; each may depend on URLs announced by earlier ones. */
   roles: { role: string; args: (ready: Ready[]) => string[] }[];
+  /** The data dir the roles use: refused at once when a control already runs on it. */
+  dataDir?: string;
   /** Once ready, print one JSON object (`{"status":"ready","urls","pids"}`) instead of the banner. */
   json?: boolean;
 }
@@ -78,6 +82,9 @@ function printBanner(urls: Record<string, string>, out: Output): void {
 }
 
 export async function run(opts: UpOptions, deps: { out: Output }): Promise<number> {
+  // Control would refuse too, but only after up had echoed its start; say it first, and alone.
+  const holder = opts.dataDir === undefined ? null : await controlHolder(resolve(opts.dataDir));
+  if (holder !== null) throw new CliError(controlRunningMessage(holder.pid));
   const children: ChildProcess[] = [];
   const ready: Ready[] = [];
   // Stop in reverse start order: the gateway ships its last outcomes while control still runs.

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ControlStartError } from '../../control/server';
 import { captureLogs, startTestControl } from '../fixtures/control';
 
 const mode = (path: string) => statSync(path).mode & 0o777;
@@ -95,4 +96,16 @@ t.test('SVC_METRICS_TOKEN replaces metrics.token; control /metrics takes only th
     t.equal(res.status, 401, `${what}: 401`);
     t.equal((res.body as { code?: string } | null)?.code, 'svc_unauthorized', `${what}: svc_unauthorized`);
   }
+});
+
+t.test('a second control on a data dir in use is refused before it opens the store; the lock goes with close', async (t) => {
+  const dataDir = join(t.testdir(), 'data');
+  const first = await startTestControl(t, { dataDir });
+  const refused = await startTestControl(t, { dataDir }).catch((err: unknown) => err);
+  t.ok(refused instanceof ControlStartError, 'ControlStartError');
+  t.equal((refused as Error).message, `control already running for this data dir (pid ${process.pid})`);
+  t.equal((await first.admin('GET', '/_admin/v1/status')).status, 200, 'the first one is unharmed');
+  await first.close();
+  const second = await startTestControl(t, { dataDir });
+  t.equal((await second.admin('GET', '/_admin/v1/status')).status, 200, 'once it closed, another control starts');
 });

@@ -17,7 +17,7 @@ import {
   request,
   waitFor,
 } from '../fixtures/stack';
-import { lockAddress, probe } from '../../gateway/instance-lock';
+import { lockAddress, probe } from '../../protocol/instance-lock';
 
 const alive = (pid: number): boolean => {
   try {

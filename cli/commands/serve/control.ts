@@ -1,12 +1,18 @@
 /** `svcctl serve control`: run the control role in this process until SIGINT/SIGTERM. */
 import type { Config } from '../../../config/load';
-import { startControl } from '../../../control/server';
+import { ControlStartError, startControl } from '../../../control/server';
 import type { Output } from '../../output';
-import { EXIT_OK } from '../../exit-codes';
+import { CliError, EXIT_OK } from '../../exit-codes';
 import { announceReady, untilSignal } from './lifecycle';
 
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
-  const control = await startControl(opts.config);
+  let control;
+  try {
+    control = await startControl(opts.config);
+  } catch (err) {
+    if (err instanceof ControlStartError) throw new CliError(err.message);
+    throw err;
+  }
   const boot = control.bootstrap;
   announceReady(
     deps.out,

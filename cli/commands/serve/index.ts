@@ -67,7 +67,7 @@ export const up: ProcessSpec = {
     { flags: '--json', description: 'once ready, print one JSON object with the four URLs and the pids' },
   ],
   action: async (o, ctx) => {
-    ctx.settings({ ...portSettings(o), 'gateway.engine': o.engine }); // fail fast on bad settings
+    const config = ctx.settings({ ...portSettings(o), 'gateway.engine': o.engine }); // fail fast on bad settings
     // Each child gets the global options and the flags that concern its role.
     const g = ctx.globals();
     const common: string[] = [];
@@ -86,6 +86,7 @@ export const up: ProcessSpec = {
     return run(
       {
         passArgs: [],
+        dataDir: config.dataDir,
         json: o.json === true,
         roles: [
           { role: 'control', args: () => controlArgs },

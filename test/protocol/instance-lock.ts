@@ -1,6 +1,7 @@
 /**
- * The gateway's single-instance lock (gateway/instance-lock.ts), in both of its address forms
- * (a socket file in the gateway dir, and Linux's abstract namespace): a live holder refuses
+ * The single-instance lock (protocol/instance-lock.ts) of a gateway dir and of control's data
+ * dir, in both of its address forms (a socket file in the dir, and Linux's abstract
+ * namespace): a live holder refuses
  * a second taker and says its pid; a holder that was SIGKILLed leaves nothing that blocks; a
  * pid file from earlier versions naming a live process does not matter and is removed; the
  * socket file is 0600.
@@ -10,7 +11,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InstanceLockedError, LEGACY_PID_FILE, acquireInstanceLock, lockAddress, probe } from '../../gateway/instance-lock';
+import {
+  CONTROL_LOCK_SOCKET_FILE,
+  InstanceLockedError,
+  LEGACY_PID_FILE,
+  acquireInstanceLock,
+  lockAddress,
+  probe,
+} from '../../protocol/instance-lock';
 
 /**
  * A separate process that listens on `path` the way a lock holder does (answers its pid), and
@@ -58,7 +66,7 @@ for (const form of forms) {
   t.test(`${form} address`, async (t) => {
     await t.test('a live holder refuses a second taker and says its pid', async (t) => {
       const dir = shortDir(t);
-      const address = lockAddress(dir, form);
+      const address = lockAddress(dir, { prefer: form });
       t.equal(address.kind, form);
       const live = await holder(t, address.path);
       const err = await acquireInstanceLock(dir, { prefer: form }).catch((e: unknown) => e);
@@ -68,7 +76,7 @@ for (const form of forms) {
 
     await t.test('a SIGKILLed holder leaves nothing that blocks', async (t) => {
       const dir = shortDir(t);
-      const address = lockAddress(dir, form);
+      const address = lockAddress(dir, { prefer: form });
       await killed(await holder(t, address.path));
       if (form === 'file') t.ok(statSync(address.path).isSocket(), 'the dead holder’s socket file is still there');
       t.equal(await probe(address.path), 'stale', 'and nobody answers on it');
@@ -119,4 +127,27 @@ t.test('a dir whose socket path is too long uses the abstract namespace (Linux)'
   const lock = await acquireInstanceLock(dir);
   await t.rejects(acquireInstanceLock(dir), InstanceLockedError);
   await lock.release();
+});
+
+t.test('control and a gateway lock the same dir independently, and a control lock leaves pid files alone', async (t) => {
+  const dir = shortDir(t);
+  writeFileSync(join(dir, LEGACY_PID_FILE), 'not a gateway pid file');
+  const control = await acquireInstanceLock(dir, { role: 'control' });
+  t.equal(lockAddress(dir, { role: 'control' }).path, join(dir, CONTROL_LOCK_SOCKET_FILE), 'control.sock in the data dir');
+  t.ok(existsSync(join(dir, LEGACY_PID_FILE)), 'the data dir’s files are not touched');
+  await t.rejects(acquireInstanceLock(dir, { role: 'control' }), InstanceLockedError, 'a second control is refused');
+  const gateway = await acquireInstanceLock(dir);
+  t.same(await probe(lockAddress(dir, { role: 'control' }).path), { pid: process.pid }, 'control’s lock still answers');
+  await gateway.release();
+  await control.release();
+  t.equal(await probe(lockAddress(dir, { role: 'control' }).path), 'stale', 'released');
+});
+
+t.test('the abstract names of the two roles differ', { skip: process.platform !== 'linux' }, (t) => {
+  const dir = shortDir(t);
+  const control = lockAddress(dir, { role: 'control', prefer: 'abstract' });
+  const gateway = lockAddress(dir, { prefer: 'abstract' });
+  t.match(control.path, /^\0svc-control-lock-[0-9a-f]{64}$/);
+  t.match(gateway.path, /^\0svc-gateway-lock-[0-9a-f]{64}$/);
+  t.end();
 });
