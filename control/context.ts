@@ -16,7 +16,7 @@ export interface ControlContext {
   startedAt: number;
   dataDir: string;
   /** Every gateway known to control, with whether it is connected now. */
-  gateways: () => GatewayStatus[];
+  gateways: () => Promise<GatewayStatus[]>;
   /** The settler's state; null while no settler runs in this process. */
-  settler: () => SettlerStatus | null;
+  settler: () => Promise<SettlerStatus> | null;
 }

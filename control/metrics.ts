@@ -56,7 +56,11 @@ export class ControlMetrics {
 
   /** The exposition text now. */
   async render(): Promise<string> {
-    const reading: Reading = { version: this.ctx.store.version(), gateways: this.ctx.gateways(), settler: this.ctx.settler() };
+    const reading: Reading = {
+      version: await this.ctx.store.version(),
+      gateways: await this.ctx.gateways(),
+      settler: await this.ctx.settler(),
+    };
     this.reading = reading;
     const text = await this.control.metrics();
     if (reading.settler === null) return text;

@@ -84,7 +84,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const unlock = await lockDataDir(boot.dataDir);
   let store: Store;
   try {
-    store = Store.open(boot.databasePath);
+    store = await Store.open(boot.databasePath);
   } catch (err) {
     await unlock();
     throw err;
@@ -97,13 +97,13 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     urls: { control: '', api: '', indexer: '' },
     startedAt: Date.now(),
     dataDir: boot.dataDir,
-    gateways: () => [],
+    gateways: () => Promise.resolve([]),
     settler: () => null,
   };
 
   const limits = limitsFromConfig(config);
-  recordLimits(store, limits, ctx.now());
-  const hub = new SyncHub(ctx, limits);
+  await recordLimits(store, limits, ctx.now());
+  const hub = await SyncHub.open(ctx, limits);
   ctx.gateways = () => hub.status();
 
   const admin = new Router();
@@ -114,7 +114,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerStatusRoutes(admin, ctx);
   registerApplicationAdminRoutes(admin, ctx);
   registerPropagationRoutes(admin, hub, ctx);
-  const settler = new Settler({ store, log, now: ctx.now, cadenceMs: config.settler.cadenceMs, batchCap: config.settler.batchCap });
+  const settler = await Settler.open({ store, log, now: ctx.now, cadenceMs: config.settler.cadenceMs, batchCap: config.settler.batchCap });
   ctx.settler = () => settler.status();
   registerSettlerRoutes(admin, ctx, settler);
   registerLedgerRoutes(admin, ctx);
@@ -143,7 +143,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await settler.stop();
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
-    store.close();
+    await store.close();
     await unlock();
   };
 
@@ -176,6 +176,6 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   renameSync(tmp, runtimePath);
 
   settler.start();
-  log.info('control ready', { urls: ctx.urls, data_dir: boot.dataDir, state_version: store.version() });
+  log.info('control ready', { urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
   return { ctx, bootstrap: boot, urls: ctx.urls, routers: { admin, sync, metrics: metricsRouter }, close };
 }

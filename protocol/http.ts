@@ -8,7 +8,10 @@ import { PROBLEM_CONTENT_TYPE, SvcError, isSvcError, problem, type ErrorCode } f
 /** Largest JSON body accepted by the admin and sync APIs. @default 1 MiB */
 export const DEFAULT_JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+/** Any value but a promise: a body must be awaited before it is written. */
+export type Settled<T> = T extends PromiseLike<unknown> ? never : T;
+
+export function sendJson<T>(res: ServerResponse, status: number, body: Settled<T>, headers: Record<string, string> = {}): void {
   const payload = JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',

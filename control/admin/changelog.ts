@@ -28,22 +28,24 @@ export function limitParam(query: URLSearchParams, fallback: number, max: number
 }
 
 export function registerChangelogRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/_admin/v1/changelog', ({ res, query }) => {
+  router.get('/_admin/v1/changelog', async ({ res, query }) => {
     sendJson(res, 200, {
-      entries: ctx.store.changelog.list(limitParam(query, ADMIN_CHANGELOG_DEFAULT_LIMIT, ADMIN_CHANGELOG_MAX_LIMIT)),
+      entries: await ctx.store.changelog.list(limitParam(query, ADMIN_CHANGELOG_DEFAULT_LIMIT, ADMIN_CHANGELOG_MAX_LIMIT)),
     } satisfies ChangelogList);
   });
 
   router.post('/_admin/v1/changelog', async ({ req, res, actor }) => {
     const input = parseBody(AddChangelogRequest, await readJson(req));
     const now = ctx.now();
-    const { result: id } = ctx.store.mutate({ actor, now }, { action: 'changelog.add', detail: { text: input.text } }, () =>
-      ctx.store.changelog.add({ at: now, kind: 'notice', text: input.text, author: actor }),
+    const { result: id } = await ctx.store.mutate({ actor, now }, { action: 'changelog.add', detail: { text: input.text } }, (tx) =>
+      tx.changelog.add({ at: now, kind: 'notice', text: input.text, author: actor }),
     );
-    sendJson(res, 201, ctx.store.changelog.byId(id) satisfies ChangelogEntry | undefined);
+    sendJson(res, 201, (await ctx.store.changelog.byId(id)) satisfies ChangelogEntry | undefined);
   });
 
-  router.get('/_admin/v1/audit', ({ res, query }) => {
-    sendJson(res, 200, { entries: ctx.store.audit.list(limitParam(query, AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT)) } satisfies AuditList);
+  router.get('/_admin/v1/audit', async ({ res, query }) => {
+    sendJson(res, 200, {
+      entries: await ctx.store.audit.list(limitParam(query, AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT)),
+    } satisfies AuditList);
   });
 }

@@ -17,8 +17,8 @@ import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { endpointView, type EndpointRecord } from '../store/endpoints';
 
-function mustRecord(ctx: ControlContext, id: string): EndpointRecord {
-  const record = ctx.store.endpoints.record(id);
+async function mustRecord(ctx: ControlContext, id: string): Promise<EndpointRecord> {
+  const record = await ctx.store.endpoints.record(id);
   if (!record) throw new SvcError('svc_not_found', `no endpoint with id ${id}`);
   return record;
 }
@@ -32,7 +32,7 @@ function auditDetail(fields: Record<string, unknown>): Record<string, unknown> {
 export function registerEndpointRoutes(router: Router, ctx: ControlContext): void {
   router.post('/_admin/v1/endpoints', async ({ req, res, actor }) => {
     const input = parseBody(CreateEndpointRequest, await readJson(req));
-    if (ctx.store.endpoints.byId(input.id)) throw new SvcError('svc_conflict', `endpoint ${input.id} already exists; use update`);
+    if (await ctx.store.endpoints.byId(input.id)) throw new SvcError('svc_conflict', `endpoint ${input.id} already exists; use update`);
     const now = ctx.now();
     const record: EndpointRecord = {
       id: input.id,
@@ -50,25 +50,25 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       created_at: now,
       updated_at: now,
     };
-    const { version } = ctx.store.mutate(
+    const { version } = await ctx.store.mutate(
       { actor, now },
       { action: 'endpoints.add', target: input.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: input.id }] },
-      () => ctx.store.endpoints.save(record),
+      async (tx) => await tx.endpoints.save(record),
     );
-    sendJson(res, 201, { ...endpointView(ctx.store.endpoints.byId(input.id)!), version } satisfies EndpointChange);
+    sendJson(res, 201, { ...endpointView((await ctx.store.endpoints.byId(input.id))!), version } satisfies EndpointChange);
   });
 
-  router.get('/_admin/v1/endpoints', ({ res }) => {
-    sendJson(res, 200, { endpoints: ctx.store.endpoints.list().map(endpointView) } satisfies EndpointList);
+  router.get('/_admin/v1/endpoints', async ({ res }) => {
+    sendJson(res, 200, { endpoints: (await ctx.store.endpoints.list()).map(endpointView) } satisfies EndpointList);
   });
 
-  router.get('/_admin/v1/endpoints/:id', ({ res, params }) => {
-    mustRecord(ctx, params.id!);
-    sendJson(res, 200, endpointView(ctx.store.endpoints.byId(params.id!)!) satisfies EndpointView);
+  router.get('/_admin/v1/endpoints/:id', async ({ res, params }) => {
+    await mustRecord(ctx, params.id!);
+    sendJson(res, 200, endpointView((await ctx.store.endpoints.byId(params.id!))!) satisfies EndpointView);
   });
 
   router.patch('/_admin/v1/endpoints/:id', async ({ req, res, params, actor }) => {
-    const current = mustRecord(ctx, params.id!);
+    const current = await mustRecord(ctx, params.id!);
     const input = parseBody(UpdateEndpointRequest, await readJson(req));
     if (Object.keys(input).length === 0) throw new SvcError('svc_bad_request', 'nothing to update');
     const now = ctx.now();
@@ -81,7 +81,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     };
     // The display name is for the public pages only: gateways never see it, so renaming alone changes no state version.
     const publicOnly = Object.keys(input).every((field) => field === 'display_name');
-    const { version } = ctx.store.mutate(
+    const { version } = await ctx.store.mutate(
       { actor, now },
       {
         action: 'endpoints.update',
@@ -89,18 +89,18 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
         detail: auditDetail(input),
         changes: publicOnly ? [] : [{ kind: 'endpoint', entity: current.id }],
       },
-      () => ctx.store.endpoints.save(next),
+      async (tx) => await tx.endpoints.save(next),
     );
-    sendJson(res, 200, { ...endpointView(ctx.store.endpoints.byId(current.id)!), version } satisfies EndpointChange);
+    sendJson(res, 200, { ...endpointView((await ctx.store.endpoints.byId(current.id))!), version } satisfies EndpointChange);
   });
 
-  router.delete('/_admin/v1/endpoints/:id', ({ res, params, actor }) => {
-    const current = mustRecord(ctx, params.id!);
+  router.delete('/_admin/v1/endpoints/:id', async ({ res, params, actor }) => {
+    const current = await mustRecord(ctx, params.id!);
     const now = ctx.now();
-    const { version } = ctx.store.mutate(
+    const { version } = await ctx.store.mutate(
       { actor, now },
       { action: 'endpoints.remove', target: current.id, changes: [{ kind: 'endpoint', entity: current.id }] },
-      () => ctx.store.endpoints.remove(current.id, now),
+      async (tx) => await tx.endpoints.remove(current.id, now),
     );
     sendJson(res, 200, { id: current.id, removed: true, version } satisfies EndpointRemoved);
   });

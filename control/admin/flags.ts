@@ -28,25 +28,25 @@ function flagName(raw: string): FlagName {
 }
 
 export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/_admin/v1/flags', ({ res }) => {
-    sendJson(res, 200, { flags: ctx.store.flags.list(), version: ctx.store.version() } satisfies FlagList);
+  router.get('/_admin/v1/flags', async ({ res }) => {
+    sendJson(res, 200, { flags: await ctx.store.flags.list(), version: await ctx.store.version() } satisfies FlagList);
   });
 
-  router.get('/_admin/v1/flags/:name', ({ res, params }) => {
-    sendJson(res, 200, ctx.store.flags.get(flagName(params.name!)) satisfies FlagView | undefined);
+  router.get('/_admin/v1/flags/:name', async ({ res, params }) => {
+    sendJson(res, 200, (await ctx.store.flags.get(flagName(params.name!))) satisfies FlagView | undefined);
   });
 
   router.put('/_admin/v1/flags/:name', async ({ req, res, params, actor }) => {
     const name = flagName(params.name!);
     const input = parseBody(SetFlagRequest, await readJson(req));
-    const before = ctx.store.flags.get(name)!;
+    const before = (await ctx.store.flags.get(name))!;
     if (before.value === input.value) {
-      sendJson(res, 200, { ...before, version: ctx.store.version(), changed: false, changelog_id: null } satisfies FlagChange);
+      sendJson(res, 200, { ...before, version: await ctx.store.version(), changed: false, changelog_id: null } satisfies FlagChange);
       return;
     }
     const now = ctx.now();
     const text = `${name} turned ${input.value ? 'on' : 'off'}${input.note ? `: ${input.note}` : ''}`;
-    const { result: changelogId, version } = ctx.store.mutate(
+    const { result: changelogId, version } = await ctx.store.mutate(
       { actor, now },
       {
         action: 'flags.set',
@@ -54,11 +54,11 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
         detail: { value: input.value, note: input.note ?? null },
         changes: [{ kind: 'flags', entity: '*' }],
       },
-      () => {
-        ctx.store.flags.set(name, input.value, now, actor, input.note ?? null);
-        return ctx.store.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });
+      async (tx) => {
+        await tx.flags.set(name, input.value, now, actor, input.note ?? null);
+        return await tx.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });
       },
     );
-    sendJson(res, 200, { ...ctx.store.flags.get(name)!, version, changed: true, changelog_id: changelogId } satisfies FlagChange);
+    sendJson(res, 200, { ...(await ctx.store.flags.get(name))!, version, changed: true, changelog_id: changelogId } satisfies FlagChange);
   });
 }

@@ -74,8 +74,8 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
   const keys: KeyView[] = [];
   for (;;) {
     const step = Math.min(KEY_LIST_STEP, limit - keys.length);
-    const page = ctx.store.keys.page({ limit: step, after, now, ...(q.status ? { status: q.status } : {}) });
-    const secrets = ctx.store.keys.liveSecretsOf(
+    const page = await ctx.store.keys.page({ limit: step, after, now, ...(q.status ? { status: q.status } : {}) });
+    const secrets = await ctx.store.keys.liveSecretsOf(
       page.rows.map((r) => r.id),
       now,
     );
@@ -90,44 +90,44 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
 export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
   router.post('/_admin/v1/keys', async ({ req, res, actor }) => {
     const input = parseBody(IssueKeyRequest, await readJson(req));
-    sendJson(res, 201, issueKey(ctx, actor, input));
+    sendJson(res, 201, await issueKey(ctx, actor, input));
   });
 
   router.get('/_admin/v1/keys', async ({ res, query }) => {
     sendJson(res, 200, await listKeys(ctx, query));
   });
 
-  router.get('/_admin/v1/keys/:id', ({ res, params }) => {
-    sendJson(res, 200, viewKey(ctx, keyOrNotFound(ctx, params.id!)));
+  router.get('/_admin/v1/keys/:id', async ({ res, params }) => {
+    sendJson(res, 200, await viewKey(ctx, await keyOrNotFound(ctx, params.id!)));
   });
 
-  router.post('/_admin/v1/keys/:id/revoke', ({ res, params, actor }) => {
-    const row = keyOrNotFound(ctx, params.id!);
+  router.post('/_admin/v1/keys/:id/revoke', async ({ res, params, actor }) => {
+    const row = await keyOrNotFound(ctx, params.id!);
     if (row.status === 'revoked') {
-      sendJson(res, 200, { ...viewKey(ctx, row), version: ctx.store.version(), changed: false } satisfies KeyRevoked);
+      sendJson(res, 200, { ...(await viewKey(ctx, row)), version: await ctx.store.version(), changed: false } satisfies KeyRevoked);
       return;
     }
     const now = ctx.now();
-    const { version } = ctx.store.mutate(
+    const { version } = await ctx.store.mutate(
       { actor, now },
       { action: 'keys.revoke', target: row.id, detail: { prefix: row.prefix }, changes: [{ kind: 'key', entity: row.id }] },
-      () => {
-        ctx.store.keys.revoke(row.id, now);
-        ctx.store.keys.expireSecrets(row.id, now, now);
+      async (tx) => {
+        await tx.keys.revoke(row.id, now);
+        await tx.keys.expireSecrets(row.id, now, now);
       },
     );
-    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version, changed: true } satisfies KeyRevoked);
+    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version, changed: true } satisfies KeyRevoked);
   });
 
   router.post('/_admin/v1/keys/:id/rotate', async ({ req, res, params, actor }) => {
     const input = parseBody(RotateKeyRequest, await readJson(req));
-    const row = keyOrNotFound(ctx, params.id!);
+    const row = await keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
     const status = keyStatus(row, now);
     if (status !== 'active') throw new SvcError('svc_conflict', `key ${row.id} is ${status}; issue a new key instead`);
     const grace = input.grace_seconds ?? ctx.config.keys.rotateGraceS;
     const secret = newSecret();
-    const { version } = ctx.store.mutate(
+    const { version } = await ctx.store.mutate(
       { actor, now },
       {
         action: 'keys.rotate',
@@ -135,18 +135,18 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
         detail: { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace },
         changes: [{ kind: 'key', entity: row.id }],
       },
-      () => replaceSecrets(ctx, row.id, secret, now + grace * 1000, now),
+      (tx) => replaceSecrets(tx, row.id, secret, now + grace * 1000, now),
     );
-    const issued: IssuedKey = { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), key: secret.key, version };
+    const issued: IssuedKey = { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), key: secret.key, version };
     sendJson(res, 200, issued);
   });
 
   router.post('/_admin/v1/keys/:id/lift', async ({ req, res, params, actor }) => {
     const input = parseBody(LiftKeyRequest, await readJson(req));
-    const row = keyOrNotFound(ctx, params.id!);
+    const row = await keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
     const until = now + input.for_seconds * 1000;
-    const { version } = ctx.store.mutate(
+    const { version } = await ctx.store.mutate(
       { actor, now },
       {
         action: 'keys.lift',
@@ -154,29 +154,29 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
         detail: { ...input.limit, until: new Date(until).toISOString() },
         changes: [{ kind: 'key', entity: row.id }],
       },
-      () => ctx.store.keys.setLift(row.id, { ...input.limit, until }),
+      (tx) => tx.keys.setLift(row.id, { ...input.limit, until }),
     );
-    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version } satisfies KeyChange);
+    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version } satisfies KeyChange);
   });
 
   router.put('/_admin/v1/keys/:id/wallet', async ({ req, res, params, actor }) => {
     const input = parseBody(WalletRequest, await readJson(req));
-    const row = keyOrNotFound(ctx, params.id!);
-    const { version } = ctx.store.mutate(
+    const row = await keyOrNotFound(ctx, params.id!);
+    const { version } = await ctx.store.mutate(
       { actor, now: ctx.now() },
       { action: 'keys.wallet.attach', target: row.id, detail: { wallet: input.wallet, previous: row.wallet } },
-      () => ctx.store.keys.setWallet(row.id, input.wallet),
+      (tx) => tx.keys.setWallet(row.id, input.wallet),
     );
-    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version } satisfies KeyChange);
+    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version } satisfies KeyChange);
   });
 
-  router.delete('/_admin/v1/keys/:id/wallet', ({ res, params, actor }) => {
-    const row = keyOrNotFound(ctx, params.id!);
-    const { version } = ctx.store.mutate(
+  router.delete('/_admin/v1/keys/:id/wallet', async ({ res, params, actor }) => {
+    const row = await keyOrNotFound(ctx, params.id!);
+    const { version } = await ctx.store.mutate(
       { actor, now: ctx.now() },
       { action: 'keys.wallet.detach', target: row.id, detail: { previous: row.wallet } },
-      () => ctx.store.keys.setWallet(row.id, null),
+      (tx) => tx.keys.setWallet(row.id, null),
     );
-    sendJson(res, 200, { ...viewKey(ctx, keyOrNotFound(ctx, row.id)), version } satisfies KeyChange);
+    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version } satisfies KeyChange);
   });
 }

@@ -21,9 +21,9 @@ import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { LedgerError } from '../store/ledger';
 
-function ledgerConflict<T>(fn: () => T): T {
+async function ledgerConflict<T>(fn: () => Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (err) {
     if (err instanceof LedgerError) throw new SvcError('svc_conflict', err.message, { extra: { reason: err.reason } });
     throw err;
@@ -33,35 +33,35 @@ function ledgerConflict<T>(fn: () => T): T {
 export function registerLedgerRoutes(router: Router, ctx: ControlContext): void {
   const ledger = ctx.store.ledger;
 
-  router.get('/_admin/v1/pool', ({ res }) => sendJson(res, 200, ledger.poolView() satisfies PoolView));
+  router.get('/_admin/v1/pool', async ({ res }) => sendJson(res, 200, (await ledger.poolView()) satisfies PoolView));
 
   router.post('/_admin/v1/pool/fund', async ({ req, res, actor }) => {
     const input = parseBody(FundPoolRequest, await readJson(req));
     const now = ctx.now();
-    const { result: transferId } = ctx.store.mutate(
+    const { result: transferId } = await ctx.store.mutate(
       { actor, now },
       { action: 'pool.fund', target: 'pool', detail: { amount: input.amount, note: input.note ?? null } },
-      () => ledger.fund(input.amount, now, actor, input.note ?? null),
+      (tx) => tx.ledger.fund(input.amount, now, actor, input.note ?? null),
     );
-    const body: FundView = { transfer_id: transferId, amount: input.amount, pool: ledger.poolView() };
+    const body: FundView = { transfer_id: transferId, amount: input.amount, pool: await ledger.poolView() };
     sendJson(res, 201, body);
   });
 
-  router.get('/_admin/v1/ledger/verify', ({ res }) => sendJson(res, 200, ledger.verify() satisfies LedgerVerifyView));
+  router.get('/_admin/v1/ledger/verify', async ({ res }) => sendJson(res, 200, (await ledger.verify()) satisfies LedgerVerifyView));
 
-  router.get('/_admin/v1/ledger/balances', ({ res, query }) => {
+  router.get('/_admin/v1/ledger/balances', async ({ res, query }) => {
     const prefix = query.get('prefix') ?? undefined;
-    sendJson(res, 200, { balances: ledger.balances(prefix) } satisfies BalancesView);
+    sendJson(res, 200, { balances: await ledger.balances(prefix) } satisfies BalancesView);
   });
 
-  router.get('/_admin/v1/payouts', ({ res, query }) => {
+  router.get('/_admin/v1/payouts', async ({ res, query }) => {
     const wallet = query.get('wallet')?.trim();
     if (wallet !== undefined && walletChain(wallet) === null) {
       throw new SvcError('svc_bad_request', 'wallet is not a Solana or EVM address', {
         extra: { errors: [{ field: 'wallet', message: 'must be a Solana or EVM address' }] },
       });
     }
-    const payouts = ledger.payouts(wallet);
+    const payouts = await ledger.payouts(wallet);
     const body: PayoutsView = { payouts, total_owed: payouts.reduce((n, p) => n + p.owed, 0) };
     sendJson(res, 200, body);
   });
@@ -69,11 +69,11 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
   router.post('/_admin/v1/payouts/mark-paid', async ({ req, res, actor }) => {
     const input = parseBody(MarkPaidRequest, await readJson(req));
     const now = ctx.now();
-    const { result } = ledgerConflict(() =>
+    const { result } = await ledgerConflict(() =>
       ctx.store.mutate(
         { actor, now },
         { action: 'payouts.mark_paid', target: input.wallet, detail: { amount: input.amount, reference: input.reference } },
-        () => ledger.markPaid(input.wallet, input.amount, input.reference, now, actor),
+        (tx) => tx.ledger.markPaid(input.wallet, input.amount, input.reference, now, actor),
       ),
     );
     sendJson(res, 201, result satisfies MarkPaidView);

@@ -10,17 +10,21 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 
 export function registerReceiptAdminRoutes(router: Router, ctx: ControlContext): void {
-  router.post('/_admin/v1/receipts/rotate-key', ({ req, res, actor }) => {
+  router.post('/_admin/v1/receipts/rotate-key', async ({ req, res, actor }) => {
     req.resume();
     const now = ctx.now();
-    const rotation = ctx.store.receipts.rotate(now, (r, insert) =>
-      ctx.store.mutate({ actor, now }, { action: 'receipts.rotate_key', target: r.kid, detail: { previous_kid: r.previous_kid } }, insert),
+    const rotation = await ctx.store.receipts.prepareRotation();
+    await ctx.store.mutate(
+      { actor, now },
+      { action: 'receipts.rotate_key', target: rotation.kid, detail: { previous_kid: rotation.previous_kid } },
+      (tx) => tx.receipts.publishPrepared(rotation.kid, now),
     );
+    await ctx.store.receipts.activatePrepared(rotation.kid);
     const body: RotateKeyView = {
       kid: rotation.kid,
       previous_kid: rotation.previous_kid,
       created_at: new Date(now).toISOString(),
-      published: ctx.store.receipts.jwks().keys.map((k) => k.kid),
+      published: (await ctx.store.receipts.jwks()).keys.map((k) => k.kid),
     };
     sendJson(res, 200, body);
   });

@@ -9,22 +9,22 @@ import type { Router } from '../http/router';
 import type { Settler } from '../settler/settler';
 
 export function registerSettlerRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
-  router.get('/_admin/v1/settler', ({ res }) => sendJson(res, 200, settler.status() satisfies SettlerStatus));
+  router.get('/_admin/v1/settler', async ({ res }) => sendJson(res, 200, (await settler.status()) satisfies SettlerStatus));
 
-  router.post('/_admin/v1/settler/pause', ({ req, res, actor }) => {
+  router.post('/_admin/v1/settler/pause', async ({ req, res, actor }) => {
     req.resume();
-    sendJson(res, 200, settler.pause(actor) satisfies SettlerStatus);
+    sendJson(res, 200, (await settler.pause(actor)) satisfies SettlerStatus);
   });
 
-  router.post('/_admin/v1/settler/resume', ({ req, res, actor }) => {
+  router.post('/_admin/v1/settler/resume', async ({ req, res, actor }) => {
     req.resume();
-    sendJson(res, 200, settler.resume(actor) satisfies SettlerStatus);
+    sendJson(res, 200, (await settler.resume(actor)) satisfies SettlerStatus);
   });
 
   router.post('/_admin/v1/settler/run-once', async ({ req, res, actor }) => {
     req.resume();
     const run = await settler.runOnce();
-    ctx.store.mutate(
+    await ctx.store.mutate(
       { actor, now: ctx.now() },
       {
         action: 'settler.run_once',

@@ -6,28 +6,23 @@ import type { ControlContext } from '../context';
 import { settlerView } from '../settler/view';
 import type { Router } from '../http/router';
 
-export function statusView(ctx: ControlContext): StatusView {
+export async function statusView(ctx: ControlContext): Promise<StatusView> {
   const now = ctx.now();
-  const counts = ctx.store.keys.counts(now);
-  const syncValue = Number(ctx.store.pragma('synchronous'));
-  const gateways = ctx.gateways();
-  const pool = ctx.store.ledger.poolSize();
-  const schemaVersion = ctx.store.schemaVersion();
-  const endpoints = ctx.store.endpoints.count();
+  const counts = await ctx.store.keys.counts(now);
+  const gateways = await ctx.gateways();
+  const pool = await ctx.store.ledger.poolSize();
+  const store = await ctx.store.describe();
+  const schemaVersion = store.schema_version;
+  const endpoints = await ctx.store.endpoints.count();
   return {
     status: 'ok',
-    version: ctx.store.version(),
+    version: await ctx.store.version(),
     started_at: new Date(ctx.startedAt).toISOString(),
     data_dir: ctx.dataDir,
-    database: {
-      path: ctx.store.path,
-      journal_mode: String(ctx.store.pragma('journal_mode')),
-      synchronous: ['off', 'normal', 'full', 'extra'][syncValue] ?? String(syncValue),
-      schema_version: schemaVersion,
-    },
+    database: { path: store.path, journal_mode: store.journal_mode, synchronous: store.synchronous, schema_version: schemaVersion },
     urls: { ...ctx.urls },
     counts: { keys_active: counts.active, keys_total: counts.total, endpoints },
-    flags: ctx.store.flags.values(),
+    flags: await ctx.store.flags.values(),
     gateways,
     bootstrap: {
       database_ready: schemaVersion === MIGRATIONS.length,
@@ -37,10 +32,10 @@ export function statusView(ctx: ControlContext): StatusView {
       gateways_connected: gateways.filter((g) => g.connected).length,
       gateways_known: gateways.length,
     },
-    settler: settlerView(ctx),
+    settler: await settlerView(ctx),
   };
 }
 
 export function registerStatusRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/_admin/v1/status', ({ res }) => sendJson(res, 200, statusView(ctx) satisfies StatusView));
+  router.get('/_admin/v1/status', async ({ res }) => sendJson(res, 200, (await statusView(ctx)) satisfies StatusView));
 }

@@ -53,12 +53,12 @@ function boolParam(query: URLSearchParams, name: string): boolean {
 }
 
 export function registerApplicationAdminRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/_admin/v1/applications', ({ res, query }) => {
+  router.get('/_admin/v1/applications', async ({ res, query }) => {
     const status = query.get('status');
     if (status !== null && !STATUSES.includes(status as ApplicationStatus))
       throw badQuery('status', `must be one of ${STATUSES.join(', ')}`);
     const body: ApplicationList = {
-      applications: listApplications(ctx, {
+      applications: await listApplications(ctx, {
         ...(status !== null ? { status: status as ApplicationStatus } : {}),
         overdue: boolParam(query, 'overdue'),
         testers: boolParam(query, 'testers'),
@@ -68,8 +68,8 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
     sendJson(res, 200, body);
   });
 
-  router.get('/_admin/v1/applications/:id', ({ res, params }) => {
-    sendJson(res, 200, applicationDetail(ctx, mustGetApplication(ctx, params.id!)) satisfies ApplicationDetail);
+  router.get('/_admin/v1/applications/:id', async ({ res, params }) => {
+    sendJson(res, 200, (await applicationDetail(ctx, await mustGetApplication(ctx, params.id!))) satisfies ApplicationDetail);
   });
 
   router.post('/_admin/v1/applications', async ({ req, res, actor }) => {
@@ -83,10 +83,14 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
       if (receivedAt < now - DIRECT_BACKDATE_MAX_MS) throw badQuery('received_at', 'is more than 30 days ago');
       receivedAt = Math.min(receivedAt, now);
     }
-    const { id, duplicate } = submitApplication(ctx, app, { source: 'direct', actor, ...(receivedAt !== undefined ? { receivedAt } : {}) });
+    const { id, duplicate } = await submitApplication(ctx, app, {
+      source: 'direct',
+      actor,
+      ...(receivedAt !== undefined ? { receivedAt } : {}),
+    });
     sendJson(res, duplicate ? 200 : 201, {
       duplicate,
-      application: applicationView(mustGetApplication(ctx, id), ctx.now()),
+      application: applicationView(await mustGetApplication(ctx, id), ctx.now()),
     } satisfies ApplicationAdded);
   });
 
@@ -97,8 +101,8 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
 
   router.post('/_admin/v1/applications/:id/reject', async ({ req, res, params, actor }) => {
     const input = parseBody(RejectApplicationRequest, await readJson(req));
-    const row = rejectApplication(ctx, actor, params.id!, input.reason ?? null);
-    sendJson(res, 200, { application: applicationView(row, ctx.now()), version: ctx.store.version() } satisfies ApplicationRejected);
+    const row = await rejectApplication(ctx, actor, params.id!, input.reason ?? null);
+    sendJson(res, 200, { application: applicationView(row, ctx.now()), version: await ctx.store.version() } satisfies ApplicationRejected);
   });
 
   router.post('/_admin/v1/applications/:id/redeliver', async ({ req, res, params, actor }) => {

@@ -27,8 +27,8 @@ import { applicationView } from './view';
 /** Longest key name; the key is named after the contact and the application. */
 const KEY_NAME_MAX = 120;
 
-export function mustGetApplication(ctx: ControlContext, id: string): ApplicationRow {
-  const row = ctx.store.applications.byId(id);
+export async function mustGetApplication(ctx: ControlContext, id: string): Promise<ApplicationRow> {
+  const row = await ctx.store.applications.byId(id);
   if (!row) throw new SvcError('svc_not_found', `no application with id ${id}`);
   return row;
 }
@@ -55,7 +55,7 @@ async function deliver(
   kind: NotifierKind,
 ): Promise<ApprovalResult> {
   const notifier = createNotifier(ctx.config, ctx.now, kind);
-  const endpoints = secret.endpoints.length > 0 ? secret.endpoints : ctx.store.endpoints.list().map((e) => e.id);
+  const endpoints = secret.endpoints.length > 0 ? secret.endpoints : (await ctx.store.endpoints.list()).map((e) => e.id);
   const marketUrl = ctx.config.applications.marketUrl ?? null;
   const message: DeliveryMessage = {
     type: APPROVAL_EVENT,
@@ -79,7 +79,7 @@ async function deliver(
     ctx.log.error('key delivery failed unexpectedly', { application_id: row.id, key_id: secret.keyId, err });
     outcome = { status: 'failed', attempts: 0, error: 'internal error in the notifier' };
   }
-  ctx.store.mutate(
+  await ctx.store.mutate(
     { actor, now: ctx.now() },
     {
       action: 'applications.deliver',
@@ -93,7 +93,7 @@ async function deliver(
         error: outcome.error,
       },
     },
-    () => ctx.store.applications.setDelivery(row.id, outcome.status, kind, ctx.now(), outcome.error),
+    async (tx) => await tx.applications.setDelivery(row.id, outcome.status, kind, ctx.now(), outcome.error),
   );
   const fields = { application_id: row.id, key_id: secret.keyId, notifier: kind, attempts: outcome.attempts };
   if (outcome.status === 'failed') ctx.log.warn('application key delivery failed', { ...fields, error: outcome.error });
@@ -113,7 +113,7 @@ async function deliver(
         : null,
   };
   const result: ApprovalResult = {
-    application: applicationView(mustGetApplication(ctx, row.id), ctx.now()),
+    application: applicationView(await mustGetApplication(ctx, row.id), ctx.now()),
     key_id: secret.keyId,
     key_prefix: secret.prefix,
     endpoints: secret.endpoints,
@@ -133,12 +133,12 @@ export async function approveApplication(
   id: string,
   input: ApproveApplicationRequest,
 ): Promise<ApprovalResult> {
-  const row = mustGetApplication(ctx, id);
+  const row = await mustGetApplication(ctx, id);
   if (row.status === 'approved') {
     throw new SvcError('svc_conflict', `application ${id} is already approved with key ${row.key_id}; use redeliver to send a new secret`);
   }
   if (row.status === 'rejected') throw new SvcError('svc_conflict', `application ${id} was rejected`);
-  const issued = issueKey(ctx, actor, {
+  const issued = await issueKey(ctx, actor, {
     name: keyName(row),
     ...(row.wallet !== null ? { wallet: row.wallet } : {}),
     ...(input.endpoints !== undefined ? { endpoints: input.endpoints } : {}),
@@ -146,11 +146,11 @@ export async function approveApplication(
     application_id: id,
   });
   const now = ctx.now();
-  ctx.store.mutate(
+  await ctx.store.mutate(
     { actor, now },
     { action: 'applications.approve', target: id, detail: { key_id: issued.id, prefix: issued.prefix, endpoints: issued.endpoints } },
-    () => {
-      if (!ctx.store.applications.approve(id, now, actor, issued.id))
+    async (tx) => {
+      if (!(await tx.applications.approve(id, now, actor, issued.id)))
         throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
     },
   );
@@ -163,8 +163,8 @@ export async function approveApplication(
   );
 }
 
-export function rejectApplication(ctx: ControlContext, actor: string, id: string, reason: string | null): ApplicationRow {
-  const row = mustGetApplication(ctx, id);
+export async function rejectApplication(ctx: ControlContext, actor: string, id: string, reason: string | null): Promise<ApplicationRow> {
+  const row = await mustGetApplication(ctx, id);
   if (row.status !== 'pending') {
     throw new SvcError(
       'svc_conflict',
@@ -174,11 +174,11 @@ export function rejectApplication(ctx: ControlContext, actor: string, id: string
     );
   }
   const now = ctx.now();
-  ctx.store.mutate({ actor, now }, { action: 'applications.reject', target: id, detail: { reason } }, () => {
-    if (!ctx.store.applications.reject(id, now, actor, reason))
+  await ctx.store.mutate({ actor, now }, { action: 'applications.reject', target: id, detail: { reason } }, async (tx) => {
+    if (!(await tx.applications.reject(id, now, actor, reason)))
       throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
   });
-  return mustGetApplication(ctx, id);
+  return await mustGetApplication(ctx, id);
 }
 
 /**
@@ -186,17 +186,17 @@ export function rejectApplication(ctx: ControlContext, actor: string, id: string
  * `keys rotate --grace 0`) and deliver it: for a failed delivery or a lost key.
  */
 export async function redeliverApplication(ctx: ControlContext, actor: string, id: string, toOperator: boolean): Promise<ApprovalResult> {
-  const row = mustGetApplication(ctx, id);
+  const row = await mustGetApplication(ctx, id);
   if (row.status !== 'approved' || row.key_id === null)
     throw new SvcError('svc_conflict', `application ${id} is ${row.status}, not approved`);
-  const keyRow = ctx.store.keys.byId(row.key_id);
+  const keyRow = await ctx.store.keys.byId(row.key_id);
   const now = ctx.now();
   const status = keyRow ? keyStatus(keyRow, now) : 'revoked';
   if (!keyRow || status !== 'active') {
     throw new SvcError('svc_conflict', `key ${row.key_id} of application ${id} is ${status}; issue a new key with \`svcctl keys issue\``);
   }
   const secret = newSecret();
-  const { version } = ctx.store.mutate(
+  const { version } = await ctx.store.mutate(
     { actor, now },
     {
       action: 'applications.redeliver',
@@ -204,7 +204,7 @@ export async function redeliverApplication(ctx: ControlContext, actor: string, i
       detail: { key_id: keyRow.id, old_prefix: keyRow.prefix, prefix: secret.prefix },
       changes: [{ kind: 'key', entity: keyRow.id }],
     },
-    () => replaceSecrets(ctx, keyRow.id, secret, now, now),
+    (tx) => replaceSecrets(tx, keyRow.id, secret, now, now),
   );
   const kind: NotifierKind = toOperator ? 'operator' : ctx.config.applications.notifier;
   return deliver(

@@ -24,26 +24,26 @@ export function validateApplication(raw: unknown): Application {
  * which case the existing application is returned (and its submission count grows). The
  * check and the insert are one transaction, so concurrent duplicates make one row.
  */
-export function submitApplication(
+export async function submitApplication(
   ctx: ControlContext,
   app: Application,
   opts: { source: ApplicationSource; actor: string; receivedAt?: number },
-): Intake {
+): Promise<Intake> {
   const now = ctx.now();
   const receivedAt = opts.receivedAt ?? now;
   const hash = contentHash(app);
   const since = now - ctx.config.applications.duplicateWindowS * 1000;
   const id = newId('app');
-  const { result } = ctx.store.mutate(
+  const { result } = await ctx.store.mutate(
     { actor: opts.actor, now },
     { action: 'applications.submit', target: id, detail: { source: opts.source } },
-    (): Intake => {
-      const existing = ctx.store.applications.recentByHash(hash, since);
+    async (tx): Promise<Intake> => {
+      const existing = await tx.applications.recentByHash(hash, since);
       if (existing) {
-        ctx.store.applications.resubmitted(existing.id, now);
+        await tx.applications.resubmitted(existing.id, now);
         return { id: existing.id, duplicate: true };
       }
-      ctx.store.applications.insert({
+      await tx.applications.insert({
         id,
         received_at: receivedAt,
         source: opts.source,

@@ -36,13 +36,13 @@ export function applicationView(row: ApplicationRow, now: number): ApplicationVi
   };
 }
 
-export function applicationDetail(ctx: ControlContext, row: ApplicationRow): ApplicationDetail {
+export async function applicationDetail(ctx: ControlContext, row: ApplicationRow): Promise<ApplicationDetail> {
   const now = ctx.now();
-  const key = row.key_id === null ? undefined : ctx.store.keys.byId(row.key_id);
+  const key = row.key_id === null ? undefined : await ctx.store.keys.byId(row.key_id);
   return {
     ...applicationView(row, now),
     key: key ? { id: key.id, prefix: key.prefix, status: keyStatus(key, now), endpoints: JSON.parse(key.endpoints) as string[] } : null,
-    deliveries: ctx.store.applications.attempts(row.id).map(deliveryView),
+    deliveries: (await ctx.store.applications.attempts(row.id)).map(deliveryView),
   };
 }
 
@@ -58,10 +58,10 @@ const STATUS_ORDER: Record<ApplicationStatus, number> = { pending: 0, approved: 
  * Applications in review order: pending first; among them the highest priority score, then
  * the oldest; decided ones after, newest decision first.
  */
-export function listApplications(ctx: ControlContext, filter: ListFilter): ApplicationView[] {
+export async function listApplications(ctx: ControlContext, filter: ListFilter): Promise<ApplicationView[]> {
   const now = ctx.now();
   const status = filter.overdue ? 'pending' : filter.status;
-  const rows = ctx.store.applications.list(status === undefined ? {} : { status });
+  const rows = await ctx.store.applications.list(status === undefined ? {} : { status });
   return rows
     .map((row) => ({ row, view: applicationView(row, now) }))
     .filter(({ view }) => (!filter.overdue || view.overdue) && (!filter.testers || view.feedback_opt_in))

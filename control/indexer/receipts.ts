@@ -41,36 +41,38 @@ export function registerReceiptRoutes(router: Router, ctx: ControlContext, heade
   const receipts = ctx.store.receipts;
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
 
-  router.get('/api/receipts/keys', ({ req, res }) =>
-    cache.send(req, res, `jwks:${receipts.kid}`, () => jsonAnswer(receipts.jwks() satisfies ReceiptJwks, headers)),
+  router.get('/api/receipts/keys', async ({ req, res }) =>
+    cache.send(req, res, `jwks:${await receipts.currentKid()}`, async () =>
+      jsonAnswer((await receipts.jwks()) satisfies ReceiptJwks, headers),
+    ),
   );
 
-  router.get('/api/receipts', ({ req, res, query }) => {
+  router.get('/api/receipts', async ({ req, res, query }) => {
     const after = batchNumber(query.get('after'), 'after', 0)!;
     const limit = intParam(query, 'limit', DEFAULT_RECEIPTS_PAGE, MAX_RECEIPTS_PAGE);
-    const head = receipts.head()?.batch ?? 0;
-    cache.send(req, res, `page:${after}:${limit}:${head}`, () => {
-      const page = receipts.page(after, limit);
+    const head = (await receipts.head())?.batch ?? 0;
+    await cache.send(req, res, `page:${after}:${limit}:${head}`, async () => {
+      const page = await receipts.page(after, limit);
       const last = page[page.length - 1];
       const body: ReceiptsPage = { receipts: page, next_after: last !== undefined && last.batch < head ? last.batch : null };
       return jsonAnswer(body, headers);
     });
   });
 
-  router.get('/api/receipts/:batch', ({ req, res, params }) => {
+  router.get('/api/receipts/:batch', async ({ req, res, params }) => {
     const batch = batchNumber(params.batch ?? null, 'batch', null)!;
-    cache.send(req, res, `receipt:${batch}`, () => {
-      const receipt = receipts.get(batch);
+    await cache.send(req, res, `receipt:${batch}`, async () => {
+      const receipt = await receipts.get(batch);
       if (receipt === null) throw new SvcError('svc_not_found', `no receipt for batch ${batch}`);
       return jsonAnswer(receipt, headers);
     });
   });
 
-  router.get('/api/calls/:call_id/proof', ({ req, res, params }) => {
+  router.get('/api/calls/:call_id/proof', async ({ req, res, params }) => {
     const callId = params.call_id ?? '';
     if (callId.length === 0 || callId.length > MAX_CALL_ID_LENGTH) throw new SvcError('svc_not_found', 'no call with that id was recorded');
-    cache.send(req, res, `proof:${callId}`, () => {
-      const found = receipts.proof(callId);
+    await cache.send(req, res, `proof:${callId}`, async () => {
+      const found = await receipts.proof(callId);
       switch (found.state) {
         case 'unknown':
           throw new SvcError('svc_not_found', 'no call with that id was recorded');

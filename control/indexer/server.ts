@@ -24,8 +24,8 @@ import { activityPage, parseBefore, statsAnswer } from './stats';
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
 
 export function indexerRouter(ctx: ControlContext): Router {
-  const ids = new OpaqueIds(ctx.store.publicReads.idSecret);
-  const cursors = new CursorCodec(ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(ctx.store.idSecret);
+  const cursors = new CursorCodec(ctx.store.idSecret);
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const p = ctx.config.public;
   const router = new Router()
@@ -37,12 +37,12 @@ export function indexerRouter(ctx: ControlContext): Router {
         headers: JSON_HEADERS,
       })),
     )
-    .get('/api/stats', ({ req, res }) => cache.send(req, res, 'stats', () => jsonAnswer(statsAnswer(ctx, ids), JSON_HEADERS)))
+    .get('/api/stats', ({ req, res }) => cache.send(req, res, 'stats', async () => jsonAnswer(await statsAnswer(ctx, ids), JSON_HEADERS)))
     .get('/api/activity', ({ req, res, query }) => {
       const limit = intParam(query, 'limit', p.activityPageSize, p.activityMaxPageSize);
       const before = parseBefore(query.get('before'), cursors);
       const key = `activity:${limit}:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
-      cache.send(req, res, key, () => jsonAnswer(activityPage(ctx, ids, cursors, limit, before), JSON_HEADERS));
+      return cache.send(req, res, key, async () => jsonAnswer(await activityPage(ctx, ids, cursors, limit, before), JSON_HEADERS));
     });
   registerReceiptRoutes(router, ctx, JSON_HEADERS);
   registerIndexerPageRoutes(router, ctx, ids, cursors);

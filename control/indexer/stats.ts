@@ -32,8 +32,8 @@ export function activityItem(ids: OpaqueIds, row: ActivityRow): ActivityItem {
   };
 }
 
-export function statsAnswer(ctx: ControlContext, ids: OpaqueIds): StatsAnswer {
-  const totals = ctx.store.ledger.totals();
+export async function statsAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatsAnswer> {
+  const totals = await ctx.store.ledger.totals();
   return {
     pool_size: totals.pool_size,
     settled_batches: totals.settled_batches,
@@ -44,9 +44,9 @@ export function statsAnswer(ctx: ControlContext, ids: OpaqueIds): StatsAnswer {
     total_refunds_owed: totals.total_refunds_owed,
     unsettled_calls: totals.unsettled_calls,
     amount_decimals: 6,
-    settler: ctx.settler()?.state ?? 'not_running',
-    last_batch_at: ctx.store.settlement.lastBatch()?.created_at ?? null,
-    recent_activity: ctx.store.ledger.recentActivity(ctx.config.public.recentActivity).map((row) => activityItem(ids, row)),
+    settler: (await ctx.settler())?.state ?? 'not_running',
+    last_batch_at: (await ctx.store.settlement.lastBatch())?.created_at ?? null,
+    recent_activity: (await ctx.store.ledger.recentActivity(ctx.config.public.recentActivity)).map((row) => activityItem(ids, row)),
     updated_at: new Date(ctx.now()).toISOString(),
   };
 }
@@ -72,15 +72,15 @@ export function parseBefore(raw: string | null, cursors: CursorCodec): ActivityC
   return cursor;
 }
 
-export function activityPage(
+export async function activityPage(
   ctx: ControlContext,
   ids: OpaqueIds,
   cursors: CursorCodec,
   limit: number,
   before: ActivityCursor | null,
-): ActivityPage {
+): Promise<ActivityPage> {
   // One extra row says whether an older page exists.
-  const rows = ctx.store.publicReads.activity(limit + 1, before);
+  const rows = await ctx.store.publicReads.activity(limit + 1, before);
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {

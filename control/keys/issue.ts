@@ -7,16 +7,17 @@ import { SvcError } from '../../protocol/errors';
 import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
 import type { ControlContext } from '../context';
 import { keyView, type KeyRow } from '../store/keys';
+import type { StoreTables } from '../store';
 
 /** A key as the admin API shows it, with its live secrets. */
-export function viewKey(ctx: ControlContext, row: KeyRow): KeyView {
+export async function viewKey(ctx: ControlContext, row: KeyRow): Promise<KeyView> {
   const now = ctx.now();
-  return keyView(row, ctx.store.keys.liveSecrets(row.id, now), now);
+  return keyView(row, await ctx.store.keys.liveSecrets(row.id, now), now);
 }
 
 /** The key `id`, or 404 `svc_not_found`. */
-export function keyOrNotFound(ctx: ControlContext, id: string): KeyRow {
-  const row = ctx.store.keys.byId(id);
+export async function keyOrNotFound(ctx: ControlContext, id: string): Promise<KeyRow> {
+  const row = await ctx.store.keys.byId(id);
   if (!row) throw new SvcError('svc_not_found', `no key with id ${id}`);
   return row;
 }
@@ -37,13 +38,14 @@ export function newSecret(): NewSecret {
  * Inside a `Store.mutate`: the key's live secrets expire at `oldUntil` (now: at once; later: a
  * rotation's grace) and `secret` admits it from now on.
  */
-export function replaceSecrets(ctx: ControlContext, keyId: string, secret: NewSecret, oldUntil: number, now: number): void {
-  ctx.store.keys.expireSecrets(keyId, oldUntil, now);
-  ctx.store.keys.addSecret(keyId, secret.hash, secret.prefix, now);
+export async function replaceSecrets(tx: StoreTables, keyId: string, secret: NewSecret, oldUntil: number, now: number): Promise<void> {
+  await tx.keys.expireSecrets(keyId, oldUntil, now);
+  await tx.keys.addSecret(keyId, secret.hash, secret.prefix, now);
 }
 
-function assertEndpointsExist(ctx: ControlContext, ids: string[]): void {
-  const missing = ids.filter((id) => !ctx.store.endpoints.byId(id));
+async function assertEndpointsExist(ctx: ControlContext, ids: string[]): Promise<void> {
+  const found = await Promise.all(ids.map((id) => ctx.store.endpoints.byId(id)));
+  const missing = ids.filter((_, i) => !found[i]);
   if (missing.length > 0) {
     throw new SvcError('svc_bad_request', `unknown endpoint(s): ${missing.join(', ')}`, {
       extra: { errors: missing.map((id) => ({ field: 'endpoints', message: `no endpoint named ${id}` })) },
@@ -56,12 +58,12 @@ function assertEndpointsExist(ctx: ControlContext, ids: string[]): void {
  * answer (only its hash and display stub are stored). The admin API and approved
  * applications (bound to the application) both issue through this.
  */
-export function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequest): IssuedKey {
-  assertEndpointsExist(ctx, input.endpoints ?? []);
+export async function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequest): Promise<IssuedKey> {
+  await assertEndpointsExist(ctx, input.endpoints ?? []);
   const now = ctx.now();
   const { key, prefix, hash } = newSecret();
   const id = newId('key');
-  const { version } = ctx.store.mutate(
+  const { version } = await ctx.store.mutate(
     { actor, now },
     {
       action: 'keys.issue',
@@ -69,8 +71,8 @@ export function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequ
       detail: { prefix, name: input.name ?? null, endpoints: input.endpoints ?? [], application_id: input.application_id ?? null },
       changes: [{ kind: 'key', entity: id }],
     },
-    () =>
-      ctx.store.keys.insert({
+    (tx) =>
+      tx.keys.insert({
         id,
         name: input.name ?? null,
         prefix,
@@ -84,5 +86,5 @@ export function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequ
         application_id: input.application_id ?? null,
       }),
   );
-  return { ...viewKey(ctx, keyOrNotFound(ctx, id)), key, version };
+  return { ...(await viewKey(ctx, await keyOrNotFound(ctx, id))), key, version };
 }

@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import NodeCache from 'node-cache';
+import type { Settled } from '../../protocol/http';
 
 /** Most distinct answers kept per cache (e.g. activity pages by cursor). @default 10000 */
 export const DEFAULT_CACHE_MAX_KEYS = 10_000;
@@ -31,7 +32,7 @@ interface Entry extends Rendered {
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /** Render a value as a JSON answer. */
-export function jsonAnswer(value: unknown, headers?: Record<string, string>): Rendered {
+export function jsonAnswer<T>(value: Settled<T>, headers?: Record<string, string>): Rendered {
   return { body: Buffer.from(JSON.stringify(value)), contentType: JSON_CONTENT_TYPE, ...(headers ? { headers } : {}) };
 }
 
@@ -50,6 +51,8 @@ export class ResponseCache {
   private readonly cache: NodeCache;
   private readonly ttlS: number;
   private readonly now: () => number;
+  /** Builds in progress, by key. */
+  private readonly building = new Map<string, Promise<Entry>>();
 
   constructor(options: { ttlS: number; now: () => number; maxKeys?: number }) {
     this.ttlS = options.ttlS;
@@ -63,12 +66,24 @@ export class ResponseCache {
     });
   }
 
-  /** The cached answer for `key`, building and storing it when missing or expired. */
-  get(key: string, build: () => Rendered): Entry {
+  /**
+   * The cached answer for `key`, building and storing it when missing or expired. Callers that
+   * miss while a build of the same key runs share that build.
+   */
+  get(key: string, build: () => Rendered | Promise<Rendered>): Promise<Entry> {
     const now = this.now();
     const hit = this.cache.get<Entry>(key);
-    if (hit !== undefined && hit.expiresAt > now) return hit;
-    const rendered = build();
+    if (hit !== undefined && hit.expiresAt > now) return Promise.resolve(hit);
+    let building = this.building.get(key);
+    if (building === undefined) {
+      building = this.build(key, build, now).finally(() => this.building.delete(key));
+      this.building.set(key, building);
+    }
+    return building;
+  }
+
+  private async build(key: string, build: () => Rendered | Promise<Rendered>, now: number): Promise<Entry> {
+    const rendered = await build();
     const entry: Entry = {
       ...rendered,
       etag: `"${createHash('sha256').update(rendered.body).digest('base64url').slice(0, 27)}"`,
@@ -83,8 +98,8 @@ export class ResponseCache {
   }
 
   /** Send the cached answer for `key` (or 304 when the client already holds it). */
-  send(req: IncomingMessage, res: ServerResponse, key: string, build: () => Rendered): void {
-    const entry = this.get(key, build);
+  async send(req: IncomingMessage, res: ServerResponse, key: string, build: () => Rendered | Promise<Rendered>): Promise<void> {
+    const entry = await this.get(key, build);
     const maxAge = Math.max(0, Math.ceil((entry.expiresAt - this.now()) / 1000));
     const headers: Record<string, string> = {
       'cache-control': `public, max-age=${maxAge}`,

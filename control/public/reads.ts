@@ -78,10 +78,9 @@ function provider(
 }
 
 /** Every registered endpoint as a provider, over the window ending at `now`. */
-export function providersAnswer(store: Store, ids: OpaqueIds, tiers: Tiers, now: number): ProvidersAnswer {
-  const windows = new Map(store.rollups.window(now - tiers.windowH * 3_600_000).map((w) => [w.endpoint_id, w]));
-  const providers = store.endpoints
-    .list()
+export async function providersAnswer(store: Store, ids: OpaqueIds, tiers: Tiers, now: number): Promise<ProvidersAnswer> {
+  const windows = new Map((await store.rollups.window(now - tiers.windowH * 3_600_000)).map((w) => [w.endpoint_id, w]));
+  const providers = (await store.endpoints.list())
     .map((e) => provider(ids, e, windows.get(e.id), tiers))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return {
@@ -93,6 +92,6 @@ export function providersAnswer(store: Store, ids: OpaqueIds, tiers: Tiers, now:
   };
 }
 
-export function publicChangelog(store: Store, limit: number): PublicChangelogEntry[] {
-  return store.changelog.list(limit).map(({ id, at, kind, text }) => ({ id, at, kind, text }));
+export async function publicChangelog(store: Store, limit: number): Promise<PublicChangelogEntry[]> {
+  return (await store.changelog.list(limit)).map(({ id, at, kind, text }) => ({ id, at, kind, text }));
 }

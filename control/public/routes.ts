@@ -30,15 +30,17 @@ export function intParam(query: URLSearchParams, name: string, fallback: number,
 }
 
 export function registerPublicReadRoutes(router: Router, ctx: ControlContext): void {
-  const ids = new OpaqueIds(ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(ctx.store.idSecret);
   const providers = new ResponseCache({ ttlS: ctx.config.cache.providersTtlS, now: ctx.now });
   const status = new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now });
 
-  router.get('/api/v1/providers', ({ req, res }) =>
-    providers.send(req, res, 'providers', () => jsonAnswer(providersAnswer(ctx.store, ids, ctx.config.tiers, ctx.now()), JSON_HEADERS)),
+  router.get('/api/v1/providers', async ({ req, res }) =>
+    providers.send(req, res, 'providers', async () =>
+      jsonAnswer(await providersAnswer(ctx.store, ids, ctx.config.tiers, ctx.now()), JSON_HEADERS),
+    ),
   );
 
-  router.get('/openapi.json', ({ req, res }) =>
+  router.get('/openapi.json', async ({ req, res }) =>
     status.send(req, res, 'openapi', () => ({
       body: Buffer.from(renderDocument('public')),
       contentType: JSON_CONTENT_TYPE,
@@ -46,12 +48,14 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
     })),
   );
 
-  router.get('/api/v1/status', ({ req, res }) => status.send(req, res, 'json', () => jsonAnswer(statusAnswer(ctx, ids), JSON_HEADERS)));
+  router.get('/api/v1/status', async ({ req, res }) =>
+    status.send(req, res, 'json', async () => jsonAnswer(await statusAnswer(ctx, ids), JSON_HEADERS)),
+  );
 
-  router.get('/api/v1/changelog', ({ req, res, query }) => {
+  router.get('/api/v1/changelog', async ({ req, res, query }) => {
     const limit = intParam(query, 'limit', CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT);
-    const answer = (): PublicChangelogAnswer => ({ entries: publicChangelog(ctx.store, limit) });
-    status.send(req, res, `changelog:${limit}`, () => jsonAnswer(answer(), JSON_HEADERS));
+    const answer = async (): Promise<PublicChangelogAnswer> => ({ entries: await publicChangelog(ctx.store, limit) });
+    await status.send(req, res, `changelog:${limit}`, async () => jsonAnswer(await answer(), JSON_HEADERS));
   });
 
   // The pages (`/status`, `/providers`, `/providers/<id>`) and the Atom feeds.

@@ -11,17 +11,17 @@ import { settlerView } from '../settler/view';
 import type { OpaqueIds } from './ids';
 import { publicChangelog } from './reads';
 
-export function statusAnswer(ctx: ControlContext, ids: OpaqueIds): StatusAnswer {
+export async function statusAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatusAnswer> {
   const now = ctx.now();
   const store = ctx.store;
-  const stateVersion = store.version();
-  const gateways = ctx.gateways();
-  const pool = store.ledger.poolSize();
-  const gate = store.flags.get('beta_gate_enabled');
-  const maintenance = store.flags.get('maintenance_mode');
-  const settler = settlerView(ctx);
+  const stateVersion = await store.version();
+  const gateways = await ctx.gateways();
+  const pool = await store.ledger.poolSize();
+  const gate = await store.flags.get('beta_gate_enabled');
+  const maintenance = await store.flags.get('maintenance_mode');
+  const settler = await settlerView(ctx);
   const connected = gateways.filter((g) => g.connected).length;
-  const schemaVersion = store.schemaVersion();
+  const schemaVersion = await store.schemaVersion();
 
   return {
     status: maintenance?.value ? 'maintenance' : connected === 0 ? 'degraded' : 'operational',
@@ -30,7 +30,7 @@ export function statusAnswer(ctx: ControlContext, ids: OpaqueIds): StatusAnswer 
     bootstrap: {
       database: { ready: schemaVersion === MIGRATIONS.length, schema_version: schemaVersion, schema_expected: MIGRATIONS.length },
       pool: { funded: pool > 0, balance: pool },
-      endpoints: { registered: store.endpoints.count() },
+      endpoints: { registered: await store.endpoints.count() },
       state_version: stateVersion,
       gateways: {
         connected,
@@ -67,6 +67,6 @@ export function statusAnswer(ctx: ControlContext, ids: OpaqueIds): StatusAnswer 
       note: maintenance?.value ? maintenance.note : null,
       since: maintenance?.value ? maintenance.updated_at : null,
     },
-    changelog: publicChangelog(store, ctx.config.public.statusChangelogEntries),
+    changelog: await publicChangelog(store, ctx.config.public.statusChangelogEntries),
   };
 }

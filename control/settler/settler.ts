@@ -17,6 +17,7 @@
 import type { Logger } from '../../protocol/log';
 import { SettledSums, type BatchView, type RunOnceView, type SettlerState, type SettlerStatus } from '../../protocol/settlement';
 import type { Store } from '../store';
+import type { NextBatch } from '../store/settlement';
 import { planBatch } from './plan';
 
 /**
@@ -53,10 +54,16 @@ export class Settler {
   private lastBatch: BatchView | null = null;
   private lastError: string | null = null;
 
-  constructor(opts: SettlerOptions) {
+  /** A settler for `opts.store`, with the operator's pause and the last batch read from it. */
+  static async open(opts: SettlerOptions): Promise<Settler> {
+    const [paused, lastBatch] = await Promise.all([opts.store.meta(PAUSED_META), opts.store.settlement.lastBatch()]);
+    return new Settler(opts, paused === 1, lastBatch);
+  }
+
+  private constructor(opts: SettlerOptions, paused: boolean, lastBatch: BatchView | null) {
     this.opts = opts;
-    this.paused = opts.store.meta(PAUSED_META) === 1;
-    this.lastBatch = opts.store.settlement.lastBatch();
+    this.paused = paused;
+    this.lastBatch = lastBatch;
   }
 
   /** Start the cadence. */
@@ -75,13 +82,13 @@ export class Settler {
   }
 
   /** Pause scheduled settlement (audited; kept across restarts). Returns the new status. */
-  pause(actor: string): SettlerStatus {
-    this.setPaused(true, actor);
+  async pause(actor: string): Promise<SettlerStatus> {
+    await this.setPaused(true, actor);
     return this.status();
   }
 
-  resume(actor: string): SettlerStatus {
-    this.setPaused(false, actor);
+  async resume(actor: string): Promise<SettlerStatus> {
+    await this.setPaused(false, actor);
     return this.status();
   }
 
@@ -92,12 +99,12 @@ export class Settler {
       const sums = Object.fromEntries(
         Object.keys(SettledSums.shape).map((field) => [field, batches.reduce((n, b) => n + b[field as keyof SettledSums], 0)]),
       ) as SettledSums;
-      return { batches, ...sums, backlog: this.opts.store.settlement.backlog().count };
+      return { batches, ...sums, backlog: (await this.opts.store.settlement.backlog()).count };
     });
   }
 
-  status(): SettlerStatus {
-    const backlog = this.opts.store.settlement.backlog();
+  async status(): Promise<SettlerStatus> {
+    const backlog = await this.opts.store.settlement.backlog();
     const state: SettlerState = this.running ? 'running' : this.paused ? 'paused' : 'idle';
     const last = this.lastBatch;
     return {
@@ -122,12 +129,11 @@ export class Settler {
     };
   }
 
-  private setPaused(paused: boolean, actor: string): void {
-    const store = this.opts.store;
-    store.mutate(
+  private async setPaused(paused: boolean, actor: string): Promise<void> {
+    await this.opts.store.mutate(
       { actor, now: this.opts.now() },
       { action: paused ? 'settler.pause' : 'settler.resume', detail: { was: this.paused ? 'paused' : 'active' } },
-      () => store.setMeta(PAUSED_META, paused ? 1 : 0),
+      (tx) => tx.setMeta(PAUSED_META, paused ? 1 : 0),
     );
     this.paused = paused;
   }
@@ -167,21 +173,22 @@ export class Settler {
     let round: string[] = [];
     let share = batchCap;
     let madeThisRound = true;
-    const next = (previousMade: boolean | null): { endpointId: string; cap: number } | null => {
-      if (previousMade === true) madeThisRound = true;
-      if (round.length === 0) {
-        if (!madeThisRound) return null;
-        round = store.settlement.pendingEndpoints(boundary);
+    const next: NextBatch = {
+      next(previousMade) {
+        if (previousMade === true) madeThisRound = true;
+        if (round.length === 0) return madeThisRound ? 'round' : null;
+        return { endpointId: round.shift()!, cap: share };
+      },
+      startRound(pending) {
+        round = [...pending];
         share = Math.min(batchCap, Math.ceil(GROUP_COMMIT_CALLS / Math.max(1, round.length)));
         madeThisRound = false;
-      }
-      const endpointId = round.shift();
-      return endpointId === undefined ? null : { endpointId, cap: share };
+      },
     };
     try {
       for (;;) {
         if (this.stopped || (!force && this.paused)) return made;
-        const group = store.settlement.settleGroup(next, boundary, now(), planBatch, GROUP_COMMIT_CALLS);
+        const group = await store.settlement.settleGroup(next, boundary, now(), planBatch, GROUP_COMMIT_CALLS);
         if (group.length === 0) break;
         madeThisRound = true; // the group may have ended right after a batch it had no chance to report
         made.push(...group);

@@ -6,13 +6,13 @@
 import type { StatusView } from '../../protocol/admin';
 import type { ControlContext } from '../context';
 
-export function settlerView(ctx: ControlContext): StatusView['settler'] {
+export async function settlerView(ctx: ControlContext): Promise<StatusView['settler']> {
   return (
-    ctx.settler() ?? {
+    (await ctx.settler()) ?? {
       state: 'not_running',
       cadence_ms: null,
       batch_cap: null,
-      backlog: ctx.store.settlement.backlog().count,
+      backlog: (await ctx.store.settlement.backlog()).count,
       lag_ms: null,
       last_run_at: null,
       last_batch: null,

@@ -1,7 +1,9 @@
 /**
- * The control store: one SQLite file, one connection, one module per table family. Every
- * mutation goes through `mutate()`, which runs it in one IMMEDIATE transaction together with
- * its audit row and, when it changes what gateways enforce, the state version bump.
+ * The control store. `Store` is the interface every caller uses: each table family's methods
+ * answer promises (seam.ts), and every mutation goes through `mutate()`, which runs it in one
+ * transaction together with its audit row and, when it changes what gateways enforce, the state
+ * version bump. `SqliteStore` implements it on one SQLite file and one connection (one module
+ * per table family, synchronous inside).
  */
 import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
@@ -19,6 +21,7 @@ import { ReceiptsTable } from './receipts';
 import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
 import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
+import { Gate, asyncTable, settled, type Async } from './seam';
 import type { SnapshotKey } from '../../protocol/snapshot';
 import { OpaqueIds } from '../public/ids';
 import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../receipts/signing-key';
@@ -54,29 +57,119 @@ export interface StateChange {
   entity: string;
 }
 
-export class Store {
+/** What a store holds, as callers inside and outside a transaction see it. */
+export interface StoreTables {
+  readonly keys: Async<KeysTable>;
+  readonly flags: Async<FlagsTable>;
+  readonly endpoints: Async<EndpointsTable>;
+  readonly changelog: Async<ChangelogTable>;
+  readonly audit: Async<AuditTable>;
+  readonly gateways: Async<GatewaysTable>;
+  readonly outcomes: Async<OutcomesTable>;
+  /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
+  readonly rollups: Async<RollupsTable>;
+  /** Money totals and recent calls for the public API and indexer. */
+  readonly publicReads: Async<PublicReads>;
+  readonly applications: Async<ApplicationsTable>;
+  /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
+  readonly ledger: Async<LedgerTable>;
+  /** Settlement batches (the settler's one-transaction commits). */
+  readonly settlement: Async<SettlementTable>;
+  /** Signed, chained settlement receipts and their public keys (written with each batch). */
+  readonly receipts: Async<ReceiptsTable>;
+  /** The key as gateways must enforce it now, or null when it admits nothing. */
+  readonly liveKey: (id: string, now: number) => Promise<SnapshotKey | null>;
+  /** Version of the state gateways enforce; grows by one with every snapshot-relevant write. */
+  readonly version: () => Promise<number>;
+  /**
+   * Entities changed after version `from` up to `to`, or null when `from` is older than the
+   * recorded history (the caller then sends a full snapshot).
+   */
+  readonly changesSince: (from: number, to: number) => Promise<StateChange[] | null>;
+  /** An integer kept in the `meta` table (inside `mutate` when it must be audited). */
+  readonly meta: (name: string) => Promise<number | null>;
+  readonly setMeta: (name: string, value: number) => Promise<void>;
+}
+
+/** A full snapshot's reads, on their own connection, at exactly one state version. */
+export type SnapshotReads = Async<SnapshotReader>;
+
+/** Which database a store runs on, for `/_admin/v1/status`. */
+export interface StoreDescription {
+  kind: 'sqlite';
+  path: string;
+  journal_mode: string;
+  synchronous: string;
+  schema_version: number;
+}
+
+export interface Store extends StoreTables {
+  /**
+   * The per-database secret behind the public API's opaque ids and the indexer's sealed
+   * cursors (stable across restarts, never shown).
+   */
+  readonly idSecret: Buffer;
+  /** Whether settlement batches get signed receipts (off only in the settlement bench's baseline). */
+  readonly receiptsEnabled: boolean;
+  /**
+   * Run `fn` and record `audit` in one transaction. Returns `fn`'s result and the state
+   * version after the change. `fn` must use the `tx` it is given, never the store itself.
+   * Listeners hear about version bumps after the commit.
+   */
+  mutate<T>(ctx: MutationContext, audit: Audit, fn: (tx: StoreTables) => T | Promise<T>): Promise<{ result: T; version: number }>;
+  /** Run `fn`'s reads in one transaction, so they see one state (`fn` must use `tx`). */
+  read<T>(fn: (tx: StoreTables) => Promise<T>): Promise<T>;
+  /** Hear about every committed state version bump. Returns the unsubscribe function. */
+  onVersion(listener: (version: number) => void): () => void;
+  /** A separate read-only connection holding one consistent view, for streaming a full snapshot. */
+  openSnapshotReader(): SnapshotReads;
+  schemaVersion(): Promise<number>;
+  describe(): Promise<StoreDescription>;
+  close(): Promise<void>;
+}
+
+/** The synchronous table families one SQLite connection serves (the store's, and its transactions'). */
+interface SqliteTables {
+  keys: KeysTable;
+  flags: FlagsTable;
+  endpoints: EndpointsTable;
+  changelog: ChangelogTable;
+  audit: AuditTable;
+  gateways: GatewaysTable;
+  outcomes: OutcomesTable;
+  rollups: RollupsTable;
+  publicReads: PublicReads;
+  applications: ApplicationsTable;
+  ledger: LedgerTable;
+  settlement: SettlementTable;
+  receipts: ReceiptsTable;
+}
+
+/** The store on one SQLite file: better-sqlite3, synchronous inside, behind the async seam. */
+export class SqliteStore implements Store {
   readonly db: Db;
   readonly path: string;
-  readonly keys: KeysTable;
-  readonly flags: FlagsTable;
-  readonly endpoints: EndpointsTable;
-  readonly changelog: ChangelogTable;
-  readonly audit: AuditTable;
-  readonly gateways: GatewaysTable;
-  readonly outcomes: OutcomesTable;
-  /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
-  readonly rollups: RollupsTable;
-  /** Money totals, recent calls and the opaque-id secret for the public API and indexer. */
-  readonly publicReads: PublicReads;
-  readonly applications: ApplicationsTable;
-  /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
-  readonly ledger: LedgerTable;
-  /** Settlement batches (the settler's one-transaction commits). */
-  readonly settlement: SettlementTable;
-  /** Signed, chained settlement receipts and their public keys (written with each batch). */
-  readonly receipts: ReceiptsTable;
-  /** The key as gateways must enforce it now, or null when it admits nothing. */
-  readonly liveKey: (id: string, now: number) => SnapshotKey | null;
+  readonly idSecret: Buffer;
+  readonly receiptsEnabled: boolean;
+  readonly keys;
+  readonly flags;
+  readonly endpoints;
+  readonly changelog;
+  readonly audit;
+  readonly gateways;
+  readonly outcomes;
+  readonly rollups;
+  readonly publicReads;
+  readonly applications;
+  readonly ledger;
+  readonly settlement;
+  readonly receipts;
+  /** The synchronous tables, for the SQLite-only tools (benches, `ledger verify` on a file). */
+  readonly sync: Readonly<SqliteTables>;
+  private readonly gate = new Gate();
+  /** What `mutate` and `read` hand their `fn`: the same tables, not held by the gate. */
+  private readonly tx: StoreTables;
+  private readonly liveKeySync: (id: string, now: number) => SnapshotKey | null;
   private readonly versionStmt;
   private readonly bumpStmt;
   private readonly changeStmt;
@@ -89,22 +182,14 @@ export class Store {
   private constructor(db: Db, path: string, options: StoreOptions) {
     this.db = db;
     this.path = path;
-    this.keys = new KeysTable(db);
-    this.flags = new FlagsTable(db);
-    this.endpoints = new EndpointsTable(db);
-    this.changelog = new ChangelogTable(db);
-    this.audit = new AuditTable(db);
-    this.gateways = new GatewaysTable(db);
-    this.rollups = new RollupsTable(db);
-    this.outcomes = new OutcomesTable(db, this.rollups);
-    this.publicReads = new PublicReads(db);
-    this.applications = new ApplicationsTable(db);
-    this.ledger = new LedgerTable(db);
+    const rollups = new RollupsTable(db);
+    const publicReads = new PublicReads(db);
+    const ledger = new LedgerTable(db);
     // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
     const inMemory = path === ':memory:' || path === '';
     const dataDir = dirname(resolve(path));
-    const ids = new OpaqueIds(this.publicReads.idSecret);
-    this.receipts = new ReceiptsTable(
+    const ids = new OpaqueIds(publicReads.idSecret);
+    const receipts = new ReceiptsTable(
       db,
       {
         signer: inMemory ? ReceiptSigner.generate() : loadOrCreateSigner(dataDir).signer,
@@ -114,8 +199,25 @@ export class Store {
       },
       Date.now(),
     );
-    this.settlement = new SettlementTable(db, this.ledger, this.receipts);
-    this.liveKey = liveKeyStatement(db);
+    const tables: SqliteTables = {
+      keys: new KeysTable(db),
+      flags: new FlagsTable(db),
+      endpoints: new EndpointsTable(db),
+      changelog: new ChangelogTable(db),
+      audit: new AuditTable(db),
+      gateways: new GatewaysTable(db),
+      outcomes: new OutcomesTable(db, rollups),
+      rollups,
+      publicReads,
+      applications: new ApplicationsTable(db),
+      ledger,
+      settlement: new SettlementTable(db, ledger, receipts),
+      receipts,
+    };
+    this.sync = tables;
+    this.idSecret = publicReads.idSecret;
+    this.receiptsEnabled = receipts.enabled;
+    this.liveKeySync = liveKeyStatement(db);
     this.versionStmt = db.prepare(`SELECT value FROM meta WHERE name = 'state_version'`).pluck();
     this.bumpStmt = db.prepare(`UPDATE meta SET value = value + 1 WHERE name = 'state_version' RETURNING value`).pluck();
     this.changeStmt = db.prepare(`INSERT OR IGNORE INTO state_changes (version, kind, entity) VALUES (?, ?, ?)`);
@@ -125,96 +227,164 @@ export class Store {
     this.oldestChangeStmt = db.prepare(`SELECT min(version) FROM state_changes`).pluck();
     this.metaGetStmt = db.prepare(`SELECT value FROM meta WHERE name = ?`).pluck();
     this.metaSetStmt = db.prepare(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`);
+
+    const view = (gate: Gate | null): StoreTables => {
+      const run = <T>(fn: () => T): Promise<T> => (gate ? gate.run(fn) : settled(fn));
+      return {
+        keys: asyncTable(tables.keys, gate),
+        flags: asyncTable(tables.flags, gate),
+        endpoints: asyncTable(tables.endpoints, gate),
+        changelog: asyncTable(tables.changelog, gate),
+        audit: asyncTable(tables.audit, gate),
+        gateways: asyncTable(tables.gateways, gate),
+        outcomes: asyncTable(tables.outcomes, gate),
+        rollups: asyncTable(tables.rollups, gate),
+        publicReads: asyncTable(tables.publicReads, gate),
+        applications: asyncTable(tables.applications, gate),
+        ledger: asyncTable(tables.ledger, gate),
+        settlement: asyncTable(tables.settlement, gate),
+        receipts: asyncTable(tables.receipts, gate),
+        liveKey: (id, now) => run(() => this.liveKeySync(id, now)),
+        version: () => run(() => this.versionNow()),
+        changesSince: (from, to) => run(() => this.changesSinceNow(from, to)),
+        meta: (name) => run(() => this.metaNow(name)),
+        setMeta: (name, value) => run(() => void this.metaSetStmt.run(name, value)),
+      };
+    };
+    const outside = view(this.gate);
+    this.tx = view(null);
+    this.keys = outside.keys;
+    this.flags = outside.flags;
+    this.endpoints = outside.endpoints;
+    this.changelog = outside.changelog;
+    this.audit = outside.audit;
+    this.gateways = outside.gateways;
+    this.outcomes = outside.outcomes;
+    this.rollups = outside.rollups;
+    this.publicReads = outside.publicReads;
+    this.applications = outside.applications;
+    this.ledger = outside.ledger;
+    this.settlement = outside.settlement;
+    this.receipts = outside.receipts;
+    this.liveKey = outside.liveKey;
+    this.version = outside.version;
+    this.changesSince = outside.changesSince;
+    this.meta = outside.meta;
+    this.setMeta = outside.setMeta;
   }
+
+  readonly liveKey: StoreTables['liveKey'];
+  readonly version: StoreTables['version'];
+  readonly changesSince: StoreTables['changesSince'];
+  readonly meta: StoreTables['meta'];
+  readonly setMeta: StoreTables['setMeta'];
 
   /**
    * Open (creating and migrating) the database at `path`, with the receipt signing key of
    * its directory (created on first open). Batches without a receipt get theirs here, in one
    * transaction, before the store is used.
    */
-  static open(path: string, options: StoreOptions = {}): Store {
+  static open(path: string, options: StoreOptions = {}): SqliteStore {
     const db = openDatabase(path);
-    let store: Store | undefined;
+    let store: SqliteStore | undefined;
     try {
-      store = new Store(db, path, options);
-      if (store.receipts.enabled) store.receipts.backfill();
+      store = new SqliteStore(db, path, options);
+      if (store.receiptsEnabled) store.sync.receipts.backfill();
       return store;
     } catch (err) {
-      store?.receipts.close();
+      store?.sync.receipts.close();
       db.close();
       throw err;
     }
   }
 
-  /** Version of the state gateways enforce; grows by one with every snapshot-relevant write. */
-  version(): number {
+  private versionNow(): number {
     return this.versionStmt.get() as number;
   }
 
-  schemaVersion(): number {
-    return schemaVersion(this.db);
+  private metaNow(name: string): number | null {
+    return (this.metaGetStmt.get(name) as number | undefined) ?? null;
   }
 
-  /**
-   * Run `fn` and record `audit` in one transaction. Returns `fn`'s result and the state
-   * version after the change. Listeners hear about version bumps after the commit.
-   */
-  mutate<T>(ctx: MutationContext, audit: Audit, fn: () => T): { result: T; version: number } {
+  private changesSinceNow(from: number, to: number): StateChange[] | null {
+    const oldest = this.oldestChangeStmt.get() as number | null;
+    if (from < 1 || from > to || (oldest !== null && from + 1 < oldest)) return null;
+    return this.changesSinceStmt.all(from, to) as StateChange[];
+  }
+
+  schemaVersion(): Promise<number> {
+    return this.gate.run(() => schemaVersion(this.db));
+  }
+
+  describe(): Promise<StoreDescription> {
+    return this.gate.run(() => {
+      const sync = Number(this.db.pragma('synchronous', { simple: true }));
+      return {
+        kind: 'sqlite' as const,
+        path: this.path,
+        journal_mode: String(this.db.pragma('journal_mode', { simple: true })),
+        synchronous: ['off', 'normal', 'full', 'extra'][sync] ?? String(sync),
+        schema_version: schemaVersion(this.db),
+      };
+    });
+  }
+
+  /** A transaction that spans awaits: the gate keeps every other caller's statement out of it. */
+  private transaction<T>(begin: 'BEGIN IMMEDIATE' | 'BEGIN', fn: () => Promise<T>): Promise<T> {
+    return this.gate.exclusive(async () => {
+      this.db.exec(begin);
+      try {
+        const out = await fn();
+        this.db.exec('COMMIT');
+        return out;
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw err;
+      }
+    });
+  }
+
+  async mutate<T>(ctx: MutationContext, audit: Audit, fn: (tx: StoreTables) => T | Promise<T>): Promise<{ result: T; version: number }> {
     let bumped = false;
-    const tx = this.db.transaction(() => {
-      const result = fn();
-      this.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {});
+    const out = await this.transaction('BEGIN IMMEDIATE', async () => {
+      const result = await fn(this.tx);
+      this.sync.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {});
       let version: number;
       if (audit.changes && audit.changes.length > 0) {
         version = this.bumpStmt.get() as number;
         for (const change of audit.changes) this.changeStmt.run(version, change.kind, change.entity);
         bumped = true;
       } else {
-        version = this.version();
+        version = this.versionNow();
       }
       return { result, version };
     });
-    const out = tx.immediate();
     if (bumped) for (const listener of this.listeners) listener(out.version);
     return out;
   }
 
-  /**
-   * Entities changed after version `from` up to `to`, or null when `from` is older than the
-   * recorded history (the caller then sends a full snapshot).
-   */
-  changesSince(from: number, to: number): StateChange[] | null {
-    const oldest = this.oldestChangeStmt.get() as number | null;
-    if (from < 1 || from > to || (oldest !== null && from + 1 < oldest)) return null;
-    return this.changesSinceStmt.all(from, to) as StateChange[];
+  read<T>(fn: (tx: StoreTables) => Promise<T>): Promise<T> {
+    return this.transaction('BEGIN', () => fn(this.tx));
   }
 
-  /** Hear about every committed state version bump. Returns the unsubscribe function. */
   onVersion(listener: (version: number) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** An integer kept in the `meta` table (inside `mutate` when it must be audited). */
-  meta(name: string): number | null {
-    return (this.metaGetStmt.get(name) as number | undefined) ?? null;
+  openSnapshotReader(): SnapshotReads {
+    return asyncTable(new SnapshotReader(this.path), null);
   }
 
-  setMeta(name: string, value: number): void {
-    this.metaSetStmt.run(name, value);
-  }
-
-  /** A read-only connection holding one consistent view, for streaming a full snapshot. */
-  openSnapshotReader(): SnapshotReader {
-    return new SnapshotReader(this.path);
-  }
-
-  pragma(name: string): unknown {
-    return this.db.pragma(name, { simple: true });
-  }
-
-  close(): void {
-    this.receipts.close();
-    if (this.db.open) this.db.close();
+  close(): Promise<void> {
+    return this.gate.run(() => {
+      this.sync.receipts.close();
+      if (this.db.open) this.db.close();
+    });
   }
 }
+
+/** Open the store at `path` (see `SqliteStore.open`). */
+export const Store = {
+  open: (path: string, options: StoreOptions = {}): Promise<Store> => Promise.resolve(SqliteStore.open(path, options)),
+};

@@ -77,6 +77,8 @@ const COLUMNS = 'batch, v, prev, root, tree_size, refunds, premiums, settled_at,
 export class ReceiptsTable {
   readonly enabled: boolean;
   private signerNow: ReceiptSigner;
+  /** A key written by `prepareRotation`, not signing until `activatePrepared`. */
+  private pending: ReceiptSigner | null = null;
   private readonly providerId: (endpointId: string) => string;
   private readonly rotateKey: () => ReceiptSigner;
   private readonly hasher: TreeHasher;
@@ -132,6 +134,11 @@ export class ReceiptsTable {
     return this.signerNow.kid;
   }
 
+  /** The kid that signs new receipts (`kid`, as a method callers across the store's seam can call). */
+  currentKid(): string {
+    return this.signerNow.kid;
+  }
+
   // -------------------------------------------------------------------------------------
   // Writing (inside a transaction)
 
@@ -180,21 +187,32 @@ export class ReceiptsTable {
   }
 
   /**
-   * Replace the signing key. The new key is written to the data dir first; `publish` must
-   * commit its public half (it is given the function that inserts it, to run in the caller's
-   * audited transaction); only then does the new key sign. If the commit fails, the running
-   * process keeps signing with the old, published key, and the next start publishes the
-   * file's key before it signs anything.
+   * Replacing the signing key takes three steps. First the new key is written to the data dir
+   * (`prepareRotation`); then the caller commits its public half in an audited transaction
+   * (`publishPrepared`); only then does it sign (`activatePrepared`). If the commit fails, the
+   * running process keeps signing with the old, published key, and the next start publishes
+   * the file's key before it signs anything.
    */
-  rotate(
-    now: number,
-    publish: (rotation: { kid: string; previous_kid: string }, insert: () => void) => void,
-  ): { kid: string; previous_kid: string } {
+  prepareRotation(): { kid: string; previous_kid: string } {
     const next = this.rotateKey();
-    const rotation = { kid: next.kid, previous_kid: this.signerNow.kid };
-    publish(rotation, () => this.addKeyStmt.run(next.kid, next.x, now));
-    this.signerNow = next;
-    return rotation;
+    this.pending = next;
+    return { kid: next.kid, previous_kid: this.signerNow.kid };
+  }
+
+  /** Publish the prepared key's public half (inside the caller's transaction). */
+  publishPrepared(kid: string, now: number): void {
+    this.addKeyStmt.run(this.prepared(kid).kid, this.prepared(kid).x, now);
+  }
+
+  /** The published, prepared key signs from the next batch on. */
+  activatePrepared(kid: string): void {
+    this.signerNow = this.prepared(kid);
+    this.pending = null;
+  }
+
+  private prepared(kid: string): ReceiptSigner {
+    if (this.pending?.kid !== kid) throw new Error(`no signing key ${kid} is prepared (another rotation replaced it)`);
+    return this.pending;
   }
 
   /** Receipts for the batches after the newest receipt, up to batch `upTo`; the new head. */

@@ -81,7 +81,15 @@ export type Planner = (input: PlanInput) => BatchPlan;
  * Names the endpoint and the most calls of a group's next batch, or null to end the group.
  * `previousMade` says whether the previous one gave a batch (null on the group's first call).
  */
-export type NextBatch = (previousMade: boolean | null) => { endpointId: string; cap: number } | null;
+/**
+ * Picks the batches of a group (`settleGroup`): `next` names the next endpoint and cap, null to
+ * end the group, or `'round'` to be handed the endpoints pending now (`startRound`) and asked
+ * again. `previousMade` says whether the batch it named last had calls (null: none named yet).
+ */
+export interface NextBatch {
+  next(previousMade: boolean | null): { endpointId: string; cap: number } | 'round' | null;
+  startRound(pending: readonly string[]): void;
+}
 
 export const HOUR_MS = 3_600_000;
 
@@ -195,8 +203,13 @@ export class SettlementTable {
       let calls = 0;
       let previous: boolean | null = null;
       while (calls < budget) {
-        const wanted = next(previous);
+        const wanted = next.next(previous);
         if (wanted === null) break;
+        if (wanted === 'round') {
+          next.startRound(this.pendingEndpoints(boundary));
+          previous = null;
+          continue;
+        }
         const batch = this.commit(wanted.endpointId, boundary, wanted.cap, at, plan);
         previous = batch !== null;
         if (batch !== null) {
@@ -229,7 +242,7 @@ export class SettlementTable {
 
   /**
    * Settle several batches in ONE IMMEDIATE transaction: one batch for each endpoint (and
-   * cap) `next()` names (null ends the group), until the batches hold at least `budgetCalls`
+   * cap) `next` names (null ends the group), until the batches hold at least `budgetCalls`
    * calls. Each batch is as `settleBatch` makes it; if any fails, none of the group commits.
    */
   settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): BatchView[] {

@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gateways';
 import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
+import type { GatewayRow } from '../store/gateways';
 import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
 import { DeltaCache, storeEpoch, writeSnapshot } from './snapshot';
 import { VersionWaiters } from './waiters';
@@ -57,6 +58,12 @@ export class SyncHub {
   private readonly ping: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private pushScheduled = false;
+  /** The newest committed state version (loaded at open, then from the store's version listener). */
+  private version: number;
+  /** The database's epoch (see `storeEpoch`). */
+  private readonly epoch: number;
+  /** Each known gateway's weight, as stored (loaded at open; `weightChanged` keeps it current). */
+  private readonly weights = new Map<string, number>();
   private readonly deltas: DeltaCache;
   readonly mode: LimitsMode;
   readonly leaseS: number;
@@ -71,21 +78,38 @@ export class SyncHub {
   /** The members of the last division (sorted ids), to notice when they change. */
   private membersKey = '';
 
-  constructor(ctx: ControlContext, limits: Limits, options: SyncHubOptions = {}) {
+  /** Load what the hub keeps in memory from the store (gateways, version, epoch), then start it. */
+  static async open(ctx: ControlContext, limits: Limits, options: SyncHubOptions = {}): Promise<SyncHub> {
+    const [gateways, version, epoch] = await Promise.all([ctx.store.gateways.list(), ctx.store.version(), storeEpoch(ctx.store)]);
+    return new SyncHub(ctx, limits, { gateways, version, epoch }, options);
+  }
+
+  private constructor(
+    ctx: ControlContext,
+    limits: Limits,
+    loaded: { gateways: readonly GatewayRow[]; version: number; epoch: number },
+    options: SyncHubOptions,
+  ) {
     this.ctx = ctx;
     this.limits = limits;
     this.deltas = new DeltaCache(ctx.store, limits);
     this.mode = options.mode ?? ctx.config.limits.mode;
     this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;
     this.leaseMs = this.leaseS * 1000;
+    this.version = loaded.version;
+    this.epoch = loaded.epoch;
     const now = ctx.now();
-    for (const row of ctx.store.gateways.list()) {
+    for (const row of loaded.gateways) {
+      this.weights.set(row.id, row.weight);
       if (row.share !== null && row.last_seen + this.leaseMs > now) this.held.set(row.id, row.last_seen + this.leaseMs);
     }
     this.membersKey = this.members(now)
       .map((m) => m.id)
       .join('\n');
-    this.unsubscribe = ctx.store.onVersion(() => this.schedulePush());
+    this.unsubscribe = ctx.store.onVersion((version) => {
+      this.version = Math.max(this.version, version);
+      this.schedulePush();
+    });
     this.ping = setInterval(() => this.pingAll(), pingIntervalMs(this.leaseS, SYNC_PING_INTERVAL_MS));
     this.ping.unref();
     this.leaseCheck = setInterval(() => this.checkLeases(), leaseCheckIntervalMs(this.leaseS));
@@ -93,20 +117,23 @@ export class SyncHub {
   }
 
   /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…&engine=…`. */
-  connect(
+  async connect(
     req: IncomingMessage,
     res: ServerResponse,
     gatewayId: string,
     heldVersion: number,
     heldEpoch: number | null,
     engine: string | null = null,
-  ): void {
+  ): Promise<void> {
     const now = this.ctx.now();
-    this.ctx.store.gateways.seen(gatewayId, now);
+    await this.ctx.store.gateways.seen(gatewayId, now);
+    const row0 = await this.ctx.store.gateways.byId(gatewayId);
+    if (row0) this.weights.set(gatewayId, row0.weight);
+    // The gateway may have hung up while the store answered: nothing to serve then.
+    if (res.destroyed) return;
     if (engine === null) this.engines.delete(gatewayId);
     else this.engines.set(gatewayId, engine);
     this.conns.get(gatewayId)?.res.end();
-    const row0 = this.ctx.store.gateways.byId(gatewayId);
     const conn: Connection = {
       gatewayId,
       res,
@@ -140,15 +167,15 @@ export class SyncHub {
     // Its share until it acks and control re-divides: as if it had joined the live gateways.
     const provisional = this.provisionalShare(gatewayId, now);
     this.writeShare(conn, provisional, this.members(now).length + 1);
-    if (row0?.share !== provisional) this.ctx.store.gateways.recordShares(new Map([[gatewayId, provisional]]));
+    if (row0?.share !== provisional) this.record(this.ctx.store.gateways.recordShares(new Map([[gatewayId, provisional]])), 'share');
 
-    const current = this.ctx.store.version();
-    const sameEpoch = heldEpoch !== null && heldEpoch === storeEpoch(this.ctx.store);
+    const current = this.version;
+    const sameEpoch = heldEpoch !== null && heldEpoch === this.epoch;
     this.ctx.log.info('gateway connected', { gateway_id: gatewayId, held_version: heldVersion, state_version: current, engine });
     if (sameEpoch && heldVersion === current) {
       conn.sentVersion = current;
       conn.appliedVersion = current;
-      this.ctx.store.gateways.acked(gatewayId, current, row0?.applied_sha256 ?? null, now);
+      this.record(this.ctx.store.gateways.acked(gatewayId, current, row0?.applied_sha256 ?? null, now), 'ack');
       // Say something at once, so the gateway knows the stream is live without waiting for a ping.
       res.write(JSON.stringify({ type: 'ping', version: current }) + '\n');
       this.waiters.check();
@@ -162,24 +189,30 @@ export class SyncHub {
     void this.push(conn);
   }
 
-  /** Handle `POST /_sync/v1/ack`. */
-  ack(body: SyncAck): void {
+  /** The newest committed state version this hub knows of. */
+  currentVersion(): number {
+    return this.version;
+  }
+
+  /** Handle `POST /_sync/v1/ack`: answered once the ack (or the lease renewal) is stored. */
+  async ack(body: SyncAck): Promise<void> {
     const now = this.ctx.now();
-    const conn = this.conns.get(body.gateway_id);
     if (body.renew === true) {
       // A lease renewal (the answer to a ping): the gateway is alive and still holds its state.
-      this.ctx.store.gateways.seen(body.gateway_id, now);
+      await this.ctx.store.gateways.seen(body.gateway_id, now);
+      const conn = this.conns.get(body.gateway_id);
       if (conn) this.renew(conn, now);
       return;
     }
+    const conn = this.conns.get(body.gateway_id);
     if (conn) this.renew(conn, now);
     if (body.ok) {
       const expected = conn?.sent.get(body.version);
       if (conn && expected !== undefined && expected !== body.sha256) {
-        this.nack(conn, body.gateway_id, body.version, `digest mismatch: applied ${body.sha256 ?? 'none'}, sent ${expected}`, now);
+        await this.nack(conn, body.gateway_id, body.version, `digest mismatch: applied ${body.sha256 ?? 'none'}, sent ${expected}`, now);
         return;
       }
-      this.ctx.store.gateways.acked(body.gateway_id, body.version, body.sha256 ?? null, now);
+      await this.ctx.store.gateways.acked(body.gateway_id, body.version, body.sha256 ?? null, now);
       if (conn) {
         conn.appliedVersion = Math.max(conn.appliedVersion, body.version);
         for (const v of conn.sent.keys()) if (v <= body.version) conn.sent.delete(v);
@@ -187,11 +220,11 @@ export class SyncHub {
       this.waiters.check();
       return;
     }
-    this.nack(conn, body.gateway_id, body.version, body.reason ?? 'rejected', now);
+    await this.nack(conn, body.gateway_id, body.version, body.reason ?? 'rejected', now);
   }
 
-  private nack(conn: Connection | undefined, gatewayId: string, version: number, reason: string, now: number): void {
-    this.ctx.store.gateways.nacked(gatewayId, version, reason, now);
+  private async nack(conn: Connection | undefined, gatewayId: string, version: number, reason: string, now: number): Promise<void> {
+    await this.ctx.store.gateways.nacked(gatewayId, version, reason, now);
     this.ctx.log.warn('gateway rejected update', { gateway_id: gatewayId, version, reason });
     if (conn) {
       conn.sent.delete(version);
@@ -208,9 +241,10 @@ export class SyncHub {
     return this.waiters.wait(version, timeoutMs);
   }
 
-  status(): GatewayStatus[] {
+  async status(): Promise<GatewayStatus[]> {
+    const rows = await this.ctx.store.gateways.list();
     const live = new Set(this.members(this.ctx.now()).map((m) => m.id));
-    return this.ctx.store.gateways.list().map((row) => ({
+    return rows.map((row) => ({
       id: row.id,
       connected: this.conns.has(row.id),
       live: live.has(row.id) && this.conns.has(row.id),
@@ -262,12 +296,22 @@ export class SyncHub {
     }
     if (ids.length === 0) return [];
     ids.sort();
-    const weights = new Map(this.ctx.store.gateways.list().map((row) => [row.id, row.weight]));
-    return ids.map((id) => ({ id, weight: weights.get(id) ?? 1 }));
+    return ids.map((id) => ({ id, weight: this.weightOf(id) }));
   }
 
   private weightOf(gatewayId: string): number {
-    return this.ctx.store.gateways.byId(gatewayId)?.weight ?? 1;
+    return this.weights.get(gatewayId) ?? 1;
+  }
+
+  /** A gateway's stored weight changed (`PUT /_admin/v1/gateways/{id}/weight`): divide again. */
+  weightChanged(gatewayId: string, weight: number): void {
+    this.weights.set(gatewayId, weight);
+    this.redivide();
+  }
+
+  /** A write the stream does not wait for (a share, an ack at connect): a failure is logged, never dropped silently. */
+  private record(write: Promise<unknown>, what: string): void {
+    write.catch((err: unknown) => this.ctx.log.error('sync hub could not store a gateway update', { what, err }));
   }
 
   /** A connecting gateway's share before it acks: its weight over the live gateways' plus its own. */
@@ -306,7 +350,7 @@ export class SyncHub {
       changed.set(id, share);
     }
     if (changed.size > 0) {
-      this.ctx.store.gateways.recordShares(changed);
+      this.record(this.ctx.store.gateways.recordShares(changed), 'shares');
       this.ctx.log.info('limit shares divided', { mode: this.mode, gateways: Object.fromEntries(shares) });
     }
   }
@@ -329,7 +373,7 @@ export class SyncHub {
   }
 
   private pingAll(): void {
-    const line = JSON.stringify({ type: 'ping', version: this.ctx.store.version() }) + '\n';
+    const line = JSON.stringify({ type: 'ping', version: this.version }) + '\n';
     for (const conn of this.conns.values()) if (!conn.busy) conn.res.write(line);
   }
 
@@ -356,14 +400,14 @@ export class SyncHub {
       conn.dirty = true;
       return;
     }
-    const current = this.ctx.store.version();
+    const current = this.version;
     if (current <= conn.nackedVersion) return;
     if (!conn.needsFull && conn.sentVersion >= current) return;
     conn.busy = true;
     try {
       do {
         conn.dirty = false;
-        const delta = conn.needsFull || conn.sentVersion === 0 ? null : this.deltas.get(conn.sentVersion, this.ctx.now());
+        const delta = conn.needsFull || conn.sentVersion === 0 ? null : await this.deltas.get(conn.sentVersion, this.ctx.now());
         if (delta) {
           conn.sent.set(delta.version, delta.sha256);
           conn.sentVersion = delta.version;
@@ -371,22 +415,12 @@ export class SyncHub {
         } else {
           const started = Date.now();
           conn.needsFull = false;
-          const result = await writeSnapshot(
-            this.ctx.store,
-            this.limits,
-            this.ctx.now(),
-            (line) => this.write(conn, line),
-            storeEpoch(this.ctx.store),
-          );
+          const result = await writeSnapshot(this.ctx.store, this.limits, this.ctx.now(), (line) => this.write(conn, line), this.epoch);
           conn.sent.set(result.version, result.sha256);
           conn.sentVersion = result.version;
           this.ctx.log.info('snapshot sent', { gateway_id: conn.gatewayId, version: result.version, ms: Date.now() - started });
         }
-      } while (
-        !conn.closed &&
-        this.ctx.store.version() > conn.nackedVersion &&
-        (conn.dirty || conn.needsFull || conn.sentVersion < this.ctx.store.version())
-      );
+      } while (!conn.closed && this.version > conn.nackedVersion && (conn.dirty || conn.needsFull || conn.sentVersion < this.version));
     } catch (err) {
       if (!conn.closed) {
         this.ctx.log.error('sync push failed', { gateway_id: conn.gatewayId, err });

@@ -25,23 +25,23 @@ import { parseOutcomeBatch } from './outcome-batch';
 export const OUTCOME_BATCH_LIMIT_BYTES = 16 * 1024 * 1024;
 
 export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: SyncHub): void {
-  router.get('/_sync/v1/stream', ({ req, res, query }) => {
+  router.get('/_sync/v1/stream', async ({ req, res, query }) => {
     const q = parseBody(StreamQuery, Object.fromEntries(query));
-    hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null, q.engine ?? null);
+    await hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null, q.engine ?? null);
   });
 
   router.post('/_sync/v1/ack', async ({ req, res }) => {
     const body = parseBody(SyncAck, await readJson(req));
-    if (body.version > ctx.store.version()) throw new SvcError('svc_conflict', `version ${body.version} does not exist yet`);
-    hub.ack(body);
+    if (body.version > (await ctx.store.version())) throw new SvcError('svc_conflict', `version ${body.version} does not exist yet`);
+    await hub.ack(body);
     sendJson(res, 200, { ok: true } satisfies SyncAckAnswer);
   });
 
   router.post('/_sync/v1/outcomes', async ({ req, res }) => {
     const batch = parseOutcomeBatch(await readJson(req, OUTCOME_BATCH_LIMIT_BYTES));
     const now = ctx.now();
-    const accepted = ctx.store.outcomes.ingest(batch.records, now);
-    ctx.store.gateways.seen(batch.gateway_id, now);
+    const accepted = await ctx.store.outcomes.ingest(batch.records, now);
+    await ctx.store.gateways.seen(batch.gateway_id, now);
     const ack: OutcomeAck = { accepted, duplicates: batch.records.length - accepted };
     sendJson(res, 200, ack);
   });
@@ -53,26 +53,26 @@ export function registerPropagationRoutes(router: Router, hub: SyncHub, ctx: Con
     sendJson(res, 200, (await hub.wait(body.version, body.timeout_ms)) satisfies WaitResult);
   });
 
-  router.get('/_admin/v1/gateways', ({ res }) => {
-    const body: GatewaysView = { limits_mode: hub.mode, lease_s: hub.leaseS, gateways: hub.status() };
+  router.get('/_admin/v1/gateways', async ({ res }) => {
+    const body: GatewaysView = { limits_mode: hub.mode, lease_s: hub.leaseS, gateways: await hub.status() };
     sendJson(res, 200, body);
   });
 
   router.put('/_admin/v1/gateways/:id/weight', async ({ req, res, params, actor }) => {
     const id = params.id!;
     const input = parseBody(SetGatewayWeightRequest, await readJson(req));
-    const before = GatewayId.safeParse(id).success ? ctx.store.gateways.byId(id) : undefined;
+    const before = GatewayId.safeParse(id).success ? await ctx.store.gateways.byId(id) : undefined;
     if (!before) throw new SvcError('svc_not_found', `no gateway ${id} has connected to this control`);
     const changed = before.weight !== input.weight;
     if (changed) {
-      ctx.store.mutate(
+      await ctx.store.mutate(
         { actor, now: ctx.now() },
         { action: 'gateways.weight', target: id, detail: { weight: input.weight, previous: before.weight } },
-        () => ctx.store.gateways.setWeight(id, input.weight),
+        (tx) => tx.gateways.setWeight(id, input.weight),
       );
-      hub.redivide();
+      hub.weightChanged(id, input.weight);
     }
-    const gateways = hub.status();
+    const gateways = await hub.status();
     const body: GatewayWeightChange = { gateway: gateways.find((g) => g.id === id)!, changed, limits_mode: hub.mode, gateways };
     sendJson(res, 200, body);
   });

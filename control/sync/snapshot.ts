@@ -39,13 +39,13 @@ const LIMITS_FINGERPRINT = 'limits_fingerprint';
  * Record the configured default limits as part of the state: when they differ from what the
  * store last saw, bump the state version so connected gateways get them as a delta.
  */
-export function recordLimits(store: Store, limits: Limits, now: number): void {
+export async function recordLimits(store: Store, limits: Limits, now: number): Promise<void> {
   const fp = parseInt(createHash('sha256').update(JSON.stringify(limits)).digest('hex').slice(0, 12), 16);
-  if (store.meta(LIMITS_FINGERPRINT) === fp) return;
-  store.mutate(
+  if ((await store.meta(LIMITS_FINGERPRINT)) === fp) return;
+  await store.mutate(
     { actor: 'control', now },
     { action: 'limits.configure', detail: { ...limits }, changes: [{ kind: 'limits', entity: '*' }] },
-    () => store.setMeta(LIMITS_FINGERPRINT, fp),
+    (tx) => tx.setMeta(LIMITS_FINGERPRINT, fp),
   );
 }
 
@@ -62,33 +62,37 @@ export async function writeSnapshot(
 ): Promise<{ version: number; sha256: string }> {
   const reader = store.openSnapshotReader();
   try {
-    const version = reader.begin();
+    const version = await reader.begin();
     const digest = new SnapshotDigest();
     const emit = async (line: string) => {
       digest.update(line);
       await write(line);
     };
-    const endpoints = reader.endpoints().map((row) => snapshotEndpoint(row as unknown as EndpointRow));
+    const endpoints = (await reader.endpoints()).map((row) => snapshotEndpoint(row as unknown as EndpointRow));
     await emit(
       JSON.stringify({
         type: 'snapshot_begin',
         version,
         epoch,
         generated_at: new Date(now).toISOString(),
-        flags: reader.flags(),
+        flags: await reader.flags(),
         limits,
         endpoints,
-        key_count: reader.liveKeyCount(now),
+        key_count: await reader.liveKeyCount(now),
       }),
     );
-    for (let keys = reader.nextPage(SNAPSHOT_KEYS_PER_LINE, now); keys !== null; keys = reader.nextPage(SNAPSHOT_KEYS_PER_LINE, now)) {
+    for (
+      let keys = await reader.nextPage(SNAPSHOT_KEYS_PER_LINE, now);
+      keys !== null;
+      keys = await reader.nextPage(SNAPSHOT_KEYS_PER_LINE, now)
+    ) {
       if (keys.length > 0) await emit(JSON.stringify({ type: 'keys', keys }));
     }
     const sha256 = digest.digest();
     await write(JSON.stringify({ type: 'snapshot_end', version, sha256 }));
     return { version, sha256 };
   } finally {
-    reader.end();
+    await reader.end();
   }
 }
 
@@ -101,29 +105,29 @@ export function buildDelta(
   limits: Limits,
   from: number,
   now: number,
-): { line: string; sha256: string; version: number } | null {
+): Promise<{ line: string; sha256: string; version: number } | null> {
   // Read the version and the changes in one transaction so they agree.
-  return store.db.transaction(() => {
-    const to = store.version();
-    const changes = store.changesSince(from, to);
+  return store.read(async (tx) => {
+    const to = await tx.version();
+    const changes = await tx.changesSince(from, to);
     if (changes === null) return null;
     const body: Omit<Delta, 'sha256'> = { type: 'delta', version: to, base: from };
     for (const change of changes) {
       switch (change.kind) {
         case 'flags':
-          body.flags = store.flags.values();
+          body.flags = await tx.flags.values();
           break;
         case 'limits':
           body.limits = limits;
           break;
         case 'endpoint': {
-          const row = store.endpoints.byId(change.entity);
+          const row = await tx.endpoints.byId(change.entity);
           if (row) (body.endpoints_upsert ??= []).push(snapshotEndpoint(row));
           else (body.endpoints_remove ??= []).push(change.entity);
           break;
         }
         case 'key': {
-          const key = store.liveKey(change.entity, now);
+          const key = await tx.liveKey(change.entity, now);
           if (key) (body.keys_upsert ??= []).push(key);
           else (body.keys_remove ??= []).push(change.entity);
           break;
@@ -131,22 +135,22 @@ export function buildDelta(
       }
     }
     return { ...sealDelta(body), version: to };
-  })();
+  });
 }
 
 /** Random per-database identifier, so a gateway never applies deltas from another database. */
-export function storeEpoch(store: Store): number {
-  let epoch = store.meta('epoch');
+export async function storeEpoch(store: Store): Promise<number> {
+  let epoch = await store.meta('epoch');
   if (epoch === null) {
     epoch = Math.floor(Math.random() * 2 ** 48);
-    store.setMeta('epoch', epoch);
+    await store.setMeta('epoch', epoch);
   }
   return epoch;
 }
 
 /** Each delta to the current version built once, however many gateways are behind by the same versions. */
 export class DeltaCache {
-  private deltas = new Map<number, { line: string; sha256: string; version: number } | null>();
+  private deltas = new Map<number, Promise<{ line: string; sha256: string; version: number } | null>>();
   private version = -1;
 
   constructor(
@@ -155,13 +159,19 @@ export class DeltaCache {
   ) {}
 
   /** `buildDelta` from `from` to the current version, built at most once per version. */
-  get(from: number, now: number): { line: string; sha256: string; version: number } | null {
-    const current = this.store.version();
+  async get(from: number, now: number): Promise<{ line: string; sha256: string; version: number } | null> {
+    const current = await this.store.version();
     if (this.version !== current) {
       this.deltas = new Map();
       this.version = current;
     }
-    if (!this.deltas.has(from)) this.deltas.set(from, buildDelta(this.store, this.limits, from, now));
-    return this.deltas.get(from)!;
+    let delta = this.deltas.get(from);
+    if (delta === undefined) {
+      delta = buildDelta(this.store, this.limits, from, now);
+      this.deltas.set(from, delta);
+      // A failed build is not kept: the next caller tries again.
+      delta.catch(() => this.deltas.get(from) === delta && this.deltas.delete(from));
+    }
+    return delta;
   }
 }

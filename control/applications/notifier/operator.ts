@@ -9,8 +9,8 @@ export class OperatorNotifier implements Notifier {
 
   constructor(private readonly now: () => number) {}
 
-  deliver(_message: DeliveryMessage, record: (attempt: AttemptRecord) => void): Promise<DeliveryOutcome> {
-    record({ attempt: 1, at: this.now(), outcome: 'shown_to_operator', http_status: null, error: null, target: null });
-    return Promise.resolve({ status: 'shown_to_operator', attempts: 1, error: null });
+  async deliver(_message: DeliveryMessage, record: (attempt: AttemptRecord) => Promise<void>): Promise<DeliveryOutcome> {
+    await record({ attempt: 1, at: this.now(), outcome: 'shown_to_operator', http_status: null, error: null, target: null });
+    return { status: 'shown_to_operator', attempts: 1, error: null };
   }
 }

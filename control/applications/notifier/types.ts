@@ -20,5 +20,5 @@ export interface DeliveryOutcome {
 
 export interface Notifier {
   readonly kind: NotifierKind;
-  deliver(message: DeliveryMessage, record: (attempt: AttemptRecord) => void): Promise<DeliveryOutcome>;
+  deliver(message: DeliveryMessage, record: (attempt: AttemptRecord) => Promise<void>): Promise<DeliveryOutcome>;
 }

@@ -84,7 +84,7 @@ export class WebhookNotifier implements Notifier {
     return Math.round(full / 2 + (full / 2) * this.random());
   }
 
-  async deliver(message: DeliveryMessage, record: (attempt: AttemptRecord) => void): Promise<DeliveryOutcome> {
+  async deliver(message: DeliveryMessage, record: (attempt: AttemptRecord) => Promise<void>): Promise<DeliveryOutcome> {
     const { url, secret, retries, timeoutMs, now } = this.options;
     const body = JSON.stringify(message);
     const total = retries + 1;
@@ -110,7 +110,7 @@ export class WebhookNotifier implements Notifier {
         status = res.status;
         await res.body?.cancel().catch(() => undefined);
         if (status >= 200 && status < 300) {
-          record({ attempt, at: now(), outcome: 'delivered', http_status: status, error: null, target: this.target });
+          await record({ attempt, at: now(), outcome: 'delivered', http_status: status, error: null, target: this.target });
           return { status: 'delivered', attempts: attempt, error: null };
         }
         retryable = isRetryableStatus(status);
@@ -121,7 +121,7 @@ export class WebhookNotifier implements Notifier {
       }
       error = redactKeys(error);
       const last = attempt >= total || !retryable;
-      record({ attempt, at: now(), outcome: last ? 'failed' : 'retrying', http_status: status, error, target: this.target });
+      await record({ attempt, at: now(), outcome: last ? 'failed' : 'retrying', http_status: status, error, target: this.target });
       if (last) {
         const why = retryable ? `gave up after ${attempt} attempt${attempt === 1 ? '' : 's'}` : 'not retried';
         return { status: 'failed', attempts: attempt, error: `${error}; ${why}` };

@@ -31,18 +31,18 @@ export interface Board {
   start: number;
 }
 
-export function providersBoard(store: Store, ids: OpaqueIds, tiers: Readonly<Config['tiers']>, now: number): Board {
-  const answer = providersAnswer(store, ids, tiers, now);
+export async function providersBoard(store: Store, ids: OpaqueIds, tiers: Readonly<Config['tiers']>, now: number): Promise<Board> {
+  const answer = await providersAnswer(store, ids, tiers, now);
   const fromMs = now - tiers.windowH * HOUR_MS;
   const hours = new Map<string, SlotCounts[]>();
-  for (const row of store.rollups.slots(fromMs, 60, tiers.windowH)) {
+  for (const row of await store.rollups.slots(fromMs, 60, tiers.windowH)) {
     let list = hours.get(row.endpoint_id);
     if (list === undefined) hours.set(row.endpoint_id, (list = new Array<SlotCounts>(tiers.windowH).fill(null)));
     const counts = Object.fromEntries(CHART_OUTCOMES.map((o) => [o, row.counts[o]])) as Record<ChartOutcome, number>;
     list[row.slot] = slotTotals(counts).calls === 0 ? null : counts;
   }
   const byId = new Map(answer.providers.map((p) => [p.id, p]));
-  const providers = store.endpoints.list().map((e): BoardProvider => {
+  const providers = (await store.endpoints.list()).map((e): BoardProvider => {
     const p = byId.get(ids.provider(e.id))!;
     const slots = hours.get(e.id) ?? new Array<SlotCounts>(tiers.windowH).fill(null);
     const hourlyRates = slots.map((s) => {

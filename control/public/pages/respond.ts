@@ -75,22 +75,22 @@ interface CachedPage {
  * nonce in the body and the CSP. `render` must put `NONCE_PLACEHOLDER` into the page exactly
  * where the nonce goes (once).
  */
-export function sendPage(
+export async function sendPage(
   req: IncomingMessage,
   res: ServerResponse,
   cache: ResponseCache,
   key: string,
-  render: () => string,
+  render: () => string | Promise<string>,
   now: () => number,
-): void {
-  const entry = cache.get(key, () => {
-    const body = Buffer.from(render());
+): Promise<void> {
+  const entry = (await cache.get(key, async () => {
+    const body = Buffer.from(await render());
     const nonceAt = body.indexOf(NONCE_PLACEHOLDER);
     if (nonceAt < 0 || body.indexOf(NONCE_PLACEHOLDER, nonceAt + 1) >= 0)
       throw new Error(`page ${key}: the nonce placeholder must appear exactly once`);
     const gzip = gzipTemplate(body, nonceAt, NONCE_PLACEHOLDER.length);
     return { body, contentType: HTML_CONTENT_TYPE, nonceAt, gzip } as { body: Buffer; contentType: string };
-  }) as CachedPage;
+  })) as CachedPage;
   const gzip = acceptsGzip(req.headers['accept-encoding']);
   const etag = gzip ? `W/${entry.etag.slice(0, -1)}-gz"` : `W/${entry.etag}`;
   const headers: Record<string, string> = {

@@ -49,59 +49,61 @@ export function registerFavicon(router: Router): void {
 export function registerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds): void {
   const providers = new ResponseCache({ ttlS: ctx.config.cache.providersTtlS, now: ctx.now });
   const status = new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now });
-  const secret = ctx.store.publicReads.idSecret;
+  const secret = ctx.store.idSecret;
   const started = new Date(ctx.startedAt).toISOString();
 
   registerFavicon(router);
-  router.get('/status', ({ req, res }) =>
-    sendPage(req, res, status, 'status', () => renderStatusPage(statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now),
+  router.get(
+    '/status',
+    async ({ req, res }) =>
+      await sendPage(req, res, status, 'status', async () => renderStatusPage(await statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now),
   );
 
-  router.get('/providers', ({ req, res, query }) => {
+  router.get('/providers', async ({ req, res, query }) => {
     const sort = parseSort(query);
-    sendPage(
+    await sendPage(
       req,
       res,
       providers,
       `providers:${sort.key}:${sort.order}`,
-      () => {
-        const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
+      async () => {
+        const board = await providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
         return renderProvidersPage(board, sortProviders(board.providers, sort), sort, pageUrls(ctx));
       },
       ctx.now,
     );
   });
 
-  router.get('/providers/:id', ({ req, res, params }) => {
+  router.get('/providers/:id', async ({ req, res, params }) => {
     const id = params.id ?? '';
-    sendPage(
+    await sendPage(
       req,
       res,
       providers,
       `provider:${id}`,
-      () => {
-        const board = providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
+      async () => {
+        const board = await providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
         const p = boardProvider(board, id);
-        const refunds = ctx.store.publicReads.refunds(PAGE_REFUNDS, p.endpointId).map((r) => activityItem(ids, r));
+        const refunds = (await ctx.store.publicReads.refunds(PAGE_REFUNDS, p.endpointId)).map((r) => activityItem(ids, r));
         return renderProviderPage(board, p, refunds, pageUrls(ctx));
       },
       ctx.now,
     );
   });
 
-  router.get('/changelog.atom', ({ req, res }) =>
-    status.send(req, res, 'changelog.atom', () => ({
+  router.get('/changelog.atom', async ({ req, res }) =>
+    status.send(req, res, 'changelog.atom', async () => ({
       body: Buffer.from(
-        renderAtom(changelogFeed(secret, ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started)),
+        renderAtom(changelogFeed(secret, await ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started)),
       ),
       contentType: ATOM_CONTENT_TYPE,
       headers: FEED_HEADERS,
     })),
   );
 
-  router.get('/status.atom', ({ req, res }) =>
-    status.send(req, res, 'status.atom', () => ({
-      body: Buffer.from(renderAtom(maintenanceFeed(secret, ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started))),
+  router.get('/status.atom', async ({ req, res }) =>
+    status.send(req, res, 'status.atom', async () => ({
+      body: Buffer.from(renderAtom(maintenanceFeed(secret, await ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started))),
       contentType: ATOM_CONTENT_TYPE,
       headers: FEED_HEADERS,
     })),
@@ -113,22 +115,24 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const limit = ctx.config.public.activityPageSize;
   registerFavicon(router);
-  router.get('/activity', ({ req, res, query }) => {
+  router.get('/activity', async ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
-    sendPage(
+    await sendPage(
       req,
       res,
       cache,
       key,
-      () => {
-        const totals = ctx.store.ledger.totals();
+      async () => {
+        const totals = await ctx.store.ledger.totals();
         const view: ActivityView = {
-          totals: { ...totals, settler: ctx.settler()?.state ?? 'not_running' },
+          totals: { ...totals, settler: (await ctx.settler())?.state ?? 'not_running' },
           names: new Map(
-            ctx.store.endpoints.list().flatMap((e) => (e.display_name === null ? [] : [[ids.provider(e.id), e.display_name] as const])),
+            (await ctx.store.endpoints.list()).flatMap((e) =>
+              e.display_name === null ? [] : [[ids.provider(e.id), e.display_name] as const],
+            ),
           ),
-          batches: ctx.store.publicReads.batches(PAGE_BATCHES).map((b) => ({
+          batches: (await ctx.store.publicReads.batches(PAGE_BATCHES)).map((b) => ({
             id: b.id,
             provider: ids.provider(b.endpoint_id),
             at: new Date(b.created_at).toISOString(),
@@ -137,8 +141,8 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
             premiums: b.premiums,
             clamped_calls: b.clamped_calls,
           })),
-          refunds: ctx.store.publicReads.refunds(PAGE_REFUNDS).map((r) => activityItem(ids, r)),
-          page: activityPage(ctx, ids, cursors, limit, before),
+          refunds: (await ctx.store.publicReads.refunds(PAGE_REFUNDS)).map((r) => activityItem(ids, r)),
+          page: await activityPage(ctx, ids, cursors, limit, before),
           older: before !== null,
         };
         return renderActivityPage(view, pageUrls(ctx));
