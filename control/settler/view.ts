@@ -17,6 +17,7 @@ export function settlerView(ctx: ControlContext): StatusView['settler'] {
       last_run_at: null,
       last_batch: null,
       last_error: null,
+      halted: null,
     }
   );
 }

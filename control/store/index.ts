@@ -21,13 +21,15 @@ import { SettlementTable } from './settlement';
 import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
 import type { SnapshotKey } from '../../protocol/snapshot';
 import { OpaqueIds } from '../public/ids';
+import { backfillMarker } from '../receipts/backfill-marker';
 import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../receipts/signing-key';
 
 export interface StoreOptions {
   /**
    * Sign a receipt for every settlement batch (default). `false` only for the settlement
    * bench's side-by-side baseline: a later open with receipts on signs the batches left
-   * without one, in batch order, before anything else.
+   * without one, in batch order, before anything else, if no receipts backfill is recorded
+   * yet (else they halt the settler).
    */
   receipts?: boolean;
 }
@@ -111,6 +113,7 @@ export class Store {
         providerId: (endpointId) => ids.provider(endpointId),
         rotateKey: () => (inMemory ? ReceiptSigner.generate() : rotateSigner(dataDir)),
         enabled: options.receipts ?? true,
+        backfillMarker: inMemory ? null : backfillMarker(dataDir),
       },
       Date.now(),
     );
@@ -129,15 +132,16 @@ export class Store {
 
   /**
    * Open (creating and migrating) the database at `path`, with the receipt signing key of
-   * its directory (created on first open). Batches without a receipt get theirs here, in one
-   * transaction, before the store is used.
+   * its directory (created on first open). On the first open that signs receipts, batches
+   * settled before receipts get theirs here, in one transaction, before the store is used;
+   * never again afterwards (`ReceiptsTable.backfillOnce`).
    */
   static open(path: string, options: StoreOptions = {}): Store {
     const db = openDatabase(path);
     let store: Store | undefined;
     try {
       store = new Store(db, path, options);
-      if (store.receipts.enabled) store.receipts.backfill();
+      if (store.receipts.enabled) store.receipts.backfillOnce(Date.now());
       return store;
     } catch (err) {
       store?.receipts.close();
