@@ -14,11 +14,9 @@
  */
 import { Gauge, Registry } from 'prom-client';
 import type { GatewayStatus } from '../protocol/gateways';
-import type { SettlerStatus } from '../protocol/settlement';
+import { SETTLER_STATES, type SettlerStatus } from '../protocol/settlement';
 import type { ControlContext } from './context';
 import type { Router } from './http/router';
-
-const SETTLER_STATES = ['running', 'idle', 'paused'] as const;
 
 /** What one scrape reads. */
 interface Reading {

@@ -118,7 +118,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   ctx.settler = () => settler.status();
   registerSettlerRoutes(admin, ctx, settler);
   registerLedgerRoutes(admin, ctx);
-  registerReceiptAdminRoutes(admin, ctx);
+  registerReceiptAdminRoutes(admin, ctx, settler);
   registerOpenApiRoute(admin);
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);

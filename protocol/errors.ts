@@ -28,6 +28,7 @@ export const ERROR_CODES = [
   'svc_not_found',
   'svc_conflict',
   'svc_not_settled',
+  'svc_settler_halted',
   'svc_internal',
 ] as const;
 
@@ -137,6 +138,11 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
     status: 409,
     title: 'Not settled',
     when: 'The call is recorded but not settled yet, so it has no receipt or inclusion proof; ask again after the next settlement',
+  },
+  svc_settler_halted: {
+    status: 409,
+    title: 'Settler halted',
+    when: 'A settled batch has no receipt, so the settler signs and settles nothing: `settler resume` and `run-once` are refused until the database is restored from a backup or `svcctl receipts reissue BATCH` re-signs the batch',
   },
   svc_internal: {
     status: 500,

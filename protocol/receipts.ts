@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { Outcome } from './outcome';
 import type { CallProofFields, ReceiptFields, ReceiptJwkFields, ReceiptLeafFields } from './receipts-verify';
-import { Clamp } from './settlement';
+import { Clamp, SettlerHalt } from './settlement';
 import { IsoTime, MicroAmount } from './wire';
 
 /** A SHA-256 hash as 64 lowercase hex digits. */
@@ -104,6 +104,21 @@ export const RotateKeyView = z.strictObject({
   published: z.array(z.string()),
 });
 export type RotateKeyView = z.infer<typeof RotateKeyView>;
+
+/**
+ * `POST /_admin/v1/receipts/{batch}/reissue` (what `svcctl receipts reissue BATCH` prints): the
+ * receipt a settled batch without one was given, signed by the current key from the batch's rows
+ * as they are now and chained to the receipt before it; the audit row and the public changelog
+ * entry that record it; and whether the settler is still halted (another batch lacks its receipt).
+ */
+export const ReissueView = z.strictObject({
+  receipt: Receipt,
+  /** The public changelog entry that announces the re-signing. */
+  changelog_id: z.number().int().min(1),
+  /** The settler's halt afterwards: null once no settled batch lacks its receipt. */
+  halted: SettlerHalt.nullable(),
+});
+export type ReissueView = z.infer<typeof ReissueView>;
 
 /** What `svcctl receipts verify --json` prints. */
 export const ReceiptsVerifyView = z.strictObject({

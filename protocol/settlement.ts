@@ -8,12 +8,32 @@ import { plainString } from './text';
 import { WalletAddress } from './wallet';
 import { Count, IsoTime, MicroAmount, Millis } from './wire';
 
-export const SETTLER_STATES = ['running', 'idle', 'paused'] as const;
+export const SETTLER_STATES = ['running', 'idle', 'paused', 'halted'] as const;
 export const SettlerState = z.enum(SETTLER_STATES);
 export type SettlerState = z.infer<typeof SettlerState>;
 
+/**
+ * Why the settler is `halted`: a settled batch has no receipt. Control signs every batch's
+ * receipt in the batch's own transaction (batches settled before receipts existed got theirs
+ * once, in the receipts backfill), so a missing one means the database was changed outside
+ * control. Until an operator restores the database from a backup or re-signs the batch
+ * (`svcctl receipts reissue BATCH`), the settler signs and settles nothing.
+ */
+export const SettlerHalt = z.strictObject({
+  /** The oldest settled batch without a receipt. */
+  batch: z.number().int().min(1),
+  /** Settled batches without a receipt, this one included. */
+  batches_without_receipt: z.number().int().min(1),
+  /** The integrity failure, as a sentence naming the batch. */
+  reason: z.string(),
+});
+export type SettlerHalt = z.infer<typeof SettlerHalt>;
+
 export const SettlerStatus = z.strictObject({
-  /** `running` while a batch is being committed, `idle` between runs, `paused` by an operator. */
+  /**
+   * `running` while a batch is being committed, `idle` between runs, `paused` by an operator,
+   * `halted` while a settled batch has no receipt (`halted` names it; it outranks a pause).
+   */
   state: SettlerState,
   cadence_ms: z.number().int().min(1),
   batch_cap: z.number().int().min(1),
@@ -33,6 +53,8 @@ export const SettlerStatus = z.strictObject({
     })
     .nullable(),
   last_error: z.string().nullable(),
+  /** Why the settler is halted; null unless `state` is `halted`. */
+  halted: SettlerHalt.nullable(),
 });
 export type SettlerStatus = z.infer<typeof SettlerStatus>;
 

@@ -39,6 +39,10 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   deps.out.line(
     `settler        ${s.state}, backlog ${s.backlog}${s.lag_ms !== null ? ` (oldest ${Math.round(s.lag_ms / 1000)} s)` : ''}, ${last}${s.last_error ? `; last error: ${s.last_error}` : ''}`,
   );
+  if (s.halted !== null)
+    deps.out.line(
+      `               halted: ${s.halted.reason}; restore the database from a backup, or: svcctl receipts reissue ${s.halted.batch}`,
+    );
   if (status.gateways.length === 0) deps.out.line('gateways       none connected');
   else {
     deps.out.line('gateways:');

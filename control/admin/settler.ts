@@ -1,12 +1,23 @@
 /**
  * `/_admin/v1/settler`: status, pause, resume, run-once. Pause and resume are audited and
- * kept across restarts; run-once is audited with what it settled.
+ * kept across restarts; run-once is audited with what it settled. While the settler is halted
+ * (a settled batch has no receipt) resume and run-once answer 409 `svc_settler_halted`.
  */
+import { SvcError } from '../../protocol/errors';
 import { sendJson } from '../../protocol/http';
 import type { RunOnceView, SettlerStatus } from '../../protocol/settlement';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
-import type { Settler } from '../settler/settler';
+import { SettlerHaltedError, type Settler } from '../settler/settler';
+
+async function refusedWhileHalted<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof SettlerHaltedError) throw new SvcError('svc_settler_halted', err.message, { extra: { batch: err.halt.batch } });
+    throw err;
+  }
+}
 
 export function registerSettlerRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
   router.get('/_admin/v1/settler', async ({ res }) => sendJson(res, 200, (await settler.status()) satisfies SettlerStatus));
@@ -18,12 +29,12 @@ export function registerSettlerRoutes(router: Router, ctx: ControlContext, settl
 
   router.post('/_admin/v1/settler/resume', async ({ req, res, actor }) => {
     req.resume();
-    sendJson(res, 200, (await settler.resume(actor)) satisfies SettlerStatus);
+    sendJson(res, 200, (await refusedWhileHalted(() => settler.resume(actor))) satisfies SettlerStatus);
   });
 
   router.post('/_admin/v1/settler/run-once', async ({ req, res, actor }) => {
     req.resume();
-    const run = await settler.runOnce();
+    const run = await refusedWhileHalted(() => settler.runOnce());
     await ctx.store.mutate(
       { actor, now: ctx.now() },
       {

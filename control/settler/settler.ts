@@ -9,15 +9,31 @@
  * backlog is settled in one commit. Between commits the settler yields to the event loop, so
  * control keeps answering while a large backlog drains.
  *
- * States: `running` while settling, `idle` between runs, `paused` by an operator. A pause is
- * audited, kept in the database (it survives a restart) and takes effect at the next batch
- * boundary. `runOnce()` settles everything received before it was called, paused or not, and
- * never overlaps a scheduled run.
+ * States: `running` while settling, `idle` between runs, `paused` by an operator, `halted` while
+ * a settled batch has no receipt. A pause is audited, kept in the database (it survives a
+ * restart) and takes effect at the next batch boundary. `runOnce()` settles everything received
+ * before it was called, paused or not, and never overlaps a scheduled run.
+ *
+ * The halt is an integrity failure, not a setting: control signs every batch's receipt in the
+ * batch's own transaction, so a batch without one was changed outside control (its receipt
+ * deleted, perhaps after its rows were rewritten). The settler finds it on start (and when a
+ * batch it commits finds a gap in the chain), then signs and settles nothing, and refuses
+ * `resume()` and `runOnce()` (`SettlerHaltedError`), until no settled batch lacks its receipt:
+ * the operator restored the database, or re-signed the batch knowingly (`svcctl receipts
+ * reissue`, which calls `checkReceipts()`).
  */
 import type { Logger } from '../../protocol/log';
-import { SettledSums, type BatchView, type RunOnceView, type SettlerState, type SettlerStatus } from '../../protocol/settlement';
+import {
+  SettledSums,
+  type BatchView,
+  type RunOnceView,
+  type SettlerHalt,
+  type SettlerState,
+  type SettlerStatus,
+} from '../../protocol/settlement';
 import type { Store } from '../store';
 import type { NextBatch } from '../store/settlement';
+import { MissingReceiptError } from '../store/receipts';
 import { planBatch } from './plan';
 
 /**
@@ -41,6 +57,27 @@ export interface SettlerOptions {
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** `resume()` or `runOnce()` while the settler is halted; the admin API answers 409 `svc_settler_halted`. */
+export class SettlerHaltedError extends Error {
+  constructor(readonly halt: SettlerHalt) {
+    super(
+      `the settler is halted: ${halt.reason}; restore the database from a backup, or re-sign the batch with svcctl receipts reissue ${halt.batch}`,
+    );
+    this.name = 'SettlerHaltedError';
+  }
+}
+
+/** The halt for the settled batches without a receipt, or null when there are none. */
+function haltOf(missing: { batch: number; count: number } | null): SettlerHalt | null {
+  if (missing === null) return null;
+  const others = missing.count > 1 ? ` (${missing.count} settled batches have none)` : '';
+  return {
+    batch: missing.batch,
+    batches_without_receipt: missing.count,
+    reason: `batch ${missing.batch} is settled but has no receipt${others}`,
+  };
+}
+
 export class Settler {
   private readonly opts: SettlerOptions;
   private paused: boolean;
@@ -53,11 +90,14 @@ export class Settler {
   private lastRunAt: number | null = null;
   private lastBatch: BatchView | null = null;
   private lastError: string | null = null;
+  private halt: SettlerHalt | null = null;
 
   /** A settler for `opts.store`, with the operator's pause and the last batch read from it. */
   static async open(opts: SettlerOptions): Promise<Settler> {
     const [paused, lastBatch] = await Promise.all([opts.store.meta(PAUSED_META), opts.store.settlement.lastBatch()]);
-    return new Settler(opts, paused === 1, lastBatch);
+    const settler = new Settler(opts, paused === 1, lastBatch);
+    await settler.checkReceipts();
+    return settler;
   }
 
   private constructor(opts: SettlerOptions, paused: boolean, lastBatch: BatchView | null) {
@@ -87,14 +127,20 @@ export class Settler {
     return this.status();
   }
 
+  /** Settle on the cadence again; throws `SettlerHaltedError` while halted. */
   async resume(actor: string): Promise<SettlerStatus> {
+    if (this.halt !== null) throw new SettlerHaltedError(this.halt);
     await this.setPaused(false, actor);
     return this.status();
   }
 
-  /** Settle everything received until now, even while paused; resolves with the batches made. */
+  /**
+   * Settle everything received until now, even while paused; resolves with the batches made.
+   * Rejects with `SettlerHaltedError` while halted.
+   */
   runOnce(): Promise<RunOnceView> {
     return this.exclusive(async () => {
+      if (this.halt !== null) throw new SettlerHaltedError(this.halt);
       const batches = await this.drain(true);
       const sums = Object.fromEntries(
         Object.keys(SettledSums.shape).map((field) => [field, batches.reduce((n, b) => n + b[field as keyof SettledSums], 0)]),
@@ -103,9 +149,23 @@ export class Settler {
     });
   }
 
+  /**
+   * Look for settled batches without a receipt: halt on the oldest, or lift the halt when there
+   * are none (after a reissue or on start). Returns the halt.
+   */
+  async checkReceipts(): Promise<SettlerHalt | null> {
+    const { store, log } = this.opts;
+    const was = this.halt;
+    this.halt = haltOf(await store.receipts.missing());
+    if (this.halt !== null && this.halt.batch !== was?.batch)
+      log.error('settler halted', { batch: this.halt.batch, reason: this.halt.reason });
+    if (this.halt === null && was !== null) log.info('settler halt lifted', { batch: was.batch });
+    return this.halt;
+  }
+
   async status(): Promise<SettlerStatus> {
     const backlog = await this.opts.store.settlement.backlog();
-    const state: SettlerState = this.running ? 'running' : this.paused ? 'paused' : 'idle';
+    const state: SettlerState = this.halt !== null ? 'halted' : this.running ? 'running' : this.paused ? 'paused' : 'idle';
     const last = this.lastBatch;
     return {
       state,
@@ -126,6 +186,7 @@ export class Settler {
               at: last.created_at,
             },
       last_error: this.lastError,
+      halted: this.halt,
     };
   }
 
@@ -143,7 +204,7 @@ export class Settler {
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.exclusive(async () => {
-        if (!this.paused && !this.stopped) await this.drain(false);
+        if (!this.paused && !this.stopped && this.halt === null) await this.drain(false);
       })
         .catch(() => undefined) // recorded in lastError by drain
         .then(() => this.schedule());
@@ -160,7 +221,8 @@ export class Settler {
   /**
    * Settle what was received up to now, round by round: one batch per endpoint per round,
    * endpoints with the oldest backlog first. Any run stops early on stop(); a scheduled one
-   * also on pause.
+   * also on pause. A batch that finds a settled batch without a receipt rolls back and halts
+   * the settler.
    */
   private async drain(force: boolean): Promise<BatchView[]> {
     const { store, log, now, batchCap } = this.opts;
@@ -202,6 +264,8 @@ export class Settler {
       const message = (err as Error).message ?? String(err);
       if (message !== this.lastError) log.error('settlement failed', { err });
       this.lastError = message;
+      const halt = err instanceof MissingReceiptError ? await this.checkReceipts() : null;
+      if (halt !== null) throw new SettlerHaltedError(halt);
       throw err;
     } finally {
       this.running = false;

@@ -17,6 +17,7 @@ export async function settlerView(ctx: ControlContext): Promise<StatusView['sett
       last_run_at: null,
       last_batch: null,
       last_error: null,
+      halted: null,
     }
   );
 }

@@ -24,13 +24,15 @@ import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
 import { Gate, asyncTable, settled, type Async } from './seam';
 import type { SnapshotKey } from '../../protocol/snapshot';
 import { OpaqueIds } from '../public/ids';
+import { backfillMarker } from '../receipts/backfill-marker';
 import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../receipts/signing-key';
 
 export interface StoreOptions {
   /**
    * Sign a receipt for every settlement batch (default). `false` only for the settlement
    * bench's side-by-side baseline: a later open with receipts on signs the batches left
-   * without one, in batch order, before anything else.
+   * without one, in batch order, before anything else, if no receipts backfill is recorded
+   * yet (else they halt the settler).
    */
   receipts?: boolean;
 }
@@ -196,6 +198,7 @@ export class SqliteStore implements Store {
         providerId: (endpointId) => ids.provider(endpointId),
         rotateKey: () => (inMemory ? ReceiptSigner.generate() : rotateSigner(dataDir)),
         enabled: options.receipts ?? true,
+        backfillMarker: inMemory ? null : backfillMarker(dataDir),
       },
       Date.now(),
     );
@@ -281,15 +284,16 @@ export class SqliteStore implements Store {
 
   /**
    * Open (creating and migrating) the database at `path`, with the receipt signing key of
-   * its directory (created on first open). Batches without a receipt get theirs here, in one
-   * transaction, before the store is used.
+   * its directory (created on first open). On the first open that signs receipts, batches
+   * settled before receipts get theirs here, in one transaction, before the store is used;
+   * never again afterwards (`ReceiptsTable.backfillOnce`).
    */
   static open(path: string, options: StoreOptions = {}): SqliteStore {
     const db = openDatabase(path);
     let store: SqliteStore | undefined;
     try {
       store = new SqliteStore(db, path, options);
-      if (store.receiptsEnabled) store.sync.receipts.backfill();
+      if (store.receiptsEnabled) store.sync.receipts.backfillOnce(Date.now());
       return store;
     } catch (err) {
       store?.sync.receipts.close();

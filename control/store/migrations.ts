@@ -18,5 +18,6 @@ import m010 from './migrations/010-receipt-subtrees';
 import m011 from './migrations/011-public-pages';
 import m012 from './migrations/012-gateway-shares';
 import m013 from './migrations/013-drop-endpoint-time-index';
+import m014 from './migrations/014-receipts-backfilled';
 
-export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013];
+export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014];

@@ -5,9 +5,13 @@
  * - `append` runs inside the settler's batch transaction (`settlement.ts`), so a batch and
  *   its receipt commit together or not at all: a crash can leave neither a batch without
  *   its receipt nor a gap in the chain.
- * - `backfill` gives every batch that has none (settled before migration 9) its receipt,
- *   in batch order, in one transaction; the store runs it on open, before anything else.
- *   It starts after the newest receipt, so running it again does nothing.
+ * - `backfillOnce` gives every batch that has none (settled before migration 9) its receipt,
+ *   in batch order, in one transaction; the store runs it on open, before anything else. It
+ *   runs ONCE per install: the database (`meta.receipts_backfilled`, migration 14) and the data
+ *   dir (`receipts/backfill-marker.ts`) record that it ran, and either record stops it. From
+ *   then on a settled batch without a receipt is an integrity failure (`missing`): the settler
+ *   halts on it, `append` refuses to extend the chain past it, and only an operator re-signs it
+ *   (`reissue`, audited and announced in the public changelog).
  * - A batch's leaves are its calls in settlement order (received_at, call_id): the order the
  *   settler selected them in, kept by the `outcomes_by_batch` index, so `leaf_index` needs no
  *   column (it is the count of the batch's calls before it in that order). With each receipt
@@ -26,6 +30,7 @@ import {
   type UnsignedReceipt,
 } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
+import type { BackfillMarker } from '../receipts/backfill-marker';
 import type { ReceiptSigner } from '../receipts/signing-key';
 import { SUBTREE_LEAVES, splitSubtrees } from '../receipts/tree';
 import { TreeHasher, type PendingTree, type StoredTree } from '../receipts/tree-hasher';
@@ -54,6 +59,28 @@ export function leafOf(batch: number, provider: string, row: LeafRow): ReceiptLe
   return { batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp };
 }
 
+/** `meta` row recording that the receipts backfill ran (migration 14 sets it on installs that had receipts). */
+export const BACKFILLED_META = 'receipts_backfilled';
+
+/** A settled batch has no receipt where one must be: the settler halts on it. */
+export class MissingReceiptError extends Error {
+  constructor(readonly batch: number) {
+    super(`batch ${batch} is settled but has no receipt`);
+    this.name = 'MissingReceiptError';
+  }
+}
+
+/** Why `reissue` refuses: no such batch, it has its receipt, or an earlier batch lacks one. */
+export class ReissueError extends Error {
+  constructor(
+    readonly reason: 'no_batch' | 'has_receipt' | 'earlier_missing',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ReissueError';
+  }
+}
+
 export type ProofLookup =
   { state: 'unknown' } | { state: 'unsettled' } | { state: 'unreceipted'; batch: number } | { state: 'settled'; proof: CallProof };
 
@@ -64,12 +91,15 @@ export interface ReceiptsOptions {
   /** Replace the signing key (writes the key file); returns the new signer. */
   rotateKey: () => ReceiptSigner;
   /**
-   * Write receipts (default). Off only for `bench:settlement`'s side-by-side baseline; a
-   * store opened later with receipts on signs whatever batches were left without one.
+   * Write receipts (default). Off only for `bench:settlement`'s side-by-side baseline: a store
+   * opened later with receipts on signs the batches left without one only if no backfill is
+   * recorded yet (the baseline's database and data dir never had receipts on).
    */
   enabled?: boolean;
   /** Computes batch roots (on a worker thread when it can). @default a new TreeHasher */
   hasher?: TreeHasher;
+  /** The data dir's record of the backfill; null for an in-memory store (the database's alone counts). */
+  backfillMarker?: BackfillMarker | null;
 }
 
 const COLUMNS = 'batch, v, prev, root, tree_size, refunds, premiums, settled_at, kid, sig';
@@ -96,6 +126,11 @@ export class ReceiptsTable {
   private readonly runStmt;
   private readonly batchStmt;
   private readonly unreceiptedStmt;
+  private readonly missingStmt;
+  private readonly beforeStmt;
+  private readonly backfilledStmt;
+  private readonly markBackfilledStmt;
+  private readonly marker: BackfillMarker | null;
   private readonly backfillTx;
 
   constructor(db: Db, opts: ReceiptsOptions, now: number) {
@@ -124,7 +159,20 @@ export class ReceiptsTable {
     );
     this.batchStmt = db.prepare(`SELECT id, endpoint_id, created_at, refunds, premiums FROM settlement_batches WHERE id = ?`);
     this.unreceiptedStmt = db.prepare(`SELECT id FROM settlement_batches WHERE id > ? AND id <= ? ORDER BY id`).pluck();
-    this.backfillTx = db.transaction(() => this.fillAfterHead(Number.MAX_SAFE_INTEGER).written);
+    // Every batch without a receipt, read once on open and after a reissue (one pass over the batches).
+    this.missingStmt = db.prepare(
+      `SELECT min(id) AS batch, count(*) AS count FROM settlement_batches b WHERE id < ?
+         AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.batch = b.id)`,
+    );
+    this.beforeStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts WHERE batch < ? ORDER BY batch DESC LIMIT 1`);
+    this.backfilledStmt = db.prepare(`SELECT 1 FROM meta WHERE name = '${BACKFILLED_META}'`).pluck();
+    this.markBackfilledStmt = db.prepare(`INSERT INTO meta (name, value) VALUES ('${BACKFILLED_META}', 1) ON CONFLICT (name) DO NOTHING`);
+    this.marker = opts.backfillMarker ?? null;
+    this.backfillTx = db.transaction(() => {
+      const written = this.fillAfterHead();
+      this.markBackfilledStmt.run();
+      return written;
+    });
     // The file's key is published before it signs anything.
     this.addKeyStmt.run(this.signerNow.kid, this.signerNow.x, now);
   }
@@ -170,20 +218,55 @@ export class ReceiptsTable {
 
   /**
    * Sign and store the receipt of `batch`, whose `treeSize` leaves make the tree `tree`. Must
-   * run in the batch's transaction. Batches before it that have no receipt get theirs first,
-   * from their rows, so the chain never has a gap.
+   * run in the batch's transaction. A batch between the newest receipt and this one without a
+   * receipt throws `MissingReceiptError` (the transaction, and the batch, roll back): the chain
+   * never grows past a gap, and nothing but `reissue` signs an older batch.
    */
   append(batch: ReceiptBatch, tree: PendingTree, treeSize: number): Receipt {
-    const { head } = this.fillAfterHead(batch.id - 1);
+    const head = this.headStmt.get() as Receipt | undefined;
+    const gap = this.unreceiptedStmt.get(head?.batch ?? 0, batch.id - 1) as number | undefined;
+    if (gap !== undefined) throw new MissingReceiptError(gap);
     return this.sign(batch, tree.result(), treeSize, head);
   }
 
   /**
-   * Receipts for every batch after the newest receipt, in batch order, in ONE transaction.
-   * Returns how many were written. Idempotent: a second run finds nothing to do.
+   * The receipts backfill, once per install: unless the database or the data dir records that
+   * it ran, receipts for every batch after the newest receipt, in batch order, in ONE
+   * transaction that also records it in the database; then the data dir's record. A record
+   * missing from one place is written again from the other. Returns how many receipts it wrote.
    */
-  backfill(): number {
-    return this.backfillTx.immediate();
+  backfillOnce(now: number): number {
+    const inDb = this.backfilledStmt.get() !== undefined;
+    const inDir = this.marker?.exists() ?? false;
+    let written = 0;
+    if (!inDb && !inDir) written = this.backfillTx.immediate();
+    else if (!inDb) this.markBackfilledStmt.run();
+    if (!inDir) this.marker?.write(now, written);
+    return written;
+  }
+
+  /** The oldest settled batch without a receipt and how many lack one, or null (always null with receipts off). */
+  missing(): { batch: number; count: number } | null {
+    if (!this.enabled) return null;
+    const found = this.missingStmt.get(Number.MAX_SAFE_INTEGER) as { batch: number | null; count: number };
+    return found.batch === null ? null : { batch: found.batch, count: found.count };
+  }
+
+  /**
+   * Sign `batchId`, a settled batch without a receipt, again: its leaves from its calls' rows as
+   * they are now, chained to the receipt of the batch before it, by the current key. Must run
+   * in the caller's audited transaction. Refuses (`ReissueError`) a batch that does not exist,
+   * one that has its receipt, and one with an earlier batch still lacking its receipt (the
+   * chain is re-signed in batch order). When later batches have receipts, the new receipt links
+   * to them only if it is byte for byte the one that was lost (same rows, same key).
+   */
+  reissue(batchId: number): Receipt {
+    const batch = this.batchStmt.get(batchId) as ReceiptBatch | undefined;
+    if (batch === undefined) throw new ReissueError('no_batch', `batch ${batchId} does not exist`);
+    if (this.getStmt.get(batchId) !== undefined) throw new ReissueError('has_receipt', `batch ${batchId} has its receipt`);
+    const earlier = this.missingStmt.get(batchId) as { batch: number | null };
+    if (earlier.batch !== null) throw new ReissueError('earlier_missing', `batch ${earlier.batch} has no receipt either; reissue it first`);
+    return this.signFromRows(batch, this.beforeStmt.get(batchId) as Receipt | undefined);
   }
 
   /**
@@ -215,28 +298,33 @@ export class ReceiptsTable {
     return this.pending;
   }
 
-  /** Receipts for the batches after the newest receipt, up to batch `upTo`; the new head. */
-  private fillAfterHead(upTo: number): { head: Receipt | undefined; written: number } {
+  /** Receipts for the batches after the newest receipt, in batch order; how many. */
+  private fillAfterHead(): number {
     let head = this.headStmt.get() as Receipt | undefined;
     let written = 0;
-    for (const id of this.unreceiptedStmt.all(head?.batch ?? 0, upTo) as number[]) {
-      const batch = this.batchStmt.get(id) as ReceiptBatch;
-      const provider = this.providerId(batch.endpoint_id);
-      const leaves = (this.leavesStmt.all(id) as LeafRow[]).map((row) => this.leaf(id, provider, row));
-      head = this.sign(batch, this.hasher.start(leaves).result(), leaves.length, head);
+    for (const id of this.unreceiptedStmt.all(head?.batch ?? 0, Number.MAX_SAFE_INTEGER) as number[]) {
+      head = this.signFromRows(this.batchStmt.get(id) as ReceiptBatch, head);
       written++;
     }
-    return { head, written };
+    return written;
   }
 
-  private sign(batch: ReceiptBatch, tree: StoredTree, treeSize: number, head: Receipt | undefined): Receipt {
-    if (head !== undefined && head.batch >= batch.id)
-      throw new Error(`receipts: batch ${batch.id} is not after the newest receipt (${head.batch})`);
+  /** Sign `batch` from its calls' rows as they are now, chained to `prev`. */
+  private signFromRows(batch: ReceiptBatch, prev: Receipt | undefined): Receipt {
+    const provider = this.providerId(batch.endpoint_id);
+    const leaves = (this.leavesStmt.all(batch.id) as LeafRow[]).map((row) => this.leaf(batch.id, provider, row));
+    return this.sign(batch, this.hasher.start(leaves).result(), leaves.length, prev);
+  }
+
+  /** Sign `batch` as the receipt after `prev` (the receipt of the batch before it, if any). */
+  private sign(batch: ReceiptBatch, tree: StoredTree, treeSize: number, prev: Receipt | undefined): Receipt {
+    if (prev !== undefined && prev.batch >= batch.id)
+      throw new Error(`receipts: batch ${batch.id} is not after the receipt it chains to (${prev.batch})`);
     if (treeSize === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
     const unsigned: UnsignedReceipt = {
       v: RECEIPT_VERSION,
       batch: batch.id,
-      prev: head === undefined ? GENESIS_PREV : receiptHash(head),
+      prev: prev === undefined ? GENESIS_PREV : receiptHash(prev),
       root: tree.root,
       tree_size: treeSize,
       refunds: batch.refunds,

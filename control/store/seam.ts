@@ -18,11 +18,8 @@ export type Async<T> = {
 
 /** Run `fn` now and answer its result (or its throw) as a settled promise. */
 export function settled<T>(fn: () => T): Promise<T> {
-  try {
-    return Promise.resolve(fn());
-  } catch (err) {
-    return Promise.reject(err);
-  }
+  // A throw in the executor rejects the promise.
+  return new Promise<T>((resolve) => resolve(fn()));
 }
 
 /** Serialises transactions that span awaits on one connection; lets single calls through at once. */

@@ -1,5 +1,6 @@
-/** The admin API's money operations: settler, pool, ledger, payouts, receipt key. Part of control's document (`admin.ts`). */
-import { RotateKeyView } from '../receipts';
+/** The admin API's money operations: settler, pool, ledger, payouts, receipt key and reissue. Part of control's document (`admin.ts`). */
+import { z } from 'zod';
+import { ReissueView, RotateKeyView } from '../receipts';
 import {
   BalancesQuery,
   BalancesView,
@@ -16,6 +17,7 @@ import {
 } from '../settlement';
 import type { Operation } from './operation';
 import { admin, created, ok } from './admin-op';
+import { pathParam } from './common';
 
 export const MONEY_OPERATIONS: readonly Operation[] = [
   admin('get', {
@@ -36,15 +38,19 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
     path: '/_admin/v1/settler/resume',
     operationId: 'resumeSettler',
     summary: 'Resume the settler',
+    description: '409 `svc_settler_halted` while a settled batch has no receipt.',
     tag: 'money',
     answers: [ok('The settler', { SettlerStatus })],
+    errors: ['svc_settler_halted'],
   }),
   admin('post', {
     path: '/_admin/v1/settler/run-once',
     operationId: 'runSettlerOnce',
     summary: 'Settle everything received so far, also while paused',
+    description: '409 `svc_settler_halted` while a settled batch has no receipt.',
     tag: 'money',
     answers: [ok('What the run settled', { RunOnceView })],
+    errors: ['svc_settler_halted'],
   }),
   admin('get', {
     path: '/_admin/v1/pool',
@@ -100,5 +106,16 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
     description: 'Earlier public keys stay published in `/api/receipts/keys`; the private key appears in no answer.',
     tag: 'money',
     answers: [ok('The new key id and every published one', { RotateKeyView })],
+  }),
+  admin('post', {
+    path: '/_admin/v1/receipts/{batch}/reissue',
+    operationId: 'reissueReceipt',
+    summary: 'Sign a settled batch that has no receipt again',
+    description:
+      'From its rows as they are now, with the current key, chained to the receipt before it; recorded in the audit log and the public changelog. Lifts the settler halt when no other settled batch lacks its receipt. 404 `svc_not_found` for a batch that does not exist; 409 `svc_conflict` for one that has its receipt or comes after a batch without one.',
+    tag: 'money',
+    params: [pathParam('batch', 'the batch number', z.string().regex(/^[0-9]+$/))],
+    answers: [ok('The new receipt, its changelog entry and the settler halt afterwards', { ReissueView })],
+    errors: ['svc_bad_request', 'svc_not_found', 'svc_conflict'],
   }),
 ];

@@ -37,6 +37,7 @@ const settlerStatus = (state: SettlerStatus['state'], backlog: number, lagMs: nu
   last_run_at: null,
   last_batch: null,
   last_error: null,
+  halted: null,
 });
 
 t.test('every series, with the values read when scraped', async (t) => {
@@ -75,6 +76,7 @@ t.test('every series, with the values read when scraped', async (t) => {
       ['running', 0],
       ['idle', 0],
       ['paused', 1],
+      ['halted', 0],
     ],
   );
   t.equal(sampleValue(families, 'svc_control_settler_backlog'), 7);

@@ -67,7 +67,17 @@ t.test('files under the data dir are 0600 with umask 000 and a 0777 data dir', a
   await admin('POST', '/_admin/v1/settler/run-once');
 
   const files = assertPrivate(t, dataDir, 'running');
-  for (const expected of ['control.db', 'control.db-wal', 'control.db-shm', 'admin.token', 'sync.token', 'metrics.token', 'control.json']) {
+  for (const expected of [
+    'control.db',
+    'control.db-wal',
+    'control.db-shm',
+    'admin.token',
+    'sync.token',
+    'metrics.token',
+    'control.json',
+    'receipt-signing.key',
+    'receipts-backfilled.json',
+  ]) {
     t.ok(files.includes(expected), `${expected} was written (and checked)`);
   }
   t.ok(

@@ -10,6 +10,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { DOCUMENT_NAMES } from '../../protocol/openapi';
 import { SOLANA_WALLET, agentAnswers, merchantAnswers } from '../fixtures/applications';
 import { Conformance, type Recorded } from '../fixtures/openapi';
@@ -194,6 +195,17 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('POST', '/_admin/v1/settler/resume'), 200, 'settler resume');
   expect(await admin('POST', '/_admin/v1/pool/fund', { amount: 1_000_000, note: 'seed' }), 201, 'pool fund');
   expect(await admin('POST', '/_admin/v1/settler/run-once'), 200, 'settler run-once');
+  // The newest receipt deleted by hand: reissue signs it again (the same rows and key: the same bytes).
+  const controlDb = new Database(join(stack.dataDir, 'control.db'));
+  controlDb.exec(`DELETE FROM receipts WHERE batch = (SELECT max(batch) FROM receipts)`);
+  controlDb.close();
+  expect(await admin('POST', '/_admin/v1/receipts/first/reissue'), 400, 'receipts reissue, not a batch number');
+  expect(await admin('POST', '/_admin/v1/receipts/999999/reissue'), 404, 'receipts reissue, unknown batch');
+  const lost = (await admin('GET', '/_admin/v1/ledger/verify')).body.violation as string;
+  t.match(lost, /^batch \d+ has no receipt$/, 'ledger verify names the batch without its receipt');
+  const reissue = `/_admin/v1/receipts/${/\d+/.exec(lost)![0]}/reissue`;
+  expect(await admin('POST', reissue), 200, 'receipts reissue');
+  expect(await admin('POST', reissue), 409, 'receipts reissue, a batch with its receipt');
   expect(await admin('GET', '/_admin/v1/pool'), 200, 'pool show');
   expect(await admin('GET', '/_admin/v1/ledger/verify'), 200, 'ledger verify');
   expect(await admin('GET', '/_admin/v1/ledger/balances?prefix=key:'), 200, 'ledger balances');

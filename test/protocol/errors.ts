@@ -35,6 +35,7 @@ const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_not_found', 404],
   ['svc_conflict', 409],
   ['svc_not_settled', 409],
+  ['svc_settler_halted', 409],
   ['svc_internal', 500],
 ];
 

@@ -3,22 +3,33 @@
  * the batch's own transaction (a receipt that cannot be written stops the batch with it);
  * every call's proof verifies; batches settled before receipts (migration 9 on an old
  * database, or a store opened without them) get theirs on the next open, in batch order,
- * signed by the current key, once; key rotation keeps old receipts verifying; the key file
- * is 0600 and a bad one stops the store without echoing it.
+ * signed by the current key, once: the database and the data dir record that the backfill
+ * ran, either record stops it, and afterwards a batch without a receipt halts the settler
+ * instead of being signed; key rotation keeps old receipts verifying; the key file is 0600
+ * and a bad one stops the store without echoing it.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { Settler } from '../../control/settler/settler';
+import { Settler, SettlerHaltedError } from '../../control/settler/settler';
 import { Store, type StoreOptions } from '../../control/store';
 import { MIGRATIONS } from '../../control/store/migrations';
+import { BACKFILLED_META } from '../../control/store/receipts';
+import { BACKFILL_MARKER_FILE } from '../../control/receipts/backfill-marker';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { silentLogger } from '../../protocol/log';
 import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
-import { ChainVerifier, ReceiptKeyring, jwkThumbprint, verifyCallProof, type ReceiptFields } from '../../protocol/receipts-verify';
+import {
+  ChainVerifier,
+  ReceiptKeyring,
+  jwkThumbprint,
+  receiptHash,
+  verifyCallProof,
+  type ReceiptFields,
+} from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
@@ -56,10 +67,33 @@ function seed(store: Store, pool = 1_000_000_000): void {
   store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(pool, T0, 'test', null));
 }
 
+const settlerOf = (store: Store, cap = 40): Settler =>
+  new Settler({ store, log: silentLogger, now: () => T0 + 10_000_000, cadenceMs: 3_600_000, batchCap: cap });
+
 async function settle(store: Store, cap = 40): Promise<number> {
-  const settler = new Settler({ store, log: silentLogger, now: () => T0 + 10_000_000, cadenceMs: 3_600_000, batchCap: cap });
-  return (await settler.runOnce()).batches.length;
+  return (await settlerOf(store, cap).runOnce()).batches.length;
 }
+
+/** Where the database at `path` records that the receipts backfill ran: its `meta` row, the data dir's file. */
+function backfillRecords(path: string): { database: boolean; dataDir: boolean } {
+  const db = new Database(path, { readonly: true });
+  const row = db.prepare(`SELECT value FROM meta WHERE name = ?`).pluck().get(BACKFILLED_META);
+  db.close();
+  return { database: row === 1, dataDir: existsSync(join(path, '..', BACKFILL_MARKER_FILE)) };
+}
+
+/** Settle an install with receipts on, close it; the number of batches. */
+async function settledInstall(path: string): Promise<number> {
+  const store = open(path);
+  seed(store);
+  store.outcomes.ingest(records(200), T0);
+  const made = await settle(store);
+  store.close();
+  return made;
+}
+
+const deleteNewestReceipt = (db: Database.Database): void =>
+  void db.exec(`DELETE FROM receipts WHERE batch = (SELECT max(batch) FROM receipts)`);
 
 const all = (store: Store): ReceiptFields[] => store.receipts.page(0, 1_000_000);
 
@@ -179,9 +213,13 @@ t.test('batches settled without receipts get them on the next open, once, in bat
   const made = await settle(plain);
   t.equal(plain.receipts.count(), 0, 'none while receipts are off');
   plain.close();
+  t.same(backfillRecords(path), { database: false, dataDir: false }, 'no backfill recorded while receipts are off');
 
   const first = open(path);
   t.equal(first.receipts.count(), made, 'every batch signed on open');
+  t.same(backfillRecords(path), { database: true, dataDir: true }, 'the backfill is recorded in the database and the data dir');
+  t.match(JSON.parse(readFileSync(join(dir, BACKFILL_MARKER_FILE), 'utf8')), { receipts_written: made, backfilled_at: String });
+  t.equal(statSync(join(dir, BACKFILL_MARKER_FILE)).mode & 0o777, 0o600);
   t.equal(chainProblem(first), null);
   t.equal(first.ledger.verify().violation, null);
   const signed = all(first);
@@ -233,6 +271,97 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
   t.same([...new Set(all(migrated).map((r) => r.kid))], [kid], "every backfilled receipt carries the data dir key's kid");
   t.equal(chainProblem(migrated), null);
   t.equal(migrated.ledger.verify().violation, null);
+  t.same(backfillRecords(path), { database: true, dataDir: true }, 'the one backfill is recorded');
+  t.equal(settlerOf(migrated).status().state, 'idle', 'nothing lacks a receipt');
+});
+
+t.test('after the backfill, a batch that lost its receipt is not signed on open: the settler halts on it', async (t) => {
+  const dir = t.testdir();
+  const path = join(dir, 'control.db');
+  const made = await settledInstall(path);
+  const db = new Database(path);
+  deleteNewestReceipt(db);
+  db.close();
+
+  const store = open(path);
+  t.teardown(() => store.close());
+  t.equal(store.receipts.count(), made - 1, 'not re-signed');
+  t.same(store.receipts.missing(), { batch: made, count: 1 });
+  const settler = settlerOf(store);
+  t.match(settler.status(), { state: 'halted', halted: { batch: made, batches_without_receipt: 1 } });
+  store.outcomes.ingest(records(10, 500), T0);
+  await t.rejects(settler.runOnce(), SettlerHaltedError, 'run-once refused');
+  t.throws(() => settler.resume('test'), SettlerHaltedError, 'resume refused');
+  t.equal(store.settlement.backlog().count, 10, 'nothing settled');
+});
+
+t.test('an install that had receipts when migration 14 came is recognised: no backfill ever again', async (t) => {
+  const dir = t.testdir();
+  const path = join(dir, 'control.db');
+  const made = await settledInstall(path);
+  // What a schema-13 build left: receipts for every batch, no record of the backfill; then the
+  // newest batch's receipt deleted.
+  const db = new Database(path);
+  db.exec(`DELETE FROM meta WHERE name = '${BACKFILLED_META}'`);
+  db.pragma('user_version = 13');
+  deleteNewestReceipt(db);
+  db.close();
+  rmSync(join(dir, BACKFILL_MARKER_FILE));
+
+  const store = open(path);
+  t.teardown(() => store.close());
+  t.same(backfillRecords(path), { database: true, dataDir: true }, 'migration 14 records it; the open writes the data dir record');
+  t.equal(store.receipts.count(), made - 1, 'the batch without its receipt is not signed');
+  t.equal(settlerOf(store).status().halted?.batch, made);
+});
+
+t.test('either record alone stops the backfill, and the missing one is written again', async (t) => {
+  const dir = t.testdir();
+  const base = join(dir, 'base', 'control.db');
+  const made = await settledInstall(base);
+  for (const kept of ['database', 'dataDir'] as const) {
+    const path = join(dir, kept, 'control.db');
+    mkdirSync(join(dir, kept));
+    copyFileSync(base, path);
+    copyFileSync(join(base, '..', RECEIPT_KEY_FILE), join(path, '..', RECEIPT_KEY_FILE));
+    if (kept === 'dataDir') copyFileSync(join(base, '..', BACKFILL_MARKER_FILE), join(path, '..', BACKFILL_MARKER_FILE));
+    const db = new Database(path);
+    if (kept === 'dataDir') db.exec(`DELETE FROM meta WHERE name = '${BACKFILLED_META}'`);
+    deleteNewestReceipt(db);
+    db.close();
+    t.same(backfillRecords(path), { database: kept === 'database', dataDir: kept === 'dataDir' });
+
+    const store = open(path);
+    t.equal(store.receipts.count(), made - 1, `only the ${kept} record: not re-signed`);
+    store.close();
+    t.same(backfillRecords(path), { database: true, dataDir: true }, `only the ${kept} record: both written`);
+  }
+});
+
+t.test('a receipt lost while control runs: the next batch rolls back and halts the settler; reissue lifts it', async (t) => {
+  const store = open(join(t.testdir(), 'control.db'));
+  t.teardown(() => store.close());
+  seed(store);
+  store.outcomes.ingest(records(100), T0);
+  const settler = settlerOf(store);
+  const made = (await settler.runOnce()).batches.length;
+  t.equal(settler.status().state, 'idle');
+  deleteNewestReceipt(store.db);
+  store.outcomes.ingest(records(10, 500), T0);
+  const refused = await settler.runOnce().catch((err: unknown) => err);
+  t.type(refused, SettlerHaltedError);
+  t.match(settler.status(), { state: 'halted', halted: { batch: made } });
+  t.equal(store.settlement.lastBatch()?.id, made, 'the batch that found the gap rolled back');
+  t.equal(store.settlement.backlog().count, 10);
+
+  const earlier = store.receipts.get(made - 1)!;
+  t.throws(() => store.receipts.reissue(made - 1), { reason: 'has_receipt' });
+  t.throws(() => store.receipts.reissue(made + 1), { reason: 'no_batch' });
+  const reissued = store.receipts.reissue(made);
+  t.equal(reissued.prev, receiptHash(earlier), 'chained to the receipt before it');
+  t.equal(settler.checkReceipts(), null, 'the halt is lifted');
+  t.equal((await settler.runOnce()).backlog, 0, 'settlement goes on');
+  t.equal(chainProblem(store), null);
 });
 
 t.test('rotation: new receipts carry the new kid, old ones keep verifying, the file holds only the new key', async (t) => {

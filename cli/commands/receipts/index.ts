@@ -16,6 +16,13 @@ export const receipts: GroupSpec = {
       shape: (_a, o) => o,
     }),
     leaf({
+      name: 'reissue',
+      args: [{ name: '<batch>' }],
+      description: 'sign a settled batch that has no receipt again (audited, announced in the changelog); lifts the settler halt',
+      load: () => lazy<typeof import('./reissue.js')>(__dirname, 'reissue'),
+      shape: ([batch], o) => ({ ...o, batch: batch! }),
+    }),
+    leaf({
       name: 'rotate-key',
       description: 'sign receipts with a new key from the next batch on; old public keys stay published',
       load: () => lazy<typeof import('./rotate-key.js')>(__dirname, 'rotate-key'),

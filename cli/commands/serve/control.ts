@@ -14,12 +14,13 @@ export async function run(opts: { config: Readonly<Config>; json?: boolean }, de
     throw err;
   }
   const boot = control.bootstrap;
+  const version = await control.ctx.store.version();
   announceReady(
     deps.out,
     'control',
     { control: control.urls.control, api: control.urls.api, indexer: control.urls.indexer },
     () => {
-      deps.out.line(`svc control ready (state version ${control.ctx.store.version()})`);
+      deps.out.line(`svc control ready (state version ${version})`);
       deps.out.line(`  admin + sync   ${control.urls.control}`);
       deps.out.line(`  public api     ${control.urls.api}`);
       deps.out.line(`  indexer        ${control.urls.indexer}`);

@@ -1,5 +1,5 @@
-/** `svcctl settler status | pause | resume`: the settler's state, backlog and last batch. */
-import type { SettlerStatus } from '../../../protocol/settlement';
+/** `svcctl settler status | pause | resume`: the settler's state, backlog and last batch, and why it is halted. */
+import type { SettlerHalt, SettlerStatus } from '../../../protocol/settlement';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
 
@@ -12,6 +12,15 @@ export function settlerLines(s: SettlerStatus): string[] {
     `last run:    ${s.last_run_at ?? 'never'}`,
     `last batch:  ${last === null ? 'none' : `#${last.id} ${last.endpoint_id}: ${last.calls} calls, premiums ${last.premiums}, refunds ${last.refunds} at ${last.at}`}`,
     ...(s.last_error === null ? [] : [`last error:  ${s.last_error}`]),
+    ...(s.halted === null ? [] : haltLines(s.halted)),
+  ];
+}
+
+/** What a halted settler needs from the operator. */
+export function haltLines(h: SettlerHalt): string[] {
+  return [
+    `halted:      ${h.reason}`,
+    `             settles and signs nothing until the database is restored from a backup, or: svcctl receipts reissue ${h.batch}`,
   ];
 }
 

@@ -50,6 +50,7 @@ const SETTLER_WORDS: Record<SettlerPublicState, string> = {
   running: 'running',
   idle: 'idle between runs',
   paused: 'paused by an operator',
+  halted: 'halted: a settled batch has no receipt',
   not_running: 'not running',
 };
 

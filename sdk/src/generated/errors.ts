@@ -37,6 +37,8 @@ export const SVC_NOT_FOUND = 'svc_not_found';
 export const SVC_CONFLICT = 'svc_conflict';
 /** 409 Not settled. */
 export const SVC_NOT_SETTLED = 'svc_not_settled';
+/** 409 Settler halted. */
+export const SVC_SETTLER_HALTED = 'svc_settler_halted';
 /** 500 Internal error. */
 export const SVC_INTERNAL = 'svc_internal';
 
@@ -60,6 +62,7 @@ export const ERROR_CODES = [
   SVC_NOT_FOUND,
   SVC_CONFLICT,
   SVC_NOT_SETTLED,
+  SVC_SETTLER_HALTED,
   SVC_INTERNAL,
 ] as const;
 
@@ -86,5 +89,6 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: { readonly status: nu
   svc_not_found: { status: 404, title: 'Not found' },
   svc_conflict: { status: 409, title: 'Conflict' },
   svc_not_settled: { status: 409, title: 'Not settled' },
+  svc_settler_halted: { status: 409, title: 'Settler halted' },
   svc_internal: { status: 500, title: 'Internal error' },
 };

@@ -11,7 +11,7 @@ export type Clamp = 'pool_depleted' | 'cap_clamped';
 export type Tier = 'RELIABLE' | 'ELEVATED' | 'HIGH_RISK' | 'UNRATED';
 
 /** @see protocol/public.ts (`SettlerPublicState`) */
-export type SettlerPublicState = 'running' | 'idle' | 'paused' | 'not_running';
+export type SettlerPublicState = 'running' | 'idle' | 'paused' | 'halted' | 'not_running';
 
 /** @see protocol/public.ts (`ChangelogKind`) */
 export type ChangelogKind = 'flag' | 'notice';
