@@ -133,7 +133,7 @@ async function main() {
   // ---- database, upstream, control -------------------------------------------------------
   const dataDir = path.join(tmp, 'data');
   fs.mkdirSync(dataDir, { mode: 0o700 });
-  const seeded = seedKeys(path.join(dataDir, 'control.db'), params.keys, { label: 'fanout' });
+  const seeded = await seedKeys(path.join(dataDir, 'control.db'), params.keys, { label: 'fanout' });
   log(`seeded ${params.keys.toLocaleString('en')} keys in ${seeded.ms} ms`);
 
   const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], {

@@ -262,7 +262,7 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, cpuControl, clkTc
   const dataDir = path.join(tmp, 'main');
   fs.mkdirSync(dataDir, { mode: 0o700 });
   log(`seeding ${params.keys.toLocaleString('en')} keys…`);
-  const seed = seedKeys(path.join(dataDir, 'control.db'), params.keys, { withLoadKey: true, label: 'main' });
+  const seed = await seedKeys(path.join(dataDir, 'control.db'), params.keys, { withLoadKey: true, label: 'main' });
   log(`  ${seed.inserted.toLocaleString('en')} keys in ${seed.ms} ms (state version ${seed.version})`);
   results.seed = { keys: seed.inserted, ms: seed.ms };
   const auth = { authorization: `Bearer ${seed.loadKey.key}` };
@@ -434,7 +434,7 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, cpuControl, clkTc
     log(`\nlarge key set: stopping the gateways and control, inserting ${extra.toLocaleString('en')} more keys…`);
     for (const g of gateways) await g.gw.proc.stop();
     await control.stop();
-    const more = seedKeys(path.join(dataDir, 'control.db'), extra, { label: 'large' });
+    const more = await seedKeys(path.join(dataDir, 'control.db'), extra, { label: 'large' });
     log(`  ${more.inserted.toLocaleString('en')} keys in ${more.ms} ms (state version ${more.version})`);
     results.seed_large = { keys: more.inserted, ms: more.ms };
 
@@ -446,7 +446,7 @@ async function run(results, { tmp, logDir, cpuServer, cpuSide, cpuControl, clkTc
     // A second, separate stack with 10 keys, same upstream and endpoint.
     const smallDir = path.join(tmp, 'small');
     fs.mkdirSync(smallDir, { mode: 0o700 });
-    const small = seedKeys(path.join(smallDir, 'control.db'), 10, { withLoadKey: true, label: 'small' });
+    const small = await seedKeys(path.join(smallDir, 'control.db'), 10, { withLoadKey: true, label: 'small' });
     const control10 = startControl({ dataDir: smallDir, cpu: cpuControl, logDir, name: 'control-10' });
     const control10Url = (await control10.start()).urls.control;
     const admin10 = new Admin(control10Url, smallDir);

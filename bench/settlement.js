@@ -31,7 +31,7 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 
 const DIST = path.resolve(__dirname, '..', 'dist');
-const { Store } = require(path.join(DIST, 'control', 'store', 'index.js'));
+const { SqliteStore, Store } = require(path.join(DIST, 'control', 'store', 'index.js'));
 const { Settler } = require(path.join(DIST, 'control', 'settler', 'settler.js'));
 const { startControl } = require(path.join(DIST, 'control', 'server.js'));
 const { loadConfig } = require(path.join(DIST, 'config', 'load.js'));
@@ -73,9 +73,9 @@ function records(n, t0) {
   return out;
 }
 
-function seedEconomics(store, now) {
+async function seedEconomics(store, now) {
   for (let e = 0; e < ENDPOINTS; e++) {
-    store.endpoints.save({
+    await store.endpoints.save({
       id: `ep${e}`,
       upstream: 'http://127.0.0.1:9/x',
       methods: ['POST'],
@@ -91,7 +91,7 @@ function seedEconomics(store, now) {
       updated_at: now,
     });
   }
-  store.mutate({ actor: 'bench', now }, { action: 'pool.fund' }, () => store.ledger.fund(1e15, now, 'bench', null));
+  await store.mutate({ actor: 'bench', now }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1e15, now, 'bench', null));
 }
 
 const rate = (n, ms) => Math.round(n / (ms / 1000));
@@ -151,7 +151,7 @@ async function benchHttpIngest(dir) {
     };
     await Promise.all([worker(), worker(), worker(), worker()]);
     const ms = performance.now() - started;
-    if (control.ctx.store.outcomes.count() !== HTTP_CALLS) throw new Error('HTTP ingest lost outcomes');
+    if ((await control.ctx.store.outcomes.count()) !== HTTP_CALLS) throw new Error('HTTP ingest lost outcomes');
     return { n: HTTP_CALLS, ms };
   } finally {
     await control.close();
@@ -175,19 +175,19 @@ function proofLine(label, p) {
 async function benchProofs(dataDir, callIds) {
   let next = 0;
   const pick = () => callIds[next++ % callIds.length];
-  const store = Store.open(path.join(dataDir, 'control.db'));
+  const store = await Store.open(path.join(dataDir, 'control.db'));
   const times = [];
   try {
-    for (let i = 0; i < Math.min(200, PROOFS); i++) store.receipts.proof(pick()); // warm-up
+    for (let i = 0; i < Math.min(200, PROOFS); i++) await store.receipts.proof(pick()); // warm-up
     for (let i = 0; i < PROOFS; i++) {
       const id = pick();
       const started = performance.now();
-      const found = store.receipts.proof(id);
+      const found = await store.receipts.proof(id);
       times.push(performance.now() - started);
       if (found.state !== 'settled') throw new Error(`no proof for ${id}: ${found.state}`);
     }
   } finally {
-    store.close();
+    await store.close();
   }
   const direct = PROOFS > 0 ? percentiles(times) : null;
   if (direct) proofLine('proof (store)', direct);
@@ -228,15 +228,15 @@ async function main() {
     const base = path.join(dir, 'base.db');
     // Receipts off: the base records no receipts backfill, so a copy settled without receipts
     // is an install from before receipts, which its next open backfills.
-    const store = Store.open(base, { receipts: false });
+    const store = SqliteStore.open(base, { receipts: false }); // SQLite's own: the WAL is checkpointed below
     const t0 = Date.now() - 86_400_000;
-    seedEconomics(store, t0);
+    await seedEconomics(store, t0);
     const all = records(CALLS, t0);
     let started = performance.now();
-    for (let i = 0; i < all.length; i += BATCH) store.outcomes.ingest(all.slice(i, i + BATCH), t0 + i);
+    for (let i = 0; i < all.length; i += BATCH) await store.outcomes.ingest(all.slice(i, i + BATCH), t0 + i);
     const ingestMs = performance.now() - started;
     store.db.pragma('wal_checkpoint(TRUNCATE)');
-    store.close();
+    await store.close();
     console.log(
       `svc settlement bench: ${CALLS.toLocaleString('en')} outcomes, ${ENDPOINTS} endpoints, ${KEYS} keys (${process.version}, ${os.cpus().length} CPUs)`,
     );
@@ -263,14 +263,15 @@ async function main() {
         fs.mkdirSync(copyDir);
         fs.copyFileSync(base, path.join(copyDir, 'control.db'));
         fs.copyFileSync(path.join(dir, 'receipt-signing.key'), path.join(copyDir, 'receipt-signing.key'));
-        const s = Store.open(path.join(copyDir, 'control.db'), { receipts });
-        const settler = new Settler({ store: s, log: silentLogger, now: Date.now, cadenceMs: 3_600_000, batchCap: cap });
+        const s = await Store.open(path.join(copyDir, 'control.db'), { receipts });
+        const settler = await Settler.open({ store: s, log: silentLogger, now: Date.now, cadenceMs: 3_600_000, batchCap: cap });
         const started = performance.now();
         const done = await settler.runOnce();
         const ms = performance.now() - started;
         if (done.calls !== CALLS || done.backlog !== 0) throw new Error(`settled ${done.calls} of ${CALLS}`);
-        if (s.receipts.count() !== (receipts ? done.batches.length : 0))
-          throw new Error(`${s.receipts.count()} receipts for ${done.batches.length} batches`);
+        const signedCount = await s.receipts.count();
+        if (signedCount !== (receipts ? done.batches.length : 0))
+          throw new Error(`${signedCount} receipts for ${done.batches.length} batches`);
         const label = `settle (cap ${cap.toLocaleString('en')}, ${receipts ? 'receipts' : 'no receipts'})`;
         line(label, CALLS, ms);
         return { s, copyDir, ms, batches: done.batches.length };
@@ -284,10 +285,10 @@ async function main() {
           const r = await run(receipts);
           (receipts ? signedRuns : plainRuns).push(r);
           if (receipts && round < ROUNDS - 1) {
-            r.s.close();
+            await r.s.close();
             fs.rmSync(r.copyDir, { recursive: true, force: true });
           } else if (!receipts) {
-            r.s.close();
+            await r.s.close();
             if (round < ROUNDS - 1) fs.rmSync(r.copyDir, { recursive: true, force: true });
           }
         }
@@ -301,20 +302,20 @@ async function main() {
       );
       const signed = signedRuns[signedRuns.length - 1];
       const verifyStarted = performance.now();
-      const verify = signed.s.ledger.verify();
+      const verify = await signed.s.ledger.verify();
       const verifyMs = performance.now() - verifyStarted;
       if (!verify.ok) throw new Error(`ledger verify failed: ${verify.violation}`);
       console.log(
         `${'  ledger verify afterwards'.padEnd(34)} ${(verifyMs / 1000).toFixed(2)} s, ok (${verify.checks.length} checks, receipts included)`,
       );
-      signed.s.close();
+      await signed.s.close();
       // What a store opening an install settled before receipts does: sign every batch, in one transaction.
       const unsigned = plainRuns[plainRuns.length - 1];
       const backfillStarted = performance.now();
-      const reopened = Store.open(path.join(unsigned.copyDir, 'control.db'));
+      const reopened = await Store.open(path.join(unsigned.copyDir, 'control.db'));
       const backfillMs = performance.now() - backfillStarted;
-      if (reopened.receipts.count() !== unsigned.batches) throw new Error('backfill missed batches');
-      reopened.close();
+      if ((await reopened.receipts.count()) !== unsigned.batches) throw new Error('backfill missed batches');
+      await reopened.close();
       console.log(`${'  backfill on open (no receipts →)'.padEnd(34)} ${(backfillMs / 1000).toFixed(2)} s for ${unsigned.batches} batches`);
       fs.rmSync(unsigned.copyDir, { recursive: true, force: true });
       results.settle.push({

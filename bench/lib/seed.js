@@ -17,13 +17,13 @@ const UNTHROTTLED = { count: 1_000_000_000, window_seconds: 1 };
 /**
  * Insert `count` keys into the database at `dbPath` (created and migrated if missing).
  * With `withLoadKey`, the first key gets an unthrottled limit and its plaintext is returned.
- * @returns {{ inserted: number, version: number, ms: number, loadKey: {id: string, key: string}|null }}
+ * @returns {Promise<{ inserted: number, version: number, ms: number, loadKey: {id: string, key: string}|null }>}
  */
-function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label = 'bench' } = {}) {
-  const { Store } = require(path.join(distDir(), 'control', 'store', 'index.js'));
+async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label = 'bench' } = {}) {
+  const { SqliteStore } = require(path.join(distDir(), 'control', 'store', 'index.js'));
   const { generateKey, hashKey, keyStub, newId } = require(path.join(distDir(), 'protocol', 'keys.js'));
   const started = Date.now();
-  const store = Store.open(dbPath);
+  const store = SqliteStore.open(dbPath);
   try {
     // Connection-local: a bigger page cache keeps the random-order B-tree inserts in memory
     // until the single commit. Durability settings are left exactly as the store set them.
@@ -31,12 +31,12 @@ function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label =
     const now = Date.now();
     let loadKey = null;
     const changes = new Array(count);
-    const { version } = store.mutate({ actor, now }, { action: 'bench.seed_keys', target: null, detail: { count, label }, changes }, () => {
+    const { version } = await store.mutate({ actor, now }, { action: 'bench.seed_keys', target: null, detail: { count, label }, changes }, () => {
       for (let i = 0; i < count; i++) {
         const key = generateKey();
         const id = newId('key');
         const limited = withLoadKey && i === 0;
-        store.keys.insert({
+        store.sync.keys.insert({
           id,
           name: limited ? `${label}-load` : null,
           prefix: keyStub(key),
@@ -55,7 +55,7 @@ function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label =
     });
     return { inserted: count, version, ms: Date.now() - started, loadKey };
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

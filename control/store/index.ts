@@ -390,5 +390,5 @@ export class SqliteStore implements Store {
 
 /** Open the store at `path` (see `SqliteStore.open`). */
 export const Store = {
-  open: (path: string, options: StoreOptions = {}): Promise<Store> => Promise.resolve(SqliteStore.open(path, options)),
+  open: async (path: string, options: StoreOptions = {}): Promise<Store> => SqliteStore.open(path, options),
 };
