@@ -390,5 +390,5 @@ export class SqliteStore implements Store {
 
 /** Open the store at `path` (see `SqliteStore.open`). */
 export const Store = {
-  open: async (path: string, options: StoreOptions = {}): Promise<Store> => SqliteStore.open(path, options),
+  open: (path: string, options: StoreOptions = {}): Promise<Store> => settled(() => SqliteStore.open(path, options)),
 };
