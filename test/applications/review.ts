@@ -106,11 +106,11 @@ t.test('list, show, approve, reject, add', async (t) => {
     t.match(body.message, body.key, 'the message to send holds the key');
     t.match(body.message, /Authorization: Bearer/);
 
-    const key = control.handle.ctx.store.keys.byId(keyId)!;
+    const key = (await control.handle.ctx.store.keys.byId(keyId))!;
     t.equal(key.application_id, heavy, 'the key is bound to the application');
     t.equal(key.wallet, SOLANA_WALLET, 'with the applicant’s wallet');
     t.same(JSON.parse(key.endpoints), ['alpha']);
-    const secrets = control.handle.ctx.store.keys.liveSecrets(keyId, clock.now());
+    const secrets = await control.handle.ctx.store.keys.liveSecrets(keyId, clock.now());
     t.same(
       secrets.map((s) => s.hash),
       [hashKey(body.key)],
@@ -156,7 +156,7 @@ t.test('list, show, approve, reject, add', async (t) => {
 
   await t.test('reject: no key', async (t) => {
     clock.advance(60_000);
-    const before = control.handle.ctx.store.keys.list().length;
+    const before = (await control.handle.ctx.store.keys.list()).length;
     const res = await cli('applications', 'reject', merchant, '--reason', 'not a fit yet', '--json');
     t.equal(res.code, 0, res.stderr);
     t.match(res.json().application, {
@@ -166,8 +166,9 @@ t.test('list, show, approve, reject, add', async (t) => {
       key_id: null,
       answered_late: true,
     });
-    t.equal(control.handle.ctx.store.keys.list().length, before, 'no key was issued');
-    t.notOk(control.handle.ctx.store.keys.list().some((k) => k.application_id === merchant));
+    const after = await control.handle.ctx.store.keys.list();
+    t.equal(after.length, before, 'no key was issued');
+    t.notOk(after.some((k) => k.application_id === merchant));
     t.equal((await cli('applications', 'approve', merchant)).code, 1, 'a rejected application cannot be approved');
     t.equal((await cli('applications', 'reject', merchant)).code, 1, 'nor rejected twice');
     t.equal((await cli('applications', 'reject', heavy)).code, 1, 'an approved one cannot be rejected');
@@ -249,13 +250,13 @@ t.test('list, show, approve, reject, add', async (t) => {
   });
 
   await t.test('redeliver --to-operator: a new secret; the old one stops working', async (t) => {
-    const before = control.handle.ctx.store.keys.liveSecrets(keyId, clock.now()).map((s) => s.hash);
+    const before = (await control.handle.ctx.store.keys.liveSecrets(keyId, clock.now())).map((s) => s.hash);
     const res = await cli('applications', 'redeliver', heavy, '--to-operator', '--json');
     t.equal(res.code, 0, res.stderr);
     const body = res.json();
     t.equal(body.key_id, keyId, 'the same key (its grants and ledger account stay)');
     t.ok(isWellFormedKey(body.key));
-    const after = control.handle.ctx.store.keys.liveSecrets(keyId, clock.now()).map((s) => s.hash);
+    const after = (await control.handle.ctx.store.keys.liveSecrets(keyId, clock.now())).map((s) => s.hash);
     t.same(after, [hashKey(body.key)], 'only the new secret is live');
     t.notOk(after.includes(before[0]!));
     t.equal((await cli('keys', 'revoke', keyId)).code, 0);

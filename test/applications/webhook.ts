@@ -116,7 +116,7 @@ t.test('delivered: a signed message the receiver verifies; the key is nowhere el
   t.ok(isWellFormedKey(key), 'the message carries the key');
   t.notOk(got.body.instructions.includes(key), 'the instructions do not repeat it');
   t.same(
-    control.handle.ctx.store.keys.liveSecrets(answer.key_id, Date.now()).map((s) => s.hash),
+    (await control.handle.ctx.store.keys.liveSecrets(answer.key_id, Date.now())).map((s) => s.hash),
     [hashKey(key)],
     'the delivered key is the application’s key',
   );
@@ -236,7 +236,7 @@ t.test('a receiver that is down: retries, then a clear failure; the application 
   t.equal(body.key_id, failed.key_id);
   t.match(body.delivery, { notifier: 'operator', status: 'shown_to_operator' });
   t.same(
-    control.handle.ctx.store.keys.liveSecrets(body.key_id, Date.now()).map((s) => s.hash),
+    (await control.handle.ctx.store.keys.liveSecrets(body.key_id, Date.now())).map((s) => s.hash),
     [hashKey(body.key)],
   );
   const log = (await runCli(['applications', 'show', other, '--json'], { control })).json();

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../control/store/migrations';
-import { Store } from '../../control/store';
+import { SqliteStore } from '../../control/store';
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0);
 
@@ -37,9 +37,9 @@ t.test('a schema-6 database migrates to caller_error without losing a row or a f
   const before = old.prepare('SELECT * FROM outcomes ORDER BY call_id').all();
   old.close();
 
-  const store = Store.open(path);
+  const store = SqliteStore.open(path);
   t.teardown(() => store.close());
-  t.equal(store.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
+  t.equal(await store.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
   t.same(store.db.prepare('SELECT * FROM outcomes ORDER BY call_id').all(), before, 'every row and field kept, in the same columns');
   const indexes = store.db
     .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outcomes' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
@@ -60,8 +60,8 @@ t.test('a schema-6 database migrates to caller_error without losing a row or a f
     started_at: new Date(T0 + 60_000).toISOString(),
     gateway_id: 'gw',
   });
-  t.equal(store.outcomes.ingest([caller(408), caller(413), caller(499)], T0 + 60_000), 3, 'caller_error is accepted now');
-  const [w] = store.rollups.window(T0 + 60_000);
+  t.equal(await store.outcomes.ingest([caller(408), caller(413), caller(499)], T0 + 60_000), 3, 'caller_error is accepted now');
+  const [w] = await store.rollups.window(T0 + 60_000);
   t.equal(w?.counts.caller_error, 3, 'counted in its own rollup column');
   t.equal(
     w?.latency.reduce((a, b) => a + b, 0),

@@ -15,7 +15,7 @@ t.test('set, shown, changed, removed; through the admin API and svcctl', async (
   const clock = manualClock();
   const control = await startTestControl(t, { now: clock.now });
   const cli = (...args: string[]) => runCli(args, { control });
-  const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
 
   const added = await cli(
     'endpoints',
@@ -52,7 +52,7 @@ t.test('set, shown, changed, removed; through the admin API and svcctl', async (
 
   const shown = await cli('endpoints', 'show', 'weather');
   t.match(shown.stdout, /^display name:\s+Weather$/m, 'endpoints show prints it');
-  const row = control.handle.ctx.store.endpoints.byId('weather')!;
+  const row = (await control.handle.ctx.store.endpoints.byId('weather'))!;
   t.notOk('display_name' in snapshotEndpoint(row), 'the gateway snapshot has no display name');
 
   const removed = await cli('endpoints', 'update', 'weather', '--no-display-name', '--json');

@@ -202,7 +202,7 @@ t.test('injected header values are write-only', async (t) => {
   t.ok(audit.text.includes('X-Api-Key') && audit.text.includes('Authorization'), 'the audit log names the headers');
 
   // The values are kept for the gateway: stored, just never shown.
-  const row = control.handle.ctx.store.endpoints.record('paid');
+  const row = await control.handle.ctx.store.endpoints.record('paid');
   t.same(row?.headers, { Authorization: `Bearer ${secret2}` }, 'the value is stored');
 });
 

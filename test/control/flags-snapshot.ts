@@ -40,18 +40,18 @@ t.test('flagsOf: every flag, off without a row, unknown names ignored', async (t
 });
 
 t.test('a full snapshot and a delta carry the same flag values', async (t) => {
-  const store = Store.open(join(t.testdir(), 'control.db'));
+  const store = await Store.open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
-  const base = store.version();
+  const base = await store.version();
   const name = FLAG_NAMES[FLAG_NAMES.length - 1]!;
-  store.mutate({ actor: 'test', now: NOW }, { action: 'flags.set', target: name, changes: [{ kind: 'flags', entity: '*' }] }, () =>
-    store.flags.set(name, true, NOW, 'test', null),
+  await store.mutate({ actor: 'test', now: NOW }, { action: 'flags.set', target: name, changes: [{ kind: 'flags', entity: '*' }] }, (tx) =>
+    tx.flags.set(name, true, NOW, 'test', null),
   );
   const lines: string[] = [];
   await writeSnapshot(store, LIMITS, NOW, async (line) => void lines.push(line), 0);
   const full = JSON.parse(lines[0]!) as { flags: Flags };
-  const delta = Delta.parse(JSON.parse(buildDelta(store, LIMITS, base, NOW)!.line));
+  const delta = Delta.parse(JSON.parse((await buildDelta(store, LIMITS, base, NOW))!.line));
   t.equal(full.flags[name], true, 'the snapshot has the flag on');
   t.same(delta.flags, full.flags, 'the delta has the same values');
-  t.same(store.flags.values(), full.flags, 'and so does the store');
+  t.same(await store.flags.values(), full.flags, 'and so does the store');
 });

@@ -192,7 +192,7 @@ t.test('a second rotation does not extend the first retired secret', async (t) =
   );
   // What gateways enforce once that grace is over.
   clock.set(t0 + HOUR + 1);
-  const live = control.handle.ctx.store.liveKey(issued.body.id, clock.now());
+  const live = await control.handle.ctx.store.liveKey(issued.body.id, clock.now());
   const hashes = (live?.secrets ?? []).map((s) => s.hash);
   t.equal(hashes.length, 2, 'the two later secrets are live');
   t.notOk(hashes.includes(hashKey(issued.body.key)), 'the first key is no longer accepted after its grace');

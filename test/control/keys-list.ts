@@ -5,21 +5,26 @@
  */
 import t from 'tap';
 import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
-import type { Store } from '../../control/store/index';
+import type { SqliteStore, Store } from '../../control/store/index';
 import { runCli } from '../fixtures/cli';
-import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
+import { manualClock, startTestControl, type AdminResponse, type TestControl } from '../fixtures/control';
 
 const DAY = 86_400_000;
 
-/** Insert `n` keys straight into the store, `created_at` from `from` onwards (several per ms). */
-function insertKeys(store: Store, n: number, from: number, opts: { perMs?: number; expiresAt?: number | null } = {}): string[] {
+/** Insert `n` keys straight into the store (one transaction), `created_at` from `from` onwards (several per ms). */
+async function insertKeys(
+  store: Store,
+  n: number,
+  from: number,
+  opts: { perMs?: number; expiresAt?: number | null } = {},
+): Promise<string[]> {
   const ids: string[] = [];
   const perMs = opts.perMs ?? 3;
-  store.db.transaction(() => {
+  await store.mutate({ actor: 'test', now: from }, { action: 'test.insert_keys' }, async (tx) => {
     for (let i = 0; i < n; i++) {
       const key = generateKey();
       const id = newId('key');
-      store.keys.insert({
+      await tx.keys.insert({
         id,
         name: `k${i}`,
         prefix: keyStub(key),
@@ -34,7 +39,7 @@ function insertKeys(store: Store, n: number, from: number, opts: { perMs?: numbe
       });
       ids.push(id);
     }
-  })();
+  });
   return ids;
 }
 
@@ -46,7 +51,10 @@ async function allPages(
   const pages = [];
   let cursor: string | null = null;
   for (let guard = 0; guard < 10_000; guard++) {
-    const res = await control.admin('GET', `/_admin/v1/keys?${query}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+    const res: AdminResponse = await control.admin(
+      'GET',
+      `/_admin/v1/keys?${query}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+    );
     if (res.status !== 200) throw new Error(`page ${guard}: ${res.status} ${res.text}`);
     pages.push(res.body);
     cursor = res.body.next_cursor;
@@ -59,7 +67,7 @@ t.test('pages newest first with an opaque next_cursor, null at the end', async (
   const clock = manualClock();
   const control = await startTestControl(t, { now: clock.now });
   const store = control.handle.ctx.store;
-  const ids = insertKeys(store, 250, clock.now() - DAY);
+  const ids = await insertKeys(store, 250, clock.now() - DAY);
 
   const first = await control.admin('GET', '/_admin/v1/keys');
   t.equal(first.status, 200);
@@ -139,11 +147,11 @@ t.test('status is filtered by control, across pages', async (t) => {
   const control = await startTestControl(t, { now: clock.now });
   const store = control.handle.ctx.store;
   const start = clock.now() - 10 * DAY;
-  const active = insertKeys(store, 30, start);
-  const expired = insertKeys(store, 7, start + 1000, { expiresAt: clock.now() - 1 });
-  const revoked = insertKeys(store, 12, start + 2000);
-  for (const id of revoked) store.keys.revoke(id, clock.now());
-  const later = insertKeys(store, 30, start + 3000, { expiresAt: clock.now() + DAY });
+  const active = await insertKeys(store, 30, start);
+  const expired = await insertKeys(store, 7, start + 1000, { expiresAt: clock.now() - 1 });
+  const revoked = await insertKeys(store, 12, start + 2000);
+  for (const id of revoked) await store.keys.revoke(id, clock.now());
+  const later = await insertKeys(store, 30, start + 3000, { expiresAt: clock.now() + DAY });
 
   for (const [status, want] of [
     ['active', [...active, ...later]],
@@ -169,15 +177,15 @@ t.test('a sparse filter returns short pages instead of scanning every key at onc
   const control = await startTestControl(t, { now: clock.now });
   const store = control.handle.ctx.store;
   // The one expired key is the oldest; 30 active keys are newer.
-  const [oldest] = insertKeys(store, 1, clock.now() - 2 * DAY, { expiresAt: clock.now() - 1 });
-  insertKeys(store, 30, clock.now() - DAY);
+  const [oldest] = await insertKeys(store, 1, clock.now() - 2 * DAY, { expiresAt: clock.now() - 1 });
+  await insertKeys(store, 30, clock.now() - DAY);
 
-  const page = store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10 });
+  const page = await store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10 });
   t.same(page.rows, [], 'the first ten keys examined hold no expired key');
   t.ok(page.next, 'but the page says where to go on');
-  const second = store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: page.next });
-  const third = store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: second.next });
-  const fourth = store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: third.next });
+  const second = await store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: page.next });
+  const third = await store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: second.next });
+  const fourth = await store.keys.page({ limit: 5, status: 'expired', now: clock.now(), scanLimit: 10, after: third.next });
   t.same([second.rows.length, third.rows.length], [0, 0]);
   t.same(
     fourth.rows.map((r) => r.id),
@@ -186,17 +194,18 @@ t.test('a sparse filter returns short pages instead of scanning every key at onc
   );
   t.equal(fourth.next, null, 'and then the list ends');
 
-  // The pages use the indexes, in index order (no sort, no OFFSET).
+  // The pages use the indexes, in index order (no sort, no OFFSET): SQLite's query plans.
+  const db = (store as SqliteStore).db;
   for (const sql of [
     `SELECT * FROM keys WHERE (created_at, id) < (1, 'x') ORDER BY created_at DESC, id DESC LIMIT 10`,
     `SELECT * FROM keys WHERE status = 'active' AND (created_at, id) < (1, 'x') ORDER BY created_at DESC, id DESC LIMIT 10`,
   ]) {
-    const plan = (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
     t.match(plan, /USING (COVERING )?INDEX keys_by_(status_)?created/, `indexed: ${plan}`);
     t.notMatch(plan, /TEMP B-TREE/, `no sort step: ${plan}`);
   }
   const scanPlan = (
-    store.db
+    db
       .prepare(
         `EXPLAIN QUERY PLAN SELECT created_at, id, expires_at FROM keys WHERE status = 'active' AND (created_at, id) < (1, 'x') ORDER BY created_at DESC, id DESC LIMIT 10`,
       )
@@ -209,7 +218,7 @@ t.test('a sparse filter returns short pages instead of scanning every key at onc
 
 t.test('bad limit, status, cursor or parameter: 400 naming it', async (t) => {
   const control = await startTestControl(t);
-  insertKeys(control.handle.ctx.store, 3, Date.now() - DAY);
+  await insertKeys(control.handle.ctx.store, 3, Date.now() - DAY);
   const cases: [string, string][] = [
     ['limit=0', 'limit'],
     ['limit=1001', 'limit'],
@@ -246,9 +255,9 @@ t.test('svcctl keys list follows next_cursor to the end; --limit and --cursor pr
   const clock = manualClock();
   const control = await startTestControl(t, { now: clock.now });
   const store = control.handle.ctx.store;
-  const ids = insertKeys(store, 2100, clock.now() - DAY);
+  const ids = await insertKeys(store, 2100, clock.now() - DAY);
   const revoked = ids.slice(0, 1005);
-  for (const id of revoked) store.keys.revoke(id, clock.now());
+  for (const id of revoked) await store.keys.revoke(id, clock.now());
   const cli = (...args: string[]) => runCli(args, { control, now: clock.now });
 
   const all = await cli('keys', 'list', '--json');

@@ -22,6 +22,9 @@ const SETTLER_FAMILIES = ['svc_control_settler_backlog gauge', 'svc_control_sett
 const gateway = (id: string, connected: boolean, applied: number): GatewayStatus => ({
   id,
   connected,
+  live: connected,
+  weight: 1,
+  share: null,
   applied_version: applied,
   last_seen: '2030-01-01T00:00:00.000Z',
   last_nack: null,
@@ -44,7 +47,11 @@ t.test('every series, with the values read when scraped', async (t) => {
   let version = 12;
   let gateways = [gateway('gw-1', true, 12), gateway('gw "2"\\\n', false, 9)];
   let settler: SettlerStatus | null = null;
-  const ctx = { store: { version: () => version }, gateways: () => gateways, settler: () => settler } as unknown as ControlContext;
+  const ctx = {
+    store: { version: async () => version },
+    gateways: async () => gateways,
+    settler: async () => settler,
+  } as unknown as ControlContext;
   const metrics = new ControlMetrics(ctx);
   t.equal(metrics.contentType, 'text/plain; version=0.0.4; charset=utf-8');
 
@@ -97,7 +104,7 @@ t.test('GET /metrics of a running control: every series, behind the metrics toke
   t.equal(res.headers.get('cache-control'), 'no-store');
   const families = parseExposition(res.text);
   t.same(familyTypes(families), [...CONTROL_FAMILIES, ...SETTLER_FAMILIES].sort());
-  t.equal(sampleValue(families, 'svc_control_state_version'), control.handle.ctx.store.version());
+  t.equal(sampleValue(families, 'svc_control_state_version'), await control.handle.ctx.store.version());
   t.equal(families.get('svc_control_gateway_connected')!.samples.length, 0, 'no gateway yet');
   const refused = await control.request(`${control.urls.control}/metrics`, { headers: { authorization: `Bearer ${control.adminToken}` } });
   t.equal(refused.status, 401, 'the admin token is not the metrics token');

@@ -87,7 +87,7 @@ const VARIANTS: Record<string, unknown[]> = {
 };
 const TOP_GATEWAY = ['gw-1', str(64), str(65), str(64, ASTRAL), str(65, ASTRAL), str(65, LONE), '', null, 3];
 
-const agree = (t: Tap.Test, body: unknown, label: string): void => {
+const agree = (t: tap.Test, body: unknown, label: string): void => {
   const zod = OutcomeBatch.safeParse(body).success;
   const fast = fastPathAccepts(body);
   if (fast !== zod) t.fail(`${label}: the fast path says ${fast}, zod says ${zod}`, { body });

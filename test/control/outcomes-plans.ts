@@ -7,7 +7,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Store } from '../../control/store';
+import { SqliteStore } from '../../control/store';
 
 t.test('statements over outcomes use an index', async (t) => {
   const prepared = new Set<string>();
@@ -17,9 +17,9 @@ t.test('statements over outcomes use an index', async (t) => {
     prepared.add(sql);
     return prepare.call(this, sql);
   } as typeof prepare;
-  let store: Store;
+  let store: SqliteStore;
   try {
-    store = Store.open(join(t.testdir(), 'control.db'));
+    store = SqliteStore.open(join(t.testdir(), 'control.db'));
   } finally {
     Database.prototype.prepare = prepare;
   }

@@ -36,14 +36,14 @@ t.test('the receipt signing key is in its file and nowhere else', async (t) => {
   const dataDir = join(t.testdir(), 'data');
   const keyFile = join(dataDir, RECEIPT_KEY_FILE);
   const t0 = Date.now() - 60_000;
-  const store = Store.open(join(dataDir, 'control.db'));
-  saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
-  store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, () => store.ledger.fund(1_000_000, t0, 'test', null));
+  const store = await Store.open(join(dataDir, 'control.db'));
+  await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
+  await store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1_000_000, t0, 'test', null));
   const records = Array.from({ length: 20 }, (_, i) =>
     outcome({ endpoint_id: 'ep', outcome: i % 2 ? 'server_error' : 'ok', started: t0 + i }),
   );
-  store.outcomes.ingest(records.slice(0, 10), t0);
-  store.close();
+  await store.outcomes.ingest(records.slice(0, 10), t0);
+  await store.close();
   const firstPem = readFileSync(keyFile, 'utf8');
   t.equal(statSync(keyFile).mode & 0o777, 0o600, 'the key file is 0600');
 

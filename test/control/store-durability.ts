@@ -7,18 +7,19 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { openDatabase, StoreOpenError } from '../../control/store/db';
 import { MIGRATIONS } from '../../control/store/migrations';
-import { Store } from '../../control/store';
+import { SqliteStore, Store } from '../../control/store';
 import { startTestControl } from '../fixtures/control';
 
 t.test('opening sets WAL, synchronous=FULL, foreign keys and the schema version', async (t) => {
   const path = join(t.testdir(), 'nested', 'dir', 'control.db');
-  const store = Store.open(path);
+  const store = SqliteStore.open(path);
   t.teardown(() => store.close());
-  t.equal(String(store.pragma('journal_mode')).toLowerCase(), 'wal');
-  t.equal(store.pragma('synchronous'), 2, 'FULL');
-  t.equal(store.pragma('foreign_keys'), 1);
-  t.equal(store.pragma('user_version'), MIGRATIONS.length);
-  t.equal(store.schemaVersion(), MIGRATIONS.length);
+  const pragma = (name: string) => store.db.pragma(name, { simple: true });
+  t.equal(String(pragma('journal_mode')).toLowerCase(), 'wal');
+  t.equal(pragma('synchronous'), 2, 'FULL');
+  t.equal(pragma('foreign_keys'), 1);
+  t.equal(pragma('user_version'), MIGRATIONS.length);
+  t.equal(await store.schemaVersion(), MIGRATIONS.length);
   t.ok(MIGRATIONS.length >= 1);
 
   // WAL is a property of the file: another connection sees it too.
@@ -43,56 +44,57 @@ t.test('foreign keys are enforced', async (t) => {
 
 t.test('reopening is idempotent and keeps data', async (t) => {
   const path = join(t.testdir(), 'control.db');
-  const first = Store.open(path);
-  const before = first.version();
-  const { version } = first.mutate(
+  const first = SqliteStore.open(path);
+  const before = await first.version();
+  const { version } = await first.mutate(
     { actor: 'test', now: 1_000 },
     { action: 'test.change', changes: [{ kind: 'flags', entity: '*' }] },
-    () => first.flags.set('maintenance_mode', true, 1_000, 'test', 'kept'),
+    (tx) => tx.flags.set('maintenance_mode', true, 1_000, 'test', 'kept'),
   );
   t.equal(version, before + 1, 'a change bumps the state version');
   const tables = (db: Database.Database) =>
     (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as string[]).join(',');
   const schemaBefore = tables(first.db);
-  first.close();
+  await first.close();
 
   for (let i = 0; i < 2; i++) {
-    const again = Store.open(path);
-    t.equal(again.schemaVersion(), MIGRATIONS.length, `reopen ${i + 1}: same schema version`);
+    const again = SqliteStore.open(path);
+    t.equal(await again.schemaVersion(), MIGRATIONS.length, `reopen ${i + 1}: same schema version`);
     t.equal(tables(again.db), schemaBefore, `reopen ${i + 1}: same tables`);
-    t.equal(again.version(), version, `reopen ${i + 1}: state version kept (migration 1 not re-run)`);
-    t.equal(again.flags.get('maintenance_mode')?.value, true, `reopen ${i + 1}: data kept`);
-    t.equal(again.flags.get('maintenance_mode')?.note, 'kept');
-    again.close();
+    t.equal(await again.version(), version, `reopen ${i + 1}: state version kept (migration 1 not re-run)`);
+    const flag = await again.flags.get('maintenance_mode');
+    t.equal(flag?.value, true, `reopen ${i + 1}: data kept`);
+    t.equal(flag?.note, 'kept');
+    await again.close();
   }
 });
 
 t.test('a failed mutation leaves no audit row and no version bump', async (t) => {
-  const store = Store.open(join(t.testdir(), 'control.db'));
+  const store = await Store.open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
-  const version = store.version();
-  const auditRows = store.audit.list(10_000).length;
-  t.throws(() =>
-    store.mutate({ actor: 'test', now: 1 }, { action: 'test.fail', changes: [{ kind: 'flags', entity: '*' }] }, () => {
-      store.flags.set('beta_gate_enabled', true, 1, 'test', null);
+  const version = await store.version();
+  const auditRows = (await store.audit.list(10_000)).length;
+  await t.rejects(
+    store.mutate({ actor: 'test', now: 1 }, { action: 'test.fail', changes: [{ kind: 'flags', entity: '*' }] }, async (tx) => {
+      await tx.flags.set('beta_gate_enabled', true, 1, 'test', null);
       throw new Error('boom');
     }),
   );
-  t.equal(store.version(), version, 'version unchanged');
-  t.equal(store.audit.list(10_000).length, auditRows, 'no audit row');
-  t.equal(store.flags.get('beta_gate_enabled')?.value, false, 'the write inside was rolled back');
+  t.equal(await store.version(), version, 'version unchanged');
+  t.equal((await store.audit.list(10_000)).length, auditRows, 'no audit row');
+  t.equal((await store.flags.get('beta_gate_enabled'))?.value, false, 'the write inside was rolled back');
 });
 
 t.test('a database from a newer build refuses to open', async (t) => {
   const path = join(t.testdir(), 'control.db');
-  Store.open(path).close();
+  await (await Store.open(path)).close();
   const raw = new Database(path);
   raw.pragma(`user_version = ${MIGRATIONS.length + 1}`);
   raw.close();
 
   let caught: unknown;
   try {
-    Store.open(path).close();
+    await (await Store.open(path)).close();
   } catch (err) {
     caught = err;
   }

@@ -106,8 +106,8 @@ t.test('every operation names its security, and bearer schemes are declared', as
     gateway: ['betaKey', 'metricsToken'],
   };
   for (const name of DOCUMENT_NAMES) {
-    const doc = currentDocument(name) as Json;
-    const schemes = doc.components.securitySchemes ?? {};
+    const doc = currentDocument(name);
+    const schemes: Json = (doc.components as Json).securitySchemes ?? {};
     t.same(Object.keys(schemes).sort(), [...bearer[name]!].sort(), `${name}: security schemes`);
     for (const s of Object.values<Json>(schemes)) t.match(s, { type: 'http', scheme: 'bearer' }, `${name}: bearer`);
     for (const { method, path, op } of operations(doc)) {

@@ -71,7 +71,7 @@ t.test('stats are zero until the settler has settled something, then they are th
   });
   const pool = await control.admin('GET', '/_admin/v1/pool');
   t.equal(after.body.pool_size, pool.body.pool, 'the same pool balance as `svcctl pool show`');
-  const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
   const newest = after.body.recent_activity[0];
   t.match(newest, {
     provider: ids.provider('weather'),
@@ -112,7 +112,7 @@ t.test('/api/activity pages newest first through sealed cursors', async (t) => {
     ...many(5, () => outcome({ endpoint_id: 'paged', at: NOW - 50_500, latency_ms: 999 })),
   ];
   await ingest(control, records);
-  const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
   const expected = [...records]
     .sort((a, b) => Date.parse(b.started_at) - Date.parse(a.started_at) || (a.call_id < b.call_id ? 1 : -1))
     .map((r) => ids.call(r.call_id));

@@ -13,6 +13,7 @@ import { acceptsGzip, applyShift, crc32Shift, gzipAnswer, gzipTemplate, shiftTab
 import { BARS, SPARK, hourlyBars, sparkline, type SlotCounts } from '../../control/public/pages/svg';
 import { parseSort, sortProviders } from '../../control/public/pages/board';
 import { feedUuid, renderAtom, xmlText } from '../../control/public/pages/atom';
+import type { SqliteStore } from '../../control/store';
 import type { Provider, Tier } from '../../protocol/public';
 import { startTestControl } from '../fixtures/control';
 import { addEndpoint, ingest, outcome } from '../fixtures/public';
@@ -151,7 +152,7 @@ t.test('hourly slots of the rollups add up to the window', async (t) => {
     outcome({ endpoint_id: 'slots', at: NOW }), // the minute that starts now: the last slot too
   ]);
   const store = control.handle.ctx.store;
-  const slots = store.rollups.slots(NOW - 24 * HOUR, 60, 24);
+  const slots = await store.rollups.slots(NOW - 24 * HOUR, 60, 24);
   const bySlot = new Map(slots.map((s) => [s.slot, s.counts]));
   t.same(
     [...bySlot.keys()].sort((a, b) => a - b),
@@ -162,7 +163,7 @@ t.test('hourly slots of the rollups add up to the window', async (t) => {
   t.equal(bySlot.get(0)!.server_error, 1);
   t.equal(bySlot.get(23)!.ok, 2, 'the last slot holds the last hour and the minute now');
   const total = slots.reduce((n, s) => n + s.counts.ok + s.counts.server_error, 0);
-  const window = store.rollups.window(NOW - 24 * HOUR)[0]!;
+  const window = (await store.rollups.window(NOW - 24 * HOUR))[0]!;
   t.equal(total, window.counts.ok + window.counts.server_error, 'the slots add up to the window');
 });
 
@@ -261,7 +262,7 @@ t.test('nonces: 16 random bytes each, never the same twice, across refills of th
 
 t.test('the last refunds read the partial indexes of migration 11, not every call', async (t) => {
   const control = await startTestControl(t);
-  const db = control.handle.ctx.store.db;
+  const db = (control.handle.ctx.store as SqliteStore).db;
   const plan = (sql: string, ...args: unknown[]) =>
     (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
   const columns = 'call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp';

@@ -92,7 +92,7 @@ if (!hasChromium()) {
 } else {
   t.test('seeded providers, without JavaScript: tiers, sparklines, sorting, schemes, 390 px', async (t) => {
     const { control } = await seedPages(t, { SVC_LIMITS_PUBLIC_COUNT: '100000' });
-    const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+    const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
     const { page, problems, loads } = await openBrowser(t, false);
     const api = control.urls.api;
 

@@ -51,7 +51,7 @@ function checkPage(t: Test, res: AdminResponse, what: string, secrets: string[])
 
 t.test('the providers page, a provider page, the activity page and the status page', async (t) => {
   const { control, keyId, records } = await seedPages(t, { SVC_CACHE_PROVIDERS_TTL_S: '10' });
-  const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
   const secrets = [...PROVIDERS.flatMap((p) => [p.endpoint, p.upstream, new URL(p.upstream).host]), keyId, SECRET_GATEWAY, 'gw-test'];
   const api = control.urls.api;
 
@@ -240,7 +240,7 @@ t.test('a fresh nonce per response, one cached page, weak ETag and 304 without a
     SVC_CACHE_STATS_TTL_S: '3',
     SVC_CACHE_STATUS_TTL_S: '7',
   });
-  const flaky = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret).provider('zq-flaky-endpoint');
+  const flaky = new OpaqueIds(control.handle.ctx.store.idSecret).provider('zq-flaky-endpoint');
   const pages: [string, string, number][] = [
     [control.urls.api, '/providers', 10],
     [control.urls.api, `/providers/${flaky}`, 10],
@@ -285,7 +285,7 @@ t.test('a fresh nonce per response, one cached page, weak ETag and 304 without a
 
 t.test('User-Agent filter on the public API pages; per-IP limit on both listeners', async (t) => {
   const { control } = await seedPages(t, { SVC_LIMITS_PUBLIC_COUNT: '60', SVC_LIMITS_PUBLIC_WINDOW_S: '600' });
-  const flaky = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret).provider('zq-flaky-endpoint');
+  const flaky = new OpaqueIds(control.handle.ctx.store.idSecret).provider('zq-flaky-endpoint');
   for (const path of ['/providers', `/providers/${flaky}`, '/status']) {
     for (const ua of ['curl/8.5.0', 'node', '']) {
       const res = await get(control, control.urls.api, path, { 'user-agent': ua });
@@ -318,7 +318,7 @@ t.test('User-Agent filter on the public API pages; per-IP limit on both listener
 
 t.test('hourly rates in the sparkline follow the seeded hours', async (t) => {
   const { control } = await seedPages(t);
-  const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
   const list = await browser(control, control.urls.api, '/providers');
   for (const p of PROVIDERS) {
     const row = new RegExp(`data-provider="${ids.provider(p.endpoint)}"[\\s\\S]*?</tr>`).exec(list.text)![0];

@@ -43,7 +43,7 @@ t.test('failure rate and tier per provider over the window', async (t) => {
   const res = await get(control, control.urls.api, '/api/v1/providers');
   t.equal(res.status, 200);
   t.match(res.headers.get('content-type'), /^application\/json/);
-  const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
   const byName = (name: string) => res.body.providers.find((p: { id: string }) => p.id === ids.provider(name));
   t.equal(res.body.providers.length, 5, 'every registered endpoint is a provider');
 

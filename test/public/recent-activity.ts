@@ -18,7 +18,7 @@ t.test('recent_activity lists settled calls only; /api/activity still shows the 
   });
   await addEndpoint(control, 'weather', { price: 1_000, premium: 100 });
   t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 1_000_000 })).status, 201);
-  const ids = new OpaqueIds(control.handle.ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
   const opaque = (records: { call_id: string }[]) => records.map((r) => ids.call(r.call_id));
   const callIds = (items: { call_id: string }[]) => items.map((a) => a.call_id);
 

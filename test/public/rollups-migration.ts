@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../control/store/migrations';
-import { Store } from '../../control/store';
-import { LATENCY_BOUNDS_MS, latencyBucket } from '../../control/store/rollups';
+import { SqliteStore } from '../../control/store';
+import { LATENCY_BOUNDS_MS, latencyBucket, type EndpointWindow } from '../../control/store/rollups';
 import { OUTCOMES, type Outcome } from '../../protocol/outcome';
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0);
@@ -43,9 +43,9 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
   old.close();
 
   // The same outcomes through today's ingest.
-  const fresh = Store.open(join(dir, 'fresh.db'));
+  const fresh = SqliteStore.open(join(dir, 'fresh.db'));
   t.teardown(() => fresh.close());
-  fresh.outcomes.ingest(
+  await fresh.outcomes.ingest(
     rows.map((r) => ({
       call_id: randomUUID(),
       key_id: null,
@@ -60,18 +60,18 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
     T0,
   );
 
-  const migrated = Store.open(oldPath);
+  const migrated = SqliteStore.open(oldPath);
   t.teardown(() => migrated.close());
-  t.equal(migrated.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
-  const sort = (w: ReturnType<Store['rollups']['window']>) => [...w].sort((x, y) => (x.endpoint_id < y.endpoint_id ? -1 : 1));
-  const fromMigration = sort(migrated.rollups.window(T0 - 60_000));
-  t.same(fromMigration, sort(fresh.rollups.window(T0 - 60_000)), 'the backfill equals what ingest builds');
+  t.equal(await migrated.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
+  const sort = (w: EndpointWindow[]) => [...w].sort((x, y) => (x.endpoint_id < y.endpoint_id ? -1 : 1));
+  const fromMigration = sort(await migrated.rollups.window(T0 - 60_000));
+  t.same(fromMigration, sort(await fresh.rollups.window(T0 - 60_000)), 'the backfill equals what ingest builds');
   t.equal(
     fromMigration.reduce((n, w) => n + Object.values(w.counts).reduce((a, b) => a + b, 0), 0),
     600,
     'every outcome counted once',
   );
-  const dump = (s: Store) => s.db.prepare('SELECT * FROM outcome_rollups ORDER BY minute, endpoint_id').all();
+  const dump = (s: SqliteStore) => s.db.prepare('SELECT * FROM outcome_rollups ORDER BY minute, endpoint_id').all();
   t.same(dump(migrated), dump(fresh), 'row for row, minute by minute');
 
   // Independent check of one endpoint's histogram.
@@ -79,16 +79,16 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
   for (const r of rows) if (r.endpoint === 'a' && r.outcome !== 'client_error') expected[latencyBucket(r.latency)]++;
   t.same(fromMigration[0]!.latency, expected, 'histogram of endpoint a; client errors excluded');
 
-  const secret = migrated.publicReads.idSecret;
+  const secret = migrated.idSecret;
   t.equal(secret.length, 32, 'a 32-byte id secret is created on open');
-  migrated.close();
-  const reopened = Store.open(oldPath);
+  await migrated.close();
+  const reopened = SqliteStore.open(oldPath);
   t.teardown(() => reopened.close());
-  t.same(reopened.publicReads.idSecret, secret, 'and kept across opens');
+  t.same(reopened.idSecret, secret, 'and kept across opens');
 });
 
 t.test('a minute boundary splits rollup rows; the window starts on a whole minute', async (t) => {
-  const store = Store.open(join(t.testdir(), 'c.db'));
+  const store = SqliteStore.open(join(t.testdir(), 'c.db'));
   t.teardown(() => store.close());
   const rec = (at: number) => ({
     call_id: randomUUID(),
@@ -101,9 +101,9 @@ t.test('a minute boundary splits rollup rows; the window starts on a whole minut
     started_at: new Date(at).toISOString(),
     gateway_id: 'gw',
   });
-  t.equal(store.outcomes.ingest([rec(T0 - 1), rec(T0), rec(T0 + 59_999), rec(T0 + 60_000)], T0), 4);
+  t.equal(await store.outcomes.ingest([rec(T0 - 1), rec(T0), rec(T0 + 59_999), rec(T0 + 60_000)], T0), 4);
   t.equal(store.db.prepare('SELECT count(*) FROM outcome_rollups').pluck().get(), 3, 'three minutes touched');
-  t.equal(store.rollups.window(T0)[0]!.counts.ok, 3, 'from T0: its minute and the next');
-  t.equal(store.rollups.window(T0 - 1)[0]!.counts.ok, 3, 'a window starting mid-minute leaves that partial minute out');
-  t.equal(store.rollups.window(T0 - 60_000)[0]!.counts.ok, 4);
+  t.equal((await store.rollups.window(T0))[0]!.counts.ok, 3, 'from T0: its minute and the next');
+  t.equal((await store.rollups.window(T0 - 1))[0]!.counts.ok, 3, 'a window starting mid-minute leaves that partial minute out');
+  t.equal((await store.rollups.window(T0 - 60_000))[0]!.counts.ok, 4);
 });

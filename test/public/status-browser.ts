@@ -99,7 +99,7 @@ if (!hasChromium()) {
       last_batch: { id: 17, endpoint_id: 'weather', calls: 4, refunds: 0, premiums: 400, at: new Date(clock.now() - 1000).toISOString() },
       last_error: null,
     };
-    ctx.settler = () => settler;
+    ctx.settler = async () => settler;
 
     const { page, visit, clean } = await openPage(t);
     t.equal(await visit(`${control.urls.api}/status`), 200);

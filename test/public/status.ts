@@ -91,25 +91,35 @@ t.test('settler, gateways, pool, gate and maintenance as the operators set them'
     },
     last_error: null,
   };
-  ctx.settler = () => settler;
-  ctx.gateways = () => [
-    {
-      id: 'gw-host-a',
-      connected: true,
-      applied_version: ctx.store.version(),
-      last_seen: new Date(NOW - 2000).toISOString(),
-      last_nack: null,
-      engine: 'undici',
-    },
-    {
-      id: 'gw-host-b',
-      connected: false,
-      applied_version: ctx.store.version() - 2,
-      last_seen: new Date(NOW - 60_000).toISOString(),
-      last_nack: null,
-      engine: null,
-    },
-  ];
+  ctx.settler = async () => settler;
+  // Versions as control holds them when the status is read.
+  ctx.gateways = async () => {
+    const version = await ctx.store.version();
+    return [
+      {
+        id: 'gw-host-a',
+        connected: true,
+        live: true,
+        weight: 1,
+        share: null,
+        applied_version: version,
+        last_seen: new Date(NOW - 2000).toISOString(),
+        last_nack: null,
+        engine: 'undici',
+      },
+      {
+        id: 'gw-host-b',
+        connected: false,
+        live: false,
+        weight: 1,
+        share: null,
+        applied_version: version - 2,
+        last_seen: new Date(NOW - 60_000).toISOString(),
+        last_nack: null,
+        engine: null,
+      },
+    ];
+  };
 
   const cli = (...args: string[]) => runCli(args, { control });
   t.equal((await cli('flag', 'set', 'beta_gate_enabled', 'on', '--note', 'private beta opens')).code, 0);
@@ -118,7 +128,7 @@ t.test('settler, gateways, pool, gate and maintenance as the operators set them'
   t.equal(set.code, 0, set.stderr);
 
   const res = await get(control, control.urls.api, '/api/v1/status');
-  const ids = new OpaqueIds(ctx.store.publicReads.idSecret);
+  const ids = new OpaqueIds(ctx.store.idSecret);
   t.match(res.body, {
     status: 'maintenance',
     bootstrap: {

@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatUnits } from '../../cli/money';
 import { parseAmount } from '../../cli/options';
+import type { SqliteStore } from '../../control/store';
 import { snapshotEndpoint } from '../../control/sync/snapshot';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
@@ -51,7 +52,7 @@ t.test('pool fund and show', async (t) => {
   t.match(show.json(), { pool: 12_500_250, treasury: 0, funded: 12_500_250, shortfall: 0, paid_out: 0, backlog: 0 });
   const human = await cli('pool', 'show');
   t.match(human.stdout, /pool: +12\.50025 \(12500250 micro\)/);
-  const audit = control.handle.ctx.store.audit.list(10).filter((e) => e.action === 'pool.fund');
+  const audit = (await control.handle.ctx.store.audit.list(10)).filter((e) => e.action === 'pool.fund');
   t.same(
     audit.map((e) => [e.actor, e.detail.amount]),
     [
@@ -73,14 +74,15 @@ t.test('pool fund and show', async (t) => {
 t.test('ledger verify: 0 when it holds, 1 with the first violation', async (t) => {
   const control = await startTestControl(t, { flags: { 'settler.cadenceMs': 3_600_000 } });
   const store = control.handle.ctx.store;
-  saveEndpoint(store, 'ep', { treasury_fee_bps: 500 });
+  await saveEndpoint(store, 'ep', { treasury_fee_bps: 500 });
   await runCli(['pool', 'fund', '1'], { control });
-  store.outcomes.ingest([outcome(), outcome({ outcome: 'server_error' })], Date.now());
+  await store.outcomes.ingest([outcome(), outcome({ outcome: 'server_error' })], Date.now());
   await runCli(['settler', 'run-once'], { control });
   const good = await runCli(['ledger', 'verify'], { control });
   t.equal(good.code, 0, good.stderr);
   t.match(good.stdout, /^Ledger OK: 11 invariants hold over 4 transfers/);
-  store.db.exec(`UPDATE account_balances SET balance = balance + 3 WHERE account = 'treasury'`);
+  // A corrupted row, written behind the store's back.
+  (store as SqliteStore).db.exec(`UPDATE account_balances SET balance = balance + 3 WHERE account = 'treasury'`);
   const bad = await runCli(['ledger', 'verify'], { control });
   t.equal(bad.code, 1);
   t.equal(bad.stderr, 'svcctl: ledger verify failed: account balances sum to 3, not 0');
@@ -93,11 +95,11 @@ t.test('payouts list and mark-paid', async (t) => {
   const control = await startTestControl(t, { flags: { 'settler.cadenceMs': 3_600_000 } });
   const store = control.handle.ctx.store;
   const cli = (...args: string[]) => runCli(args, { control });
-  saveEndpoint(store, 'ep', { price: 1_000_000, premium: 0 });
+  await saveEndpoint(store, 'ep', { price: 1_000_000, premium: 0 });
   const keyA = (await cli('keys', 'issue', '--name', 'a', '--wallet', SOL, '--json')).json().id as string;
   const keyB = (await cli('keys', 'issue', '--name', 'b', '--json')).json().id as string;
   await cli('pool', 'fund', '10.0');
-  store.outcomes.ingest(
+  await store.outcomes.ingest(
     [
       outcome({ key_id: keyA, outcome: 'server_error' }),
       outcome({ key_id: keyA, outcome: 'server_error' }),
@@ -135,7 +137,7 @@ t.test('payouts list and mark-paid', async (t) => {
   const attach = await cli('keys', 'wallet', keyB, SOL);
   t.equal(attach.code, 0);
   t.same((await cli('payouts', 'list', '--wallet', SOL, '--json')).json().payouts[0].owed, 1_500_000);
-  const audit = store.audit.list(20).filter((e) => e.action === 'payouts.mark_paid');
+  const audit = (await store.audit.list(20)).filter((e) => e.action === 'payouts.mark_paid');
   t.same(
     audit.map((e) => [e.target, e.detail.amount, e.detail.reference]),
     [[SOL, 1_500_000, 'tx-1']],
@@ -161,7 +163,7 @@ t.test('endpoints carry an optional response schema', async (t) => {
   const set = await cli('endpoints', 'update', 'ep', '--response-schema', good, '--json');
   t.equal(set.code, 0, set.stderr);
   t.same(set.json().response_schema, { type: 'object', required: ['id'], properties: { id: { type: 'integer' } } });
-  const row = control.handle.ctx.store.endpoints.byId('ep')!;
+  const row = (await control.handle.ctx.store.endpoints.byId('ep'))!;
   t.same(snapshotEndpoint(row).response_schema, set.json().response_schema, 'pushed to gateways in the snapshot');
 
   const refused = await cli('endpoints', 'update', 'ep', '--response-schema', unsupported);
@@ -175,7 +177,10 @@ t.test('endpoints carry an optional response schema', async (t) => {
   const cleared = await cli('endpoints', 'update', 'ep', '--no-response-schema', '--json');
   t.equal(cleared.code, 0, cleared.stderr);
   t.equal(cleared.json().response_schema, null);
-  t.notOk('response_schema' in snapshotEndpoint(control.handle.ctx.store.endpoints.byId('ep')!), 'absent from the snapshot when unset');
+  t.notOk(
+    'response_schema' in snapshotEndpoint((await control.handle.ctx.store.endpoints.byId('ep'))!),
+    'absent from the snapshot when unset',
+  );
   const added = await cli('endpoints', 'add', 'typed', '--upstream', 'http://127.0.0.1:9/x', '--response-schema', good, '--json');
   t.same(added.json().response_schema.required, ['id']);
 });

@@ -34,12 +34,12 @@ t.test('SIGKILL while settling a large backlog: nothing lost, nothing twice', as
       }),
     );
   }
-  const store = Store.open(dbPath);
-  saveEndpoint(store, 'a', ECON);
-  saveEndpoint(store, 'b', ECON);
-  store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, () => store.ledger.fund(FUNDED, t0, 'test', null));
-  for (let i = 0; i < CALLS; i += 5000) store.outcomes.ingest(records.slice(i, i + 5000), t0 + i);
-  store.close();
+  const store = await Store.open(dbPath);
+  await saveEndpoint(store, 'a', ECON);
+  await saveEndpoint(store, 'b', ECON);
+  await store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(FUNDED, t0, 'test', null));
+  for (let i = 0; i < CALLS; i += 5000) await store.outcomes.ingest(records.slice(i, i + 5000), t0 + i);
+  await store.close();
 
   const env = { SVC_SETTLER_CADENCE_MS: '1', SVC_SETTLER_BATCH_CAP: String(BATCH_CAP) };
   const control = await startControlProcess(t, { dataDir, env });

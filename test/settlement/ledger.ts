@@ -4,8 +4,9 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { planBatch } from '../../control/settler/plan';
-import { Store } from '../../control/store';
+import { SqliteStore, type Store } from '../../control/store';
 import { LedgerError } from '../../control/store/ledger';
+import type { NextBatch } from '../../control/store/settlement';
 import type { Outcome } from '../../protocol/outcome';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
 
@@ -13,20 +14,21 @@ const T0 = Date.UTC(2030, 0, 1, 12);
 const SOL_A = 'So11111111111111111111111111111111111111112';
 const EVM_B = '0xAbCdEf0123456789aBcDeF0123456789AbCdEf01';
 
-function open(t: tap.Test): Store {
-  const store = Store.open(join(t.testdir(), 'control.db'));
+/** A SQLite store: the tests that read or corrupt rows on purpose use its raw `db`. */
+function open(t: tap.Test): SqliteStore {
+  const store = SqliteStore.open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
   return store;
 }
 
 const fund = (store: Store, amount: number) =>
-  store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(amount, T0, 'test', null));
-const settleAll = (store: Store, cap = 1000, boundary = T0 + 1e9) => {
+  store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(amount, T0, 'test', null));
+const settleAll = async (store: Store, cap = 1000, boundary = T0 + 1e9) => {
   const made = [];
   for (;;) {
     let progressed = false;
-    for (const ep of store.settlement.pendingEndpoints(boundary)) {
-      const b = store.settlement.settleBatch(ep, boundary, cap, T0, planBatch);
+    for (const ep of await store.settlement.pendingEndpoints(boundary)) {
+      const b = await store.settlement.settleBatch(ep, boundary, cap, T0, planBatch);
       if (b) {
         made.push(b);
         progressed = true;
@@ -40,23 +42,23 @@ const balance = (store: Store, account: string) => store.ledger.balance(account)
 t.test('a batch settles every call once, in one transaction, and matches a hand count', async (t) => {
   const store = open(t);
   const econ = { price: 2000, premium: 150, treasury_fee_bps: 1000 };
-  saveEndpoint(store, 'ep', econ);
-  fund(store, 1_000_000);
+  await saveEndpoint(store, 'ep', econ);
+  await fund(store, 1_000_000);
   const kinds: Outcome[] = ['ok', 'ok', 'server_error', 'latency_breach', 'network_error', 'schema_mismatch', 'client_error', 'ok'];
   const records = kinds.flatMap((k, i) => [
     outcome({ outcome: k, key_id: i % 2 ? 'key_a' : 'key_b', started: T0 + i }),
     outcome({ outcome: k, key_id: null, started: T0 + i }),
   ]);
-  store.outcomes.ingest(records, T0);
+  await store.outcomes.ingest(records, T0);
 
-  const batches = settleAll(store);
+  const batches = await settleAll(store);
   t.equal(batches.length, 1);
   const want = expectedSettlement(records, econ, 1_000_000);
-  t.equal(balance(store, 'key:key_a'), want.keys.get('key_a'));
-  t.equal(balance(store, 'key:key_b'), want.keys.get('key_b'));
-  t.equal(balance(store, 'pool'), want.pool);
-  t.equal(balance(store, 'treasury'), want.treasury);
-  t.equal(balance(store, 'external'), -1_000_000);
+  t.equal(await balance(store, 'key:key_a'), want.keys.get('key_a'));
+  t.equal(await balance(store, 'key:key_b'), want.keys.get('key_b'));
+  t.equal(await balance(store, 'pool'), want.pool);
+  t.equal(await balance(store, 'treasury'), want.treasury);
+  t.equal(await balance(store, 'external'), -1_000_000);
   t.match(batches[0], {
     endpoint_id: 'ep',
     calls: records.length,
@@ -79,41 +81,42 @@ t.test('a batch settles every call once, in one transaction, and matches a hand 
     else t.match(r, { premium: 0, refund: 2150, refund_owed: 2150, clamp: null });
   }
 
-  t.same(settleAll(store), [], 'settling again finds nothing');
-  t.equal(store.outcomes.ingest(records, T0 + 5), 0, 'a replayed shipment adds nothing');
-  t.same(settleAll(store), [], 'and settles nothing');
-  t.equal(balance(store, 'pool'), want.pool, 'balances unchanged');
-  t.ok(store.ledger.verify().ok, store.ledger.verify().violation ?? '');
+  t.same(await settleAll(store), [], 'settling again finds nothing');
+  t.equal(await store.outcomes.ingest(records, T0 + 5), 0, 'a replayed shipment adds nothing');
+  t.same(await settleAll(store), [], 'and settles nothing');
+  t.equal(await balance(store, 'pool'), want.pool, 'balances unchanged');
+  const verified = await store.ledger.verify();
+  t.ok(verified.ok, verified.violation ?? '');
 });
 
 t.test('batches: one endpoint each, at most the cap, oldest received first, boundary respected', async (t) => {
   const store = open(t);
-  saveEndpoint(store, 'ep');
-  saveEndpoint(store, 'other');
-  fund(store, 10_000_000);
-  store.outcomes.ingest(
+  await saveEndpoint(store, 'ep');
+  await saveEndpoint(store, 'other');
+  await fund(store, 10_000_000);
+  await store.outcomes.ingest(
     Array.from({ length: 25 }, (_, i) => outcome({ started: T0 + i })),
     T0,
   );
-  store.outcomes.ingest(
+  await store.outcomes.ingest(
     Array.from({ length: 5 }, (_, i) => outcome({ endpoint_id: 'other', started: T0 + i })),
     T0 + 10,
   );
-  store.outcomes.ingest(
+  await store.outcomes.ingest(
     Array.from({ length: 7 }, (_, i) => outcome({ started: T0 + 100 + i })),
     T0 + 20,
   );
-  t.same(store.settlement.pendingEndpoints(T0 + 15), ['ep', 'other'], 'oldest backlog first');
-  t.same(store.settlement.pendingEndpoints(T0 + 5), ['ep'], 'boundary');
+  t.same(await store.settlement.pendingEndpoints(T0 + 15), ['ep', 'other'], 'oldest backlog first');
+  t.same(await store.settlement.pendingEndpoints(T0 + 5), ['ep'], 'boundary');
 
-  const first = store.settlement.settleBatch('ep', T0 + 15, 10, T0, planBatch)!;
+  const first = (await store.settlement.settleBatch('ep', T0 + 15, 10, T0, planBatch))!;
   t.equal(first.calls, 10, 'capped');
-  const firstCalls = store.db.prepare(`SELECT received_at FROM outcomes WHERE settled_batch = ?`).pluck().all(first.id);
+  const firstCalls = store.db.prepare(`SELECT received_at FROM outcomes WHERE settled_batch = ?`).pluck().all(first.id) as number[];
   t.ok(
     firstCalls.every((r) => r === T0),
     'the oldest ones',
   );
-  const made = settleAll(store, 10, T0 + 15);
+  const made = await settleAll(store, 10, T0 + 15);
   t.same(
     made.map((b) => [b.endpoint_id, b.calls]),
     [
@@ -123,40 +126,41 @@ t.test('batches: one endpoint each, at most the cap, oldest received first, boun
     ],
     'round by round, one endpoint per batch',
   );
-  t.equal(store.settlement.backlog().count, 7, 'outcomes received after the boundary wait');
-  t.equal(store.settlement.backlog().oldest_received_at, T0 + 20);
+  const waiting = await store.settlement.backlog();
+  t.equal(waiting.count, 7, 'outcomes received after the boundary wait');
+  t.equal(waiting.oldest_received_at, T0 + 20);
   t.same(
-    settleAll(store, 10).map((b) => b.calls),
+    (await settleAll(store, 10)).map((b) => b.calls),
     [7],
   );
-  t.ok(store.ledger.verify().ok);
+  t.ok((await store.ledger.verify()).ok);
 });
 
 t.test('a failing batch leaves nothing behind', async (t) => {
   const store = open(t);
-  saveEndpoint(store, 'ep');
-  fund(store, 1_000_000);
-  store.outcomes.ingest([outcome(), outcome({ outcome: 'server_error' })], T0);
-  const before = store.ledger.poolView();
-  t.throws(() =>
+  await saveEndpoint(store, 'ep');
+  await fund(store, 1_000_000);
+  await store.outcomes.ingest([outcome(), outcome({ outcome: 'server_error' })], T0);
+  const before = await store.ledger.poolView();
+  await t.rejects(
     store.settlement.settleBatch('ep', T0, 10, T0, (input) => {
       const p = planBatch(input);
       p.refunds.set('key_a', 5_000_000); // more than the pool holds: the CHECK fails mid-batch
       return p;
     }),
   );
-  t.same(store.ledger.poolView(), before, 'no batch, no transfer, no balance change');
-  t.equal(store.settlement.backlog().count, 2, 'both calls still pending');
-  t.equal(settleAll(store).length, 1, 'and settle normally afterwards');
-  t.ok(store.ledger.verify().ok);
+  t.same(await store.ledger.poolView(), before, 'no batch, no transfer, no balance change');
+  t.equal((await store.settlement.backlog()).count, 2, 'both calls still pending');
+  t.equal((await settleAll(store)).length, 1, 'and settle normally afterwards');
+  t.ok((await store.ledger.verify()).ok);
 });
 
 t.test('a group commit is all or nothing, and each batch in it is whole', async (t) => {
   const store = open(t);
-  saveEndpoint(store, 'a');
-  saveEndpoint(store, 'b');
-  fund(store, 1_000_000);
-  store.outcomes.ingest(
+  await saveEndpoint(store, 'a');
+  await saveEndpoint(store, 'b');
+  await fund(store, 1_000_000);
+  await store.outcomes.ingest(
     [
       outcome({ endpoint_id: 'a' }),
       outcome({ endpoint_id: 'b', outcome: 'server_error' }),
@@ -164,23 +168,26 @@ t.test('a group commit is all or nothing, and each batch in it is whole', async 
     ],
     T0,
   );
-  const queue = () => {
-    const order = [
+  /** Names each of `order` in turn, then ends the group. */
+  const picks = (order: { endpointId: string; cap: number }[]): NextBatch => ({
+    next: () => order.shift() ?? null,
+    startRound: () => undefined,
+  });
+  const queue = () =>
+    picks([
       { endpointId: 'a', cap: 1 },
       { endpointId: 'b', cap: 1 },
       { endpointId: 'a', cap: 1 },
-    ];
-    return () => order.shift() ?? null;
-  };
+    ]);
   let calls = 0;
   const failing = (input: Parameters<typeof planBatch>[0]) => {
     if (++calls === 2) throw new Error('planner failed on the second batch');
     return planBatch(input);
   };
-  t.throws(() => store.settlement.settleGroup(queue(), T0, T0, failing, 100), /second batch/);
-  t.equal(store.settlement.backlog().count, 3, 'the first batch of the group was rolled back too');
-  t.equal(store.ledger.settledBatches(), 0);
-  const made = store.settlement.settleGroup(queue(), T0, T0, planBatch, 100);
+  await t.rejects(store.settlement.settleGroup(queue(), T0, T0, failing, 100), /second batch/);
+  t.equal((await store.settlement.backlog()).count, 3, 'the first batch of the group was rolled back too');
+  t.equal(await store.ledger.settledBatches(), 0);
+  const made = await store.settlement.settleGroup(queue(), T0, T0, planBatch, 100);
   t.same(
     made.map((b) => [b.endpoint_id, b.calls]),
     [
@@ -190,30 +197,29 @@ t.test('a group commit is all or nothing, and each batch in it is whole', async 
     ],
     'three whole batches in one commit',
   );
-  t.same(store.settlement.settleGroup(queue(), T0, T0, planBatch, 1).length, 0, 'nothing left');
-  const once = [{ endpointId: 'a', cap: 5 }];
+  t.same((await store.settlement.settleGroup(queue(), T0, T0, planBatch, 1)).length, 0, 'nothing left');
   t.same(
-    store.settlement.settleGroup(() => once.shift() ?? null, T0, T0, planBatch, 1),
+    await store.settlement.settleGroup(picks([{ endpointId: 'a', cap: 5 }]), T0, T0, planBatch, 1),
     [],
     'an endpoint with nothing pending gives no batch',
   );
-  t.ok(store.ledger.verify().ok);
+  t.ok((await store.ledger.verify()).ok);
 });
 
 t.test('a removed endpoint settles with its last economics', async (t) => {
   const store = open(t);
-  saveEndpoint(store, 'gone', { price: 500, premium: 50 });
-  store.endpoints.remove('gone', T0);
-  fund(store, 1_000_000);
-  store.outcomes.ingest([outcome({ endpoint_id: 'gone', outcome: 'server_error' })], T0);
-  settleAll(store);
-  t.equal(balance(store, 'key:key_a'), 550);
+  await saveEndpoint(store, 'gone', { price: 500, premium: 50 });
+  await store.endpoints.remove('gone', T0);
+  await fund(store, 1_000_000);
+  await store.outcomes.ingest([outcome({ endpoint_id: 'gone', outcome: 'server_error' })], T0);
+  await settleAll(store);
+  t.equal(await balance(store, 'key:key_a'), 550);
 });
 
 t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets what accrued', async (t) => {
   const store = open(t);
-  saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
-  fund(store, 1_000_000);
+  await saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
+  await fund(store, 1_000_000);
   const key = (id: string, wallet: string | null, at: number) =>
     store.keys.insert({
       id,
@@ -231,11 +237,11 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
       limit: null,
       application_id: null,
     });
-  key('key_a', SOL_A, T0);
-  key('key_b', EVM_B, T0 + 1);
-  key('key_c', null, T0 + 2);
-  key('key_d', EVM_B.toLowerCase(), T0 + 3);
-  store.outcomes.ingest(
+  await key('key_a', SOL_A, T0);
+  await key('key_b', EVM_B, T0 + 1);
+  await key('key_c', null, T0 + 2);
+  await key('key_d', EVM_B.toLowerCase(), T0 + 3);
+  await store.outcomes.ingest(
     [
       ...Array.from({ length: 3 }, () => outcome({ key_id: 'key_a', outcome: 'server_error' })),
       outcome({ key_id: 'key_b', outcome: 'server_error' }),
@@ -245,8 +251,8 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
     ],
     T0,
   );
-  settleAll(store);
-  const lines = store.ledger.payouts();
+  await settleAll(store);
+  const lines = await store.ledger.payouts();
   t.same(
     lines.map((l) => [l.wallet, l.owed, l.keys.map((k) => k.id)]),
     [
@@ -257,17 +263,20 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
     'EVM addresses group case-insensitively; keys without a wallet on their own line',
   );
 
-  store.keys.setWallet('key_c', SOL_A);
+  await store.keys.setWallet('key_c', SOL_A);
   t.same(
-    store.ledger.payouts(SOL_A).map((l) => [l.owed, l.keys.map((k) => k.id)]),
+    (await store.ledger.payouts(SOL_A)).map((l) => [l.owed, l.keys.map((k) => k.id)]),
     [[5000, ['key_a', 'key_c']]],
     'attached later: what accrued before is owed to the wallet',
   );
 
-  const paid = (wallet: string, amount: number, ref: string) =>
-    store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, () => store.ledger.markPaid(wallet, amount, ref, T0, 'test'))
-      .result;
-  const r = paid(SOL_A, 3500, 'tx-1');
+  const paid = async (wallet: string, amount: number, ref: string) =>
+    (
+      await store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, (tx) =>
+        tx.ledger.markPaid(wallet, amount, ref, T0, 'test'),
+      )
+    ).result;
+  const r = await paid(SOL_A, 3500, 'tx-1');
   t.same(
     r.paid,
     [
@@ -277,21 +286,22 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
     'oldest key first',
   );
   t.equal(r.owed, 1500);
-  t.equal(balance(store, 'key:key_a'), 0);
-  t.equal(balance(store, 'key:key_c'), 1500);
-  t.throws(() => paid(SOL_A, 1501, 'tx-2'), LedgerError, 'never more than owed');
-  t.throws(() => paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
-  t.throws(() => paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
-  paid(EVM_B.toLowerCase(), 2000, 'tx-4');
+  t.equal(await balance(store, 'key:key_a'), 0);
+  t.equal(await balance(store, 'key:key_c'), 1500);
+  await t.rejects(paid(SOL_A, 1501, 'tx-2'), LedgerError, 'never more than owed');
+  await t.rejects(paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
+  await t.rejects(paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
+  await paid(EVM_B.toLowerCase(), 2000, 'tx-4');
   t.same(
-    store.ledger.payouts().map((l) => [l.wallet, l.owed]),
+    (await store.ledger.payouts()).map((l) => [l.wallet, l.owed]),
     [[SOL_A, 1500]],
   );
-  const view = store.ledger.poolView();
+  const view = await store.ledger.poolView();
   t.equal(view.paid_out, 5500);
   t.equal(view.owed_to_keys, 1500);
-  t.equal(balance(store, 'external'), -1_000_000 + 5500);
-  t.ok(store.ledger.verify().ok, store.ledger.verify().violation ?? '');
+  t.equal(await balance(store, 'external'), -1_000_000 + 5500);
+  const verified = await store.ledger.verify();
+  t.ok(verified.ok, verified.violation ?? '');
 });
 
 t.test('a call can have only one transfer of each kind', async (t) => {
@@ -305,24 +315,29 @@ t.test('a call can have only one transfer of each kind', async (t) => {
 t.test('transfers must balance', async (t) => {
   const store = open(t);
   const bad = (postings: { account: string; amount: number }[]) =>
-    t.throws(() => store.db.transaction(() => store.ledger.transfer({ kind: 'fund', at: T0, actor: 't', postings }))(), LedgerError);
-  bad([
+    t.rejects(
+      store.mutate({ actor: 't', now: T0 }, { action: 'test.transfer' }, (tx) =>
+        tx.ledger.transfer({ kind: 'fund', at: T0, actor: 't', postings }),
+      ),
+      LedgerError,
+    );
+  await bad([
     { account: 'external', amount: -5 },
     { account: 'pool', amount: 4 },
   ]);
-  bad([
+  await bad([
     { account: 'pool', amount: 0 },
     { account: 'external', amount: 0 },
   ]);
-  bad([
+  await bad([
     { account: 'pool', amount: 5 },
     { account: 'pool', amount: -5 },
   ]);
-  bad([
+  await bad([
     { account: 'pool', amount: 1.5 },
     { account: 'external', amount: -1.5 },
   ]);
-  t.equal(store.ledger.balances().length, 3);
+  t.equal((await store.ledger.balances()).length, 3);
 });
 
 t.test('ledger verify catches each kind of corruption', async (t) => {
@@ -360,54 +375,54 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
   ];
   for (const [label, sql, pattern] of corruptions) {
     const dir = t.testdir();
-    const store = Store.open(join(dir, 'c.db'));
+    const store = SqliteStore.open(join(dir, 'c.db'));
     try {
-      saveEndpoint(store, 'ep', { treasury_fee_bps: 1000 });
-      fund(store, 1500);
-      store.outcomes.ingest(
+      await saveEndpoint(store, 'ep', { treasury_fee_bps: 1000 });
+      await fund(store, 1500);
+      await store.outcomes.ingest(
         [outcome(), outcome({ outcome: 'server_error' }), outcome({ outcome: 'server_error' }), outcome({ key_id: 'key_b' })],
         T0,
       );
-      settleAll(store);
-      t.ok(store.ledger.verify().ok, `${label}: fine before`);
+      await settleAll(store);
+      t.ok((await store.ledger.verify()).ok, `${label}: fine before`);
       store.db.exec(sql);
-      const result = store.ledger.verify();
+      const result = await store.ledger.verify();
       t.notOk(result.ok, `${label}: caught`);
       t.match(result.violation, pattern, `${label}: ${result.violation}`);
     } finally {
-      store.close();
+      await store.close();
     }
   }
 });
 
 t.test('the pool never went negative, checked over its history', async (t) => {
   const store = open(t);
-  saveEndpoint(store, 'ep');
-  fund(store, 2000);
-  store.outcomes.ingest([outcome({ outcome: 'server_error' })], T0);
-  settleAll(store);
-  t.ok(store.ledger.verify().ok);
+  await saveEndpoint(store, 'ep');
+  await fund(store, 2000);
+  await store.outcomes.ingest([outcome({ outcome: 'server_error' })], T0);
+  await settleAll(store);
+  t.ok((await store.ledger.verify()).ok);
   // Rewrite history so the funding comes after the refund it paid for: every other invariant holds.
   store.db.exec(
     `INSERT INTO ledger_transfers (id, at, kind, call_id, batch_id, reference, actor) SELECT 100, at, kind, call_id, batch_id, reference, actor FROM ledger_transfers WHERE id = 1`,
   );
   store.db.exec(`UPDATE ledger_postings SET transfer_id = 100 WHERE transfer_id = 1`);
   store.db.exec(`DELETE FROM ledger_transfers WHERE id = 1`);
-  t.match(store.ledger.verify().violation, /running balance reached -1100/);
+  t.match((await store.ledger.verify()).violation, /running balance reached -1100/);
 });
 
 t.test('numbers for the indexer', async (t) => {
   const store = open(t);
-  saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
-  fund(store, 1200);
+  await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
+  await fund(store, 1200);
   const records = [
     outcome({ started: T0 + 1 }),
     outcome({ outcome: 'server_error', started: T0 + 2 }),
     outcome({ outcome: 'server_error', started: T0 + 3 }),
     outcome({ outcome: 'client_error', started: T0 + 4 }),
   ];
-  store.outcomes.ingest(records, T0);
-  t.same(store.ledger.totals(), {
+  await store.outcomes.ingest(records, T0);
+  t.same(await store.ledger.totals(), {
     pool_size: 1200,
     settled_batches: 0,
     settled_calls: 0,
@@ -418,10 +433,10 @@ t.test('numbers for the indexer', async (t) => {
     total_refunds_owed: 0,
     total_treasury_fees: 0,
   });
-  settleAll(store);
-  store.outcomes.ingest([outcome({ started: T0 + 5 })], T0 + 1);
+  await settleAll(store);
+  await store.outcomes.ingest([outcome({ started: T0 + 5 })], T0 + 1);
   // pool: 1200 + 100 − 1100 = 200, then the second refund is clamped to 200.
-  t.same(store.ledger.totals(), {
+  t.same(await store.ledger.totals(), {
     pool_size: 0,
     settled_batches: 1,
     settled_calls: 4,
@@ -432,12 +447,12 @@ t.test('numbers for the indexer', async (t) => {
     total_refunds_owed: 2200,
     total_treasury_fees: 0,
   });
-  t.equal(store.ledger.poolSize(), 0);
-  t.equal(store.ledger.settledBatches(), 1);
-  t.equal(store.ledger.totalRefunds(), 1300);
-  t.equal(store.ledger.totalPremiums(), 100);
-  t.equal(store.ledger.totalCalls(), 5);
-  const activity = store.ledger.recentActivity(3);
+  t.equal(await store.ledger.poolSize(), 0);
+  t.equal(await store.ledger.settledBatches(), 1);
+  t.equal(await store.ledger.totalRefunds(), 1300);
+  t.equal(await store.ledger.totalPremiums(), 100);
+  t.equal(await store.ledger.totalCalls(), 5);
+  const activity = await store.ledger.recentActivity(3);
   t.equal(activity.length, 3);
   t.match(
     activity[0],
@@ -456,7 +471,7 @@ t.test('numbers for the indexer', async (t) => {
     'call ids as stored (the indexer maps them)',
   );
   t.equal(activity[0]!.started_at, T0 + 4);
-  const view = store.ledger.poolView();
+  const view = await store.ledger.poolView();
   t.match(view, {
     pool: 0,
     funded: 1200,

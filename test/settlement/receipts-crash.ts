@@ -32,11 +32,11 @@ t.test('SIGKILL while settling: no batch without its receipt, no gap, no duplica
       }),
     );
   }
-  const store = Store.open(dbPath);
-  for (const id of ['a', 'b', 'c']) saveEndpoint(store, id, { price: 3000, premium: 120, treasury_fee_bps: 750 });
-  store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, () => store.ledger.fund(10_000_000_000, t0, 'test', null));
-  for (let i = 0; i < CALLS; i += 5000) store.outcomes.ingest(records.slice(i, i + 5000), t0 + i);
-  store.close();
+  const store = await Store.open(dbPath);
+  for (const id of ['a', 'b', 'c']) await saveEndpoint(store, id, { price: 3000, premium: 120, treasury_fee_bps: 750 });
+  await store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(10_000_000_000, t0, 'test', null));
+  for (let i = 0; i < CALLS; i += 5000) await store.outcomes.ingest(records.slice(i, i + 5000), t0 + i);
+  await store.close();
 
   const env = { SVC_SETTLER_CADENCE_MS: '1', SVC_SETTLER_BATCH_CAP: String(BATCH_CAP), SVC_CACHE_STATS_TTL_S: '1' };
   const control = await startControlProcess(t, { dataDir, env });

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { Settler } from '../../control/settler/settler';
-import { Store } from '../../control/store';
+import { SqliteStore } from '../../control/store';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { silentLogger } from '../../protocol/log';
 import type { Outcome } from '../../protocol/outcome';
@@ -33,10 +33,11 @@ const KINDS: Outcome[] = ['ok', 'server_error', 'ok', 'network_error', 'client_e
 
 t.test('tampering with a settled database is detected and the batch named', async (t) => {
   const base = join(t.testdir(), 'base');
-  const store = Store.open(join(base, 'control.db'));
-  saveEndpoint(store, 'a', { price: 2000, premium: 150 });
-  saveEndpoint(store, 'b', { price: 1000, premium: 100 });
-  store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(1_000_000_000, T0, 'test', null));
+  // A SQLite store: the cases below edit copies of its file.
+  const store = SqliteStore.open(join(base, 'control.db'));
+  await saveEndpoint(store, 'a', { price: 2000, premium: 150 });
+  await saveEndpoint(store, 'b', { price: 1000, premium: 100 });
+  await store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1_000_000_000, T0, 'test', null));
   const records = Array.from({ length: 300 }, (_, i) =>
     outcome({
       endpoint_id: i % 2 ? 'a' : 'b',
@@ -45,8 +46,10 @@ t.test('tampering with a settled database is detected and the batch named', asyn
       started: T0 + i,
     }),
   );
-  store.outcomes.ingest(records, T0);
-  const settled = await new Settler({ store, log: silentLogger, now: () => T0 + 60_000, cadenceMs: 3_600_000, batchCap: 50 }).runOnce();
+  await store.outcomes.ingest(records, T0);
+  const settled = await (
+    await Settler.open({ store, log: silentLogger, now: () => T0 + 60_000, cadenceMs: 3_600_000, batchCap: 50 })
+  ).runOnce();
   t.equal(settled.batches.length, 6);
   const target = 3;
   // Two calls of batch 3 with the same key: a refunded failure and a premium-paying ok.
@@ -58,8 +61,8 @@ t.test('tampering with a settled database is detected and the batch named', asyn
   const failed = batchCalls.find((c) => c.outcome === 'server_error')!;
   const paid = batchCalls.find((c) => c.outcome === 'ok' && c.key_id === failed.key_id)!;
   t.ok(failed && paid, 'batch 3 has a refunded and a premium call of one key');
-  const published = store.receipts.jwks();
-  store.close();
+  const published = await store.receipts.jwks();
+  await store.close();
 
   let n = 0;
   /** Copy the data dir, edit the copy, start control on it; both verifiers' results. */

@@ -2,6 +2,7 @@
 // while paused), status, and the audit trail of operator actions.
 import t from 'tap';
 import { join } from 'node:path';
+import type { SqliteStore } from '../../control/store';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
@@ -10,15 +11,15 @@ import { waitFor } from '../fixtures/stack';
 t.test('settles on its cadence and reports its state', async (t) => {
   const control = await startTestControl(t, { flags: { 'settler.cadenceMs': 20, 'settler.batchCap': 4 } });
   const store = control.handle.ctx.store;
-  saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
+  await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
   const fund = await runCli(['pool', 'fund', '1', '--json'], { control });
   t.equal(fund.code, 0, fund.stderr);
-  store.outcomes.ingest(
+  await store.outcomes.ingest(
     Array.from({ length: 10 }, () => outcome()),
     Date.now(),
   );
-  await waitFor(() => store.settlement.backlog().count === 0, 'the backlog to drain');
-  const batches = store.db.prepare(`SELECT calls FROM settlement_batches ORDER BY id`).pluck().all();
+  await waitFor(async () => (await store.settlement.backlog()).count === 0, 'the backlog to drain');
+  const batches = (await store.publicReads.batches(100)).map((b) => b.calls).reverse();
   t.same(batches, [4, 4, 2], 'batches of at most settler.batchCap');
   const status = await runCli(['settler', 'status', '--json'], { control });
   t.equal(status.code, 0);
@@ -32,7 +33,7 @@ t.test('settles on its cadence and reports its state', async (t) => {
     last_error: null,
   });
   t.type(status.json().last_run_at, 'string');
-  const { last_run_at: _a, state: _s, ...viaCtx } = control.handle.ctx.settler()!;
+  const { last_run_at: _a, state: _s, ...viaCtx } = (await control.handle.ctx.settler())!;
   const { last_run_at: _b, state: _t, ...viaApi } = (await control.admin('GET', '/_admin/v1/settler')).body;
   t.same(viaCtx, viaApi, 'ctx.settler reports the same status');
   const human = await runCli(['settler', 'status'], { control });
@@ -44,20 +45,20 @@ t.test('pause holds across a restart; run-once works while paused; resume settle
   const dataDir = join(t.testdir(), 'data');
   const flags = { 'settler.cadenceMs': 10, 'settler.batchCap': 1000 };
   const first = await startTestControl(t, { dataDir, flags });
-  saveEndpoint(first.handle.ctx.store, 'ep', { price: 0, premium: 50 });
+  await saveEndpoint(first.handle.ctx.store, 'ep', { price: 0, premium: 50 });
   const paused = await runCli(['settler', 'pause', '--json'], { control: first });
   t.equal(paused.code, 0);
   t.equal(paused.json().state, 'paused');
-  first.handle.ctx.store.outcomes.ingest([outcome(), outcome()], Date.now());
+  await first.handle.ctx.store.outcomes.ingest([outcome(), outcome()], Date.now());
   await new Promise((r) => setTimeout(r, 150));
-  t.equal(first.handle.ctx.store.settlement.backlog().count, 2, 'nothing settled while paused');
+  t.equal((await first.handle.ctx.store.settlement.backlog()).count, 2, 'nothing settled while paused');
   await first.close();
 
   const second = await startTestControl(t, { dataDir, flags });
   const store = second.handle.ctx.store;
   t.equal((await runCli(['settler', 'status', '--json'], { control: second })).json().state, 'paused', 'still paused after a restart');
   await new Promise((r) => setTimeout(r, 100));
-  t.equal(store.settlement.backlog().count, 2);
+  t.equal((await store.settlement.backlog()).count, 2);
   t.match((await runCli(['settler', 'status', '--json'], { control: second })).json(), { backlog: 2, lag_ms: Number });
 
   const once = await runCli(['settler', 'run-once', '--json'], { control: second });
@@ -66,28 +67,30 @@ t.test('pause holds across a restart; run-once works while paused; resume settle
   const again = await runCli(['settler', 'run-once'], { control: second });
   t.match(again.stdout, /Nothing to settle/);
 
-  store.outcomes.ingest([outcome()], Date.now());
+  await store.outcomes.ingest([outcome()], Date.now());
   const resumed = await runCli(['settler', 'resume', '--json'], { control: second });
   t.not(resumed.json().state, 'paused');
-  await waitFor(() => store.settlement.backlog().count === 0, 'the cadence to settle after resume');
+  await waitFor(async () => (await store.settlement.backlog()).count === 0, 'the cadence to settle after resume');
 
-  const actions = store.audit.list(50).map((e) => `${e.actor}:${e.action}`);
+  const audit = await store.audit.list(50);
+  const actions = audit.map((e) => `${e.actor}:${e.action}`);
   t.ok(actions.includes('admin:settler.pause'), 'pause audited');
   t.ok(actions.includes('admin:settler.resume'), 'resume audited');
   t.ok(actions.includes('admin:settler.run_once'), 'run-once audited');
-  const run = store.audit.list(50).find((e) => e.action === 'settler.run_once' && (e.detail.calls as number) === 2);
+  const run = audit.find((e) => e.action === 'settler.run_once' && (e.detail.calls as number) === 2);
   t.ok(run, 'with what it settled');
-  const actors = store.db.prepare(`SELECT DISTINCT actor FROM ledger_transfers WHERE batch_id IS NOT NULL`).pluck().all();
+  // Who wrote a ledger entry is in no store read: asked of the database itself.
+  const actors = (store as SqliteStore).db.prepare(`SELECT DISTINCT actor FROM ledger_transfers WHERE batch_id IS NOT NULL`).pluck().all();
   t.same(actors, ['settler'], 'batch entries are written by the settler');
 });
 
 t.test('run-once in human form lists the batches', async (t) => {
   const control = await startTestControl(t, { flags: { 'settler.cadenceMs': 3_600_000, 'settler.batchCap': 2 } });
   const store = control.handle.ctx.store;
-  saveEndpoint(store, 'a', { price: 1000, premium: 100 });
-  saveEndpoint(store, 'b', { price: 1000, premium: 100 });
+  await saveEndpoint(store, 'a', { price: 1000, premium: 100 });
+  await saveEndpoint(store, 'b', { price: 1000, premium: 100 });
   await runCli(['pool', 'fund', '5000'], { control });
-  store.outcomes.ingest(
+  await store.outcomes.ingest(
     [
       outcome({ endpoint_id: 'a' }),
       outcome({ endpoint_id: 'a', outcome: 'server_error' }),
@@ -108,10 +111,10 @@ t.test('run-once in human form lists the batches', async (t) => {
 t.test('a large backlog is group-committed in equal shares per endpoint', async (t) => {
   const control = await startTestControl(t, { flags: { 'settler.cadenceMs': 3_600_000, 'settler.batchCap': 100_000 } });
   const store = control.handle.ctx.store;
-  for (const id of ['a', 'b', 'c', 'd']) saveEndpoint(store, id, { price: 0, premium: 10 });
+  for (const id of ['a', 'b', 'c', 'd']) await saveEndpoint(store, id, { price: 0, premium: 10 });
   const t0 = Date.now() - 60_000;
   for (let i = 0; i < 24_000; i += 4_000) {
-    store.outcomes.ingest(
+    await store.outcomes.ingest(
       Array.from({ length: 4_000 }, (_, j) => outcome({ endpoint_id: 'abcd'[(i + j) % 4]!, started: t0 + i + j })),
       t0 + i,
     );

@@ -1,6 +1,7 @@
 // Refunds beyond the pool and beyond an endpoint's hourly cap: clamped, marked on each call,
 // reported by pool show and the indexer totals, never negative, never silently dropped.
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { SqliteStore } from '../../control/store';
 import { runCli } from '../fixtures/cli';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { outcome } from '../fixtures/settlement';
@@ -17,10 +18,28 @@ async function ship(control: TestControl, records: OutcomeRecord[]): Promise<voi
   if (res.status !== 200) throw new Error(`ship: ${res.status} ${res.text}`);
 }
 
-const clampsOf = (control: TestControl) =>
-  control.handle.ctx.store.db
-    .prepare(`SELECT outcome, premium, refund, refund_owed, clamp FROM outcomes ORDER BY started_at, call_id`)
-    .all() as { outcome: string; premium: number; refund: number; refund_owed: number; clamp: string | null }[];
+interface StoredCall {
+  endpoint_id: string;
+  started_at: number;
+  outcome: string;
+  premium: number;
+  refund: number;
+  refund_owed: number;
+  clamp: string | null;
+}
+
+/** The stored row of each of `records`, in their order; fails unless control holds exactly these calls. */
+async function rowsOf(t: Test, control: TestControl, records: OutcomeRecord[]): Promise<StoredCall[]> {
+  const store = control.handle.ctx.store;
+  t.equal(await store.outcomes.count(), records.length, 'control holds the calls shipped, no other');
+  return Promise.all(
+    records.map(async (r) => {
+      const row = await store.outcomes.byCallId(r.call_id);
+      if (row === undefined) throw new Error(`no stored call ${r.call_id}`);
+      return row as unknown as StoredCall;
+    }),
+  );
+}
 
 t.test('a pool too small for the refunds: paid to zero, the rest recorded as shortfall', async (t) => {
   const clock = manualClock();
@@ -29,15 +48,14 @@ t.test('a pool too small for the refunds: paid to zero, the rest recorded as sho
   t.equal((await cli('endpoints', 'add', 'ep', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100')).code, 0);
   await cli('pool', 'fund', '5000');
   const t0 = clock.now();
-  await ship(
-    control,
-    Array.from({ length: 7 }, (_, i) => outcome({ outcome: 'server_error', started: t0 + i })),
-  );
+  // Shipped in call start order.
+  const shipped = Array.from({ length: 7 }, (_, i) => outcome({ outcome: 'server_error', started: t0 + i }));
+  await ship(control, shipped);
   const run = await cli('settler', 'run-once', '--json');
   t.match(run.json(), { calls: 7, refunds: 5000, refunds_owed: 7700, clamped_calls: 3 });
 
   t.same(
-    clampsOf(control).map((r) => [r.refund, r.refund_owed, r.clamp]),
+    (await rowsOf(t, control, shipped)).map((r) => [r.refund, r.refund_owed, r.clamp]),
     [
       [1100, 1100, null],
       [1100, 1100, null],
@@ -60,19 +78,15 @@ t.test('a pool too small for the refunds: paid to zero, the rest recorded as sho
   });
   const human = await cli('pool', 'show');
   t.match(human.stdout, /shortfall: +0\.0027 \(2700 micro\) \(3 calls pool_depleted, 0 cap_clamped\)/);
-  t.match(control.handle.ctx.store.ledger.totals(), { pool_size: 0, total_refunds: 5000, total_refunds_owed: 7700 });
+  t.match(await control.handle.ctx.store.ledger.totals(), { pool_size: 0, total_refunds: 5000, total_refunds_owed: 7700 });
 
   // Premiums refill the pool; later refunds are paid again.
-  await ship(control, [
-    outcome({ started: t0 + 10 }),
-    outcome({ started: t0 + 11 }),
-    outcome({ outcome: 'network_error', started: t0 + 12 }),
-  ]);
+  const later = [outcome({ started: t0 + 10 }), outcome({ started: t0 + 11 }), outcome({ outcome: 'network_error', started: t0 + 12 })];
+  shipped.push(...later);
+  await ship(control, later);
   await cli('settler', 'run-once');
   t.same(
-    clampsOf(control)
-      .slice(-3)
-      .map((r) => [r.premium, r.refund, r.clamp]),
+    (await rowsOf(t, control, shipped)).slice(-3).map((r) => [r.premium, r.refund, r.clamp]),
     [
       [100, 0, null],
       [100, 0, null],
@@ -112,15 +126,21 @@ t.test('the hourly cap: per endpoint, per clock hour of the call start', async (
   await ship(control, capped);
   await cli('settler', 'run-once');
   // A later run in the same hour sees what was already paid.
-  await ship(control, [outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 59 * 60_000 })]);
-  await ship(control, [outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + HOUR })]);
-  await ship(control, [outcome({ endpoint_id: 'free', outcome: 'server_error', started: h12 + 1 })]);
+  const shipped = [...capped];
+  for (const one of [
+    outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 59 * 60_000 }),
+    outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + HOUR }),
+    outcome({ endpoint_id: 'free', outcome: 'server_error', started: h12 + 1 }),
+  ]) {
+    shipped.push(one);
+    await ship(control, [one]);
+  }
   clock.advance(HOUR);
   await cli('settler', 'run-once');
 
-  const rows = control.handle.ctx.store.db
-    .prepare(`SELECT endpoint_id, refund, refund_owed, clamp FROM outcomes ORDER BY endpoint_id, started_at`)
-    .all() as { endpoint_id: string; refund: number; refund_owed: number; clamp: string | null }[];
+  const rows = (await rowsOf(t, control, shipped)).sort(
+    (a, b) => a.endpoint_id.localeCompare(b.endpoint_id) || a.started_at - b.started_at,
+  );
   t.same(
     rows.map((r) => [r.endpoint_id, r.refund, r.clamp]),
     [
@@ -145,14 +165,18 @@ t.test('the hourly cap: per endpoint, per clock hour of the call start', async (
 
   // Raising the cap applies to calls settled from then on; the hour's tally stays.
   await cli('endpoints', 'update', 'capped', '--refund-cap-per-hour', '3000');
-  await ship(control, [outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 30 * 60_000 })]);
+  const raised = outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 30 * 60_000 });
+  await ship(control, [raised]);
   await cli('settler', 'run-once');
-  const last = control.handle.ctx.store.db
-    .prepare(`SELECT refund, refund_owed, clamp FROM outcomes WHERE endpoint_id = 'capped' AND started_at = ?`)
-    .get(h12 + 30 * 60_000);
-  t.same(last, { refund: 500, refund_owed: 1100, clamp: 'cap_clamped' }, 'what was left of the raised cap');
+  const last = (await rowsOf(t, control, [...shipped, raised])).at(-1)!;
+  t.same(
+    { refund: last.refund, refund_owed: last.refund_owed, clamp: last.clamp },
+    { refund: 500, refund_owed: 1100, clamp: 'cap_clamped' },
+    'what was left of the raised cap',
+  );
+  // The hour's tally is in no store read: asked of the database itself.
   t.equal(
-    control.handle.ctx.store.db
+    (control.handle.ctx.store as SqliteStore).db
       .prepare(`SELECT refunds FROM refund_hours WHERE endpoint_id = 'capped' AND hour = ?`)
       .pluck()
       .get(h12 / HOUR),
