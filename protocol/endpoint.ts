@@ -5,7 +5,7 @@
  * (`snapshot.ts`) and the gateway's routing build on these.
  */
 import { z } from 'zod';
-import { controlCharacterMessage, forbiddenControlCharacter, plainString } from './text';
+import { forbiddenCharacter, forbiddenCharacterMessage, plainString } from './text';
 
 /** First path segments the gateway keeps for itself (DESIGN §3). */
 export const RESERVED_ENDPOINT_IDS: readonly string[] = ['v1', 'health', 'metrics'];
@@ -59,9 +59,9 @@ const UPSTREAM_USERINFO = /^[a-z]+:\/\/[^/?#\\]*@/i;
  * so it must already be clean.
  */
 export const UpstreamUrl = z.string().superRefine((value, ctx) => {
-  const ch = forbiddenControlCharacter(value, 'line');
+  const ch = forbiddenCharacter(value, 'line');
   if (ch !== null) {
-    ctx.addIssue({ code: 'custom', message: controlCharacterMessage(ch, 'line') });
+    ctx.addIssue({ code: 'custom', message: forbiddenCharacterMessage(ch, 'line') });
     return;
   }
   if (/\s/.test(value)) {
@@ -102,9 +102,9 @@ export const InjectedHeaders = z.record(z.string(), z.string()).superRefine((hea
     } else if (FORBIDDEN_INJECTED_HEADERS.has(name.toLowerCase())) {
       ctx.addIssue({ code: 'custom', message: `header ${name} is set by the gateway and cannot be injected` });
     }
-    const ch = forbiddenControlCharacter(value, 'line');
+    const ch = forbiddenCharacter(value, 'line');
     if (ch !== null) {
-      ctx.addIssue({ code: 'custom', message: `value of header ${name} ${controlCharacterMessage(ch, 'line')}` });
+      ctx.addIssue({ code: 'custom', message: `value of header ${name} ${forbiddenCharacterMessage(ch, 'line')}` });
     } else if (!HEADER_VALUE_PATTERN.test(value)) {
       ctx.addIssue({ code: 'custom', message: `value of header ${name} must be Latin-1 text` });
     }
