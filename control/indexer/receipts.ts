@@ -45,7 +45,7 @@ export function registerReceiptRoutes(router: Router, ctx: ControlContext, heade
     cache.send(req, res, `jwks:${receipts.kid}`, () => jsonAnswer(receipts.jwks() satisfies ReceiptJwks, headers)),
   );
 
-  router.get('/api/receipts', ({ req, res, query }) => {
+  router.get('/api/receipts', { query: ['after', 'limit'] }, ({ req, res, query }) => {
     const after = batchNumber(query.get('after'), 'after', 0)!;
     const limit = intParam(query, 'limit', DEFAULT_RECEIPTS_PAGE, MAX_RECEIPTS_PAGE);
     const head = receipts.head()?.batch ?? 0;
