@@ -1,7 +1,7 @@
 /** The indexer ({indexer_url}, DESIGN §7): the document served at `{indexer_url}/openapi.json`. */
 import { z } from 'zod';
 import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
-import { CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
+import { BATCH_NUMBER_TEXT, CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
 import { buildDocument } from './build';
@@ -125,7 +125,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     summary: 'The receipt of one settlement batch',
     tag: 'receipts',
     security: ['none'],
-    params: [pathParam('batch', 'the batch number', z.string().regex(/^[0-9]+$/)), IF_NONE_MATCH],
+    params: [pathParam('batch', 'the batch number, without leading zeros', z.string().regex(BATCH_NUMBER_TEXT)), IF_NONE_MATCH],
     answers: cachedJson('The receipt', { Receipt }),
     errors: [...READ_ERRORS, 'svc_not_found'],
   },

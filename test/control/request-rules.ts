@@ -7,6 +7,7 @@
  * - a JSON route refuses a parameter it does not read, naming it (the indexer and the public
  *   API ignored them), while HTML pages, feeds and `/metrics` ignore them (shared links carry
  *   tracking parameters);
+ * - a batch number in a path has one form: `/api/receipts/01` is 400 like `/api/receipts/1.0`;
  * - a dot segment (`.`, `..`, any `%2e` spelling) is 400, never resolved (the indexer answered
  *   `/api/calls/%2e%2e/proof` as `/api/proof`, and `/api/x/%2e%2e/stats` as `/api/stats`), and
  *   `//x/api/stats` is not `/api/stats` on host `x`.
@@ -104,6 +105,20 @@ t.test('a JSON route refuses a parameter it does not read; pages, feeds and metr
   await served(t, control, 'api', `/favicon.ico?${tracking}`, 204);
   await served(t, control, 'indexer', `/activity?${tracking}`);
   await served(t, control, 'control', `/metrics?${tracking}`, 200, control.handle.bootstrap.metricsToken.token);
+});
+
+t.test('a batch number in a path has one form: no leading zeros', async (t) => {
+  const control = await startTestControl(t);
+  for (const batch of ['01', '00', '007', '1.0', '+1', '-1', '1e3', '0x1'])
+    await refused(t, control, 'indexer', `/api/receipts/${batch}`, ['batch']);
+  await refused(t, control, 'indexer', '/api/receipts?after=01', ['after']);
+  for (const batch of ['0', '1', '10', '999999999999999']) {
+    const [res] = await getTwice(control, 'indexer', `/api/receipts/${batch}`);
+    t.equal(res?.status, 404, `/api/receipts/${batch}: a batch number, with no receipt yet: 404`);
+    t.equal(res?.body?.code, 'svc_not_found');
+  }
+  await served(t, control, 'indexer', '/api/receipts?after=0');
+  await served(t, control, 'indexer', '/api/receipts?after=10');
 });
 
 t.test('a dot segment is 400 on every listener, never resolved', async (t) => {
