@@ -49,12 +49,12 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
 
   router.get('/_admin/v1/ledger/verify', ({ res }) => sendJson(res, 200, ledger.verify() satisfies LedgerVerifyView));
 
-  router.get('/_admin/v1/ledger/balances', ({ res, query }) => {
+  router.get('/_admin/v1/ledger/balances', { query: ['prefix'] }, ({ res, query }) => {
     const prefix = query.get('prefix') ?? undefined;
     sendJson(res, 200, { balances: ledger.balances(prefix) } satisfies BalancesView);
   });
 
-  router.get('/_admin/v1/payouts', ({ res, query }) => {
+  router.get('/_admin/v1/payouts', { query: ['wallet'] }, ({ res, query }) => {
     const wallet = query.get('wallet')?.trim();
     if (wallet !== undefined && walletChain(wallet) === null) {
       throw new SvcError('svc_bad_request', 'wallet is not a Solana or EVM address', {

@@ -48,7 +48,7 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
 
   router.get('/api/v1/status', ({ req, res }) => status.send(req, res, 'json', () => jsonAnswer(statusAnswer(ctx, ids), JSON_HEADERS)));
 
-  router.get('/api/v1/changelog', ({ req, res, query }) => {
+  router.get('/api/v1/changelog', { query: ['limit'] }, ({ req, res, query }) => {
     const limit = intParam(query, 'limit', CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT);
     const answer = (): PublicChangelogAnswer => ({ entries: publicChangelog(ctx.store, limit) });
     status.send(req, res, `changelog:${limit}`, () => jsonAnswer(answer(), JSON_HEADERS));

@@ -39,7 +39,7 @@ const pageUrls = (ctx: ControlContext): PageUrls => ({ api: ctx.urls.api, indexe
  * a day), so a visit logs no failed request. The pages' CSP loads no image anyway.
  */
 export function registerFavicon(router: Router): void {
-  router.get('/favicon.ico', ({ res }) => {
+  router.get('/favicon.ico', { otherQuery: 'ignore' }, ({ res }) => {
     res.writeHead(204, { 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' });
     res.end();
   });
@@ -53,11 +53,11 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
   const started = new Date(ctx.startedAt).toISOString();
 
   registerFavicon(router);
-  router.get('/status', ({ req, res }) =>
+  router.get('/status', { otherQuery: 'ignore' }, ({ req, res }) =>
     sendPage(req, res, status, 'status', () => renderStatusPage(statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now),
   );
 
-  router.get('/providers', ({ req, res, query }) => {
+  router.get('/providers', { query: ['sort', 'order'], otherQuery: 'ignore' }, ({ req, res, query }) => {
     const sort = parseSort(query);
     sendPage(
       req,
@@ -72,7 +72,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     );
   });
 
-  router.get('/providers/:id', ({ req, res, params }) => {
+  router.get('/providers/:id', { otherQuery: 'ignore' }, ({ req, res, params }) => {
     const id = params.id ?? '';
     sendPage(
       req,
@@ -89,7 +89,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     );
   });
 
-  router.get('/changelog.atom', ({ req, res }) =>
+  router.get('/changelog.atom', { otherQuery: 'ignore' }, ({ req, res }) =>
     status.send(req, res, 'changelog.atom', () => ({
       body: Buffer.from(
         renderAtom(changelogFeed(secret, ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started)),
@@ -99,7 +99,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     })),
   );
 
-  router.get('/status.atom', ({ req, res }) =>
+  router.get('/status.atom', { otherQuery: 'ignore' }, ({ req, res }) =>
     status.send(req, res, 'status.atom', () => ({
       body: Buffer.from(renderAtom(maintenanceFeed(secret, ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started))),
       contentType: ATOM_CONTENT_TYPE,
@@ -113,7 +113,7 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const limit = ctx.config.public.activityPageSize;
   registerFavicon(router);
-  router.get('/activity', ({ req, res, query }) => {
+  router.get('/activity', { query: ['before'], otherQuery: 'ignore' }, ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
     sendPage(
