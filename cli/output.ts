@@ -3,11 +3,13 @@
  * to stderr as one line. Injected so tests capture output without a process.
  *
  * Everything printed passes through here, and much of it comes from control (names, notes,
- * error details), possibly stored by an older version that accepted control characters. So
- * text lines and table cells show every C0/C1 control character as a visible `\xNN` escape,
- * and JSON escapes C1 as well as C0 (still valid JSON, the same value when parsed).
+ * error details), possibly stored by an older version that accepted control characters or
+ * bidi controls. So text lines and table cells show every character a field may not hold
+ * (`protocol/text.ts`) as a visible escape (`\x1b`, `\u202e`), and JSON escapes DEL, C1, bidi
+ * controls, U+2028/U+2029 and noncharacters as well as C0 (still valid JSON, the same value
+ * when parsed).
  */
-import { escapeControlCharacters } from '../protocol/text';
+import { escapeForTerminal, escapeJsonText } from '../protocol/text';
 
 export interface Output {
   /** Write a line of human-readable text to stdout. */
@@ -20,22 +22,21 @@ export interface Output {
 }
 
 /**
- * A text line as it may reach a terminal: control characters escaped, except the tabs and
- * line breaks the command itself uses to lay out its lines.
+ * A text line as it may reach a terminal: control characters, bidi controls, line separators
+ * and noncharacters escaped, except the tabs and line breaks the command itself uses to lay
+ * out its lines.
  */
 export function terminalText(text: string): string {
-  return escapeControlCharacters(text, true);
+  return escapeForTerminal(text, true);
 }
 
-const C1_AND_DEL = /[\u007f-\u009f]/g;
-
 /**
- * `value` as JSON text. `JSON.stringify` escapes C0 but leaves DEL and C1 raw (an 8-bit CSI,
- * U+009B, among them); those become `\u00NN` escapes. They can only occur inside strings, so
- * the document parses to the same value.
+ * `value` as JSON text. `JSON.stringify` escapes C0 but leaves DEL, C1 (an 8-bit CSI, U+009B,
+ * among them), bidi controls, U+2028/U+2029 and noncharacters raw; those become `\uNNNN`
+ * escapes. They can only occur inside strings, so the document parses to the same value.
  */
 export function jsonText(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(C1_AND_DEL, (ch) => '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0'));
+  return escapeJsonText(JSON.stringify(value, null, indent));
 }
 
 export function processOutput(): Output {
@@ -66,10 +67,11 @@ export function memoryOutput(): Output & { stdout: string[]; stderr: string[]; t
 
 /**
  * Render rows as an aligned text table. Each cell is one line: every control character in it,
- * tab and line breaks included, is shown escaped.
+ * tab and line breaks included, is shown escaped, and so is every other character a field may
+ * not hold (bidi controls, U+2028/U+2029, noncharacters).
  */
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
-  const cell = (c: string | number | null | undefined) => (c === null || c === undefined ? '-' : escapeControlCharacters(String(c)));
+  const cell = (c: string | number | null | undefined) => (c === null || c === undefined ? '-' : escapeForTerminal(String(c)));
   const cells = [headers, ...rows.map((r) => r.map(cell))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells

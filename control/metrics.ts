@@ -96,7 +96,7 @@ export class ControlMetrics {
 
 export function registerMetricsRoutes(router: Router, ctx: ControlContext): void {
   const metrics = new ControlMetrics(ctx);
-  router.get('/metrics', async ({ res }) => {
+  router.get('/metrics', { otherQuery: 'ignore' }, async ({ res }) => {
     const text = await metrics.render();
     res.writeHead(200, {
       'content-type': metrics.contentType,

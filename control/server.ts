@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { rmSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/load';
-import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
+import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { InstanceLockedError, acquireInstanceLock, controlRunningMessage } from '../protocol/instance-lock';
 import { RUNTIME_FILE, type RuntimeInfo } from '../protocol/runtime';
@@ -129,9 +129,9 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const adminAuth = new TokenAuth('admin', [{ name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token }]);
 
   const servers: Server[] = [];
-  // Every listener answers parser errors, CONNECT and non-path targets as problem+json.
+  // Every listener answers parser errors, CONNECT, non-path targets and a missing or repeated Host as problem+json.
   const bind = async (listener: Parameters<typeof createServer>[1], port: number, allow: string): Promise<string> => {
-    const server = configureServer(createServer(originFormOnly(listener!)));
+    const server = configureServer(createServer(EDGE_SERVER_OPTIONS, edgeListener(listener!)));
     answerParserErrors(server, { allow });
     servers.push(server);
     return listen(server, port, config.host);

@@ -13,7 +13,7 @@ import { HTTP_METHODS } from '../protocol/endpoint';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import type { ErrorCode } from '../protocol/errors';
 import { defaultGatewayId, type GatewayEngine } from '../protocol/snapshot';
-import { answerParserErrors, originFormOnly } from '../protocol/http-edge';
+import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
 import { createHandler } from './request/handler';
@@ -170,13 +170,14 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const refused = (code: ErrorCode) => metrics.rejection(code);
   const server: Server = createServer(
     {
+      ...EDGE_SERVER_OPTIONS,
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
       headersTimeout: config.gateway.headersTimeoutMs,
       requestTimeout: config.gateway.requestTimeoutMs,
       keepAliveTimeout: config.gateway.keepAliveTimeoutMs,
       maxHeaderSize: MAX_HEADER_BYTES,
     },
-    originFormOnly((req: IncomingMessage, res: ServerResponse) => {
+    edgeListener((req: IncomingMessage, res: ServerResponse) => {
       if (!operator(req, res)) handle(req, res);
     }, refused),
   );

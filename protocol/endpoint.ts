@@ -5,7 +5,7 @@
  * (`snapshot.ts`) and the gateway's routing build on these.
  */
 import { z } from 'zod';
-import { controlCharacterMessage, forbiddenControlCharacter, plainString } from './text';
+import { forbiddenCharacter, forbiddenCharacterMessage, plainString } from './text';
 
 /** First path segments the gateway keeps for itself (DESIGN §3). */
 export const RESERVED_ENDPOINT_IDS: readonly string[] = ['v1', 'health', 'metrics'];
@@ -53,15 +53,15 @@ const UPSTREAM_PREFIX = /^https?:\/\//i;
 const UPSTREAM_USERINFO = /^[a-z]+:\/\/[^/?#\\]*@/i;
 
 /**
- * An upstream base URL: absolute `http://` or `https://`, no credentials, query or fragment.
- * The raw string is checked before `new URL` parses it, because the WHATWG parser silently
- * drops tabs and CR/LF, trims spaces, and turns `\` into `/`: what is stored is what was typed,
- * so it must already be clean.
+ * An upstream base URL: absolute `http://` or `https://`, no credentials, query, fragment or
+ * dot segments. The raw string is checked before `new URL` parses it, because the WHATWG parser
+ * silently drops tabs and CR/LF, trims spaces, turns `\` into `/` and resolves `.`, `..` and
+ * `%2e%2e` segments: what is stored is what was typed, so it must already be clean.
  */
 export const UpstreamUrl = z.string().superRefine((value, ctx) => {
-  const ch = forbiddenControlCharacter(value, 'line');
+  const ch = forbiddenCharacter(value, 'line');
   if (ch !== null) {
-    ctx.addIssue({ code: 'custom', message: controlCharacterMessage(ch, 'line') });
+    ctx.addIssue({ code: 'custom', message: forbiddenCharacterMessage(ch, 'line') });
     return;
   }
   if (/\s/.test(value)) {
@@ -93,7 +93,66 @@ export const UpstreamUrl = z.string().superRefine((value, ctx) => {
   if (value.includes('?') || value.includes('#')) {
     ctx.addIssue({ code: 'custom', message: 'must not have a query string or fragment' });
   }
+  if (hasDotSegment(rawPath(value))) {
+    ctx.addIssue({ code: 'custom', message: 'must not contain dot segments (. or .., also percent-encoded as %2e)' });
+  }
 });
+
+/**
+ * A `.` or `..` path segment, as the gateway refuses it in a call's path and as an upstream
+ * URL may not hold it: also `..;jsessionid` (`..` to servlet containers) and look-alikes that
+ * NFKC folds into dots (`．．`, `‥`). Percent-decoding is the caller's: each decoded layer is
+ * checked on its own.
+ */
+export function isDotSegment(segment: string): boolean {
+  const semi = segment.indexOf(';');
+  const bare = semi === -1 ? segment : segment.slice(0, semi);
+  if (bare === '.' || bare === '..') return true;
+  if (bare.length <= 4 && /[\u0080-\uffff]/.test(bare)) {
+    const folded = bare.normalize('NFKC');
+    return folded === '.' || folded === '..';
+  }
+  return false;
+}
+
+/** Percent-decoding layers of an upstream path checked for dot segments (`%252e` is two deep). */
+const UPSTREAM_DECODE_LAYERS = 4;
+
+/** The path of an upstream URL as typed: after `scheme://host`, before any `?` or `#`. */
+function rawPath(value: string): string {
+  const afterScheme = value.indexOf('//') + 2;
+  const slash = value.indexOf('/', afterScheme);
+  if (slash === -1) return '';
+  const end = value.slice(slash).search(/[?#]/);
+  return end === -1 ? value.slice(slash) : value.slice(slash, slash + end);
+}
+
+/**
+ * Whether `path` (as typed) has a dot segment in it or in any of its percent-decoded layers.
+ * `new URL` resolves raw and `%2e` dot segments away, so the check runs on the typed text: what
+ * is stored is what was typed, and an upstream that decodes once more must not walk up either.
+ */
+function hasDotSegment(path: string): boolean {
+  let layer = path;
+  for (let depth = 0; depth <= UPSTREAM_DECODE_LAYERS; depth++) {
+    if (layer.split(/[/\\]/).some(isDotSegment)) return true;
+    const decoded = percentDecode(layer);
+    if (decoded === layer) return false;
+    layer = decoded;
+  }
+  return false;
+}
+
+/** One layer of percent-decoding; a run that is not UTF-8 is decoded byte by byte (Latin-1). */
+function percentDecode(text: string): string {
+  return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run.replace(/%([0-9a-f]{2})/gi, (_, byte: string) => String.fromCharCode(parseInt(byte, 16)));
+    }
+  });
+}
 
 export const InjectedHeaders = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
   for (const [name, value] of Object.entries(headers)) {
@@ -102,9 +161,9 @@ export const InjectedHeaders = z.record(z.string(), z.string()).superRefine((hea
     } else if (FORBIDDEN_INJECTED_HEADERS.has(name.toLowerCase())) {
       ctx.addIssue({ code: 'custom', message: `header ${name} is set by the gateway and cannot be injected` });
     }
-    const ch = forbiddenControlCharacter(value, 'line');
+    const ch = forbiddenCharacter(value, 'line');
     if (ch !== null) {
-      ctx.addIssue({ code: 'custom', message: `value of header ${name} ${controlCharacterMessage(ch, 'line')}` });
+      ctx.addIssue({ code: 'custom', message: `value of header ${name} ${forbiddenCharacterMessage(ch, 'line')}` });
     } else if (!HEADER_VALUE_PATTERN.test(value)) {
       ctx.addIssue({ code: 'custom', message: `value of header ${name} must be Latin-1 text` });
     }

@@ -72,7 +72,9 @@ const IntText = z.string().regex(/^(0|[1-9][0-9]*)$/);
 export const CALL_HEADERS = {
   'x-svc-call-id': z.uuid({ version: 'v7' }).describe('the call id (UUIDv7), the key of its outcome record'),
   'x-svc-outcome': Outcome.describe('the outcome known when the head was sent'),
-  'x-svc-latency-ms': IntText.describe("the provider's latency in milliseconds, measured from the end of the request body"),
+  'x-svc-latency-ms': IntText.describe(
+    "the provider's latency in milliseconds, measured from the end of the request body; 0 on a caller_error 408/413 (the provider never had the whole request)",
+  ),
   'x-svc-premium': IntText.describe("premium to be charged (micro-units): the endpoint's premium on ok with a key, else 0"),
   'x-svc-refund': IntText.describe(
     'refund to be settled before clamping (micro-units): price + premium on covered failures with a key, else 0',

@@ -38,10 +38,16 @@ export const GatewayStatus = z.strictObject({
   live: z.boolean(),
   weight: GatewayWeight,
   /**
-   * The share control last pushed to it; a gateway cut off from control keeps enforcing it.
-   * Null when it never got one.
+   * The share control last pushed to it, while its lease holds (a gateway cut off from control
+   * keeps enforcing it); 0 once its lease has lapsed, since control has given its part to the
+   * live gateways. Null when it never got one.
    */
-  share: Share.nullable(),
+  share: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe("its share of every key's limit; 0 once its lease has lapsed, null when it never got one"),
   applied_version: StateVersion,
   last_seen: IsoTime,
   /** The last update it refused (`v<version> at <time>: <reason>`), or null. */

@@ -1,16 +1,26 @@
 /**
  * What every listener answers before its request listener runs: requests Node's HTTP parser
- * refuses (`clientError`), `CONNECT` (the `connect` event), and request targets that are not
- * origin-form (`GET http://host/x`, `OPTIONS *`). All of them leave as problem+json with a
- * catalogue code, like every other error (DESIGN §9, §11).
+ * refuses (`clientError`), `CONNECT` (the `connect` event), request targets that are not
+ * origin-form (`GET http://host/x`, `OPTIONS *`), and an HTTP/1.1 request without `Host` or
+ * any request with more than one. All of them leave as problem+json with a catalogue code,
+ * like every other error (DESIGN §9, §11).
  *
  * Node answers parser errors itself only when no `clientError` listener exists, and then with
- * an empty body; without a `connect` listener it closes a CONNECT socket without a word.
+ * an empty body; without a `connect` listener it closes a CONNECT socket without a word; and
+ * its own `Host` check (`requireHostHeader`) answers an empty 400, so every listener is created
+ * with {@link EDGE_SERVER_OPTIONS}, which turns it off, and {@link edgeListener} answers instead.
  *
- * @see https://www.rfc-editor.org/rfc/rfc9112#section-3.2 (request target forms)
+ * @see https://www.rfc-editor.org/rfc/rfc9112#section-3.2 (request target forms, Host)
  * @see https://www.rfc-editor.org/rfc/rfc9457
  */
-import { STATUS_CODES, maxHeaderSize as NODE_MAX_HEADER_SIZE, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import {
+  STATUS_CODES,
+  maxHeaderSize as NODE_MAX_HEADER_SIZE,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerOptions,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ERRORS, PROBLEM_CONTENT_TYPE, problem, type ErrorCode } from './errors';
 import { sendProblem } from './http';
@@ -124,20 +134,51 @@ export function answerParserErrors(server: Server, options: EdgeOptions): Server
 }
 
 /**
- * Wrap a request listener so that only origin-form targets (a path starting with `/`) reach
- * it. Absolute-form (`GET http://host/x`, what a forward proxy receives) and asterisk-form
- * (`OPTIONS *`) targets get 400 `svc_bad_request` and the connection is closed.
+ * Options every listener's `http.Server` is created with. Node's own check of `Host`
+ * (`requireHostHeader`) answers an empty 400 and misses a repeated `Host`; it is off, and
+ * {@link edgeListener} answers both as problem+json.
  */
-export function originFormOnly(listener: RequestListener, onRefused?: (code: ErrorCode) => void): RequestListener {
+export const EDGE_SERVER_OPTIONS = { requireHostHeader: false } as const satisfies ServerOptions;
+
+/** How many `Host` field lines the request head holds (Node's `req.headers.host` keeps only the first). */
+function hostLines(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') count++;
+  }
+  return count;
+}
+
+/** Why the request head is refused before any route sees it, or null when it is not. */
+function edgeRefusal(req: IncomingMessage): string | null {
+  if (req.url?.charCodeAt(0) !== 0x2f /* / */) return 'the request target must be a path starting with / (absolute-form is for proxies)';
+  const hosts = hostLines(req.rawHeaders);
+  if (hosts > 1) return 'more than one Host header field';
+  if (hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) return 'an HTTP/1.1 request needs a Host header field';
+  return null;
+}
+
+/**
+ * Wrap a request listener so that only requests with a sound head reach it (RFC 9112 §3.2):
+ *
+ * - the target is origin-form (a path starting with `/`): absolute-form (`GET http://host/x`,
+ *   what a forward proxy receives) and asterisk-form (`OPTIONS *`) are refused;
+ * - an HTTP/1.1 request has a `Host` field (HTTP/1.0 needs none), and no request has two.
+ *
+ * A refused request gets 400 `svc_bad_request` with `Connection: close`, and the connection is
+ * closed. The server must be created with {@link EDGE_SERVER_OPTIONS}, or Node answers a
+ * missing `Host` itself before this runs.
+ */
+export function edgeListener(listener: RequestListener, onRefused?: (code: ErrorCode) => void): RequestListener {
   return (req, res) => {
-    if (req.url?.charCodeAt(0) === 0x2f /* / */) {
+    const refusal = edgeRefusal(req);
+    if (refusal === null) {
       listener(req, res);
       return;
     }
     onRefused?.('svc_bad_request');
     req.resume();
-    sendProblem(res, 'svc_bad_request', 'the request target must be a path starting with / (absolute-form is for proxies)', {
-      connection: 'close',
-    });
+    sendProblem(res, 'svc_bad_request', refusal, { connection: 'close' });
   };
 }

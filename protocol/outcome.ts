@@ -41,6 +41,11 @@ export const OutcomeRecord = z
      */
     status: z.number().int().min(100).max(599),
     outcome: Outcome,
+    /**
+     * The provider's latency (ms from the end of the request body to the response head, or to
+     * the failure). For `caller_error`, what the provider spent: 0 when it never had the whole
+     * request; never the caller's own stall.
+     */
     latency_ms: z.number().int().min(0),
     started_at: z.iso.datetime(),
     gateway_id: z.string().min(1).max(64),

@@ -21,6 +21,12 @@ export const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 /** Unpadded base64url (RFC 4648 §5). */
 export const Base64Url = z.string().regex(/^[A-Za-z0-9_-]+$/);
 const BatchNumber = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+/**
+ * A batch number as a URL writes it (`/api/receipts/<batch>`, `after=`): up to 15 digits in
+ * their one canonical form, without a sign or a leading zero (`0` itself is fine), so each
+ * receipt has exactly one URL.
+ */
+export const BATCH_NUMBER_TEXT = /^(0|[1-9][0-9]{0,14})$/;
 
 /**
  * One settled call, the leaf of its batch's tree. It names the call and the provider, never

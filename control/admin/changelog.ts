@@ -28,7 +28,7 @@ export function limitParam(query: URLSearchParams, fallback: number, max: number
 }
 
 export function registerChangelogRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/_admin/v1/changelog', async ({ res, query }) => {
+  router.get('/_admin/v1/changelog', { query: ['limit'] }, async ({ res, query }) => {
     sendJson(res, 200, {
       entries: await ctx.store.changelog.list(limitParam(query, ADMIN_CHANGELOG_DEFAULT_LIMIT, ADMIN_CHANGELOG_MAX_LIMIT)),
     } satisfies ChangelogList);
@@ -43,7 +43,7 @@ export function registerChangelogRoutes(router: Router, ctx: ControlContext): vo
     sendJson(res, 201, (await ctx.store.changelog.byId(id)) satisfies ChangelogEntry | undefined);
   });
 
-  router.get('/_admin/v1/audit', async ({ res, query }) => {
+  router.get('/_admin/v1/audit', { query: ['limit'] }, async ({ res, query }) => {
     sendJson(res, 200, {
       entries: await ctx.store.audit.list(limitParam(query, AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT)),
     } satisfies AuditList);

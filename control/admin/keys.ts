@@ -93,7 +93,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 201, await issueKey(ctx, actor, input));
   });
 
-  router.get('/_admin/v1/keys', async ({ res, query }) => {
+  router.get('/_admin/v1/keys', { query: ['status', 'limit', 'cursor'] }, async ({ res, query }) => {
     sendJson(res, 200, await listKeys(ctx, query));
   });
 

@@ -49,12 +49,12 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
 
   router.get('/_admin/v1/ledger/verify', async ({ res }) => sendJson(res, 200, (await ledger.verify()) satisfies LedgerVerifyView));
 
-  router.get('/_admin/v1/ledger/balances', async ({ res, query }) => {
+  router.get('/_admin/v1/ledger/balances', { query: ['prefix'] }, async ({ res, query }) => {
     const prefix = query.get('prefix') ?? undefined;
     sendJson(res, 200, { balances: await ledger.balances(prefix) } satisfies BalancesView);
   });
 
-  router.get('/_admin/v1/payouts', async ({ res, query }) => {
+  router.get('/_admin/v1/payouts', { query: ['wallet'] }, async ({ res, query }) => {
     const wallet = query.get('wallet')?.trim();
     if (wallet !== undefined && walletChain(wallet) === null) {
       throw new SvcError('svc_bad_request', 'wallet is not a Solana or EVM address', {

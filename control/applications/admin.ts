@@ -53,7 +53,7 @@ function boolParam(query: URLSearchParams, name: string): boolean {
 }
 
 export function registerApplicationAdminRoutes(router: Router, ctx: ControlContext): void {
-  router.get('/_admin/v1/applications', async ({ res, query }) => {
+  router.get('/_admin/v1/applications', { query: ['status', 'overdue', 'testers'] }, async ({ res, query }) => {
     const status = query.get('status');
     if (status !== null && !STATUSES.includes(status as ApplicationStatus))
       throw badQuery('status', `must be one of ${STATUSES.join(', ')}`);

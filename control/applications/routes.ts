@@ -78,14 +78,14 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
   // The public pages' site header, with the listeners' URLs (known once they are bound).
   const header = () => siteHeader({ api: ctx.urls.api, indexer: ctx.urls.indexer }, 'apply');
 
-  router.get('/apply', ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, EMPTY_FORM, header())));
+  router.get('/apply', { otherQuery: 'ignore' }, ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, EMPTY_FORM, header())));
 
-  router.get('/apply/thanks', ({ res, query }) => {
+  router.get('/apply/thanks', { query: ['id'], otherQuery: 'ignore' }, ({ res, query }) => {
     const id = query.get('id');
     sendHtml(res, 200, (nonce) => renderThanks(nonce, id !== null && ID_PATTERN.test(id) ? id : null, header()));
   });
 
-  router.post('/apply', async ({ req, res }: RequestContext) => {
+  router.post('/apply', { otherQuery: 'ignore' }, async ({ req, res }: RequestContext) => {
     const client = clientAddress(req, ctx.config.public.trustedProxyHops);
     let raw: unknown = {};
     try {

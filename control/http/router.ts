@@ -2,10 +2,20 @@
  * A small method + path router for control's listeners. Patterns are literal segments and
  * `:name` parameters; a path that matches with another method answers 405 with `Allow`.
  * Handlers throw `SvcError` for problems; the router sends them as problem+json.
+ *
+ * Two request rules hold on every route of every control listener, before its handler runs:
+ *
+ * - the path is matched as sent: a dot segment (`.`, `..`, or any spelling of them with
+ *   `%2e`) is 400 `svc_bad_request`, never resolved against the segments before it;
+ * - each query parameter a route reads may appear once (400 naming it otherwise), and a JSON
+ *   route refuses parameters it does not read (400 naming them), so a misspelt filter never
+ *   silently answers everything. HTML pages, feeds and the metrics scrape ignore parameters
+ *   they do not read: links people share carry tracking parameters (`utm_source`, `fbclid`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SvcError } from '../../protocol/errors';
+import { SvcError, type FieldError } from '../../protocol/errors';
 import { sendError } from '../../protocol/http';
+import { redactKeys } from '../../protocol/keys';
 import type { Logger } from '../../protocol/log';
 
 export interface RequestContext {
@@ -19,48 +29,87 @@ export interface RequestContext {
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
+export interface RouteOptions {
+  /** The query parameters the route reads; each may appear at most once. @default none */
+  query?: readonly string[];
+  /**
+   * What the route does with any other query parameter: `refuse` (400 `svc_bad_request`
+   * naming it) for JSON routes, `ignore` for HTML pages, feeds and the metrics scrape.
+   * @default 'refuse'
+   */
+  otherQuery?: 'refuse' | 'ignore';
+}
+
 interface Route {
   method: string;
   segments: string[];
   handler: Handler;
+  query: readonly string[];
+  otherQuery: 'refuse' | 'ignore';
 }
+
+/** One row of {@link Router.table}. */
+export interface RouteEntry {
+  method: string;
+  /** `/a/:param` */
+  pattern: string;
+  query: readonly string[];
+  otherQuery: 'refuse' | 'ignore';
+}
+
+/** A route's handler, after its options when it has any: `get('/x', handler)`, `get('/x', { query: ['limit'] }, handler)`. */
+export type RouteArgs = [handler: Handler] | [options: RouteOptions, handler: Handler];
 
 export class Router {
   private readonly routes: Route[] = [];
 
-  add(method: string, pattern: string, handler: Handler): this {
-    this.routes.push({ method, segments: pattern.split('/').filter(Boolean), handler });
+  /** Register a route; the handler it is stored as checks the query against its options first. */
+  add(method: string, pattern: string, ...args: RouteArgs): this {
+    const [options, handler] = args.length === 1 ? [{}, args[0]] : args;
+    const query = options.query ?? [];
+    const otherQuery = options.otherQuery ?? 'refuse';
+    const checked: Handler = (ctx) => {
+      checkQuery(ctx, query, otherQuery);
+      return handler(ctx);
+    };
+    this.routes.push({ method, segments: pattern.split('/').filter(Boolean), handler: checked, query, otherQuery });
     return this;
   }
 
-  get(pattern: string, handler: Handler): this {
-    return this.add('GET', pattern, handler);
+  get(pattern: string, ...args: RouteArgs): this {
+    return this.add('GET', pattern, ...args);
   }
-  post(pattern: string, handler: Handler): this {
-    return this.add('POST', pattern, handler);
+  post(pattern: string, ...args: RouteArgs): this {
+    return this.add('POST', pattern, ...args);
   }
-  put(pattern: string, handler: Handler): this {
-    return this.add('PUT', pattern, handler);
+  put(pattern: string, ...args: RouteArgs): this {
+    return this.add('PUT', pattern, ...args);
   }
-  patch(pattern: string, handler: Handler): this {
-    return this.add('PATCH', pattern, handler);
+  patch(pattern: string, ...args: RouteArgs): this {
+    return this.add('PATCH', pattern, ...args);
   }
-  delete(pattern: string, handler: Handler): this {
-    return this.add('DELETE', pattern, handler);
-  }
-
-  /** Every registered route (method and `/a/:param` pattern), in registration order. */
-  table(): { method: string; pattern: string }[] {
-    return this.routes.map((r) => ({ method: r.method, pattern: '/' + r.segments.join('/') }));
+  delete(pattern: string, ...args: RouteArgs): this {
+    return this.add('DELETE', pattern, ...args);
   }
 
-  /** Find the handler for a request; throws 404/405 `SvcError`s. */
+  /** Every registered route (method, `/a/:param` pattern and its query rule), in registration order. */
+  table(): RouteEntry[] {
+    return this.routes.map((r) => ({ method: r.method, pattern: '/' + r.segments.join('/'), query: r.query, otherQuery: r.otherQuery }));
+  }
+
+  /**
+   * Find the handler for a request path as it was sent (not resolved or normalised); throws
+   * 400 for malformed percent-encoding and dot segments, 404/405 `SvcError`s for no route.
+   */
   match(method: string, pathname: string): { handler: Handler; params: Record<string, string> } {
     let parts: string[];
     try {
       parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
     } catch {
       throw new SvcError('svc_bad_request', 'malformed percent-encoding in path');
+    }
+    if (parts.some((part) => part === '.' || part === '..')) {
+      throw new SvcError('svc_bad_request', 'a path segment is . or .. (or %2e for a dot): paths are taken as sent, never resolved');
     }
     const allowed: string[] = [];
     for (const route of this.routes) {
@@ -76,6 +125,29 @@ export class Router {
     }
     throw new SvcError('svc_not_found', `no route for ${method} ${pathname}`);
   }
+}
+
+/**
+ * The query rule of one route: a parameter it reads given twice, or (unless `other` is
+ * `ignore`) one it does not read, is 400 `svc_bad_request` with each named in `errors`.
+ */
+function checkQuery(ctx: RequestContext, names: readonly string[], other: 'refuse' | 'ignore'): void {
+  if (ctx.query.size === 0) return;
+  const seen = new Set<string>();
+  const errors = new Map<string, FieldError>();
+  for (const name of ctx.query.keys()) {
+    if (!names.includes(name)) {
+      if (other === 'refuse') errors.set(name, { field: redactKeys(name), message: 'is not a known parameter' });
+    } else if (seen.has(name)) {
+      errors.set(name, { field: name, message: 'is given more than once' });
+    } else {
+      seen.add(name);
+    }
+  }
+  if (errors.size === 0) return;
+  const list = [...errors.values()];
+  ctx.req.resume();
+  throw new SvcError('svc_bad_request', list.map((e) => `${e.field}: ${e.message}`).join('; '), { extra: { errors: list } });
 }
 
 function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {

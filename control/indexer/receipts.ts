@@ -14,7 +14,7 @@
  * new key). Problems are never cached.
  */
 import { SvcError } from '../../protocol/errors';
-import type { CallProof, ReceiptJwks, ReceiptsPage } from '../../protocol/receipts';
+import { BATCH_NUMBER_TEXT, type CallProof, type ReceiptJwks, type ReceiptsPage } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { ResponseCache, jsonAnswer } from '../public/cache';
@@ -27,11 +27,12 @@ export const MAX_RECEIPTS_PAGE = 1_000;
 /** Longer call ids cannot be the gateway's (UUIDv7, 36 characters): not found, without a lookup. */
 const MAX_CALL_ID_LENGTH = 128;
 
+/** A batch number as a path segment or `after`, written as {@link BATCH_NUMBER_TEXT} says. */
 function batchNumber(raw: string | null, field: string, fallback: number | null): number | null {
   if (raw === null) return fallback;
-  if (!/^\d{1,15}$/.test(raw)) {
-    throw new SvcError('svc_bad_request', `${field} must be a batch number (an integer ≥ ${fallback === null ? 1 : 0})`, {
-      extra: { errors: [{ field, message: 'must be a whole number' }] },
+  if (!BATCH_NUMBER_TEXT.test(raw)) {
+    throw new SvcError('svc_bad_request', `${field} must be a batch number (an integer ≥ ${fallback === null ? 1 : 0}, no leading zeros)`, {
+      extra: { errors: [{ field, message: 'must be a whole number without leading zeros' }] },
     });
   }
   return Number(raw);
@@ -47,7 +48,7 @@ export function registerReceiptRoutes(router: Router, ctx: ControlContext, heade
     ),
   );
 
-  router.get('/api/receipts', async ({ req, res, query }) => {
+  router.get('/api/receipts', { query: ['after', 'limit'] }, async ({ req, res, query }) => {
     const after = batchNumber(query.get('after'), 'after', 0)!;
     const limit = intParam(query, 'limit', DEFAULT_RECEIPTS_PAGE, MAX_RECEIPTS_PAGE);
     const head = (await receipts.head())?.batch ?? 0;

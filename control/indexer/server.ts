@@ -12,7 +12,8 @@ import type { ControlContext } from '../context';
 import { Router } from '../http/router';
 import { renderDocument } from '../../protocol/openapi';
 import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from '../public/cache';
-import { dispatcher, splitTarget } from '../public/dispatch';
+import { splitTarget } from '../http/serve';
+import { dispatcher } from '../public/dispatch';
 import { OpaqueIds } from '../public/ids';
 import { intParam } from '../public/routes';
 import { publicIpLimiter } from '../public/server';
@@ -38,7 +39,7 @@ export function indexerRouter(ctx: ControlContext): Router {
       })),
     )
     .get('/api/stats', ({ req, res }) => cache.send(req, res, 'stats', async () => jsonAnswer(await statsAnswer(ctx, ids), JSON_HEADERS)))
-    .get('/api/activity', ({ req, res, query }) => {
+    .get('/api/activity', { query: ['limit', 'before'] }, ({ req, res, query }) => {
       const limit = intParam(query, 'limit', p.activityPageSize, p.activityMaxPageSize);
       const before = parseBefore(query.get('before'), cursors);
       const key = `activity:${limit}:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;

@@ -40,10 +40,3 @@ export function dispatcher(router: Router, log: Logger): Dispatch {
     void runHandler(handler, { req, res, params: EMPTY_PARAMS, query: new URLSearchParams(search), actor: 'anonymous' }, log);
   };
 }
-
-/** Split a request target into its path and its query (without `?`). */
-export function splitTarget(target: string | undefined): [string, string] {
-  const url = target ?? '/';
-  const q = url.indexOf('?');
-  return q === -1 ? [url, ''] : [url.slice(0, q), url.slice(q + 1)];
-}

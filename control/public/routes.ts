@@ -52,7 +52,7 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
     status.send(req, res, 'json', async () => jsonAnswer(await statusAnswer(ctx, ids), JSON_HEADERS)),
   );
 
-  router.get('/api/v1/changelog', async ({ req, res, query }) => {
+  router.get('/api/v1/changelog', { query: ['limit'] }, async ({ req, res, query }) => {
     const limit = intParam(query, 'limit', CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT);
     const answer = async (): Promise<PublicChangelogAnswer> => ({ entries: await publicChangelog(ctx.store, limit) });
     await status.send(req, res, `changelog:${limit}`, async () => jsonAnswer(await answer(), JSON_HEADERS));

@@ -241,15 +241,22 @@ export class SyncHub {
     return this.waiters.wait(version, timeoutMs);
   }
 
+  /**
+   * Every gateway control knows. `share` is the one it was last pushed while its lease holds
+   * (it may still enforce it, cut off), and 0 once the lease has lapsed (its last ack, renewal
+   * or connect is older than `sync.leaseS`): control has given its part to the others, so a
+   * dead gateway is not shown holding a share beside the live ones.
+   */
   async status(): Promise<GatewayStatus[]> {
     const rows = await this.ctx.store.gateways.list();
-    const live = new Set(this.members(this.ctx.now()).map((m) => m.id));
+    const now = this.ctx.now();
+    const live = new Set(this.members(now).map((m) => m.id));
     return rows.map((row) => ({
       id: row.id,
       connected: this.conns.has(row.id),
       live: live.has(row.id) && this.conns.has(row.id),
       weight: row.weight,
-      share: this.conns.get(row.id)?.share ?? row.share,
+      share: now - row.last_seen > this.leaseMs ? (row.share === null ? null : 0) : (this.conns.get(row.id)?.share ?? row.share),
       applied_version: this.conns.get(row.id)?.appliedVersion ?? row.applied_version,
       last_seen: new Date(row.last_seen).toISOString(),
       last_nack:

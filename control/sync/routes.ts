@@ -25,7 +25,7 @@ import { parseOutcomeBatch } from './outcome-batch';
 export const OUTCOME_BATCH_LIMIT_BYTES = 16 * 1024 * 1024;
 
 export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: SyncHub): void {
-  router.get('/_sync/v1/stream', async ({ req, res, query }) => {
+  router.get('/_sync/v1/stream', { query: ['gateway_id', 'version', 'epoch', 'engine'] }, async ({ req, res, query }) => {
     const q = parseBody(StreamQuery, Object.fromEntries(query));
     await hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null, q.engine ?? null);
   });

@@ -25,7 +25,6 @@ export interface EngineCounters {
 }
 
 export abstract class ForwardCall {
-  private readonly started = performance.now();
   protected finished = false;
   /** The provider's deadline, or the upstream's idle timeout, ran out. */
   protected timedOut = false;
@@ -230,8 +229,12 @@ export abstract class ForwardCall {
     this.done(result);
   }
 
+  /**
+   * A failure of the caller's doing: the latency is what the provider spent, never the caller's
+   * own stall or wait (its clock at the head if one came; 0 if it never had the whole request).
+   */
   private reportCaller(kind: CallerFailure, sentStatus: number | null): void {
-    this.latency = Math.round(performance.now() - this.started);
+    if (this.latency < 0) this.latency = this.providerMs();
     this.report(kind, sentStatus);
   }
 
@@ -304,13 +307,15 @@ export abstract class ForwardCall {
     }
     const sent = kind === 'client_timeout' ? 408 : 413;
     const headers: HeaderList = ['connection', 'close'];
+    // The provider's clock, as for any answer: 0, since the upstream never had the whole request.
+    if (this.latency < 0) this.latency = this.providerMs();
     const head: ResponseHead = {
       status: sent,
       headers,
       fromUpstream: false,
       networkError: null,
       callerFailure: kind,
-      upstreamLatencyMs: Math.round(performance.now() - this.started),
+      upstreamLatencyMs: this.latency,
     };
     if (!this.ownHead(head)) return;
     sendCallerFailure(

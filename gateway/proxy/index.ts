@@ -87,7 +87,10 @@ export interface ResponseHead {
   networkError: NetworkError | null;
   /** Set when forward() answers a failure of the caller's doing (408, 413). */
   callerFailure: CallerFailure | null;
-  /** The provider's clock at the head (0 when it answered before the request body was sent). */
+  /**
+   * The provider's clock at the head (0 when it answered before the request body was sent, and
+   * on forward()'s 408/413, since the upstream never had the whole request).
+   */
   upstreamLatencyMs: number;
   /** Set by the head hook (upstream answers only) to observe the body on its way to the caller. */
   body?: BodyObserver;
@@ -104,7 +107,8 @@ export interface ForwardResult {
   /**
    * The provider's clock: milliseconds from the moment the last request byte was handed
    * upstream to the response head, or to a network failure (0 if either came first). For a
-   * caller failure, the whole time since forward() started.
+   * caller failure, what the provider had spent when the caller broke off (its clock at the
+   * head if one came; 0 if it never had the whole request), never the caller's own time.
    */
   upstreamLatencyMs: number;
   /** A fault in the gateway itself (500 `svc_internal` was sent); never the provider's. */

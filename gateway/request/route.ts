@@ -7,7 +7,7 @@
  * segment by segment in every decoding layer, then the raw (still encoded) suffix is appended
  * to the base path and the result is checked to start with that base path.
  */
-import { ENDPOINT_ID_PATTERN, RESERVED_ENDPOINT_IDS } from '../../protocol/endpoint';
+import { ENDPOINT_ID_PATTERN, RESERVED_ENDPOINT_IDS, isDotSegment } from '../../protocol/endpoint';
 
 /** A parsed gateway route, or the reason there is none. */
 export type RouteResult =
@@ -198,18 +198,6 @@ function checkLayer(layer: string): string | null {
     }
   }
   return null;
-}
-
-function isDotSegment(segment: string): boolean {
-  // `..;jsessionid` is `..` to servlet containers; NFKC folds `．．` and `‥` into `..`.
-  const semi = segment.indexOf(';');
-  const bare = semi === -1 ? segment : segment.slice(0, semi);
-  if (bare === '.' || bare === '..') return true;
-  if (bare.length <= 4 && /[\u0080-\uffff]/.test(bare)) {
-    const folded = bare.normalize('NFKC');
-    return folded === '.' || folded === '..';
-  }
-  return false;
 }
 
 /** Why `query` (raw, with its `?`) cannot be forwarded as-is, or null when it can. */

@@ -43,7 +43,7 @@ import { MONEY_OPERATIONS } from './admin-money';
 import { admin, created, ok } from './admin-op';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
-import { OpenApiDocument, pathParam } from './common';
+import { OpenApiDocument, REQUEST_RULES, pathParam } from './common';
 import { SYNC_OPERATIONS } from './sync';
 import { WEBHOOKS } from './webhooks';
 
@@ -281,7 +281,8 @@ export function adminDocument(): JsonObject {
     {
       title: 'svc control: admin and sync API',
       description:
-        "Control's listener ({control}, default http://127.0.0.1:7073): the admin API `svcctl` uses (`Authorization: Bearer <admin token>`), the sync API gateways use (sync token) and `/metrics` (metrics token); without the right token, 401 `svc_unauthorized`. Bodies are JSON with snake_case fields; every mutation answers with the state `version` it produced and is recorded in the audit log. Amounts are integer micro-units.",
+        "Control's listener ({control}, default http://127.0.0.1:7073): the admin API `svcctl` uses (`Authorization: Bearer <admin token>`), the sync API gateways use (sync token) and `/metrics` (metrics token); without the right token, 401 `svc_unauthorized`. Bodies are JSON with snake_case fields; every mutation answers with the state `version` it produced and is recorded in the audit log. Amounts are integer micro-units. " +
+        REQUEST_RULES,
       server: { description: 'control (default http://127.0.0.1:7073)' },
       tags: [
         { name: 'keys', description: 'Beta keys (DESIGN §5)' },

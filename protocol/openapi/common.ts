@@ -12,6 +12,13 @@ import type { Answer, Named, Parameter } from './operation';
  */
 export const EDGE_ERRORS: readonly ErrorCode[] = ['svc_bad_request', 'svc_request_timeout', 'svc_headers_too_large', 'svc_internal'];
 
+/**
+ * The request rules of control's listeners (`control/http/router.ts`), stated in each of their
+ * documents: paths are never resolved, and query parameters are checked against the operation.
+ */
+export const REQUEST_RULES =
+  "Paths are taken as sent: a dot segment (`.` or `..`, also spelled with `%2e`) is 400 `svc_bad_request`, never resolved. An operation's query parameters may each be given once; operations that answer JSON refuse any parameter they do not list (400 `svc_bad_request` naming it), while pages, feeds and metrics ignore them.";
+
 /** A JSON request body over the listener's cap is refused before it is read. */
 export const BODY_ERRORS: readonly ErrorCode[] = ['svc_payload_too_large'];
 

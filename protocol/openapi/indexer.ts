@@ -1,12 +1,12 @@
 /** The indexer ({indexer_url}, DESIGN §7): the document served at `{indexer_url}/openapi.json`. */
 import { z } from 'zod';
 import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
-import { CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
+import { BATCH_NUMBER_TEXT, CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
-import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedHtml, cachedJson, pathParam } from './common';
+import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, REQUEST_RULES, cachedHtml, cachedJson, pathParam } from './common';
 
 /** Every request is counted against the per-IP limit first; there is no User-Agent filter. */
 const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_rate_limited'];
@@ -125,7 +125,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     summary: 'The receipt of one settlement batch',
     tag: 'receipts',
     security: ['none'],
-    params: [pathParam('batch', 'the batch number', z.string().regex(/^[0-9]+$/)), IF_NONE_MATCH],
+    params: [pathParam('batch', 'the batch number, without leading zeros', z.string().regex(BATCH_NUMBER_TEXT)), IF_NONE_MATCH],
     answers: cachedJson('The receipt', { Receipt }),
     errors: [...READ_ERRORS, 'svc_not_found'],
   },
@@ -150,7 +150,8 @@ export function indexerDocument(): JsonObject {
     {
       title: 'svc indexer',
       description:
-        'Aggregate statistics and call activity of svc ({indexer_url}). Answers are cached with `Cache-Control` and `ETag` (`If-None-Match` → 304); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units (`amount_decimals`: 6); ids are opaque.',
+        'Aggregate statistics and call activity of svc ({indexer_url}). Answers are cached with `Cache-Control` and `ETag` (`If-None-Match` → 304); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units (`amount_decimals`: 6); ids are opaque. ' +
+        REQUEST_RULES,
       server: { description: '{indexer_url} (default http://127.0.0.1:7072)' },
       tags: [
         { name: 'health', description: 'Liveness and this document' },

@@ -6,7 +6,17 @@ import { ProvidersAnswer, PublicChangelogAnswer, PublicChangelogQuery, StatusAns
 import { HealthAnswer } from '../wire';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
-import { BODY_ERRORS, EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, cachedAtom, cachedHtml, cachedJson, pathParam } from './common';
+import {
+  BODY_ERRORS,
+  EDGE_ERRORS,
+  IF_NONE_MATCH,
+  OpenApiDocument,
+  REQUEST_RULES,
+  cachedAtom,
+  cachedHtml,
+  cachedJson,
+  pathParam,
+} from './common';
 
 /** What the listener itself may answer to any request: the per-IP limit, then the User-Agent allow-list. */
 const LISTENER_ERRORS: readonly ErrorCode[] = ['svc_forbidden_user_agent', 'svc_rate_limited'];
@@ -188,7 +198,8 @@ export function publicDocument(): JsonObject {
     {
       title: 'svc public read API',
       description:
-        'Public reads of svc ({api_url}): providers and their reliability tiers, the status page, the changelog, and access applications. Only browsers and `svc-monitor-sdk/<version>` User-Agents are served (403 `svc_forbidden_user_agent` otherwise); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units; ids are opaque.',
+        'Public reads of svc ({api_url}): providers and their reliability tiers, the status page, the changelog, and access applications. Only browsers and `svc-monitor-sdk/<version>` User-Agents are served (403 `svc_forbidden_user_agent` otherwise); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units; ids are opaque. ' +
+        REQUEST_RULES,
       server: { description: '{api_url} (default http://127.0.0.1:7071)' },
       tags: [
         { name: 'health', description: 'Liveness and this document' },

@@ -154,6 +154,9 @@ t.test('usage errors exit 2 before or at the API', async (t) => {
   t.equal(ftp.code, 2, 'an upstream the API refuses: exit 2');
   t.match(ftp.stderr, 'upstream');
   t.match(ftp.stderr, 'svc_bad_request');
+  const dotted = await cli('endpoints', 'add', 'x', '--upstream', 'http://127.0.0.1:9/a/../../etc');
+  t.equal(dotted.code, 2, 'an upstream with dot segments: exit 2');
+  t.match(dotted.stderr, /upstream.*dot segments/);
   const noUpstream = await cli('endpoints', 'add', 'x');
   t.equal(noUpstream.code, 2, 'missing --upstream: exit 2');
   const badPrice = await cli('endpoints', 'add', 'x', '--upstream', 'http://127.0.0.1:9', '--price', '1.5');

@@ -2,7 +2,10 @@
  * Every string field the admin API takes refuses C0/C1 control characters (U+0000–U+001F,
  * U+007F–U+009F) with 400 `svc_bad_request` naming the field; a tab passes only in free text
  * (notes, changelog text, reasons), and line breaks only in answers typed into a text area.
- * Nothing refused is stored, and the error never echoes the value.
+ * Bidi controls (U+202E and the rest), the line and paragraph separators U+2028/U+2029 and
+ * noncharacters (U+FFFE, U+FDD0, U+10FFFF, …) are refused in every field, free text included,
+ * since a public page would show them. Nothing refused is stored, and the error never echoes
+ * the value.
  */
 import t from 'tap';
 import { agentAnswers, merchantAnswers, SOLANA_WALLET } from '../fixtures/applications';
@@ -26,6 +29,9 @@ interface FieldCase {
 }
 
 const UPSTREAM = 'http://127.0.0.1:9/api';
+
+/** `U+001B U+005B …`: the characters under test, named, so none of them reaches the TAP stream raw. */
+const codePoints = (text: string) => [...text].map((ch) => 'U+' + ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')).join(' ');
 
 /** Valid text around the character under test, so only the character can be at fault. */
 const around = (ch: string) => `left${ch}right`;
@@ -152,6 +158,26 @@ const ALWAYS_REFUSED = [
   '\u009f',
 ];
 const LINE_BREAKS = ['\n', '\r', '\r\n'];
+/** Characters that make text read other than it is, refused in every field; and what the message names. */
+const SPOOFING: [string, RegExp][] = [
+  ['\u202e', /bidirectional text controls \(found U\+202E\)/],
+  ['\u202a', /bidirectional text controls/],
+  ['\u202d', /bidirectional text controls/],
+  ['\u200e', /bidirectional text controls/],
+  ['\u200f', /bidirectional text controls/],
+  ['\u2066', /bidirectional text controls/],
+  ['\u2069', /bidirectional text controls/],
+  ['\u061c', /bidirectional text controls/],
+  ['\u2028', /line or paragraph separators \(found U\+2028\)/],
+  ['\u2029', /line or paragraph separators/],
+  ['\ufffe', /noncharacters \(found U\+FFFE\)/],
+  ['\uffff', /noncharacters/],
+  ['\ufdd0', /noncharacters/],
+  ['\ufdef', /noncharacters/],
+  ['\u{1fffe}', /noncharacters \(found U\+1FFFE\)/],
+  ['\u{10ffff}', /noncharacters/],
+];
+const SPOOFING_REASON = new Map(SPOOFING);
 
 function accepted(kind: Kind, ch: string): boolean {
   if (ch === '\t') return kind !== 'line';
@@ -165,9 +191,9 @@ t.test('control characters are refused with the field named; tab only in free te
   t.equal(base.status, 201);
   let n = 0;
   for (const c of FIELDS) {
-    for (const ch of [...ALWAYS_REFUSED, ...LINE_BREAKS, '\t']) {
+    for (const ch of [...ALWAYS_REFUSED, ...LINE_BREAKS, '\t', ...SPOOFING_REASON.keys()]) {
       n += 1;
-      const label = `${c.name} with ${JSON.stringify(ch)}`;
+      const label = `${c.name} with ${codePoints(ch)}`;
       const value = around(ch);
       const expectOk = accepted(c.kind, ch);
       const prepared = expectOk && c.prepare ? await c.prepare(control, n) : 'app_111111111111';
@@ -181,7 +207,7 @@ t.test('control characters are refused with the field named; tab only in free te
       t.equal(res.body?.code, 'svc_bad_request', `${label}: svc_bad_request`);
       const named = (res.body?.errors ?? []).filter((e: { field: string }) => e.field === c.field);
       t.equal(named.length, 1, `${label}: errors name ${c.field} (got ${JSON.stringify(res.body?.errors)})`);
-      t.match(named[0]?.message ?? '', /control character/, `${label}: the message says why`);
+      t.match(named[0]?.message ?? '', SPOOFING_REASON.get(ch) ?? /control character/, `${label}: the message says why`);
       t.notOk(res.text.includes('left'), `${label}: the value is not echoed`);
     }
   }
@@ -206,8 +232,8 @@ t.test('control characters are refused with the field named; tab only in free te
     // eslint-disable-next-line no-control-regex -- as above
     const lineRefused = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/;
     const refused = what === 'applications' ? textAreaRefused : lineRefused;
-    const bad = stored.filter((s) => refused.test(s));
-    t.same(bad, [], `${what}: no stored string holds a refused control character`);
+    const bad = stored.filter((s) => refused.test(s) || [...SPOOFING_REASON.keys()].some((ch) => s.includes(ch)));
+    t.same(bad, [], `${what}: no stored string holds a refused character`);
   }
   t.equal(keys.body.keys.length, 0, 'no key was issued');
   t.same(

@@ -162,6 +162,56 @@ t.test('validation', async (t) => {
   t.equal(missing.status, 404, 'update of an unknown endpoint: 404');
 });
 
+t.test('an upstream with dot segments is refused as typed, on add and on update', async (t) => {
+  // `new URL` resolves these away (`http://h/a/../../etc` parses as `http://h/etc`), so the
+  // check reads what was typed.
+  const control = await startTestControl(t);
+  const base = await control.admin('POST', '/_admin/v1/endpoints', { id: 'base', upstream: UPSTREAM });
+  t.equal(base.status, 201);
+  const dotted = [
+    'http://example.com/a/../../etc',
+    'http://example.com/a/..',
+    'http://example.com/./api',
+    'http://example.com/api/.',
+    'http://example.com/a/%2e%2e/etc',
+    'http://example.com/a/%2E%2E/etc',
+    'http://example.com/a/.%2e/etc',
+    'http://example.com/a/%2e./etc',
+    'http://example.com/a/%2e/etc',
+    'http://example.com/a/%252e%252e/etc',
+    'http://example.com/a/..;x/etc',
+    'https://example.com:8443/v1/../admin',
+  ];
+  for (const upstream of dotted) {
+    for (const [method, path, body] of [
+      ['POST', '/_admin/v1/endpoints', { id: 'dots', upstream }],
+      ['PATCH', '/_admin/v1/endpoints/base', { upstream }],
+    ] as const) {
+      const res = await control.admin(method, path, body);
+      t.equal(res.status, 400, `${method} ${upstream}: 400`);
+      t.equal(res.body?.code, 'svc_bad_request');
+      t.match(res.body?.errors, [{ field: 'upstream', message: /dot segments/ }], `${method} ${upstream}: names upstream and says why`);
+    }
+  }
+  const list = await control.admin('GET', '/_admin/v1/endpoints');
+  t.same(
+    list.body.endpoints.map((e: { id: string; upstream: string }) => [e.id, e.upstream]),
+    [['base', UPSTREAM]],
+    'nothing refused was stored',
+  );
+
+  // Dots that are not whole segments are ordinary path characters.
+  for (const [i, upstream] of [
+    'http://example.com/a/.../b',
+    'http://example.com/.well-known/x',
+    'http://example.com/v1..2/a.b',
+  ].entries()) {
+    const res = await control.admin('POST', '/_admin/v1/endpoints', { id: `dots${i}`, upstream });
+    t.equal(res.status, 201, `${upstream}: accepted`);
+    t.equal(res.body.upstream, upstream, 'stored as typed');
+  }
+});
+
 t.test('injected header values are write-only', async (t) => {
   const control = await startTestControl(t);
   const secret1 = 'upstream-secret-AAAA-1111';

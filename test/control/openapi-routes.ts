@@ -1,7 +1,8 @@
 /**
  * The OpenAPI documents match control's routers both ways: every route registered on the
  * public, indexer and control (admin, sync, metrics) routers is documented, and every
- * documented operation is routed. And each listener serves its document live: the public one
+ * documented operation is routed; each route reads exactly the query parameters its operation
+ * documents, and refuses others when it answers JSON (pages, feeds and metrics ignore them). And each listener serves its document live: the public one
  * behind the User-Agent filter with ETag caching, the indexer's cached, the admin one behind
  * the admin token, all three the exact bytes `npm run openapi` writes.
  */
@@ -10,8 +11,8 @@ import { indexerRouter } from '../../control/indexer/server';
 import type { Router } from '../../control/http/router';
 import { publicRouter } from '../../control/public/server';
 import { renderDocument, type DocumentName } from '../../protocol/openapi';
-import { startTestControl } from '../fixtures/control';
-import { currentDocument } from '../fixtures/openapi';
+import { startTestControl, type TestControl } from '../fixtures/control';
+import { currentDocument, type Doc } from '../fixtures/openapi';
 import { SDK_UA } from '../fixtures/public';
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch']);
@@ -32,15 +33,19 @@ function documented(name: DocumentName): string[] {
     .sort();
 }
 
-t.test('every routed path is documented and every documented path is routed', async (t) => {
-  const control = await startTestControl(t);
+/** Each document with the routers of the listener it describes. */
+function listeners(control: TestControl): [DocumentName, Router[]][] {
   const { admin, sync, metrics } = control.handle.routers;
-  const cases: [DocumentName, Router[]][] = [
+  return [
     ['public', [publicRouter(control.handle.ctx)]],
     ['indexer', [indexerRouter(control.handle.ctx)]],
     ['admin', [admin, sync, metrics]],
   ];
-  for (const [name, routers] of cases) {
+}
+
+t.test('every routed path is documented and every documented path is routed', async (t) => {
+  const control = await startTestControl(t);
+  for (const [name, routers] of listeners(control)) {
     const routes = routed(routers);
     const ops = documented(name);
     t.ok(routes.length > 3, `${name}: the router table is not empty (${routes.length} routes)`);
@@ -54,6 +59,45 @@ t.test('every routed path is documented and every documented path is routed', as
       [],
       `${name}: every documented operation is routed`,
     );
+  }
+});
+
+interface DocumentedOperation {
+  parameters?: { name: string; in: string }[];
+  responses: Record<string, { $ref?: string; content?: Record<string, unknown> }>;
+}
+
+/** The content types of an operation's 2xx and 3xx answers (shared answers resolved). */
+function successTypes(doc: Doc, op: DocumentedOperation): string[] {
+  return Object.entries(op.responses)
+    .filter(([status]) => /^[23]/.test(status))
+    .flatMap(([, answer]) => {
+      const resolved = answer.$ref ? doc.components.responses[answer.$ref.replace('#/components/responses/', '')] : answer;
+      return Object.keys(resolved?.content ?? {});
+    });
+}
+
+t.test('each route reads the query parameters its operation documents; JSON routes refuse others', async (t) => {
+  const control = await startTestControl(t);
+  for (const [name, routers] of listeners(control)) {
+    const doc = currentDocument(name);
+    let pages = 0;
+    for (const route of routers.flatMap((r) => r.table())) {
+      const what = `${name}: ${route.method} ${route.pattern}`;
+      const op = doc.paths[route.pattern.replace(/:([A-Za-z_]+)/g, '{$1}')]?.[route.method.toLowerCase()] as
+        DocumentedOperation | undefined;
+      if (op === undefined) continue; // reported by the test above
+      const documented = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+      t.same([...route.query].sort(), documented.sort(), `${what}: reads the documented query parameters`);
+      const json = successTypes(doc, op).some((type) => /json/.test(type));
+      t.equal(
+        route.otherQuery,
+        json ? 'refuse' : 'ignore',
+        `${what}: ${json ? 'answers JSON, refuses' : 'a page, feed or scrape, ignores'} other parameters`,
+      );
+      if (!json) pages++;
+    }
+    t.ok(pages > 0, `${name}: some routes are not JSON (${pages})`);
   }
 });
 

@@ -3,14 +3,16 @@
  * in-process control and hand-written gateways on `/_sync/v1/stream`: each gateway gets its own
  * `share` line (provisional on connect, then whenever the live set or a weight changes); a
  * gateway counts once it acked and for `sync.leaseS` after its last ack or renewal; leaving or
- * a lapsed lease hands its part to the others; weights change the proportions; `per-gateway`
+ * a lapsed lease hands its part to the others, and the admin API then shows the gateway's share
+ * as 0; weights change the proportions; `per-gateway`
  * gives everyone 1; after a restart control still counts the gateways that held a share until
  * they reconnect or their lease lapses. The gateway side (buckets) is test/gateway/limiter.ts
  * and test/e2e/gateway-shares.ts.
  */
 import t from 'tap';
-import { startTestControl, type TestControl } from '../fixtures/control';
-import { ack, dial, keepRenewing, liveGateway } from '../fixtures/fake-gateway';
+import { runCli } from '../fixtures/cli';
+import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
+import { ack, dial, keepRenewing, liveGateway, type FakeGateway } from '../fixtures/fake-gateway';
 
 const LEASE_S = 1;
 
@@ -118,8 +120,8 @@ t.test('a gateway that leaves, or stops renewing its lease, hands its part to th
   const view = await gateways(control);
   t.match(
     view.gateways.find((g) => g.id === 'gw-b'),
-    { connected: true, live: false, share: 0.333333333 },
-    'the silent gateway is connected, not live, and is shown the share it last got (which it keeps enforcing)',
+    { connected: true, live: false, share: 0 },
+    'the silent gateway is connected, not live, and holds no share once its lease lapsed',
   );
 
   // gw-c leaves: gw-a alone holds the whole limit.
@@ -129,6 +131,50 @@ t.test('a gateway that leaves, or stops renewing its lease, hands its part to th
     { type: 'share', share: 1, gateways: 1, mode: 'split' },
     'after a leave the rest re-divide',
   );
+});
+
+t.test('a gone gateway is shown its last share while its lease holds, and 0 once it lapsed', async (t) => {
+  // Before: a dead gateway kept showing its last share (25 %) beside the live ones (33.33 %).
+  const clock = manualClock();
+  const control = await startTestControl(t, { flags: { 'sync.leaseS': 30 }, now: clock.now });
+  const gws = [];
+  for (const id of ['gw-a', 'gw-b', 'gw-c', 'gw-d']) gws.push(await liveGateway(t, control, id));
+  const [a, b, c, d] = gws as [FakeGateway, FakeGateway, FakeGateway, FakeGateway];
+  await a.nextShare((s) => s.gateways === 4);
+  await b.nextShare((s) => s.gateways === 4);
+  await c.nextShare((s) => s.gateways === 4);
+
+  await d.close();
+  await a.nextShare((s) => s.gateways === 3);
+  const renew = async (...live: FakeGateway[]) => {
+    for (const gw of live) t.equal(await ack(control, { gateway_id: gw.id, version: 0, ok: true, renew: true }), 200);
+  };
+  const shares = async () =>
+    Object.fromEntries((await gateways(control)).gateways.map((g) => [g.id, { connected: g.connected, live: g.live, share: g.share }]));
+  t.same(
+    (await shares())['gw-d'],
+    { connected: false, live: false, share: 0.25 },
+    'just gone, within its lease: the share it may still enforce, cut off',
+  );
+
+  // Its lease lapses; the others renew theirs.
+  clock.advance(30_001);
+  await renew(a, b, c);
+  const third = 0.333333333;
+  t.same(
+    await shares(),
+    {
+      'gw-a': { connected: true, live: true, share: third },
+      'gw-b': { connected: true, live: true, share: third },
+      'gw-c': { connected: true, live: true, share: third },
+      'gw-d': { connected: false, live: false, share: 0 },
+    },
+    'the dead gateway holds 0 beside the live ones',
+  );
+  const cli = await runCli(['gateways', 'list'], { control });
+  t.equal(cli.code, 0, cli.stderr);
+  t.match(cli.stdout, /gw-d\s+no\s+no\s+1\s+0%/, 'svcctl gateways list shows 0 %');
+  t.match(cli.stdout, /gw-a\s+yes\s+yes\s+1\s+33\.33%/);
 });
 
 t.test('per-gateway mode: every gateway enforces the whole limit', async (t) => {

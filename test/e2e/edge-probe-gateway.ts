@@ -5,7 +5,9 @@
  * - slow and incomplete request bodies are the caller's doing: 408 `svc_request_timeout`, the
  *   connection closed, recorded as `caller_error` with no refund and no premium, and the
  *   provider's failure rate and tier do not move (before: 504, a refunded network_error, and
- *   two such calls in a hundred made the provider ELEVATED);
+ *   two such calls in a hundred made the provider ELEVATED); their latency is the provider's,
+ *   0 since it never had the whole request, in `X-Svc-Latency-Ms`, the outcome record and
+ *   `/api/activity` (before: the caller's own stall, `X-Svc-Latency-Ms: 2001`);
  * - more than `gateway.maxHeaders` header fields is 431, and a GET/HEAD body in either
  *   framing is 400, with nothing forwarded (before: a Content-Length after 100 filler fields
  *   slipped past the body check and reached the upstream);
@@ -135,6 +137,7 @@ for (const engine of ENGINES)
       t.equal(a.headers.connection, 'close');
       t.ok(a.closed, 'the gateway closed the connection');
       t.match(a.headers, { 'x-svc-outcome': 'caller_error', 'x-svc-refund': '0', 'x-svc-premium': '0' });
+      t.equal(a.headers['x-svc-latency-ms'], '0', 'the caller’s stall is not the provider’s latency');
       t.notOk(
         up.requests.slice(upBefore).some((r) => r.complete),
         'the upstream never got a complete request',
@@ -173,6 +176,7 @@ for (const engine of ENGINES)
       t.equal(a.status, 408);
       t.equal(a.body?.code, 'svc_request_timeout');
       t.equal(a.headers['x-svc-outcome'], 'caller_error');
+      t.equal(a.headers['x-svc-latency-ms'], '0');
       callerErrors.push(a);
     });
 
@@ -200,7 +204,7 @@ for (const engine of ENGINES)
       });
       t.equal(a.status, 413);
       t.equal(a.body?.code, 'svc_payload_too_large');
-      t.match(a.headers, { 'x-svc-outcome': 'caller_error', connection: 'close' });
+      t.match(a.headers, { 'x-svc-outcome': 'caller_error', connection: 'close', 'x-svc-latency-ms': '0' });
       t.ok(a.closed);
       callerErrors.push(a);
     });
@@ -222,6 +226,11 @@ for (const engine of ENGINES)
           .sort(),
         [408, 408, 413, 499],
       );
+      t.same(
+        rows.filter((r) => r.outcome === 'caller_error').map((r) => r.latency_ms),
+        [0, 0, 0, 0],
+        'the provider never had the whole request: latency 0 in every record',
+      );
 
       const run = await stack.cli(['settler', 'run-once', '--json']);
       t.equal(run.code, 0, run.stderr);
@@ -239,9 +248,14 @@ for (const engine of ENGINES)
       const stats = (
         await request(stack.control.urls.indexer!, '/api/activity?limit=100', { method: 'GET', headers: { 'user-agent': SDK_UA } })
       ).body;
-      const items = (stats.activity ?? []) as { outcome: string; refund: number | null; premium: number | null }[];
+      const items = (stats.activity ?? []) as { outcome: string; refund: number | null; premium: number | null; latency_ms: number }[];
       const shown = items.filter((i) => i.outcome === 'caller_error');
       t.equal(shown.length, 4, 'the indexer lists them as caller_error');
+      t.same(
+        shown.map((i) => i.latency_ms),
+        [0, 0, 0, 0],
+        'with no provider latency',
+      );
       t.ok(
         shown.every((i) => i.refund === 0 && i.premium === 0),
         'settled with no refund and no premium',

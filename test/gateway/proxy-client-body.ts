@@ -3,7 +3,9 @@
 // request byte was handed upstream). A slow or stalled caller must never be blamed on the
 // provider: before the provider's clock started at the request head, a body that stalled
 // past the endpoint timeout came back as 504 `svc_upstream_timeout` (a refunded
-// network_error).
+// network_error). Nor is the caller's stall reported as the provider's latency: a caller
+// error carries what the provider spent (0 when it never had the whole request), where it
+// used to carry the whole time since the call started (`X-Svc-Latency-Ms: 2001` on a 408).
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import net from 'node:net';
@@ -87,6 +89,12 @@ function cases(t: Test, engine: GatewayEngine): void {
       [...gw.heads.values()].map((h) => [h.status, h.fromUpstream, h.callerFailure, h.networkError]),
       [[408, false, 'client_timeout', null]],
     );
+    t.equal(
+      [...gw.heads.values()][0]?.upstreamLatencyMs,
+      0,
+      'the 408 head carries no provider latency: the upstream never had the request',
+    );
+    t.equal(gw.results[0]?.upstreamLatencyMs, 0, 'nor does the result: the caller’s stall is not the provider’s latency');
     t.equal(up.completed(), 0, 'the upstream never saw a complete request');
     await waitFor(() => gw.proxy.stats().inFlight === 0 && gw.proxy.stats().sockets === 0, 'upstream request destroyed');
   });
@@ -107,6 +115,54 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(up.received(), body.length, 'the whole body reached the upstream');
   });
 
+  t.test('a caller that leaves mid-body is a caller error with no provider latency', async (t) => {
+    const up = await echoUpstream(t);
+    const gw = await startGateway(t, { engine, upstreamPort: up.port, timeoutMs: 5_000, clientBodyTimeoutMs: 60_000 });
+    const socket = net.connect(gw.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.write(head('/x', 'Content-Length: 100\r\n') + '0123456789');
+    await waitFor(() => gw.forwarded === 1, 'call forwarded');
+    // The caller keeps the call waiting for its body a while, then leaves.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    await waitFor(() => gw.results.length === 1, 'call reported');
+    t.same(
+      gw.results.map((r) => [r.networkError, r.sentStatus, r.upstreamLatencyMs]),
+      [['client_abort', null, 0]],
+      'the time the caller held the call is not the provider’s',
+    );
+  });
+
+  t.test('a caller that leaves mid-answer keeps the provider’s latency at the head', async (t) => {
+    const upstream = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first chunk');
+    });
+    const port = await listen(t, upstream);
+    const gw = await startGateway(t, { engine, upstreamPort: port, timeoutMs: 60_000 });
+    await new Promise<void>((resolve) => {
+      const req = http.request({ host: '127.0.0.1', port: gw.port, path: '/x', agent: false }, (res) => {
+        // The caller reads a while after the head, then leaves.
+        res.once('data', () =>
+          setTimeout(() => {
+            req.destroy();
+            resolve();
+          }, 100),
+        );
+      });
+      req.on('error', () => undefined);
+      req.end();
+    });
+    await waitFor(() => gw.results.length === 1, 'call reported');
+    const [result] = gw.results;
+    t.equal(result?.networkError, 'client_abort');
+    t.equal(
+      result?.upstreamLatencyMs,
+      [...gw.heads.values()][0]?.upstreamLatencyMs,
+      'the latency is the provider’s clock at its head, not the time the caller spent reading',
+    );
+  });
+
   t.test('a body trickled slower than clientBodyTimeoutMs is 408', async (t) => {
     const up = await echoUpstream(t);
     const gw = await startGateway(t, { engine, upstreamPort: up.port, timeoutMs: 5_000, clientBodyTimeoutMs: 150 });
@@ -122,8 +178,8 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(bodyOf(answer.text).code, 'svc_request_timeout');
     await settle();
     t.same(
-      gw.results.map((r) => r.networkError),
-      ['client_timeout'],
+      gw.results.map((r) => [r.networkError, r.upstreamLatencyMs]),
+      [['client_timeout', 0]],
     );
     t.equal(up.completed(), 0);
   });

@@ -39,7 +39,7 @@ const pageUrls = (ctx: ControlContext): PageUrls => ({ api: ctx.urls.api, indexe
  * a day), so a visit logs no failed request. The pages' CSP loads no image anyway.
  */
 export function registerFavicon(router: Router): void {
-  router.get('/favicon.ico', ({ res }) => {
+  router.get('/favicon.ico', { otherQuery: 'ignore' }, ({ res }) => {
     res.writeHead(204, { 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' });
     res.end();
   });
@@ -55,11 +55,12 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
   registerFavicon(router);
   router.get(
     '/status',
+    { otherQuery: 'ignore' },
     async ({ req, res }) =>
       await sendPage(req, res, status, 'status', async () => renderStatusPage(await statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now),
   );
 
-  router.get('/providers', async ({ req, res, query }) => {
+  router.get('/providers', { query: ['sort', 'order'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
     const sort = parseSort(query);
     await sendPage(
       req,
@@ -74,7 +75,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     );
   });
 
-  router.get('/providers/:id', async ({ req, res, params }) => {
+  router.get('/providers/:id', { otherQuery: 'ignore' }, async ({ req, res, params }) => {
     const id = params.id ?? '';
     await sendPage(
       req,
@@ -91,7 +92,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     );
   });
 
-  router.get('/changelog.atom', async ({ req, res }) =>
+  router.get('/changelog.atom', { otherQuery: 'ignore' }, async ({ req, res }) =>
     status.send(req, res, 'changelog.atom', async () => ({
       body: Buffer.from(
         renderAtom(changelogFeed(secret, await ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started)),
@@ -101,7 +102,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     })),
   );
 
-  router.get('/status.atom', async ({ req, res }) =>
+  router.get('/status.atom', { otherQuery: 'ignore' }, async ({ req, res }) =>
     status.send(req, res, 'status.atom', async () => ({
       body: Buffer.from(renderAtom(maintenanceFeed(secret, await ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started))),
       contentType: ATOM_CONTENT_TYPE,
@@ -115,7 +116,7 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const limit = ctx.config.public.activityPageSize;
   registerFavicon(router);
-  router.get('/activity', async ({ req, res, query }) => {
+  router.get('/activity', { query: ['before'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
     await sendPage(

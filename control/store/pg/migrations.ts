@@ -1,0 +1,11 @@
+/**
+ * PostgreSQL schema migrations, applied in order by `migrate.ts` and tracked in the
+ * `svc_schema_migrations` table. Numbered for this dialect alone: PostgreSQL's 1 is SQLite's 13
+ * (`../migrations.ts`). One file per migration under `migrations/`. Append only: never edit a
+ * migration that has shipped; add the next one, and its SQLite twin when both dialects change.
+ *
+ * Times are BIGINT milliseconds since the Unix epoch (UTC). Money is BIGINT micro-units.
+ */
+import m001 from './migrations/001-initial';
+
+export const PG_MIGRATIONS: readonly string[] = [m001];
