@@ -81,10 +81,10 @@ t.test('a rewritten newest batch without its receipt halts the settler until an 
   const dataDir = join(t.testdir(), 'data');
   const first = await startTestControl(t, { dataDir, flags: FLAGS });
   const store = first.handle.ctx.store;
-  saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
+  await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
   t.equal((await runCli(['pool', 'fund', '1000.0', '--json'], { control: first })).code, 0);
   const started = Date.now() - 60_000;
-  store.outcomes.ingest(
+  await store.outcomes.ingest(
     Array.from({ length: 30 }, (_, i) => outcome({ outcome: KINDS[i % KINDS.length]!, key_id: `key_${i % 2}`, started: started + i })),
     Date.now(),
   );
@@ -122,7 +122,7 @@ t.test('a rewritten newest batch without its receipt halts the settler until an 
   t.equal((await control.request(`${control.urls.api}/api/v1/status`, { headers: { 'user-agent': SDK_UA } })).body.settler.state, 'halted');
 
   // It signs and settles nothing, and refuses to be resumed or run.
-  control.handle.ctx.store.outcomes.ingest([outcome({ outcome: 'server_error', key_id: 'key_0' })], Date.now());
+  await control.handle.ctx.store.outcomes.ingest([outcome({ outcome: 'server_error', key_id: 'key_0' })], Date.now());
   for (const verb of ['resume', 'run-once']) {
     const refused = await cli('settler', verb);
     t.equal(refused.code, 1, `settler ${verb} exits 1`);
@@ -132,8 +132,8 @@ t.test('a rewritten newest batch without its receipt halts the settler until an 
   t.equal(problem.status, 409);
   t.match(problem.headers.get('content-type'), /^application\/problem\+json/);
   t.match(problem.body, { code: 'svc_settler_halted', batch, detail: new RegExp(`svcctl receipts reissue ${batch}`) });
-  t.equal(control.handle.ctx.store.settlement.backlog().count, 1, 'nothing settled');
-  t.equal(control.handle.ctx.store.receipts.get(batch), null, 'and nothing signed');
+  t.equal((await control.handle.ctx.store.settlement.backlog()).count, 1, 'nothing settled');
+  t.equal(await control.handle.ctx.store.receipts.get(batch), null, 'and nothing signed');
 
   // Both verifiers fail naming the batch; the rewritten call has no proof.
   const ledger = await cli('ledger', 'verify');
@@ -180,8 +180,8 @@ t.test('a rewritten newest batch without its receipt halts the settler until an 
 t.test('receipts reissue, text output: the halt stays while another batch lacks its receipt', async (t) => {
   const dataDir = join(t.testdir(), 'data');
   const first = await startTestControl(t, { dataDir, flags: FLAGS });
-  saveEndpoint(first.handle.ctx.store, 'ep', { price: 1000, premium: 100 });
-  first.handle.ctx.store.outcomes.ingest(
+  await saveEndpoint(first.handle.ctx.store, 'ep', { price: 1000, premium: 100 });
+  await first.handle.ctx.store.outcomes.ingest(
     Array.from({ length: 30 }, (_, i) => outcome({ outcome: 'ok', started: Date.now() - 1000 + i })),
     Date.now(),
   );

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { Settler, SettlerHaltedError } from '../../control/settler/settler';
-import { Store, type StoreOptions } from '../../control/store';
+import { SqliteStore, Store, type StoreOptions } from '../../control/store';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { BACKFILLED_META } from '../../control/store/receipts';
 import { BACKFILL_MARKER_FILE } from '../../control/receipts/backfill-marker';
@@ -57,21 +57,21 @@ function records(n: number, from = 0): OutcomeRecord[] {
   });
 }
 
-function open(path: string, options: StoreOptions = {}): Store {
+function open(path: string, options: StoreOptions = {}): Promise<Store> {
   return Store.open(path, options);
 }
 
-function seed(store: Store, pool = 1_000_000_000): void {
-  saveEndpoint(store, 'a', { price: 2000, premium: 150, treasury_fee_bps: 500 });
-  saveEndpoint(store, 'b', { price: 1000, premium: 0, refund_cap_per_hour: 5000 });
-  store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, () => store.ledger.fund(pool, T0, 'test', null));
+async function seed(store: Store, pool = 1_000_000_000): Promise<void> {
+  await saveEndpoint(store, 'a', { price: 2000, premium: 150, treasury_fee_bps: 500 });
+  await saveEndpoint(store, 'b', { price: 1000, premium: 0, refund_cap_per_hour: 5000 });
+  await store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(pool, T0, 'test', null));
 }
 
-const settlerOf = (store: Store, cap = 40): Settler =>
-  new Settler({ store, log: silentLogger, now: () => T0 + 10_000_000, cadenceMs: 3_600_000, batchCap: cap });
+const settlerOf = (store: Store, cap = 40): Promise<Settler> =>
+  Settler.open({ store, log: silentLogger, now: () => T0 + 10_000_000, cadenceMs: 3_600_000, batchCap: cap });
 
 async function settle(store: Store, cap = 40): Promise<number> {
-  return (await settlerOf(store, cap).runOnce()).batches.length;
+  return (await (await settlerOf(store, cap)).runOnce()).batches.length;
 }
 
 /** Where the database at `path` records that the receipts backfill ran: its `meta` row, the data dir's file. */
@@ -84,52 +84,52 @@ function backfillRecords(path: string): { database: boolean; dataDir: boolean } 
 
 /** Settle an install with receipts on, close it; the number of batches. */
 async function settledInstall(path: string): Promise<number> {
-  const store = open(path);
-  seed(store);
-  store.outcomes.ingest(records(200), T0);
+  const store = await open(path);
+  await seed(store);
+  await store.outcomes.ingest(records(200), T0);
   const made = await settle(store);
-  store.close();
+  await store.close();
   return made;
 }
 
 const deleteNewestReceipt = (db: Database.Database): void =>
   void db.exec(`DELETE FROM receipts WHERE batch = (SELECT max(batch) FROM receipts)`);
 
-const all = (store: Store): ReceiptFields[] => store.receipts.page(0, 1_000_000);
+const all = (store: Store): Promise<ReceiptFields[]> => store.receipts.page(0, 1_000_000);
 
-function chainProblem(store: Store): string | null {
-  const chain = new ChainVerifier(new ReceiptKeyring(store.receipts.jwks()));
-  for (const r of all(store)) {
+async function chainProblem(store: Store): Promise<string | null> {
+  const chain = new ChainVerifier(new ReceiptKeyring(await store.receipts.jwks()));
+  for (const r of await all(store)) {
     const p = chain.push(r);
     if (p !== null) return p.reason;
   }
-  const totals = store.ledger.totals();
+  const totals = await store.ledger.totals();
   return (
     chain.checkTotals({ batches: totals.settled_batches, refunds: totals.total_refunds, premiums: totals.total_premiums })?.reason ?? null
   );
 }
 
 t.test('each batch commits with its signed receipt; every call has a verifying proof', async (t) => {
-  const store = open(join(t.testdir(), 'control.db'));
+  const store = await open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
-  seed(store, 20_000); // small pool: some refunds are clamped
+  await seed(store, 20_000); // small pool: some refunds are clamped
   const recs = records(300);
-  store.outcomes.ingest(recs, T0);
+  await store.outcomes.ingest(recs, T0);
   const made = await settle(store);
   t.ok(made > 4, `${made} batches`);
-  t.equal(store.receipts.count(), made, 'one receipt per batch');
+  t.equal(await store.receipts.count(), made, 'one receipt per batch');
   t.same(
-    all(store).map((r) => r.batch),
+    (await all(store)).map((r) => r.batch),
     Array.from({ length: made }, (_, i) => i + 1),
     'batches 1..n in order',
   );
-  t.equal(chainProblem(store), null, 'the chain verifies and sums to the ledger totals');
+  t.equal(await chainProblem(store), null, 'the chain verifies and sums to the ledger totals');
 
-  const jwks = store.receipts.jwks();
+  const jwks = await store.receipts.jwks();
   let clamped = 0;
   let bad = 0;
   for (const r of recs) {
-    const found = store.receipts.proof(r.call_id);
+    const found = await store.receipts.proof(r.call_id);
     if (found.state !== 'settled') {
       bad++;
       continue;
@@ -140,25 +140,27 @@ t.test('each batch commits with its signed receipt; every call has a verifying p
   }
   t.equal(bad, 0, 'every call proves its own settled leaf');
   t.ok(clamped > 0, `clamped calls carry their clamp in the leaf (${clamped})`);
-  t.same(store.receipts.proof('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'), { state: 'unknown' });
+  t.same(await store.receipts.proof('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'), { state: 'unknown' });
   const late = records(1, 5000)[0]!;
-  store.outcomes.ingest([late], T0);
-  t.same(store.receipts.proof(late.call_id), { state: 'unsettled' });
-  t.equal(store.ledger.verify().violation, null, 'ledger verify, receipt checks included');
+  await store.outcomes.ingest([late], T0);
+  t.same(await store.receipts.proof(late.call_id), { state: 'unsettled' });
+  t.equal((await store.ledger.verify()).violation, null, 'ledger verify, receipt checks included');
 });
 
 t.test('proofs read one run of 64 calls; without stored runs, or with wrong ones, the whole batch', async (t) => {
-  const store = open(join(t.testdir(), 'control.db'));
+  // A SQLite store: the test reads and damages how the runs are stored.
+  const store = SqliteStore.open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
-  seed(store);
+  await seed(store);
   const recs = records(700);
-  store.outcomes.ingest(recs, T0);
+  await store.outcomes.ingest(recs, T0);
   await settle(store, 400);
-  const jwks = store.receipts.jwks();
-  const proofs = () => recs.map((r) => store.receipts.proof(r.call_id)).map((p) => (p.state === 'settled' ? p.proof : null));
-  const verified = (list: ReturnType<typeof proofs>) =>
+  const jwks = await store.receipts.jwks();
+  const proofs = async () =>
+    (await Promise.all(recs.map((r) => store.receipts.proof(r.call_id)))).map((p) => (p.state === 'settled' ? p.proof : null));
+  const verified = (list: Awaited<ReturnType<typeof proofs>>) =>
     list.filter((p, i) => p !== null && verifyCallProof(p, jwks, recs[i]!.call_id).ok).length;
-  const fast = proofs();
+  const fast = await proofs();
   t.equal(verified(fast), recs.length, 'every proof from its run verifies');
   t.ok(
     fast.some((p) => p!.tree_size > 64 && p!.leaf_index >= 64),
@@ -176,22 +178,23 @@ t.test('proofs read one run of 64 calls; without stored runs, or with wrong ones
   );
 
   store.db.exec(`UPDATE receipts SET subtrees = NULL`);
-  const slow = proofs();
+  const slow = await proofs();
   t.same(slow, fast, 'without stored runs: the same proofs, from the whole batch');
   store.db.exec(`UPDATE receipts SET subtrees = zeroblob(length(root) / 2 * 2) WHERE batch = 1`);
-  t.same(proofs(), fast, 'wrong stored runs are not used');
+  t.same(await proofs(), fast, 'wrong stored runs are not used');
   t.match(
-    store.ledger.verify().violation ?? '',
+    (await store.ledger.verify()).violation ?? '',
     /^batch 1: the run hashes stored for its proofs are not those of its calls/,
     'and ledger verify names them',
   );
 });
 
 t.test('a receipt that cannot be written takes its batch with it', async (t) => {
-  const store = open(join(t.testdir(), 'control.db'));
+  // A SQLite store: a trigger makes the receipt's insert fail.
+  const store = SqliteStore.open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
-  seed(store);
-  store.outcomes.ingest(records(50), T0);
+  await seed(store);
+  await store.outcomes.ingest(records(50), T0);
   store.db.exec(`CREATE TRIGGER no_receipts BEFORE INSERT ON receipts BEGIN SELECT RAISE(ABORT, 'receipt refused'); END`);
   await t.rejects(settle(store), /receipt refused/);
   const count = (sql: string) => store.db.prepare(sql).pluck().get() as number;
@@ -200,48 +203,48 @@ t.test('a receipt that cannot be written takes its batch with it', async (t) => 
   t.equal(count(`SELECT count(*) FROM ledger_transfers WHERE kind <> 'fund'`), 0, 'no ledger entry');
   store.db.exec(`DROP TRIGGER no_receipts`);
   const made = await settle(store);
-  t.equal(store.receipts.count(), made);
-  t.equal(chainProblem(store), null);
+  t.equal(await store.receipts.count(), made);
+  t.equal(await chainProblem(store), null);
 });
 
 t.test('batches settled without receipts get them on the next open, once, in batch order', async (t) => {
   const dir = t.testdir();
   const path = join(dir, 'control.db');
-  const plain = open(path, { receipts: false });
-  seed(plain);
-  plain.outcomes.ingest(records(200), T0);
+  const plain = await open(path, { receipts: false });
+  await seed(plain);
+  await plain.outcomes.ingest(records(200), T0);
   const made = await settle(plain);
-  t.equal(plain.receipts.count(), 0, 'none while receipts are off');
-  plain.close();
+  t.equal(await plain.receipts.count(), 0, 'none while receipts are off');
+  await plain.close();
   t.same(backfillRecords(path), { database: false, dataDir: false }, 'no backfill recorded while receipts are off');
 
-  const first = open(path);
-  t.equal(first.receipts.count(), made, 'every batch signed on open');
+  const first = await open(path);
+  t.equal(await first.receipts.count(), made, 'every batch signed on open');
   t.same(backfillRecords(path), { database: true, dataDir: true }, 'the backfill is recorded in the database and the data dir');
   t.match(JSON.parse(readFileSync(join(dir, BACKFILL_MARKER_FILE), 'utf8')), { receipts_written: made, backfilled_at: String });
   t.equal(statSync(join(dir, BACKFILL_MARKER_FILE)).mode & 0o777, 0o600);
-  t.equal(chainProblem(first), null);
-  t.equal(first.ledger.verify().violation, null);
-  const signed = all(first);
-  first.close();
+  t.equal(await chainProblem(first), null);
+  t.equal((await first.ledger.verify()).violation, null);
+  const signed = await all(first);
+  await first.close();
 
-  const again = open(path);
-  t.same(all(again), signed, 'a second open changes nothing');
-  again.outcomes.ingest(records(60, 200), T0);
+  const again = await open(path);
+  t.same(await all(again), signed, 'a second open changes nothing');
+  await again.outcomes.ingest(records(60, 200), T0);
   const more = await settle(again);
-  t.equal(again.receipts.count(), made + more, 'settlement continues the chain');
-  t.equal(chainProblem(again), null);
-  again.close();
+  t.equal(await again.receipts.count(), made + more, 'settlement continues the chain');
+  t.equal(await chainProblem(again), null);
+  await again.close();
 });
 
 t.test('migration 9 on a database settled before receipts: signed by the first key, in batch order', async (t) => {
   const dir = t.testdir();
   const settledPath = join(dir, 'settled.db');
-  const settled = open(settledPath, { receipts: false });
-  seed(settled);
-  settled.outcomes.ingest(records(150), T0);
+  const settled = await open(settledPath, { receipts: false });
+  await seed(settled);
+  await settled.outcomes.ingest(records(150), T0);
   const made = await settle(settled);
-  settled.close();
+  await settled.close();
   // What a schema-8 build left: migrations 1–8 only, holding the same rows.
   const path = join(dir, 'control.db');
   const db = new Database(path);
@@ -261,18 +264,18 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
   t.equal(db.prepare('SELECT count(*) FROM settlement_batches').pluck().get(), made, 'the old database holds the settled batches');
   db.close();
 
-  const migrated = open(path);
+  const migrated = await open(path);
   t.teardown(() => migrated.close());
-  t.equal(migrated.schemaVersion(), MIGRATIONS.length);
-  t.equal(migrated.receipts.count(), made);
+  t.equal(await migrated.schemaVersion(), MIGRATIONS.length);
+  t.equal(await migrated.receipts.count(), made);
   const kid = jwkThumbprint(
     createPublicKey(createPrivateKey(readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8'))).export({ format: 'jwk' }).x!,
   );
-  t.same([...new Set(all(migrated).map((r) => r.kid))], [kid], "every backfilled receipt carries the data dir key's kid");
-  t.equal(chainProblem(migrated), null);
-  t.equal(migrated.ledger.verify().violation, null);
+  t.same([...new Set((await all(migrated)).map((r) => r.kid))], [kid], "every backfilled receipt carries the data dir key's kid");
+  t.equal(await chainProblem(migrated), null);
+  t.equal((await migrated.ledger.verify()).violation, null);
   t.same(backfillRecords(path), { database: true, dataDir: true }, 'the one backfill is recorded');
-  t.equal(settlerOf(migrated).status().state, 'idle', 'nothing lacks a receipt');
+  t.equal((await (await settlerOf(migrated)).status()).state, 'idle', 'nothing lacks a receipt');
 });
 
 t.test('after the backfill, a batch that lost its receipt is not signed on open: the settler halts on it', async (t) => {
@@ -283,16 +286,16 @@ t.test('after the backfill, a batch that lost its receipt is not signed on open:
   deleteNewestReceipt(db);
   db.close();
 
-  const store = open(path);
+  const store = await open(path);
   t.teardown(() => store.close());
-  t.equal(store.receipts.count(), made - 1, 'not re-signed');
-  t.same(store.receipts.missing(), { batch: made, count: 1 });
-  const settler = settlerOf(store);
-  t.match(settler.status(), { state: 'halted', halted: { batch: made, batches_without_receipt: 1 } });
-  store.outcomes.ingest(records(10, 500), T0);
+  t.equal(await store.receipts.count(), made - 1, 'not re-signed');
+  t.same(await store.receipts.missing(), { batch: made, count: 1 });
+  const settler = await settlerOf(store);
+  t.match(await settler.status(), { state: 'halted', halted: { batch: made, batches_without_receipt: 1 } });
+  await store.outcomes.ingest(records(10, 500), T0);
   await t.rejects(settler.runOnce(), SettlerHaltedError, 'run-once refused');
-  t.throws(() => settler.resume('test'), SettlerHaltedError, 'resume refused');
-  t.equal(store.settlement.backlog().count, 10, 'nothing settled');
+  await t.rejects(settler.resume('test'), SettlerHaltedError, 'resume refused');
+  t.equal((await store.settlement.backlog()).count, 10, 'nothing settled');
 });
 
 t.test('an install that had receipts when migration 14 came is recognised: no backfill ever again', async (t) => {
@@ -308,11 +311,11 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   db.close();
   rmSync(join(dir, BACKFILL_MARKER_FILE));
 
-  const store = open(path);
+  const store = await open(path);
   t.teardown(() => store.close());
   t.same(backfillRecords(path), { database: true, dataDir: true }, 'migration 14 records it; the open writes the data dir record');
-  t.equal(store.receipts.count(), made - 1, 'the batch without its receipt is not signed');
-  t.equal(settlerOf(store).status().halted?.batch, made);
+  t.equal(await store.receipts.count(), made - 1, 'the batch without its receipt is not signed');
+  t.equal((await (await settlerOf(store)).status()).halted?.batch, made);
 });
 
 t.test('either record alone stops the backfill, and the missing one is written again', async (t) => {
@@ -331,60 +334,63 @@ t.test('either record alone stops the backfill, and the missing one is written a
     db.close();
     t.same(backfillRecords(path), { database: kept === 'database', dataDir: kept === 'dataDir' });
 
-    const store = open(path);
-    t.equal(store.receipts.count(), made - 1, `only the ${kept} record: not re-signed`);
-    store.close();
+    const store = await open(path);
+    t.equal(await store.receipts.count(), made - 1, `only the ${kept} record: not re-signed`);
+    await store.close();
     t.same(backfillRecords(path), { database: true, dataDir: true }, `only the ${kept} record: both written`);
   }
 });
 
 t.test('a receipt lost while control runs: the next batch rolls back and halts the settler; reissue lifts it', async (t) => {
-  const store = open(join(t.testdir(), 'control.db'));
+  // A SQLite store: the test deletes a receipt behind the store's back.
+  const store = SqliteStore.open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
-  seed(store);
-  store.outcomes.ingest(records(100), T0);
-  const settler = settlerOf(store);
+  await seed(store);
+  await store.outcomes.ingest(records(100), T0);
+  const settler = await settlerOf(store);
   const made = (await settler.runOnce()).batches.length;
-  t.equal(settler.status().state, 'idle');
+  t.equal((await settler.status()).state, 'idle');
   deleteNewestReceipt(store.db);
-  store.outcomes.ingest(records(10, 500), T0);
+  await store.outcomes.ingest(records(10, 500), T0);
   const refused = await settler.runOnce().catch((err: unknown) => err);
   t.type(refused, SettlerHaltedError);
-  t.match(settler.status(), { state: 'halted', halted: { batch: made } });
-  t.equal(store.settlement.lastBatch()?.id, made, 'the batch that found the gap rolled back');
-  t.equal(store.settlement.backlog().count, 10);
+  t.match(await settler.status(), { state: 'halted', halted: { batch: made } });
+  t.equal((await store.settlement.lastBatch())?.id, made, 'the batch that found the gap rolled back');
+  t.equal((await store.settlement.backlog()).count, 10);
 
-  const earlier = store.receipts.get(made - 1)!;
-  t.throws(() => store.receipts.reissue(made - 1), { reason: 'has_receipt' });
-  t.throws(() => store.receipts.reissue(made + 1), { reason: 'no_batch' });
-  const reissued = store.receipts.reissue(made);
+  const earlier = (await store.receipts.get(made - 1))!;
+  await t.rejects(store.receipts.reissue(made - 1), { name: 'ReissueError', reason: 'has_receipt' });
+  await t.rejects(store.receipts.reissue(made + 1), { name: 'ReissueError', reason: 'no_batch' });
+  const reissued = await store.receipts.reissue(made);
   t.equal(reissued.prev, receiptHash(earlier), 'chained to the receipt before it');
-  t.equal(settler.checkReceipts(), null, 'the halt is lifted');
+  t.equal(await settler.checkReceipts(), null, 'the halt is lifted');
   t.equal((await settler.runOnce()).backlog, 0, 'settlement goes on');
-  t.equal(chainProblem(store), null);
+  t.equal(await chainProblem(store), null);
 });
 
 t.test('rotation: new receipts carry the new kid, old ones keep verifying, the file holds only the new key', async (t) => {
   const dir = t.testdir();
-  const store = open(join(dir, 'control.db'));
+  const store = await open(join(dir, 'control.db'));
   t.teardown(() => store.close());
-  seed(store);
+  await seed(store);
   const recs = records(120);
-  store.outcomes.ingest(recs, T0);
+  await store.outcomes.ingest(recs, T0);
   const before = await settle(store);
-  const oldKid = store.receipts.kid;
+  const oldKid = await store.receipts.currentKid();
   const pemBefore = readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8');
 
   let audited = false;
-  const rotation = store.receipts.rotate(T0, (r, insert) => {
-    t.equal(r.previous_kid, oldKid);
+  const rotation = await store.receipts.prepareRotation();
+  t.equal(rotation.previous_kid, oldKid);
+  await store.mutate({ actor: 'test', now: T0 }, { action: 'receipts.rotate_key', target: rotation.kid }, async (tx) => {
     audited = true;
-    insert();
+    await tx.receipts.publishPrepared(rotation.kid, T0);
   });
+  await store.receipts.activatePrepared(rotation.kid);
   t.ok(audited, 'the public key is published through the caller');
   t.not(rotation.kid, oldKid);
   t.same(
-    store.receipts.jwks().keys.map((k) => k.kid),
+    (await store.receipts.jwks()).keys.map((k) => k.kid),
     [rotation.kid, oldKid],
     'both published, the current first',
   );
@@ -394,9 +400,9 @@ t.test('rotation: new receipts carry the new kid, old ones keep verifying, the f
   t.equal(statSync(join(dir, RECEIPT_KEY_FILE)).mode & 0o777, 0o600);
 
   const later = records(60, 1000);
-  store.outcomes.ingest(later, T0);
+  await store.outcomes.ingest(later, T0);
   const after = await settle(store);
-  const receipts = all(store);
+  const receipts = await all(store);
   t.same(
     receipts.slice(0, before).map((r) => r.kid),
     Array(before).fill(oldKid),
@@ -405,43 +411,42 @@ t.test('rotation: new receipts carry the new kid, old ones keep verifying, the f
     receipts.slice(before).map((r) => r.kid),
     Array(after).fill(rotation.kid),
   );
-  t.equal(chainProblem(store), null, 'one chain across the rotation');
-  const jwks = store.receipts.jwks();
+  t.equal(await chainProblem(store), null, 'one chain across the rotation');
+  const jwks = await store.receipts.jwks();
   for (const r of [recs[0]!, later[0]!]) {
-    const found = store.receipts.proof(r.call_id);
+    const found = await store.receipts.proof(r.call_id);
     t.equal(found.state === 'settled' && verifyCallProof(found.proof, jwks, r.call_id).ok, true, `proof of ${r.call_id}`);
   }
 
   // A publication that fails leaves the old key signing.
-  const failed = (() => {
-    try {
-      store.receipts.rotate(T0, () => {
-        throw new Error('audit failed');
-      });
-      return null;
-    } catch (err) {
-      return (err as Error).message;
-    }
-  })();
+  const unpublished = await store.receipts.prepareRotation();
+  const failed = await store
+    .mutate({ actor: 'test', now: T0 }, { action: 'receipts.rotate_key', target: unpublished.kid }, () => {
+      throw new Error('audit failed');
+    })
+    .then(
+      () => null,
+      (err: Error) => err.message,
+    );
   t.equal(failed, 'audit failed');
-  t.equal(store.receipts.kid, rotation.kid, 'still the published key');
+  t.equal(await store.receipts.currentKid(), rotation.kid, 'still the published key');
 });
 
 t.test('the key file: 0600, reused across opens, a bad one stops the store without echoing it', async (t) => {
   const dir = t.testdir();
   const path = join(dir, 'control.db');
-  const first = open(path);
-  const kid = first.receipts.kid;
-  first.close();
+  const first = await open(path);
+  const kid = await first.receipts.currentKid();
+  await first.close();
   t.equal(statSync(join(dir, RECEIPT_KEY_FILE)).mode & 0o777, 0o600);
-  const second = open(path);
-  t.equal(second.receipts.kid, kid, 'the same key after a restart');
-  second.close();
+  const second = await open(path);
+  t.equal(await second.receipts.currentKid(), kid, 'the same key after a restart');
+  await second.close();
 
   writeFileSync(join(dir, RECEIPT_KEY_FILE), 'not a key: secret-looking-bytes\n', { mode: 0o644 });
   let message = '';
   try {
-    open(path).close();
+    await (await open(path)).close();
   } catch (err) {
     message = (err as Error).message;
   }
@@ -452,18 +457,18 @@ t.test('the key file: 0600, reused across opens, a bad one stops the store witho
 t.test('SIGKILL during the backfill on open: all receipts or none, then all', async (t) => {
   const dir = t.testdir();
   const path = join(dir, 'control.db');
-  const plain = open(path, { receipts: false });
-  seed(plain);
-  for (let i = 0; i < 120_000; i += 5000) plain.outcomes.ingest(records(5000, i), T0);
+  const plain = await open(path, { receipts: false });
+  await seed(plain);
+  for (let i = 0; i < 120_000; i += 5000) await plain.outcomes.ingest(records(5000, i), T0);
   const made = await settle(plain, 200);
-  plain.close();
+  await plain.close();
   const copy = join(dir, 'copy.db');
   copyFileSync(path, copy);
 
   const storeModule = resolve(__dirname, '..', '..', 'dist', 'control', 'store', 'index.js');
   const child = spawn(
     process.execPath,
-    ['-e', `require(${JSON.stringify(storeModule)}).Store.open(${JSON.stringify(copy)}); process.stdout.write('opened')`],
+    ['-e', `require(${JSON.stringify(storeModule)}).Store.open(${JSON.stringify(copy)}).then(() => process.stdout.write('opened'))`],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -485,8 +490,8 @@ t.test('SIGKILL during the backfill on open: all receipts or none, then all', as
     `after the kill: ${receiptsAfterKill} of ${made} (killed ${out === 'opened' ? 'after' : 'before'} the open finished)`,
   );
 
-  const reopened = open(copy);
+  const reopened = await open(copy);
   t.teardown(() => reopened.close());
-  t.equal(reopened.receipts.count(), made, 'the next open signs every batch');
-  t.equal(chainProblem(reopened), null);
+  t.equal(await reopened.receipts.count(), made, 'the next open signs every batch');
+  t.equal(await chainProblem(reopened), null);
 });
