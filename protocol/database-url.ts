@@ -1,0 +1,26 @@
+/**
+ * A database URL as svc prints it (status, logs, config errors): the password masked, so
+ * `postgres://u:secret@h:5432/db` shows as `postgres://u:***@h:5432/db`.
+ */
+
+/** What is printed for a value that does not parse as a URL: never any part of the value. */
+export const UNPARSABLE_DATABASE_URL = '(not a URL; not shown)';
+
+const MASK = '***';
+/** Query parameters a PostgreSQL client reads a secret from (node-postgres takes any parameter as a setting). */
+const SECRET_PARAMS = ['password', 'sslpassword'];
+
+export function maskDatabaseUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return UNPARSABLE_DATABASE_URL;
+  }
+  // An `@` after the host means the parser did not find the credentials where a client might
+  // (`postgres:u:p@h/db`, a password with an unescaped `/`): show nothing of it.
+  if (`${parsed.pathname}${parsed.search}${parsed.hash}`.includes('@')) return UNPARSABLE_DATABASE_URL;
+  if (parsed.password !== '') parsed.password = MASK;
+  for (const name of SECRET_PARAMS) if (parsed.searchParams.has(name)) parsed.searchParams.set(name, MASK);
+  return parsed.href;
+}
