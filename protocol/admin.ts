@@ -301,13 +301,42 @@ export type AuditList = z.infer<typeof AuditList>;
 // ---------------------------------------------------------------------------------------
 // Status
 
+const SchemaVersion = Count.describe('the schema version the database is at (migrations applied)');
+const SchemaExpected = Count.describe('the schema version this build migrates to (its number of migrations for this kind of store)');
+
+/** The SQLite store (the default): the file and the pragmas control set on it. */
+export const SqliteStoreStatus = z.strictObject({
+  kind: z.literal('sqlite'),
+  path: z.string().describe('the database file'),
+  journal_mode: z.string(),
+  synchronous: z.string(),
+  schema_version: SchemaVersion,
+  schema_expected: SchemaExpected,
+});
+
+/** The PostgreSQL store: part of the contract ahead of the backend; control runs only on SQLite so far. */
+export const PostgresStoreStatus = z
+  .strictObject({
+    kind: z.literal('postgres'),
+    url: z.string().describe('the database URL with its password masked: `postgres://u:***@h:5432/db`'),
+    schema_version: SchemaVersion,
+    schema_expected: SchemaExpected,
+  })
+  .describe('A PostgreSQL store. Reserved: this release runs control on SQLite only, so no status carries it yet.');
+
+/** Which store control runs on (`kind`) and its schema version. */
+export const StoreStatus = z
+  .discriminatedUnion('kind', [SqliteStoreStatus, PostgresStoreStatus])
+  .describe('which store control runs on (`kind`), where it is, and its schema version against the one this build expects');
+export type StoreStatus = z.infer<typeof StoreStatus>;
+
 /** `GET /_admin/v1/status`: what `svcctl status` shows. */
 export const StatusView = z.strictObject({
   status: z.literal('ok'),
   version: StateVersion,
   started_at: IsoTime,
   data_dir: z.string(),
-  database: z.strictObject({ path: z.string(), journal_mode: z.string(), synchronous: z.string(), schema_version: Count }),
+  store: StoreStatus,
   urls: z.strictObject({ control: z.string(), api: z.string(), indexer: z.string() }),
   counts: z.strictObject({ keys_active: Count, keys_total: Count, endpoints: Count }),
   flags: z.record(FlagName, z.boolean()),

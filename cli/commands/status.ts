@@ -1,5 +1,6 @@
 /** `svcctl status`: control, its listeners, flags, counts, bootstrap, the settler and every gateway's engine and applied version. */
-import { FLAG_NAMES, type StatusView } from '../../protocol/admin';
+import { FLAG_NAMES, type StatusView, type StoreStatus } from '../../protocol/admin';
+import { maskDatabaseUrl } from '../../protocol/database-url';
 import type { Deps } from '../deps';
 import { EXIT_OK } from '../exit-codes';
 import { formatUnits } from '../money';
@@ -16,9 +17,7 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   deps.out.line(`public api     ${status.urls.api}`);
   deps.out.line(`indexer        ${status.urls.indexer}`);
   deps.out.line(`state version  ${status.version}`);
-  deps.out.line(
-    `database       ${status.database.path} (${status.database.journal_mode}, synchronous=${status.database.synchronous}, schema v${status.database.schema_version})`,
-  );
+  deps.out.line(`store          ${storeLine(status.store)}`);
   deps.out.line(`flags          ${FLAG_NAMES.map((name) => `${name}=${on(status.flags[name])}`).join(' ')}`);
   deps.out.line(`keys           ${status.counts.keys_active} active of ${status.counts.keys_total}`);
   deps.out.line(`endpoints      ${status.counts.endpoints}`);
@@ -62,4 +61,11 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     );
   }
   return EXIT_OK;
+}
+
+/** `sqlite /data/control.db (wal, synchronous=full, schema v14 of 14)` or `postgres postgres://u:***@h:5432/db (schema v3 of 4)`. */
+function storeLine(store: StoreStatus): string {
+  const schema = `schema v${store.schema_version} of ${store.schema_expected}`;
+  if (store.kind === 'sqlite') return `sqlite ${store.path} (${store.journal_mode}, synchronous=${store.synchronous}, ${schema})`;
+  return `postgres ${maskDatabaseUrl(store.url)} (${schema})`;
 }

@@ -1,7 +1,6 @@
 /** `/_admin/v1/status`: control's own view of itself, used by `svcctl status`. */
 import type { StatusView } from '../../protocol/admin';
 import { sendJson } from '../../protocol/http';
-import { MIGRATIONS } from '../store/migrations';
 import type { ControlContext } from '../context';
 import { settlerView } from '../settler/view';
 import type { Router } from '../http/router';
@@ -12,20 +11,19 @@ export async function statusView(ctx: ControlContext): Promise<StatusView> {
   const gateways = await ctx.gateways();
   const pool = await ctx.store.ledger.poolSize();
   const store = await ctx.store.describe();
-  const schemaVersion = store.schema_version;
   const endpoints = await ctx.store.endpoints.count();
   return {
     status: 'ok',
     version: await ctx.store.version(),
     started_at: new Date(ctx.startedAt).toISOString(),
     data_dir: ctx.dataDir,
-    database: { path: store.path, journal_mode: store.journal_mode, synchronous: store.synchronous, schema_version: schemaVersion },
+    store,
     urls: { ...ctx.urls },
     counts: { keys_active: counts.active, keys_total: counts.total, endpoints },
     flags: await ctx.store.flags.values(),
     gateways,
     bootstrap: {
-      database_ready: schemaVersion === MIGRATIONS.length,
+      database_ready: store.schema_version === store.schema_expected,
       pool_funded: pool > 0,
       pool_balance: pool,
       endpoints,

@@ -5,7 +5,6 @@
  * maintenance mode with its note, and the latest changelog entries. Ids are opaque.
  */
 import type { StatusAnswer } from '../../protocol/public';
-import { MIGRATIONS } from '../store/migrations';
 import type { ControlContext } from '../context';
 import { settlerView } from '../settler/view';
 import type { OpaqueIds } from './ids';
@@ -21,14 +20,14 @@ export async function statusAnswer(ctx: ControlContext, ids: OpaqueIds): Promise
   const maintenance = await store.flags.get('maintenance_mode');
   const settler = await settlerView(ctx);
   const connected = gateways.filter((g) => g.connected).length;
-  const schemaVersion = await store.schemaVersion();
+  const { schema_version: schemaVersion, schema_expected: schemaExpected } = await store.describe();
 
   return {
     status: maintenance?.value ? 'maintenance' : connected === 0 ? 'degraded' : 'operational',
     version: 'v1',
     updated_at: new Date(now).toISOString(),
     bootstrap: {
-      database: { ready: schemaVersion === MIGRATIONS.length, schema_version: schemaVersion, schema_expected: MIGRATIONS.length },
+      database: { ready: schemaVersion === schemaExpected, schema_version: schemaVersion, schema_expected: schemaExpected },
       pool: { funded: pool > 0, balance: pool },
       endpoints: { registered: await store.endpoints.count() },
       state_version: stateVersion,

@@ -7,6 +7,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
+import { MIGRATIONS } from './migrations';
 import { ApplicationsTable } from './applications';
 import { AuditTable } from './audit';
 import { ChangelogTable } from './changelog';
@@ -22,6 +23,7 @@ import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
 import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
 import { Gate, asyncTable, settled, type Async } from './seam';
+import type { StoreStatus } from '../../protocol/admin';
 import type { SnapshotKey } from '../../protocol/snapshot';
 import { OpaqueIds } from '../public/ids';
 import { backfillMarker } from '../receipts/backfill-marker';
@@ -96,14 +98,11 @@ export interface StoreTables {
 /** A full snapshot's reads, on their own connection, at exactly one state version. */
 export type SnapshotReads = Async<SnapshotReader>;
 
-/** Which database a store runs on, for `/_admin/v1/status`. */
-export interface StoreDescription {
-  kind: 'sqlite';
-  path: string;
-  journal_mode: string;
-  synchronous: string;
-  schema_version: number;
-}
+/**
+ * Which database a store runs on, as `/_admin/v1/status` shows it (`store`): its kind, where it
+ * is, the schema version it is at and the one this build migrates it to.
+ */
+export type StoreDescription = StoreStatus;
 
 export interface Store extends StoreTables {
   /**
@@ -329,6 +328,7 @@ export class SqliteStore implements Store {
         journal_mode: String(this.db.pragma('journal_mode', { simple: true })),
         synchronous: ['off', 'normal', 'full', 'extra'][sync] ?? String(sync),
         schema_version: schemaVersion(this.db),
+        schema_expected: MIGRATIONS.length,
       };
     });
   }

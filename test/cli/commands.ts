@@ -3,7 +3,10 @@
  * against an in-process control: JSON output, exit codes 0/1/2, one-line errors on stderr.
  */
 import t from 'tap';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { StatusView } from '../../protocol/admin';
 import { keyStub } from '../../protocol/keys';
 import { runCli } from '../fixtures/cli';
 import { propertyNames, startTestControl } from '../fixtures/control';
@@ -238,6 +241,40 @@ t.test('failures exit 1 with one line on stderr', async (t) => {
   t.equal(down.stderr.split('\n').length, 1, 'one line');
 });
 
+t.test('status on a PostgreSQL store shows its URL with the password masked', async (t) => {
+  // Control runs on SQLite only so far; the postgres variant is the documented contract, so
+  // the view comes from a stand-in for control, checked against the schema.
+  const control = await startTestControl(t);
+  const real = StatusView.parse((await control.admin('GET', '/_admin/v1/status')).body);
+  let view: StatusView = real;
+  const server = createHttpServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(view));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const status = () => runCli(['status'], { control: url, token: control.adminToken });
+
+  view = StatusView.parse({
+    ...real,
+    store: { kind: 'postgres', url: 'postgres://svc:***@db.internal:5432/svc', schema_version: 3, schema_expected: 4 },
+  });
+  const text = await status();
+  t.equal(text.code, 0, text.stderr);
+  t.match(text.stdout, 'store          postgres postgres://svc:***@db.internal:5432/svc (schema v3 of 4)');
+  const json = await runCli(['status', '--json'], { control: url, token: control.adminToken });
+  t.same(json.json().store, view.store, '--json passes the store through');
+
+  view = {
+    ...real,
+    store: { kind: 'postgres', url: 'postgres://svc:hunter2@db.internal:5432/svc', schema_version: 4, schema_expected: 4 },
+  };
+  const leaked = await status();
+  t.notMatch(leaked.stdout, 'hunter2', 'a password control failed to mask is masked by svcctl');
+  t.match(leaked.stdout, 'store          postgres postgres://svc:***@db.internal:5432/svc (schema v4 of 4)');
+});
+
 t.test('status, help and unknown commands', async (t) => {
   const control = await startTestControl(t);
   const status = await runCli(['status', '--json'], { control });
@@ -246,6 +283,15 @@ t.test('status, help and unknown commands', async (t) => {
   t.equal(status.json().urls.control, control.urls.control);
   const text = await runCli(['status'], { control });
   t.match(text.stdout, control.urls.api);
+  const store = status.json().store;
+  t.match(store, { kind: 'sqlite', path: join(control.dataDir, 'control.db'), journal_mode: 'wal', synchronous: 'full' });
+  t.equal(store.schema_version, store.schema_expected, 'the schema is current');
+  t.notOk('database' in status.json(), '--json passes the view through: store, no database');
+  t.match(
+    text.stdout,
+    `store          sqlite ${join(control.dataDir, 'control.db')} (wal, synchronous=full, schema v${store.schema_version} of ${store.schema_expected})`,
+    'the store line: kind, path, pragmas, schema version of expected',
+  );
   t.match(status.json().bootstrap, {
     database_ready: true,
     pool_funded: false,

@@ -9,6 +9,7 @@ import { openDatabase, StoreOpenError } from '../../control/store/db';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { SqliteStore, Store } from '../../control/store';
 import { startTestControl } from '../fixtures/control';
+import { get } from '../fixtures/public';
 
 t.test('opening sets WAL, synchronous=FULL, foreign keys and the schema version', async (t) => {
   const path = join(t.testdir(), 'nested', 'dir', 'control.db');
@@ -109,12 +110,39 @@ t.test('a database from a newer build refuses to open', async (t) => {
   check.close();
 });
 
-t.test('a running control reports its durability settings', async (t) => {
+t.test('a running control reports its store and durability settings', async (t) => {
   const control = await startTestControl(t);
   const res = await control.admin('GET', '/_admin/v1/status');
   t.equal(res.status, 200);
-  t.equal(res.body.database.journal_mode, 'wal');
-  t.equal(res.body.database.synchronous, 'full');
-  t.equal(res.body.database.schema_version, MIGRATIONS.length);
-  t.equal(res.body.database.path, join(control.dataDir, 'control.db'));
+  t.same(res.body.store, {
+    kind: 'sqlite',
+    path: join(control.dataDir, 'control.db'),
+    journal_mode: 'wal',
+    synchronous: 'full',
+    schema_version: MIGRATIONS.length,
+    schema_expected: MIGRATIONS.length,
+  });
+  t.notOk('database' in res.body, 'the store replaced the database field');
+  t.equal(res.body.bootstrap.database_ready, true);
+});
+
+t.test('both statuses judge the schema by what the store says this build expects', async (t) => {
+  const control = await startTestControl(t);
+  const store = control.handle.ctx.store;
+  const describe = store.describe.bind(store);
+  // A store one migration behind its build (as a store of another dialect could be).
+  store.describe = async () => {
+    const d = await describe();
+    return { ...d, schema_expected: d.schema_version + 1 };
+  };
+  const admin = await control.admin('GET', '/_admin/v1/status');
+  t.equal(admin.body.store.schema_expected, MIGRATIONS.length + 1);
+  t.equal(admin.body.bootstrap.database_ready, false, 'admin status: not ready');
+  const pub = await get(control, control.urls.api, '/api/v1/status');
+  t.equal(pub.status, 200);
+  t.same(
+    pub.body.bootstrap.database,
+    { ready: false, schema_version: MIGRATIONS.length, schema_expected: MIGRATIONS.length + 1 },
+    'public status: not ready',
+  );
 });
