@@ -91,6 +91,7 @@ if (!hasChromium()) {
     t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 1_500_000 })).status, 201);
     const settler: SettlerStatus = {
       state: 'idle',
+      halted: null,
       cadence_ms: 5000,
       batch_cap: 100,
       backlog: 3,

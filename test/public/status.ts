@@ -76,6 +76,7 @@ t.test('settler, gateways, pool, gate and maintenance as the operators set them'
   t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 25_000_000 })).status, 201, 'svcctl pool fund');
   const settler: SettlerStatus = {
     state: 'paused',
+    halted: null,
     cadence_ms: 5000,
     batch_cap: 1000,
     backlog: 42,
