@@ -22,10 +22,10 @@ const SHOWN = 'ops\\x1b[2J\\x00agent\\x0dfake\\x07\\x9b31m\\u202etxt.exe\\u2028n
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e\u2028\ufffe\u{10ffff}]/u;
 
 /** Store a key the way an older version without the control-character check could have. */
-function insertLegacyKey(control: TestControl): string {
+async function insertLegacyKey(control: TestControl): Promise<string> {
   const key = generateKey();
   const id = newId('key');
-  control.handle.ctx.store.keys.insert({
+  await control.handle.ctx.store.keys.insert({
     id,
     name: EVIL_NAME,
     prefix: keyStub(key),
@@ -43,7 +43,7 @@ function insertLegacyKey(control: TestControl): string {
 
 t.test('a real svcctl process escapes control characters from control', async (t) => {
   const control = await startTestControl(t);
-  const id = insertLegacyKey(control);
+  const id = await insertLegacyKey(control);
   const env = { SVC_ADMIN_TOKEN: control.adminToken };
   const svcctl = (...args: string[]) => spawnCli(['--control', control.urls.control, ...args], { env });
 
@@ -80,7 +80,7 @@ t.test('a real svcctl process escapes control characters from control', async (t
 
 t.test('in-process output (every command shares it) escapes too', async (t) => {
   const control = await startTestControl(t);
-  const id = insertLegacyKey(control);
+  const id = await insertLegacyKey(control);
   const list = await runCli(['keys', 'list'], { control });
   t.equal(list.code, 0, list.stderr);
   t.notOk(RAW_CONTROL.test(list.stdout), 'no raw control character');
