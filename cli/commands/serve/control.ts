@@ -2,17 +2,11 @@
 import type { Config } from '../../../config/load';
 import { ControlStartError, startControl } from '../../../control/server';
 import type { Output } from '../../output';
-import { CliError, EXIT_OK } from '../../exit-codes';
-import { announceReady, untilSignal } from './lifecycle';
+import { EXIT_OK } from '../../exit-codes';
+import { announceReady, startRole, untilSignal } from './lifecycle';
 
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
-  let control;
-  try {
-    control = await startControl(opts.config);
-  } catch (err) {
-    if (err instanceof ControlStartError) throw new CliError(err.message);
-    throw err;
-  }
+  const control = await startRole(() => startControl(opts.config), ControlStartError);
   const boot = control.bootstrap;
   const version = await control.ctx.store.version();
   announceReady(

@@ -1,18 +1,12 @@
 /** `svcctl serve gateway [--control URL]`: run one gateway in this process until SIGINT/SIGTERM. */
 import type { Config } from '../../../config/load';
 import { GatewayStartError, startGateway } from '../../../gateway/main';
-import { CliError, EXIT_OK } from '../../exit-codes';
+import { EXIT_OK } from '../../exit-codes';
 import type { Output } from '../../output';
-import { announceReady, untilSignal } from './lifecycle';
+import { announceReady, startRole, untilSignal } from './lifecycle';
 
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
-  let gateway;
-  try {
-    gateway = await startGateway(opts.config);
-  } catch (err) {
-    if (err instanceof GatewayStartError) throw new CliError(err.message);
-    throw err;
-  }
+  const gateway = await startRole(() => startGateway(opts.config), GatewayStartError);
   announceReady(
     deps.out,
     'gateway',

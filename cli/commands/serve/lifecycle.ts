@@ -3,7 +3,21 @@
  * for a supervising `svcctl up`, a human banner otherwise, and a clean stop on signals.
  */
 import type { ReadyLine, ServeReady } from '../../../protocol/runtime';
+import { CliError } from '../../exit-codes';
 import type { Output } from '../../output';
+
+/**
+ * Start a role; a refusal the operator must act on (`refusal`: a second control on a data dir,
+ * a gateway id already running) exits 1 with its message, anything else stays unexpected.
+ */
+export async function startRole<T>(start: () => Promise<T>, refusal: abstract new (...args: never[]) => Error): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    if (err instanceof refusal) throw new CliError(err.message);
+    throw err;
+  }
+}
 
 /** Env var `svcctl up` sets on its children so they announce readiness as one JSON line. */
 export const READY_ENV = 'SVC_SUPERVISED';
