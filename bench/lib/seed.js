@@ -31,28 +31,32 @@ async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', l
     const now = Date.now();
     let loadKey = null;
     const changes = new Array(count);
-    const { version } = await store.mutate({ actor, now }, { action: 'bench.seed_keys', target: null, detail: { count, label }, changes }, () => {
-      for (let i = 0; i < count; i++) {
-        const key = generateKey();
-        const id = newId('key');
-        const limited = withLoadKey && i === 0;
-        store.sync.keys.insert({
-          id,
-          name: limited ? `${label}-load` : null,
-          prefix: keyStub(key),
-          hash: hashKey(key),
-          created_at: now,
-          created_by: actor,
-          expires_at: null,
-          wallet: null,
-          endpoints: [],
-          limit: limited ? UNTHROTTLED : null,
-          application_id: null,
-        });
-        changes[i] = { kind: 'key', entity: id };
-        if (limited) loadKey = { id, key };
-      }
-    });
+    const { version } = await store.mutate(
+      { actor, now },
+      { action: 'bench.seed_keys', target: null, detail: { count, label }, changes },
+      () => {
+        for (let i = 0; i < count; i++) {
+          const key = generateKey();
+          const id = newId('key');
+          const limited = withLoadKey && i === 0;
+          store.sync.keys.insert({
+            id,
+            name: limited ? `${label}-load` : null,
+            prefix: keyStub(key),
+            hash: hashKey(key),
+            created_at: now,
+            created_by: actor,
+            expires_at: null,
+            wallet: null,
+            endpoints: [],
+            limit: limited ? UNTHROTTLED : null,
+            application_id: null,
+          });
+          changes[i] = { kind: 'key', entity: id };
+          if (limited) loadKey = { id, key };
+        }
+      },
+    );
     return { inserted: count, version, ms: Date.now() - started, loadKey };
   } finally {
     await store.close();
