@@ -61,26 +61,33 @@ export interface StateChange {
   entity: string;
 }
 
-/** What a store holds, as callers inside and outside a transaction see it. */
-export interface StoreTables {
-  readonly keys: Async<KeysTable>;
-  readonly flags: Async<FlagsTable>;
-  readonly endpoints: Async<EndpointsTable>;
-  readonly changelog: Async<ChangelogTable>;
-  readonly audit: Async<AuditTable>;
-  readonly gateways: Async<GatewaysTable>;
-  readonly outcomes: Async<OutcomesTable>;
+/** The table families, as SQLite implements them (synchronously, one connection). */
+interface SqliteTables {
+  keys: KeysTable;
+  flags: FlagsTable;
+  endpoints: EndpointsTable;
+  changelog: ChangelogTable;
+  audit: AuditTable;
+  gateways: GatewaysTable;
+  outcomes: OutcomesTable;
   /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
-  readonly rollups: Async<RollupsTable>;
+  rollups: RollupsTable;
   /** Money totals and recent calls for the public API and indexer. */
-  readonly publicReads: Async<PublicReads>;
-  readonly applications: Async<ApplicationsTable>;
+  publicReads: PublicReads;
+  applications: ApplicationsTable;
   /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
-  readonly ledger: Async<LedgerTable>;
+  ledger: LedgerTable;
   /** Settlement batches (the settler's one-transaction commits). */
-  readonly settlement: Async<SettlementTable>;
+  settlement: SettlementTable;
   /** Signed, chained settlement receipts and their public keys (written with each batch). */
-  readonly receipts: Async<ReceiptsTable>;
+  receipts: ReceiptsTable;
+}
+
+/** Each table family's methods, answering promises. */
+type AsyncTables = { readonly [K in keyof SqliteTables]: Async<SqliteTables[K]> };
+
+/** What a store holds, as callers inside and outside a transaction see it. */
+export interface StoreTables extends AsyncTables {
   /** The key as gateways must enforce it now, or null when it admits nothing. */
   readonly liveKey: (id: string, now: number) => Promise<SnapshotKey | null>;
   /** Version of the state gateways enforce; grows by one with every snapshot-relevant write. */
@@ -127,23 +134,6 @@ export interface Store extends StoreTables {
   schemaVersion(): Promise<number>;
   describe(): Promise<StoreDescription>;
   close(): Promise<void>;
-}
-
-/** The synchronous table families one SQLite connection serves (the store's, and its transactions'). */
-interface SqliteTables {
-  keys: KeysTable;
-  flags: FlagsTable;
-  endpoints: EndpointsTable;
-  changelog: ChangelogTable;
-  audit: AuditTable;
-  gateways: GatewaysTable;
-  outcomes: OutcomesTable;
-  rollups: RollupsTable;
-  publicReads: PublicReads;
-  applications: ApplicationsTable;
-  ledger: LedgerTable;
-  settlement: SettlementTable;
-  receipts: ReceiptsTable;
 }
 
 /** The store on one SQLite file: better-sqlite3, synchronous inside, behind the async seam. */
