@@ -26,18 +26,19 @@ export type KeySecretRow = [
 ];
 
 /**
- * Up to `@limit` live keys chosen by `where`, in storage (rowid) order, each with its live
+ * Up to `@limit` live keys chosen by `where`, in storage (rowid) order (PostgreSQL: `keys.seq`,
+ * the order keys were inserted in), each with its live
  * secrets oldest first. Storage order reads the keys table front to back instead of looking
  * every row up through the id index: a million keys stream in about two thirds of the time.
  * A key without a live secret still gives a row (null hash), so the page cursor moves past it.
  */
-const LIVE_KEYS_SQL = (where: string) => `
+export const LIVE_KEYS_SQL = (where: string, order: 'rowid' | 'seq' = 'rowid') => `
   WITH page AS (
-    SELECT k.rowid AS row, k.id, k.expires_at, k.endpoints, k.limit_count, k.limit_window_s,
+    SELECT k.${order} AS row, k.id, k.expires_at, k.endpoints, k.limit_count, k.limit_window_s,
            k.lift_count, k.lift_window_s, k.lift_until
     FROM keys k
     WHERE ${where} AND k.status = 'active' AND (k.expires_at IS NULL OR k.expires_at > @now)
-    ORDER BY k.rowid LIMIT @limit
+    ORDER BY k.${order} LIMIT @limit
   )
   SELECT page.*, s.hash, s.expires_at AS secret_expires_at
   FROM page LEFT JOIN key_secrets s ON s.key_id = page.id AND (s.expires_at IS NULL OR s.expires_at > @now)

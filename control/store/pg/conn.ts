@@ -1,0 +1,161 @@
+/**
+ * The PostgreSQL store's one way to run SQL. A `PgConn` runs statements on the pool (each
+ * one autocommits on whichever connection is free) or, inside `tx`, on the one connection
+ * that holds the transaction; table modules take a `PgConn` and never see which.
+ *
+ * Statements are written once, in the SQLite modules' parameter style, and compiled by `sql()`:
+ * `?` placeholders become `$1, $2, …` in order, `@name` ones `$k` (a name used twice is one
+ * parameter), and every statement gets a name, so each connection parses and plans it once
+ * (a server-side prepared statement) and then only binds values.
+ */
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+
+/** A compiled statement: PostgreSQL text, its prepared-statement name, and how it takes parameters. */
+export interface Sql {
+  readonly text: string;
+  readonly name: string;
+  /** The `@name` parameters in `$k` order; empty for a `?` statement (parameters by position). */
+  readonly names: readonly string[];
+}
+
+/** Parameters: by position for a `?` statement, by name for an `@name` one. */
+export type Params = readonly unknown[] | Readonly<Record<string, unknown>>;
+
+const compiled = new Map<string, Sql>();
+
+/**
+ * Compile `text` (SQLite parameter style) for PostgreSQL. Mixing `?` and `@name` in one
+ * statement is a programming error. Statements must not hold `?` or `@` inside string literals.
+ */
+export function sql(text: string): Sql {
+  const known = compiled.get(text);
+  if (known !== undefined) return known;
+  const names: string[] = [];
+  let positional = 0;
+  const out = text.replace(/\?|@([A-Za-z_][A-Za-z0-9_]*)/g, (_match, name: string | undefined) => {
+    if (name === undefined) {
+      if (names.length > 0) throw new Error(`sql: statement mixes ? and @name parameters: ${text}`);
+      return `$${++positional}`;
+    }
+    if (positional > 0) throw new Error(`sql: statement mixes ? and @name parameters: ${text}`);
+    const at = names.indexOf(name);
+    if (at >= 0) return `$${at + 1}`;
+    names.push(name);
+    return `$${names.length}`;
+  });
+  const statement: Sql = Object.freeze({ text: out, name: `svc_${compiled.size + 1}`, names: Object.freeze(names) });
+  compiled.set(text, statement);
+  return statement;
+}
+
+function values(statement: Sql, params: Params | undefined): unknown[] {
+  if (params === undefined) return [];
+  if (Array.isArray(params)) return params as unknown[];
+  const named = params as Readonly<Record<string, unknown>>;
+  return statement.names.map((name) => {
+    if (!(name in named)) throw new Error(`sql: missing parameter @${name} for: ${statement.text}`);
+    return named[name];
+  });
+}
+
+export type TxMode =
+  /** Reads and writes, READ COMMITTED (PostgreSQL's default). */
+  | 'write'
+  /**
+   * As `write`, after taking the store's writer lock (`WRITER_LOCK_KEY`): writers that read
+   * before they write (admin changes, settlement) run one at a time, as SQLite's
+   * `BEGIN IMMEDIATE` runs them, across every process on the database.
+   */
+  | 'serial'
+  /** One `REPEATABLE READ` snapshot for every statement, read-only. */
+  | 'read';
+
+/**
+ * Key of the transaction-level advisory lock that serialises the store's read-then-write
+ * transactions ("svc_wrt" in ASCII). Ingest does not take it: its inserts are idempotent by call id.
+ */
+export const WRITER_LOCK_KEY = '32499791499212404';
+
+const BEGIN: Record<TxMode, string> = {
+  write: 'BEGIN',
+  serial: 'BEGIN',
+  read: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+};
+
+export class PgConn {
+  constructor(
+    private readonly pool: Pool,
+    /** The connection holding this transaction; null outside one. */
+    private readonly client: PoolClient | null = null,
+    private readonly mode: TxMode | null = null,
+  ) {}
+
+  get inTransaction(): boolean {
+    return this.client !== null;
+  }
+
+  private async query<R extends QueryResultRow>(statement: Sql, params: Params | undefined, rowMode?: 'array') {
+    const config: QueryConfig = { name: statement.name, text: statement.text, values: values(statement, params) };
+    if (rowMode) (config as QueryConfig & { rowMode: 'array' }).rowMode = rowMode;
+    return (this.client ?? this.pool).query<R>(config);
+  }
+
+  /** Every row. */
+  async all<R>(statement: Sql, params?: Params): Promise<R[]> {
+    return (await this.query<R & QueryResultRow>(statement, params)).rows;
+  }
+
+  /** Every row as an array of its columns in SELECT order. */
+  async raw<R extends unknown[]>(statement: Sql, params?: Params): Promise<R[]> {
+    return (await this.query<R & QueryResultRow>(statement, params, 'array')).rows;
+  }
+
+  /** The first row, or undefined. */
+  async get<R>(statement: Sql, params?: Params): Promise<R | undefined> {
+    return (await this.query<R & QueryResultRow>(statement, params)).rows[0];
+  }
+
+  /** The first column of the first row, or undefined when there is no row. */
+  async value<V>(statement: Sql, params?: Params): Promise<V | undefined> {
+    const rows = (await this.query<unknown[] & QueryResultRow>(statement, params, 'array')).rows;
+    return rows.length === 0 ? undefined : (rows[0]![0] as V);
+  }
+
+  /** The first column of every row. */
+  async column<V>(statement: Sql, params?: Params): Promise<V[]> {
+    return (await this.query<unknown[] & QueryResultRow>(statement, params, 'array')).rows.map((row) => row[0] as V);
+  }
+
+  /** Run a write; answers the number of rows it changed. */
+  async run(statement: Sql, params?: Params): Promise<number> {
+    return (await this.query(statement, params)).rowCount ?? 0;
+  }
+
+  /**
+   * Run `fn` in one transaction on one connection (its `PgConn`). Inside a transaction already,
+   * `fn` joins it (a `serial` one is entered only from outside, so the lock is taken first).
+   * A failed transaction rolls back; a connection whose rollback failed is closed, not reused.
+   */
+  async tx<T>(fn: (conn: PgConn) => Promise<T>, mode: TxMode = 'write'): Promise<T> {
+    if (this.client !== null) {
+      if (mode === 'serial' && this.mode !== 'serial') throw new Error('store: a serial transaction must start outside any other');
+      return fn(this);
+    }
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query(BEGIN[mode]);
+      try {
+        if (mode === 'serial') await client.query('SELECT pg_advisory_xact_lock($1)', [WRITER_LOCK_KEY]);
+        const out = await fn(new PgConn(this.pool, client, mode));
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+        throw err;
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+}

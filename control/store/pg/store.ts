@@ -1,0 +1,210 @@
+/**
+ * The store on PostgreSQL (node-postgres, one pool). The same `Store` interface as the SQLite
+ * one (`../index.ts`), with the same guarantees by PostgreSQL's means:
+ *
+ * - `mutate` runs in one transaction that first takes the store's writer lock (an advisory
+ *   lock, `conn.ts`), so admin changes run one at a time as under SQLite's `BEGIN IMMEDIATE`,
+ *   across every process on the database; the state version is bumped with `UPDATE … RETURNING`
+ *   on its row, which stays locked until the commit: versions are gapless.
+ * - `read` and the full snapshot reader each hold one `REPEATABLE READ` transaction: every
+ *   statement sees the state of one instant.
+ * - Ingest is idempotent by call id (`ON CONFLICT DO NOTHING`), settlement commits each group
+ *   of batches in one transaction under the writer lock, receipts chain with a unique batch
+ *   number, and the ledger invariant is checked inside the transaction that moves money.
+ *
+ * The data dir still holds what is not the database's: the receipt signing key and the
+ * receipts backfill record.
+ */
+import { randomBytes } from 'node:crypto';
+import { Pool } from 'pg';
+import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
+import { maskDatabaseUrl } from '../../../protocol/database-url';
+import { PgConn, sql } from './conn';
+import { migratePg, pgSchemaVersion } from './migrate';
+import { PG_MIGRATIONS } from './migrations';
+import { PG_TYPES } from './types';
+import { PgSnapshotReader } from './snapshot-reader';
+import { openShared, pgTables, type PgShared } from './tables';
+
+export interface PgStoreOptions extends StoreOptions {
+  /** The data dir: where the receipt signing key and the backfill record live. */
+  dataDir: string;
+  /** Most connections the pool opens. @default 10 */
+  poolSize?: number;
+}
+
+/** Connections the pool opens at most. @default 10 */
+export const DEFAULT_POOL_SIZE = 10;
+
+const Q = {
+  version: sql(`SELECT value FROM meta WHERE name = 'state_version'`),
+  bump: sql(`UPDATE meta SET value = value + 1 WHERE name = 'state_version' RETURNING value`),
+  change: sql(`INSERT INTO state_changes (version, kind, entity) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`),
+  changesSince: sql(`SELECT DISTINCT kind, entity FROM state_changes WHERE version > ? AND version <= ? ORDER BY kind, entity`),
+  oldestChange: sql(`SELECT min(version) FROM state_changes`),
+  metaGet: sql(`SELECT value FROM meta WHERE name = ?`),
+  metaSet: sql(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`),
+  secretInit: sql(`INSERT INTO public_secret (id, secret) VALUES (1, ?) ON CONFLICT DO NOTHING`),
+  secret: sql(`SELECT secret FROM public_secret WHERE id = 1`),
+};
+
+export class PgStore implements Store {
+  readonly url: string;
+  readonly idSecret: Buffer;
+  readonly receiptsEnabled: boolean;
+  private readonly pool: Pool;
+  private readonly conn: PgConn;
+  private readonly shared: PgShared;
+  private readonly listeners = new Set<(version: number) => void>();
+  private closed = false;
+
+  readonly keys;
+  readonly flags;
+  readonly endpoints;
+  readonly changelog;
+  readonly audit;
+  readonly gateways;
+  readonly outcomes;
+  readonly rollups;
+  readonly publicReads;
+  readonly applications;
+  readonly ledger;
+  readonly settlement;
+  readonly receipts;
+  readonly liveKey: StoreTables['liveKey'];
+  readonly version: StoreTables['version'];
+  readonly changesSince: StoreTables['changesSince'];
+  readonly meta: StoreTables['meta'];
+  readonly setMeta: StoreTables['setMeta'];
+
+  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer) {
+    this.url = url;
+    this.pool = pool;
+    this.conn = new PgConn(pool);
+    this.shared = shared;
+    this.idSecret = idSecret;
+    this.receiptsEnabled = shared.receipts.enabled;
+    const outside = this.tables(this.conn);
+    this.keys = outside.keys;
+    this.flags = outside.flags;
+    this.endpoints = outside.endpoints;
+    this.changelog = outside.changelog;
+    this.audit = outside.audit;
+    this.gateways = outside.gateways;
+    this.outcomes = outside.outcomes;
+    this.rollups = outside.rollups;
+    this.publicReads = outside.publicReads;
+    this.applications = outside.applications;
+    this.ledger = outside.ledger;
+    this.settlement = outside.settlement;
+    this.receipts = outside.receipts;
+    this.liveKey = outside.liveKey;
+    this.version = outside.version;
+    this.changesSince = outside.changesSince;
+    this.meta = outside.meta;
+    this.setMeta = outside.setMeta;
+  }
+
+  /**
+   * Connect to `url`, migrate the database (under the migration lock: any number of processes
+   * may open it at once), and get it ready: the public id secret, the receipt signing key of
+   * the data dir, and, on the first open that signs receipts, the receipts of batches settled
+   * before (once, as on SQLite).
+   */
+  static async open(url: string, options: PgStoreOptions): Promise<PgStore> {
+    const pool = new Pool({
+      connectionString: url,
+      types: PG_TYPES,
+      max: options.poolSize ?? DEFAULT_POOL_SIZE,
+      application_name: 'svc-control',
+    });
+    // An idle connection the server closed is dropped by the pool; the next query opens another.
+    pool.on('error', () => undefined);
+    let shared: PgShared | undefined;
+    try {
+      await migratePg(pool);
+      const conn = new PgConn(pool);
+      await conn.run(Q.secretInit, [randomBytes(32)]);
+      const idSecret = (await conn.value<Buffer>(Q.secret))!;
+      shared = await openShared(conn, { ...options, idSecret, now: Date.now() });
+      const store = new PgStore(url, pool, shared, idSecret);
+      if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());
+      return store;
+    } catch (err) {
+      await shared?.close();
+      await pool.end();
+      throw err;
+    }
+  }
+
+  /** Every table family on `conn` (the pool, or one transaction's connection). */
+  private tables(conn: PgConn): StoreTables {
+    return {
+      ...pgTables(conn, this.shared),
+      liveKey: (id, now) => this.shared.liveKey(conn, id, now),
+      version: async () => (await conn.value<number>(Q.version))!,
+      changesSince: (from, to) => changesSince(conn, from, to),
+      meta: async (name) => (await conn.value<number>(Q.metaGet, [name])) ?? null,
+      setMeta: async (name, value) => void (await conn.run(Q.metaSet, [name, value])),
+    };
+  }
+
+  async mutate<T>(ctx: MutationContext, audit: Audit, fn: (tx: StoreTables) => T | Promise<T>): Promise<{ result: T; version: number }> {
+    let bumped = false;
+    const out = await this.conn.tx(async (conn) => {
+      const tx = this.tables(conn);
+      const result = await fn(tx);
+      await tx.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {});
+      let version: number;
+      if (audit.changes && audit.changes.length > 0) {
+        version = (await conn.value<number>(Q.bump))!;
+        for (const change of audit.changes) await conn.run(Q.change, [version, change.kind, change.entity]);
+        bumped = true;
+      } else {
+        version = (await conn.value<number>(Q.version))!;
+      }
+      return { result, version };
+    }, 'serial');
+    if (bumped) for (const listener of this.listeners) listener(out.version);
+    return out;
+  }
+
+  read<T>(fn: (tx: StoreTables) => Promise<T>): Promise<T> {
+    return this.conn.tx((conn) => fn(this.tables(conn)), 'read');
+  }
+
+  onVersion(listener: (version: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  openSnapshotReader(): SnapshotReads {
+    return new PgSnapshotReader(this.pool);
+  }
+
+  schemaVersion(): Promise<number> {
+    return pgSchemaVersion(this.pool);
+  }
+
+  async describe(): Promise<StoreDescription> {
+    return {
+      kind: 'postgres',
+      url: maskDatabaseUrl(this.url),
+      schema_version: await this.schemaVersion(),
+      schema_expected: PG_MIGRATIONS.length,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.shared.close();
+    await this.pool.end();
+  }
+}
+
+async function changesSince(conn: PgConn, from: number, to: number): Promise<StateChange[] | null> {
+  const oldest = (await conn.value<number | null>(Q.oldestChange)) ?? null;
+  if (from < 1 || from > to || (oldest !== null && from + 1 < oldest)) return null;
+  return conn.all<StateChange>(Q.changesSince, [from, to]);
+}

@@ -1,0 +1,78 @@
+/**
+ * The PostgreSQL store's table families, wired as `../index.ts` wires SQLite's: one module per
+ * family, each class taking the `PgConn` it runs on (the pool, or one transaction's
+ * connection). What must outlive one connection (the receipt signer and hasher) is opened once
+ * per store (`openShared`) and handed to every family built on it.
+ */
+import type { StoreTables } from '../index';
+import { OpaqueIds } from '../../public/ids';
+import { backfillMarker } from '../../receipts/backfill-marker';
+import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';
+import type { PgConn } from './conn';
+import { pgLiveKey } from './snapshot-reader';
+import { PgApplicationsTable } from './applications';
+import { PgAuditTable } from './audit';
+import { PgChangelogTable } from './changelog';
+import { PgEndpointsTable } from './endpoints';
+import { PgFlagsTable } from './flags';
+import { PgGatewaysTable } from './gateways';
+import { PgKeysTable } from './keys';
+import { PgLedgerTable } from './ledger';
+import { PgOutcomesTable } from './outcomes';
+import { PgPublicReads } from './public-reads';
+import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
+import { PgRollupsTable } from './rollups';
+import { PgSettlementTable } from './settlement';
+
+/** What every family on one store shares, whatever connection it runs on. */
+export interface PgShared {
+  readonly receipts: PgReceiptsState;
+  liveKey: typeof pgLiveKey;
+  close(): Promise<void>;
+}
+
+export interface SharedOptions {
+  dataDir: string;
+  receipts?: boolean;
+  idSecret: Buffer;
+  now: number;
+}
+
+/** Open what the families share: the data dir's receipt signing key (published before it signs) and the hasher. */
+export async function openShared(conn: PgConn, options: SharedOptions): Promise<PgShared> {
+  const ids = new OpaqueIds(options.idSecret);
+  const receipts = await openReceiptsState(
+    conn,
+    {
+      signer: loadOrCreateSigner(options.dataDir).signer,
+      providerId: (endpointId: string) => ids.provider(endpointId),
+      rotateKey: () => rotateSigner(options.dataDir),
+      enabled: options.receipts ?? true,
+      backfillMarker: backfillMarker(options.dataDir),
+    },
+    options.now,
+  );
+  return { receipts, liveKey: pgLiveKey, close: () => receipts.close() };
+}
+
+/** The table families, as `StoreTables` has them, on `conn`. */
+export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liveKey' | 'version' | 'changesSince' | 'meta' | 'setMeta'> {
+  const rollups = new PgRollupsTable(conn);
+  const ledger = new PgLedgerTable(conn);
+  const receipts = new PgReceiptsTable(conn, shared.receipts);
+  return {
+    keys: new PgKeysTable(conn),
+    flags: new PgFlagsTable(conn),
+    endpoints: new PgEndpointsTable(conn),
+    changelog: new PgChangelogTable(conn),
+    audit: new PgAuditTable(conn),
+    gateways: new PgGatewaysTable(conn),
+    outcomes: new PgOutcomesTable(conn, rollups),
+    rollups,
+    publicReads: new PgPublicReads(conn),
+    applications: new PgApplicationsTable(conn),
+    ledger,
+    settlement: new PgSettlementTable(conn, ledger, receipts),
+    receipts,
+  };
+}
