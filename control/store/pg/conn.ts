@@ -49,9 +49,8 @@ export function sql(text: string): Sql {
 }
 
 function values(statement: Sql, params: Params | undefined): unknown[] {
-  if (params === undefined) return [];
   if (Array.isArray(params)) return params as unknown[];
-  const named = params as Readonly<Record<string, unknown>>;
+  const named = (params ?? {}) as Readonly<Record<string, unknown>>;
   return statement.names.map((name) => {
     if (!(name in named)) throw new Error(`sql: missing parameter @${name} for: ${statement.text}`);
     return named[name];
