@@ -5,7 +5,7 @@
 import type { Db } from './db';
 import type { AuditEntry } from '../../protocol/admin';
 
-interface AuditRow {
+export interface AuditRow {
   id: number;
   at: number;
   actor: string;
@@ -13,6 +13,16 @@ interface AuditRow {
   target: string | null;
   detail: string;
 }
+
+/** A stored audit row as the admin API shows it. */
+export const auditView = (row: AuditRow): AuditEntry => ({
+  id: row.id,
+  at: new Date(row.at).toISOString(),
+  actor: row.actor,
+  action: row.action,
+  target: row.target,
+  detail: JSON.parse(row.detail) as Record<string, unknown>,
+});
 
 export class AuditTable {
   private readonly insertStmt;
@@ -28,13 +38,6 @@ export class AuditTable {
   }
 
   list(limit = 100): AuditEntry[] {
-    return (this.listStmt.all(limit) as AuditRow[]).map((row) => ({
-      id: row.id,
-      at: new Date(row.at).toISOString(),
-      actor: row.actor,
-      action: row.action,
-      target: row.target,
-      detail: JSON.parse(row.detail) as Record<string, unknown>,
-    }));
+    return (this.listStmt.all(limit) as AuditRow[]).map(auditView);
   }
 }

@@ -2,7 +2,7 @@
 import type { Db } from './db';
 import type { ChangelogEntry, FlagName } from '../../protocol/admin';
 
-interface ChangelogRow {
+export interface ChangelogRow {
   id: number;
   at: number;
   kind: 'flag' | 'notice';
@@ -12,7 +12,8 @@ interface ChangelogRow {
   author: string;
 }
 
-const view = (row: ChangelogRow): ChangelogEntry => ({
+/** A stored changelog entry as callers see it. */
+export const changelogView = (row: ChangelogRow): ChangelogEntry => ({
   id: row.id,
   at: new Date(row.at).toISOString(),
   kind: row.kind,
@@ -51,15 +52,15 @@ export class ChangelogTable {
 
   byId(id: number): ChangelogEntry | undefined {
     const row = this.byIdStmt.get(id) as ChangelogRow | undefined;
-    return row && view(row);
+    return row && changelogView(row);
   }
 
   list(limit = 50): ChangelogEntry[] {
-    return (this.listStmt.all(limit) as ChangelogRow[]).map(view);
+    return (this.listStmt.all(limit) as ChangelogRow[]).map(changelogView);
   }
 
   /** The changes of one flag (each turned on or off), newest first. */
   byFlag(flag: FlagName, limit = 50): ChangelogEntry[] {
-    return (this.byFlagStmt.all(flag, limit) as ChangelogRow[]).map(view);
+    return (this.byFlagStmt.all(flag, limit) as ChangelogRow[]).map(changelogView);
   }
 }

@@ -55,6 +55,18 @@ export function endpointView(row: EndpointRow): EndpointView {
   };
 }
 
+/** The parameters of the upsert for `record`: its JSON columns as text. */
+export function endpointParams(record: EndpointRecord): Record<string, unknown> {
+  return {
+    ...record,
+    methods: JSON.stringify(record.methods),
+    headers: JSON.stringify(record.headers),
+    response_schema:
+      record.response_schema === null || record.response_schema === undefined ? null : JSON.stringify(record.response_schema),
+    display_name: record.display_name ?? null,
+  };
+}
+
 export class EndpointsTable {
   private readonly upsertStmt;
   private readonly byIdStmt;
@@ -83,14 +95,7 @@ export class EndpointsTable {
 
   /** Insert, or overwrite (and revive a removed endpoint with the same id). */
   save(record: EndpointRecord): void {
-    this.upsertStmt.run({
-      ...record,
-      methods: JSON.stringify(record.methods),
-      headers: JSON.stringify(record.headers),
-      response_schema:
-        record.response_schema === null || record.response_schema === undefined ? null : JSON.stringify(record.response_schema),
-      display_name: record.display_name ?? null,
-    });
+    this.upsertStmt.run(endpointParams(record));
   }
 
   byId(id: string): EndpointRow | undefined {

@@ -6,7 +6,7 @@ import type { Db } from './db';
 import type { FlagName, FlagView } from '../../protocol/admin';
 import { flagsOf, type Flags } from '../../protocol/snapshot';
 
-interface FlagRow {
+export interface FlagRow {
   name: FlagName;
   value: 0 | 1;
   updated_at: number;
@@ -14,7 +14,8 @@ interface FlagRow {
   note: string | null;
 }
 
-const view = (row: FlagRow): FlagView => ({
+/** A stored flag as the admin API shows it. */
+export const flagView = (row: FlagRow): FlagView => ({
   name: row.name,
   value: row.value === 1,
   updated_at: new Date(row.updated_at).toISOString(),
@@ -37,11 +38,11 @@ export class FlagsTable {
 
   get(name: FlagName): FlagView | undefined {
     const row = this.getStmt.get(name) as FlagRow | undefined;
-    return row && view(row);
+    return row && flagView(row);
   }
 
   list(): FlagView[] {
-    return (this.listStmt.all() as FlagRow[]).map(view);
+    return (this.listStmt.all() as FlagRow[]).map(flagView);
   }
 
   /** Returns whether the stored value changed. */

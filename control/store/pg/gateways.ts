@@ -1,0 +1,60 @@
+/** The gateways that dialled in, on PostgreSQL: `../gateways.ts`'s statements, asynchronous. */
+import type { GatewayRow, GatewaysTable } from '../gateways';
+import type { Async } from '../seam';
+import { sql, type PgConn } from './conn';
+
+const Q = {
+  seen: sql(
+    `INSERT INTO gateways (id, first_seen, last_seen) VALUES (?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`,
+  ),
+  ack: sql(
+    `INSERT INTO gateways (id, first_seen, last_seen, applied_version, applied_sha256) VALUES (@id, @at, @at, @version, @sha256)
+     ON CONFLICT (id) DO UPDATE SET applied_version = excluded.applied_version, applied_sha256 = excluded.applied_sha256, last_seen = excluded.last_seen`,
+  ),
+  nack: sql(
+    `INSERT INTO gateways (id, first_seen, last_seen, last_nack_version, last_nack_reason, last_nack_at) VALUES (@id, @at, @at, @version, @reason, @at)
+     ON CONFLICT (id) DO UPDATE SET last_nack_version = excluded.last_nack_version, last_nack_reason = excluded.last_nack_reason,
+       last_nack_at = excluded.last_nack_at, last_seen = excluded.last_seen`,
+  ),
+  byId: sql(`SELECT * FROM gateways WHERE id = ?`),
+  list: sql(`SELECT * FROM gateways ORDER BY id`),
+  weight: sql(`UPDATE gateways SET weight = ? WHERE id = ?`),
+  share: sql(`UPDATE gateways SET share = ? WHERE id = ?`),
+};
+
+export class PgGatewaysTable implements Async<GatewaysTable> {
+  constructor(private readonly conn: PgConn) {}
+
+  async seen(id: string, at: number): Promise<void> {
+    await this.conn.run(Q.seen, [id, at, at]);
+  }
+
+  async acked(id: string, version: number, sha256: string | null, at: number): Promise<void> {
+    await this.conn.run(Q.ack, { id, version, sha256, at });
+  }
+
+  async nacked(id: string, version: number, reason: string, at: number): Promise<void> {
+    await this.conn.run(Q.nack, { id, version, reason, at });
+  }
+
+  /** Set a known gateway's weight; false when there is no such gateway. */
+  async setWeight(id: string, weight: number): Promise<boolean> {
+    return (await this.conn.run(Q.weight, [weight, id])) === 1;
+  }
+
+  /** Record the share last pushed to each gateway, in one transaction. */
+  async recordShares(shares: ReadonlyMap<string, number>): Promise<void> {
+    await this.conn.tx(async (conn) => {
+      for (const [id, share] of shares) await conn.run(Q.share, [share, id]);
+    });
+  }
+
+  async byId(id: string): Promise<GatewayRow | undefined> {
+    return this.conn.get<GatewayRow>(Q.byId, [id]);
+  }
+
+  async list(): Promise<GatewayRow[]> {
+    return this.conn.all<GatewayRow>(Q.list);
+  }
+}
