@@ -135,19 +135,7 @@ export class KeysTable {
   }
 
   insert(key: NewKey): void {
-    this.insertKey.run({
-      id: key.id,
-      name: key.name,
-      prefix: key.prefix,
-      created_at: key.created_at,
-      created_by: key.created_by,
-      expires_at: key.expires_at,
-      wallet: key.wallet,
-      endpoints: JSON.stringify(key.endpoints),
-      limit_count: key.limit?.count ?? null,
-      limit_window_s: key.limit?.window_seconds ?? null,
-      application_id: key.application_id,
-    });
+    this.insertKey.run(newKeyParams(key));
     this.insertSecretStmt.run(key.hash, key.id, key.prefix, key.created_at, null);
   }
 
@@ -184,37 +172,16 @@ export class KeysTable {
   page(opts: { limit: number; after?: KeyPosition | null; status?: KeyStatus; now: number; scanLimit?: number }): KeyPage {
     const { limit, now, status } = opts;
     const after = opts.after ? { at: opts.after.created_at, id: opts.after.id } : {};
-    const position = (row: { created_at: number; id: string }): KeyPosition => ({ created_at: row.created_at, id: row.id });
 
     if (status === undefined || status === 'revoked') {
       const stmts = status === undefined ? this.pageStmts.all : this.pageStmts.byStatus;
       const stmt = opts.after ? stmts.after : stmts.first;
-      const rows = stmt.all({ take: limit + 1, ...after, ...(status ? { status } : {}) }) as KeyRow[];
-      if (rows.length <= limit) return { rows, next: null };
-      rows.length = limit;
-      return { rows, next: position(rows[limit - 1]!) };
+      return cutPage(stmt.all({ take: limit + 1, ...after, ...(status ? { status } : {}) }) as KeyRow[], limit);
     }
 
-    const take = Math.max(limit + 1, opts.scanLimit ?? KEY_PAGE_SCAN_LIMIT);
+    const take = scanTake(limit, opts.scanLimit);
     const stmt = opts.after ? this.pageStmts.activeScan.after : this.pageStmts.activeScan.first;
-    const ids: string[] = [];
-    let last: KeyPosition | null = null;
-    let scanned = 0;
-    let next: KeyPosition | null = null;
-    for (const [createdAt, id, expiresAt] of stmt.iterate({ take, ...after }) as IterableIterator<[number, string, number | null]>) {
-      scanned += 1;
-      if (storedKeyStatus('active', expiresAt, now) === status) {
-        if (ids.length === limit) {
-          // One more match exists: this page is full and the next one starts after its last key.
-          next = last;
-          break;
-        }
-        ids.push(id);
-      }
-      last = { created_at: createdAt, id };
-    }
-    // Scanned `take` positions without filling the page: go on after the last one examined.
-    if (next === null && scanned === take && last !== null) next = last;
+    const { ids, next } = scanPositions(stmt.iterate({ take, ...after }) as IterableIterator<ScannedKey>, { take, limit, status, now });
     const byId = new Map((this.pageStmts.byIds.all({ ids: JSON.stringify(ids) }) as KeyRow[]).map((r) => [r.id, r]));
     return { rows: ids.map((id) => byId.get(id)!), next };
   }
@@ -225,15 +192,8 @@ export class KeysTable {
 
   /** Live secrets of many keys in one query, by key id (newest secret first). */
   liveSecretsOf(keyIds: readonly string[], now: number): Map<string, SecretRow[]> {
-    const out = new Map<string, SecretRow[]>();
-    if (keyIds.length === 0) return out;
-    for (const row of this.liveSecretsOfManyStmt.all({ ids: JSON.stringify(keyIds), now }) as SecretRow[]) {
-      const list = out.get(row.key_id);
-      if (list) list.push(row);
-      else out.set(row.key_id, [row]);
-    }
-    for (const list of out.values()) if (list.length > 1) list.sort((a, b) => b.created_at - a.created_at);
-    return out;
+    if (keyIds.length === 0) return new Map();
+    return secretsByKey(this.liveSecretsOfManyStmt.all({ ids: JSON.stringify(keyIds), now }) as SecretRow[]);
   }
 
   revoke(id: string, at: number): boolean {
@@ -251,6 +211,83 @@ export class KeysTable {
   counts(now: number): { total: number; active: number } {
     return this.countsStmt.get(now) as { total: number; active: number };
   }
+}
+
+/** A scanned position of the covering index: `created_at`, `id`, `expires_at`. */
+export type ScannedKey = [number, string, number | null];
+
+/** Positions an `active` or `expired` page examines at most (see `KeysTable.page`). */
+export function scanTake(limit: number, scanLimit: number | undefined): number {
+  return Math.max(limit + 1, scanLimit ?? KEY_PAGE_SCAN_LIMIT);
+}
+
+/** A page of `limit` keys from `rows`, read `limit + 1` at a time: the extra one says whether more follow. */
+export function cutPage(rows: KeyRow[], limit: number): KeyPage {
+  if (rows.length <= limit) return { rows, next: null };
+  rows.length = limit;
+  const last = rows[limit - 1]!;
+  return { rows, next: { created_at: last.created_at, id: last.id } };
+}
+
+/**
+ * The ids of the keys with `status` at `now` among `take` scanned positions of active keys
+ * (newest first), at most `limit`, and where the next page starts: after the page's last key
+ * when one more match exists, after the last position examined when all `take` were scanned
+ * without filling the page, else null. Stops reading `positions` once it knows.
+ */
+export function scanPositions(
+  positions: Iterable<ScannedKey>,
+  opts: { take: number; limit: number; status: KeyStatus; now: number },
+): { ids: string[]; next: KeyPosition | null } {
+  const { take, limit, status, now } = opts;
+  const ids: string[] = [];
+  let last: KeyPosition | null = null;
+  let scanned = 0;
+  let next: KeyPosition | null = null;
+  for (const [createdAt, id, expiresAt] of positions) {
+    scanned += 1;
+    if (storedKeyStatus('active', expiresAt, now) === status) {
+      if (ids.length === limit) {
+        // One more match exists: this page is full and the next one starts after its last key.
+        next = last;
+        break;
+      }
+      ids.push(id);
+    }
+    last = { created_at: createdAt, id };
+  }
+  // Scanned `take` positions without filling the page: go on after the last one examined.
+  if (next === null && scanned === take && last !== null) next = last;
+  return { ids, next };
+}
+
+/** Live secret rows grouped by key id, each key's newest first. */
+export function secretsByKey(rows: Iterable<SecretRow>): Map<string, SecretRow[]> {
+  const out = new Map<string, SecretRow[]>();
+  for (const row of rows) {
+    const list = out.get(row.key_id);
+    if (list) list.push(row);
+    else out.set(row.key_id, [row]);
+  }
+  for (const list of out.values()) if (list.length > 1) list.sort((a, b) => b.created_at - a.created_at);
+  return out;
+}
+
+/** The `keys` columns of a new key, as the insert statement takes them. */
+export function newKeyParams(key: NewKey): Record<string, unknown> {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    created_at: key.created_at,
+    created_by: key.created_by,
+    expires_at: key.expires_at,
+    wallet: key.wallet,
+    endpoints: JSON.stringify(key.endpoints),
+    limit_count: key.limit?.count ?? null,
+    limit_window_s: key.limit?.window_seconds ?? null,
+    application_id: key.application_id,
+  };
 }
 
 /** A key's status at `now` from its stored status and expiry. */
