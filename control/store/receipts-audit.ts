@@ -10,39 +10,60 @@
  *    however consistently the batch and ledger rows are rewritten with it; and the run roots
  *    stored for proofs (`control/receipts/tree.ts`) are those of the same calls.
  *
- * Each answers the first violation as a sentence naming the batch, or null.
+ * Each answers the first violation as a sentence naming the batch, or null. What each check
+ * does with the rows it is fed (`ChainAudit`, `RootAudit`) is shared with PostgreSQL's
+ * `pg/receipts-audit.ts`; only how the rows are read differs.
  */
 import type { Db } from './db';
 import { rootOf, subtreeRoots, toHex, type Hash32 } from '../../protocol/merkle';
-import type { Receipt, ReceiptJwk } from '../../protocol/receipts';
+import type { Receipt } from '../../protocol/receipts';
 import { ChainVerifier, ReceiptKeyring, leafHashOf } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
 import type { Outcome } from '../../protocol/outcome';
 import { OpaqueIds } from '../public/ids';
 import { SUBTREE_HEIGHT } from '../receipts/tree';
-import { leafOf } from './receipts';
+import { leafOf, type ReceiptKeyRow } from './receipts-core';
 
-interface BatchWithReceipt {
+/** A batch as check 1 reads it, with its receipt (or null). */
+export interface BatchWithReceipt<R = Receipt> {
   id: number;
   calls: number;
   refunds: number;
   premiums: number;
   created_at: number;
-  receipt: string | null;
+  receipt: R | null;
+}
+
+/** Check 1 over batches fed in batch order (each store reads them its own way). */
+export class ChainAudit {
+  /** What is wrong with the published keys themselves, or null. */
+  readonly keysProblem: string | null;
+  private readonly chain: ChainVerifier;
+
+  constructor(keys: readonly ReceiptKeyRow[]) {
+    const keyring = new ReceiptKeyring({ keys: keys.map((k) => ({ kty: 'OKP', crv: 'Ed25519', x: k.x, kid: k.kid, use: 'sig' })) });
+    this.keysProblem = keyring.problems.length > 0 ? `receipt keys: ${keyring.problems[0]}` : null;
+    this.chain = new ChainVerifier(keyring);
+  }
+
+  /** The batch after the last one pushed: its violation, or null. */
+  push(b: BatchWithReceipt): string | null {
+    const r = b.receipt;
+    if (r === null) return `batch ${b.id} has no receipt`;
+    const differs: string[] = [];
+    if (r.tree_size !== b.calls) differs.push(`tree_size ${r.tree_size} (the batch has ${b.calls} calls)`);
+    if (r.refunds !== b.refunds) differs.push(`refunds ${r.refunds} (the batch has ${b.refunds})`);
+    if (r.premiums !== b.premiums) differs.push(`premiums ${r.premiums} (the batch has ${b.premiums})`);
+    if (r.settled_at !== new Date(b.created_at).toISOString()) differs.push(`settled_at ${r.settled_at}`);
+    if (differs.length > 0) return `batch ${b.id}: its receipt states ${differs.join(', ')}`;
+    return this.chain.push(r)?.reason ?? null;
+  }
 }
 
 /** Check 1: one receipt per batch, matching it, chained and signed by a published key. */
 export function receiptChainViolation(db: Db): string | null {
-  const keys = (db.prepare(`SELECT kid, x FROM receipt_keys`).all() as { kid: string; x: string }[]).map((k): ReceiptJwk => ({
-    kty: 'OKP',
-    crv: 'Ed25519',
-    x: k.x,
-    kid: k.kid,
-    use: 'sig',
-  }));
-  const keyring = new ReceiptKeyring({ keys });
-  if (keyring.problems.length > 0) return `receipt keys: ${keyring.problems[0]}`;
-  const chain = new ChainVerifier(keyring);
+  const audit = new ChainAudit(db.prepare(`SELECT kid, x FROM receipt_keys`).all() as ReceiptKeyRow[]);
+  if (audit.keysProblem !== null) return audit.keysProblem;
   const rows = db
     .prepare(
       `SELECT b.id, b.calls, b.refunds, b.premiums, b.created_at,
@@ -51,23 +72,16 @@ export function receiptChainViolation(db: Db): string | null {
                 'premiums', r.premiums, 'settled_at', r.settled_at, 'kid', r.kid, 'sig', r.sig) END AS receipt
        FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id ORDER BY b.id`,
     )
-    .iterate() as IterableIterator<BatchWithReceipt>;
+    .iterate() as IterableIterator<BatchWithReceipt<string>>;
   for (const b of rows) {
-    if (b.receipt === null) return `batch ${b.id} has no receipt`;
-    const r = JSON.parse(b.receipt) as Receipt;
-    const differs: string[] = [];
-    if (r.tree_size !== b.calls) differs.push(`tree_size ${r.tree_size} (the batch has ${b.calls} calls)`);
-    if (r.refunds !== b.refunds) differs.push(`refunds ${r.refunds} (the batch has ${b.refunds})`);
-    if (r.premiums !== b.premiums) differs.push(`premiums ${r.premiums} (the batch has ${b.premiums})`);
-    if (r.settled_at !== new Date(b.created_at).toISOString()) differs.push(`settled_at ${r.settled_at}`);
-    if (differs.length > 0) return `batch ${b.id}: its receipt states ${differs.join(', ')}`;
-    const problem = chain.push(r);
-    if (problem !== null) return problem.reason;
+    const problem = audit.push({ ...b, receipt: b.receipt === null ? null : (JSON.parse(b.receipt) as Receipt) });
+    if (problem !== null) return problem;
   }
   return null;
 }
 
-interface LeafRow {
+/** A settled call as check 2 reads it, in settlement order. */
+export interface AuditLeafRow {
   settled_batch: number;
   call_id: string;
   outcome: Outcome;
@@ -76,11 +90,66 @@ interface LeafRow {
   clamp: Clamp | null;
 }
 
+/** What check 2 needs of a batch: its endpoint, and its receipt's root and run roots (null without a receipt). */
+export interface AuditBatch {
+  endpoint_id: string;
+  root: string | null;
+  subtrees: Buffer | null;
+}
+
+/** Check 2 over settled calls fed in settlement order (batch, received_at, call_id). */
+export class RootAudit {
+  private readonly ids: OpaqueIds;
+  private batch = 0;
+  private provider = '';
+  private stated: string | null = null;
+  private runs: Buffer | null = null;
+  private hashes: Hash32[] = [];
+
+  /** `secret`: the database's public id secret (the leaves name providers by opaque id). */
+  constructor(secret: Buffer) {
+    this.ids = new OpaqueIds(secret);
+  }
+
+  /** The batch whose calls are being fed. */
+  get current(): number {
+    return this.batch;
+  }
+
+  /** The calls of `batch` follow (`b` undefined: no such batch): the violation of the batch before, or null. */
+  next(batch: number, b: AuditBatch | undefined): string | null {
+    const problem = this.close();
+    this.batch = batch;
+    this.provider = b === undefined ? '' : this.ids.provider(b.endpoint_id);
+    this.stated = b?.root ?? null;
+    this.runs = b?.subtrees ?? null;
+    this.hashes = [];
+    return problem;
+  }
+
+  /** A call of the current batch, in settlement order. */
+  push(row: AuditLeafRow): void {
+    this.hashes.push(leafHashOf(leafOf(this.batch, this.provider, row)));
+  }
+
+  /** The current batch's violation, or null. */
+  close(): string | null {
+    if (this.batch === 0 || this.stated === null) return null;
+    const computed = subtreeRoots(this.hashes, SUBTREE_HEIGHT);
+    const root = toHex(rootOf(computed));
+    if (root !== this.stated)
+      return `batch ${this.batch}: its receipt's root ${this.stated} is not the root of its ${this.hashes.length} calls (${root})`;
+    if (this.runs !== null && !this.runs.equals(Buffer.from(computed.join(''), 'latin1')))
+      return `batch ${this.batch}: the run hashes stored for its proofs are not those of its calls`;
+    return null;
+  }
+}
+
 /** Check 2: each receipt's root is the root of its batch's calls, recomputed from their rows. */
 export function receiptRootViolation(db: Db): string | null {
   const secret = db.prepare(`SELECT secret FROM public_secret WHERE id = 1`).pluck().get() as Buffer | undefined;
   if (secret === undefined) return null; // no store has opened this database yet: nothing settled
-  const ids = new OpaqueIds(secret);
+  const audit = new RootAudit(secret);
   const batchStmt = db.prepare(
     `SELECT b.endpoint_id, r.root, r.subtrees FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`,
   );
@@ -89,34 +158,13 @@ export function receiptRootViolation(db: Db): string | null {
       `SELECT settled_batch, call_id, outcome, premium, refund, clamp FROM outcomes
        WHERE settled_batch IS NOT NULL ORDER BY settled_batch, received_at, call_id`,
     )
-    .iterate() as IterableIterator<LeafRow>;
-
-  let batch = 0;
-  let provider = '';
-  let stated: string | null = null;
-  let runs: Buffer | null = null;
-  let hashes: Hash32[] = [];
-  const close = (): string | null => {
-    if (batch === 0 || stated === null) return null;
-    const computed = subtreeRoots(hashes, SUBTREE_HEIGHT);
-    const root = toHex(rootOf(computed));
-    if (root !== stated) return `batch ${batch}: its receipt's root ${stated} is not the root of its ${hashes.length} calls (${root})`;
-    if (runs !== null && !runs.equals(Buffer.from(computed.join(''), 'latin1')))
-      return `batch ${batch}: the run hashes stored for its proofs are not those of its calls`;
-    return null;
-  };
+    .iterate() as IterableIterator<AuditLeafRow>;
   for (const row of rows) {
-    if (row.settled_batch !== batch) {
-      const problem = close();
+    if (row.settled_batch !== audit.current) {
+      const problem = audit.next(row.settled_batch, batchStmt.get(row.settled_batch) as AuditBatch | undefined);
       if (problem !== null) return problem;
-      batch = row.settled_batch;
-      const b = batchStmt.get(batch) as { endpoint_id: string; root: string | null; subtrees: Buffer | null } | undefined;
-      provider = b === undefined ? '' : ids.provider(b.endpoint_id);
-      stated = b?.root ?? null;
-      runs = b?.subtrees ?? null;
-      hashes = [];
     }
-    hashes.push(leafHashOf(leafOf(batch, provider, row)));
+    audit.push(row);
   }
-  return close();
+  return audit.close();
 }

@@ -17,101 +17,47 @@
  *   column (it is the count of the batch's calls before it in that order). With each receipt
  *   are stored the roots of the batch's runs of 64 leaves (migration 10, `receipts/tree.ts`),
  *   so a proof reads and hashes only its call's run, whatever the batch size.
+ *
+ * The signer, the hasher and every step between statements (leaves, signing, the JWKS order,
+ * proofs) are `receipts-core.ts`, shared with PostgreSQL's table (`pg/receipts.ts`): only the
+ * SQL is here.
  */
 import type { Db } from './db';
-import { inclusionPath, leafHash, rootOf, toHex } from '../../protocol/merkle';
-import type { CallProof, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
+import type { Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
+import { SUBTREE_LEAVES } from '../receipts/tree';
+import type { PendingTree } from '../receipts/tree-hasher';
 import {
-  GENESIS_PREV,
-  RECEIPT_VERSION,
-  leafCanonical,
-  receiptHash,
-  receiptSigningBytes,
-  type UnsignedReceipt,
-} from '../../protocol/receipts-verify';
-import type { Clamp } from '../../protocol/settlement';
-import type { BackfillMarker } from '../receipts/backfill-marker';
-import type { ReceiptSigner } from '../receipts/signing-key';
-import { SUBTREE_LEAVES, splitSubtrees } from '../receipts/tree';
-import { TreeHasher, type PendingTree, type StoredTree } from '../receipts/tree-hasher';
+  BACKFILLED_META,
+  MissingReceiptError,
+  ReceiptsCore,
+  ReissueError,
+  type LeafRow,
+  type ProofLookup,
+  type ProofPath,
+  type ReceiptBatch,
+  type ReceiptKeyRow,
+  type ReceiptsOptions,
+  type SignedReceipt,
+} from './receipts-core';
 
-/** What a receipt commits to about its batch. */
-export interface ReceiptBatch {
-  id: number;
-  endpoint_id: string;
-  /** ms */
-  created_at: number;
-  refunds: number;
-  premiums: number;
-}
-
-/** A call of a batch, in leaf order, with its settled amounts. */
-export interface LeafRow {
-  call_id: string;
-  outcome: ReceiptLeaf['outcome'];
-  premium: number;
-  refund: number;
-  clamp: Clamp | null;
-}
-
-/** A call's leaf: its batch and provider, and the settled row. */
-export function leafOf(batch: number, provider: string, row: LeafRow): ReceiptLeaf {
-  return { batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp };
-}
-
-/** `meta` row recording that the receipts backfill ran (migration 14 sets it on installs that had receipts). */
-export const BACKFILLED_META = 'receipts_backfilled';
-
-/** A settled batch has no receipt where one must be: the settler halts on it. */
-export class MissingReceiptError extends Error {
-  constructor(readonly batch: number) {
-    super(`batch ${batch} is settled but has no receipt`);
-    this.name = 'MissingReceiptError';
-  }
-}
-
-/** Why `reissue` refuses: no such batch, it has its receipt, or an earlier batch lacks one. */
-export class ReissueError extends Error {
-  constructor(
-    readonly reason: 'no_batch' | 'has_receipt' | 'earlier_missing',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ReissueError';
-  }
-}
-
-export type ProofLookup =
-  { state: 'unknown' } | { state: 'unsettled' } | { state: 'unreceipted'; batch: number } | { state: 'settled'; proof: CallProof };
-
-export interface ReceiptsOptions {
-  signer: ReceiptSigner;
-  /** The opaque provider id of an endpoint, as `/api/v1/providers` shows it. */
-  providerId: (endpointId: string) => string;
-  /** Replace the signing key (writes the key file); returns the new signer. */
-  rotateKey: () => ReceiptSigner;
-  /**
-   * Write receipts (default). Off only for `bench:settlement`'s side-by-side baseline: a store
-   * opened later with receipts on signs the batches left without one only if no backfill is
-   * recorded yet (the baseline's database and data dir never had receipts on).
-   */
-  enabled?: boolean;
-  /** Computes batch roots (on a worker thread when it can). @default a new TreeHasher */
-  hasher?: TreeHasher;
-  /** The data dir's record of the backfill; null for an in-memory store (the database's alone counts). */
-  backfillMarker?: BackfillMarker | null;
-}
+export {
+  BACKFILLED_META,
+  MissingReceiptError,
+  ReceiptsCore,
+  ReissueError,
+  leafOf,
+  type LeafRow,
+  type ProofLookup,
+  type ReceiptBatch,
+  type ReceiptsOptions,
+} from './receipts-core';
 
 const COLUMNS = 'batch, v, prev, root, tree_size, refunds, premiums, settled_at, kid, sig';
 
 export class ReceiptsTable {
   readonly enabled: boolean;
-  private signerNow: ReceiptSigner;
-  /** A key written by `prepareRotation`, not signing until `activatePrepared`. */
-  private pending: ReceiptSigner | null = null;
-  private readonly providerId: (endpointId: string) => string;
-  private readonly rotateKey: () => ReceiptSigner;
-  private readonly hasher: TreeHasher;
+  /** The signer, the hasher and the steps between statements (shared with PostgreSQL's table). */
+  readonly core: ReceiptsCore;
   private readonly insertStmt;
   private readonly headStmt;
   private readonly getStmt;
@@ -130,15 +76,11 @@ export class ReceiptsTable {
   private readonly beforeStmt;
   private readonly backfilledStmt;
   private readonly markBackfilledStmt;
-  private readonly marker: BackfillMarker | null;
   private readonly backfillTx;
 
   constructor(db: Db, opts: ReceiptsOptions, now: number) {
-    this.enabled = opts.enabled ?? true;
-    this.signerNow = opts.signer;
-    this.providerId = opts.providerId;
-    this.rotateKey = opts.rotateKey;
-    this.hasher = opts.hasher ?? new TreeHasher(this.enabled ? undefined : null);
+    this.core = new ReceiptsCore(opts);
+    this.enabled = this.core.enabled;
     this.insertStmt = db.prepare(
       `INSERT INTO receipts (${COLUMNS}, subtrees) VALUES (@batch, @v, @prev, @root, @tree_size, @refunds, @premiums, @settled_at, @kid, @sig, @subtrees)`,
     );
@@ -167,24 +109,24 @@ export class ReceiptsTable {
     this.beforeStmt = db.prepare(`SELECT ${COLUMNS} FROM receipts WHERE batch < ? ORDER BY batch DESC LIMIT 1`);
     this.backfilledStmt = db.prepare(`SELECT 1 FROM meta WHERE name = '${BACKFILLED_META}'`).pluck();
     this.markBackfilledStmt = db.prepare(`INSERT INTO meta (name, value) VALUES ('${BACKFILLED_META}', 1) ON CONFLICT (name) DO NOTHING`);
-    this.marker = opts.backfillMarker ?? null;
     this.backfillTx = db.transaction(() => {
       const written = this.fillAfterHead();
       this.markBackfilledStmt.run();
       return written;
     });
     // The file's key is published before it signs anything.
-    this.addKeyStmt.run(this.signerNow.kid, this.signerNow.x, now);
+    const key = this.core.signing;
+    this.addKeyStmt.run(key.kid, key.x, now);
   }
 
   /** The kid that signs new receipts. */
   get kid(): string {
-    return this.signerNow.kid;
+    return this.core.kid;
   }
 
   /** The kid that signs new receipts (`kid`, as a method callers across the store's seam can call). */
   currentKid(): string {
-    return this.signerNow.kid;
+    return this.core.kid;
   }
 
   // -------------------------------------------------------------------------------------
@@ -192,7 +134,7 @@ export class ReceiptsTable {
 
   /** The opaque provider id that a batch's leaves name. */
   provider(endpointId: string): string {
-    return this.providerId(endpointId);
+    return this.core.provider(endpointId);
   }
 
   /**
@@ -200,20 +142,12 @@ export class ReceiptsTable {
    * of a batch, in leaf order, with the amounts it writes on the call's row.
    */
   leaf(batch: number, provider: string, call: LeafRow): string {
-    return leafCanonical({
-      batch,
-      call_id: call.call_id,
-      provider,
-      outcome: call.outcome,
-      premium: call.premium,
-      refund: call.refund,
-      clamp: call.clamp,
-    });
+    return this.core.leaf(batch, provider, call);
   }
 
   /** Start computing the tree of a batch's canonical leaves (on the hasher's thread). */
   startTree(leaves: readonly string[]): PendingTree {
-    return this.hasher.start(leaves);
+    return this.core.startTree(leaves);
   }
 
   /**
@@ -226,7 +160,7 @@ export class ReceiptsTable {
     const head = this.headStmt.get() as Receipt | undefined;
     const gap = this.unreceiptedStmt.get(head?.batch ?? 0, batch.id - 1) as number | undefined;
     if (gap !== undefined) throw new MissingReceiptError(gap);
-    return this.sign(batch, tree.result(), treeSize, head);
+    return this.store(this.core.sign(batch, tree.result(), treeSize, head));
   }
 
   /**
@@ -236,20 +170,18 @@ export class ReceiptsTable {
    * missing from one place is written again from the other. Returns how many receipts it wrote.
    */
   backfillOnce(now: number): number {
-    const inDb = this.backfilledStmt.get() !== undefined;
-    const inDir = this.marker?.exists() ?? false;
+    const plan = this.core.backfillPlan(this.backfilledStmt.get() !== undefined);
     let written = 0;
-    if (!inDb && !inDir) written = this.backfillTx.immediate();
-    else if (!inDb) this.markBackfilledStmt.run();
-    if (!inDir) this.marker?.write(now, written);
+    if (plan.fill) written = this.backfillTx.immediate();
+    else if (plan.markDatabase) this.markBackfilledStmt.run();
+    if (plan.markDataDir) this.core.markDataDir(now, written);
     return written;
   }
 
   /** The oldest settled batch without a receipt and how many lack one, or null (always null with receipts off). */
   missing(): { batch: number; count: number } | null {
     if (!this.enabled) return null;
-    const found = this.missingStmt.get(Number.MAX_SAFE_INTEGER) as { batch: number | null; count: number };
-    return found.batch === null ? null : { batch: found.batch, count: found.count };
+    return ReceiptsCore.missing(this.missingStmt.get(Number.MAX_SAFE_INTEGER) as { batch: number | null; count: number });
   }
 
   /**
@@ -262,40 +194,27 @@ export class ReceiptsTable {
    */
   reissue(batchId: number): Receipt {
     const batch = this.batchStmt.get(batchId) as ReceiptBatch | undefined;
-    if (batch === undefined) throw new ReissueError('no_batch', `batch ${batchId} does not exist`);
-    if (this.getStmt.get(batchId) !== undefined) throw new ReissueError('has_receipt', `batch ${batchId} has its receipt`);
+    if (batch === undefined) throw ReissueError.noBatch(batchId);
+    if (this.getStmt.get(batchId) !== undefined) throw ReissueError.hasReceipt(batchId);
     const earlier = this.missingStmt.get(batchId) as { batch: number | null };
-    if (earlier.batch !== null) throw new ReissueError('earlier_missing', `batch ${earlier.batch} has no receipt either; reissue it first`);
+    if (earlier.batch !== null) throw ReissueError.earlierMissing(earlier.batch);
     return this.signFromRows(batch, this.beforeStmt.get(batchId) as Receipt | undefined);
   }
 
-  /**
-   * Replacing the signing key takes three steps. First the new key is written to the data dir
-   * (`prepareRotation`); then the caller commits its public half in an audited transaction
-   * (`publishPrepared`); only then does it sign (`activatePrepared`). If the commit fails, the
-   * running process keeps signing with the old, published key, and the next start publishes
-   * the file's key before it signs anything.
-   */
+  /** Write a new signing key to the data dir; it signs once published and activated (`ReceiptsCore.prepareRotation`). */
   prepareRotation(): { kid: string; previous_kid: string } {
-    const next = this.rotateKey();
-    this.pending = next;
-    return { kid: next.kid, previous_kid: this.signerNow.kid };
+    return this.core.prepareRotation();
   }
 
   /** Publish the prepared key's public half (inside the caller's transaction). */
   publishPrepared(kid: string, now: number): void {
-    this.addKeyStmt.run(this.prepared(kid).kid, this.prepared(kid).x, now);
+    const key = this.core.prepared(kid);
+    this.addKeyStmt.run(key.kid, key.x, now);
   }
 
   /** The published, prepared key signs from the next batch on. */
   activatePrepared(kid: string): void {
-    this.signerNow = this.prepared(kid);
-    this.pending = null;
-  }
-
-  private prepared(kid: string): ReceiptSigner {
-    if (this.pending?.kid !== kid) throw new Error(`no signing key ${kid} is prepared (another rotation replaced it)`);
-    return this.pending;
+    this.core.activatePrepared(kid);
   }
 
   /** Receipts for the batches after the newest receipt, in batch order; how many. */
@@ -311,35 +230,17 @@ export class ReceiptsTable {
 
   /** Sign `batch` from its calls' rows as they are now, chained to `prev`. */
   private signFromRows(batch: ReceiptBatch, prev: Receipt | undefined): Receipt {
-    const provider = this.providerId(batch.endpoint_id);
-    const leaves = (this.leavesStmt.all(batch.id) as LeafRow[]).map((row) => this.leaf(batch.id, provider, row));
-    return this.sign(batch, this.hasher.start(leaves).result(), leaves.length, prev);
+    return this.store(this.core.signRows(batch, this.leavesStmt.all(batch.id) as LeafRow[], prev));
   }
 
-  /** Sign `batch` as the receipt after `prev` (the receipt of the batch before it, if any). */
-  private sign(batch: ReceiptBatch, tree: StoredTree, treeSize: number, prev: Receipt | undefined): Receipt {
-    if (prev !== undefined && prev.batch >= batch.id)
-      throw new Error(`receipts: batch ${batch.id} is not after the receipt it chains to (${prev.batch})`);
-    if (treeSize === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
-    const unsigned: UnsignedReceipt = {
-      v: RECEIPT_VERSION,
-      batch: batch.id,
-      prev: prev === undefined ? GENESIS_PREV : receiptHash(prev),
-      root: tree.root,
-      tree_size: treeSize,
-      refunds: batch.refunds,
-      premiums: batch.premiums,
-      settled_at: new Date(batch.created_at).toISOString(),
-      kid: this.signerNow.kid,
-    };
-    const receipt: Receipt = { ...unsigned, sig: this.signerNow.sign(receiptSigningBytes(unsigned)) };
-    this.insertStmt.run({ ...receipt, subtrees: tree.subtrees });
-    return receipt;
+  private store(signed: SignedReceipt): Receipt {
+    this.insertStmt.run({ ...signed.receipt, subtrees: signed.subtrees });
+    return signed.receipt;
   }
 
   /** Stop the hasher's worker thread. */
   close(): void {
-    this.hasher.close();
+    this.core.close();
   }
 
   // -------------------------------------------------------------------------------------
@@ -365,17 +266,14 @@ export class ReceiptsTable {
 
   /** Every key that signed or signs receipts, the current one first (RFC 8037 JWKs). */
   jwks(): ReceiptJwks {
-    const rows = this.keysStmt.all() as { kid: string; x: string }[];
-    const current = this.signerNow.kid;
-    rows.sort((a, b) => Number(b.kid === current) - Number(a.kid === current));
-    return { keys: rows.map((r) => ({ kty: 'OKP', crv: 'Ed25519', x: r.x, kid: r.kid, use: 'sig' })) };
+    return this.core.jwks(this.keysStmt.all() as ReceiptKeyRow[]);
   }
 
   /** The leaves of one batch, in leaf order, as published (from the calls' rows). */
   leaves(batchId: number): ReceiptLeaf[] {
     const batch = this.batchStmt.get(batchId) as ReceiptBatch | undefined;
     if (batch === undefined) return [];
-    return this.leafRows(batchId, this.providerId(batch.endpoint_id), this.leavesStmt.all(batchId) as LeafRow[]);
+    return this.core.leaves(batchId, batch.endpoint_id, this.leavesStmt.all(batchId) as LeafRow[]);
   }
 
   /**
@@ -391,41 +289,16 @@ export class ReceiptsTable {
     const batch = call.settled_batch;
     const receipt = this.get(batch);
     if (receipt === null) return { state: 'unreceipted', batch };
-    const found = this.proofFromRun(batch, callId, call.received_at, receipt.root) ?? this.proofFromBatch(batch, callId);
+    const found = this.proofFromRun(batch, callId, call.received_at, receipt.root) ?? ReceiptsCore.proofInBatch(this.leaves(batch), callId);
     return { state: 'settled', proof: { ...found, tree_size: receipt.tree_size, receipt } };
   }
 
-  private proofFromRun(batch: number, callId: string, receivedAt: number, root: string): Omit<CallProof, 'tree_size' | 'receipt'> | null {
-    const stored = this.subtreesStmt.get(batch) as Buffer | null | undefined;
-    if (!stored) return null;
-    const runs = splitSubtrees(stored);
-    if (toHex(rootOf(runs)) !== root) return null;
+  private proofFromRun(batch: number, callId: string, receivedAt: number, root: string): ProofPath | null {
+    const runs = ReceiptsCore.runs(this.subtreesStmt.get(batch) as Buffer | null | undefined, root);
+    if (runs === null) return null;
     const index = this.indexStmt.get(batch, receivedAt, callId) as number;
-    const run = Math.floor(index / SUBTREE_LEAVES);
-    const provider = this.providerId((this.batchStmt.get(batch) as ReceiptBatch).endpoint_id);
-    const leaves = this.leafRows(batch, provider, this.runStmt.all(batch, run * SUBTREE_LEAVES) as LeafRow[]);
-    const at = index - run * SUBTREE_LEAVES;
-    if (run >= runs.length || leaves[at]?.call_id !== callId) return null;
-    const inner = inclusionPath(
-      leaves.map((l) => leafHash(leafCanonical(l))),
-      at,
-    );
-    if (inner.root !== runs[run]) return null;
-    const outer = inclusionPath(runs, run);
-    return { leaf: leaves[at], leaf_index: index, audit_path: [...inner.path, ...outer.path].map(toHex) };
-  }
-
-  private proofFromBatch(batch: number, callId: string): Omit<CallProof, 'tree_size' | 'receipt'> {
-    const leaves = this.leaves(batch);
-    const index = leaves.findIndex((l) => l.call_id === callId);
-    const { path } = inclusionPath(
-      leaves.map((l) => leafHash(leafCanonical(l))),
-      index,
-    );
-    return { leaf: leaves[index]!, leaf_index: index, audit_path: path.map(toHex) };
-  }
-
-  private leafRows(batch: number, provider: string, rows: LeafRow[]): ReceiptLeaf[] {
-    return rows.map((row) => leafOf(batch, provider, row));
+    const endpointId = (this.batchStmt.get(batch) as ReceiptBatch).endpoint_id;
+    const rows = this.runStmt.all(batch, ReceiptsCore.runOf(index).offset) as LeafRow[];
+    return this.core.proofInRun(batch, endpointId, callId, index, runs, rows);
   }
 }
