@@ -21,8 +21,12 @@ import {
 import type { Async } from '../seam';
 import { sql, type PgConn } from './conn';
 
+/** A key row's columns as SQLite's `SELECT *` has them: `seq` is PostgreSQL's alone. */
+const KEY_COLUMNS = `id, name, prefix, status, created_at, created_by, expires_at, revoked_at, wallet, endpoints,
+  limit_count, limit_window_s, lift_count, lift_window_s, lift_until, application_id`;
+
 // Keyset pages on keys_by_created / keys_by_status_created, newest first.
-const page = (where: string) => sql(`SELECT * FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
+const page = (where: string) => sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
 // Positions only, from the covering index: what a filter on expiry scans.
 const scan = (where: string) =>
   sql(`SELECT created_at, id, expires_at FROM keys WHERE status = 'active' ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
@@ -35,8 +39,8 @@ const Q = {
              @limit_count, @limit_window_s, @application_id)`,
   ),
   insertSecret: sql(`INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`),
-  byId: sql(`SELECT * FROM keys WHERE id = ?`),
-  list: sql(`SELECT * FROM keys ORDER BY created_at DESC, id DESC`),
+  byId: sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`),
+  list: sql(`SELECT ${KEY_COLUMNS} FROM keys ORDER BY created_at DESC, id DESC`),
   page: {
     all: { first: page('true'), after: page('(created_at, id) < (@at, @id)') },
     byStatus: {
@@ -44,7 +48,7 @@ const Q = {
       after: page('status = @status AND (created_at, id) < (@at, @id)'),
     },
     activeScan: { first: scan(''), after: scan('AND (created_at, id) < (@at, @id)') },
-    byIds: sql(`SELECT * FROM keys WHERE id = ANY(@ids::text[])`),
+    byIds: sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ANY(@ids::text[])`),
   },
   // Secrets created in the same millisecond come in hash order (SQLite's come in insertion order).
   liveSecretsOfMany: sql(
