@@ -314,7 +314,7 @@ export const SqliteStoreStatus = z.strictObject({
   schema_expected: SchemaExpected,
 });
 
-/** The PostgreSQL store: part of the contract ahead of the backend; control runs only on SQLite so far. */
+/** The PostgreSQL store (`databaseUrl`): where it is, with the URL's password masked. */
 export const PostgresStoreStatus = z
   .strictObject({
     kind: z.literal('postgres'),
@@ -322,7 +322,7 @@ export const PostgresStoreStatus = z
     schema_version: SchemaVersion,
     schema_expected: SchemaExpected,
   })
-  .describe('A PostgreSQL store. Reserved: this release runs control on SQLite only, so no status carries it yet.');
+  .describe('A PostgreSQL store (`databaseUrl` set): its URL with the password masked.');
 
 /** Which store control runs on (`kind`) and its schema version. */
 export const StoreStatus = z
