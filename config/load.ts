@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../protocol/database-url';
 import { ConfigSchema, type Config } from './schema';
 
 export type { Config } from './schema';
@@ -126,6 +127,17 @@ function setPath(obj: Record<string, unknown>, path: readonly string[], value: u
 const NUMERIC = /^-?\d+(\.\d+)?$/;
 /** Settings whose values are never echoed in an error. */
 const SECRET_SETTINGS: ReadonlySet<string> = new Set(['adminToken', 'syncToken', 'metricsToken', 'applications.webhookSecret']);
+/** Settings echoed in an error only as their mask shows them (a database URL without its password). */
+const MASKED_SETTINGS: Readonly<Record<string, (value: unknown) => unknown>> = {
+  databaseUrl: (value) => (typeof value === 'string' ? maskDatabaseUrl(value) : UNPARSABLE_DATABASE_URL),
+};
+
+/** A bad value as an error may show it. */
+function shownValue(key: string, value: unknown): unknown {
+  if (SECRET_SETTINGS.has(key)) return '(hidden)';
+  const mask = MASKED_SETTINGS[key];
+  return mask === undefined ? value : mask(value);
+}
 
 function coerce(leaf: Leaf, raw: unknown): unknown {
   if (typeof raw !== 'string') return raw;
@@ -188,7 +200,7 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
       return {
         key,
         source: origin.get(key) ?? (unknownKeys.length > 0 ? 'config file' : 'the combined settings'),
-        value: SECRET_SETTINGS.has(key) ? '(hidden)' : getPath(raw, path),
+        value: shownValue(key, getPath(raw, path)),
         allowed: unknownKeys.length > 0 ? 'no such setting' : (leaf?.allowed ?? issue.message),
       };
     });

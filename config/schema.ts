@@ -3,6 +3,7 @@
  * and freezes. Each leaf's `.describe()` text is what an error message calls "allowed".
  */
 import { z } from 'zod';
+import { isPostgresUrl } from '../protocol/database-url';
 import { LIMITS_MODES } from '../protocol/gateways';
 import { GATEWAY_ENGINES, GATEWAY_ID_RULE, GatewayId } from '../protocol/snapshot';
 import * as D from './defaults';
@@ -23,6 +24,15 @@ export const ConfigSchema = z
   .object({
     host: z.string().min(1).default(D.DEFAULT_HOST).describe('a hostname or IP address to bind'),
     dataDir: z.string().min(1).default(D.DEFAULT_DATA_DIR).describe('a directory path'),
+    // Control's store: absent, null or empty is SQLite at <dataDir>/control.db (null once loaded), a URL PostgreSQL.
+    databaseUrl: z
+      .string()
+      .refine((url) => url === '' || isPostgresUrl(url))
+      .nullish()
+      .transform((url) => (url === undefined || url === null || url === '' ? null : url))
+      .describe(
+        'empty (SQLite at <dataDir>/control.db) or a postgres:// or postgresql:// URL (@ / ? # in the user or password percent-encoded)',
+      ),
     controlUrl: z
       .url({ protocol: /^https?$/ })
       .optional()

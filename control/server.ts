@@ -31,7 +31,8 @@ import { Router } from './http/router';
 import { requestListener } from './http/serve';
 import { publicListener } from './public/server';
 import { Settler } from './settler/settler';
-import { Store } from './store';
+import type { Store } from './store';
+import { openStore } from './store/open';
 import { SyncHub } from './sync/hub';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
 import { limitsFromConfig, recordLimits } from './sync/snapshot';
@@ -84,7 +85,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const unlock = await lockDataDir(boot.dataDir);
   let store: Store;
   try {
-    store = await Store.open(boot.databasePath);
+    store = await openStore({ dataDir: boot.dataDir, databasePath: boot.databasePath, databaseUrl: config.databaseUrl });
   } catch (err) {
     await unlock();
     throw err;

@@ -7,6 +7,8 @@
 export const UNPARSABLE_DATABASE_URL = '(not a URL; not shown)';
 
 const MASK = '***';
+/** How a PostgreSQL URL starts (the URL scheme is case-insensitive). */
+const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 /** Query parameters a PostgreSQL client reads a secret from (node-postgres takes any parameter as a setting). */
 const SECRET_PARAMS = ['password', 'sslpassword'];
 
@@ -23,4 +25,12 @@ export function maskDatabaseUrl(url: string): string {
   if (parsed.password !== '') parsed.password = MASK;
   for (const name of SECRET_PARAMS) if (parsed.searchParams.has(name)) parsed.searchParams.set(name, MASK);
   return parsed.href;
+}
+
+/**
+ * Whether `url` is a PostgreSQL URL svc accepts as `databaseUrl`: `postgres://` or
+ * `postgresql://`, and one {@link maskDatabaseUrl} can show, so it can always be printed masked.
+ */
+export function isPostgresUrl(url: string): boolean {
+  return POSTGRES_URL.test(url) && maskDatabaseUrl(url) !== UNPARSABLE_DATABASE_URL;
 }

@@ -23,17 +23,20 @@ type Ready = ReadyLine;
 export interface UpOptions {
   /** Global options to pass on to each child (`--config`, `--data-dir`). */
   passArgs: string[];
-  /** Roles to start, in order; each may depend on URLs announced by earlier ones. */
-  roles: { role: string; args: (ready: Ready[]) => string[] }[];
+  /**
+   * Roles to start, in order; each may depend on URLs announced by earlier ones. `env` is added
+   * to the role's environment (settings that must not show in its arguments).
+   */
+  roles: { role: string; args: (ready: Ready[]) => string[]; env?: NodeJS.ProcessEnv }[];
   /** The data dir the roles use: refused at once when a control already runs on it. */
   dataDir?: string;
   /** Once ready, print one JSON object (`{"status":"ready","urls","pids"}`) instead of the banner. */
   json?: boolean;
 }
 
-function startRole(args: string[], echo: (line: string) => void): { child: ChildProcess; ready: Promise<Ready> } {
+function startRole(args: string[], env: NodeJS.ProcessEnv, echo: (line: string) => void): { child: ChildProcess; ready: Promise<Ready> } {
   const child = spawn(process.execPath, [process.argv[1]!, ...args], {
-    env: { ...process.env, [READY_ENV]: '1' },
+    env: { ...process.env, ...env, [READY_ENV]: '1' },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const ready = new Promise<Ready>((resolve, reject) => {
@@ -95,7 +98,7 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
     for (const role of opts.roles) {
       // With --json, stdout carries only the ready object; anything else a child prints goes to stderr.
       const echo = opts.json ? (line: string) => deps.out.error(line) : (line: string) => deps.out.line(line);
-      const started = startRole(['serve', role.role, ...opts.passArgs, ...role.args(ready)], echo);
+      const started = startRole(['serve', role.role, ...opts.passArgs, ...role.args(ready)], role.env ?? {}, echo);
       children.push(started.child);
       ready.push(await started.ready);
     }

@@ -5,9 +5,10 @@
  * the data dir, and exits 0 on SIGTERM.
  */
 import t from 'tap';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runtimeFileExists, spawnCli, spawnControl } from '../fixtures/cli';
+import { controlListenArgs } from '../fixtures/stack';
 
 t.test('a bad port in the environment is a usage error naming the setting', async (t) => {
   const dir = t.testdir();
@@ -70,6 +71,66 @@ t.test('an unknown gateway engine stops start-up with exit 2, whichever way it i
     t.equal(res.stderr.trim().split('\n').length, 1, `${what}: one line`);
   }
   t.notOk(existsSync(dataDir), 'nothing was started');
+});
+
+t.test('a bad database URL stops serve control and up with exit 2, its password never printed', async (t) => {
+  const dir = t.testdir();
+  const dataDir = join(dir, 'data');
+  const password = 'Hunter2-9f3k';
+  const file = join(dir, 'svc.json');
+  writeFileSync(file, JSON.stringify({ databaseUrl: `postgres://svc:${password}@` }));
+  for (const [what, args, env, source, shown] of [
+    [
+      'serve control --database-url',
+      ['serve', 'control', '--data-dir', dataDir, '--database-url', `mysql://svc:${password}@db.example/svc`],
+      {},
+      '(from flag --database-url)',
+      '"mysql://svc:***@db.example/svc"',
+    ],
+    [
+      'up --database-url',
+      ['up', '--data-dir', dataDir, '--database-url', `postgres:svc:${password}@db.example/svc`],
+      {},
+      '(from flag --database-url)',
+      '"(not a URL; not shown)"',
+    ],
+    [
+      'SVC_DATABASE_URL',
+      ['serve', 'control', '--data-dir', dataDir],
+      { SVC_DATABASE_URL: `http://svc:${password}@db.example/svc` },
+      '(from env SVC_DATABASE_URL)',
+      '"http://svc:***@db.example/svc"',
+    ],
+    ['the config file', ['--config', file, 'up', '--data-dir', dataDir], {}, `(from config file ${file})`, '"(not a URL; not shown)"'],
+  ] as const) {
+    const res = await spawnCli([...args], { env, cwd: dir });
+    t.equal(res.code, 2, `${what}: exit 2`);
+    t.match(res.stderr, `invalid setting databaseUrl ${source}: ${shown}`, `${what}: names the setting and its source, masked`);
+    t.match(res.stderr, 'postgres:// or postgresql://', `${what}: says what is allowed`);
+    t.equal(res.stderr.trim().split('\n').length, 1, `${what}: one line`);
+    t.notMatch(res.stdout + res.stderr, password, `${what}: the password is not printed`);
+  }
+  t.notOk(existsSync(dataDir), 'nothing was started');
+});
+
+t.test('serve control with a PostgreSQL URL this build cannot open: exit 1, the URL masked in every line', async (t) => {
+  const dir = t.testdir();
+  const dataDir = join(dir, 'data');
+  const password = 'Hunter2-9f3k';
+  for (const [what, args, env] of [
+    ['--database-url', ['--database-url', `postgres://svc:${password}@127.0.0.1:1/svc`], {}],
+    ['SVC_DATABASE_URL', [], { SVC_DATABASE_URL: `postgres://svc:${password}@127.0.0.1:1/svc`, SVC_LOG_LEVEL: 'debug' }],
+  ] as const) {
+    const res = await spawnCli(['serve', 'control', '--data-dir', dataDir, ...controlListenArgs(), ...args], { env, cwd: dir });
+    t.equal(res.code, 1, `${what}: exit 1`);
+    t.match(
+      res.stderr,
+      'PostgreSQL store: not available in this build (databaseUrl postgres://svc:***@127.0.0.1:1/svc)',
+      `${what}: says why`,
+    );
+    t.notMatch(res.stdout + res.stderr, password, `${what}: the password is in no output or log line`);
+    t.notOk(existsSync(join(dataDir, 'control.db')), `${what}: no SQLite database instead`);
+  }
 });
 
 t.test('serve control: URLs, tokens, health, discovery, SIGTERM', async (t) => {

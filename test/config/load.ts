@@ -50,6 +50,7 @@ t.test('defaults', async (t) => {
   t.equal(c.adminToken, undefined, 'no admin token unless configured');
   t.equal(c.syncToken, undefined);
   t.equal(c.controlUrl, undefined);
+  t.equal(c.databaseUrl, null, 'SQLite unless a database URL is configured');
   t.same(loadConfig(), c, 'no sources at all gives the same defaults');
 });
 
@@ -191,6 +192,7 @@ t.test('envName', async (t) => {
   const cases: [string[], string][] = [
     [['gateway', 'port'], 'SVC_GATEWAY_PORT'],
     [['dataDir'], 'SVC_DATA_DIR'],
+    [['databaseUrl'], 'SVC_DATABASE_URL'],
     [['host'], 'SVC_HOST'],
     [['controlUrl'], 'SVC_CONTROL_URL'],
     [['adminToken'], 'SVC_ADMIN_TOKEN'],
@@ -264,6 +266,7 @@ t.test('settingsTable has one entry per setting', async (t) => {
   const sample: Record<string, string> = {
     SVC_HOST: '10.0.0.1',
     SVC_DATA_DIR: '/x',
+    SVC_DATABASE_URL: 'postgres://svc@db.example:5432/svc',
     SVC_CONTROL_URL: 'http://c.example:1',
     SVC_ADMIN_TOKEN: 'a'.repeat(40),
     SVC_SYNC_TOKEN: 'b'.repeat(40),

@@ -1,6 +1,6 @@
 /** A database URL as svc prints it: the password masked, nothing of a value that does not parse. */
 import t from 'tap';
-import { maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../../protocol/database-url';
+import { isPostgresUrl, maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../../protocol/database-url';
 
 t.test('the password is masked, the rest shown as written', async (t) => {
   const cases: [string, string][] = [
@@ -44,4 +44,21 @@ t.test('a value that does not parse is never echoed', async (t) => {
     t.equal(shown, UNPARSABLE_DATABASE_URL, JSON.stringify(value));
     t.notMatch(shown, 'secret');
   }
+});
+
+t.test('isPostgresUrl: a postgres:// or postgresql:// URL that can be shown masked', async (t) => {
+  for (const url of ['postgres://u:secret@h:5432/db', 'postgresql://h/db?sslmode=require', 'postgres:///svc', 'PostgreSQL://h/db'])
+    t.ok(isPostgresUrl(url), url);
+  for (const url of [
+    '',
+    'postgres:',
+    'postgres:u:secret@h/db',
+    'postgres://u:secret@',
+    'postgres://u:12/secret@h/db',
+    'postgres://u:secret@h1:5432,h2:5432/db',
+    'mysql://u:secret@h/db',
+    'https://h/db',
+    ' postgres://h/db',
+  ])
+    t.notOk(isPostgresUrl(url), JSON.stringify(url));
 });

@@ -13,6 +13,12 @@ const PORT_OPTIONS: readonly OptionSpec[] = [
   { flags: '--gateway-port <port>', description: 'gateway port (SVC_GATEWAY_PORT)' },
 ];
 
+/** Control's store (`databaseUrl`), for the commands that start control. */
+const DATABASE_URL_OPTION: OptionSpec = {
+  flags: '--database-url <url>',
+  description: "control's store: a postgres:// or postgresql:// URL (SVC_DATABASE_URL; default SQLite in the data dir)",
+};
+
 /** The settings `PORT_OPTIONS` set, as dotted keys. */
 const portSettings = (o: Record<string, unknown>) => ({
   host: o.host,
@@ -29,9 +35,13 @@ export const serve: GroupSpec = {
     {
       name: 'control',
       description: 'run control: admin + sync, public API, indexer, settler',
-      options: [...PORT_OPTIONS, { flags: '--json', description: "once ready, print one JSON object with the listeners' URLs" }],
+      options: [
+        ...PORT_OPTIONS,
+        DATABASE_URL_OPTION,
+        { flags: '--json', description: "once ready, print one JSON object with the listeners' URLs" },
+      ],
       action: async (o, ctx) => {
-        const config = ctx.settings(portSettings(o));
+        const config = ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl });
         const { run } = lazy<typeof import('./control.js')>(__dirname, 'control');
         return run({ config, json: o.json === true }, { out: ctx.out() });
       },
@@ -63,11 +73,12 @@ export const up: ProcessSpec = {
   description: 'run control and a gateway as two processes; Ctrl-C stops both',
   options: [
     ...PORT_OPTIONS,
+    DATABASE_URL_OPTION,
     { flags: '--engine <engine>', description: `the gateway's proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE)` },
     { flags: '--json', description: 'once ready, print one JSON object with the four URLs and the pids' },
   ],
   action: async (o, ctx) => {
-    const config = ctx.settings({ ...portSettings(o), 'gateway.engine': o.engine }); // fail fast on bad settings
+    const config = ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl, 'gateway.engine': o.engine }); // fail fast on bad settings
     // Each child gets the global options and the flags that concern its role.
     const g = ctx.globals();
     const common: string[] = [];
@@ -81,6 +92,11 @@ export const up: ProcessSpec = {
       ...flag('--api-port', o.apiPort),
       ...flag('--indexer-port', o.indexerPort),
     ];
+    // A database URL goes to control in its environment, not its arguments: a password must not
+    // show in the process list or in up's messages, which quote a child's arguments.
+    const databaseUrl = typeof o.databaseUrl === 'string' ? o.databaseUrl : undefined;
+    if (databaseUrl === '') controlArgs.push('--database-url', ''); // SQLite, over env and file (an empty env value is ignored)
+    const controlEnv: NodeJS.ProcessEnv = databaseUrl ? { SVC_DATABASE_URL: databaseUrl } : {};
     const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort), ...flag('--engine', o.engine)];
     const { run } = lazy<typeof import('../up.js')>(__dirname, '../up');
     return run(
@@ -89,7 +105,7 @@ export const up: ProcessSpec = {
         dataDir: config.dataDir,
         json: o.json === true,
         roles: [
-          { role: 'control', args: () => controlArgs },
+          { role: 'control', args: () => controlArgs, env: controlEnv },
           { role: 'gateway', args: (ready) => [...gatewayArgs, '--control', ready.find((r) => r.role === 'control')!.urls.control!] },
         ],
       },
