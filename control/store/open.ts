@@ -21,15 +21,30 @@ export interface OpenStoreOptions {
 }
 
 /**
- * Open (creating and migrating) the store the settings name. A PostgreSQL URL needs
- * `openPostgres`; without it, or for a URL that is not PostgreSQL's, this throws
- * `StoreOpenError`, naming the URL only with its password masked.
+ * The PostgreSQL store (control/store/pg/), loaded on first use: a control on SQLite never
+ * loads node-postgres or the PostgreSQL modules.
  */
-export async function openStore(opts: OpenStoreOptions, openPostgres?: PgOpener): Promise<Store> {
+export const openPgStore: PgOpener = (url, opts) => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { PgStore } = require('./pg/store') as typeof import('./pg/store');
+  return PgStore.open(url, opts);
+};
+
+/**
+ * Open (creating and migrating) the store the settings name. A URL that is not PostgreSQL's,
+ * and a PostgreSQL database that cannot be opened, throw `StoreOpenError` naming the URL only
+ * with its password masked.
+ */
+export async function openStore(opts: OpenStoreOptions, openPostgres: PgOpener = openPgStore): Promise<Store> {
   const storeOptions: StoreOptions = opts.receipts === undefined ? {} : { receipts: opts.receipts };
   if (opts.databaseUrl === null) return Store.open(opts.databasePath, storeOptions);
   const shown = maskDatabaseUrl(opts.databaseUrl);
   if (!isPostgresUrl(opts.databaseUrl)) throw new StoreOpenError(`databaseUrl ${shown} is not a postgres:// or postgresql:// URL`);
-  if (openPostgres === undefined) throw new StoreOpenError(`PostgreSQL store: not available in this build (databaseUrl ${shown})`);
-  return openPostgres(opts.databaseUrl, { dataDir: opts.dataDir, ...storeOptions });
+  try {
+    return await openPostgres(opts.databaseUrl, { dataDir: opts.dataDir, ...storeOptions });
+  } catch (err) {
+    if (err instanceof StoreOpenError) throw err;
+    // node-postgres' errors name the host and port at most, never the password; the URL is shown masked.
+    throw new StoreOpenError(`PostgreSQL store at ${shown}: ${(err as Error).message}`);
+  }
 }

@@ -67,11 +67,14 @@ t.test('a PostgreSQL URL goes to the opener with the data dir and the receipts o
   t.notOk(existsSync(databasePath), 'no SQLite file is created');
 });
 
-t.test('a PostgreSQL URL without an opener is refused, not served from SQLite', async (t) => {
+t.test('a PostgreSQL database that cannot be opened is refused, masked, not served from SQLite', async (t) => {
   const dataDir = t.testdir();
   const databasePath = join(dataDir, 'control.db');
-  const err = await storeOpenError(t, openStore({ dataDir, databasePath, databaseUrl: URL_WITH_PASSWORD }));
-  t.match(err.message, /^PostgreSQL store: not available in this build/);
+  const err = await storeOpenError(
+    t,
+    openStore({ dataDir, databasePath, databaseUrl: URL_WITH_PASSWORD }, () => Promise.reject(new Error('connect ECONNREFUSED'))),
+  );
+  t.match(err.message, /^PostgreSQL store at .*: connect ECONNREFUSED$/);
   t.match(err.message, MASKED, 'names the URL masked');
   t.notMatch(err.message, PASSWORD, 'never with its password');
   t.notMatch(err.stack ?? '', PASSWORD);

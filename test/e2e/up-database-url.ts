@@ -20,10 +20,10 @@ t.test('up passes --database-url to control, over the env, and never prints the 
     env: { SVC_DATABASE_URL: 'postgres://other@127.0.0.1:1/other' },
     cwd: dir,
   });
-  t.equal(res.code, 1, `up exits 1: control cannot open that store in this build (stderr: ${res.stderr.replace(PASSWORD, '***')})`);
+  t.equal(res.code, 1, `up exits 1: nothing listens on that store's port (stderr: ${res.stderr.replace(PASSWORD, '***')})`);
   t.match(
     res.stdout + res.stderr,
-    'PostgreSQL store: not available in this build (databaseUrl postgres://svc:***@127.0.0.1:1/svc)',
+    'PostgreSQL store at postgres://svc:***@127.0.0.1:1/svc: connect ECONNREFUSED',
     "control got the flag's URL",
   );
   t.match(res.stderr, /serve control .*exited \(code 1\) before it was ready/, 'up names the role that failed');

@@ -1,12 +1,13 @@
 /** `svcctl serve control`: run the control role in this process until SIGINT/SIGTERM. */
 import type { Config } from '../../../config/load';
 import { ControlStartError, startControl } from '../../../control/server';
+import { StoreOpenError } from '../../../control/store/db';
 import type { Output } from '../../output';
 import { EXIT_OK } from '../../exit-codes';
 import { announceReady, startRole, untilSignal } from './lifecycle';
 
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
-  const control = await startRole(() => startControl(opts.config), ControlStartError);
+  const control = await startRole(() => startControl(opts.config), ControlStartError, StoreOpenError);
   const boot = control.bootstrap;
   const version = await control.ctx.store.version();
   announceReady(

@@ -7,14 +7,14 @@ import { CliError } from '../../exit-codes';
 import type { Output } from '../../output';
 
 /**
- * Start a role; a refusal the operator must act on (`refusal`: a second control on a data dir,
+ * Start a role; a refusal the operator must act on (`refusals`: a second control on a data dir, a store that cannot be opened,
  * a gateway id already running) exits 1 with its message, anything else stays unexpected.
  */
-export async function startRole<T>(start: () => Promise<T>, refusal: abstract new (...args: never[]) => Error): Promise<T> {
+export async function startRole<T>(start: () => Promise<T>, ...refusals: (abstract new (...args: never[]) => Error)[]): Promise<T> {
   try {
     return await start();
   } catch (err) {
-    if (err instanceof refusal) throw new CliError(err.message);
+    if (refusals.some((refusal) => err instanceof refusal)) throw new CliError((err as Error).message);
     throw err;
   }
 }
