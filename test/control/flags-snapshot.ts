@@ -4,11 +4,10 @@
  * and a delta carry the same flag values.
  */
 import t from 'tap';
-import { join } from 'node:path';
-import { Store } from '../../control/store';
 import { buildDelta, writeSnapshot } from '../../control/sync/snapshot';
 import { FLAG_NAMES } from '../../protocol/admin';
 import { Delta, Flags, flagsOf } from '../../protocol/snapshot';
+import { forEachStore, openTestStore } from '../fixtures/stores';
 
 const NOW = 1_700_000_000_000;
 const LIMITS = { key: { count: 60, window_seconds: 60, burst: 10 }, ip: { count: 10, window_seconds: 60, burst: 5 } };
@@ -40,18 +39,21 @@ t.test('flagsOf: every flag, off without a row, unknown names ignored', async (t
 });
 
 t.test('a full snapshot and a delta carry the same flag values', async (t) => {
-  const store = await Store.open(join(t.testdir(), 'control.db'));
-  t.teardown(() => store.close());
-  const base = await store.version();
-  const name = FLAG_NAMES[FLAG_NAMES.length - 1]!;
-  await store.mutate({ actor: 'test', now: NOW }, { action: 'flags.set', target: name, changes: [{ kind: 'flags', entity: '*' }] }, (tx) =>
-    tx.flags.set(name, true, NOW, 'test', null),
-  );
-  const lines: string[] = [];
-  await writeSnapshot(store, LIMITS, NOW, async (line) => void lines.push(line), 0);
-  const full = JSON.parse(lines[0]!) as { flags: Flags };
-  const delta = Delta.parse(JSON.parse((await buildDelta(store, LIMITS, base, NOW))!.line));
-  t.equal(full.flags[name], true, 'the snapshot has the flag on');
-  t.same(delta.flags, full.flags, 'the delta has the same values');
-  t.same(await store.flags.values(), full.flags, 'and so does the store');
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const base = await store.version();
+    const name = FLAG_NAMES[FLAG_NAMES.length - 1]!;
+    await store.mutate(
+      { actor: 'test', now: NOW },
+      { action: 'flags.set', target: name, changes: [{ kind: 'flags', entity: '*' }] },
+      (tx) => tx.flags.set(name, true, NOW, 'test', null),
+    );
+    const lines: string[] = [];
+    await writeSnapshot(store, LIMITS, NOW, async (line) => void lines.push(line), 0);
+    const full = JSON.parse(lines[0]!) as { flags: Flags };
+    const delta = Delta.parse(JSON.parse((await buildDelta(store, LIMITS, base, NOW))!.line));
+    t.equal(full.flags[name], true, 'the snapshot has the flag on');
+    t.same(delta.flags, full.flags, 'the delta has the same values');
+    t.same(await store.flags.values(), full.flags, 'and so does the store');
+  });
 });

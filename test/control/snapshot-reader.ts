@@ -4,10 +4,10 @@
  * key carries its live secrets oldest first with its endpoint list, limit and lift.
  */
 import t from 'tap';
-import { join } from 'node:path';
-import { Store } from '../../control/store';
+import type { Store } from '../../control/store';
 import { writeSnapshot } from '../../control/sync/snapshot';
 import { SnapshotDigest, type SnapshotKey } from '../../protocol/snapshot';
+import { forEachStore, openTestStore } from '../fixtures/stores';
 
 const NOW = 1_700_000_000_000;
 const LIMITS = { key: { count: 60, window_seconds: 60, burst: 10 }, ip: { count: 10, window_seconds: 60, burst: 5 } };
@@ -45,66 +45,65 @@ async function seed(store: Store): Promise<void> {
   await store.keys.setLift('key_2', { count: 100, window_seconds: 60, until: NOW + 3_600_000 });
 }
 
-t.test('pages in storage order; keys without a live secret neither appear nor end the read', async (t) => {
-  const store = await Store.open(join(t.testdir(), 'control.db'));
-  t.teardown(() => store.close());
-  await seed(store);
-  const reader = store.openSnapshotReader();
-  t.teardown(() => reader.end());
-  await reader.begin();
-  const pages: string[][] = [];
-  for (let page = await reader.nextPage(2, NOW); page !== null; page = await reader.nextPage(2, NOW)) pages.push(page.map((k) => k.id));
-  t.same(pages, [['key_7', 'key_1'], [], ['key_5', 'key_2']], 'the empty middle page is followed by the rest');
-});
-
-t.test('a key carries its live secrets oldest first, endpoints, limit and lift', async (t) => {
-  const store = await Store.open(join(t.testdir(), 'control.db'));
-  t.teardown(() => store.close());
-  await seed(store);
-  t.same(await store.liveKey('key_5', NOW), {
-    id: 'key_5',
-    secrets: [
-      { hash: hash('a5'), expires_at: NOW + 60_000 },
-      { hash: hash('b5'), expires_at: null },
-    ],
-    expires_at: null,
-    endpoints: [],
-    limit: null,
-    lift: null,
+forEachStore(t, (t, kind) => {
+  t.test('pages in storage order; keys without a live secret neither appear nor end the read', async (t) => {
+    const store = await openTestStore(t, kind);
+    await seed(store);
+    const reader = store.openSnapshotReader();
+    t.teardown(() => reader.end());
+    await reader.begin();
+    const pages: string[][] = [];
+    for (let page = await reader.nextPage(2, NOW); page !== null; page = await reader.nextPage(2, NOW)) pages.push(page.map((k) => k.id));
+    t.same(pages, [['key_7', 'key_1'], [], ['key_5', 'key_2']], 'the empty middle page is followed by the rest');
   });
-  t.same(await store.liveKey('key_2', NOW), {
-    id: 'key_2',
-    secrets: [{ hash: hash('a2'), expires_at: null }],
-    expires_at: null,
-    endpoints: ['echo', 'other'],
-    limit: { count: 5, window_seconds: 10 },
-    lift: { count: 100, window_seconds: 60, until: NOW + 3_600_000 },
-  });
-  t.same(
-    await Promise.all(['key_3', 'key_6', 'key_8', 'key_none'].map((id) => store.liveKey(id, NOW))),
-    [null, null, null, null],
-    'no live secret, revoked, expired, unknown',
-  );
-  t.same((await store.liveKey('key_5', NOW + 60_000))?.secrets, [{ hash: hash('b5'), expires_at: null }], 'after the grace');
-});
 
-t.test('writeSnapshot streams every live key once, under a digest that matches', async (t) => {
-  const store = await Store.open(join(t.testdir(), 'control.db'));
-  t.teardown(() => store.close());
-  await seed(store);
-  const lines: string[] = [];
-  const { version, sha256 } = await writeSnapshot(store, LIMITS, NOW, async (line) => void lines.push(line), 1);
-  const parsed = lines.map((l) => JSON.parse(l));
-  t.same(
-    parsed.map((l) => l.type),
-    ['snapshot_begin', 'keys', 'snapshot_end'],
-  );
-  t.same(
-    parsed[1].keys.map((k: SnapshotKey) => k.id),
-    ['key_7', 'key_1', 'key_5', 'key_2'],
-  );
-  const digest = new SnapshotDigest();
-  for (const line of lines.slice(0, -1)) digest.update(line);
-  const expected = digest.digest();
-  t.same([parsed[2].version, parsed[2].sha256, sha256], [version, expected, expected]);
+  t.test('a key carries its live secrets oldest first, endpoints, limit and lift', async (t) => {
+    const store = await openTestStore(t, kind);
+    await seed(store);
+    t.same(await store.liveKey('key_5', NOW), {
+      id: 'key_5',
+      secrets: [
+        { hash: hash('a5'), expires_at: NOW + 60_000 },
+        { hash: hash('b5'), expires_at: null },
+      ],
+      expires_at: null,
+      endpoints: [],
+      limit: null,
+      lift: null,
+    });
+    t.same(await store.liveKey('key_2', NOW), {
+      id: 'key_2',
+      secrets: [{ hash: hash('a2'), expires_at: null }],
+      expires_at: null,
+      endpoints: ['echo', 'other'],
+      limit: { count: 5, window_seconds: 10 },
+      lift: { count: 100, window_seconds: 60, until: NOW + 3_600_000 },
+    });
+    t.same(
+      await Promise.all(['key_3', 'key_6', 'key_8', 'key_none'].map((id) => store.liveKey(id, NOW))),
+      [null, null, null, null],
+      'no live secret, revoked, expired, unknown',
+    );
+    t.same((await store.liveKey('key_5', NOW + 60_000))?.secrets, [{ hash: hash('b5'), expires_at: null }], 'after the grace');
+  });
+
+  t.test('writeSnapshot streams every live key once, under a digest that matches', async (t) => {
+    const store = await openTestStore(t, kind);
+    await seed(store);
+    const lines: string[] = [];
+    const { version, sha256 } = await writeSnapshot(store, LIMITS, NOW, async (line) => void lines.push(line), 1);
+    const parsed = lines.map((l) => JSON.parse(l));
+    t.same(
+      parsed.map((l) => l.type),
+      ['snapshot_begin', 'keys', 'snapshot_end'],
+    );
+    t.same(
+      parsed[1].keys.map((k: SnapshotKey) => k.id),
+      ['key_7', 'key_1', 'key_5', 'key_2'],
+    );
+    const digest = new SnapshotDigest();
+    for (const line of lines.slice(0, -1)) digest.update(line);
+    const expected = digest.digest();
+    t.same([parsed[2].version, parsed[2].sha256, sha256], [version, expected, expected]);
+  });
 });

@@ -10,6 +10,7 @@ import { MIGRATIONS } from '../../control/store/migrations';
 import { SqliteStore, Store } from '../../control/store';
 import { startTestControl } from '../fixtures/control';
 import { get } from '../fixtures/public';
+import { forEachStore, openTestStore } from '../fixtures/stores';
 
 t.test('opening sets WAL, synchronous=FULL, foreign keys and the schema version', async (t) => {
   const path = join(t.testdir(), 'nested', 'dir', 'control.db');
@@ -71,19 +72,20 @@ t.test('reopening is idempotent and keeps data', async (t) => {
 });
 
 t.test('a failed mutation leaves no audit row and no version bump', async (t) => {
-  const store = await Store.open(join(t.testdir(), 'control.db'));
-  t.teardown(() => store.close());
-  const version = await store.version();
-  const auditRows = (await store.audit.list(10_000)).length;
-  await t.rejects(
-    store.mutate({ actor: 'test', now: 1 }, { action: 'test.fail', changes: [{ kind: 'flags', entity: '*' }] }, async (tx) => {
-      await tx.flags.set('beta_gate_enabled', true, 1, 'test', null);
-      throw new Error('boom');
-    }),
-  );
-  t.equal(await store.version(), version, 'version unchanged');
-  t.equal((await store.audit.list(10_000)).length, auditRows, 'no audit row');
-  t.equal((await store.flags.get('beta_gate_enabled'))?.value, false, 'the write inside was rolled back');
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const version = await store.version();
+    const auditRows = (await store.audit.list(10_000)).length;
+    await t.rejects(
+      store.mutate({ actor: 'test', now: 1 }, { action: 'test.fail', changes: [{ kind: 'flags', entity: '*' }] }, async (tx) => {
+        await tx.flags.set('beta_gate_enabled', true, 1, 'test', null);
+        throw new Error('boom');
+      }),
+    );
+    t.equal(await store.version(), version, 'version unchanged');
+    t.equal((await store.audit.list(10_000)).length, auditRows, 'no audit row');
+    t.equal((await store.flags.get('beta_gate_enabled'))?.value, false, 'the write inside was rolled back');
+  });
 });
 
 t.test('a database from a newer build refuses to open', async (t) => {
