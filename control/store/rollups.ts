@@ -15,10 +15,14 @@ import { OUTCOMES, UNRATED_OUTCOMES, type Outcome } from '../../protocol/outcome
 export const LATENCY_BOUNDS_MS: readonly number[] = [
   1, 2, 5, 10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 20000, 30000, 60000,
 ];
-const LATENCY_COLUMNS = [...LATENCY_BOUNDS_MS.map((b) => `lat_le_${b}`), `lat_gt_${LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]}`];
+export const LATENCY_COLUMNS = [
+  ...LATENCY_BOUNDS_MS.map((b) => `lat_le_${b}`),
+  `lat_gt_${LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]}`,
+];
 /** One count column per outcome (`caller_error` since migration 7). */
-const OUTCOME_COLUMNS: readonly Outcome[] = OUTCOMES;
-const COUNT_COLUMNS = [...OUTCOME_COLUMNS, ...LATENCY_COLUMNS];
+export const OUTCOME_COLUMNS: readonly Outcome[] = OUTCOMES;
+/** Every count column of a rollup row, in `RollupGroup.counts` order. */
+export const COUNT_COLUMNS = [...OUTCOME_COLUMNS, ...LATENCY_COLUMNS];
 
 export const MINUTE_MS = 60_000;
 
@@ -50,12 +54,52 @@ export function latencyBucket(latencyMs: number): number {
   return lo;
 }
 
+/** What one endpoint-minute's rollup row gains from a set of inserted outcomes. */
+export interface RollupGroup {
+  endpoint_id: string;
+  minute: number;
+  /** Aligned with `COUNT_COLUMNS`: the outcome counts, then the latency histogram. */
+  counts: number[];
+}
+
+/** Group inserted outcomes by endpoint and minute (the rows `add` upserts, one per group). */
+export function rollupGroups(rows: readonly RollupInput[]): RollupGroup[] {
+  const groups = new Map<string, RollupGroup>();
+  for (const row of rows) {
+    const minute = Math.floor(row.started_ms / MINUTE_MS);
+    const id = `${minute}\u0000${row.endpoint_id}`;
+    let group = groups.get(id);
+    if (group === undefined) {
+      group = { endpoint_id: row.endpoint_id, minute, counts: new Array<number>(COUNT_COLUMNS.length).fill(0) };
+      groups.set(id, group);
+    }
+    group.counts[OUTCOME_COLUMNS.indexOf(row.outcome)]! += 1;
+    if (!UNRATED_OUTCOMES.has(row.outcome)) group.counts[OUTCOME_COLUMNS.length + latencyBucket(row.latency_ms)]! += 1;
+  }
+  return [...groups.values()];
+}
+
 /** One endpoint's outcome counts in one slot of a window cut into equal slots. */
 export interface EndpointSlot {
   endpoint_id: string;
   /** 0 for the oldest slot of the window. */
   slot: number;
   counts: Record<Outcome, number>;
+}
+
+/** A `slots` row (endpoint, slot, then the outcome sums) as the slot it describes. */
+export function slotOf(row: unknown[]): EndpointSlot {
+  const counts = {} as Record<Outcome, number>;
+  OUTCOME_COLUMNS.forEach((name, i) => (counts[name] = Number(row[2 + i] ?? 0)));
+  return { endpoint_id: String(row[0]), slot: Number(row[1]), counts };
+}
+
+/** A `window` row (endpoint, then the sums of `COUNT_COLUMNS`) as the endpoint's window. */
+export function windowOf(row: unknown[]): EndpointWindow {
+  const counts = {} as Record<Outcome, number>;
+  OUTCOME_COLUMNS.forEach((name, i) => (counts[name] = Number(row[1 + i] ?? 0)));
+  const latency = LATENCY_COLUMNS.map((_, i) => Number(row[1 + OUTCOME_COLUMNS.length + i] ?? 0));
+  return { endpoint_id: String(row[0]), counts, latency };
 }
 
 export class RollupsTable {
@@ -86,20 +130,7 @@ export class RollupsTable {
 
   /** Add inserted outcomes (call inside the ingest transaction). One upsert per endpoint-minute. */
   add(rows: readonly RollupInput[]): void {
-    if (rows.length === 0) return;
-    const groups = new Map<string, { endpoint: string; minute: number; counts: number[] }>();
-    for (const row of rows) {
-      const minute = Math.floor(row.started_ms / MINUTE_MS);
-      const id = `${minute}\u0000${row.endpoint_id}`;
-      let group = groups.get(id);
-      if (group === undefined) {
-        group = { endpoint: row.endpoint_id, minute, counts: new Array<number>(COUNT_COLUMNS.length).fill(0) };
-        groups.set(id, group);
-      }
-      group.counts[OUTCOME_COLUMNS.indexOf(row.outcome)]! += 1;
-      if (!UNRATED_OUTCOMES.has(row.outcome)) group.counts[OUTCOME_COLUMNS.length + latencyBucket(row.latency_ms)]! += 1;
-    }
-    for (const g of groups.values()) this.upsertStmt.run(g.endpoint, g.minute, ...g.counts);
+    for (const g of rollupGroups(rows)) this.upsertStmt.run(g.endpoint_id, g.minute, ...g.counts);
   }
 
   /**
@@ -110,11 +141,7 @@ export class RollupsTable {
    */
   slots(fromMs: number, slotMinutes: number, slots: number): EndpointSlot[] {
     const from = Math.ceil(fromMs / MINUTE_MS);
-    return (this.slotsStmt.all({ from, per: slotMinutes, last: slots - 1 }) as unknown[][]).map((row) => {
-      const counts = {} as Record<Outcome, number>;
-      OUTCOME_COLUMNS.forEach((name, i) => (counts[name] = Number(row[2 + i] ?? 0)));
-      return { endpoint_id: String(row[0]), slot: Number(row[1]), counts };
-    });
+    return (this.slotsStmt.all({ from, per: slotMinutes, last: slots - 1 }) as unknown[][]).map(slotOf);
   }
 
   /**
@@ -123,11 +150,6 @@ export class RollupsTable {
    */
   window(fromMs: number): EndpointWindow[] {
     const fromMinute = Math.ceil(fromMs / MINUTE_MS);
-    return (this.windowStmt.all(fromMinute) as unknown[][]).map((row) => {
-      const counts = {} as Record<Outcome, number>;
-      OUTCOME_COLUMNS.forEach((name, i) => (counts[name] = Number(row[1 + i] ?? 0)));
-      const latency = LATENCY_COLUMNS.map((_, i) => Number(row[1 + OUTCOME_COLUMNS.length + i] ?? 0));
-      return { endpoint_id: String(row[0]), counts, latency };
-    });
+    return (this.windowStmt.all(fromMinute) as unknown[][]).map(windowOf);
   }
 }

@@ -1,7 +1,9 @@
 /**
  * Migration 4 on a database that already holds outcomes (written by a build at schema 3):
  * the rollups are built from them once, with the same counts and histogram as ingest would
- * produce, and the opaque-id secret is created on first open and kept.
+ * produce, and the opaque-id secret is created on first open and kept (SQLite only: a
+ * PostgreSQL database starts at the whole schema). How ingest cuts rollups into minutes is
+ * checked on both stores.
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
@@ -11,6 +13,7 @@ import { MIGRATIONS } from '../../control/store/migrations';
 import { SqliteStore } from '../../control/store';
 import { LATENCY_BOUNDS_MS, latencyBucket, type EndpointWindow } from '../../control/store/rollups';
 import { OUTCOMES, type Outcome } from '../../protocol/outcome';
+import { forEachStore, openTestStore } from '../fixtures/stores';
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0);
 /** The outcomes a schema-3 database accepts (`caller_error` came with migration 7). */
@@ -88,22 +91,40 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
 });
 
 t.test('a minute boundary splits rollup rows; the window starts on a whole minute', async (t) => {
-  const store = SqliteStore.open(join(t.testdir(), 'c.db'));
-  t.teardown(() => store.close());
-  const rec = (at: number) => ({
-    call_id: randomUUID(),
-    key_id: null,
-    endpoint_id: 'e',
-    method: 'POST',
-    status: 200,
-    outcome: 'ok' as const,
-    latency_ms: 5,
-    started_at: new Date(at).toISOString(),
-    gateway_id: 'gw',
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const rec = (at: number) => ({
+      call_id: randomUUID(),
+      key_id: null,
+      endpoint_id: 'e',
+      method: 'POST',
+      status: 200,
+      outcome: 'ok' as const,
+      latency_ms: 5,
+      started_at: new Date(at).toISOString(),
+      gateway_id: 'gw',
+    });
+    t.equal(await store.outcomes.ingest([rec(T0 - 1), rec(T0), rec(T0 + 59_999), rec(T0 + 60_000)], T0), 4);
+    const minutes = await store.rollups.slots(T0 - 60_000, 1, 10);
+    t.same(
+      minutes.map((m) => [m.slot, m.counts.ok]),
+      [
+        [0, 1],
+        [1, 2],
+        [2, 1],
+      ],
+      'three minutes touched',
+    );
+    t.same(
+      (await store.rollups.slots(T0 - 60_000, 1, 2)).map((m) => [m.slot, m.counts.ok]),
+      [
+        [0, 1],
+        [1, 3],
+      ],
+      'minutes past the last slot count in it',
+    );
+    t.equal((await store.rollups.window(T0))[0]!.counts.ok, 3, 'from T0: its minute and the next');
+    t.equal((await store.rollups.window(T0 - 1))[0]!.counts.ok, 3, 'a window starting mid-minute leaves that partial minute out');
+    t.equal((await store.rollups.window(T0 - 60_000))[0]!.counts.ok, 4);
   });
-  t.equal(await store.outcomes.ingest([rec(T0 - 1), rec(T0), rec(T0 + 59_999), rec(T0 + 60_000)], T0), 4);
-  t.equal(store.db.prepare('SELECT count(*) FROM outcome_rollups').pluck().get(), 3, 'three minutes touched');
-  t.equal((await store.rollups.window(T0))[0]!.counts.ok, 3, 'from T0: its minute and the next');
-  t.equal((await store.rollups.window(T0 - 1))[0]!.counts.ok, 3, 'a window starting mid-minute leaves that partial minute out');
-  t.equal((await store.rollups.window(T0 - 60_000))[0]!.counts.ok, 4);
 });
