@@ -97,6 +97,27 @@ export function deliveryView(row: DeliveryAttempt): DeliveryAttemptView {
   };
 }
 
+/** The named parameters of the insert statement for `row` (the answers as columns). */
+export function insertParams(row: NewApplication): Record<string, unknown> {
+  const a = row.application;
+  return {
+    id: row.id,
+    received_at: row.received_at,
+    source: row.source,
+    building: a.building,
+    contact_name: a.contact_name,
+    wallet: a.wallet,
+    social_url: a.social_url,
+    messaging_handle: a.messaging_handle,
+    applicant_type: a.applicant_type,
+    apis_paid: JSON.stringify(a.apis_paid),
+    why: a.why,
+    feedback_opt_in: a.feedback_opt_in ? 1 : 0,
+    content_hash: row.content_hash,
+    recorded_by: row.recorded_by,
+  };
+}
+
 export class ApplicationsTable {
   private readonly insertStmt;
   private readonly byIdStmt;
@@ -145,23 +166,7 @@ export class ApplicationsTable {
   }
 
   insert(row: NewApplication): void {
-    const a = row.application;
-    this.insertStmt.run({
-      id: row.id,
-      received_at: row.received_at,
-      source: row.source,
-      building: a.building,
-      contact_name: a.contact_name,
-      wallet: a.wallet,
-      social_url: a.social_url,
-      messaging_handle: a.messaging_handle,
-      applicant_type: a.applicant_type,
-      apis_paid: JSON.stringify(a.apis_paid),
-      why: a.why,
-      feedback_opt_in: a.feedback_opt_in ? 1 : 0,
-      content_hash: row.content_hash,
-      recorded_by: row.recorded_by,
-    });
+    this.insertStmt.run(insertParams(row));
   }
 
   byId(id: string): ApplicationRow | undefined {

@@ -1,0 +1,46 @@
+/**
+ * Reads behind the public API and the indexer on PostgreSQL (`../public-reads.ts` is the SQLite
+ * twin): recorded calls newest first, paged by the keyset (started_at, call_id) over
+ * `outcomes_by_time`; the calls owed a refund over the partial indexes; the latest settlement
+ * batches. The secret behind the public ids is the store's (`store.ts` creates it at open).
+ */
+import type { ActivityCursor, ActivityRow, BatchSummary, PublicReads } from '../public-reads';
+import type { Async } from '../seam';
+import { sql, type PgConn } from './conn';
+
+const COLUMNS = `call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp`;
+
+const Q = {
+  firstPage: sql(`SELECT ${COLUMNS} FROM outcomes ORDER BY started_at DESC, call_id DESC LIMIT ?`),
+  page: sql(`SELECT ${COLUMNS} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`),
+  refunds: sql(`SELECT ${COLUMNS} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`),
+  refundsOf: sql(
+    `SELECT ${COLUMNS} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
+  ),
+  batches: sql(
+    `SELECT id, endpoint_id, created_at, calls, premiums, refunds, refunds_owed, clamped_calls
+     FROM settlement_batches ORDER BY id DESC LIMIT ?`,
+  ),
+};
+
+export class PgPublicReads implements Async<PublicReads> {
+  constructor(private readonly conn: PgConn) {}
+
+  /**
+   * The last `limit` settled calls that were owed a refund (paid, or clamped by the pool or an
+   * hourly cap), newest call first; of one endpoint, or of all.
+   */
+  refunds(limit: number, endpointId: string | null = null): Promise<ActivityRow[]> {
+    return endpointId === null ? this.conn.all(Q.refunds, [limit]) : this.conn.all(Q.refundsOf, [endpointId, limit]);
+  }
+
+  /** The last `limit` settlement batches, newest first. */
+  batches(limit: number): Promise<BatchSummary[]> {
+    return this.conn.all(Q.batches, [limit]);
+  }
+
+  /** Up to `limit` calls older than `before` (or the newest ones), newest first. */
+  activity(limit: number, before: ActivityCursor | null): Promise<ActivityRow[]> {
+    return before === null ? this.conn.all(Q.firstPage, [limit]) : this.conn.all(Q.page, [before.started_at, before.call_id, limit]);
+  }
+}
