@@ -2,98 +2,43 @@
  * The ledger table family (migrations 3 and 6): double-entry transfers whose postings sum to
  * zero, the running balance of every account, pool funding, payouts, and the numbers the pool
  * view and the indexer report. The one module that writes ledger SQL besides the settler's
- * batch commit (`settlement.ts`) and the invariant checks (`ledger-verify.ts`).
+ * batch commit (`settlement.ts`) and the invariant checks (`ledger-verify.ts`); the rules
+ * themselves (a transfer's shape, a payout's split, the views) are `ledger-core.ts`'s.
  *
  * Accounts: `external` (money entering or leaving svc), `pool`, `treasury`, `key:<key id>`.
  * A posting credits (+) or debits (−) one account; amounts are integer micro-units. Writers
  * must run inside a transaction (`Store.mutate`, or the settler's batch transaction).
  */
 import type { Db } from './db';
-import type { Outcome } from '../../protocol/outcome';
-import { keyAccount, type BalanceView, type Clamp, type MarkPaidView, type PayoutLine, type PoolView } from '../../protocol/settlement';
+import type { BalanceView, Clamp, LedgerVerifyView, MarkPaidView, PayoutLine, PoolView } from '../../protocol/settlement';
+import {
+  checkTransfer,
+  duplicateReference,
+  fundTransfer,
+  ledgerTotals,
+  payoutLines,
+  payoutOf,
+  poolViewOf,
+  type BatchTotalsRow,
+  type LedgerTotals,
+  type PayoutRow,
+  type SettledActivityRow,
+  type TransferInput,
+} from './ledger-core';
 import { verifyLedger } from './ledger-verify';
-import type { LedgerVerifyView } from '../../protocol/settlement';
 
-export type TransferKind = 'fund' | 'premium' | 'treasury_fee' | 'refund' | 'payout';
-
-export interface Posting {
-  account: string;
-  /** + credits the account, − debits it; never 0. */
-  amount: number;
-}
-
-export interface TransferInput {
-  kind: TransferKind;
-  at: number;
-  actor: string;
-  postings: Posting[];
-  callId?: string | null;
-  batchId?: number | null;
-  reference?: string | null;
-}
-
-/** A ledger rule a request would break; the admin API answers 409 with the message. */
-export class LedgerError extends Error {
-  constructor(
-    readonly reason: 'unbalanced' | 'nothing_owed' | 'over_owed' | 'duplicate_reference',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'LedgerError';
-  }
-}
-
-/** The indexer's aggregate numbers (DESIGN §7), read in one transaction. Money in micro-units. */
-export interface LedgerTotals {
-  /** Balance of the pool account. */
-  pool_size: number;
-  /** Settlement batches committed. */
-  settled_batches: number;
-  /** Outcomes settled (each exactly once). */
-  settled_calls: number;
-  /** Outcomes received and not settled yet. */
-  unsettled_calls: number;
-  /** Every outcome control holds: settled + unsettled. */
-  total_calls: number;
-  /** Premiums collected (key → pool), before the treasury fee. */
-  total_premiums: number;
-  /** Refunds paid (pool → key), after clamping. */
-  total_refunds: number;
-  /** Refunds owed before clamping; minus `total_refunds` is the shortfall. */
-  total_refunds_owed: number;
-  total_treasury_fees: number;
-}
-
-/** One recorded call as stored, with its settlement fields. */
-export interface ActivityRow {
-  call_id: string;
-  endpoint_id: string;
-  outcome: Outcome;
-  status: number;
-  latency_ms: number;
-  started_at: number;
-  premium: number | null;
-  refund: number | null;
-  refund_owed: number | null;
-  clamp: Clamp | null;
-  settled_batch: number | null;
-}
-
-/** A settled call: the settler writes its batch and amounts together. */
-export type SettledActivityRow = ActivityRow & { premium: number; refund: number; refund_owed: number; settled_batch: number };
-
-interface PayoutRow {
-  id: string;
-  name: string | null;
-  wallet: string | null;
-  balance: number;
-}
-
-/** EVM addresses are case-insensitive (the case is only a checksum); Solana's are not. */
-const walletKey = (wallet: string): string => (wallet.startsWith('0x') ? wallet.toLowerCase() : wallet);
+export {
+  LedgerError,
+  type ActivityRow,
+  type LedgerTotals,
+  type Posting,
+  type SettledActivityRow,
+  type TransferInput,
+  type TransferKind,
+} from './ledger-core';
 
 /** Key accounts as a primary-key range: `key:` ≤ account < `key;`. */
-const KEY_RANGE = `account >= 'key:' AND account < 'key;'`;
+export const KEY_RANGE = `account >= 'key:' AND account < 'key;'`;
 
 export class LedgerTable {
   private readonly db: Db;
@@ -152,28 +97,9 @@ export class LedgerTable {
        FROM outcomes WHERE settled_batch IS NOT NULL
        ORDER BY settled_batch DESC, started_at DESC, call_id DESC LIMIT ?`,
     );
-    this.totalsTx = db.transaction((): LedgerTotals => {
-      const b = this.batchTotalsStmt.get() as {
-        batches: number;
-        calls: number;
-        premiums: number;
-        treasury_fees: number;
-        refunds: number;
-        refunds_owed: number;
-      };
-      const unsettled = this.unsettledStmt.get() as number;
-      return {
-        pool_size: this.balance('pool'),
-        settled_batches: b.batches,
-        settled_calls: b.calls,
-        unsettled_calls: unsettled,
-        total_calls: b.calls + unsettled,
-        total_premiums: b.premiums,
-        total_refunds: b.refunds,
-        total_refunds_owed: b.refunds_owed,
-        total_treasury_fees: b.treasury_fees,
-      };
-    });
+    this.totalsTx = db.transaction((): LedgerTotals =>
+      ledgerTotals(this.batchTotalsStmt.get() as BatchTotalsRow, this.unsettledStmt.get() as number, this.balance('pool')),
+    );
   }
 
   // -------------------------------------------------------------------------------------
@@ -185,16 +111,7 @@ export class LedgerTable {
    * sum to zero. Must run inside a transaction; returns the transfer id.
    */
   transfer(input: TransferInput): number {
-    let sum = 0;
-    const accounts = new Set<string>();
-    for (const p of input.postings) {
-      if (!Number.isSafeInteger(p.amount) || p.amount === 0 || accounts.has(p.account)) {
-        throw new LedgerError('unbalanced', `transfer ${input.kind}: bad posting ${p.account} ${p.amount}`);
-      }
-      accounts.add(p.account);
-      sum += p.amount;
-    }
-    if (sum !== 0 || accounts.size < 2) throw new LedgerError('unbalanced', `transfer ${input.kind}: postings sum to ${sum}`);
+    checkTransfer(input);
     const id = Number(
       this.transferStmt.run(input.at, input.kind, input.callId ?? null, input.batchId ?? null, input.reference ?? null, input.actor)
         .lastInsertRowid,
@@ -208,16 +125,7 @@ export class LedgerTable {
 
   /** external → pool. Inside `Store.mutate`. */
   fund(amount: number, at: number, actor: string, note: string | null): number {
-    return this.transfer({
-      kind: 'fund',
-      at,
-      actor,
-      reference: note,
-      postings: [
-        { account: 'external', amount: -amount },
-        { account: 'pool', amount },
-      ],
-    });
+    return this.transfer(fundTransfer(amount, at, actor, note));
   }
 
   /**
@@ -227,25 +135,10 @@ export class LedgerTable {
    * than owed, or the reference was used by an earlier payout.
    */
   markPaid(wallet: string, amount: number, reference: string, at: number, actor: string): MarkPaidView {
-    if (this.referenceStmt.get(reference) !== undefined) {
-      throw new LedgerError('duplicate_reference', `a payout with reference ${JSON.stringify(reference)} is already recorded`);
-    }
-    const lines = this.payouts(wallet);
-    const owed = lines[0]?.owed ?? 0;
-    if (owed === 0) throw new LedgerError('nothing_owed', `nothing is owed to ${wallet}`);
-    if (amount > owed) throw new LedgerError('over_owed', `${amount} is more than the ${owed} owed to ${wallet}`);
-    const paid: { key_id: string; amount: number }[] = [];
-    let left = amount;
-    for (const key of lines[0]!.keys) {
-      if (left === 0) break;
-      const take = Math.min(left, key.balance);
-      paid.push({ key_id: key.id, amount: take });
-      left -= take;
-    }
-    const postings: Posting[] = paid.map((p) => ({ account: keyAccount(p.key_id), amount: -p.amount }));
-    postings.push({ account: 'external', amount });
+    if (this.referenceStmt.get(reference) !== undefined) throw duplicateReference(reference);
+    const { paid, postings, owed } = payoutOf(this.payouts(wallet), wallet, amount);
     const transferId = this.transfer({ kind: 'payout', at, actor, reference, postings });
-    return { transfer_id: transferId, wallet, amount, reference, paid, owed: owed - amount };
+    return { transfer_id: transferId, wallet, amount, reference, paid, owed };
   }
 
   // -------------------------------------------------------------------------------------
@@ -268,42 +161,20 @@ export class LedgerTable {
    * (EVM addresses match case-insensitively). Keys within a line are oldest first.
    */
   payouts(wallet?: string): PayoutLine[] {
-    const want = wallet === undefined ? undefined : walletKey(wallet);
-    const lines = new Map<string | null, PayoutLine>();
-    for (const row of this.payoutRowsStmt.all() as PayoutRow[]) {
-      const group = row.wallet === null ? null : walletKey(row.wallet);
-      if (want !== undefined && group !== want) continue;
-      let line = lines.get(group);
-      if (line === undefined) lines.set(group, (line = { wallet: row.wallet, owed: 0, keys: [] }));
-      line.owed += row.balance;
-      line.keys.push({ id: row.id, name: row.name, balance: row.balance });
-    }
-    return [...lines.values()].sort((a, b) => (a.wallet === null ? 1 : b.wallet === null ? -1 : a.wallet < b.wallet ? -1 : 1));
+    return payoutLines(this.payoutRowsStmt.all() as PayoutRow[], wallet);
   }
 
   /** What `svcctl pool show` prints: balances, flows, clamps and the shortfall. */
   poolView(): PoolView {
-    return this.db.transaction((): PoolView => {
-      const t = this.totalsTx();
-      const clamped = { pool_depleted: 0, cap_clamped: 0 };
-      for (const row of this.clampedStmt.all() as { clamp: Clamp; n: number }[]) clamped[row.clamp] = row.n;
-      return {
-        pool: t.pool_size,
+    return this.db.transaction((): PoolView =>
+      poolViewOf(this.totalsTx(), {
         treasury: this.balance('treasury'),
         funded: this.kindTotalStmt.get('fund', 'pool') as number,
-        premiums: t.total_premiums,
-        treasury_fees: t.total_treasury_fees,
-        refunds: t.total_refunds,
-        refunds_owed: t.total_refunds_owed,
-        shortfall: t.total_refunds_owed - t.total_refunds,
-        clamped,
+        clamped: this.clampedStmt.all() as { clamp: Clamp; n: number }[],
         owed_to_keys: this.owedToKeysStmt.get() as number,
         paid_out: this.kindTotalStmt.get('payout', 'external') as number,
-        settled_batches: t.settled_batches,
-        settled_calls: t.settled_calls,
-        backlog: t.unsettled_calls,
-      };
-    })();
+      }),
+    )();
   }
 
   /** Check every ledger invariant; see `ledger-verify.ts`. */

@@ -16,12 +16,16 @@
  *
  * Each batch's signed receipt (`receipts.ts`) is written in the same transaction, over the
  * leaves of its calls in settlement order with the amounts written on their rows.
+ *
+ * What a plan implies apart from SQL (the standard amounts, the leaves, the transfers, the
+ * group commit's decisions) is `settlement-plan.ts`, shared with PostgreSQL's `pg/settlement.ts`.
  */
 import type { Db } from './db';
 import { COVERED_FAILURES, type Outcome } from '../../protocol/outcome';
-import { keyAccount, type BatchView, type Clamp } from '../../protocol/settlement';
+import type { BatchView, Clamp } from '../../protocol/settlement';
 import type { LedgerTable } from './ledger';
 import type { ReceiptsTable } from './receipts';
+import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending, pendingOrder } from './settlement-plan';
 
 /** An outcome waiting for settlement, in settlement order (received, then call id). */
 export interface UnsettledCall {
@@ -78,10 +82,6 @@ export interface BatchPlan {
 export type Planner = (input: PlanInput) => BatchPlan;
 
 /**
- * Names the endpoint and the most calls of a group's next batch, or null to end the group.
- * `previousMade` says whether the previous one gave a batch (null on the group's first call).
- */
-/**
  * Picks the batches of a group (`settleGroup`): `next` names the next endpoint and cap, null to
  * end the group, or `'round'` to be handed the endpoints pending now (`startRound`) and asked
  * again. `previousMade` says whether the batch it named last had calls (null: none named yet).
@@ -93,36 +93,23 @@ export interface NextBatch {
 
 export const HOUR_MS = 3_600_000;
 
-const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
+/** The covered failures as an SQL list. */
+export const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 /**
  * `e(id)`: the distinct endpoints with unsettled outcomes, one index seek each
- * (`outcomes_unsettled`) instead of a scan of the backlog.
+ * (`outcomes_unsettled`) instead of a scan of the backlog (in both dialects).
  */
-const PENDING_ENDPOINTS = `WITH RECURSIVE e(id) AS (
+export const PENDING_ENDPOINTS = `WITH RECURSIVE e(id) AS (
   SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL)
   UNION ALL
   SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL AND endpoint_id > e.id) FROM e WHERE e.id IS NOT NULL)`;
 
-const ZERO_ECONOMICS: Economics = { price: 0, premium: 0, refund_cap_per_hour: 0, treasury_fee_bps: 0 };
+export const ZERO_ECONOMICS: Economics = { price: 0, premium: 0, refund_cap_per_hour: 0, treasury_fee_bps: 0 };
 
 /** A `settlement_batches` row: the view's fields, with the time in ms. */
-type BatchRow = Omit<BatchView, 'created_at'> & { created_at: number };
+export type BatchRow = Omit<BatchView, 'created_at'> & { created_at: number };
 
 export const batchView = (row: BatchRow): BatchView => ({ ...row, created_at: new Date(row.created_at).toISOString() });
-
-/**
- * A call's amounts when the plan has no exception for it: what `standardStmt` writes on its
- * row, computed here for the call's receipt leaf (`ledger verify` recomputes every root from
- * the rows, so the two cannot drift unnoticed).
- */
-function standardAmounts(call: UnsettledCall, plan: BatchPlan): CallAmounts {
-  if (call.key_id === null) return NOTHING;
-  if (call.outcome === 'ok')
-    return plan.standard.premium === 0 ? NOTHING : { premium: plan.standard.premium, refund: 0, refund_owed: 0, clamp: null };
-  if (COVERED_FAILURES.has(call.outcome)) return { premium: 0, refund: plan.standard.owed, refund_owed: plan.standard.owed, clamp: null };
-  return NOTHING;
-}
-const NOTHING: CallAmounts = Object.freeze({ premium: 0, refund: 0, refund_owed: 0, clamp: null });
 
 export class SettlementTable {
   private readonly ledger: LedgerTable;
@@ -199,36 +186,22 @@ export class SettlementTable {
       this.commit(endpointId, boundary, cap, at, plan),
     );
     this.groupTx = db.transaction((next: NextBatch, boundary: number, at: number, plan: Planner, budget: number) => {
-      const made: BatchView[] = [];
-      let calls = 0;
-      let previous: boolean | null = null;
-      while (calls < budget) {
-        const wanted = next.next(previous);
-        if (wanted === null) break;
-        if (wanted === 'round') {
-          next.startRound(this.pendingEndpoints(boundary));
-          previous = null;
-          continue;
-        }
-        const batch = this.commit(wanted.endpointId, boundary, wanted.cap, at, plan);
-        previous = batch !== null;
-        if (batch !== null) {
-          made.push(batch);
-          calls += batch.calls;
-        }
+      const run = new GroupRun(next, budget);
+      for (let step = run.step(); step !== null; step = run.step()) {
+        if (step === 'round') run.startRound(this.pendingEndpoints(boundary));
+        else run.committed(this.commit(step.endpointId, boundary, step.cap, at, plan));
       }
-      return made;
+      return run.made;
     });
   }
 
   /** Endpoints with outcomes received at or before `boundary` still unsettled, oldest head first. */
   pendingEndpoints(boundary: number): string[] {
-    const heads: { id: string; head: number }[] = [];
-    for (const id of this.pendingEndpointsStmt.all() as string[]) {
-      const head = this.headStmt.get(id) as number | undefined;
-      if (head !== undefined && head <= boundary) heads.push({ id, head });
-    }
-    return heads.sort((a, b) => a.head - b.head || (a.id < b.id ? -1 : 1)).map((h) => h.id);
+    const ids = this.pendingEndpointsStmt.all() as string[];
+    return pendingOrder(
+      ids.map((id) => ({ id, head: this.headStmt.get(id) as number | undefined })),
+      boundary,
+    );
   }
 
   /**
@@ -274,24 +247,24 @@ export class SettlementTable {
       pool: this.ledger.balance('pool'),
       refundedInHour: (hour) => (this.hourStmt.get(endpointId, hour) as number | undefined) ?? 0,
     });
-    const t = plan.totals;
+    const f = batchFigures(calls.length, plan);
     const batch = this.insertBatchStmt.get(
       endpointId,
       at,
-      calls.length,
-      t.premiums,
-      plan.treasuryFees,
-      t.refunds,
-      t.refunds_owed,
-      t.clamped_calls,
+      f.calls,
+      f.premiums,
+      f.treasury_fees,
+      f.refunds,
+      f.refunds_owed,
+      f.clamped_calls,
     ) as BatchRow;
     // The receipt's tree is computed (on the hasher's thread) while the rows are written.
-    const tree = this.receipts.enabled ? this.receipts.startTree(this.leaves(batch, calls, plan)) : null;
+    const tree = this.receipts.enabled
+      ? this.receipts.startTree(batchLeaves(batch, this.receipts.provider(batch.endpoint_id), calls, plan, this.receipts))
+      : null;
 
     for (const [callId, a] of plan.exceptions) {
-      if (this.exceptionStmt.run(batch.id, a.premium, a.refund, a.refund_owed, a.clamp, callId).changes !== 1) {
-        throw new Error(`settlement: call ${callId} was not pending`);
-      }
+      if (this.exceptionStmt.run(batch.id, a.premium, a.refund, a.refund_owed, a.clamp, callId).changes !== 1) throw notPending(callId);
     }
     const last = calls[calls.length - 1]!;
     const standard = this.standardStmt.run({
@@ -302,72 +275,12 @@ export class SettlementTable {
       received_at: last.received_at,
       call_id: last.call_id,
     }).changes;
-    if (standard + plan.exceptions.size !== calls.length) {
-      throw new Error(`settlement: batch of ${calls.length} calls marked ${standard + plan.exceptions.size}`);
-    }
+    checkMarked(calls.length, standard + plan.exceptions.size);
 
     // Premiums first, then the fee, then refunds: the pool only grows until the refunds.
-    const base = { at, actor: 'settler', batchId: batch.id };
-    for (const [keyId, amount] of plan.premiums) {
-      this.ledger.transfer({
-        ...base,
-        kind: 'premium',
-        postings: [
-          { account: keyAccount(keyId), amount: -amount },
-          { account: 'pool', amount },
-        ],
-      });
-    }
-    if (plan.treasuryFees > 0) {
-      this.ledger.transfer({
-        ...base,
-        kind: 'treasury_fee',
-        postings: [
-          { account: 'pool', amount: -plan.treasuryFees },
-          { account: 'treasury', amount: plan.treasuryFees },
-        ],
-      });
-    }
-    for (const [keyId, amount] of plan.refunds) {
-      this.ledger.transfer({
-        ...base,
-        kind: 'refund',
-        postings: [
-          { account: 'pool', amount: -amount },
-          { account: keyAccount(keyId), amount },
-        ],
-      });
-    }
+    for (const transfer of batchTransfers(plan, batch.id, at)) this.ledger.transfer(transfer);
     for (const [hour, amount] of plan.refundsByHour) if (amount > 0) this.addHourStmt.run(endpointId, hour, amount);
     if (tree !== null) this.receipts.append(batch, tree, calls.length);
     return batchView(batch);
-  }
-
-  /** The canonical receipt leaves of a batch's calls, in settlement order; their sums must be the batch's. */
-  private leaves(batch: BatchRow, calls: UnsettledCall[], plan: BatchPlan): string[] {
-    const provider = this.receipts.provider(batch.endpoint_id);
-    const leaves: string[] = new Array<string>(calls.length);
-    const checkExceptions = plan.exceptions.size > 0;
-    let premiums = 0;
-    let refunds = 0;
-    for (let i = 0; i < calls.length; i++) {
-      const call = calls[i]!;
-      const a = (checkExceptions ? plan.exceptions.get(call.call_id) : undefined) ?? standardAmounts(call, plan);
-      premiums += a.premium;
-      refunds += a.refund;
-      leaves[i] = this.receipts.leaf(batch.id, provider, {
-        call_id: call.call_id,
-        outcome: call.outcome,
-        premium: a.premium,
-        refund: a.refund,
-        clamp: a.clamp,
-      });
-    }
-    if (premiums !== batch.premiums || refunds !== batch.refunds) {
-      throw new Error(
-        `settlement: batch ${batch.id}'s leaves sum to premiums ${premiums}, refunds ${refunds}; the batch says ${batch.premiums}, ${batch.refunds}`,
-      );
-    }
-    return leaves;
   }
 }

@@ -1,0 +1,180 @@
+/**
+ * What a settlement batch's plan implies, apart from SQL, shared by the SQLite store's
+ * synchronous commit (`settlement.ts`) and PostgreSQL's asynchronous one (`pg/settlement.ts`):
+ * each call's amounts when the plan makes no exception for it, the batch row's figures, the
+ * receipt leaves of its calls, the ledger transfers the plan books (in booking order), the
+ * order endpoints are settled in, and the group commit's decisions (`GroupRun`).
+ */
+import { COVERED_FAILURES } from '../../protocol/outcome';
+import { keyAccount, type BatchView } from '../../protocol/settlement';
+import type { TransferInput } from './ledger-core';
+import type { LeafRow } from './receipts';
+import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlement';
+
+const NOTHING: CallAmounts = Object.freeze({ premium: 0, refund: 0, refund_owed: 0, clamp: null });
+
+/**
+ * A call's amounts when the plan has no exception for it: what the store's one UPDATE of a
+ * batch's standard calls writes on its row, computed here for the call's receipt leaf
+ * (`ledger verify` recomputes every root from the rows, so the two cannot drift unnoticed).
+ */
+export function standardAmounts(call: UnsettledCall, plan: BatchPlan): CallAmounts {
+  if (call.key_id === null) return NOTHING;
+  if (call.outcome === 'ok')
+    return plan.standard.premium === 0 ? NOTHING : { premium: plan.standard.premium, refund: 0, refund_owed: 0, clamp: null };
+  if (COVERED_FAILURES.has(call.outcome)) return { premium: 0, refund: plan.standard.owed, refund_owed: plan.standard.owed, clamp: null };
+  return NOTHING;
+}
+
+/** A batch row's figures for `calls` calls settled by `plan` (besides its id, endpoint and time). */
+export function batchFigures(calls: number, plan: BatchPlan) {
+  const t = plan.totals;
+  return {
+    calls,
+    premiums: t.premiums,
+    treasury_fees: plan.treasuryFees,
+    refunds: t.refunds,
+    refunds_owed: t.refunds_owed,
+    clamped_calls: t.clamped_calls,
+  };
+}
+
+/** What makes a call's canonical receipt leaf (the store's receipts family). */
+export interface LeafMaker {
+  leaf(batch: number, provider: string, call: LeafRow): string;
+}
+
+/**
+ * The canonical receipt leaves of a batch's calls, in settlement order, with the amounts the
+ * plan gives each. Throws unless their sums are the batch's premiums and refunds.
+ */
+export function batchLeaves(
+  batch: { id: number; premiums: number; refunds: number },
+  provider: string,
+  calls: readonly UnsettledCall[],
+  plan: BatchPlan,
+  receipts: LeafMaker,
+): string[] {
+  const leaves: string[] = new Array<string>(calls.length);
+  const checkExceptions = plan.exceptions.size > 0;
+  let premiums = 0;
+  let refunds = 0;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    const a = (checkExceptions ? plan.exceptions.get(call.call_id) : undefined) ?? standardAmounts(call, plan);
+    premiums += a.premium;
+    refunds += a.refund;
+    leaves[i] = receipts.leaf(batch.id, provider, {
+      call_id: call.call_id,
+      outcome: call.outcome,
+      premium: a.premium,
+      refund: a.refund,
+      clamp: a.clamp,
+    });
+  }
+  if (premiums !== batch.premiums || refunds !== batch.refunds) {
+    throw new Error(
+      `settlement: batch ${batch.id}'s leaves sum to premiums ${premiums}, refunds ${refunds}; the batch says ${batch.premiums}, ${batch.refunds}`,
+    );
+  }
+  return leaves;
+}
+
+/** A call the plan makes an exception for was settled by someone else meanwhile. */
+export const notPending = (callId: string): Error => new Error(`settlement: call ${callId} was not pending`);
+
+/** Throws unless the batch's UPDATEs marked exactly the calls it selected. */
+export function checkMarked(selected: number, marked: number): void {
+  if (marked !== selected) throw new Error(`settlement: batch of ${selected} calls marked ${marked}`);
+}
+
+/**
+ * The ledger transfers `plan` books for batch `batchId`, in booking order: premiums first (key
+ * → pool), then the treasury fee (pool → treasury), then refunds (pool → key), so the pool only
+ * grows until the refunds and its balance never dips below what the plan's call-by-call
+ * arithmetic allowed.
+ */
+export function batchTransfers(plan: BatchPlan, batchId: number, at: number): TransferInput[] {
+  const base = { at, actor: 'settler', batchId };
+  const out: TransferInput[] = [];
+  for (const [keyId, amount] of plan.premiums) {
+    out.push({
+      ...base,
+      kind: 'premium',
+      postings: [
+        { account: keyAccount(keyId), amount: -amount },
+        { account: 'pool', amount },
+      ],
+    });
+  }
+  if (plan.treasuryFees > 0) {
+    out.push({
+      ...base,
+      kind: 'treasury_fee',
+      postings: [
+        { account: 'pool', amount: -plan.treasuryFees },
+        { account: 'treasury', amount: plan.treasuryFees },
+      ],
+    });
+  }
+  for (const [keyId, amount] of plan.refunds) {
+    out.push({
+      ...base,
+      kind: 'refund',
+      postings: [
+        { account: 'pool', amount: -amount },
+        { account: keyAccount(keyId), amount },
+      ],
+    });
+  }
+  return out;
+}
+
+/** The endpoints whose oldest unsettled outcome (`head`) was received at or before `boundary`, oldest head first. */
+export function pendingOrder(heads: readonly { id: string; head: number | null | undefined }[], boundary: number): string[] {
+  return heads
+    .filter((h): h is { id: string; head: number } => h.head !== null && h.head !== undefined && h.head <= boundary)
+    .sort((a, b) => a.head - b.head || (a.id < b.id ? -1 : 1))
+    .map((h) => h.id);
+}
+
+/**
+ * The decisions of one group commit (`settleGroup`), whichever store commits its batches:
+ *
+ *     const run = new GroupRun(next, budget);
+ *     for (let step = run.step(); step !== null; step = run.step()) {
+ *       if (step === 'round') run.startRound(pendingEndpoints(boundary));
+ *       else run.committed(commit(step.endpointId, step.cap));
+ *     }
+ *     return run.made;
+ */
+export class GroupRun {
+  /** The batches committed so far, in order. */
+  readonly made: BatchView[] = [];
+  private calls = 0;
+  private previous: boolean | null = null;
+
+  constructor(
+    private readonly next: NextBatch,
+    private readonly budgetCalls: number,
+  ) {}
+
+  /** The batch to commit next, `'round'` to be handed the endpoints pending now, or null: the group ends. */
+  step(): { endpointId: string; cap: number } | 'round' | null {
+    return this.calls < this.budgetCalls ? this.next.next(this.previous) : null;
+  }
+
+  startRound(pending: readonly string[]): void {
+    this.next.startRound(pending);
+    this.previous = null;
+  }
+
+  /** The batch `step` named was committed (null: it had no calls). */
+  committed(batch: BatchView | null): void {
+    this.previous = batch !== null;
+    if (batch !== null) {
+      this.made.push(batch);
+      this.calls += batch.calls;
+    }
+  }
+}
