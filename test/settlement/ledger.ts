@@ -1,25 +1,43 @@
-// The ledger and settlement batches at the store level: balances, one-transaction batches,
-// idempotency, payouts, the invariant checks (each one shown to catch its corruption), and
-// the numbers the indexer reads.
-import t from 'tap';
-import { join } from 'node:path';
+// The ledger and settlement batches at the store level, on each store: balances,
+// one-transaction batches, idempotency, payouts, the invariant checks (each one shown to catch
+// its corruption), and the numbers the indexer reads.
+import t, { type Test } from 'tap';
+import { Client } from 'pg';
 import { planBatch } from '../../control/settler/plan';
-import { SqliteStore, type Store } from '../../control/store';
+import type { SqliteStore, Store } from '../../control/store';
 import { LedgerError } from '../../control/store/ledger';
 import type { NextBatch } from '../../control/store/settlement';
-import type { Outcome } from '../../protocol/outcome';
+import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
+import { forEachStore, openTestStore, testDatabaseUrl, type StoreKind } from '../fixtures/stores';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
 const SOL_A = 'So11111111111111111111111111111111111111112';
 const EVM_B = '0xAbCdEf0123456789aBcDeF0123456789AbCdEf01';
 
-/** A SQLite store: the tests that read or corrupt rows on purpose use its raw `db`. */
-function open(t: tap.Test): SqliteStore {
-  const store = SqliteStore.open(join(t.testdir(), 'control.db'));
-  t.teardown(() => store.close());
-  return store;
+/**
+ * A store of `kind`, and `exec` to run SQL on its database behind the store's back (the tests
+ * that corrupt rows on purpose): SQLite's own connection, or a client of PostgreSQL's database.
+ */
+async function openWithSql(t: Test, kind: StoreKind): Promise<{ store: Store; exec: (sql: string) => Promise<void> }> {
+  const url = await testDatabaseUrl(t, kind);
+  const store = await openTestStore(t, kind, url === null ? {} : { databaseUrl: url });
+  if (url === null) return { store, exec: async (sql) => void (store as SqliteStore).db.exec(sql) };
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  t.teardown(() => client.end());
+  return { store, exec: async (sql) => void (await client.query(sql)) };
 }
+
+/** The stored row of each of `records`, in their order. */
+const rowsOf = (store: Store, records: OutcomeRecord[]) =>
+  Promise.all(
+    records.map(async (r) => {
+      const row = await store.outcomes.byCallId(r.call_id);
+      if (row === undefined) throw new Error(`no stored call ${r.call_id}`);
+      return row;
+    }),
+  );
 
 const fund = (store: Store, amount: number) =>
   store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(amount, T0, 'test', null));
@@ -40,445 +58,502 @@ const settleAll = async (store: Store, cap = 1000, boundary = T0 + 1e9) => {
 const balance = (store: Store, account: string) => store.ledger.balance(account);
 
 t.test('a batch settles every call once, in one transaction, and matches a hand count', async (t) => {
-  const store = open(t);
-  const econ = { price: 2000, premium: 150, treasury_fee_bps: 1000 };
-  await saveEndpoint(store, 'ep', econ);
-  await fund(store, 1_000_000);
-  const kinds: Outcome[] = ['ok', 'ok', 'server_error', 'latency_breach', 'network_error', 'schema_mismatch', 'client_error', 'ok'];
-  const records = kinds.flatMap((k, i) => [
-    outcome({ outcome: k, key_id: i % 2 ? 'key_a' : 'key_b', started: T0 + i }),
-    outcome({ outcome: k, key_id: null, started: T0 + i }),
-  ]);
-  await store.outcomes.ingest(records, T0);
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const econ = { price: 2000, premium: 150, treasury_fee_bps: 1000 };
+    await saveEndpoint(store, 'ep', econ);
+    await fund(store, 1_000_000);
+    const kinds: Outcome[] = ['ok', 'ok', 'server_error', 'latency_breach', 'network_error', 'schema_mismatch', 'client_error', 'ok'];
+    const records = kinds.flatMap((k, i) => [
+      outcome({ outcome: k, key_id: i % 2 ? 'key_a' : 'key_b', started: T0 + i }),
+      outcome({ outcome: k, key_id: null, started: T0 + i }),
+    ]);
+    await store.outcomes.ingest(records, T0);
 
-  const batches = await settleAll(store);
-  t.equal(batches.length, 1);
-  const want = expectedSettlement(records, econ, 1_000_000);
-  t.equal(await balance(store, 'key:key_a'), want.keys.get('key_a'));
-  t.equal(await balance(store, 'key:key_b'), want.keys.get('key_b'));
-  t.equal(await balance(store, 'pool'), want.pool);
-  t.equal(await balance(store, 'treasury'), want.treasury);
-  t.equal(await balance(store, 'external'), -1_000_000);
-  t.match(batches[0], {
-    endpoint_id: 'ep',
-    calls: records.length,
-    premiums: want.premiums,
-    refunds: want.refunds,
-    refunds_owed: want.refunds,
-    clamped_calls: 0,
-    treasury_fees: want.treasury,
+    const batches = await settleAll(store);
+    t.equal(batches.length, 1);
+    const want = expectedSettlement(records, econ, 1_000_000);
+    t.equal(await balance(store, 'key:key_a'), want.keys.get('key_a'));
+    t.equal(await balance(store, 'key:key_b'), want.keys.get('key_b'));
+    t.equal(await balance(store, 'pool'), want.pool);
+    t.equal(await balance(store, 'treasury'), want.treasury);
+    t.equal(await balance(store, 'external'), -1_000_000);
+    t.match(batches[0], {
+      endpoint_id: 'ep',
+      calls: records.length,
+      premiums: want.premiums,
+      refunds: want.refunds,
+      refunds_owed: want.refunds,
+      clamped_calls: 0,
+      treasury_fees: want.treasury,
+    });
+
+    for (const r of await rowsOf(store, records)) {
+      t.equal(r.settled_batch, batches[0]!.id);
+      if (r.key_id === null) t.match(r, { premium: 0, refund: 0, refund_owed: 0, clamp: null }, 'keyless: zeros');
+      else if (r.outcome === 'ok') t.match(r, { premium: 150, refund: 0 });
+      else if (r.outcome === 'client_error') t.match(r, { premium: 0, refund: 0, refund_owed: 0 });
+      else t.match(r, { premium: 0, refund: 2150, refund_owed: 2150, clamp: null });
+    }
+
+    t.same(await settleAll(store), [], 'settling again finds nothing');
+    t.equal(await store.outcomes.ingest(records, T0 + 5), 0, 'a replayed shipment adds nothing');
+    t.same(await settleAll(store), [], 'and settles nothing');
+    t.equal(await balance(store, 'pool'), want.pool, 'balances unchanged');
+    const verified = await store.ledger.verify();
+    t.ok(verified.ok, verified.violation ?? '');
   });
-
-  const rows = store.db.prepare(`SELECT key_id, outcome, premium, refund, refund_owed, clamp, settled_batch FROM outcomes`).all() as Record<
-    string,
-    unknown
-  >[];
-  for (const r of rows) {
-    t.equal(r.settled_batch, batches[0]!.id);
-    if (r.key_id === null) t.match(r, { premium: 0, refund: 0, refund_owed: 0, clamp: null }, 'keyless: zeros');
-    else if (r.outcome === 'ok') t.match(r, { premium: 150, refund: 0 });
-    else if (r.outcome === 'client_error') t.match(r, { premium: 0, refund: 0, refund_owed: 0 });
-    else t.match(r, { premium: 0, refund: 2150, refund_owed: 2150, clamp: null });
-  }
-
-  t.same(await settleAll(store), [], 'settling again finds nothing');
-  t.equal(await store.outcomes.ingest(records, T0 + 5), 0, 'a replayed shipment adds nothing');
-  t.same(await settleAll(store), [], 'and settles nothing');
-  t.equal(await balance(store, 'pool'), want.pool, 'balances unchanged');
-  const verified = await store.ledger.verify();
-  t.ok(verified.ok, verified.violation ?? '');
 });
 
 t.test('batches: one endpoint each, at most the cap, oldest received first, boundary respected', async (t) => {
-  const store = open(t);
-  await saveEndpoint(store, 'ep');
-  await saveEndpoint(store, 'other');
-  await fund(store, 10_000_000);
-  await store.outcomes.ingest(
-    Array.from({ length: 25 }, (_, i) => outcome({ started: T0 + i })),
-    T0,
-  );
-  await store.outcomes.ingest(
-    Array.from({ length: 5 }, (_, i) => outcome({ endpoint_id: 'other', started: T0 + i })),
-    T0 + 10,
-  );
-  await store.outcomes.ingest(
-    Array.from({ length: 7 }, (_, i) => outcome({ started: T0 + 100 + i })),
-    T0 + 20,
-  );
-  t.same(await store.settlement.pendingEndpoints(T0 + 15), ['ep', 'other'], 'oldest backlog first');
-  t.same(await store.settlement.pendingEndpoints(T0 + 5), ['ep'], 'boundary');
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'ep');
+    await saveEndpoint(store, 'other');
+    await fund(store, 10_000_000);
+    const shipments = [
+      Array.from({ length: 25 }, (_, i) => outcome({ started: T0 + i })),
+      Array.from({ length: 5 }, (_, i) => outcome({ endpoint_id: 'other', started: T0 + i })),
+      Array.from({ length: 7 }, (_, i) => outcome({ started: T0 + 100 + i })),
+    ];
+    for (const [i, records] of shipments.entries()) await store.outcomes.ingest(records, T0 + 10 * i);
+    t.same(await store.settlement.pendingEndpoints(T0 + 15), ['ep', 'other'], 'oldest backlog first');
+    t.same(await store.settlement.pendingEndpoints(T0 + 5), ['ep'], 'boundary');
 
-  const first = (await store.settlement.settleBatch('ep', T0 + 15, 10, T0, planBatch))!;
-  t.equal(first.calls, 10, 'capped');
-  const firstCalls = store.db.prepare(`SELECT received_at FROM outcomes WHERE settled_batch = ?`).pluck().all(first.id) as number[];
-  t.ok(
-    firstCalls.every((r) => r === T0),
-    'the oldest ones',
-  );
-  const made = await settleAll(store, 10, T0 + 15);
-  t.same(
-    made.map((b) => [b.endpoint_id, b.calls]),
-    [
-      ['ep', 10],
-      ['other', 5],
-      ['ep', 5],
-    ],
-    'round by round, one endpoint per batch',
-  );
-  const waiting = await store.settlement.backlog();
-  t.equal(waiting.count, 7, 'outcomes received after the boundary wait');
-  t.equal(waiting.oldest_received_at, T0 + 20);
-  t.same(
-    (await settleAll(store, 10)).map((b) => b.calls),
-    [7],
-  );
-  t.ok((await store.ledger.verify()).ok);
+    const first = (await store.settlement.settleBatch('ep', T0 + 15, 10, T0, planBatch))!;
+    t.equal(first.calls, 10, 'capped');
+    const firstCalls = (await rowsOf(store, shipments.flat())).filter((r) => r.settled_batch === first.id);
+    t.equal(firstCalls.length, 10);
+    t.ok(
+      firstCalls.every((r) => r.received_at === T0),
+      'the oldest ones',
+    );
+    const made = await settleAll(store, 10, T0 + 15);
+    t.same(
+      made.map((b) => [b.endpoint_id, b.calls]),
+      [
+        ['ep', 10],
+        ['other', 5],
+        ['ep', 5],
+      ],
+      'round by round, one endpoint per batch',
+    );
+    const waiting = await store.settlement.backlog();
+    t.equal(waiting.count, 7, 'outcomes received after the boundary wait');
+    t.equal(waiting.oldest_received_at, T0 + 20);
+    t.same(
+      (await settleAll(store, 10)).map((b) => b.calls),
+      [7],
+    );
+    t.ok((await store.ledger.verify()).ok);
+  });
 });
 
 t.test('a failing batch leaves nothing behind', async (t) => {
-  const store = open(t);
-  await saveEndpoint(store, 'ep');
-  await fund(store, 1_000_000);
-  await store.outcomes.ingest([outcome(), outcome({ outcome: 'server_error' })], T0);
-  const before = await store.ledger.poolView();
-  await t.rejects(
-    store.settlement.settleBatch('ep', T0, 10, T0, (input) => {
-      const p = planBatch(input);
-      p.refunds.set('key_a', 5_000_000); // more than the pool holds: the CHECK fails mid-batch
-      return p;
-    }),
-  );
-  t.same(await store.ledger.poolView(), before, 'no batch, no transfer, no balance change');
-  t.equal((await store.settlement.backlog()).count, 2, 'both calls still pending');
-  t.equal((await settleAll(store)).length, 1, 'and settle normally afterwards');
-  t.ok((await store.ledger.verify()).ok);
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'ep');
+    await fund(store, 1_000_000);
+    await store.outcomes.ingest([outcome(), outcome({ outcome: 'server_error' })], T0);
+    const before = await store.ledger.poolView();
+    await t.rejects(
+      store.settlement.settleBatch('ep', T0, 10, T0, (input) => {
+        const p = planBatch(input);
+        p.refunds.set('key_a', 5_000_000); // more than the pool holds: the CHECK fails mid-batch
+        return p;
+      }),
+    );
+    t.same(await store.ledger.poolView(), before, 'no batch, no transfer, no balance change');
+    t.equal((await store.settlement.backlog()).count, 2, 'both calls still pending');
+    t.equal((await settleAll(store)).length, 1, 'and settle normally afterwards');
+    t.ok((await store.ledger.verify()).ok);
+  });
 });
 
 t.test('a group commit is all or nothing, and each batch in it is whole', async (t) => {
-  const store = open(t);
-  await saveEndpoint(store, 'a');
-  await saveEndpoint(store, 'b');
-  await fund(store, 1_000_000);
-  await store.outcomes.ingest(
-    [
-      outcome({ endpoint_id: 'a' }),
-      outcome({ endpoint_id: 'b', outcome: 'server_error' }),
-      outcome({ endpoint_id: 'a', outcome: 'server_error' }),
-    ],
-    T0,
-  );
-  /** Names each of `order` in turn, then ends the group. */
-  const picks = (order: { endpointId: string; cap: number }[]): NextBatch => ({
-    next: () => order.shift() ?? null,
-    startRound: () => undefined,
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'a');
+    await saveEndpoint(store, 'b');
+    await fund(store, 1_000_000);
+    await store.outcomes.ingest(
+      [
+        outcome({ endpoint_id: 'a' }),
+        outcome({ endpoint_id: 'b', outcome: 'server_error' }),
+        outcome({ endpoint_id: 'a', outcome: 'server_error' }),
+      ],
+      T0,
+    );
+    /** Names each of `order` in turn, then ends the group. */
+    const picks = (order: { endpointId: string; cap: number }[]): NextBatch => ({
+      next: () => order.shift() ?? null,
+      startRound: () => undefined,
+    });
+    const queue = () =>
+      picks([
+        { endpointId: 'a', cap: 1 },
+        { endpointId: 'b', cap: 1 },
+        { endpointId: 'a', cap: 1 },
+      ]);
+    let calls = 0;
+    const failing = (input: Parameters<typeof planBatch>[0]) => {
+      if (++calls === 2) throw new Error('planner failed on the second batch');
+      return planBatch(input);
+    };
+    await t.rejects(store.settlement.settleGroup(queue(), T0, T0, failing, 100), /second batch/);
+    t.equal((await store.settlement.backlog()).count, 3, 'the first batch of the group was rolled back too');
+    t.equal(await store.ledger.settledBatches(), 0);
+    const made = await store.settlement.settleGroup(queue(), T0, T0, planBatch, 100);
+    t.same(
+      made.map((b) => [b.endpoint_id, b.calls]),
+      [
+        ['a', 1],
+        ['b', 1],
+        ['a', 1],
+      ],
+      'three whole batches in one commit',
+    );
+    t.same((await store.settlement.settleGroup(queue(), T0, T0, planBatch, 1)).length, 0, 'nothing left');
+    t.same(
+      await store.settlement.settleGroup(picks([{ endpointId: 'a', cap: 5 }]), T0, T0, planBatch, 1),
+      [],
+      'an endpoint with nothing pending gives no batch',
+    );
+    t.ok((await store.ledger.verify()).ok);
   });
-  const queue = () =>
-    picks([
-      { endpointId: 'a', cap: 1 },
-      { endpointId: 'b', cap: 1 },
-      { endpointId: 'a', cap: 1 },
-    ]);
-  let calls = 0;
-  const failing = (input: Parameters<typeof planBatch>[0]) => {
-    if (++calls === 2) throw new Error('planner failed on the second batch');
-    return planBatch(input);
-  };
-  await t.rejects(store.settlement.settleGroup(queue(), T0, T0, failing, 100), /second batch/);
-  t.equal((await store.settlement.backlog()).count, 3, 'the first batch of the group was rolled back too');
-  t.equal(await store.ledger.settledBatches(), 0);
-  const made = await store.settlement.settleGroup(queue(), T0, T0, planBatch, 100);
-  t.same(
-    made.map((b) => [b.endpoint_id, b.calls]),
-    [
-      ['a', 1],
-      ['b', 1],
-      ['a', 1],
-    ],
-    'three whole batches in one commit',
-  );
-  t.same((await store.settlement.settleGroup(queue(), T0, T0, planBatch, 1)).length, 0, 'nothing left');
-  t.same(
-    await store.settlement.settleGroup(picks([{ endpointId: 'a', cap: 5 }]), T0, T0, planBatch, 1),
-    [],
-    'an endpoint with nothing pending gives no batch',
-  );
-  t.ok((await store.ledger.verify()).ok);
+});
+
+t.test('batches settled at once, through two stores on one database, are numbered 1..n and chained', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    // Two stores on one database, as two control processes would have them.
+    const dataDir = t.testdir();
+    const url = await testDatabaseUrl(t, kind);
+    const opts = url === null ? { dataDir } : { dataDir, databaseUrl: url };
+    const stores = [await openTestStore(t, kind, opts), await openTestStore(t, kind, opts)];
+    const endpoints = ['e0', 'e1', 'e2', 'e3', 'e4', 'e5'];
+    for (const id of endpoints) await saveEndpoint(stores[0]!, id, { treasury_fee_bps: 500 });
+    await fund(stores[0]!, 10_000_000);
+    const records = endpoints.flatMap((id) =>
+      Array.from({ length: 20 }, (_, i) => outcome({ endpoint_id: id, key_id: `key_${i % 3}`, outcome: i % 4 ? 'ok' : 'server_error' })),
+    );
+    await stores[0]!.outcomes.ingest(records, T0);
+
+    // Each endpoint twice at once (20 calls, cap 10), half of them through each store, and a group beside them.
+    const group: NextBatch = {
+      next: (previous) => (previous === null ? { endpointId: 'e0', cap: 10 } : null),
+      startRound: () => undefined,
+    };
+    const made = (
+      await Promise.all([
+        ...endpoints.flatMap((id, i) => [
+          stores[i % 2]!.settlement.settleBatch(id, T0, 10, T0, planBatch).then((b) => (b === null ? [] : [b])),
+          stores[(i + 1) % 2]!.settlement.settleBatch(id, T0, 10, T0, planBatch).then((b) => (b === null ? [] : [b])),
+        ]),
+        stores[1]!.settlement.settleGroup(group, T0, T0, planBatch, 100),
+      ])
+    ).flat();
+    const settled = await stores[0]!.ledger.settledBatches();
+    t.equal((await stores[1]!.settlement.backlog()).count, 0, 'every call settled');
+    t.equal(
+      made.reduce((n, b) => n + b.calls, 0),
+      records.length,
+      'each once',
+    );
+    t.same(
+      made.map((b) => b.id).sort((a, b) => a - b),
+      Array.from({ length: settled }, (_, i) => i + 1),
+      'batch ids 1..n, each once',
+    );
+    t.ok(made.every((b) => b.calls <= 10));
+    t.equal((await stores[0]!.receipts.head())?.batch, settled, 'every batch has its receipt');
+    const verified = await stores[1]!.ledger.verify();
+    t.ok(verified.ok, verified.violation ?? '');
+  });
 });
 
 t.test('a removed endpoint settles with its last economics', async (t) => {
-  const store = open(t);
-  await saveEndpoint(store, 'gone', { price: 500, premium: 50 });
-  await store.endpoints.remove('gone', T0);
-  await fund(store, 1_000_000);
-  await store.outcomes.ingest([outcome({ endpoint_id: 'gone', outcome: 'server_error' })], T0);
-  await settleAll(store);
-  t.equal(await balance(store, 'key:key_a'), 550);
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'gone', { price: 500, premium: 50 });
+    await store.endpoints.remove('gone', T0);
+    await fund(store, 1_000_000);
+    await store.outcomes.ingest([outcome({ endpoint_id: 'gone', outcome: 'server_error' })], T0);
+    await settleAll(store);
+    t.equal(await balance(store, 'key:key_a'), 550);
+  });
 });
 
 t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets what accrued', async (t) => {
-  const store = open(t);
-  await saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
-  await fund(store, 1_000_000);
-  const key = (id: string, wallet: string | null, at: number) =>
-    store.keys.insert({
-      id,
-      name: id,
-      prefix: 'svc_beta_x…',
-      hash: id
-        .padEnd(64, '0')
-        .slice(0, 64)
-        .replace(/[^0-9a-f]/g, 'a'),
-      created_at: at,
-      created_by: 't',
-      expires_at: null,
-      wallet,
-      endpoints: [],
-      limit: null,
-      application_id: null,
-    });
-  await key('key_a', SOL_A, T0);
-  await key('key_b', EVM_B, T0 + 1);
-  await key('key_c', null, T0 + 2);
-  await key('key_d', EVM_B.toLowerCase(), T0 + 3);
-  await store.outcomes.ingest(
-    [
-      ...Array.from({ length: 3 }, () => outcome({ key_id: 'key_a', outcome: 'server_error' })),
-      outcome({ key_id: 'key_b', outcome: 'server_error' }),
-      outcome({ key_id: 'key_c', outcome: 'network_error' }),
-      outcome({ key_id: 'key_c', outcome: 'network_error' }),
-      outcome({ key_id: 'key_d', outcome: 'latency_breach' }),
-    ],
-    T0,
-  );
-  await settleAll(store);
-  const lines = await store.ledger.payouts();
-  t.same(
-    lines.map((l) => [l.wallet, l.owed, l.keys.map((k) => k.id)]),
-    [
-      [EVM_B, 2000, ['key_b', 'key_d']],
-      [SOL_A, 3000, ['key_a']],
-      [null, 2000, ['key_c']],
-    ],
-    'EVM addresses group case-insensitively; keys without a wallet on their own line',
-  );
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
+    await fund(store, 1_000_000);
+    const key = (id: string, wallet: string | null, at: number) =>
+      store.keys.insert({
+        id,
+        name: id,
+        prefix: 'svc_beta_x…',
+        hash: id
+          .padEnd(64, '0')
+          .slice(0, 64)
+          .replace(/[^0-9a-f]/g, 'a'),
+        created_at: at,
+        created_by: 't',
+        expires_at: null,
+        wallet,
+        endpoints: [],
+        limit: null,
+        application_id: null,
+      });
+    await key('key_a', SOL_A, T0);
+    await key('key_b', EVM_B, T0 + 1);
+    await key('key_c', null, T0 + 2);
+    await key('key_d', EVM_B.toLowerCase(), T0 + 3);
+    await store.outcomes.ingest(
+      [
+        ...Array.from({ length: 3 }, () => outcome({ key_id: 'key_a', outcome: 'server_error' })),
+        outcome({ key_id: 'key_b', outcome: 'server_error' }),
+        outcome({ key_id: 'key_c', outcome: 'network_error' }),
+        outcome({ key_id: 'key_c', outcome: 'network_error' }),
+        outcome({ key_id: 'key_d', outcome: 'latency_breach' }),
+      ],
+      T0,
+    );
+    await settleAll(store);
+    const lines = await store.ledger.payouts();
+    t.same(
+      lines.map((l) => [l.wallet, l.owed, l.keys.map((k) => k.id)]),
+      [
+        [EVM_B, 2000, ['key_b', 'key_d']],
+        [SOL_A, 3000, ['key_a']],
+        [null, 2000, ['key_c']],
+      ],
+      'EVM addresses group case-insensitively; keys without a wallet on their own line',
+    );
 
-  await store.keys.setWallet('key_c', SOL_A);
-  t.same(
-    (await store.ledger.payouts(SOL_A)).map((l) => [l.owed, l.keys.map((k) => k.id)]),
-    [[5000, ['key_a', 'key_c']]],
-    'attached later: what accrued before is owed to the wallet',
-  );
+    await store.keys.setWallet('key_c', SOL_A);
+    t.same(
+      (await store.ledger.payouts(SOL_A)).map((l) => [l.owed, l.keys.map((k) => k.id)]),
+      [[5000, ['key_a', 'key_c']]],
+      'attached later: what accrued before is owed to the wallet',
+    );
 
-  const paid = async (wallet: string, amount: number, ref: string) =>
-    (
-      await store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, (tx) =>
-        tx.ledger.markPaid(wallet, amount, ref, T0, 'test'),
-      )
-    ).result;
-  const r = await paid(SOL_A, 3500, 'tx-1');
-  t.same(
-    r.paid,
-    [
-      { key_id: 'key_a', amount: 3000 },
-      { key_id: 'key_c', amount: 500 },
-    ],
-    'oldest key first',
-  );
-  t.equal(r.owed, 1500);
-  t.equal(await balance(store, 'key:key_a'), 0);
-  t.equal(await balance(store, 'key:key_c'), 1500);
-  await t.rejects(paid(SOL_A, 1501, 'tx-2'), LedgerError, 'never more than owed');
-  await t.rejects(paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
-  await t.rejects(paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
-  await paid(EVM_B.toLowerCase(), 2000, 'tx-4');
-  t.same(
-    (await store.ledger.payouts()).map((l) => [l.wallet, l.owed]),
-    [[SOL_A, 1500]],
-  );
-  const view = await store.ledger.poolView();
-  t.equal(view.paid_out, 5500);
-  t.equal(view.owed_to_keys, 1500);
-  t.equal(await balance(store, 'external'), -1_000_000 + 5500);
-  const verified = await store.ledger.verify();
-  t.ok(verified.ok, verified.violation ?? '');
+    const paid = async (wallet: string, amount: number, ref: string) =>
+      (
+        await store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, (tx) =>
+          tx.ledger.markPaid(wallet, amount, ref, T0, 'test'),
+        )
+      ).result;
+    const r = await paid(SOL_A, 3500, 'tx-1');
+    t.same(
+      r.paid,
+      [
+        { key_id: 'key_a', amount: 3000 },
+        { key_id: 'key_c', amount: 500 },
+      ],
+      'oldest key first',
+    );
+    t.equal(r.owed, 1500);
+    t.equal(await balance(store, 'key:key_a'), 0);
+    t.equal(await balance(store, 'key:key_c'), 1500);
+    await t.rejects(paid(SOL_A, 1501, 'tx-2'), LedgerError, 'never more than owed');
+    await t.rejects(paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
+    await t.rejects(paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
+    await paid(EVM_B.toLowerCase(), 2000, 'tx-4');
+    t.same(
+      (await store.ledger.payouts()).map((l) => [l.wallet, l.owed]),
+      [[SOL_A, 1500]],
+    );
+    const view = await store.ledger.poolView();
+    t.equal(view.paid_out, 5500);
+    t.equal(view.owed_to_keys, 1500);
+    t.equal(await balance(store, 'external'), -1_000_000 + 5500);
+    const verified = await store.ledger.verify();
+    t.ok(verified.ok, verified.violation ?? '');
+  });
 });
 
 t.test('a call can have only one transfer of each kind', async (t) => {
-  const store = open(t);
-  const insert = () =>
-    store.db.prepare(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (?, 'refund', 'call-1', 't')`).run(T0);
-  insert();
-  t.throws(insert, /UNIQUE/, 'ledger_one_kind_per_call');
+  forEachStore(t, async (t, kind) => {
+    const { exec } = await openWithSql(t, kind);
+    const insert = () => exec(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (${T0}, 'refund', 'call-1', 't')`);
+    await insert();
+    await t.rejects(insert, /UNIQUE|ledger_one_kind_per_call/, 'ledger_one_kind_per_call');
+  });
 });
 
 t.test('transfers must balance', async (t) => {
-  const store = open(t);
-  const bad = (postings: { account: string; amount: number }[]) =>
-    t.rejects(
-      store.mutate({ actor: 't', now: T0 }, { action: 'test.transfer' }, (tx) =>
-        tx.ledger.transfer({ kind: 'fund', at: T0, actor: 't', postings }),
-      ),
-      LedgerError,
-    );
-  await bad([
-    { account: 'external', amount: -5 },
-    { account: 'pool', amount: 4 },
-  ]);
-  await bad([
-    { account: 'pool', amount: 0 },
-    { account: 'external', amount: 0 },
-  ]);
-  await bad([
-    { account: 'pool', amount: 5 },
-    { account: 'pool', amount: -5 },
-  ]);
-  await bad([
-    { account: 'pool', amount: 1.5 },
-    { account: 'external', amount: -1.5 },
-  ]);
-  t.equal((await store.ledger.balances()).length, 3);
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const bad = (postings: { account: string; amount: number }[]) =>
+      t.rejects(
+        store.mutate({ actor: 't', now: T0 }, { action: 'test.transfer' }, (tx) =>
+          tx.ledger.transfer({ kind: 'fund', at: T0, actor: 't', postings }),
+        ),
+        LedgerError,
+      );
+    await bad([
+      { account: 'external', amount: -5 },
+      { account: 'pool', amount: 4 },
+    ]);
+    await bad([
+      { account: 'pool', amount: 0 },
+      { account: 'external', amount: 0 },
+    ]);
+    await bad([
+      { account: 'pool', amount: 5 },
+      { account: 'pool', amount: -5 },
+    ]);
+    await bad([
+      { account: 'pool', amount: 1.5 },
+      { account: 'external', amount: -1.5 },
+    ]);
+    t.equal((await store.ledger.balances()).length, 3);
+  });
 });
 
 t.test('ledger verify catches each kind of corruption', async (t) => {
-  const corruptions: [string, string, RegExp][] = [
-    ['a balance edited', `UPDATE account_balances SET balance = balance + 1 WHERE account = 'treasury'`, /sum to 1, not 0/],
-    [
-      'a balance moved between accounts',
-      `UPDATE account_balances SET balance = balance + (CASE account WHEN 'treasury' THEN 7 ELSE -7 END) WHERE account IN ('treasury', 'external')`,
-      /account (external|treasury): balance/,
-    ],
-    [
-      'a posting edited',
-      `UPDATE ledger_postings SET amount = amount + 1 WHERE account = 'pool' AND transfer_id = 1`,
-      /transfer 1: postings sum to 1/,
-    ],
-    ['a posting deleted', `DELETE FROM ledger_postings WHERE account = 'treasury'`, /has 1 posting|sum to/],
-    [
-      'an outcome un-settled',
-      `UPDATE outcomes SET settled_batch = NULL WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
-      /carries amounts but is not settled/,
-    ],
-    [
-      'a settled call moved to another batch',
-      `INSERT INTO settlement_batches (endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES ('ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`,
-      /batch [12] does not match/,
-    ],
-    ['a premium on a failure', `UPDATE outcomes SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
-    [
-      'a refund raised',
-      `UPDATE outcomes SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`,
-      /batch 1 does not match|ledger entries/,
-    ],
-    ['a clamp dropped', `UPDATE outcomes SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
-    ['a batch total edited', `UPDATE settlement_batches SET premiums = premiums + 1`, /batch 1 does not match/],
-  ];
-  for (const [label, sql, pattern] of corruptions) {
-    const dir = t.testdir();
-    const store = SqliteStore.open(join(dir, 'c.db'));
-    try {
-      await saveEndpoint(store, 'ep', { treasury_fee_bps: 1000 });
-      await fund(store, 1500);
-      await store.outcomes.ingest(
-        [outcome(), outcome({ outcome: 'server_error' }), outcome({ outcome: 'server_error' }), outcome({ key_id: 'key_b' })],
-        T0,
-      );
-      await settleAll(store);
-      t.ok((await store.ledger.verify()).ok, `${label}: fine before`);
-      store.db.exec(sql);
-      const result = await store.ledger.verify();
-      t.notOk(result.ok, `${label}: caught`);
-      t.match(result.violation, pattern, `${label}: ${result.violation}`);
-    } finally {
-      await store.close();
+  forEachStore(t, async (t, kind) => {
+    const corruptions: [string, string, RegExp][] = [
+      ['a balance edited', `UPDATE account_balances SET balance = balance + 1 WHERE account = 'treasury'`, /sum to 1, not 0/],
+      [
+        'a balance moved between accounts',
+        `UPDATE account_balances SET balance = balance + (CASE account WHEN 'treasury' THEN 7 ELSE -7 END) WHERE account IN ('treasury', 'external')`,
+        /account (external|treasury): balance/,
+      ],
+      [
+        'a posting edited',
+        `UPDATE ledger_postings SET amount = amount + 1 WHERE account = 'pool' AND transfer_id = 1`,
+        /transfer 1: postings sum to 1/,
+      ],
+      ['a posting deleted', `DELETE FROM ledger_postings WHERE account = 'treasury'`, /has 1 posting|sum to/],
+      [
+        'an outcome un-settled',
+        `UPDATE outcomes SET settled_batch = NULL WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
+        /carries amounts but is not settled/,
+      ],
+      [
+        'a settled call moved to another batch',
+        `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`,
+        /batch [12] does not match/,
+      ],
+      ['a premium on a failure', `UPDATE outcomes SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
+      [
+        'a refund raised',
+        `UPDATE outcomes SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`,
+        /batch 1 does not match|ledger entries/,
+      ],
+      ['a clamp dropped', `UPDATE outcomes SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
+      ['a batch total edited', `UPDATE settlement_batches SET premiums = premiums + 1`, /batch 1 does not match/],
+    ];
+    for (const [label, sql, pattern] of corruptions) {
+      await t.test(label, async (t) => {
+        const { store, exec } = await openWithSql(t, kind);
+        await saveEndpoint(store, 'ep', { treasury_fee_bps: 1000 });
+        await fund(store, 1500);
+        await store.outcomes.ingest(
+          [outcome(), outcome({ outcome: 'server_error' }), outcome({ outcome: 'server_error' }), outcome({ key_id: 'key_b' })],
+          T0,
+        );
+        await settleAll(store);
+        t.ok((await store.ledger.verify()).ok, `${label}: fine before`);
+        await exec(sql);
+        const result = await store.ledger.verify();
+        t.notOk(result.ok, `${label}: caught`);
+        t.match(result.violation, pattern, `${label}: ${result.violation}`);
+      });
     }
-  }
+  });
 });
 
 t.test('the pool never went negative, checked over its history', async (t) => {
-  const store = open(t);
-  await saveEndpoint(store, 'ep');
-  await fund(store, 2000);
-  await store.outcomes.ingest([outcome({ outcome: 'server_error' })], T0);
-  await settleAll(store);
-  t.ok((await store.ledger.verify()).ok);
-  // Rewrite history so the funding comes after the refund it paid for: every other invariant holds.
-  store.db.exec(
-    `INSERT INTO ledger_transfers (id, at, kind, call_id, batch_id, reference, actor) SELECT 100, at, kind, call_id, batch_id, reference, actor FROM ledger_transfers WHERE id = 1`,
-  );
-  store.db.exec(`UPDATE ledger_postings SET transfer_id = 100 WHERE transfer_id = 1`);
-  store.db.exec(`DELETE FROM ledger_transfers WHERE id = 1`);
-  t.match((await store.ledger.verify()).violation, /running balance reached -1100/);
+  forEachStore(t, async (t, kind) => {
+    const { store, exec } = await openWithSql(t, kind);
+    await saveEndpoint(store, 'ep');
+    await fund(store, 2000);
+    await store.outcomes.ingest([outcome({ outcome: 'server_error' })], T0);
+    await settleAll(store);
+    t.ok((await store.ledger.verify()).ok);
+    // Rewrite history so the funding comes after the refund it paid for: every other invariant holds.
+    await exec(
+      `INSERT INTO ledger_transfers (id, at, kind, call_id, batch_id, reference, actor) SELECT 100, at, kind, call_id, batch_id, reference, actor FROM ledger_transfers WHERE id = 1`,
+    );
+    await exec(`UPDATE ledger_postings SET transfer_id = 100 WHERE transfer_id = 1`);
+    await exec(`DELETE FROM ledger_transfers WHERE id = 1`);
+    t.match((await store.ledger.verify()).violation, /running balance reached -1100/);
+  });
 });
 
 t.test('numbers for the indexer', async (t) => {
-  const store = open(t);
-  await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
-  await fund(store, 1200);
-  const records = [
-    outcome({ started: T0 + 1 }),
-    outcome({ outcome: 'server_error', started: T0 + 2 }),
-    outcome({ outcome: 'server_error', started: T0 + 3 }),
-    outcome({ outcome: 'client_error', started: T0 + 4 }),
-  ];
-  await store.outcomes.ingest(records, T0);
-  t.same(await store.ledger.totals(), {
-    pool_size: 1200,
-    settled_batches: 0,
-    settled_calls: 0,
-    unsettled_calls: 4,
-    total_calls: 4,
-    total_premiums: 0,
-    total_refunds: 0,
-    total_refunds_owed: 0,
-    total_treasury_fees: 0,
-  });
-  await settleAll(store);
-  await store.outcomes.ingest([outcome({ started: T0 + 5 })], T0 + 1);
-  // pool: 1200 + 100 − 1100 = 200, then the second refund is clamped to 200.
-  t.same(await store.ledger.totals(), {
-    pool_size: 0,
-    settled_batches: 1,
-    settled_calls: 4,
-    unsettled_calls: 1,
-    total_calls: 5,
-    total_premiums: 100,
-    total_refunds: 1300,
-    total_refunds_owed: 2200,
-    total_treasury_fees: 0,
-  });
-  t.equal(await store.ledger.poolSize(), 0);
-  t.equal(await store.ledger.settledBatches(), 1);
-  t.equal(await store.ledger.totalRefunds(), 1300);
-  t.equal(await store.ledger.totalPremiums(), 100);
-  t.equal(await store.ledger.totalCalls(), 5);
-  const activity = await store.ledger.recentActivity(3);
-  t.equal(activity.length, 3);
-  t.match(
-    activity[0],
-    { endpoint_id: 'ep', outcome: 'client_error', premium: 0, refund: 0, settled_batch: 1 },
-    'settled calls only, newest first: the pending call is not listed',
-  );
-  t.match(activity[1], { outcome: 'server_error', refund: 200, refund_owed: 1100, clamp: 'pool_depleted' });
-  t.match(activity[2], { outcome: 'server_error', refund: 1100, refund_owed: 1100, clamp: null });
-  t.notOk(
-    activity.some((a) => a.settled_batch === null),
-    'no unsettled call in recent activity (DESIGN §7)',
-  );
-  t.same(
-    activity.map((a) => a.call_id),
-    [records[3]!.call_id, records[2]!.call_id, records[1]!.call_id],
-    'call ids as stored (the indexer maps them)',
-  );
-  t.equal(activity[0]!.started_at, T0 + 4);
-  const view = await store.ledger.poolView();
-  t.match(view, {
-    pool: 0,
-    funded: 1200,
-    refunds: 1300,
-    refunds_owed: 2200,
-    shortfall: 900,
-    clamped: { pool_depleted: 1, cap_clamped: 0 },
-    backlog: 1,
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
+    await fund(store, 1200);
+    const records = [
+      outcome({ started: T0 + 1 }),
+      outcome({ outcome: 'server_error', started: T0 + 2 }),
+      outcome({ outcome: 'server_error', started: T0 + 3 }),
+      outcome({ outcome: 'client_error', started: T0 + 4 }),
+    ];
+    await store.outcomes.ingest(records, T0);
+    t.same(await store.ledger.totals(), {
+      pool_size: 1200,
+      settled_batches: 0,
+      settled_calls: 0,
+      unsettled_calls: 4,
+      total_calls: 4,
+      total_premiums: 0,
+      total_refunds: 0,
+      total_refunds_owed: 0,
+      total_treasury_fees: 0,
+    });
+    await settleAll(store);
+    await store.outcomes.ingest([outcome({ started: T0 + 5 })], T0 + 1);
+    // pool: 1200 + 100 − 1100 = 200, then the second refund is clamped to 200.
+    t.same(await store.ledger.totals(), {
+      pool_size: 0,
+      settled_batches: 1,
+      settled_calls: 4,
+      unsettled_calls: 1,
+      total_calls: 5,
+      total_premiums: 100,
+      total_refunds: 1300,
+      total_refunds_owed: 2200,
+      total_treasury_fees: 0,
+    });
+    t.equal(await store.ledger.poolSize(), 0);
+    t.equal(await store.ledger.settledBatches(), 1);
+    t.equal(await store.ledger.totalRefunds(), 1300);
+    t.equal(await store.ledger.totalPremiums(), 100);
+    t.equal(await store.ledger.totalCalls(), 5);
+    const activity = await store.ledger.recentActivity(3);
+    t.equal(activity.length, 3);
+    t.match(
+      activity[0],
+      { endpoint_id: 'ep', outcome: 'client_error', premium: 0, refund: 0, settled_batch: 1 },
+      'settled calls only, newest first: the pending call is not listed',
+    );
+    t.match(activity[1], { outcome: 'server_error', refund: 200, refund_owed: 1100, clamp: 'pool_depleted' });
+    t.match(activity[2], { outcome: 'server_error', refund: 1100, refund_owed: 1100, clamp: null });
+    t.notOk(
+      activity.some((a) => a.settled_batch === null),
+      'no unsettled call in recent activity (DESIGN §7)',
+    );
+    t.same(
+      activity.map((a) => a.call_id),
+      [records[3]!.call_id, records[2]!.call_id, records[1]!.call_id],
+      'call ids as stored (the indexer maps them)',
+    );
+    t.equal(activity[0]!.started_at, T0 + 4);
+    const view = await store.ledger.poolView();
+    t.match(view, {
+      pool: 0,
+      funded: 1200,
+      refunds: 1300,
+      refunds_owed: 2200,
+      shortfall: 900,
+      clamped: { pool_depleted: 1, cap_clamped: 0 },
+      backlog: 1,
+    });
   });
 });
