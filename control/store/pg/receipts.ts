@@ -15,8 +15,9 @@
  *   backfill again under the lock: of several processes opening one database at once, one
  *   signs and the others find it done.
  * - `proof` reads in one `REPEATABLE READ` transaction: the call, its receipt, its run and the
- *   run roots of one state, as SQLite's one synchronous call reads them.
+ *   run roots of one state, as SQLite's one synchronous call reads them, in two statements.
  */
+import type { Hash32 } from '../../../protocol/merkle';
 import type { Receipt, ReceiptJwks, ReceiptLeaf } from '../../../protocol/receipts';
 import { SUBTREE_LEAVES } from '../../receipts/tree';
 import type { PendingTree } from '../../receipts/tree-hasher';
@@ -50,10 +51,18 @@ const Q = {
   count: sql(`SELECT count(*) FROM receipts`),
   addKey: sql(`INSERT INTO receipt_keys (kid, x, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`),
   keys: sql(`SELECT kid, x FROM receipt_keys ORDER BY created_at DESC, kid`),
-  call: sql(`SELECT settled_batch, received_at FROM outcomes WHERE call_id = ?`),
+  // A call with what its proof needs: its batch's receipt (NULLs without one), run roots and
+  // endpoint, and (with run roots) its leaf index: the count of the batch's calls before it.
+  proofOf: sql(
+    `SELECT o.settled_batch, r.batch, r.v, r.prev, r.root, r.tree_size, r.refunds, r.premiums, r.settled_at, r.kid, r.sig,
+            r.subtrees, b.endpoint_id,
+            CASE WHEN r.subtrees IS NULL THEN NULL ELSE (
+              SELECT count(*) FROM outcomes i
+              WHERE i.settled_batch = o.settled_batch AND (i.received_at, i.call_id) < (o.received_at, o.call_id)) END AS leaf_index
+     FROM outcomes o LEFT JOIN receipts r ON r.batch = o.settled_batch LEFT JOIN settlement_batches b ON b.id = o.settled_batch
+     WHERE o.call_id = ?`,
+  ),
   leaves: sql(`SELECT ${LEAF_COLUMNS} FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`),
-  subtrees: sql(`SELECT subtrees FROM receipts WHERE batch = ?`),
-  index: sql(`SELECT count(*) FROM outcomes WHERE settled_batch = ? AND (received_at, call_id) < (?, ?)`),
   run: sql(`SELECT ${LEAF_COLUMNS} FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id LIMIT ${SUBTREE_LEAVES} OFFSET ?`),
   batch: sql(`SELECT id, endpoint_id, created_at, refunds, premiums FROM settlement_batches WHERE id = ?`),
   /** The first batch after the head up to the one being appended: a gap. */
@@ -271,31 +280,46 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
     return this.conn.tx((c) => leavesOf(c, this.core, batchId), 'read');
   }
 
-  /** The inclusion proof of a call (by the gateway's call id), or why there is none (as SQLite's `proof`). */
+  /**
+   * The inclusion proof of a call (by the gateway's call id), or why there is none (as SQLite's
+   * `proof`): the call, its receipt and run roots in one statement, then its run of 64 rows (or,
+   * without valid run roots, the whole batch), in one snapshot.
+   */
   proof(callId: string): Promise<ProofLookup> {
     return this.conn.tx(async (c): Promise<ProofLookup> => {
-      const call = await c.get<{ settled_batch: number | null; received_at: number }>(Q.call, [callId]);
-      if (call === undefined) return { state: 'unknown' };
-      if (call.settled_batch === null) return { state: 'unsettled' };
-      const batch = call.settled_batch;
-      const receipt = await c.get<Receipt>(Q.get, [batch]);
-      if (receipt === undefined) return { state: 'unreceipted', batch };
+      const row = await c.get<ProofRow>(Q.proofOf, [callId]);
+      if (row === undefined) return { state: 'unknown' };
+      const { settled_batch: batch, subtrees, endpoint_id: endpointId, leaf_index: index, ...receipt } = row;
+      if (batch === null) return { state: 'unsettled' };
+      if (receipt.batch === null) return { state: 'unreceipted', batch };
       const found =
-        (await this.proofFromRun(c, batch, callId, call.received_at, receipt.root)) ??
+        (await this.proofFromRun(c, batch, endpointId!, callId, index, ReceiptsCore.runs(subtrees, receipt.root!))) ??
         ReceiptsCore.proofInBatch(await leavesOf(c, this.core, batch), callId);
-      return { state: 'settled', proof: { ...found, tree_size: receipt.tree_size, receipt } };
+      return { state: 'settled', proof: { ...found, tree_size: receipt.tree_size!, receipt: receipt as Receipt } };
     }, 'read');
   }
 
-  private async proofFromRun(c: PgConn, batch: number, callId: string, receivedAt: number, root: string): Promise<ProofPath | null> {
-    const runs = ReceiptsCore.runs(await c.value<Buffer | null>(Q.subtrees, [batch]), root);
-    if (runs === null) return null;
-    const index = (await c.value<number>(Q.index, [batch, receivedAt, callId]))!;
-    const endpointId = (await c.get<ReceiptBatch>(Q.batch, [batch]))!.endpoint_id;
+  private async proofFromRun(
+    c: PgConn,
+    batch: number,
+    endpointId: string,
+    callId: string,
+    index: number | null,
+    runs: Hash32[] | null,
+  ): Promise<ProofPath | null> {
+    if (runs === null || index === null) return null;
     const rows = await c.all<LeafRow>(Q.run, [batch, ReceiptsCore.runOf(index).offset]);
     return this.core.proofInRun(batch, endpointId, callId, index, runs, rows);
   }
 }
+
+/** A call as `proof` reads it (`Q.proofOf`). */
+type ProofRow = { [K in keyof Receipt]: Receipt[K] | null } & {
+  settled_batch: number | null;
+  subtrees: Buffer | null;
+  endpoint_id: string | null;
+  leaf_index: number | null;
+};
 
 async function leavesOf(c: PgConn, core: ReceiptsCore, batchId: number): Promise<ReceiptLeaf[]> {
   const batch = await c.get<ReceiptBatch>(Q.batch, [batchId]);
