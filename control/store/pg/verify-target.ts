@@ -1,0 +1,26 @@
+/**
+ * The last step of `svcctl store copy`: the database it wrote, opened as control opens it (the
+ * PostgreSQL store, with the data dir's receipt signing key and backfill record), checked by
+ * both verifiers (`../verify.ts`, written against `Store`, so any store can be checked).
+ */
+import type { StoreVerifyView } from '../../../protocol/store-copy';
+import { StoreOpenError } from '../db';
+import type { Store } from '../index';
+import { verifyStore } from '../verify';
+
+/** Opens the store at `url` with the data dir `dataDir`. */
+export type StoreOpener = (url: string, dataDir: string) => Promise<Store>;
+
+/** The PostgreSQL store at `url` (`PgStore.open(url, { dataDir })` once this build has one). */
+export const openPgStore: StoreOpener = () =>
+  Promise.reject(new StoreOpenError('this build has no PostgreSQL store to open the target with'));
+
+/** Both verifiers on the store at `url`; closes it afterwards. */
+export async function verifyTarget(url: string, dataDir: string, open: StoreOpener = openPgStore): Promise<StoreVerifyView> {
+  const store = await open(url, dataDir);
+  try {
+    return await verifyStore(store);
+  } finally {
+    await store.close();
+  }
+}
