@@ -34,3 +34,29 @@ export function maskDatabaseUrl(url: string): string {
 export function isPostgresUrl(url: string): boolean {
   return POSTGRES_URL.test(url) && maskDatabaseUrl(url) !== UNPARSABLE_DATABASE_URL;
 }
+
+/**
+ * The secrets written in a database URL (its password and secret parameters, as typed and
+ * decoded), for taking them out of a message that might repeat them (a driver's error).
+ */
+export function databaseUrlSecrets(url: string): string[] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [];
+  }
+  const decode = (text: string): string => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return text;
+    }
+  };
+  const values = [parsed.password, decode(parsed.password)];
+  for (const pair of parsed.search.slice(1).split('&')) {
+    const [name = '', value = ''] = pair.split(/=(.*)/s);
+    if (SECRET_PARAMS.includes(decode(name))) values.push(value, decode(value.replace(/\+/g, ' ')));
+  }
+  return [...new Set(values)].filter((value) => value !== '');
+}

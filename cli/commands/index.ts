@@ -16,6 +16,7 @@ import { pool } from './pool/index';
 import { receipts } from './receipts/index';
 import { serve, up } from './serve/index';
 import { settler } from './settler/index';
+import { store } from './store/index';
 
 export const COMMANDS: readonly CommandSpec[] = [
   keys,
@@ -41,6 +42,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     load: () => lazy<typeof import('./stats.js')>(__dirname, 'stats'),
     shape: (_a, o) => o,
   }),
+  store,
   serve,
   up,
 ];

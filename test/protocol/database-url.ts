@@ -1,6 +1,9 @@
 /** A database URL as svc prints it: the password masked, nothing of a value that does not parse. */
 import t from 'tap';
 import { isPostgresUrl, maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../../protocol/database-url';
+});
+
+import { databaseUrlSecrets, maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../../protocol/database-url';
 
 t.test('the password is masked, the rest shown as written', async (t) => {
   const cases: [string, string][] = [
@@ -61,4 +64,15 @@ t.test('isPostgresUrl: a postgres:// or postgresql:// URL that can be shown mask
     ' postgres://h/db',
   ])
     t.notOk(isPostgresUrl(url), JSON.stringify(url));
+});
+
+t.test("a URL's secrets, as typed and decoded, to take out of messages", async (t) => {
+  const cases: [string, string[]][] = [
+    ['postgres://u:secret@h/db', ['secret']],
+    ['postgres://u:p%40ss%2Fw0rd@h/db', ['p%40ss%2Fw0rd', 'p@ss/w0rd']],
+    ['postgres://u:secret@h/db?password=other%21&sslpassword=k', ['secret', 'other!', 'other!'.replace('!', '%21'), 'k']],
+    ['postgres://u@h/db', []],
+    ['not a url', []],
+  ];
+  for (const [url, secrets] of cases) t.same(databaseUrlSecrets(url).sort(), secrets.sort(), url);
 });

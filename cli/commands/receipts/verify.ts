@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import type { StatusView } from '../../../protocol/admin';
 import type { StatsAnswer } from '../../../protocol/indexer';
 import type { ReceiptsPage, ReceiptsVerifyView } from '../../../protocol/receipts';
-import { ChainVerifier, ReceiptKeyring, type ChainProblem } from '../../../protocol/receipts-verify';
+import { walkReceiptChain, type ReceiptChainWalk } from '../../../protocol/receipts-walk';
 import type { Deps } from '../../deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
 import { formatUnits } from '../../money';
@@ -73,41 +73,19 @@ function readJwks(file: string): unknown {
   }
 }
 
-/** Walk the chain; the first problem ends the walk. */
-export async function verifyReceipts(
-  indexer: string,
-  jwks: unknown,
-  fetchImpl: FetchLike,
-): Promise<{ keyring: ReceiptKeyring; chain: ChainVerifier; problem: ChainProblem | null }> {
-  const keyring = new ReceiptKeyring(jwks);
-  const chain = new ChainVerifier(keyring);
-  if (keyring.size === 0)
-    return {
-      keyring,
-      chain,
-      problem: {
-        batch: null,
-        reason: `the JWKS holds no usable Ed25519 key${keyring.problems.length > 0 ? ` (${keyring.problems[0]})` : ''}`,
+/** Walk the chain from the indexer's public reads; the first problem ends the walk. */
+export function verifyReceipts(indexer: string, jwks: unknown, fetchImpl: FetchLike): Promise<ReceiptChainWalk> {
+  return walkReceiptChain(
+    jwks,
+    {
+      totals: async () => {
+        const stats = await getJson<StatsAnswer>(`${indexer}/api/stats`, fetchImpl);
+        return { batches: stats.settled_batches, refunds: stats.total_refunds, premiums: stats.total_premiums };
       },
-    };
-  // Totals first: receipts are only ever appended, so the chain read afterwards covers them.
-  const stats = await getJson<StatsAnswer>(`${indexer}/api/stats`, fetchImpl);
-  let after = 0;
-  let problem: ChainProblem | null = null;
-  while (problem === null && chain.count < stats.settled_batches) {
-    const limit = Math.min(VERIFY_PAGE, stats.settled_batches - chain.count);
-    const page = await getJson<ReceiptsPage>(`${indexer}/api/receipts?after=${after}&limit=${limit}`, fetchImpl);
-    for (const receipt of page.receipts) {
-      if (chain.count >= stats.settled_batches) break;
-      problem = chain.push(receipt);
-      if (problem !== null) break;
-    }
-    const last = page.receipts[page.receipts.length - 1];
-    if (page.next_after === null || last === undefined) break;
-    after = page.next_after;
-  }
-  problem ??= chain.checkTotals({ batches: stats.settled_batches, refunds: stats.total_refunds, premiums: stats.total_premiums });
-  return { keyring, chain, problem };
+      page: (after, limit) => getJson<ReceiptsPage>(`${indexer}/api/receipts?after=${after}&limit=${limit}`, fetchImpl),
+    },
+    VERIFY_PAGE,
+  );
 }
 
 export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike = fetch): Promise<number> {
