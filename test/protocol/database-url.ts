@@ -1,9 +1,6 @@
 /** A database URL as svc prints it: the password masked, nothing of a value that does not parse. */
 import t from 'tap';
-import { isPostgresUrl, maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../../protocol/database-url';
-});
-
-import { databaseUrlSecrets, maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../../protocol/database-url';
+import { databaseUrlSecrets, isPostgresUrl, maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../../protocol/database-url';
 
 t.test('the password is masked, the rest shown as written', async (t) => {
   const cases: [string, string][] = [
