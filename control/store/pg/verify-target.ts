@@ -6,16 +6,16 @@
 import type { StoreVerifyView } from '../../../protocol/store-copy';
 import type { Store } from '../index';
 import { verifyStore } from '../verify';
-import { PgStore } from './store';
+import { openPgStore } from '../open';
 
 /** Opens the store at `url` with the data dir `dataDir`. */
 export type StoreOpener = (url: string, dataDir: string) => Promise<Store>;
 
-/** The PostgreSQL store at `url`, with the data dir's signing key, as control opens it. */
-export const openPgStore: StoreOpener = (url, dataDir) => PgStore.open(url, { dataDir });
+/** The PostgreSQL store at `url`, with the data dir's signing key, as control opens it (`../open.ts`). */
+export const openTargetStore: StoreOpener = (url, dataDir) => openPgStore(url, { dataDir });
 
 /** Both verifiers on the store at `url`; closes it afterwards. */
-export async function verifyTarget(url: string, dataDir: string, open: StoreOpener = openPgStore): Promise<StoreVerifyView> {
+export async function verifyTarget(url: string, dataDir: string, open: StoreOpener = openTargetStore): Promise<StoreVerifyView> {
   const store = await open(url, dataDir);
   try {
     return await verifyStore(store);
