@@ -23,7 +23,7 @@ import { PG_TYPES } from '../../control/store/pg/types';
 import { PgReceiptsTable, openReceiptsState } from '../../control/store/pg/receipts';
 import { receiptChainViolation, receiptRootViolation } from '../../control/store/pg/receipts-audit';
 import type { Outcome } from '../../protocol/outcome';
-import { ChainVerifier, ReceiptKeyring, verifyCallProof } from '../../protocol/receipts-verify';
+import { ChainVerifier, ReceiptKeyring, receiptHash, verifyCallProof } from '../../protocol/receipts-verify';
 import { withPostgres } from '../fixtures/postgres';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
@@ -228,16 +228,27 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
   t.same(await verdicts(), Array(10).fill(null), 'the audit passes at every page size');
   t.same([sqliteChain(db), sqliteRoot(db)], [null, null]);
 
-  // Two calls of batch 4 swap outcomes and amounts (batch and ledger stay consistent): only the root shows it.
-  const swap = `UPDATE outcomes SET outcome = CASE outcome WHEN 'ok' THEN 'client_error' ELSE 'ok' END,
-                  premium = CASE premium WHEN 150 THEN 0 ELSE 150 END
-                WHERE call_id IN (SELECT call_id FROM outcomes WHERE settled_batch = 4 AND outcome IN ('ok', 'client_error')
-                                  ORDER BY received_at, call_id LIMIT 2)`;
-  await conn.run(sql(swap));
-  db.exec(swap);
-  const rootProblem = sqliteRoot(db);
-  t.match(rootProblem, /^batch 4: its receipt's root [0-9a-f]{64} is not the root of its 130 calls/);
-  t.same(await verdicts(), [null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem]);
+  // Two calls of a batch rewritten: only the root shows it. The last batch first (its calls end
+  // the last page), then batch 4 (130 calls over several pages), which is then the first named.
+  const rewrite = (batch: number) =>
+    `UPDATE outcomes SET outcome = CASE outcome WHEN 'ok' THEN 'client_error' ELSE 'ok' END,
+       premium = CASE premium WHEN 150 THEN 0 ELSE 150 END
+     WHERE call_id IN (SELECT call_id FROM outcomes WHERE settled_batch = ${batch} AND outcome IN ('ok', 'client_error')
+                       ORDER BY received_at, call_id LIMIT 2)`;
+  for (const [batch, calls] of [
+    [6, 7],
+    [4, 130],
+  ] as const) {
+    await conn.run(sql(rewrite(batch)));
+    db.exec(rewrite(batch));
+    const rootProblem = sqliteRoot(db);
+    t.match(rootProblem, new RegExp(`^batch ${batch}: its receipt's root [0-9a-f]{64} is not the root of its ${calls} calls`));
+    t.same(
+      await verdicts(),
+      [null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem],
+      `batch ${batch} named at every page size`,
+    );
+  }
 
   // A receipt deleted: append refuses to grow past the gap, reissue fills it.
   const drop = `DELETE FROM receipts WHERE batch = 5`;
@@ -268,7 +279,9 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
   });
   const five = await pg.reissue(5);
   t.same(five, receipts[4], 'the same rows and key sign the lost receipt again, byte for byte');
-  t.same(await pg.reissue(6), receipts[5]);
+  const six = await pg.reissue(6);
+  t.match(six, { batch: 6, prev: receiptHash(five), kid: receipts[5]!.kid }, 'chained to the one before');
+  t.not(six.root, receipts[5]!.root, 'over its rewritten rows: another root');
   const seventh = await pg.append({ id: 7, endpoint_id: 'ep-a', created_at: T0 + 70_000, refunds: 0, premiums: 0 }, tree, 1);
   t.equal(seventh.batch, 7, 'appended after the gap closed');
   t.equal(await pg.count(), 7);

@@ -18,9 +18,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join, resolve } from 'node:path';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { Client } from 'pg';
 import { Settler, SettlerHaltedError } from '../../control/settler/settler';
-import { Store, type StoreOptions } from '../../control/store';
+import { Store } from '../../control/store';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { BACKFILLED_META } from '../../control/store/receipts';
 import { BACKFILL_MARKER_FILE } from '../../control/receipts/backfill-marker';
@@ -36,7 +35,8 @@ import {
   type ReceiptFields,
 } from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
-import { forEachStore, openTestStore, testDatabaseUrl, type StoreKind } from '../fixtures/stores';
+import { newInstall, openInstall, rawExec, rawValue, sqliteInstall, sqlitePath, type Install } from '../fixtures/store-sql';
+import { forEachStore } from '../fixtures/stores';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
 const KINDS: Outcome[] = [
@@ -63,67 +63,6 @@ function records(n: number, from = 0): OutcomeRecord[] {
   });
 }
 
-/** A store's database and data dir, to open again and to edit behind its back. */
-interface Install {
-  kind: StoreKind;
-  dataDir: string;
-  /** The PostgreSQL database; null on SQLite (`control.db` in the data dir). */
-  url: string | null;
-}
-
-async function install(t: Test, kind: StoreKind, dataDir = t.testdir()): Promise<Install> {
-  return { kind, dataDir, url: await testDatabaseUrl(t, kind) };
-}
-
-/** Open the install's store (closed in `t`'s teardown if the test does not close it first). */
-function open(t: Test, at: Install, options: StoreOptions = {}): Promise<Store> {
-  return openTestStore(t, at.kind, { ...options, dataDir: at.dataDir, ...(at.url === null ? {} : { databaseUrl: at.url }) });
-}
-
-const sqlitePath = (at: Install): string => join(at.dataDir, 'control.db');
-/** A SQLite install in `dir` (for SQLite's own history: migrations from older files). */
-const sqliteAt = (dir: string): Install => ({ kind: 'sqlite', dataDir: dir, url: null });
-
-/** Run `statement` (both stores' SQL) on the install's database, on a connection of its own; the first column of its first row. */
-async function query(at: Install, statement: string): Promise<unknown> {
-  if (at.url === null) {
-    const db = new Database(sqlitePath(at));
-    try {
-      const stmt = db.prepare(statement);
-      return stmt.reader ? (stmt.raw().get() as unknown[] | undefined)?.[0] : void stmt.run();
-    } finally {
-      db.close();
-    }
-  }
-  const client = new Client({ connectionString: at.url });
-  await client.connect();
-  try {
-    const res = await client.query({ text: statement, rowMode: 'array' });
-    const value: unknown = (res.rows as unknown[][])[0]?.[0];
-    // A plain client leaves BIGINT as text.
-    return typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
-  } finally {
-    await client.end();
-  }
-}
-
-/** Run several statements (DDL) on the install's database: `sqlite` on SQLite, `postgres` on PostgreSQL. */
-async function exec(at: Install, sqlite: string, postgres: string): Promise<void> {
-  if (at.url === null) {
-    const db = new Database(sqlitePath(at));
-    db.exec(sqlite);
-    db.close();
-    return;
-  }
-  const client = new Client({ connectionString: at.url });
-  await client.connect();
-  try {
-    await client.query(postgres);
-  } finally {
-    await client.end();
-  }
-}
-
 async function seed(store: Store, pool = 1_000_000_000): Promise<void> {
   await saveEndpoint(store, 'a', { price: 2000, premium: 150, treasury_fee_bps: 500 });
   await saveEndpoint(store, 'b', { price: 1000, premium: 0, refund_cap_per_hour: 5000 });
@@ -139,13 +78,13 @@ async function settle(store: Store, cap = 40): Promise<number> {
 
 /** Where the install records that the receipts backfill ran: its database's `meta` row, the data dir's file. */
 async function backfillRecords(at: Install): Promise<{ database: boolean; dataDir: boolean }> {
-  const row = await query(at, `SELECT value FROM meta WHERE name = '${BACKFILLED_META}'`);
+  const row = await rawValue(at, `SELECT value FROM meta WHERE name = '${BACKFILLED_META}'`);
   return { database: row === 1, dataDir: existsSync(join(at.dataDir, BACKFILL_MARKER_FILE)) };
 }
 
 /** Settle an install with receipts on, close it; the number of batches. */
 async function settledInstall(t: Test, at: Install): Promise<number> {
-  const store = await open(t, at);
+  const store = await openInstall(t, at);
   await seed(store);
   await store.outcomes.ingest(records(200), T0);
   const made = await settle(store);
@@ -154,7 +93,7 @@ async function settledInstall(t: Test, at: Install): Promise<number> {
 }
 
 const deleteNewestReceipt = (at: Install): Promise<unknown> =>
-  query(at, `DELETE FROM receipts WHERE batch = (SELECT max(batch) FROM receipts)`);
+  rawValue(at, `DELETE FROM receipts WHERE batch = (SELECT max(batch) FROM receipts)`);
 
 const all = (store: Store): Promise<ReceiptFields[]> => store.receipts.page(0, 1_000_000);
 
@@ -172,7 +111,7 @@ async function chainProblem(store: Store): Promise<string | null> {
 
 t.test('each batch commits with its signed receipt; every call has a verifying proof', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const store = await open(t, await install(t, kind));
+    const store = await openInstall(t, await newInstall(t, kind));
     await seed(store, 20_000); // small pool: some refunds are clamped
     const recs = records(300);
     await store.outcomes.ingest(recs, T0);
@@ -211,8 +150,8 @@ t.test('each batch commits with its signed receipt; every call has a verifying p
 
 t.test('proofs read one run of 64 calls; without stored runs, or with wrong ones, the whole batch', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const at = await install(t, kind);
-    const store = await open(t, at);
+    const at = await newInstall(t, kind);
+    const store = await openInstall(t, at);
     await seed(store);
     const recs = records(700);
     await store.outcomes.ingest(recs, T0);
@@ -230,16 +169,16 @@ t.test('proofs read one run of 64 calls; without stored runs, or with wrong ones
     );
     const receipts = await all(store);
     for (const r of receipts) {
-      const bytes = await query(at, `SELECT length(subtrees) FROM receipts WHERE batch = ${r.batch}`);
+      const bytes = await rawValue(at, `SELECT length(subtrees) FROM receipts WHERE batch = ${r.batch}`);
       if (bytes !== 32 * Math.ceil(r.tree_size / 64)) t.fail(`batch ${r.batch}: ${String(bytes)} bytes of runs for ${r.tree_size} calls`);
     }
     t.pass('32 bytes per run of 64 calls');
 
-    await query(at, `UPDATE receipts SET subtrees = NULL`);
+    await rawValue(at, `UPDATE receipts SET subtrees = NULL`);
     const slow = await proofs();
     t.same(slow, fast, 'without stored runs: the same proofs, from the whole batch');
     const zeros = at.url === null ? `zeroblob(64)` : `decode(repeat('00', 64), 'hex')`;
-    await query(at, `UPDATE receipts SET subtrees = ${zeros} WHERE batch = 1`);
+    await rawValue(at, `UPDATE receipts SET subtrees = ${zeros} WHERE batch = 1`);
     t.same(await proofs(), fast, 'wrong stored runs are not used');
     t.match(
       (await store.ledger.verify()).violation ?? '',
@@ -251,21 +190,21 @@ t.test('proofs read one run of 64 calls; without stored runs, or with wrong ones
 
 t.test('a receipt that cannot be written takes its batch with it', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const at = await install(t, kind);
-    const store = await open(t, at);
+    const at = await newInstall(t, kind);
+    const store = await openInstall(t, at);
     await seed(store);
     await store.outcomes.ingest(records(50), T0);
-    await exec(
+    await rawExec(
       at,
       `CREATE TRIGGER no_receipts BEFORE INSERT ON receipts BEGIN SELECT RAISE(ABORT, 'receipt refused'); END`,
       `CREATE FUNCTION no_receipts() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'receipt refused'; END $$;
        CREATE TRIGGER no_receipts BEFORE INSERT ON receipts FOR EACH ROW EXECUTE FUNCTION no_receipts()`,
     );
     await t.rejects(settle(store), /receipt refused/);
-    t.equal(await query(at, `SELECT count(*) FROM settlement_batches`), 0, 'no batch');
-    t.equal(await query(at, `SELECT count(*) FROM outcomes WHERE settled_batch IS NOT NULL`), 0, 'no call marked settled');
-    t.equal(await query(at, `SELECT count(*) FROM ledger_transfers WHERE kind <> 'fund'`), 0, 'no ledger entry');
-    await exec(at, `DROP TRIGGER no_receipts`, `DROP TRIGGER no_receipts ON receipts`);
+    t.equal(await rawValue(at, `SELECT count(*) FROM settlement_batches`), 0, 'no batch');
+    t.equal(await rawValue(at, `SELECT count(*) FROM outcomes WHERE settled_batch IS NOT NULL`), 0, 'no call marked settled');
+    t.equal(await rawValue(at, `SELECT count(*) FROM ledger_transfers WHERE kind <> 'fund'`), 0, 'no ledger entry');
+    await rawExec(at, `DROP TRIGGER no_receipts`, `DROP TRIGGER no_receipts ON receipts`);
     const made = await settle(store);
     t.equal(await store.receipts.count(), made);
     t.equal(await chainProblem(store), null);
@@ -274,8 +213,8 @@ t.test('a receipt that cannot be written takes its batch with it', async (t) => 
 
 t.test('batches settled without receipts get them on the next open, once, in batch order', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const at = await install(t, kind);
-    const plain = await open(t, at, { receipts: false });
+    const at = await newInstall(t, kind);
+    const plain = await openInstall(t, at, { receipts: false });
     await seed(plain);
     await plain.outcomes.ingest(records(200), T0);
     const made = await settle(plain);
@@ -283,7 +222,7 @@ t.test('batches settled without receipts get them on the next open, once, in bat
     await plain.close();
     t.same(await backfillRecords(at), { database: false, dataDir: false }, 'no backfill recorded while receipts are off');
 
-    const first = await open(t, at);
+    const first = await openInstall(t, at);
     t.equal(await first.receipts.count(), made, 'every batch signed on open');
     t.same(await backfillRecords(at), { database: true, dataDir: true }, 'the backfill is recorded in the database and the data dir');
     t.match(JSON.parse(readFileSync(join(at.dataDir, BACKFILL_MARKER_FILE), 'utf8')), { receipts_written: made, backfilled_at: String });
@@ -293,7 +232,7 @@ t.test('batches settled without receipts get them on the next open, once, in bat
     const signed = await all(first);
     await first.close();
 
-    const again = await open(t, at);
+    const again = await openInstall(t, at);
     t.same(await all(again), signed, 'a second open changes nothing');
     await again.outcomes.ingest(records(60, 200), T0);
     const more = await settle(again);
@@ -341,17 +280,17 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
   t.same([...new Set((await all(migrated)).map((r) => r.kid))], [kid], "every backfilled receipt carries the data dir key's kid");
   t.equal(await chainProblem(migrated), null);
   t.equal((await migrated.ledger.verify()).violation, null);
-  t.same(await backfillRecords(sqliteAt(dir)), { database: true, dataDir: true }, 'the one backfill is recorded');
+  t.same(await backfillRecords(sqliteInstall(dir)), { database: true, dataDir: true }, 'the one backfill is recorded');
   t.equal((await (await settlerOf(migrated)).status()).state, 'idle', 'nothing lacks a receipt');
 });
 
 t.test('after the backfill, a batch that lost its receipt is not signed on open: the settler halts on it', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const at = await install(t, kind);
+    const at = await newInstall(t, kind);
     const made = await settledInstall(t, at);
     await deleteNewestReceipt(at);
 
-    const store = await open(t, at);
+    const store = await openInstall(t, at);
     t.equal(await store.receipts.count(), made - 1, 'not re-signed');
     t.same(await store.receipts.missing(), { batch: made, count: 1 });
     const settler = await settlerOf(store);
@@ -366,7 +305,7 @@ t.test('after the backfill, a batch that lost its receipt is not signed on open:
 t.test('an install that had receipts when migration 14 came is recognised: no backfill ever again', async (t) => {
   // SQLite's own history: a schema-13 file migrated.
   const dir = t.testdir();
-  const at = sqliteAt(dir);
+  const at = sqliteInstall(dir);
   const path = sqlitePath(at);
   const made = await settledInstall(t, at);
   // What a schema-13 build left: receipts for every batch, no record of the backfill; then the
@@ -378,7 +317,7 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   await deleteNewestReceipt(at);
   rmSync(join(dir, BACKFILL_MARKER_FILE));
 
-  const store = await open(t, at);
+  const store = await openInstall(t, at);
   t.same(await backfillRecords(at), { database: true, dataDir: true }, 'migration 14 records it; the open writes the data dir record');
   t.equal(await store.receipts.count(), made - 1, 'the batch without its receipt is not signed');
   t.equal((await (await settlerOf(store)).status()).halted?.batch, made);
@@ -389,14 +328,14 @@ t.test('either record alone stops the backfill, and the missing one is written a
     for (const kept of ['database', 'dataDir'] as const) {
       const dir = join(t.testdir(), kept);
       mkdirSync(dir);
-      const at = await install(t, kind, dir);
+      const at = await newInstall(t, kind, dir);
       const made = await settledInstall(t, at);
       if (kept === 'database') rmSync(join(dir, BACKFILL_MARKER_FILE));
-      else await query(at, `DELETE FROM meta WHERE name = '${BACKFILLED_META}'`);
+      else await rawValue(at, `DELETE FROM meta WHERE name = '${BACKFILLED_META}'`);
       await deleteNewestReceipt(at);
       t.same(await backfillRecords(at), { database: kept === 'database', dataDir: kept === 'dataDir' });
 
-      const store = await open(t, at);
+      const store = await openInstall(t, at);
       t.equal(await store.receipts.count(), made - 1, `only the ${kept} record: not re-signed`);
       await store.close();
       t.same(await backfillRecords(at), { database: true, dataDir: true }, `only the ${kept} record: both written`);
@@ -406,8 +345,8 @@ t.test('either record alone stops the backfill, and the missing one is written a
 
 t.test('a receipt lost while control runs: the next batch rolls back and halts the settler; reissue lifts it', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const at = await install(t, kind);
-    const store = await open(t, at);
+    const at = await newInstall(t, kind);
+    const store = await openInstall(t, at);
     await seed(store);
     await store.outcomes.ingest(records(100), T0);
     const settler = await settlerOf(store);
@@ -436,7 +375,7 @@ t.test('a receipt lost while control runs: the next batch rolls back and halts t
 t.test('rotation: new receipts carry the new kid, old ones keep verifying, the file holds only the new key', async (t) => {
   forEachStore(t, async (t, kind) => {
     const dir = t.testdir();
-    const store = await open(t, await install(t, kind, dir));
+    const store = await openInstall(t, await newInstall(t, kind, dir));
     await seed(store);
     const recs = records(120);
     await store.outcomes.ingest(recs, T0);
@@ -500,19 +439,19 @@ t.test('rotation: new receipts carry the new kid, old ones keep verifying, the f
 
 t.test('the key file: 0600, reused across opens, a bad one stops the store without echoing it', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const at = await install(t, kind);
-    const first = await open(t, at);
+    const at = await newInstall(t, kind);
+    const first = await openInstall(t, at);
     const kid = await first.receipts.currentKid();
     await first.close();
     t.equal(statSync(join(at.dataDir, RECEIPT_KEY_FILE)).mode & 0o777, 0o600);
-    const second = await open(t, at);
+    const second = await openInstall(t, at);
     t.equal(await second.receipts.currentKid(), kid, 'the same key after a restart');
     await second.close();
 
     writeFileSync(join(at.dataDir, RECEIPT_KEY_FILE), 'not a key: secret-looking-bytes\n', { mode: 0o644 });
     let message = '';
     try {
-      await (await open(t, at)).close();
+      await (await openInstall(t, at)).close();
     } catch (err) {
       message = (err as Error).message;
     }
@@ -523,8 +462,8 @@ t.test('the key file: 0600, reused across opens, a bad one stops the store witho
 
 t.test('SIGKILL during the backfill on open: all receipts or none, then all', async (t) => {
   forEachStore(t, async (t, kind) => {
-    const at = await install(t, kind);
-    const plain = await open(t, at, { receipts: false });
+    const at = await newInstall(t, kind);
+    const plain = await openInstall(t, at, { receipts: false });
     await seed(plain);
     // Enough batches that the backfill takes longer than the child lives (PostgreSQL's takes round trips per batch).
     const calls = kind === 'sqlite' ? 120_000 : 40_000;
@@ -547,13 +486,13 @@ t.test('SIGKILL during the backfill on open: all receipts or none, then all', as
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
 
-    const receiptsAfterKill = await query(at, `SELECT count(*) FROM receipts`);
+    const receiptsAfterKill = await rawValue(at, `SELECT count(*) FROM receipts`);
     t.ok(
       receiptsAfterKill === 0 || receiptsAfterKill === made,
       `after the kill: ${String(receiptsAfterKill)} of ${made} (killed ${out === 'opened' ? 'after' : 'before'} the open finished)`,
     );
 
-    const reopened = await open(t, at);
+    const reopened = await openInstall(t, at);
     t.equal(await reopened.receipts.count(), made, 'the next open signs every batch');
     t.equal(await chainProblem(reopened), null);
   });
