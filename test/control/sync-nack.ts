@@ -9,6 +9,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
 import { startTestControl, type TestControl } from '../fixtures/control';
+import { forEachStore } from '../fixtures/stores';
 import { SnapshotDigest, verifySealedLine } from '../../protocol/snapshot';
 
 /** How long "nothing is sent" is watched for. An upper bound on waiting, not a latency claim. */
@@ -124,101 +125,103 @@ async function issue(control: TestControl): Promise<{ id: string; version: numbe
   return res.body;
 }
 
-t.test('a nacked snapshot is recorded, not resent, and superseded by a full snapshot', async (t) => {
-  const control = await startTestControl(t);
-  const first = await issue(control);
-  const gw = await dial(t, control, 'gw-fake');
-  const snap = await readSnapshot(t, gw);
-  t.equal(snap.version, first.version, 'the snapshot is at the current version');
-  t.same(snap.keyIds, [first.id]);
+forEachStore(t, (t, kind) => {
+  t.test('a nacked snapshot is recorded, not resent, and superseded by a full snapshot', async (t) => {
+    const control = await startTestControl(t, { store: kind });
+    const first = await issue(control);
+    const gw = await dial(t, control, 'gw-fake');
+    const snap = await readSnapshot(t, gw);
+    t.equal(snap.version, first.version, 'the snapshot is at the current version');
+    t.same(snap.keyIds, [first.id]);
 
-  t.equal(
-    await ack(control, { gateway_id: 'gw-fake', version: snap.version, ok: false, reason: 'refused by the test' }),
-    200,
-    'the nack is accepted',
-  );
-  const seen = await gatewayStatus(control, 'gw-fake');
-  t.match(seen?.last_nack, new RegExp(`^v${snap.version} at .*: refused by the test$`), 'status shows the nack, its version and reason');
-  t.equal(seen?.applied_version, 0, 'nothing counts as applied');
-  t.equal(seen?.connected, true);
+    t.equal(
+      await ack(control, { gateway_id: 'gw-fake', version: snap.version, ok: false, reason: 'refused by the test' }),
+      200,
+      'the nack is accepted',
+    );
+    const seen = await gatewayStatus(control, 'gw-fake');
+    t.match(seen?.last_nack, new RegExp(`^v${snap.version} at .*: refused by the test$`), 'status shows the nack, its version and reason');
+    t.equal(seen?.applied_version, 0, 'nothing counts as applied');
+    t.equal(seen?.connected, true);
 
-  const wait = await control.admin('POST', '/_admin/v1/sync/wait', { version: snap.version, timeout_ms: 200 });
-  t.match(wait.body, { complete: false, pending: ['gw-fake'] }, '--wait reports the gateway that refused');
+    const wait = await control.admin('POST', '/_admin/v1/sync/wait', { version: snap.version, timeout_ms: 200 });
+    t.match(wait.body, { complete: false, pending: ['gw-fake'] }, '--wait reports the gateway that refused');
 
-  t.same(await gw.quiet(QUIET_MS), [], 'the nacked version is not resent on the open stream');
+    t.same(await gw.quiet(QUIET_MS), [], 'the nacked version is not resent on the open stream');
 
-  await gw.close();
-  const again = await dial(t, control, 'gw-fake');
-  t.same(await again.quiet(QUIET_MS), [], 'nor on reconnect');
+    await gw.close();
+    const again = await dial(t, control, 'gw-fake');
+    t.same(await again.quiet(QUIET_MS), [], 'nor on reconnect');
 
-  const second = await issue(control);
-  const next = await readSnapshot(t, again);
-  t.equal(next.version, second.version, 'the next change arrives as a full snapshot of the new version');
-  t.same(next.keyIds.sort(), [first.id, second.id].sort(), 'holding the whole state');
-  t.equal(await ack(control, { gateway_id: 'gw-fake', version: next.version, sha256: next.sha256, ok: true }), 200);
-  t.equal((await gatewayStatus(control, 'gw-fake'))?.applied_version, next.version, 'the ack moves the applied version');
-  const done = await control.admin('POST', '/_admin/v1/sync/wait', { version: next.version, timeout_ms: 5_000 });
-  t.match(done.body, { complete: true, pending: [] }, '--wait completes');
-});
+    const second = await issue(control);
+    const next = await readSnapshot(t, again);
+    t.equal(next.version, second.version, 'the next change arrives as a full snapshot of the new version');
+    t.same(next.keyIds.sort(), [first.id, second.id].sort(), 'holding the whole state');
+    t.equal(await ack(control, { gateway_id: 'gw-fake', version: next.version, sha256: next.sha256, ok: true }), 200);
+    t.equal((await gatewayStatus(control, 'gw-fake'))?.applied_version, next.version, 'the ack moves the applied version');
+    const done = await control.admin('POST', '/_admin/v1/sync/wait', { version: next.version, timeout_ms: 5_000 });
+    t.match(done.body, { complete: true, pending: [] }, '--wait completes');
+  });
 
-t.test('a nacked delta: nothing resent, the next change is a full snapshot', async (t) => {
-  const control = await startTestControl(t);
-  await issue(control);
-  const gw = await dial(t, control, 'gw-delta');
-  const snap = await readSnapshot(t, gw);
-  t.equal(await ack(control, { gateway_id: 'gw-delta', version: snap.version, sha256: snap.sha256, ok: true }), 200);
+  t.test('a nacked delta: nothing resent, the next change is a full snapshot', async (t) => {
+    const control = await startTestControl(t, { store: kind });
+    await issue(control);
+    const gw = await dial(t, control, 'gw-delta');
+    const snap = await readSnapshot(t, gw);
+    t.equal(await ack(control, { gateway_id: 'gw-delta', version: snap.version, sha256: snap.sha256, ok: true }), 200);
 
-  const second = await issue(control);
-  const delta = await gw.next();
-  t.match(delta, { type: 'delta', base: snap.version, version: second.version }, 'a change after an ack goes out as a delta');
-  t.equal(verifySealedLine(delta.raw), delta.sha256, 'sealed');
-  t.equal(await ack(control, { gateway_id: 'gw-delta', version: delta.version, ok: false, reason: 'delta refused' }), 200);
-  t.match((await gatewayStatus(control, 'gw-delta'))?.last_nack, new RegExp(`^v${delta.version} .*delta refused`));
-  t.equal((await gatewayStatus(control, 'gw-delta'))?.applied_version, snap.version, 'still at the snapshot version');
-  t.same(await gw.quiet(QUIET_MS), [], 'the nacked delta is not resent');
+    const second = await issue(control);
+    const delta = await gw.next();
+    t.match(delta, { type: 'delta', base: snap.version, version: second.version }, 'a change after an ack goes out as a delta');
+    t.equal(verifySealedLine(delta.raw), delta.sha256, 'sealed');
+    t.equal(await ack(control, { gateway_id: 'gw-delta', version: delta.version, ok: false, reason: 'delta refused' }), 200);
+    t.match((await gatewayStatus(control, 'gw-delta'))?.last_nack, new RegExp(`^v${delta.version} .*delta refused`));
+    t.equal((await gatewayStatus(control, 'gw-delta'))?.applied_version, snap.version, 'still at the snapshot version');
+    t.same(await gw.quiet(QUIET_MS), [], 'the nacked delta is not resent');
 
-  const third = await issue(control);
-  const full = await readSnapshot(t, gw);
-  t.equal(full.version, third.version, 'the next change is a full snapshot, not a delta on top of the refused one');
-  t.equal(full.keyIds.length, 3);
-  t.equal(await ack(control, { gateway_id: 'gw-delta', version: full.version, sha256: full.sha256, ok: true }), 200);
-  t.equal((await gatewayStatus(control, 'gw-delta'))?.applied_version, full.version);
-});
+    const third = await issue(control);
+    const full = await readSnapshot(t, gw);
+    t.equal(full.version, third.version, 'the next change is a full snapshot, not a delta on top of the refused one');
+    t.equal(full.keyIds.length, 3);
+    t.equal(await ack(control, { gateway_id: 'gw-delta', version: full.version, sha256: full.sha256, ok: true }), 200);
+    t.equal((await gatewayStatus(control, 'gw-delta'))?.applied_version, full.version);
+  });
 
-t.test('a gateway that reconnects after a nack, announcing the version it holds, gets a full snapshot on the next change', async (t) => {
-  const control = await startTestControl(t);
-  await issue(control);
-  const gw = await dial(t, control, 'gw-back');
-  const snap = await readSnapshot(t, gw);
-  t.equal(await ack(control, { gateway_id: 'gw-back', version: snap.version, sha256: snap.sha256, ok: true }), 200);
-  await issue(control);
-  const delta = await gw.next();
-  t.equal(delta.type, 'delta');
-  t.equal(await ack(control, { gateway_id: 'gw-back', version: delta.version, ok: false, reason: 'state diverged' }), 200);
-  await gw.close();
+  t.test('a gateway that reconnects after a nack, announcing the version it holds, gets a full snapshot on the next change', async (t) => {
+    const control = await startTestControl(t, { store: kind });
+    await issue(control);
+    const gw = await dial(t, control, 'gw-back');
+    const snap = await readSnapshot(t, gw);
+    t.equal(await ack(control, { gateway_id: 'gw-back', version: snap.version, sha256: snap.sha256, ok: true }), 200);
+    await issue(control);
+    const delta = await gw.next();
+    t.equal(delta.type, 'delta');
+    t.equal(await ack(control, { gateway_id: 'gw-back', version: delta.version, ok: false, reason: 'state diverged' }), 200);
+    await gw.close();
 
-  // What a real gateway does: dial again announcing the version and epoch it still holds.
-  const again = await dial(t, control, 'gw-back', snap.version, snap.epoch);
-  t.same(await again.quiet(QUIET_MS), [], 'the nacked delta is not resent on reconnect');
-  const third = await issue(control);
-  const next = await again.next();
-  t.equal(
-    next.type,
-    'snapshot_begin',
-    'the next change is a full snapshot, not a delta on top of the state the gateway refused to build on',
-  );
-  t.equal(next.version, third.version);
-});
+    // What a real gateway does: dial again announcing the version and epoch it still holds.
+    const again = await dial(t, control, 'gw-back', snap.version, snap.epoch);
+    t.same(await again.quiet(QUIET_MS), [], 'the nacked delta is not resent on reconnect');
+    const third = await issue(control);
+    const next = await again.next();
+    t.equal(
+      next.type,
+      'snapshot_begin',
+      'the next change is a full snapshot, not a delta on top of the state the gateway refused to build on',
+    );
+    t.equal(next.version, third.version);
+  });
 
-t.test('an ack with a digest other than the one sent counts as a nack', async (t) => {
-  const control = await startTestControl(t);
-  await issue(control);
-  const gw = await dial(t, control, 'gw-digest');
-  const snap = await readSnapshot(t, gw);
-  const wrong = snap.sha256.replace(/^./, (c) => (c === '0' ? '1' : '0'));
-  t.equal(await ack(control, { gateway_id: 'gw-digest', version: snap.version, sha256: wrong, ok: true }), 200);
-  const seen = await gatewayStatus(control, 'gw-digest');
-  t.equal(seen?.applied_version, 0, 'not applied');
-  t.match(seen?.last_nack, /digest mismatch/, 'recorded as a nack');
-  t.same(await gw.quiet(QUIET_MS), [], 'and not resent');
+  t.test('an ack with a digest other than the one sent counts as a nack', async (t) => {
+    const control = await startTestControl(t, { store: kind });
+    await issue(control);
+    const gw = await dial(t, control, 'gw-digest');
+    const snap = await readSnapshot(t, gw);
+    const wrong = snap.sha256.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+    t.equal(await ack(control, { gateway_id: 'gw-digest', version: snap.version, sha256: wrong, ok: true }), 200);
+    const seen = await gatewayStatus(control, 'gw-digest');
+    t.equal(seen?.applied_version, 0, 'not applied');
+    t.match(seen?.last_nack, /digest mismatch/, 'recorded as a nack');
+    t.same(await gw.quiet(QUIET_MS), [], 'and not resent');
+  });
 });
