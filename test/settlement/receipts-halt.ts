@@ -12,6 +12,10 @@
  * - `svcctl receipts reissue N` signs it, with an audit row and a public changelog entry, and
  *   lifts the halt; settlement goes on and both verifiers pass again. Only a receipt saved
  *   before differs from the published one, and the changelog says so.
+ *
+ * SQLite only: the rewrite is raw SQL on the stopped control's `control.db`, which is the whole
+ * scenario. On PostgreSQL, a missing receipt, the gap it leaves and reissue are proven at the
+ * store (receipts-store.ts, receipts-pg.ts).
  */
 import t from 'tap';
 import { writeFileSync } from 'node:fs';

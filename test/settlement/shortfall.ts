@@ -5,6 +5,7 @@ import type { SqliteStore } from '../../control/store';
 import { runCli } from '../fixtures/cli';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { outcome } from '../fixtures/settlement';
+import { forEachStore } from '../fixtures/stores';
 import type { OutcomeRecord } from '../../protocol/outcome';
 
 const HOUR = 3_600_000;
@@ -41,146 +42,149 @@ async function rowsOf(t: Test, control: TestControl, records: OutcomeRecord[]): 
   );
 }
 
-t.test('a pool too small for the refunds: paid to zero, the rest recorded as shortfall', async (t) => {
-  const clock = manualClock();
-  const control = await startTestControl(t, { now: clock.now, flags: { 'settler.cadenceMs': 3_600_000 } });
-  const cli = (...args: string[]) => runCli(args, { control });
-  t.equal((await cli('endpoints', 'add', 'ep', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100')).code, 0);
-  await cli('pool', 'fund', '5000');
-  const t0 = clock.now();
-  // Shipped in call start order.
-  const shipped = Array.from({ length: 7 }, (_, i) => outcome({ outcome: 'server_error', started: t0 + i }));
-  await ship(control, shipped);
-  const run = await cli('settler', 'run-once', '--json');
-  t.match(run.json(), { calls: 7, refunds: 5000, refunds_owed: 7700, clamped_calls: 3 });
+forEachStore(t, (t, kind) => {
+  t.test('a pool too small for the refunds: paid to zero, the rest recorded as shortfall', async (t) => {
+    const clock = manualClock();
+    const control = await startTestControl(t, { store: kind, now: clock.now, flags: { 'settler.cadenceMs': 3_600_000 } });
+    const cli = (...args: string[]) => runCli(args, { control });
+    t.equal((await cli('endpoints', 'add', 'ep', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100')).code, 0);
+    await cli('pool', 'fund', '5000');
+    const t0 = clock.now();
+    // Shipped in call start order.
+    const shipped = Array.from({ length: 7 }, (_, i) => outcome({ outcome: 'server_error', started: t0 + i }));
+    await ship(control, shipped);
+    const run = await cli('settler', 'run-once', '--json');
+    t.match(run.json(), { calls: 7, refunds: 5000, refunds_owed: 7700, clamped_calls: 3 });
 
-  t.same(
-    (await rowsOf(t, control, shipped)).map((r) => [r.refund, r.refund_owed, r.clamp]),
-    [
-      [1100, 1100, null],
-      [1100, 1100, null],
-      [1100, 1100, null],
-      [1100, 1100, null],
-      [600, 1100, 'pool_depleted'],
-      [0, 1100, 'pool_depleted'],
-      [0, 1100, 'pool_depleted'],
-    ],
-    'each call carries what it was owed and what it got',
-  );
-  const pool = (await cli('pool', 'show', '--json')).json();
-  t.match(pool, {
-    pool: 0,
-    refunds: 5000,
-    refunds_owed: 7700,
-    shortfall: 2700,
-    clamped: { pool_depleted: 3, cap_clamped: 0 },
-    owed_to_keys: 5000,
+    t.same(
+      (await rowsOf(t, control, shipped)).map((r) => [r.refund, r.refund_owed, r.clamp]),
+      [
+        [1100, 1100, null],
+        [1100, 1100, null],
+        [1100, 1100, null],
+        [1100, 1100, null],
+        [600, 1100, 'pool_depleted'],
+        [0, 1100, 'pool_depleted'],
+        [0, 1100, 'pool_depleted'],
+      ],
+      'each call carries what it was owed and what it got',
+    );
+    const pool = (await cli('pool', 'show', '--json')).json();
+    t.match(pool, {
+      pool: 0,
+      refunds: 5000,
+      refunds_owed: 7700,
+      shortfall: 2700,
+      clamped: { pool_depleted: 3, cap_clamped: 0 },
+      owed_to_keys: 5000,
+    });
+    const human = await cli('pool', 'show');
+    t.match(human.stdout, /shortfall: +0\.0027 \(2700 micro\) \(3 calls pool_depleted, 0 cap_clamped\)/);
+    t.match(await control.handle.ctx.store.ledger.totals(), { pool_size: 0, total_refunds: 5000, total_refunds_owed: 7700 });
+
+    // Premiums refill the pool; later refunds are paid again.
+    const later = [outcome({ started: t0 + 10 }), outcome({ started: t0 + 11 }), outcome({ outcome: 'network_error', started: t0 + 12 })];
+    shipped.push(...later);
+    await ship(control, later);
+    await cli('settler', 'run-once');
+    t.same(
+      (await rowsOf(t, control, shipped)).slice(-3).map((r) => [r.premium, r.refund, r.clamp]),
+      [
+        [100, 0, null],
+        [100, 0, null],
+        [0, 200, 'pool_depleted'],
+      ],
+    );
+    const balances = (await cli('ledger', 'balances', '--json')).json().balances as { account: string; balance: number }[];
+    t.ok(
+      balances.filter((b) => b.account === 'pool' || b.account === 'treasury').every((b) => b.balance >= 0),
+      'nothing negative',
+    );
+    t.equal((await cli('ledger', 'verify')).code, 0);
   });
-  const human = await cli('pool', 'show');
-  t.match(human.stdout, /shortfall: +0\.0027 \(2700 micro\) \(3 calls pool_depleted, 0 cap_clamped\)/);
-  t.match(await control.handle.ctx.store.ledger.totals(), { pool_size: 0, total_refunds: 5000, total_refunds_owed: 7700 });
 
-  // Premiums refill the pool; later refunds are paid again.
-  const later = [outcome({ started: t0 + 10 }), outcome({ started: t0 + 11 }), outcome({ outcome: 'network_error', started: t0 + 12 })];
-  shipped.push(...later);
-  await ship(control, later);
-  await cli('settler', 'run-once');
-  t.same(
-    (await rowsOf(t, control, shipped)).slice(-3).map((r) => [r.premium, r.refund, r.clamp]),
-    [
-      [100, 0, null],
-      [100, 0, null],
-      [0, 200, 'pool_depleted'],
-    ],
-  );
-  const balances = (await cli('ledger', 'balances', '--json')).json().balances as { account: string; balance: number }[];
-  t.ok(
-    balances.filter((b) => b.account === 'pool' || b.account === 'treasury').every((b) => b.balance >= 0),
-    'nothing negative',
-  );
-  t.equal((await cli('ledger', 'verify')).code, 0);
-});
+  t.test('the hourly cap: per endpoint, per clock hour of the call start', async (t) => {
+    const clock = manualClock(Date.UTC(2030, 0, 1, 12, 30));
+    const control = await startTestControl(t, { store: kind, now: clock.now, flags: { 'settler.cadenceMs': 3_600_000 } });
+    const cli = (...args: string[]) => runCli(args, { control });
+    await cli(
+      'endpoints',
+      'add',
+      'capped',
+      '--upstream',
+      'http://127.0.0.1:9/x',
+      '--price',
+      '1000',
+      '--premium',
+      '100',
+      '--refund-cap-per-hour',
+      '2500',
+    );
+    await cli('endpoints', 'add', 'free', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100');
+    await cli('pool', 'fund', '1.0');
+    const h12 = Date.UTC(2030, 0, 1, 12, 0);
+    // 12:00–12:59: four failures (4400 owed, cap 2500); 13:00: one more, a fresh hour.
+    const capped = [0, 1, 2, 3].map((i) => outcome({ endpoint_id: 'capped', outcome: 'latency_breach', started: h12 + i * 60_000 }));
+    await ship(control, capped);
+    await cli('settler', 'run-once');
+    // A later run in the same hour sees what was already paid.
+    const shipped = [...capped];
+    for (const one of [
+      outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 59 * 60_000 }),
+      outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + HOUR }),
+      outcome({ endpoint_id: 'free', outcome: 'server_error', started: h12 + 1 }),
+    ]) {
+      shipped.push(one);
+      await ship(control, [one]);
+    }
+    clock.advance(HOUR);
+    await cli('settler', 'run-once');
 
-t.test('the hourly cap: per endpoint, per clock hour of the call start', async (t) => {
-  const clock = manualClock(Date.UTC(2030, 0, 1, 12, 30));
-  const control = await startTestControl(t, { now: clock.now, flags: { 'settler.cadenceMs': 3_600_000 } });
-  const cli = (...args: string[]) => runCli(args, { control });
-  await cli(
-    'endpoints',
-    'add',
-    'capped',
-    '--upstream',
-    'http://127.0.0.1:9/x',
-    '--price',
-    '1000',
-    '--premium',
-    '100',
-    '--refund-cap-per-hour',
-    '2500',
-  );
-  await cli('endpoints', 'add', 'free', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100');
-  await cli('pool', 'fund', '1.0');
-  const h12 = Date.UTC(2030, 0, 1, 12, 0);
-  // 12:00–12:59: four failures (4400 owed, cap 2500); 13:00: one more, a fresh hour.
-  const capped = [0, 1, 2, 3].map((i) => outcome({ endpoint_id: 'capped', outcome: 'latency_breach', started: h12 + i * 60_000 }));
-  await ship(control, capped);
-  await cli('settler', 'run-once');
-  // A later run in the same hour sees what was already paid.
-  const shipped = [...capped];
-  for (const one of [
-    outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 59 * 60_000 }),
-    outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + HOUR }),
-    outcome({ endpoint_id: 'free', outcome: 'server_error', started: h12 + 1 }),
-  ]) {
-    shipped.push(one);
-    await ship(control, [one]);
-  }
-  clock.advance(HOUR);
-  await cli('settler', 'run-once');
+    const rows = (await rowsOf(t, control, shipped)).sort(
+      (a, b) => a.endpoint_id.localeCompare(b.endpoint_id) || a.started_at - b.started_at,
+    );
+    t.same(
+      rows.map((r) => [r.endpoint_id, r.refund, r.clamp]),
+      [
+        ['capped', 1100, null],
+        ['capped', 1100, null],
+        ['capped', 300, 'cap_clamped'],
+        ['capped', 0, 'cap_clamped'],
+        ['capped', 0, 'cap_clamped'],
+        ['capped', 1100, null],
+        ['free', 1100, null],
+      ],
+    );
+    const pool = (await cli('pool', 'show', '--json')).json();
+    t.match(pool, {
+      refunds: 4700,
+      refunds_owed: 7700,
+      shortfall: 3000,
+      clamped: { pool_depleted: 0, cap_clamped: 3 },
+      pool: 1_000_000 - 4700,
+    });
+    t.equal((await cli('ledger', 'verify')).code, 0);
 
-  const rows = (await rowsOf(t, control, shipped)).sort(
-    (a, b) => a.endpoint_id.localeCompare(b.endpoint_id) || a.started_at - b.started_at,
-  );
-  t.same(
-    rows.map((r) => [r.endpoint_id, r.refund, r.clamp]),
-    [
-      ['capped', 1100, null],
-      ['capped', 1100, null],
-      ['capped', 300, 'cap_clamped'],
-      ['capped', 0, 'cap_clamped'],
-      ['capped', 0, 'cap_clamped'],
-      ['capped', 1100, null],
-      ['free', 1100, null],
-    ],
-  );
-  const pool = (await cli('pool', 'show', '--json')).json();
-  t.match(pool, {
-    refunds: 4700,
-    refunds_owed: 7700,
-    shortfall: 3000,
-    clamped: { pool_depleted: 0, cap_clamped: 3 },
-    pool: 1_000_000 - 4700,
+    // Raising the cap applies to calls settled from then on; the hour's tally stays.
+    await cli('endpoints', 'update', 'capped', '--refund-cap-per-hour', '3000');
+    const raised = outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 30 * 60_000 });
+    await ship(control, [raised]);
+    await cli('settler', 'run-once');
+    const last = (await rowsOf(t, control, [...shipped, raised])).at(-1)!;
+    t.same(
+      { refund: last.refund, refund_owed: last.refund_owed, clamp: last.clamp },
+      { refund: 500, refund_owed: 1100, clamp: 'cap_clamped' },
+      'what was left of the raised cap',
+    );
+    // The hour's tally is in no store read: asked of the database itself (SQLite's file).
+    if (kind !== 'sqlite') return;
+    t.equal(
+      (control.handle.ctx.store as SqliteStore).db
+        .prepare(`SELECT refunds FROM refund_hours WHERE endpoint_id = 'capped' AND hour = ?`)
+        .pluck()
+        .get(h12 / HOUR),
+      3000,
+      'the 12:00 hour paid exactly its new cap',
+    );
   });
-  t.equal((await cli('ledger', 'verify')).code, 0);
-
-  // Raising the cap applies to calls settled from then on; the hour's tally stays.
-  await cli('endpoints', 'update', 'capped', '--refund-cap-per-hour', '3000');
-  const raised = outcome({ endpoint_id: 'capped', outcome: 'server_error', started: h12 + 30 * 60_000 });
-  await ship(control, [raised]);
-  await cli('settler', 'run-once');
-  const last = (await rowsOf(t, control, [...shipped, raised])).at(-1)!;
-  t.same(
-    { refund: last.refund, refund_owed: last.refund_owed, clamp: last.clamp },
-    { refund: 500, refund_owed: 1100, clamp: 'cap_clamped' },
-    'what was left of the raised cap',
-  );
-  // The hour's tally is in no store read: asked of the database itself.
-  t.equal(
-    (control.handle.ctx.store as SqliteStore).db
-      .prepare(`SELECT refunds FROM refund_hours WHERE endpoint_id = 'capped' AND hour = ?`)
-      .pluck()
-      .get(h12 / HOUR),
-    3000,
-    'the 12:00 hour paid exactly its new cap',
-  );
 });
