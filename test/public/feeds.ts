@@ -10,6 +10,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { seedPages } from '../fixtures/pages';
 import { startTestControl, manualClock, type AdminResponse } from '../fixtures/control';
 import { CHROME_UA, get } from '../fixtures/public';
+import { forEachStore, testDatabaseUrl } from '../fixtures/stores';
 
 const ATOM_NS = 'http://www.w3.org/2005/Atom';
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -62,109 +63,113 @@ function parseFeed(t: Test, res: AdminResponse, what: string): { feed: Record<st
   return { feed, entries };
 }
 
-t.test('the changelog and maintenance feeds', async (t) => {
-  const { control, clock } = await seedPages(t, { SVC_CACHE_STATUS_TTL_S: '5' });
-  const api = control.urls.api;
-  const changelog = await get(control, api, '/changelog.atom', { 'user-agent': CHROME_UA });
-  const { entries } = parseFeed(t, changelog, '/changelog.atom');
-  const json = await get(control, api, '/api/v1/changelog');
-  t.same(
-    entries.map((e) => [e.content, e.updated, e.category]),
-    json.body.entries.map((e: { text: string; at: string; kind: string }) => [e.text, e.at, e.kind]),
-    'one entry per changelog entry, as /api/v1/changelog lists them',
-  );
-  t.equal(entries[0]!.title, 'Rate caps raised for all beta keys');
-  t.equal(entries[1]!.content, 'maintenance_mode turned off');
-  t.equal(entries[2]!.content, 'maintenance_mode turned on: moving <db> & "cache"', 'markup in a note is text, intact');
-  t.match(changelog.text, /moving &lt;db&gt; &amp; &quot;cache&quot;/, 'escaped in the bytes');
-  const authors = new Set<string>(
-    (await control.admin('GET', '/_admin/v1/changelog')).body.entries.map((e: { author: string }) => e.author),
-  );
-  t.ok(authors.size > 0, 'the changelog has authors');
-  for (const author of authors) t.notOk(changelog.text.includes(`>${author}<`), `the author ${author} is not published`);
+forEachStore(t, (t, kind) => {
+  t.test('the changelog and maintenance feeds', async (t) => {
+    const { control, clock } = await seedPages(t, { SVC_CACHE_STATUS_TTL_S: '5' }, kind);
+    const api = control.urls.api;
+    const changelog = await get(control, api, '/changelog.atom', { 'user-agent': CHROME_UA });
+    const { entries } = parseFeed(t, changelog, '/changelog.atom');
+    const json = await get(control, api, '/api/v1/changelog');
+    t.same(
+      entries.map((e) => [e.content, e.updated, e.category]),
+      json.body.entries.map((e: { text: string; at: string; kind: string }) => [e.text, e.at, e.kind]),
+      'one entry per changelog entry, as /api/v1/changelog lists them',
+    );
+    t.equal(entries[0]!.title, 'Rate caps raised for all beta keys');
+    t.equal(entries[1]!.content, 'maintenance_mode turned off');
+    t.equal(entries[2]!.content, 'maintenance_mode turned on: moving <db> & "cache"', 'markup in a note is text, intact');
+    t.match(changelog.text, /moving &lt;db&gt; &amp; &quot;cache&quot;/, 'escaped in the bytes');
+    const authors = new Set<string>(
+      (await control.admin('GET', '/_admin/v1/changelog')).body.entries.map((e: { author: string }) => e.author),
+    );
+    t.ok(authors.size > 0, 'the changelog has authors');
+    for (const author of authors) t.notOk(changelog.text.includes(`>${author}<`), `the author ${author} is not published`);
 
-  const status = await get(control, api, '/status.atom', { 'user-agent': CHROME_UA });
-  const maintenance = parseFeed(t, status, '/status.atom').entries;
-  t.same(
-    maintenance.map((e) => [e.title, e.category]),
-    [
-      ['Maintenance ended', 'maintenance-off'],
-      ['Maintenance started', 'maintenance-on'],
-    ],
-    'maintenance on and off, newest first, and nothing else',
-  );
-  t.equal(maintenance[1]!.content, 'maintenance_mode turned on: moving <db> & "cache"', 'with the operator’s note');
-  t.equal(maintenance[0]!.updated, new Date(Date.UTC(2030, 0, 1, 11, 40)).toISOString(), 'when it was turned off');
+    const status = await get(control, api, '/status.atom', { 'user-agent': CHROME_UA });
+    const maintenance = parseFeed(t, status, '/status.atom').entries;
+    t.same(
+      maintenance.map((e) => [e.title, e.category]),
+      [
+        ['Maintenance ended', 'maintenance-off'],
+        ['Maintenance started', 'maintenance-on'],
+      ],
+      'maintenance on and off, newest first, and nothing else',
+    );
+    t.equal(maintenance[1]!.content, 'maintenance_mode turned on: moving <db> & "cache"', 'with the operator’s note');
+    t.equal(maintenance[0]!.updated, new Date(Date.UTC(2030, 0, 1, 11, 40)).toISOString(), 'when it was turned off');
 
-  // Stable ids: a new entry does not move the others' ids; the same entry keeps its id.
-  await control.admin('PUT', '/_admin/v1/flags/maintenance_mode', { value: true, note: 'again' });
-  clock.advance(5_000);
-  const later = parseFeed(t, await get(control, api, '/status.atom', { 'user-agent': CHROME_UA }), '/status.atom later').entries;
-  t.equal(later.length, 3, 'the new change is an entry');
-  t.same(
-    later.slice(1).map((e) => e.id),
-    maintenance.map((e) => e.id),
-    'the earlier entries keep their ids',
-  );
-  const againChangelog = parseFeed(
-    t,
-    await get(control, api, '/changelog.atom', { 'user-agent': CHROME_UA }),
-    '/changelog.atom later',
-  ).entries;
-  t.same(
-    againChangelog.slice(1).map((e) => e.id),
-    entries.map((e) => e.id),
-    'changelog ids are stable across requests',
-  );
-  t.not(later[0]!.id, againChangelog[0]!.id, 'the two feeds name their entries apart');
+    // Stable ids: a new entry does not move the others' ids; the same entry keeps its id.
+    await control.admin('PUT', '/_admin/v1/flags/maintenance_mode', { value: true, note: 'again' });
+    clock.advance(5_000);
+    const later = parseFeed(t, await get(control, api, '/status.atom', { 'user-agent': CHROME_UA }), '/status.atom later').entries;
+    t.equal(later.length, 3, 'the new change is an entry');
+    t.same(
+      later.slice(1).map((e) => e.id),
+      maintenance.map((e) => e.id),
+      'the earlier entries keep their ids',
+    );
+    const againChangelog = parseFeed(
+      t,
+      await get(control, api, '/changelog.atom', { 'user-agent': CHROME_UA }),
+      '/changelog.atom later',
+    ).entries;
+    t.same(
+      againChangelog.slice(1).map((e) => e.id),
+      entries.map((e) => e.id),
+      'changelog ids are stable across requests',
+    );
+    t.not(later[0]!.id, againChangelog[0]!.id, 'the two feeds name their entries apart');
 
-  // Caching, ETag, User-Agent filter.
-  for (const path of ['/changelog.atom', '/status.atom']) {
-    const first = await get(control, api, path, { 'user-agent': CHROME_UA });
-    t.match(first.headers.get('cache-control'), /^public, max-age=\d+$/, `${path}: cacheable`);
-    const etag = first.headers.get('etag')!;
-    t.match(etag, /^"[A-Za-z0-9_-]{27}"$/, `${path}: strong ETag (the bytes are the same every time)`);
-    t.equal((await get(control, api, path, { 'user-agent': CHROME_UA, 'if-none-match': etag })).status, 304, `${path}: 304`);
-    const curl = await get(control, api, path, { 'user-agent': 'curl/8.5.0' });
-    t.equal(curl.status, 403, `${path}: behind the User-Agent filter`);
-    t.equal(curl.body.code, 'svc_forbidden_user_agent');
-    t.equal((await get(control, api, path)).status, 200, `${path}: svc-monitor-sdk is served`);
-  }
-});
-
-t.test('ids survive a restart; an empty feed is still a valid feed; per-IP limit', async (t) => {
-  const clock = manualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-  const dataDir = `${t.testdir()}/data`;
-  const startedBefore = Date.now();
-  const first = await startTestControl(t, {
-    dataDir,
-    now: clock.now,
-    env: { SVC_LIMITS_PUBLIC_COUNT: '8', SVC_LIMITS_PUBLIC_WINDOW_S: '600' },
-  });
-  const startedAfter = Date.now();
-  const empty = parseFeed(t, await get(first, first.urls.api, '/status.atom'), 'empty /status.atom');
-  t.same(empty.entries, [], 'no entries before any maintenance');
-  const updated = Date.parse(empty.feed.updated);
-  t.ok(updated >= startedBefore && updated <= startedAfter, 'updated: when control started');
-  await first.admin('POST', '/_admin/v1/changelog', { text: 'hello\tworld' });
-  const before = parseFeed(t, await get(first, first.urls.api, '/changelog.atom'), 'before restart').entries;
-  for (let i = 0; i < 8; i++) {
-    const res = await get(first, first.urls.api, '/changelog.atom');
-    if (res.status === 429) {
-      t.equal(res.body.code, 'svc_rate_limited', '429 past the per-IP limit');
-      t.ok(res.headers.get('retry-after'), 'with Retry-After');
-      break;
+    // Caching, ETag, User-Agent filter.
+    for (const path of ['/changelog.atom', '/status.atom']) {
+      const first = await get(control, api, path, { 'user-agent': CHROME_UA });
+      t.match(first.headers.get('cache-control'), /^public, max-age=\d+$/, `${path}: cacheable`);
+      const etag = first.headers.get('etag')!;
+      t.match(etag, /^"[A-Za-z0-9_-]{27}"$/, `${path}: strong ETag (the bytes are the same every time)`);
+      t.equal((await get(control, api, path, { 'user-agent': CHROME_UA, 'if-none-match': etag })).status, 304, `${path}: 304`);
+      const curl = await get(control, api, path, { 'user-agent': 'curl/8.5.0' });
+      t.equal(curl.status, 403, `${path}: behind the User-Agent filter`);
+      t.equal(curl.body.code, 'svc_forbidden_user_agent');
+      t.equal((await get(control, api, path)).status, 200, `${path}: svc-monitor-sdk is served`);
     }
-    t.ok(i < 6, 'the limit is reached');
-  }
-  await first.close();
-  clock.advance(3_600_000);
-  const second = await startTestControl(t, { dataDir, now: clock.now });
-  const after = parseFeed(t, await get(second, second.urls.api, '/changelog.atom'), 'after restart').entries;
-  t.same(
-    after.map((e) => e.id),
-    before.map((e) => e.id),
-    'the same entry, the same id, after a restart',
-  );
-  t.equal(after[0]!.content, 'hello\tworld', 'a tab in free text survives');
+  });
+
+  t.test('ids survive a restart; an empty feed is still a valid feed; per-IP limit', async (t) => {
+    const clock = manualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+    const dataDir = `${t.testdir()}/data`;
+    const startedBefore = Date.now();
+    const databaseUrl = await testDatabaseUrl(t, kind);
+    const first = await startTestControl(t, {
+      dataDir,
+      flags: { databaseUrl },
+      now: clock.now,
+      env: { SVC_LIMITS_PUBLIC_COUNT: '8', SVC_LIMITS_PUBLIC_WINDOW_S: '600' },
+    });
+    const startedAfter = Date.now();
+    const empty = parseFeed(t, await get(first, first.urls.api, '/status.atom'), 'empty /status.atom');
+    t.same(empty.entries, [], 'no entries before any maintenance');
+    const updated = Date.parse(empty.feed.updated);
+    t.ok(updated >= startedBefore && updated <= startedAfter, 'updated: when control started');
+    await first.admin('POST', '/_admin/v1/changelog', { text: 'hello\tworld' });
+    const before = parseFeed(t, await get(first, first.urls.api, '/changelog.atom'), 'before restart').entries;
+    for (let i = 0; i < 8; i++) {
+      const res = await get(first, first.urls.api, '/changelog.atom');
+      if (res.status === 429) {
+        t.equal(res.body.code, 'svc_rate_limited', '429 past the per-IP limit');
+        t.ok(res.headers.get('retry-after'), 'with Retry-After');
+        break;
+      }
+      t.ok(i < 6, 'the limit is reached');
+    }
+    await first.close();
+    clock.advance(3_600_000);
+    const second = await startTestControl(t, { dataDir, now: clock.now, flags: { databaseUrl } });
+    const after = parseFeed(t, await get(second, second.urls.api, '/changelog.atom'), 'after restart').entries;
+    t.same(
+      after.map((e) => e.id),
+      before.map((e) => e.id),
+      'the same entry, the same id, after a restart',
+    );
+    t.equal(after[0]!.content, 'hello\tworld', 'a tab in free text survives');
+  });
 });

@@ -13,6 +13,7 @@ import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { CHROME_UA, get } from '../fixtures/public';
 import { HOUR, MINUTE, NOW, PROVIDERS, SECRET_GATEWAY, hourRate, seedPages } from '../fixtures/pages';
+import { forEachStore } from '../fixtures/stores';
 import { OpaqueIds } from '../../control/public/ids';
 import type { AdminResponse, TestControl } from '../fixtures/control';
 
@@ -50,188 +51,190 @@ function checkPage(t: Test, res: AdminResponse, what: string, secrets: string[])
 }
 
 t.test('the providers page, a provider page, the activity page and the status page', async (t) => {
-  const { control, keyId, records } = await seedPages(t, { SVC_CACHE_PROVIDERS_TTL_S: '10' });
-  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
-  const secrets = [...PROVIDERS.flatMap((p) => [p.endpoint, p.upstream, new URL(p.upstream).host]), keyId, SECRET_GATEWAY, 'gw-test'];
-  const api = control.urls.api;
+  forEachStore(t, async (t, kind) => {
+    const { control, keyId, records } = await seedPages(t, { SVC_CACHE_PROVIDERS_TTL_S: '10' }, kind);
+    const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
+    const secrets = [...PROVIDERS.flatMap((p) => [p.endpoint, p.upstream, new URL(p.upstream).host]), keyId, SECRET_GATEWAY, 'gw-test'];
+    const api = control.urls.api;
 
-  // --- /providers -------------------------------------------------------------------------
-  const list = await browser(control, api, '/providers');
-  checkPage(t, list, '/providers', secrets);
-  t.same(
-    rowsOf(list.text),
-    [PROVIDERS[0], PROVIDERS[1], PROVIDERS[2], PROVIDERS[3]].map((p) => [ids.provider(p!.endpoint), p!.tier]),
-    'a row per provider, each with its tier, best tier first by default',
-  );
-  t.match(list.text, />UNRATED</, 'UNRATED is written out');
-  t.match(list.text, /Weather v2 <code class="muted">prv_/, 'the display name beside the opaque id');
-  t.match(list.text, /Search &lt;beta&gt; &amp; &quot;friends&quot;/, 'a display name is escaped');
-  t.notMatch(list.text, /Search <beta>/, 'never written raw');
-  for (const [tier, rule] of [
-    ['RELIABLE', 'failure rate below 1 %'],
-    ['ELEVATED', 'failure rate from 1 % to 5 %'],
-    ['HIGH_RISK', 'failure rate above 5 %'],
-    ['UNRATED', 'fewer than 20 calls in the last 24 h: too few to rate'],
-  ])
-    t.match(
-      list.text,
-      new RegExp(`id="tier-legend"[\\s\\S]*tier-${tier}">${tier}</span> <span>${rule}</span>`),
-      `the legend states the ${tier} rule`,
+    // --- /providers -------------------------------------------------------------------------
+    const list = await browser(control, api, '/providers');
+    checkPage(t, list, '/providers', secrets);
+    t.same(
+      rowsOf(list.text),
+      [PROVIDERS[0], PROVIDERS[1], PROVIDERS[2], PROVIDERS[3]].map((p) => [ids.provider(p!.endpoint), p!.tier]),
+      'a row per provider, each with its tier, best tier first by default',
     );
-  const flakyRow = new RegExp(`data-provider="${ids.provider('zq-flaky-endpoint')}"[\\s\\S]*?</tr>`).exec(list.text)![0];
-  t.match(flakyRow, /data-label="Failure rate">25 %</, 'failure rate over the window (30 of 120)');
-  t.match(flakyRow, /data-label="Calls">120</);
-  t.match(flakyRow, /data-label="p50">\d+ ms</);
-  t.match(flakyRow, /data-label="p99">\d+ ms</);
-  t.equal([...flakyRow.matchAll(/<circle class="pt"/g)].length, 3, 'its sparkline has a point per hour with calls');
+    t.match(list.text, />UNRATED</, 'UNRATED is written out');
+    t.match(list.text, /Weather v2 <code class="muted">prv_/, 'the display name beside the opaque id');
+    t.match(list.text, /Search &lt;beta&gt; &amp; &quot;friends&quot;/, 'a display name is escaped');
+    t.notMatch(list.text, /Search <beta>/, 'never written raw');
+    for (const [tier, rule] of [
+      ['RELIABLE', 'failure rate below 1 %'],
+      ['ELEVATED', 'failure rate from 1 % to 5 %'],
+      ['HIGH_RISK', 'failure rate above 5 %'],
+      ['UNRATED', 'fewer than 20 calls in the last 24 h: too few to rate'],
+    ])
+      t.match(
+        list.text,
+        new RegExp(`id="tier-legend"[\\s\\S]*tier-${tier}">${tier}</span> <span>${rule}</span>`),
+        `the legend states the ${tier} rule`,
+      );
+    const flakyRow = new RegExp(`data-provider="${ids.provider('zq-flaky-endpoint')}"[\\s\\S]*?</tr>`).exec(list.text)![0];
+    t.match(flakyRow, /data-label="Failure rate">25 %</, 'failure rate over the window (30 of 120)');
+    t.match(flakyRow, /data-label="Calls">120</);
+    t.match(flakyRow, /data-label="p50">\d+ ms</);
+    t.match(flakyRow, /data-label="p99">\d+ ms</);
+    t.equal([...flakyRow.matchAll(/<circle class="pt"/g)].length, 3, 'its sparkline has a point per hour with calls');
 
-  // Sorting through links: each header link is a URL that answers in its order.
-  const byRate = await browser(control, api, '/providers?sort=failure_rate&order=desc');
-  checkPage(t, byRate, '/providers?sort=failure_rate&order=desc', secrets);
-  t.same(
-    rowsOf(byRate.text).map((r) => r[1]),
-    ['HIGH_RISK', 'ELEVATED', 'RELIABLE', 'UNRATED'],
-    'highest failure rate first, UNRATED last',
-  );
-  t.match(
-    byRate.text,
-    /aria-sort="descending"><a href="\/providers\?sort=failure_rate&amp;order=asc"/,
-    'the sorted column links to the other direction',
-  );
-  const worst = await browser(control, api, '/providers?sort=tier&order=desc');
-  t.same(
-    rowsOf(worst.text).map((r) => r[1]),
-    ['HIGH_RISK', 'ELEVATED', 'RELIABLE', 'UNRATED'],
-    'worst tier first',
-  );
-  const lowest = await browser(control, api, '/providers?sort=failure_rate&order=asc');
-  t.same(
-    rowsOf(lowest.text).map((r) => r[1]),
-    ['RELIABLE', 'ELEVATED', 'HIGH_RISK', 'UNRATED'],
-  );
-  for (const href of [...list.text.matchAll(/href="(\/providers\?sort=[^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'))) {
-    t.equal((await browser(control, api, href)).status, 200, `${href} answers`);
-  }
-  const bad = await browser(control, api, '/providers?sort=upstream');
-  t.equal(bad.status, 400, 'an unknown order is refused');
-  t.equal(bad.body.code, 'svc_bad_request');
+    // Sorting through links: each header link is a URL that answers in its order.
+    const byRate = await browser(control, api, '/providers?sort=failure_rate&order=desc');
+    checkPage(t, byRate, '/providers?sort=failure_rate&order=desc', secrets);
+    t.same(
+      rowsOf(byRate.text).map((r) => r[1]),
+      ['HIGH_RISK', 'ELEVATED', 'RELIABLE', 'UNRATED'],
+      'highest failure rate first, UNRATED last',
+    );
+    t.match(
+      byRate.text,
+      /aria-sort="descending"><a href="\/providers\?sort=failure_rate&amp;order=asc"/,
+      'the sorted column links to the other direction',
+    );
+    const worst = await browser(control, api, '/providers?sort=tier&order=desc');
+    t.same(
+      rowsOf(worst.text).map((r) => r[1]),
+      ['HIGH_RISK', 'ELEVATED', 'RELIABLE', 'UNRATED'],
+      'worst tier first',
+    );
+    const lowest = await browser(control, api, '/providers?sort=failure_rate&order=asc');
+    t.same(
+      rowsOf(lowest.text).map((r) => r[1]),
+      ['RELIABLE', 'ELEVATED', 'HIGH_RISK', 'UNRATED'],
+    );
+    for (const href of [...list.text.matchAll(/href="(\/providers\?sort=[^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'))) {
+      t.equal((await browser(control, api, href)).status, 200, `${href} answers`);
+    }
+    const bad = await browser(control, api, '/providers?sort=upstream');
+    t.equal(bad.status, 400, 'an unknown order is refused');
+    t.equal(bad.body.code, 'svc_bad_request');
 
-  // --- /providers/<id> ----------------------------------------------------------------------
-  const flakyId = ids.provider('zq-flaky-endpoint');
-  t.match(list.text, `href="/providers/${flakyId}"`, 'each row links to its provider page');
-  const flaky = await browser(control, api, `/providers/${flakyId}`);
-  checkPage(t, flaky, '/providers/<id>', secrets);
-  t.match(flaky.text, /<h1>prv_\w+<\/h1>/, 'a provider without a display name is titled by its opaque id');
-  t.match(flaky.text, /<dt>Tier<\/dt><dd><span class="tier tier-HIGH_RISK">HIGH_RISK<\/span> failure rate above 5 %/);
-  t.match(flaky.text, /<dt>Failure rate<\/dt><dd>25 % \(30 of 120 calls in the last 24 h\)/);
-  t.match(flaky.text, /p50 \d+ ms, p95 \d+ ms, p99 \d+ ms/);
-  const bars = [...flaky.text.matchAll(/<g class="bar" data-slot="(\d+)" data-calls="(\d+)">/g)];
-  const seeded = PROVIDERS[2]!.hours;
-  t.same(
-    bars.map((b) => [Number(b[1]), Number(b[2])]),
-    seeded.map((h) => [24 - h.ago, h.calls]).sort((a, b) => a[0]! - b[0]!),
-    'a bar for each seeded hour, in its slot, with its calls',
-  );
-  for (const h of seeded) {
-    const g = new RegExp(`data-slot="${24 - h.ago}"[\\s\\S]*?</g>`).exec(flaky.text)![0];
-    for (const [kind, n] of Object.entries(h.failures))
-      t.match(g, new RegExp(`${n} ${kind.replace('_', ' ')}`), `hour -${h.ago}: ${n} ${kind}`);
-  }
-  const refundRows = [...flaky.text.matchAll(/<td data-label="Receipt"><a href="([^"]+)">batch (\d+)<\/a>/g)];
-  t.equal(refundRows.length, 20, 'the last 20 refunds (30 were refunded)');
-  t.ok(
-    refundRows.every((r) => r[1] === `${control.urls.indexer}/api/receipts/${r[2]}`),
-    'each links to its batch receipt on the indexer',
-  );
-  const receipt = await get(control, control.urls.indexer, `/api/receipts/${refundRows[0]![2]}`);
-  t.equal(receipt.status, 200, 'and the receipt is there');
-  const refundTimes = [...flaky.text.matchAll(/<td data-label="Started"><time datetime="([^"]+)"/g)].map((m) => m[1]!);
-  t.same(refundTimes, [...refundTimes].sort().reverse(), 'newest refund first');
-  t.ok(
-    refundTimes.every((at) => Date.parse(at) >= NOW - 4 * HOUR),
-    'the newest twenty are from the last hours (not the hour 20 h ago)',
-  );
+    // --- /providers/<id> ----------------------------------------------------------------------
+    const flakyId = ids.provider('zq-flaky-endpoint');
+    t.match(list.text, `href="/providers/${flakyId}"`, 'each row links to its provider page');
+    const flaky = await browser(control, api, `/providers/${flakyId}`);
+    checkPage(t, flaky, '/providers/<id>', secrets);
+    t.match(flaky.text, /<h1>prv_\w+<\/h1>/, 'a provider without a display name is titled by its opaque id');
+    t.match(flaky.text, /<dt>Tier<\/dt><dd><span class="tier tier-HIGH_RISK">HIGH_RISK<\/span> failure rate above 5 %/);
+    t.match(flaky.text, /<dt>Failure rate<\/dt><dd>25 % \(30 of 120 calls in the last 24 h\)/);
+    t.match(flaky.text, /p50 \d+ ms, p95 \d+ ms, p99 \d+ ms/);
+    const bars = [...flaky.text.matchAll(/<g class="bar" data-slot="(\d+)" data-calls="(\d+)">/g)];
+    const seeded = PROVIDERS[2]!.hours;
+    t.same(
+      bars.map((b) => [Number(b[1]), Number(b[2])]),
+      seeded.map((h) => [24 - h.ago, h.calls]).sort((a, b) => a[0]! - b[0]!),
+      'a bar for each seeded hour, in its slot, with its calls',
+    );
+    for (const h of seeded) {
+      const g = new RegExp(`data-slot="${24 - h.ago}"[\\s\\S]*?</g>`).exec(flaky.text)![0];
+      for (const [kind, n] of Object.entries(h.failures))
+        t.match(g, new RegExp(`${n} ${kind.replace('_', ' ')}`), `hour -${h.ago}: ${n} ${kind}`);
+    }
+    const refundRows = [...flaky.text.matchAll(/<td data-label="Receipt"><a href="([^"]+)">batch (\d+)<\/a>/g)];
+    t.equal(refundRows.length, 20, 'the last 20 refunds (30 were refunded)');
+    t.ok(
+      refundRows.every((r) => r[1] === `${control.urls.indexer}/api/receipts/${r[2]}`),
+      'each links to its batch receipt on the indexer',
+    );
+    const receipt = await get(control, control.urls.indexer, `/api/receipts/${refundRows[0]![2]}`);
+    t.equal(receipt.status, 200, 'and the receipt is there');
+    const refundTimes = [...flaky.text.matchAll(/<td data-label="Started"><time datetime="([^"]+)"/g)].map((m) => m[1]!);
+    t.same(refundTimes, [...refundTimes].sort().reverse(), 'newest refund first');
+    t.ok(
+      refundTimes.every((at) => Date.parse(at) >= NOW - 4 * HOUR),
+      'the newest twenty are from the last hours (not the hour 20 h ago)',
+    );
 
-  const steady = await browser(control, api, `/providers/${ids.provider('zq-steady-endpoint')}`);
-  t.match(steady.text, /<h1>Weather v2<\/h1>/, 'titled by its display name');
-  t.equal([...steady.text.matchAll(/<td data-label="Receipt">/g)].length, 1, 'its one refund');
-  const sparse = await browser(control, api, `/providers/${ids.provider('zq-sparse-endpoint')}`);
-  t.match(sparse.text, /tier-UNRATED">UNRATED<\/span> fewer than 20 calls/, 'UNRATED says why');
-  const unknown = await browser(control, api, '/providers/prv_nope');
-  t.equal(unknown.status, 404);
-  t.equal(unknown.body.code, 'svc_not_found');
-  const byEndpointId = await browser(control, api, '/providers/zq-flaky-endpoint');
-  t.equal(byEndpointId.status, 404, 'an endpoint id is not a provider id');
+    const steady = await browser(control, api, `/providers/${ids.provider('zq-steady-endpoint')}`);
+    t.match(steady.text, /<h1>Weather v2<\/h1>/, 'titled by its display name');
+    t.equal([...steady.text.matchAll(/<td data-label="Receipt">/g)].length, 1, 'its one refund');
+    const sparse = await browser(control, api, `/providers/${ids.provider('zq-sparse-endpoint')}`);
+    t.match(sparse.text, /tier-UNRATED">UNRATED<\/span> fewer than 20 calls/, 'UNRATED says why');
+    const unknown = await browser(control, api, '/providers/prv_nope');
+    t.equal(unknown.status, 404);
+    t.equal(unknown.body.code, 'svc_not_found');
+    const byEndpointId = await browser(control, api, '/providers/zq-flaky-endpoint');
+    t.equal(byEndpointId.status, 404, 'an endpoint id is not a provider id');
 
-  // --- /activity on the indexer ---------------------------------------------------------------
-  const activity = await browser(control, control.urls.indexer, '/activity');
-  checkPage(t, activity, '/activity', secrets);
-  t.match(activity.text, /<dt>Settled<\/dt><dd>925 calls in 4 batches<\/dd>/, 'totals from the ledger');
-  const batchRows = [...activity.text.matchAll(/<tr data-batch="(\d+)">/g)].map((m) => Number(m[1]));
-  t.same(batchRows, [4, 3, 2, 1], 'the settled batches, newest first');
-  t.match(activity.text, /<a href="\/api\/receipts\/4" data-receipt="4">batch 4<\/a>/, 'each batch links to its receipt');
-  const refunded = records
-    .filter((r) => r.outcome !== 'ok')
-    .sort((a, b) => b.started_at.localeCompare(a.started_at) || (a.call_id < b.call_id ? 1 : -1))
-    .slice(0, 20)
-    .map((r) => ids.call(r.call_id));
-  const recent = /<table class="cards" id="recent-refunds">[\s\S]*?<\/table>/.exec(activity.text)![0];
-  t.same(
-    [...recent.matchAll(/<tr data-call="(call_\w+)"/g)].map((m) => m[1]),
-    refunded,
-    'recent refunds: the last 20 refunded calls, newest first',
-  );
-  t.ok(
-    [...recent.matchAll(/data-label="Refund">([\d.]+)/g)].every((m) => Number(m[1]) === 2.1),
-    'each with its refund (price 2 + premium 0.1)',
-  );
-  const callRows = [...activity.text.matchAll(/<tr data-call="(call_\w+)" data-batch="(\d+)">/g)];
-  t.ok(callRows.length > 50, 'refunds and a page of calls, every one settled');
-  t.notMatch(activity.text, /data-call="[^"]*"(?! data-batch)>/, 'every call shown is settled and carries its batch');
-  for (const r of PROVIDERS) t.notOk(activity.text.includes(r.endpoint), 'no endpoint id');
-  const gatewayCallIds = (await control.request(`${control.urls.indexer}/api/activity?limit=5`)).body.activity.map(
-    (a: { call_id: string }) => a.call_id,
-  );
-  t.ok(
-    gatewayCallIds.every((id: string) => id.startsWith('call_')),
-    'the JSON activity uses the same opaque ids',
-  );
+    // --- /activity on the indexer ---------------------------------------------------------------
+    const activity = await browser(control, control.urls.indexer, '/activity');
+    checkPage(t, activity, '/activity', secrets);
+    t.match(activity.text, /<dt>Settled<\/dt><dd>925 calls in 4 batches<\/dd>/, 'totals from the ledger');
+    const batchRows = [...activity.text.matchAll(/<tr data-batch="(\d+)">/g)].map((m) => Number(m[1]));
+    t.same(batchRows, [4, 3, 2, 1], 'the settled batches, newest first');
+    t.match(activity.text, /<a href="\/api\/receipts\/4" data-receipt="4">batch 4<\/a>/, 'each batch links to its receipt');
+    const refunded = records
+      .filter((r) => r.outcome !== 'ok')
+      .sort((a, b) => b.started_at.localeCompare(a.started_at) || (a.call_id < b.call_id ? 1 : -1))
+      .slice(0, 20)
+      .map((r) => ids.call(r.call_id));
+    const recent = /<table class="cards" id="recent-refunds">[\s\S]*?<\/table>/.exec(activity.text)![0];
+    t.same(
+      [...recent.matchAll(/<tr data-call="(call_\w+)"/g)].map((m) => m[1]),
+      refunded,
+      'recent refunds: the last 20 refunded calls, newest first',
+    );
+    t.ok(
+      [...recent.matchAll(/data-label="Refund">([\d.]+)/g)].every((m) => Number(m[1]) === 2.1),
+      'each with its refund (price 2 + premium 0.1)',
+    );
+    const callRows = [...activity.text.matchAll(/<tr data-call="(call_\w+)" data-batch="(\d+)">/g)];
+    t.ok(callRows.length > 50, 'refunds and a page of calls, every one settled');
+    t.notMatch(activity.text, /data-call="[^"]*"(?! data-batch)>/, 'every call shown is settled and carries its batch');
+    for (const r of PROVIDERS) t.notOk(activity.text.includes(r.endpoint), 'no endpoint id');
+    const gatewayCallIds = (await control.request(`${control.urls.indexer}/api/activity?limit=5`)).body.activity.map(
+      (a: { call_id: string }) => a.call_id,
+    );
+    t.ok(
+      gatewayCallIds.every((id: string) => id.startsWith('call_')),
+      'the JSON activity uses the same opaque ids',
+    );
 
-  // Paging with the indexer's cursor: the link to older calls is `next_before` of /api/activity.
-  const older = /href="\/activity\?before=([^"]+)" id="older"/.exec(activity.text);
-  t.ok(older, 'a link to older calls');
-  const json = await get(control, control.urls.indexer, '/api/activity');
-  t.equal(decodeURIComponent(older![1]!), json.body.next_before, 'the same cursor as /api/activity');
-  const page2 = await browser(control, control.urls.indexer, `/activity?before=${older![1]}`);
-  checkPage(t, page2, '/activity?before=', secrets);
-  const firstIds = [...activity.text.matchAll(/<table class="cards" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
-  const secondIds = [...page2.text.matchAll(/<table class="cards" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
-  t.equal(new Set(firstIds).size, 50, 'a page of 50 calls');
-  t.same(
-    secondIds.filter((id) => firstIds.includes(id)),
-    [],
-    'the next page has other calls',
-  );
-  const json2 = await get(control, control.urls.indexer, `/api/activity?before=${older![1]}`);
-  t.same(
-    [...new Set(secondIds)],
-    json2.body.activity.map((a: { call_id: string }) => a.call_id),
-    'the same calls as the JSON page',
-  );
-  t.match(page2.text, /<a href="\/activity" id="newest">Newest calls<\/a>/, 'and a way back');
-  const badCursor = await browser(control, control.urls.indexer, '/activity?before=nope');
-  t.equal(badCursor.status, 400, 'a cursor the indexer did not issue is refused');
+    // Paging with the indexer's cursor: the link to older calls is `next_before` of /api/activity.
+    const older = /href="\/activity\?before=([^"]+)" id="older"/.exec(activity.text);
+    t.ok(older, 'a link to older calls');
+    const json = await get(control, control.urls.indexer, '/api/activity');
+    t.equal(decodeURIComponent(older![1]!), json.body.next_before, 'the same cursor as /api/activity');
+    const page2 = await browser(control, control.urls.indexer, `/activity?before=${older![1]}`);
+    checkPage(t, page2, '/activity?before=', secrets);
+    const firstIds = [...activity.text.matchAll(/<table class="cards" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
+    const secondIds = [...page2.text.matchAll(/<table class="cards" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
+    t.equal(new Set(firstIds).size, 50, 'a page of 50 calls');
+    t.same(
+      secondIds.filter((id) => firstIds.includes(id)),
+      [],
+      'the next page has other calls',
+    );
+    const json2 = await get(control, control.urls.indexer, `/api/activity?before=${older![1]}`);
+    t.same(
+      [...new Set(secondIds)],
+      json2.body.activity.map((a: { call_id: string }) => a.call_id),
+      'the same calls as the JSON page',
+    );
+    t.match(page2.text, /<a href="\/activity" id="newest">Newest calls<\/a>/, 'and a way back');
+    const badCursor = await browser(control, control.urls.indexer, '/activity?before=nope');
+    t.equal(badCursor.status, 400, 'a cursor the indexer did not issue is refused');
 
-  // --- /status links to everything ----------------------------------------------------------
-  const status = await browser(control, api, '/status');
-  checkPage(t, status, '/status', secrets);
-  for (const href of ['/providers', `${control.urls.indexer}/activity`, '/changelog.atom', '/status.atom'])
-    t.match(status.text, `href="${href}"`, `/status links to ${href}`);
-  t.match(
-    status.text,
-    /<link rel="alternate" type="application\/atom\+xml" title="svc maintenance" href="\/status.atom">/,
-    'feeds are discoverable',
-  );
+    // --- /status links to everything ----------------------------------------------------------
+    const status = await browser(control, api, '/status');
+    checkPage(t, status, '/status', secrets);
+    for (const href of ['/providers', `${control.urls.indexer}/activity`, '/changelog.atom', '/status.atom'])
+      t.match(status.text, `href="${href}"`, `/status links to ${href}`);
+    t.match(
+      status.text,
+      /<link rel="alternate" type="application\/atom\+xml" title="svc maintenance" href="\/status.atom">/,
+      'feeds are discoverable',
+    );
+  });
 });
 
 t.test('a fresh nonce per response, one cached page, weak ETag and 304 without a CSP', async (t) => {
@@ -317,21 +320,23 @@ t.test('User-Agent filter on the public API pages; per-IP limit on both listener
 });
 
 t.test('hourly rates in the sparkline follow the seeded hours', async (t) => {
-  const { control } = await seedPages(t);
-  const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
-  const list = await browser(control, control.urls.api, '/providers');
-  for (const p of PROVIDERS) {
-    const row = new RegExp(`data-provider="${ids.provider(p.endpoint)}"[\\s\\S]*?</tr>`).exec(list.text)![0];
-    const ys = [...row.matchAll(/<circle class="pt" cx="([\d.]+)" cy="([\d.]+)"/g)].map((m) => [Number(m[1]), Number(m[2])]);
-    const hours = [...p.hours].sort((a, b) => b.ago - a.ago);
-    t.equal(ys.length, hours.length, `${p.tier}: a point per seeded hour`);
-    const scale = Math.max(0.1, ...hours.map(hourRate));
-    hours.forEach((h, k) => {
-      const x = 2 + (116 * (24 - h.ago)) / 23;
-      const y = 26 - (24 * hourRate(h)) / scale;
-      t.ok(Math.abs(ys[k]![0]! - x) < 0.01 && Math.abs(ys[k]![1]! - y) < 0.01, `${p.tier}: hour -${h.ago} at rate ${hourRate(h)}`);
-    });
-  }
+  forEachStore(t, async (t, kind) => {
+    const { control } = await seedPages(t, {}, kind);
+    const ids = new OpaqueIds(control.handle.ctx.store.idSecret);
+    const list = await browser(control, control.urls.api, '/providers');
+    for (const p of PROVIDERS) {
+      const row = new RegExp(`data-provider="${ids.provider(p.endpoint)}"[\\s\\S]*?</tr>`).exec(list.text)![0];
+      const ys = [...row.matchAll(/<circle class="pt" cx="([\d.]+)" cy="([\d.]+)"/g)].map((m) => [Number(m[1]), Number(m[2])]);
+      const hours = [...p.hours].sort((a, b) => b.ago - a.ago);
+      t.equal(ys.length, hours.length, `${p.tier}: a point per seeded hour`);
+      const scale = Math.max(0.1, ...hours.map(hourRate));
+      hours.forEach((h, k) => {
+        const x = 2 + (116 * (24 - h.ago)) / 23;
+        const y = 26 - (24 * hourRate(h)) / scale;
+        t.ok(Math.abs(ys[k]![0]! - x) < 0.01 && Math.abs(ys[k]![1]! - y) < 0.01, `${p.tier}: hour -${h.ago} at rate ${hourRate(h)}`);
+      });
+    }
+  });
 });
 
 /** GET with exactly these headers; the raw bytes, undecoded. */
