@@ -129,6 +129,11 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
     this.enabled = state.core.enabled;
   }
 
+  /** This table on `conn` (another transaction's connection), sharing this store's state. */
+  on(conn: PgConn): PgReceiptsTable {
+    return new PgReceiptsTable(conn, this.state);
+  }
+
   /** The kid that signs new receipts. */
   currentKid(): Promise<string> {
     return settled(() => this.core.kid);

@@ -31,7 +31,7 @@ import {
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending, pendingOrder } from '../settlement-plan';
 import { sql, type PgConn } from './conn';
 import { PgLedgerTable } from './ledger';
-import { PgReceiptsState, PgReceiptsTable } from './receipts';
+import type { PgReceiptsTable } from './receipts';
 
 const Q = {
   // Each endpoint with unsettled outcomes and when its oldest one was received.
@@ -145,7 +145,7 @@ export class PgSettlementTable implements Async<SettlementTable> {
   private settling<T>(fn: (tx: PgSettlementTable) => Promise<T>): Promise<T> {
     return this.conn.tx(async (c) => {
       await c.get(Q.lockPool);
-      const receipts = new PgReceiptsTable(c, new PgReceiptsState(this.receipts.core));
+      const receipts = this.receipts.on(c);
       return fn(new PgSettlementTable(c, new PgLedgerTable(c), receipts));
     }, 'serial');
   }
