@@ -88,10 +88,12 @@ export function clusterUnavailable(): string | null {
 
 export interface ClusterOptions {
   /**
-   * Flush to disk as a production server does (`fsync`, `synchronous_commit` and
-   * `full_page_writes` at PostgreSQL's defaults): for measurements. Off by default: the cluster
-   * is thrown away, so nothing it holds must survive a crash, and skipping the flushes spares
-   * every commit a disk flush on a shared machine (nothing may assert durability against it).
+   * Run as a production server does, at PostgreSQL's defaults (flushing to disk: `fsync`,
+   * `synchronous_commit`, `full_page_writes`; 128 MB of shared buffers): for measurements. Off
+   * by default, for tests: the cluster is thrown away, so nothing it holds must survive a
+   * crash, and skipping the flushes spares every commit a disk flush on a shared machine
+   * (nothing may assert durability against it); 32 MB of shared buffers, as many test
+   * processes run clusters at once.
    */
   durable?: boolean;
   /** Further server settings, each passed as `-c name=value` (after the defaults, so they win). */
@@ -174,8 +176,7 @@ class ServerExited extends Error {
 function startServer(bin: string, dir: string, port: number, as: RunAs | null, options: ClusterOptions): Promise<ChildProcess> {
   const settings: Record<string, string> = {
     listen_addresses: '127.0.0.1',
-    ...(options.durable ? {} : { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }),
-    shared_buffers: '32MB',
+    ...(options.durable ? {} : { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', shared_buffers: '32MB' }),
     lc_messages: 'C',
     ...options.settings,
   };

@@ -1,0 +1,118 @@
+'use strict';
+/**
+ * The stores a bench runs on (`--store sqlite|postgres|both`), and the PostgreSQL server it
+ * starts for them: the tests' throwaway cluster (`control/store/pg/cluster.ts`, from the build
+ * under test), here with PostgreSQL's own durability defaults (fsync, synchronous_commit and
+ * full_page_writes on), as control's SQLite runs with WAL and synchronous=FULL. The server's
+ * CPU time is read from /proc: the postmaster and every process whose parent it is (backends,
+ * the checkpointer, the WAL writer, autovacuum), plus what the postmaster's children that
+ * exited meanwhile used (its cutime + cstime).
+ */
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { distDir } = require('./app');
+
+const STORE_CHOICES = { sqlite: ['sqlite'], postgres: ['postgres'], both: ['sqlite', 'postgres'] };
+
+/** The stores named by `--store` (default sqlite), in the order a round runs them. */
+function storesFromArgs(argv = process.argv.slice(2)) {
+  const { values } = parseArgs({ args: argv, options: { store: { type: 'string', default: 'sqlite' } }, strict: true });
+  const stores = STORE_CHOICES[values.store];
+  if (!stores) throw new Error(`--store must be one of ${Object.keys(STORE_CHOICES).join(', ')}, got ${JSON.stringify(values.store)}`);
+  return { choice: values.store, stores };
+}
+
+/** Stores in the order round `round` runs them: sqlite, postgres, then postgres, sqlite, … */
+function roundOrder(stores, round) {
+  return round % 2 === 0 ? stores : [...stores].reverse();
+}
+
+/**
+ * Server settings from BENCH_PG_SETTINGS ("name=value,name=value"), on top of PostgreSQL's
+ * defaults: e.g. `shared_buffers=1GB,max_wal_size=4GB` to see what tuning changes.
+ */
+function settingsFromEnv() {
+  const raw = process.env.BENCH_PG_SETTINGS ?? '';
+  const out = {};
+  for (const part of raw.split(',').map((s) => s.trim())) {
+    if (part === '') continue;
+    const at = part.indexOf('=');
+    if (at <= 0) throw new Error(`BENCH_PG_SETTINGS: expected name=value, got ${JSON.stringify(part)}`);
+    out[part.slice(0, at).trim()] = part.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/** Fields 4 (ppid), 14–17 (utime, stime, cutime, cstime) of /proc/<pid>/stat, or null when gone. */
+function statOf(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const f = (n) => Number(rest[n - 3]);
+  return { ppid: f(4), utime: f(14), stime: f(15), cutime: f(16), cstime: f(17) };
+}
+
+/** The pids whose parent is `pid`. */
+function childrenOf(pid) {
+  const out = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const s = statOf(name);
+    if (s !== null && s.ppid === pid) out.push(Number(name));
+  }
+  return out;
+}
+
+/**
+ * CPU clock ticks the server has used so far: the postmaster's own, what its exited children
+ * used (reaped into cutime + cstime), and each live child's. A child that exits between two
+ * readings moves from the third term to the second, so the sum only grows.
+ */
+function serverTicks(pid) {
+  const main = statOf(pid);
+  if (main === null) throw new Error(`PostgreSQL's postmaster (pid ${pid}) is gone`);
+  let ticks = main.utime + main.stime + main.cutime + main.cstime;
+  for (const child of childrenOf(pid)) {
+    const s = statOf(child);
+    if (s !== null) ticks += s.utime + s.stime;
+  }
+  return ticks;
+}
+
+/** Pin the postmaster and its children to `cpu`; backends it forks later inherit it. */
+function pinServer(pid, cpu) {
+  for (const p of [pid, ...childrenOf(pid)]) {
+    try {
+      execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(p)], { stdio: 'ignore' });
+    } catch {
+      // exited meanwhile
+    }
+  }
+}
+
+/**
+ * Start a throwaway PostgreSQL cluster for a bench (durable; BENCH_PG_SETTINGS on top), pinned
+ * to `cpu` when given. Without PostgreSQL it throws, saying how to install it.
+ */
+async function startPostgres({ cpu = null } = {}) {
+  const { startCluster, clusterUnavailable } = require(path.join(distDir(), 'control', 'store', 'pg', 'cluster.js'));
+  const missing = clusterUnavailable();
+  if (missing !== null) throw new Error(`--store postgres: ${missing}: install it with \`apt-get install -y postgresql\` (Debian)`);
+  const settings = settingsFromEnv();
+  const cluster = await startCluster({ durable: true, settings });
+  if (cpu !== null) pinServer(cluster.pid, cpu);
+  const version = execFileSync(path.join(pgBinDirOf(), 'postgres'), ['--version'], { encoding: 'utf8' }).trim();
+  return { cluster, settings, version, ticks: () => serverTicks(cluster.pid) };
+}
+
+function pgBinDirOf() {
+  return require(path.join(distDir(), 'control', 'store', 'pg', 'cluster.js')).pgBinDir();
+}
+
+module.exports = { storesFromArgs, roundOrder, startPostgres, serverTicks, pinServer };
