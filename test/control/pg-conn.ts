@@ -23,7 +23,8 @@ t.test('sql() compiles ? and @name parameters', async (t) => {
   t.throws(() => sql('SELECT @x, ?'), /mixes \? and @name/);
 });
 
-if (!skipWithoutPostgres(t)) {
+t.test('on PostgreSQL', async (t) => {
+  if (skipWithoutPostgres(t)) return;
   const conn = async (t: Test): Promise<PgConn> => {
     const pool = new Pool({ connectionString: await createDatabase(t), types: PG_TYPES, max: 4 });
     t.teardown(() => pool.end());
@@ -105,4 +106,4 @@ if (!skipWithoutPostgres(t)) {
       .catch(() => undefined);
     t.equal(await c.value(sql('SELECT count(*) FROM t')), 2);
   });
-}
+});
