@@ -99,7 +99,8 @@ t.test('while a control holds the data dir, exit 1 naming it; nothing is copied'
   t.equal(r.stdout, '');
 });
 
-if (!skipWithoutPostgres(t)) {
+t.test('with PostgreSQL', async (t) => {
+  if (skipWithoutPostgres(t)) return;
   t.test('a copy is reported table by table, then both verifiers on the PostgreSQL store; exit 0', async (t) => {
     const dir = await install(t);
     const url = withPassword(await createDatabase(t));
@@ -211,4 +212,4 @@ if (!skipWithoutPostgres(t)) {
     t.match(r.stderr, /^svcctl: store copy into postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/db failed: connect ECONNREFUSED/);
     noPassword(t, r.stdout, r.stderr);
   });
-}
+});
