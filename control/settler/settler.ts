@@ -121,9 +121,14 @@ export class Settler {
     await this.chain.catch(() => undefined);
   }
 
-  /** Pause scheduled settlement (audited; kept across restarts). Returns the new status. */
+  /**
+   * Pause scheduled settlement (audited; kept across restarts) and answer the new status.
+   * Resolves once the run in flight, if any, has ended (it stops after its current group
+   * commit), so it answers `paused` and nothing is settling.
+   */
   async pause(actor: string): Promise<SettlerStatus> {
     await this.setPaused(true, actor);
+    await this.exclusive(() => Promise.resolve());
     return this.status();
   }
 
