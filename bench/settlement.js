@@ -28,7 +28,8 @@
  * two side by side in rounds (sqlite, postgres, then postgres, sqlite, …): ingest in
  * BENCH_INGEST_ROUNDS slices (default 4), each settle round on both, proofs in 4 slices.
  * Every step records the CPU it cost: this process's (the store or control runs in it, the
- * receipts hasher's worker included) and, on PostgreSQL, the server's.
+ * receipts hasher's worker included) and, on PostgreSQL, the server's. BENCH_PG_STATEMENTS=N
+ * prints PostgreSQL's N costliest statements of each step (`lib/postgres.js`).
  *
  * Prints one line per measurement and writes bench/results/settlement.json.
  * Targets: ingest ≥ 50,000 outcomes/s, settle (with receipts) ≥ 100,000 calls/s, proof p99 < 20 ms;
@@ -134,6 +135,15 @@ const results = {
 
 /** A running total of wall time and CPU: this process's and, on PostgreSQL, the server's (ms). */
 const zeroCost = () => ({ ms: 0, process_ms: 0, server_ms: 0 });
+
+/** With BENCH_PG_STATEMENTS: PostgreSQL's statements from here on (`lib/postgres.js`). */
+const statementsFrom = (sides) => sides.postgres?.pg.statements?.reset();
+
+/** With BENCH_PG_STATEMENTS: print and keep PostgreSQL's top statements since `statementsFrom`. */
+async function statementsOf(sides, label) {
+  const statements = sides.postgres?.pg.statements;
+  if (statements) (results.by_store.postgres.statements ??= {})[label] = await statements.report(label);
+}
 
 /** Time `fn` on `side`, adding its wall time and CPU to `into`; answers fn's result. */
 async function measured(side, into, fn) {
@@ -382,6 +392,7 @@ async function benchSettle(sides, dir) {
     // Side by side: without and with receipts in alternating order, ROUNDS times each, and
     // with both stores each round on both, in alternating order; the best run of each counts
     // (the machine's capacity, least disturbed by other load).
+    await statementsFrom(sides);
     const plainRuns = Object.fromEntries(STORES.map((k) => [k, []]));
     const signedRuns = Object.fromEntries(STORES.map((k) => [k, []]));
     for (let round = 0; round < ROUNDS; round++) {
@@ -394,6 +405,7 @@ async function benchSettle(sides, dir) {
         }
       }
     }
+    await statementsOf(sides, `settle (cap ${cap.toLocaleString('en')}, every run)`);
     const best = (runs) => runs.reduce((a, b) => (b.ms < a.ms ? b : a));
     for (const kind of STORES) {
       const side = sides[kind];
@@ -606,8 +618,12 @@ async function main() {
     // is an install from before receipts, which its next open backfills.
     const t0 = Date.now() - 86_400_000;
     const all = records(CALLS, t0);
+    await statementsFrom(sides);
     await benchStoreIngest(sides, all, t0);
+    await statementsOf(sides, 'ingest (store)');
+    await statementsFrom(sides);
     await benchHttpIngest(sides, dir);
+    await statementsOf(sides, 'ingest (HTTP)');
     const lastSigned = await benchSettle(sides, dir);
     if (CAPS.length > 0 && (PROOFS > 0 || HTTP_PROOFS > 0)) {
       // Keep only the calls asked for, so the bench's own million records do not weigh on the
@@ -617,7 +633,9 @@ async function main() {
         () => all[Math.floor(Math.random() * all.length)].call_id,
       );
       all.length = 0;
+      await statementsFrom(sides);
       await benchProofs(sides, lastSigned, sample);
+      await statementsOf(sides, 'proofs');
     }
     if (BOTH) compareStores();
     results.loadavg_after = os.loadavg().map((v) => +v.toFixed(2));
@@ -626,7 +644,7 @@ async function main() {
     fs.writeFileSync(out, JSON.stringify({ at: new Date().toISOString(), ...results }, null, 2) + '\n');
     console.log(`results: ${path.relative(process.cwd(), out)}`);
   } finally {
-    await sides.postgres?.pg.cluster.stop();
+    await sides.postgres?.pg.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -13,6 +13,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { distDir } = require('./app');
+const { envInt } = require('./env');
 
 const STORE_CHOICES = { sqlite: ['sqlite'], postgres: ['postgres'], both: ['sqlite', 'postgres'] };
 
@@ -97,6 +98,43 @@ function pinServer(pid, cpu) {
 }
 
 /**
+ * With BENCH_PG_STATEMENTS=N, the server loads pg_stat_statements and a bench prints, after
+ * each step on PostgreSQL, the N statements that took the most time in it (nested ones too:
+ * foreign key checks, statements of functions), with their calls, rows and buffer pages.
+ */
+async function statementStats(cluster, top) {
+  const { Client } = require('pg');
+  const client = new Client(cluster.url('postgres'));
+  await client.connect();
+  await client.query('CREATE EXTENSION pg_stat_statements');
+  return {
+    reset: () => client.query('SELECT pg_stat_statements_reset()'),
+    /** The top statements since the last reset, printed under `label` and answered for the results. */
+    async report(label) {
+      const { rows } = await client.query(
+        `SELECT s.calls::int, round(s.total_exec_time::numeric, 1)::float AS total_ms, round(s.mean_exec_time::numeric, 3)::float AS mean_ms,
+                s.rows::int, (s.shared_blks_hit + s.shared_blks_read)::bigint::float AS blocks, s.wal_records::float, s.toplevel,
+                regexp_replace(s.query, '\\s+', ' ', 'g') AS query
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+         WHERE d.datname <> 'postgres' AND s.query NOT IN ('BEGIN', 'COMMIT', 'ROLLBACK')
+         ORDER BY s.total_exec_time DESC LIMIT $1`,
+        [top],
+      );
+      console.log(`  postgres statements, ${label} (top ${top} by time)`);
+      console.log(
+        `  ${'total ms'.padStart(9)} ${'calls'.padStart(7)} ${'mean ms'.padStart(8)} ${'rows/call'.padStart(9)} ${'pages/call'.padStart(10)}  statement`,
+      );
+      for (const r of rows)
+        console.log(
+          `  ${r.total_ms.toFixed(0).padStart(9)} ${String(r.calls).padStart(7)} ${r.mean_ms.toFixed(3).padStart(8)} ${(r.rows / r.calls).toFixed(1).padStart(9)} ${(r.blocks / r.calls).toFixed(1).padStart(10)}  ${r.toplevel ? '' : '(nested) '}${r.query.slice(0, 110)}`,
+        );
+      return rows;
+    },
+    close: () => client.end(),
+  };
+}
+
+/**
  * Start a throwaway PostgreSQL cluster for a bench (durable; BENCH_PG_SETTINGS on top), pinned
  * to `cpu` when given. Without PostgreSQL it throws, saying how to install it.
  */
@@ -105,10 +143,23 @@ async function startPostgres({ cpu = null } = {}) {
   const missing = clusterUnavailable();
   if (missing !== null) throw new Error(`--store postgres: ${missing}: install it with \`apt-get install -y postgresql\` (Debian)`);
   const settings = settingsFromEnv();
+  const top = envInt('BENCH_PG_STATEMENTS', 0);
+  if (top > 0) Object.assign(settings, { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' });
   const cluster = await startCluster({ durable: true, settings });
   if (cpu !== null) pinServer(cluster.pid, cpu);
   const version = execFileSync(path.join(pgBinDirOf(), 'postgres'), ['--version'], { encoding: 'utf8' }).trim();
-  return { cluster, settings, version, ticks: () => serverTicks(cluster.pid) };
+  const statements = top > 0 ? await statementStats(cluster, top) : null;
+  return {
+    cluster,
+    settings,
+    version,
+    statements,
+    ticks: () => serverTicks(cluster.pid),
+    stop: async () => {
+      await statements?.close();
+      await cluster.stop();
+    },
+  };
 }
 
 function pgBinDirOf() {
