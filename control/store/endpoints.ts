@@ -67,6 +67,24 @@ export function endpointParams(record: EndpointRecord): Record<string, unknown> 
   };
 }
 
+/** The table's statements, in the text both dialects run (the PostgreSQL store compiles the same). */
+export const ENDPOINT_SQL = {
+  upsert: `INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
+                                  treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema, display_name)
+           VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
+                   @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema, @display_name)
+           ON CONFLICT (id) DO UPDATE SET
+             upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
+             price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
+             refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
+             headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL,
+             response_schema = excluded.response_schema, display_name = excluded.display_name`,
+  byId: `SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`,
+  list: `SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`,
+  remove: `UPDATE endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL`,
+  count: `SELECT count(*) AS n FROM endpoints WHERE removed_at IS NULL`,
+};
+
 export class EndpointsTable {
   private readonly upsertStmt;
   private readonly byIdStmt;
@@ -75,22 +93,11 @@ export class EndpointsTable {
   private readonly countStmt;
 
   constructor(db: Db) {
-    this.upsertStmt = db.prepare(
-      `INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
-                              treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema, display_name)
-       VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
-               @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema, @display_name)
-       ON CONFLICT (id) DO UPDATE SET
-         upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
-         price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
-         refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
-         headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL,
-         response_schema = excluded.response_schema, display_name = excluded.display_name`,
-    );
-    this.byIdStmt = db.prepare(`SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`);
-    this.listStmt = db.prepare(`SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`);
-    this.removeStmt = db.prepare(`UPDATE endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL`);
-    this.countStmt = db.prepare(`SELECT count(*) AS n FROM endpoints WHERE removed_at IS NULL`);
+    this.upsertStmt = db.prepare(ENDPOINT_SQL.upsert);
+    this.byIdStmt = db.prepare(ENDPOINT_SQL.byId);
+    this.listStmt = db.prepare(ENDPOINT_SQL.list);
+    this.removeStmt = db.prepare(ENDPOINT_SQL.remove);
+    this.countStmt = db.prepare(ENDPOINT_SQL.count);
   }
 
   /** Insert, or overwrite (and revive a removed endpoint with the same id). */

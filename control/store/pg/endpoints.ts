@@ -1,25 +1,14 @@
-/** Wrapped upstream endpoints on PostgreSQL: `../endpoints.ts`'s statements and parsing, asynchronous. */
-import { endpointParams, parseEndpointRow, type EndpointRecord, type EndpointRow, type EndpointsTable } from '../endpoints';
+/** Wrapped upstream endpoints on PostgreSQL: `../endpoints.ts`'s statements (the same text) and parsing, asynchronous. */
+import { ENDPOINT_SQL, endpointParams, parseEndpointRow, type EndpointRecord, type EndpointRow, type EndpointsTable } from '../endpoints';
 import type { Async } from '../seam';
 import { sql, type PgConn } from './conn';
 
 const Q = {
-  upsert: sql(
-    `INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
-                            treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema, display_name)
-     VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
-             @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema, @display_name)
-     ON CONFLICT (id) DO UPDATE SET
-       upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
-       price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
-       refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
-       headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL,
-       response_schema = excluded.response_schema, display_name = excluded.display_name`,
-  ),
-  byId: sql(`SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`),
-  list: sql(`SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`),
-  remove: sql(`UPDATE endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL`),
-  count: sql(`SELECT count(*) AS n FROM endpoints WHERE removed_at IS NULL`),
+  upsert: sql(ENDPOINT_SQL.upsert),
+  byId: sql(ENDPOINT_SQL.byId),
+  list: sql(ENDPOINT_SQL.list),
+  remove: sql(ENDPOINT_SQL.remove),
+  count: sql(ENDPOINT_SQL.count),
 };
 
 export class PgEndpointsTable implements Async<EndpointsTable> {
