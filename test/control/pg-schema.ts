@@ -24,6 +24,8 @@ import { pgSchema, sqliteSchema } from '../fixtures/schema';
 const EXTRA_COLUMNS: Record<string, string[]> = { keys: ['seq'] };
 const EXTRA_INDEXES = ['keys_by_seq'];
 const EXTRA_TABLES = ['svc_schema_migrations'];
+/** Foreign keys SQLite checks and PostgreSQL leaves to the store and `ledger verify` (pg migration 2 says why). */
+const UNCHECKED_FOREIGN_KEYS = ['outcomes(settled_batch) → settlement_batches(id)'];
 
 const sorted = (list: readonly string[]) => [...list].sort();
 
@@ -65,7 +67,15 @@ if (!skipWithoutPostgres(t)) {
       t.same(pg.indexes[name], index, `index ${name}: same table, columns, uniqueness, predicate`);
     t.same(sorted(Object.keys(pg.indexes)), sorted([...Object.keys(lite.indexes), ...EXTRA_INDEXES]), 'no other index');
     t.same(sorted(pg.uniques), sorted(lite.uniques), 'the same UNIQUE constraints');
-    t.same(sorted(pg.foreignKeys), sorted(lite.foreignKeys), 'the same foreign keys');
+    t.same(
+      sorted(pg.foreignKeys),
+      sorted(lite.foreignKeys.filter((fk) => !UNCHECKED_FOREIGN_KEYS.includes(fk))),
+      'the same foreign keys, but those left unchecked',
+    );
+    t.ok(
+      UNCHECKED_FOREIGN_KEYS.every((fk) => lite.foreignKeys.includes(fk)),
+      'each one left unchecked is one SQLite has',
+    );
     const notC = Object.entries(pg.collations).filter(
       ([column, collation]) => column.split('.')[0] !== EXTRA_TABLES[0] && collation !== 'C',
     );

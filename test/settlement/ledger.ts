@@ -437,6 +437,11 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
         `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`,
         /batch [12] does not match/,
       ],
+      [
+        'a call settled in a batch that does not exist',
+        `${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : ''}UPDATE outcomes SET settled_batch = 99 WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
+        /is settled in batch 99, which does not exist/,
+      ],
       ['a premium on a failure', `UPDATE outcomes SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
       [
         'a refund raised',

@@ -7,5 +7,6 @@
  * Times are BIGINT milliseconds since the Unix epoch (UTC). Money is BIGINT micro-units.
  */
 import m001 from './migrations/001-initial';
+import m002 from './migrations/002-settled-batch-unchecked';
 
-export const PG_MIGRATIONS: readonly string[] = [m001];
+export const PG_MIGRATIONS: readonly string[] = [m001, m002];
