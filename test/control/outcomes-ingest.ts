@@ -10,6 +10,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { CHUNK_ROWS } from '../../control/store/outcomes';
+import { LATENCY_BOUNDS_MS, MINUTE_MS, rollupGroups } from '../../control/store/rollups';
 import { OUTCOMES, UNRATED_OUTCOMES, type OutcomeRecord } from '../../protocol/outcome';
 import { forEachStore, openTestStore, type StoreKind } from '../fixtures/stores';
 
@@ -118,6 +119,39 @@ const REFUSED: Record<StoreKind, { check: RegExp; type: RegExp }> = {
   sqlite: { check: /CHECK constraint failed/, type: /cannot store TEXT value in INTEGER column/ },
   postgres: { check: /violates check constraint "outcomes_outcome_check"/, type: /invalid input syntax for type bigint/ },
 };
+
+t.test('the rollups of a batch are its rows grouped by endpoint and minute, on every bucket edge', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const latencies = [0, ...LATENCY_BOUNDS_MS.flatMap((b) => [b - 1, b, b + 1]), 86_400_000];
+    const rows: OutcomeRecord[] = [];
+    for (const [o, outcome] of OUTCOMES.entries())
+      for (const [l, latency_ms] of latencies.entries())
+        rows.push({
+          ...record(rows.length),
+          outcome,
+          latency_ms,
+          endpoint_id: `ep-${(o + l) % 3}`,
+          // Minutes on both sides of an edge, and a millisecond before and after it.
+          started_at: new Date(T0 + ((o * 7 + l) % 4) * MINUTE_MS + (l % 3 === 0 ? -1 : 0)).toISOString(),
+        });
+    t.equal(await store.outcomes.ingest(rows, T0), rows.length);
+    const minutes = rollupGroups(rows.map((r) => ({ ...r, started_ms: Date.parse(r.started_at) })));
+    t.ok(new Set(minutes.map((g) => g.minute)).size >= 4, 'the batch spans several minutes');
+    for (const from of [T0 - MINUTE_MS, T0, T0 + 2 * MINUTE_MS]) {
+      const expected = new Map<string, number[]>();
+      for (const g of minutes.filter((g) => g.minute * MINUTE_MS >= from)) {
+        const sums = expected.get(g.endpoint_id) ?? new Array<number>(g.counts.length).fill(0);
+        g.counts.forEach((n, i) => (sums[i] = sums[i]! + n));
+        expected.set(g.endpoint_id, sums);
+      }
+      const got = new Map(
+        (await store.rollups.window(from)).map((w) => [w.endpoint_id, [...OUTCOMES.map((o) => w.counts[o]), ...w.latency]]),
+      );
+      t.same(got, expected, `the window from minute ${(from - T0) / MINUTE_MS}: counts and histogram as rollupGroups makes them`);
+    }
+  });
+});
 
 t.test('a row the database refuses undoes the whole batch, chunked or not', async (t) => {
   forEachStore(t, async (t, kind) => {

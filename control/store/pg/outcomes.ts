@@ -4,34 +4,62 @@
  * is durable as a whole, and the same transaction adds the newly inserted rows to the
  * per-minute rollups (`rollups.ts`).
  *
- * A batch is two statements whatever its size: one INSERT of every row (the columns go as
- * arrays that `unnest` zips into rows) that skips the call ids already stored and returns what
- * the rollups need of the rows it did insert, then one rollup upsert of those. A call id twice
- * in one batch is stored once, as first received (rows go in in (call id, position) order).
- * Only a stored call id is skipped: a row that breaks any other constraint fails the whole
- * batch (the wire schema keeps such rows out; a silently dropped outcome is a lost one).
+ * A batch is ONE statement whatever its size, so it commits on its own: an INSERT of every row
+ * (the columns go as arrays that `unnest` zips into rows) that skips the call ids already
+ * stored, and, in the same statement, the rollup upsert of the rows it did insert, grouped by
+ * endpoint and minute in SQL (`rollupsOfInserted`, written from the same bucket bounds and
+ * outcome lists as `rollupGroups`), so no row travels back to control. A call id twice in one
+ * batch is stored once, as first received (rows go in in (call id, position) order). Only a
+ * stored call id is skipped: a row that breaks any other constraint fails the whole batch (the
+ * wire schema keeps such rows out; a silently dropped outcome is a lost one).
  *
  * Ingest does not take the writer lock: batches run side by side, and rows are inserted in
  * call id order so two batches holding the same calls (a shipper's retry while its first try
  * still runs) wait for each other rather than deadlock; the rollups lock theirs in order too.
  */
-import type { OutcomeRecord } from '../../../protocol/outcome';
+import { UNRATED_OUTCOMES, type OutcomeRecord } from '../../../protocol/outcome';
 import type { OutcomesTable } from '../outcomes';
-import type { RollupInput } from '../rollups';
+import { COUNT_COLUMNS, LATENCY_BOUNDS_MS, MINUTE_MS, OUTCOME_COLUMNS } from '../rollups';
 import type { Async } from '../seam';
 import { sql, type PgConn } from './conn';
-import { addRollups, type PgRollupsTable } from './rollups';
+import { ROLLUP_UPSERT } from './rollups';
+
+const quoted = (values: Iterable<string>) => [...values].map((v) => `'${v}'`).join(', ');
+
+/**
+ * `rollupGroups` (`../rollups.ts`) in SQL, over the rows the insert of the same statement
+ * returned (`inserted`): one row per endpoint and minute, its outcome counts, then its latency
+ * histogram (rated outcomes only; bucket i holds latencies above bound i-1 up to bound i).
+ */
+function rollupsOfInserted(): string {
+  const bucket = `CASE WHEN outcome IN (${quoted(UNRATED_OUTCOMES)}) THEN NULL
+    ${LATENCY_BOUNDS_MS.map((bound, i) => `WHEN latency_ms <= ${bound} THEN ${i}`).join(' ')}
+    ELSE ${LATENCY_BOUNDS_MS.length} END`;
+  const counts = [
+    ...OUTCOME_COLUMNS.map((outcome) => `count(*) FILTER (WHERE outcome = '${outcome}')`),
+    ...LATENCY_BOUNDS_MS.map((_, i) => i)
+      .concat(LATENCY_BOUNDS_MS.length)
+      .map((i) => `count(*) FILTER (WHERE bucket = ${i})`),
+  ];
+  if (counts.length !== COUNT_COLUMNS.length) throw new Error('rollups: one count per column');
+  return `SELECT endpoint_id, minute, ${counts.map((c, i) => `${c} AS ${COUNT_COLUMNS[i]}`).join(', ')}
+    FROM (SELECT endpoint_id, floor(started_at / ${MINUTE_MS}.0)::bigint AS minute, outcome, ${bucket} AS bucket FROM inserted) AS r
+    GROUP BY endpoint_id, minute`;
+}
 
 const Q = {
-  insert: sql(
-    `INSERT INTO outcomes (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at)
+  ingest: sql(
+    `WITH inserted AS (
+     INSERT INTO outcomes (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at)
      SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, @received_at::bigint
      FROM unnest(@call_id::text[], @key_id::text[], @endpoint_id::text[], @method::text[], @status::bigint[],
                  @outcome::text[], @latency_ms::bigint[], @started_at::bigint[], @gateway_id::text[]) WITH ORDINALITY
        AS r (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, n)
      ORDER BY call_id COLLATE "C", n
      ON CONFLICT (call_id) DO NOTHING
-     RETURNING endpoint_id, started_at AS started_ms, outcome, latency_ms`,
+     RETURNING endpoint_id, started_at, outcome, latency_ms),
+     rolled AS (${ROLLUP_UPSERT(rollupsOfInserted())})
+     SELECT count(*) FROM inserted`,
   ),
   count: sql(`SELECT count(*) FROM outcomes`),
   byId: sql(`SELECT * FROM outcomes WHERE call_id = ?`),
@@ -76,24 +104,15 @@ function columnsOf(records: readonly OutcomeRecord[], receivedAt: number): Recor
 }
 
 export class PgOutcomesTable implements Async<OutcomesTable> {
-  constructor(
-    private readonly conn: PgConn,
-    private readonly rollups: PgRollupsTable,
-  ) {}
+  constructor(private readonly conn: PgConn) {}
 
-  /** Store a batch in one transaction; returns how many were new. */
+  /**
+   * Store a batch and add it to the rollups in one statement (atomic on its own); returns how
+   * many were new. Only rows actually inserted reach the rollups: a replayed call never counts twice.
+   */
   async ingest(records: OutcomeRecord[], at: number): Promise<number> {
     if (records.length === 0) return 0;
-    const params = columnsOf(records, at);
-    return this.conn.tx(async (c) => {
-      const inserted = await c.all<RollupInput>(Q.insert, params);
-      // Only rows actually inserted reach the rollups: a replayed call never counts twice. They
-      // go through this transaction's connection (`this.rollups` runs on `this.conn`, the pool
-      // when the batch is not part of a caller's transaction).
-      if (c === this.conn) await this.rollups.add(inserted);
-      else await addRollups(c, inserted);
-      return inserted.length;
-    });
+    return (await this.conn.value<number>(Q.ingest, columnsOf(records, at)))!;
   }
 
   async count(): Promise<number> {

@@ -1,9 +1,10 @@
 /**
  * Per-endpoint, per-minute rollups of call outcomes on PostgreSQL (`../rollups.ts` is the
- * SQLite twin and holds the grouping and row mapping both use). `add` runs inside the outcome
- * ingest transaction with only the rows that were actually inserted, as one upsert for all of
- * a batch's endpoint-minutes, taken in (minute, endpoint) order: two batches ingested at once
- * lock the rows they share in the same order, so they wait for each other, never deadlock.
+ * SQLite twin and holds the grouping and row mapping both use). Outcome ingest adds the rows it
+ * inserted with `ROLLUP_UPSERT`, inside its own statement (`outcomes.ts`); `add` does the same
+ * for rows grouped in JS. Either way it is one upsert for all of a batch's endpoint-minutes,
+ * taken in (minute, endpoint) order: two batches ingested at once lock the rows they share in
+ * the same order, so they wait for each other, never deadlock.
  */
 import type { Async } from '../seam';
 import {
@@ -20,15 +21,24 @@ import {
 } from '../rollups';
 import { sql, type PgConn } from './conn';
 
+/**
+ * Add the rows of `groups` (a query of endpoint_id, minute and the `COUNT_COLUMNS`) to the
+ * rollups: `ORDER BY` fixes the order rows are locked in. Outcome ingest runs it inside its
+ * insert statement (`outcomes.ts`).
+ */
+export const ROLLUP_UPSERT = (groups: string) =>
+  `INSERT INTO outcome_rollups (endpoint_id, minute, ${COUNT_COLUMNS.join(', ')})
+   SELECT * FROM (${groups}) AS g ORDER BY minute, endpoint_id COLLATE "C"
+   ON CONFLICT (minute, endpoint_id) DO UPDATE SET
+     ${COUNT_COLUMNS.map((c) => `${c} = outcome_rollups.${c} + excluded.${c}`).join(', ')}`;
+
 const Q = {
-  // One array per column (`unnest` zips them into rows); `ORDER BY` fixes the order rows are locked in.
+  // One array per column (`unnest` zips them into rows).
   upsert: sql(
-    `INSERT INTO outcome_rollups (endpoint_id, minute, ${COUNT_COLUMNS.join(', ')})
-     SELECT * FROM unnest(?::text[], ?::bigint[], ${COUNT_COLUMNS.map(() => '?::bigint[]').join(', ')})
-       AS g (endpoint_id, minute, ${COUNT_COLUMNS.join(', ')})
-     ORDER BY minute, endpoint_id COLLATE "C"
-     ON CONFLICT (minute, endpoint_id) DO UPDATE SET
-       ${COUNT_COLUMNS.map((c) => `${c} = outcome_rollups.${c} + excluded.${c}`).join(', ')}`,
+    ROLLUP_UPSERT(
+      `SELECT * FROM unnest(?::text[], ?::bigint[], ${COUNT_COLUMNS.map(() => '?::bigint[]').join(', ')})
+       AS u (endpoint_id, minute, ${COUNT_COLUMNS.join(', ')})`,
+    ),
   ),
   window: sql(
     `SELECT endpoint_id, ${COUNT_COLUMNS.map((c) => `sum(${c})::bigint`).join(', ')}

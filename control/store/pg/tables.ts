@@ -67,7 +67,7 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
     changelog: new PgChangelogTable(conn),
     audit: new PgAuditTable(conn),
     gateways: new PgGatewaysTable(conn),
-    outcomes: new PgOutcomesTable(conn, rollups),
+    outcomes: new PgOutcomesTable(conn),
     rollups,
     publicReads: new PgPublicReads(conn),
     applications: new PgApplicationsTable(conn),
