@@ -12,7 +12,7 @@
  * `postgres` user that Debian's package creates, and the temp dir is handed to that user.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,6 +116,12 @@ export interface ThrowawayCluster {
   pid: number;
   /** Run `text` as the superuser on database `postgres` (e.g. `CREATE DATABASE`). */
   query(text: string): Promise<void>;
+  /**
+   * Restart the server as `pg_ctl restart -m fast` would: a fast shutdown (every connection
+   * is closed), then the same cluster started again on the same port. Resolves once it accepts
+   * connections again.
+   */
+  restart(): Promise<void>;
   /** Stop the server (fast shutdown) and remove the directory. */
   stop(): Promise<void>;
 }
@@ -149,10 +155,11 @@ function freePort(): Promise<number> {
  * `postgres` is started by a small shell that keeps it on a leash: when this process's end of
  * the shell's stdin closes (a normal stop, or this process dying however it dies, even killed),
  * the shell asks the server for a fast shutdown and, once it is gone, removes the cluster's
- * directory (`$1`). No server outlives the process that started it. A server that stopped on
- * its own (a port taken, retried) is not there to stop, and its directory stays for the next
- * attempt.
+ * directory (`$1`), unless a restart asked to keep it (`$1/restarting`, removed instead). No server outlives the
+ * process that started it. A server that stopped on its own (a port taken, retried) is not
+ * there to stop, and its directory stays for the next attempt.
  */
+const RESTARTING = 'restarting';
 const LEASH = `dir=$1; shift
 exec 3<&0
 "$@" 3<&- </dev/null &
@@ -161,7 +168,7 @@ pid=$!
   read -r _ <&3
   if kill -INT "$pid" 2>/dev/null; then
     while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    rm -rf -- "$dir"
+    if [ -e "$dir/${RESTARTING}" ]; then rm -f -- "$dir/${RESTARTING}"; else rm -rf -- "$dir"; fi
   fi
 } &
 wait "$pid"`;
@@ -249,27 +256,37 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Throwa
     removeDir();
     throw err;
   }
-  const running = server;
+  let running = server;
   const url = (name: string) => `postgres://${SUPERUSER}@127.0.0.1:${port}/${name}`;
-  const admin = new Client(url('postgres'));
+  const connectAdmin = async () => {
+    const client = new Client(url('postgres'));
+    await client.connect();
+    return client;
+  };
+  let admin: Client | null = null;
+  const shutDown = async () => {
+    if (running.exitCode === null && running.signalCode === null) {
+      const exited = new Promise((resolve) => running.once('exit', resolve));
+      running.stdin!.end();
+      await exited;
+    }
+  };
   let stopped: Promise<void> | null = null;
   const stop = () =>
     (stopped ??= (async () => {
-      await admin.end().catch(() => undefined);
-      if (running.exitCode === null && running.signalCode === null) {
-        const exited = new Promise((resolve) => running.once('exit', resolve));
-        running.stdin!.end();
-        await exited;
-      }
+      await admin?.end().catch(() => undefined);
+      await shutDown();
       removeDir();
       process.off('exit', removeDir);
     })());
   try {
-    await admin.connect();
+    admin = await connectAdmin();
   } catch (err) {
     await stop();
     throw err;
   }
+  const postmasterPid = () => Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  let pid = postmasterPid();
   return {
     user: SUPERUSER,
     port,
@@ -278,8 +295,22 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Throwa
     url,
     startMs: Math.round(performance.now() - began),
     // The first line of postmaster.pid, written before the server accepts connections.
-    pid: Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]),
-    query: async (text) => void (await admin.query(text)),
+    get pid() {
+      return pid;
+    },
+    query: async (text) => {
+      admin ??= await connectAdmin();
+      await admin.query(text);
+    },
+    restart: async () => {
+      if (stopped !== null) throw new Error('the cluster is stopped');
+      await admin?.end().catch(() => undefined);
+      admin = null; // connected again by the next query
+      writeFileSync(join(dir, RESTARTING), ''); // the leash removes it instead of the directory
+      await shutDown();
+      running = await startServer(bin, dir, port, as, options);
+      pid = postmasterPid();
+    },
     stop,
   };
 }
