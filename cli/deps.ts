@@ -12,7 +12,8 @@ import { processOutput, type Output } from './output';
 
 export interface GlobalOptions {
   config?: string;
-  control?: string;
+  /** Every `--control` given, in order (more than one only for `serve gateway`). */
+  control?: string[];
   dataDir?: string;
   json?: boolean;
 }
@@ -29,7 +30,12 @@ const ADMIN_TOKEN_FILE = 'admin.token';
  * Settings whose svcctl flag differs from the name derived from the setting (`controlUrl`
  * would read `--control-url`): a bad value names the flag the operator actually typed.
  */
-const CLI_FLAG_NAMES: Readonly<Record<string, string>> = { controlUrl: '--control', 'gateway.id': '--id', 'gateway.engine': '--engine' };
+const CLI_FLAG_NAMES: Readonly<Record<string, string>> = {
+  controlUrl: '--control',
+  controlUrls: '--control',
+  'gateway.id': '--id',
+  'gateway.engine': '--engine',
+};
 
 /** The same error with each issue's source naming the flag as svcctl spells it. */
 function withCliFlagNames(err: ConfigError): ConfigError {
@@ -44,8 +50,31 @@ function withCliFlagNames(err: ConfigError): ConfigError {
   return renamed ? new ConfigError(issues) : err;
 }
 
+/** How a command takes the global `--control`. */
+export interface SettingsOptions {
+  /**
+   * `serve gateway`: every `--control`, in order, is `controlUrls` (the controls it fails over
+   * between, over any list or URL from the file or env). Elsewhere `--control` is `controlUrl`,
+   * given at most once.
+   */
+  controlList?: boolean;
+}
+
+/** The `--control` flags as settings. */
+function controlFlags(control: readonly string[] | undefined, options: SettingsOptions): Record<string, unknown> {
+  if (control === undefined || control.length === 0) return {};
+  if (options.controlList) return { controlUrls: [...control] };
+  if (control.length > 1) throw new UsageError('--control may be given once (several only for serve gateway, one per control)');
+  return { controlUrl: control[0] };
+}
+
 /** Load settings from `--config`, env and the global flags; a bad setting is a usage error. */
-export function loadSettings(opts: GlobalOptions, env: NodeJS.ProcessEnv, flags: Record<string, unknown> = {}): Readonly<Config> {
+export function loadSettings(
+  opts: GlobalOptions,
+  env: NodeJS.ProcessEnv,
+  flags: Record<string, unknown> = {},
+  options: SettingsOptions = {},
+): Readonly<Config> {
   try {
     return loadConfig({
       file: opts.config,
@@ -53,7 +82,7 @@ export function loadSettings(opts: GlobalOptions, env: NodeJS.ProcessEnv, flags:
       flags: {
         ...flags,
         ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
-        ...(opts.control !== undefined ? { controlUrl: opts.control } : {}),
+        ...controlFlags(opts.control, options),
       },
     });
   } catch (err) {

@@ -10,7 +10,7 @@ import { COMMANDS } from './commands/index';
 import type { Deps, GlobalOptions } from './deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './exit-codes';
 import { processOutput, terminalText, type Output } from './output';
-import { lazy, register, type Registration } from './register';
+import { collect, lazy, register, type Registration } from './register';
 
 export interface MainOptions {
   env?: NodeJS.ProcessEnv;
@@ -24,7 +24,11 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
   const program = new Command('svcctl')
     .description('Operate svc: keys, flags, endpoints, changelog and the processes that serve them.')
     .option('--config <file>', 'JSON settings file (then env SVC_*, then flags)')
-    .option('--control <url>', 'control admin URL (default: SVC_CONTROL_URL, the running control in the data dir, or 127.0.0.1:7073)')
+    .option(
+      '--control <url>',
+      'control admin URL (default: SVC_CONTROL_URL, the running control in the data dir, or 127.0.0.1:7073); serve gateway takes it once per control, in the order to try them',
+      collect,
+    )
     .option('--data-dir <dir>', 'data directory (default: SVC_DATA_DIR or ./data)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
@@ -43,7 +47,7 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
     deps: () => Promise.resolve(options.deps ? options.deps(globals()) : deps().buildDeps(globals(), env)),
     process: {
       globals,
-      settings: (flags) => deps().loadSettings(globals(), env, flags),
+      settings: (flags, settingsOptions) => deps().loadSettings(globals(), env, flags, settingsOptions),
       out: () => options.out ?? processOutput(),
     },
   };

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { Config } from '../config/load';
-import type { Deps, GlobalOptions } from './deps';
+import type { Deps, GlobalOptions, SettingsOptions } from './deps';
 import type { Output } from './output';
 
 /** For options that may be given more than once: the values in order. */
@@ -48,7 +48,7 @@ export interface ProcessContext {
   /** The global options (`--config`, `--control`, `--data-dir`). */
   globals(): GlobalOptions;
   /** The settings from the config file, the environment and `flags` (dotted keys), checked. */
-  settings(flags: Record<string, unknown>): Readonly<Config>;
+  settings(flags: Record<string, unknown>, options?: SettingsOptions): Readonly<Config>;
   /** Where the process reports. */
   out(): Output;
 }

@@ -45,7 +45,8 @@ function formatIssue(issue: ConfigIssue): string {
 
 interface Leaf {
   path: string[];
-  kind: 'number' | 'string' | 'other';
+  /** How a string from env or a flag becomes the value: `list` splits it at commas. */
+  kind: 'number' | 'string' | 'list' | 'other';
   allowed: string;
 }
 
@@ -77,6 +78,9 @@ function collectLeaves(schema: z.ZodType, path: string[], out: Leaf[], descripti
       return;
     case 'enum':
       out.push({ path, kind: 'string', allowed: desc ?? 'one of the listed values' });
+      return;
+    case 'array':
+      out.push({ path, kind: 'list', allowed: desc ?? 'a list' });
       return;
     default:
       out.push({ path, kind: 'other', allowed: desc ?? 'a valid value' });
@@ -139,10 +143,20 @@ function shownValue(key: string, value: unknown): unknown {
   return mask === undefined ? value : mask(value);
 }
 
+/**
+ * A string from env or a flag as the leaf's type: a number, or for a list its comma-separated
+ * entries with the spaces around each trimmed (an empty entry stays, and is refused).
+ */
 function coerce(leaf: Leaf, raw: unknown): unknown {
   if (typeof raw !== 'string') return raw;
   if (leaf.kind === 'number' && NUMERIC.test(raw.trim())) return Number(raw.trim());
+  if (leaf.kind === 'list') return raw.split(',').map((entry) => entry.trim());
   return raw;
+}
+
+/** The setting an issue at `path` is about: `controlUrls.1` (an entry) is about `controlUrls`. */
+function leafOf(path: readonly string[]): Leaf | undefined {
+  return LEAVES.find((l) => l.path.length <= path.length && l.path.every((p, i) => p === path[i]));
 }
 
 /** Load, validate and freeze the configuration. Throws `ConfigError`. */
@@ -194,9 +208,11 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   if (!result.success) {
     const issues = result.error.issues.map((issue): ConfigIssue => {
       const unknownKeys = issue.code === 'unrecognized_keys' ? issue.keys : [];
-      const path = [...issue.path.map(String), ...unknownKeys.slice(0, 1)];
+      const issuePath = [...issue.path.map(String), ...unknownKeys.slice(0, 1)];
+      const leaf = leafOf(issuePath);
+      // A bad entry of a list shows the whole list, as it was given.
+      const path = leaf?.kind === 'list' ? leaf.path : issuePath;
       const key = path.join('.') || '(root)';
-      const leaf = LEAVES.find((l) => l.path.join('.') === key);
       return {
         key,
         source: origin.get(key) ?? (unknownKeys.length > 0 ? 'config file' : 'the combined settings'),

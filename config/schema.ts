@@ -37,6 +37,14 @@ export const ConfigSchema = z
       .url({ protocol: /^https?$/ })
       .optional()
       .describe('an http(s) URL of the control admin/sync listener'),
+    // Gateways only: controls on one database, dialled in order; when set, gateways use it instead of controlUrl.
+    controlUrls: z
+      .array(z.url({ protocol: /^https?$/ }))
+      .min(1)
+      .optional()
+      .describe(
+        'a list of http(s) URLs of control admin/sync listeners sharing one database (env: comma-separated), tried in order by gateways',
+      ),
     adminToken: token,
     syncToken: token,
     metricsToken: token,

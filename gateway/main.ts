@@ -16,6 +16,7 @@ import { defaultGatewayId, type GatewayEngine } from '../protocol/snapshot';
 import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
+import { ControlEndpoints } from '../protocol/sync-http';
 import { createHandler } from './request/handler';
 import { InstanceLockedError, acquireInstanceLock } from '../protocol/instance-lock';
 import { Journal } from './journal/journal';
@@ -39,7 +40,10 @@ export interface GatewayHandle {
   /** The proxy engine carrying calls (`gateway.engine`). */
   engine: GatewayEngine;
   url: string;
-  controlUrl: string;
+  /** The control the gateway talks to now (one of `controlUrls`). */
+  readonly controlUrl: string;
+  /** Every control it may talk to, in the order it tries them. */
+  controlUrls: readonly string[];
   dataDir: string;
   state: () => GatewayState | null;
   metrics: GatewayMetrics;
@@ -72,9 +76,14 @@ async function lock(dir: string, id: string): Promise<() => Promise<void>> {
   }
 }
 
-function controlUrlOf(config: Readonly<Config>, dataDir: string): string {
-  if (config.controlUrl !== undefined) return config.controlUrl;
-  return runtimeControlUrl(readTrimmed(join(dataDir, RUNTIME_FILE))) ?? defaultControlUrl(config);
+/**
+ * The controls to dial, in order: `controlUrls` when set (over `controlUrl`), else the one
+ * control of `controlUrl`, the running control in the data dir, or host and control port.
+ */
+export function controlUrlsOf(config: Readonly<Config>, dataDir: string): readonly string[] {
+  if (config.controlUrls !== undefined) return config.controlUrls;
+  if (config.controlUrl !== undefined) return [config.controlUrl];
+  return [runtimeControlUrl(readTrimmed(join(dataDir, RUNTIME_FILE))) ?? defaultControlUrl(config)];
 }
 
 export async function startGateway(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<GatewayHandle> {
@@ -87,7 +96,9 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       `no sync token: set SVC_SYNC_TOKEN or point --data-dir at the directory holding control's sync.token (looked in ${dataDir})`,
     );
   }
-  const controlUrl = controlUrlOf(config, dataDir);
+  const controlUrls = controlUrlsOf(config, dataDir);
+  // Shared by the sync stream and the shipper: both talk to the same control, and move together.
+  const control = new ControlEndpoints(controlUrls, log);
   const dir = join(dataDir, `gateway-${id}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const unlock = await lock(dir, id);
@@ -114,8 +125,16 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs,
   });
   const engine = proxy.engine;
+  const metrics = new GatewayMetrics({
+    snapshotVersion: () => state?.version ?? 0,
+    snapshotAgeSeconds: () => (state ? (Date.now() - state.appliedAt) / 1000 : null),
+    journalBacklog: () => journal.backlog(),
+    controlConnected: () => sync.connected,
+    keys: () => state?.keyCount ?? 0,
+  });
+  control.onMove(() => metrics.controlMoved());
   const sync = new SyncClient({
-    controlUrl,
+    controlUrl: control,
     syncToken,
     gatewayId: id,
     engine,
@@ -124,16 +143,10 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     log,
     initial: state,
     onState: (s) => (state = s),
-  });
-  const metrics = new GatewayMetrics({
-    snapshotVersion: () => state?.version ?? 0,
-    snapshotAgeSeconds: () => (state ? (Date.now() - state.appliedAt) / 1000 : null),
-    journalBacklog: () => journal.backlog(),
-    controlConnected: () => sync.connected,
-    keys: () => state?.keyCount ?? 0,
+    onUpdate: (kind) => metrics.syncUpdate(kind),
   });
   const shipper = new OutcomeShipper({
-    controlUrl,
+    controlUrl: control,
     syncToken,
     gatewayId: id,
     journal,
@@ -158,7 +171,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const operator = operatorRoutes({
     gatewayId: id,
     engine,
-    controlUrl,
+    controlUrl: () => control.current,
     state: () => state,
     limitShare: () => share.state,
     metrics,
@@ -197,7 +210,13 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const url = `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
   sync.start();
   shipper.start();
-  log.info('gateway listening', { url, engine, control_url: controlUrl, state_version: state?.version ?? 0 });
+  log.info('gateway listening', {
+    url,
+    engine,
+    control_url: control.current,
+    control_urls: control.urls,
+    state_version: state?.version ?? 0,
+  });
 
   let closed = false;
   const close = async () => {
@@ -219,5 +238,17 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     file.close();
     await unlock();
   };
-  return { id, engine, url, controlUrl, dataDir, state: () => state, metrics, close };
+  return {
+    id,
+    engine,
+    url,
+    get controlUrl() {
+      return control.current;
+    },
+    controlUrls: control.urls,
+    dataDir,
+    state: () => state,
+    metrics,
+    close,
+  };
 }

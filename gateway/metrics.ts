@@ -41,6 +41,8 @@ export class GatewayMetrics {
   private readonly shipped: Counter;
   private readonly shipFailures: Counter;
   private readonly rejectedOutcomes: Counter;
+  private readonly syncUpdates: Counter;
+  private readonly controlMoves: Counter;
   private readonly snapshotAge: () => number | null;
 
   constructor(gauges: GaugeSource) {
@@ -90,6 +92,13 @@ export class GatewayMetrics {
       'svc_gateway_outcomes_rejected_total',
       "Outcome records control refused as invalid, set aside in the journal's rejected.jsonl.",
     );
+    this.syncUpdates = counter('svc_gateway_sync_updates_total', 'State updates applied from control, by kind: snapshot (full) or delta.', [
+      'kind',
+    ]);
+    this.controlMoves = counter(
+      'svc_gateway_control_moves_total',
+      'Moves to the next control of controlUrls after the current one went away.',
+    );
     this.snapshotAge = () => gauges.snapshotAgeSeconds();
   }
 
@@ -122,6 +131,16 @@ export class GatewayMetrics {
   /** Control refused an outcome record as invalid. */
   outcomeRejected(): void {
     this.rejectedOutcomes.inc();
+  }
+
+  /** An update from control was applied: a full snapshot or a delta. */
+  syncUpdate(kind: 'snapshot' | 'delta'): void {
+    this.syncUpdates.inc({ kind });
+  }
+
+  /** The gateway moved to the next control of its list. */
+  controlMoved(): void {
+    this.controlMoves.inc();
   }
 
   /** The exposition text now. */

@@ -22,7 +22,8 @@ export interface OperatorOptions {
   gatewayId: string;
   /** The proxy engine in use (`gateway.engine`). */
   engine: GatewayEngine;
-  controlUrl: string;
+  /** The control the gateway talks to now. */
+  controlUrl: () => string;
   state: () => GatewayState | null;
   /** The last share of key limits control pushed; null before any (the whole limit applies). */
   limitShare: () => ShareState | null;
@@ -99,7 +100,7 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
       snapshot_version: state?.version ?? 0,
       snapshot_age_s: state ? Math.round((Date.now() - state.appliedAt) / 1000) : null,
       control_connected: opts.sync.connected,
-      control_url: opts.controlUrl,
+      control_url: opts.controlUrl(),
       last_nack: opts.sync.lastNack,
       journal_backlog: opts.journalBacklog(),
       limit_share: opts.limitShare(),

@@ -3,15 +3,61 @@
  * that knows how a gateway reaches control. Every request carries the sync token as a bearer
  * token and goes through one keep-alive agent per client (http or https by the control URL).
  * The sync client opens the stream and posts acks with it, the outcome shipper posts batches.
+ *
+ * A gateway may know several controls on one database (`controlUrls`): `ControlEndpoints` holds
+ * the list and which one is current, shared by every client of the gateway, so the stream, its
+ * acks and the outcome batches all go to the same control. The sync client, which notices when
+ * its control goes away, tells it so (`failed`); the next request of every client goes to the
+ * next control in the list, wrapping around.
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { Logger } from './log';
+
+/** The controls a gateway may talk to, in the order to try them, and the one it talks to now. */
+export class ControlEndpoints {
+  readonly urls: readonly string[];
+  private index = 0;
+  private readonly listeners: ((from: string, to: string) => void)[] = [];
+
+  constructor(
+    urls: readonly string[],
+    private readonly log?: Logger,
+  ) {
+    if (urls.length === 0) throw new Error('ControlEndpoints: no control URL');
+    this.urls = [...urls];
+  }
+
+  /** The control every request goes to now. */
+  get current(): string {
+    return this.urls[this.index]!;
+  }
+
+  /**
+   * The control at `url` went away (refused, reset, its stream ended or went silent, it
+   * answered an error): if it is still the current one, the next in the list becomes current.
+   * Several clients reporting the same failure move the choice once. One URL: nothing moves.
+   */
+  failed(url: string, reason: string | null): void {
+    if (url !== this.current || this.urls.length === 1) return;
+    const from = this.current;
+    this.index = (this.index + 1) % this.urls.length;
+    const to = this.current;
+    this.log?.warn('moving to the next control', { from, to, reason });
+    for (const listener of this.listeners) listener(from, to);
+  }
+
+  /** Call `listener` after every move. */
+  onMove(listener: (from: string, to: string) => void): void {
+    this.listeners.push(listener);
+  }
+}
 
 export interface SyncHttpOptions {
-  /** Control's admin + sync listener (`controlUrl`). */
-  controlUrl: string;
+  /** Control's admin + sync listener (`controlUrl`), or the gateway's controls, shared with its other clients. */
+  controlUrl: string | ControlEndpoints;
   syncToken: string;
-  /** Connections kept to control. */
+  /** Connections kept to control (to each control of the list). */
   maxSockets: number;
 }
 
@@ -22,39 +68,47 @@ export interface SyncAnswer {
 }
 
 export class SyncHttp {
-  /** Control's URL; request paths resolve against it. */
-  readonly base: URL;
-  private readonly agent: http.Agent;
-  private readonly transport: typeof http | typeof https;
+  /** Where requests go: the current control of the list. */
+  readonly endpoints: ControlEndpoints;
+  private readonly agents: { http?: http.Agent; https?: https.Agent } = {};
+  private readonly maxSockets: number;
   private readonly authorization: string;
 
   constructor(opts: SyncHttpOptions) {
-    this.base = new URL(opts.controlUrl);
-    const tls = this.base.protocol === 'https:';
-    this.transport = tls ? https : http;
-    this.agent = new (tls ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: opts.maxSockets });
+    this.endpoints = typeof opts.controlUrl === 'string' ? new ControlEndpoints([opts.controlUrl]) : opts.controlUrl;
+    this.maxSockets = opts.maxSockets;
     this.authorization = `Bearer ${opts.syncToken}`;
   }
 
-  /** `path` (with any query) on control. */
+  /** `path` (with any query) on the current control. */
   url(path: string): URL {
-    return new URL(path, this.base);
+    return new URL(path, this.endpoints.current);
+  }
+
+  /** The transport and keep-alive agent for `url` (http or https), the agent made on first use. */
+  private via(url: URL): { transport: typeof http | typeof https; agent: http.Agent } {
+    if (url.protocol === 'https:')
+      return { transport: https, agent: (this.agents.https ??= new https.Agent({ keepAlive: true, maxSockets: this.maxSockets })) };
+    return { transport: http, agent: (this.agents.http ??= new http.Agent({ keepAlive: true, maxSockets: this.maxSockets })) };
   }
 
   /** GET `url` (from {@link url}) as a newline-delimited JSON stream; the caller reads the response. */
   stream(url: URL): http.ClientRequest {
-    return this.transport.get(url, { agent: this.agent, headers: { authorization: this.authorization, accept: 'application/x-ndjson' } });
+    const { transport, agent } = this.via(url);
+    return transport.get(url, { agent, headers: { authorization: this.authorization, accept: 'application/x-ndjson' } });
   }
 
   /**
-   * POST a JSON document to `path`. Resolves with control's answer whatever its status;
-   * rejects on a network error, or when control has not answered within `timeoutMs`.
+   * POST a JSON document to `path` on the current control. Resolves with control's answer
+   * whatever its status; rejects on a network error, or when control has not answered within `timeoutMs`.
    */
   post(path: string, json: string | Buffer, timeoutMs?: number): Promise<SyncAnswer> {
+    const url = this.url(path);
+    const { transport, agent } = this.via(url);
     return new Promise((resolve, reject) => {
-      const req = this.transport.request(this.url(path), {
+      const req = transport.request(url, {
         method: 'POST',
-        agent: this.agent,
+        agent,
         ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
         headers: { authorization: this.authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
       });
@@ -72,6 +126,7 @@ export class SyncHttp {
 
   /** Close every connection (at stop). */
   close(): void {
-    this.agent.destroy();
+    this.agents.http?.destroy();
+    this.agents.https?.destroy();
   }
 }

@@ -8,11 +8,15 @@
  * batches shrink tenfold until the refused records are sent alone, and a record control
  * refuses on its own is set aside in the journal's `rejected.jsonl` (with control's reason)
  * instead of blocking every record after it.
+ *
+ * With several controls (`controlUrls`), every batch goes to the control the shared
+ * `ControlEndpoints` names now: a batch that failed on a control that went away (unacked, so
+ * still pending in the journal) is resent to the next one at once, without the backoff.
  */
 import type { Logger } from '../../protocol/log';
 import { SYNC_OUTCOMES_PATH } from '../../protocol/snapshot';
 import type { OutcomeAck } from '../../protocol/outcome';
-import { SyncHttp } from '../../protocol/sync-http';
+import { SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
 import type { Journal, TailBatch } from './journal';
 
 const PAYLOAD_END = Buffer.from(']}');
@@ -25,7 +29,8 @@ export const SHIP_INTERVAL_MS = 200;
 export const SHIP_MAX_BACKOFF_MS = 10_000;
 
 export interface ShipperOptions {
-  controlUrl: string;
+  /** Control's URL, or the gateway's controls (shared with the sync client, which moves between them). */
+  controlUrl: string | ControlEndpoints;
   syncToken: string;
   gatewayId: string;
   journal: Journal;
@@ -52,6 +57,11 @@ export class OutcomeShipper {
     this.opts = opts;
     this.payloadHead = Buffer.from(`{"gateway_id":${JSON.stringify(opts.gatewayId)},"records":[`);
     this.control = new SyncHttp({ controlUrl: opts.controlUrl, syncToken: opts.syncToken, maxSockets: 1 });
+    // Another control took over: what waits for a retry goes to it now.
+    this.control.endpoints.onMove(() => {
+      this.failures = 0;
+      if (!this.running) this.schedule(0);
+    });
   }
 
   start(): void {
@@ -80,11 +90,16 @@ export class OutcomeShipper {
 
   private async tick(): Promise<void> {
     if (this.running || this.stopped) return;
+    const at = this.control.endpoints.current;
     const ok = this.opts.journal.backlog() === 0 ? true : await this.shipOnce();
     if (ok) {
       this.failures = 0;
       const backlog = this.opts.journal.backlog();
       this.schedule(backlog >= SHIP_BATCH || (this.batch < SHIP_BATCH && backlog > 0) ? 0 : SHIP_INTERVAL_MS);
+    } else if (this.control.endpoints.current !== at) {
+      // The control went away while the batch was in flight: resend it to the next one now.
+      this.failures = 0;
+      this.schedule(0);
     } else {
       this.failures++;
       const cap = Math.min(SHIP_MAX_BACKOFF_MS, SHIP_INTERVAL_MS * 2 ** this.failures);

@@ -5,6 +5,11 @@
  * state); reconnects with jittered exponential backoff when the stream ends or goes silent.
  * Takes `share` lines (its share of key limits) whenever they come, and answers each ping with
  * a lease renewal while it holds a state, so control counts it as live.
+ *
+ * With several controls (`controlUrls`), each failed stream is reported to the shared
+ * `ControlEndpoints`, so the reconnect (after the same backoff) dials the next control in the
+ * list, announcing the same version and epoch: a control on the same database answers with a
+ * delta from that version.
  */
 import type http from 'node:http';
 import { createInterface } from 'node:readline';
@@ -18,7 +23,7 @@ import {
   verifySealedLine,
   type SyncAck,
 } from '../../protocol/snapshot';
-import { SyncHttp } from '../../protocol/sync-http';
+import { SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
 import type { LimitShare } from './share';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
 import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './state';
@@ -30,8 +35,12 @@ export const RECONNECT_MAX_MS = 10_000;
 /** A stream that says nothing for this long is considered dead. @default 3 pings */
 export const SILENCE_LIMIT_MS = SYNC_PING_INTERVAL_MS * 3;
 
+/** What an update from control was: a full snapshot or a delta from the version held. */
+export type UpdateKind = 'snapshot' | 'delta';
+
 export interface SyncClientOptions {
-  controlUrl: string;
+  /** Control's URL, or the gateway's controls (shared with the shipper). */
+  controlUrl: string | ControlEndpoints;
   syncToken: string;
   gatewayId: string;
   /** The proxy engine this gateway forwards with, announced to control on every connect. */
@@ -40,6 +49,8 @@ export interface SyncClientOptions {
   log: Logger;
   /** Called after every applied update with the state now in force. */
   onState: (state: GatewayState) => void;
+  /** Called after every applied update with its kind (counted in the metrics). */
+  onUpdate?: (kind: UpdateKind) => void;
   /** Where `share` lines go (absent: they are ignored). */
   share?: LimitShare;
   initial: GatewayState | null;
@@ -77,8 +88,15 @@ export class SyncClient {
     this.control.close();
   }
 
+  /** The control the stream goes to now. */
+  get controlUrl(): string {
+    return this.control.endpoints.current;
+  }
+
   private dial(): void {
     if (this.stopped) return;
+    // The control this stream is on: a failure of it moves the shared choice to the next one.
+    const at = this.control.endpoints.current;
     const url = this.control.url(SYNC_STREAM_PATH);
     url.searchParams.set('gateway_id', this.opts.gatewayId);
     url.searchParams.set('version', String(this.state?.version ?? 0));
@@ -90,15 +108,15 @@ export class SyncClient {
       if (res.statusCode !== 200) {
         this.lastError = `control answered ${res.statusCode} on the sync stream`;
         res.resume();
-        res.on('end', () => this.retry());
+        res.on('end', () => this.retry(at));
         return;
       }
       this.armSilence();
-      this.consume(res);
+      this.consume(res, at);
     });
     req.on('error', (err) => {
       this.lastError = `sync stream: ${err.message}`;
-      this.retry();
+      this.retry(at);
     });
   }
 
@@ -111,10 +129,12 @@ export class SyncClient {
     this.silenceTimer.unref();
   }
 
-  private retry(): void {
+  /** The stream to the control at `at` is over: dial again after a backoff, the next control if there are several. */
+  private retry(at: string): void {
     this.connected = false;
     this.req = null;
     if (this.stopped || this.retryTimer) return;
+    this.control.endpoints.failed(at, this.lastError);
     const cap = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** this.attempt);
     this.attempt = Math.min(this.attempt + 1, 16);
     const delay = Math.floor(Math.random() * cap);
@@ -126,7 +146,7 @@ export class SyncClient {
     this.retryTimer.unref();
   }
 
-  private consume(res: http.IncomingMessage): void {
+  private consume(res: http.IncomingMessage, at: string): void {
     let builder: SnapshotBuilder | null = null;
     let writer: FullSnapshotWriter | null = null;
     const lines = createInterface({ input: res, crlfDelay: Infinity });
@@ -164,6 +184,7 @@ export class SyncClient {
           writer = null;
           builder = null;
           this.install(next);
+          this.opts.onUpdate?.('snapshot');
           this.ackVersion(next.version, end.data.sha256);
         } else if (line.startsWith('{"type":"delta"')) {
           this.applyDeltaLine(line);
@@ -183,7 +204,7 @@ export class SyncClient {
       writer = null;
       if (this.silenceTimer) clearTimeout(this.silenceTimer);
       if (!this.lastError) this.lastError = 'sync stream ended';
-      this.retry();
+      this.retry(at);
     };
     // A reset stream is an ordinary disconnect: 'close' follows and schedules the reconnect.
     res.on('error', () => undefined);
@@ -205,6 +226,7 @@ export class SyncClient {
     this.state.applyDelta(parsed.data);
     this.opts.file.appendDelta(line);
     this.opts.onState(this.state);
+    this.opts.onUpdate?.('delta');
     this.ackVersion(parsed.data.version, sha256);
   }
 

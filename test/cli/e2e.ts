@@ -27,7 +27,7 @@ t.test('a bad port in the environment is a usage error naming the setting', asyn
   t.match(flag.stderr, '--control-port');
 });
 
-t.test('a bad --control (or --id) names the flag as typed', async (t) => {
+t.test('a bad --control (or --id) names the flag as typed; only serve gateway takes several', async (t) => {
   const dir = t.testdir();
   for (const [value, args] of [
     ['notaurl', ['keys', 'list']],
@@ -43,6 +43,25 @@ t.test('a bad --control (or --id) names the flag as typed', async (t) => {
   const after = await spawnCli(['keys', 'list', '--control', 'notaurl'], { env: { SVC_ADMIN_TOKEN: 'x'.repeat(32) }, cwd: dir });
   t.equal(after.code, 2, 'after the subcommand too: exit 2');
   t.match(after.stderr, /\(from flag --control\)/);
+
+  const listed = await spawnCli(
+    ['serve', 'gateway', '--data-dir', join(dir, 'data'), '--control', 'http://127.0.0.1:1', '--control', 'ftp://x'],
+    {
+      cwd: dir,
+    },
+  );
+  t.equal(listed.code, 2, 'serve gateway with a bad one of several --control: exit 2');
+  t.match(
+    listed.stderr,
+    'invalid setting controlUrls (from flag --control): ["http://127.0.0.1:1","ftp://x"]',
+    'names --control, shows the list',
+  );
+  const twice = await spawnCli(['--control', 'http://127.0.0.1:1', '--control', 'http://127.0.0.1:2', 'keys', 'list'], {
+    env: { SVC_ADMIN_TOKEN: 'x'.repeat(32) },
+    cwd: dir,
+  });
+  t.equal(twice.code, 2, 'another command with --control twice: exit 2');
+  t.match(twice.stderr, '--control may be given once');
 
   const env = await spawnCli(['keys', 'list'], { env: { SVC_CONTROL_URL: 'notaurl', SVC_ADMIN_TOKEN: 'x'.repeat(32) }, cwd: dir });
   t.equal(env.code, 2, 'from the environment: exit 2');

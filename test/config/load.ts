@@ -230,6 +230,7 @@ t.test('settingsTable has one entry per setting', async (t) => {
     'syncToken',
     'metricsToken',
     'controlUrl',
+    'controlUrls',
     'gateway.id',
     'applications.webhookUrl',
     'applications.webhookSecret',

@@ -2,7 +2,7 @@
  * The gateway's `/metrics` text: every series it exports, by name and type (a dropped or
  * retyped series fails), and the value of each after known updates: requests and rejections
  * by label, schema checks, the latency histogram's cumulative buckets with sum and count, the
- * gauges read at scrape time, the shipping counters. The snapshot age is absent before the
+ * gauges read at scrape time, the shipping counters, updates applied by kind and moves between controls. The snapshot age is absent before the
  * first snapshot.
  */
 import t from 'tap';
@@ -11,6 +11,7 @@ import { familyTypes, parseExposition, sampleValue } from '../fixtures/prometheu
 
 const FAMILIES = [
   'svc_gateway_control_connected gauge',
+  'svc_gateway_control_moves_total counter',
   'svc_gateway_journal_backlog gauge',
   'svc_gateway_outcome_ship_failures_total counter',
   'svc_gateway_outcomes_rejected_total counter',
@@ -21,6 +22,7 @@ const FAMILIES = [
   'svc_gateway_snapshot_age_seconds gauge',
   'svc_gateway_snapshot_keys gauge',
   'svc_gateway_snapshot_version gauge',
+  'svc_gateway_sync_updates_total counter',
   'svc_gateway_upstream_latency_seconds histogram',
 ];
 
@@ -60,6 +62,10 @@ t.test('every series, with its values', async (t) => {
   metrics.outcomesShipped(2);
   metrics.shipFailure();
   metrics.outcomeRejected();
+  metrics.syncUpdate('snapshot');
+  metrics.syncUpdate('delta');
+  metrics.syncUpdate('delta');
+  metrics.controlMoved();
   version = 9;
   age = 2.5;
 
@@ -94,6 +100,9 @@ t.test('every series, with its values', async (t) => {
   t.equal(sampleValue(families, 'svc_gateway_outcomes_shipped_total'), 7);
   t.equal(sampleValue(families, 'svc_gateway_outcome_ship_failures_total'), 1);
   t.equal(sampleValue(families, 'svc_gateway_outcomes_rejected_total'), 1);
+  t.equal(sampleValue(families, 'svc_gateway_sync_updates_total', { kind: 'snapshot' }), 1);
+  t.equal(sampleValue(families, 'svc_gateway_sync_updates_total', { kind: 'delta' }), 2);
+  t.equal(sampleValue(families, 'svc_gateway_control_moves_total'), 1);
   t.equal(families.get('svc_gateway_requests_total')!.help, 'Admitted calls by endpoint, outcome and status sent.');
 });
 

@@ -1,5 +1,6 @@
 // The outcome shipper against a control that refuses some records: good records still reach
 // control exactly once, refused ones are set aside in rejected.jsonl, nothing blocks or is lost.
+// With several controls, a batch the current one never acked goes to the next once it is current.
 import t from 'tap';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -7,6 +8,7 @@ import path from 'node:path';
 import { Journal, REJECTED_FILE } from '../../gateway/journal/journal';
 import { OutcomeShipper } from '../../gateway/journal/shipper';
 import { silentLogger } from '../../protocol/log';
+import { ControlEndpoints } from '../../protocol/sync-http';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { listen, waitFor } from './fixtures/harness.cts';
 import { tempDir } from './fixtures/temp-dir.cts';
@@ -15,7 +17,7 @@ import { outcomeRecord as record } from './fixtures/outcomes.cts';
 const POISON = 999_999;
 
 /** A running shipper for `journal` (as gw-1, to `controlUrl`), stopped in teardown; counts its failures and refused records. */
-function startShipper(t: Parameters<typeof listen>[0], journal: Journal, controlUrl: string) {
+function startShipper(t: Parameters<typeof listen>[0], journal: Journal, controlUrl: string | ControlEndpoints) {
   const counts = { failures: 0, rejected: 0 };
   const shipper = new OutcomeShipper({
     controlUrl,
@@ -143,4 +145,36 @@ t.test('a refused batch from memory falls back to narrowing by id, then ships fr
   t.ok(journal.pendingBatch(100) !== null, 'back on the fast path once nothing is in flight by id');
   await waitFor(() => journal.backlog() === 0, 'later records drained');
   t.equal(control.stored.size, 109);
+});
+
+t.test('a batch a control took but never acked is resent to the next control once the gateway moves there', async (t) => {
+  let taken = 0;
+  // Reads the batch and goes away without answering, as a control killed mid-request does.
+  const dying = http.createServer((req) => {
+    req.resume();
+    req.on('end', () => {
+      taken++;
+      req.socket.destroy();
+    });
+  });
+  const dyingUrl = `http://127.0.0.1:${await listen(t, dying)}`;
+  const next = await fakeControl(t);
+  const endpoints = new ControlEndpoints([dyingUrl, next.url]);
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  for (let i = 1; i <= 30; i++) journal.append(record(i));
+  const shipped = startShipper(t, journal, endpoints);
+  await waitFor(() => shipped.failures >= 1, 'a batch lost with its control');
+  t.ok(taken >= 1, 'the first control took the batch');
+  t.equal(journal.backlog(), 30, 'nothing acked');
+  // What the sync client reports when the stream to that control ends.
+  endpoints.failed(dyingUrl, 'sync stream ended');
+  await waitFor(() => journal.backlog() === 0, 'the journal drained to the next control');
+  t.equal(next.stored.size, 30, 'every record reached the next control');
+  t.ok(
+    [...next.stored.values()].every((n) => n === 1),
+    'each once',
+  );
+  t.equal(shipped.rejected, 0);
 });

@@ -1,12 +1,15 @@
 /**
  * The gateway's one HTTP client to control's sync API: every request carries the sync token,
  * a POST sends JSON and gets control's status and text back whatever the status, a silent
- * control ends a POST at its timeout, and the stream is a GET asking for NDJSON.
+ * control ends a POST at its timeout, and the stream is a GET asking for NDJSON. With several
+ * controls, requests go to the current one of a shared `ControlEndpoints`, which moves to the
+ * next (wrapping around) once per failure of the current one.
  */
 import t, { type Test } from 'tap';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SyncHttp } from '../../protocol/sync-http';
+import { createLogger } from '../../protocol/log';
+import { ControlEndpoints, SyncHttp } from '../../protocol/sync-http';
 
 interface Seen {
   method: string;
@@ -91,4 +94,55 @@ t.test('the stream is a GET for NDJSON with the sync token, relative to the cont
     url: '/_sync/v1/stream?gateway_id=gw-1',
     headers: { authorization: 'Bearer sync-token-123', accept: 'application/x-ndjson' },
   });
+});
+
+t.test('ControlEndpoints: a failure of the current control moves to the next, once, wrapping around', async (t) => {
+  const lines: string[] = [];
+  const log = createLogger({ level: 'debug', sink: { write: (line: string) => lines.push(line) } });
+  const endpoints = new ControlEndpoints(['http://a:1', 'http://b:2', 'http://c:3'], log);
+  const moves: [string, string][] = [];
+  endpoints.onMove((from, to) => moves.push([from, to]));
+  t.equal(endpoints.current, 'http://a:1', 'the first one first');
+  endpoints.failed('http://a:1', 'sync stream ended');
+  t.equal(endpoints.current, 'http://b:2');
+  endpoints.failed('http://a:1', 'a late report about the old one');
+  t.equal(endpoints.current, 'http://b:2', 'a failure of a control that is no longer current moves nothing');
+  endpoints.failed('http://b:2', null);
+  endpoints.failed('http://c:3', null);
+  t.equal(endpoints.current, 'http://a:1', 'after the last, the first again');
+  t.same(moves, [
+    ['http://a:1', 'http://b:2'],
+    ['http://b:2', 'http://c:3'],
+    ['http://c:3', 'http://a:1'],
+  ]);
+  t.match(JSON.parse(lines[0]!), {
+    level: 'warn',
+    msg: 'moving to the next control',
+    from: 'http://a:1',
+    to: 'http://b:2',
+    reason: 'sync stream ended',
+  });
+  t.equal(lines.length, 3, 'one line per move');
+
+  const single = new ControlEndpoints(['http://a:1']);
+  single.onMove(() => t.fail('one control: nowhere to move'));
+  single.failed('http://a:1', 'refused');
+  t.equal(single.current, 'http://a:1');
+  t.throws(() => new ControlEndpoints([]), /no control URL/);
+});
+
+t.test('every client sharing a ControlEndpoints sends to the current control', async (t) => {
+  const a = await control(t, (_s, res) => res.writeHead(200).end('a'));
+  const b = await control(t, (_s, res) => res.writeHead(200).end('b'));
+  const endpoints = new ControlEndpoints([a.url, b.url]);
+  const one = new SyncHttp({ controlUrl: endpoints, syncToken: 'x', maxSockets: 1 });
+  const other = new SyncHttp({ controlUrl: endpoints, syncToken: 'x', maxSockets: 1 });
+  t.teardown(() => one.close());
+  t.teardown(() => other.close());
+  t.equal((await one.post('/_sync/v1/ack', '{}')).text, 'a');
+  endpoints.failed(a.url, 'stream ended');
+  t.equal((await one.post('/_sync/v1/ack', '{}')).text, 'b', 'the next request goes to the next control');
+  t.equal((await other.post('/_sync/v1/outcomes', '{}')).text, 'b', 'for the other client too');
+  t.equal(one.url('/_sync/v1/stream').origin, b.url, 'the stream is dialled there too');
+  t.equal(a.seen.length, 1);
 });

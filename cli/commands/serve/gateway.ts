@@ -1,4 +1,4 @@
-/** `svcctl serve gateway [--control URL]`: run one gateway in this process until SIGINT/SIGTERM. */
+/** `svcctl serve gateway [--control URL]…`: run one gateway in this process until SIGINT/SIGTERM. */
 import type { Config } from '../../../config/load';
 import { GatewayStartError, startGateway } from '../../../gateway/main';
 import { EXIT_OK } from '../../exit-codes';
@@ -15,6 +15,7 @@ export async function run(opts: { config: Readonly<Config>; json?: boolean }, de
       deps.out.line(`svc gateway ${gateway.id} listening`);
       deps.out.line(`  gateway ({market_url})  ${gateway.url}`);
       deps.out.line(`  control                 ${gateway.controlUrl}`);
+      if (gateway.controlUrls.length > 1) deps.out.line(`  controls (in order)     ${gateway.controlUrls.join(' ')}`);
       deps.out.line(`  engine                  ${gateway.engine}`);
       deps.out.line(
         `  state                   ${gateway.state() ? `version ${gateway.state()!.version} (last-known-good)` : 'waiting for control'}`,

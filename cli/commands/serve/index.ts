@@ -60,7 +60,10 @@ export const serve: GroupSpec = {
         { flags: '--json', description: "once ready, print one JSON object with the gateway's URL" },
       ],
       action: async (o, ctx) => {
-        const config = ctx.settings({ host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id, 'gateway.engine': o.engine });
+        const config = ctx.settings(
+          { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id, 'gateway.engine': o.engine },
+          { controlList: true },
+        );
         const { run } = lazy<typeof import('./gateway.js')>(__dirname, 'gateway');
         return run({ config, json: o.json === true }, { out: ctx.out() });
       },
