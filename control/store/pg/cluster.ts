@@ -98,6 +98,13 @@ export interface ClusterOptions {
   durable?: boolean;
   /** Further server settings, each passed as `-c name=value` (after the defaults, so they win). */
   settings?: Readonly<Record<string, string>>;
+  /**
+   * Run the server in a process group of its own, so that a terminal's Ctrl-C (SIGINT to the
+   * foreground group, which PostgreSQL takes as a fast shutdown) reaches only the process that
+   * started it, which then stops it when it chooses (`npm run cluster`: after the controls).
+   * The leash holds either way.
+   */
+  processGroup?: boolean;
 }
 
 export interface ThrowawayCluster {
@@ -195,6 +202,7 @@ function startServer(bin: string, dir: string, port: number, as: RunAs | null, o
     cwd: dir,
     stdio: ['pipe', 'ignore', 'pipe'],
     env: { ...process.env, LC_ALL: 'C' },
+    detached: options.processGroup === true,
     ...as,
   });
   return new Promise((resolve, reject) => {
