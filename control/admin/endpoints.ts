@@ -53,7 +53,11 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     const { version } = await ctx.store.mutate(
       { actor, now },
       { action: 'endpoints.add', target: input.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: input.id }] },
-      async (tx) => await tx.endpoints.save(record),
+      async (tx) => {
+        // Added meanwhile, through this control or another on the database.
+        if (await tx.endpoints.byId(input.id)) throw new SvcError('svc_conflict', `endpoint ${input.id} already exists; use update`);
+        await tx.endpoints.save(record);
+      },
     );
     sendJson(res, 201, { ...endpointView((await ctx.store.endpoints.byId(input.id))!), version } satisfies EndpointChange);
   });
@@ -72,13 +76,6 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     const input = parseBody(UpdateEndpointRequest, await readJson(req));
     if (Object.keys(input).length === 0) throw new SvcError('svc_bad_request', 'nothing to update');
     const now = ctx.now();
-    const next: EndpointRecord = {
-      ...current,
-      ...input,
-      methods: input.methods ? [...new Set(['POST' as const, ...input.methods])] : current.methods,
-      headers: input.headers ?? current.headers,
-      updated_at: now,
-    };
     // The display name is for the public pages only: gateways never see it, so renaming alone changes no state version.
     const publicOnly = Object.keys(input).every((field) => field === 'display_name');
     const { version } = await ctx.store.mutate(
@@ -89,7 +86,20 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
         detail: auditDetail(input),
         changes: publicOnly ? [] : [{ kind: 'endpoint', entity: current.id }],
       },
-      async (tx) => await tx.endpoints.save(next),
+      async (tx) => {
+        // Applied to the endpoint as it is under the writer lock, not as read above: another
+        // update (through this control or another on the database) may have committed since.
+        const latest = await tx.endpoints.record(current.id);
+        if (!latest) throw new SvcError('svc_not_found', `no endpoint with id ${current.id}`);
+        const next: EndpointRecord = {
+          ...latest,
+          ...input,
+          methods: input.methods ? [...new Set(['POST' as const, ...input.methods])] : latest.methods,
+          headers: input.headers ?? latest.headers,
+          updated_at: now,
+        };
+        await tx.endpoints.save(next);
+      },
     );
     sendJson(res, 200, { ...endpointView((await ctx.store.endpoints.byId(current.id))!), version } satisfies EndpointChange);
   });
@@ -100,7 +110,10 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     const { version } = await ctx.store.mutate(
       { actor, now },
       { action: 'endpoints.remove', target: current.id, changes: [{ kind: 'endpoint', entity: current.id }] },
-      async (tx) => await tx.endpoints.remove(current.id, now),
+      async (tx) => {
+        // Removed meanwhile, through this control or another on the database.
+        if (!(await tx.endpoints.remove(current.id, now))) throw new SvcError('svc_not_found', `no endpoint with id ${current.id}`);
+      },
     );
     sendJson(res, 200, { id: current.id, removed: true, version } satisfies EndpointRemoved);
   });

@@ -16,6 +16,7 @@ import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
+import { AlreadyDone, mutateUnlessDone } from './mutation';
 
 function flagName(raw: string): FlagName {
   const name = normaliseFlagName(raw);
@@ -39,14 +40,18 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
   router.put('/_admin/v1/flags/:name', async ({ req, res, params, actor }) => {
     const name = flagName(params.name!);
     const input = parseBody(SetFlagRequest, await readJson(req));
-    const before = (await ctx.store.flags.get(name))!;
-    if (before.value === input.value) {
-      sendJson(res, 200, { ...before, version: await ctx.store.version(), changed: false, changelog_id: null } satisfies FlagChange);
-      return;
-    }
+    const unchanged = async () =>
+      sendJson(res, 200, {
+        ...(await ctx.store.flags.get(name))!,
+        version: await ctx.store.version(),
+        changed: false,
+        changelog_id: null,
+      } satisfies FlagChange);
+    if ((await ctx.store.flags.get(name))!.value === input.value) return unchanged();
     const now = ctx.now();
     const text = `${name} turned ${input.value ? 'on' : 'off'}${input.note ? `: ${input.note}` : ''}`;
-    const { result: changelogId, version } = await ctx.store.mutate(
+    const made = await mutateUnlessDone(
+      ctx.store,
       { actor, now },
       {
         action: 'flags.set',
@@ -55,10 +60,14 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
         changes: [{ kind: 'flags', entity: '*' }],
       },
       async (tx) => {
+        // Set to this value meanwhile, through this control or another on the database.
+        if ((await tx.flags.get(name))!.value === input.value) throw new AlreadyDone();
         await tx.flags.set(name, input.value, now, actor, input.note ?? null);
         return await tx.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });
       },
     );
+    if (made === null) return unchanged();
+    const { result: changelogId, version } = made;
     sendJson(res, 200, { ...(await ctx.store.flags.get(name))!, version, changed: true, changelog_id: changelogId } satisfies FlagChange);
   });
 }

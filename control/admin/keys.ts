@@ -22,7 +22,8 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey } from '../keys/issue';
-import { keyStatus, keyView, type KeyPosition } from '../store/keys';
+import { keyStatus, keyView, type KeyPosition, type KeyRow } from '../store/keys';
+import { AlreadyDone, mutateUnlessDone } from './mutation';
 
 /**
  * `next_cursor` of the key list: the position (creation time, id) of the last key of a page,
@@ -103,39 +104,48 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
 
   router.post('/_admin/v1/keys/:id/revoke', async ({ res, params, actor }) => {
     const row = await keyOrNotFound(ctx, params.id!);
-    if (row.status === 'revoked') {
-      sendJson(res, 200, { ...(await viewKey(ctx, row)), version: await ctx.store.version(), changed: false } satisfies KeyRevoked);
-      return;
-    }
     const now = ctx.now();
-    const { version } = await ctx.store.mutate(
-      { actor, now },
-      { action: 'keys.revoke', target: row.id, detail: { prefix: row.prefix }, changes: [{ kind: 'key', entity: row.id }] },
-      async (tx) => {
-        await tx.keys.revoke(row.id, now);
-        await tx.keys.expireSecrets(row.id, now, now);
-      },
-    );
-    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version, changed: true } satisfies KeyRevoked);
+    // Revoked meanwhile (through this control or another on the database): nothing to change.
+    const made =
+      row.status === 'revoked'
+        ? null
+        : await mutateUnlessDone(
+            ctx.store,
+            { actor, now },
+            { action: 'keys.revoke', target: row.id, detail: { prefix: row.prefix }, changes: [{ kind: 'key', entity: row.id }] },
+            async (tx) => {
+              if (!(await tx.keys.revoke(row.id, now))) throw new AlreadyDone();
+              await tx.keys.expireSecrets(row.id, now, now);
+            },
+          );
+    const view = await viewKey(ctx, await keyOrNotFound(ctx, row.id));
+    if (made === null) sendJson(res, 200, { ...view, version: await ctx.store.version(), changed: false } satisfies KeyRevoked);
+    else sendJson(res, 200, { ...view, version: made.version, changed: true } satisfies KeyRevoked);
   });
 
   router.post('/_admin/v1/keys/:id/rotate', async ({ req, res, params, actor }) => {
     const input = parseBody(RotateKeyRequest, await readJson(req));
     const row = await keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
-    const status = keyStatus(row, now);
-    if (status !== 'active') throw new SvcError('svc_conflict', `key ${row.id} is ${status}; issue a new key instead`);
+    const mustBeActive = (key: KeyRow) => {
+      const status = keyStatus(key, now);
+      if (status !== 'active') throw new SvcError('svc_conflict', `key ${key.id} is ${status}; issue a new key instead`);
+    };
+    mustBeActive(row);
     const grace = input.grace_seconds ?? ctx.config.keys.rotateGraceS;
     const secret = newSecret();
+    // Filled in under the writer lock: the secret this rotation replaces is the one current
+    // then (another rotation may have committed since `row` was read). Recorded after `fn`.
+    const detail: Record<string, unknown> = { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace };
     const { version } = await ctx.store.mutate(
       { actor, now },
-      {
-        action: 'keys.rotate',
-        target: row.id,
-        detail: { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace },
-        changes: [{ kind: 'key', entity: row.id }],
+      { action: 'keys.rotate', target: row.id, detail, changes: [{ kind: 'key', entity: row.id }] },
+      async (tx) => {
+        const current = (await tx.keys.byId(row.id))!;
+        mustBeActive(current);
+        detail.old_prefix = current.prefix;
+        await replaceSecrets(tx, row.id, secret, now + grace * 1000, now);
       },
-      (tx) => replaceSecrets(tx, row.id, secret, now + grace * 1000, now),
     );
     const issued: IssuedKey = { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), key: secret.key, version };
     sendJson(res, 200, issued);
