@@ -39,7 +39,7 @@ t.test('from SVC_CONTROL_URLS: comma-separated, the spaces around each entry tri
 });
 
 t.test('an empty entry, a bad URL or an empty list is the usual config error', async (t) => {
-  for (const [value, what] of [
+  for (const [value, what] of <[string, string][]>[
     [`${A},,${B}`, 'an empty entry'],
     [`${A},`, 'a trailing comma'],
     [`${A}, ,${B}`, 'an entry of spaces'],

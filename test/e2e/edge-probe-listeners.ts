@@ -212,7 +212,7 @@ t.test('edge probe: parser errors, CONNECT and absolute-form on every listener; 
       const res = await health(lonely.url, null);
       return res.status === 503 ? res : null;
     }, 'the lonely gateway to answer /health');
-    t.equal(open.text, '{"status":"not_ready","reason":"no_snapshot"}');
+    t.equal(open?.text, '{"status":"not_ready","reason":"no_snapshot"}');
     const detailed = await health(lonely.url);
     t.match(detailed.body, { status: 'not_ready', ready: false, reason: 'no_snapshot', gateway_id: 'gw-lonely' });
     t.match(detailed.body.reason_detail, /\S/, 'the detailed body says more');

@@ -3,7 +3,7 @@
  * exactly one JSON object with the listeners' URLs (and pids), nothing else, and the
  * processes keep running until SIGTERM.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import {
@@ -27,7 +27,7 @@ interface Running {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function start(t: Parameters<Parameters<typeof t.test>[1]>[0], args: string[]): Running {
+function start(t: Test, args: string[]): Running {
   const child = spawn(process.execPath, [CLI_PATH, ...args], { env: childEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

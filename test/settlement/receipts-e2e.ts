@@ -117,7 +117,7 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
     });
     return { id: String(res.headers['x-svc-call-id']), outcome: String(res.headers['x-svc-outcome']) };
   };
-  const calls = [];
+  const calls: { id: string; outcome: string }[] = [];
   for (const [path, key] of [
     ['ok', a.key],
     ['fail', a.key],
