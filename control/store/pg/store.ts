@@ -8,6 +8,14 @@
  *   on its row, which stays locked until the commit: versions are gapless.
  * - `read` and the full snapshot reader each hold one `REPEATABLE READ` transaction: every
  *   statement sees the state of one instant.
+ * - Every version bump is announced with `NOTIFY svc_state_version, '<version>'` in the
+ *   transaction that bumps it (so it is delivered at the commit, and only then). Each store
+ *   `LISTEN`s on one dedicated connection and tells its `onVersion` listeners about versions
+ *   other processes on the database committed: every control's hub hears every change. Its own
+ *   bumps and the announced ones are deduplicated, and listeners only ever hear a version above
+ *   the last they heard. A listening connection that drops is opened again (backing off up to
+ *   `LISTEN_RETRY_MAX_MS`), and then listeners hear the database's current version, so a change
+ *   committed while nobody listened is not missed.
  * - Ingest is idempotent by call id (`ON CONFLICT DO NOTHING`), settlement commits each group
  *   of batches in one transaction under the writer lock, receipts chain with a unique batch
  *   number, and the ledger invariant is checked inside the transaction that moves money.
@@ -16,7 +24,7 @@
  * receipts backfill record.
  */
 import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
+import { Client, Pool, type Notification } from 'pg';
 import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
 import { PgConn, sql } from './conn';
@@ -31,7 +39,16 @@ export interface PgStoreOptions extends StoreOptions {
   dataDir: string;
   /** Most connections the pool opens. @default 10 */
   poolSize?: number;
+  /** First wait before the listening connection is opened again after it dropped. @default LISTEN_RETRY_MS */
+  listenRetryMs?: number;
 }
+
+/** The channel a committed state version is announced on; the payload is the version. */
+export const VERSION_CHANNEL = 'svc_state_version';
+/** First wait before a dropped listening connection is opened again; doubles up to the max. @default 250 */
+export const LISTEN_RETRY_MS = 250;
+/** Longest wait between attempts to open the listening connection again. @default 5000 */
+export const LISTEN_RETRY_MAX_MS = 5_000;
 
 /** Connections the pool opens at most. @default 10 */
 export const DEFAULT_POOL_SIZE = 10;
@@ -46,6 +63,7 @@ const Q = {
   metaSet: sql(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`),
   secretInit: sql(`INSERT INTO public_secret (id, secret) VALUES (1, ?) ON CONFLICT DO NOTHING`),
   secret: sql(`SELECT secret FROM public_secret WHERE id = 1`),
+  announce: sql(`SELECT pg_notify('${VERSION_CHANNEL}', ?)`),
 };
 
 export class PgStore implements Store {
@@ -56,6 +74,12 @@ export class PgStore implements Store {
   private readonly conn: PgConn;
   private readonly shared: PgShared;
   private readonly listeners = new Set<(version: number) => void>();
+  /** The highest version the listeners heard (or that the store found when it opened). */
+  private heard = 0;
+  /** The connection that LISTENs for other processes' versions; null while it is being opened again. */
+  private listening: Client | null = null;
+  private relisten: NodeJS.Timeout | null = null;
+  private readonly listenRetryMs: number;
   private closed = false;
 
   readonly keys;
@@ -77,8 +101,9 @@ export class PgStore implements Store {
   readonly meta: StoreTables['meta'];
   readonly setMeta: StoreTables['setMeta'];
 
-  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer) {
+  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer, listenRetryMs: number) {
     this.url = url;
+    this.listenRetryMs = listenRetryMs;
     this.pool = pool;
     this.conn = new PgConn(pool);
     this.shared = shared;
@@ -121,20 +146,85 @@ export class PgStore implements Store {
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     let shared: PgShared | undefined;
+    let store: PgStore | undefined;
     try {
       await migratePg(pool);
       const conn = new PgConn(pool);
       await conn.run(Q.secretInit, [randomBytes(32)]);
       const idSecret = (await conn.value<Buffer>(Q.secret))!;
       shared = await openShared(conn, { ...options, idSecret, now: Date.now() });
-      const store = new PgStore(url, pool, shared, idSecret);
+      store = new PgStore(url, pool, shared, idSecret, options.listenRetryMs ?? LISTEN_RETRY_MS);
       if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());
+      await store.listen();
       return store;
     } catch (err) {
-      await shared?.close();
-      await pool.end();
+      if (store !== undefined) await store.close();
+      else {
+        await shared?.close();
+        await pool.end();
+      }
       throw err;
     }
+  }
+
+  /**
+   * Open the listening connection, `LISTEN` on the version channel, then tell the listeners
+   * the current version (what was committed while nobody listened). Throws when the
+   * connection cannot be opened.
+   */
+  private async listen(): Promise<void> {
+    const client = new Client({ connectionString: this.url, application_name: 'svc-control-listen' });
+    const dropped = () => this.dropListener(client);
+    client.on('error', dropped);
+    client.on('end', dropped);
+    client.on('notification', (msg: Notification) => {
+      const version = Number(msg.payload);
+      if (msg.channel === VERSION_CHANNEL && Number.isSafeInteger(version)) this.hear(version);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${VERSION_CHANNEL}`);
+    } catch (err) {
+      client.removeListener('end', dropped);
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.listening = client;
+    this.hear(await this.version());
+  }
+
+  /** The listening connection failed or ended: open another (unless the store is closing). */
+  private dropListener(client: Client): void {
+    if (this.listening !== client) return;
+    this.listening = null;
+    void client.end().catch(() => undefined);
+    this.listenAgain(this.listenRetryMs);
+  }
+
+  private listenAgain(delayMs: number): void {
+    if (this.closed || this.relisten !== null) return;
+    this.relisten = setTimeout(() => {
+      this.relisten = null;
+      this.listen().catch(() => this.listenAgain(Math.min(delayMs * 2, LISTEN_RETRY_MAX_MS)));
+    }, delayMs);
+    this.relisten.unref();
+  }
+
+  /** The listening connection's server process id, or null while it is being opened again. */
+  get listenerPid(): number | null {
+    // node-postgres sets `processID` once connected; its type declarations leave it out.
+    return (this.listening as unknown as { processID?: number | null } | null)?.processID ?? null;
+  }
+
+  /** Tell the listeners about `version` unless they heard it or a later one. */
+  private hear(version: number): void {
+    if (version <= this.heard) return;
+    this.heard = version;
+    for (const listener of this.listeners) listener(version);
   }
 
   /** Every table family on `conn` (the pool, or one transaction's connection). */
@@ -159,13 +249,14 @@ export class PgStore implements Store {
       if (audit.changes && audit.changes.length > 0) {
         version = (await conn.value<number>(Q.bump))!;
         for (const change of audit.changes) await conn.run(Q.change, [version, change.kind, change.entity]);
+        await conn.run(Q.announce, [String(version)]);
         bumped = true;
       } else {
         version = (await conn.value<number>(Q.version))!;
       }
       return { result, version };
     }, 'serial');
-    if (bumped) for (const listener of this.listeners) listener(out.version);
+    if (bumped) this.hear(out.version);
     return out;
   }
 
@@ -198,6 +289,10 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.relisten !== null) clearTimeout(this.relisten);
+    const listening = this.listening;
+    this.listening = null;
+    await listening?.end().catch(() => undefined);
     await this.shared.close();
     await this.pool.end();
   }
