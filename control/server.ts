@@ -98,6 +98,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     urls: { control: '', api: '', indexer: '' },
     startedAt: Date.now(),
     dataDir: boot.dataDir,
+    controlId: boot.controlId,
     gateways: () => Promise.resolve([]),
     settler: () => null,
   };
@@ -177,6 +178,6 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   renameSync(tmp, runtimePath);
 
   settler.start();
-  log.info('control ready', { urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
+  log.info('control ready', { control_id: ctx.controlId, urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
   return { ctx, bootstrap: boot, urls: ctx.urls, routers: { admin, sync, metrics: metricsRouter }, close };
 }

@@ -333,6 +333,8 @@ export type StoreStatus = z.infer<typeof StoreStatus>;
 /** `GET /_admin/v1/status`: what `svcctl status` shows. */
 export const StatusView = z.strictObject({
   status: z.literal('ok'),
+  /** This control's id, made on its first start and kept in its data dir (`control-id`). */
+  control_id: z.string().describe("this control's id (`ctl_…`), made on its first start and kept in its data dir's `control-id`"),
   version: StateVersion,
   started_at: IsoTime,
   data_dir: z.string(),

@@ -13,7 +13,7 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     return EXIT_OK;
   }
   const on = (v: boolean) => (v ? 'on' : 'off');
-  deps.out.line(`control        ${status.status} at ${deps.client.baseUrl} (up since ${status.started_at})`);
+  deps.out.line(`control        ${status.status} at ${deps.client.baseUrl} (${status.control_id}, up since ${status.started_at})`);
   deps.out.line(`public api     ${status.urls.api}`);
   deps.out.line(`indexer        ${status.urls.indexer}`);
   deps.out.line(`state version  ${status.version}`);

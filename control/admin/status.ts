@@ -14,6 +14,7 @@ export async function statusView(ctx: ControlContext): Promise<StatusView> {
   const endpoints = await ctx.store.endpoints.count();
   return {
     status: 'ok',
+    control_id: ctx.controlId,
     version: await ctx.store.version(),
     started_at: new Date(ctx.startedAt).toISOString(),
     data_dir: ctx.dataDir,
