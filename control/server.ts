@@ -30,6 +30,8 @@ import { closeServer, listen } from './http/listen';
 import { Router } from './http/router';
 import { requestListener } from './http/serve';
 import { publicListener } from './public/server';
+import { joinCluster, type Membership } from './cluster';
+import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
 import type { Store } from './store';
 import { openStore } from './store/open';
@@ -116,7 +118,12 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerStatusRoutes(admin, ctx);
   registerApplicationAdminRoutes(admin, ctx);
   registerPropagationRoutes(admin, hub, ctx);
-  const settler = await Settler.open({ store, log, now: ctx.now, cadenceMs: config.settler.cadenceMs, batchCap: config.settler.batchCap });
+  const { cadenceMs, batchCap, leaseS } = config.settler;
+  const leadership =
+    store.cluster === null
+      ? soleLeadership(() => ({ id: ctx.controlId, url: ctx.urls.control }))
+      : new LeaseLeadership({ cluster: store.cluster, id: ctx.controlId, leaseMs: leaseS * 1000, cadenceMs, log });
+  const settler = await Settler.open({ store, log, now: ctx.now, cadenceMs, batchCap, leadership });
   ctx.settler = () => settler.status();
   registerSettlerRoutes(admin, ctx, settler);
   registerLedgerRoutes(admin, ctx);
@@ -140,9 +147,11 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   };
 
   const runtimePath = join(boot.dataDir, RUNTIME_FILE);
+  let membership: Membership | null = null;
   const close = async (): Promise<void> => {
     hub.close();
     await settler.stop();
+    await membership?.leave();
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
     await store.close();
@@ -164,6 +173,8 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     );
     ctx.urls.api = await bind(publicListener(ctx, log), config.api.port, 'GET, HEAD, POST');
     ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port, 'GET, HEAD');
+    membership = await joinCluster(ctx);
+    await settler.start();
   } catch (err) {
     await close();
     throw err;
@@ -177,7 +188,6 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   });
   renameSync(tmp, runtimePath);
 
-  settler.start();
   log.info('control ready', { control_id: ctx.controlId, urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
   return { ctx, bootstrap: boot, urls: ctx.urls, routers: { admin, sync, metrics: metricsRouter }, close };
 }

@@ -111,7 +111,48 @@ export type SnapshotReads = Async<SnapshotReader>;
  */
 export type StoreDescription = StoreStatus;
 
+/** One control on a shared database, as the registry holds it (times in ms, the database's clock). */
+export interface ControlRow {
+  id: string;
+  /** The admin URL it serves. */
+  url: string;
+  started_at: number;
+  last_seen: number;
+  /** Whether it holds the settler's lease now. */
+  leader: boolean;
+}
+
+/**
+ * The controls sharing one PostgreSQL database and the settler's lease among them. Times are
+ * the database's, so controls whose clocks disagree agree on when a lease lapses.
+ */
+export interface ClusterTable {
+  /**
+   * Say control `id` (serving `url`, started at `startedAt`) is alive now; forget controls not
+   * seen for `forgetMs`. Answers nothing.
+   */
+  heartbeat(id: string, url: string, startedAt: number, forgetMs: number): Promise<void>;
+  /** Control `id` stops: its row goes, and its lease if it holds it. */
+  leave(id: string): Promise<void>;
+  /** Every control registered, oldest start first. */
+  list(): Promise<ControlRow[]>;
+  /**
+   * Take the settler's lease for `leaseMs` if it is free, lapsed or `id`'s own (then renew it).
+   * Answers whether `id` holds it now.
+   */
+  claimLease(id: string, leaseMs: number): Promise<boolean>;
+  /** Give the lease up now if `id` holds it, so another control takes it at its next claim. */
+  releaseLease(id: string): Promise<void>;
+  /** The control holding an unexpired lease, with its URL (null when it is not registered), or null. */
+  leaseHolder(): Promise<{ id: string; url: string | null } | null>;
+}
+
 export interface Store extends StoreTables {
+  /**
+   * The controls sharing the database and the settler's lease: PostgreSQL only; null on SQLite,
+   * whose one control per data dir is always the settler's.
+   */
+  readonly cluster: ClusterTable | null;
   /**
    * The per-database secret behind the public API's opaque ids and the indexer's sealed
    * cursors (stable across restarts, never shown).
@@ -155,6 +196,7 @@ export class SqliteStore implements Store {
   readonly ledger;
   readonly settlement;
   readonly receipts;
+  readonly cluster = null;
   /** The synchronous tables, for the SQLite-only tools (benches, `ledger verify` on a file). */
   readonly sync: Readonly<SqliteTables>;
   private readonly gate = new Gate();

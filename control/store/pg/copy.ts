@@ -208,11 +208,17 @@ async function parentsFirst(client: PoolClient, tables: readonly SourceTable[]):
   return ordered;
 }
 
+/**
+ * Tables only PostgreSQL's schema has: the controls running on the database and the settler's
+ * lease among them (migration 3), live state with nothing in SQLite to copy from.
+ */
+export const PG_ONLY_TABLES: readonly string[] = ['controls', 'settler_lease'];
+
 /** Each table's copy, or a loud failure where SQLite's tables and columns are not PostgreSQL's. */
 function plan(tables: readonly SourceTable[], schemaTables: readonly string[], columns: Map<string, TargetColumn[]>): TablePlan[] {
   const names = new Set(tables.map((t) => t.name));
   const onlySqlite = tables.map((t) => t.name).filter((name) => !schemaTables.includes(name));
-  const onlyPg = schemaTables.filter((name) => !names.has(name));
+  const onlyPg = schemaTables.filter((name) => !names.has(name) && !PG_ONLY_TABLES.includes(name));
   if (onlySqlite.length > 0 || onlyPg.length > 0) {
     const parts = [
       onlySqlite.length > 0 ? `only in SQLite: ${onlySqlite.join(', ')}` : null,

@@ -7,5 +7,6 @@
  * Times are BIGINT milliseconds since the Unix epoch (UTC). Money is BIGINT micro-units.
  */
 import m001 from './migrations/001-initial';
+import m003 from './migrations/003-cluster';
 
-export const PG_MIGRATIONS: readonly string[] = [m001];
+export const PG_MIGRATIONS: readonly string[] = [m001, m003];

@@ -27,6 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, Pool, type Notification } from 'pg';
 import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
+import { PgClusterTable } from './cluster-table';
 import { PgConn, sql } from './conn';
 import { migratePg, pgSchemaVersion } from './migrate';
 import { PG_MIGRATIONS } from './migrations';
@@ -95,6 +96,7 @@ export class PgStore implements Store {
   readonly ledger;
   readonly settlement;
   readonly receipts;
+  readonly cluster: PgClusterTable;
   readonly liveKey: StoreTables['liveKey'];
   readonly version: StoreTables['version'];
   readonly changesSince: StoreTables['changesSince'];
@@ -123,6 +125,7 @@ export class PgStore implements Store {
     this.ledger = outside.ledger;
     this.settlement = outside.settlement;
     this.receipts = outside.receipts;
+    this.cluster = new PgClusterTable(this.conn);
     this.liveKey = outside.liveKey;
     this.version = outside.version;
     this.changesSince = outside.changesSince;
