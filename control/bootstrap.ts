@@ -5,7 +5,7 @@
  * `sync.token`, `metrics.token`, 0600) unless they are configured. Returns where each token came
  * from so start-up can say so once.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/load';
@@ -21,16 +21,36 @@ export const CONTROL_ID_FILE = 'control-id';
 /** A control's id: `ctl_` and 12 base58 characters (`newId`). */
 export const CONTROL_ID_PATTERN = /^ctl_[1-9A-HJ-NP-Za-km-z]{12}$/;
 
+/** One token as this control has it: where it came from, and what requests are checked against. */
+export interface BootstrapToken {
+  /**
+   * The token; null on a control that joined a PostgreSQL database whose first control made it
+   * (`from`): this one knows only its digest.
+   */
+  token: string | null;
+  /** The file holding it in this data dir; null when it is configured, or made by another control. */
+  file: string | null;
+  /** Whether this start wrote the file. */
+  created: boolean;
+  /** SHA-256 of the token: what the bearer tokens of requests are compared with. */
+  digest: Buffer;
+  /** On a shared PostgreSQL database, the control that made the token and where it wrote it (null: configured there). */
+  from?: { control_id: string; file: string | null };
+}
+
 export interface BootstrapResult {
   dataDir: string;
   /** This control's id (`ctl_…`), kept in `<dataDir>/control-id`. */
   controlId: string;
   databasePath: string;
-  adminToken: { token: string; file: string | null; created: boolean };
-  syncToken: { token: string; file: string | null; created: boolean };
+  adminToken: BootstrapToken;
+  syncToken: BootstrapToken;
   /** What `/metrics` (control and gateways) and a gateway's detailed `/health` require. */
-  metricsToken: { token: string; file: string | null; created: boolean };
+  metricsToken: BootstrapToken;
 }
+
+/** SHA-256 of a token, as stored and as compared. */
+export const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
 
 function readOrCreateToken(path: string, prefix: string): { token: string; created: boolean } {
   return readOrCreate(
@@ -86,10 +106,11 @@ function readOrCreate(path: string, check: (value: string) => void, make: () => 
 export function bootstrapDataDir(config: Readonly<Config>): BootstrapResult {
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const token = (configured: string | undefined, file: string, prefix: string) => {
-    if (configured !== undefined) return { token: configured, file: null, created: false };
+  const token = (configured: string | undefined, file: string, prefix: string): BootstrapToken => {
+    if (configured !== undefined) return { token: configured, file: null, created: false, digest: tokenDigest(configured) };
     const path = join(dataDir, file);
-    return { ...readOrCreateToken(path, prefix), file: path };
+    const made = readOrCreateToken(path, prefix);
+    return { ...made, file: path, digest: tokenDigest(made.token) };
   };
   return {
     dataDir,

@@ -30,6 +30,7 @@ import { closeServer, listen } from './http/listen';
 import { Router } from './http/router';
 import { requestListener } from './http/serve';
 import { publicListener } from './public/server';
+import { TokenConflictError, shareTokens } from './tokens';
 import { joinCluster, type Membership } from './cluster';
 import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
@@ -92,6 +93,15 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await unlock();
     throw err;
   }
+  if (store.cluster !== null) {
+    try {
+      await shareTokens(store.cluster, boot, Date.now());
+    } catch (err) {
+      await store.close();
+      await unlock();
+      throw err instanceof TokenConflictError ? new ControlStartError(err.message) : err;
+    }
+  }
   const ctx: ControlContext = {
     store,
     config,
@@ -131,11 +141,13 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerOpenApiRoute(admin);
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);
-  const syncAuth = new TokenAuth('sync', [{ name: 'sync', token: boot.syncToken.token }]);
+  const syncAuth = new TokenAuth('sync', [{ name: 'sync', digest: boot.syncToken.digest }]);
   const metricsRouter = new Router();
   registerMetricsRoutes(metricsRouter, ctx);
-  const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', token: boot.metricsToken.token }]);
-  const adminAuth = new TokenAuth('admin', [{ name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token }]);
+  const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', digest: boot.metricsToken.digest }]);
+  // A token from the environment is named so in the audit trail; one made by another control is the admin token.
+  const adminName = boot.adminToken.file === null && boot.adminToken.token !== null ? 'admin-env' : 'admin';
+  const adminAuth = new TokenAuth('admin', [{ name: adminName, digest: boot.adminToken.digest }]);
 
   const servers: Server[] = [];
   // Every listener answers parser errors, CONNECT, non-path targets and a missing or repeated Host as problem+json.

@@ -122,6 +122,17 @@ export interface ControlRow {
   leader: boolean;
 }
 
+/** The admin, sync or metrics token every control on a shared database accepts, as stored: its digest, never the token. */
+export interface StoredToken {
+  name: 'admin' | 'sync' | 'metrics';
+  /** SHA-256 of the token. */
+  sha256: Buffer;
+  /** The control that made it (the first to start on the database). */
+  control_id: string;
+  /** Where that control wrote it; null when it was configured (its environment or config file). */
+  file: string | null;
+}
+
 /**
  * The controls sharing one PostgreSQL database and the settler's lease among them. Times are
  * the database's, so controls whose clocks disagree agree on when a lease lapses.
@@ -145,6 +156,8 @@ export interface ClusterTable {
   releaseLease(id: string): Promise<void>;
   /** The control holding an unexpired lease, with its URL (null when it is not registered), or null. */
   leaseHolder(): Promise<{ id: string; url: string | null } | null>;
+  /** Store `token` unless a token of its name is stored already; answers the one stored (the first). */
+  shareToken(token: StoredToken, now: number): Promise<StoredToken>;
 }
 
 export interface Store extends StoreTables {

@@ -19,7 +19,7 @@ t.test('first start creates the data dir and the tokens; later starts reuse them
   for (const [file, token] of [
     ['admin.token', first.adminToken],
     ['sync.token', first.syncToken],
-    ['metrics.token', first.handle.bootstrap.metricsToken.token],
+    ['metrics.token', first.handle.bootstrap.metricsToken.token!],
   ] as const) {
     const path = join(dataDir, file);
     t.equal(mode(path), 0o600, `${file} 0600`);

@@ -24,7 +24,7 @@ import { pgSchema, sqliteSchema } from '../fixtures/schema';
 const EXTRA_COLUMNS: Record<string, string[]> = { keys: ['seq'] };
 const EXTRA_INDEXES = ['keys_by_seq'];
 /** The migrations table, then the tables of several controls on one database (pg/migrations/003-cluster.ts). */
-const EXTRA_TABLES = ['svc_schema_migrations', 'controls', 'settler_lease'];
+const EXTRA_TABLES = ['svc_schema_migrations', 'controls', 'settler_lease', 'control_tokens'];
 
 const sorted = (list: readonly string[]) => [...list].sort();
 

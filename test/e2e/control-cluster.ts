@@ -1,13 +1,14 @@
 /**
- * Two control processes on one PostgreSQL database, each with its own data dir: a change made
- * through one reaches a gateway streaming from the other (NOTIFY → the other's hub → the
+ * Two control processes on one PostgreSQL database, each with its own data dir: the second
+ * accepts the tokens the first made, a change made through one reaches
+ * a gateway streaming from the other (NOTIFY → the other's hub → the
  * gateway), and when the control holding the settler's lease is killed (SIGKILL: it gives
  * nothing up), the other takes the lease over once it lapses.
  *
  * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
  */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from '../fixtures/cli';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
@@ -23,7 +24,9 @@ if (!skipWithoutPostgres(t)) {
     const a = await startControlProcess(t, { dataDir: dirA, env });
     const b = await startControlProcess(t, { dataDir: dirB, env });
     const read = (dir: string, file: string) => readFileSync(join(dir, file), 'utf8').trim();
-    const viaB = (args: string[]) => runCli(args, { control: b.url, token: read(dirB, 'admin.token') });
+    // B accepts the tokens A made, and writes none of its own.
+    const viaB = (args: string[]) => runCli(args, { control: b.url, token: read(dirA, 'admin.token') });
+    t.notOk(existsSync(join(dirB, 'admin.token')), 'B writes no admin token file');
     const idA = read(dirA, 'control-id');
     const idB = read(dirB, 'control-id');
 

@@ -143,12 +143,14 @@ if (!skipWithoutPostgres(t)) {
     const secondId = second.handle.ctx.controlId;
     t.not(firstId, secondId);
     const store = second.handle.ctx.store;
+    // The second control accepts the tokens the first made (it has none of its own).
+    const viaSecond = (args: string[]) => runCli(args, { control: second.urls.control, token: first.adminToken });
     await saveEndpoint(store, 'ep', { price: 0, premium: 50 });
 
-    const settler = await runCli(['settler', 'status', '--json'], { control: second });
+    const settler = await viaSecond(['settler', 'status', '--json']);
     t.equal(settler.code, 0, settler.stderr);
     t.same(settler.json().leader, { id: firstId, url: first.urls.control }, 'the first control leads, named with its admin URL');
-    const human = await runCli(['settler', 'status'], { control: second });
+    const human = await viaSecond(['settler', 'status']);
     t.match(human.stdout, new RegExp(`leader: +${firstId} at ${first.urls.control}`));
     const status = await runCli(['status', '--json'], { control: first });
     t.match(
@@ -160,34 +162,34 @@ if (!skipWithoutPostgres(t)) {
       'status lists both controls, the leader marked',
     );
     t.equal(status.json().controls.length, 2);
-    const table = await runCli(['status'], { control: second });
+    const table = await viaSecond(['status']);
     t.match(table.stdout, new RegExp(`${firstId} +${first.urls.control} +yes`));
     t.match(table.stdout, new RegExp(`${secondId} +${second.urls.control} +no`));
 
     // Paused through the control that does not settle: the one that does stops settling.
-    const paused = await runCli(['settler', 'pause', '--json'], { control: second });
+    const paused = await viaSecond(['settler', 'pause', '--json']);
     t.equal(paused.json().state, 'paused');
     t.equal((await first.admin('GET', '/_admin/v1/settler')).body.state, 'paused', 'the leader answers paused too');
     await store.outcomes.ingest([outcome(), outcome(), outcome()], Date.now());
     await new Promise((r) => setTimeout(r, 150));
     t.equal((await store.settlement.backlog()).count, 3, 'nothing settled while paused');
-    const once = await runCli(['settler', 'run-once', '--json'], { control: second });
+    const once = await viaSecond(['settler', 'run-once', '--json']);
     t.equal(once.code, 0, once.stderr);
     t.equal(once.json().calls, 3, 'run-once through the other control settles, also while paused');
     await store.outcomes.ingest([outcome(), outcome()], Date.now());
-    const resumed = await runCli(['settler', 'resume', '--json'], { control: second });
+    const resumed = await viaSecond(['settler', 'resume', '--json']);
     t.equal(resumed.code, 0);
     await waitFor(async () => (await store.settlement.backlog()).count === 0, 'the leader to settle again after resume');
 
     // The leader stops: the other takes over and settles.
     await first.close();
     await waitFor(
-      async () => (await second.admin('GET', '/_admin/v1/settler')).body.leader?.id === secondId,
+      async () => (await second.admin('GET', '/_admin/v1/settler', undefined, first.adminToken)).body.leader?.id === secondId,
       'the other control to take the lease',
     );
     await store.outcomes.ingest([outcome()], Date.now());
     await waitFor(async () => (await store.settlement.backlog()).count === 0, 'the new leader to settle');
-    const left = await second.admin('GET', '/_admin/v1/status');
+    const left = await second.admin('GET', '/_admin/v1/status', undefined, first.adminToken);
     t.match(left.body.controls, [{ id: secondId, leader: true }], 'a stopped control leaves the list');
     t.equal(left.body.controls.length, 1);
     const audit = await store.audit.list(20);

@@ -1,9 +1,10 @@
 /**
- * The controls sharing one PostgreSQL database (`controls`) and the settler's lease
- * (`settler_lease`, one row), migration 3. Every time is read from the database's clock in the
+ * The controls sharing one PostgreSQL database (`controls`), the settler's lease
+ * (`settler_lease`, one row) and the digests of the tokens they all accept (`control_tokens`),
+ * migration 3. Every time is read from the database's clock in the
  * statement that uses it, so controls whose clocks disagree agree on when a lease lapses.
  */
-import type { ClusterTable, ControlRow } from '../index';
+import type { ClusterTable, ControlRow, StoredToken } from '../index';
 import { sql, type PgConn } from './conn';
 
 /** Now in ms on the database's clock (advancing within a transaction, unlike `now()`). */
@@ -34,6 +35,11 @@ const Q = {
     `SELECT l.holder AS id, c.url FROM settler_lease l LEFT JOIN controls c ON c.id = l.holder
      WHERE l.id = 1 AND l.expires_at > ${NOW}`,
   ),
+  tokenInit: sql(
+    `INSERT INTO control_tokens (name, sha256, control_id, file, created_at) VALUES (@name, @sha256, @control_id, @file, @created_at)
+     ON CONFLICT (name) DO NOTHING`,
+  ),
+  token: sql(`SELECT name, sha256, control_id, file FROM control_tokens WHERE name = ?`),
 };
 
 export class PgClusterTable implements ClusterTable {
@@ -59,6 +65,11 @@ export class PgClusterTable implements ClusterTable {
 
   async releaseLease(id: string): Promise<void> {
     await this.conn.run(Q.release, [id]);
+  }
+
+  async shareToken(token: StoredToken, now: number): Promise<StoredToken> {
+    await this.conn.run(Q.tokenInit, { ...token, created_at: now });
+    return (await this.conn.get<StoredToken>(Q.token, [token.name]))!;
   }
 
   async leaseHolder(): Promise<{ id: string; url: string | null } | null> {

@@ -209,10 +209,11 @@ async function parentsFirst(client: PoolClient, tables: readonly SourceTable[]):
 }
 
 /**
- * Tables only PostgreSQL's schema has: the controls running on the database and the settler's
- * lease among them (migration 3), live state with nothing in SQLite to copy from.
+ * Tables only PostgreSQL's schema has: the controls running on the database, the settler's
+ * lease among them and the digests of their tokens (migration 3), with nothing in SQLite to
+ * copy from (the first control on the copy stores its data dir's tokens).
  */
-export const PG_ONLY_TABLES: readonly string[] = ['controls', 'settler_lease'];
+export const PG_ONLY_TABLES: readonly string[] = ['controls', 'settler_lease', 'control_tokens'];
 
 /** Each table's copy, or a loud failure where SQLite's tables and columns are not PostgreSQL's. */
 function plan(tables: readonly SourceTable[], schemaTables: readonly string[], columns: Map<string, TargetColumn[]>): TablePlan[] {
