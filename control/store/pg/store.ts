@@ -13,9 +13,9 @@
  *   `LISTEN`s on one dedicated connection and tells its `onVersion` listeners about versions
  *   other processes on the database committed: every control's hub hears every change. Its own
  *   bumps and the announced ones are deduplicated, and listeners only ever hear a version above
- *   the last they heard. A listening connection that drops is opened again (backing off up to
- *   `LISTEN_RETRY_MAX_MS`), and then listeners hear the database's current version, so a change
- *   committed while nobody listened is not missed.
+ *   the last they heard. A listening connection that drops is opened again, and then listeners
+ *   hear the database's current version, so a change committed while nobody listened is not
+ *   missed (`version-listener.ts`).
  * - Ingest is idempotent by call id (`ON CONFLICT DO NOTHING`), settlement commits each group
  *   of batches in one transaction under the writer lock, receipts chain with a unique batch
  *   number, and the ledger invariant is checked inside the transaction that moves money.
@@ -24,7 +24,7 @@
  * receipts backfill record.
  */
 import { randomBytes } from 'node:crypto';
-import { Client, Pool, type Notification } from 'pg';
+import { Pool } from 'pg';
 import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
 import { PgClusterTable } from './cluster-table';
@@ -33,6 +33,7 @@ import { migratePg, pgSchemaVersion } from './migrate';
 import { PG_MIGRATIONS } from './migrations';
 import { PG_TYPES } from './types';
 import { PgSnapshotReader } from './snapshot-reader';
+import { VERSION_CHANNEL, VersionListener } from './version-listener';
 import { openShared, pgTables, type PgShared } from './tables';
 
 export interface PgStoreOptions extends StoreOptions {
@@ -40,16 +41,9 @@ export interface PgStoreOptions extends StoreOptions {
   dataDir: string;
   /** Most connections the pool opens. @default 10 */
   poolSize?: number;
-  /** First wait before the listening connection is opened again after it dropped. @default LISTEN_RETRY_MS */
+  /** First wait before the listening connection is opened again after it dropped. @default LISTEN_RETRY_MS (version-listener.ts) */
   listenRetryMs?: number;
 }
-
-/** The channel a committed state version is announced on; the payload is the version. */
-export const VERSION_CHANNEL = 'svc_state_version';
-/** First wait before a dropped listening connection is opened again; doubles up to the max. @default 250 */
-export const LISTEN_RETRY_MS = 250;
-/** Longest wait between attempts to open the listening connection again. @default 5000 */
-export const LISTEN_RETRY_MAX_MS = 5_000;
 
 /** Connections the pool opens at most. @default 10 */
 export const DEFAULT_POOL_SIZE = 10;
@@ -77,10 +71,8 @@ export class PgStore implements Store {
   private readonly listeners = new Set<(version: number) => void>();
   /** The highest version the listeners heard (or that the store found when it opened). */
   private heard = 0;
-  /** The connection that LISTENs for other processes' versions; null while it is being opened again. */
-  private listening: Client | null = null;
-  private relisten: NodeJS.Timeout | null = null;
-  private readonly listenRetryMs: number;
+  /** Hears the versions other processes on the database commit. */
+  private readonly versions: VersionListener;
   private closed = false;
 
   readonly keys;
@@ -103,9 +95,8 @@ export class PgStore implements Store {
   readonly meta: StoreTables['meta'];
   readonly setMeta: StoreTables['setMeta'];
 
-  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer, listenRetryMs: number) {
+  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer, listenRetryMs: number | undefined) {
     this.url = url;
-    this.listenRetryMs = listenRetryMs;
     this.pool = pool;
     this.conn = new PgConn(pool);
     this.shared = shared;
@@ -126,6 +117,12 @@ export class PgStore implements Store {
     this.settlement = outside.settlement;
     this.receipts = outside.receipts;
     this.cluster = new PgClusterTable(this.conn);
+    this.versions = new VersionListener({
+      url,
+      current: () => this.version(),
+      heard: (version) => this.hear(version),
+      ...(listenRetryMs === undefined ? {} : { retryMs: listenRetryMs }),
+    });
     this.liveKey = outside.liveKey;
     this.version = outside.version;
     this.changesSince = outside.changesSince;
@@ -156,9 +153,9 @@ export class PgStore implements Store {
       await conn.run(Q.secretInit, [randomBytes(32)]);
       const idSecret = (await conn.value<Buffer>(Q.secret))!;
       shared = await openShared(conn, { ...options, idSecret, now: Date.now() });
-      store = new PgStore(url, pool, shared, idSecret, options.listenRetryMs ?? LISTEN_RETRY_MS);
+      store = new PgStore(url, pool, shared, idSecret, options.listenRetryMs);
       if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());
-      await store.listen();
+      await store.versions.open();
       return store;
     } catch (err) {
       if (store !== undefined) await store.close();
@@ -170,57 +167,9 @@ export class PgStore implements Store {
     }
   }
 
-  /**
-   * Open the listening connection, `LISTEN` on the version channel, then tell the listeners
-   * the current version (what was committed while nobody listened). Throws when the
-   * connection cannot be opened.
-   */
-  private async listen(): Promise<void> {
-    const client = new Client({ connectionString: this.url, application_name: 'svc-control-listen' });
-    const dropped = () => this.dropListener(client);
-    client.on('error', dropped);
-    client.on('end', dropped);
-    client.on('notification', (msg: Notification) => {
-      const version = Number(msg.payload);
-      if (msg.channel === VERSION_CHANNEL && Number.isSafeInteger(version)) this.hear(version);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${VERSION_CHANNEL}`);
-    } catch (err) {
-      client.removeListener('end', dropped);
-      await client.end().catch(() => undefined);
-      throw err;
-    }
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.listening = client;
-    this.hear(await this.version());
-  }
-
-  /** The listening connection failed or ended: open another (unless the store is closing). */
-  private dropListener(client: Client): void {
-    if (this.listening !== client) return;
-    this.listening = null;
-    void client.end().catch(() => undefined);
-    this.listenAgain(this.listenRetryMs);
-  }
-
-  private listenAgain(delayMs: number): void {
-    if (this.closed || this.relisten !== null) return;
-    this.relisten = setTimeout(() => {
-      this.relisten = null;
-      this.listen().catch(() => this.listenAgain(Math.min(delayMs * 2, LISTEN_RETRY_MAX_MS)));
-    }, delayMs);
-    this.relisten.unref();
-  }
-
   /** The listening connection's server process id, or null while it is being opened again. */
   get listenerPid(): number | null {
-    // node-postgres sets `processID` once connected; its type declarations leave it out.
-    return (this.listening as unknown as { processID?: number | null } | null)?.processID ?? null;
+    return this.versions.pid;
   }
 
   /** Tell the listeners about `version` unless they heard it or a later one. */
@@ -292,10 +241,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.relisten !== null) clearTimeout(this.relisten);
-    const listening = this.listening;
-    this.listening = null;
-    await listening?.end().catch(() => undefined);
+    await this.versions.close();
     await this.shared.close();
     await this.pool.end();
   }
