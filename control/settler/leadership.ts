@@ -90,9 +90,9 @@ export class LeaseLeadership implements Leadership {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     await this.claiming;
-    const held = this.leading();
     this.until = 0;
-    if (held) await this.opts.cluster.releaseLease(this.opts.id).catch(() => undefined);
+    // Also when a claim in flight took the lease after stop() began: only this control's lease is released.
+    await this.opts.cluster.releaseLease(this.opts.id).catch(() => undefined);
   }
 
   private schedule(): void {
