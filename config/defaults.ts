@@ -72,6 +72,12 @@ export const DEFAULT_SYNC_LEASE_S = 30;
 
 export const DEFAULT_SETTLER_CADENCE_MS = 5_000;
 export const DEFAULT_SETTLER_BATCH_CAP = 1_000;
+/**
+ * Among several controls on one PostgreSQL database, the settler runs in the one holding its
+ * lease, renewed every cadence (at most every third of this); when that control dies, another
+ * takes the lease over once this many seconds have passed since the last renewal.
+ */
+export const DEFAULT_SETTLER_LEASE_S = 10;
 
 export const DEFAULT_ROTATE_GRACE_S = 24 * 3600;
 export const DEFAULT_LOG_LEVEL = 'info';

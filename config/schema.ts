@@ -145,6 +145,7 @@ export const ConfigSchema = z
       .object({
         cadenceMs: posInt(D.DEFAULT_SETTLER_CADENCE_MS, 3_600_000),
         batchCap: posInt(D.DEFAULT_SETTLER_BATCH_CAP, 1_000_000),
+        leaseS: posInt(D.DEFAULT_SETTLER_LEASE_S, 3600),
       })
       .strict()
       .prefault({}),

@@ -15,6 +15,8 @@ export interface ControlContext {
   urls: { control: string; api: string; indexer: string };
   startedAt: number;
   dataDir: string;
+  /** This control's id (`ctl_…`, kept in the data dir's `control-id`). */
+  controlId: string;
   /** Every gateway known to control, with whether it is connected now. */
   gateways: () => Promise<GatewayStatus[]>;
   /** The settler's state; null while no settler runs in this process. */

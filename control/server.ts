@@ -30,6 +30,9 @@ import { closeServer, listen } from './http/listen';
 import { Router } from './http/router';
 import { requestListener } from './http/serve';
 import { publicListener } from './public/server';
+import { TokenConflictError, shareTokens } from './tokens';
+import { joinCluster, type Membership } from './cluster';
+import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
 import type { Store } from './store';
 import { openStore } from './store/open';
@@ -90,6 +93,15 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await unlock();
     throw err;
   }
+  if (store.cluster !== null) {
+    try {
+      await shareTokens(store.cluster, boot, Date.now());
+    } catch (err) {
+      await store.close();
+      await unlock();
+      throw err instanceof TokenConflictError ? new ControlStartError(err.message) : err;
+    }
+  }
   const ctx: ControlContext = {
     store,
     config,
@@ -98,6 +110,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     urls: { control: '', api: '', indexer: '' },
     startedAt: Date.now(),
     dataDir: boot.dataDir,
+    controlId: boot.controlId,
     gateways: () => Promise.resolve([]),
     settler: () => null,
   };
@@ -115,7 +128,12 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerStatusRoutes(admin, ctx);
   registerApplicationAdminRoutes(admin, ctx);
   registerPropagationRoutes(admin, hub, ctx);
-  const settler = await Settler.open({ store, log, now: ctx.now, cadenceMs: config.settler.cadenceMs, batchCap: config.settler.batchCap });
+  const { cadenceMs, batchCap, leaseS } = config.settler;
+  const leadership =
+    store.cluster === null
+      ? soleLeadership(() => ({ id: ctx.controlId, url: ctx.urls.control }))
+      : new LeaseLeadership({ cluster: store.cluster, id: ctx.controlId, leaseMs: leaseS * 1000, cadenceMs, log });
+  const settler = await Settler.open({ store, log, now: ctx.now, cadenceMs, batchCap, leadership });
   ctx.settler = () => settler.status();
   registerSettlerRoutes(admin, ctx, settler);
   registerLedgerRoutes(admin, ctx);
@@ -123,11 +141,13 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerOpenApiRoute(admin);
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);
-  const syncAuth = new TokenAuth('sync', [{ name: 'sync', token: boot.syncToken.token }]);
+  const syncAuth = new TokenAuth('sync', [{ name: 'sync', digest: boot.syncToken.digest }]);
   const metricsRouter = new Router();
   registerMetricsRoutes(metricsRouter, ctx);
-  const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', token: boot.metricsToken.token }]);
-  const adminAuth = new TokenAuth('admin', [{ name: boot.adminToken.file ? 'admin' : 'admin-env', token: boot.adminToken.token }]);
+  const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', digest: boot.metricsToken.digest }]);
+  // A token from the environment is named so in the audit trail; one made by another control is the admin token.
+  const adminName = boot.adminToken.file === null && boot.adminToken.token !== null ? 'admin-env' : 'admin';
+  const adminAuth = new TokenAuth('admin', [{ name: adminName, digest: boot.adminToken.digest }]);
 
   const servers: Server[] = [];
   // Every listener answers parser errors, CONNECT, non-path targets and a missing or repeated Host as problem+json.
@@ -139,9 +159,11 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   };
 
   const runtimePath = join(boot.dataDir, RUNTIME_FILE);
+  let membership: Membership | null = null;
   const close = async (): Promise<void> => {
     hub.close();
     await settler.stop();
+    await membership?.leave();
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
     await store.close();
@@ -163,6 +185,8 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     );
     ctx.urls.api = await bind(publicListener(ctx, log), config.api.port, 'GET, HEAD, POST');
     ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port, 'GET, HEAD');
+    membership = await joinCluster(ctx);
+    await settler.start();
   } catch (err) {
     await close();
     throw err;
@@ -176,7 +200,6 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   });
   renameSync(tmp, runtimePath);
 
-  settler.start();
-  log.info('control ready', { urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
+  log.info('control ready', { control_id: ctx.controlId, urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
   return { ctx, bootstrap: boot, urls: ctx.urls, routers: { admin, sync, metrics: metricsRouter }, close };
 }

@@ -330,9 +330,24 @@ export const StoreStatus = z
   .describe('which store control runs on (`kind`), where it is, and its schema version against the one this build expects');
 export type StoreStatus = z.infer<typeof StoreStatus>;
 
+/** One control on the database: on SQLite the one control; on PostgreSQL every control that registered. */
+export const ControlView = z.strictObject({
+  /** Its control id (`ctl_…`). */
+  id: z.string(),
+  /** The admin URL it serves. */
+  url: z.string(),
+  /** Whether its settler settles (it holds the settler's lease). */
+  leader: z.boolean(),
+  /** When it last said it was alive (every few seconds while it runs). */
+  last_seen: IsoTime,
+});
+export type ControlView = z.infer<typeof ControlView>;
+
 /** `GET /_admin/v1/status`: what `svcctl status` shows. */
 export const StatusView = z.strictObject({
   status: z.literal('ok'),
+  /** This control's id, made on its first start and kept in its data dir (`control-id`). */
+  control_id: z.string().describe("this control's id (`ctl_…`), made on its first start and kept in its data dir's `control-id`"),
   version: StateVersion,
   started_at: IsoTime,
   data_dir: z.string(),
@@ -341,6 +356,8 @@ export const StatusView = z.strictObject({
   counts: z.strictObject({ keys_active: Count, keys_total: Count, endpoints: Count }),
   flags: z.record(FlagName, z.boolean()),
   gateways: z.array(GatewayStatus),
+  /** The controls sharing the database, oldest start first (on SQLite: this one). */
+  controls: z.array(ControlView),
   /** What a fresh install still lacks (DESIGN §10): a funded pool, endpoints, connected gateways. */
   bootstrap: z.strictObject({
     database_ready: z.boolean(),

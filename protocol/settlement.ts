@@ -29,6 +29,15 @@ export const SettlerHalt = z.strictObject({
 });
 export type SettlerHalt = z.infer<typeof SettlerHalt>;
 
+/** The control whose settler settles: the one holding the settler's lease among controls on one database. */
+export const SettlerLeader = z.strictObject({
+  /** Its control id (`ctl_…`). */
+  id: z.string(),
+  /** The admin URL it serves. */
+  url: z.string(),
+});
+export type SettlerLeader = z.infer<typeof SettlerLeader>;
+
 export const SettlerStatus = z.strictObject({
   /**
    * `running` while a batch is being committed, `idle` between runs, `paused` by an operator,
@@ -55,6 +64,11 @@ export const SettlerStatus = z.strictObject({
   last_error: z.string().nullable(),
   /** Why the settler is halted; null unless `state` is `halted`. */
   halted: SettlerHalt.nullable(),
+  /**
+   * The control whose settler settles on the cadence (on SQLite always this one); null while no
+   * control holds the lease (one takes it within `settler.leaseS` and a cadence).
+   */
+  leader: SettlerLeader.nullable(),
 });
 export type SettlerStatus = z.infer<typeof SettlerStatus>;
 

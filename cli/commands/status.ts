@@ -1,4 +1,4 @@
-/** `svcctl status`: control, its listeners, flags, counts, bootstrap, the settler and every gateway's engine and applied version. */
+/** `svcctl status`: control, its listeners, the controls sharing its database, flags, counts, bootstrap, the settler and every gateway's engine and applied version. */
 import { FLAG_NAMES, type StatusView, type StoreStatus } from '../../protocol/admin';
 import { maskDatabaseUrl } from '../../protocol/database-url';
 import type { Deps } from '../deps';
@@ -13,7 +13,7 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     return EXIT_OK;
   }
   const on = (v: boolean) => (v ? 'on' : 'off');
-  deps.out.line(`control        ${status.status} at ${deps.client.baseUrl} (up since ${status.started_at})`);
+  deps.out.line(`control        ${status.status} at ${deps.client.baseUrl} (${status.control_id}, up since ${status.started_at})`);
   deps.out.line(`public api     ${status.urls.api}`);
   deps.out.line(`indexer        ${status.urls.indexer}`);
   deps.out.line(`state version  ${status.version}`);
@@ -42,6 +42,15 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     deps.out.line(
       `               halted: ${s.halted.reason}; restore the database from a backup, or: svcctl receipts reissue ${s.halted.batch}`,
     );
+  if (status.controls.length > 1 || status.store.kind === 'postgres') {
+    deps.out.line('controls:');
+    deps.out.line(
+      table(
+        ['ID', 'URL', 'LEADER', 'LAST SEEN'],
+        status.controls.map((c) => [c.id, c.url, c.leader ? 'yes' : 'no', c.last_seen]),
+      ),
+    );
+  }
   if (status.gateways.length === 0) deps.out.line('gateways       none connected');
   else {
     deps.out.line('gateways:');

@@ -6,10 +6,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { SvcError } from '../../protocol/errors';
 
-export interface NamedToken {
-  name: string;
-  token: string;
-}
+/** A token by name: the token itself, or only its SHA-256 (a token made by another control on a shared database). */
+export type NamedToken = { name: string; token: string } | { name: string; digest: Buffer };
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
@@ -19,7 +17,7 @@ export class TokenAuth {
 
   constructor(realm: string, tokens: NamedToken[]) {
     this.realm = realm;
-    this.tokens = tokens.map((t) => ({ name: t.name, digest: digest(t.token) }));
+    this.tokens = tokens.map((t) => ({ name: t.name, digest: 'token' in t ? digest(t.token) : t.digest }));
   }
 
   /** The token's name, or throws 401 `svc_unauthorized`. */

@@ -2,6 +2,7 @@
 import type { StatusView } from '../../protocol/admin';
 import { sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
+import { controlsView } from '../cluster';
 import { settlerView } from '../settler/view';
 import type { Router } from '../http/router';
 
@@ -14,6 +15,7 @@ export async function statusView(ctx: ControlContext): Promise<StatusView> {
   const endpoints = await ctx.store.endpoints.count();
   return {
     status: 'ok',
+    control_id: ctx.controlId,
     version: await ctx.store.version(),
     started_at: new Date(ctx.startedAt).toISOString(),
     data_dir: ctx.dataDir,
@@ -22,6 +24,7 @@ export async function statusView(ctx: ControlContext): Promise<StatusView> {
     counts: { keys_active: counts.active, keys_total: counts.total, endpoints },
     flags: await ctx.store.flags.values(),
     gateways,
+    controls: await controlsView(ctx),
     bootstrap: {
       database_ready: store.schema_version === store.schema_expected,
       pool_funded: pool > 0,

@@ -11,8 +11,16 @@
  *
  * States: `running` while settling, `idle` between runs, `paused` by an operator, `halted` while
  * a settled batch has no receipt. A pause is audited, kept in the database (it survives a
- * restart) and takes effect at the next batch boundary. `runOnce()` settles everything received
- * before it was called, paused or not, and never overlaps a scheduled run.
+ * restart, and every control on a shared database reads it there: before each scheduled run
+ * and between group commits) and takes effect at the next group commit. `runOnce()` settles
+ * everything received before it was called, paused or not, and never overlaps a scheduled run
+ * of this control.
+ *
+ * Several controls on one PostgreSQL database each have a settler, and only the leader's
+ * settles on the cadence (`leadership.ts`); a run-once through any other control runs there,
+ * once: settlement is serialised by the store's writer lock, each group of batches in one
+ * transaction that reads the unsettled calls after taking it, so a call is never settled twice
+ * whichever controls settle at once.
  *
  * The halt is an integrity failure, not a setting: control signs every batch's receipt in the
  * batch's own transaction, so a batch without one was changed outside control (its receipt
@@ -34,6 +42,7 @@ import {
 import type { Store } from '../store';
 import type { NextBatch } from '../store/settlement';
 import { MissingReceiptError } from '../store/receipts';
+import { soleLeadership, type Leadership } from './leadership';
 import { planBatch } from './plan';
 
 /**
@@ -53,6 +62,8 @@ export interface SettlerOptions {
   cadenceMs: number;
   /** @default config settler.batchCap */
   batchCap: number;
+  /** Whether this settler settles on the cadence, and who does. @default always this one, leader unnamed */
+  leadership?: Leadership;
 }
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -80,6 +91,9 @@ function haltOf(missing: { batch: number; count: number } | null): SettlerHalt |
 
 export class Settler {
   private readonly opts: SettlerOptions;
+  private readonly leadership: Leadership;
+  /** Whether this settler led at its last scheduled run (a new leader checks the receipts first). */
+  private led = true;
   private paused: boolean;
   private started = false;
   private stopped = false;
@@ -102,23 +116,26 @@ export class Settler {
 
   private constructor(opts: SettlerOptions, paused: boolean, lastBatch: BatchView | null) {
     this.opts = opts;
+    this.leadership = opts.leadership ?? soleLeadership(() => null);
     this.paused = paused;
     this.lastBatch = lastBatch;
   }
 
-  /** Start the cadence. */
-  start(): void {
+  /** Claim the leadership (when several controls share the database), then start the cadence. */
+  async start(): Promise<void> {
     if (this.started || this.stopped) return;
     this.started = true;
+    await this.leadership.start();
     this.schedule();
   }
 
-  /** Stop the cadence and wait for a batch in progress to commit. */
+  /** Stop the cadence, wait for a batch in progress to commit, and give the leadership up. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     await this.chain.catch(() => undefined);
+    await this.leadership.stop();
   }
 
   /**
@@ -169,7 +186,16 @@ export class Settler {
   }
 
   async status(): Promise<SettlerStatus> {
-    const backlog = await this.opts.store.settlement.backlog();
+    const { store } = this.opts;
+    // Another control may have paused the settler or settled a batch since.
+    const [backlog, paused, lastBatch, leader] = await Promise.all([
+      store.settlement.backlog(),
+      store.meta(PAUSED_META),
+      store.settlement.lastBatch(),
+      this.leadership.leader(),
+    ]);
+    this.paused = paused === 1;
+    if (lastBatch !== null && (this.lastBatch === null || lastBatch.id > this.lastBatch.id)) this.lastBatch = lastBatch;
     const state: SettlerState = this.halt !== null ? 'halted' : this.running ? 'running' : this.paused ? 'paused' : 'idle';
     const last = this.lastBatch;
     return {
@@ -192,6 +218,7 @@ export class Settler {
             },
       last_error: this.lastError,
       halted: this.halt,
+      leader,
     };
   }
 
@@ -209,7 +236,14 @@ export class Settler {
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.exclusive(async () => {
-        if (!this.paused && !this.stopped && this.halt === null) await this.drain(false);
+        const leading = this.leadership.leading();
+        const took = leading && !this.led;
+        this.led = leading;
+        if (!leading || this.stopped) return;
+        this.paused = (await this.opts.store.meta(PAUSED_META)) === 1;
+        // The control that led before may have halted on a batch without a receipt.
+        if (took) await this.checkReceipts();
+        if (!this.paused && this.halt === null) await this.drain(false);
       })
         .catch(() => undefined) // recorded in lastError by drain
         .then(() => this.schedule());
@@ -254,7 +288,8 @@ export class Settler {
     };
     try {
       for (;;) {
-        if (this.stopped || (!force && this.paused)) return made;
+        if (!force && made.length > 0) this.paused = (await store.meta(PAUSED_META)) === 1;
+        if (this.stopped || (!force && (this.paused || !this.leadership.leading()))) return made;
         const group = await store.settlement.settleGroup(next, boundary, now(), planBatch, GROUP_COMMIT_CALLS);
         if (group.length === 0) break;
         madeThisRound = true; // the group may have ended right after a batch it had no chance to report

@@ -18,6 +18,7 @@ export async function settlerView(ctx: ControlContext): Promise<StatusView['sett
       last_batch: null,
       last_error: null,
       halted: null,
+      leader: null,
     }
   );
 }

@@ -23,6 +23,7 @@ import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
 import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
 import { Gate, asyncTable, settled, type Async } from './seam';
+import type { ClusterTable } from './cluster';
 import type { StoreStatus } from '../../protocol/admin';
 import type { SnapshotKey } from '../../protocol/snapshot';
 import { OpaqueIds } from '../public/ids';
@@ -113,6 +114,11 @@ export type StoreDescription = StoreStatus;
 
 export interface Store extends StoreTables {
   /**
+   * The controls sharing the database and the settler's lease: PostgreSQL only; null on SQLite,
+   * whose one control per data dir is always the settler's.
+   */
+  readonly cluster: ClusterTable | null;
+  /**
    * The per-database secret behind the public API's opaque ids and the indexer's sealed
    * cursors (stable across restarts, never shown).
    */
@@ -136,6 +142,8 @@ export interface Store extends StoreTables {
   close(): Promise<void>;
 }
 
+export type { ClusterTable, ControlRow, StoredToken } from './cluster';
+
 /** The store on one SQLite file: better-sqlite3, synchronous inside, behind the async seam. */
 export class SqliteStore implements Store {
   readonly db: Db;
@@ -155,6 +163,7 @@ export class SqliteStore implements Store {
   readonly ledger;
   readonly settlement;
   readonly receipts;
+  readonly cluster = null;
   /** The synchronous tables, for the SQLite-only tools (benches, `ledger verify` on a file). */
   readonly sync: Readonly<SqliteTables>;
   private readonly gate = new Gate();

@@ -7,6 +7,7 @@ import t from 'tap';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ControlStartError } from '../../control/server';
+import { runCli } from '../fixtures/cli';
 import { captureLogs, startTestControl } from '../fixtures/control';
 
 const mode = (path: string) => statSync(path).mode & 0o777;
@@ -18,7 +19,7 @@ t.test('first start creates the data dir and the tokens; later starts reuse them
   for (const [file, token] of [
     ['admin.token', first.adminToken],
     ['sync.token', first.syncToken],
-    ['metrics.token', first.handle.bootstrap.metricsToken.token],
+    ['metrics.token', first.handle.bootstrap.metricsToken.token!],
   ] as const) {
     const path = join(dataDir, file);
     t.equal(mode(path), 0o600, `${file} 0600`);
@@ -40,6 +41,41 @@ t.test('first start creates the data dir and the tokens; later starts reuse them
   t.equal(second.handle.bootstrap.adminToken.created, false, 'not created again');
   const res = await second.admin('GET', '/_admin/v1/status');
   t.equal(res.status, 200, 'the reused token works');
+});
+
+t.test('a control id is made once, kept in the data dir, logged at start-up and shown in status', async (t) => {
+  const root = t.testdir();
+  const dataDir = join(root, 'data');
+  const logs = captureLogs();
+  const first = await startTestControl(t, { dataDir, log: logs.log });
+  const path = join(dataDir, 'control-id');
+  const id = readFileSync(path, 'utf8').trim();
+  t.match(id, /^ctl_[1-9A-HJ-NP-Za-km-z]{12}$/, 'ctl_ and 12 base58 characters');
+  t.equal(mode(path), 0o600, 'control-id 0600');
+  t.equal(first.handle.ctx.controlId, id);
+  const ready = logs.records().find((r) => r.msg === 'control ready');
+  t.equal(ready?.control_id, id, 'the start-up line names it');
+  t.equal((await first.admin('GET', '/_admin/v1/status')).body.control_id, id, '/_admin/v1/status shows it');
+  const json = await runCli(['status', '--json'], { control: first });
+  t.equal(json.json().control_id, id, 'svcctl status --json shows it');
+  const human = await runCli(['status'], { control: first });
+  t.match(human.stdout, new RegExp(`^control .*\\(${id}, up since`, 'm'), 'svcctl status shows it');
+  await first.close();
+
+  const second = await startTestControl(t, { dataDir });
+  t.equal(second.handle.ctx.controlId, id, 'the same id after a restart');
+  await second.close();
+
+  const other = await startTestControl(t, { dataDir: join(root, 'b', 'data') });
+  t.not(other.handle.ctx.controlId, id, 'another data dir, another id');
+});
+
+t.test('a control-id file that holds no control id stops start-up with a clear message', async (t) => {
+  const dataDir = join(t.testdir(), 'data');
+  const first = await startTestControl(t, { dataDir });
+  await first.close();
+  writeFileSync(join(dataDir, 'control-id'), 'not-an-id\n');
+  await t.rejects(startTestControl(t, { dataDir }), { message: /control-id does not hold a control id.*delete it/ });
 });
 
 t.test('a token file readable by others is tightened to 0600', async (t) => {

@@ -41,6 +41,7 @@ const settlerStatus = (state: SettlerStatus['state'], backlog: number, lagMs: nu
   last_batch: null,
   last_error: null,
   halted: null,
+  leader: null,
 });
 
 t.test('every series, with the values read when scraped', async (t) => {

@@ -23,7 +23,8 @@ import { pgSchema, sqliteSchema } from '../fixtures/schema';
 /** Columns PostgreSQL has beyond SQLite's, each explained in pg/migrations/001-initial.ts. */
 const EXTRA_COLUMNS: Record<string, string[]> = { keys: ['seq'] };
 const EXTRA_INDEXES = ['keys_by_seq'];
-const EXTRA_TABLES = ['svc_schema_migrations'];
+/** The migrations table, then the tables of several controls on one database (pg/migrations/003-cluster.ts). */
+const EXTRA_TABLES = ['svc_schema_migrations', 'controls', 'settler_lease', 'control_tokens'];
 /** Foreign keys SQLite checks and PostgreSQL leaves to the store and `ledger verify` (pg migration 2 says why). */
 const UNCHECKED_FOREIGN_KEYS = ['outcomes(settled_batch) → settlement_batches(id)'];
 
@@ -49,7 +50,7 @@ if (!skipWithoutPostgres(t)) {
     const lite = sqliteSchema(sqliteDb(t));
     const pg = await pgSchema(pool);
 
-    t.same(sorted(pg.tables), sorted([...lite.tables, ...EXTRA_TABLES]), 'the same tables, and the migrations table');
+    t.same(sorted(pg.tables), sorted([...lite.tables, ...EXTRA_TABLES]), 'the same tables, the migrations table and the cluster tables');
     for (const table of lite.tables) {
       const extra = EXTRA_COLUMNS[table] ?? [];
       const columns = pg.columns[table] ?? [];

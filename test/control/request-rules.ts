@@ -104,7 +104,7 @@ t.test('a JSON route refuses a parameter it does not read; pages, feeds and metr
   await served(t, control, 'api', `/apply?${tracking}`);
   await served(t, control, 'api', `/favicon.ico?${tracking}`, 204);
   await served(t, control, 'indexer', `/activity?${tracking}`);
-  await served(t, control, 'control', `/metrics?${tracking}`, 200, control.handle.bootstrap.metricsToken.token);
+  await served(t, control, 'control', `/metrics?${tracking}`, 200, control.handle.bootstrap.metricsToken.token!);
 });
 
 t.test('a batch number in a path has one form: no leading zeros', async (t) => {

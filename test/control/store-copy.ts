@@ -91,7 +91,11 @@ if (!skipWithoutPostgres(t)) {
     const target = pool(t, url);
     const tables = sqliteTables(source);
     t.same([...result.tables.map((x) => x.name)].sort(), tables, 'every table of the SQLite store, each once');
-    t.same((await pgTables(target)).sort(), [...tables, 'svc_schema_migrations'].sort(), 'the same tables in PostgreSQL');
+    t.same(
+      (await pgTables(target)).sort(),
+      [...tables, 'svc_schema_migrations', 'controls', 'settler_lease', 'control_tokens'].sort(),
+      'the same tables in PostgreSQL, and the cluster tables',
+    );
     t.equal(await pgSchemaVersion(target), PG_MIGRATIONS.length, 'migrated to this build');
 
     const fks = (

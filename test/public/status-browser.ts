@@ -92,6 +92,7 @@ if (!hasChromium()) {
     const settler: SettlerStatus = {
       state: 'idle',
       halted: null,
+      leader: null,
       cadence_ms: 5000,
       batch_cap: 100,
       backlog: 3,

@@ -84,6 +84,7 @@ forEachStore(t, (t, kind) => {
     const settler: SettlerStatus = {
       state: 'paused',
       halted: null,
+      leader: null,
       cadence_ms: 5000,
       batch_cap: 1000,
       backlog: 42,

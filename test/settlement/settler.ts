@@ -35,6 +35,11 @@ forEachStore(t, (t, kind) => {
       last_error: null,
     });
     t.type(status.json().last_run_at, 'string');
+    const self = { id: control.handle.ctx.controlId, url: control.urls.control };
+    t.same(status.json().leader, self, 'the one control settles, and says so');
+    const overall = (await runCli(['status', '--json'], { control })).json();
+    t.match(overall.controls, [{ ...self, leader: true, last_seen: String }], 'status lists the one control');
+    t.equal(overall.controls.length, 1);
     const { last_run_at: _a, state: _s, ...viaCtx } = (await control.handle.ctx.settler())!;
     const { last_run_at: _b, state: _t, ...viaApi } = (await control.admin('GET', '/_admin/v1/settler')).body;
     t.same(viaCtx, viaApi, 'ctx.settler reports the same status');

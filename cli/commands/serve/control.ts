@@ -1,10 +1,18 @@
 /** `svcctl serve control`: run the control role in this process until SIGINT/SIGTERM. */
 import type { Config } from '../../../config/load';
+import type { BootstrapToken } from '../../../control/bootstrap';
 import { ControlStartError, startControl } from '../../../control/server';
 import { StoreOpenError } from '../../../control/store/db';
 import type { Output } from '../../output';
 import { EXIT_OK } from '../../exit-codes';
 import { announceReady, startRole, untilSignal } from './lifecycle';
+
+/** Where a token of the ready lines is: its file, the environment, or the control on the database that made it. */
+export function tokenWhere(t: BootstrapToken, env: string): string {
+  if (t.from !== undefined && t.token === null)
+    return `shared: made by control ${t.from.control_id}, ${t.from.file === null ? 'configured there' : `written to ${t.from.file} on its host`}`;
+  return t.file === null ? `from ${env}` : `${t.file}${t.created ? ' (created now, mode 0600)' : ''}`;
+}
 
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
   const control = await startRole(() => startControl(opts.config), ControlStartError, StoreOpenError);
@@ -20,11 +28,9 @@ export async function run(opts: { config: Readonly<Config>; json?: boolean }, de
       deps.out.line(`  public api     ${control.urls.api}`);
       deps.out.line(`  indexer        ${control.urls.indexer}`);
       deps.out.line(`  data dir       ${boot.dataDir}`);
-      const where = (t: { file: string | null; created: boolean }, env: string) =>
-        t.file === null ? `from ${env}` : `${t.file}${t.created ? ' (created now, mode 0600)' : ''}`;
-      deps.out.line(`  admin token    ${where(boot.adminToken, 'SVC_ADMIN_TOKEN')}`);
-      deps.out.line(`  sync token     ${where(boot.syncToken, 'SVC_SYNC_TOKEN')}`);
-      deps.out.line(`  metrics token  ${where(boot.metricsToken, 'SVC_METRICS_TOKEN')}`);
+      deps.out.line(`  admin token    ${tokenWhere(boot.adminToken, 'SVC_ADMIN_TOKEN')}`);
+      deps.out.line(`  sync token     ${tokenWhere(boot.syncToken, 'SVC_SYNC_TOKEN')}`);
+      deps.out.line(`  metrics token  ${tokenWhere(boot.metricsToken, 'SVC_METRICS_TOKEN')}`);
     },
     opts.json,
   );

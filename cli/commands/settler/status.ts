@@ -1,4 +1,4 @@
-/** `svcctl settler status | pause | resume`: the settler's state, backlog and last batch, and why it is halted. */
+/** `svcctl settler status | pause | resume`: the settler's state, backlog and last batch, the control that settles, and why it is halted. */
 import type { SettlerHalt, SettlerStatus } from '../../../protocol/settlement';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
@@ -11,6 +11,7 @@ export function settlerLines(s: SettlerStatus): string[] {
     `backlog:     ${s.backlog} calls${s.lag_ms === null ? '' : ` (oldest received ${s.lag_ms} ms ago)`}`,
     `last run:    ${s.last_run_at ?? 'never'}`,
     `last batch:  ${last === null ? 'none' : `#${last.id} ${last.endpoint_id}: ${last.calls} calls, premiums ${last.premiums}, refunds ${last.refunds} at ${last.at}`}`,
+    `leader:      ${s.leader === null ? 'none (a control takes the lease within settler.leaseS)' : `${s.leader.id} at ${s.leader.url}`}`,
     ...(s.last_error === null ? [] : [`last error:  ${s.last_error}`]),
     ...(s.halted === null ? [] : haltLines(s.halted)),
   ];

@@ -208,11 +208,18 @@ async function parentsFirst(client: PoolClient, tables: readonly SourceTable[]):
   return ordered;
 }
 
+/**
+ * Tables only PostgreSQL's schema has: the controls running on the database, the settler's
+ * lease among them and the digests of their tokens (migration 3), with nothing in SQLite to
+ * copy from (the first control on the copy stores its data dir's tokens).
+ */
+export const PG_ONLY_TABLES: readonly string[] = ['controls', 'settler_lease', 'control_tokens'];
+
 /** Each table's copy, or a loud failure where SQLite's tables and columns are not PostgreSQL's. */
 function plan(tables: readonly SourceTable[], schemaTables: readonly string[], columns: Map<string, TargetColumn[]>): TablePlan[] {
   const names = new Set(tables.map((t) => t.name));
   const onlySqlite = tables.map((t) => t.name).filter((name) => !schemaTables.includes(name));
-  const onlyPg = schemaTables.filter((name) => !names.has(name));
+  const onlyPg = schemaTables.filter((name) => !names.has(name) && !PG_ONLY_TABLES.includes(name));
   if (onlySqlite.length > 0 || onlyPg.length > 0) {
     const parts = [
       onlySqlite.length > 0 ? `only in SQLite: ${onlySqlite.join(', ')}` : null,

@@ -8,6 +8,14 @@
  *   on its row, which stays locked until the commit: versions are gapless.
  * - `read` and the full snapshot reader each hold one `REPEATABLE READ` transaction: every
  *   statement sees the state of one instant.
+ * - Every version bump is announced with `NOTIFY svc_state_version, '<version>'` in the
+ *   transaction that bumps it (so it is delivered at the commit, and only then). Each store
+ *   `LISTEN`s on one dedicated connection and tells its `onVersion` listeners about versions
+ *   other processes on the database committed: every control's hub hears every change. Its own
+ *   bumps and the announced ones are deduplicated, and listeners only ever hear a version above
+ *   the last they heard. A listening connection that drops is opened again, and then listeners
+ *   hear the database's current version, so a change committed while nobody listened is not
+ *   missed (`version-listener.ts`).
  * - Ingest is idempotent by call id (`ON CONFLICT DO NOTHING`), settlement commits each group
  *   of batches in one transaction under the writer lock, receipts chain with a unique batch
  *   number, and the ledger invariant is checked inside the transaction that moves money.
@@ -19,11 +27,13 @@ import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
+import { PgClusterTable } from './cluster-table';
 import { PgConn, sql } from './conn';
 import { migratePg, pgSchemaVersion } from './migrate';
 import { PG_MIGRATIONS } from './migrations';
 import { PG_TYPES } from './types';
 import { PgSnapshotReader } from './snapshot-reader';
+import { VERSION_CHANNEL, VersionListener } from './version-listener';
 import { openShared, pgTables, type PgShared } from './tables';
 
 export interface PgStoreOptions extends StoreOptions {
@@ -31,6 +41,8 @@ export interface PgStoreOptions extends StoreOptions {
   dataDir: string;
   /** Most connections the pool opens. @default 10 */
   poolSize?: number;
+  /** First wait before the listening connection is opened again after it dropped. @default LISTEN_RETRY_MS (version-listener.ts) */
+  listenRetryMs?: number;
 }
 
 /** Connections the pool opens at most. @default 10 */
@@ -46,6 +58,7 @@ const Q = {
   metaSet: sql(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`),
   secretInit: sql(`INSERT INTO public_secret (id, secret) VALUES (1, ?) ON CONFLICT DO NOTHING`),
   secret: sql(`SELECT secret FROM public_secret WHERE id = 1`),
+  announce: sql(`SELECT pg_notify('${VERSION_CHANNEL}', ?)`),
 };
 
 export class PgStore implements Store {
@@ -56,6 +69,10 @@ export class PgStore implements Store {
   private readonly conn: PgConn;
   private readonly shared: PgShared;
   private readonly listeners = new Set<(version: number) => void>();
+  /** The highest version the listeners heard (or that the store found when it opened). */
+  private heard = 0;
+  /** Hears the versions other processes on the database commit. */
+  private readonly versions: VersionListener;
   private closed = false;
 
   readonly keys;
@@ -71,13 +88,14 @@ export class PgStore implements Store {
   readonly ledger;
   readonly settlement;
   readonly receipts;
+  readonly cluster: PgClusterTable;
   readonly liveKey: StoreTables['liveKey'];
   readonly version: StoreTables['version'];
   readonly changesSince: StoreTables['changesSince'];
   readonly meta: StoreTables['meta'];
   readonly setMeta: StoreTables['setMeta'];
 
-  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer) {
+  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer, listenRetryMs: number | undefined) {
     this.url = url;
     this.pool = pool;
     this.conn = new PgConn(pool);
@@ -98,6 +116,13 @@ export class PgStore implements Store {
     this.ledger = outside.ledger;
     this.settlement = outside.settlement;
     this.receipts = outside.receipts;
+    this.cluster = new PgClusterTable(this.conn);
+    this.versions = new VersionListener({
+      url,
+      current: () => this.version(),
+      heard: (version) => this.hear(version),
+      ...(listenRetryMs === undefined ? {} : { retryMs: listenRetryMs }),
+    });
     this.liveKey = outside.liveKey;
     this.version = outside.version;
     this.changesSince = outside.changesSince;
@@ -121,20 +146,37 @@ export class PgStore implements Store {
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     let shared: PgShared | undefined;
+    let store: PgStore | undefined;
     try {
       await migratePg(pool);
       const conn = new PgConn(pool);
       await conn.run(Q.secretInit, [randomBytes(32)]);
       const idSecret = (await conn.value<Buffer>(Q.secret))!;
       shared = await openShared(conn, { ...options, idSecret, now: Date.now() });
-      const store = new PgStore(url, pool, shared, idSecret);
+      store = new PgStore(url, pool, shared, idSecret, options.listenRetryMs);
       if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());
+      await store.versions.open();
       return store;
     } catch (err) {
-      await shared?.close();
-      await pool.end();
+      if (store !== undefined) await store.close();
+      else {
+        await shared?.close();
+        await pool.end();
+      }
       throw err;
     }
+  }
+
+  /** The listening connection's server process id, or null while it is being opened again. */
+  get listenerPid(): number | null {
+    return this.versions.pid;
+  }
+
+  /** Tell the listeners about `version` unless they heard it or a later one. */
+  private hear(version: number): void {
+    if (version <= this.heard) return;
+    this.heard = version;
+    for (const listener of this.listeners) listener(version);
   }
 
   /** Every table family on `conn` (the pool, or one transaction's connection). */
@@ -159,13 +201,14 @@ export class PgStore implements Store {
       if (audit.changes && audit.changes.length > 0) {
         version = (await conn.value<number>(Q.bump))!;
         for (const change of audit.changes) await conn.run(Q.change, [version, change.kind, change.entity]);
+        await conn.run(Q.announce, [String(version)]);
         bumped = true;
       } else {
         version = (await conn.value<number>(Q.version))!;
       }
       return { result, version };
     }, 'serial');
-    if (bumped) for (const listener of this.listeners) listener(out.version);
+    if (bumped) this.hear(out.version);
     return out;
   }
 
@@ -198,6 +241,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.versions.close();
     await this.shared.close();
     await this.pool.end();
   }

@@ -1,0 +1,78 @@
+/**
+ * The controls sharing one PostgreSQL database (`controls`), the settler's lease
+ * (`settler_lease`, one row) and the digests of the tokens they all accept (`control_tokens`),
+ * migration 3. Every time is read from the database's clock in the
+ * statement that uses it, so controls whose clocks disagree agree on when a lease lapses.
+ */
+import type { ClusterTable, ControlRow, StoredToken } from '../index';
+import { sql, type PgConn } from './conn';
+
+/** Now in ms on the database's clock (advancing within a transaction, unlike `now()`). */
+const NOW = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+
+const Q = {
+  heartbeat: sql(
+    `INSERT INTO controls (id, url, started_at, last_seen) VALUES (@id, @url, @started_at, ${NOW})
+     ON CONFLICT (id) DO UPDATE SET url = excluded.url, started_at = excluded.started_at, last_seen = excluded.last_seen`,
+  ),
+  forget: sql(`DELETE FROM controls WHERE last_seen < ${NOW} - ?::bigint`),
+  leave: sql(`DELETE FROM controls WHERE id = ?`),
+  list: sql(
+    `SELECT c.id, c.url, c.started_at, c.last_seen, coalesce(l.holder = c.id AND l.expires_at > ${NOW}, false) AS leader
+     FROM controls c LEFT JOIN settler_lease l ON l.id = 1
+     ORDER BY c.started_at, c.id`,
+  ),
+  // Taken when there is no lease, when it lapsed, or renewed by its holder; the row lock makes
+  // racing claims take turns, and each sees the one before it.
+  claim: sql(
+    `INSERT INTO settler_lease (id, holder, expires_at) VALUES (1, @id, ${NOW} + @lease_ms::bigint)
+     ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+     WHERE settler_lease.holder = excluded.holder OR settler_lease.expires_at <= ${NOW}
+     RETURNING holder`,
+  ),
+  release: sql(`UPDATE settler_lease SET expires_at = 0 WHERE id = 1 AND holder = ?`),
+  holder: sql(
+    `SELECT l.holder AS id, c.url FROM settler_lease l LEFT JOIN controls c ON c.id = l.holder
+     WHERE l.id = 1 AND l.expires_at > ${NOW}`,
+  ),
+  tokenInit: sql(
+    `INSERT INTO control_tokens (name, sha256, control_id, file, created_at) VALUES (@name, @sha256, @control_id, @file, @created_at)
+     ON CONFLICT (name) DO NOTHING`,
+  ),
+  token: sql(`SELECT name, sha256, control_id, file FROM control_tokens WHERE name = ?`),
+};
+
+export class PgClusterTable implements ClusterTable {
+  constructor(private readonly conn: PgConn) {}
+
+  async heartbeat(id: string, url: string, startedAt: number, forgetMs: number): Promise<void> {
+    await this.conn.run(Q.heartbeat, { id, url, started_at: startedAt });
+    await this.conn.run(Q.forget, [forgetMs]);
+  }
+
+  async leave(id: string): Promise<void> {
+    await this.releaseLease(id);
+    await this.conn.run(Q.leave, [id]);
+  }
+
+  list(): Promise<ControlRow[]> {
+    return this.conn.all<ControlRow>(Q.list);
+  }
+
+  async claimLease(id: string, leaseMs: number): Promise<boolean> {
+    return (await this.conn.value<string>(Q.claim, { id, lease_ms: leaseMs })) === id;
+  }
+
+  async releaseLease(id: string): Promise<void> {
+    await this.conn.run(Q.release, [id]);
+  }
+
+  async shareToken(token: StoredToken, now: number): Promise<StoredToken> {
+    await this.conn.run(Q.tokenInit, { ...token, created_at: now });
+    return (await this.conn.get<StoredToken>(Q.token, [token.name]))!;
+  }
+
+  async leaseHolder(): Promise<{ id: string; url: string | null } | null> {
+    return (await this.conn.get<{ id: string; url: string | null }>(Q.holder)) ?? null;
+  }
+}
