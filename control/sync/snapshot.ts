@@ -198,7 +198,8 @@ interface SharedSnapshot {
  * transaction, kept in memory, and the same bytes are written to every gateway that asks while
  * it is being built or received, each at its own pace (the stream's backpressure). The lines
  * are dropped when the last gateway receiving them is done (a 100,000-key snapshot is about
- * 10 MB), and a gateway that needs a newer version than a held snapshot's gets a new build.
+ * 20 MB, some 190 bytes a key), and a gateway that needs a newer version than the held
+ * snapshot's gets a new build.
  */
 export class SnapshotCache {
   private current: SharedSnapshot | null = null;
