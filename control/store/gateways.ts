@@ -17,6 +17,46 @@ export interface GatewayRow {
   share: number | null;
 }
 
+/**
+ * One row of `ackedMany`: a gateway acked `version` (with its digest) at `at`, or, without a
+ * `version`, was only seen alive at `at` (a lease renewal, an outcome batch, a connect).
+ */
+export interface GatewayAckRow {
+  id: string;
+  at: number;
+  version?: number;
+  sha256?: string | null;
+}
+
+/** One gateway's row of an `ackedMany` batch, folded (`foldAckRows`); `version` null: only seen. */
+export interface FoldedAckRow {
+  id: string;
+  /** Its first row's `at` (`first_seen` if it is new) and its last's (`last_seen`). */
+  first: number;
+  at: number;
+  version: number | null;
+  sha256: string | null;
+}
+
+/**
+ * `rows` folded to one row per gateway, as if written one after another: the last ack of each
+ * (its version and digest), first seen at its first row's `at` and last at its last row's; in the order each gateway first
+ * appears. (One PostgreSQL statement may not change a row twice.)
+ */
+export function foldAckRows(rows: readonly GatewayAckRow[]): FoldedAckRow[] {
+  const byId = new Map<string, FoldedAckRow>();
+  for (const row of rows) {
+    let folded = byId.get(row.id);
+    if (folded === undefined) byId.set(row.id, (folded = { id: row.id, first: row.at, at: row.at, version: null, sha256: null }));
+    folded.at = row.at;
+    if (row.version !== undefined) {
+      folded.version = row.version;
+      folded.sha256 = row.sha256 ?? null;
+    }
+  }
+  return [...byId.values()];
+}
+
 export class GatewaysTable {
   private readonly seenStmt;
   private readonly ackStmt;
@@ -26,14 +66,16 @@ export class GatewaysTable {
   private readonly weightStmt;
   private readonly shareStmt;
   private readonly recordSharesTx;
+  private readonly ackManyStmt;
+  private readonly ackedManyTx;
 
   constructor(db: Db) {
     this.seenStmt = db.prepare(
       `INSERT INTO gateways (id, first_seen, last_seen) VALUES (?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`,
     );
-    // One statement (one commit, one WAL sync) per ack or nack: every connected gateway acks
-    // every change, so with N gateways a change costs N of these (bench:fanout).
+    // Every connected gateway acks every change: the sync hub writes the acks of one event-loop
+    // turn together (`ackedMany`, one commit and one WAL sync), not one commit per ack.
     this.ackStmt = db.prepare(
       `INSERT INTO gateways (id, first_seen, last_seen, applied_version, applied_sha256) VALUES (@id, @at, @at, @version, @sha256)
        ON CONFLICT (id) DO UPDATE SET applied_version = excluded.applied_version, applied_sha256 = excluded.applied_sha256, last_seen = excluded.last_seen`,
@@ -50,6 +92,18 @@ export class GatewaysTable {
     this.recordSharesTx = db.transaction((shares: ReadonlyMap<string, number>) => {
       for (const [id, share] of shares) this.shareStmt.run(share, id);
     });
+    // One row of `ackedMany`: an ack (`acked` 1) sets the applied version and digest, a
+    // sighting (`acked` 0) only `last_seen`; a gateway not known yet is inserted either way.
+    this.ackManyStmt = db.prepare(
+      `INSERT INTO gateways (id, first_seen, last_seen, applied_version, applied_sha256) VALUES (@id, @first, @at, coalesce(@version, 0), @sha256)
+       ON CONFLICT (id) DO UPDATE SET
+         applied_version = CASE WHEN @acked THEN excluded.applied_version ELSE applied_version END,
+         applied_sha256 = CASE WHEN @acked THEN excluded.applied_sha256 ELSE applied_sha256 END,
+         last_seen = excluded.last_seen`,
+    );
+    this.ackedManyTx = db.transaction((rows: readonly FoldedAckRow[]) => {
+      for (const row of rows) this.ackManyStmt.run({ ...row, acked: row.version === null ? 0 : 1 });
+    });
   }
 
   seen(id: string, at: number): void {
@@ -58,6 +112,14 @@ export class GatewaysTable {
 
   acked(id: string, version: number, sha256: string | null, at: number): void {
     this.ackStmt.run({ id, version, sha256, at });
+  }
+
+  /**
+   * Acks and sightings of many gateways (`GatewayAckRow`) in one transaction: all stored or, on
+   * a failure, none. Rows of one gateway apply in order, as `acked` and `seen` one by one would.
+   */
+  ackedMany(rows: readonly GatewayAckRow[]): void {
+    if (rows.length > 0) this.ackedManyTx(foldAckRows(rows));
   }
 
   nacked(id: string, version: number, reason: string, at: number): void {

@@ -14,8 +14,9 @@ import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gatew
 import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { GatewayRow } from '../store/gateways';
+import { AckBatcher } from './acks';
 import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
-import { DeltaCache, storeEpoch, writeSnapshot } from './snapshot';
+import { DeltaCache, SnapshotCache, storeEpoch } from './snapshot';
 import { VersionWaiters } from './waiters';
 
 interface Connection {
@@ -47,7 +48,6 @@ export interface SyncHubOptions {
 
 export class SyncHub {
   private readonly ctx: ControlContext;
-  private readonly limits: Limits;
   private readonly conns = new Map<string, Connection>();
   /** The proxy engine each gateway announced when it last connected (since control started). */
   private readonly engines = new Map<string, string>();
@@ -65,6 +65,9 @@ export class SyncHub {
   /** Each known gateway's weight, as stored (loaded at open; `weightChanged` keeps it current). */
   private readonly weights = new Map<string, number>();
   private readonly deltas: DeltaCache;
+  private readonly snapshots: SnapshotCache;
+  /** Acks and sightings of one event-loop turn, stored in one transaction. */
+  private readonly acks: AckBatcher;
   readonly mode: LimitsMode;
   readonly leaseS: number;
   private readonly leaseMs: number;
@@ -91,8 +94,9 @@ export class SyncHub {
     options: SyncHubOptions,
   ) {
     this.ctx = ctx;
-    this.limits = limits;
     this.deltas = new DeltaCache(ctx.store, limits);
+    this.snapshots = new SnapshotCache(ctx.store, limits, loaded.epoch);
+    this.acks = new AckBatcher((rows) => ctx.store.gateways.ackedMany(rows));
     this.mode = options.mode ?? ctx.config.limits.mode;
     this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;
     this.leaseMs = this.leaseS * 1000;
@@ -126,7 +130,7 @@ export class SyncHub {
     engine: string | null = null,
   ): Promise<void> {
     const now = this.ctx.now();
-    await this.ctx.store.gateways.seen(gatewayId, now);
+    await this.acks.add({ id: gatewayId, at: now });
     const row0 = await this.ctx.store.gateways.byId(gatewayId);
     if (row0) this.weights.set(gatewayId, row0.weight);
     // The gateway may have hung up while the store answered: nothing to serve then.
@@ -175,7 +179,7 @@ export class SyncHub {
     if (sameEpoch && heldVersion === current) {
       conn.sentVersion = current;
       conn.appliedVersion = current;
-      this.record(this.ctx.store.gateways.acked(gatewayId, current, row0?.applied_sha256 ?? null, now), 'ack');
+      this.record(this.acks.add({ id: gatewayId, at: now, version: current, sha256: row0?.applied_sha256 ?? null }), 'ack');
       // Say something at once, so the gateway knows the stream is live without waiting for a ping.
       res.write(JSON.stringify({ type: 'ping', version: current }) + '\n');
       this.waiters.check();
@@ -194,12 +198,20 @@ export class SyncHub {
     return this.version;
   }
 
-  /** Handle `POST /_sync/v1/ack`: answered once the ack (or the lease renewal) is stored. */
+  /** A gateway was seen alive (it shipped outcomes): stored with this turn's acks, settles once stored. */
+  seen(gatewayId: string, now: number): Promise<void> {
+    return this.acks.add({ id: gatewayId, at: now });
+  }
+
+  /**
+   * Handle `POST /_sync/v1/ack`: answered once the ack (or the lease renewal) is stored, with
+   * the others of this event-loop turn in one transaction.
+   */
   async ack(body: SyncAck): Promise<void> {
     const now = this.ctx.now();
     if (body.renew === true) {
       // A lease renewal (the answer to a ping): the gateway is alive and still holds its state.
-      await this.ctx.store.gateways.seen(body.gateway_id, now);
+      await this.acks.add({ id: body.gateway_id, at: now });
       const conn = this.conns.get(body.gateway_id);
       if (conn) this.renew(conn, now);
       return;
@@ -212,7 +224,7 @@ export class SyncHub {
         await this.nack(conn, body.gateway_id, body.version, `digest mismatch: applied ${body.sha256 ?? 'none'}, sent ${expected}`, now);
         return;
       }
-      await this.ctx.store.gateways.acked(body.gateway_id, body.version, body.sha256 ?? null, now);
+      await this.acks.add({ id: body.gateway_id, at: now, version: body.version, sha256: body.sha256 ?? null });
       if (conn) {
         conn.appliedVersion = Math.max(conn.appliedVersion, body.version);
         for (const v of conn.sent.keys()) if (v <= body.version) conn.sent.delete(v);
@@ -385,8 +397,13 @@ export class SyncHub {
   }
 
   private write(conn: Connection, line: string): Promise<void> {
+    return this.send(conn, line + '\n');
+  }
+
+  /** Write whole lines (each ending in a newline), waiting for the stream to drain when it is full. */
+  private send(conn: Connection, chunk: string | Buffer): Promise<void> {
     if (conn.closed) return Promise.reject(new Error('gateway stream closed'));
-    if (conn.res.write(line + '\n')) return Promise.resolve();
+    if (conn.res.write(chunk)) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const onDrain = () => {
         conn.res.off('close', onClose);
@@ -422,7 +439,7 @@ export class SyncHub {
         } else {
           const started = Date.now();
           conn.needsFull = false;
-          const result = await writeSnapshot(this.ctx.store, this.limits, this.ctx.now(), (line) => this.write(conn, line), this.epoch);
+          const result = await this.snapshots.stream(this.version, this.ctx.now(), (chunk) => this.send(conn, chunk));
           conn.sent.set(result.version, result.sha256);
           conn.sentVersion = result.version;
           this.ctx.log.info('snapshot sent', { gateway_id: conn.gatewayId, version: result.version, ms: Date.now() - started });

@@ -32,7 +32,10 @@ export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: Syn
 
   router.post('/_sync/v1/ack', async ({ req, res }) => {
     const body = parseBody(SyncAck, await readJson(req));
-    if (body.version > (await ctx.store.version())) throw new SvcError('svc_conflict', `version ${body.version} does not exist yet`);
+    // The hub knows every version it sent; the store is asked only about one it has not seen.
+    if (body.version > hub.currentVersion() && body.version > (await ctx.store.version())) {
+      throw new SvcError('svc_conflict', `version ${body.version} does not exist yet`);
+    }
     await hub.ack(body);
     sendJson(res, 200, { ok: true } satisfies SyncAckAnswer);
   });
@@ -41,7 +44,7 @@ export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: Syn
     const batch = parseOutcomeBatch(await readJson(req, OUTCOME_BATCH_LIMIT_BYTES));
     const now = ctx.now();
     const accepted = await ctx.store.outcomes.ingest(batch.records, now);
-    await ctx.store.gateways.seen(batch.gateway_id, now);
+    await hub.seen(batch.gateway_id, now);
     const ack: OutcomeAck = { accepted, duplicates: batch.records.length - accepted };
     sendJson(res, 200, ack);
   });

@@ -1,5 +1,5 @@
 /** The gateways that dialled in, on PostgreSQL: `../gateways.ts`'s statements, asynchronous. */
-import type { GatewayRow, GatewaysTable } from '../gateways';
+import { foldAckRows, type GatewayAckRow, type GatewayRow, type GatewaysTable } from '../gateways';
 import type { Async } from '../seam';
 import { sql, type PgConn } from './conn';
 
@@ -11,6 +11,20 @@ const Q = {
   ack: sql(
     `INSERT INTO gateways (id, first_seen, last_seen, applied_version, applied_sha256) VALUES (@id, @at, @at, @version, @sha256)
      ON CONFLICT (id) DO UPDATE SET applied_version = excluded.applied_version, applied_sha256 = excluded.applied_sha256, last_seen = excluded.last_seen`,
+  ),
+  // `ackedMany`: one row per gateway (folded first: one statement may not change a row twice),
+  // each an ack (its id in `acked`: the applied version and digest) or a sighting (`last_seen`
+  // only); one statement, so one commit. Rows are locked in id order, so concurrent batches
+  // cannot deadlock.
+  ackMany: sql(
+    `INSERT INTO gateways (id, first_seen, last_seen, applied_version, applied_sha256)
+     SELECT id, first, at, coalesce(version, 0), sha256
+     FROM unnest(@id::text[], @first::bigint[], @at::bigint[], @version::bigint[], @sha256::text[]) AS r (id, first, at, version, sha256)
+     ORDER BY id COLLATE "C"
+     ON CONFLICT (id) DO UPDATE SET
+       applied_version = CASE WHEN excluded.id = ANY (@acked::text[]) THEN excluded.applied_version ELSE gateways.applied_version END,
+       applied_sha256 = CASE WHEN excluded.id = ANY (@acked::text[]) THEN excluded.applied_sha256 ELSE gateways.applied_sha256 END,
+       last_seen = excluded.last_seen`,
   ),
   nack: sql(
     `INSERT INTO gateways (id, first_seen, last_seen, last_nack_version, last_nack_reason, last_nack_at) VALUES (@id, @at, @at, @version, @reason, @at)
@@ -32,6 +46,20 @@ export class PgGatewaysTable implements Async<GatewaysTable> {
 
   async acked(id: string, version: number, sha256: string | null, at: number): Promise<void> {
     await this.conn.run(Q.ack, { id, version, sha256, at });
+  }
+
+  /** Acks and sightings of many gateways in one statement: all stored or none (`GatewaysTable.ackedMany`). */
+  async ackedMany(rows: readonly GatewayAckRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const folded = foldAckRows(rows);
+    await this.conn.run(Q.ackMany, {
+      id: folded.map((r) => r.id),
+      first: folded.map((r) => r.first),
+      at: folded.map((r) => r.at),
+      version: folded.map((r) => r.version),
+      sha256: folded.map((r) => r.sha256),
+      acked: folded.filter((r) => r.version !== null).map((r) => r.id),
+    });
   }
 
   async nacked(id: string, version: number, reason: string, at: number): Promise<void> {
