@@ -439,9 +439,16 @@ export class SyncHub {
         } else {
           const started = Date.now();
           conn.needsFull = false;
-          const result = await this.snapshots.stream(this.version, this.ctx.now(), (chunk) => this.send(conn, chunk));
-          conn.sent.set(result.version, result.sha256);
-          conn.sentVersion = result.version;
+          const result = await this.snapshots.stream(
+            this.version,
+            this.ctx.now(),
+            (chunk) => this.send(conn, chunk),
+            // Known before the end line goes out: the gateway acks as soon as it reads it.
+            ({ version, sha256 }) => {
+              conn.sent.set(version, sha256);
+              conn.sentVersion = version;
+            },
+          );
           this.ctx.log.info('snapshot sent', { gateway_id: conn.gatewayId, version: result.version, ms: Date.now() - started });
         }
       } while (!conn.closed && this.version > conn.nackedVersion && (conn.dirty || conn.needsFull || conn.sentVersion < this.version));

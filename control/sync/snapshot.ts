@@ -214,19 +214,31 @@ export class SnapshotCache {
    * Write a full snapshot at version `atLeast` or newer to `write`, line by line (each a
    * `Buffer` ending in a newline; `write` should respect backpressure): the one being built or
    * written to other gateways when it is new enough, else a new one read at `now`.
+   *
+   * `beforeEnd` is told the snapshot's version and digest before its last line is written: a
+   * gateway may ack as soon as it reads that line, so whoever checks acks must know the digest
+   * by then. (Each line but the last is written once the next exists or the build is done, so
+   * the last is known to be the last.)
    */
-  async stream(atLeast: number, now: number, write: (chunk: Buffer) => Promise<void>): Promise<{ version: number; sha256: string }> {
+  async stream(
+    atLeast: number,
+    now: number,
+    write: (chunk: Buffer) => Promise<void>,
+    beforeEnd: (result: { version: number; sha256: string }) => void,
+  ): Promise<{ version: number; sha256: string }> {
     let shared = this.current;
     if (shared === null || shared.failed !== null || (shared.result?.version ?? shared.wanted) < atLeast) shared = this.build(atLeast, now);
     shared.readers++;
     try {
       for (let i = 0; ; i++) {
-        while (i >= shared.lines.length && shared.result === null && shared.failed === null) {
+        // Line i is written when a line after it exists or the build is done.
+        while (i + 1 >= shared.lines.length && shared.result === null && shared.failed === null) {
           await new Promise<void>((resolve) => shared.waiting.push(resolve));
         }
-        if (i < shared.lines.length) await write(shared.lines[i]!);
-        else if (shared.failed !== null) throw shared.failed.err;
-        else return shared.result!;
+        if (shared.failed !== null) throw shared.failed.err;
+        if (i >= shared.lines.length) return shared.result!;
+        if (i === shared.lines.length - 1) beforeEnd(shared.result!);
+        await write(shared.lines[i]!);
       }
     } finally {
       shared.readers--;

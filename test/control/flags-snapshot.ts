@@ -4,7 +4,7 @@
  * and a delta carry the same flag values.
  */
 import t from 'tap';
-import { buildDelta, writeSnapshot } from '../../control/sync/snapshot';
+import { SnapshotCache, buildDelta, writeSnapshot } from '../../control/sync/snapshot';
 import { FLAG_NAMES } from '../../protocol/admin';
 import { Delta, Flags, flagsOf } from '../../protocol/snapshot';
 import { forEachStore, openTestStore } from '../fixtures/stores';
@@ -55,5 +55,36 @@ t.test('a full snapshot and a delta carry the same flag values', async (t) => {
     t.equal(full.flags[name], true, 'the snapshot has the flag on');
     t.same(delta.flags, full.flags, 'the delta has the same values');
     t.same(await store.flags.values(), full.flags, 'and so does the store');
+  });
+});
+
+t.test("a shared snapshot's version and digest are known before its end line is written", async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const cache = new SnapshotCache(store, LIMITS, 0);
+    // Two receivers of one build, each checking when it learns the digest.
+    const receive = async () => {
+      const lines: string[] = [];
+      let known: { version: number; sha256: string } | null = null;
+      let knownBeforeEnd = false;
+      const result = await cache.stream(
+        1,
+        NOW,
+        async (chunk) => {
+          const line = chunk.toString();
+          if (line.includes('"snapshot_end"')) knownBeforeEnd = known !== null;
+          lines.push(line);
+        },
+        (r) => (known = r),
+      );
+      return { lines, known, knownBeforeEnd, result };
+    };
+    const [a, b] = await Promise.all([receive(), receive()]);
+    for (const r of [a, b]) {
+      t.ok(r.knownBeforeEnd, 'told before the end line was written');
+      t.same(r.known, r.result, 'the version and digest the stream answers');
+      t.match(JSON.parse(r.lines[r.lines.length - 1]!), { type: 'snapshot_end', version: r.result.version, sha256: r.result.sha256 });
+    }
+    t.same(a.lines, b.lines, 'the same lines to both');
   });
 });
