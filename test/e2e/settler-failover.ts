@@ -95,7 +95,13 @@ if (!skipWithoutPostgres(t)) {
     const settler = async (control: ServiceProcess) => {
       const res = await admin(control, 'GET', '/_admin/v1/settler');
       if (res.status !== 200) throw new Error(`settler status answered ${res.status}: ${res.text}`);
-      return res.body as { leader: { id: string } | null; backlog: number; last_batch: { id: number } | null; halted: unknown };
+      return res.body as {
+        state: string;
+        leader: { id: string } | null;
+        backlog: number;
+        last_batch: { id: number } | null;
+        halted: unknown;
+      };
     };
 
     const metricsToken = read(dirA, METRICS_TOKEN_FILE);
@@ -185,9 +191,8 @@ if (!skipWithoutPostgres(t)) {
     t.equal(holder, ids.get(leader), 'one of the two controls holds the lease');
     t.comment(`leader: ${leader === a ? 'A' : 'B'}`);
 
-    // Kill it as soon as it has just settled a batch: it is settling on every cadence.
-    const lastBefore = (await settler(survivor)).last_batch?.id ?? 0;
-    await waitFor(async () => ((await settler(survivor)).last_batch?.id ?? 0) > lastBefore, 'the leader to settle another batch');
+    // Kill it while it settles: its group of batches is rolled back, and settled again by the survivor.
+    await waitFor(async () => (await settler(leader)).state === 'running', 'the leader to be settling');
     const answeredAtKill = answered.length;
     await leader.kill('SIGKILL');
     const killedAt = Date.now();
@@ -197,11 +202,21 @@ if (!skipWithoutPostgres(t)) {
       await what;
       return Date.now() - killedAt;
     };
-    const [leaseMs, batchMs, moveMs] = await Promise.all([
+    const [leaseMs, runningMs, batchMs, moveMs] = await Promise.all([
       since(
         waitFor(
           async () => (await settler(survivor)).leader?.id === ids.get(survivor),
           'the survivor to take the lease over',
+          TAKEOVER_LIMIT_MS,
+        ),
+      ),
+      since(
+        waitFor(
+          async () => {
+            const s = await settler(survivor);
+            return s.state === 'running' || (s.last_batch?.id ?? 0) > batchAtKill;
+          },
+          'the survivor to settle',
           TAKEOVER_LIMIT_MS,
         ),
       ),
@@ -221,7 +236,7 @@ if (!skipWithoutPostgres(t)) {
     ]);
     t.pass('the survivor took the lease over and settles; the gateway attached to the killed control moved to it');
     t.comment(
-      `after the kill: lease taken in ${leaseMs} ms, first batch in ${batchMs} ms, gateway moved in ${moveMs} ms (lease ${LEASE_S} s, cadence ${CADENCE_MS} ms)`,
+      `after the kill: lease taken in ${leaseMs} ms, settling in ${runningMs} ms, first batches committed in ${batchMs} ms, gateway moved in ${moveMs} ms (lease ${LEASE_S} s, cadence ${CADENCE_MS} ms)`,
     );
 
     const answeredAtTakeover = answered.length;
