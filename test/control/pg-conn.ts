@@ -106,4 +106,29 @@ t.test('on PostgreSQL', async (t) => {
       .catch(() => undefined);
     t.equal(await c.value(sql('SELECT count(*) FROM t')), 2);
   });
+  t.test('a connection the server ends between two statements of a transaction fails the transaction, not the process', async (t) => {
+    const c = await conn(t);
+    await c.run(sql('INSERT INTO t VALUES (1, ?)'), ['a']);
+    const err = await c
+      .tx(async (tx) => {
+        await tx.run(sql('UPDATE t SET v = ? WHERE id = 1'), ['b']);
+        const pid = await tx.value<number>(sql('SELECT pg_backend_pid()'));
+        await c.run(sql('SELECT pg_terminate_backend(?)'), [pid]);
+        // The connection's end arrives while no statement runs on it (an 'error' event; unheard, it would crash the process).
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await tx.run(sql('UPDATE t SET v = ? WHERE id = 1'), ['c']);
+      }, 'serial')
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    t.ok(err instanceof Error, `the transaction failed (${String(err)})`);
+    t.equal(await c.value(sql('SELECT v FROM t WHERE id = 1')), 'a', 'nothing of it was committed');
+    await c.tx((tx) => tx.run(sql('UPDATE t SET v = ? WHERE id = 1'), ['d']), 'serial');
+    t.equal(
+      await c.value(sql('SELECT v FROM t WHERE id = 1')),
+      'd',
+      'the next transaction runs, on another connection, the writer lock free',
+    );
+  });
 });

@@ -142,6 +142,12 @@ export class PgConn {
     }
     const client = await this.pool.connect();
     let broken: Error | undefined;
+    // Checked out, a client has no listener for the end of its connection (the pool's is off):
+    // one ended between two statements (the server restarted, the session was terminated)
+    // would be an unhandled 'error', fatal to the process. Heard here, it fails this
+    // transaction's next statement, and the client is not reused.
+    const ended = (err: Error) => (broken = err);
+    client.on('error', ended);
     try {
       await client.query(BEGIN[mode]);
       try {
@@ -154,6 +160,7 @@ export class PgConn {
         throw err;
       }
     } finally {
+      client.off('error', ended);
       client.release(broken);
     }
   }
