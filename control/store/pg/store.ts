@@ -43,10 +43,22 @@ export interface PgStoreOptions extends StoreOptions {
   poolSize?: number;
   /** First wait before the listening connection is opened again after it dropped. @default LISTEN_RETRY_MS (version-listener.ts) */
   listenRetryMs?: number;
+  /** How long the server lets a transaction of this store sit idle. @default IDLE_IN_TRANSACTION_MS */
+  idleInTransactionMs?: number;
 }
 
 /** Connections the pool opens at most. @default 10 */
 export const DEFAULT_POOL_SIZE = 10;
+
+/**
+ * The server ends a session of this store whose transaction has sat idle this long. No
+ * transaction of the store waits on anything but its own statements and a few milliseconds of
+ * planning or hashing between them, so only a control that stopped running mid-transaction
+ * (frozen, paused, its host cut off with the connection still open) gets there, and it would
+ * otherwise hold the writer lock, and with it every other control's changes and settlement,
+ * until TCP gave up on the connection (hours, by default).
+ */
+export const IDLE_IN_TRANSACTION_MS = 30_000;
 
 const Q = {
   version: sql(`SELECT value FROM meta WHERE name = 'state_version'`),
@@ -142,6 +154,7 @@ export class PgStore implements Store {
       types: PG_TYPES,
       max: options.poolSize ?? DEFAULT_POOL_SIZE,
       application_name: 'svc-control',
+      options: `-c idle_in_transaction_session_timeout=${options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS}`,
     });
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);

@@ -1,0 +1,55 @@
+/**
+ * A control that stops running in the middle of a transaction (frozen, paused, its host cut off
+ * with the connection still open) holds the store's writer lock; PostgreSQL ends its session
+ * once the transaction has sat idle `idleInTransactionMs`, so the other controls' changes go on
+ * instead of waiting for TCP to give up. The frozen one, when it runs again, finds its
+ * transaction failed and nothing of it committed.
+ *
+ * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
+ */
+import t from 'tap';
+import type { Store } from '../../control/store';
+import { PgStore } from '../../control/store/pg/store';
+import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
+
+const bump = (store: Store, action: string, during?: () => Promise<void>) =>
+  store.mutate({ actor: 'test', now: Date.now() }, { action, changes: [{ kind: 'flags', entity: '*' }] }, async () => {
+    await during?.();
+  });
+
+t.test('a transaction left idle past the limit is ended, and its writer lock with it', async (t) => {
+  if (skipWithoutPostgres(t)) return;
+  const url = await createDatabase(t);
+  const frozen = await PgStore.open(url, { dataDir: t.testdir(), idleInTransactionMs: 300 });
+  t.teardown(() => frozen.close());
+  const other = await PgStore.open(url, { dataDir: t.testdir() });
+  t.teardown(() => other.close());
+  const before = await other.version();
+
+  let entered!: () => void;
+  const holding = new Promise<void>((resolve) => (entered = resolve));
+  // Inside its transaction, holding the writer lock, it stops running for a while.
+  const stuck = bump(frozen, 'test.frozen', async () => {
+    entered();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+  }).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  await holding;
+  const started = Date.now();
+  const done = await bump(other, 'test.other');
+  const waited = Date.now() - started;
+  t.ok(waited < 2_500, `the other store's change committed without waiting for the frozen one to wake (${waited} ms)`);
+  t.equal(done.version, before + 1, 'the next version is the other store’s');
+  const err = await stuck;
+  t.ok(err instanceof Error, `the frozen transaction failed when it ran again (${String(err)})`);
+  t.equal(await other.version(), before + 1, 'nothing of it was committed');
+  t.same(
+    (await other.audit.list(10)).map((row) => row.action).filter((a) => a.startsWith('test.')),
+    ['test.other'],
+    'one audit row: the other store’s',
+  );
+  // And the frozen store works again, on a new connection.
+  t.equal((await bump(frozen, 'test.frozen-again')).version, before + 2);
+});
