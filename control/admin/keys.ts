@@ -21,7 +21,7 @@ import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey } from '../keys/issue';
+import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys/issue';
 import { keyStatus, keyView, type KeyPosition, type KeyRow } from '../store/keys';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
 
@@ -137,7 +137,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     // Filled in under the writer lock: the secret this rotation replaces is the one current
     // then (another rotation may have committed since `row` was read). Recorded after `fn`.
     const detail: Record<string, unknown> = { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace };
-    const { version } = await ctx.store.mutate(
+    const { result: view, version } = await ctx.store.mutate(
       { actor, now },
       { action: 'keys.rotate', target: row.id, detail, changes: [{ kind: 'key', entity: row.id }] },
       async (tx) => {
@@ -145,9 +145,11 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
         mustBeActive(current);
         detail.old_prefix = current.prefix;
         await replaceSecrets(tx, row.id, secret, now + grace * 1000, now);
+        // As this rotation left it: a rotation committed right after must not show in its answer.
+        return viewKeyIn(tx, row.id, now);
       },
     );
-    const issued: IssuedKey = { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), key: secret.key, version };
+    const issued: IssuedKey = { ...view, key: secret.key, version };
     sendJson(res, 200, issued);
   });
 
@@ -156,7 +158,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     const row = await keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
     const until = now + input.for_seconds * 1000;
-    const { version } = await ctx.store.mutate(
+    const { result: view, version } = await ctx.store.mutate(
       { actor, now },
       {
         action: 'keys.lift',
@@ -164,9 +166,12 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
         detail: { ...input.limit, until: new Date(until).toISOString() },
         changes: [{ kind: 'key', entity: row.id }],
       },
-      (tx) => tx.keys.setLift(row.id, { ...input.limit, until }),
+      async (tx) => {
+        await tx.keys.setLift(row.id, { ...input.limit, until });
+        return viewKeyIn(tx, row.id, now);
+      },
     );
-    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version } satisfies KeyChange);
+    sendJson(res, 200, { ...view, version } satisfies KeyChange);
   });
 
   router.put('/_admin/v1/keys/:id/wallet', async ({ req, res, params, actor }) => {

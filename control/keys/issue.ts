@@ -15,6 +15,14 @@ export async function viewKey(ctx: ControlContext, row: KeyRow): Promise<KeyView
   return keyView(row, await ctx.store.keys.liveSecrets(row.id, now), now);
 }
 
+/**
+ * Key `id` as `viewKey` shows it, read in a change's transaction (`tx`): as that change left
+ * it, whatever another change commits after it.
+ */
+export async function viewKeyIn(tx: StoreTables, id: string, now: number): Promise<KeyView> {
+  return keyView((await tx.keys.byId(id))!, await tx.keys.liveSecrets(id, now), now);
+}
+
 /** The key `id`, or 404 `svc_not_found`. */
 export async function keyOrNotFound(ctx: ControlContext, id: string): Promise<KeyRow> {
   const row = await ctx.store.keys.byId(id);

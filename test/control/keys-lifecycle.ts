@@ -176,6 +176,53 @@ forEachStore(t, (t, kind) => {
     t.notOk('key' in (conflict.body ?? {}), 'and no key is handed out');
   });
 
+  t.test('a rotation and a lift answer with the key as they left it, whatever commits right after', async (t) => {
+    const control = await startTestControl(t, { store: kind });
+    const store = control.handle.ctx.store;
+    const issued = await control.admin('POST', '/_admin/v1/keys', { name: 'raced' });
+    // Right after each change of the key commits, another one lands (as another control's
+    // would), before the handler answers.
+    const mutate = store.mutate.bind(store);
+    let racing = true;
+    let races = 0;
+    store.mutate = (async (...args: Parameters<typeof mutate>) => {
+      const done = await mutate(...args);
+      if (racing && args[1].action !== 'test.race') {
+        racing = false;
+        races++;
+        await mutate(
+          { actor: 'test', now: Date.now() },
+          { action: 'test.race', changes: [{ kind: 'key', entity: issued.body.id }] },
+          async (tx) => {
+            await tx.keys.expireSecrets(issued.body.id, Date.now() + 1000, Date.now());
+            await tx.keys.addSecret(issued.body.id, String(races).repeat(64), 'svc_beta_RACE', Date.now());
+            await tx.keys.setLift(issued.body.id, { count: 7, window_seconds: 60, until: Date.now() + 60_000 });
+          },
+        );
+      }
+      return done;
+    }) as typeof store.mutate;
+
+    const rotated = await control.admin('POST', `/_admin/v1/keys/${issued.body.id}/rotate`, {});
+    t.equal(rotated.status, 200);
+    t.equal(rotated.body.prefix, keyStub(rotated.body.key), 'the prefix is the secret this rotation made');
+    t.notOk(
+      rotated.body.secrets.some((s: { prefix: string }) => s.prefix === 'svc_beta_RACE'),
+      'the secret the next change added is not in the answer',
+    );
+    t.equal(rotated.body.lift, null, 'nor its lift');
+
+    racing = true;
+    const lifted = await control.admin('POST', `/_admin/v1/keys/${issued.body.id}/lift`, {
+      limit: { count: 500, window_seconds: 60 },
+      for_seconds: 600,
+    });
+    t.equal(lifted.status, 200, lifted.text);
+    t.match(lifted.body.lift, { count: 500, window_seconds: 60 }, 'the lift this call set, not the next change’s');
+    t.equal(races, 2, 'a change landed right after each');
+    store.mutate = mutate;
+  });
+
   t.test('a second rotation does not extend the first retired secret', async (t) => {
     const clock = manualClock();
     const control = await startTestControl(t, { store: kind, now: clock.now });
@@ -211,7 +258,7 @@ forEachStore(t, (t, kind) => {
       limit: { count: 600, window_seconds: 60 },
       for_seconds: 7200,
     });
-    t.equal(lifted.status, 200);
+    t.equal(lifted.status, 200, lifted.text);
     t.same(lifted.body.lift, { count: 600, window_seconds: 60, until: iso(clock.now() + 2 * HOUR) });
     t.same(lifted.body.limit, { count: 60, window_seconds: 60 }, 'the base limit stays');
     t.ok(lifted.body.version > issued.body.version, 'bumps the state version');
