@@ -14,13 +14,11 @@
  * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
  */
 import t from 'tap';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADMIN_TOKEN_FILE, SYNC_TOKEN_FILE } from '../../control/bootstrap';
 import { METRICS_TOKEN_FILE } from '../../protocol/bearer';
-import { canonicalize, type JsonValue } from '../../protocol/jcs';
-import { GENESIS_PREV } from '../../protocol/receipts-verify';
+import { GENESIS_PREV, receiptHash, type ReceiptFields } from '../../protocol/receipts-verify';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import {
   GENEROUS_LIMITS,
@@ -52,19 +50,6 @@ const FUNDED = 1_000_000_000;
 const TAKEOVER_LIMIT_MS = 60_000;
 
 const read = (dir: string, file: string) => readFileSync(join(dir, file), 'utf8').trim();
-
-interface ReceiptRow {
-  v: number;
-  batch: number;
-  prev: string;
-  root: string;
-  tree_size: number;
-  refunds: number;
-  premiums: number;
-  settled_at: string;
-  kid: string;
-  sig: string;
-}
 
 if (!skipWithoutPostgres(t)) {
   t.test('the settler leader killed mid-settlement: the other control settles on, every call exactly once', async (t) => {
@@ -306,8 +291,8 @@ if (!skipWithoutPostgres(t)) {
 
     const receipts = (
       await rawQuery(at, 'SELECT v, batch, prev, root, tree_size, refunds, premiums, settled_at, kid, sig FROM receipts ORDER BY batch')
-    ).map((r): ReceiptRow => ({
-      v: Number(r[0]),
+    ).map((r): ReceiptFields => ({
+      v: Number(r[0]) as ReceiptFields['v'],
       batch: Number(r[1]),
       prev: String(r[2]),
       root: String(r[3]),
@@ -323,11 +308,7 @@ if (!skipWithoutPostgres(t)) {
       Array.from({ length: n }, (_, i) => i + 1),
       'one receipt per batch',
     );
-    const hash = (r: ReceiptRow) =>
-      createHash('sha256')
-        .update(canonicalize(r as unknown as JsonValue))
-        .digest('hex');
-    const broken = receipts.filter((r, i) => r.prev !== (i === 0 ? GENESIS_PREV : hash(receipts[i - 1]!)));
+    const broken = receipts.filter((r, i) => r.prev !== (i === 0 ? GENESIS_PREV : receiptHash(receipts[i - 1]!)));
     t.same(
       broken.map((r) => r.batch),
       [],
