@@ -54,9 +54,15 @@ export const GatewayStatus = z.strictObject({
   last_nack: z.string().nullable(),
   /**
    * The proxy engine it announced when it last connected (`http-proxy`, `undici`); null when it
-   * has not connected since control started.
+   * announced none (a gateway older than the field).
    */
   engine: z.string().nullable(),
+  /**
+   * The control its sync stream is attached to (`ctl_…`; on a shared PostgreSQL database, any
+   * of them); null while it is detached, or once the lease of a gateway whose control went away
+   * unannounced has lapsed.
+   */
+  control_id: z.string().nullable().describe('the control its sync stream is attached to; null while detached'),
 });
 export type GatewayStatus = z.infer<typeof GatewayStatus>;
 

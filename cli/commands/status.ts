@@ -42,7 +42,8 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     deps.out.line(
       `               halted: ${s.halted.reason}; restore the database from a backup, or: svcctl receipts reissue ${s.halted.batch}`,
     );
-  if (status.controls.length > 1 || status.store.kind === 'postgres') {
+  const cluster = status.controls.length > 1 || status.store.kind === 'postgres';
+  if (cluster) {
     deps.out.line('controls:');
     deps.out.line(
       table(
@@ -54,12 +55,15 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   if (status.gateways.length === 0) deps.out.line('gateways       none connected');
   else {
     deps.out.line('gateways:');
+    // Which control each is attached to, where there may be several.
+    const head = ['ID', 'CONNECTED', ...(cluster ? ['CONTROL'] : []), 'ENGINE', 'APPLIED', 'BEHIND', 'LAST SEEN', 'LAST NACK'];
     deps.out.line(
       table(
-        ['ID', 'CONNECTED', 'ENGINE', 'APPLIED', 'BEHIND', 'LAST SEEN', 'LAST NACK'],
+        head,
         status.gateways.map((g) => [
           g.id,
           g.connected ? 'yes' : 'no',
+          ...(cluster ? [g.control_id] : []),
           g.engine,
           g.applied_version,
           status.version - g.applied_version,

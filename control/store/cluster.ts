@@ -51,4 +51,17 @@ export interface ClusterTable {
   leaseHolder(): Promise<{ id: string; url: string | null } | null>;
   /** Store `token` unless a token of its name is stored already; answers the one stored (the first). */
   shareToken(token: StoredToken, now: number): Promise<StoredToken>;
+  /**
+   * Hear when a control changed the gateways' rows in a way the others count: an ack batch, a
+   * gateway attaching or detaching (`from`: that control; null after the listening connection
+   * reopened, when anything may have changed). Returns the unsubscribe function.
+   */
+  onGateways(listener: (event: GatewaysEvent) => void): () => void;
+}
+
+/** A change to the gateways' rows (`ClusterTable.onGateways`). */
+export interface GatewaysEvent {
+  kind: 'ack' | 'member';
+  /** The control that made it; null when unknown. */
+  from: string | null;
 }

@@ -1,6 +1,6 @@
 /**
  * Every gateway that has dialled in: its applied state version, its last nack, its weight in
- * the limit split and the share control last pushed to it.
+ * the limit split, the share control last pushed to it, and the control it is attached to.
  */
 import type { Db } from './db';
 
@@ -15,6 +15,10 @@ export interface GatewayRow {
   last_nack_at: number | null;
   weight: number;
   share: number | null;
+  /** The control serving its sync stream now; null while it is detached. */
+  control_id: string | null;
+  /** The proxy engine it announced at its last connect; null when it announced none. */
+  engine: string | null;
 }
 
 /**
@@ -68,6 +72,8 @@ export class GatewaysTable {
   private readonly recordSharesTx;
   private readonly ackManyStmt;
   private readonly ackedManyTx;
+  private readonly attachStmt;
+  private readonly detachStmt;
 
   constructor(db: Db) {
     this.seenStmt = db.prepare(
@@ -104,6 +110,25 @@ export class GatewaysTable {
     this.ackedManyTx = db.transaction((rows: readonly FoldedAckRow[]) => {
       for (const row of rows) this.ackManyStmt.run({ ...row, acked: row.version === null ? 0 : 1 });
     });
+    this.attachStmt = db.prepare(
+      `INSERT INTO gateways (id, first_seen, last_seen, control_id, engine) VALUES (@id, @at, @at, @control_id, @engine)
+       ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen, control_id = excluded.control_id, engine = excluded.engine
+       RETURNING *`,
+    );
+    this.detachStmt = db.prepare(`UPDATE gateways SET control_id = NULL WHERE id = ? AND control_id = ?`);
+  }
+
+  /**
+   * Gateway `id` connected to control `controlId` at `at`, announcing `engine`: it is seen and
+   * attached there (known from now on if it was not). Answers its row as it is now.
+   */
+  attach(id: string, controlId: string, engine: string | null, at: number): GatewayRow {
+    return this.attachStmt.get({ id, control_id: controlId, engine, at }) as GatewayRow;
+  }
+
+  /** Gateway `id`'s stream to control `controlId` closed: detached, unless it is attached to another control by now. */
+  detach(id: string, controlId: string): void {
+    this.detachStmt.run(id, controlId);
   }
 
   seen(id: string, at: number): void {
@@ -117,8 +142,10 @@ export class GatewaysTable {
   /**
    * Acks and sightings of many gateways (`GatewayAckRow`) in one transaction: all stored or, on
    * a failure, none. Rows of one gateway apply in order, as `acked` and `seen` one by one would.
+   * `from`: the control writing them, which a shared database tells the other controls of
+   * (`ClusterTable.onGateways`) when the batch holds an ack; a SQLite store has none to tell.
    */
-  ackedMany(rows: readonly GatewayAckRow[]): void {
+  ackedMany(rows: readonly GatewayAckRow[], _from: string | null = null): void {
     if (rows.length > 0) this.ackedManyTx(foldAckRows(rows));
   }
 

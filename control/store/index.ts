@@ -142,7 +142,7 @@ export interface Store extends StoreTables {
   close(): Promise<void>;
 }
 
-export type { ClusterTable, ControlRow, StoredToken } from './cluster';
+export type { ClusterTable, ControlRow, GatewaysEvent, StoredToken } from './cluster';
 
 /** The store on one SQLite file: better-sqlite3, synchronous inside, behind the async seam. */
 export class SqliteStore implements Store {

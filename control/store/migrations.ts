@@ -19,5 +19,6 @@ import m011 from './migrations/011-public-pages';
 import m012 from './migrations/012-gateway-shares';
 import m013 from './migrations/013-drop-endpoint-time-index';
 import m014 from './migrations/014-receipts-backfilled';
+import m015 from './migrations/015-gateway-attachment';
 
-export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014];
+export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015];

@@ -8,12 +8,21 @@
  * The hub also holds each gateway's lease (renewed by its acks and its answers to pings) and
  * divides the key limits among the live gateways (shares.ts), writing each its own `share`
  * line when its share changes.
+ *
+ * On a database several controls share (`store.cluster`), each gateway is attached to one of
+ * them (`gateways.control_id`). The hub keeps the rows of the gateways attached to the others
+ * (`remote`), re-read whenever a control announces an ack batch or a gateway attaching or
+ * detaching, and at every lease check: they count in the division of the limits, as the
+ * others count this hub's, so every control divides over the same live gateways; and a
+ * `--wait` waits for them too, so a change made through any control is waited for on every
+ * live gateway of the cluster.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gateways';
 import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { GatewayRow } from '../store/gateways';
+import type { ClusterTable } from '../store/index';
 import { AckBatcher } from './acks';
 import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
 import { DeltaCache, SnapshotCache, storeEpoch } from './snapshot';
@@ -49,12 +58,24 @@ export interface SyncHubOptions {
 export class SyncHub {
   private readonly ctx: ControlContext;
   private readonly conns = new Map<string, Connection>();
-  /** The proxy engine each gateway announced when it last connected (since control started). */
-  private readonly engines = new Map<string, string>();
   private readonly waiters = new VersionWaiters(
-    (version) => [...this.conns.values()].filter((c) => c.appliedVersion < version).map((c) => c.gatewayId),
-    () => this.conns.size,
+    (version) => [
+      ...[...this.conns.values()].filter((c) => c.appliedVersion < version).map((c) => c.gatewayId),
+      ...this.liveRemote(this.ctx.now())
+        .filter((row) => row.applied_version < version)
+        .map((row) => row.id),
+    ],
+    () => this.conns.size + this.liveRemote(this.ctx.now()).length,
   );
+  /** The shared database's cluster table; null on a store of one control. */
+  private readonly cluster: ClusterTable | null;
+  /** The gateways attached to other controls, as last read (cluster only). Id → row. */
+  private remote = new Map<string, GatewayRow>();
+  /** Whether a re-read of `remote` is under way, and whether another was asked for meanwhile. */
+  private refreshing = false;
+  private refreshAgain = false;
+  private readonly unsubscribeGateways: () => void;
+  private closed = false;
   private readonly ping: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private pushScheduled = false;
@@ -78,7 +99,7 @@ export class SyncHub {
    * it keeps enforcing its share meanwhile. Id → lease end (ms).
    */
   private readonly held = new Map<string, number>();
-  /** The members of the last division (sorted ids), to notice when they change. */
+  /** The members of the last division (`membersKey`), to notice when they change. */
   private membersKey = '';
 
   /** Load what the hub keeps in memory from the store (gateways, version, epoch), then start it. */
@@ -96,27 +117,35 @@ export class SyncHub {
     this.ctx = ctx;
     this.deltas = new DeltaCache(ctx.store, limits);
     this.snapshots = new SnapshotCache(ctx.store, limits, loaded.epoch);
-    this.acks = new AckBatcher((rows) => ctx.store.gateways.ackedMany(rows));
+    this.acks = new AckBatcher((rows) => ctx.store.gateways.ackedMany(rows, ctx.controlId));
     this.mode = options.mode ?? ctx.config.limits.mode;
     this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;
     this.leaseMs = this.leaseS * 1000;
     this.version = loaded.version;
     this.epoch = loaded.epoch;
+    this.cluster = ctx.store.cluster;
     const now = ctx.now();
+    this.loadRemote(loaded.gateways);
     for (const row of loaded.gateways) {
       this.weights.set(row.id, row.weight);
-      if (row.share !== null && row.last_seen + this.leaseMs > now) this.held.set(row.id, row.last_seen + this.leaseMs);
+      if (row.share !== null && row.last_seen + this.leaseMs > now && !this.remote.has(row.id))
+        this.held.set(row.id, row.last_seen + this.leaseMs);
     }
-    this.membersKey = this.members(now)
-      .map((m) => m.id)
-      .join('\n');
+    this.membersKey = membersKey(this.members(now));
     this.unsubscribe = ctx.store.onVersion((version) => {
       this.version = Math.max(this.version, version);
       this.schedulePush();
     });
+    this.unsubscribeGateways =
+      this.cluster?.onGateways((event) => {
+        if (event.from !== ctx.controlId) this.refreshRemote();
+      }) ?? (() => undefined);
     this.ping = setInterval(() => this.pingAll(), pingIntervalMs(this.leaseS, SYNC_PING_INTERVAL_MS));
     this.ping.unref();
-    this.leaseCheck = setInterval(() => this.checkLeases(), leaseCheckIntervalMs(this.leaseS));
+    this.leaseCheck = setInterval(
+      () => (this.cluster === null ? this.checkLeases() : this.refreshRemote()),
+      leaseCheckIntervalMs(this.leaseS),
+    );
     this.leaseCheck.unref();
   }
 
@@ -130,13 +159,14 @@ export class SyncHub {
     engine: string | null = null,
   ): Promise<void> {
     const now = this.ctx.now();
-    await this.acks.add({ id: gatewayId, at: now });
-    const row0 = await this.ctx.store.gateways.byId(gatewayId);
-    if (row0) this.weights.set(gatewayId, row0.weight);
-    // The gateway may have hung up while the store answered: nothing to serve then.
-    if (res.destroyed) return;
-    if (engine === null) this.engines.delete(gatewayId);
-    else this.engines.set(gatewayId, engine);
+    const row0 = await this.ctx.store.gateways.attach(gatewayId, this.ctx.controlId, engine, now);
+    this.weights.set(gatewayId, row0.weight);
+    this.remote.delete(gatewayId);
+    // The gateway may have hung up while the store answered: detached again, nothing to serve.
+    if (res.destroyed) {
+      if (!this.conns.has(gatewayId)) this.record(this.ctx.store.gateways.detach(gatewayId, this.ctx.controlId), 'detach');
+      return;
+    }
     this.conns.get(gatewayId)?.res.end();
     const conn: Connection = {
       gatewayId,
@@ -147,7 +177,7 @@ export class SyncHub {
       busy: false,
       dirty: false,
       needsFull: false,
-      nackedVersion: row0?.last_nack_version ?? 0,
+      nackedVersion: row0.last_nack_version ?? 0,
       closed: false,
       leaseAt: null,
       share: null,
@@ -160,7 +190,10 @@ export class SyncHub {
     res.flushHeaders();
     const onClose = () => {
       conn.closed = true;
-      if (this.conns.get(gatewayId) === conn) this.conns.delete(gatewayId);
+      if (this.conns.get(gatewayId) === conn) {
+        this.conns.delete(gatewayId);
+        if (!this.closed) this.record(this.ctx.store.gateways.detach(gatewayId, this.ctx.controlId), 'detach');
+      }
       this.ctx.log.info('gateway disconnected', { gateway_id: gatewayId });
       this.waiters.check();
       this.checkLeases();
@@ -171,7 +204,7 @@ export class SyncHub {
     // Its share until it acks and control re-divides: as if it had joined the live gateways.
     const provisional = this.provisionalShare(gatewayId, now);
     this.writeShare(conn, provisional, this.members(now).length + 1);
-    if (row0?.share !== provisional) this.record(this.ctx.store.gateways.recordShares(new Map([[gatewayId, provisional]])), 'share');
+    if (row0.share !== provisional) this.record(this.ctx.store.gateways.recordShares(new Map([[gatewayId, provisional]])), 'share');
 
     const current = this.version;
     const sameEpoch = heldEpoch !== null && heldEpoch === this.epoch;
@@ -179,14 +212,14 @@ export class SyncHub {
     if (sameEpoch && heldVersion === current) {
       conn.sentVersion = current;
       conn.appliedVersion = current;
-      this.record(this.acks.add({ id: gatewayId, at: now, version: current, sha256: row0?.applied_sha256 ?? null }), 'ack');
+      this.record(this.acks.add({ id: gatewayId, at: now, version: current, sha256: row0.applied_sha256 }), 'ack');
       // Say something at once, so the gateway knows the stream is live without waiting for a ping.
       res.write(JSON.stringify({ type: 'ping', version: current }) + '\n');
       this.waiters.check();
       return;
     }
     // After a refused update the gateway's state may have diverged: answer with a full snapshot.
-    const nackedLast = row0?.last_nack_version != null && row0.last_nack_version > row0.applied_version;
+    const nackedLast = row0.last_nack_version !== null && row0.last_nack_version > row0.applied_version;
     conn.sentVersion = !nackedLast && sameEpoch && heldVersion > 0 && heldVersion < current ? heldVersion : 0;
     conn.appliedVersion = sameEpoch ? Math.min(heldVersion, current) : 0;
     conn.needsFull = conn.sentVersion === 0;
@@ -248,9 +281,15 @@ export class SyncHub {
     this.waiters.check();
   }
 
-  /** Resolve once every connected gateway has applied `version`, or after `timeoutMs`. */
+  /**
+   * Resolve once every connected gateway has applied `version`, or after `timeoutMs`; on a
+   * shared database, every live gateway attached to another control as well.
+   */
   wait(version: number, timeoutMs: number): Promise<WaitResult> {
-    return this.waiters.wait(version, timeoutMs);
+    const waited = this.waiters.wait(version, timeoutMs);
+    // The others' acks are re-read on their announcements; read now too, not to wait on a stale view.
+    this.refreshRemote();
+    return waited;
   }
 
   /**
@@ -261,22 +300,29 @@ export class SyncHub {
    */
   async status(): Promise<GatewayStatus[]> {
     const rows = await this.ctx.store.gateways.list();
+    this.loadRemote(rows);
     const now = this.ctx.now();
     const live = new Set(this.members(now).map((m) => m.id));
-    return rows.map((row) => ({
-      id: row.id,
-      connected: this.conns.has(row.id),
-      live: live.has(row.id) && this.conns.has(row.id),
-      weight: row.weight,
-      share: now - row.last_seen > this.leaseMs ? (row.share === null ? null : 0) : (this.conns.get(row.id)?.share ?? row.share),
-      applied_version: this.conns.get(row.id)?.appliedVersion ?? row.applied_version,
-      last_seen: new Date(row.last_seen).toISOString(),
-      last_nack:
-        row.last_nack_version === null
-          ? null
-          : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
-      engine: this.engines.get(row.id) ?? null,
-    }));
+    const remoteLive = new Set(this.liveRemote(now).map((row) => row.id));
+    return rows.map((row) => {
+      const conn = this.conns.get(row.id);
+      const controlId = conn ? this.ctx.controlId : remoteLive.has(row.id) ? row.control_id : null;
+      return {
+        id: row.id,
+        connected: controlId !== null,
+        live: live.has(row.id) && controlId !== null,
+        weight: row.weight,
+        share: now - row.last_seen > this.leaseMs ? (row.share === null ? null : 0) : (conn?.share ?? row.share),
+        applied_version: conn?.appliedVersion ?? row.applied_version,
+        last_seen: new Date(row.last_seen).toISOString(),
+        last_nack:
+          row.last_nack_version === null
+            ? null
+            : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
+        engine: row.engine,
+        control_id: controlId,
+      };
+    });
   }
 
   connectedCount(): number {
@@ -284,9 +330,11 @@ export class SyncHub {
   }
 
   close(): void {
+    this.closed = true;
     clearInterval(this.ping);
     clearInterval(this.leaseCheck);
     this.unsubscribe();
+    this.unsubscribeGateways();
     this.waiters.close();
     for (const conn of this.conns.values()) conn.res.end();
     this.conns.clear();
@@ -305,17 +353,70 @@ export class SyncHub {
     return !conn.closed && conn.leaseAt !== null && now - conn.leaseAt <= this.leaseMs;
   }
 
-  /** The gateways counted in the division now, with their weights, sorted by id. */
+  /**
+   * The gateways counted in the division now, with their weights, sorted by id: the live ones
+   * attached here, the held ones, and the live ones attached to the other controls.
+   */
   private members(now: number): Member[] {
-    const ids: string[] = [];
-    for (const conn of this.conns.values()) if (this.isLive(conn, now)) ids.push(conn.gatewayId);
+    const ids = new Set<string>();
+    for (const conn of this.conns.values()) if (this.isLive(conn, now)) ids.add(conn.gatewayId);
     for (const [id, until] of this.held) {
       if (until <= now) this.held.delete(id);
-      else if (!this.conns.has(id)) ids.push(id);
+      else if (!this.conns.has(id)) ids.add(id);
     }
-    if (ids.length === 0) return [];
-    ids.sort();
-    return ids.map((id) => ({ id, weight: this.weightOf(id) }));
+    for (const row of this.liveRemote(now)) ids.add(row.id);
+    if (ids.size === 0) return [];
+    return [...ids].sort().map((id) => ({ id, weight: this.weightOf(id) }));
+  }
+
+  /**
+   * The gateways attached to other controls whose lease holds (seen within `sync.leaseS`, by the
+   * clock of the control that saw them), and not attached here meanwhile.
+   */
+  private liveRemote(now: number): GatewayRow[] {
+    const out: GatewayRow[] = [];
+    for (const row of this.remote.values()) if (!this.conns.has(row.id) && now - row.last_seen <= this.leaseMs) out.push(row);
+    return out;
+  }
+
+  /** Keep, of `rows` (every gateway), those attached to another control, and every gateway's weight. */
+  private loadRemote(rows: readonly GatewayRow[]): void {
+    if (this.cluster === null) return;
+    const remote = new Map<string, GatewayRow>();
+    for (const row of rows) {
+      this.weights.set(row.id, row.weight);
+      if (row.control_id !== null && row.control_id !== this.ctx.controlId) remote.set(row.id, row);
+    }
+    this.remote = remote;
+  }
+
+  /**
+   * Re-read the gateways attached to the other controls, then release the waiters they held
+   * and divide again if the live set changed. One read at a time; one asked for meanwhile
+   * runs after it. A failed read is logged and the next announcement or lease check reads again.
+   */
+  private refreshRemote(): void {
+    if (this.cluster === null || this.closed) return;
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = true;
+    void (async () => {
+      try {
+        do {
+          this.refreshAgain = false;
+          this.loadRemote(await this.ctx.store.gateways.list());
+          if (this.closed) return;
+          this.waiters.check();
+          this.checkLeases();
+        } while (this.refreshAgain);
+      } catch (err) {
+        this.ctx.log.warn('sync hub could not read the gateways of the other controls', { err });
+      } finally {
+        this.refreshing = false;
+      }
+    })();
   }
 
   private weightOf(gatewayId: string): number {
@@ -344,13 +445,10 @@ export class SyncHub {
     );
   }
 
-  /** Re-divide when the live set changed (a join, a leave, a lapsed lease). */
+  /** Re-divide when the live set changed (a join, a leave, a lapsed lease, a weight another control set). */
   private checkLeases(): void {
     const now = this.ctx.now();
-    const key = this.members(now)
-      .map((m) => m.id)
-      .join('\n');
-    if (key !== this.membersKey) this.redivide(now);
+    if (membersKey(this.members(now)) !== this.membersKey) this.redivide(now);
   }
 
   /**
@@ -359,7 +457,7 @@ export class SyncHub {
    */
   redivide(now = this.ctx.now()): void {
     const members = this.members(now);
-    this.membersKey = members.map((m) => m.id).join('\n');
+    this.membersKey = membersKey(members);
     const shares = divideShares(members, this.mode);
     const changed = new Map<string, number>();
     for (const [id, share] of shares) {
@@ -432,6 +530,10 @@ export class SyncHub {
       do {
         conn.dirty = false;
         const delta = conn.needsFull || conn.sentVersion === 0 ? null : await this.deltas.get(conn.sentVersion, this.ctx.now());
+        // The read found no version after the one sent: the stream already holds the newest (a
+        // delta read may see a commit before this hub hears of it). A delta to the same version
+        // would be refused, and its digest would replace the one the gateway is about to ack.
+        if (delta && delta.version <= conn.sentVersion) break;
         if (delta) {
           conn.sent.set(delta.version, delta.sha256);
           conn.sentVersion = delta.version;
@@ -461,4 +563,9 @@ export class SyncHub {
       conn.busy = false;
     }
   }
+}
+
+/** The members of a division, as a string that changes when any of them or its weight does. */
+function membersKey(members: readonly Member[]): string {
+  return members.map((m) => `${m.id} ${m.weight}`).join('\n');
 }

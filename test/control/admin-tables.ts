@@ -127,6 +127,35 @@ forEachStore(t, (t, kind) => {
     t.equal((await store.audit.list(1)).length, 1, 'limit');
   });
 
+  t.test('gateways: attached to the control serving their stream, detached when it closes', async (t) => {
+    const store = await open(t);
+    await store.gateways.acked('gw-a', 4, null, NOW);
+    const row = await store.gateways.attach('gw-a', 'ctl_one', 'undici', NOW + 10);
+    t.match(
+      row,
+      { id: 'gw-a', applied_version: 4, first_seen: NOW, last_seen: NOW + 10, control_id: 'ctl_one', engine: 'undici' },
+      'answers the row as it is now',
+    );
+    t.match(
+      await store.gateways.attach('gw-new', 'ctl_one', null, NOW + 11),
+      { first_seen: NOW + 11, control_id: 'ctl_one', engine: null },
+      'a new gateway is known from its attach',
+    );
+    await store.gateways.attach('gw-a', 'ctl_two', 'http-proxy', NOW + 12);
+    await store.gateways.detach('gw-a', 'ctl_one');
+    t.match(
+      await store.gateways.byId('gw-a'),
+      { control_id: 'ctl_two', engine: 'http-proxy' },
+      'a stale detach by the control it left does not detach it',
+    );
+    await store.gateways.detach('gw-a', 'ctl_two');
+    t.match(
+      await store.gateways.byId('gw-a'),
+      { control_id: null, engine: 'http-proxy', last_seen: NOW + 12 },
+      'detached by its control; its engine is kept',
+    );
+  });
+
   t.test('gateways: seen, acks, nacks, weights and shares', async (t) => {
     const store = await open(t);
     await store.gateways.seen('gw-b', NOW);
@@ -145,6 +174,8 @@ forEachStore(t, (t, kind) => {
       last_nack_at: NOW + 2,
       weight: 1,
       share: null,
+      control_id: null,
+      engine: null,
     });
     const b = (await store.gateways.byId('gw-b'))!;
     t.same([b.first_seen, b.last_seen, b.applied_version], [NOW, NOW + 5, 0], 'seen again: first_seen kept, last_seen moves');

@@ -238,7 +238,7 @@ if (!skipWithoutPostgres(t)) {
       [
         'a column PostgreSQL’s schema does not have',
         (db) => db.exec(`ALTER TABLE gateways ADD COLUMN region TEXT`),
-        /^table gateways has other columns in SQLite \(.*, region\) than in PostgreSQL \(.*share\)$/,
+        /^table gateways has other columns in SQLite \(.*, region\) than in PostgreSQL \(.*engine\)$/,
       ],
     ];
     for (const [what, edit, error] of cases) {

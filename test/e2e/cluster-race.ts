@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { ADMIN_TOKEN_FILE, SYNC_TOKEN_FILE } from '../../control/bootstrap';
 import { METRICS_TOKEN_FILE } from '../../protocol/bearer';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
-import { request, startControlProcess, type HttpResult, type ServiceProcess } from '../fixtures/stack';
+import { type HttpResult, request, type ServiceProcess, startControlProcess, testdirAfterTeardowns } from '../fixtures/stack';
 
 /** Pairs fired per scenario. */
 const ROUNDS = 12;
@@ -41,7 +41,7 @@ interface AuditEntry {
 t.test('two controls on one database, the same change through both at once', async (t) => {
   if (skipWithoutPostgres(t)) return;
   const databaseUrl = await createDatabase(t);
-  const dir = t.testdir();
+  const dir = testdirAfterTeardowns(t);
   const dirA = join(dir, 'control-a');
   const dirB = join(dir, 'control-b');
   const env = { SVC_DATABASE_URL: databaseUrl };

@@ -12,11 +12,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from '../fixtures/cli';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
-import { health, startControlProcess, startGatewayProcess, waitFor } from '../fixtures/stack';
+import { health, startControlProcess, startGatewayProcess, testdirAfterTeardowns, waitFor } from '../fixtures/stack';
 
 if (!skipWithoutPostgres(t)) {
   t.test('a change through one control reaches the gateways of another; a killed leader is replaced', async (t) => {
-    const root = t.testdir();
+    const root = testdirAfterTeardowns(t);
     const databaseUrl = await createDatabase(t);
     const env = { SVC_DATABASE_URL: databaseUrl, SVC_SETTLER_CADENCE_MS: '50', SVC_SETTLER_LEASE_S: '1' };
     const dirA = join(root, 'a');

@@ -10,21 +10,22 @@ import t, { type Test } from 'tap';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { ADMIN_TOKEN_FILE, SYNC_TOKEN_FILE } from '../../control/bootstrap';
+import { ADMIN_TOKEN_FILE, CONTROL_ID_FILE, SYNC_TOKEN_FILE } from '../../control/bootstrap';
 import { METRICS_TOKEN_FILE } from '../../protocol/bearer';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { parseExposition, sampleValue } from '../fixtures/prometheus';
 import {
-  GENEROUS_LIMITS,
   assertProblem,
+  GENEROUS_LIMITS,
   health,
+  type HttpResult,
   metrics,
   request,
+  type ServiceProcess,
   spawnService,
   startControlProcess,
+  testdirAfterTeardowns,
   waitFor,
-  type HttpResult,
-  type ServiceProcess,
 } from '../fixtures/stack';
 import { rawQuery } from '../fixtures/store-sql';
 import { startUpstream } from '../fixtures/upstream';
@@ -59,7 +60,7 @@ function admin(control: ServiceProcess, token: string, method: string, path: str
 }
 
 t.test('sqlite: the first control listed is down; the gateway starts and serves from the next', async (t) => {
-  const dir = t.testdir();
+  const dir = testdirAfterTeardowns(t);
   const dataDir = join(dir, 'data');
   const control = await startControlProcess(t, { dataDir });
   const up = await startUpstream(t);
@@ -93,7 +94,7 @@ t.test('sqlite: the first control listed is down; the gateway starts and serves 
 t.test('postgres: two controls on one database; the gateway fails over when its control is killed', async (t) => {
   if (skipWithoutPostgres(t)) return;
   const databaseUrl = await createDatabase(t);
-  const dir = t.testdir();
+  const dir = testdirAfterTeardowns(t);
   const dirA = join(dir, 'control-a');
   const dirB = join(dir, 'control-b');
   const env = { ...GENEROUS_LIMITS, SVC_DATABASE_URL: databaseUrl };
@@ -119,6 +120,13 @@ t.test('postgres: two controls on one database; the gateway fails over when its 
   const version = (await admin(a, adminToken, 'GET', '/_admin/v1/status')).body.version as number;
   await waitFor(async () => (await health(gw.url, metricsToken)).body?.snapshot_version === version, 'the gateway to apply the setup');
   t.equal((await health(gw.url, metricsToken)).body.control_url, a.url, 'it talks to the first control');
+  const [idA, idB] = [dirA, dirB].map((d) => readFileSync(join(d, CONTROL_ID_FILE), 'utf8').trim());
+  const attachedTo = async (control: ServiceProcess) =>
+    ((await admin(control, adminToken, 'GET', '/_admin/v1/status')).body.gateways as { id: string; control_id: string | null }[]).find(
+      (g) => g.id === 'gw-1',
+    )?.control_id;
+  await waitFor(async () => (await attachedTo(b)) === idA, 'the second control to see the gateway on the first');
+  t.equal(await attachedTo(a), idA, 'status through either control shows it attached to the first');
 
   const callIds: string[] = [];
   const call = async (key: string) => {
@@ -147,6 +155,7 @@ t.test('postgres: two controls on one database; the gateway fails over when its 
   }, 'the second control to see the gateway live');
   await waitFor(async () => (await health(gw.url, metricsToken)).body.control_connected === true, 'the gateway to report the reconnect');
   t.equal((await health(gw.url, metricsToken)).body.control_url, b.url, '/health names the second control');
+  t.equal(await attachedTo(b), idB, 'status shows it attached to the second control now');
 
   const revoked = await admin(b, adminToken, 'POST', `/_admin/v1/keys/${doomed.id}/revoke`);
   t.equal(revoked.status, 200, revoked.text);

@@ -9,7 +9,7 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { assertProblem, health, request, startGatewayProcess } from '../fixtures/stack';
+import { assertProblem, health, request, startGatewayProcess, testdirAfterTeardowns } from '../fixtures/stack';
 import { startUpstream } from '../fixtures/upstream';
 import { generateKey, hashKey } from '../../protocol/keys';
 import { SnapshotDigest, sealDelta, type SnapshotKey } from '../../protocol/snapshot';
@@ -112,7 +112,7 @@ const keyEntry = (id: string, key: string): SnapshotKey => ({
 t.test('a gateway nacks broken deltas and keeps its last good state', async (t) => {
   const up = await startUpstream(t);
   const fake = await startFakeControl(t);
-  const dataDir = t.testdir();
+  const dataDir = testdirAfterTeardowns(t);
   const env = { SVC_SYNC_TOKEN: SYNC_TOKEN, SVC_METRICS_TOKEN: METRICS_TOKEN };
   let gw = await startGatewayProcess(t, { dataDir, controlUrl: fake.url, id: 'gw-nack', env, waitReady: false });
   const first = await fake.streams.next();

@@ -23,14 +23,15 @@ import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import {
   GENEROUS_LIMITS,
   health,
+  type HttpResult,
   request,
+  type ServiceProcess,
   sleep,
   spawnService,
   startControlProcess,
   svcctl,
+  testdirAfterTeardowns,
   waitFor,
-  type HttpResult,
-  type ServiceProcess,
 } from '../fixtures/stack';
 import { rawQuery } from '../fixtures/store-sql';
 import { ok, startUpstream } from '../fixtures/upstream';
@@ -53,7 +54,7 @@ const read = (dir: string, file: string) => readFileSync(join(dir, file), 'utf8'
 
 if (!skipWithoutPostgres(t)) {
   t.test('the settler leader killed mid-settlement: the other control settles on, every call exactly once', async (t) => {
-    const root = t.testdir();
+    const root = testdirAfterTeardowns(t);
     const databaseUrl = await createDatabase(t);
     const env = {
       ...GENEROUS_LIMITS,

@@ -14,13 +14,13 @@ import { SqliteStore } from '../../control/store';
 import { migratePg } from '../../control/store/pg/migrate';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { populateStore } from '../fixtures/populated-store';
-import { startControlProcess, svcctl } from '../fixtures/stack';
+import { startControlProcess, svcctl, testdirAfterTeardowns } from '../fixtures/stack';
 
 const PASSWORD = 'Pg-pass-4-e2e';
 
 if (!skipWithoutPostgres(t)) {
   t.test('control running, then a target that is not empty, then not PostgreSQL', async (t) => {
-    const dir = t.testdir();
+    const dir = testdirAfterTeardowns(t);
     const store = SqliteStore.open(join(dir, 'control.db'));
     await populateStore(store, { outcomes: 40, batchCap: 20 });
     await store.close();

@@ -8,13 +8,22 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnCli } from '../fixtures/cli';
-import { CLI_PATH, STOP_GRACE_MS, WAIT_LIMIT_MS, childEnv, controlListenArgs, request, waitFor } from '../fixtures/stack';
+import {
+  childEnv,
+  CLI_PATH,
+  controlListenArgs,
+  request,
+  STOP_GRACE_MS,
+  testdirAfterTeardowns,
+  WAIT_LIMIT_MS,
+  waitFor,
+} from '../fixtures/stack';
 
 const PASSWORD = 'Hunter2-9f3k';
 const PORTS = [...controlListenArgs(), '--gateway-port', '0'];
 
 t.test('up passes --database-url to control, over the env, and never prints the password', async (t) => {
-  const dir = t.testdir();
+  const dir = testdirAfterTeardowns(t);
   const dataDir = join(dir, 'data');
   const res = await spawnCli(['up', '--data-dir', dataDir, ...PORTS, '--database-url', `postgres://svc:${PASSWORD}@127.0.0.1:1/svc`], {
     env: { SVC_DATABASE_URL: 'postgres://other@127.0.0.1:1/other' },
@@ -32,7 +41,7 @@ t.test('up passes --database-url to control, over the env, and never prints the 
 });
 
 t.test('up --database-url "" keeps control on SQLite over SVC_DATABASE_URL', async (t) => {
-  const dataDir = join(t.testdir(), 'data');
+  const dataDir = join(testdirAfterTeardowns(t), 'data');
   const child = spawn(process.execPath, [CLI_PATH, 'up', '--json', '--data-dir', dataDir, ...PORTS, '--database-url', ''], {
     env: childEnv({ SVC_DATABASE_URL: `postgres://svc:${PASSWORD}@127.0.0.1:1/svc` }),
     stdio: ['ignore', 'pipe', 'pipe'],

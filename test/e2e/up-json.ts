@@ -7,15 +7,16 @@ import t, { type Test } from 'tap';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import {
-  CLI_PATH,
-  STOP_GRACE_MS,
-  WAIT_LIMIT_MS,
   childEnv,
+  CLI_PATH,
   controlListenArgs,
   gatewayArgs,
   health,
   metricsToken,
   request,
+  STOP_GRACE_MS,
+  testdirAfterTeardowns,
+  WAIT_LIMIT_MS,
   waitFor,
 } from '../fixtures/stack';
 import { SDK_UA } from '../fixtures/public';
@@ -49,7 +50,7 @@ function start(t: Test, args: string[]): Running {
 const PORTS = [...controlListenArgs(), '--gateway-port', '0'];
 
 t.test('svcctl up --json --engine undici prints one ready object, keeps running, and stops on SIGTERM', async (t) => {
-  const dataDir = join(t.testdir(), 'data');
+  const dataDir = join(testdirAfterTeardowns(t), 'data');
   const up = start(t, ['up', '--json', '--engine', 'undici', '--data-dir', dataDir, ...PORTS]);
   await waitFor(() => up.stdout().includes('\n') || up.child.exitCode !== null, 'the ready object', WAIT_LIMIT_MS * 2);
   t.equal(up.child.exitCode, null, `up is running (stderr: ${up.stderr()})`);
@@ -73,7 +74,7 @@ t.test('svcctl up --json --engine undici prints one ready object, keeps running,
 });
 
 t.test('svcctl serve control --json and serve gateway --json each print one ready object', async (t) => {
-  const dataDir = join(t.testdir(), 'data');
+  const dataDir = join(testdirAfterTeardowns(t), 'data');
   const control = start(t, ['serve', 'control', '--json', '--data-dir', dataDir, ...controlListenArgs()]);
   await waitFor(() => control.stdout().includes('\n') || control.child.exitCode !== null, 'control ready');
   const c = JSON.parse(control.stdout().trim());

@@ -7,14 +7,15 @@ import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  CLI_PATH,
-  STOP_GRACE_MS,
-  WAIT_LIMIT_MS,
   childEnv,
+  CLI_PATH,
   controlListenArgs,
   health,
   metricsToken,
   request,
+  STOP_GRACE_MS,
+  testdirAfterTeardowns,
+  WAIT_LIMIT_MS,
   waitFor,
 } from '../fixtures/stack';
 import { lockAddress, probe } from '../../protocol/instance-lock';
@@ -29,7 +30,7 @@ const alive = (pid: number): boolean => {
 };
 
 t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', async (t) => {
-  const dataDir = join(t.testdir(), 'data');
+  const dataDir = join(testdirAfterTeardowns(t), 'data');
   const child = spawn(process.execPath, [CLI_PATH, 'up', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0'], {
     env: childEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,6 +4,7 @@
  * migration 3. Every time is read from the database's clock in the
  * statement that uses it, so controls whose clocks disagree agree on when a lease lapses.
  */
+import type { GatewaysEvent } from '../cluster';
 import type { ClusterTable, ControlRow, StoredToken } from '../index';
 import { sql, type PgConn } from './conn';
 
@@ -43,7 +44,19 @@ const Q = {
 };
 
 export class PgClusterTable implements ClusterTable {
+  private readonly gatewayListeners = new Set<(event: GatewaysEvent) => void>();
+
   constructor(private readonly conn: PgConn) {}
+
+  onGateways(listener: (event: GatewaysEvent) => void): () => void {
+    this.gatewayListeners.add(listener);
+    return () => this.gatewayListeners.delete(listener);
+  }
+
+  /** Tell the listeners a gateways announcement the store's listening connection heard. */
+  heardGateways(event: GatewaysEvent): void {
+    for (const listener of this.gatewayListeners) listener(event);
+  }
 
   async heartbeat(id: string, url: string, startedAt: number, forgetMs: number): Promise<void> {
     await this.conn.run(Q.heartbeat, { id, url, started_at: startedAt });

@@ -133,6 +133,7 @@ export class PgStore implements Store {
       url,
       current: () => this.version(),
       heard: (version) => this.hear(version),
+      heardGateways: (event) => this.cluster.heardGateways(event),
       ...(listenRetryMs === undefined ? {} : { retryMs: listenRetryMs }),
     });
     this.liveKey = outside.liveKey;

@@ -4,11 +4,19 @@
  * makes it). One dedicated connection, outside the pool; when it drops it is opened again,
  * backing off from `LISTEN_RETRY_MS` up to `LISTEN_RETRY_MAX_MS`, and every (re)opening hands
  * on the database's current version, so a change committed while nobody listened is not missed.
+ * It also LISTENs on `GATEWAYS_CHANNEL`, for the controls sharing the database (`ClusterTable.onGateways`).
  */
 import { Client, type Notification } from 'pg';
+import type { GatewaysEvent } from '../cluster';
 
 /** The channel a committed state version is announced on; the payload is the version. */
 export const VERSION_CHANNEL = 'svc_state_version';
+/**
+ * The channel a change to the gateways' rows that other controls count is announced on (an
+ * ack batch, a gateway attaching or detaching); the payload is `<kind>:<control id>`, kind
+ * `ack` or `member` (`GatewaysEvent`).
+ */
+export const GATEWAYS_CHANNEL = 'svc_gateways';
 /** First wait before a dropped listening connection is opened again; doubles up to the max. @default 250 */
 export const LISTEN_RETRY_MS = 250;
 /** Longest wait between attempts to open the listening connection again. @default 5000 */
@@ -20,8 +28,19 @@ export interface VersionListenerOptions {
   current: () => Promise<number>;
   /** Told every version announced or read (the store deduplicates them). */
   heard: (version: number) => void;
+  /**
+   * Told every gateways announcement, and `{kind: 'member', from: null}` on every (re)opening:
+   * what was announced while nobody listened is unknown, so the listener re-reads.
+   */
+  heardGateways?: (event: GatewaysEvent) => void;
   /** @default LISTEN_RETRY_MS */
   retryMs?: number;
+}
+
+/** A `GATEWAYS_CHANNEL` payload read, or null when it is not one. */
+export function parseGatewaysEvent(payload: string | undefined): GatewaysEvent | null {
+  const match = /^(ack|member):(.*)$/s.exec(payload ?? '');
+  return match ? { kind: match[1] as GatewaysEvent['kind'], from: match[2] === '' ? null : match[2]! } : null;
 }
 
 export class VersionListener {
@@ -45,12 +64,17 @@ export class VersionListener {
     client.on('error', dropped);
     client.on('end', dropped);
     client.on('notification', (msg: Notification) => {
+      if (msg.channel === GATEWAYS_CHANNEL) {
+        const event = parseGatewaysEvent(msg.payload);
+        if (event !== null) this.opts.heardGateways?.(event);
+        return;
+      }
       const version = Number(msg.payload);
       if (msg.channel === VERSION_CHANNEL && Number.isSafeInteger(version)) this.opts.heard(version);
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${VERSION_CHANNEL}`);
+      await client.query(`LISTEN ${VERSION_CHANNEL}; LISTEN ${GATEWAYS_CHANNEL}`);
     } catch (err) {
       client.removeListener('end', dropped);
       await client.end().catch(() => undefined);
@@ -61,6 +85,7 @@ export class VersionListener {
       return;
     }
     this.client = client;
+    this.opts.heardGateways?.({ kind: 'member', from: null });
     this.opts.heard(await this.opts.current());
   }
 
