@@ -17,12 +17,15 @@ const { envInt } = require('./env');
 
 const STORE_CHOICES = { sqlite: ['sqlite'], postgres: ['postgres'], both: ['sqlite', 'postgres'] };
 
-/** The stores named by `--store` (default sqlite), in the order a round runs them. */
-function storesFromArgs(argv = process.argv.slice(2)) {
-  const { values } = parseArgs({ args: argv, options: { store: { type: 'string', default: 'sqlite' } }, strict: true });
+/**
+ * The stores named by `--store` (default sqlite), in the order a round runs them, and the
+ * values of the bench's own `options` (parseArgs' option descriptions) beside it.
+ */
+function storesFromArgs(argv = process.argv.slice(2), options = {}) {
+  const { values } = parseArgs({ args: argv, options: { store: { type: 'string', default: 'sqlite' }, ...options }, strict: true });
   const stores = STORE_CHOICES[values.store];
   if (!stores) throw new Error(`--store must be one of ${Object.keys(STORE_CHOICES).join(', ')}, got ${JSON.stringify(values.store)}`);
-  return { choice: values.store, stores };
+  return { choice: values.store, stores, values };
 }
 
 /** Stores in the order round `round` runs them: sqlite, postgres, then postgres, sqlite, … */

@@ -93,8 +93,22 @@ function startControl({ dataDir, cpu, logDir, name = 'control', env = {} }) {
   return proc;
 }
 
-/** A gateway process on `engine` (`svcctl serve gateway --engine`). */
-function startGateway({ dataDir, controlUrl, cpu, logDir, id, engine = 'http-proxy', name = 'gateway', nodeArgs = [], env = {} }) {
+/**
+ * A gateway process on `engine` (`svcctl serve gateway --engine`), attached to `controlUrl`, or
+ * with `controlUrls` to each control in turn (one `--control` per URL, the preferred one first).
+ */
+function startGateway({
+  dataDir,
+  controlUrl,
+  controlUrls = [controlUrl],
+  cpu,
+  logDir,
+  id,
+  engine = 'http-proxy',
+  name = 'gateway',
+  nodeArgs = [],
+  env = {},
+}) {
   return new Proc(
     name,
     [
@@ -107,8 +121,7 @@ function startGateway({ dataDir, controlUrl, cpu, logDir, id, engine = 'http-pro
       dataDir,
       '--gateway-port',
       '0',
-      '--control',
-      controlUrl,
+      ...controlUrls.flatMap((url) => ['--control', url]),
       '--id',
       id,
       '--engine',
