@@ -51,8 +51,8 @@
  * control it is on; a build whose wait covers only the control's own gateways is accepted and
  * reported as such, `wait_cluster_wide`); revocation → first 403 revokes through A for one pass
  * over the gateways and B for the next; each ingest shipper posts to its gateway's control;
- * control CPU is both controls' plus PostgreSQL's. The split step is skipped (each control
- * divides a key's limit among its own gateways only). After the last stage, 6. the settler's
+ * control CPU is both controls' plus PostgreSQL's; the split step's shares are divided over
+ * the gateways of both controls. After the last stage, 6. the settler's
  * failover: a trickle of outcomes (BENCH_FAILOVER_BATCH, default 20, every 100 ms to each
  * control), the lease holder (`GET /_admin/v1/settler`'s `leader`) killed with SIGKILL, and
  * the time from the kill to the other control's first settled batch (its log line), against
@@ -371,7 +371,9 @@ async function attachments(stack) {
   const out = new Map();
   for (const [index, c] of stack.controls.entries()) {
     const view = await c.admin.call('GET', '/_admin/v1/gateways');
-    for (const g of view.gateways) if (g.connected) out.set(g.id, { control: index, applied_version: g.applied_version });
+    // Every control lists every gateway; each says which control it is attached to.
+    for (const g of view.gateways)
+      if (g.connected && (g.control_id === undefined || g.control_id === c.id)) out.set(g.id, { control: index, applied_version: g.applied_version });
   }
   return out;
 }
@@ -591,9 +593,8 @@ async function main() {
       if (pg?.statements) stage.get(stacks.find((s) => s.pg)).statements = await pg.statements.report(`${n} gateways, revocations`);
 
       // ---- 4. split accuracy (4 gateways) ---------------------------------------------
-      // Not with two controls: each divides a key's limit among its own gateways only (docs/scaling.md, "Still ahead").
-      if (n === 4 && CONTROLS > 1) log("split accuracy: skipped with two controls (each divides a key's limit among its own gateways)");
-      else if (n === 4) await splitAccuracy(stacks);
+      // With two controls the gateways' shares are divided over both controls' live gateways.
+      if (n === 4) await splitAccuracy(stacks);
 
       // ---- 5. ingest from 16 shippers -------------------------------------------------
       if (n === 16) {
