@@ -10,21 +10,19 @@
  * line when its share changes.
  *
  * On a database several controls share (`store.cluster`), each gateway is attached to one of
- * them (`gateways.control_id`). The hub keeps the rows of the gateways attached to the others
- * (`remote`), re-read whenever a control announces an ack batch or a gateway attaching or
- * detaching, and at every lease check: they count in the division of the limits, as the
- * others count this hub's, so every control divides over the same live gateways; and a
- * `--wait` waits for them too, so a change made through any control is waited for on every
- * live gateway of the cluster.
+ * them (`gateways.control_id`). The gateways attached to the others (others.ts) count in the
+ * division of the limits, as the others count this hub's, so every control divides over the
+ * same live gateways; and a `--wait` waits for them too, so a change made through any control
+ * is waited for on every live gateway of the cluster.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gateways';
 import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { GatewayRow } from '../store/gateways';
-import type { ClusterTable } from '../store/index';
 import { AckBatcher } from './acks';
 import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
+import { OtherControlsGateways } from './others';
 import { DeltaCache, SnapshotCache, storeEpoch } from './snapshot';
 import { VersionWaiters } from './waiters';
 
@@ -61,20 +59,15 @@ export class SyncHub {
   private readonly waiters = new VersionWaiters(
     (version) => [
       ...[...this.conns.values()].filter((c) => c.appliedVersion < version).map((c) => c.gatewayId),
-      ...this.liveRemote(this.ctx.now())
+      ...this.others
+        .live(this.ctx.now())
         .filter((row) => row.applied_version < version)
         .map((row) => row.id),
     ],
-    () => this.conns.size + this.liveRemote(this.ctx.now()).length,
+    () => this.conns.size + this.others.live(this.ctx.now()).length,
   );
-  /** The shared database's cluster table; null on a store of one control. */
-  private readonly cluster: ClusterTable | null;
-  /** The gateways attached to other controls, as last read (cluster only). Id → row. */
-  private remote = new Map<string, GatewayRow>();
-  /** Whether a re-read of `remote` is under way, and whether another was asked for meanwhile. */
-  private refreshing = false;
-  private refreshAgain = false;
-  private readonly unsubscribeGateways: () => void;
+  /** The gateways attached to the other controls of a shared database. */
+  private readonly others: OtherControlsGateways;
   private closed = false;
   private readonly ping: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
@@ -123,12 +116,24 @@ export class SyncHub {
     this.leaseMs = this.leaseS * 1000;
     this.version = loaded.version;
     this.epoch = loaded.epoch;
-    this.cluster = ctx.store.cluster;
+    this.others = new OtherControlsGateways({
+      store: ctx.store,
+      controlId: ctx.controlId,
+      leaseMs: this.leaseMs,
+      log: ctx.log,
+      isLocal: (id) => this.conns.has(id),
+      // Their weights may have been set through another control; their acks release waiters.
+      read: (rows) => {
+        for (const row of rows) this.weights.set(row.id, row.weight);
+        this.waiters.check();
+        this.checkLeases();
+      },
+    });
     const now = ctx.now();
-    this.loadRemote(loaded.gateways);
+    this.others.load(loaded.gateways);
     for (const row of loaded.gateways) {
       this.weights.set(row.id, row.weight);
-      if (row.share !== null && row.last_seen + this.leaseMs > now && !this.remote.has(row.id))
+      if (row.share !== null && row.last_seen + this.leaseMs > now && !this.others.has(row.id))
         this.held.set(row.id, row.last_seen + this.leaseMs);
     }
     this.membersKey = membersKey(this.members(now));
@@ -136,14 +141,10 @@ export class SyncHub {
       this.version = Math.max(this.version, version);
       this.schedulePush();
     });
-    this.unsubscribeGateways =
-      this.cluster?.onGateways((event) => {
-        if (event.from !== ctx.controlId) this.refreshRemote();
-      }) ?? (() => undefined);
     this.ping = setInterval(() => this.pingAll(), pingIntervalMs(this.leaseS, SYNC_PING_INTERVAL_MS));
     this.ping.unref();
     this.leaseCheck = setInterval(
-      () => (this.cluster === null ? this.checkLeases() : this.refreshRemote()),
+      () => (this.others.shared ? this.others.refresh() : this.checkLeases()),
       leaseCheckIntervalMs(this.leaseS),
     );
     this.leaseCheck.unref();
@@ -161,7 +162,7 @@ export class SyncHub {
     const now = this.ctx.now();
     const row0 = await this.ctx.store.gateways.attach(gatewayId, this.ctx.controlId, engine, now);
     this.weights.set(gatewayId, row0.weight);
-    this.remote.delete(gatewayId);
+    this.others.forget(gatewayId);
     // The gateway may have hung up while the store answered: detached again, nothing to serve.
     if (res.destroyed) {
       if (!this.conns.has(gatewayId)) this.record(this.ctx.store.gateways.detach(gatewayId, this.ctx.controlId), 'detach');
@@ -288,7 +289,7 @@ export class SyncHub {
   wait(version: number, timeoutMs: number): Promise<WaitResult> {
     const waited = this.waiters.wait(version, timeoutMs);
     // The others' acks are re-read on their announcements; read now too, not to wait on a stale view.
-    this.refreshRemote();
+    this.others.refresh();
     return waited;
   }
 
@@ -300,10 +301,10 @@ export class SyncHub {
    */
   async status(): Promise<GatewayStatus[]> {
     const rows = await this.ctx.store.gateways.list();
-    this.loadRemote(rows);
+    this.others.load(rows);
     const now = this.ctx.now();
     const live = new Set(this.members(now).map((m) => m.id));
-    const remoteLive = new Set(this.liveRemote(now).map((row) => row.id));
+    const remoteLive = new Set(this.others.live(now).map((row) => row.id));
     return rows.map((row) => {
       const conn = this.conns.get(row.id);
       const controlId = conn ? this.ctx.controlId : remoteLive.has(row.id) ? row.control_id : null;
@@ -334,7 +335,7 @@ export class SyncHub {
     clearInterval(this.ping);
     clearInterval(this.leaseCheck);
     this.unsubscribe();
-    this.unsubscribeGateways();
+    this.others.close();
     this.waiters.close();
     for (const conn of this.conns.values()) conn.res.end();
     this.conns.clear();
@@ -364,59 +365,9 @@ export class SyncHub {
       if (until <= now) this.held.delete(id);
       else if (!this.conns.has(id)) ids.add(id);
     }
-    for (const row of this.liveRemote(now)) ids.add(row.id);
+    for (const row of this.others.live(now)) ids.add(row.id);
     if (ids.size === 0) return [];
     return [...ids].sort().map((id) => ({ id, weight: this.weightOf(id) }));
-  }
-
-  /**
-   * The gateways attached to other controls whose lease holds (seen within `sync.leaseS`, by the
-   * clock of the control that saw them), and not attached here meanwhile.
-   */
-  private liveRemote(now: number): GatewayRow[] {
-    const out: GatewayRow[] = [];
-    for (const row of this.remote.values()) if (!this.conns.has(row.id) && now - row.last_seen <= this.leaseMs) out.push(row);
-    return out;
-  }
-
-  /** Keep, of `rows` (every gateway), those attached to another control, and every gateway's weight. */
-  private loadRemote(rows: readonly GatewayRow[]): void {
-    if (this.cluster === null) return;
-    const remote = new Map<string, GatewayRow>();
-    for (const row of rows) {
-      this.weights.set(row.id, row.weight);
-      if (row.control_id !== null && row.control_id !== this.ctx.controlId) remote.set(row.id, row);
-    }
-    this.remote = remote;
-  }
-
-  /**
-   * Re-read the gateways attached to the other controls, then release the waiters they held
-   * and divide again if the live set changed. One read at a time; one asked for meanwhile
-   * runs after it. A failed read is logged and the next announcement or lease check reads again.
-   */
-  private refreshRemote(): void {
-    if (this.cluster === null || this.closed) return;
-    if (this.refreshing) {
-      this.refreshAgain = true;
-      return;
-    }
-    this.refreshing = true;
-    void (async () => {
-      try {
-        do {
-          this.refreshAgain = false;
-          this.loadRemote(await this.ctx.store.gateways.list());
-          if (this.closed) return;
-          this.waiters.check();
-          this.checkLeases();
-        } while (this.refreshAgain);
-      } catch (err) {
-        this.ctx.log.warn('sync hub could not read the gateways of the other controls', { err });
-      } finally {
-        this.refreshing = false;
-      }
-    })();
   }
 
   private weightOf(gatewayId: string): number {
