@@ -5,7 +5,8 @@
  * one row in the database, taken when free or lapsed and renewed by its holder every cadence
  * (at most every third of `settler.leaseS`, at least every `LEASE_TICK_MIN_MS`). A control that
  * stops gives the lease up, and the next claim of another takes it; one that dies stops renewing,
- * and another takes it once it lapses: within `settler.leaseS` and one cadence either way.
+ * and another takes it once it lapses: within `settler.leaseS` and one cadence either way. The
+ * control that takes it settles at once (`onTaken`), not a cadence later.
  *
  * The holder counts itself leading until `leaseS` after it sent its last successful claim,
  * which is never later than the lease's expiry in the database (set when the claim ran), so
@@ -29,6 +30,8 @@ export interface Leadership {
   start(): Promise<void>;
   /** Stop claiming, and give the lease up if this control holds it. */
   stop(): Promise<void>;
+  /** Call `listener` whenever this control takes the lease (the settler then settles at once, not a cadence later). */
+  onTaken(listener: () => void): void;
 }
 
 /** The one control of a SQLite store (or a settler alone in a test or a bench): always leads. */
@@ -38,6 +41,8 @@ export function soleLeadership(self: () => SettlerLeader | null): Leadership {
     leader: () => Promise.resolve(self()),
     start: () => Promise.resolve(),
     stop: () => Promise.resolve(),
+    // It leads from the start and never takes the lease over.
+    onTaken: () => undefined,
   };
 }
 
@@ -66,6 +71,7 @@ export class LeaseLeadership implements Leadership {
   private stopped = false;
   private claiming: Promise<void> = Promise.resolve();
   private lastError: string | null = null;
+  private readonly taken: (() => void)[] = [];
 
   constructor(opts: LeaseOptions) {
     this.opts = opts;
@@ -73,6 +79,10 @@ export class LeaseLeadership implements Leadership {
 
   leading(): boolean {
     return performance.now() < this.until;
+  }
+
+  onTaken(listener: () => void): void {
+    this.taken.push(listener);
   }
 
   async leader(): Promise<SettlerLeader | null> {
@@ -125,7 +135,9 @@ export class LeaseLeadership implements Leadership {
       const now = this.leading();
       if (now !== this.was)
         log.info(now ? 'settler lease taken: this control settles' : 'settler lease lost: another control settles', { control_id: id });
+      const tookNow = now && !this.was;
       this.was = now;
+      if (tookNow) for (const listener of this.taken) listener();
     })();
     return this.claiming;
   }

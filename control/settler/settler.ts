@@ -125,6 +125,8 @@ export class Settler {
   async start(): Promise<void> {
     if (this.started || this.stopped) return;
     this.started = true;
+    // A control that takes the lease over settles at once: the calls waited a lease already.
+    this.leadership.onTaken(() => this.runNow());
     await this.leadership.start();
     this.schedule();
   }
@@ -235,20 +237,33 @@ export class Settler {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.exclusive(async () => {
-        const leading = this.leadership.leading();
-        const took = leading && !this.led;
-        this.led = leading;
-        if (!leading || this.stopped) return;
-        this.paused = (await this.opts.store.meta(PAUSED_META)) === 1;
-        // The control that led before may have halted on a batch without a receipt.
-        if (took) await this.checkReceipts();
-        if (!this.paused && this.halt === null) await this.drain(false);
-      })
-        .catch(() => undefined) // recorded in lastError by drain
-        .then(() => this.schedule());
+      void this.scheduledRun().then(() => this.schedule());
     }, this.opts.cadenceMs);
     this.timer.unref();
+  }
+
+  /**
+   * Run the next scheduled run now instead of at its time (the lease was just taken). While a
+   * scheduled run is under way there is no timer: it is the run, and it schedules the next.
+   */
+  private runNow(): void {
+    if (this.timer === null || this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+    void this.scheduledRun().then(() => this.schedule());
+  }
+
+  private scheduledRun(): Promise<void> {
+    return this.exclusive(async () => {
+      const leading = this.leadership.leading();
+      const took = leading && !this.led;
+      this.led = leading;
+      if (!leading || this.stopped) return;
+      this.paused = (await this.opts.store.meta(PAUSED_META)) === 1;
+      // The control that led before may have halted on a batch without a receipt.
+      if (took) await this.checkReceipts();
+      if (!this.paused && this.halt === null) await this.drain(false);
+    }).catch(() => undefined); // recorded in lastError by drain
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {

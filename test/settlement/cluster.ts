@@ -133,6 +133,33 @@ if (!skipWithoutPostgres(t)) {
     t.equal((await a.cluster!.leaseHolder())?.id, 'ctl_c');
   });
 
+  t.test('the control that takes the lease over settles at once, not a cadence later', async (t) => {
+    const [a, b] = await twoStores(t);
+    await backlog(a, 40);
+    // A cadence of an hour: only a run on taking the lease can settle within this test.
+    const settlerOf = (store: Store, id: string) =>
+      Settler.open({
+        store,
+        log: silentLogger,
+        now: () => T0 + 60_000,
+        cadenceMs: 3_600_000,
+        batchCap: 1_000,
+        leadership: new LeaseLeadership({ cluster: store.cluster!, id, leaseMs: 900, cadenceMs: 3_600_000, log: silentLogger }),
+      });
+    const first = await settlerOf(a, 'ctl_a');
+    await first.start();
+    const second = await settlerOf(b, 'ctl_b');
+    await second.start();
+    t.teardown(() => Promise.all([first.stop(), second.stop()]));
+    t.equal((await a.cluster!.leaseHolder())?.id, 'ctl_a', 'the first control leads');
+    t.equal((await second.status()).backlog, 40, 'nothing settled yet: the first run of the cadence is an hour away');
+
+    await first.stop(); // gives the lease up; the other takes it at its next claim (a third of the lease)
+    await waitFor(async () => (await second.status()).backlog === 0, 'the new leader to settle the backlog');
+    t.equal((await a.cluster!.leaseHolder())?.id, 'ctl_b', 'the second control holds the lease');
+    t.match((await second.status()).last_batch, { id: Number }, 'and settled right away');
+  });
+
   t.test('two controls: one settles; status, pause, resume and run-once through either; the other takes over', async (t) => {
     const root = t.testdir();
     const databaseUrl = await createDatabase(t);

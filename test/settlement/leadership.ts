@@ -61,6 +61,30 @@ t.test('a claim that fails leaves the lease to lapse; a refused one ends the lea
   await lease.stop();
 });
 
+t.test('onTaken is told each time the lease is taken, not on its renewals', async (t) => {
+  const { cluster, claims } = fakeCluster();
+  const lease = new LeaseLeadership({ cluster, id: 'ctl_x', leaseMs: 10_000, cadenceMs: 3_600_000, log: silentLogger });
+  let taken = 0;
+  lease.onTaken(() => taken++);
+  const claim = async (held: boolean) => {
+    const done = (lease as unknown as { claim(): Promise<void> }).claim();
+    claims.at(-1)!(held);
+    await done;
+  };
+  const started = lease.start();
+  claims[0]!(false);
+  await started;
+  t.equal(taken, 0, 'not while another control holds it');
+  await claim(true);
+  t.equal(taken, 1, 'told when it takes the lease');
+  await claim(true);
+  t.equal(taken, 1, 'not when it renews it');
+  await claim(false);
+  await claim(true);
+  t.equal(taken, 2, 'told again when it takes it back');
+  await lease.stop();
+});
+
 t.test('the one control of a SQLite store always leads', async (t) => {
   const sole = soleLeadership(() => ({ id: 'ctl_one', url: 'http://127.0.0.1:1' }));
   await sole.start();
