@@ -373,7 +373,8 @@ async function attachments(stack) {
     const view = await c.admin.call('GET', '/_admin/v1/gateways');
     // Every control lists every gateway; each says which control it is attached to.
     for (const g of view.gateways)
-      if (g.connected && (g.control_id === undefined || g.control_id === c.id)) out.set(g.id, { control: index, applied_version: g.applied_version });
+      if (g.connected && (g.control_id === undefined || g.control_id === c.id))
+        out.set(g.id, { control: index, applied_version: g.applied_version });
   }
   return out;
 }
