@@ -31,8 +31,21 @@ export type KeySecretRow = [
  * secrets oldest first. Storage order reads the keys table front to back instead of looking
  * every row up through the id index: a million keys stream in about two thirds of the time.
  * A key without a live secret still gives a row (null hash), so the page cursor moves past it.
+ *
+ * On PostgreSQL each page's secrets are looked up key by key (`LATERAL`, through
+ * `key_secrets_by_key`): left to itself the planner hash-joins the page with the whole of
+ * `key_secrets`, a scan of every secret for every page (20 scans of 100,000 rows for one
+ * 100,000-key snapshot).
  */
-export const LIVE_KEYS_SQL = (where: string, order: 'rowid' | 'seq' = 'rowid') => `
+export const LIVE_KEYS_SQL = (where: string, dialect: 'sqlite' | 'postgres' = 'sqlite') => {
+  const order = dialect === 'sqlite' ? 'rowid' : 'seq';
+  const live = `(s.expires_at IS NULL OR s.expires_at > @now)`;
+  const secrets =
+    dialect === 'sqlite'
+      ? `LEFT JOIN key_secrets s ON s.key_id = page.id AND ${live}`
+      : // OFFSET 0 keeps the planner from flattening the subquery back into the hash join.
+        `LEFT JOIN LATERAL (SELECT s.hash, s.expires_at, s.created_at FROM key_secrets s WHERE s.key_id = page.id AND ${live} OFFSET 0) s ON true`;
+  return `
   WITH page AS (
     SELECT k.${order} AS row, k.id, k.expires_at, k.endpoints, k.limit_count, k.limit_window_s,
            k.lift_count, k.lift_window_s, k.lift_until
@@ -41,8 +54,9 @@ export const LIVE_KEYS_SQL = (where: string, order: 'rowid' | 'seq' = 'rowid') =
     ORDER BY k.${order} LIMIT @limit
   )
   SELECT page.*, s.hash, s.expires_at AS secret_expires_at
-  FROM page LEFT JOIN key_secrets s ON s.key_id = page.id AND (s.expires_at IS NULL OR s.expires_at > @now)
+  FROM page ${secrets}
   ORDER BY page.row, s.created_at`;
+};
 
 /** Group joined key/secret rows (one key's rows together) into snapshot keys; keys without a live secret are left out. */
 export function groupKeys(rows: readonly KeySecretRow[]): SnapshotKey[] {

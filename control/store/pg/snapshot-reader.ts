@@ -15,8 +15,8 @@ const Q = {
   flags: sql(`SELECT name, value FROM flags`),
   endpoints: sql(`SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`),
   liveKeyCount: sql(`SELECT count(*) FROM keys WHERE status = 'active' AND (expires_at IS NULL OR expires_at > ?)`),
-  page: sql(LIVE_KEYS_SQL('k.seq > @after', 'seq')),
-  liveKey: sql(LIVE_KEYS_SQL('k.id = @id', 'seq')),
+  page: sql(LIVE_KEYS_SQL('k.seq > @after', 'postgres')),
+  liveKey: sql(LIVE_KEYS_SQL('k.id = @id', 'postgres')),
 };
 
 /** The key `id` as gateways must enforce it at `now`, or null when it admits nothing. */
