@@ -11,7 +11,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
 import { BROWSER_UA, SOLANA_WALLET } from '../fixtures/applications';
-import { CHROMIUM, hasChromium, openContext } from '../fixtures/browser';
+import { openContext, skipWithoutChromium } from '../fixtures/browser';
 
 async function launch(t: Test, javaScriptEnabled: boolean): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
   const context = await openContext(t, { javaScriptEnabled, userAgent: BROWSER_UA });
@@ -28,9 +28,7 @@ async function launch(t: Test, javaScriptEnabled: boolean): Promise<{ context: B
 
 const visible = (page: Page, selector: string) => page.isVisible(selector);
 
-if (!hasChromium()) {
-  t.plan(0, `browser tests need Chromium at ${CHROMIUM} (apt-get install -y chromium); not found`);
-} else {
+if (!skipWithoutChromium(t, 'the application form')) {
   t.test('with JavaScript: questions follow the applicant type; errors, then a valid submission', async (t) => {
     const control = await startTestControl(t);
     const { page, problems } = await launch(t, true);

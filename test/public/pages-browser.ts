@@ -26,7 +26,7 @@ import { OpaqueIds } from '../../control/public/ids';
 import { PROVIDERS, hourRate, seedPages } from '../fixtures/pages';
 import { GENEROUS_LIMITS, drained, request, startStack } from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';
-import { CHROMIUM, hasChromium, openContext } from '../fixtures/browser';
+import { openContext, skipWithoutChromium } from '../fixtures/browser';
 
 const SCREENSHOTS = process.env.SVC_SCREENSHOTS_DIR ?? join(tmpdir(), 'svc-page-screenshots');
 
@@ -87,9 +87,7 @@ const css = (page: Page, selector: string, property: string): Promise<string> =>
     .first()
     .evaluate((el, p) => (globalThis as any).getComputedStyle(el).getPropertyValue(p) as string, property);
 
-if (!hasChromium()) {
-  t.plan(0, `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` to run the public pages in a browser`);
-} else {
+if (!skipWithoutChromium(t, 'the public pages')) {
   t.test('seeded providers, without JavaScript: tiers, sparklines, sorting, schemes, 390 px', async (t) => {
     const { control } = await seedPages(t, { SVC_LIMITS_PUBLIC_COUNT: '100000' });
     const ids = new OpaqueIds(control.handle.ctx.store.idSecret);

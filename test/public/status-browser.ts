@@ -12,11 +12,9 @@ import { manualClock, startTestControl } from '../fixtures/control';
 import { addEndpoint } from '../fixtures/public';
 import { startStack, svcctl } from '../fixtures/stack';
 import type { SettlerStatus } from '../../protocol/settlement';
-import { CHROMIUM, hasChromium, openContext } from '../fixtures/browser';
+import { openContext, skipWithoutChromium } from '../fixtures/browser';
 
-if (!hasChromium()) {
-  t.plan(0, `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` to run the status page in a browser`);
-} else {
+if (!skipWithoutChromium(t, 'the status page')) {
   t.test('what a visitor sees on a live stack (real control and gateway processes)', async (t) => {
     const stack = await startStack(t, { controlEnv: { SVC_CACHE_STATUS_TTL_S: '1' } });
     await stack.addEndpoint({ id: 'weather', upstream: 'http://127.0.0.1:9/v1' });
