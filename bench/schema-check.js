@@ -1,146 +1,23 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run bench:schema-check`: what the response-schema check costs per checked response,
- * Ajv (the built `dist/protocol/response-schema.js`) against the hand-written subset validator
- * it replaced (copied below from `protocol/response-schema.ts` as of commit e62eae7, for this
- * comparison only), on the same schemas and documents, in this one process.
+ * `npm run bench:schema-check`: what the response-schema check costs per checked response
+ * (the built `dist/protocol/response-schema.js`, Ajv), in this one process.
  *
- * For each document: the validator alone, and the whole check as the gateway runs it at body
- * end (`Buffer` → UTF-8 text → `JSON.parse` → validate). BENCH_ROUNDS rounds (default 5), old
- * and new alternating within each round; each figure is the median over the rounds of the
- * mean ns per call in that round, in this process's CPU time (`process.cpuUsage()`), so time
- * spent descheduled on a shared machine is not counted. Also the one-off cost of compiling each schema (once per
- * schema change, when a snapshot is applied). Timings only here, never in tests.
+ * For each document: `JSON.parse` alone (what any check pays), the validator alone, and the
+ * whole check as the gateway runs it at body end (`Buffer` → UTF-8 text → `JSON.parse` →
+ * validate). BENCH_ROUNDS rounds (default 5), the three alternating within each round; each
+ * figure is the median over the rounds of the mean ns per call in that round, in this
+ * process's CPU time (`process.cpuUsage()`), so time spent descheduled on a shared machine is
+ * not counted. Also the one-off cost of compiling each schema (once per schema change, when a
+ * snapshot is applied). Timings only here, never in tests.
  */
 const path = require('node:path');
 const { median, round } = require('./lib/stats');
 
 const { compileSchema } = require(path.join(__dirname, '..', 'dist', 'protocol', 'response-schema.js'));
 
-// --- the old validator (protocol/response-schema.ts before Ajv), compile side only ----------
-
-const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
-const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
-
-function codePointLength(s) {
-  let n = s.length;
-  for (let i = 0; i < s.length - 1; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
-}
-
-function canonical(value) {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (isPlainObject(value)) {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
-function typeOf(value) {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  switch (typeof value) {
-    case 'string':
-      return 'string';
-    case 'boolean':
-      return 'boolean';
-    case 'number':
-      return Number.isInteger(value) ? 'integer' : 'number';
-    case 'object':
-      return 'object';
-    default:
-      return 'other';
-  }
-}
-
-function compileNode(s, p) {
-  const checks = [];
-  if (s.type !== undefined) {
-    const types = new Set(Array.isArray(s.type) ? s.type : [s.type]);
-    const label = [...types].join(' or ');
-    checks.push((v) => {
-      const t = typeOf(v);
-      return types.has(t) || (t === 'integer' && types.has('number')) ? null : `${p}: expected ${label}, got ${t}`;
-    });
-  }
-  if (s.enum !== undefined) {
-    const allowed = new Set(s.enum.map(canonical));
-    checks.push((v) => (allowed.has(canonical(v)) ? null : `${p}: not one of the allowed values`));
-  }
-  if (s.minimum !== undefined) {
-    const min = s.minimum;
-    checks.push((v) => (typeof v !== 'number' || v >= min ? null : `${p}: ${v} is below the minimum ${min}`));
-  }
-  if (s.maximum !== undefined) {
-    const max = s.maximum;
-    checks.push((v) => (typeof v !== 'number' || v <= max ? null : `${p}: ${v} is above the maximum ${max}`));
-  }
-  if (s.minLength !== undefined) {
-    const min = s.minLength;
-    checks.push((v) => (typeof v !== 'string' || codePointLength(v) >= min ? null : `${p}: shorter than ${min}`));
-  }
-  if (s.maxLength !== undefined) {
-    const max = s.maxLength;
-    checks.push((v) => (typeof v !== 'string' || codePointLength(v) <= max ? null : `${p}: longer than ${max}`));
-  }
-  if (s.required !== undefined && s.required.length > 0) {
-    const required = s.required;
-    checks.push((v) => {
-      if (!isPlainObject(v)) return null;
-      for (const name of required) if (!own(v, name)) return `${p}: missing required property ${JSON.stringify(name)}`;
-      return null;
-    });
-  }
-  if (s.properties !== undefined) {
-    const props = Object.entries(s.properties).map(([name, sub]) => [name, compileNode(sub, `${p}/${name}`)]);
-    checks.push((v) => {
-      if (!isPlainObject(v)) return null;
-      for (const [name, check] of props) {
-        if (!own(v, name)) continue;
-        const problem = check(v[name]);
-        if (problem !== null) return problem;
-      }
-      return null;
-    });
-  }
-  if (s.items !== undefined) {
-    const item = compileNode(s.items, `${p}/*`);
-    checks.push((v) => {
-      if (!Array.isArray(v)) return null;
-      for (const element of v) {
-        const problem = item(element);
-        if (problem !== null) return problem;
-      }
-      return null;
-    });
-  }
-  if (checks.length === 0) return () => null;
-  if (checks.length === 1) return checks[0];
-  return (v) => {
-    for (const check of checks) {
-      const problem = check(v);
-      if (problem !== null) return problem;
-    }
-    return null;
-  };
-}
-
-const compileOld = (schema) => compileNode(schema, '#');
-
-// --- schemas and documents (within the old subset, so both judge the same rules) -------------
+// --- schemas and documents --------------------------------------------------------------------
 
 /** The bench upstream's fixed answer (bench/servers/upstream.js) and its schema. */
 const SMALL_SCHEMA = {
@@ -229,15 +106,13 @@ function main() {
   const rows = [];
   for (const c of CASES) {
     const body = Buffer.from(JSON.stringify(c.doc));
-    const validators = { old: compileOld(c.schema), ajv: compileSchema(c.schema) };
-    for (const [which, v] of Object.entries(validators)) {
-      if ((v(c.doc) === null) !== c.valid) throw new Error(`${which} judges "${c.name}" wrongly`);
-    }
-    const fns = {};
-    for (const [which, v] of Object.entries(validators)) {
-      fns[`${which} validate`] = () => v(c.doc);
-      fns[`${which} parse+validate`] = () => v(JSON.parse(body.toString('utf8')));
-    }
+    const validate = compileSchema(c.schema);
+    if ((validate(c.doc) === null) !== c.valid) throw new Error(`the validator judges "${c.name}" wrongly`);
+    const fns = {
+      parse: () => JSON.parse(body.toString('utf8')),
+      validate: () => validate(c.doc),
+      check: () => validate(JSON.parse(body.toString('utf8'))),
+    };
     const sizes = Object.fromEntries(Object.entries(fns).map(([k, fn]) => [k, calibrate(fn)]));
     const samples = Object.fromEntries(Object.keys(fns).map((k) => [k, []]));
     for (let r = 0; r < ROUNDS; r++) {
@@ -248,11 +123,10 @@ function main() {
     rows.push({
       case: c.name,
       bytes: body.length,
-      'old validate ns': round(m['old validate'], 0),
-      'ajv validate ns': round(m['ajv validate'], 0),
-      'old check ns': round(m['old parse+validate'], 0),
-      'ajv check ns': round(m['ajv parse+validate'], 0),
-      'ajv/old check': round(m['ajv parse+validate'] / m['old parse+validate'], 2),
+      'parse ns': round(m.parse, 0),
+      'validate ns': round(m.validate, 0),
+      'check ns': round(m.check, 0),
+      'validate share of check': round(m.validate / m.check, 2),
     });
   }
   console.table(rows);
@@ -262,24 +136,15 @@ function main() {
     ['small', SMALL_SCHEMA],
     ['list', LIST_SCHEMA],
   ]) {
-    const times = { old: [], ajv: [] };
+    const times = [];
     compileSchema(schema);
     for (let r = 0; r < 50; r++) {
-      for (const [which, compile] of [
-        ['old', compileOld],
-        ['ajv', compileSchema],
-      ]) {
-        const copy = JSON.parse(JSON.stringify(schema));
-        const start = cpuNs();
-        compile(copy);
-        times[which].push((cpuNs() - start) / 1e3);
-      }
+      const copy = JSON.parse(JSON.stringify(schema));
+      const start = cpuNs();
+      compileSchema(copy);
+      times.push((cpuNs() - start) / 1e3);
     }
-    compileRows.push({
-      schema: name,
-      'old compile CPU µs': round(median(times.old), 1),
-      'ajv compile CPU µs': round(median(times.ajv), 1),
-    });
+    compileRows.push({ schema: name, 'compile CPU µs': round(median(times), 1) });
   }
   console.table(compileRows);
   console.log(`node ${process.version}, ${ROUNDS} rounds, medians of per-round means`);
