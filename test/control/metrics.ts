@@ -29,6 +29,7 @@ const gateway = (id: string, connected: boolean, applied: number): GatewayStatus
   last_seen: '2030-01-01T00:00:00.000Z',
   last_nack: null,
   engine: null,
+  control_id: connected ? 'ctl_test' : null,
 });
 
 const settlerStatus = (state: SettlerStatus['state'], backlog: number, lagMs: number | null): SettlerStatus => ({

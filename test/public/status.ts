@@ -115,6 +115,7 @@ forEachStore(t, (t, kind) => {
           last_seen: new Date(NOW - 2000).toISOString(),
           last_nack: null,
           engine: 'undici',
+          control_id: 'ctl_test',
         },
         {
           id: 'gw-host-b',
@@ -126,6 +127,7 @@ forEachStore(t, (t, kind) => {
           last_seen: new Date(NOW - 60_000).toISOString(),
           last_nack: null,
           engine: null,
+          control_id: null,
         },
       ];
     };
