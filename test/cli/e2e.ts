@@ -9,6 +9,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runtimeFileExists, spawnCli, spawnControl } from '../fixtures/cli';
 import { controlListenArgs } from '../fixtures/stack';
+import { closedPort } from '../fixtures/upstream';
 
 t.test('a bad port in the environment is a usage error naming the setting', async (t) => {
   const dir = t.testdir();
@@ -204,7 +205,9 @@ t.test('serve control: URLs, tokens, health, discovery, SIGTERM', async (t) => {
   t.same(stopped, { code: 0, signal: null }, 'SIGTERM: exit 0');
   t.notOk(runtimeFileExists(dataDir), 'control.json removed');
 
-  const down = await spawnCli(['--data-dir', dataDir, 'keys', 'list'], { cwd: dir });
+  // Without control.json svcctl falls back to host and control port: a port nothing listens on,
+  // never the default, which another svc on this machine may be using.
+  const down = await spawnCli(['--data-dir', dataDir, 'keys', 'list'], { cwd: dir, env: { SVC_CONTROL_PORT: String(await closedPort()) } });
   t.equal(down.code, 1, 'with control stopped: exit 1');
   t.match(down.stderr, 'control not reachable at');
   t.match(down.stderr, 'svcctl up');
