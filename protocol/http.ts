@@ -3,7 +3,7 @@
  * JSON body reader. Kept here because the response shapes are part of the contract.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PROBLEM_CONTENT_TYPE, SvcError, isSvcError, problem, type ErrorCode } from './errors';
+import { PROBLEM_CONTENT_TYPE, SvcError, isSvcError, problem, type ErrorCode, type Problem } from './errors';
 
 /** Largest JSON body accepted by the admin and sync APIs. @default 1 MiB */
 export const DEFAULT_JSON_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -22,6 +22,24 @@ export function sendJson<T>(res: ServerResponse, status: number, body: Settled<T
   res.end(payload);
 }
 
+/**
+ * Answers a problem in another representation instead of problem+json (an HTML page for a
+ * browser): it writes the whole answer and returns true, or returns false to leave it to
+ * problem+json. `headers` are the problem's own (`Allow`, `Retry-After`, …).
+ */
+export type ProblemResponder = (res: ServerResponse, body: Problem, headers: Record<string, string>) => boolean;
+
+const problemResponders = new WeakMap<ServerResponse, ProblemResponder>();
+
+/**
+ * Have `responder` answer every problem sent on `res` (`sendProblem`, `sendError`), from any
+ * step of the listener: rate limit, User-Agent filter, router, handler. Set by a listener
+ * when it takes the request; without one, problems are problem+json.
+ */
+export function answerProblemsWith(res: ServerResponse, responder: ProblemResponder): void {
+  problemResponders.set(res, responder);
+}
+
 export function sendProblem(
   res: ServerResponse,
   code: ErrorCode,
@@ -35,6 +53,8 @@ export function sendProblem(
     res.destroy();
     return;
   }
+  const responder = problemResponders.get(res);
+  if (responder !== undefined && responder(res, body, headers)) return;
   res.writeHead(body.status, {
     'content-type': PROBLEM_CONTENT_TYPE,
     'content-length': String(Buffer.byteLength(payload)),

@@ -2,13 +2,13 @@
  * The application form ({api_url}/apply) and its thank-you page: plain HTML with a little
  * inline JavaScript that hides the questions not asked for the chosen applicant type. Without
  * JavaScript every question is shown with a note saying whom it is for, and the server ignores
- * the answers that do not apply. Every value written into the page is HTML-escaped; the
- * inline style and script carry a per-response nonce allowed by a strict CSP.
+ * the answers that do not apply. Both are pages of the site (`../public/pages/layout.ts`: its
+ * header and stylesheet, light and dark), answered by `sendHtml` (`respond.ts`) with the one
+ * CSP; every value written into the page is HTML-escaped.
  */
-import { randomBytes } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 import { ANSWER_WITHIN_HOURS, APPLICANT_TYPE_LABELS, APPLICANT_TYPES, FIELD_LIMITS } from '../../protocol/applications';
-import { SITE_HEADER_STYLE } from '../public/pages/layout';
+import { escapeHtml, renderDocument } from '../public/pages/layout';
+import type { PageUrls } from '../public/pages/respond';
 
 /** What a re-rendered form shows: the user's values and an error per field. */
 export interface FormState {
@@ -19,63 +19,6 @@ export interface FormState {
 }
 
 export const EMPTY_FORM: FormState = { values: {}, errors: {} };
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
-
-/** The Content-Security-Policy of every page here: nothing but this page's own nonce. */
-export function contentSecurityPolicy(nonce: string): string {
-  // One template rather than a joined list: every page answer builds one.
-  return `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`;
-}
-
-export function sendHtml(
-  res: ServerResponse,
-  status: number,
-  render: (nonce: string) => string,
-  headers: Record<string, string> = {},
-): void {
-  const nonce = randomBytes(16).toString('base64');
-  const body = render(nonce);
-  res.writeHead(status, {
-    'content-type': 'text/html; charset=utf-8',
-    'content-length': String(Buffer.byteLength(body)),
-    'content-security-policy': contentSecurityPolicy(nonce),
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
-    'x-frame-options': 'DENY',
-    ...headers,
-  });
-  res.end(body);
-}
-
-const STYLE = `
-  body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #fafafa; }
-  main { max-width: 40rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
-  h1 { font-size: 1.6rem; margin: 0 0 .5rem; }
-  .field { margin: 1.4rem 0; }
-  label, legend { display: block; font-weight: 600; }
-  .hint, .for { color: #555; font-size: .9rem; margin: .15rem 0 .35rem; }
-  .for { font-style: italic; }
-  .js .for { display: none; }
-  input[type=text], textarea { box-sizing: border-box; width: 100%; font: inherit; padding: .45rem; border: 2px solid #555; border-radius: 3px; }
-  fieldset { border: 0; padding: 0; margin: 1.4rem 0; }
-  .choice { display: flex; gap: .5rem; align-items: baseline; margin: .35rem 0; }
-  .choice label { font-weight: 400; }
-  .error { color: #b00020; font-weight: 600; margin: .15rem 0; }
-  .has-error input[type=text], .has-error textarea { border-color: #b00020; }
-  .has-error { border-left: 4px solid #b00020; padding-left: .75rem; }
-  .summary, .notice { border: 3px solid #b00020; padding: .75rem 1rem; margin: 1rem 0; background: #fff; }
-  .summary h2 { font-size: 1.1rem; margin: 0 0 .5rem; }
-  .summary a { color: #b00020; }
-  button { font: inherit; font-weight: 600; padding: .6rem 1.4rem; border: 0; border-radius: 3px; background: #1d5e2c; color: #fff; cursor: pointer; }
-  button:focus, input:focus, textarea:focus, a:focus { outline: 3px solid #ffbf47; outline-offset: 1px; }
-  .small { font-size: .9rem; color: #555; }
-`;
 
 /**
  * Shows "which APIs" for AI agents only, and "why" per the rule in protocol/applications.ts
@@ -212,31 +155,13 @@ function summary(state: FormState): string {
     </div>`;
 }
 
-/** The site header of the public pages (`siteHeader`), or nothing. */
-export type SiteHeader = string;
-
-function page(nonce: string, title: string, content: string, script = '', header: SiteHeader = ''): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style nonce="${nonce}">${STYLE} .visually-hidden { position: absolute; left: -10000px; }${header ? ` ${SITE_HEADER_STYLE} .site { max-width: 40rem; margin: 0 auto; padding: .6rem 1rem; }` : ''}</style>
-</head>
-<body>
-${header}
-<main>
-${content}
-</main>
-${script ? `<script nonce="${nonce}">${script}</script>` : ''}
-</body>
-</html>
-`;
+/** A page of the site (`layout.ts`: header, stylesheet, light and dark) with the apply link current. */
+function page(nonce: string, urls: PageUrls, title: string, main: string, script?: string): string {
+  return renderDocument({ title, current: 'apply', urls, main, ...(script ? { script } : {}) }, nonce);
 }
 
 /** The form, empty or re-rendered with the user's values and errors. */
-export function renderForm(nonce: string, state: FormState, header: SiteHeader = ''): string {
+export function renderForm(nonce: string, urls: PageUrls, state: FormState): string {
   const hasErrors = Object.keys(state.errors).length > 0;
   const content = `
   <h1>Apply for svc private beta access</h1>
@@ -267,14 +192,15 @@ export function renderForm(nonce: string, state: FormState, header: SiteHeader =
   <p class="small">If this form does not work for you, contact the svc operators directly with the same
   details; they record your application for you and the same ${ANSWER_WITHIN_HOURS}-hour answer applies.</p>`;
   const focusErrors = hasErrors ? `\n(function () { var s = document.getElementById('error-summary'); if (s) s.focus(); })();` : '';
-  return page(nonce, `${hasErrors ? 'Error: ' : ''}Apply for svc beta access`, content, SCRIPT + focusErrors, header);
+  return page(nonce, urls, `${hasErrors ? 'Error: ' : ''}Apply for svc beta access`, content, SCRIPT + focusErrors);
 }
 
 /** The page after a successful submission (303 target). */
-export function renderThanks(nonce: string, id: string | null, header: SiteHeader = ''): string {
+export function renderThanks(nonce: string, urls: PageUrls, id: string | null): string {
   const reference = id === null ? '' : `<p>Your reference: <strong id="application-id">${escapeHtml(id)}</strong></p>`;
   return page(
     nonce,
+    urls,
     'Application received — svc',
     `
   <h1>Application received</h1>
@@ -283,18 +209,15 @@ export function renderThanks(nonce: string, id: string | null, header: SiteHeade
   If you are approved, your API key arrives there: it is shown once and cannot be recovered,
   so store it when it arrives.</p>
   <p><a href="/apply">Back to the form</a></p>`,
-    '',
-    header,
   );
 }
 
 /** A short page for failures that are not about a field (body too large, bad content type). */
-export function renderProblem(nonce: string, title: string, detail: string, header: SiteHeader = ''): string {
+export function renderProblem(nonce: string, urls: PageUrls, title: string, detail: string): string {
   return page(
     nonce,
+    urls,
     `${title} — svc`,
     `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(detail)}</p><p><a href="/apply">Back to the form</a></p>`,
-    '',
-    header,
   );
 }

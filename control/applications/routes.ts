@@ -24,8 +24,8 @@ import type { FieldError } from '../http/validate';
 import { readApplicationBody } from './body';
 import { submitApplication, validateApplication } from './intake';
 import { SubmitLimiter } from './limiter';
-import { siteHeader } from '../public/pages/layout';
-import { EMPTY_FORM, renderForm, renderProblem, renderThanks, sendHtml, type FormState } from './page';
+import { sendHtml } from '../public/pages/respond';
+import { EMPTY_FORM, renderForm, renderProblem, renderThanks, type FormState } from './page';
 
 const ID_PATTERN = /^app_[1-9A-HJ-NP-Za-km-z]{12}$/;
 
@@ -75,14 +75,14 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
     ctx.now,
   );
 
-  // The public pages' site header, with the listeners' URLs (known once they are bound).
-  const header = () => siteHeader({ api: ctx.urls.api, indexer: ctx.urls.indexer }, 'apply');
+  // The listeners' URLs, for the site header (known once they are bound).
+  const urls = () => ({ api: ctx.urls.api, indexer: ctx.urls.indexer });
 
-  router.get('/apply', { otherQuery: 'ignore' }, ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, EMPTY_FORM, header())));
+  router.get('/apply', { otherQuery: 'ignore' }, ({ res }) => sendHtml(res, 200, (nonce) => renderForm(nonce, urls(), EMPTY_FORM)));
 
   router.get('/apply/thanks', { query: ['id'], otherQuery: 'ignore' }, ({ res, query }) => {
     const id = query.get('id');
-    sendHtml(res, 200, (nonce) => renderThanks(nonce, id !== null && ID_PATTERN.test(id) ? id : null, header()));
+    sendHtml(res, 200, (nonce) => renderThanks(nonce, urls(), id !== null && ID_PATTERN.test(id) ? id : null));
   });
 
   router.post('/apply', { otherQuery: 'ignore' }, async ({ req, res }: RequestContext) => {
@@ -101,12 +101,12 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
       const values = formValues(raw);
       if (err.code === 'svc_bad_request' && Array.isArray(err.extra?.errors)) {
         const errors = formErrors(err.extra.errors as FieldError[]);
-        sendHtml(res, 400, (nonce) => renderForm(nonce, { values, errors }, header()));
+        sendHtml(res, 400, (nonce) => renderForm(nonce, urls(), { values, errors }));
       } else if (err.code === 'svc_rate_limited') {
         const notice = `Too many applications from your address. Please try again in ${Math.ceil(Number(err.headers['retry-after']) / 60)} minute(s).`;
-        sendHtml(res, 429, (nonce) => renderForm(nonce, { values, errors: {}, notice }, header()), { ...err.headers });
+        sendHtml(res, 429, (nonce) => renderForm(nonce, urls(), { values, errors: {}, notice }), { ...err.headers });
       } else {
-        sendHtml(res, err.status, (nonce) => renderProblem(nonce, 'Application not sent', err.message, header()));
+        sendHtml(res, err.status, (nonce) => renderProblem(nonce, urls(), 'Application not sent', err.message));
       }
     }
   });

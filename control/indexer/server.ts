@@ -5,7 +5,7 @@
  * generous per-client-IP limit as the public API. No User-Agent filter here.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJson } from '../../protocol/http';
+import { answerProblemsWith, sendJson } from '../../protocol/http';
 import { HEALTH_BODY } from '../../protocol/wire';
 import type { Logger } from '../../protocol/log';
 import type { ControlContext } from '../context';
@@ -20,6 +20,7 @@ import { publicIpLimiter } from '../public/server';
 import { CursorCodec } from './cursor';
 import { registerReceiptRoutes } from './receipts';
 import { registerIndexerPageRoutes } from '../public/pages/routes';
+import { problemPages } from '../public/pages/respond';
 import { activityPage, parseBefore, statsAnswer } from './stats';
 
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
@@ -50,11 +51,13 @@ export function indexerRouter(ctx: ControlContext): Router {
   return router;
 }
 
-/** The whole {indexer_url} request listener: IP limit, then `indexerRouter`. */
+/** The whole {indexer_url} request listener: IP limit, then `indexerRouter`; errors as HTML pages for browsers. */
 export function indexerListener(ctx: ControlContext, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
   const dispatch = dispatcher(indexerRouter(ctx), log);
   const limiter = publicIpLimiter(ctx);
+  const pages = problemPages(() => ({ api: ctx.urls.api, indexer: ctx.urls.indexer }));
   return (req, res) => {
+    answerProblemsWith(res, pages);
     if (!limiter.admit(req, res)) return;
     const [pathname, search] = splitTarget(req.url);
     dispatch(req, res, pathname, search);

@@ -4,7 +4,7 @@
  * then the User-Agent allow-list (DESIGN §7), then the routes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJson } from '../../protocol/http';
+import { answerProblemsWith, sendJson } from '../../protocol/http';
 import { HEALTH_BODY } from '../../protocol/wire';
 import { registerApplicationRoutes } from '../applications/routes';
 import type { Logger } from '../../protocol/log';
@@ -12,6 +12,7 @@ import type { ControlContext } from '../context';
 import { Router } from '../http/router';
 import { splitTarget } from '../http/serve';
 import { dispatcher } from './dispatch';
+import { problemPages } from './pages/respond';
 import { IpRateLimiter } from './rate-limit';
 import { registerPublicReadRoutes } from './routes';
 import { UserAgentFilter } from './ua-filter';
@@ -32,12 +33,17 @@ export function publicIpLimiter(ctx: ControlContext): IpRateLimiter {
   });
 }
 
-/** The whole {api_url} request listener: IP limit, User-Agent filter, then `publicRouter`. */
+/**
+ * The whole {api_url} request listener: IP limit, User-Agent filter, then `publicRouter`. A
+ * browser gets every error as an HTML page (`problemPages`), programs problem+json.
+ */
 export function publicListener(ctx: ControlContext, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
   const dispatch = dispatcher(publicRouter(ctx), log);
   const limiter = publicIpLimiter(ctx);
   const userAgents = new UserAgentFilter(ctx.config.public.userAgentAllow, ctx.config.public.userAgentExemptPaths);
+  const pages = problemPages(() => ({ api: ctx.urls.api, indexer: ctx.urls.indexer }));
   return (req, res) => {
+    answerProblemsWith(res, pages);
     if (!limiter.admit(req, res)) return;
     const [pathname, search] = splitTarget(req.url);
     if (!userAgents.admit(req, res, pathname)) return;

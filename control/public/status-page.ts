@@ -72,19 +72,19 @@ ${row('Last batch', last)}
 </dl></section>`;
 }
 
-function changelogSection(s: StatusAnswer): string {
+function changelogSection(s: StatusAnswer, urls: PageUrls): string {
   const items =
     s.changelog.length === 0
       ? '<p>No entries yet.</p>'
       : `<ol reversed>${s.changelog.map((e) => `<li>${time(e.at)}: ${escapeHtml(e.text)}</li>`).join('\n')}</ol>`;
-  return `<section aria-labelledby="h-changelog"><h2 id="h-changelog">Latest changes</h2>${items}<p><a href="/api/v1/changelog">Full changelog (JSON)</a> · feeds: <a href="/changelog.atom" id="feed-changelog">changelog (Atom)</a>, <a href="/status.atom" id="feed-status">maintenance on and off (Atom)</a></p></section>`;
+  return `<section aria-labelledby="h-changelog"><h2 id="h-changelog">Latest changes</h2>${items}<p><a href="/api/v1/changelog">Full changelog (JSON)</a> · feeds: <a href="${escapeHtml(urls.indexer)}/changelog.atom" id="feed-changelog">changelog (Atom)</a>, <a href="${escapeHtml(urls.indexer)}/status.atom" id="feed-status">maintenance on and off (Atom)</a></p></section>`;
 }
 
 /** The whole document (with the nonce placeholder `pages/respond.ts` fills in). */
 export function renderStatusPage(s: StatusAnswer, urls: PageUrls): string {
   const main = `<h1>svc status</h1>
 <p class="banner state-${s.status}" id="overall">Overall: ${escapeHtml(HEADLINE[s.status])}</p>
-<p id="see-also">See also: <a href="/providers">providers and their reliability</a> · <a href="${escapeHtml(urls.indexer)}/activity">settled activity and refunds</a> · <a href="/changelog.atom">changelog feed</a> · <a href="/status.atom">maintenance feed</a></p>
+<p id="see-also">See also: <a href="/providers">providers and their reliability</a> · <a href="${escapeHtml(urls.indexer)}/activity">settled activity and refunds</a> · <a href="${escapeHtml(urls.indexer)}/changelog.atom">changelog feed</a> · <a href="${escapeHtml(urls.indexer)}/status.atom">maintenance feed</a></p>
 ${maintenanceSection(s)}
 ${bootstrapSection(s)}
 ${settlerSection(s)}
@@ -93,14 +93,11 @@ ${settlerSection(s)}
     s.beta_gate.enabled ? 'every gateway call needs a beta API key.' : 'gateway calls do not need a key yet.'
   } <a href="/apply">Apply for access</a>.</p>
 </section>
-${changelogSection(s)}`;
+${changelogSection(s, urls)}`;
   return renderDocument({
     title: `svc status: ${HEADLINE[s.status]}`,
     current: 'status',
     urls,
-    head: `<link rel="alternate" type="application/atom+xml" title="svc changelog" href="/changelog.atom">
-<link rel="alternate" type="application/atom+xml" title="svc maintenance" href="/status.atom">
-`,
     main,
     footer: `<p>Updated ${time(s.updated_at)}. Machine-readable: <a href="/api/v1/status">/api/v1/status</a>. Service API version ${escapeHtml(s.version)}.</p>`,
   });

@@ -52,7 +52,10 @@ const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodT
       'Validator of the answer (strong; weak `W/"…"` on HTML pages, whose CSP nonce differs per answer); send it back as `If-None-Match` to get 304.',
     schema: z.string(),
   },
-  Location: { description: 'Where the form submission went.', schema: z.string() },
+  Location: {
+    description: 'Where to go next: the thank-you page after a form submission, or the page a root path redirects to.',
+    schema: z.string(),
+  },
   'X-Svc-Call-Id': callHeader('x-svc-call-id'),
   'X-Svc-Outcome': callHeader('x-svc-outcome'),
   'X-Svc-Latency-Ms': callHeader('x-svc-latency-ms'),

@@ -6,7 +6,7 @@ import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
-import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, REQUEST_RULES, cachedHtml, cachedJson, pathParam } from './common';
+import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, REQUEST_RULES, cachedAtom, cachedHtml, cachedJson, pathParam } from './common';
 
 /** Every request is counted against the per-IP limit first; there is no User-Agent filter. */
 const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_rate_limited'];
@@ -57,6 +57,44 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     query: ActivityQuery,
     params: [IF_NONE_MATCH],
     answers: cachedJson('One page of calls; follow `next_before` for older ones', { ActivityPage }),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/',
+    operationId: 'getRoot',
+    summary: 'Where a browser goes: the activity page',
+    description:
+      'For a request whose `Accept` ranks `text/html` above JSON and `*/*` (a browser), 302 to `/activity`; any other request (the SDK, `Accept: application/json`) gets 404 `svc_not_found`. Every error answered to such a browser on this listener is an HTML page with the status and the error code instead of problem+json.',
+    tag: 'pages',
+    security: ['none'],
+    answers: [{ status: 302, description: 'To the activity page', requiredHeaders: ['Location'] }],
+    errors: [...READ_ERRORS, 'svc_not_found'],
+  },
+  {
+    method: 'get',
+    path: '/changelog.atom',
+    operationId: 'getChangelogFeed',
+    summary: 'The public changelog as an Atom 1.0 feed, for feed readers',
+    description:
+      "The public API's `/changelog.atom` with the same entries and entry ids, here without a User-Agent filter so feed readers can fetch it; its links are absolute, to the public API's pages.",
+    tag: 'pages',
+    security: ['none'],
+    params: [IF_NONE_MATCH],
+    answers: cachedAtom('The changelog feed'),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/status.atom',
+    operationId: 'getStatusFeed',
+    summary: 'Maintenance mode on and off as an Atom 1.0 feed, for feed readers',
+    description:
+      "The public API's `/status.atom` with the same entries and entry ids, here without a User-Agent filter so feed readers can fetch it; its links are absolute, to the public API's pages.",
+    tag: 'pages',
+    security: ['none'],
+    params: [IF_NONE_MATCH],
+    answers: cachedAtom('The maintenance feed'),
     errors: READ_ERRORS,
   },
   {

@@ -69,6 +69,17 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     answers: cachedJson('The status of the service', { StatusAnswer }),
   }),
   read({
+    path: '/',
+    operationId: 'getHomePage',
+    summary: 'The landing page, for browsers (HTML, no JavaScript)',
+    description:
+      'What svc is, with links to the status, providers, activity and apply pages, this document and the Atom feeds. Only for a request whose `Accept` ranks `text/html` above JSON and `*/*` (a browser); any other request (the SDK, `Accept: application/json`) gets 404 `svc_not_found`. On this listener and the indexer, every error answered to such a browser is an HTML page with the status and the error code instead of problem+json.',
+    tag: 'pages',
+    params: [IF_NONE_MATCH],
+    answers: cachedHtml('The landing page'),
+    errors: [...READ_ERRORS, 'svc_not_found'],
+  }),
+  read({
     path: '/status',
     operationId: 'getStatusPage',
     summary: 'The status page (HTML, no JavaScript)',
@@ -115,7 +126,8 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/changelog.atom',
     operationId: 'getChangelogFeed',
     summary: 'The public changelog as an Atom 1.0 feed',
-    description: 'One entry per changelog entry (the latest 50), newest first; entry ids are stable `urn:uuid:` names.',
+    description:
+      'One entry per changelog entry (the latest 50), newest first; entry ids are stable `urn:uuid:` names. The indexer serves the same feed without a User-Agent filter, for feed readers.',
     tag: 'pages',
     params: [IF_NONE_MATCH],
     answers: cachedAtom('The changelog feed'),
@@ -124,7 +136,8 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     path: '/status.atom',
     operationId: 'getStatusFeed',
     summary: 'Maintenance mode on and off as an Atom 1.0 feed',
-    description: "One entry each time `maintenance_mode` was turned on or off (the latest 50), newest first, with the operator's note.",
+    description:
+      "One entry each time `maintenance_mode` was turned on or off (the latest 50), newest first, with the operator's note. The indexer serves the same feed without a User-Agent filter, for feed readers.",
     tag: 'pages',
     params: [IF_NONE_MATCH],
     answers: cachedAtom('The maintenance feed'),

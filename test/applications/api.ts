@@ -286,7 +286,11 @@ forEachStore(t, (t, kind) => {
     t.notMatch(csp, /unsafe-inline|unsafe-eval/);
     t.match(page.text, new RegExp(`<script nonce="${nonce!.replace(/[+/=]/g, '\\$&')}">`), 'the inline script carries the nonce');
     t.match(page.text, new RegExp(`<style nonce="${nonce!.replace(/[+/=]/g, '\\$&')}">`), 'so does the style');
-    t.notMatch(page.text, /<script[^>]+src=|<link[^>]+href=|<img /, 'no external assets');
+    t.notMatch(
+      page.text,
+      /<script[^>]+src=|<link(?! rel="alternate" type="application\/atom\+xml")[^>]+href=|<img /,
+      'no external assets (feed links load nothing)',
+    );
     t.equal(page.headers.get('x-content-type-options'), 'nosniff');
     for (const name of ['building', 'contact_name', 'wallet', 'social_url', 'messaging_handle', 'apis_paid', 'why', 'feedback_opt_in']) {
       t.match(page.text, new RegExp(`<label for="f-${name}">`), `${name} has a label`);

@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { DOCUMENT_NAMES } from '../../protocol/openapi';
 import { SOLANA_WALLET, agentAnswers, merchantAnswers } from '../fixtures/applications';
 import { Conformance, type Recorded } from '../fixtures/openapi';
-import { SDK_UA } from '../fixtures/public';
+import { CHROME_UA, SDK_UA } from '../fixtures/public';
 import { GENEROUS_LIMITS, recordResponses, request, startStack, waitFor, type HttpResult } from '../fixtures/stack';
 import { closedPort, ok, startUpstream } from '../fixtures/upstream';
 
@@ -307,6 +307,18 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
     const res = await pub(path);
     expect(res, 200, `public ${path}`);
     if (res.headers.etag) expect(await pub(path, { 'if-none-match': String(res.headers.etag) }), 304, `public ${path} again`);
+  }
+  const browser = { 'user-agent': CHROME_UA, accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+  const home = await get(api, '/', browser);
+  expect(home, 200, 'landing page, a browser');
+  expect(await get(api, '/', { ...browser, 'if-none-match': String(home.headers.etag) }), 304, 'landing page again');
+  expect(await pub('/'), 404, 'public /, the SDK');
+  expect(await get(indexer, '/', browser), 302, 'indexer /, a browser');
+  expect(await get(indexer, '/', { accept: 'application/json' }), 404, 'indexer /, JSON');
+  for (const path of ['/changelog.atom', '/status.atom']) {
+    const feed = await get(indexer, path);
+    expect(feed, 200, `indexer ${path}`);
+    expect(await get(indexer, path, { 'if-none-match': String(feed.headers.etag) }), 304, `indexer ${path} again`);
   }
   expect(await pub('/providers?sort=upstream'), 400, 'providers page, unknown order');
   expect(await pub('/providers/prv_nope'), 404, 'provider page, unknown provider');

@@ -1,6 +1,7 @@
 /**
- * The Atom feeds of the public API, parsed with a real XML parser: `/changelog.atom` (one
- * entry per changelog entry) and `/status.atom` (maintenance on and off). Well-formed XML in
+ * The Atom feeds of the public API and their copies on the indexer (for feed readers, which
+ * the public API's User-Agent filter refuses), parsed with a real XML parser: `/changelog.atom`
+ * (one entry per changelog entry) and `/status.atom` (maintenance on and off). Well-formed XML in
  * the Atom namespace, the elements RFC 4287 requires of a feed and of each entry, entry ids
  * that stay the same across requests and restarts, text escaped, and the same caching,
  * ETag, User-Agent filter and per-IP limit as the other public reads.
@@ -131,6 +132,48 @@ forEachStore(t, (t, kind) => {
       t.equal(curl.status, 403, `${path}: behind the User-Agent filter`);
       t.equal(curl.body.code, 'svc_forbidden_user_agent');
       t.equal((await get(control, api, path)).status, 200, `${path}: svc-monitor-sdk is served`);
+    }
+  });
+
+  t.test('the feeds on the indexer, for feed readers: same entries and ids, absolute links to the public API', async (t) => {
+    const { control } = await seedPages(t, {}, kind);
+    const { api, indexer } = control.urls;
+    const FEEDLY = 'Feedly/1.0 (+http://www.feedly.com/fetcher.html; 16 subscribers; like FeedFetcher-Google)';
+    for (const path of ['/changelog.atom', '/status.atom']) {
+      const refused = await get(control, api, path, { 'user-agent': FEEDLY });
+      t.equal(refused.status, 403, `${path}: a feed reader is refused on the public API, as the allow-list says`);
+      t.equal(refused.body.code, 'svc_forbidden_user_agent');
+      const onApi = await get(control, api, path, { 'user-agent': CHROME_UA });
+      const onIndexer = await get(control, indexer, path, { 'user-agent': FEEDLY });
+      const a = parseFeed(t, onApi, `${api}${path}`);
+      const b = parseFeed(t, onIndexer, `${indexer}${path}`);
+      t.ok(b.entries.length > 0, `${path}: the indexer's copy has entries`);
+      t.same(
+        b.entries.map((e) => [e.id, e.title, e.updated, e.content]),
+        a.entries.map((e) => [e.id, e.title, e.updated, e.content]),
+        `${path}: the same entries with the same ids on both hosts`,
+      );
+      t.equal(b.feed.id, a.feed.id, `${path}: the same feed id`);
+      const links = (feed: Record<string, any>) => [
+        ...(feed.link as any[]).map((l) => [l['@rel'], l['@href']]),
+        ...((feed.entry ?? []) as any[]).flatMap((e) => (e.link ?? []).map((l: any) => [l['@rel'], l['@href']])),
+      ];
+      for (const [name, feed, host] of [
+        ['api', a.feed, api],
+        ['indexer', b.feed, indexer],
+      ] as const) {
+        for (const [rel, href] of links(feed)) {
+          t.match(href, /^http:\/\//, `${path} on the ${name}: ${rel} link ${href} is absolute`);
+          if (rel === 'self') t.equal(href, `${host}${path}`, `${path} on the ${name}: self is this copy`);
+          else t.equal(href, `${api}/status`, `${path} on the ${name}: ${rel} points at the status page on the public API`);
+        }
+      }
+      const etag = onIndexer.headers.get('etag')!;
+      t.equal(
+        (await get(control, indexer, path, { 'user-agent': FEEDLY, 'if-none-match': etag })).status,
+        304,
+        `${path}: 304 on the indexer`,
+      );
     }
   });
 

@@ -227,12 +227,17 @@ t.test('the providers page, a provider page, the activity page and the status pa
     // --- /status links to everything ----------------------------------------------------------
     const status = await browser(control, api, '/status');
     checkPage(t, status, '/status', secrets);
-    for (const href of ['/providers', `${control.urls.indexer}/activity`, '/changelog.atom', '/status.atom'])
+    for (const href of [
+      '/providers',
+      `${control.urls.indexer}/activity`,
+      `${control.urls.indexer}/changelog.atom`,
+      `${control.urls.indexer}/status.atom`,
+    ])
       t.match(status.text, `href="${href}"`, `/status links to ${href}`);
     t.match(
       status.text,
-      /<link rel="alternate" type="application\/atom\+xml" title="svc maintenance" href="\/status.atom">/,
-      'feeds are discoverable',
+      `<link rel="alternate" type="application/atom+xml" title="svc maintenance" href="${control.urls.indexer}/status.atom">`,
+      'feeds are discoverable, on the indexer (no User-Agent filter there)',
     );
   });
 });

@@ -1,11 +1,12 @@
 /**
- * Atom 1.0 feeds (RFC 4287) of the public API: `/changelog.atom`, one entry per changelog
- * entry, and `/status.atom`, one entry each time maintenance mode was turned on or off.
+ * Atom 1.0 feeds (RFC 4287), served on the public API and on the indexer: `/changelog.atom`,
+ * one entry per changelog entry, and `/status.atom`, one entry each time maintenance mode was
+ * turned on or off.
  *
  * Ids are `urn:uuid:` names derived (HMAC-SHA256) from the install's public id secret and the
- * changelog entry's number, so an entry keeps its id across requests and restarts, and no two
- * installs share one. Links are relative to the feed's own address (RFC 4287 §2, RFC 3986 §5),
- * so they stay right behind a proxy that serves the API under another name.
+ * changelog entry's number, so an entry keeps its id across requests, restarts and the two
+ * hosts, and no two installs share one. Links are absolute: the pages they point at are on the
+ * public API whichever host serves the feed, and `self` is the copy that was fetched.
  */
 import { createHmac } from 'node:crypto';
 import type { ChangelogEntry } from '../../../protocol/admin';
@@ -90,41 +91,53 @@ export function titleOf(text: string, max = 120): string {
 export const FEED_ENTRIES = 50;
 
 /** `/changelog.atom`: every public changelog entry (newest first), as the status page lists them. */
-export function changelogFeed(secret: Buffer, entries: readonly ChangelogEntry[], fallbackUpdated: string): AtomFeed {
+export function changelogFeed(
+  secret: Buffer,
+  entries: readonly ChangelogEntry[],
+  fallbackUpdated: string,
+  feedBase: string,
+  apiBase: string,
+): AtomFeed {
   return {
     id: feedUuid(secret, 'feed:changelog'),
     title: 'svc changelog',
     subtitle: 'Flag changes and notices from the svc operators',
     updated: entries[0]?.at ?? fallbackUpdated,
-    self: '/changelog.atom',
-    alternate: '/status',
+    self: `${feedBase}/changelog.atom`,
+    alternate: `${apiBase}/status`,
     entries: entries.map((e) => ({
       id: feedUuid(secret, `changelog:${e.id}`),
       title: titleOf(e.text),
       updated: e.at,
       content: e.text,
       category: e.kind,
-      link: '/status',
+      link: `${apiBase}/status`,
     })),
   };
 }
 
 /** `/status.atom`: maintenance mode turned on or off (the flag's changelog entries, newest first). */
-export function maintenanceFeed(secret: Buffer, entries: readonly ChangelogEntry[], fallbackUpdated: string): AtomFeed {
+export function maintenanceFeed(
+  secret: Buffer,
+  entries: readonly ChangelogEntry[],
+  fallbackUpdated: string,
+  feedBase: string,
+  apiBase: string,
+): AtomFeed {
   return {
     id: feedUuid(secret, 'feed:status'),
     title: 'svc maintenance',
     subtitle: 'When svc went into maintenance and when it came back',
     updated: entries[0]?.at ?? fallbackUpdated,
-    self: '/status.atom',
-    alternate: '/status',
+    self: `${feedBase}/status.atom`,
+    alternate: `${apiBase}/status`,
     entries: entries.map((e) => ({
       id: feedUuid(secret, `status:${e.id}`),
       title: e.value ? 'Maintenance started' : 'Maintenance ended',
       updated: e.at,
       content: e.text,
       category: e.value ? 'maintenance-on' : 'maintenance-off',
-      link: '/status',
+      link: `${apiBase}/status`,
     })),
   };
 }

@@ -10,8 +10,8 @@ import type { PageUrls } from './respond';
 /** Stands for the nonce in a cached page (`respond.ts`); as long as a real one (16 bytes in base64), so a page's length never changes. */
 export const NONCE_PLACEHOLDER = 'svc-nonce-placeholder-00';
 
-/** The site header's rules; also in the `/apply` form's stylesheet. */
-export const SITE_HEADER_STYLE = `.site{display:flex;flex-wrap:wrap;align-items:baseline;gap:.25rem 1.1rem;padding:.6rem 0;border-bottom:1px solid var(--line,#d0d7de);margin-bottom:1rem}
+/** The site header's rules. */
+const SITE_HEADER_STYLE = `.site{display:flex;flex-wrap:wrap;align-items:baseline;gap:.25rem 1.1rem;padding:.6rem 0;border-bottom:1px solid var(--line,#d0d7de);margin-bottom:1rem}
 .site .brand{font-weight:700;font-size:1.15rem;margin-right:.4rem}
 .site a{color:inherit;text-decoration:none;padding:.1rem 0}.site a:hover,.site a:focus{text-decoration:underline}
 .site a[aria-current=page]{font-weight:700;border-bottom:2px solid currentColor}`;
@@ -54,6 +54,16 @@ svg text{fill:var(--muted);font:10px system-ui,sans-serif}
 .sw-ok{background:var(--c-ok)}.sw-latency_breach{background:var(--c-latency_breach)}.sw-server_error{background:var(--c-server_error)}.sw-network_error{background:var(--c-network_error)}.sw-schema_mismatch{background:var(--c-schema_mismatch)}
 .pager{display:flex;flex-wrap:wrap;gap:1rem;margin:1rem 0}
 details{margin:.75rem 0}summary{cursor:pointer;color:var(--muted)}
+.field{margin:1.4rem 0}fieldset{border:0;padding:0;margin:1.4rem 0;min-width:0}
+label,legend{display:block;font-weight:600}.choice{display:flex;gap:.5rem;align-items:baseline;margin:.35rem 0}.choice label{font-weight:400}
+.hint,.for{color:var(--muted);font-size:.9rem;margin:.15rem 0 .35rem}.for{font-style:italic}.js .for{display:none}
+input[type=text],textarea{width:100%;font:inherit;color:var(--fg);background:var(--bg);padding:.45rem;border:2px solid var(--muted);border-radius:3px}
+.error{color:var(--bad);font-weight:600;margin:.15rem 0}.has-error input[type=text],.has-error textarea{border-color:var(--bad)}
+.has-error{border-left:4px solid var(--bad);padding-left:.75rem}
+.summary,.notice{border:3px solid var(--bad);padding:.75rem 1rem;margin:1rem 0;background:var(--panel)}.summary h2{font-size:1.1rem;margin:0 0 .5rem;border:0}.summary a{color:var(--bad)}
+button{font:inherit;font-weight:600;padding:.6rem 1.4rem;border:0;border-radius:3px;background:var(--ok);color:var(--bg);cursor:pointer}
+button:focus,input:focus,textarea:focus,a:focus{outline:3px solid var(--warn);outline-offset:1px}
+.small{font-size:.9rem;color:var(--muted)}.visually-hidden{position:absolute;left:-10000px}
 footer{margin-top:2rem;color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
 @media (max-width:40rem){
 body{padding:0 .75rem 2rem}h1{font-size:1.45rem}
@@ -114,21 +124,32 @@ ${link('apply', `${urls.api}/apply`, 'apply')}
 </nav></header>`;
 }
 
+/**
+ * The feeds every page names in its `<head>`: the indexer's copies, which feed readers can
+ * fetch (the public API's User-Agent filter refuses most of them).
+ */
+export function feedLinks(urls: PageUrls): string {
+  return `<link rel="alternate" type="application/atom+xml" title="svc changelog" href="${escapeHtml(urls.indexer)}/changelog.atom">
+<link rel="alternate" type="application/atom+xml" title="svc maintenance" href="${escapeHtml(urls.indexer)}/status.atom">
+`;
+}
+
 export interface Document {
   title: string;
   current: PageName | null;
   urls: PageUrls;
-  /** Extra `<head>` lines (feed links). */
-  head?: string;
   main: string;
   footer?: string;
+  /** A script run at the end of the body, under the same nonce as the style (the `/apply` form's). */
+  script?: string;
 }
 
 /**
- * The whole HTML document, with `NONCE_PLACEHOLDER` where the response's nonce goes (once, on
- * the `<style>` element); `respond.ts` writes a fresh nonce there for every response.
+ * The whole HTML document, with `nonce` on its `<style>` (and `<script>`). A cached page is
+ * rendered with `NONCE_PLACEHOLDER` (once, so no script), which `respond.ts` replaces with a
+ * fresh nonce for every response.
  */
-export function renderDocument(doc: Document): string {
+export function renderDocument(doc: Document, nonce: string = NONCE_PLACEHOLDER): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -137,7 +158,7 @@ export function renderDocument(doc: Document): string {
 <meta name="color-scheme" content="light dark">
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(doc.title)}</title>
-${doc.head ?? ''}<style nonce="${NONCE_PLACEHOLDER}">${STYLE}</style>
+${feedLinks(doc.urls)}<style nonce="${nonce}">${STYLE}</style>
 </head>
 <body>
 ${siteHeader(doc.urls, doc.current)}
@@ -145,7 +166,7 @@ ${siteHeader(doc.urls, doc.current)}
 ${doc.main}
 </main>
 ${doc.footer ? `<footer>${doc.footer}</footer>` : ''}
-</body>
+${doc.script ? `<script nonce="${nonce}">${doc.script}</script>\n` : ''}</body>
 </html>
 `;
 }

@@ -70,12 +70,6 @@ function sortLinks(sort: Sort): string {
     .join(' · ')}. Unrated providers come last.</p>`;
 }
 
-function feedsHead(): string {
-  return `<link rel="alternate" type="application/atom+xml" title="svc changelog" href="/changelog.atom">
-<link rel="alternate" type="application/atom+xml" title="svc maintenance" href="/status.atom">
-`;
-}
-
 /** The providers table, in the order given. */
 export function renderProvidersPage(board: Board, sorted: readonly BoardProvider[], sort: Sort, urls: PageUrls): string {
   const a = board.answer;
@@ -110,9 +104,8 @@ ${table}`;
     title: 'Providers — svc',
     current: 'providers',
     urls,
-    head: feedsHead(),
     main,
-    footer: `<p>Updated ${time(a.updated_at)}. Machine-readable: <a href="/api/v1/providers">/api/v1/providers</a>. Feeds: <a href="/changelog.atom">changelog</a>, <a href="/status.atom">maintenance</a>.</p>`,
+    footer: `<p>Updated ${time(a.updated_at)}. Machine-readable: <a href="/api/v1/providers">/api/v1/providers</a>. Feeds: <a href="${escapeHtml(urls.indexer)}/changelog.atom">changelog</a>, <a href="${escapeHtml(urls.indexer)}/status.atom">maintenance</a>.</p>`,
   });
 }
 
@@ -184,7 +177,6 @@ ${refundsTable(refunds, urls)}
     title: `${name} — svc providers`,
     current: 'providers',
     urls,
-    head: feedsHead(),
     main,
     footer: `<p>Updated ${time(a.updated_at)}.</p>`,
   });

@@ -1,5 +1,10 @@
 /**
- * How a public page is answered: built at most once per TTL like every public read
+ * The one place HTML is answered, for every page of {api_url} and {indexer_url}: the cached
+ * pages (`sendPage`), the pages built per request (`sendHtml`: the application form and its
+ * answers), and the error page a browser gets instead of problem+json (`problemPages`).
+ * Each carries the one CSP (`contentSecurityPolicy`) with a nonce of its own.
+ *
+ * A cached page is built at most once per TTL like every public read
  * (`ResponseCache`), yet with a fresh CSP nonce in every response.
  *
  * A page is rendered once with `NONCE_PLACEHOLDER` on its `<style>`; each response writes a new
@@ -19,10 +24,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { contentSecurityPolicy } from '../../applications/page';
+import type { Problem } from '../../../protocol/errors';
+import type { ProblemResponder } from '../../../protocol/http';
+import { prefersHtml } from '../../http/accept';
 import { etagMatches, type ResponseCache } from '../cache';
 import { acceptsGzip, gzipAnswer, gzipTemplate, type GzipTemplate } from './gzip';
-import { NONCE_PLACEHOLDER } from './layout';
+import { NONCE_PLACEHOLDER, escapeHtml, renderDocument } from './layout';
 
 export const HTML_CONTENT_TYPE = 'text/html; charset=utf-8';
 
@@ -43,6 +50,12 @@ export function nextNonce(): string {
   const nonce = noncePool.toString('base64', nonceNext, nonceNext + NONCE_BYTES);
   nonceNext += NONCE_BYTES;
   return nonce;
+}
+
+/** The Content-Security-Policy of every page: nothing loads; only this answer's nonce may style or run. */
+export function contentSecurityPolicy(nonce: string): string {
+  // One template rather than a joined list: every page answer builds one.
+  return `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`;
 }
 
 /** The listeners' URLs, for links between the public API's pages and the indexer's. */
@@ -82,6 +95,7 @@ export async function sendPage(
   key: string,
   render: () => string | Promise<string>,
   now: () => number,
+  vary: string = PAGE_HEADERS.vary,
 ): Promise<void> {
   const entry = (await cache.get(key, async () => {
     const body = Buffer.from(await render());
@@ -97,6 +111,7 @@ export async function sendPage(
     'cache-control': `public, max-age=${Math.max(0, Math.ceil((entry.expiresAt - now()) / 1000))}`,
     etag,
     ...PAGE_HEADERS,
+    vary,
   };
   if (etagMatches(req.headers['if-none-match'], etag)) {
     res.writeHead(304, headers);
@@ -118,4 +133,58 @@ export async function sendPage(
   headers['content-length'] = String(body.length);
   res.writeHead(200, headers);
   res.end(body);
+}
+
+/**
+ * A page built for this answer alone (not cached: `no-store`), e.g. the application form with
+ * what was typed. `render` gets the answer's nonce for its `<style>` (and `<script>`).
+ */
+export function sendHtml(
+  res: ServerResponse,
+  status: number,
+  render: (nonce: string) => string,
+  headers: Record<string, string> = {},
+): void {
+  const nonce = nextNonce();
+  const body = render(nonce);
+  res.writeHead(status, {
+    'content-type': HTML_CONTENT_TYPE,
+    'content-length': String(Buffer.byteLength(body)),
+    'content-security-policy': contentSecurityPolicy(nonce),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    ...headers,
+  });
+  res.end(body);
+}
+
+/** The error page: the status and its title, the error code, what went wrong, and the ways back. */
+export function renderProblemPage(problem: Problem, urls: PageUrls, nonce: string): string {
+  return renderDocument(
+    {
+      title: `${problem.status} ${problem.title} — svc`,
+      current: null,
+      urls,
+      main: `<h1>${problem.status} ${escapeHtml(problem.title)}</h1>
+<p class="lede">${escapeHtml(problem.detail)}</p>
+<dl><dt>status</dt><dd>${problem.status}</dd><dt>error code</dt><dd><code id="error-code">${escapeHtml(problem.code)}</code></dd></dl>
+<p><a href="${escapeHtml(urls.api)}/" id="back">Back to the svc home page</a> · <a href="${escapeHtml(urls.api)}/status">status</a></p>`,
+    },
+    nonce,
+  );
+}
+
+/**
+ * What answers a listener's problems: an HTML page when the request comes from a browser
+ * (`prefersHtml`: its `Accept` ranks `text/html` above JSON and `*\/*`), else nothing, so
+ * programs keep problem+json. The page keeps the problem's status and headers (`Allow`,
+ * `Retry-After`, …). Made once per listener; `answerProblemsWith(res, it)` for each request,
+ * before any step that may refuse it (rate limit, User-Agent filter, routing, handler).
+ */
+export function problemPages(urls: () => PageUrls): ProblemResponder {
+  return (res, problem, headers) => {
+    if (!prefersHtml(res.req.headers.accept)) return false;
+    sendHtml(res, problem.status, (nonce) => renderProblemPage(problem, urls(), nonce), { vary: 'Accept', ...headers });
+    return true;
+  };
 }

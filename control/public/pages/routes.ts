@@ -1,14 +1,20 @@
 /**
  * The public pages and feeds. On the public API ({api_url}, behind its per-IP limit and
- * User-Agent filter): `/status`, `/providers`, `/providers/<id>`, `/changelog.atom`,
- * `/status.atom`. On the indexer ({indexer_url}, per-IP limit): `/activity`. Each is built at
+ * User-Agent filter): `/` (the landing page), `/status`, `/providers`, `/providers/<id>`,
+ * `/changelog.atom`, `/status.atom`. On the indexer ({indexer_url}, per-IP limit, no
+ * User-Agent filter, so feed readers can fetch the feeds): `/` (302 to `/activity`),
+ * `/activity`, `/changelog.atom`, `/status.atom`. `/` is for people: a request that does not
+ * prefer HTML (`prefersHtml`: the SDK, `Accept: application/json`) gets 404 `svc_not_found`
+ * there, as before. Each is built at
  * most once per TTL of the read it shows (`cache.providersTtlS`, `cache.statusTtlS`,
  * `cache.statsTtlS`) and answered with `Cache-Control`, an `ETag` and 304; pages get a fresh
  * CSP nonce per response (`respond.ts`).
  */
+import { SvcError } from '../../../protocol/errors';
 import { CHANGELOG_DEFAULT_LIMIT } from '../../../protocol/public';
+import { prefersHtml } from '../../http/accept';
 import type { ControlContext } from '../../context';
-import type { Router } from '../../http/router';
+import type { RequestContext, Router } from '../../http/router';
 import { CursorCodec } from '../../indexer/cursor';
 import { activityItem, activityPage, parseBefore } from '../../indexer/stats';
 import { ResponseCache } from '../cache';
@@ -17,6 +23,7 @@ import { statusAnswer } from '../status';
 import { renderStatusPage } from '../status-page';
 import { renderActivityPage, type ActivityView } from './activity-page';
 import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, maintenanceFeed, renderAtom } from './atom';
+import { renderHomePage } from './home-page';
 import { boardProvider, parseSort, providersBoard, sortProviders } from './board';
 import { renderProviderPage, renderProvidersPage } from './providers-page';
 import { sendPage, type PageUrls } from './respond';
@@ -45,14 +52,62 @@ export function registerFavicon(router: Router): void {
   });
 }
 
-/** `/status`, `/providers`, `/providers/<id>` and the two feeds on the public API's router. */
+/** `/` for a person; for a program, the 404 `svc_not_found` every unknown path gets. */
+function forPeople(req: RequestContext['req']): void {
+  if (!prefersHtml(req.headers.accept)) throw new SvcError('svc_not_found', `no route for ${req.method} /`);
+}
+
+/** Both pages of `/` depend on `Accept` as well as on `Accept-Encoding`. */
+const VARY_ACCEPT = 'Accept, Accept-Encoding';
+
+/**
+ * `/changelog.atom` and `/status.atom` on a listener's router (the public API's and the
+ * indexer's): the same entries and ids on both; entry links are absolute, to the public API's
+ * status page, and each feed's `self` link is its own copy.
+ */
+function registerFeedRoutes(router: Router, ctx: ControlContext, cache: ResponseCache, self: () => string): void {
+  const secret = ctx.store.idSecret;
+  const started = new Date(ctx.startedAt).toISOString();
+  router.get('/changelog.atom', { otherQuery: 'ignore' }, async ({ req, res }) =>
+    cache.send(req, res, 'changelog.atom', async () => ({
+      body: Buffer.from(
+        renderAtom(
+          changelogFeed(
+            secret,
+            await ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)),
+            started,
+            self(),
+            ctx.urls.api,
+          ),
+        ),
+      ),
+      contentType: ATOM_CONTENT_TYPE,
+      headers: FEED_HEADERS,
+    })),
+  );
+  router.get('/status.atom', { otherQuery: 'ignore' }, async ({ req, res }) =>
+    cache.send(req, res, 'status.atom', async () => ({
+      body: Buffer.from(
+        renderAtom(
+          maintenanceFeed(secret, await ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started, self(), ctx.urls.api),
+        ),
+      ),
+      contentType: ATOM_CONTENT_TYPE,
+      headers: FEED_HEADERS,
+    })),
+  );
+}
+
+/** `/`, `/status`, `/providers`, `/providers/<id>` and the two feeds on the public API's router. */
 export function registerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds): void {
   const providers = new ResponseCache({ ttlS: ctx.config.cache.providersTtlS, now: ctx.now });
   const status = new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now });
-  const secret = ctx.store.idSecret;
-  const started = new Date(ctx.startedAt).toISOString();
 
   registerFavicon(router);
+  router.get('/', { otherQuery: 'ignore' }, async ({ req, res }) => {
+    forPeople(req);
+    await sendPage(req, res, status, 'home', () => renderHomePage(pageUrls(ctx)), ctx.now, VARY_ACCEPT);
+  });
   router.get(
     '/status',
     { otherQuery: 'ignore' },
@@ -92,30 +147,20 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     );
   });
 
-  router.get('/changelog.atom', { otherQuery: 'ignore' }, async ({ req, res }) =>
-    status.send(req, res, 'changelog.atom', async () => ({
-      body: Buffer.from(
-        renderAtom(changelogFeed(secret, await ctx.store.changelog.list(Math.max(FEED_ENTRIES, CHANGELOG_DEFAULT_LIMIT)), started)),
-      ),
-      contentType: ATOM_CONTENT_TYPE,
-      headers: FEED_HEADERS,
-    })),
-  );
-
-  router.get('/status.atom', { otherQuery: 'ignore' }, async ({ req, res }) =>
-    status.send(req, res, 'status.atom', async () => ({
-      body: Buffer.from(renderAtom(maintenanceFeed(secret, await ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started))),
-      contentType: ATOM_CONTENT_TYPE,
-      headers: FEED_HEADERS,
-    })),
-  );
+  registerFeedRoutes(router, ctx, status, () => ctx.urls.api);
 }
 
-/** `/activity` on the indexer's router. */
+/** `/` (302 to `/activity`), `/activity` and the two feeds on the indexer's router. */
 export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds, cursors: CursorCodec): void {
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const limit = ctx.config.public.activityPageSize;
   registerFavicon(router);
+  router.get('/', { otherQuery: 'ignore' }, ({ req, res }) => {
+    forPeople(req);
+    res.writeHead(302, { location: '/activity', vary: 'Accept', 'cache-control': 'no-store', 'content-length': '0' });
+    res.end();
+  });
+  registerFeedRoutes(router, ctx, new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now }), () => ctx.urls.indexer);
   router.get('/activity', { query: ['before'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
