@@ -1,4 +1,4 @@
-/** Documented exit codes of `svcctl` (DESIGN §10). */
+/** Documented exit codes of `svcctl` (docs/design.md §10). */
 export const EXIT_OK = 0;
 /** The command ran and failed: control unreachable, conflict, not found, server error. */
 export const EXIT_FAILURE = 1;

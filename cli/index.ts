@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `svcctl`: noun-verb commands over control's admin API (DESIGN §10). This file builds the
+ * `svcctl`: noun-verb commands over control's admin API (docs/design.md §10). This file builds the
  * program from the command table (`commands/index.ts`, registered by `register.ts`); each
  * command lives in `commands/<noun>/<verb>.ts` as `run(opts, deps)` and is loaded when invoked.
  * One top-level catch maps errors to the documented exit codes.

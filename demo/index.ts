@@ -36,7 +36,7 @@ const SCHEMA = { type: 'object', required: ['temp_c'], properties: { temp_c: { t
 /** What the demo upstream does with each call, by its order; anything not listed answers well. */
 type Behaviour = 'ok' | 'server_error' | 'reset' | 'slow' | 'schema_break';
 const SCRIPT: Readonly<Record<number, Behaviour>> = { 4: 'server_error', 8: 'reset', 11: 'slow', 15: 'schema_break', 17: 'server_error' };
-/** The outcome each behaviour must settle as (DESIGN §6). */
+/** The outcome each behaviour must settle as (docs/design.md §6). */
 const EXPECTED: Readonly<Record<Behaviour, string>> = {
   ok: 'ok',
   server_error: 'server_error',

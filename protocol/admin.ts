@@ -49,7 +49,7 @@ export type CreateEndpointRequest = z.infer<typeof CreateEndpointRequest>;
 export const UpdateEndpointRequest = EndpointFields.partial().strict();
 export type UpdateEndpointRequest = z.infer<typeof UpdateEndpointRequest>;
 
-/** Every mutation answers with the state version it produced (DESIGN §4). */
+/** Every mutation answers with the state version it produced (docs/design.md §4). */
 const Versioned = z.strictObject({ version: StateVersion });
 
 /** An endpoint as the admin API shows it: injected header values never appear. */
@@ -358,7 +358,7 @@ export const StatusView = z.strictObject({
   gateways: z.array(GatewayStatus),
   /** The controls sharing the database, oldest start first (on SQLite: this one). */
   controls: z.array(ControlView),
-  /** What a fresh install still lacks (DESIGN §10): a funded pool, endpoints, connected gateways. */
+  /** What a fresh install still lacks (docs/design.md §10): a funded pool, endpoints, connected gateways. */
   bootstrap: z.strictObject({
     database_ready: z.boolean(),
     pool_funded: z.boolean(),

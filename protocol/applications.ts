@@ -1,5 +1,5 @@
 /**
- * Access applications (spec §1, DESIGN §8): the fields an applicant gives, the rule that
+ * Access applications (spec §1, docs/design.md §8): the fields an applicant gives, the rule that
  * decides which questions are asked, and the admin API's application views. Shared by
  * control (public form, JSON API, admin routes) and `svcctl applications add`, so the
  * direct-contact fallback is validated exactly like the form.

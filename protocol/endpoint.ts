@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { forbiddenCharacter, forbiddenCharacterMessage, plainString } from './text';
 
-/** First path segments the gateway keeps for itself (DESIGN §3). */
+/** First path segments the gateway keeps for itself (docs/design.md §3). */
 export const RESERVED_ENDPOINT_IDS: readonly string[] = ['v1', 'health', 'metrics'];
 export const ENDPOINT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;

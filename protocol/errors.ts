@@ -1,5 +1,5 @@
 /**
- * The one catalogue of wire error codes (DESIGN §9).
+ * The one catalogue of wire error codes (docs/design.md §9).
  *
  * Every error the service sends is `application/problem+json` (RFC 9457) with a stable
  * `code` member. Callers match on `code`, never on `title` or `detail`. The README's error

@@ -1,5 +1,5 @@
 /**
- * The gateway's own wire contract ({market_url}, DESIGN §3): its `/health` answers and the
+ * The gateway's own wire contract ({market_url}, docs/design.md §3): its `/health` answers and the
  * response headers it adds to every admitted call. The gateway writes them; `svc-monitor-sdk`,
  * probes and the gateway OpenAPI document read them from here.
  */
@@ -59,7 +59,7 @@ export const GatewayHealthDetail = z.strictObject({
 export type GatewayHealthDetail = z.infer<typeof GatewayHealthDetail>;
 
 // ---------------------------------------------------------------------------------------
-// Response headers of an admitted call (DESIGN §3.7)
+// Response headers of an admitted call (docs/design.md §3.7)
 
 /** Non-negative integer as header text. */
 const IntText = z.string().regex(/^(0|[1-9][0-9]*)$/);

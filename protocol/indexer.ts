@@ -1,5 +1,5 @@
 /**
- * Answers of the indexer ({indexer_url}, DESIGN §7): aggregate statistics and call activity.
+ * Answers of the indexer ({indexer_url}, docs/design.md §7): aggregate statistics and call activity.
  * Built by control (`control/indexer/`), read by `svcctl stats` and `svc-monitor-sdk`, and
  * described by the indexer's OpenAPI document. Amounts are integer micro-units from the
  * ledger (0 until the settler has settled something); ids are opaque (`call_…`, `prv_…`).
@@ -32,7 +32,7 @@ export const ActivityItem = z.strictObject({
 });
 export type ActivityItem = z.infer<typeof ActivityItem>;
 
-/** A settled call: what `recent_activity` holds (DESIGN §7: the last N settled calls). */
+/** A settled call: what `recent_activity` holds (docs/design.md §7: the last N settled calls). */
 export const SettledActivityItem = ActivityItem.extend({
   settled: z.literal(true),
   batch: z.number().int().min(1),

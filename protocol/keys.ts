@@ -1,5 +1,5 @@
 /**
- * API key format (DESIGN §5), shared by control (issue, hash) and gateway (check).
+ * API key format (docs/design.md §5), shared by control (issue, hash) and gateway (check).
  *
  * A key is `svc_beta_` followed by the base58 form of 32 CSPRNG bytes (43–44 characters).
  * Only `sha256(key)` is ever stored or pushed; the plaintext exists once, in the answer

@@ -1,5 +1,5 @@
 /**
- * Outcome records (DESIGN §6): one per admitted gateway call, written to the gateway's
+ * Outcome records (docs/design.md §6): one per admitted gateway call, written to the gateway's
  * journal before the response finishes, shipped to control in acked batches, stored
  * idempotently by `call_id`.
  */

@@ -1,5 +1,5 @@
 /**
- * Answers of the public read API ({api_url}, DESIGN §7): providers, status, changelog. Built
+ * Answers of the public read API ({api_url}, docs/design.md §7): providers, status, changelog. Built
  * by control (`control/public/`), read by `svc-monitor-sdk` and described by the public
  * OpenAPI document. Ids are opaque (`prv_…`, `gw_…`); amounts are integer micro-units.
  */

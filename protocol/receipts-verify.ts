@@ -1,5 +1,5 @@
 /**
- * Verifying settlement receipts and per-call inclusion proofs (DESIGN §11): the checks an
+ * Verifying settlement receipts and per-call inclusion proofs (docs/design.md §11): the checks an
  * agent, `svcctl receipts verify`, `svcctl ledger verify` and `svc-monitor-sdk` run. Pure
  * functions over the public shapes; no database, no network, no zod at run time (node:crypto,
  * `jcs.ts` and `merkle.ts` only), so the SDK ships this file as it is. The zod schemas of

@@ -1,5 +1,5 @@
 /**
- * Settlement receipts on the wire (indexer, DESIGN §11): the leaf of every settled call, the
+ * Settlement receipts on the wire (indexer, docs/design.md §11): the leaf of every settled call, the
  * signed receipt of every settlement batch, the JWKS of the signing keys, receipt pages and
  * per-call inclusion proofs. Third parties write verifiers against these shapes, so every
  * field is fixed here and nowhere else; `receipts-verify.ts` holds the same shapes as plain

@@ -1,5 +1,5 @@
 /**
- * Response schemas (DESIGN §6, `schema_mismatch`): the JSON Schema (draft 2020-12) an
+ * Response schemas (docs/design.md §6, `schema_mismatch`): the JSON Schema (draft 2020-12) an
  * endpoint may carry, checked by control when an operator stores it and compiled by the
  * gateway into a validator for 2xx JSON bodies. Validation is Ajv's (`ajv/dist/2020`), with
  * the `format` names of ajv-formats asserted.

@@ -1,5 +1,5 @@
 /**
- * Control → gateway sync (DESIGN §4). The stream (`GET /_sync/v1/stream`) is newline-delimited
+ * Control → gateway sync (docs/design.md §4). The stream (`GET /_sync/v1/stream`) is newline-delimited
  * JSON: a full snapshot as a `snapshot_begin` line, `keys` chunk lines and a `snapshot_end`
  * line carrying the SHA-256 of the lines before it; or `delta` lines, each applying to exactly
  * one base version; and `ping` lines to keep the connection observable. The gateway applies an

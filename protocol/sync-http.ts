@@ -1,5 +1,5 @@
 /**
- * The gateway's HTTP client for control's sync API (`/_sync/v1/…`, DESIGN §4): the one place
+ * The gateway's HTTP client for control's sync API (`/_sync/v1/…`, docs/design.md §4): the one place
  * that knows how a gateway reaches control. Every request carries the sync token as a bearer
  * token and goes through one keep-alive agent per client (http or https by the control URL).
  * The sync client opens the stream and posts acks with it, the outcome shipper posts batches.

@@ -1,7 +1,7 @@
 /**
  * Token buckets: one implementation for every per-caller limit (the gateway's per-key and
- * per-address limits, DESIGN §3.5; the public API's and the indexer's per-address limits,
- * DESIGN §7). Each side formats its own answer (headers, problem+json) from a {@link TakeResult}.
+ * per-address limits, docs/design.md §3.5; the public API's and the indexer's per-address limits,
+ * docs/design.md §7). Each side formats its own answer (headers, problem+json) from a {@link TakeResult}.
  *
  * A bucket holds up to `burst` units and refills continuously at `count / windowSeconds`
  * units per second. A bucket that has refilled to full is indistinguishable from a missing

@@ -17,10 +17,10 @@ export const MicroAmount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /** A duration or age in milliseconds: an integer ≥ 0. */
 export const Millis = z.number().int().min(0);
 
-/** A state version (DESIGN §4): every mutation produces the next one. */
+/** A state version (docs/design.md §4): every mutation produces the next one. */
 export const StateVersion = z.number().int().min(0);
 
-/** Exactly `{"status":"ok","version":"v1"}`: `/health` of the public API and the indexer (DESIGN §7). */
+/** Exactly `{"status":"ok","version":"v1"}`: `/health` of the public API and the indexer (docs/design.md §7). */
 export const HealthAnswer = z.strictObject({ status: z.literal('ok'), version: z.literal('v1') });
 export type HealthAnswer = z.infer<typeof HealthAnswer>;
 

@@ -1,5 +1,5 @@
 /**
- * `/_admin/v1/applications`: operator review (DESIGN §8). Every change goes through
+ * `/_admin/v1/applications`: operator review (docs/design.md §8). Every change goes through
  * `Store.mutate` and so is audited.
  *
  * | route | what |

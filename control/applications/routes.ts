@@ -1,5 +1,5 @@
 /**
- * Public application routes on {api_url} (DESIGN §8):
+ * Public application routes on {api_url} (docs/design.md §8):
  *
  * | route | what |
  * |---|---|

@@ -1,5 +1,5 @@
 /**
- * Receipt reads on the indexer ({indexer_url}, DESIGN §11), behind the listener's IP limit
+ * Receipt reads on the indexer ({indexer_url}, docs/design.md §11), behind the listener's IP limit
  * and cached like its other answers:
  *
  * - `GET /api/receipts/keys`: the JWKS of every key that signed receipts, current first;

@@ -1,5 +1,5 @@
 /**
- * The indexer's answers (DESIGN §7): aggregate statistics and recent activity. The numbers
+ * The indexer's answers (docs/design.md §7): aggregate statistics and recent activity. The numbers
  * and the recent (settled) calls come from the ledger module (`store.ledger`: pool balance, settlement
  * batches, each outcome's premium and refund), so money is 0 until the settler has settled
  * something, never estimated; `/api/activity` pages through `store.publicReads`. Amounts are

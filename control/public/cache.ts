@@ -1,5 +1,5 @@
 /**
- * Cached answers for the public read API and the indexer (DESIGN §7). Each answer is built
+ * Cached answers for the public read API and the indexer (docs/design.md §7). Each answer is built
  * at most once per TTL (node-cache), kept as the exact bytes sent with a strong `ETag`, and
  * served with `Cache-Control: public, max-age=<seconds left>`; `If-None-Match` that names
  * the current ETag gets `304 Not Modified` without a body.

@@ -1,5 +1,5 @@
 /**
- * Opaque public ids (DESIGN §7: per-endpoint identifiers are not published during beta).
+ * Opaque public ids (docs/design.md §7: per-endpoint identifiers are not published during beta).
  * Each id is a prefix and the first characters of the base58 HMAC-SHA256 of the internal id,
  * keyed by a per-database secret (`store.publicReads.idSecret`): stable across restarts,
  * different on every install, and not reversible or guessable from endpoint names.

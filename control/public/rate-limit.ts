@@ -1,5 +1,5 @@
 /**
- * Per-client-IP token buckets for the public read API and the indexer (DESIGN §7: generous).
+ * Per-client-IP token buckets for the public read API and the indexer (docs/design.md §7: generous).
  * A bucket holds `count` units and refills continuously at `count / windowS` per second; an
  * exhausted bucket answers 429 `svc_rate_limited` with `Retry-After`, `RateLimit-Policy` and
  * `RateLimit` (IETF draft 11). Admitted answers carry no limit headers: the limit is generous,

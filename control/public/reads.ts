@@ -12,7 +12,7 @@ import type { OpaqueIds } from './ids';
 
 type Tiers = Readonly<Config['tiers']>;
 
-/** The tier for a failure rate over `calls` calls (DESIGN §7). */
+/** The tier for a failure rate over `calls` calls (docs/design.md §7). */
 export function tierFor(failureRate: number, calls: number, tiers: Tiers): Tier {
   if (calls < tiers.minCalls) return 'UNRATED';
   if (failureRate < tiers.reliableBelow) return 'RELIABLE';

@@ -1,7 +1,7 @@
 /**
  * The public read API listener ({api_url}). `publicRouter` is where its routes are
  * registered; `publicListener` puts the edge in front of it: the per-client-IP limit first,
- * then the User-Agent allow-list (DESIGN §7), then the routes.
+ * then the User-Agent allow-list (docs/design.md §7), then the routes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { answerProblemsWith, sendJson } from '../../protocol/http';

@@ -1,5 +1,5 @@
 /**
- * What the status page and `GET /api/v1/status` report (DESIGN §7): the bootstrap state
+ * What the status page and `GET /api/v1/status` report (docs/design.md §7): the bootstrap state
  * (database, pool funding, endpoints, gateways and the state version each has applied), the
  * settler (or "not running" while no settler runs in this process), the beta gate,
  * maintenance mode with its note, and the latest changelog entries. Ids are opaque.

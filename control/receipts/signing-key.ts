@@ -1,5 +1,5 @@
 /**
- * The receipt signing key (DESIGN §11): an Ed25519 key made with node:crypto, kept as a
+ * The receipt signing key (docs/design.md §11): an Ed25519 key made with node:crypto, kept as a
  * PKCS#8 PEM file in the data dir (`receipt-signing.key`, mode 0600) and nowhere else. It is
  * created on first start, like the admin and sync tokens (`control/bootstrap.ts`), and
  * replaced by `svcctl receipts rotate-key`: the new key is written to a temp file, synced

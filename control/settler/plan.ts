@@ -1,5 +1,5 @@
 /**
- * The money of one settlement batch (DESIGN §6), decided call by call in settlement order.
+ * The money of one settlement batch (docs/design.md §6), decided call by call in settlement order.
  * Pure: given the calls, the endpoint's economics, the pool balance and the hourly refund
  * tally, it returns what each call moves; `store/settlement.ts` commits it.
  *

@@ -1,5 +1,5 @@
 /**
- * The settler (DESIGN §6): every `settler.cadenceMs` it settles the outcomes received so far,
+ * The settler (docs/design.md §6): every `settler.cadenceMs` it settles the outcomes received so far,
  * endpoint by endpoint (oldest backlog first, one batch per endpoint per round), each batch at
  * most `settler.batchCap` calls and whole in one transaction. Batches are group-committed:
  * one transaction takes batches until they hold `GROUP_COMMIT_CALLS` calls, and while a

@@ -1,5 +1,5 @@
 /**
- * Keys and their secrets. Only SHA-256 hashes of secrets are stored (DESIGN §5); the
+ * Keys and their secrets. Only SHA-256 hashes of secrets are stored (docs/design.md §5); the
  * display `prefix` is the first characters of the key, useless for authentication.
  */
 import type { Db } from './db';

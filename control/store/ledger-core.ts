@@ -36,7 +36,7 @@ export class LedgerError extends Error {
   }
 }
 
-/** The indexer's aggregate numbers (DESIGN §7), read in one transaction. Money in micro-units. */
+/** The indexer's aggregate numbers (docs/design.md §7), read in one transaction. Money in micro-units. */
 export interface LedgerTotals {
   /** Balance of the pool account. */
   pool_size: number;

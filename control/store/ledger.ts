@@ -183,7 +183,7 @@ export class LedgerTable {
   }
 
   // -------------------------------------------------------------------------------------
-  // For the indexer (DESIGN §7). Each reads committed state; `totals()` reads all in one view.
+  // For the indexer (docs/design.md §7). Each reads committed state; `totals()` reads all in one view.
 
   /** Balance of the pool, micro-units. */
   poolSize(): number {
@@ -216,7 +216,7 @@ export class LedgerTable {
   }
 
   /**
-   * The last `limit` settled calls (DESIGN §7): the calls of the latest settlement batches,
+   * The last `limit` settled calls (docs/design.md §7): the calls of the latest settlement batches,
    * newest batch first and, within a batch, newest call first. Calls not settled yet are not
    * here (the indexer pages through them in `/api/activity`). Ids are as stored: map them to
    * public opaque ids before publishing.

@@ -1,5 +1,5 @@
 /**
- * The receipt invariants of `svcctl ledger verify` (DESIGN §11), run after the ledger's own
+ * The receipt invariants of `svcctl ledger verify` (docs/design.md §11), run after the ledger's own
  * checks in the same read transaction (`ledger-verify.ts`):
  *
  * 1. every batch has exactly one receipt that states its call count, refunds, premiums and

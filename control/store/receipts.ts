@@ -1,5 +1,5 @@
 /**
- * Settlement receipts (migration 9, DESIGN §11): one signed receipt per settlement batch,
+ * Settlement receipts (migration 9, docs/design.md §11): one signed receipt per settlement batch,
  * chained across all endpoints in batch order, and the public keys that signed them.
  *
  * - `append` runs inside the settler's batch transaction (`settlement.ts`), so a batch and

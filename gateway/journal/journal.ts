@@ -1,5 +1,5 @@
 /**
- * The outcome journal (DESIGN §3.7): every admitted call's record is appended here before
+ * The outcome journal (docs/design.md §3.7): every admitted call's record is appended here before
  * its response finishes, shipped to control in batches, and forgotten only once control
  * has acked it. A restart replays exactly the records not yet acked.
  *

@@ -1,5 +1,5 @@
 /**
- * Outcome classification (DESIGN §6): one pure function from what the gateway observed about
+ * Outcome classification (docs/design.md §6): one pure function from what the gateway observed about
  * a call to the outcome that decides where money moves.
  */
 import type { Outcome } from '../../protocol/outcome';

@@ -1,5 +1,5 @@
 /**
- * The gateway's request pipeline (DESIGN §3), in order: header count → ready → maintenance →
+ * The gateway's request pipeline (docs/design.md §3), in order: header count → ready → maintenance →
  * gate → route → endpoint → method → grant → body rules → rate limit → forward. The gate comes
  * before the route, so with the gate on a caller without a valid key gets 403 for every path
  * and cannot enumerate endpoints. Every refusal is

@@ -1,5 +1,5 @@
 /**
- * Header hygiene in both directions (DESIGN §3.4).
+ * Header hygiene in both directions (docs/design.md §3.4).
  *
  * Both functions build a fresh header object from Node's `rawHeaders` instead of cleaning
  * the incoming one: a header reaches the other side only by passing the filter here. One

@@ -1,5 +1,5 @@
 /**
- * Gateway routing (DESIGN §3.1): `/v1/<endpoint>/<upstream-path>` and
+ * Gateway routing (docs/design.md §3.1): `/v1/<endpoint>/<upstream-path>` and
  * `/<endpoint>/<upstream-path>` name the same route, and the upstream path must stay under
  * the endpoint's base URL.
  *

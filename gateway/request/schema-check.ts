@@ -1,5 +1,5 @@
 /**
- * The response-schema check on a 2xx body, for endpoints that carry a schema (DESIGN §6
+ * The response-schema check on a 2xx body, for endpoints that carry a schema (docs/design.md §6
  * `schema_mismatch`). The body streams to the caller untouched; a copy of its chunks is kept
  * up to a cap and checked once the upstream body has ended. Nothing here runs for endpoints
  * without a schema.

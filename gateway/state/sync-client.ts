@@ -1,5 +1,5 @@
 /**
- * Keeps the gateway's state in step with control (DESIGN §4). Dials `/_sync/v1/stream` with
+ * Keeps the gateway's state in step with control (docs/design.md §4). Dials `/_sync/v1/stream` with
  * the sync token, announcing its id, held version, epoch and proxy engine; applies full snapshots and deltas
  * atomically; persists each applied update; acks `{version, sha256}` or nacks (keeping the old
  * state); reconnects with jittered exponential backoff when the stream ends or goes silent.

@@ -1,4 +1,4 @@
-/** The admin API's access-application operations (DESIGN §8). Part of control's document (`admin.ts`). */
+/** The admin API's access-application operations (docs/design.md §8). Part of control's document (`admin.ts`). */
 import {
   AddApplicationRequest,
   ApplicationAdded,

@@ -1,5 +1,5 @@
 /**
- * Control's own listener (DESIGN §2, §4, §10): the admin API under `/_admin/v1/` (admin token),
+ * Control's own listener (docs/design.md §2, §4, §10): the admin API under `/_admin/v1/` (admin token),
  * here; the sync API gateways use under `/_sync/v1/` (sync token) and `/metrics` (metrics
  * token), in `sync.ts`; the webhook control calls, in `webhooks.ts`. Served at
  * `{control}/_admin/v1/openapi.json`, behind the admin token.
@@ -285,14 +285,14 @@ export function adminDocument(): JsonObject {
         REQUEST_RULES,
       server: { description: 'control (default http://127.0.0.1:7073)' },
       tags: [
-        { name: 'keys', description: 'Beta keys (DESIGN §5)' },
+        { name: 'keys', description: 'Beta keys (docs/design.md §5)' },
         { name: 'flags', description: 'Runtime flags' },
         { name: 'endpoints', description: 'Wrapped upstreams' },
         { name: 'changelog', description: 'Public changelog and the audit log' },
         { name: 'status', description: 'Control, gateways, propagation and this document' },
-        { name: 'applications', description: 'Access applications (DESIGN §8)' },
-        { name: 'money', description: 'Settler, pool, ledger and payouts (DESIGN §6)' },
-        { name: 'sync', description: 'Gateway ↔ control sync (DESIGN §4)' },
+        { name: 'applications', description: 'Access applications (docs/design.md §8)' },
+        { name: 'money', description: 'Settler, pool, ledger and payouts (docs/design.md §6)' },
+        { name: 'sync', description: 'Gateway ↔ control sync (docs/design.md §4)' },
         { name: 'metrics', description: 'Prometheus metrics' },
       ],
       schemes: ['adminToken', 'syncToken', 'metricsToken'],

@@ -1,5 +1,5 @@
 /**
- * The gateway ({market_url}, DESIGN §3): calls through `/v1/{endpoint}/{path}` and
+ * The gateway ({market_url}, docs/design.md §3): calls through `/v1/{endpoint}/{path}` and
  * `/{endpoint}/{path}`, `/health` and `/metrics`. Written to `docs/openapi/gateway.json`.
  */
 import { z } from 'zod';
@@ -69,7 +69,7 @@ function call(method: Method, versioned: boolean): Operation {
     summary: `${verb} through the gateway to the endpoint's upstream${versioned ? '' : ' (the same route without /v1)'}`,
     description:
       method === 'post'
-        ? 'POST is always allowed. Each admitted call is recorded as one outcome (DESIGN §6) and settled later: refunds for covered failures, a premium on `ok`.'
+        ? 'POST is always allowed. Each admitted call is recorded as one outcome (docs/design.md §6) and settled later: refunds for covered failures, a premium on `ok`.'
         : `${verb} only when the endpoint lists it (else 405 \`svc_method_not_allowed\` with \`Allow\`)${method === 'get' || method === 'head' ? '; a body is refused (400)' : ''}.`,
     tag: 'calls',
     security: ['betaKey', 'none'],

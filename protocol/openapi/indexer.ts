@@ -1,4 +1,4 @@
-/** The indexer ({indexer_url}, DESIGN §7): the document served at `{indexer_url}/openapi.json`. */
+/** The indexer ({indexer_url}, docs/design.md §7): the document served at `{indexer_url}/openapi.json`. */
 import { z } from 'zod';
 import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
 import { BATCH_NUMBER_TEXT, CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
@@ -194,7 +194,7 @@ export function indexerDocument(): JsonObject {
       tags: [
         { name: 'health', description: 'Liveness and this document' },
         { name: 'indexer', description: 'Statistics and activity' },
-        { name: 'receipts', description: 'Signed settlement receipts and per-call proofs (DESIGN §11)' },
+        { name: 'receipts', description: 'Signed settlement receipts and per-call proofs (docs/design.md §11)' },
         { name: 'pages', description: 'Server-rendered pages' },
       ],
       schemes: [],

@@ -1,4 +1,4 @@
-/** The public read API ({api_url}, DESIGN §7–8): the document served at `{api_url}/openapi.json`. */
+/** The public read API ({api_url}, docs/design.md §7–8): the document served at `{api_url}/openapi.json`. */
 import { z } from 'zod';
 import { ApplicationInput, ApplicationReceipt } from '../applications';
 import type { ErrorCode } from '../errors';
@@ -218,7 +218,7 @@ export function publicDocument(): JsonObject {
         { name: 'health', description: 'Liveness and this document' },
         { name: 'reads', description: 'Providers, status and changelog (cached, with ETag)' },
         { name: 'pages', description: 'Server-rendered pages and Atom feeds' },
-        { name: 'applications', description: 'Access applications (DESIGN §8)' },
+        { name: 'applications', description: 'Access applications (docs/design.md §8)' },
       ],
       schemes: [],
       operations: PUBLIC_OPERATIONS,

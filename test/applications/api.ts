@@ -1,5 +1,5 @@
 /**
- * The public application API and form handler on {api_url} (DESIGN §8): 201 receipts, per-field
+ * The public application API and form handler on {api_url} (docs/design.md §8): 201 receipts, per-field
  * validation errors, the question-visibility rule enforced server-side, duplicates recognised
  * within the window, body size and content-type limits, and the per-address submit and
  * invalid-submission limits.

@@ -247,7 +247,7 @@ t.test('settingsTable has one entry per setting', async (t) => {
     t.same(row.default, value, `${row.key}: default matches`);
   }
 
-  // DESIGN §2 names these env variables.
+  // docs/design.md §2 names these env variables.
   const envs = new Set(table.map((r) => r.env));
   for (const name of [
     'SVC_DATA_DIR',

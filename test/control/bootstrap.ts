@@ -1,5 +1,5 @@
 /**
- * First start bootstraps the data dir (DESIGN §2): the directory 0700, admin, sync and metrics
+ * First start bootstraps the data dir (docs/design.md §2): the directory 0700, admin, sync and metrics
  * tokens 0600; later starts reuse them, tighten loose permissions, refuse a truncated token
  * file, and a configured SVC_ADMIN_TOKEN (or SVC_METRICS_TOKEN) replaces the file.
  */

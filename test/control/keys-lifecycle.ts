@@ -1,5 +1,5 @@
 /**
- * Keys through the admin API (DESIGN §5): issue, list, show, revoke, rotate with grace, lift,
+ * Keys through the admin API (docs/design.md §5): issue, list, show, revoke, rotate with grace, lift,
  * wallet attach/detach, expiry on an injected clock, and an audit entry for every change
  * that never holds the plaintext.
  */

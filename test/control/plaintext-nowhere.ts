@@ -1,5 +1,5 @@
 /**
- * A key's plaintext leaves control exactly once, in the issue/rotate answer (DESIGN §5). With
+ * A key's plaintext leaves control exactly once, in the issue/rotate answer (docs/design.md §5). With
  * control and svcctl as real processes, after issuing and rotating keys, no plaintext is in
  * any file of the data dir (database, WAL, tokens, control.json), control's logs, any other
  * CLI output, or the audit log.

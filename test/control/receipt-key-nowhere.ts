@@ -1,5 +1,5 @@
 /**
- * The receipt signing key never leaves its file (DESIGN §11). With control, svcctl and debug
+ * The receipt signing key never leaves its file (docs/design.md §11). With control, svcctl and debug
  * logging as real processes: outcomes are settled, the key is rotated, every receipt read and
  * admin answer is fetched, and an admin error is provoked. Neither the first key nor the
  * second appears (as PEM, or its private scalar in base64url, base64 or hex) in control's

@@ -1,5 +1,5 @@
 /**
- * Control's side of a nack (DESIGN §4), against an in-process control and a hand-written
+ * Control's side of a nack (docs/design.md §4), against an in-process control and a hand-written
  * gateway on `/_sync/v1/stream`: a nacked version is recorded (status `last_nack`), is not
  * resent on the open stream nor on reconnect, `--wait` for it reports the gateway pending, and
  * the next state change goes out as a full snapshot. An ack whose digest differs from what was

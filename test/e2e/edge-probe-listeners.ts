@@ -1,5 +1,5 @@
 /**
- * The outside probe's edge cases, replayed with raw sockets against real processes (DESIGN §9,
+ * The outside probe's edge cases, replayed with raw sockets against real processes (docs/design.md §9,
  * §11): requests Node's HTTP parser refuses (oversize headers, NUL or space in the request
  * line, bare LF, obs-fold, CL+TE, bad Content-Length), CONNECT and absolute-form targets get
  * problem+json with a catalogue code and `Connection: close` on all four listeners (gateway,

@@ -1,5 +1,5 @@
 /**
- * Upstream failures and gateway refusals through a real gateway process (DESIGN §3.6, §3.8,
+ * Upstream failures and gateway refusals through a real gateway process (docs/design.md §3.6, §3.8,
  * §6): timeouts are 504, refused and reset connections 502, the upstream's own errors pass
  * through with the right outcome, oversized bodies are 413 before any upstream traffic,
  * maintenance is 503 with Retry-After. Control ends up with exactly one outcome per admitted

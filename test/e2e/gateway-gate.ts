@@ -1,5 +1,5 @@
 /**
- * The beta gate through a real gateway process (DESIGN §3.3): with `beta_gate_enabled` on,
+ * The beta gate through a real gateway process (docs/design.md §3.3): with `beta_gate_enabled` on,
  * both path forms refuse a missing, malformed, unknown, revoked, expired or rotated-out key
  * with 403 `svc_auth_not_in_beta` and admit a valid one; a key limited to some endpoints gets
  * `svc_endpoint_not_granted` elsewhere. With the gate off keyless calls pass and their outcome

@@ -1,5 +1,5 @@
 /**
- * Header hygiene through a real gateway process (DESIGN §3.4, §3.7): what arrives upstream is
+ * Header hygiene through a real gateway process (docs/design.md §3.4, §3.7): what arrives upstream is
  * captured byte for byte; what the caller gets back is read from the wire.
  */
 import t from 'tap';

@@ -1,5 +1,5 @@
 /**
- * Exactly-once outcomes across a gateway crash (DESIGN §3.7): load runs through a gateway;
+ * Exactly-once outcomes across a gateway crash (docs/design.md §3.7): load runs through a gateway;
  * control is paused (SIGSTOP) so batches pile up unacked and one may be committed by control
  * without the gateway ever hearing the answer; the gateway is SIGKILLed mid-load and started
  * again with the same id and data dir. Once its journal is empty, every call whose response a

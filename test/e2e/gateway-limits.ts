@@ -1,5 +1,5 @@
 /**
- * Rate limits through a real gateway process (DESIGN §3.5): a key's own limit, a lift that
+ * Rate limits through a real gateway process (docs/design.md §3.5): a key's own limit, a lift that
  * raises it, and per-IP limits for keyless calls that a client-supplied X-Forwarded-For cannot
  * escape. Limits come from control's config through the snapshot, so they are set in
  * control's environment. A 429 never reaches the upstream and never becomes an outcome.

@@ -1,6 +1,6 @@
 /**
  * A real gateway process against a fake control that speaks the sync protocol
- * (protocol/snapshot.ts) by hand (DESIGN §4): the gateway applies a valid snapshot and acks
+ * (protocol/snapshot.ts) by hand (docs/design.md §4): the gateway applies a valid snapshot and acks
  * it with its digest; it nacks a delta whose seal is broken, one whose base is not the version
  * it holds, and one that fails validation halfway, and keeps enforcing the old state in full
  * after each; a valid delta still applies afterwards; and what it persisted is the last good

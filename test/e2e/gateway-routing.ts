@@ -1,5 +1,5 @@
 /**
- * Routing through a real gateway process (DESIGN §3.1–3.2): both path forms reach
+ * Routing through a real gateway process (docs/design.md §3.1–3.2): both path forms reach
  * `<base>/<path>?<query>` exactly; unknown endpoints are 404, a method the endpoint does not
  * list is 405 with `Allow`; every attempt to leave the endpoint's base path is 400 and never
  * reaches the upstream.

@@ -1,5 +1,5 @@
 /**
- * Control → gateway propagation with real processes (DESIGN §4): `--wait` returns only once
+ * Control → gateway propagation with real processes (docs/design.md §4): `--wait` returns only once
  * every connected gateway enforces the change; `svcctl status` shows what each gateway
  * applied; gateways keep enforcing their last-known-good state while control is down (also
  * across their own restart), and pick up changes again once control is back on its port.

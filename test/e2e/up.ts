@@ -1,5 +1,5 @@
 /**
- * `svcctl up` as a real process (DESIGN §2): it starts control and a gateway as two separate
+ * `svcctl up` as a real process (docs/design.md §2): it starts control and a gateway as two separate
  * processes, prints the four URLs once both are ready, and on SIGTERM stops both and exits 0.
  */
 import t from 'tap';

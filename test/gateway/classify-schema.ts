@@ -1,4 +1,4 @@
-// The classifier with the response-schema check (DESIGN §6): status × latency × network error
+// The classifier with the response-schema check (docs/design.md §6): status × latency × network error
 // × schema verdict as one table, and the body check that produces the verdict.
 import t from 'tap';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
@@ -13,7 +13,7 @@ const LATENCIES = [0, SLA, SLA + 1, 60_000];
 const NETWORK: (NetworkError | null)[] = [null, 'refused', 'reset', 'timeout'];
 const SCHEMA: (SchemaVerdict | undefined)[] = [undefined, 'valid', 'invalid', 'unchecked'];
 
-/** The DESIGN §6 table written out independently of classify()'s code. */
+/** The docs/design.md §6 table written out independently of classify()'s code. */
 function expected(status: number | null, latency: number, net: NetworkError | null, schema: SchemaVerdict | undefined): Outcome {
   if (net !== null || status === null) return 'network_error';
   if (status >= 500) return 'server_error';

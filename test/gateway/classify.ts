@@ -1,4 +1,4 @@
-// Outcome classification (DESIGN §6) as a table.
+// Outcome classification (docs/design.md §6) as a table.
 import t from 'tap';
 import { classify, type CallFacts, type ResponseCheck } from '../../gateway/request/classify';
 import type { Outcome } from '../../protocol/outcome';
@@ -39,7 +39,7 @@ const TABLE: [CallFacts, Outcome][] = [
   [facts(null, 10), 'network_error'],
 ];
 
-t.test('the DESIGN §6 table', async (t) => {
+t.test('the docs/design.md §6 table', async (t) => {
   for (const [input, expected] of TABLE) {
     t.equal(classify(input), expected, JSON.stringify(input));
   }

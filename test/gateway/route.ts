@@ -1,4 +1,4 @@
-// Routing and path-escape defence (DESIGN §3.1).
+// Routing and path-escape defence (docs/design.md §3.1).
 import t from 'tap';
 import { checkSuffix, joinUpstreamPath, parseRoute } from '../../gateway/request/route';
 

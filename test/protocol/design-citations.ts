@@ -1,8 +1,8 @@
 /**
- * Every `DESIGN §n` or `DESIGN §n.m` the repository cites exists in docs/design.md: `§n` is a
+ * Every `docs/design.md §n` or `§n.m` the repository cites exists in docs/design.md: `§n` is a
  * `## n.` heading, and `§n.m` the m-th item of that section's numbered list. A citation whose
  * target was renumbered or never written fails here, so the code's most used cross-reference
- * always leads somewhere.
+ * always leads somewhere; and no citation names a design document outside the repository.
  */
 import t from 'tap';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -40,23 +40,30 @@ function sections(markdown: string): Map<string, Set<string>> {
   return out;
 }
 
-t.test('every DESIGN § the repository cites is in docs/design.md', async (t) => {
+t.test('every docs/design.md § the repository cites is in docs/design.md', async (t) => {
   const design = sections(readFileSync(DESIGN, 'utf8'));
   t.ok(design.size >= 12, 'docs/design.md has its twelve sections');
   const missing: string[] = [];
+  const outside: string[] = [];
   let citations = 0;
   for (const file of files(ROOT)) {
-    if (file === DESIGN) continue;
-    for (const match of readFileSync(file, 'utf8').matchAll(/DESIGN §(\d+)(?:\.(\d+))?/g)) {
-      citations++;
-      const [, section, item] = match;
-      const found = design.get(section!);
-      if (found === undefined || (item !== undefined && !found.has(item)))
-        missing.push(`${relative(ROOT, file)}: DESIGN §${section}${item === undefined ? '' : `.${item}`}`);
+    if (file === DESIGN || file === __filename) continue;
+    const text = readFileSync(file, 'utf8');
+    // "docs/design.md §3, §7" cites §7 too: every § of a citation's list.
+    for (const match of text.matchAll(/docs\/design\.md (§\d+(?:\.\d+)?(?:(?:,| and| or|,? and) §\d+(?:\.\d+)?)*)/g)) {
+      for (const cited of match[1]!.matchAll(/§(\d+)(?:\.(\d+))?/g)) {
+        citations++;
+        const [, section, item] = cited;
+        const found = design.get(section!);
+        if (found === undefined || (item !== undefined && !found.has(item)))
+          missing.push(`${relative(ROOT, file)}: docs/design.md §${section}${item === undefined ? '' : `.${item}`}`);
+      }
     }
+    if (/\bDESIGN §/.test(text)) outside.push(relative(ROOT, file));
   }
   t.ok(citations > 0, `the repository cites the design (${citations} citations)`);
   t.same(missing, [], 'each cited section or item exists');
+  t.same(outside, [], 'no citation of a DESIGN document outside the repository');
 });
 
 t.test('a citation of a section or item that does not exist is found', async (t) => {

@@ -1,5 +1,5 @@
 /**
- * The error catalogue (DESIGN §9): every code has a status, a title and a problem+json body
+ * The error catalogue (docs/design.md §9): every code has a status, a title and a problem+json body
  * of one shape, and the catalogue is exactly the list the design names.
  */
 import t from 'tap';
@@ -15,7 +15,7 @@ import {
   problem,
 } from '../../protocol/errors';
 
-/** DESIGN §9 (and the codes §11 added), in order, with the status each code is sent with (DESIGN §3, §7, §9). */
+/** docs/design.md §9 (and the codes §11 added), in order, with the status each code is sent with (docs/design.md §3, §7, §9). */
 const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_auth_not_in_beta', 403],
   ['svc_endpoint_not_granted', 403],
@@ -39,7 +39,7 @@ const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_internal', 500],
 ];
 
-t.test('the catalogue is exactly the DESIGN §9 list', async (t) => {
+t.test('the catalogue is exactly the docs/design.md §9 list', async (t) => {
   t.same([...ERROR_CODES].sort(), DESIGN_CATALOGUE.map(([c]) => c).sort(), 'same codes');
   t.equal(new Set(ERROR_CODES).size, ERROR_CODES.length, 'no code listed twice');
   t.same(Object.keys(ERRORS).sort(), [...ERROR_CODES].sort(), 'ERRORS has an entry per code and no other');

@@ -1,5 +1,5 @@
 /**
- * API key format (DESIGN §5): `svc_beta_` + ≥ 32 base58 characters from a CSPRNG, stored as
+ * API key format (docs/design.md §5): `svc_beta_` + ≥ 32 base58 characters from a CSPRNG, stored as
  * the SHA-256 hex of the whole key; anything key-shaped in text can be redacted to a stub.
  */
 import t from 'tap';

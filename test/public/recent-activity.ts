@@ -1,5 +1,5 @@
 /**
- * `recent_activity` in the indexer's `/api/stats` is the last N *settled* calls (DESIGN §7):
+ * `recent_activity` in the indexer's `/api/stats` is the last N *settled* calls (docs/design.md §7):
  * the calls of the latest settlement batches, newest batch first. Calls still waiting for the
  * settler are not in it; they stay visible in `/api/activity`.
  */

@@ -542,7 +542,7 @@ t.test('numbers for the indexer', async (t) => {
     t.match(activity[2], { outcome: 'server_error', refund: 1100, refund_owed: 1100, clamp: null });
     t.notOk(
       activity.some((a) => a.settled_batch === null),
-      'no unsettled call in recent activity (DESIGN §7)',
+      'no unsettled call in recent activity (docs/design.md §7)',
     );
     t.same(
       activity.map((a) => a.call_id),

@@ -18,7 +18,7 @@ const econ = (e: Partial<Economics> = {}): Economics => ({ price: 1000, premium:
 const plan = (calls: UnsettledCall[], e: Partial<Economics> = {}, pool = 1_000_000, used: Record<number, number> = {}) =>
   planBatch({ endpointId: 'ep', calls, economics: econ(e), pool, refundedInHour: (h) => used[h] ?? 0 });
 
-t.test('each outcome moves what DESIGN §6 says', async (t) => {
+t.test('each outcome moves what docs/design.md §6 says', async (t) => {
   const calls = [
     call('ok'),
     call('latency_breach'),

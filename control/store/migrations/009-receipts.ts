@@ -1,5 +1,5 @@
 /**
- * 9: settlement receipts (DESIGN §11). One signed receipt per settlement batch, written in the
+ * 9: settlement receipts (docs/design.md §11). One signed receipt per settlement batch, written in the
  * batch's own transaction; the public half of every key that ever signed one.
  *
  * - `receipt_keys`: Ed25519 public keys (`x`, base64url) by `kid` (their RFC 7638

@@ -198,7 +198,7 @@ export class PgLedgerTable implements Async<LedgerTable> {
   }
 
   // -------------------------------------------------------------------------------------
-  // For the indexer (DESIGN §7). `totals()` reads all in one statement.
+  // For the indexer (docs/design.md §7). `totals()` reads all in one statement.
 
   /** Balance of the pool, micro-units. */
   poolSize(): Promise<number> {

@@ -174,7 +174,7 @@ export interface ActivityItem {
 }
 
 /**
- * A settled call: what `recent_activity` holds (DESIGN §7: the last N settled calls).
+ * A settled call: what `recent_activity` holds (docs/design.md §7: the last N settled calls).
  *
  * @see protocol/indexer.ts (`SettledActivityItem`)
  */
