@@ -297,7 +297,7 @@ t.test('after the backfill, a batch that lost its receipt is not signed on open:
     t.match(await settler.status(), { state: 'halted', halted: { batch: made, batches_without_receipt: 1 } });
     await store.outcomes.ingest(records(10, 500), T0);
     await t.rejects(settler.runOnce(), SettlerHaltedError, 'run-once refused');
-    await t.rejects(settler.resume('test'), SettlerHaltedError, 'resume refused');
+    await t.rejects(settler.resume({ actor: 'test' }), SettlerHaltedError, 'resume refused');
     t.equal((await store.settlement.backlog()).count, 10, 'nothing settled');
   });
 });
