@@ -282,7 +282,12 @@ export const ChangelogQuery = z.object({
  * `next_cursor`.
  */
 export const AuditQuery = z.strictObject({
-  operator: z.string().min(1).max(64).optional().describe('only rows this operator (the actor) wrote: `root`, an operator’s name, `control`'),
+  operator: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('only rows this operator (the actor) wrote: `root`, an operator’s name, `control`'),
   action: z
     .string()
     .regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be an action such as keys.revoke, or a family such as keys' })

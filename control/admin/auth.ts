@@ -44,7 +44,10 @@ function unauthorized(realm: string, detail: string): SvcError {
 }
 
 const refusal = (req: IncomingMessage, realm: string): SvcError =>
-  unauthorized(realm, req.headers.authorization === undefined ? `missing bearer token for the ${realm} API` : `invalid bearer token for the ${realm} API`);
+  unauthorized(
+    realm,
+    req.headers.authorization === undefined ? `missing bearer token for the ${realm} API` : `invalid bearer token for the ${realm} API`,
+  );
 
 export class TokenAuth {
   private readonly tokens: { name: string; digest: Buffer }[];
@@ -105,7 +108,10 @@ export class AdminAuth {
     const status = operatorStatus(owner.operator, now);
     if (status !== 'active') throw unauthorized(REALM, `operator ${owner.operator.name} is ${status}`);
     if (!tokenLive(owner.token, now)) {
-      throw unauthorized(REALM, `token ${owner.token.token_id} of operator ${owner.operator.name} was replaced by a rotation and no longer works`);
+      throw unauthorized(
+        REALM,
+        `token ${owner.token.token_id} of operator ${owner.operator.name} was replaced by a rotation and no longer works`,
+      );
     }
     await this.used(owner.operator);
     return { actor: owner.operator.name, tokenId: owner.token.token_id, scopes: new Set(operatorScopes(owner.operator)) };
@@ -117,9 +123,13 @@ export class AdminAuth {
     if (scope !== undefined && operator.scopes.has(scope)) return;
     const needed = scope === undefined ? `a scope (none is declared for ${route.method} ${route.pattern})` : `the scope ${scope}`;
     const held = operator.scopes.size === 0 ? 'none' : [...operator.scopes].join(', ');
-    throw new SvcError('svc_forbidden_scope', `${route.method} ${route.pattern} needs ${needed}; operator ${operator.actor} holds ${held}`, {
-      extra: { scope: scope ?? null },
-    });
+    throw new SvcError(
+      'svc_forbidden_scope',
+      `${route.method} ${route.pattern} needs ${needed}; operator ${operator.actor} holds ${held}`,
+      {
+        extra: { scope: scope ?? null },
+      },
+    );
   }
 
   /** Record the operator's use, at most once a minute (most requests write nothing). */

@@ -72,8 +72,10 @@ export function registerChangelogRoutes(router: Router, ctx: ControlContext): vo
   router.post('/_admin/v1/changelog', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(AddChangelogRequest, await readJson(req));
     const now = ctx.now();
-    const { result: id } = await ctx.store.mutate({ actor, tokenId, now }, { action: 'changelog.add', detail: { text: input.text } }, (tx) =>
-      tx.changelog.add({ at: now, kind: 'notice', text: input.text, author: actor }),
+    const { result: id } = await ctx.store.mutate(
+      { actor, tokenId, now },
+      { action: 'changelog.add', detail: { text: input.text } },
+      (tx) => tx.changelog.add({ at: now, kind: 'notice', text: input.text, author: actor }),
     );
     sendJson(res, 201, (await ctx.store.changelog.byId(id)) satisfies ChangelogEntry | undefined);
   });

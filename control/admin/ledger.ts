@@ -38,19 +38,24 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
 
   router.post('/_admin/v1/pool/fund', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(FundPoolRequest, await readJson(req));
-    const now = ctx.now();
-    const transferId = await moneyAction(ctx, { actor, tokenId }, {
-      action: 'pool.fund',
-      target: 'pool',
-      act: async (by) =>
-        (
-          await ctx.store.mutate(
+    const transferId = await moneyAction(
+      ctx,
+      { actor, tokenId },
+      {
+        action: 'pool.fund',
+        target: 'pool',
+        detail: { amount: input.amount, note: input.note ?? null },
+        act: async (by) => {
+          const now = ctx.now();
+          const { result } = await ctx.store.mutate(
             { ...by, now },
             { action: 'pool.fund', target: 'pool', detail: { amount: input.amount, note: input.note ?? null } },
             (tx) => tx.ledger.fund(input.amount, now, by.actor, input.note ?? null),
-          )
-        ).result,
-    });
+          );
+          return result;
+        },
+      },
+    );
     const body: FundView = { transfer_id: transferId, amount: input.amount, pool: await ledger.poolView() };
     sendJson(res, 201, body);
   });
@@ -76,19 +81,25 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
 
   router.post('/_admin/v1/payouts/mark-paid', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(MarkPaidRequest, await readJson(req));
-    const now = ctx.now();
-    const { result } = await moneyAction(ctx, { actor, tokenId }, {
-      action: 'payouts.mark_paid',
-      target: input.wallet,
-      act: (by) =>
-        ledgerConflict(() =>
-          ctx.store.mutate(
-            { ...by, now },
-            { action: 'payouts.mark_paid', target: input.wallet, detail: { amount: input.amount, reference: input.reference } },
-            (tx) => tx.ledger.markPaid(input.wallet, input.amount, input.reference, now, by.actor),
-          ),
-        ),
-    });
+    const { result } = await moneyAction(
+      ctx,
+      { actor, tokenId },
+      {
+        action: 'payouts.mark_paid',
+        target: input.wallet,
+        detail: { amount: input.amount, reference: input.reference },
+        act: (by) => {
+          const now = ctx.now();
+          return ledgerConflict(() =>
+            ctx.store.mutate(
+              { ...by, now },
+              { action: 'payouts.mark_paid', target: input.wallet, detail: { amount: input.amount, reference: input.reference } },
+              (tx) => tx.ledger.markPaid(input.wallet, input.amount, input.reference, now, by.actor),
+            ),
+          );
+        },
+      },
+    );
     sendJson(res, 201, result satisfies MarkPaidView);
   });
 }

@@ -5,7 +5,7 @@
  * as a function of who makes it. Today every one acts at once, as the operator who asked
  * (two-person approval, `money.approvals: 2`, is not built yet: it would record a pending
  * request here instead, and run the same function later with `approvedBy` set, so the audit
- * row names both operators).
+ * row names both operators). So each `act` reads the clock itself, when it runs.
  */
 import type { ControlContext } from '../context';
 import type { Actor } from '../store';
@@ -18,11 +18,13 @@ export type MoneyAction = (typeof MONEY_ACTIONS)[number];
 export interface MoneyRequest<T> {
   action: MoneyAction;
   target: string | null;
+  /** What was asked, as a pending request would show it (the validated request body). */
+  detail: Record<string, unknown>;
   /** The change itself; its audit row records `by` (the requester and, once approvals exist, the approver). */
   act: (by: Actor) => Promise<T>;
 }
 
 /** Run `request` now as `by`; the seam where a second operator's approval would be required. */
-export async function moneyAction<T>(_ctx: ControlContext, by: Actor, request: MoneyRequest<T>): Promise<T> {
+export function moneyAction<T>(_ctx: ControlContext, by: Actor, request: MoneyRequest<T>): Promise<T> {
   return request.act(by);
 }

@@ -44,25 +44,30 @@ async function reissueConflict<T>(fn: () => Promise<T>): Promise<T> {
 export function registerReceiptAdminRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
   router.post('/_admin/v1/receipts/rotate-key', async ({ req, res, actor, tokenId }) => {
     req.resume();
-    const now = ctx.now();
-    const rotation = await moneyAction(ctx, { actor, tokenId }, {
-      action: 'receipts.rotate_key',
-      target: null,
-      act: async (by) => {
-        const prepared = await ctx.store.receipts.prepareRotation();
-        await ctx.store.mutate(
-          { ...by, now },
-          { action: 'receipts.rotate_key', target: prepared.kid, detail: { previous_kid: prepared.previous_kid } },
-          (tx) => tx.receipts.publishPrepared(prepared.kid, now),
-        );
-        await ctx.store.receipts.activatePrepared(prepared.kid);
-        return prepared;
+    const rotation = await moneyAction(
+      ctx,
+      { actor, tokenId },
+      {
+        action: 'receipts.rotate_key',
+        target: null,
+        detail: {},
+        act: async (by) => {
+          const now = ctx.now();
+          const prepared = await ctx.store.receipts.prepareRotation();
+          await ctx.store.mutate(
+            { ...by, now },
+            { action: 'receipts.rotate_key', target: prepared.kid, detail: { previous_kid: prepared.previous_kid } },
+            (tx) => tx.receipts.publishPrepared(prepared.kid, now),
+          );
+          await ctx.store.receipts.activatePrepared(prepared.kid);
+          return { ...prepared, at: now };
+        },
       },
-    });
+    );
     const body: RotateKeyView = {
       kid: rotation.kid,
       previous_kid: rotation.previous_kid,
-      created_at: new Date(now).toISOString(),
+      created_at: new Date(rotation.at).toISOString(),
       published: (await ctx.store.receipts.jwks()).keys.map((k) => k.kid),
     };
     sendJson(res, 200, body);

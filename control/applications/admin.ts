@@ -107,6 +107,10 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
 
   router.post('/_admin/v1/applications/:id/redeliver', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(RedeliverApplicationRequest, await readJson(req));
-    sendJson(res, 200, (await redeliverApplication(ctx, { actor, tokenId }, params.id!, input.to_operator === true)) satisfies ApprovalResult);
+    sendJson(
+      res,
+      200,
+      (await redeliverApplication(ctx, { actor, tokenId }, params.id!, input.to_operator === true)) satisfies ApprovalResult,
+    );
   });
 }

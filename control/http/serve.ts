@@ -1,6 +1,7 @@
 /**
  * Request entry for control's listeners: split the request target into path and query,
- * optionally authenticate, route, and turn every failure into problem+json.
+ * optionally authenticate, route, optionally authorize the route for the caller, and turn every
+ * failure into problem+json.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '../../protocol/errors';
@@ -35,21 +36,21 @@ export function requestListener(mounts: readonly Mount[], log: Logger): (req: In
       return;
     }
     void (async () => {
-      let caller: Caller;
-      let handler;
-      let params;
+      let run: () => Promise<void>;
       try {
-        caller = mount.authenticate ? await mount.authenticate(req) : ANONYMOUS;
-        const matched = mount.router.match(req.method ?? 'GET', pathname);
-        mount.authorize?.(caller, matched.route);
-        ({ handler, params } = matched);
+        const caller = mount.authenticate ? await mount.authenticate(req) : ANONYMOUS;
+        const { handler, params, route } = mount.router.match(req.method ?? 'GET', pathname);
+        mount.authorize?.(caller, route);
+        const query = new URLSearchParams(search);
+        run = () => runHandler(handler, { req, res, params, query, actor: caller.actor, tokenId: caller.tokenId }, log);
       } catch (err) {
+        // An unexpected failure (the store unreachable while a token is looked up) is logged; the answer is a 500 without details.
         if (!(err instanceof SvcError)) log.error('request failed', { method: req.method, err });
         req.resume();
         sendError(res, err);
         return;
       }
-      await runHandler(handler, { req, res, params, query: new URLSearchParams(search), actor: caller.actor, tokenId: caller.tokenId }, log);
+      await run();
     })();
   };
 }

@@ -84,7 +84,11 @@ export const tokenLive = (token: Pick<OperatorTokenRow, 'expires_at'>, now: numb
   token.expires_at === null || token.expires_at > now;
 
 /** Root's one token, as the operator list shows it: the bootstrap admin token, made with the install. */
-const rootToken = (row: OperatorRow): OperatorTokenView => ({ token_id: ROOT_TOKEN_ID, created_at: iso(row.created_at)!, expires_at: null });
+const rootToken = (row: OperatorRow): OperatorTokenView => ({
+  token_id: ROOT_TOKEN_ID,
+  created_at: iso(row.created_at)!,
+  expires_at: null,
+});
 
 /** An operator as the admin API shows it, with its tokens that work at `now` (none once it is revoked or expired). */
 export function operatorView(row: OperatorRow, tokens: readonly OperatorTokenRow[], now: number): OperatorView {

@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import type { ErrorCode } from '../errors';
 import type { Answer, Named, Operation, Parameter } from './operation';
-import { SCOPE_DESCRIPTIONS, routeScope, type OperatorScope } from '../operators';
+import { SCOPE_DESCRIPTIONS, routeScope, type OperatorScope } from '../scopes';
 import { BODY_ERRORS, EDGE_ERRORS } from './common';
 
 const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized', 'svc_forbidden_scope'];

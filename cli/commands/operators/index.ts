@@ -1,5 +1,5 @@
 /** `svcctl operators …`: named admin tokens with scopes. */
-import { OPERATOR_SCOPES } from '../../../protocol/operators';
+import { OPERATOR_SCOPES } from '../../../protocol/scopes';
 import { lazy, leaf, type GroupSpec } from '../../register';
 
 export const operators: GroupSpec = {
