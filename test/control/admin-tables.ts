@@ -128,7 +128,15 @@ forEachStore(t, (t, kind) => {
           target: 'maintenance_mode',
           detail: { value: true },
         },
-        { at: new Date(NOW).toISOString(), actor: 'ops', token_id: null, approved_by: null, action: 'direct.write', target: null, detail: {} },
+        {
+          at: new Date(NOW).toISOString(),
+          actor: 'ops',
+          token_id: null,
+          approved_by: null,
+          action: 'direct.write',
+          target: null,
+          detail: {},
+        },
       ],
     );
     t.ok(entries[0]!.id > entries[1]!.id, 'ids grow');
