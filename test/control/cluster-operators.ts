@@ -1,8 +1,9 @@
 /**
  * Operators on two controls sharing one PostgreSQL database: an operator added through one
  * control opens the admin API of the other with its scopes, a rotation or a revocation through
- * either holds on both at the next request (nothing is cached between requests), root's
- * revocation too, and the audit rows each control writes name the operator and its token.
+ * either holds on both at the next request, though both controls had just accepted the token
+ * (nothing is cached between requests), root's revocation too, and the audit rows each control
+ * writes name the operator and its token.
  *
  * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
  */
@@ -27,6 +28,7 @@ if (!skipWithoutPostgres(t)) {
 
     const issued = await onB('POST', '/_admin/v1/keys', { name: 'through b' }, alice);
     t.equal(issued.status, 201, 'the operator added through A works on B');
+    t.equal((await onA('GET', '/_admin/v1/status', undefined, alice)).status, 200, 'and on A');
     const refused = await onB('PUT', '/_admin/v1/flags/maintenance_mode', { value: true }, alice);
     t.equal(refused.status, 403, 'with its scopes only');
     t.equal(refused.body.code, 'svc_forbidden_scope');
@@ -36,6 +38,7 @@ if (!skipWithoutPostgres(t)) {
     const aliceAgain = rotated.body.token as string;
     t.equal((await onA('GET', '/_admin/v1/status', undefined, alice)).status, 401, 'the old token is dead on A at once');
     t.equal((await onA('GET', '/_admin/v1/status', undefined, aliceAgain)).status, 200, 'the new one works on A');
+    t.equal((await onB('GET', '/_admin/v1/status', undefined, aliceAgain)).status, 200, 'and on B');
 
     const lead = await onB('POST', '/_admin/v1/operators', { name: 'lead', scopes: ['operators', 'read'] }, rootToken);
     t.equal(lead.status, 201);
