@@ -15,6 +15,8 @@ export interface GlobalOptions {
   /** Every `--control` given, in order (more than one only for `serve gateway`). */
   control?: string[];
   dataDir?: string;
+  /** `--token-file`: the file holding the token svcctl presents (an operator's, or root's). */
+  tokenFile?: string;
   json?: boolean;
 }
 
@@ -109,15 +111,29 @@ export function resolveControlUrl(config: Readonly<Config>): string {
   return runtimeControlUrl(readTrimmed(join(resolve(config.dataDir), RUNTIME_FILE))) ?? defaultControlUrl(config);
 }
 
-/** The admin token from `SVC_ADMIN_TOKEN` (or config), else `<dataDir>/admin.token`. */
-export function resolveAdminToken(config: Readonly<Config>): string | null {
+/**
+ * The token svcctl presents: the one in `--token-file`, else `SVC_ADMIN_TOKEN` (or config),
+ * else the data dir's `admin.token` (root's). So each operator runs svcctl with their own
+ * token on a machine where root's file is readable too.
+ */
+export function resolveAdminToken(config: Readonly<Config>, tokenFile?: string): string | null {
+  if (tokenFile !== undefined) {
+    let token: string;
+    try {
+      token = readFileSync(tokenFile, 'utf8').trim();
+    } catch (err) {
+      throw new UsageError(`--token-file ${tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    if (token === '' || /\s/.test(token)) throw new UsageError(`--token-file ${tokenFile} must hold one token and nothing else`);
+    return token;
+  }
   return config.adminToken ?? readTrimmed(join(resolve(config.dataDir), ADMIN_TOKEN_FILE));
 }
 
 export function buildDeps(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Deps {
   const config = loadSettings(opts, env);
   return {
-    client: new AdminClient({ baseUrl: resolveControlUrl(config), token: resolveAdminToken(config) }),
+    client: new AdminClient({ baseUrl: resolveControlUrl(config), token: resolveAdminToken(config, opts.tokenFile) }),
     out: processOutput(),
     now: Date.now,
   };

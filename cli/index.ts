@@ -30,6 +30,10 @@ export function buildProgram(options: MainOptions, result: { code: number }): Co
       collect,
     )
     .option('--data-dir <dir>', 'data directory (default: SVC_DATA_DIR or ./data)')
+    .option(
+      '--token-file <file>',
+      "file holding the token to present: an operator's (default: SVC_ADMIN_TOKEN, then the data dir's admin.token)",
+    )
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   if (options.out) {

@@ -10,13 +10,15 @@ import type { Config } from '../config/load';
 import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { InstanceLockedError, acquireInstanceLock, controlRunningMessage } from '../protocol/instance-lock';
+import { ROOT_ENV_TOKEN_ID, ROOT_TOKEN_ID } from '../protocol/operators';
 import { RUNTIME_FILE, type RuntimeInfo } from '../protocol/runtime';
-import { TokenAuth } from './admin/auth';
+import { AdminAuth, TokenAuth, type Operator } from './admin/auth';
 import { registerChangelogRoutes } from './admin/changelog';
 import { registerEndpointRoutes } from './admin/endpoints';
 import { registerFlagRoutes } from './admin/flags';
 import { registerKeyRoutes } from './admin/keys';
 import { registerLedgerRoutes } from './admin/ledger';
+import { registerOperatorRoutes } from './admin/operators';
 import { registerOpenApiRoute } from './admin/openapi';
 import { registerReceiptAdminRoutes } from './admin/receipts';
 import { registerSettlerRoutes } from './admin/settler';
@@ -28,7 +30,7 @@ import { indexerListener } from './indexer/server';
 import { registerMetricsRoutes } from './metrics';
 import { closeServer, listen } from './http/listen';
 import { Router } from './http/router';
-import { requestListener } from './http/serve';
+import { requestListener, type Mount } from './http/serve';
 import { publicListener } from './public/server';
 import { TokenConflictError, shareTokens } from './tokens';
 import { joinCluster, type Membership } from './cluster';
@@ -138,16 +140,24 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerSettlerRoutes(admin, ctx, settler);
   registerLedgerRoutes(admin, ctx);
   registerReceiptAdminRoutes(admin, ctx, settler);
+  registerOperatorRoutes(admin, ctx);
   registerOpenApiRoute(admin);
+
   const sync = new Router();
   registerSyncRoutes(sync, ctx, hub);
   const syncAuth = new TokenAuth('sync', [{ name: 'sync', digest: boot.syncToken.digest }]);
   const metricsRouter = new Router();
   registerMetricsRoutes(metricsRouter, ctx);
   const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', digest: boot.metricsToken.digest }]);
-  // A token from the environment is named so in the audit trail; one made by another control is the admin token.
-  const adminName = boot.adminToken.file === null && boot.adminToken.token !== null ? 'admin-env' : 'admin';
-  const adminAuth = new TokenAuth('admin', [{ name: adminName, digest: boot.adminToken.digest }]);
+  // Root's token from the environment has its own id in the audit trail; one made by another control is the data dir's.
+  const rootTokenId = boot.adminToken.file === null && boot.adminToken.token !== null ? ROOT_ENV_TOKEN_ID : ROOT_TOKEN_ID;
+  const adminAuth = new AdminAuth({ store, now: ctx.now, log, root: { digest: boot.adminToken.digest, tokenId: rootTokenId } });
+  const adminMount: Mount<Operator> = {
+    prefix: '/_admin/',
+    router: admin,
+    authenticate: (req) => adminAuth.authenticate(req),
+    authorize: (operator, route) => adminAuth.authorize(operator, route),
+  };
 
   const servers: Server[] = [];
   // Every listener answers parser errors, CONNECT, non-path targets and a missing or repeated Host as problem+json.
@@ -174,9 +184,9 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     ctx.urls.control = await bind(
       requestListener(
         [
-          { prefix: '/_admin/', router: admin, authenticate: (req) => adminAuth.authenticate(req) },
-          { prefix: '/_sync/', router: sync, authenticate: (req) => syncAuth.authenticate(req) },
-          { prefix: '/metrics/', router: metricsRouter, authenticate: (req) => metricsAuth.authenticate(req) },
+          adminMount,
+          { prefix: '/_sync/', router: sync, authenticate: (req) => ({ actor: syncAuth.authenticate(req), tokenId: null }) },
+          { prefix: '/metrics/', router: metricsRouter, authenticate: (req) => ({ actor: metricsAuth.authenticate(req), tokenId: null }) },
         ],
         log,
       ),

@@ -275,10 +275,39 @@ export const ChangelogQuery = z.object({
     .describe(`entries to return (default ${ADMIN_CHANGELOG_DEFAULT_LIMIT})`),
 });
 
-/** Query of `GET /_admin/v1/audit`. */
-export const AuditQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(AUDIT_MAX_LIMIT).optional().describe(`entries to return (default ${AUDIT_DEFAULT_LIMIT})`),
+/**
+ * Query of `GET /_admin/v1/audit`: `operator` (the actor's name), `action` (exact, or a family:
+ * `keys` matches `keys` and every `keys.…`) and `since` (an ISO time: rows at or after it)
+ * filter on the server; `limit` sizes the page, `cursor` is the previous answer's
+ * `next_cursor`.
+ */
+export const AuditQuery = z.strictObject({
+  operator: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('only rows this operator (the actor) wrote: `root`, an operator’s name, `control`'),
+  action: z
+    .string()
+    .regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be an action such as keys.revoke, or a family such as keys' })
+    .optional()
+    .describe('only this action (`keys.revoke`), or this family of actions (`keys`: `keys.issue`, `keys.revoke`, …)'),
+  since: z.iso
+    .datetime({ offset: true, message: 'must be an ISO 8601 time such as 2030-01-01T00:00:00Z' })
+    .optional()
+    .describe('only rows at or after this ISO 8601 time'),
+  limit: z
+    .string()
+    .refine((v) => /^[0-9]{1,6}$/.test(v) && Number(v) >= 1 && Number(v) <= AUDIT_MAX_LIMIT, {
+      message: `must be an integer from 1 to ${AUDIT_MAX_LIMIT}`,
+    })
+    .transform(Number)
+    .optional()
+    .describe(`entries per page: an integer from 1 to ${AUDIT_MAX_LIMIT} (default ${AUDIT_DEFAULT_LIMIT})`),
+  cursor: z.string().optional().describe('`next_cursor` of the previous page'),
 });
+export type AuditQuery = z.infer<typeof AuditQuery>;
 
 /** `GET /_admin/v1/changelog`: newest first. */
 export const ChangelogList = z.strictObject({ entries: z.array(ChangelogEntry) });
@@ -287,15 +316,20 @@ export type ChangelogList = z.infer<typeof ChangelogList>;
 export const AuditEntry = z.strictObject({
   id: z.number().int().min(1),
   at: IsoTime,
+  /** The operator who made the change (`root` for the bootstrap admin token), or `control` for its own. */
   actor: z.string(),
+  /** The id of the token the operator used (`opt_…`; `root` or `root-env` for root's), never the token; null for control's own changes. */
+  token_id: z.string().nullable(),
+  /** The second operator who approved a two-person action; null for the rest. */
+  approved_by: z.string().nullable(),
   action: z.string(),
   target: z.string().nullable(),
   detail: z.record(z.string(), z.unknown()),
 });
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
-/** `GET /_admin/v1/audit`: newest first. */
-export const AuditList = z.strictObject({ entries: z.array(AuditEntry) });
+/** `GET /_admin/v1/audit`: newest first; `next_cursor` null on the last page. */
+export const AuditList = z.strictObject({ entries: z.array(AuditEntry), next_cursor: z.string().nullable() });
 export type AuditList = z.infer<typeof AuditList>;
 
 // ---------------------------------------------------------------------------------------

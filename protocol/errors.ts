@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   'svc_maintenance',
   'svc_gateway_not_ready',
   'svc_unauthorized',
+  'svc_forbidden_scope',
   'svc_not_found',
   'svc_conflict',
   'svc_not_settled',
@@ -123,6 +124,11 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
     status: 401,
     title: 'Unauthorized',
     when: 'Admin, sync or metrics API (or detailed gateway `/health`) called without the right bearer token',
+  },
+  svc_forbidden_scope: {
+    status: 403,
+    title: 'Scope missing',
+    when: "Admin API called with an operator's token that lacks the route's scope; the detail names the scope needed",
   },
   svc_not_found: {
     status: 404,

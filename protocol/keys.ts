@@ -7,6 +7,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { BASE58_ALPHABET, encodeBase58 } from './base58';
+import { OPERATOR_TOKEN_LIKE_PATTERN, operatorTokenStub } from './operator-token';
 
 export const KEY_PREFIX = 'svc_beta_';
 /** Random bytes behind each key. 32 bytes = 256 bits. */
@@ -43,9 +44,11 @@ export function keyStub(key: string): string {
   return key.slice(0, KEY_PREFIX.length + KEY_STUB_CHARS);
 }
 
-/** Replace anything key-shaped in `text` with its stub and an ellipsis. */
+/** Replace anything key-shaped (a beta key or an operator token) in `text` with its stub and an ellipsis. */
 export function redactKeys(text: string): string {
-  return text.replace(KEY_LIKE_PATTERN, (match) => keyStub(match) + '…');
+  return text
+    .replace(KEY_LIKE_PATTERN, (match) => keyStub(match) + '…')
+    .replace(OPERATOR_TOKEN_LIKE_PATTERN, (match) => operatorTokenStub(match) + '…');
 }
 
 /** Generate an opaque identifier such as `key_4Zx9…` (base58, 12 characters). */

@@ -5,12 +5,14 @@
  */
 import { lazy, leaf, type CommandSpec } from '../register';
 import { applications } from './applications/index';
+import { audit } from './audit/index';
 import { changelog } from './changelog/index';
 import { endpoints } from './endpoints/index';
 import { flag } from './flag/index';
 import { gateways } from './gateways/index';
 import { keys } from './keys/index';
 import { ledger } from './ledger/index';
+import { operators } from './operators/index';
 import { payouts } from './payouts/index';
 import { pool } from './pool/index';
 import { receipts } from './receipts/index';
@@ -23,6 +25,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   flag,
   endpoints,
   changelog,
+  audit,
   applications,
   pool,
   settler,
@@ -30,6 +33,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   receipts,
   payouts,
   gateways,
+  operators,
   leaf({
     name: 'status',
     description: 'control, flags, counts and gateways',

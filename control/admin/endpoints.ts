@@ -30,7 +30,7 @@ function auditDetail(fields: Record<string, unknown>): Record<string, unknown> {
 }
 
 export function registerEndpointRoutes(router: Router, ctx: ControlContext): void {
-  router.post('/_admin/v1/endpoints', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/endpoints', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(CreateEndpointRequest, await readJson(req));
     if (await ctx.store.endpoints.byId(input.id)) throw new SvcError('svc_conflict', `endpoint ${input.id} already exists; use update`);
     const now = ctx.now();
@@ -51,7 +51,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       updated_at: now,
     };
     const { version } = await ctx.store.mutate(
-      { actor, now },
+      { actor, tokenId, now },
       { action: 'endpoints.add', target: input.id, detail: auditDetail(input), changes: [{ kind: 'endpoint', entity: input.id }] },
       async (tx) => {
         // Added meanwhile, through this control or another on the database.
@@ -71,7 +71,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     sendJson(res, 200, endpointView((await ctx.store.endpoints.byId(params.id!))!) satisfies EndpointView);
   });
 
-  router.patch('/_admin/v1/endpoints/:id', async ({ req, res, params, actor }) => {
+  router.patch('/_admin/v1/endpoints/:id', async ({ req, res, params, actor, tokenId }) => {
     const current = await mustRecord(ctx, params.id!);
     const input = parseBody(UpdateEndpointRequest, await readJson(req));
     if (Object.keys(input).length === 0) throw new SvcError('svc_bad_request', 'nothing to update');
@@ -79,7 +79,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     // The display name is for the public pages only: gateways never see it, so renaming alone changes no state version.
     const publicOnly = Object.keys(input).every((field) => field === 'display_name');
     const { version } = await ctx.store.mutate(
-      { actor, now },
+      { actor, tokenId, now },
       {
         action: 'endpoints.update',
         target: current.id,
@@ -104,11 +104,11 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
     sendJson(res, 200, { ...endpointView((await ctx.store.endpoints.byId(current.id))!), version } satisfies EndpointChange);
   });
 
-  router.delete('/_admin/v1/endpoints/:id', async ({ res, params, actor }) => {
+  router.delete('/_admin/v1/endpoints/:id', async ({ res, params, actor, tokenId }) => {
     const current = await mustRecord(ctx, params.id!);
     const now = ctx.now();
     const { version } = await ctx.store.mutate(
-      { actor, now },
+      { actor, tokenId, now },
       { action: 'endpoints.remove', target: current.id, changes: [{ kind: 'endpoint', entity: current.id }] },
       async (tx) => {
         // Removed meanwhile, through this control or another on the database.

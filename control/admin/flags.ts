@@ -37,7 +37,7 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 200, (await ctx.store.flags.get(flagName(params.name!))) satisfies FlagView | undefined);
   });
 
-  router.put('/_admin/v1/flags/:name', async ({ req, res, params, actor }) => {
+  router.put('/_admin/v1/flags/:name', async ({ req, res, params, actor, tokenId }) => {
     const name = flagName(params.name!);
     const input = parseBody(SetFlagRequest, await readJson(req));
     const unchanged = async () =>
@@ -52,7 +52,7 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
     const text = `${name} turned ${input.value ? 'on' : 'off'}${input.note ? `: ${input.note}` : ''}`;
     const made = await mutateUnlessDone(
       ctx.store,
-      { actor, now },
+      { actor, tokenId, now },
       {
         action: 'flags.set',
         target: name,

@@ -89,9 +89,9 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
 }
 
 export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
-  router.post('/_admin/v1/keys', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/keys', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(IssueKeyRequest, await readJson(req));
-    sendJson(res, 201, await issueKey(ctx, actor, input));
+    sendJson(res, 201, await issueKey(ctx, { actor, tokenId }, input));
   });
 
   router.get('/_admin/v1/keys', { query: ['status', 'limit', 'cursor'] }, async ({ res, query }) => {
@@ -102,7 +102,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 200, await viewKey(ctx, await keyOrNotFound(ctx, params.id!)));
   });
 
-  router.post('/_admin/v1/keys/:id/revoke', async ({ res, params, actor }) => {
+  router.post('/_admin/v1/keys/:id/revoke', async ({ res, params, actor, tokenId }) => {
     const row = await keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
     // Revoked meanwhile (through this control or another on the database): nothing to change.
@@ -111,7 +111,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
         ? null
         : await mutateUnlessDone(
             ctx.store,
-            { actor, now },
+            { actor, tokenId, now },
             { action: 'keys.revoke', target: row.id, detail: { prefix: row.prefix }, changes: [{ kind: 'key', entity: row.id }] },
             async (tx) => {
               if (!(await tx.keys.revoke(row.id, now))) throw new AlreadyDone();
@@ -123,7 +123,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     else sendJson(res, 200, { ...view, version: made.version, changed: true } satisfies KeyRevoked);
   });
 
-  router.post('/_admin/v1/keys/:id/rotate', async ({ req, res, params, actor }) => {
+  router.post('/_admin/v1/keys/:id/rotate', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(RotateKeyRequest, await readJson(req));
     const row = await keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
@@ -138,7 +138,7 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     // then (another rotation may have committed since `row` was read). Recorded after `fn`.
     const detail: Record<string, unknown> = { old_prefix: row.prefix, prefix: secret.prefix, grace_seconds: grace };
     const { result: view, version } = await ctx.store.mutate(
-      { actor, now },
+      { actor, tokenId, now },
       { action: 'keys.rotate', target: row.id, detail, changes: [{ kind: 'key', entity: row.id }] },
       async (tx) => {
         const current = (await tx.keys.byId(row.id))!;
@@ -153,13 +153,13 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 200, issued);
   });
 
-  router.post('/_admin/v1/keys/:id/lift', async ({ req, res, params, actor }) => {
+  router.post('/_admin/v1/keys/:id/lift', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(LiftKeyRequest, await readJson(req));
     const row = await keyOrNotFound(ctx, params.id!);
     const now = ctx.now();
     const until = now + input.for_seconds * 1000;
     const { result: view, version } = await ctx.store.mutate(
-      { actor, now },
+      { actor, tokenId, now },
       {
         action: 'keys.lift',
         target: row.id,
@@ -174,21 +174,21 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 200, { ...view, version } satisfies KeyChange);
   });
 
-  router.put('/_admin/v1/keys/:id/wallet', async ({ req, res, params, actor }) => {
+  router.put('/_admin/v1/keys/:id/wallet', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(WalletRequest, await readJson(req));
     const row = await keyOrNotFound(ctx, params.id!);
     const { version } = await ctx.store.mutate(
-      { actor, now: ctx.now() },
+      { actor, tokenId, now: ctx.now() },
       { action: 'keys.wallet.attach', target: row.id, detail: { wallet: input.wallet, previous: row.wallet } },
       (tx) => tx.keys.setWallet(row.id, input.wallet),
     );
     sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version } satisfies KeyChange);
   });
 
-  router.delete('/_admin/v1/keys/:id/wallet', async ({ res, params, actor }) => {
+  router.delete('/_admin/v1/keys/:id/wallet', async ({ res, params, actor, tokenId }) => {
     const row = await keyOrNotFound(ctx, params.id!);
     const { version } = await ctx.store.mutate(
-      { actor, now: ctx.now() },
+      { actor, tokenId, now: ctx.now() },
       { action: 'keys.wallet.detach', target: row.id, detail: { previous: row.wallet } },
       (tx) => tx.keys.setWallet(row.id, null),
     );

@@ -20,6 +20,7 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { LedgerError } from '../store/ledger';
+import { moneyAction } from './money-actions';
 
 async function ledgerConflict<T>(fn: () => Promise<T>): Promise<T> {
   try {
@@ -35,13 +36,25 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
 
   router.get('/_admin/v1/pool', async ({ res }) => sendJson(res, 200, (await ledger.poolView()) satisfies PoolView));
 
-  router.post('/_admin/v1/pool/fund', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/pool/fund', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(FundPoolRequest, await readJson(req));
-    const now = ctx.now();
-    const { result: transferId } = await ctx.store.mutate(
-      { actor, now },
-      { action: 'pool.fund', target: 'pool', detail: { amount: input.amount, note: input.note ?? null } },
-      (tx) => tx.ledger.fund(input.amount, now, actor, input.note ?? null),
+    const transferId = await moneyAction(
+      ctx,
+      { actor, tokenId },
+      {
+        action: 'pool.fund',
+        target: 'pool',
+        detail: { amount: input.amount, note: input.note ?? null },
+        act: async (by) => {
+          const now = ctx.now();
+          const { result } = await ctx.store.mutate(
+            { ...by, now },
+            { action: 'pool.fund', target: 'pool', detail: { amount: input.amount, note: input.note ?? null } },
+            (tx) => tx.ledger.fund(input.amount, now, by.actor, input.note ?? null),
+          );
+          return result;
+        },
+      },
     );
     const body: FundView = { transfer_id: transferId, amount: input.amount, pool: await ledger.poolView() };
     sendJson(res, 201, body);
@@ -66,15 +79,26 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
     sendJson(res, 200, body);
   });
 
-  router.post('/_admin/v1/payouts/mark-paid', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/payouts/mark-paid', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(MarkPaidRequest, await readJson(req));
-    const now = ctx.now();
-    const { result } = await ledgerConflict(() =>
-      ctx.store.mutate(
-        { actor, now },
-        { action: 'payouts.mark_paid', target: input.wallet, detail: { amount: input.amount, reference: input.reference } },
-        (tx) => tx.ledger.markPaid(input.wallet, input.amount, input.reference, now, actor),
-      ),
+    const { result } = await moneyAction(
+      ctx,
+      { actor, tokenId },
+      {
+        action: 'payouts.mark_paid',
+        target: input.wallet,
+        detail: { amount: input.amount, reference: input.reference },
+        act: (by) => {
+          const now = ctx.now();
+          return ledgerConflict(() =>
+            ctx.store.mutate(
+              { ...by, now },
+              { action: 'payouts.mark_paid', target: input.wallet, detail: { amount: input.amount, reference: input.reference } },
+              (tx) => tx.ledger.markPaid(input.wallet, input.amount, input.reference, now, by.actor),
+            ),
+          );
+        },
+      },
     );
     sendJson(res, 201, result satisfies MarkPaidView);
   });

@@ -20,6 +20,7 @@ import type { Router } from '../http/router';
 import type { Settler } from '../settler/settler';
 import type { StoreTables } from '../store';
 import { ReissueError } from '../store/receipts';
+import { moneyAction } from './money-actions';
 
 function batchParam(raw: string): number {
   const batch = /^\d{1,15}$/.test(raw) ? Number(raw) : 0;
@@ -41,26 +42,38 @@ async function reissueConflict<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 export function registerReceiptAdminRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
-  router.post('/_admin/v1/receipts/rotate-key', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/receipts/rotate-key', async ({ req, res, actor, tokenId }) => {
     req.resume();
-    const now = ctx.now();
-    const rotation = await ctx.store.receipts.prepareRotation();
-    await ctx.store.mutate(
-      { actor, now },
-      { action: 'receipts.rotate_key', target: rotation.kid, detail: { previous_kid: rotation.previous_kid } },
-      (tx) => tx.receipts.publishPrepared(rotation.kid, now),
+    const rotation = await moneyAction(
+      ctx,
+      { actor, tokenId },
+      {
+        action: 'receipts.rotate_key',
+        target: null,
+        detail: {},
+        act: async (by) => {
+          const now = ctx.now();
+          const prepared = await ctx.store.receipts.prepareRotation();
+          await ctx.store.mutate(
+            { ...by, now },
+            { action: 'receipts.rotate_key', target: prepared.kid, detail: { previous_kid: prepared.previous_kid } },
+            (tx) => tx.receipts.publishPrepared(prepared.kid, now),
+          );
+          await ctx.store.receipts.activatePrepared(prepared.kid);
+          return { ...prepared, at: now };
+        },
+      },
     );
-    await ctx.store.receipts.activatePrepared(rotation.kid);
     const body: RotateKeyView = {
       kid: rotation.kid,
       previous_kid: rotation.previous_kid,
-      created_at: new Date(now).toISOString(),
+      created_at: new Date(rotation.at).toISOString(),
       published: (await ctx.store.receipts.jwks()).keys.map((k) => k.kid),
     };
     sendJson(res, 200, body);
   });
 
-  router.post('/_admin/v1/receipts/:batch/reissue', async ({ req, res, params, actor }) => {
+  router.post('/_admin/v1/receipts/:batch/reissue', async ({ req, res, params, actor, tokenId }) => {
     req.resume();
     const batch = batchParam(params.batch ?? '');
     const now = ctx.now();
@@ -73,7 +86,7 @@ export function registerReceiptAdminRoutes(router: Router, ctx: ControlContext, 
       return { receipt, changelogId: await tx.changelog.add({ at: now, kind: 'notice', text, author: actor }) };
     };
     const { result } = await reissueConflict(() =>
-      ctx.store.mutate({ actor, now }, { action: 'receipts.reissue', target: String(batch), detail: { kid } }, reissue),
+      ctx.store.mutate({ actor, tokenId, now }, { action: 'receipts.reissue', target: String(batch), detail: { kid } }, reissue),
     );
     const body: ReissueView = { receipt: result.receipt, changelog_id: result.changelogId, halted: await settler.checkReceipts() };
     sendJson(res, 200, body);

@@ -22,21 +22,21 @@ async function refusedWhileHalted<T>(fn: () => T | Promise<T>): Promise<T> {
 export function registerSettlerRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
   router.get('/_admin/v1/settler', async ({ res }) => sendJson(res, 200, (await settler.status()) satisfies SettlerStatus));
 
-  router.post('/_admin/v1/settler/pause', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/settler/pause', async ({ req, res, actor, tokenId }) => {
     req.resume();
-    sendJson(res, 200, (await settler.pause(actor)) satisfies SettlerStatus);
+    sendJson(res, 200, (await settler.pause({ actor, tokenId })) satisfies SettlerStatus);
   });
 
-  router.post('/_admin/v1/settler/resume', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/settler/resume', async ({ req, res, actor, tokenId }) => {
     req.resume();
-    sendJson(res, 200, (await refusedWhileHalted(() => settler.resume(actor))) satisfies SettlerStatus);
+    sendJson(res, 200, (await refusedWhileHalted(() => settler.resume({ actor, tokenId }))) satisfies SettlerStatus);
   });
 
-  router.post('/_admin/v1/settler/run-once', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/settler/run-once', async ({ req, res, actor, tokenId }) => {
     req.resume();
     const run = await refusedWhileHalted(() => settler.runOnce());
     await ctx.store.mutate(
-      { actor, now: ctx.now() },
+      { actor, tokenId, now: ctx.now() },
       {
         action: 'settler.run_once',
         detail: { batches: run.batches.length, calls: run.calls, refunds: run.refunds, premiums: run.premiums },

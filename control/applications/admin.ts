@@ -72,7 +72,7 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
     sendJson(res, 200, (await applicationDetail(ctx, await mustGetApplication(ctx, params.id!))) satisfies ApplicationDetail);
   });
 
-  router.post('/_admin/v1/applications', async ({ req, res, actor }) => {
+  router.post('/_admin/v1/applications', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(AddApplicationRequest, await readJson(req));
     const app = validateApplication(input.application ?? {});
     const now = ctx.now();
@@ -85,7 +85,7 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
     }
     const { id, duplicate } = await submitApplication(ctx, app, {
       source: 'direct',
-      actor,
+      by: { actor, tokenId },
       ...(receivedAt !== undefined ? { receivedAt } : {}),
     });
     sendJson(res, duplicate ? 200 : 201, {
@@ -94,19 +94,23 @@ export function registerApplicationAdminRoutes(router: Router, ctx: ControlConte
     } satisfies ApplicationAdded);
   });
 
-  router.post('/_admin/v1/applications/:id/approve', async ({ req, res, params, actor }) => {
+  router.post('/_admin/v1/applications/:id/approve', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(ApproveApplicationRequest, await readJson(req));
-    sendJson(res, 200, (await approveApplication(ctx, actor, params.id!, input)) satisfies ApprovalResult);
+    sendJson(res, 200, (await approveApplication(ctx, { actor, tokenId }, params.id!, input)) satisfies ApprovalResult);
   });
 
-  router.post('/_admin/v1/applications/:id/reject', async ({ req, res, params, actor }) => {
+  router.post('/_admin/v1/applications/:id/reject', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(RejectApplicationRequest, await readJson(req));
-    const row = await rejectApplication(ctx, actor, params.id!, input.reason ?? null);
+    const row = await rejectApplication(ctx, { actor, tokenId }, params.id!, input.reason ?? null);
     sendJson(res, 200, { application: applicationView(row, ctx.now()), version: await ctx.store.version() } satisfies ApplicationRejected);
   });
 
-  router.post('/_admin/v1/applications/:id/redeliver', async ({ req, res, params, actor }) => {
+  router.post('/_admin/v1/applications/:id/redeliver', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(RedeliverApplicationRequest, await readJson(req));
-    sendJson(res, 200, (await redeliverApplication(ctx, actor, params.id!, input.to_operator === true)) satisfies ApprovalResult);
+    sendJson(
+      res,
+      200,
+      (await redeliverApplication(ctx, { actor, tokenId }, params.id!, input.to_operator === true)) satisfies ApprovalResult,
+    );
   });
 }

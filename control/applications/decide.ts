@@ -18,6 +18,7 @@ import { SvcError } from '../../protocol/errors';
 import { newId } from '../../protocol/keys';
 import { issueKey, newSecret, replaceSecrets } from '../keys/issue';
 import type { ControlContext } from '../context';
+import type { Actor } from '../store';
 import type { ApplicationRow } from '../store/applications';
 import { keyStatus } from '../store/keys';
 import { createNotifier, type DeliveryMessage, type DeliveryOutcome } from './notifier';
@@ -49,7 +50,7 @@ interface IssuedSecret {
 /** Deliver `secret` for `row` through `kind`'s notifier; log every attempt; record the outcome. */
 async function deliver(
   ctx: ControlContext,
-  actor: string,
+  by: Actor,
   row: ApplicationRow,
   secret: IssuedSecret,
   kind: NotifierKind,
@@ -80,7 +81,7 @@ async function deliver(
     outcome = { status: 'failed', attempts: 0, error: 'internal error in the notifier' };
   }
   await ctx.store.mutate(
-    { actor, now: ctx.now() },
+    { ...by, now: ctx.now() },
     {
       action: 'applications.deliver',
       target: row.id,
@@ -129,7 +130,7 @@ async function deliver(
 
 export async function approveApplication(
   ctx: ControlContext,
-  actor: string,
+  by: Actor,
   id: string,
   input: ApproveApplicationRequest,
 ): Promise<ApprovalResult> {
@@ -138,7 +139,7 @@ export async function approveApplication(
     throw new SvcError('svc_conflict', `application ${id} is already approved with key ${row.key_id}; use redeliver to send a new secret`);
   }
   if (row.status === 'rejected') throw new SvcError('svc_conflict', `application ${id} was rejected`);
-  const issued = await issueKey(ctx, actor, {
+  const issued = await issueKey(ctx, by, {
     name: keyName(row),
     ...(row.wallet !== null ? { wallet: row.wallet } : {}),
     ...(input.endpoints !== undefined ? { endpoints: input.endpoints } : {}),
@@ -147,23 +148,23 @@ export async function approveApplication(
   });
   const now = ctx.now();
   await ctx.store.mutate(
-    { actor, now },
+    { ...by, now },
     { action: 'applications.approve', target: id, detail: { key_id: issued.id, prefix: issued.prefix, endpoints: issued.endpoints } },
     async (tx) => {
-      if (!(await tx.applications.approve(id, now, actor, issued.id)))
+      if (!(await tx.applications.approve(id, now, by.actor, issued.id)))
         throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
     },
   );
   return deliver(
     ctx,
-    actor,
+    by,
     row,
     { keyId: issued.id, key: issued.key, prefix: issued.prefix, endpoints: issued.endpoints, version: issued.version },
     ctx.config.applications.notifier,
   );
 }
 
-export async function rejectApplication(ctx: ControlContext, actor: string, id: string, reason: string | null): Promise<ApplicationRow> {
+export async function rejectApplication(ctx: ControlContext, by: Actor, id: string, reason: string | null): Promise<ApplicationRow> {
   const row = await mustGetApplication(ctx, id);
   if (row.status !== 'pending') {
     throw new SvcError(
@@ -174,8 +175,8 @@ export async function rejectApplication(ctx: ControlContext, actor: string, id: 
     );
   }
   const now = ctx.now();
-  await ctx.store.mutate({ actor, now }, { action: 'applications.reject', target: id, detail: { reason } }, async (tx) => {
-    if (!(await tx.applications.reject(id, now, actor, reason)))
+  await ctx.store.mutate({ ...by, now }, { action: 'applications.reject', target: id, detail: { reason } }, async (tx) => {
+    if (!(await tx.applications.reject(id, now, by.actor, reason)))
       throw new SvcError('svc_conflict', `application ${id} is no longer pending`);
   });
   return await mustGetApplication(ctx, id);
@@ -185,7 +186,7 @@ export async function rejectApplication(ctx: ControlContext, actor: string, id: 
  * Give the approved application's key a new secret (the old one stops working at once, as in
  * `keys rotate --grace 0`) and deliver it: for a failed delivery or a lost key.
  */
-export async function redeliverApplication(ctx: ControlContext, actor: string, id: string, toOperator: boolean): Promise<ApprovalResult> {
+export async function redeliverApplication(ctx: ControlContext, by: Actor, id: string, toOperator: boolean): Promise<ApprovalResult> {
   const row = await mustGetApplication(ctx, id);
   if (row.status !== 'approved' || row.key_id === null)
     throw new SvcError('svc_conflict', `application ${id} is ${row.status}, not approved`);
@@ -197,7 +198,7 @@ export async function redeliverApplication(ctx: ControlContext, actor: string, i
   }
   const secret = newSecret();
   const { version } = await ctx.store.mutate(
-    { actor, now },
+    { ...by, now },
     {
       action: 'applications.redeliver',
       target: id,
@@ -209,7 +210,7 @@ export async function redeliverApplication(ctx: ControlContext, actor: string, i
   const kind: NotifierKind = toOperator ? 'operator' : ctx.config.applications.notifier;
   return deliver(
     ctx,
-    actor,
+    by,
     row,
     { keyId: keyRow.id, key: secret.key, prefix: secret.prefix, endpoints: JSON.parse(keyRow.endpoints) as string[], version },
     kind,

@@ -5,6 +5,7 @@
 import { ApplicationInput, type Application, type ApplicationSource } from '../../protocol/applications';
 import { newId } from '../../protocol/keys';
 import type { ControlContext } from '../context';
+import type { Actor } from '../store';
 import { parseBody } from '../http/validate';
 import { contentHash } from './normalise';
 
@@ -27,7 +28,7 @@ export function validateApplication(raw: unknown): Application {
 export async function submitApplication(
   ctx: ControlContext,
   app: Application,
-  opts: { source: ApplicationSource; actor: string; receivedAt?: number },
+  opts: { source: ApplicationSource; by: Actor; receivedAt?: number },
 ): Promise<Intake> {
   const now = ctx.now();
   const receivedAt = opts.receivedAt ?? now;
@@ -35,7 +36,7 @@ export async function submitApplication(
   const since = now - ctx.config.applications.duplicateWindowS * 1000;
   const id = newId('app');
   const { result } = await ctx.store.mutate(
-    { actor: opts.actor, now },
+    { ...opts.by, now },
     { action: 'applications.submit', target: id, detail: { source: opts.source } },
     async (tx): Promise<Intake> => {
       const existing = await tx.applications.recentByHash(hash, since);
@@ -49,7 +50,7 @@ export async function submitApplication(
         source: opts.source,
         application: app,
         content_hash: hash,
-        recorded_by: opts.source === 'direct' ? opts.actor : null,
+        recorded_by: opts.source === 'direct' ? opts.by.actor : null,
       });
       return { id, duplicate: false };
     },

@@ -93,7 +93,7 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
       limiter.check(client); // after reading, so a refused form keeps what was typed
       const app = await countingInvalid(limiter, client, () => validateApplication(raw));
       limiter.take(client, 'submit');
-      const { id } = await submitApplication(ctx, app, { source: 'form', actor: 'public' });
+      const { id } = await submitApplication(ctx, app, { source: 'form', by: { actor: 'public' } });
       res.writeHead(303, { location: `/apply/thanks?id=${encodeURIComponent(id)}`, 'cache-control': 'no-store', 'content-length': '0' });
       res.end();
     } catch (err) {
@@ -116,7 +116,7 @@ export function registerApplicationRoutes(router: Router, ctx: ControlContext): 
     limiter.check(client); // before reading: an address over a limit costs no parsing
     const app = await countingInvalid(limiter, client, async () => validateApplication((await readApplicationBody(req)).raw));
     limiter.take(client, 'submit');
-    const { id, duplicate } = await submitApplication(ctx, app, { source: 'api', actor: 'public' });
+    const { id, duplicate } = await submitApplication(ctx, app, { source: 'api', by: { actor: 'public' } });
     sendJson(res, duplicate ? 200 : 201, receipt(id));
   });
 }

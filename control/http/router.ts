@@ -23,8 +23,22 @@ export interface RequestContext {
   res: ServerResponse;
   params: Record<string, string>;
   query: URLSearchParams;
-  /** Who is calling (admin token name), set by the listener's auth step. */
+  /** Who is calling (the operator's name on the admin API), set by the listener's auth step; the audit's actor. */
   actor: string;
+  /** The id of the token the caller presented (`opt_…`, `root`), the audit's `token_id`; null where none is recorded. */
+  tokenId: string | null;
+}
+
+/** What a listener's auth step answers: who is calling, as {@link RequestContext} carries it. */
+export interface Caller {
+  actor: string;
+  tokenId: string | null;
+}
+
+/** The route a request matched: its method (GET for a HEAD) and `/a/:param` pattern. */
+export interface MatchedRoute {
+  method: string;
+  pattern: string;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -101,7 +115,7 @@ export class Router {
    * Find the handler for a request path as it was sent (not resolved or normalised); throws
    * 400 for malformed percent-encoding and dot segments, 404/405 `SvcError`s for no route.
    */
-  match(method: string, pathname: string): { handler: Handler; params: Record<string, string> } {
+  match(method: string, pathname: string): { handler: Handler; params: Record<string, string>; route: MatchedRoute } {
     let parts: string[];
     try {
       parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
@@ -115,7 +129,9 @@ export class Router {
     for (const route of this.routes) {
       const params = matchSegments(route.segments, parts);
       if (!params) continue;
-      if (route.method === method || (method === 'HEAD' && route.method === 'GET')) return { handler: route.handler, params };
+      if (route.method === method || (method === 'HEAD' && route.method === 'GET')) {
+        return { handler: route.handler, params, route: { method: route.method, pattern: '/' + route.segments.join('/') } };
+      }
       allowed.push(route.method);
     }
     if (allowed.length > 0) {

@@ -1,25 +1,31 @@
 /**
  * Request entry for control's listeners: split the request target into path and query,
- * optionally authenticate, route, and turn every failure into problem+json.
+ * optionally authenticate, route, optionally authorize the route for the caller, and turn every
+ * failure into problem+json.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '../../protocol/errors';
 import { sendError } from '../../protocol/http';
 import type { Logger } from '../../protocol/log';
-import { runHandler, type Router } from './router';
+import { runHandler, type Caller, type MatchedRoute, type Router } from './router';
 
-export interface Mount {
+export interface Mount<C extends Caller = Caller> {
   /** Path prefix this mount answers (e.g. `/_admin/`). */
   prefix: string;
   router: Router;
   /**
-   * When set, every request under the prefix passes this first: it answers the caller's name
-   * (the actor the audit log records) or throws (e.g. 401 `svc_unauthorized`).
+   * When set, every request under the prefix passes this first, before routing (so an unknown
+   * path tells a caller without a token nothing): it answers who is calling (the actor and
+   * token the audit log records) or throws (e.g. 401 `svc_unauthorized`).
    */
-  authenticate?: (req: IncomingMessage) => string;
+  authenticate?: (req: IncomingMessage) => C | Promise<C>;
+  /** When set, the route matched must be allowed to the caller: throws (e.g. 403) otherwise, before its handler runs. */
+  authorize?(caller: C, route: MatchedRoute): void;
 }
 
-export function requestListener(mounts: Mount[], log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+const ANONYMOUS: Caller = { actor: 'anonymous', tokenId: null };
+
+export function requestListener(mounts: readonly Mount[], log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     // The path as sent: the router refuses dot segments rather than resolving them (a URL
     // parser would turn `/a/%2e%2e/b` into `/b`, and `//host/b` into `/b`).
@@ -29,14 +35,23 @@ export function requestListener(mounts: Mount[], log: Logger): (req: IncomingMes
       sendError(res, new SvcError('svc_not_found', `no route for ${req.method} ${pathname}`));
       return;
     }
-    try {
-      const actor = mount.authenticate ? mount.authenticate(req) : 'anonymous';
-      const { handler, params } = mount.router.match(req.method ?? 'GET', pathname);
-      void runHandler(handler, { req, res, params, query: new URLSearchParams(search), actor }, log);
-    } catch (err) {
-      req.resume();
-      sendError(res, err);
-    }
+    void (async () => {
+      let run: () => Promise<void>;
+      try {
+        const caller = mount.authenticate ? await mount.authenticate(req) : ANONYMOUS;
+        const { handler, params, route } = mount.router.match(req.method ?? 'GET', pathname);
+        mount.authorize?.(caller, route);
+        const query = new URLSearchParams(search);
+        run = () => runHandler(handler, { req, res, params, query, actor: caller.actor, tokenId: caller.tokenId }, log);
+      } catch (err) {
+        // An unexpected failure (the store unreachable while a token is looked up) is logged; the answer is a 500 without details.
+        if (!(err instanceof SvcError)) log.error('request failed', { method: req.method, err });
+        req.resume();
+        sendError(res, err);
+        return;
+      }
+      await run();
+    })();
   };
 }
 

@@ -7,7 +7,7 @@ import { SvcError } from '../../protocol/errors';
 import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
 import type { ControlContext } from '../context';
 import { keyView, type KeyRow } from '../store/keys';
-import type { StoreTables } from '../store';
+import type { Actor, StoreTables } from '../store';
 
 /** A key as the admin API shows it, with its live secrets. */
 export async function viewKey(ctx: ControlContext, row: KeyRow): Promise<KeyView> {
@@ -66,13 +66,13 @@ async function assertEndpointsExist(ctx: ControlContext, ids: string[]): Promise
  * answer (only its hash and display stub are stored). The admin API and approved
  * applications (bound to the application) both issue through this.
  */
-export async function issueKey(ctx: ControlContext, actor: string, input: IssueKeyRequest): Promise<IssuedKey> {
+export async function issueKey(ctx: ControlContext, by: Actor, input: IssueKeyRequest): Promise<IssuedKey> {
   await assertEndpointsExist(ctx, input.endpoints ?? []);
   const now = ctx.now();
   const { key, prefix, hash } = newSecret();
   const id = newId('key');
   const { version } = await ctx.store.mutate(
-    { actor, now },
+    { ...by, now },
     {
       action: 'keys.issue',
       target: id,
@@ -86,7 +86,7 @@ export async function issueKey(ctx: ControlContext, actor: string, input: IssueK
         prefix,
         hash,
         created_at: now,
-        created_by: actor,
+        created_by: by.actor,
         expires_at: input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000,
         wallet: input.wallet ?? null,
         endpoints: [...new Set(input.endpoints ?? [])],

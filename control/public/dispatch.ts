@@ -37,6 +37,10 @@ export function dispatcher(router: Router, log: Logger): Dispatch {
       handler = found.handler;
       memo.set(key, handler);
     }
-    void runHandler(handler, { req, res, params: EMPTY_PARAMS, query: new URLSearchParams(search), actor: 'anonymous' }, log);
+    void runHandler(
+      handler,
+      { req, res, params: EMPTY_PARAMS, query: new URLSearchParams(search), actor: 'anonymous', tokenId: null },
+      log,
+    );
   };
 }

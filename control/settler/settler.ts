@@ -39,7 +39,7 @@ import {
   type SettlerState,
   type SettlerStatus,
 } from '../../protocol/settlement';
-import type { Store } from '../store';
+import type { Actor, Store } from '../store';
 import type { NextBatch } from '../store/settlement';
 import { MissingReceiptError } from '../store/receipts';
 import { soleLeadership, type Leadership } from './leadership';
@@ -145,16 +145,16 @@ export class Settler {
    * Resolves once the run in flight, if any, has ended (it stops after its current group
    * commit), so it answers `paused` and nothing is settling.
    */
-  async pause(actor: string): Promise<SettlerStatus> {
-    await this.setPaused(true, actor);
+  async pause(by: Actor): Promise<SettlerStatus> {
+    await this.setPaused(true, by);
     await this.exclusive(() => Promise.resolve());
     return this.status();
   }
 
   /** Settle on the cadence again; throws `SettlerHaltedError` while halted. */
-  async resume(actor: string): Promise<SettlerStatus> {
+  async resume(by: Actor): Promise<SettlerStatus> {
     if (this.halt !== null) throw new SettlerHaltedError(this.halt);
-    await this.setPaused(false, actor);
+    await this.setPaused(false, by);
     return this.status();
   }
 
@@ -224,9 +224,9 @@ export class Settler {
     };
   }
 
-  private async setPaused(paused: boolean, actor: string): Promise<void> {
+  private async setPaused(paused: boolean, by: Actor): Promise<void> {
     await this.opts.store.mutate(
-      { actor, now: this.opts.now() },
+      { ...by, now: this.opts.now() },
       { action: paused ? 'settler.pause' : 'settler.resume', detail: { was: this.paused ? 'paused' : 'active' } },
       (tx) => tx.setMeta(PAUSED_META, paused ? 1 : 0),
     );

@@ -16,6 +16,7 @@ import { FlagsTable } from './flags';
 import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
+import { OperatorsTable } from './operators';
 import { OutcomesTable } from './outcomes';
 import { PublicReads } from './public-reads';
 import { ReceiptsTable } from './receipts';
@@ -40,9 +41,17 @@ export interface StoreOptions {
   receipts?: boolean;
 }
 
-export interface MutationContext {
-  /** Name of the admin token (or process) making the change. */
+/** Who makes a change, as the audit log records it. */
+export interface Actor {
+  /** The operator's name (`root` for the bootstrap admin token), or the process's (`control`). */
   actor: string;
+  /** The id of the token the operator presented (`opt_…`, `root`, `root-env`); absent or null for control's own changes. */
+  tokenId?: string | null;
+  /** The second operator who approved a two-person action. */
+  approvedBy?: string | null;
+}
+
+export interface MutationContext extends Actor {
   /** Clock reading for this mutation, in ms. */
   now: number;
 }
@@ -69,6 +78,8 @@ interface SqliteTables {
   endpoints: EndpointsTable;
   changelog: ChangelogTable;
   audit: AuditTable;
+  /** Operators and their tokens (digests only). */
+  operators: OperatorsTable;
   gateways: GatewaysTable;
   outcomes: OutcomesTable;
   /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
@@ -142,6 +153,7 @@ export interface Store extends StoreTables {
   close(): Promise<void>;
 }
 
+export type { AuditBy } from './audit';
 export type { ClusterTable, ControlRow, GatewaysEvent, StoredToken } from './cluster';
 
 /** The store on one SQLite file: better-sqlite3, synchronous inside, behind the async seam. */
@@ -155,6 +167,7 @@ export class SqliteStore implements Store {
   readonly endpoints;
   readonly changelog;
   readonly audit;
+  readonly operators;
   readonly gateways;
   readonly outcomes;
   readonly rollups;
@@ -206,6 +219,7 @@ export class SqliteStore implements Store {
       endpoints: new EndpointsTable(db),
       changelog: new ChangelogTable(db),
       audit: new AuditTable(db),
+      operators: new OperatorsTable(db),
       gateways: new GatewaysTable(db),
       outcomes: new OutcomesTable(db, rollups),
       rollups,
@@ -237,6 +251,7 @@ export class SqliteStore implements Store {
         endpoints: asyncTable(tables.endpoints, gate),
         changelog: asyncTable(tables.changelog, gate),
         audit: asyncTable(tables.audit, gate),
+        operators: asyncTable(tables.operators, gate),
         gateways: asyncTable(tables.gateways, gate),
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),
@@ -259,6 +274,7 @@ export class SqliteStore implements Store {
     this.endpoints = outside.endpoints;
     this.changelog = outside.changelog;
     this.audit = outside.audit;
+    this.operators = outside.operators;
     this.gateways = outside.gateways;
     this.outcomes = outside.outcomes;
     this.rollups = outside.rollups;
@@ -351,7 +367,7 @@ export class SqliteStore implements Store {
     let bumped = false;
     const out = await this.transaction('BEGIN IMMEDIATE', async () => {
       const result = await fn(this.tx);
-      this.sync.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {});
+      this.sync.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
       let version: number;
       if (audit.changes && audit.changes.length > 0) {
         version = this.bumpStmt.get() as number;

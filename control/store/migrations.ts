@@ -20,5 +20,23 @@ import m012 from './migrations/012-gateway-shares';
 import m013 from './migrations/013-drop-endpoint-time-index';
 import m014 from './migrations/014-receipts-backfilled';
 import m015 from './migrations/015-gateway-attachment';
+import m016 from './migrations/016-operators';
 
-export const MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015];
+export const MIGRATIONS: readonly string[] = [
+  m001,
+  m002,
+  m003,
+  m004,
+  m005,
+  m006,
+  m007,
+  m008,
+  m009,
+  m010,
+  m011,
+  m012,
+  m013,
+  m014,
+  m015,
+  m016,
+];

@@ -61,7 +61,7 @@ export function registerPropagationRoutes(router: Router, hub: SyncHub, ctx: Con
     sendJson(res, 200, body);
   });
 
-  router.put('/_admin/v1/gateways/:id/weight', async ({ req, res, params, actor }) => {
+  router.put('/_admin/v1/gateways/:id/weight', async ({ req, res, params, actor, tokenId }) => {
     const id = params.id!;
     const input = parseBody(SetGatewayWeightRequest, await readJson(req));
     const before = GatewayId.safeParse(id).success ? await ctx.store.gateways.byId(id) : undefined;
@@ -69,7 +69,7 @@ export function registerPropagationRoutes(router: Router, hub: SyncHub, ctx: Con
     const changed = before.weight !== input.weight;
     if (changed) {
       await ctx.store.mutate(
-        { actor, now: ctx.now() },
+        { actor, tokenId, now: ctx.now() },
         { action: 'gateways.weight', target: id, detail: { weight: input.weight, previous: before.weight } },
         (tx) => tx.gateways.setWeight(id, input.weight),
       );

@@ -1,10 +1,15 @@
-/** How the admin API's operations are written: the admin token, its errors, and the usual answers. */
+/**
+ * How the admin API's operations are written: the admin token (root's or an operator's), its
+ * errors, the scope each needs (`x-svc-scope` and a line of the description, from
+ * `ADMIN_ROUTE_SCOPES`), and the usual answers.
+ */
 import type { z } from 'zod';
 import type { ErrorCode } from '../errors';
 import type { Answer, Named, Operation, Parameter } from './operation';
+import { SCOPE_DESCRIPTIONS, routeScope, type OperatorScope } from '../scopes';
 import { BODY_ERRORS, EDGE_ERRORS } from './common';
 
-const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
+const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized', 'svc_forbidden_scope'];
 
 export interface AdminOp {
   path: string;
@@ -22,15 +27,26 @@ export interface AdminOp {
   errors?: readonly ErrorCode[];
 }
 
-/** An admin API operation: admin token, its errors, and the body errors when it takes a body. */
+/** The scope the admin route at OpenAPI `path` (`{param}`) needs; a route without one is a programming error. */
+export function scopeOf(method: Operation['method'], path: string): OperatorScope {
+  const scope = routeScope(method.toUpperCase(), path.replace(/\{([^}]+)\}/g, ':$1'));
+  if (scope === undefined) throw new Error(`${method.toUpperCase()} ${path} has no scope in ADMIN_ROUTE_SCOPES (protocol/operators.ts)`);
+  return scope;
+}
+
+/** An admin API operation: admin token, its scope, its errors, and the body errors when it takes a body. */
 export function admin(method: Operation['method'], op: AdminOp): Operation {
-  const { body, optionalBody, errors = [], ...rest } = op;
+  const { body, optionalBody, errors = [], description, ...rest } = op;
+  const scope = scopeOf(method, op.path);
+  const needs = `Scope: \`${scope}\` (${SCOPE_DESCRIPTIONS[scope]}); an operator's token without it gets 403 \`svc_forbidden_scope\`.`;
   return {
     method,
     security: ['adminToken'],
     ...rest,
+    description: description === undefined ? needs : `${description}\n\n${needs}`,
     ...(body ? { body: { schema: body, required: optionalBody !== true } } : {}),
     errors: [...AUTH_ERRORS, ...(body ? BODY_ERRORS : []), ...errors],
+    extensions: { 'x-svc-scope': scope },
   };
 }
 

@@ -37,9 +37,11 @@ import {
 } from '../admin';
 import { ApplicationView, DeliveryAttemptView } from '../applications';
 import { GatewayStatus, GatewayWeightChange, GatewaysView, SetGatewayWeightRequest, WaitRequest, WaitResult } from '../gateways';
+import { OperatorView } from '../operators';
 import { BalanceView, BatchView, PayoutLine, PoolView, SettlerStatus } from '../settlement';
 import { APPLICATION_OPERATIONS } from './admin-applications';
 import { MONEY_OPERATIONS } from './admin-money';
+import { OPERATOR_OPERATIONS } from './admin-operators';
 import { admin, created, ok } from './admin-op';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
@@ -225,10 +227,12 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   admin('get', {
     path: '/_admin/v1/audit',
     operationId: 'listAudit',
-    summary: 'The audit log, newest first',
+    summary: 'The audit log, newest first: who (operator and token id) did what, when',
+    description:
+      'Filters on the server: `operator` (the actor), `action` (exact, or a family: `keys` is `keys` and every `keys.…`), `since` (ISO 8601). Pass `next_cursor` back as `cursor` until it is null.',
     tag: 'changelog',
     query: AuditQuery,
-    answers: [ok('Entries', { AuditList })],
+    answers: [ok('Entries; follow `next_cursor` until it is null', { AuditList })],
   }),
   admin('get', {
     path: '/_admin/v1/status',
@@ -273,6 +277,7 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   }),
   ...APPLICATION_OPERATIONS,
   ...MONEY_OPERATIONS,
+  ...OPERATOR_OPERATIONS,
 ];
 
 /** Control's OpenAPI document: admin, sync and metrics on the control listener. */
@@ -281,7 +286,7 @@ export function adminDocument(): JsonObject {
     {
       title: 'svc control: admin and sync API',
       description:
-        "Control's listener ({control}, default http://127.0.0.1:7073): the admin API `svcctl` uses (`Authorization: Bearer <admin token>`), the sync API gateways use (sync token) and `/metrics` (metrics token); without the right token, 401 `svc_unauthorized`. Bodies are JSON with snake_case fields; every mutation answers with the state `version` it produced and is recorded in the audit log. Amounts are integer micro-units. " +
+        "Control's listener ({control}, default http://127.0.0.1:7073): the admin API `svcctl` uses (`Authorization: Bearer <token>`: root's, the bootstrap admin token with every scope, or an operator's `svc_op_…` token; each operation needs one scope, `x-svc-scope`, else 403 `svc_forbidden_scope`), the sync API gateways use (sync token) and `/metrics` (metrics token); without the right token, 401 `svc_unauthorized`. Bodies are JSON with snake_case fields; every mutation answers with the state `version` it produced and is recorded in the audit log. Amounts are integer micro-units. " +
         REQUEST_RULES,
       server: { description: 'control (default http://127.0.0.1:7073)' },
       tags: [
@@ -292,6 +297,7 @@ export function adminDocument(): JsonObject {
         { name: 'status', description: 'Control, gateways, propagation and this document' },
         { name: 'applications', description: 'Access applications (docs/design.md §8)' },
         { name: 'money', description: 'Settler, pool, ledger and payouts (docs/design.md §6)' },
+        { name: 'operators', description: 'Operators: named tokens with scopes' },
         { name: 'sync', description: 'Gateway ↔ control sync (docs/design.md §4)' },
         { name: 'metrics', description: 'Prometheus metrics' },
       ],
@@ -313,6 +319,7 @@ export function adminDocument(): JsonObject {
       PoolView,
       BalanceView,
       PayoutLine,
+      OperatorView,
     },
   );
 }

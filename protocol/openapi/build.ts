@@ -21,7 +21,11 @@ import type { DocumentSpec, HeaderName, JsonObject, Named, Operation, SchemeName
 export const API_VERSION = 'v1';
 
 const SCHEMES: Readonly<Record<SchemeName, { description: string; bearerFormat: string }>> = {
-  adminToken: { description: 'The admin token: `data/admin.token` or `SVC_ADMIN_TOKEN`.', bearerFormat: 'opaque token' },
+  adminToken: {
+    description:
+      "Root's token (the bootstrap admin token: `data/admin.token` or `SVC_ADMIN_TOKEN`; every scope) or an operator's (`svc_op_…`; its scopes).",
+    bearerFormat: 'opaque token',
+  },
   syncToken: { description: 'The sync token gateways use: `data/sync.token` or `SVC_SYNC_TOKEN`.', bearerFormat: 'opaque token' },
   metricsToken: { description: 'The metrics token: `data/metrics.token` or `SVC_METRICS_TOKEN`.', bearerFormat: 'opaque token' },
   betaKey: { description: 'A beta API key (`svc_beta_` + base58). Required while `beta_gate_enabled` is on.', bearerFormat: 'svc_beta_…' },
@@ -267,6 +271,7 @@ export class DocumentBuilder {
           }
         : {}),
       responses: sortedResponses,
+      ...(op.extensions ?? {}),
     };
   }
 

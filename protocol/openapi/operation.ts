@@ -74,6 +74,8 @@ export interface Operation {
   errors: readonly ErrorCode[];
   /** Problem answers also carry these headers (e.g. `Retry-After` on 503). */
   errorHeaders?: Partial<Record<ErrorCode, readonly HeaderName[]>>;
+  /** OpenAPI specification extensions (`x-…`) of the operation, e.g. the admin API's `x-svc-scope`. */
+  extensions?: Readonly<Record<`x-${string}`, unknown>>;
 }
 
 export interface DocumentSpec {

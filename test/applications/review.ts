@@ -96,7 +96,7 @@ forEachStore(t, (t, kind) => {
       t.match(body, {
         key_id: /^key_/,
         endpoints: ['alpha'],
-        application: { id: heavy, status: 'approved', key_id: body.key_id, decided_by: 'admin', answered_late: false },
+        application: { id: heavy, status: 'approved', key_id: body.key_id, decided_by: 'root', answered_late: false },
         delivery: {
           notifier: 'operator',
           status: 'shown_to_operator',
@@ -230,7 +230,7 @@ forEachStore(t, (t, kind) => {
       const app = added.json().application;
       t.match(app, {
         source: 'direct',
-        recorded_by: 'admin',
+        recorded_by: 'root',
         applicant_type: 'ai_agent',
         apis_paid: ['Amadeus', 'OpenAI'],
         feedback_opt_in: true,

@@ -1,7 +1,7 @@
 /**
- * Every admin route refuses a missing, wrong or malformed bearer token with one 401 shape,
- * before routing and before any change; with a valid token, unknown routes are 404 and
- * wrong methods 405 with Allow.
+ * Every admin route refuses a missing, wrong or malformed bearer token (an operator-shaped one
+ * nobody holds included) with one 401 shape, before routing and before any change; with a
+ * valid token, unknown routes are 404 and wrong methods 405 with Allow.
  */
 import t from 'tap';
 import { startTestControl, type TestControl } from '../fixtures/control';
@@ -32,6 +32,11 @@ const ROUTES: [string, string, unknown?][] = [
   ['POST', '/_admin/v1/sync/wait', { version: 1, timeout_ms: 0 }],
   ['GET', '/_admin/v1/gateways'],
   ['PUT', '/_admin/v1/gateways/gw-x/weight', { weight: 2 }],
+  ['GET', '/_admin/v1/operators'],
+  ['POST', '/_admin/v1/operators', { name: 'x', scopes: ['read'] }],
+  ['GET', '/_admin/v1/operators/x'],
+  ['POST', '/_admin/v1/operators/x/rotate', {}],
+  ['POST', '/_admin/v1/operators/x/revoke', {}],
   // Unknown routes are refused the same way: no token, no map of the API.
   ['GET', '/_admin/v1/nope'],
   ['GET', '/_admin/'],
@@ -63,6 +68,7 @@ forEachStore(t, (t, kind) => {
       ['Bearer with two words', `Bearer ${control.adminToken} extra`],
       ['right token with a suffix', `Bearer ${control.adminToken}x`],
       ['a prefix of the right token', `Bearer ${control.adminToken.slice(0, -1)}`],
+      ['an operator-shaped token nobody holds', `Bearer svc_op_${'x'.repeat(44)}`],
     ];
     for (const [method, path, body] of ROUTES) {
       for (const [label, authorization] of credentials) {
@@ -87,6 +93,12 @@ forEachStore(t, (t, kind) => {
     t.equal(flag.body.value, false, 'the flag was not set');
     const changelog = await control.admin('GET', '/_admin/v1/changelog');
     t.same(changelog.body.entries, [], 'no changelog entry');
+    const operators = await control.admin('GET', '/_admin/v1/operators');
+    t.same(
+      operators.body.operators.map((o: { name: string }) => o.name),
+      ['root'],
+      'no operator was added',
+    );
     const audit = await control.admin('GET', '/_admin/v1/audit');
     t.same(
       audit.body.entries.filter((e: { actor: string }) => e.actor !== 'control'),

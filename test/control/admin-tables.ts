@@ -111,16 +111,32 @@ forEachStore(t, (t, kind) => {
     const store = await open(t);
     await store.audit.record(NOW, 'ops', 'direct.write', null);
     await store.mutate(
-      { actor: 'admin', now: NOW + 1 },
+      { actor: 'alice', tokenId: 'opt_a', now: NOW + 1 },
       { action: 'flags.set', target: 'maintenance_mode', detail: { value: true } },
-      (tx) => tx.flags.set('maintenance_mode', true, NOW + 1, 'admin', null),
+      (tx) => tx.flags.set('maintenance_mode', true, NOW + 1, 'alice', null),
     );
     const entries = await store.audit.list();
     t.same(
       entries.map(({ id: _id, ...e }) => e),
       [
-        { at: new Date(NOW + 1).toISOString(), actor: 'admin', action: 'flags.set', target: 'maintenance_mode', detail: { value: true } },
-        { at: new Date(NOW).toISOString(), actor: 'ops', action: 'direct.write', target: null, detail: {} },
+        {
+          at: new Date(NOW + 1).toISOString(),
+          actor: 'alice',
+          token_id: 'opt_a',
+          approved_by: null,
+          action: 'flags.set',
+          target: 'maintenance_mode',
+          detail: { value: true },
+        },
+        {
+          at: new Date(NOW).toISOString(),
+          actor: 'ops',
+          token_id: null,
+          approved_by: null,
+          action: 'direct.write',
+          target: null,
+          detail: {},
+        },
       ],
     );
     t.ok(entries[0]!.id > entries[1]!.id, 'ids grow');

@@ -107,7 +107,9 @@ t.test('SVC_ADMIN_TOKEN replaces the token file', async (t) => {
 
   const ok = await control.admin('POST', '/_admin/v1/changelog', { text: 'hello' });
   t.equal(ok.status, 201, 'the configured token is accepted');
-  t.equal(ok.body.author, 'admin-env', 'and named as coming from the environment');
+  t.equal(ok.body.author, 'root', 'made by root');
+  const audit = await control.admin('GET', '/_admin/v1/audit?action=changelog.add');
+  t.equal(audit.body.entries[0]?.token_id, 'root-env', 'with the token from the environment, as the audit log says');
   t.match(logs.text(), 'control ready', 'start-up was logged');
   t.notOk(logs.text().includes(token), 'the token is not logged');
 });

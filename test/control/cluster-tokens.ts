@@ -44,7 +44,7 @@ if (!skipWithoutPostgres(t)) {
     const ok = await second.admin('GET', '/_admin/v1/status', undefined, first.adminToken);
     t.equal(ok.status, 200, "the first control's admin token works on the second");
     const change = await second.admin('POST', '/_admin/v1/changelog', { text: 'through the second' }, first.adminToken);
-    t.equal(change.body.author, 'admin', 'named the admin token in the audit trail');
+    t.equal(change.body.author, 'root', 'named root, the admin token’s operator, in the audit trail');
     const metrics = await second.request(`${second.urls.control}/metrics`, {
       headers: { authorization: `Bearer ${boot.metricsToken.token}` },
     });

@@ -28,7 +28,7 @@ forEachStore(t, (t, kind) => {
     t.equal(set.body.value, true);
     t.equal(set.body.changed, true);
     t.equal(set.body.note, 'beta opens today');
-    t.equal(set.body.updated_by, 'admin');
+    t.equal(set.body.updated_by, 'root');
     t.equal(set.body.updated_at, new Date(clock.now()).toISOString());
     t.equal(set.body.version, before.body.version + 1, 'bumps the state version by one');
     t.type(set.body.changelog_id, 'number');
@@ -41,7 +41,7 @@ forEachStore(t, (t, kind) => {
     t.equal(entry.kind, 'flag');
     t.equal(entry.flag, 'beta_gate_enabled');
     t.equal(entry.value, true);
-    t.equal(entry.author, 'admin');
+    t.equal(entry.author, 'root');
     t.match(entry.text, 'beta opens today', 'the text carries the note');
     t.match(entry.text, /beta_gate_enabled.*on/, 'and says what changed');
 
@@ -107,7 +107,7 @@ forEachStore(t, (t, kind) => {
     t.equal(first.status, 201);
     t.equal(first.body.kind, 'notice');
     t.equal(first.body.text, 'first notice');
-    t.equal(first.body.author, 'admin');
+    t.equal(first.body.author, 'root');
     t.equal(first.body.flag, null);
     t.equal(first.body.value, null);
     t.equal(first.body.at, new Date(clock.now()).toISOString());

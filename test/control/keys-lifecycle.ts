@@ -384,8 +384,8 @@ forEachStore(t, (t, kind) => {
       'one entry per change (the no-op second revoke adds none)',
     );
     t.ok(
-      keyEntries.every((e: { actor: string }) => e.actor === 'admin'),
-      'actor is admin',
+      keyEntries.every((e: { actor: string; token_id: string }) => e.actor === 'root' && e.token_id === 'root'),
+      'actor is root, with the data dir’s admin token',
     );
     const ids = audit.body.entries.map((e: { id: number }) => e.id);
     t.same(

@@ -91,10 +91,13 @@ if (!skipWithoutPostgres(t)) {
       `SELECT name, value FROM meta ORDER BY name`,
       `SELECT name, value, updated_by, note FROM flags ORDER BY name`,
       `SELECT account, balance FROM account_balances ORDER BY account`,
+      `SELECT name, scopes, expires_at, revoked_at, last_used_at FROM operators ORDER BY name`,
     ];
     for (const sql of seeds) t.same((await pool.query(sql)).rows, db.prepare(sql).all(), sql);
     const [flag] = (await pool.query(`SELECT updated_at FROM flags LIMIT 1`)).rows as { updated_at: number }[];
     t.ok(Math.abs(flag!.updated_at - Date.now()) < 600_000, 'flags are seeded with the migration time in ms');
+    const [root] = (await pool.query(`SELECT created_at FROM operators WHERE name = 'root'`)).rows as { created_at: number }[];
+    t.ok(Math.abs(root!.created_at - Date.now()) < 600_000, 'so is root, the bootstrap admin token’s operator');
   });
 
   t.test('the same statements are refused, and accepted', async (t) => {

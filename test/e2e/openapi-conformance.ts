@@ -118,6 +118,26 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('POST', '/_admin/v1/changelog', { text: 'Conformance run' }), 201, 'changelog add');
   expect(await admin('GET', '/_admin/v1/changelog?limit=5'), 200, 'changelog list');
   expect(await admin('GET', '/_admin/v1/audit?limit=5'), 200, 'audit list');
+  const operator = await admin('POST', '/_admin/v1/operators', { name: 'conformance', scopes: ['read', 'keys'] });
+  expect(operator, 201, 'operators add');
+  expect(await admin('POST', '/_admin/v1/operators', { name: 'conformance', scopes: ['read'] }), 409, 'operators add again');
+  expect(await admin('POST', '/_admin/v1/operators', { name: 'root', scopes: ['read'] }), 400, 'operators add root');
+  expect(await admin('GET', '/_admin/v1/operators'), 200, 'operators list');
+  expect(await admin('GET', '/_admin/v1/operators/conformance'), 200, 'operators show');
+  expect(await admin('GET', '/_admin/v1/operators/nobody'), 404, 'operators show unknown');
+  expect(
+    await request(control, '/_admin/v1/flags/maintenance_mode', {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${operator.body.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: true }),
+    }),
+    403,
+    'a scope the operator lacks',
+  );
+  expect(await admin('POST', '/_admin/v1/operators/conformance/rotate', { grace_seconds: 60 }), 200, 'operators rotate');
+  expect(await admin('POST', '/_admin/v1/operators/conformance/revoke'), 200, 'operators revoke');
+  expect(await admin('POST', '/_admin/v1/operators/root/revoke'), 409, 'operators revoke root, the last who manages operators');
+  expect(await admin('GET', '/_admin/v1/audit?operator=root&action=operators&limit=1'), 200, 'audit list, filtered');
   expect(await admin('GET', '/_admin/v1/status'), 200, 'status');
   expect(await admin('GET', '/_admin/v1/gateways'), 200, 'gateways');
   expect(await admin('PUT', `/_admin/v1/gateways/${stack.gatewayIds[0]}/weight`, { weight: 1 }), 200, 'gateway weight');

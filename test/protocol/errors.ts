@@ -15,7 +15,7 @@ import {
   problem,
 } from '../../protocol/errors';
 
-/** docs/design.md §9 (and the codes §11 added), in order, with the status each code is sent with (docs/design.md §3, §7, §9). */
+/** docs/design.md §9 (and the codes §11 and the operators' scopes added), in order, with the status each code is sent with (docs/design.md §3, §7, §9). */
 const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_auth_not_in_beta', 403],
   ['svc_endpoint_not_granted', 403],
@@ -32,6 +32,7 @@ const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_maintenance', 503],
   ['svc_gateway_not_ready', 503],
   ['svc_unauthorized', 401],
+  ['svc_forbidden_scope', 403],
   ['svc_not_found', 404],
   ['svc_conflict', 409],
   ['svc_not_settled', 409],

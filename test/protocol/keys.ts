@@ -6,6 +6,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { BASE58_ALPHABET } from '../../protocol/base58';
 import { KEY_PREFIX, generateKey, hashKey, isWellFormedKey, keyStub, newId, redactKeys } from '../../protocol/keys';
+import { generateOperatorToken, hashOperatorToken, operatorTokenStub } from '../../protocol/operator-token';
 
 const BODY = /^[1-9A-HJ-NP-Za-km-z]+$/;
 
@@ -73,6 +74,16 @@ t.test('display stub and redaction', async (t) => {
   t.equal(redacted, `issued ${stub}… and "${keyStub(other)}…", auth=Bearer ${stub}….`);
   t.equal(redactKeys('nothing secret here'), 'nothing secret here', 'text without keys is unchanged');
   t.equal(redactKeys('svc_beta_abc'), 'svc_beta_abc', 'too short to be a key: unchanged');
+
+  const token = generateOperatorToken();
+  t.match(token, /^svc_op_[1-9A-HJ-NP-Za-km-z]{32,44}$/, "an operator's token: svc_op_ and base58 of 32 bytes");
+  t.equal(
+    redactKeys(`Bearer ${token} and ${key}`),
+    `Bearer ${operatorTokenStub(token)}… and ${stub}…`,
+    'operator tokens are cut to their stub too',
+  );
+  t.equal(operatorTokenStub(token), token.slice(0, 'svc_op_'.length + 4));
+  t.equal(hashOperatorToken(token), createHash('sha256').update(token).digest('hex'), 'hashed whole, prefix included');
 });
 
 t.test('opaque ids', async (t) => {

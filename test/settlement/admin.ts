@@ -58,8 +58,8 @@ forEachStore(t, (t, kind) => {
     t.same(
       audit.map((e) => [e.actor, e.detail.amount]),
       [
-        ['admin', 250],
-        ['admin', 12_500_000],
+        ['root', 250],
+        ['root', 12_500_000],
       ],
       'funding is audited',
     );

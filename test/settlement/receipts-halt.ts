@@ -165,7 +165,7 @@ t.test('a rewritten newest batch without its receipt halts the settler until an 
   t.not(view.receipt.root, saved.root, 'the rewritten batch has another root than the receipt saved before');
   t.not(view.receipt.refunds, saved.refunds);
   const audit = (await control.admin('GET', '/_admin/v1/audit')).body.entries[0];
-  t.match(audit, { action: 'receipts.reissue', target: String(batch), actor: 'admin', detail: { kid: saved.kid } });
+  t.match(audit, { action: 'receipts.reissue', target: String(batch), actor: 'root', detail: { kid: saved.kid } });
   const changelog = (await control.request(`${control.urls.api}/api/v1/changelog`, { headers: { 'user-agent': SDK_UA } })).body.entries[0];
   t.equal(changelog.id, view.changelog_id);
   t.match(changelog.text, new RegExp(`^Settlement batch ${batch} had no receipt in the database; the operators signed it again`));

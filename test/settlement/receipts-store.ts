@@ -297,7 +297,7 @@ t.test('after the backfill, a batch that lost its receipt is not signed on open:
     t.match(await settler.status(), { state: 'halted', halted: { batch: made, batches_without_receipt: 1 } });
     await store.outcomes.ingest(records(10, 500), T0);
     await t.rejects(settler.runOnce(), SettlerHaltedError, 'run-once refused');
-    await t.rejects(settler.resume('test'), SettlerHaltedError, 'resume refused');
+    await t.rejects(settler.resume({ actor: 'test' }), SettlerHaltedError, 'resume refused');
     t.equal((await store.settlement.backlog()).count, 10, 'nothing settled');
   });
 });
@@ -312,8 +312,11 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   // newest batch's receipt deleted.
   const db = new Database(path);
   db.exec(`DELETE FROM meta WHERE name = '${BACKFILLED_META}'`);
-  // And nothing of the migrations after 14 (15: the gateways' control and engine).
+  // And nothing of the migrations after 14 (15: the gateways' control and engine; 16: operators,
+  // their tokens, the audit log's token and approver).
   db.exec(`ALTER TABLE gateways DROP COLUMN control_id; ALTER TABLE gateways DROP COLUMN engine`);
+  db.exec(`DROP TABLE operator_tokens; DROP TABLE operators`);
+  db.exec(`ALTER TABLE audit_log DROP COLUMN token_id; ALTER TABLE audit_log DROP COLUMN approved_by`);
   db.pragma('user_version = 13');
   db.close();
   await deleteNewestReceipt(at);

@@ -82,9 +82,9 @@ forEachStore(t, (t, kind) => {
 
     const audit = await store.audit.list(50);
     const actions = audit.map((e) => `${e.actor}:${e.action}`);
-    t.ok(actions.includes('admin:settler.pause'), 'pause audited');
-    t.ok(actions.includes('admin:settler.resume'), 'resume audited');
-    t.ok(actions.includes('admin:settler.run_once'), 'run-once audited');
+    t.ok(actions.includes('root:settler.pause'), 'pause audited');
+    t.ok(actions.includes('root:settler.resume'), 'resume audited');
+    t.ok(actions.includes('root:settler.run_once'), 'run-once audited');
     const run = audit.find((e) => e.action === 'settler.run_once' && (e.detail.calls as number) === 2);
     t.ok(run, 'with what it settled');
     // Who wrote a ledger entry is in no store read: asked of the database itself (SQLite's file).

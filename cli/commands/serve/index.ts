@@ -2,8 +2,25 @@
  * The commands that run processes: `svcctl serve control`, `svcctl serve gateway` (one role in
  * this process) and `svcctl up` (control and a gateway as two child processes).
  */
+import type { Config } from '../../../config/load';
 import { GATEWAY_ENGINES } from '../../../protocol/engines';
+import { OPERATOR_TOKEN_PREFIX, isOperatorTokenShaped } from '../../../protocol/operator-token';
+import { UsageError } from '../../exit-codes';
 import { lazy, type GroupSpec, type OptionSpec, type ProcessSpec } from '../../register';
+
+/**
+ * On control, `SVC_ADMIN_TOKEN` (the `adminToken` setting) is root's token. An operator's token
+ * there is refused (exit 2): an operator's environment, set up to run svcctl, must never become
+ * root's token, with every scope, when the same shell starts control.
+ */
+export function refuseOperatorRootToken(config: Readonly<Config>): Readonly<Config> {
+  if (config.adminToken !== undefined && isOperatorTokenShaped(config.adminToken)) {
+    throw new UsageError(
+      `SVC_ADMIN_TOKEN (adminToken) holds an operator's token (${OPERATOR_TOKEN_PREFIX}…), but on control it sets root's token; unset it to use the data dir's admin.token (operators pass theirs to svcctl commands with --token-file)`,
+    );
+  }
+  return config;
+}
 
 const PORT_OPTIONS: readonly OptionSpec[] = [
   { flags: '--host <host>', description: 'bind address (SVC_HOST)' },
@@ -41,7 +58,7 @@ export const serve: GroupSpec = {
         { flags: '--json', description: "once ready, print one JSON object with the listeners' URLs" },
       ],
       action: async (o, ctx) => {
-        const config = ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl });
+        const config = refuseOperatorRootToken(ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl }));
         const { run } = lazy<typeof import('./control.js')>(__dirname, 'control');
         return run({ config, json: o.json === true }, { out: ctx.out() });
       },
@@ -81,7 +98,8 @@ export const up: ProcessSpec = {
     { flags: '--json', description: 'once ready, print one JSON object with the four URLs and the pids' },
   ],
   action: async (o, ctx) => {
-    const config = ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl, 'gateway.engine': o.engine }); // fail fast on bad settings
+    // Fail fast on bad settings, and on an operator's token where root's belongs.
+    const config = refuseOperatorRootToken(ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl, 'gateway.engine': o.engine }));
     // Each child gets the global options and the flags that concern its role.
     const g = ctx.globals();
     const common: string[] = [];

@@ -92,6 +92,7 @@ export class PgStore implements Store {
   readonly endpoints;
   readonly changelog;
   readonly audit;
+  readonly operators;
   readonly gateways;
   readonly outcomes;
   readonly rollups;
@@ -120,6 +121,7 @@ export class PgStore implements Store {
     this.endpoints = outside.endpoints;
     this.changelog = outside.changelog;
     this.audit = outside.audit;
+    this.operators = outside.operators;
     this.gateways = outside.gateways;
     this.outcomes = outside.outcomes;
     this.rollups = outside.rollups;
@@ -210,7 +212,7 @@ export class PgStore implements Store {
     const out = await this.conn.tx(async (conn) => {
       const tx = this.tables(conn);
       const result = await fn(tx);
-      await tx.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {});
+      await tx.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
       let version: number;
       if (audit.changes && audit.changes.length > 0) {
         version = (await conn.value<number>(Q.bump))!;

@@ -31,6 +31,8 @@ export const SVC_MAINTENANCE = 'svc_maintenance';
 export const SVC_GATEWAY_NOT_READY = 'svc_gateway_not_ready';
 /** 401 Unauthorized. */
 export const SVC_UNAUTHORIZED = 'svc_unauthorized';
+/** 403 Scope missing. */
+export const SVC_FORBIDDEN_SCOPE = 'svc_forbidden_scope';
 /** 404 Not found. */
 export const SVC_NOT_FOUND = 'svc_not_found';
 /** 409 Conflict. */
@@ -59,6 +61,7 @@ export const ERROR_CODES = [
   SVC_MAINTENANCE,
   SVC_GATEWAY_NOT_READY,
   SVC_UNAUTHORIZED,
+  SVC_FORBIDDEN_SCOPE,
   SVC_NOT_FOUND,
   SVC_CONFLICT,
   SVC_NOT_SETTLED,
@@ -86,6 +89,7 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: { readonly status: nu
   svc_maintenance: { status: 503, title: 'Maintenance' },
   svc_gateway_not_ready: { status: 503, title: 'Gateway not ready' },
   svc_unauthorized: { status: 401, title: 'Unauthorized' },
+  svc_forbidden_scope: { status: 403, title: 'Scope missing' },
   svc_not_found: { status: 404, title: 'Not found' },
   svc_conflict: { status: 409, title: 'Conflict' },
   svc_not_settled: { status: 409, title: 'Not settled' },

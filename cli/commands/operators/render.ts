@@ -1,0 +1,31 @@
+/** How `svcctl operators` prints operators and a new token. */
+import type { IssuedOperatorToken, OperatorView } from '../../../protocol/operators';
+import type { Output } from '../../output';
+import { table } from '../../output';
+
+export function operatorsTable(operators: readonly OperatorView[]): string {
+  return table(
+    ['NAME', 'SCOPES', 'STATUS', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED', 'TOKENS'],
+    operators.map((o) => [
+      o.name,
+      o.scopes.join(','),
+      o.status,
+      o.created_at,
+      o.last_used_at ?? '-',
+      o.expires_at ?? 'never',
+      o.revoked_at ?? '-',
+      o.tokens.map((t) => (t.expires_at === null ? t.token_id : `${t.token_id} (until ${t.expires_at})`)).join(', ') || '-',
+    ]),
+  );
+}
+
+/** The token, shown once, and how to use it. */
+export function tokenLines(out: Output, issued: IssuedOperatorToken): void {
+  out.line();
+  out.line(`  ${issued.token}`);
+  out.line();
+  out.line(`token id   ${issued.token_id}`);
+  out.line(`scopes     ${issued.scopes.join(', ')}`);
+  out.line(`expires    ${issued.expires_at ?? 'never'}`);
+  out.line(`Use it with svcctl --token-file FILE (a file holding only the token, mode 0600) or SVC_ADMIN_TOKEN.`);
+}

@@ -1,0 +1,213 @@
+/**
+ * Operators and their tokens (migration 16). Only the SHA-256 (hex) of a token is stored, and no
+ * statement here reads it back: a token is found by its digest, the way a request presents it.
+ * The non-SQL rules (status, scopes, the view) are here too, shared with the PostgreSQL store.
+ */
+import type Database from 'better-sqlite3';
+import type { Db } from './db';
+import {
+  OPERATOR_SCOPES,
+  ROOT_OPERATOR,
+  ROOT_TOKEN_ID,
+  type OperatorScope,
+  type OperatorStatus,
+  type OperatorTokenView,
+  type OperatorView,
+} from '../../protocol/operators';
+
+export interface OperatorRow {
+  name: string;
+  /** JSON array of scope names; root's is `["*"]`, every scope. */
+  scopes: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+/** A token as stored, without its digest. */
+export interface OperatorTokenRow {
+  token_id: string;
+  operator: string;
+  created_at: number;
+  /** Null while it lives as long as its operator. */
+  expires_at: number | null;
+}
+
+/** What a presented token's digest finds: the token and its operator. */
+export interface TokenOwner {
+  token: OperatorTokenRow;
+  operator: OperatorRow;
+}
+
+export interface NewOperator {
+  name: string;
+  scopes: readonly OperatorScope[];
+  created_at: number;
+  expires_at: number | null;
+}
+
+export interface NewOperatorToken {
+  token_id: string;
+  operator: string;
+  /** Hex SHA-256 of the token. */
+  sha256: string;
+  created_at: number;
+}
+
+/**
+ * How often an operator's `last_used_at` is written at most: a token that opens the admin API
+ * every second costs one write a minute, not one per request. @default 60000
+ */
+export const LAST_USED_EVERY_MS = 60_000;
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The scopes an operator holds: every scope for root (`*`), in the catalogue's order. */
+export function operatorScopes(row: Pick<OperatorRow, 'scopes'>): OperatorScope[] {
+  const stored = JSON.parse(row.scopes) as string[];
+  if (stored.includes('*')) return [...OPERATOR_SCOPES];
+  return OPERATOR_SCOPES.filter((scope) => stored.includes(scope));
+}
+
+/** The scopes as stored: known ones, once each, in the catalogue's order. */
+export const storedScopes = (scopes: readonly OperatorScope[]): string => JSON.stringify(OPERATOR_SCOPES.filter((s) => scopes.includes(s)));
+
+export function operatorStatus(row: Pick<OperatorRow, 'expires_at' | 'revoked_at'>, now: number): OperatorStatus {
+  if (row.revoked_at !== null) return 'revoked';
+  if (row.expires_at !== null && row.expires_at <= now) return 'expired';
+  return 'active';
+}
+
+/** Whether a token works at `now` (its operator aside). */
+export const tokenLive = (token: Pick<OperatorTokenRow, 'expires_at'>, now: number): boolean =>
+  token.expires_at === null || token.expires_at > now;
+
+/** Root's one token, as the operator list shows it: the bootstrap admin token, made with the install. */
+const rootToken = (row: OperatorRow): OperatorTokenView => ({
+  token_id: ROOT_TOKEN_ID,
+  created_at: iso(row.created_at)!,
+  expires_at: null,
+});
+
+/** An operator as the admin API shows it, with its tokens that work at `now` (none once it is revoked or expired). */
+export function operatorView(row: OperatorRow, tokens: readonly OperatorTokenRow[], now: number): OperatorView {
+  const status = operatorStatus(row, now);
+  const live =
+    status !== 'active'
+      ? []
+      : row.name === ROOT_OPERATOR
+        ? [rootToken(row)]
+        : tokens
+            .filter((t) => tokenLive(t, now))
+            .map((t) => ({ token_id: t.token_id, created_at: iso(t.created_at)!, expires_at: iso(t.expires_at) }));
+  return {
+    name: row.name,
+    scopes: operatorScopes(row),
+    status,
+    created_at: iso(row.created_at)!,
+    expires_at: iso(row.expires_at),
+    revoked_at: iso(row.revoked_at),
+    last_used_at: iso(row.last_used_at),
+    tokens: live,
+  };
+}
+
+/** Statements' parameters for a new operator. */
+export const newOperatorParams = (op: NewOperator) => ({
+  name: op.name,
+  scopes: storedScopes(op.scopes),
+  created_at: op.created_at,
+  expires_at: op.expires_at,
+});
+
+/** The columns of a token, its digest left out. */
+export const TOKEN_COLUMNS = 'token_id, operator, created_at, expires_at';
+
+/** A joined row of `byTokenHash` split into the token and its operator. */
+export interface OwnerRow extends OperatorRow {
+  token_id: string;
+  token_created_at: number;
+  token_expires_at: number | null;
+}
+export const ownerOf = (row: OwnerRow): TokenOwner => ({
+  token: { token_id: row.token_id, operator: row.name, created_at: row.token_created_at, expires_at: row.token_expires_at },
+  operator: {
+    name: row.name,
+    scopes: row.scopes,
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+    revoked_at: row.revoked_at,
+    last_used_at: row.last_used_at,
+  },
+});
+
+/** The SQL both stores share (no dialect differences in these statements). */
+export const OPERATOR_SQL = {
+  insert: `INSERT INTO operators (name, scopes, created_at, expires_at) VALUES (@name, @scopes, @created_at, @expires_at)`,
+  insertToken: `INSERT INTO operator_tokens (token_id, operator, sha256, created_at, expires_at) VALUES (@token_id, @operator, @sha256, @created_at, NULL)`,
+  byName: `SELECT * FROM operators WHERE name = ?`,
+  list: `SELECT * FROM operators ORDER BY name = 'root' DESC, name`,
+  tokens: `SELECT ${TOKEN_COLUMNS} FROM operator_tokens ORDER BY operator, created_at, token_id`,
+  tokensOf: `SELECT ${TOKEN_COLUMNS} FROM operator_tokens WHERE operator = ? ORDER BY created_at, token_id`,
+  byTokenHash: `SELECT o.*, t.token_id, t.created_at AS token_created_at, t.expires_at AS token_expires_at
+                FROM operator_tokens t JOIN operators o ON o.name = t.operator WHERE t.sha256 = ?`,
+  // Never extends a token already counting down (a second rotation keeps the first one's grace).
+  expireTokens: `UPDATE operator_tokens SET expires_at = @until WHERE operator = @name AND (expires_at IS NULL OR expires_at > @until)`,
+  revoke: `UPDATE operators SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL`,
+  touch: `UPDATE operators SET last_used_at = @now WHERE name = @name AND (last_used_at IS NULL OR last_used_at <= @before)`,
+} as const;
+
+export class OperatorsTable {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    this.stmts = Object.fromEntries(Object.entries(OPERATOR_SQL).map(([name, text]) => [name, db.prepare(text)])) as Record<
+      keyof typeof OPERATOR_SQL,
+      Database.Statement
+    >;
+  }
+
+  insert(op: NewOperator): void {
+    this.stmts.insert.run(newOperatorParams(op));
+  }
+
+  addToken(token: NewOperatorToken): void {
+    this.stmts.insertToken.run(token);
+  }
+
+  byName(name: string): OperatorRow | undefined {
+    return this.stmts.byName.get(name) as OperatorRow | undefined;
+  }
+
+  /** Every operator, root first, then by name. */
+  list(): OperatorRow[] {
+    return this.stmts.list.all() as OperatorRow[];
+  }
+
+  /** Every token of every operator (for the list), or of one. */
+  tokens(name?: string): OperatorTokenRow[] {
+    return (name === undefined ? this.stmts.tokens.all() : this.stmts.tokensOf.all(name)) as OperatorTokenRow[];
+  }
+
+  /** The token whose SHA-256 (hex) is `sha256`, with its operator; found whatever their state. */
+  byTokenHash(sha256: string): TokenOwner | undefined {
+    const row = this.stmts.byTokenHash.get(sha256) as OwnerRow | undefined;
+    return row && ownerOf(row);
+  }
+
+  /** The operator's tokens that would work past `until` stop then (now: at once; later: a rotation's grace). */
+  expireTokens(name: string, until: number): void {
+    this.stmts.expireTokens.run({ name, until });
+  }
+
+  /** Whether this revoked the operator (false: it already was, or does not exist). */
+  revoke(name: string, now: number): boolean {
+    return this.stmts.revoke.run(now, name).changes === 1;
+  }
+
+  /** Record a use at `now`, unless one was recorded in the last {@link LAST_USED_EVERY_MS}. */
+  touch(name: string, now: number): void {
+    this.stmts.touch.run({ name, now, before: now - LAST_USED_EVERY_MS });
+  }
+}
