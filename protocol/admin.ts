@@ -27,6 +27,13 @@ export const ExpiresInSeconds = z
   .min(1)
   .max(10 * 365 * 86400);
 
+/** How long the secrets a rotation replaces keep working, seconds (keys and operator tokens alike). */
+export const GraceSeconds = z
+  .number()
+  .int()
+  .min(0)
+  .max(30 * 86400);
+
 export const EndpointFields = z.object({
   upstream: UpstreamUrl,
   /** Shown on the public pages beside the provider's opaque id; null removes it. */
@@ -108,12 +115,7 @@ export type IssueKeyRequest = z.infer<typeof IssueKeyRequest>;
 
 export const RotateKeyRequest = z
   .object({
-    grace_seconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(30 * 86400)
-      .optional(),
+    grace_seconds: GraceSeconds.optional(),
   })
   .strict();
 

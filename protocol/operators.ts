@@ -11,7 +11,7 @@
  * `read`; a write needs the scope of what it changes.
  */
 import { z } from 'zod';
-import { ExpiresInSeconds } from './admin';
+import { ExpiresInSeconds, GraceSeconds } from './admin';
 import { OPERATOR_SCOPES } from './scopes';
 import { IsoTime } from './wire';
 
@@ -58,13 +58,7 @@ export type AddOperatorRequest = z.infer<typeof AddOperatorRequest>;
 
 export const RotateOperatorRequest = z
   .object({
-    grace_seconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(30 * 86400)
-      .optional()
-      .describe('how long the tokens it replaces keep working (default 0: they stop at once)'),
+    grace_seconds: GraceSeconds.optional().describe('how long the tokens it replaces keep working (default 0: they stop at once)'),
   })
   .strict();
 export type RotateOperatorRequest = z.infer<typeof RotateOperatorRequest>;
