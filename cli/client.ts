@@ -49,6 +49,11 @@ export class AdminClient {
   }
 
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return (await this.send<T>(method, path, body)).body;
+  }
+
+  /** Like {@link request}, with the status of the answer (a money action answers 202 when it waits for a second operator). */
+  async send<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
     if (this.token === null) {
       throw new CliError('no admin token: set SVC_ADMIN_TOKEN or point --data-dir at the data dir holding admin.token');
     }
@@ -78,6 +83,6 @@ export class AdminClient {
       if (problem.success) throw new ApiError(problem.data);
       throw new CliError(`control at ${this.baseUrl} answered ${res.status} ${res.statusText}`);
     }
-    return parsed as T;
+    return { status: res.status, body: parsed as T };
   }
 }

@@ -79,6 +79,9 @@ export const DEFAULT_SETTLER_BATCH_CAP = 1_000;
  */
 export const DEFAULT_SETTLER_LEASE_S = 10;
 
+/** Operators who must agree on a money action: 1 (the one asking acts), or 2 (a second one approves). */
+export const DEFAULT_MONEY_APPROVALS = 1;
+
 export const DEFAULT_ROTATE_GRACE_S = 24 * 3600;
 export const DEFAULT_LOG_LEVEL = 'info';
 

@@ -149,6 +149,18 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    money: z
+      .object({
+        approvals: z
+          .number()
+          .int()
+          .min(1)
+          .max(2)
+          .default(D.DEFAULT_MONEY_APPROVALS)
+          .describe('1 (one operator funds the pool, marks payouts paid, rotates the receipt key) or 2 (a second operator approves each)'),
+      })
+      .strict()
+      .prefault({}),
     applications: z
       .object({
         notifier: z

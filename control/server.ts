@@ -19,6 +19,7 @@ import { registerFlagRoutes } from './admin/flags';
 import { registerKeyRoutes } from './admin/keys';
 import { registerLedgerRoutes } from './admin/ledger';
 import { registerOperatorRoutes } from './admin/operators';
+import { registerApprovalRoutes } from './admin/approvals';
 import { registerOpenApiRoute } from './admin/openapi';
 import { registerReceiptAdminRoutes } from './admin/receipts';
 import { registerSettlerRoutes } from './admin/settler';
@@ -141,6 +142,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   registerLedgerRoutes(admin, ctx);
   registerReceiptAdminRoutes(admin, ctx, settler);
   registerOperatorRoutes(admin, ctx);
+  registerApprovalRoutes(admin, ctx);
   registerOpenApiRoute(admin);
 
   const sync = new Router();

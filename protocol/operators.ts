@@ -15,7 +15,7 @@ import { ExpiresInSeconds, GraceSeconds } from './admin';
 import { OPERATOR_SCOPES } from './scopes';
 import { IsoTime } from './wire';
 
-export { ADMIN_ROUTE_SCOPES, OPERATOR_SCOPES, SCOPE_DESCRIPTIONS, routeScope, type OperatorScope } from './scopes';
+export { ACTION_SCOPED_ROUTES, ADMIN_ROUTE_SCOPES, OPERATOR_SCOPES, SCOPE_DESCRIPTIONS, routeScope, type OperatorScope } from './scopes';
 export {
   OPERATOR_TOKEN_PREFIX,
   generateOperatorToken,

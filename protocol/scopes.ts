@@ -85,6 +85,21 @@ export const ADMIN_ROUTE_SCOPES: Readonly<Record<string, OperatorScope>> = {
   'POST /_admin/v1/operators': 'operators',
   'POST /_admin/v1/operators/:name/revoke': 'operators',
   'POST /_admin/v1/operators/:name/rotate': 'operators',
+  'GET /_admin/v1/approvals': 'read',
+  'GET /_admin/v1/approvals/:id': 'read',
+  'POST /_admin/v1/approvals/:id/approve': 'money',
+  'POST /_admin/v1/approvals/:id/reject': 'money',
+};
+
+/**
+ * Routes whose table scope stands for the scope of what they act on: approving or rejecting a
+ * money action needs that action's own scope (`money`, or `receipts` for a receipt key
+ * rotation: protocol/approvals.ts), checked by the route once it has read the request. Before
+ * that, the listener lets through an operator holding any scope a money action needs.
+ */
+export const ACTION_SCOPED_ROUTES: Readonly<Record<string, readonly OperatorScope[]>> = {
+  'POST /_admin/v1/approvals/:id/approve': ['money', 'receipts'],
+  'POST /_admin/v1/approvals/:id/reject': ['money', 'receipts'],
 };
 
 /** The scope an admin route needs (`method` upper case, `pattern` with `:param`s), or undefined for a route the table lacks. */

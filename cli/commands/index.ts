@@ -5,6 +5,7 @@
  */
 import { lazy, leaf, type CommandSpec } from '../register';
 import { applications } from './applications/index';
+import { approvals } from './approvals/index';
 import { audit } from './audit/index';
 import { changelog } from './changelog/index';
 import { endpoints } from './endpoints/index';
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   payouts,
   gateways,
   operators,
+  approvals,
   leaf({
     name: 'status',
     description: 'control, flags, counts and gateways',

@@ -16,6 +16,7 @@ import type { IncomingMessage } from 'node:http';
 import { SvcError } from '../../protocol/errors';
 import type { Logger } from '../../protocol/log';
 import {
+  ACTION_SCOPED_ROUTES,
   OPERATOR_SCOPES,
   ROOT_OPERATOR,
   hashOperatorToken,
@@ -121,6 +122,8 @@ export class AdminAuth {
   authorize(operator: Operator, route: MatchedRoute): void {
     const scope = routeScope(route.method, route.pattern);
     if (scope !== undefined && operator.scopes.has(scope)) return;
+    // Deciding a money action: the route checks the action's own scope once it has read the request.
+    if (ACTION_SCOPED_ROUTES[`${route.method} ${route.pattern}`]?.some((s) => operator.scopes.has(s))) return;
     const needed = scope === undefined ? `a scope (none is declared for ${route.method} ${route.pattern})` : `the scope ${scope}`;
     const held = operator.scopes.size === 0 ? 'none' : [...operator.scopes].join(', ');
     throw new SvcError(

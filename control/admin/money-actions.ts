@@ -1,30 +1,164 @@
 /**
  * The one place an action that moves or promises money decides whether it acts now or waits
  * for a second operator: funding the pool, marking a payout paid, rotating the receipt signing
- * key. Each of those routes validates its request, then hands its change to {@link moneyAction}
- * as a function of who makes it. Today every one acts at once, as the operator who asked
- * (two-person approval, `money.approvals: 2`, is not built yet: it would record a pending
- * request here instead, and run the same function later with `approvedBy` set, so the audit
- * row names both operators). So each `act` reads the clock itself, when it runs.
+ * key (protocol/approvals.ts). Each of those routes validates its request and hands it to
+ * {@link moneyAction}:
+ *
+ * - with `money.approvals: 1` (the default) the action runs at once, as the operator who asked;
+ * - with `2` it is recorded as a pending request (its own audit row, `approvals.request`) and
+ *   answered `202`. A second operator holding the action's scope approves it
+ *   (`/_admin/v1/approvals/{id}/approve`, control/admin/approvals.ts): the same action then runs
+ *   from the recorded request, as the requester, with `approved_by` in its audit row. The
+ *   request is marked approved inside the action's own transaction, so an approval either acts
+ *   exactly once or leaves the request pending (two approvals at once, on one control or two:
+ *   one acts, the other gets 409).
  */
+import { z } from 'zod';
+import { APPROVAL_TTL_MS, MONEY_ACTION_REQUESTS, type ApprovalView, type MoneyAction, type ApprovedView } from '../../protocol/approvals';
+import { SvcError } from '../../protocol/errors';
+import { newId } from '../../protocol/keys';
+import type { FundView, MarkPaidView } from '../../protocol/settlement';
+import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
-import type { Actor } from '../store';
+import type { Actor, StoreTables } from '../store';
+import { approvalView } from '../store/approvals';
+import { LedgerError } from '../store/ledger';
 
-/** The actions two operators would have to agree on, by their audit action names. */
-export const MONEY_ACTIONS = ['pool.fund', 'payouts.mark_paid', 'receipts.rotate_key'] as const;
-export type MoneyAction = (typeof MONEY_ACTIONS)[number];
+/** Runs first inside the action's transaction: an approval's claim on its request, or nothing. */
+export type Within = (tx: StoreTables) => Promise<void>;
+const NOTHING: Within = async () => {};
 
-/** A money action as its route asks for it: what, on what, and the change, made by the `Actor` it is given. */
-export interface MoneyRequest<T> {
-  action: MoneyAction;
-  target: string | null;
-  /** What was asked, as a pending request would show it (the validated request body). */
-  detail: Record<string, unknown>;
-  /** The change itself; its audit row records `by` (the requester and, once approvals exist, the approver). */
-  act: (by: Actor) => Promise<T>;
+type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS)[A]>;
+
+/** One money action: what it acts on, and the change itself with its answer. */
+interface Executor<A extends MoneyAction, V> {
+  /** The status of the answer when it acts (201 for a transfer, 200 for a rotation). */
+  status: number;
+  target: (input: Input<A>) => string | null;
+  run: (ctx: ControlContext, input: Input<A>, by: Actor, within: Within) => Promise<V>;
 }
 
-/** Run `request` now as `by`; the seam where a second operator's approval would be required. */
-export function moneyAction<T>(_ctx: ControlContext, by: Actor, request: MoneyRequest<T>): Promise<T> {
-  return request.act(by);
+/** A ledger rule the change would break: 409 `svc_conflict` with the rule's reason. */
+async function ledgerConflict<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof LedgerError) throw new SvcError('svc_conflict', err.message, { extra: { reason: err.reason } });
+    throw err;
+  }
+}
+
+const fund: Executor<'pool.fund', FundView> = {
+  status: 201,
+  target: () => 'pool',
+  run: async (ctx, input, by, within) => {
+    const now = ctx.now();
+    const note = input.note ?? null;
+    const { result: transferId } = await ctx.store.mutate(
+      { ...by, now },
+      { action: 'pool.fund', target: 'pool', detail: { amount: input.amount, note } },
+      async (tx) => {
+        await within(tx);
+        return tx.ledger.fund(input.amount, now, by.actor, note);
+      },
+    );
+    return { transfer_id: transferId, amount: input.amount, pool: await ctx.store.ledger.poolView() };
+  },
+};
+
+const markPaid: Executor<'payouts.mark_paid', MarkPaidView> = {
+  status: 201,
+  target: (input) => input.wallet,
+  run: async (ctx, input, by, within) => {
+    const now = ctx.now();
+    const { result } = await ledgerConflict(() =>
+      ctx.store.mutate(
+        { ...by, now },
+        { action: 'payouts.mark_paid', target: input.wallet, detail: { amount: input.amount, reference: input.reference } },
+        async (tx) => {
+          await within(tx);
+          return tx.ledger.markPaid(input.wallet, input.amount, input.reference, now, by.actor);
+        },
+      ),
+    );
+    return result;
+  },
+};
+
+const rotateKey: Executor<'receipts.rotate_key', RotateKeyView> = {
+  status: 200,
+  target: () => null,
+  run: async (ctx, _input, by, within) => {
+    const now = ctx.now();
+    const prepared = await ctx.store.receipts.prepareRotation();
+    await ctx.store.mutate(
+      { ...by, now },
+      { action: 'receipts.rotate_key', target: prepared.kid, detail: { previous_kid: prepared.previous_kid } },
+      async (tx) => {
+        await within(tx);
+        await tx.receipts.publishPrepared(prepared.kid, now);
+      },
+    );
+    await ctx.store.receipts.activatePrepared(prepared.kid);
+    return {
+      kid: prepared.kid,
+      previous_kid: prepared.previous_kid,
+      created_at: new Date(now).toISOString(),
+      published: (await ctx.store.receipts.jwks()).keys.map((k) => k.kid),
+    };
+  },
+};
+
+const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
+  'pool.fund': fund,
+  'payouts.mark_paid': markPaid,
+  'receipts.rotate_key': rotateKey,
+};
+
+/** What a money route answers: the action's own answer, or `202` and the pending request. */
+export interface MoneyAnswer {
+  status: number;
+  body: ApprovedView['result'] | ApprovalView;
+}
+
+/**
+ * Act on `input` as `by` now, or, when `money.approvals` is 2, record it as a request for a
+ * second operator and answer `202` with it.
+ */
+export async function moneyAction<A extends MoneyAction>(ctx: ControlContext, by: Actor, action: A, input: Input<A>): Promise<MoneyAnswer> {
+  const executor = EXECUTORS[action] as Executor<A, ApprovedView['result']>;
+  if (ctx.config.money.approvals < 2) return { status: executor.status, body: await executor.run(ctx, input, by, NOTHING) };
+  const now = ctx.now();
+  const row = {
+    id: newId('apr'),
+    action,
+    target: executor.target(input),
+    detail: JSON.stringify(input),
+    requested_by: by.actor,
+    requested_token_id: by.tokenId ?? null,
+    requested_at: now,
+    expires_at: now + APPROVAL_TTL_MS,
+  };
+  await ctx.store.mutate(
+    { ...by, now },
+    { action: 'approvals.request', target: row.id, detail: { action, target: row.target, request: input } },
+    (tx) => tx.approvals.insert(row),
+  );
+  return { status: 202, body: approvalView({ ...row, status: 'pending', decided_by: null, decided_at: null, reason: null }, now) };
+}
+
+/**
+ * Run an approved request's action from what it recorded, as its requester with `approvedBy`
+ * in the audit row; `claim` marks the request approved inside the action's transaction (and
+ * throws when it no longer can be).
+ */
+export function runApproved(
+  ctx: ControlContext,
+  action: MoneyAction,
+  detail: string,
+  by: Actor,
+  claim: Within,
+): Promise<ApprovedView['result']> {
+  const input = MONEY_ACTION_REQUESTS[action].parse(JSON.parse(detail));
+  return (EXECUTORS[action] as Executor<MoneyAction, ApprovedView['result']>).run(ctx, input, by, claim);
 }

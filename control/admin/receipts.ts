@@ -14,7 +14,7 @@
  */
 import { SvcError } from '../../protocol/errors';
 import { sendJson } from '../../protocol/http';
-import type { ReissueView, RotateKeyView } from '../../protocol/receipts';
+import type { ReissueView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import type { Settler } from '../settler/settler';
@@ -44,33 +44,8 @@ async function reissueConflict<T>(fn: () => Promise<T>): Promise<T> {
 export function registerReceiptAdminRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
   router.post('/_admin/v1/receipts/rotate-key', async ({ req, res, actor, tokenId }) => {
     req.resume();
-    const rotation = await moneyAction(
-      ctx,
-      { actor, tokenId },
-      {
-        action: 'receipts.rotate_key',
-        target: null,
-        detail: {},
-        act: async (by) => {
-          const now = ctx.now();
-          const prepared = await ctx.store.receipts.prepareRotation();
-          await ctx.store.mutate(
-            { ...by, now },
-            { action: 'receipts.rotate_key', target: prepared.kid, detail: { previous_kid: prepared.previous_kid } },
-            (tx) => tx.receipts.publishPrepared(prepared.kid, now),
-          );
-          await ctx.store.receipts.activatePrepared(prepared.kid);
-          return { ...prepared, at: now };
-        },
-      },
-    );
-    const body: RotateKeyView = {
-      kid: rotation.kid,
-      previous_kid: rotation.previous_kid,
-      created_at: new Date(rotation.at).toISOString(),
-      published: (await ctx.store.receipts.jwks()).keys.map((k) => k.kid),
-    };
-    sendJson(res, 200, body);
+    const { status, body } = await moneyAction(ctx, { actor, tokenId }, 'receipts.rotate_key', {});
+    sendJson(res, status, body);
   });
 
   router.post('/_admin/v1/receipts/:batch/reissue', async ({ req, res, params, actor, tokenId }) => {

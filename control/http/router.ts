@@ -27,12 +27,18 @@ export interface RequestContext {
   actor: string;
   /** The id of the token the caller presented (`opt_…`, `root`), the audit's `token_id`; null where none is recorded. */
   tokenId: string | null;
+  /** The scopes the caller holds, where its listener has scopes (the admin API); empty elsewhere. */
+  scopes: ReadonlySet<string>;
 }
+
+/** The scopes of a caller on a listener without scopes (the public API, the indexer). */
+export const NO_SCOPES: ReadonlySet<string> = new Set();
 
 /** What a listener's auth step answers: who is calling, as {@link RequestContext} carries it. */
 export interface Caller {
   actor: string;
   tokenId: string | null;
+  scopes?: ReadonlySet<string>;
 }
 
 /** The route a request matched: its method (GET for a HEAD) and `/a/:param` pattern. */

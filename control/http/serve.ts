@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '../../protocol/errors';
 import { sendError } from '../../protocol/http';
 import type { Logger } from '../../protocol/log';
-import { runHandler, type Caller, type MatchedRoute, type Router } from './router';
+import { NO_SCOPES, runHandler, type Caller, type MatchedRoute, type Router } from './router';
 
 export interface Mount<C extends Caller = Caller> {
   /** Path prefix this mount answers (e.g. `/_admin/`). */
@@ -42,7 +42,12 @@ export function requestListener(mounts: readonly Mount[], log: Logger): (req: In
         const { handler, params, route } = mount.router.match(req.method ?? 'GET', pathname);
         mount.authorize?.(caller, route);
         const query = new URLSearchParams(search);
-        run = () => runHandler(handler, { req, res, params, query, actor: caller.actor, tokenId: caller.tokenId }, log);
+        run = () =>
+          runHandler(
+            handler,
+            { req, res, params, query, actor: caller.actor, tokenId: caller.tokenId, scopes: caller.scopes ?? NO_SCOPES },
+            log,
+          );
       } catch (err) {
         // An unexpected failure (the store unreachable while a token is looked up) is logged; the answer is a 500 without details.
         if (!(err instanceof SvcError)) log.error('request failed', { method: req.method, err });

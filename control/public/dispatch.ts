@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../protocol/log';
-import { runHandler, type Handler, type Router } from '../http/router';
+import { NO_SCOPES, runHandler, type Handler, type Router } from '../http/router';
 import { requestListener } from '../http/serve';
 
 /** Most (method, path) pairs remembered. Only parameterless routes that matched are kept. */
@@ -39,7 +39,7 @@ export function dispatcher(router: Router, log: Logger): Dispatch {
     }
     void runHandler(
       handler,
-      { req, res, params: EMPTY_PARAMS, query: new URLSearchParams(search), actor: 'anonymous', tokenId: null },
+      { req, res, params: EMPTY_PARAMS, query: new URLSearchParams(search), actor: 'anonymous', tokenId: null, scopes: NO_SCOPES },
       log,
     );
   };

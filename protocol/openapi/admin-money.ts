@@ -1,5 +1,6 @@
 /** The admin API's money operations: settler, pool, ledger, payouts, receipt key and reissue. Part of control's document (`admin.ts`). */
 import { z } from 'zod';
+import { ApprovalView } from '../approvals';
 import { ReissueView, RotateKeyView } from '../receipts';
 import {
   BalancesQuery,
@@ -15,9 +16,17 @@ import {
   RunOnceView,
   SettlerStatus,
 } from '../settlement';
-import type { Operation } from './operation';
+import type { Answer, Operation } from './operation';
 import { admin, created, ok } from './admin-op';
 import { pathParam } from './common';
+
+/** The answer of a money action when `money.approvals` is 2: the pending request. */
+export const PENDING_APPROVAL: Answer = {
+  status: 202,
+  description:
+    'With `money.approvals: 2`: nothing happened yet; the request waits (24 h at most) for a second operator holding the same scope (`/_admin/v1/approvals/{id}/approve`)',
+  json: { ApprovalView },
+};
 
 export const MONEY_OPERATIONS: readonly Operation[] = [
   admin('get', {
@@ -65,7 +74,7 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
     summary: 'Fund the pool (external → pool)',
     tag: 'money',
     body: FundPoolRequest,
-    answers: [created('Funded', { FundView })],
+    answers: [created('Funded', { FundView }), PENDING_APPROVAL],
   }),
   admin('get', {
     path: '/_admin/v1/ledger/verify',
@@ -96,7 +105,7 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
     summary: 'Record a payment made outside svc (key → external, oldest key first)',
     tag: 'money',
     body: MarkPaidRequest,
-    answers: [created('Recorded', { MarkPaidView })],
+    answers: [created('Recorded', { MarkPaidView }), PENDING_APPROVAL],
     errors: ['svc_conflict'],
   }),
   admin('post', {
@@ -105,7 +114,7 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
     summary: 'Sign receipts with a new key from the next batch on',
     description: 'Earlier public keys stay published in `/api/receipts/keys`; the private key appears in no answer.',
     tag: 'money',
-    answers: [ok('The new key id and every published one', { RotateKeyView })],
+    answers: [ok('The new key id and every published one', { RotateKeyView }), PENDING_APPROVAL],
   }),
   admin('post', {
     path: '/_admin/v1/receipts/{batch}/reissue',

@@ -42,6 +42,7 @@ import { BalanceView, BatchView, PayoutLine, PoolView, SettlerStatus } from '../
 import { APPLICATION_OPERATIONS } from './admin-applications';
 import { MONEY_OPERATIONS } from './admin-money';
 import { OPERATOR_OPERATIONS } from './admin-operators';
+import { APPROVAL_OPERATIONS } from './admin-approvals';
 import { admin, created, ok } from './admin-op';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
@@ -278,6 +279,7 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   ...APPLICATION_OPERATIONS,
   ...MONEY_OPERATIONS,
   ...OPERATOR_OPERATIONS,
+  ...APPROVAL_OPERATIONS,
 ];
 
 /** Control's OpenAPI document: admin, sync and metrics on the control listener. */
@@ -297,7 +299,7 @@ export function adminDocument(): JsonObject {
         { name: 'status', description: 'Control, gateways, propagation and this document' },
         { name: 'applications', description: 'Access applications (docs/design.md §8)' },
         { name: 'money', description: 'Settler, pool, ledger and payouts (docs/design.md §6)' },
-        { name: 'operators', description: 'Operators: named tokens with scopes' },
+        { name: 'operators', description: 'Operators: named tokens with scopes, and money actions waiting for a second operator' },
         { name: 'sync', description: 'Gateway ↔ control sync (docs/design.md §4)' },
         { name: 'metrics', description: 'Prometheus metrics' },
       ],

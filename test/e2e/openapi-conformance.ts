@@ -17,6 +17,7 @@ import { Conformance, type Recorded } from '../fixtures/openapi';
 import { CHROME_UA, SDK_UA } from '../fixtures/public';
 import { GENEROUS_LIMITS, recordResponses, request, startStack, waitFor, type HttpResult } from '../fixtures/stack';
 import { closedPort, ok, startUpstream } from '../fixtures/upstream';
+import { startTestControl } from '../fixtures/control';
 
 const CURL_UA = 'curl/8.5.0';
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch']);
@@ -44,6 +45,7 @@ function streamHead(base: string, path: string, token: string, until: (lines: st
 t.test('every listener answers as its OpenAPI document says', async (t) => {
   const recorded = recordResponses();
   const extra: { base: string; res: Recorded }[] = [];
+  let twoPersonBase = '';
   const stack = await startStack(t, {
     controlEnv: { ...GENEROUS_LIMITS, SVC_SETTLER_CADENCE_MS: '3600000', SVC_APPLICATIONS_SUBMIT_LIMIT_COUNT: '3' },
   });
@@ -242,6 +244,36 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
     'payouts mark-paid twice',
   );
   expect(await admin('POST', '/_admin/v1/receipts/rotate-key'), 200, 'receipts rotate-key');
+
+  // A second control with two people for money: the 202s and the approvals routes, checked against the admin document.
+  const two = await startTestControl(t, { dataDir: join(t.testdirName, 'two-person'), env: { SVC_MONEY_APPROVALS: '2' } });
+  twoPersonBase = two.urls.control;
+  const asTwo = (method: string, path: string, body?: unknown, token = two.adminToken) =>
+    request(twoPersonBase, path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const second = (await asTwo('POST', '/_admin/v1/operators', { name: 'second', scopes: ['read', 'money', 'receipts'] })).body.token;
+  const funding = await asTwo('POST', '/_admin/v1/pool/fund', { amount: 5_000 });
+  expect(funding, 202, 'pool fund, waiting for a second operator');
+  expect(
+    await asTwo('POST', '/_admin/v1/payouts/mark-paid', { wallet: SOLANA_WALLET, amount: 1, reference: 'tx-2' }),
+    202,
+    'payouts mark-paid, waiting',
+  );
+  const rotation = await asTwo('POST', '/_admin/v1/receipts/rotate-key');
+  expect(rotation, 202, 'receipts rotate-key, waiting');
+  expect(await asTwo('GET', '/_admin/v1/approvals?status=pending'), 200, 'approvals list');
+  expect(await asTwo('GET', '/_admin/v1/approvals?status=maybe'), 400, 'approvals list, bad status');
+  expect(await asTwo('GET', `/_admin/v1/approvals/${funding.body.id}`), 200, 'approvals show');
+  expect(await asTwo('GET', '/_admin/v1/approvals/apr_111111111111'), 404, 'approvals show unknown');
+  expect(await asTwo('POST', `/_admin/v1/approvals/${funding.body.id}/approve`), 409, 'approvals approve own');
+  expect(await asTwo('POST', `/_admin/v1/approvals/${funding.body.id}/approve`, undefined, second), 200, 'approvals approve (a funding)');
+  expect(await asTwo('POST', `/_admin/v1/approvals/${rotation.body.id}/approve`, undefined, second), 200, 'approvals approve (a rotation)');
+  expect(await asTwo('POST', `/_admin/v1/approvals/${rotation.body.id}/reject`, {}, second), 409, 'approvals reject, decided');
+  const payout = (await asTwo('GET', '/_admin/v1/approvals?status=pending')).body.approvals[0].id;
+  expect(await asTwo('POST', `/_admin/v1/approvals/${payout}/reject`, { reason: 'not owed' }, second), 200, 'approvals reject');
   const syncToken = readFileSync(join(stack.dataDir, 'sync.token'), 'utf8').trim();
   const syncAuth = { authorization: `Bearer ${syncToken}`, 'content-type': 'application/json' };
   expect(
@@ -380,7 +412,8 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
     [indexer, new Conformance('indexer')],
     [gw, new Conformance('gateway')],
   ]);
-  const answers = [...recorded.map((r) => ({ base: r.base, res: r })), ...extra];
+  // The two-person control's answers are the admin document's too.
+  const answers = [...recorded.map((r) => ({ base: r.base === twoPersonBase ? control : r.base, res: r })), ...extra];
   t.ok(answers.length > 100, `${answers.length} answers recorded`);
   for (const [base, conformance] of docs)
     conformance.check(

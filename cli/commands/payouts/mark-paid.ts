@@ -5,6 +5,7 @@ import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
 import { money } from '../../money';
 import { parseAmount } from '../../options';
+import { postMoney } from '../approvals/render';
 
 export async function run(opts: { wallet: string; amount: string; reference: string; json?: boolean }, deps: Deps): Promise<number> {
   const wallet = opts.wallet.trim();
@@ -12,12 +13,15 @@ export async function run(opts: { wallet: string; amount: string; reference: str
   const amount = parseAmount('--amount', opts.amount);
   const reference = opts.reference.trim();
   if (reference === '') throw new UsageError('--reference must not be empty');
-  const paid = await deps.client.post<MarkPaidView>('/_admin/v1/payouts/mark-paid', { wallet, amount, reference });
+  const paid = await postMoney<MarkPaidView>(deps, '/_admin/v1/payouts/mark-paid', { wallet, amount, reference }, opts.json);
+  if (paid === null) return EXIT_OK;
   if (opts.json) deps.out.json(paid);
-  else {
-    deps.out.line(`Recorded ${money(paid.amount)} paid to ${paid.wallet} (reference ${paid.reference}, transfer ${paid.transfer_id}).`);
-    for (const p of paid.paid) deps.out.line(`  from ${p.key_id}: ${money(p.amount)}`);
-    deps.out.line(`Still owed: ${money(paid.owed)}`);
-  }
+  else for (const line of paidLines(paid)) deps.out.line(line);
   return EXIT_OK;
 }
+
+export const paidLines = (paid: MarkPaidView): string[] => [
+  `Recorded ${money(paid.amount)} paid to ${paid.wallet} (reference ${paid.reference}, transfer ${paid.transfer_id}).`,
+  ...paid.paid.map((p) => `  from ${p.key_id}: ${money(p.amount)}`),
+  `Still owed: ${money(paid.owed)}`,
+];

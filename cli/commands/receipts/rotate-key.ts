@@ -6,14 +6,17 @@
 import type { RotateKeyView } from '../../../protocol/receipts';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
+import { postMoney } from '../approvals/render';
 
 export async function run(opts: { json?: boolean }, deps: Deps): Promise<number> {
-  const result = await deps.client.post<RotateKeyView>('/_admin/v1/receipts/rotate-key');
-  if (opts.json) {
-    deps.out.json(result);
-    return EXIT_OK;
-  }
-  deps.out.line(`Receipts are now signed with key ${result.kid} (was ${result.previous_kid}).`);
-  deps.out.line(`Published keys (current first): ${result.published.join(', ')}`);
+  const result = await postMoney<RotateKeyView>(deps, '/_admin/v1/receipts/rotate-key', {}, opts.json);
+  if (result === null) return EXIT_OK;
+  if (opts.json) deps.out.json(result);
+  else for (const line of rotatedLines(result)) deps.out.line(line);
   return EXIT_OK;
 }
+
+export const rotatedLines = (result: RotateKeyView): string[] => [
+  `Receipts are now signed with key ${result.kid} (was ${result.previous_kid}).`,
+  `Published keys (current first): ${result.published.join(', ')}`,
+];

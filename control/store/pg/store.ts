@@ -93,6 +93,7 @@ export class PgStore implements Store {
   readonly changelog;
   readonly audit;
   readonly operators;
+  readonly approvals;
   readonly gateways;
   readonly outcomes;
   readonly rollups;
@@ -122,6 +123,7 @@ export class PgStore implements Store {
     this.changelog = outside.changelog;
     this.audit = outside.audit;
     this.operators = outside.operators;
+    this.approvals = outside.approvals;
     this.gateways = outside.gateways;
     this.outcomes = outside.outcomes;
     this.rollups = outside.rollups;

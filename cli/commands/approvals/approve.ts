@@ -1,0 +1,27 @@
+/** `svcctl approvals approve ID`: the second operator's yes; the action happens now, as its requester asked it. */
+import type { ApprovedView } from '../../../protocol/approvals';
+import type { Deps } from '../../deps';
+import { EXIT_OK } from '../../exit-codes';
+import type { FundView, MarkPaidView } from '../../../protocol/settlement';
+import type { RotateKeyView } from '../../../protocol/receipts';
+import { paidLines } from '../payouts/mark-paid';
+import { fundedLines } from '../pool/fund';
+import { rotatedLines } from '../receipts/rotate-key';
+
+/** What the action answered, printed as its own command prints it. */
+function resultLines(action: ApprovedView['approval']['action'], result: ApprovedView['result']): string[] {
+  if (action === 'pool.fund') return fundedLines(result as FundView);
+  if (action === 'payouts.mark_paid') return paidLines(result as MarkPaidView);
+  return rotatedLines(result as RotateKeyView);
+}
+
+export async function run(opts: { id: string; json?: boolean }, deps: Deps): Promise<number> {
+  const answer = await deps.client.post<ApprovedView>(`/_admin/v1/approvals/${encodeURIComponent(opts.id)}/approve`, {});
+  if (opts.json) deps.out.json(answer);
+  else {
+    const a = answer.approval;
+    deps.out.line(`Approved ${a.id}: ${a.action}${a.target === null ? '' : ` on ${a.target}`}, asked by ${a.requested_by}, done.`);
+    for (const line of resultLines(a.action, answer.result)) deps.out.line(line);
+  }
+  return EXIT_OK;
+}

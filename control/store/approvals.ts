@@ -1,0 +1,100 @@
+/**
+ * Requests for a money action waiting for a second operator (migration 17). A request is
+ * decided at most once: `decide` changes only a pending request whose time is not up, so two
+ * operators approving at once (on one control or two) act once. The view rules (an expired
+ * request is a pending one past `expires_at`) are here too, shared with the PostgreSQL store.
+ */
+import type Database from 'better-sqlite3';
+import type { Db } from './db';
+import type { ApprovalStatus, ApprovalView, MoneyAction } from '../../protocol/approvals';
+
+export interface ApprovalRow {
+  id: string;
+  action: MoneyAction;
+  target: string | null;
+  /** The request as asked, JSON. */
+  detail: string;
+  requested_by: string;
+  requested_token_id: string | null;
+  requested_at: number;
+  expires_at: number;
+  status: 'pending' | 'approved' | 'rejected';
+  decided_by: string | null;
+  decided_at: number | null;
+  reason: string | null;
+}
+
+export type NewApproval = Omit<ApprovalRow, 'status' | 'decided_by' | 'decided_at' | 'reason'>;
+
+export interface Decision {
+  id: string;
+  status: 'approved' | 'rejected';
+  by: string;
+  now: number;
+  reason: string | null;
+}
+
+/** A request's state at `now`: a pending one past its expiry is expired. */
+export const approvalStatus = (row: Pick<ApprovalRow, 'status' | 'expires_at'>, now: number): ApprovalStatus =>
+  row.status === 'pending' && row.expires_at <= now ? 'expired' : row.status;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function approvalView(row: ApprovalRow, now: number): ApprovalView {
+  return {
+    id: row.id,
+    status: approvalStatus(row, now),
+    action: row.action,
+    target: row.target,
+    detail: JSON.parse(row.detail) as Record<string, unknown>,
+    requested_by: row.requested_by,
+    requested_at: iso(row.requested_at),
+    expires_at: iso(row.expires_at),
+    decided_by: row.decided_by,
+    decided_at: row.decided_at === null ? null : iso(row.decided_at),
+    reason: row.reason,
+  };
+}
+
+/** The SQL both stores share. */
+export const APPROVAL_SQL = {
+  insert: `INSERT INTO approvals (id, action, target, detail, requested_by, requested_token_id, requested_at, expires_at)
+           VALUES (@id, @action, @target, @detail, @requested_by, @requested_token_id, @requested_at, @expires_at)`,
+  byId: `SELECT * FROM approvals WHERE id = ?`,
+  list: `SELECT * FROM approvals ORDER BY requested_at DESC, id DESC LIMIT ?`,
+  decide: `UPDATE approvals SET status = @status, decided_by = @by, decided_at = @now, reason = @reason
+           WHERE id = @id AND status = 'pending' AND expires_at > @now`,
+} as const;
+
+/** Most requests a list shows, newest first. @default 1000 */
+export const APPROVAL_LIST_LIMIT = 1_000;
+
+export class ApprovalsTable {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    this.stmts = Object.fromEntries(Object.entries(APPROVAL_SQL).map(([name, text]) => [name, db.prepare(text)])) as Record<
+      keyof typeof APPROVAL_SQL,
+      Database.Statement
+    >;
+  }
+
+  /** Record a pending request (inside `Store.mutate`, with its audit row). */
+  insert(row: NewApproval): void {
+    this.stmts.insert.run(row);
+  }
+
+  byId(id: string): ApprovalRow | undefined {
+    return this.stmts.byId.get(id) as ApprovalRow | undefined;
+  }
+
+  /** The newest {@link APPROVAL_LIST_LIMIT} requests, newest first. */
+  list(): ApprovalRow[] {
+    return this.stmts.list.all(APPROVAL_LIST_LIMIT) as ApprovalRow[];
+  }
+
+  /** Whether this decided the request (false: it was decided already, expired, or does not exist). Inside `Store.mutate`. */
+  decide(d: Decision): boolean {
+    return this.stmts.decide.run(d).changes === 1;
+  }
+}
