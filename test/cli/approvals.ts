@@ -1,0 +1,86 @@
+/**
+ * Two people for money through svcctl, as real processes against a real control started with
+ * `SVC_MONEY_APPROVALS=2`: `pool fund` prints that it waits for a second operator (exit 0,
+ * `--json`: the pending request) and funds nothing; the requester's own `approvals approve` is
+ * refused; another operator's approves it and the pool is funded, the audit naming both;
+ * `approvals reject --reason`; a request past its 24 hours is listed expired and refused.
+ */
+import t from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { spawnCli, spawnControl } from '../fixtures/cli';
+
+t.test('pool fund waits for a second operator, who approves it through svcctl', async (t) => {
+  const root = t.testdir();
+  const dataDir = join(root, 'data');
+  await spawnControl(t, { dataDir, env: { SVC_MONEY_APPROVALS: '2' } });
+  const cli = (args: string[]) => spawnCli(['--data-dir', dataDir, ...args]);
+  const operator = async (name: string, scopes: string): Promise<string> => {
+    const added = await cli(['operators', 'add', name, '--scopes', scopes, '--json']);
+    t.equal(added.code, 0, added.stderr);
+    const file = join(root, `${name}.token`);
+    writeFileSync(file, JSON.parse(added.stdout).token + '\n', { mode: 0o600 });
+    return file;
+  };
+  const cleo = await operator('cleo', 'read,money');
+  const dan = await operator('dan', 'read,money');
+  const as = (file: string, args: string[]) => cli(['--token-file', file, ...args]);
+  const pool = async () => JSON.parse((await cli(['pool', 'show', '--json'])).stdout).pool as number;
+
+  const asked = await as(cleo, ['pool', 'fund', '25.5']);
+  t.equal(asked.code, 0, `a pending request is not a failure: ${asked.stderr}`);
+  t.match(asked.stdout, /^Waiting for a second operator: nothing happened yet\.$/m);
+  t.match(asked.stdout, /^Request apr_\w{12} \(pool\.fund on pool\) by cleo expires at \S+\.$/m);
+  t.match(asked.stdout, /holding the scope money approves it with: svcctl approvals approve apr_\w{12}$/m);
+  const id = /apr_\w{12}/.exec(asked.stdout)![0];
+  t.equal(await pool(), 0, 'nothing funded yet');
+
+  const json = await as(cleo, ['pool', 'fund', '1', '--json']);
+  t.equal(json.code, 0);
+  t.match(JSON.parse(json.stdout), { id: /^apr_/, status: 'pending', action: 'pool.fund', requested_by: 'cleo', expires_at: String });
+
+  const listed = await as(dan, ['approvals', 'list', '--status', 'pending']);
+  t.equal(listed.code, 0, listed.stderr);
+  t.match(listed.stdout, /^ID +STATUS +ACTION +TARGET +REQUESTED BY +REQUESTED +EXPIRES +DECIDED BY$/m);
+  t.match(listed.stdout, new RegExp(`^${id} +pending +pool\\.fund +pool +cleo `, 'm'));
+
+  const own = await as(cleo, ['approvals', 'approve', id]);
+  t.equal(own.code, 1, 'the requester cannot approve their own');
+  t.match(own.stderr, /cleo asked for this pool\.fund and cannot approve it too.*svc_conflict/);
+  t.equal(await pool(), 0);
+
+  const approved = await as(dan, ['approvals', 'approve', id]);
+  t.equal(approved.code, 0, approved.stderr);
+  t.match(approved.stdout, new RegExp(`^Approved ${id}: pool\\.fund on pool, asked by cleo, done\\.$`, 'm'));
+  t.match(approved.stdout, /^Funded the pool with 25\.5\d* /m, 'then what pool fund itself prints');
+  t.equal(await pool(), 25_500_000, 'funded by the approval');
+
+  const audit = JSON.parse((await cli(['audit', 'list', '--action', 'pool.fund', '--json'])).stdout);
+  t.match(audit.entries, [{ actor: 'cleo', approved_by: 'dan', detail: { amount: 25_500_000 } }], 'both names in the audit row');
+
+  const other = JSON.parse(json.stdout).id as string;
+  const rejected = await as(dan, ['approvals', 'reject', other, '--reason', 'a test']);
+  t.equal(rejected.code, 0, rejected.stderr);
+  t.match(rejected.stdout, new RegExp(`^Rejected ${other} \\(pool\\.fund, asked by cleo\\); nothing happened\\.$`, 'm'));
+
+  // A request left alone past its 24 hours: the clock moved by hand in the database.
+  const late = /apr_\w{12}/.exec((await as(cleo, ['pool', 'fund', '3'])).stdout)![0];
+  const db = new Database(join(dataDir, 'control.db'));
+  db.prepare('UPDATE approvals SET expires_at = requested_at - 1 WHERE id = ?').run(late);
+  db.close();
+  const expired = await as(dan, ['approvals', 'list', '--status', 'expired', '--json']);
+  t.same(
+    JSON.parse(expired.stdout).approvals.map((a: { id: string }) => a.id),
+    [late],
+    'listed as expired',
+  );
+  const tooLate = await as(dan, ['approvals', 'approve', late]);
+  t.equal(tooLate.code, 1);
+  t.match(tooLate.stderr, /expired at .*ask again.*svc_conflict/);
+  t.equal(await pool(), 25_500_000, 'still only the approved funding');
+
+  const bad = await cli(['approvals', 'list', '--status', 'maybe']);
+  t.equal(bad.code, 2, 'an unknown status: exit 2');
+  t.match(bad.stderr, /--status must be one of pending, approved, rejected, expired/);
+});
