@@ -33,6 +33,8 @@ export const ReadyLine = z.strictObject({
   role: z.string(),
   pid: z.number().int().min(1),
   urls: z.record(z.string(), z.string()),
+  /** control: where its admin token is (a file, or the environment), for up's banner. */
+  admin_token: z.string().optional(),
 });
 export type ReadyLine = z.infer<typeof ReadyLine>;
 

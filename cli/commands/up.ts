@@ -9,7 +9,11 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { controlHolder, controlRunningMessage } from '../../protocol/instance-lock';
 import { ReadyLine, type UpReady } from '../../protocol/runtime';
+import type { Config } from '../../config/load';
+import { AdminClient } from '../client';
+import { resolveAdminToken } from '../deps';
 import type { Output } from '../output';
+import { SAMPLE_ENDPOINT_ID, registerSample, startSampleUpstream, type SampleUpstream } from '../sample';
 import { CliError, EXIT_FAILURE, EXIT_OK } from '../exit-codes';
 import { READY_ENV, READY_PREFIX, untilSignal } from './serve/lifecycle';
 
@@ -32,6 +36,11 @@ export interface UpOptions {
   dataDir?: string;
   /** Once ready, print one JSON object (`{"status":"ready","urls","pids"}`) instead of the banner. */
   json?: boolean;
+  /**
+   * `--sample`: also start the sample provider (../sample.ts) on 127.0.0.1 and register it
+   * through control's admin API, with the token svcctl would present (`--token-file`, else root's).
+   */
+  sample?: { config: Readonly<Config>; tokenFile: string | undefined };
 }
 
 function startRole(args: string[], env: NodeJS.ProcessEnv, echo: (line: string) => void): { child: ChildProcess; ready: Promise<Ready> } {
@@ -71,17 +80,22 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-function printBanner(urls: Record<string, string>, out: Output): void {
+function printBanner(urls: Record<string, string>, adminToken: string | undefined, sample: boolean, out: Output): void {
   out.line('svc is up');
+  const row = (label: string, value: string) => out.line(`  ${label.padEnd(26)} ${value}`);
   for (const [name, label] of [
-    ['gateway', 'gateway ({market_url})'],
-    ['api', 'public api ({api_url})'],
-    ['indexer', 'indexer ({indexer_url})'],
+    ['gateway', 'gateway (market_url)'],
+    ['api', 'public api (api_url)'],
+    ['indexer', 'indexer (indexer_url)'],
     ['control', 'control admin + sync'],
   ] as const) {
-    if (urls[name]) out.line(`  ${label.padEnd(26)} ${urls[name]}`);
+    if (urls[name]) row(label, urls[name]);
   }
-  out.line('Press Ctrl-C to stop.');
+  if (adminToken !== undefined) row('admin token', adminToken);
+  if (sample && urls.gateway) {
+    row('sample provider', `${urls.gateway}/v1/${SAMPLE_ENDPOINT_ID}/ok  (also /fail, /slow?ms=2000, /reset)`);
+  }
+  out.line('Run svcctl in a second terminal (it finds this stack through the data dir). Press Ctrl-C to stop.');
 }
 
 export async function run(opts: UpOptions, deps: { out: Output }): Promise<number> {
@@ -108,8 +122,20 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
   }
 
   const urls = Object.assign({}, ...ready.map((r) => r.urls)) as Record<string, string>;
+  let sample: SampleUpstream | null = null;
+  if (opts.sample) {
+    try {
+      sample = await startSampleUpstream('127.0.0.1');
+      const token = resolveAdminToken(opts.sample.config, opts.sample.tokenFile);
+      await registerSample(new AdminClient({ baseUrl: urls.control!, token }), sample.url);
+    } catch (err) {
+      await sample?.close();
+      await stopAll();
+      throw err;
+    }
+  }
   if (opts.json) deps.out.json({ status: 'ready', urls, pids: Object.fromEntries(ready.map((r) => [r.role, r.pid])) } satisfies UpReady);
-  else printBanner(urls, deps.out);
+  else printBanner(urls, ready.find((r) => r.role === 'control')?.admin_token, sample !== null, deps.out);
 
   const died = new Promise<string>((resolve) => {
     for (const [i, child] of children.entries()) {
@@ -119,6 +145,7 @@ export async function run(opts: UpOptions, deps: { out: Output }): Promise<numbe
   const reason = await Promise.race([untilSignal().then((s) => `signal:${s}`), died]);
   if (!reason.startsWith('signal:')) deps.out.error(`svcctl up: ${reason}; stopping the rest`);
   await stopAll();
+  await sample?.close();
   if (reason.startsWith('signal:')) {
     if (!opts.json) deps.out.line('svc stopped.');
     return EXIT_OK;

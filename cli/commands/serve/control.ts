@@ -33,6 +33,7 @@ export async function run(opts: { config: Readonly<Config>; json?: boolean }, de
       deps.out.line(`  metrics token  ${tokenWhere(boot.metricsToken, 'SVC_METRICS_TOKEN')}`);
     },
     opts.json,
+    { admin_token: tokenWhere(boot.adminToken, 'SVC_ADMIN_TOKEN') },
   );
   await untilSignal();
   await control.close();

@@ -96,6 +96,10 @@ export const up: ProcessSpec = {
     DATABASE_URL_OPTION,
     { flags: '--engine <engine>', description: `the gateway's proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE)` },
     { flags: '--json', description: 'once ready, print one JSON object with the four URLs and the pids' },
+    {
+      flags: '--sample',
+      description: 'also start a local sample provider and register it as the endpoint sample (/ok, /fail, /slow?ms=, /reset)',
+    },
   ],
   action: async (o, ctx) => {
     // Fail fast on bad settings, and on an operator's token where root's belongs.
@@ -125,6 +129,7 @@ export const up: ProcessSpec = {
         passArgs: [],
         dataDir: config.dataDir,
         json: o.json === true,
+        ...(o.sample === true ? { sample: { config, tokenFile: g.tokenFile } } : {}),
         roles: [
           { role: 'control', args: () => controlArgs, env: controlEnv },
           { role: 'gateway', args: (ready) => [...gatewayArgs, '--control', ready.find((r) => r.role === 'control')!.urls.control!] },

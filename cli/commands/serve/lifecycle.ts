@@ -27,8 +27,16 @@ export const READY_PREFIX = 'svc-ready ';
  * Say that `role` listens on `urls`: the ready line under `svcctl up`, one JSON object with
  * `--json` (`{"status":"ready","role","pid","urls"}`, for scripts), else the human banner.
  */
-export function announceReady(out: Output, role: string, urls: Record<string, string>, banner: () => void, json = false): void {
-  if (process.env[READY_ENV] === '1') out.line(READY_PREFIX + JSON.stringify({ role, pid: process.pid, urls } satisfies ReadyLine));
+export function announceReady(
+  out: Output,
+  role: string,
+  urls: Record<string, string>,
+  banner: () => void,
+  json = false,
+  supervised: Pick<ReadyLine, 'admin_token'> = {},
+): void {
+  if (process.env[READY_ENV] === '1')
+    out.line(READY_PREFIX + JSON.stringify({ role, pid: process.pid, urls, ...supervised } satisfies ReadyLine));
   else if (json) out.json({ status: 'ready', role, pid: process.pid, urls } satisfies ServeReady);
   else banner();
 }
