@@ -281,6 +281,37 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   const pinnedOld = await stack.cli(['receipts', 'verify', '--indexer', indexer, '--jwks', firstKey]);
   t.equal(pinnedOld.code, 1, 'a JWKS pinned before the rotation');
   t.match(pinnedOld.stderr, /receipts verify failed: batch 2: signed by key \S+, which is not in the JWKS/);
+
+  // One call's refund: `receipts verify --call ID`.
+  const one = await stack.cli(['receipts', 'verify', '--indexer', indexer, '--call', failed.id]);
+  t.equal(one.code, 0, one.stderr);
+  t.match(
+    one.stdout,
+    new RegExp(
+      `^Call ${failed.id} verified: outcome \\w+, refund [\\d.]+, premium 0, in settlement batch 1, whose receipt is signed by key ${jwks.keys[0].kid}\\.$`,
+      'm',
+    ),
+  );
+  const oneJson = await stack.cli(['receipts', 'verify', '--indexer', indexer, '--call', failed.id, '--json']);
+  t.match(oneJson.json(), { ok: true, call_id: failed.id, batch: 1, kid: jwks.keys[0].kid, reasons: [] });
+  const pinnedCall = await stack.cli([
+    'receipts',
+    'verify',
+    '--indexer',
+    indexer,
+    '--jwks',
+    firstKey,
+    '--call',
+    calls[calls.length - 2]!.id,
+  ]);
+  t.equal(pinnedCall.code, 1, 'a call of batch 2 against the JWKS pinned before the rotation');
+  t.match(pinnedCall.stderr, /receipts verify --call failed: .*not in the JWKS/);
+  const unknown = await stack.cli(['receipts', 'verify', '--indexer', indexer, '--call', '01900000-0000-7000-8000-000000000000']);
+  t.equal(unknown.code, 1, 'a call never recorded');
+  t.match(unknown.stderr, /indexer answered 404 .*svc_not_found/);
+  const notId = await stack.cli(['receipts', 'verify', '--indexer', indexer, '--call', 'nope']);
+  t.equal(notId.code, 2, 'not a call id: a usage error');
+  t.match(notId.stderr, /--call nope: not a call id/);
   const ledger = await stack.cli(['ledger', 'verify']);
   t.equal(ledger.code, 0, ledger.stderr);
 });

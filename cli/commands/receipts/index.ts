@@ -11,6 +11,10 @@ export const receipts: GroupSpec = {
       options: [
         { flags: '--indexer <url>', description: "the indexer's URL (default: from control's status)" },
         { flags: '--jwks <file>', description: 'verify against this JWKS instead of the published /api/receipts/keys' },
+        {
+          flags: '--call <id>',
+          description: "verify one call's refund instead: its proof in its batch's tree and the batch's signed receipt",
+        },
       ],
       load: () => lazy<typeof import('./verify.js')>(__dirname, 'verify'),
       shape: (_a, o) => o,

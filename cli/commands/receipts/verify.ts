@@ -13,11 +13,12 @@
 import { readFileSync } from 'node:fs';
 import type { StatusView } from '../../../protocol/admin';
 import type { StatsAnswer } from '../../../protocol/indexer';
-import type { ReceiptsPage, ReceiptsVerifyView } from '../../../protocol/receipts';
+import type { CallProof, ReceiptsPage, ReceiptsVerifyView } from '../../../protocol/receipts';
 import { walkReceiptChain, type ReceiptChainWalk } from '../../../protocol/receipts-walk';
 import type { Deps } from '../../deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
 import { formatUnits } from '../../money';
+import { verifyCall } from './verify-call';
 
 /** Receipts asked for per page (the indexer's maximum). @default 1000 */
 export const VERIFY_PAGE = 1_000;
@@ -29,6 +30,8 @@ export const VERIFY_RATE_LIMIT_RETRIES = 10;
 export interface VerifyOptions {
   indexer?: string;
   jwks?: string;
+  /** Verify this one call's proof instead of the whole chain. */
+  call?: string;
   json?: boolean;
 }
 
@@ -50,13 +53,24 @@ async function getJson<T>(url: string, fetchImpl: FetchLike): Promise<T> {
       await sleep(1000 * (Number.isFinite(wait) && wait > 0 ? Math.min(wait, 60) : 1));
       continue;
     }
-    if (!res.ok) throw new CliError(`indexer answered ${res.status} ${res.statusText} for ${url}`);
+    if (!res.ok) throw new CliError(`indexer answered ${res.status} for ${url}${problemDetail(text)}`);
     try {
       return JSON.parse(text) as T;
     } catch {
       throw new CliError(`indexer answered ${url} with a body that is not JSON`);
     }
   }
+}
+
+/** `: <detail> (<code>)` of a problem+json body, or nothing. */
+function problemDetail(text: string): string {
+  try {
+    const problem = JSON.parse(text) as { detail?: unknown; code?: unknown };
+    if (typeof problem.detail === 'string' && typeof problem.code === 'string') return `: ${problem.detail} (${problem.code})`;
+  } catch {
+    // not JSON: the status says enough
+  }
+  return '';
 }
 
 function readJwks(file: string): unknown {
@@ -99,6 +113,8 @@ export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike 
   }
   indexer = indexer.replace(/\/+$/, '');
   const jwks = opts.jwks !== undefined ? readJwks(opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
+  if (opts.call !== undefined)
+    return verifyCall(opts.call, indexer, jwks, (url) => getJson<CallProof>(url, fetchImpl), deps, opts.json === true);
   const { keyring, chain, problem } = await verifyReceipts(indexer, jwks, fetchImpl);
 
   const result: ReceiptsVerifyView = {

@@ -1,0 +1,73 @@
+/**
+ * The README's "Your first refund" block, run as written (extracted from README.md, not
+ * copied) with bash against a fresh `svcctl up --sample` on free ports: `SVC_DATA_DIR` points
+ * svcctl at the stack's data dir, `GATEWAY` and `INDEXER` at its URLs. It must exit 0, show the
+ * verdict headers, settle the failed call's refund into the key's balance and verify its proof.
+ */
+import t from 'tap';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { CLI_PATH, childEnv, controlListenArgs, STOP_GRACE_MS, testdirAfterTeardowns, WAIT_LIMIT_MS, waitFor } from '../fixtures/stack';
+
+const ROOT = resolve(__dirname, '..', '..');
+const HEADING = '## Your first refund, in a second terminal';
+
+/** The first ```sh block after `heading` in README.md. */
+export function readmeBlock(readme: string, heading: string): string {
+  const at = readme.indexOf(`\n${heading}\n`);
+  if (at === -1) throw new Error(`README.md has no heading ${heading}`);
+  const match = /\n```sh\n([\s\S]*?)\n```\n/.exec(readme.slice(at));
+  if (match === null) throw new Error(`no sh block after ${heading}`);
+  return match[1]!;
+}
+
+t.test('the README’s first-refund block runs as written', async (t) => {
+  const block = readmeBlock(readFileSync(join(ROOT, 'README.md'), 'utf8'), HEADING);
+  t.match(block, /svcctl receipts verify --call "\$CALL"/, 'the block is the story (sanity)');
+
+  const dataDir = join(testdirAfterTeardowns(t), 'data');
+  const up = spawn(process.execPath, [CLI_PATH, 'up', '--sample', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0'], {
+    env: childEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  up.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  up.stderr.resume();
+  const exited = new Promise<void>((r) => up.on('exit', () => r()));
+  t.teardown(async () => {
+    if (up.exitCode === null && up.signalCode === null) {
+      up.kill('SIGTERM');
+      const timer = setTimeout(() => up.kill('SIGKILL'), STOP_GRACE_MS * 3);
+      await exited;
+      clearTimeout(timer);
+    }
+  });
+  await waitFor(() => /Press Ctrl-C to stop\./.test(stdout) || up.exitCode !== null, '`up --sample`', WAIT_LIMIT_MS * 2);
+  const url = (label: string) => new RegExp(`^\\s*${label}\\s+(http://\\S+)`, 'm').exec(stdout)?.[1];
+  const gateway = url('gateway \\(market_url\\)');
+  const indexer = url('indexer \\(indexer_url\\)');
+  t.ok(gateway && indexer, `URLs printed: ${stdout}`);
+
+  // bash -e: every command of the block must succeed; pipefail: so must every stage of a pipe.
+  const run = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', block], {
+    cwd: ROOT,
+    env: { ...childEnv(), SVC_DATA_DIR: dataDir, GATEWAY: gateway!, INDEXER: indexer! },
+    encoding: 'utf8',
+    timeout: WAIT_LIMIT_MS * 4,
+  });
+  t.equal(run.status, 0, `the block exits 0 (stderr: ${run.stderr})`);
+  const out = run.stdout;
+  t.match(out, /^x-svc-outcome: ok\r?$/im, 'the good call’s verdict headers');
+  t.match(out, /^x-svc-call-id: [0-9a-f-]{36}\r?$/im);
+  const call = /^failed call: ([0-9a-f-]{36})$/m.exec(out)?.[1];
+  t.ok(call, 'the failing call’s id');
+  t.match(out, /^Funded the pool with 10/m);
+  t.match(out, new RegExp(`^Call ${call} verified: outcome server_error, refund 0\\.0011, premium 0, in settlement batch \\d+`, 'm'));
+  t.match(out, /^key:key_\w+ +0\.001 +1000$/m, 'the refund, less the good call’s premium, in the key’s balance');
+});
+
+t.test('the block’s commands are svcctl’s', async (t) => {
+  const help = spawnSync(process.execPath, [CLI_PATH, 'receipts', 'verify', '--help'], { encoding: 'utf8', env: childEnv() });
+  t.match(help.stdout, /--call <id>/, 'receipts verify takes --call');
+});
