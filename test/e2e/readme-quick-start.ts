@@ -14,7 +14,7 @@ const ROOT = resolve(__dirname, '..', '..');
 const HEADING = '## Your first refund, in a second terminal';
 
 /** The first ```sh block after `heading` in README.md. */
-export function readmeBlock(readme: string, heading: string): string {
+function readmeBlock(readme: string, heading: string): string {
   const at = readme.indexOf(`\n${heading}\n`);
   if (at === -1) throw new Error(`README.md has no heading ${heading}`);
   const match = /\n```sh\n([\s\S]*?)\n```\n/.exec(readme.slice(at));

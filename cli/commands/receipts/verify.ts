@@ -5,6 +5,7 @@
  * `/api/receipts/keys`), every `prev` the hash of the receipt before, batch numbers 1, 2, 3 …
  * without gaps, and the sums of `refunds` and `premiums` over the indexer's `settled_batches`
  * equal to its `total_refunds` and `total_premiums`. Exit 0, or 1 naming the first bad batch.
+ * With `--call ID`, one call's refund instead (`verify-call.ts`).
  *
  * Without `--indexer`, the indexer's URL comes from control's admin status (as for `svcctl
  * stats`); the admin token is never sent to the indexer. A 429 from the indexer is waited
