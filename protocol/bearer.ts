@@ -7,11 +7,29 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
-/** `Authorization: Bearer <token>` → the token, or null for any other form. */
+/**
+ * The one reading of `Authorization: Bearer <token>` for every listener (gateway keys, the
+ * admin, sync and metrics tokens, operator tokens): the scheme in any case, one or more spaces
+ * (RFC 6750's `1*SP`; a tab is not a separator), the token (no whitespace), then optional
+ * trailing spaces or tabs. Anything else is null.
+ */
+const BEARER = /^Bearer +(\S+)[ \t]*$/i;
+
+/** `Authorization: Bearer <token>` → the token, or null for any other form (see {@link BEARER}). */
 export function bearerOf(header: string | undefined): string | null {
   if (header === undefined) return null;
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  return match ? match[1]! : null;
+  // The usual exact form (`Bearer ` + visible ASCII) without a regular expression (the
+  // gateway reads one per call); anything else takes the full pattern.
+  if (header.length > 7 && header.startsWith('Bearer ')) {
+    let i = 7;
+    while (i < header.length) {
+      const c = header.charCodeAt(i);
+      if (c <= 0x20 || c >= 0x7f) break;
+      i++;
+    }
+    if (i === header.length) return header.slice(7);
+  }
+  return BEARER.exec(header)?.[1] ?? null;
 }
 
 export class BearerSecret {

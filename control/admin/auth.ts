@@ -13,6 +13,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { bearerOf } from '../../protocol/bearer';
 import { SvcError } from '../../protocol/errors';
 import type { Logger } from '../../protocol/log';
 import {
@@ -35,9 +36,7 @@ const digest = (value: string): Buffer => createHash('sha256').update(value).dig
 
 /** The bearer token of `Authorization: Bearer <token>`, or null for any other form. */
 function bearer(req: IncomingMessage): string | null {
-  const header = req.headers.authorization;
-  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match ? match[1]! : null;
+  return bearerOf(req.headers.authorization);
 }
 
 function unauthorized(realm: string, detail: string): SvcError {

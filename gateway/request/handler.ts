@@ -15,6 +15,7 @@
  */
 import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { bearerOf } from '../../protocol/bearer';
 import { clientAddress } from '../../protocol/client-address';
 import type { ErrorCode } from '../../protocol/errors';
 import { sendProblem } from '../../protocol/http';
@@ -62,24 +63,6 @@ export const MAX_URL_LENGTH = 8 * 1024;
 export const CLIENT_CLOSED_REQUEST = 499;
 /** Methods whose requests must not carry a body here. */
 const BODYLESS = new Set(['GET', 'HEAD']);
-const BEARER = /^Bearer +(\S+) *$/i;
-
-/** The credential in `Authorization: Bearer <credential>` (scheme case-insensitive), or null. */
-export function bearerOf(auth: string): string | null {
-  // The usual exact form (`Bearer ` + visible ASCII) without a regular expression; anything
-  // else takes the full pattern.
-  if (auth.length > 7 && auth.startsWith('Bearer ')) {
-    let i = 7;
-    while (i < auth.length) {
-      const c = auth.charCodeAt(i);
-      if (c <= 0x20 || c >= 0x7f) break;
-      i++;
-    }
-    if (i === auth.length) return auth.slice(7);
-  }
-  return BEARER.exec(auth)?.[1] ?? null;
-}
-
 /** A key's own limit or lift as a policy under given defaults; each pair is converted once. */
 const scaled = new WeakMap<object, { defaults: LimitPolicy; policy: LimitPolicy }>();
 
@@ -169,8 +152,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     // is never stored or logged.
     const t = now();
     let key: KeyEntry | null = null;
-    const auth = req.headers.authorization;
-    const bearer = auth === undefined ? null : bearerOf(auth);
+    const bearer = bearerOf(req.headers.authorization);
     if (bearer !== null && isWellFormedKey(bearer)) {
       key = state.lookup(hash('sha256', bearer, 'hex'), t);
     }
