@@ -9,6 +9,7 @@ import { GatewayStatus } from './gateways';
 import { PublicChangelogEntry, SettlerPublicState } from './public';
 import { ResponseSchema } from './response-schema';
 import { SettlerStatus } from './settlement';
+import { FLAG_NAMES, FLAG_PREFIX } from './flag-names';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
 import { Count, IsoTime, MicroAmount, StateVersion } from './wire';
@@ -211,13 +212,13 @@ export type KeyRevoked = z.infer<typeof KeyRevoked>;
 // ---------------------------------------------------------------------------------------
 // Flags
 
-export const FLAG_NAMES = ['beta_gate_enabled', 'maintenance_mode'] as const;
+export { FLAG_NAMES } from './flag-names';
 export const FlagName = z.enum(FLAG_NAMES);
 export type FlagName = z.infer<typeof FlagName>;
 
 /** Accepts `beta_gate_enabled` and the spec's `system_flags.beta_gate_enabled`. */
 export function normaliseFlagName(name: string): FlagName | null {
-  const bare = name.startsWith('system_flags.') ? name.slice('system_flags.'.length) : name;
+  const bare = name.startsWith(FLAG_PREFIX) ? name.slice(FLAG_PREFIX.length) : name;
   return (FLAG_NAMES as readonly string[]).includes(bare) ? (bare as FlagName) : null;
 }
 

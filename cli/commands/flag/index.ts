@@ -1,14 +1,15 @@
 /** `svcctl flag …`: runtime flags. */
+import { FLAG_NAMES, FLAG_PREFIX } from '../../../protocol/flag-names';
 import { WAIT_OPTIONS, lazy, leaf, type GroupSpec } from '../../register';
 
 export const flag: GroupSpec = {
   name: 'flag',
-  description: 'runtime flags (beta_gate_enabled, maintenance_mode)',
+  description: `runtime flags (${FLAG_NAMES.join(', ')})`,
   commands: [
     leaf({
       name: 'set',
       args: [
-        { name: '<name>', description: 'beta_gate_enabled (or system_flags.beta_gate_enabled), maintenance_mode' },
+        { name: '<name>', description: `${FLAG_NAMES.join(', ')} (each also as ${FLAG_PREFIX}<name>)` },
         { name: '<value>', description: 'on or off' },
       ],
       description: 'set a flag; the change is announced in the changelog',
