@@ -9,7 +9,7 @@ import { COVERED_FAILURES } from '../../protocol/outcome';
 import { keyAccount, type BatchView } from '../../protocol/settlement';
 import type { TransferInput } from './ledger-core';
 import type { LeafRow } from './receipts';
-import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlement';
+import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlement-types';
 
 const NOTHING: CallAmounts = Object.freeze({ premium: 0, refund: 0, refund_owed: 0, clamp: null });
 

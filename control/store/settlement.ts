@@ -21,75 +21,14 @@
  * group commit's decisions) is `settlement-plan.ts`, shared with PostgreSQL's `pg/settlement.ts`.
  */
 import type { Db } from './db';
-import { COVERED_FAILURES, type Outcome } from '../../protocol/outcome';
-import type { BatchView, Clamp } from '../../protocol/settlement';
+import { COVERED_FAILURES } from '../../protocol/outcome';
+import type { BatchView } from '../../protocol/settlement';
 import type { LedgerTable } from './ledger';
 import type { ReceiptsTable } from './receipts';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending, pendingOrder } from './settlement-plan';
 
-/** An outcome waiting for settlement, in settlement order (received, then call id). */
-export interface UnsettledCall {
-  call_id: string;
-  key_id: string | null;
-  outcome: Outcome;
-  started_at: number;
-  received_at: number;
-}
-
-/** An endpoint's money settings, read at settlement time (removed endpoints included). */
-export interface Economics {
-  price: number;
-  premium: number;
-  refund_cap_per_hour: number;
-  treasury_fee_bps: number;
-}
-
-/** What the planner is given for one batch. */
-export interface PlanInput {
-  endpointId: string;
-  calls: UnsettledCall[];
-  economics: Economics;
-  /** The pool's balance before this batch. */
-  pool: number;
-  /** Refunds already paid for this endpoint in the clock hour `hour` (ms / 3.6e6). */
-  refundedInHour(hour: number): number;
-}
-
-export interface CallAmounts {
-  premium: number;
-  refund: number;
-  refund_owed: number;
-  clamp: Clamp | null;
-}
-
-/**
- * A batch's money, decided by the settler's planner. Every call not in `exceptions` gets the
- * standard amounts: `premium` for a keyed `ok`, `owed` as refund and refund owed for a keyed
- * covered failure, 0 otherwise.
- */
-export interface BatchPlan {
-  standard: { premium: number; owed: number };
-  exceptions: Map<string, CallAmounts>;
-  /** Premium collected per key id, refund paid per key id (zero entries omitted). */
-  premiums: Map<string, number>;
-  refunds: Map<string, number>;
-  treasuryFees: number;
-  /** Refunds paid per clock hour of the calls' start. */
-  refundsByHour: Map<number, number>;
-  totals: { premiums: number; refunds: number; refunds_owed: number; clamped_calls: number };
-}
-
-export type Planner = (input: PlanInput) => BatchPlan;
-
-/**
- * Picks the batches of a group (`settleGroup`): `next` names the next endpoint and cap, null to
- * end the group, or `'round'` to be handed the endpoints pending now (`startRound`) and asked
- * again. `previousMade` says whether the batch it named last had calls (null: none named yet).
- */
-export interface NextBatch {
-  next(previousMade: boolean | null): { endpointId: string; cap: number } | 'round' | null;
-  startRound(pending: readonly string[]): void;
-}
+export type { BatchPlan, CallAmounts, Economics, NextBatch, PlanInput, Planner, UnsettledCall } from './settlement-types';
+import type { Economics, NextBatch, Planner, UnsettledCall } from './settlement-types';
 
 export const HOUR_MS = 3_600_000;
 

@@ -15,7 +15,7 @@ import { sendProblem } from '../../protocol/http';
 import type { CallerFailure, NetworkError } from '../request/classify';
 import { headerListObject, type HeaderList } from '../request/headers';
 import { networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
-import type { BodyObserver, ForwardDone, ForwardFailure, ForwardResult, ForwardTarget, ResponseHead, ResponseHeadHook } from './index';
+import type { BodyObserver, ForwardDone, ForwardFailure, ForwardResult, ForwardTarget, ResponseHead, ResponseHeadHook } from './contract';
 
 /** What every call of one engine shares. */
 export interface EngineCounters {

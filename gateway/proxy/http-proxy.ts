@@ -29,7 +29,7 @@ import { clientResponseHeaders } from '../request/headers';
 import { ForwardCall, type EngineCounters } from './call';
 import { declaredLength, networkErrorOf } from './failures';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
-import type { ForwardDone, ForwardTarget, GatewayProxy, ProxyOptions, ProxyStats, ResponseHeadHook } from './index';
+import type { ForwardDone, ForwardTarget, GatewayProxy, ProxyOptions, ProxyStats, ResponseHeadHook } from './contract';
 
 const ignore = (): void => {};
 

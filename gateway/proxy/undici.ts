@@ -32,7 +32,7 @@ import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_S
 import { declaredLength, networkErrorOf } from './failures';
 import { RequestBody, requestHeaders } from './undici-body';
 import { OriginPool, type Conn } from './undici-pool';
-import type { ForwardDone, ForwardTarget, GatewayProxy, ProxyOptions, ProxyStats, ResponseHeadHook } from './index';
+import type { ForwardDone, ForwardTarget, GatewayProxy, ProxyOptions, ProxyStats, ResponseHeadHook } from './contract';
 
 /**
  * Largest declared request body that is handed to undici as one buffer when it arrives in one

@@ -5,7 +5,12 @@
  * `<style>` carries the response's CSP nonce (see `respond.ts`), so nothing else may style or
  * run. Charts are inline SVG styled by class (the CSP refuses `style` attributes).
  */
-import type { PageUrls } from './respond';
+
+/** The listeners' URLs, for links between the public API's pages and the indexer's. */
+export interface PageUrls {
+  api: string;
+  indexer: string;
+}
 
 /** Stands for the nonce in a cached page (`respond.ts`); as long as a real one (16 bytes in base64), so a page's length never changes. */
 export const NONCE_PLACEHOLDER = 'svc-nonce-placeholder-00';

@@ -29,7 +29,7 @@ import type { ProblemResponder } from '../../../protocol/http';
 import { prefersHtml } from '../../http/accept';
 import { etagMatches, type ResponseCache } from '../cache';
 import { acceptsGzip, gzipAnswer, gzipTemplate, type GzipTemplate } from './gzip';
-import { NONCE_PLACEHOLDER, escapeHtml, renderDocument } from './layout';
+import { NONCE_PLACEHOLDER, escapeHtml, renderDocument, type PageUrls } from './layout';
 
 export const HTML_CONTENT_TYPE = 'text/html; charset=utf-8';
 
@@ -58,11 +58,7 @@ export function contentSecurityPolicy(nonce: string): string {
   return `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`;
 }
 
-/** The listeners' URLs, for links between the public API's pages and the indexer's. */
-export interface PageUrls {
-  api: string;
-  indexer: string;
-}
+export type { PageUrls };
 
 /**
  * Headers of every page besides its CSP. Framing is refused by the CSP's `frame-ancestors
