@@ -15,6 +15,7 @@
  * @see RFC 9110 §10.2.3 (Retry-After)
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/
  */
+import { configError } from './errors';
 
 export interface RetryOptions {
   /** Retries after the first attempt (0 turns retrying off). @default 3 */
@@ -41,13 +42,14 @@ export type RetryPolicy = Readonly<Required<RetryOptions>>;
 
 function check(name: string, value: number, min: number, max: number, integer: boolean): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
-    throw new TypeError(`retry.${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+    throw configError(`retry.${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
   }
   return value;
 }
 
 /** Options with their defaults, checked. */
 export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
+  if (typeof options !== 'object' || options === null) throw configError('retry must be an object of options');
   return Object.freeze({
     max: check('max', options.max ?? DEFAULT_RETRY_MAX, 0, 100, true),
     unsafe: options.unsafe === true,
