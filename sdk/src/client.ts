@@ -40,50 +40,50 @@ import { USER_AGENT } from './version';
 
 export interface SvcClientOptions {
   /** The gateway ({market_url}), e.g. `http://127.0.0.1:7070`. Needed by `call()`. */
-  gatewayUrl?: string;
+  gatewayUrl?: string | undefined;
   /** The public read API ({api_url}), e.g. `http://127.0.0.1:7071`. Needed by `providers()`, `status()`, `changelog()`. */
-  apiUrl?: string;
+  apiUrl?: string | undefined;
   /** The indexer ({indexer_url}), e.g. `http://127.0.0.1:7072`. Needed by `stats()`, `activity()`, `verifyRefund()`. */
-  indexerUrl?: string;
+  indexerUrl?: string | undefined;
   /** A beta key (`svc_beta_…`), sent to the gateway only. Optional while the beta gate is off. */
-  key?: string;
+  key?: string | undefined;
   /** The `fetch` to use. @default globalThis.fetch */
-  fetch?: FetchLike;
+  fetch?: FetchLike | undefined;
   /** When and how often to retry; see {@link RetryOptions}. */
-  retry?: RetryOptions;
+  retry?: RetryOptions | undefined;
   /** Time source for retry waits (tests inject a fake one). @default the system clock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Random source in [0, 1) for jitter. @default Math.random */
-  random?: () => number;
+  random?: (() => number) | undefined;
   /**
    * Deadline of every request of this client, in ms, retries and body included; `0` for none.
    * A request's own `timeoutMs` overrides it. @default 60000 for `call()`, 30000 for reads
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * Largest answer body accepted, in decoded bytes; past it the request fails with
    * `svc_sdk_response_too_large` and the connection is closed. @default 16777216 (16 MiB)
    */
-  maxResponseBytes?: number;
+  maxResponseBytes?: number | undefined;
 }
 
 export interface CallOptions {
   /** @default 'POST' (other methods only where the endpoint allows them) */
-  method?: string;
+  method?: string | undefined;
   /**
    * Request body: a string, bytes (`Uint8Array`, `ArrayBuffer`), `Blob`, `URLSearchParams` or
    * `FormData` as it is; any other value as JSON. Streams are not accepted.
    */
   body?: unknown;
   /** Extra request headers. `User-Agent` is the SDK's, and so is `Authorization` when the client has a key. */
-  headers?: HeadersLike;
-  signal?: AbortSignal;
+  headers?: HeadersLike | undefined;
+  signal?: AbortSignal | undefined;
   /**
    * Deadline for the whole call, retries, waits and body included, in ms (`0`: none); past it
    * the call rejects with `SvcError` `svc_sdk_timeout`, and no retry starts that could not
    * finish before it. @default the client's `timeoutMs`, else 60000
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** The gateway's answer to an admitted call (any status the upstream gave, 3xx and 4xx too). */
@@ -96,12 +96,12 @@ export interface CallResult<T = unknown> extends SvcFields {
 }
 
 export interface ReadOptions {
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Deadline for the read, retries and body included, in ms (`0`: none); past it the read
    * rejects with `SvcError` `svc_sdk_timeout`. @default the client's `timeoutMs`, else 30000
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 export interface VerifyRefundOptions extends ReadOptions {
@@ -109,14 +109,14 @@ export interface VerifyRefundOptions extends ReadOptions {
    * Verify against these keys (a JWKS you saved earlier) instead of the indexer's published
    * `/api/receipts/keys`: a pinned JWKS also catches a key the operator swapped in later.
    */
-  jwks?: ReceiptJwks;
+  jwks?: ReceiptJwks | undefined;
 }
 
 export interface ActivityOptions extends ReadOptions {
   /** Calls per page (the indexer's default when absent). */
-  limit?: number;
+  limit?: number | undefined;
   /** Start below this point: a `next_before` cursor or an ISO 8601 time. */
-  before?: string;
+  before?: string | undefined;
 }
 
 /** Gateway refusals that come before forwarding, with what the gateway asks the caller to wait. */
@@ -239,7 +239,7 @@ export class SvcClient {
   }
 
   /** `GET {apiUrl}/api/v1/changelog[?limit=N]`: the public changelog, newest first. */
-  changelog(options: ReadOptions & { limit?: number } = {}): Promise<PublicChangelogAnswer> {
+  changelog(options: ReadOptions & { limit?: number | undefined } = {}): Promise<PublicChangelogAnswer> {
     const query = options.limit === undefined ? '' : `?limit=${encodeURIComponent(String(options.limit))}`;
     return this.read<PublicChangelogAnswer>('apiUrl', this.apiUrl, `/api/v1/changelog${query}`, options);
   }
