@@ -293,7 +293,12 @@ export class SvcClient {
     if (!isCallId(callId)) throw configError('callId must be the X-Svc-Call-Id of a call (a UUIDv7)');
     const proof = await this.read<CallProof>('indexerUrl', this.indexerUrl, `/api/calls/${encodeURIComponent(callId)}/proof`, options);
     const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
-    const verdict = verifyCallProof(proof, jwks, callId);
+    let verdict: RefundVerdict;
+    try {
+      verdict = verifyCallProof(proof, jwks, callId);
+    } catch (err) {
+      throw sdkError('svc_sdk_bad_response', 'the proof or the JWKS could not be read', { cause: err });
+    }
     // No amount is taken from a proof that did not verify.
     return verdict.ok ? verdict : { ...verdict, refund: null, premium: null };
   }
@@ -349,16 +354,18 @@ export class SvcClient {
         });
       if (res.status === 304 && remembered !== undefined) return { ok: true, value: JSON.parse(remembered.text) as T };
       if (res.status === 200) {
-        let value: T;
+        let value: unknown;
         try {
-          value = JSON.parse(text) as T;
+          value = JSON.parse(text);
         } catch (err) {
           throw bad('the answer is not JSON', err);
         }
+        // Every answer of svc's reads is a JSON object.
+        if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad('the answer is not a JSON object');
         const etag = res.headers.get('etag');
         if (etag !== null) this.etags.set(url, etag, text);
         else this.etags.forget(url);
-        return { ok: true, value };
+        return { ok: true, value: value as T };
       }
       const problem = parseProblem(res.headers.get('content-type'), text, res.status);
       if (problem === null) throw bad(`HTTP ${res.status} without svc's problem+json body`);

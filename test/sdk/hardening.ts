@@ -281,6 +281,9 @@ t.test('a read whose answer is not JSON, or an error without a problem body, is 
   t.match(err, { code: 'svc_sdk_bad_response', status: 200 });
   const bare = new SvcClient({ apiUrl: 'http://api.test', fetch: answer({ 'content-type': 'text/plain' }, 'oops', 500) });
   t.match(await rejection(bare.status()), { name: 'SvcError', code: 'svc_sdk_bad_response', status: 500 });
+  const scalar = new SvcClient({ indexerUrl: 'http://idx.test', fetch: answer({}, 'null') });
+  const pages = scalar.activity();
+  t.match(await rejection(pages.next()), { name: 'SvcError', code: 'svc_sdk_bad_response' }, 'JSON that is not an object');
 });
 
 t.test('connection refused is svc_sdk_network with the system error as cause', async (t) => {
