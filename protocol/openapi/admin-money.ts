@@ -1,5 +1,4 @@
 /** The admin API's money operations: settler, pool, ledger, payouts, receipt key and reissue. Part of control's document (`admin.ts`). */
-import { z } from 'zod';
 import { ApprovalView } from '../approvals';
 import { ReissueView, RotateKeyView } from '../receipts';
 import {
@@ -18,7 +17,7 @@ import {
 } from '../settlement';
 import type { Answer, Operation } from './operation';
 import { admin, created, ok } from './admin-op';
-import { pathParam } from './common';
+import { BATCH_NUMBER_PARAM, pathParam } from './common';
 
 /** The answer of a money action when `money.approvals` is 2: the pending request. */
 export const PENDING_APPROVAL: Answer = {
@@ -123,7 +122,7 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
     description:
       'From its rows as they are now, with the current key, chained to the receipt before it; recorded in the audit log and the public changelog. Lifts the settler halt when no other settled batch lacks its receipt. 404 `svc_not_found` for a batch that does not exist; 409 `svc_conflict` for one that has its receipt or comes after a batch without one.',
     tag: 'money',
-    params: [pathParam('batch', 'the batch number', z.string().regex(/^[0-9]+$/))],
+    params: [pathParam('batch', 'the batch number (from 1)', BATCH_NUMBER_PARAM)],
     answers: [ok('The new receipt, its changelog entry and the settler halt afterwards', { ReissueView })],
     errors: ['svc_bad_request', 'svc_not_found', 'svc_conflict'],
   }),

@@ -20,6 +20,14 @@ import type { DocumentSpec, HeaderName, JsonObject, Named, Operation, SchemeName
 /** The API version every listener serves (the `v1` of `/v1/…` and of `{"version":"v1"}`). */
 export const API_VERSION = 'v1';
 
+/**
+ * The project's license as every document states it (`info.license`): `license` in the
+ * repository's package.json, which test/protocol/openapi.ts checks it against. `UNLICENSED` is
+ * npm's word for no licence granted (all rights reserved); it is not an SPDX identifier, so
+ * it goes in `name`.
+ */
+export const LICENSE = { name: 'UNLICENSED' } as const;
+
 const SCHEMES: Readonly<Record<SchemeName, { description: string; bearerFormat: string }>> = {
   adminToken: {
     description:
@@ -309,7 +317,7 @@ export class DocumentBuilder {
     const headers = Object.fromEntries([...this.usedHeaders].sort().map((h) => [h, this.headerObject(h)]));
     return {
       openapi: '3.1.1',
-      info: { title: spec.title, version: API_VERSION, description: spec.description },
+      info: { title: spec.title, version: API_VERSION, description: spec.description, license: { ...LICENSE } },
       servers: [{ url: '/', description: spec.server.description }],
       tags: spec.tags,
       paths,

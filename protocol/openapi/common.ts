@@ -68,6 +68,12 @@ export function cachedAtom(description: string): Answer[] {
   ];
 }
 
+/**
+ * A settlement batch number as a path parameter: an integer (the segment is its decimal text,
+ * `BATCH_NUMBER_TEXT` in protocol/receipts.ts: at most 15 digits).
+ */
+export const BATCH_NUMBER_PARAM = z.int().min(1).max(999_999_999_999_999);
+
 /** A path parameter that is one segment of text. */
 export function pathParam(name: string, description: string, schema: z.ZodType = z.string()): Parameter {
   return { name, in: 'path', schema, description, required: true };

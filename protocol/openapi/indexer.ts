@@ -1,12 +1,22 @@
 /** The indexer ({indexer_url}, docs/design.md §7): the document served at `{indexer_url}/openapi.json`. */
 import { z } from 'zod';
 import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
-import { BATCH_NUMBER_TEXT, CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
+import { CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
-import { EDGE_ERRORS, IF_NONE_MATCH, OpenApiDocument, REQUEST_RULES, cachedAtom, cachedHtml, cachedJson, pathParam } from './common';
+import {
+  BATCH_NUMBER_PARAM,
+  EDGE_ERRORS,
+  IF_NONE_MATCH,
+  OpenApiDocument,
+  REQUEST_RULES,
+  cachedAtom,
+  cachedHtml,
+  cachedJson,
+  pathParam,
+} from './common';
 
 /** Every request is counted against the per-IP limit first; there is no User-Agent filter. */
 const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_rate_limited'];
@@ -163,7 +173,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     summary: 'The receipt of one settlement batch',
     tag: 'receipts',
     security: ['none'],
-    params: [pathParam('batch', 'the batch number, without leading zeros', z.string().regex(BATCH_NUMBER_TEXT)), IF_NONE_MATCH],
+    params: [pathParam('batch', 'the batch number (from 1), written without leading zeros', BATCH_NUMBER_PARAM), IF_NONE_MATCH],
     answers: cachedJson('The receipt', { Receipt }),
     errors: [...READ_ERRORS, 'svc_not_found'],
   },

@@ -5,7 +5,7 @@ import type { ErrorCode } from '../errors';
 import { ProvidersAnswer, PublicChangelogAnswer, PublicChangelogQuery, StatusAnswer, Provider, PublicChangelogEntry } from '../public';
 import { HealthAnswer } from '../wire';
 import { buildDocument } from './build';
-import type { JsonObject, Operation } from './operation';
+import type { JsonObject, Operation, Parameter } from './operation';
 import {
   BODY_ERRORS,
   EDGE_ERRORS,
@@ -24,6 +24,29 @@ const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, ...LISTENER_ERRORS];
 
 const HTML = 'text/html; charset=utf-8';
 
+/**
+ * The User-Agent allow-list (`control/public/ua-filter.ts`) as a header parameter, so that
+ * clients generated from the document send an allowed User-Agent.
+ */
+export const USER_AGENT_PARAM: Parameter = {
+  name: 'User-Agent',
+  in: 'header',
+  required: true,
+  schema: z.string().min(1),
+  description:
+    'Only browsers and the products in `public.userAgentAllow` are served: by default `svc-monitor-sdk/<semver>` (e.g. `svc-monitor-sdk/0.1.0`, optionally followed by its runtime), which a client of this API may send as its own. Default command-line HTTP clients (curl, Wget, python-requests…), server runtimes and empty or unrecognised User-Agents get 403 `svc_forbidden_user_agent`, whose detail says how to resend.',
+};
+
+/** Paths served to any User-Agent: the default of `public.userAgentExemptPaths`. */
+export const USER_AGENT_EXEMPT_PATHS: readonly string[] = ['/health'];
+
+/** Every operation but the exempt ones documents the User-Agent rule. */
+function withUserAgentRule(operations: readonly Operation[]): readonly Operation[] {
+  return operations.map((op) =>
+    USER_AGENT_EXEMPT_PATHS.includes(op.path) ? op : { ...op, params: [USER_AGENT_PARAM, ...(op.params ?? [])] },
+  );
+}
+
 const read = (
   op: Omit<Operation, 'method' | 'security' | 'errors' | 'tag'> & { tag?: string; errors?: readonly ErrorCode[] },
 ): Operation => ({
@@ -34,7 +57,7 @@ const read = (
   ...op,
 });
 
-export const PUBLIC_OPERATIONS: readonly Operation[] = [
+export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
   read({
     path: '/health',
     operationId: 'getHealth',
@@ -203,7 +226,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = [
     ],
     errors: [...READ_ERRORS, ...BODY_ERRORS],
   },
-];
+]);
 
 /** The public API's OpenAPI document. */
 export function publicDocument(): JsonObject {

@@ -4,7 +4,12 @@
  * neither zod nor the repository's `protocol/` folder at run time or in its `.d.ts` files:
  *
  * - `src/generated/errors.ts`: one exported constant per catalogue code of
- *   `protocol/errors.ts`, with each code's HTTP status and title (plain data).
+ *   `protocol/errors.ts`, with each code's HTTP status and title (plain data). The SDK's own
+ *   client-side codes (`svc_sdk_…`) are not the service's: they live in `src/codes.ts`, and a
+ *   service code in that namespace is refused here.
+ * - `src/generated/call-headers.ts`: the outcome list (`protocol/outcome.ts`) and the call id
+ *   pattern (`X-Svc-Call-Id` in `protocol/gateway.ts`) as run-time values, so the SDK can refuse
+ *   an `X-Svc-*` header outside them.
  * - `src/generated/wire.ts`: the public read answers (providers, status, changelog, stats,
  *   activity, receipts and proofs) and the outcome union, expanded by the TypeScript checker
  *   from the zod-inferred types in `protocol/` into plain declarations (types only, no
@@ -101,6 +106,8 @@ function constantName(code) {
  */
 function renderErrors(catalogue) {
   const codes = Object.keys(catalogue);
+  const reserved = codes.filter((code) => code.startsWith('svc_sdk_'));
+  if (reserved.length > 0) throw new Error(`svc_sdk_… codes are the SDK's own (sdk/src/codes.ts): ${reserved.join(', ')}`);
   const lines = [HEADER('protocol/errors.ts'), ''];
   for (const code of codes) {
     const { status, title } = catalogue[code];
@@ -108,16 +115,18 @@ function renderErrors(catalogue) {
     lines.push(`export const ${constantName(code)} = ${quote(code)};`);
   }
   lines.push('');
-  lines.push('/** Every code of the catalogue, in catalogue order. */');
-  lines.push('export const ERROR_CODES = [');
+  lines.push("/** Every code of the service's catalogue, in catalogue order. */");
+  lines.push('export const SERVICE_ERROR_CODES = [');
   for (const code of codes) lines.push(`  ${constantName(code)},`);
   lines.push('] as const;');
   lines.push('');
-  lines.push('/** A catalogue code: what `SvcError.code` holds for the errors this SDK version knows. */');
-  lines.push('export type ErrorCode = (typeof ERROR_CODES)[number];');
+  lines.push('/** A code the service sends in its problem+json answers (this SDK version knows these). */');
+  lines.push('export type ServiceErrorCode = (typeof SERVICE_ERROR_CODES)[number];');
   lines.push('');
   lines.push('/** The HTTP status and title the service sends with each code. */');
-  lines.push('export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: { readonly status: number; readonly title: string } } = {');
+  lines.push(
+    'export const SERVICE_ERROR_CATALOGUE: { readonly [C in ServiceErrorCode]: { readonly status: number; readonly title: string } } = {',
+  );
   for (const code of codes) {
     const { status, title } = catalogue[code];
     lines.push(`  ${code}: { status: ${status}, title: ${quote(title)} },`);
@@ -130,6 +139,34 @@ function renderErrors(catalogue) {
 function readCatalogue() {
   const { ERRORS } = loadTs('protocol/errors.ts');
   return Object.fromEntries(Object.entries(ERRORS).map(([code, spec]) => [code, { status: spec.status, title: spec.title }]));
+}
+
+// ---------------------------------------------------------------------------------------
+// Call headers: the values an `X-Svc-Outcome` and an `X-Svc-Call-Id` may hold.
+
+/** `{ outcomes, callIdPattern }` from protocol/outcome.ts and protocol/gateway.ts. */
+function readCallHeaders() {
+  const { OUTCOMES } = loadTs('protocol/outcome.ts');
+  const { CALL_HEADERS } = loadTs('protocol/gateway.ts');
+  const pattern = CALL_HEADERS['x-svc-call-id']?._zod?.def?.pattern;
+  if (!(pattern instanceof RegExp)) throw new Error('protocol/gateway.ts: x-svc-call-id has no pattern');
+  return { outcomes: [...OUTCOMES], callIdPattern: pattern };
+}
+
+/** The text of `src/generated/call-headers.ts`. */
+function renderCallHeaders({ outcomes, callIdPattern }) {
+  return [
+    HEADER('protocol/outcome.ts, protocol/gateway.ts'),
+    '',
+    "import type { Outcome } from './wire';",
+    '',
+    '/** Every outcome `X-Svc-Outcome` may name, in protocol order (`OUTCOMES` in protocol/outcome.ts). */',
+    `export const OUTCOMES: readonly Outcome[] = [${outcomes.map(quote).join(', ')}];`,
+    '',
+    '/** What an `X-Svc-Call-Id` is (a UUIDv7; `CALL_HEADERS` in protocol/gateway.ts). */',
+    `export const CALL_ID_PATTERN: RegExp = ${callIdPattern.toString()};`,
+    '',
+  ].join('\n');
 }
 
 // ---------------------------------------------------------------------------------------
@@ -290,6 +327,7 @@ function generated() {
   return [
     { file: path.join(OUT_DIR, 'errors.ts'), text: renderErrors(readCatalogue()) },
     { file: path.join(OUT_DIR, 'wire.ts'), text: renderWire() },
+    { file: path.join(OUT_DIR, 'call-headers.ts'), text: renderCallHeaders(readCallHeaders()) },
     ...VERBATIM.map((file) => ({ file: path.join(OUT_DIR, path.basename(file)), text: renderVerbatim(file) })),
   ];
 }
@@ -319,6 +357,18 @@ function main(argv) {
   return 0;
 }
 
-module.exports = { renderErrors, renderWire, renderVerbatim, readCatalogue, generated, drifted, constantName, WIRE_TYPES, VERBATIM };
+module.exports = {
+  renderErrors,
+  renderWire,
+  renderCallHeaders,
+  readCallHeaders,
+  renderVerbatim,
+  readCatalogue,
+  generated,
+  drifted,
+  constantName,
+  WIRE_TYPES,
+  VERBATIM,
+};
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));

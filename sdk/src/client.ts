@@ -13,7 +13,7 @@
  */
 import { withRetries, type AttemptResult } from './attempts';
 import { systemClock, type Clock } from './clock';
-import { SvcError, parseProblem, type Problem } from './errors';
+import { SvcError, configError, parseProblem, sdkError, type Problem } from './errors';
 import { EtagMemory } from './etag-memory';
 import { verifyCallProof, type RefundVerdict } from './generated/receipts-verify';
 import type {
@@ -25,55 +25,65 @@ import type {
   StatsAnswer,
   StatusAnswer,
 } from './generated/wire';
+import { isCallId, svcFields, type SvcFields } from './headers';
+import { baseUrl, decodeBody, encodeBody, gatewayTarget, headerRecord, type FetchLike, type HeadersLike } from './http';
 import {
-  baseUrl,
-  decodeBody,
-  encodeBody,
-  gatewayTarget,
-  headerRecord,
-  svcFields,
-  type FetchLike,
-  type HeadersLike,
-  type SvcFields,
-} from './http';
+  checkMaxBytes,
+  checkTimeout,
+  DEFAULT_CALL_TIMEOUT_MS,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_READ_TIMEOUT_MS,
+  readBody,
+} from './limits';
 import { retryPolicy, serverWaitMs, type Failure, type RetryOptions, type RetryPolicy } from './retry';
 import { USER_AGENT } from './version';
 
 export interface SvcClientOptions {
   /** The gateway ({market_url}), e.g. `http://127.0.0.1:7070`. Needed by `call()`. */
-  gatewayUrl?: string;
+  gatewayUrl?: string | undefined;
   /** The public read API ({api_url}), e.g. `http://127.0.0.1:7071`. Needed by `providers()`, `status()`, `changelog()`. */
-  apiUrl?: string;
+  apiUrl?: string | undefined;
   /** The indexer ({indexer_url}), e.g. `http://127.0.0.1:7072`. Needed by `stats()`, `activity()`, `verifyRefund()`. */
-  indexerUrl?: string;
+  indexerUrl?: string | undefined;
   /** A beta key (`svc_beta_…`), sent to the gateway only. Optional while the beta gate is off. */
-  key?: string;
+  key?: string | undefined;
   /** The `fetch` to use. @default globalThis.fetch */
-  fetch?: FetchLike;
+  fetch?: FetchLike | undefined;
   /** When and how often to retry; see {@link RetryOptions}. */
-  retry?: RetryOptions;
+  retry?: RetryOptions | undefined;
   /** Time source for retry waits (tests inject a fake one). @default the system clock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Random source in [0, 1) for jitter. @default Math.random */
-  random?: () => number;
+  random?: (() => number) | undefined;
+  /**
+   * Deadline of every request of this client, in ms, retries and body included; `0` for none.
+   * A request's own `timeoutMs` overrides it. @default 60000 for `call()`, 30000 for reads
+   */
+  timeoutMs?: number | undefined;
+  /**
+   * Largest answer body accepted, in decoded bytes; past it the request fails with
+   * `svc_sdk_response_too_large` and the connection is closed. @default 16777216 (16 MiB)
+   */
+  maxResponseBytes?: number | undefined;
 }
 
 export interface CallOptions {
   /** @default 'POST' (other methods only where the endpoint allows them) */
-  method?: string;
+  method?: string | undefined;
   /**
    * Request body: a string, bytes (`Uint8Array`, `ArrayBuffer`), `Blob`, `URLSearchParams` or
    * `FormData` as it is; any other value as JSON. Streams are not accepted.
    */
   body?: unknown;
   /** Extra request headers. `User-Agent` is the SDK's, and so is `Authorization` when the client has a key. */
-  headers?: HeadersLike;
-  signal?: AbortSignal;
+  headers?: HeadersLike | undefined;
+  signal?: AbortSignal | undefined;
   /**
-   * Deadline for the whole call, retries and waits included; past it the call rejects with a
-   * `TimeoutError` `DOMException`, and no retry starts that could not finish before it.
+   * Deadline for the whole call, retries, waits and body included, in ms (`0`: none); past it
+   * the call rejects with `SvcError` `svc_sdk_timeout`, and no retry starts that could not
+   * finish before it. @default the client's `timeoutMs`, else 60000
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** The gateway's answer to an admitted call (any status the upstream gave, 3xx and 4xx too). */
@@ -86,9 +96,12 @@ export interface CallResult<T = unknown> extends SvcFields {
 }
 
 export interface ReadOptions {
-  signal?: AbortSignal;
-  /** Deadline for the read, retries included. */
-  timeoutMs?: number;
+  signal?: AbortSignal | undefined;
+  /**
+   * Deadline for the read, retries and body included, in ms (`0`: none); past it the read
+   * rejects with `SvcError` `svc_sdk_timeout`. @default the client's `timeoutMs`, else 30000
+   */
+  timeoutMs?: number | undefined;
 }
 
 export interface VerifyRefundOptions extends ReadOptions {
@@ -96,14 +109,14 @@ export interface VerifyRefundOptions extends ReadOptions {
    * Verify against these keys (a JWKS you saved earlier) instead of the indexer's published
    * `/api/receipts/keys`: a pinned JWKS also catches a key the operator swapped in later.
    */
-  jwks?: ReceiptJwks;
+  jwks?: ReceiptJwks | undefined;
 }
 
 export interface ActivityOptions extends ReadOptions {
   /** Calls per page (the indexer's default when absent). */
-  limit?: number;
+  limit?: number | undefined;
   /** Start below this point: a `next_before` cursor or an ISO 8601 time. */
-  before?: string;
+  before?: string | undefined;
 }
 
 /** Gateway refusals that come before forwarding, with what the gateway asks the caller to wait. */
@@ -116,6 +129,15 @@ const MAYBE_SENT = new Map<number, string>([
   [502, 'svc_upstream_unavailable'],
   [504, 'svc_upstream_timeout'],
 ]);
+
+/** The caller's request headers; a bad name or value is a configuration mistake. */
+function requestHeaders(init: HeadersLike): Headers {
+  try {
+    return new Headers(init);
+  } catch {
+    throw configError('headers must be valid HTTP header names and values');
+  }
+}
 
 /** A key is sent in a header: visible ASCII only. Checked without echoing it. */
 const KEY_SHAPE = /^[\x21-\x7e]{1,1024}$/;
@@ -131,21 +153,28 @@ export class SvcClient {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly etags = new EtagMemory();
+  private readonly timeoutMs: number | null;
+  private readonly maxResponseBytes: number;
 
+  /** Throws `SvcError` `svc_sdk_config` on a bad option (the key's value is never echoed). */
   constructor(options: SvcClientOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw configError('options must be an object');
     this.gatewayUrl = baseUrl('gatewayUrl', options.gatewayUrl);
     this.apiUrl = baseUrl('apiUrl', options.apiUrl);
     this.indexerUrl = baseUrl('indexerUrl', options.indexerUrl);
     if (options.key !== undefined && (typeof options.key !== 'string' || !KEY_SHAPE.test(options.key))) {
-      throw new TypeError('key must be printable ASCII without spaces (1 to 1024 characters)');
+      throw configError('key must be printable ASCII without spaces (1 to 1024 characters)');
     }
     this.#key = options.key ?? null;
     const f = options.fetch ?? globalThis.fetch;
-    if (typeof f !== 'function') throw new TypeError('no fetch: pass options.fetch or use Node 20 or later');
+    if (typeof f !== 'function') throw configError('no fetch: pass options.fetch or use Node 20 or later');
     this.fetchImpl = f;
     this.policy = retryPolicy(options.retry);
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
+    this.timeoutMs = options.timeoutMs === undefined ? null : checkTimeout('timeoutMs', options.timeoutMs);
+    this.maxResponseBytes =
+      options.maxResponseBytes === undefined ? DEFAULT_MAX_RESPONSE_BYTES : checkMaxBytes('maxResponseBytes', options.maxResponseBytes);
   }
 
   /** Keep the key out of `console.log(client)` and `JSON.stringify(client)`. */
@@ -162,25 +191,27 @@ export class SvcClient {
    * its status, and the gateway's verdict (`callId`, `outcome`, `refund`, `premium`,
    * `latencyMs`; null when the gateway did not say). Rejects with {@link SvcError} when the
    * gateway answers with its own problem+json (refusals, 502, 504…), after the retries the
-   * policy allows.
+   * policy allows, and with an `svc_sdk_…` code on any other failure (configuration, network,
+   * timeout, size, malformed answer).
    */
   async call<T = unknown>(endpoint: string, path: string, options: CallOptions = {}): Promise<CallResult<T>> {
-    if (this.gatewayUrl === null) throw new TypeError('gatewayUrl is not set');
+    if (this.gatewayUrl === null) throw configError('gatewayUrl is not set: call() needs the gateway');
     const url = gatewayTarget(this.gatewayUrl, endpoint, path);
     const method = options.method ?? 'POST';
-    const headers = new Headers(options.headers);
+    if (typeof method !== 'string') throw configError('method must be a string');
+    const headers = requestHeaders(options.headers);
     const body = encodeBody(options.body, headers);
     headers.set('user-agent', USER_AGENT);
     if (this.#key !== null) headers.set('authorization', `Bearer ${this.#key}`);
     const idempotent = method.toUpperCase() === 'GET' || method.toUpperCase() === 'HEAD';
 
     return withRetries<CallResult<T>>(
-      this.attemptOptions(options, idempotent),
+      this.attemptOptions(options, idempotent, DEFAULT_CALL_TIMEOUT_MS),
       async (signal, n): Promise<AttemptResult<CallResult<T>>> => {
         const res = await this.fetchImpl(url, { method, headers, body: body ?? null, signal, redirect: 'manual' });
-        const bytes = new Uint8Array(await res.arrayBuffer());
+        const fields = svcFields(res, n);
+        const bytes = await readBody(res, this.maxResponseBytes, { callId: fields.callId, attempts: n });
         const contentType = res.headers.get('content-type');
-        const fields = svcFields(res.headers);
         const problem = res.status >= 400 ? parseProblem(contentType, new TextDecoder().decode(bytes), res.status) : null;
         if (problem === null) {
           return {
@@ -208,7 +239,7 @@ export class SvcClient {
   }
 
   /** `GET {apiUrl}/api/v1/changelog[?limit=N]`: the public changelog, newest first. */
-  changelog(options: ReadOptions & { limit?: number } = {}): Promise<PublicChangelogAnswer> {
+  changelog(options: ReadOptions & { limit?: number | undefined } = {}): Promise<PublicChangelogAnswer> {
     const query = options.limit === undefined ? '' : `?limit=${encodeURIComponent(String(options.limit))}`;
     return this.read<PublicChangelogAnswer>('apiUrl', this.apiUrl, `/api/v1/changelog${query}`, options);
   }
@@ -259,21 +290,29 @@ export class SvcClient {
    * after the settler's next run), `svc_not_found` (404) for a call id it never recorded.
    */
   async verifyRefund(callId: string, options: VerifyRefundOptions = {}): Promise<RefundVerdict> {
-    if (typeof callId !== 'string' || callId.length === 0) throw new TypeError('callId must be the X-Svc-Call-Id of a call');
+    if (!isCallId(callId)) throw configError('callId must be the X-Svc-Call-Id of a call (a UUIDv7)');
     const proof = await this.read<CallProof>('indexerUrl', this.indexerUrl, `/api/calls/${encodeURIComponent(callId)}/proof`, options);
     const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
-    return verifyCallProof(proof, jwks, callId);
+    let verdict: RefundVerdict;
+    try {
+      verdict = verifyCallProof(proof, jwks, callId);
+    } catch (err) {
+      throw sdkError('svc_sdk_bad_response', 'the proof or the JWKS could not be read', { cause: err });
+    }
+    // No amount is taken from a proof that did not verify.
+    return verdict.ok ? verdict : { ...verdict, refund: null, premium: null };
   }
 
   // -------------------------------------------------------------------------------------
 
-  private attemptOptions(options: { signal?: AbortSignal; timeoutMs?: number }, idempotent: boolean) {
+  /** The attempt loop's options; the deadline is the request's, else the client's, else `defaultTimeoutMs`. */
+  private attemptOptions(options: { signal?: AbortSignal; timeoutMs?: number }, idempotent: boolean, defaultTimeoutMs: number) {
     return {
       policy: this.policy,
       clock: this.clock,
       random: this.random,
       signal: options.signal,
-      timeoutMs: options.timeoutMs,
+      timeoutMs: options.timeoutMs ?? this.timeoutMs ?? defaultTimeoutMs,
       idempotent,
     };
   }
@@ -298,24 +337,38 @@ export class SvcClient {
    * remembered body. No key is sent to the public API or the indexer.
    */
   private read<T>(name: string, base: string | null, path: string, options: ReadOptions): Promise<T> {
-    if (base === null) return Promise.reject(new TypeError(`${name} is not set`));
+    if (base === null) return Promise.reject(configError(`${name} is not set: this read needs it`));
     const url = base + path;
-    return withRetries<T>(this.attemptOptions(options, true), async (signal, n): Promise<AttemptResult<T>> => {
+    return withRetries<T>(this.attemptOptions(options, true, DEFAULT_READ_TIMEOUT_MS), async (signal, n): Promise<AttemptResult<T>> => {
       const headers = new Headers({ 'user-agent': USER_AGENT, accept: 'application/json' });
       const remembered = this.etags.get(url);
       if (remembered !== undefined) headers.set('if-none-match', remembered.etag);
       const res = await this.fetchImpl(url, { method: 'GET', headers, signal, redirect: 'manual' });
-      const text = await res.text();
+      const text = new TextDecoder().decode(await readBody(res, this.maxResponseBytes, { callId: null, attempts: n }));
+      const bad = (detail: string, cause?: unknown) =>
+        sdkError('svc_sdk_bad_response', `GET ${path}: ${detail}`, {
+          status: res.status,
+          headers: headerRecord(res.headers),
+          attempts: n,
+          cause,
+        });
       if (res.status === 304 && remembered !== undefined) return { ok: true, value: JSON.parse(remembered.text) as T };
       if (res.status === 200) {
-        const value = JSON.parse(text) as T;
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch (err) {
+          throw bad('the answer is not JSON', err);
+        }
+        // Every answer of svc's reads is a JSON object.
+        if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad('the answer is not a JSON object');
         const etag = res.headers.get('etag');
         if (etag !== null) this.etags.set(url, etag, text);
         else this.etags.forget(url);
-        return { ok: true, value };
+        return { ok: true, value: value as T };
       }
       const problem = parseProblem(res.headers.get('content-type'), text, res.status);
-      if (problem === null) throw new Error(`GET ${path} answered HTTP ${res.status} without a problem body`);
+      if (problem === null) throw bad(`HTTP ${res.status} without svc's problem+json body`);
       const error = this.error(problem, res, null, n);
       if (REFUSED.get(res.status)?.has(problem.code)) {
         return { ok: false, error, failure: { kind: 'refused', waitMs: serverWaitMs(res.headers, this.clock.now()) } };

@@ -1,11 +1,13 @@
 /**
- * `SvcError`: what the SDK rejects with when svc answers with an RFC 9457 problem+json body
- * (`{type, title, status, detail, code}`). Match on `code` (one of the exported constants,
- * e.g. `SVC_AUTH_NOT_IN_BETA`), never on `title` or `detail`.
+ * `SvcError`: what every failure of the SDK rejects with. Either svc answered with an RFC 9457
+ * problem+json body (`{type, title, status, detail, code}`), or the SDK raises one of its own
+ * `svc_sdk_…` codes (configuration, network, timeout, size, malformed answer; `codes.ts`),
+ * shaped the same way. Match on `code` (one of the exported constants, e.g.
+ * `SVC_AUTH_NOT_IN_BETA`, `SVC_SDK_TIMEOUT`), never on `title` or `detail`.
  *
  * @see https://www.rfc-editor.org/rfc/rfc9457
  */
-import type { ErrorCode } from './generated/errors';
+import { ERROR_CATALOGUE, type ErrorCode, type SdkErrorCode } from './codes';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -20,7 +22,7 @@ export interface Problem {
 }
 
 export class SvcError extends Error {
-  /** HTTP status of the answer. */
+  /** HTTP status of the answer; 0 for an SDK code raised without one (network, timeout, configuration). */
   readonly status: number;
   /**
    * The catalogue code (`svc_…`). A code newer than this SDK version is passed through as
@@ -42,11 +44,14 @@ export class SvcError extends Error {
   readonly headers: Readonly<Record<string, string>>;
   /** The whole problem body, with extension members such as `errors` (per-field validation). */
   readonly problem: Readonly<Problem>;
-  /** Requests sent for this call, retries included. */
+  /** Requests sent for this call, retries included (0 when none was). */
   readonly attempts: number;
 
-  constructor(problem: Problem, options: { headers: Record<string, string>; callId: string | null; attempts: number; status: number }) {
-    super(`${problem.code}: ${problem.detail}`);
+  constructor(
+    problem: Problem,
+    options: { headers: Record<string, string>; callId: string | null; attempts: number; status: number; cause?: unknown },
+  ) {
+    super(`${problem.code}: ${problem.detail}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SvcError';
     this.status = options.status;
     this.code = problem.code;
@@ -62,6 +67,35 @@ export class SvcError extends Error {
 
 export function isSvcError(err: unknown): err is SvcError {
   return err instanceof SvcError;
+}
+
+/** What an SDK-raised error knows beyond its code and detail. */
+export interface SdkErrorContext {
+  /** Status of the answer that caused it, when one arrived. */
+  status?: number;
+  callId?: string | null;
+  headers?: Record<string, string>;
+  attempts?: number;
+  /** The underlying error (a network error's system error, a parse error…). */
+  cause?: unknown;
+}
+
+/** An `SvcError` with one of the SDK's own codes, shaped like svc's problem+json. */
+export function sdkError(code: SdkErrorCode, detail: string, context: SdkErrorContext = {}): SvcError {
+  const status = context.status ?? 0;
+  const problem: Problem = { type: `https://svc.dev/errors#${code}`, title: ERROR_CATALOGUE[code].title, status, detail, code };
+  return new SvcError(problem, {
+    headers: context.headers ?? {},
+    callId: context.callId ?? null,
+    attempts: context.attempts ?? 0,
+    status,
+    ...(context.cause === undefined ? {} : { cause: context.cause }),
+  });
+}
+
+/** A configuration mistake, thrown before anything is sent. */
+export function configError(detail: string): SvcError {
+  return sdkError('svc_sdk_config', detail);
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Request and response plumbing: request bodies, response bodies by media type, header
- * records, the gateway's `x-svc-*` fields, and URL checks. No I/O of its own.
+ * records, and URL checks. No I/O of its own. A bad argument is an `svc_sdk_config` error.
  */
-import type { Outcome } from './generated/wire';
+import { configError } from './errors';
 
 /** The `fetch` the SDK calls: the global one, or a wrapper with the same contract. */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
@@ -28,10 +28,15 @@ export function encodeBody(body: unknown, headers: Headers): RequestInit['body']
     return body as RequestInit['body'];
   }
   if (body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body)) {
-    throw new TypeError('streamed bodies are not supported: pass a string, bytes, a Blob or a JSON value');
+    throw configError('streamed bodies are not supported: pass a string, bytes, a Blob or a JSON value');
   }
-  const json = JSON.stringify(body);
-  if (json === undefined) throw new TypeError('body is not JSON-serialisable');
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(body);
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined) throw configError('body is not JSON-serialisable');
   if (!headers.has('content-type')) headers.set('content-type', 'application/json');
   return json;
 }
@@ -67,35 +72,6 @@ export function headerRecord(headers: Headers): Record<string, string> {
   return out;
 }
 
-/** What the gateway says about an admitted call, from its `x-svc-*` response headers. */
-export interface SvcFields {
-  /** `X-Svc-Call-Id` (UUIDv7). */
-  callId: string | null;
-  /** `X-Svc-Outcome`: the verdict known when the head was sent. */
-  outcome: Outcome | null;
-  /** `X-Svc-Refund`: micro-units to be refunded before clamping (0 when none). */
-  refund: number | null;
-  /** `X-Svc-Premium`: micro-units of premium to be charged (0 when none). */
-  premium: number | null;
-  /** `X-Svc-Latency-Ms`: the provider's latency as the gateway measured it. */
-  latencyMs: number | null;
-}
-
-function integer(value: string | null): number | null {
-  return value !== null && /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : null;
-}
-
-export function svcFields(headers: Headers): SvcFields {
-  const outcome = headers.get('x-svc-outcome');
-  return {
-    callId: headers.get('x-svc-call-id'),
-    outcome: outcome === null || outcome === '' ? null : (outcome as Outcome),
-    refund: integer(headers.get('x-svc-refund')),
-    premium: integer(headers.get('x-svc-premium')),
-    latencyMs: integer(headers.get('x-svc-latency-ms')),
-  };
-}
-
 /** A base URL option: http(s), kept without trailing slashes. The value is not echoed. */
 export function baseUrl(name: string, value: string | undefined): string | null {
   if (value === undefined) return null;
@@ -103,10 +79,10 @@ export function baseUrl(name: string, value: string | undefined): string | null 
   try {
     url = new URL(value);
   } catch {
-    throw new TypeError(`${name} must be an absolute http(s) URL`);
+    throw configError(`${name} must be an absolute http(s) URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`${name} must be an absolute http(s) URL`);
-  if (url.search !== '' || url.hash !== '') throw new TypeError(`${name} must not have a query or fragment`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw configError(`${name} must be an absolute http(s) URL`);
+  if (url.search !== '' || url.hash !== '') throw configError(`${name} must not have a query or fragment`);
   return url.href.replace(/\/+$/, '');
 }
 
@@ -120,12 +96,17 @@ const ENDPOINT_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
  */
 export function gatewayTarget(gateway: string, endpoint: string, path: string): string {
   if (typeof endpoint !== 'string' || !ENDPOINT_ID.test(endpoint)) {
-    throw new TypeError('endpoint must be an endpoint id: 1 to 63 of a-z 0-9 _ -, starting with a letter or digit');
+    throw configError('endpoint must be an endpoint id: 1 to 63 of a-z 0-9 _ -, starting with a letter or digit');
   }
-  if (typeof path !== 'string') throw new TypeError('path must be a string');
+  if (typeof path !== 'string') throw configError('path must be a string');
   const prefix = `${gateway}/v1/${endpoint}/`;
   const target = prefix + path.replace(/^\//, '');
-  const parsed = new URL(target);
-  if (!parsed.href.startsWith(prefix)) throw new TypeError(`path leaves the endpoint ${endpoint}`);
+  let parsed: URL;
+  try {
+    parsed = new URL(target);
+  } catch {
+    throw configError('path does not make a URL');
+  }
+  if (!parsed.href.startsWith(prefix)) throw configError(`path leaves the endpoint ${endpoint}`);
   return target;
 }

@@ -17,7 +17,10 @@ export {
 export type { RefundVerdict, ChainProblem } from './generated/receipts-verify';
 export { SvcError, isSvcError } from './errors';
 export type { Problem } from './errors';
-export type { FetchLike, HeadersLike, SvcFields } from './http';
+export type { FetchLike, HeadersLike } from './http';
+export type { SvcFields } from './headers';
+export { isCallId } from './headers';
+export { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_READ_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES } from './limits';
 export type { Clock } from './clock';
 export {
   parseRetryAfter,
@@ -30,4 +33,6 @@ export {
 export type { RetryOptions } from './retry';
 export { USER_AGENT, SDK_VERSION } from './version';
 export * from './generated/errors';
+export * from './codes';
+export { OUTCOMES } from './generated/call-headers';
 export type * from './generated/wire';

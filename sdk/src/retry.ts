@@ -15,21 +15,22 @@
  * @see RFC 9110 §10.2.3 (Retry-After)
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/
  */
+import { configError } from './errors';
 
 export interface RetryOptions {
   /** Retries after the first attempt (0 turns retrying off). @default 3 */
-  max?: number;
+  max?: number | undefined;
   /**
    * Also retry calls that may have reached the upstream: 502, 504, and network errors after
    * the request was sent. Only for calls that are safe to run twice. @default false
    */
-  unsafe?: boolean;
+  unsafe?: boolean | undefined;
   /** Share of the wait added at random: a wait is `base × (1 + jitter × random())`. @default 0.25 */
-  jitter?: number;
+  jitter?: number | undefined;
   /** Backoff when the answer names no wait: `baseDelayMs × 2^retry`. @default 250 */
-  baseDelayMs?: number;
+  baseDelayMs?: number | undefined;
   /** Longest wait before a retry; an answer that asks for longer is not retried. @default 60000 */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
 }
 
 export const DEFAULT_RETRY_MAX = 3;
@@ -37,17 +38,18 @@ export const DEFAULT_RETRY_JITTER = 0.25;
 export const DEFAULT_RETRY_BASE_DELAY_MS = 250;
 export const DEFAULT_RETRY_MAX_DELAY_MS = 60_000;
 
-export type RetryPolicy = Readonly<Required<RetryOptions>>;
+export type RetryPolicy = { readonly [K in keyof RetryOptions]-?: Exclude<RetryOptions[K], undefined> };
 
 function check(name: string, value: number, min: number, max: number, integer: boolean): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
-    throw new TypeError(`retry.${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+    throw configError(`retry.${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
   }
   return value;
 }
 
 /** Options with their defaults, checked. */
 export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
+  if (typeof options !== 'object' || options === null) throw configError('retry must be an object of options');
   return Object.freeze({
     max: check('max', options.max ?? DEFAULT_RETRY_MAX, 0, 100, true),
     unsafe: options.unsafe === true,

@@ -1,14 +1,19 @@
 /**
  * The OpenAPI documents (`protocol/openapi/`): each is valid OpenAPI 3.1, the committed
  * `docs/openapi/*.json` are what the generator writes now, every error answer is problem+json
- * with a `code` enum from the catalogue, every 429 carries the rate-limit headers, and every
- * operation names its security.
+ * with a `code` enum from the catalogue, every 429 carries the rate-limit headers, every
+ * operation names its security, every document its license, the public API's operations the
+ * User-Agent rule, and a `{batch}` is an integer.
  */
 import t from 'tap';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_PUBLIC_USER_AGENT_EXEMPT_PATHS } from '../../config/defaults';
 import { ERROR_CODES, ERRORS } from '../../protocol/errors';
 import { DOCUMENT_NAMES, renderDocument } from '../../protocol/openapi';
+import { USER_AGENT_EXEMPT_PATHS } from '../../protocol/openapi/public';
 import { committedDocument, currentDocument, validateOpenApi, type Doc } from '../fixtures/openapi';
 
 type Json = Record<string, any>;
@@ -131,4 +136,55 @@ t.test('every schema in the documents compiles as JSON Schema 2020-12', async (t
       t.doesNotThrow(() => ajv.getSchema(`https://svc.invalid/openapi.json#/components/schemas/${id}`), `${name}: ${id} compiles`);
     }
   }
+});
+
+t.test('every document states the license of package.json', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { license: string };
+  for (const name of DOCUMENT_NAMES) {
+    t.same((currentDocument(name).info as Json).license, { name: pkg.license }, `${name}: info.license`);
+  }
+});
+
+t.test('the public API documents its User-Agent rule on every operation but the exempt ones', async (t) => {
+  t.same(
+    [...USER_AGENT_EXEMPT_PATHS],
+    DEFAULT_PUBLIC_USER_AGENT_EXEMPT_PATHS.split(','),
+    'the exempt paths are the default of public.userAgentExemptPaths',
+  );
+  const doc = currentDocument('public');
+  const ops = operations(doc);
+  t.ok(ops.length > 10);
+  for (const { method, path, op } of ops) {
+    const ua = ((op.parameters as Json[] | undefined) ?? []).find(
+      (p) => p.in === 'header' && String(p.name).toLowerCase() === 'user-agent',
+    );
+    if (USER_AGENT_EXEMPT_PATHS.includes(path)) {
+      t.equal(ua, undefined, `${method.toUpperCase()} ${path}: exempt, no User-Agent rule`);
+    } else {
+      t.match(
+        ua,
+        { required: true, schema: { type: 'string' }, description: /svc-monitor-sdk\/<semver>.*svc_forbidden_user_agent/ },
+        `${method.toUpperCase()} ${path}`,
+      );
+    }
+  }
+  for (const name of DOCUMENT_NAMES.filter((n) => n !== 'public')) {
+    const named = operations(currentDocument(name)).filter(({ op }) =>
+      ((op.parameters as Json[] | undefined) ?? []).some((p) => String(p.name).toLowerCase() === 'user-agent'),
+    );
+    t.same(named, [], `${name}: no User-Agent rule (no filter there)`);
+  }
+});
+
+t.test('a {batch} path parameter is an integer in every document', async (t) => {
+  let seen = 0;
+  for (const name of DOCUMENT_NAMES) {
+    for (const { path, op } of operations(currentDocument(name))) {
+      if (!path.includes('{batch}')) continue;
+      const param = ((op.parameters as Json[] | undefined) ?? []).find((p) => p.in === 'path' && p.name === 'batch');
+      t.match(param, { required: true, schema: { type: 'integer', minimum: 1 } }, `${name} ${path}`);
+      seen++;
+    }
+  }
+  t.ok(seen >= 2, 'the indexer receipt and the admin reissue');
 });

@@ -32,12 +32,29 @@ t.test('one exported constant per catalogue code, equal to the code', async (t) 
   for (const code of ERROR_CODES) {
     t.equal(exported[generator.constantName(code)], code, `${generator.constantName(code)} = '${code}'`);
   }
-  const constants = Object.keys(exported).filter((name) => /^SVC_[A-Z0-9_]+$/.test(name));
+  const constants = Object.keys(exported).filter((name) => /^SVC_[A-Z0-9_]+$/.test(name) && !name.startsWith('SVC_SDK_'));
   t.equal(constants.length, ERROR_CODES.length, 'no constant for a code the catalogue does not have');
-  t.same([...sdk.ERROR_CODES], [...ERROR_CODES], 'ERROR_CODES in catalogue order');
+  t.same([...sdk.SERVICE_ERROR_CODES], [...ERROR_CODES], 'SERVICE_ERROR_CODES in catalogue order');
   for (const code of ERROR_CODES) {
     t.same(sdk.ERROR_CATALOGUE[code], { status: ERRORS[code].status, title: ERRORS[code].title }, `${code}: status and title`);
   }
+  t.same([...sdk.ERROR_CODES], [...ERROR_CODES, ...sdk.SDK_ERROR_CODES], "ERROR_CODES: the service's, then the SDK's own");
+  for (const code of sdk.SDK_ERROR_CODES) {
+    t.match(code, /^svc_sdk_[a-z_]+$/, `${code}: in the SDK's namespace`);
+    t.equal(exported[generator.constantName(code)], code, `${generator.constantName(code)} = '${code}'`);
+    t.equal(sdk.ERROR_CATALOGUE[code].status, 0, `${code}: status 0, raised by the SDK`);
+  }
+});
+
+t.test("the generated outcome list and call id pattern are protocol's", async (t) => {
+  t.same([...sdk.OUTCOMES], [...OUTCOMES], 'OUTCOMES');
+  t.ok(sdk.isCallId('01890a5d-ac96-774b-bcce-b302099a8057'), 'a UUIDv7 is a call id');
+  t.notOk(sdk.isCallId('01890a5d-ac96-474b-bcce-b302099a8057'), 'a UUIDv4 is not');
+  t.notOk(sdk.isCallId('not-a-call-id'));
+});
+
+t.test('a service code in the SDK namespace is refused by the generator', async (t) => {
+  t.throws(() => generator.renderErrors({ svc_sdk_timeout: { status: 504, title: 'Clash' } }), /svc_sdk_/);
 });
 
 t.test('the generated types carry protocol unions as they are', async (t) => {

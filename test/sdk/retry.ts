@@ -156,8 +156,8 @@ t.test('x-svc fields are null when the gateway did not send them; text and bytes
 
 t.test('a path that would leave the endpoint is refused before sending', async (t) => {
   const { svc, sent } = client([upstream(200)]);
-  await t.rejects(svc.call('ep', '../other/x'), TypeError);
-  await t.rejects(svc.call('Not An Id', 'x'), TypeError);
+  await t.rejects(svc.call('ep', '../other/x'), { name: 'SvcError', code: 'svc_sdk_config' });
+  await t.rejects(svc.call('Not An Id', 'x'), { name: 'SvcError', code: 'svc_sdk_config' });
   t.equal(sent.length, 0);
 });
 
@@ -280,8 +280,9 @@ t.test('network errors: never connected is retried; lost after sending is not (u
 
   const reset = client([networkError('ECONNRESET'), upstream(200)]);
   const err = await rejection(reset.svc.call('ep', 'x'));
-  t.type(err, TypeError, 'the network error is thrown');
-  t.equal((err as { cause?: { code?: string } }).cause?.code, 'ECONNRESET');
+  t.type(err, SvcError, 'the network error is thrown as an SvcError');
+  t.equal((err as SvcError).code, 'svc_sdk_network');
+  t.equal((err as { cause?: { code?: string } }).cause?.code, 'ECONNRESET', 'its cause is the system error');
   t.equal(reset.sent.length, 1, 'ECONNRESET on POST: not retried');
 
   const unsafe = client([networkError('ECONNRESET'), upstream(200)], { retry: { unsafe: true } });
@@ -323,7 +324,7 @@ t.test('other gateway errors reject at once with the catalogue fields', async (t
   t.equal(sent.length, 1);
 });
 
-t.test('timeoutMs aborts a request in flight with a TimeoutError', async (t) => {
+t.test('timeoutMs aborts a request in flight with svc_sdk_timeout', async (t) => {
   const svc = new SvcClient({
     gatewayUrl: GW,
     fetch: (_url, init) =>
@@ -333,7 +334,8 @@ t.test('timeoutMs aborts a request in flight with a TimeoutError', async (t) => 
       }),
   });
   const err = await rejection(svc.call('ep', 'x', { timeoutMs: 30 }));
-  t.equal((err as DOMException).name, 'TimeoutError');
+  t.type(err, SvcError);
+  t.match(err, { code: 'svc_sdk_timeout', attempts: 1 });
 });
 
 t.test("the caller's signal stops a retry wait", async (t) => {
@@ -354,7 +356,7 @@ t.test("the caller's signal stops a retry wait", async (t) => {
 t.test('a malformed key is refused without being echoed', async (t) => {
   const bad = `${KEY}\n`;
   const err = await rejection(Promise.resolve().then(() => new SvcClient({ gatewayUrl: GW, key: bad })));
-  t.type(err, TypeError);
+  t.match(err, { name: 'SvcError', code: 'svc_sdk_config' });
   t.notMatch((err as Error).message, KEY);
   t.notMatch(inspect(new SvcClient({ gatewayUrl: GW, key: KEY })), KEY, 'inspecting a client does not show the key');
   t.notMatch(JSON.stringify(new SvcClient({ gatewayUrl: GW, key: KEY })), KEY, 'nor does JSON.stringify');

@@ -44,8 +44,8 @@ export const SVC_SETTLER_HALTED = 'svc_settler_halted';
 /** 500 Internal error. */
 export const SVC_INTERNAL = 'svc_internal';
 
-/** Every code of the catalogue, in catalogue order. */
-export const ERROR_CODES = [
+/** Every code of the service's catalogue, in catalogue order. */
+export const SERVICE_ERROR_CODES = [
   SVC_AUTH_NOT_IN_BETA,
   SVC_ENDPOINT_NOT_GRANTED,
   SVC_FORBIDDEN_USER_AGENT,
@@ -69,11 +69,11 @@ export const ERROR_CODES = [
   SVC_INTERNAL,
 ] as const;
 
-/** A catalogue code: what `SvcError.code` holds for the errors this SDK version knows. */
-export type ErrorCode = (typeof ERROR_CODES)[number];
+/** A code the service sends in its problem+json answers (this SDK version knows these). */
+export type ServiceErrorCode = (typeof SERVICE_ERROR_CODES)[number];
 
 /** The HTTP status and title the service sends with each code. */
-export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: { readonly status: number; readonly title: string } } = {
+export const SERVICE_ERROR_CATALOGUE: { readonly [C in ServiceErrorCode]: { readonly status: number; readonly title: string } } = {
   svc_auth_not_in_beta: { status: 403, title: 'Not in beta' },
   svc_endpoint_not_granted: { status: 403, title: 'Endpoint not granted' },
   svc_forbidden_user_agent: { status: 403, title: 'User-Agent not allowed' },
