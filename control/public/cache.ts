@@ -51,12 +51,15 @@ export class ResponseCache {
   private readonly cache: NodeCache;
   private readonly ttlS: number;
   private readonly now: () => number;
+  /** `public` for everyone's reads; `private` for one caller's (its key in the cache key), with `Vary: Authorization`. */
+  private readonly scope: 'public' | 'private';
   /** Builds in progress, by key. */
   private readonly building = new Map<string, Promise<Entry>>();
 
-  constructor(options: { ttlS: number; now: () => number; maxKeys?: number }) {
+  constructor(options: { ttlS: number; now: () => number; maxKeys?: number; scope?: 'public' | 'private' }) {
     this.ttlS = options.ttlS;
     this.now = options.now;
+    this.scope = options.scope ?? 'public';
     this.cache = new NodeCache({
       stdTTL: options.ttlS,
       checkperiod: Math.max(1, options.ttlS * 2),
@@ -102,10 +105,11 @@ export class ResponseCache {
     const entry = await this.get(key, build);
     const maxAge = Math.max(0, Math.ceil((entry.expiresAt - this.now()) / 1000));
     const headers: Record<string, string> = {
-      'cache-control': `public, max-age=${maxAge}`,
+      'cache-control': `${this.scope}, max-age=${maxAge}`,
       etag: entry.etag,
       ...entry.headers,
     };
+    if (this.scope === 'private') headers.vary = 'Authorization';
     if (etagMatches(req.headers['if-none-match'], entry.etag)) {
       res.writeHead(304, headers);
       res.end();

@@ -21,6 +21,7 @@ import m013 from './migrations/013-drop-endpoint-time-index';
 import m014 from './migrations/014-receipts-backfilled';
 import m015 from './migrations/015-gateway-attachment';
 import m016 from './migrations/016-operators';
+import m017 from './migrations/017-outcomes-by-key';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -39,4 +40,5 @@ export const MIGRATIONS: readonly string[] = [
   m014,
   m015,
   m016,
+  m017,
 ];
