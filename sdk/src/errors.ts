@@ -9,6 +9,13 @@ import type { ErrorCode } from './generated/errors';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
+/**
+ * Client-side code: the indexer serves a receipt history that does not extend the last
+ * checkpoint this client verified (a batch at or before it was rewritten, or the history was
+ * cut). Raised by `verifyConsistency` and by `verifyRefund` with a `checkpointStore`.
+ */
+export const SVC_SDK_HISTORY_REWRITTEN = 'svc_sdk_history_rewritten';
+
 /** The problem+json body as svc sends it; extension members (e.g. `errors`) are kept. */
 export interface Problem {
   type: string;

@@ -11,6 +11,10 @@ export const receipts: GroupSpec = {
       options: [
         { flags: '--indexer <url>', description: "the indexer's URL (default: from control's status)" },
         { flags: '--jwks <file>', description: 'verify against this JWKS instead of the published /api/receipts/keys' },
+        {
+          flags: '--since-checkpoint <file>',
+          description: 'check only that the served history extends this saved checkpoint (/api/receipts/checkpoint as served)',
+        },
       ],
       load: () => lazy<typeof import('./verify.js')>(__dirname, 'verify'),
       shape: (_a, o) => o,

@@ -6,6 +6,12 @@
  * without gaps, and the sums of `refunds` and `premiums` over the indexer's `settled_batches`
  * equal to its `total_refunds` and `total_premiums`. Exit 0, or 1 naming the first bad batch.
  *
+ * `--since-checkpoint FILE` (a checkpoint saved from `/api/receipts/checkpoint`) checks instead
+ * that the history served now extends it: the receipts from its batch to the served
+ * checkpoint's (`/api/receipts/consistency`) hash to its `hash`, chain and are signed
+ * (`verifyConsistency` of `protocol/receipts-verify.ts`, as the SDK runs it). A batch rewritten
+ * after the checkpoint was saved is named with both hashes; exit 1.
+ *
  * Without `--indexer`, the indexer's URL comes from control's admin status (as for `svcctl
  * stats`); the admin token is never sent to the indexer. A 429 from the indexer is waited
  * out (`Retry-After`) and retried.
@@ -13,7 +19,8 @@
 import { readFileSync } from 'node:fs';
 import type { StatusView } from '../../../protocol/admin';
 import type { StatsAnswer } from '../../../protocol/indexer';
-import type { ReceiptsPage, ReceiptsVerifyView } from '../../../protocol/receipts';
+import type { Checkpoint, ConsistencyAnswer, ConsistencyVerifyView, ReceiptsPage, ReceiptsVerifyView } from '../../../protocol/receipts';
+import { ReceiptKeyring, checkpointShapeProblem, verifyConsistency } from '../../../protocol/receipts-verify';
 import { walkReceiptChain, type ReceiptChainWalk } from '../../../protocol/receipts-walk';
 import type { Deps } from '../../deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
@@ -29,6 +36,7 @@ export const VERIFY_RATE_LIMIT_RETRIES = 10;
 export interface VerifyOptions {
   indexer?: string;
   jwks?: string;
+  sinceCheckpoint?: string;
   json?: boolean;
 }
 
@@ -59,18 +67,61 @@ async function getJson<T>(url: string, fetchImpl: FetchLike): Promise<T> {
   }
 }
 
-function readJwks(file: string): unknown {
+function readJsonFile(option: string, file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UsageError(`--jwks ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new UsageError(`${option} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   try {
     return JSON.parse(text);
   } catch {
-    throw new UsageError(`--jwks ${file}: not JSON`);
+    throw new UsageError(`${option} ${file}: not JSON`);
   }
+}
+
+/** `--since-checkpoint FILE`: does the served history extend the saved checkpoint? */
+async function sinceCheckpoint(
+  file: string,
+  indexer: string,
+  jwks: unknown,
+  opts: VerifyOptions,
+  deps: Deps,
+  fetchImpl: FetchLike,
+): Promise<number> {
+  const saved = readJsonFile('--since-checkpoint', file) as Checkpoint;
+  const shape = checkpointShapeProblem(saved);
+  if (shape !== null) throw new UsageError(`--since-checkpoint ${file}: not a checkpoint (${shape})`);
+  const current = await getJson<Checkpoint>(`${indexer}/api/receipts/checkpoint`, fetchImpl);
+  const keyring = new ReceiptKeyring(jwks);
+  const range = async (from: number, to: number) =>
+    (await getJson<ConsistencyAnswer>(`${indexer}/api/receipts/consistency?from=${from}&to=${to}`, fetchImpl)).receipts;
+  const verdict = await verifyConsistency(saved, current, range, keyring);
+  const result: ConsistencyVerifyView = {
+    ok: verdict.ok,
+    indexer,
+    from: saved.batch,
+    to: current.batch,
+    receipts: verdict.receipts,
+    checkpoint: current,
+    batch: verdict.batch,
+    expected: verdict.expected,
+    served: verdict.served,
+    reason: verdict.reason,
+  };
+  if (opts.json) deps.out.json(result);
+  else if (verdict.ok) {
+    deps.out.line(
+      `Receipts consistent: the history served now extends the checkpoint of batch ${saved.batch} unchanged, up to batch ${current.batch} (${verdict.receipts} receipts, each signed and chained). The served checkpoint, to save for next time:`,
+    );
+    deps.out.line(JSON.stringify(current));
+  }
+  if (!verdict.ok) {
+    deps.out.error(`svcctl: receipts verify failed: ${verdict.reason}`);
+    return EXIT_FAILURE;
+  }
+  return EXIT_OK;
 }
 
 /** Walk the chain from the indexer's public reads; the first problem ends the walk. */
@@ -98,7 +149,9 @@ export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike 
     throw new UsageError(`--indexer ${indexer}: not an http(s) URL`);
   }
   indexer = indexer.replace(/\/+$/, '');
-  const jwks = opts.jwks !== undefined ? readJwks(opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
+  const jwks =
+    opts.jwks !== undefined ? readJsonFile('--jwks', opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
+  if (opts.sinceCheckpoint !== undefined) return sinceCheckpoint(opts.sinceCheckpoint, indexer, jwks, opts, deps, fetchImpl);
   const { keyring, chain, problem } = await verifyReceipts(indexer, jwks, fetchImpl);
 
   const result: ReceiptsVerifyView = {
