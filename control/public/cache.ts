@@ -1,8 +1,9 @@
 /**
  * Cached answers for the public read API and the indexer (docs/design.md §7). Each answer is built
  * at most once per TTL (node-cache), kept as the exact bytes sent with a strong `ETag`, and
- * served with `Cache-Control: public, max-age=<seconds left>`; `If-None-Match` that names
- * the current ETag gets `304 Not Modified` without a body.
+ * served with `Cache-Control: public, max-age=<seconds left>` (`private`, with `Vary:
+ * Authorization`, for a cache of one caller's answers, keyed by who asks); `If-None-Match` that
+ * names the current ETag gets `304 Not Modified` without a body.
  *
  * Expiry is checked against the injected clock as well as node-cache's own timer, so a test
  * that moves `ctx.now` past the TTL sees a fresh answer.
