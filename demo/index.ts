@@ -7,8 +7,8 @@
  * is issued. An agent written with `svc-monitor-sdk` makes twenty calls; the upstream fails
  * some of them on purpose (a 500, a reset, an answer slower than the SLA, a body that breaks
  * the endpoint's schema, another 500). The settler runs; the demo prints what the agent got
- * back, the pool before and after, the provider's tier and failure rate and the indexer's
- * stats, all read through the SDK and svcctl, and exits 0 only if the money adds up against
+ * back, the pool before and after, the provider's tier and failure rate, the indexer's stats
+ * and the agent's own account, all read through the SDK and svcctl, and exits 0 only if the money adds up against
  * the ledger and `svcctl ledger verify`.
  *
  * `--fast` (or `SVC_DEMO_FAST=1`) drops the pauses that pace the story for a reader.
@@ -342,7 +342,12 @@ async function story(dataDir: string): Promise<void> {
       if (verdict.ok && verdict.outcome === want && verdict.refund === PRICE + PREMIUM) verified++;
     }
     say();
-    say('11. the demo checks its arithmetic');
+    const account = await agent.account();
+    say(
+      `11. the agent's own account (its key, /api/v1/account, last 24 h): ${account.calls} calls, refunds ${units(account.refunds.settled)} settled + ${units(account.refunds.pending)} pending, premiums ${units(account.premiums.settled)} settled, ${account.unsettled_calls} unsettled`,
+    );
+    say();
+    say('12. the demo checks its arithmetic');
     check(verified === covered, `all ${covered} refunds verified offline by the agent, with the outcome the upstream earned`);
     check(poolAfter.refunds === wantRefunds, `refunds paid = ${covered} × ${PRICE + PREMIUM} = ${wantRefunds} micro`);
     check(poolAfter.premiums === wantPremiums, `premiums collected = ${okCalls} × ${PREMIUM} = ${wantPremiums} micro`);
@@ -356,6 +361,13 @@ async function story(dataDir: string): Promise<void> {
     );
     check(stats.total_refunds === wantRefunds && stats.pool_size === poolAfter.pool, 'the indexer agrees with the ledger');
     check(
+      account.calls === CALLS &&
+        account.refunds.settled === wantRefunds &&
+        account.premiums.settled === wantPremiums &&
+        account.unsettled_calls === 0,
+      "the agent's account agrees with the ledger",
+    );
+    check(
       provider.failures === covered && provider.calls === CALLS,
       `the public failure rate counts ${covered} covered failures in ${CALLS} calls`,
     );
@@ -363,7 +375,7 @@ async function story(dataDir: string): Promise<void> {
     check(/^Ledger OK/.test(verify), '`svcctl ledger verify`: every transfer balances, every balance matches its postings');
     say();
     say(
-      `TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier} verified=${verified}`,
+      `TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier} verified=${verified} account_calls=${account.calls} account_refunds=${account.refunds.settled} account_premiums=${account.premiums.settled}`,
     );
   } finally {
     await stopSvc(child);

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { Outcome } from './outcome';
-import type { CallProofFields, ReceiptFields, ReceiptJwkFields, ReceiptLeafFields } from './receipts-verify';
+import type { CallProofFields, CheckpointFields, ReceiptFields, ReceiptJwkFields, ReceiptLeafFields } from './receipts-verify';
 import { Clamp, SettlerHalt } from './settlement';
 import { IsoTime, MicroAmount } from './wire';
 
@@ -99,6 +99,49 @@ export const CallProof = z.strictObject({
 });
 export type CallProof = z.infer<typeof CallProof>;
 
+/**
+ * `GET {indexer_url}/api/receipts/checkpoint`: the chain's head, signed like a receipt (Ed25519
+ * over the canonical bytes without `sig`, by the key that signs receipts now). Save one; later,
+ * `/api/receipts/consistency` shows whether the history served then still leads to it.
+ */
+export const Checkpoint = z.strictObject({
+  v: z.literal(1),
+  kind: z.literal('checkpoint'),
+  /** The newest receipt's batch. */
+  batch: BatchNumber,
+  /** Hex SHA-256 of that receipt's canonical bytes, `sig` included: the `prev` the next receipt will hold. */
+  hash: Sha256Hex,
+  /** Id of the signing key in `/api/receipts/keys`. */
+  kid: z.string().min(1),
+  /** Ed25519 signature over the canonical bytes of the checkpoint without `sig`, base64url. */
+  sig: Base64Url,
+});
+export type Checkpoint = z.infer<typeof Checkpoint>;
+
+/** `GET {indexer_url}/api/receipts/consistency?from=&to=`: the receipts of batches `from` to `to`, ascending. */
+export const ConsistencyAnswer = z.strictObject({ receipts: z.array(Receipt) });
+export type ConsistencyAnswer = z.infer<typeof ConsistencyAnswer>;
+
+/** What `svcctl receipts verify --since-checkpoint FILE --json` prints. */
+export const ConsistencyVerifyView = z.strictObject({
+  ok: z.boolean(),
+  /** The indexer whose public reads were checked. */
+  indexer: z.string(),
+  /** The saved checkpoint's batch and the served one's. */
+  from: BatchNumber,
+  to: BatchNumber,
+  /** Receipts checked from `from` to `to`. */
+  receipts: z.number().int().min(0),
+  /** The served checkpoint: save it to check from there next time (when `ok`). */
+  checkpoint: Checkpoint,
+  /** Where the histories part, when they do: the batch, the hash expected and the hash served. */
+  batch: BatchNumber.nullable(),
+  expected: Sha256Hex.nullable(),
+  served: Sha256Hex.nullable(),
+  reason: z.string().nullable(),
+});
+export type ConsistencyVerifyView = z.infer<typeof ConsistencyVerifyView>;
+
 /** `POST /_admin/v1/receipts/rotate-key` (what `svcctl receipts rotate-key` prints). */
 export const RotateKeyView = z.strictObject({
   /** The key that signs from now on. */
@@ -155,5 +198,6 @@ const shapesAgree: [
   Same<Receipt, ReceiptFields>,
   Same<ReceiptJwk, ReceiptJwkFields>,
   Same<CallProof, CallProofFields>,
-] = [true, true, true, true];
+  Same<Checkpoint, CheckpointFields>,
+] = [true, true, true, true, true];
 void shapesAgree;

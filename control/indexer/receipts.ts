@@ -4,6 +4,11 @@
  *
  * - `GET /api/receipts/keys`: the JWKS of every key that signed receipts, current first;
  * - `GET /api/receipts?after=&limit=`: receipts in ascending batch order, `next_after` to page;
+ * - `GET /api/receipts/checkpoint`: the chain's head (newest batch and its receipt's hash), signed
+ *   by the current key; 404 `svc_not_found` before the first receipt;
+ * - `GET /api/receipts/consistency?from=&to=`: the receipts of batches `from` to `to` (at most
+ *   1000), from which a verifier holding an older checkpoint checks the history it saw still
+ *   leads to today's (`protocol/receipts-verify.ts`, `verifyConsistency`);
  * - `GET /api/receipts/<batch>`: one receipt;
  * - `GET /api/calls/<call_id>/proof`: a call's leaf, its RFC 9162 inclusion proof and its
  *   batch's receipt; 404 `svc_not_found` for a call never recorded, 409 `svc_not_settled`
@@ -14,7 +19,15 @@
  * new key). Problems are never cached.
  */
 import { SvcError } from '../../protocol/errors';
-import { BATCH_NUMBER_TEXT, type CallProof, type ReceiptJwks, type ReceiptsPage } from '../../protocol/receipts';
+import {
+  BATCH_NUMBER_TEXT,
+  type CallProof,
+  type Checkpoint,
+  type ConsistencyAnswer,
+  type ReceiptJwks,
+  type ReceiptsPage,
+} from '../../protocol/receipts';
+import { CONSISTENCY_MAX_RECEIPTS } from '../../protocol/receipts-verify';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { ResponseCache, jsonAnswer } from '../public/cache';
@@ -57,6 +70,50 @@ export function registerReceiptRoutes(router: Router, ctx: ControlContext, heade
       const last = page[page.length - 1];
       const body: ReceiptsPage = { receipts: page, next_after: last !== undefined && last.batch < head ? last.batch : null };
       return jsonAnswer(body, headers);
+    });
+  });
+
+  // Before `/api/receipts/:batch`: the first route that matches answers.
+  router.get('/api/receipts/checkpoint', async ({ req, res }) => {
+    const head = (await receipts.head())?.batch ?? 0;
+    await cache.send(req, res, `checkpoint:${head}:${await receipts.currentKid()}`, async () => {
+      const checkpoint = await receipts.checkpoint();
+      if (checkpoint === null) throw new SvcError('svc_not_found', 'no settlement batch has a receipt yet: there is no checkpoint');
+      return jsonAnswer(checkpoint satisfies Checkpoint, headers);
+    });
+  });
+
+  router.get('/api/receipts/consistency', { query: ['from', 'to'] }, async ({ req, res, query }) => {
+    const from = batchNumber(query.get('from'), 'from', null);
+    const to = batchNumber(query.get('to'), 'to', null);
+    const missing = from === null ? 'from' : to === null ? 'to' : null;
+    if (missing !== null) {
+      throw new SvcError('svc_bad_request', `${missing} is required: the batch of a checkpoint`, {
+        extra: { errors: [{ field: missing, message: 'is required' }] },
+      });
+    }
+    if (from! < 1 || from! > to!) {
+      throw new SvcError('svc_bad_request', 'from must be a batch ≥ 1 and not after to', {
+        extra: { errors: [{ field: 'from', message: 'must be ≥ 1 and ≤ to' }] },
+      });
+    }
+    if (to! - from! + 1 > CONSISTENCY_MAX_RECEIPTS) {
+      throw new SvcError(
+        'svc_bad_request',
+        `at most ${CONSISTENCY_MAX_RECEIPTS} receipts per answer: ask from ${from} to ${from! + CONSISTENCY_MAX_RECEIPTS - 1}, then on from there`,
+        {
+          extra: { errors: [{ field: 'to', message: `must be at most from + ${CONSISTENCY_MAX_RECEIPTS - 1}` }] },
+        },
+      );
+    }
+    await cache.send(req, res, `consistency:${from}:${to}`, async () => {
+      // A batch without its receipt inside the range shortens the answer; the verifier names it.
+      const page = (await receipts.page(from! - 1, to! - from! + 1)).filter((r) => r.batch <= to!);
+      if (page[0]?.batch !== from) throw new SvcError('svc_not_found', `no receipt for batch ${from}`);
+      if (page[page.length - 1]!.batch !== to && (await receipts.get(to!)) === null) {
+        throw new SvcError('svc_not_found', `no receipt for batch ${to}`);
+      }
+      return jsonAnswer({ receipts: page } satisfies ConsistencyAnswer, headers);
     });
   });
 

@@ -1,8 +1,9 @@
 /**
  * Cached answers for the public read API and the indexer (docs/design.md §7). Each answer is built
  * at most once per TTL (node-cache), kept as the exact bytes sent with a strong `ETag`, and
- * served with `Cache-Control: public, max-age=<seconds left>`; `If-None-Match` that names
- * the current ETag gets `304 Not Modified` without a body.
+ * served with `Cache-Control: public, max-age=<seconds left>` (`private`, with `Vary:
+ * Authorization`, for a cache of one caller's answers, keyed by who asks); `If-None-Match` that
+ * names the current ETag gets `304 Not Modified` without a body.
  *
  * Expiry is checked against the injected clock as well as node-cache's own timer, so a test
  * that moves `ctx.now` past the TTL sees a fresh answer.
@@ -51,12 +52,15 @@ export class ResponseCache {
   private readonly cache: NodeCache;
   private readonly ttlS: number;
   private readonly now: () => number;
+  /** `public` for everyone's reads; `private` for one caller's (its key in the cache key), with `Vary: Authorization`. */
+  private readonly scope: 'public' | 'private';
   /** Builds in progress, by key. */
   private readonly building = new Map<string, Promise<Entry>>();
 
-  constructor(options: { ttlS: number; now: () => number; maxKeys?: number }) {
+  constructor(options: { ttlS: number; now: () => number; maxKeys?: number; scope?: 'public' | 'private' }) {
     this.ttlS = options.ttlS;
     this.now = options.now;
+    this.scope = options.scope ?? 'public';
     this.cache = new NodeCache({
       stdTTL: options.ttlS,
       checkperiod: Math.max(1, options.ttlS * 2),
@@ -102,10 +106,11 @@ export class ResponseCache {
     const entry = await this.get(key, build);
     const maxAge = Math.max(0, Math.ceil((entry.expiresAt - this.now()) / 1000));
     const headers: Record<string, string> = {
-      'cache-control': `public, max-age=${maxAge}`,
+      'cache-control': `${this.scope}, max-age=${maxAge}`,
       etag: entry.etag,
       ...entry.headers,
     };
+    if (this.scope === 'private') headers.vary = 'Authorization';
     if (etagMatches(req.headers['if-none-match'], entry.etag)) {
       res.writeHead(304, headers);
       res.end();

@@ -1,12 +1,13 @@
 /**
  * The read routes of the public API ({api_url}): providers, status and the changelog as JSON;
- * the pages and feeds are `pages/routes.ts`. Every answer is cached (`cache.*TtlS`) with `Cache-Control`, `ETag` and 304.
+ * the agent's own account is `account.ts`, the pages and feeds are `pages/routes.ts`. Every answer is cached (`cache.*TtlS`) with `Cache-Control`, `ETag` and 304.
  */
 import { SvcError } from '../../protocol/errors';
 import { CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT, type PublicChangelogAnswer } from '../../protocol/public';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { renderDocument } from '../../protocol/openapi';
+import { registerAccountRoutes } from './account';
 import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from './cache';
 import { OpaqueIds } from './ids';
 import { providersAnswer, publicChangelog } from './reads';
@@ -57,6 +58,9 @@ export function registerPublicReadRoutes(router: Router, ctx: ControlContext): v
     const answer = async (): Promise<PublicChangelogAnswer> => ({ entries: await publicChangelog(ctx.store, limit) });
     await status.send(req, res, `changelog:${limit}`, async () => jsonAnswer(await answer(), JSON_HEADERS));
   });
+
+  // The agent's own account, read with its beta key (`account.ts`).
+  registerAccountRoutes(router, ctx, ids);
 
   // The pages (`/status`, `/providers`, `/providers/<id>`) and the Atom feeds.
   registerPageRoutes(router, ctx, ids);

@@ -72,6 +72,7 @@ export class KeysTable {
   private readonly insertKey;
   private readonly insertSecretStmt;
   private readonly byIdStmt;
+  private readonly bySecretStmt;
   private readonly listStmt;
   private readonly pageStmts;
   private readonly liveSecretsOfManyStmt;
@@ -92,6 +93,10 @@ export class KeysTable {
     );
     this.insertSecretStmt = db.prepare(`INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`);
     this.byIdStmt = db.prepare(`SELECT * FROM keys WHERE id = ?`);
+    // By the secret's digest (the key_secrets primary key), as the gateway's table looks keys up.
+    this.bySecretStmt = db.prepare(
+      `SELECT k.* FROM key_secrets s JOIN keys k ON k.id = s.key_id WHERE s.hash = ? AND (s.expires_at IS NULL OR s.expires_at > ?)`,
+    );
     this.listStmt = db.prepare(`SELECT * FROM keys ORDER BY created_at DESC, id DESC`);
     // Keyset pages on keys_by_created / keys_by_status_created (migration 8), newest first.
     const page = (where: string) => db.prepare(`SELECT * FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
@@ -155,6 +160,11 @@ export class KeysTable {
   }
 
   /** Every key, newest first. Reads the whole table: for tests and small tools, not the API. */
+  /** The key whose live secret has SHA-256 `hash` (hex) at `now`, whatever the key's own status. */
+  bySecret(hash: string, now: number): KeyRow | undefined {
+    return this.bySecretStmt.get(hash, now) as KeyRow | undefined;
+  }
+
   list(): KeyRow[] {
     return this.listStmt.all() as KeyRow[];
   }

@@ -22,6 +22,7 @@ import m014 from './migrations/014-receipts-backfilled';
 import m015 from './migrations/015-gateway-attachment';
 import m016 from './migrations/016-operators';
 import m017 from './migrations/017-approvals';
+import m018 from './migrations/018-outcomes-by-key';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -41,4 +42,5 @@ export const MIGRATIONS: readonly string[] = [
   m015,
   m016,
   m017,
+  m018,
 ];

@@ -5,6 +5,7 @@
  * the `outcomes_by_time` index of migration 4. Money totals come from `ledger.ts`.
  */
 import { randomBytes } from 'node:crypto';
+import type { Outcome } from '../../protocol/outcome';
 import type { Db } from './db';
 import type { ActivityRow as LedgerActivityRow } from './ledger';
 
@@ -29,6 +30,51 @@ export interface ActivityCursor {
   call_id: string;
 }
 
+/**
+ * A key's calls that started in a window, one group per outcome and settled or not: how many,
+ * the refunds and premiums settled on them, and the price and premium their endpoints carry
+ * now (what settling the unsettled ones would move, an estimate).
+ */
+export interface AccountGroup {
+  outcome: Outcome;
+  /** 1 for calls settled, 0 for calls awaiting settlement. */
+  settled: number;
+  calls: number;
+  refund: number;
+  premium: number;
+  price: number;
+  endpoint_premium: number;
+}
+
+/** One call of a key, as `/api/v1/account/calls` lists it (before the endpoint id is made opaque). */
+export interface AccountCallRow {
+  call_id: string;
+  endpoint_id: string;
+  display_name: string | null;
+  started_at: number;
+  outcome: Outcome;
+  status: number;
+  latency_ms: number;
+  refund: number | null;
+  premium: number | null;
+  settled_batch: number | null;
+}
+
+/** The account reads' statements, the same text on both stores (`?` placeholders). */
+export const ACCOUNT_SQL = {
+  groups: (sum: (column: string) => string, settled: string) =>
+    `SELECT o.outcome, ${settled} AS settled, count(*) AS calls, ${sum('o.refund')} AS refund, ${sum('o.premium')} AS premium,
+            ${sum('e.price')} AS price, ${sum('e.premium')} AS endpoint_premium
+     FROM outcomes o LEFT JOIN endpoints e ON e.id = o.endpoint_id
+     WHERE o.key_id = ? AND o.started_at >= ? AND o.started_at < ?
+     GROUP BY o.outcome, ${settled}`,
+  lastCall: `SELECT max(started_at) AS at FROM outcomes WHERE key_id = ?`,
+  calls: (where: string) =>
+    `SELECT o.call_id, o.endpoint_id, e.display_name, o.started_at, o.outcome, o.status, o.latency_ms, o.refund, o.premium, o.settled_batch
+     FROM outcomes o LEFT JOIN endpoints e ON e.id = o.endpoint_id
+     WHERE o.key_id = ? ${where} ORDER BY o.started_at DESC, o.call_id DESC LIMIT ?`,
+};
+
 export class PublicReads {
   /** HMAC key of the public opaque ids; created on first open, stable across restarts. */
   readonly idSecret: Buffer;
@@ -37,6 +83,10 @@ export class PublicReads {
   private readonly refundsStmt;
   private readonly refundsOfStmt;
   private readonly batchesStmt;
+  private readonly accountGroupsStmt;
+  private readonly lastCallStmt;
+  private readonly accountFirstStmt;
+  private readonly accountPageStmt;
 
   constructor(db: Db) {
     db.prepare(`INSERT OR IGNORE INTO public_secret (id, secret) VALUES (1, ?)`).run(randomBytes(32));
@@ -55,6 +105,28 @@ export class PublicReads {
       `SELECT id, endpoint_id, created_at, calls, premiums, refunds, refunds_owed, clamped_calls
        FROM settlement_batches ORDER BY id DESC LIMIT ?`,
     );
+    // The account reads use outcomes_by_key (migration 18): one key's calls by time.
+    this.accountGroupsStmt = db.prepare(ACCOUNT_SQL.groups((c) => `coalesce(sum(${c}), 0)`, '(o.settled_batch IS NOT NULL)'));
+    this.lastCallStmt = db.prepare(ACCOUNT_SQL.lastCall).pluck();
+    this.accountFirstStmt = db.prepare(ACCOUNT_SQL.calls(''));
+    this.accountPageStmt = db.prepare(ACCOUNT_SQL.calls('AND (o.started_at, o.call_id) < (?, ?)'));
+  }
+
+  /** The calls of key `keyId` that started in [from, to), grouped by outcome and settled or not. */
+  accountGroups(keyId: string, from: number, to: number): AccountGroup[] {
+    return this.accountGroupsStmt.all(keyId, from, to) as AccountGroup[];
+  }
+
+  /** When the latest call of key `keyId` started, or null when it made none. */
+  lastCall(keyId: string): number | null {
+    return (this.lastCallStmt.get(keyId) as number | null | undefined) ?? null;
+  }
+
+  /** Up to `limit` calls of key `keyId` older than `before` (or its newest), newest first. */
+  accountCalls(keyId: string, limit: number, before: ActivityCursor | null): AccountCallRow[] {
+    return (
+      before === null ? this.accountFirstStmt.all(keyId, limit) : this.accountPageStmt.all(keyId, before.started_at, before.call_id, limit)
+    ) as AccountCallRow[];
   }
 
   /**

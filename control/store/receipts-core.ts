@@ -13,10 +13,12 @@
  * Nothing here runs SQL; every method is synchronous (SQLite's table stays synchronous).
  */
 import { inclusionPath, leafHash, rootOf, toHex, type Hash32 } from '../../protocol/merkle';
-import type { CallProof, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
+import type { CallProof, Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
 import {
   GENESIS_PREV,
   RECEIPT_VERSION,
+  checkpointOf,
+  checkpointSigningBytes,
   leafCanonical,
   receiptHash,
   receiptSigningBytes,
@@ -157,6 +159,12 @@ export class ReceiptsCore {
   /** The opaque provider id that a batch's leaves name. */
   provider(endpointId: string): string {
     return this.providerId(endpointId);
+  }
+
+  /** The checkpoint of the chain whose newest receipt is `head`, signed by the current key. */
+  checkpoint(head: Receipt): Checkpoint {
+    const unsigned = checkpointOf(head, this.signerNow.kid);
+    return { ...unsigned, sig: this.signerNow.sign(checkpointSigningBytes(unsigned)) };
   }
 
   /** The canonical leaf of one settled call of `batch`, with the amounts written on the call's row. */

@@ -23,7 +23,7 @@
  * SQL is here.
  */
 import type { Db } from './db';
-import type { Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
+import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
 import { SUBTREE_LEAVES } from '../receipts/tree';
 import type { PendingTree } from '../receipts/tree-hasher';
 import {
@@ -249,6 +249,12 @@ export class ReceiptsTable {
   /** The newest receipt, or null. */
   head(): Receipt | null {
     return (this.headStmt.get() as Receipt | undefined) ?? null;
+  }
+
+  /** The newest receipt's batch and hash, signed by the current key; null before the first receipt. */
+  checkpoint(): Checkpoint | null {
+    const head = this.head();
+    return head === null ? null : this.core.checkpoint(head);
   }
 
   get(batch: number): Receipt | null {

@@ -1,7 +1,7 @@
 /** The indexer ({indexer_url}, docs/design.md §7): the document served at `{indexer_url}/openapi.json`. */
 import { z } from 'zod';
 import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
-import { CallProof, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
+import { CallProof, Checkpoint, ConsistencyAnswer, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
 import { buildDocument } from './build';
@@ -109,6 +109,19 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
   },
   {
     method: 'get',
+    path: '/receipts.atom',
+    operationId: 'getReceiptsFeed',
+    summary: 'Settlement receipts as an Atom 1.0 feed: one entry per batch with its hash',
+    description:
+      "The latest 50 batches, newest first; each entry names the batch, the hex SHA-256 of its receipt (what the next receipt's `prev` and a checkpoint at that batch hold) and the receipt itself. Feed readers and archives that fetch it keep an independent copy: a batch rewritten later no longer has the hash they saved.",
+    tag: 'receipts',
+    security: ['none'],
+    params: [IF_NONE_MATCH],
+    answers: cachedAtom('The receipts feed'),
+    errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
     path: '/favicon.ico',
     operationId: 'getFavicon',
     summary: 'No icon',
@@ -165,6 +178,36 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     params: [IF_NONE_MATCH],
     answers: cachedJson('One page of receipts', { ReceiptsPage }),
     errors: READ_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/api/receipts/checkpoint',
+    operationId: 'getReceiptsCheckpoint',
+    summary: "The chain's head, signed: the newest batch and its receipt's hash",
+    description:
+      "`hash` is the hex SHA-256 of the newest receipt's RFC 8785 canonical JSON (`sig` included): the `prev` the next receipt will hold. Signed like the receipts (Ed25519 over the canonical JSON without `sig`, by the key that signs receipts now; `kid` is in `/api/receipts/keys`). Save it: `/api/receipts/consistency` later shows whether the history served then still leads to the one served now. 404 `svc_not_found` before the first batch.",
+    tag: 'receipts',
+    security: ['none'],
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('The checkpoint', { Checkpoint }),
+    errors: [...READ_ERRORS, 'svc_not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/receipts/consistency',
+    operationId: 'getReceiptsConsistency',
+    summary: 'The receipts from one checkpoint to another, to check the history was not rewritten',
+    description:
+      "The receipts of batches `from` to `to` inclusive, ascending (at most 1000: more, or `from` after `to`, is 400 `svc_bad_request`; a batch without a receipt is 404 `svc_not_found`). A verifier holding a checkpoint of batch `from` checks that receipt `from` still hashes to the checkpoint's `hash`, that each later `prev` is the hash of the receipt before and each signature verifies, and that receipt `to` hashes to the served checkpoint's `hash`.",
+    tag: 'receipts',
+    security: ['none'],
+    query: z.object({
+      from: z.coerce.number().int().min(1).describe("the saved checkpoint's batch"),
+      to: z.coerce.number().int().min(1).describe("the served checkpoint's batch (at most from + 999)"),
+    }),
+    params: [IF_NONE_MATCH],
+    answers: cachedJson('The receipts from `from` to `to`', { ConsistencyAnswer }),
+    errors: [...READ_ERRORS, 'svc_not_found'],
   },
   {
     method: 'get',

@@ -1,5 +1,6 @@
 /** The public read API ({api_url}, docs/design.md §7–8): the document served at `{api_url}/openapi.json`. */
 import { z } from 'zod';
+import { AccountAnswer, AccountCall, AccountCallsPage, AccountCallsQuery, AccountQuery } from '../account';
 import { ApplicationInput, ApplicationReceipt } from '../applications';
 import type { ErrorCode } from '../errors';
 import { ProvidersAnswer, PublicChangelogAnswer, PublicChangelogQuery, StatusAnswer, Provider, PublicChangelogEntry } from '../public';
@@ -48,7 +49,11 @@ function withUserAgentRule(operations: readonly Operation[]): readonly Operation
 }
 
 const read = (
-  op: Omit<Operation, 'method' | 'security' | 'errors' | 'tag'> & { tag?: string; errors?: readonly ErrorCode[] },
+  op: Omit<Operation, 'method' | 'security' | 'errors' | 'tag'> & {
+    tag?: string;
+    errors?: readonly ErrorCode[];
+    security?: Operation['security'];
+  },
 ): Operation => ({
   method: 'get',
   security: ['none'],
@@ -166,6 +171,32 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
     answers: cachedAtom('The maintenance feed'),
   }),
   read({
+    path: '/api/v1/account',
+    operationId: 'getAccount',
+    summary: "The agent's own account: its limit, calls by outcome, refunds and premiums over a window",
+    description:
+      'Read with the beta key itself (`Authorization: Bearer svc_beta_…`); a missing, unknown, revoked or expired key is 401 `svc_unauthorized`. `calls` counts every call started in the window (ending now), `outcomes` has one count per outcome. `refunds.settled` and `premiums.settled` are ledger money (refunds after clamps); `refunds.pending` and `premiums.pending` are an ESTIMATE: the price and premium the endpoints carry now, over the calls not settled yet (the one place the public API estimates money). Cached per key for at most `cache.statsTtlS` (`Cache-Control: private`, `Vary: Authorization`), never shared between keys.',
+    tag: 'account',
+    security: ['betaKey'],
+    query: AccountQuery,
+    params: [IF_NONE_MATCH],
+    answers: cachedJson("The key's account", { AccountAnswer }),
+    errors: [...READ_ERRORS, 'svc_unauthorized'],
+  }),
+  read({
+    path: '/api/v1/account/calls',
+    operationId: 'listAccountCalls',
+    summary: "The agent's own calls, newest first, settled or not",
+    description:
+      'Read with the beta key itself, as `/api/v1/account`. `call_id` is the `X-Svc-Call-Id` the gateway answered (what `{indexer_url}/api/calls/{call_id}/proof` takes); `refund`, `premium` and `settled_batch` are null until the call is settled. Follow `next_before` for older calls.',
+    tag: 'account',
+    security: ['betaKey'],
+    query: AccountCallsQuery,
+    params: [IF_NONE_MATCH],
+    answers: cachedJson("One page of the key's calls", { AccountCallsPage }),
+    errors: [...READ_ERRORS, 'svc_unauthorized'],
+  }),
+  read({
     path: '/api/v1/changelog',
     operationId: 'listChangelog',
     summary: 'The public changelog, newest first',
@@ -234,18 +265,19 @@ export function publicDocument(): JsonObject {
     {
       title: 'svc public read API',
       description:
-        'Public reads of svc ({api_url}): providers and their reliability tiers, the status page, the changelog, and access applications. Only browsers and `svc-monitor-sdk/<version>` User-Agents are served (403 `svc_forbidden_user_agent` otherwise); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units; ids are opaque. ' +
+        "Public reads of svc ({api_url}): providers and their reliability tiers, the status page, the changelog, access applications, and an agent's own account (read with its beta key). Only browsers and `svc-monitor-sdk/<version>` User-Agents are served (403 `svc_forbidden_user_agent` otherwise); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units; ids are opaque. " +
         REQUEST_RULES,
       server: { description: '{api_url} (default http://127.0.0.1:7071)' },
       tags: [
         { name: 'health', description: 'Liveness and this document' },
         { name: 'reads', description: 'Providers, status and changelog (cached, with ETag)' },
+        { name: 'account', description: "An agent's own account, read with its beta key (cached per key, with ETag)" },
         { name: 'pages', description: 'Server-rendered pages and Atom feeds' },
         { name: 'applications', description: 'Access applications (docs/design.md §8)' },
       ],
-      schemes: [],
+      schemes: ['betaKey'],
       operations: PUBLIC_OPERATIONS,
     },
-    { Provider, PublicChangelogEntry },
+    { Provider, PublicChangelogEntry, AccountCall },
   );
 }

@@ -11,7 +11,7 @@
  *   pattern (`X-Svc-Call-Id` in `protocol/gateway.ts`) as run-time values, so the SDK can refuse
  *   an `X-Svc-*` header outside them.
  * - `src/generated/wire.ts`: the public read answers (providers, status, changelog, stats,
- *   activity, receipts and proofs) and the outcome union, expanded by the TypeScript checker
+ *   activity, the account, receipts, checkpoints and proofs) and the outcome union, expanded by the TypeScript checker
  *   from the zod-inferred types in `protocol/` into plain declarations (types only, no
  *   runtime code).
  * - `src/generated/jcs.ts`, `merkle.ts`, `receipts-verify.ts`: the receipt verifier, copied
@@ -52,12 +52,20 @@ const WIRE_TYPES = [
   { file: 'protocol/indexer.ts', name: 'SettledActivityItem' },
   { file: 'protocol/indexer.ts', name: 'StatsAnswer' },
   { file: 'protocol/indexer.ts', name: 'ActivityPage' },
+  { file: 'protocol/account.ts', name: 'AccountWindowName' },
+  { file: 'protocol/account.ts', name: 'AccountLimits' },
+  { file: 'protocol/account.ts', name: 'OutcomeCounts' },
+  { file: 'protocol/account.ts', name: 'AccountAnswer' },
+  { file: 'protocol/account.ts', name: 'AccountCall' },
+  { file: 'protocol/account.ts', name: 'AccountCallsPage' },
   { file: 'protocol/receipts.ts', name: 'ReceiptLeaf' },
   { file: 'protocol/receipts.ts', name: 'Receipt' },
   { file: 'protocol/receipts.ts', name: 'ReceiptJwk' },
   { file: 'protocol/receipts.ts', name: 'ReceiptJwks' },
   { file: 'protocol/receipts.ts', name: 'ReceiptsPage' },
   { file: 'protocol/receipts.ts', name: 'CallProof' },
+  { file: 'protocol/receipts.ts', name: 'Checkpoint' },
+  { file: 'protocol/receipts.ts', name: 'ConsistencyAnswer' },
 ];
 
 /** Protocol files the SDK ships as they are (no zod, only node:crypto and each other). */

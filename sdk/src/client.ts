@@ -11,14 +11,26 @@
  * The key is sent only to the gateway, as `Authorization: Bearer`, and never appears in an
  * error message. Every request carries `User-Agent: svc-monitor-sdk/<version>`.
  */
+import { accountCallPages, accountPath, type AccountCallsOptions, type AccountOptions } from './account';
 import { withRetries, type AttemptResult } from './attempts';
+import { HistoryRewrittenError, type CheckpointStore } from './checkpoints';
 import { systemClock, type Clock } from './clock';
 import { SvcError, configError, parseProblem, sdkError, type Problem } from './errors';
 import { EtagMemory } from './etag-memory';
-import { verifyCallProof, type RefundVerdict } from './generated/receipts-verify';
+import {
+  ReceiptKeyring,
+  checkpointShapeProblem,
+  verifyCallProof,
+  verifyConsistency,
+  type RefundVerdict,
+} from './generated/receipts-verify';
 import type {
+  AccountAnswer,
+  AccountCallsPage,
   ActivityPage,
   CallProof,
+  Checkpoint,
+  ConsistencyAnswer,
   ProvidersAnswer,
   PublicChangelogAnswer,
   ReceiptJwks,
@@ -45,7 +57,10 @@ export interface SvcClientOptions {
   apiUrl?: string | undefined;
   /** The indexer ({indexer_url}), e.g. `http://127.0.0.1:7072`. Needed by `stats()`, `activity()`, `verifyRefund()`. */
   indexerUrl?: string | undefined;
-  /** A beta key (`svc_beta_…`), sent to the gateway only. Optional while the beta gate is off. */
+  /**
+   * A beta key (`svc_beta_…`), sent to the gateway, and to the public API for the key's own
+   * account (`account()`, `calls()`) only. Optional while the beta gate is off.
+   */
   key?: string | undefined;
   /** The `fetch` to use. @default globalThis.fetch */
   fetch?: FetchLike | undefined;
@@ -65,6 +80,13 @@ export interface SvcClientOptions {
    * `svc_sdk_response_too_large` and the connection is closed. @default 16777216 (16 MiB)
    */
   maxResponseBytes?: number | undefined;
+  /**
+   * Remember the receipt chain's checkpoint between calls (e.g. `new FileCheckpointStore(path)`):
+   * every `verifyRefund` then checks that the history the indexer serves extends the last
+   * checkpoint verified, and saves the new one; a fork rejects with `SvcError`
+   * `svc_sdk_history_rewritten`. Off without a store.
+   */
+  checkpointStore?: CheckpointStore | undefined;
 }
 
 export interface CallOptions {
@@ -155,6 +177,7 @@ export class SvcClient {
   private readonly etags = new EtagMemory();
   private readonly timeoutMs: number | null;
   private readonly maxResponseBytes: number;
+  private readonly checkpointStore: CheckpointStore | null;
 
   /** Throws `SvcError` `svc_sdk_config` on a bad option (the key's value is never echoed). */
   constructor(options: SvcClientOptions = {}) {
@@ -175,6 +198,7 @@ export class SvcClient {
     this.timeoutMs = options.timeoutMs === undefined ? null : checkTimeout('timeoutMs', options.timeoutMs);
     this.maxResponseBytes =
       options.maxResponseBytes === undefined ? DEFAULT_MAX_RESPONSE_BYTES : checkMaxBytes('maxResponseBytes', options.maxResponseBytes);
+    this.checkpointStore = options.checkpointStore ?? null;
   }
 
   /** Keep the key out of `console.log(client)` and `JSON.stringify(client)`. */
@@ -293,17 +317,105 @@ export class SvcClient {
     if (!isCallId(callId)) throw configError('callId must be the X-Svc-Call-Id of a call (a UUIDv7)');
     const proof = await this.read<CallProof>('indexerUrl', this.indexerUrl, `/api/calls/${encodeURIComponent(callId)}/proof`, options);
     const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
+    let keyring: ReceiptKeyring;
     let verdict: RefundVerdict;
     try {
-      verdict = verifyCallProof(proof, jwks, callId);
+      keyring = new ReceiptKeyring(jwks);
+      verdict = verifyCallProof(proof, keyring, callId);
     } catch (err) {
       throw sdkError('svc_sdk_bad_response', 'the proof or the JWKS could not be read', { cause: err });
+    }
+    if (this.checkpointStore !== null) {
+      const saved = await this.checkpointStore.load();
+      const next =
+        saved === null ? await this.servedCheckpoint(keyring, options) : await this.consistentCheckpoint(saved, keyring, options);
+      await this.checkpointStore.save(next);
     }
     // No amount is taken from a proof that did not verify.
     return verdict.ok ? verdict : { ...verdict, refund: null, premium: null };
   }
 
+  /** `GET {indexerUrl}/api/receipts/checkpoint`: the chain's head, signed (404 `svc_not_found` before the first batch). */
+  checkpoint(options: ReadOptions = {}): Promise<Checkpoint> {
+    return this.read<Checkpoint>('indexerUrl', this.indexerUrl, '/api/receipts/checkpoint', options);
+  }
+
+  /**
+   * Check that the history the indexer serves now extends `oldCheckpoint` (one saved earlier from
+   * `checkpoint()` or this method): the served checkpoint is signed, and the receipts from the old
+   * checkpoint's batch to the new one's (`/api/receipts/consistency`) hash to the old checkpoint's
+   * `hash`, chain by `prev` and are signed, by keys of the JWKS (`options.jwks` or the published
+   * one). Resolves the served checkpoint: save it to check from there next time. Rejects with
+   * `SvcError` `svc_sdk_history_rewritten` (a `HistoryRewrittenError`, with `batch`,
+   * `checkpointHash` and `servedHash`) when the histories part.
+   */
+  async verifyConsistency(oldCheckpoint: Checkpoint, options: VerifyRefundOptions = {}): Promise<Checkpoint> {
+    const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
+    return this.consistentCheckpoint(oldCheckpoint, new ReceiptKeyring(jwks), options);
+  }
+
+  private async consistentCheckpoint(old: Checkpoint, keyring: ReceiptKeyring, options: ReadOptions): Promise<Checkpoint> {
+    const current = await this.checkpoint(options);
+    const range = async (from: number, to: number) =>
+      (await this.read<ConsistencyAnswer>('indexerUrl', this.indexerUrl, `/api/receipts/consistency?from=${from}&to=${to}`, options))
+        .receipts;
+    const verdict = await verifyConsistency(old, current, range, keyring);
+    if (!verdict.ok) throw new HistoryRewrittenError(verdict);
+    return current;
+  }
+
+  /** The served checkpoint, when it is well formed and signed by a key of `keyring`. */
+  private async servedCheckpoint(keyring: ReceiptKeyring, options: ReadOptions): Promise<Checkpoint> {
+    const current = await this.checkpoint(options);
+    const problem = checkpointShapeProblem(current) ?? keyring.checkCheckpointSignature(current);
+    if (problem !== null) {
+      throw new HistoryRewrittenError({
+        ok: false,
+        batch: null,
+        expected: null,
+        served: null,
+        reason: `the served checkpoint: ${problem}`,
+        receipts: 0,
+      });
+    }
+    return current;
+  }
+
+  /**
+   * `GET {apiUrl}/api/v1/account[?window=24h|7d|30d]` with the client's key: the key's limit,
+   * its calls by outcome, and the refunds and premiums settled over the window (ledger money)
+   * and pending (an estimate: price and premium of the calls not settled yet). Rejects with
+   * {@link SvcError} `svc_unauthorized` (401) for a key that is unknown, revoked or expired.
+   */
+  account(options: AccountOptions = {}): Promise<AccountAnswer> {
+    const auth = this.keyHeader();
+    if (auth === null) return Promise.reject(configError('key is not set: the account is read with the beta key'));
+    return this.read<AccountAnswer>('apiUrl', this.apiUrl, accountPath(options), options, auth);
+  }
+
+  /**
+   * The key's own calls (`GET {apiUrl}/api/v1/account/calls`), page after page, newest first,
+   * following `next_before` until the last page. Stop early with `break`.
+   *
+   * ```ts
+   * for await (const page of svc.calls({ limit: 100 })) for (const call of page.calls) …
+   * ```
+   */
+  calls(options: AccountCallsOptions = {}): AsyncIterableIterator<AccountCallsPage> {
+    const auth = this.keyHeader();
+    const base = this.apiUrl;
+    return accountCallPages((path) => {
+      if (auth === null) return Promise.reject(configError('key is not set: the account is read with the beta key'));
+      return this.read<AccountCallsPage>('apiUrl', base, path, options, auth);
+    }, options);
+  }
+
   // -------------------------------------------------------------------------------------
+
+  /** `Authorization` with the client's key, or null without one. */
+  private keyHeader(): Record<string, string> | null {
+    return this.#key === null ? null : { authorization: `Bearer ${this.#key}` };
+  }
 
   /** The attempt loop's options; the deadline is the request's, else the client's, else `defaultTimeoutMs`. */
   private attemptOptions(options: { signal?: AbortSignal; timeoutMs?: number }, idempotent: boolean, defaultTimeoutMs: number) {
@@ -334,13 +446,20 @@ export class SvcClient {
 
   /**
    * GET a public JSON answer with `If-None-Match` when one is remembered; a 304 reuses the
-   * remembered body. No key is sent to the public API or the indexer.
+   * remembered body. No key is sent to the public API or the indexer, except as `extraHeaders`
+   * for the key's own account.
    */
-  private read<T>(name: string, base: string | null, path: string, options: ReadOptions): Promise<T> {
+  private read<T>(
+    name: string,
+    base: string | null,
+    path: string,
+    options: ReadOptions,
+    extraHeaders?: Record<string, string>,
+  ): Promise<T> {
     if (base === null) return Promise.reject(configError(`${name} is not set: this read needs it`));
     const url = base + path;
     return withRetries<T>(this.attemptOptions(options, true, DEFAULT_READ_TIMEOUT_MS), async (signal, n): Promise<AttemptResult<T>> => {
-      const headers = new Headers({ 'user-agent': USER_AGENT, accept: 'application/json' });
+      const headers = new Headers({ ...extraHeaders, 'user-agent': USER_AGENT, accept: 'application/json' });
       const remembered = this.etags.get(url);
       if (remembered !== undefined) headers.set('if-none-match', remembered.etag);
       const res = await this.fetchImpl(url, { method: 'GET', headers, signal, redirect: 'manual' });

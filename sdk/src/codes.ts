@@ -21,6 +21,12 @@ export const SVC_SDK_TIMEOUT = 'svc_sdk_timeout';
 export const SVC_SDK_RESPONSE_TOO_LARGE = 'svc_sdk_response_too_large';
 /** The answer is not what svc sends: an `X-Svc-*` header outside its format, a body that is not the JSON it should be. */
 export const SVC_SDK_BAD_RESPONSE = 'svc_sdk_bad_response';
+/**
+ * The indexer serves a receipt history that does not extend the last checkpoint this client
+ * verified (a batch at or before it was rewritten, or the history was cut). Raised by
+ * `verifyConsistency` and by `verifyRefund` with a `checkpointStore`.
+ */
+export const SVC_SDK_HISTORY_REWRITTEN = 'svc_sdk_history_rewritten';
 
 /** The SDK's own codes: failures no answer of svc's explains. */
 export const SDK_ERROR_CODES = [
@@ -29,6 +35,7 @@ export const SDK_ERROR_CODES = [
   SVC_SDK_TIMEOUT,
   SVC_SDK_RESPONSE_TOO_LARGE,
   SVC_SDK_BAD_RESPONSE,
+  SVC_SDK_HISTORY_REWRITTEN,
 ] as const;
 export type SdkErrorCode = (typeof SDK_ERROR_CODES)[number];
 
@@ -42,6 +49,7 @@ export const SDK_ERROR_CATALOGUE: { readonly [C in SdkErrorCode]: { readonly sta
   svc_sdk_timeout: { status: 0, title: 'Timed out' },
   svc_sdk_response_too_large: { status: 0, title: 'Response too large' },
   svc_sdk_bad_response: { status: 0, title: 'Bad response' },
+  svc_sdk_history_rewritten: { status: 0, title: 'Receipt history rewritten' },
 };
 
 export type { ServiceErrorCode } from './generated/errors';

@@ -5,6 +5,9 @@
  */
 export { SvcClient } from './client';
 export type { SvcClientOptions, CallOptions, CallResult, ReadOptions, ActivityOptions, VerifyRefundOptions } from './client';
+export type { AccountOptions, AccountCallsOptions } from './account';
+export { FileCheckpointStore, MemoryCheckpointStore, HistoryRewrittenError } from './checkpoints';
+export type { CheckpointStore } from './checkpoints';
 export {
   verifyCallProof,
   ChainVerifier,
@@ -13,8 +16,11 @@ export {
   receiptHash,
   jwkThumbprint,
   GENESIS_PREV,
+  verifyConsistency as verifyReceiptConsistency,
+  checkpointShapeProblem,
+  CONSISTENCY_MAX_RECEIPTS,
 } from './generated/receipts-verify';
-export type { RefundVerdict, ChainProblem } from './generated/receipts-verify';
+export type { RefundVerdict, ChainProblem, ConsistencyVerdict } from './generated/receipts-verify';
 export { SvcError, isSvcError } from './errors';
 export type { Problem } from './errors';
 export type { FetchLike, HeadersLike } from './http';

@@ -38,6 +38,10 @@ t.test('npm run demo (fast) exits 0 and prints totals that add up', async (t) =>
   t.equal(Number(n.pool_after), Number(n.pool_before) + Number(n.premiums) - Number(n.refunds), 'no treasury fee on the demo endpoint');
   t.equal(n.tier, 'HIGH_RISK', '25 % failures over the minimum calls is HIGH_RISK');
   t.equal(Number(n.verified), Number(n.refunded), 'the agent verified every refund from its inclusion proof and the signed receipt');
+  t.equal(Number(n.account_calls), 20, "the agent's account counts its twenty calls");
+  t.equal(Number(n.account_refunds), Number(n.refunds), "the agent's account shows the refunds the ledger paid");
+  t.equal(Number(n.account_premiums), Number(n.premiums), "the agent's account shows the premiums the ledger took");
+  t.match(stdout, /the agent's own account \(its key, \/api\/v1\/account, last 24 h\): 20 calls/);
   for (const step of ['svc_auth_not_in_beta', 'latency_breach', 'network_error', 'schema_mismatch', 'svcctl ledger verify', 'demo passed'])
     t.match(stdout, step);
   const after = readdirSync(tmpdir()).filter((name) => name.startsWith('svc-demo-') && !before.has(name));

@@ -105,7 +105,7 @@ t.test('every error answer is problem+json whose code enum comes from the catalo
 
 t.test('every operation names its security, and bearer schemes are declared', async (t) => {
   const bearer: Record<string, string[]> = {
-    public: [],
+    public: ['betaKey'],
     indexer: [],
     admin: ['adminToken', 'syncToken', 'metricsToken'],
     gateway: ['betaKey', 'metricsToken'],

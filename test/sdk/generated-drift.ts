@@ -35,6 +35,7 @@ t.test('one exported constant per catalogue code, equal to the code', async (t) 
   const constants = Object.keys(exported).filter((name) => /^SVC_[A-Z0-9_]+$/.test(name) && !name.startsWith('SVC_SDK_'));
   t.equal(constants.length, ERROR_CODES.length, 'no constant for a code the catalogue does not have');
   t.same([...sdk.SERVICE_ERROR_CODES], [...ERROR_CODES], 'SERVICE_ERROR_CODES in catalogue order');
+  t.equal(exported.SVC_SDK_HISTORY_REWRITTEN, 'svc_sdk_history_rewritten', 'the client-side code for a rewritten receipt history');
   for (const code of ERROR_CODES) {
     t.same(sdk.ERROR_CATALOGUE[code], { status: ERRORS[code].status, title: ERRORS[code].title }, `${code}: status and title`);
   }

@@ -12,6 +12,10 @@ export const receipts: GroupSpec = {
         { flags: '--indexer <url>', description: "the indexer's URL (default: from control's status)" },
         { flags: '--jwks <file>', description: 'verify against this JWKS instead of the published /api/receipts/keys' },
         {
+          flags: '--since-checkpoint <file>',
+          description: 'check only that the served history extends this saved checkpoint (/api/receipts/checkpoint as served)',
+        },
+        {
           flags: '--call <id>',
           description: "verify one call's refund instead: its proof in its batch's tree and the batch's signed receipt",
         },

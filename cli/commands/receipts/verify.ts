@@ -7,6 +7,12 @@
  * equal to its `total_refunds` and `total_premiums`. Exit 0, or 1 naming the first bad batch.
  * With `--call ID`, one call's refund instead (`verify-call.ts`).
  *
+ * `--since-checkpoint FILE` (a checkpoint saved from `/api/receipts/checkpoint`) checks instead
+ * that the history served now extends it: the receipts from its batch to the served
+ * checkpoint's (`/api/receipts/consistency`) hash to its `hash`, chain and are signed
+ * (`verifyConsistency` of `protocol/receipts-verify.ts`, as the SDK runs it). A batch rewritten
+ * after the checkpoint was saved is named with both hashes; exit 1.
+ *
  * Without `--indexer`, the indexer's URL comes from control's admin status (as for `svcctl
  * stats`); the admin token is never sent to the indexer. A 429 from the indexer is waited
  * out (`Retry-After`) and retried.
@@ -14,7 +20,15 @@
 import { readFileSync } from 'node:fs';
 import type { StatusView } from '../../../protocol/admin';
 import type { StatsAnswer } from '../../../protocol/indexer';
-import type { CallProof, ReceiptsPage, ReceiptsVerifyView } from '../../../protocol/receipts';
+import type {
+  CallProof,
+  Checkpoint,
+  ConsistencyAnswer,
+  ConsistencyVerifyView,
+  ReceiptsPage,
+  ReceiptsVerifyView,
+} from '../../../protocol/receipts';
+import { ReceiptKeyring, checkpointShapeProblem, verifyConsistency } from '../../../protocol/receipts-verify';
 import { walkReceiptChain, type ReceiptChainWalk } from '../../../protocol/receipts-walk';
 import type { Deps } from '../../deps';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
@@ -33,6 +47,7 @@ export interface VerifyOptions {
   jwks?: string;
   /** Verify this one call's proof instead of the whole chain. */
   call?: string;
+  sinceCheckpoint?: string;
   json?: boolean;
 }
 
@@ -74,18 +89,61 @@ function problemDetail(text: string): string {
   return '';
 }
 
-function readJwks(file: string): unknown {
+function readJsonFile(option: string, file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UsageError(`--jwks ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new UsageError(`${option} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   try {
     return JSON.parse(text);
   } catch {
-    throw new UsageError(`--jwks ${file}: not JSON`);
+    throw new UsageError(`${option} ${file}: not JSON`);
   }
+}
+
+/** `--since-checkpoint FILE`: does the served history extend the saved checkpoint? */
+async function sinceCheckpoint(
+  file: string,
+  indexer: string,
+  jwks: unknown,
+  opts: VerifyOptions,
+  deps: Deps,
+  fetchImpl: FetchLike,
+): Promise<number> {
+  const saved = readJsonFile('--since-checkpoint', file) as Checkpoint;
+  const shape = checkpointShapeProblem(saved);
+  if (shape !== null) throw new UsageError(`--since-checkpoint ${file}: not a checkpoint (${shape})`);
+  const current = await getJson<Checkpoint>(`${indexer}/api/receipts/checkpoint`, fetchImpl);
+  const keyring = new ReceiptKeyring(jwks);
+  const range = async (from: number, to: number) =>
+    (await getJson<ConsistencyAnswer>(`${indexer}/api/receipts/consistency?from=${from}&to=${to}`, fetchImpl)).receipts;
+  const verdict = await verifyConsistency(saved, current, range, keyring);
+  const result: ConsistencyVerifyView = {
+    ok: verdict.ok,
+    indexer,
+    from: saved.batch,
+    to: current.batch,
+    receipts: verdict.receipts,
+    checkpoint: current,
+    batch: verdict.batch,
+    expected: verdict.expected,
+    served: verdict.served,
+    reason: verdict.reason,
+  };
+  if (opts.json) deps.out.json(result);
+  else if (verdict.ok) {
+    deps.out.line(
+      `Receipts consistent: the history served now extends the checkpoint of batch ${saved.batch} unchanged, up to batch ${current.batch} (${verdict.receipts} receipts, each signed and chained). The served checkpoint, to save for next time:`,
+    );
+    deps.out.line(JSON.stringify(current));
+  }
+  if (!verdict.ok) {
+    deps.out.error(`svcctl: receipts verify failed: ${verdict.reason}`);
+    return EXIT_FAILURE;
+  }
+  return EXIT_OK;
 }
 
 /** Walk the chain from the indexer's public reads; the first problem ends the walk. */
@@ -113,7 +171,11 @@ export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike 
     throw new UsageError(`--indexer ${indexer}: not an http(s) URL`);
   }
   indexer = indexer.replace(/\/+$/, '');
-  const jwks = opts.jwks !== undefined ? readJwks(opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
+  const jwks =
+    opts.jwks !== undefined ? readJsonFile('--jwks', opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
+  if (opts.sinceCheckpoint !== undefined && opts.call !== undefined)
+    throw new UsageError('--since-checkpoint and --call check different things: give one');
+  if (opts.sinceCheckpoint !== undefined) return sinceCheckpoint(opts.sinceCheckpoint, indexer, jwks, opts, deps, fetchImpl);
   if (opts.call !== undefined)
     return verifyCall(opts.call, indexer, jwks, (url) => getJson<CallProof>(url, fetchImpl), deps, opts.json === true);
   const { keyring, chain, problem } = await verifyReceipts(indexer, jwks, fetchImpl);

@@ -1,7 +1,9 @@
 /**
  * Atom 1.0 feeds (RFC 4287), served on the public API and on the indexer: `/changelog.atom`,
  * one entry per changelog entry, and `/status.atom`, one entry each time maintenance mode was
- * turned on or off.
+ * turned on or off; on the indexer only, `/receipts.atom`, one entry per settlement batch with
+ * its receipt's hash, so feed readers and archives keep a copy of the chain the operator cannot
+ * take back.
  *
  * Ids are `urn:uuid:` names derived (HMAC-SHA256) from the install's public id secret and the
  * changelog entry's number, so an entry keeps its id across requests, restarts and the two
@@ -10,6 +12,8 @@
  */
 import { createHmac } from 'node:crypto';
 import type { ChangelogEntry } from '../../../protocol/admin';
+import type { Receipt } from '../../../protocol/receipts';
+import { receiptHash } from '../../../protocol/receipts-verify';
 
 export const ATOM_CONTENT_TYPE = 'application/atom+xml; charset=utf-8';
 export const ATOM_NS = 'http://www.w3.org/2005/Atom';
@@ -139,5 +143,32 @@ export function maintenanceFeed(
       category: e.value ? 'maintenance-on' : 'maintenance-off',
       link: `${apiBase}/status`,
     })),
+  };
+}
+
+/**
+ * `/receipts.atom` (indexer): one entry per settlement batch (the latest {@link FEED_ENTRIES},
+ * newest first), its title and content naming the receipt's hash (the `prev` of the next
+ * receipt, the `hash` of a checkpoint at that batch) and the receipt itself as served. A copy
+ * saved by a feed reader or an archive is evidence: a batch rewritten later has another hash.
+ */
+export function receiptsFeed(secret: Buffer, receipts: readonly Receipt[], fallbackUpdated: string, indexerBase: string): AtomFeed {
+  return {
+    id: feedUuid(secret, 'feed:receipts'),
+    title: 'svc settlement receipts',
+    subtitle: 'One entry per settlement batch, with the hash of its signed receipt',
+    updated: receipts[0]?.settled_at ?? fallbackUpdated,
+    self: `${indexerBase}/receipts.atom`,
+    alternate: `${indexerBase}/activity`,
+    entries: receipts.map((r) => {
+      const hash = receiptHash(r);
+      return {
+        id: feedUuid(secret, `receipt:${r.batch}`),
+        title: `Batch ${r.batch}: receipt hash ${hash}`,
+        updated: r.settled_at,
+        content: `batch ${r.batch}\nhash ${hash}\nreceipt ${indexerBase}/api/receipts/${r.batch}\n${JSON.stringify(r)}`,
+        category: 'receipt',
+      };
+    }),
   };
 }

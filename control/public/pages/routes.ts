@@ -3,7 +3,7 @@
  * User-Agent filter): `/` (the landing page), `/status`, `/providers`, `/providers/<id>`,
  * `/changelog.atom`, `/status.atom`. On the indexer ({indexer_url}, per-IP limit, no
  * User-Agent filter, so feed readers can fetch the feeds): `/` (302 to `/activity`),
- * `/activity`, `/changelog.atom`, `/status.atom`. `/` is for people: a request that does not
+ * `/activity`, `/changelog.atom`, `/status.atom`, `/receipts.atom`. `/` is for people: a request that does not
  * prefer HTML (`prefersHtml`: the SDK, `Accept: application/json`) gets 404 `svc_not_found`
  * there, as before. Each is built at
  * most once per TTL of the read it shows (`cache.providersTtlS`, `cache.statusTtlS`,
@@ -22,7 +22,7 @@ import type { OpaqueIds } from '../ids';
 import { statusAnswer } from '../status';
 import { renderStatusPage } from '../status-page';
 import { renderActivityPage, type ActivityView } from './activity-page';
-import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, maintenanceFeed, renderAtom } from './atom';
+import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, maintenanceFeed, receiptsFeed, renderAtom } from './atom';
 import { renderHomePage } from './home-page';
 import { boardProvider, parseSort, providersBoard, sortProviders } from './board';
 import { renderProviderPage, renderProvidersPage } from './providers-page';
@@ -150,7 +150,7 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
   registerFeedRoutes(router, ctx, status, () => ctx.urls.api);
 }
 
-/** `/` (302 to `/activity`), `/activity` and the two feeds on the indexer's router. */
+/** `/` (302 to `/activity`), `/activity`, the two feeds and the receipts' feed on the indexer's router. */
 export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds, cursors: CursorCodec): void {
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const limit = ctx.config.public.activityPageSize;
@@ -161,6 +161,14 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
     res.end();
   });
   registerFeedRoutes(router, ctx, new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now }), () => ctx.urls.indexer);
+  router.get('/receipts.atom', { otherQuery: 'ignore' }, async ({ req, res }) => {
+    const head = (await ctx.store.receipts.head())?.batch ?? 0;
+    await cache.send(req, res, `receipts.atom:${head}`, async () => {
+      const latest = await ctx.store.receipts.page(Math.max(0, head - FEED_ENTRIES), FEED_ENTRIES);
+      const feed = receiptsFeed(ctx.store.idSecret, latest.reverse(), new Date(ctx.startedAt).toISOString(), ctx.urls.indexer);
+      return { body: Buffer.from(renderAtom(feed)), contentType: ATOM_CONTENT_TYPE, headers: FEED_HEADERS };
+    });
+  });
   router.get('/activity', { query: ['before'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;

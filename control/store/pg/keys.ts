@@ -40,6 +40,10 @@ const Q = {
   ),
   insertSecret: sql(`INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`),
   byId: sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`),
+  bySecret: sql(
+    `SELECT ${KEY_COLUMNS.replace(/(\w+)/g, 'k.$1')} FROM key_secrets s JOIN keys k ON k.id = s.key_id
+     WHERE s.hash = ? AND (s.expires_at IS NULL OR s.expires_at > ?)`,
+  ),
   list: sql(`SELECT ${KEY_COLUMNS} FROM keys ORDER BY created_at DESC, id DESC`),
   page: {
     all: { first: page('true'), after: page('(created_at, id) < (@at, @id)') },
@@ -97,6 +101,11 @@ export class PgKeysTable implements Async<KeysTable> {
 
   async byId(id: string): Promise<KeyRow | undefined> {
     return this.conn.get<KeyRow>(Q.byId, [id]);
+  }
+
+  /** The key whose live secret has SHA-256 `hash` (hex) at `now`, whatever the key's own status. */
+  async bySecret(hash: string, now: number): Promise<KeyRow | undefined> {
+    return this.conn.get<KeyRow>(Q.bySecret, [hash, now]);
   }
 
   /** Every key, newest first. Reads the whole table: for tests and small tools, not the API. */

@@ -12,5 +12,6 @@ import m003 from './migrations/003-cluster';
 import m004 from './migrations/004-gateway-attachment';
 import m005 from './migrations/005-operators';
 import m006 from './migrations/006-approvals';
+import m007 from './migrations/007-outcomes-by-key';
 
-export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006];
+export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007];

@@ -4,7 +4,15 @@
  * `outcomes_by_time`; the calls owed a refund over the partial indexes; the latest settlement
  * batches. The secret behind the public ids is the store's (`store.ts` creates it at open).
  */
-import type { ActivityCursor, ActivityRow, BatchSummary, PublicReads } from '../public-reads';
+import {
+  ACCOUNT_SQL,
+  type AccountCallRow,
+  type AccountGroup,
+  type ActivityCursor,
+  type ActivityRow,
+  type BatchSummary,
+  type PublicReads,
+} from '../public-reads';
 import type { Async } from '../seam';
 import { sql, type PgConn } from './conn';
 
@@ -21,6 +29,10 @@ const Q = {
     `SELECT id, endpoint_id, created_at, calls, premiums, refunds, refunds_owed, clamped_calls
      FROM settlement_batches ORDER BY id DESC LIMIT ?`,
   ),
+  accountGroups: sql(ACCOUNT_SQL.groups((c) => `coalesce(sum(${c}), 0)::bigint`, '(o.settled_batch IS NOT NULL)::int')),
+  lastCall: sql(ACCOUNT_SQL.lastCall),
+  accountFirst: sql(ACCOUNT_SQL.calls('')),
+  accountPage: sql(ACCOUNT_SQL.calls('AND (o.started_at, o.call_id) < (?, ?)')),
 };
 
 export class PgPublicReads implements Async<PublicReads> {
@@ -37,6 +49,23 @@ export class PgPublicReads implements Async<PublicReads> {
   /** The last `limit` settlement batches, newest first. */
   batches(limit: number): Promise<BatchSummary[]> {
     return this.conn.all(Q.batches, [limit]);
+  }
+
+  /** The calls of key `keyId` that started in [from, to), grouped by outcome and settled or not. */
+  accountGroups(keyId: string, from: number, to: number): Promise<AccountGroup[]> {
+    return this.conn.all(Q.accountGroups, [keyId, from, to]);
+  }
+
+  /** When the latest call of key `keyId` started, or null when it made none. */
+  async lastCall(keyId: string): Promise<number | null> {
+    return (await this.conn.get<{ at: number | null }>(Q.lastCall, [keyId]))?.at ?? null;
+  }
+
+  /** Up to `limit` calls of key `keyId` older than `before` (or its newest), newest first. */
+  accountCalls(keyId: string, limit: number, before: ActivityCursor | null): Promise<AccountCallRow[]> {
+    return before === null
+      ? this.conn.all(Q.accountFirst, [keyId, limit])
+      : this.conn.all(Q.accountPage, [keyId, before.started_at, before.call_id, limit]);
   }
 
   /** Up to `limit` calls older than `before` (or the newest ones), newest first. */

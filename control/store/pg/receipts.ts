@@ -18,7 +18,7 @@
  *   run roots of one state, as SQLite's one synchronous call reads them, in two statements.
  */
 import type { Hash32 } from '../../../protocol/merkle';
-import type { Receipt, ReceiptJwks, ReceiptLeaf } from '../../../protocol/receipts';
+import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../../protocol/receipts';
 import { SUBTREE_LEAVES } from '../../receipts/tree';
 import type { PendingTree } from '../../receipts/tree-hasher';
 import type { ReceiptsTable } from '../receipts';
@@ -260,6 +260,12 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
   /** The newest receipt, or null. */
   async head(): Promise<Receipt | null> {
     return (await this.conn.get<Receipt>(Q.head)) ?? null;
+  }
+
+  /** The newest receipt's batch and hash, signed by the current key; null before the first receipt. */
+  async checkpoint(): Promise<Checkpoint | null> {
+    const head = await this.head();
+    return head === null ? null : this.state.core.checkpoint(head);
   }
 
   async get(batch: number): Promise<Receipt | null> {

@@ -51,6 +51,22 @@ export interface ReceiptFields {
 
 export type UnsignedReceipt = Omit<ReceiptFields, 'sig'>;
 
+/**
+ * A signed statement of the chain's head (see `Checkpoint` in receipts.ts): the newest receipt's
+ * batch and its hash (the `prev` the next receipt will hold). Whoever saves one can later check
+ * that the history served then still leads to it unchanged (`verifyConsistency`).
+ */
+export interface CheckpointFields {
+  v: 1;
+  kind: 'checkpoint';
+  batch: number;
+  hash: string;
+  kid: string;
+  sig: string;
+}
+
+export type UnsignedCheckpoint = Omit<CheckpointFields, 'sig'>;
+
 /** An Ed25519 public key as an OKP JWK (see `ReceiptJwk` in receipts.ts). */
 export interface ReceiptJwkFields {
   kty: 'OKP';
@@ -127,6 +143,30 @@ export function receiptHash(r: ReceiptFields): string {
   return hash('sha256', canonicalize({ ...unsigned(r), sig: r.sig }), 'hex');
 }
 
+/** The checkpoint of the chain whose newest receipt is `head`, to be signed by key `kid`. */
+export function checkpointOf(head: ReceiptFields, kid: string): UnsignedCheckpoint {
+  return { v: RECEIPT_VERSION, kind: 'checkpoint', batch: head.batch, hash: receiptHash(head), kid };
+}
+
+/** What is signed: the canonical bytes of the checkpoint without `sig`. */
+export function checkpointSigningBytes(c: UnsignedCheckpoint | CheckpointFields): Buffer {
+  const unsignedCheckpoint: UnsignedCheckpoint = { v: c.v, kind: c.kind, batch: c.batch, hash: c.hash, kid: c.kid };
+  return Buffer.from(canonicalize(unsignedCheckpoint as unknown as JsonValue), 'utf8');
+}
+
+/** Why a checkpoint is malformed, or null. */
+export function checkpointShapeProblem(c: unknown): string | null {
+  if (c === null || typeof c !== 'object') return 'not an object';
+  const x = c as Partial<CheckpointFields>;
+  if (x.v !== RECEIPT_VERSION) return `v is ${String(x.v)}, not ${RECEIPT_VERSION}`;
+  if (x.kind !== 'checkpoint') return 'kind is not "checkpoint"';
+  if (!isInt(x.batch, 1)) return 'batch is not an integer ≥ 1';
+  if (typeof x.hash !== 'string' || !HEX64.test(x.hash)) return 'hash is not 64 hex digits';
+  if (!isString(x.kid) || !isString(x.sig)) return 'kid or sig is missing';
+  const extra = Object.keys(x).filter((k) => !['v', 'kind', 'batch', 'hash', 'kid', 'sig'].includes(k));
+  return extra.length > 0 ? `unknown members: ${extra.join(', ')}` : null;
+}
+
 /** RFC 7638 thumbprint of an Ed25519 public key (`x`, base64url): SHA-256 of `{"crv","kty","x"}`, base64url. */
 export function jwkThumbprint(x: string): string {
   return hash('sha256', canonicalize({ crv: 'Ed25519', kty: 'OKP', x }), 'base64url');
@@ -175,16 +215,25 @@ export class ReceiptKeyring {
 
   /** Null when the receipt's signature verifies under its `kid`; else why not. */
   checkSignature(r: ReceiptFields): string | null {
-    const key = this.keys.get(r.kid);
-    if (key === undefined) return `signed by key ${r.kid}, which is not in the JWKS`;
-    if (typeof r.sig !== 'string' || !BASE64URL.test(r.sig)) return 'sig is not base64url';
+    return this.checkSigned(receiptSigningBytes(r), r.kid, r.sig);
+  }
+
+  /** Null when the checkpoint's signature verifies under its `kid`; else why not. */
+  checkCheckpointSignature(c: CheckpointFields): string | null {
+    return this.checkSigned(checkpointSigningBytes(c), c.kid, c.sig);
+  }
+
+  private checkSigned(bytes: Buffer, kid: string, sig: string): string | null {
+    const key = this.keys.get(kid);
+    if (key === undefined) return `signed by key ${kid}, which is not in the JWKS`;
+    if (typeof sig !== 'string' || !BASE64URL.test(sig)) return 'sig is not base64url';
     let ok = false;
     try {
-      ok = verify(null, receiptSigningBytes(r), key, Buffer.from(r.sig, 'base64url'));
+      ok = verify(null, bytes, key, Buffer.from(sig, 'base64url'));
     } catch {
       ok = false;
     }
-    return ok ? null : `the signature does not verify under key ${r.kid}`;
+    return ok ? null : `the signature does not verify under key ${kid}`;
   }
 }
 
@@ -372,4 +421,120 @@ export function verifyCallProof(proof: CallProofFields, jwks: ReceiptJwksFields 
   const sig = keyring.checkSignature(r);
   if (sig !== null) reasons.push(`the receipt of batch ${r.batch}: ${sig}`);
   return verdict();
+}
+
+/** Most receipts one `/api/receipts/consistency` answer holds. */
+export const CONSISTENCY_MAX_RECEIPTS = 1000;
+
+/** What `verifyConsistency` found. */
+export interface ConsistencyVerdict {
+  /** True when the served history leads from the old checkpoint to the new one unchanged. */
+  ok: boolean;
+  /**
+   * When false: the batch where the histories part, the hash the old checkpoint (or the chain
+   * before it) holds for it, and the hash of what is served now (null when nothing is served for it).
+   */
+  batch: number | null;
+  expected: string | null;
+  served: string | null;
+  /** Why not, as a sentence; null when `ok`. */
+  reason: string | null;
+  /** Receipts checked. */
+  receipts: number;
+}
+
+/**
+ * Check that the history served now extends the one a saved checkpoint stated: both
+ * checkpoints are signed by keys of the keyring, the new one is not behind the old one, and the
+ * receipts from the old checkpoint's batch to the new one's, read through `range` (at most
+ * {@link CONSISTENCY_MAX_RECEIPTS} a call, as `GET /api/receipts/consistency?from=&to=` serves
+ * them), are each signed, numbered without gaps and chained by `prev`, the first hashing to the
+ * old checkpoint's `hash` and the last to the new one's. A rewritten batch at or before the old
+ * checkpoint changes the first hash (or, re-chained, a later `prev`): the verdict names the
+ * batch and both hashes. `svcctl receipts verify --since-checkpoint` and the SDK's
+ * `verifyConsistency` (and `verifyRefund` with a checkpoint store) run this.
+ */
+export async function verifyConsistency(
+  old: CheckpointFields,
+  current: CheckpointFields,
+  range: (from: number, to: number) => Promise<readonly ReceiptFields[]>,
+  jwks: ReceiptJwksFields | ReceiptKeyring,
+): Promise<ConsistencyVerdict> {
+  const keyring = jwks instanceof ReceiptKeyring ? jwks : new ReceiptKeyring(jwks);
+  let receipts = 0;
+  const fail = (
+    batch: number | null,
+    reason: string,
+    expected: string | null = null,
+    served: string | null = null,
+  ): ConsistencyVerdict => ({
+    ok: false,
+    batch,
+    expected,
+    served,
+    reason,
+    receipts,
+  });
+  for (const [name, c] of [
+    ['the saved checkpoint', old],
+    ['the served checkpoint', current],
+  ] as const) {
+    const shape = checkpointShapeProblem(c);
+    if (shape !== null) return fail(null, `${name} is malformed (${shape})`);
+    const sig = keyring.checkCheckpointSignature(c);
+    if (sig !== null) return fail(c.batch, `${name} of batch ${c.batch}: ${sig}`);
+  }
+  if (current.batch < old.batch) {
+    return fail(
+      old.batch,
+      `the served history ends at batch ${current.batch}, before the saved checkpoint's batch ${old.batch}: it was cut and rewritten`,
+      old.hash,
+      null,
+    );
+  }
+  let from = old.batch;
+  let expected = old.hash;
+  let first = true;
+  for (;;) {
+    const to = Math.min(current.batch, from + CONSISTENCY_MAX_RECEIPTS - 1);
+    const page = await range(from, to);
+    if (page.length !== to - from + 1) return fail(from, `the indexer served ${page.length} receipts for batches ${from} to ${to}`);
+    for (const [i, r] of page.entries()) {
+      const shape = receiptShapeProblem(r);
+      if (shape !== null) return fail(from + i, `batch ${from + i}: malformed receipt (${shape})`);
+      if (r.batch !== from + i) return fail(from + i, `batch ${from + i}: the indexer served batch ${r.batch} in its place`);
+      const hashed = receiptHash(r);
+      if (i === 0) {
+        if (hashed !== expected) {
+          return fail(
+            r.batch,
+            first
+              ? `batch ${r.batch} is not the one the saved checkpoint states: its hash was ${expected}, the served receipt's is ${hashed}`
+              : `batch ${r.batch} changed between two reads`,
+            expected,
+            hashed,
+          );
+        }
+      } else if (r.prev !== expected) {
+        return fail(
+          r.batch,
+          `batch ${r.batch}: prev does not link to batch ${r.batch - 1} (${r.prev}, expected ${expected})`,
+          expected,
+          r.prev,
+        );
+      }
+      const sig = keyring.checkSignature(r);
+      if (sig !== null) return fail(r.batch, `batch ${r.batch}: ${sig}`);
+      expected = hashed;
+      receipts++;
+    }
+    first = false;
+    if (to === current.batch) break;
+    from = to;
+    receipts--; // the last receipt of a page is read again as the first of the next
+  }
+  if (expected !== current.hash) {
+    return fail(current.batch, `batch ${current.batch} is not the one the served checkpoint states`, current.hash, expected);
+  }
+  return { ok: true, batch: null, expected: null, served: null, reason: null, receipts };
 }
