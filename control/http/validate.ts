@@ -20,3 +20,16 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   const detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   throw new SvcError('svc_bad_request', detail, { extra: { errors } });
 }
+
+/** A positive integer query parameter no larger than `max`; 400 `svc_bad_request` otherwise. */
+export function intParam(query: URLSearchParams, name: string, fallback: number, max: number): number {
+  const raw = query.get(name);
+  if (raw === null) return fallback;
+  const n = /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new SvcError('svc_bad_request', `${name} must be an integer from 1 to ${max}`, {
+      extra: { errors: [{ field: name, message: `must be an integer from 1 to ${max}` }] },
+    });
+  }
+  return n;
+}

@@ -31,7 +31,7 @@ import { CONSISTENCY_MAX_RECEIPTS } from '../../protocol/receipts-verify';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { ResponseCache, jsonAnswer } from '../public/cache';
-import { intParam } from '../public/routes';
+import { intParam } from '../http/validate';
 
 /** Receipts per page unless `limit` says otherwise. @default 100 */
 export const DEFAULT_RECEIPTS_PAGE = 100;

@@ -15,7 +15,7 @@ import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from '../public/cache';
 import { splitTarget } from '../http/serve';
 import { dispatcher } from '../public/dispatch';
 import { OpaqueIds } from '../public/ids';
-import { intParam } from '../public/routes';
+import { intParam } from '../http/validate';
 import { publicIpLimiter } from '../public/server';
 import { CursorCodec } from './cursor';
 import { registerReceiptRoutes } from './receipts';

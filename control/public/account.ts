@@ -38,7 +38,7 @@ import type { AccountGroup } from '../store/public-reads';
 import { limitsFromConfig } from '../sync/snapshot';
 import { ResponseCache, jsonAnswer } from './cache';
 import type { OpaqueIds } from './ids';
-import { intParam } from './routes';
+import { intParam } from '../http/validate';
 
 /** No `access-control-allow-origin`: an account is read with a key, not by any web page. */
 const HEADERS = { 'x-content-type-options': 'nosniff' };

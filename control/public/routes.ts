@@ -2,7 +2,7 @@
  * The read routes of the public API ({api_url}): providers, status and the changelog as JSON;
  * the agent's own account is `account.ts`, the pages and feeds are `pages/routes.ts`. Every answer is cached (`cache.*TtlS`) with `Cache-Control`, `ETag` and 304.
  */
-import { SvcError } from '../../protocol/errors';
+import { intParam } from '../http/validate';
 import { CHANGELOG_DEFAULT_LIMIT, CHANGELOG_MAX_LIMIT, type PublicChangelogAnswer } from '../../protocol/public';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
@@ -16,19 +16,6 @@ import { statusAnswer } from './status';
 
 /** Public JSON may be read by any web page (it is public and carries no credentials). */
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
-
-/** A positive integer query parameter no larger than `max`; 400 `svc_bad_request` otherwise. */
-export function intParam(query: URLSearchParams, name: string, fallback: number, max: number): number {
-  const raw = query.get(name);
-  if (raw === null) return fallback;
-  const n = /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isInteger(n) || n < 1 || n > max) {
-    throw new SvcError('svc_bad_request', `${name} must be an integer from 1 to ${max}`, {
-      extra: { errors: [{ field: name, message: `must be an integer from 1 to ${max}` }] },
-    });
-  }
-  return n;
-}
 
 export function registerPublicReadRoutes(router: Router, ctx: ControlContext): void {
   const ids = new OpaqueIds(ctx.store.idSecret);
