@@ -86,7 +86,7 @@ t.test('account() and calls() read the key’s own account', async (t) => {
   await agentA.providers();
   t.equal(recorded.log[recorded.log.length - 1]!.authorization, null, 'no key on other public reads');
 
-  await t.rejects(new SvcClient(urls).account(), TypeError, 'no key in the client: a TypeError before any request');
+  await t.rejects(new SvcClient(urls).account(), { code: 'svc_sdk_config' }, 'no key in the client: svc_sdk_config before any request');
   const revoke = await stack.admin('POST', `/_admin/v1/keys/${b.id}/revoke`, {});
   t.equal(revoke.status, 200);
   const err = await agentB.account().then(
