@@ -8,6 +8,7 @@ import { ConfigError, defaultControlUrl, loadConfig, type Config } from '../conf
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
 import { AdminClient } from './client';
 import { UsageError } from './exit-codes';
+import { IndexerClient } from './indexer-client';
 import { processOutput, type Output } from './output';
 
 export interface GlobalOptions {
@@ -22,6 +23,8 @@ export interface GlobalOptions {
 
 export interface Deps {
   client: AdminClient;
+  /** The indexer's public reads (`svcctl stats`, `receipts verify`); never given a token. */
+  indexer: IndexerClient;
   out: Output;
   now: () => number;
 }
@@ -134,6 +137,7 @@ export function buildDeps(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.
   const config = loadSettings(opts, env);
   return {
     client: new AdminClient({ baseUrl: resolveControlUrl(config), token: resolveAdminToken(config, opts.tokenFile) }),
+    indexer: new IndexerClient(),
     out: processOutput(),
     now: Date.now,
   };

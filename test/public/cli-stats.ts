@@ -82,5 +82,5 @@ t.test('never sends the admin token to the indexer; reports an unreachable index
   await new Promise<void>((r) => fake.close(() => r()));
   const down = await runCli(['stats'], { control });
   t.equal(down.code, 1, 'exit code 1');
-  t.match(down.stderr, /^svcctl: indexer not reachable at http:\/\/127\.0\.0\.1:\d+ \(connection failed\)$/);
+  t.match(down.stderr, /^svcctl: indexer not reachable at http:\/\/127\.0\.0\.1:\d+\/api\/stats \(connection failed\)$/);
 });

@@ -14,11 +14,10 @@
  * after the checkpoint was saved is named with both hashes; exit 1.
  *
  * Without `--indexer`, the indexer's URL comes from control's admin status (as for `svcctl
- * stats`); the admin token is never sent to the indexer. A 429 from the indexer is waited
- * out (`Retry-After`) and retried.
+ * stats`); the admin token is never sent to the indexer (`../../indexer-client.ts`, which also
+ * waits out a 429).
  */
 import { readFileSync } from 'node:fs';
-import type { StatusView } from '../../../protocol/admin';
 import type { StatsAnswer } from '../../../protocol/indexer';
 import type {
   CallProof,
@@ -31,17 +30,13 @@ import type {
 import { ReceiptKeyring, checkpointShapeProblem, verifyConsistency } from '../../../protocol/receipts-verify';
 import { walkReceiptChain, type ReceiptChainWalk } from '../../../protocol/receipts-walk';
 import type { Deps } from '../../deps';
-import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
+import type { IndexerClient } from '../../indexer-client';
+import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
 import { formatUnits } from '../../money';
 import { verifyCall } from './verify-call';
 
 /** Receipts asked for per page (the indexer's maximum). @default 1000 */
 export const VERIFY_PAGE = 1_000;
-/** Milliseconds to wait for one indexer answer. @default 10000 */
-export const VERIFY_TIMEOUT_MS = 10_000;
-/** How often a 429 is waited out before giving up. @default 10 */
-export const VERIFY_RATE_LIMIT_RETRIES = 10;
-
 export interface VerifyOptions {
   indexer?: string;
   jwks?: string;
@@ -49,44 +44,6 @@ export interface VerifyOptions {
   call?: string;
   sinceCheckpoint?: string;
   json?: boolean;
-}
-
-type FetchLike = typeof fetch;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function getJson<T>(url: string, fetchImpl: FetchLike): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    let res: Response;
-    try {
-      res = await fetchImpl(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS) });
-    } catch (err) {
-      const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${VERIFY_TIMEOUT_MS} ms` : 'connection failed';
-      throw new CliError(`indexer not reachable at ${url} (${reason})`);
-    }
-    const text = await res.text();
-    if (res.status === 429 && attempt < VERIFY_RATE_LIMIT_RETRIES) {
-      const wait = Number(res.headers.get('retry-after'));
-      await sleep(1000 * (Number.isFinite(wait) && wait > 0 ? Math.min(wait, 60) : 1));
-      continue;
-    }
-    if (!res.ok) throw new CliError(`indexer answered ${res.status} for ${url}${problemDetail(text)}`);
-    try {
-      return JSON.parse(text) as T;
-    } catch {
-      throw new CliError(`indexer answered ${url} with a body that is not JSON`);
-    }
-  }
-}
-
-/** `: <detail> (<code>)` of a problem+json body, or nothing. */
-function problemDetail(text: string): string {
-  try {
-    const problem = JSON.parse(text) as { detail?: unknown; code?: unknown };
-    if (typeof problem.detail === 'string' && typeof problem.code === 'string') return `: ${problem.detail} (${problem.code})`;
-  } catch {
-    // not JSON: the status says enough
-  }
-  return '';
 }
 
 function readJsonFile(option: string, file: string): unknown {
@@ -104,21 +61,14 @@ function readJsonFile(option: string, file: string): unknown {
 }
 
 /** `--since-checkpoint FILE`: does the served history extend the saved checkpoint? */
-async function sinceCheckpoint(
-  file: string,
-  indexer: string,
-  jwks: unknown,
-  opts: VerifyOptions,
-  deps: Deps,
-  fetchImpl: FetchLike,
-): Promise<number> {
+async function sinceCheckpoint(file: string, indexer: string, jwks: unknown, opts: VerifyOptions, deps: Deps): Promise<number> {
   const saved = readJsonFile('--since-checkpoint', file) as Checkpoint;
   const shape = checkpointShapeProblem(saved);
   if (shape !== null) throw new UsageError(`--since-checkpoint ${file}: not a checkpoint (${shape})`);
-  const current = await getJson<Checkpoint>(`${indexer}/api/receipts/checkpoint`, fetchImpl);
+  const current = await deps.indexer.get<Checkpoint>(`${indexer}/api/receipts/checkpoint`);
   const keyring = new ReceiptKeyring(jwks);
   const range = async (from: number, to: number) =>
-    (await getJson<ConsistencyAnswer>(`${indexer}/api/receipts/consistency?from=${from}&to=${to}`, fetchImpl)).receipts;
+    (await deps.indexer.get<ConsistencyAnswer>(`${indexer}/api/receipts/consistency?from=${from}&to=${to}`)).receipts;
   const verdict = await verifyConsistency(saved, current, range, keyring);
   const result: ConsistencyVerifyView = {
     ok: verdict.ok,
@@ -147,38 +97,30 @@ async function sinceCheckpoint(
 }
 
 /** Walk the chain from the indexer's public reads; the first problem ends the walk. */
-export function verifyReceipts(indexer: string, jwks: unknown, fetchImpl: FetchLike): Promise<ReceiptChainWalk> {
+function verifyReceipts(indexer: string, jwks: unknown, client: IndexerClient): Promise<ReceiptChainWalk> {
   return walkReceiptChain(
     jwks,
     {
       totals: async () => {
-        const stats = await getJson<StatsAnswer>(`${indexer}/api/stats`, fetchImpl);
+        const stats = await client.get<StatsAnswer>(`${indexer}/api/stats`);
         return { batches: stats.settled_batches, refunds: stats.total_refunds, premiums: stats.total_premiums };
       },
-      page: (after, limit) => getJson<ReceiptsPage>(`${indexer}/api/receipts?after=${after}&limit=${limit}`, fetchImpl),
+      page: (after, limit) => client.get<ReceiptsPage>(`${indexer}/api/receipts?after=${after}&limit=${limit}`),
     },
     VERIFY_PAGE,
   );
 }
 
-export async function run(opts: VerifyOptions, deps: Deps, fetchImpl: FetchLike = fetch): Promise<number> {
-  let indexer = opts.indexer;
-  if (indexer === undefined) {
-    const status = await deps.client.get<StatusView>('/_admin/v1/status');
-    if (!status.urls.indexer) throw new CliError('control reports no indexer URL; pass --indexer');
-    indexer = status.urls.indexer;
-  } else if (!/^https?:\/\/[^\s/]+/.test(indexer)) {
-    throw new UsageError(`--indexer ${indexer}: not an http(s) URL`);
-  }
-  indexer = indexer.replace(/\/+$/, '');
+export async function run(opts: VerifyOptions, deps: Deps): Promise<number> {
+  const indexer = await deps.indexer.resolve(deps.client, opts.indexer);
   const jwks =
-    opts.jwks !== undefined ? readJsonFile('--jwks', opts.jwks) : await getJson<unknown>(`${indexer}/api/receipts/keys`, fetchImpl);
+    opts.jwks !== undefined ? readJsonFile('--jwks', opts.jwks) : await deps.indexer.get<unknown>(`${indexer}/api/receipts/keys`);
   if (opts.sinceCheckpoint !== undefined && opts.call !== undefined)
     throw new UsageError('--since-checkpoint and --call check different things: give one');
-  if (opts.sinceCheckpoint !== undefined) return sinceCheckpoint(opts.sinceCheckpoint, indexer, jwks, opts, deps, fetchImpl);
+  if (opts.sinceCheckpoint !== undefined) return sinceCheckpoint(opts.sinceCheckpoint, indexer, jwks, opts, deps);
   if (opts.call !== undefined)
-    return verifyCall(opts.call, indexer, jwks, (url) => getJson<CallProof>(url, fetchImpl), deps, opts.json === true);
-  const { keyring, chain, problem } = await verifyReceipts(indexer, jwks, fetchImpl);
+    return verifyCall(opts.call, indexer, jwks, (url) => deps.indexer.get<CallProof>(url), deps, opts.json === true);
+  const { keyring, chain, problem } = await verifyReceipts(indexer, jwks, deps.indexer);
 
   const result: ReceiptsVerifyView = {
     ok: problem === null,
