@@ -1,44 +1,12 @@
 // The gateway's folders import only what gateway/README.md (and each folder's README) allows.
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import t from 'tap';
+import { ROOT, importsOf, sourceFiles, type Import } from '../fixtures/imports';
 
-const ROOT = resolve(__dirname, '../..');
 const GATEWAY = join(ROOT, 'gateway');
 /** Top-level gateway folders with rules of their own. */
 const FOLDERS = ['request', 'state', 'journal', 'proxy'] as const;
-
-interface Import {
-  /** The importing file, relative to the repo root. */
-  file: string;
-  /** As written. */
-  spec: string;
-  /** Repo-relative path for a relative import (no extension), else null. */
-  target: string | null;
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
-}
-
-/** Every `import … from`, `export … from`, `import('…')` and `require('…')` of the gateway's files. */
-function importsOf(files: readonly string[]): Import[] {
-  const out: Import[] = [];
-  const pattern = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)(['"])([^'"]+)\1/gm;
-  for (const path of files) {
-    const text = readFileSync(path, 'utf8');
-    for (const m of text.matchAll(pattern)) {
-      const spec = m[2]!;
-      const target = spec.startsWith('.') ? relative(ROOT, resolve(dirname(path), spec)).replace(/\.(js|ts)$/, '') : null;
-      out.push({ file: relative(ROOT, path), spec, target });
-    }
-  }
-  return out;
-}
 
 /** The gateway folder a repo-relative path is in ('' for gateway/'s own files), or null outside gateway/. */
 function folderOf(path: string): string | null {
