@@ -1,5 +1,6 @@
 /** What every control listener and handler is given: the store, settings, clock and log. */
 import type { Config } from '../config/load';
+import type { StatusView } from '../protocol/admin';
 import type { GatewayStatus } from '../protocol/gateways';
 import type { Logger } from '../protocol/log';
 import type { SettlerStatus } from '../protocol/settlement';
@@ -21,4 +22,26 @@ export interface ControlContext {
   gateways: () => Promise<GatewayStatus[]>;
   /** The settler's state; null while no settler runs in this process. */
   settler: () => Promise<SettlerStatus> | null;
+}
+
+/**
+ * The settler as the status answers show it: the running settler's own status, or, while no
+ * settler runs in this process, `not_running` with the backlog read from the store. One
+ * source for `svcctl status` (admin) and the public status page.
+ */
+export async function settlerView(ctx: ControlContext): Promise<StatusView['settler']> {
+  return (
+    (await ctx.settler()) ?? {
+      state: 'not_running',
+      cadence_ms: null,
+      batch_cap: null,
+      backlog: (await ctx.store.settlement.backlog()).count,
+      lag_ms: null,
+      last_run_at: null,
+      last_batch: null,
+      last_error: null,
+      halted: null,
+      leader: null,
+    }
+  );
 }

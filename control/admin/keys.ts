@@ -1,6 +1,6 @@
 /**
  * `/_admin/v1/keys`: issue, list, show, revoke, rotate (with grace), lift, wallet. Issuing is
- * `keys/issue.ts` (the applications flow issues keys too). The plaintext key leaves control
+ * `../keys.ts` (the applications flow issues keys too). The plaintext key leaves control
  * once, in the body of the issue/rotate answer; the audit log gets the display stub only.
  */
 import {
@@ -21,7 +21,7 @@ import { readJson, sendJson } from '../../protocol/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys/issue';
+import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys';
 import { keyStatus, keyView, type KeyPosition, type KeyRow } from '../store/keys';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
 

@@ -1,9 +1,8 @@
 /** `/_admin/v1/status`: control's own view of itself, used by `svcctl status`. */
 import type { StatusView } from '../../protocol/admin';
 import { sendJson } from '../../protocol/http';
-import type { ControlContext } from '../context';
+import { settlerView, type ControlContext } from '../context';
 import { controlsView } from '../cluster';
-import { settlerView } from '../settler/view';
 import type { Router } from '../http/router';
 
 export async function statusView(ctx: ControlContext): Promise<StatusView> {

@@ -16,7 +16,7 @@ import {
 } from '../../protocol/applications';
 import { SvcError } from '../../protocol/errors';
 import { newId } from '../../protocol/keys';
-import { issueKey, newSecret, replaceSecrets } from '../keys/issue';
+import { issueKey, newSecret, replaceSecrets } from '../keys';
 import type { ControlContext } from '../context';
 import type { Actor } from '../store';
 import type { ApplicationRow } from '../store/applications';

@@ -5,8 +5,7 @@
  * maintenance mode with its note, and the latest changelog entries. Ids are opaque.
  */
 import type { StatusAnswer } from '../../protocol/public';
-import type { ControlContext } from '../context';
-import { settlerView } from '../settler/view';
+import { settlerView, type ControlContext } from '../context';
 import type { OpaqueIds } from './ids';
 import { publicChangelog } from './reads';
 

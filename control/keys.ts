@@ -1,13 +1,14 @@
 /**
  * Issuing API keys and their secrets, for the admin API (`POST /_admin/v1/keys`, rotate) and
- * for applications (approve, redeliver): the one place a key or a secret is created.
+ * for applications (approve, redeliver): the one place a key or a secret is created. A shared
+ * module: both features import it.
  */
-import type { IssueKeyRequest, IssuedKey, KeyView } from '../../protocol/admin';
-import { SvcError } from '../../protocol/errors';
-import { generateKey, hashKey, keyStub, newId } from '../../protocol/keys';
-import type { ControlContext } from '../context';
-import { keyView, type KeyRow } from '../store/keys';
-import type { Actor, StoreTables } from '../store';
+import type { IssueKeyRequest, IssuedKey, KeyView } from '../protocol/admin';
+import { SvcError } from '../protocol/errors';
+import { generateKey, hashKey, keyStub, newId } from '../protocol/keys';
+import type { ControlContext } from './context';
+import { keyView, type KeyRow } from './store/keys';
+import type { Actor, StoreTables } from './store';
 
 /** A key as the admin API shows it, with its live secrets. */
 export async function viewKey(ctx: ControlContext, row: KeyRow): Promise<KeyView> {
