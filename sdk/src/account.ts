@@ -2,9 +2,9 @@
  * The agent's own account on the public API ({api_url}), read with the client's beta key:
  * `GET /api/v1/account[?window=]` and `GET /api/v1/account/calls` page after page. The
  * requests go through `SvcClient`'s read helper (retries, `If-None-Match`); this module only
- * says which paths to read and how to follow the pages.
+ * says which paths to read and how to follow a newest-first list's pages (`activity()`'s too).
  */
-import type { AccountCallsPage, AccountWindowName } from './generated/wire';
+import type { AccountWindowName } from './generated/wire';
 
 export interface AccountReadOptions {
   signal?: AbortSignal;
@@ -29,11 +29,15 @@ export function accountPath(options: AccountOptions): string {
   return options.window === undefined ? '/api/v1/account' : `/api/v1/account?window=${encodeURIComponent(options.window)}`;
 }
 
-/** The pages of `/api/v1/account/calls`, newest first, following `next_before` until the last page. */
-export function accountCallPages(
-  read: (path: string) => Promise<AccountCallsPage>,
-  options: AccountCallsOptions,
-): AsyncIterableIterator<AccountCallsPage> {
+/**
+ * The pages of a newest-first list (`/api/activity`, `/api/v1/account/calls`) at `path`,
+ * following `next_before` until the last page (or a cursor seen before).
+ */
+export function pagesBefore<P extends { next_before: string | null }>(
+  path: string,
+  read: (path: string) => Promise<P>,
+  options: { limit?: number | undefined; before?: string | undefined },
+): AsyncIterableIterator<P> {
   return (async function* pages() {
     let before = options.before ?? null;
     const seen = new Set<string>();
@@ -42,7 +46,7 @@ export function accountCallPages(
       if (options.limit !== undefined) query.set('limit', String(options.limit));
       if (before !== null) query.set('before', before);
       const search = query.toString();
-      const page = await read(`/api/v1/account/calls${search ? `?${search}` : ''}`);
+      const page = await read(`${path}${search ? `?${search}` : ''}`);
       yield page;
       if (page.next_before === null || seen.has(page.next_before)) return;
       seen.add(page.next_before);

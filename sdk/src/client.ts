@@ -11,7 +11,7 @@
  * The key is sent only to the gateway, as `Authorization: Bearer`, and never appears in an
  * error message. Every request carries `User-Agent: svc-monitor-sdk/<version>`.
  */
-import { accountCallPages, accountPath, type AccountCallsOptions, type AccountOptions } from './account';
+import { accountPath, pagesBefore, type AccountCallsOptions, type AccountOptions } from './account';
 import { withRetries, type AttemptResult } from './attempts';
 import { HistoryRewrittenError, type CheckpointStore } from './checkpoints';
 import { systemClock, type Clock } from './clock';
@@ -284,21 +284,7 @@ export class SvcClient {
   activity(options: ActivityOptions = {}): AsyncIterableIterator<ActivityPage> {
     const base = this.indexerUrl;
     const read = (path: string) => this.read<ActivityPage>('indexerUrl', base, path, options);
-    return (async function* pages() {
-      let before = options.before ?? null;
-      const seen = new Set<string>();
-      for (;;) {
-        const query = new URLSearchParams();
-        if (options.limit !== undefined) query.set('limit', String(options.limit));
-        if (before !== null) query.set('before', before);
-        const search = query.toString();
-        const page = await read(`/api/activity${search ? `?${search}` : ''}`);
-        yield page;
-        if (page.next_before === null || seen.has(page.next_before)) return;
-        seen.add(page.next_before);
-        before = page.next_before;
-      }
-    })();
+    return pagesBefore('/api/activity', read, options);
   }
 
   /**
@@ -404,10 +390,14 @@ export class SvcClient {
   calls(options: AccountCallsOptions = {}): AsyncIterableIterator<AccountCallsPage> {
     const auth = this.keyHeader();
     const base = this.apiUrl;
-    return accountCallPages((path) => {
-      if (auth === null) return Promise.reject(configError('key is not set: the account is read with the beta key'));
-      return this.read<AccountCallsPage>('apiUrl', base, path, options, auth);
-    }, options);
+    return pagesBefore(
+      '/api/v1/account/calls',
+      (path) => {
+        if (auth === null) return Promise.reject(configError('key is not set: the account is read with the beta key'));
+        return this.read<AccountCallsPage>('apiUrl', base, path, options, auth);
+      },
+      options,
+    );
   }
 
   // -------------------------------------------------------------------------------------
