@@ -14,7 +14,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { EndpointView } from '../protocol/admin';
+import type { EndpointChange, EndpointView } from '../protocol/admin';
 import { ApiError, type AdminClient } from './client';
 import { CliError } from './exit-codes';
 
@@ -112,15 +112,14 @@ export function isSample(endpoint: Pick<EndpointView, 'display_name' | 'upstream
  * Register the sample at `upstream`: add it, or point the existing sample at the new port.
  * Throws `CliError` (exit 1) when an endpoint named `sample` is someone else's.
  */
-export async function registerSample(client: AdminClient, upstream: string): Promise<'added' | 'updated'> {
-  const how = await putSample(client, upstream);
+export async function registerSample(client: AdminClient, upstream: string): Promise<void> {
+  const { version } = await putSample(client, upstream);
   // Callable once the banner shows it: wait until the gateway applied the change.
-  const version = (await client.get<{ version: number }>('/_admin/v1/flags')).version;
   await client.post('/_admin/v1/sync/wait', { version, timeout_ms: 10_000 });
-  return how;
 }
 
-async function putSample(client: AdminClient, upstream: string): Promise<'added' | 'updated'> {
+/** Add the sample, or re-point the existing one; the change as control answered it (its state version). */
+async function putSample(client: AdminClient, upstream: string): Promise<EndpointChange> {
   let existing: EndpointView | null = null;
   try {
     existing = await client.get<EndpointView>(`/_admin/v1/endpoints/${SAMPLE_ENDPOINT_ID}`);
@@ -128,8 +127,12 @@ async function putSample(client: AdminClient, upstream: string): Promise<'added'
     if (!(err instanceof ApiError && err.problem.status === 404)) throw err;
   }
   if (existing === null) {
-    await client.post('/_admin/v1/endpoints', { id: SAMPLE_ENDPOINT_ID, upstream, display_name: SAMPLE_DISPLAY_NAME, ...SAMPLE_TERMS });
-    return 'added';
+    return client.post<EndpointChange>('/_admin/v1/endpoints', {
+      id: SAMPLE_ENDPOINT_ID,
+      upstream,
+      display_name: SAMPLE_DISPLAY_NAME,
+      ...SAMPLE_TERMS,
+    });
   }
   if (!isSample(existing)) {
     throw new CliError(
@@ -137,6 +140,5 @@ async function putSample(client: AdminClient, upstream: string): Promise<'added'
         `start without --sample, or remove it first (svcctl endpoints remove ${SAMPLE_ENDPOINT_ID})`,
     );
   }
-  await client.patch(`/_admin/v1/endpoints/${SAMPLE_ENDPOINT_ID}`, { upstream, ...SAMPLE_TERMS });
-  return 'updated';
+  return client.patch<EndpointChange>(`/_admin/v1/endpoints/${SAMPLE_ENDPOINT_ID}`, { upstream, ...SAMPLE_TERMS });
 }
