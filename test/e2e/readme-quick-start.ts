@@ -5,10 +5,11 @@
  * verdict headers, settle the failed call's refund into the key's balance and verify its proof.
  */
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { CLI_PATH, childEnv, controlListenArgs, STOP_GRACE_MS, testdirAfterTeardowns, WAIT_LIMIT_MS, waitFor } from '../fixtures/stack';
+import { startUp } from '../fixtures/cli';
+import { CLI_PATH, childEnv, controlListenArgs, testdirAfterTeardowns, WAIT_LIMIT_MS, waitFor } from '../fixtures/stack';
 
 const ROOT = resolve(__dirname, '..', '..');
 const HEADING = '## Your first refund, in a second terminal';
@@ -27,27 +28,12 @@ t.test('the README’s first-refund block runs as written', async (t) => {
   t.match(block, /svcctl receipts verify --call "\$CALL"/, 'the block is the story (sanity)');
 
   const dataDir = join(testdirAfterTeardowns(t), 'data');
-  const up = spawn(process.execPath, [CLI_PATH, 'up', '--sample', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0'], {
-    env: childEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  up.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  up.stderr.resume();
-  const exited = new Promise<void>((r) => up.on('exit', () => r()));
-  t.teardown(async () => {
-    if (up.exitCode === null && up.signalCode === null) {
-      up.kill('SIGTERM');
-      const timer = setTimeout(() => up.kill('SIGKILL'), STOP_GRACE_MS * 3);
-      await exited;
-      clearTimeout(timer);
-    }
-  });
-  await waitFor(() => /Press Ctrl-C to stop\./.test(stdout) || up.exitCode !== null, '`up --sample`', WAIT_LIMIT_MS * 2);
-  const url = (label: string) => new RegExp(`^\\s*${label}\\s+(http://\\S+)`, 'm').exec(stdout)?.[1];
+  const up = startUp(t, ['--sample', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0']);
+  await waitFor(() => /Press Ctrl-C to stop\./.test(up.stdout()) || up.child.exitCode !== null, '`up --sample`', WAIT_LIMIT_MS * 2);
+  const url = (label: string) => new RegExp(`^\\s*${label}\\s+(http://\\S+)`, 'm').exec(up.stdout())?.[1];
   const gateway = url('gateway \\(market_url\\)');
   const indexer = url('indexer \\(indexer_url\\)');
-  t.ok(gateway && indexer, `URLs printed: ${stdout}`);
+  t.ok(gateway && indexer, `URLs printed: ${up.stdout()}`);
 
   // bash -e: every command of the block must succeed; pipefail: so must every stage of a pipe.
   const run = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', block], {

@@ -6,54 +6,14 @@
  * is not the sample makes `up --sample` exit 1 and is left as it was.
  */
 import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SAMPLE_DISPLAY_NAME, slowMs } from '../../cli/sample';
-import {
-  CLI_PATH,
-  childEnv,
-  controlListenArgs,
-  request,
-  STOP_GRACE_MS,
-  testdirAfterTeardowns,
-  WAIT_LIMIT_MS,
-  waitFor,
-} from '../fixtures/stack';
+import { startUp } from '../fixtures/cli';
+import { controlListenArgs, request, testdirAfterTeardowns, WAIT_LIMIT_MS, waitFor } from '../fixtures/stack';
 
-interface Up {
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-  stop(): Promise<number | null>;
-}
-
-function startUp(t: Test, dataDir: string): Up {
-  const child = spawn(
-    process.execPath,
-    [CLI_PATH, 'up', '--sample', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0'],
-    {
-      env: childEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS * 3);
-      await exited;
-      clearTimeout(timer);
-    }
-    return child.exitCode;
-  };
-  t.teardown(stop);
-  return { stdout: () => stdout, stderr: () => stderr, exited, stop };
-}
+const sampleUp = (t: Test, dataDir: string) =>
+  startUp(t, ['--sample', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0']);
 
 const line = (stdout: string, label: string) => new RegExp(`^\\s*${label}\\s+(\\S+)`, 'm').exec(stdout)?.[1];
 
@@ -66,7 +26,7 @@ t.test('the slow parameter', async (t) => {
 
 t.test('svcctl up --sample: a provider to call on a fresh install', async (t) => {
   const dataDir = join(testdirAfterTeardowns(t), 'data');
-  const up = startUp(t, dataDir);
+  const up = sampleUp(t, dataDir);
   await waitFor(
     () => /Press Ctrl-C to stop\./.test(up.stdout()) || up.stderr().includes('exited'),
     '`up` to print its banner',
@@ -81,12 +41,13 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
   t.match(out, /Run svcctl in a second terminal/);
 
   const token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
-  const admin = (method: string, path: string, body?: unknown) =>
-    request(control, path, {
+  const adminOf = (base: string) => (method: string, path: string, body?: unknown) =>
+    request(base, path, {
       method,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
+  const admin = adminOf(control);
   const endpoint = (await admin('GET', '/_admin/v1/endpoints/sample')).body;
   t.match(endpoint, { id: 'sample', display_name: SAMPLE_DISPLAY_NAME, price: 1_000, premium: 100, sla_ms: 500, timeout_ms: 5_000 });
   t.match(endpoint.upstream, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -110,15 +71,9 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
   t.equal(await up.stop(), 0, 'up stops cleanly, the sample with it');
 
   // A second start: the sample moves to its new port.
-  const again = startUp(t, dataDir);
+  const again = sampleUp(t, dataDir);
   await waitFor(() => /Press Ctrl-C to stop\./.test(again.stdout()), 'the second `up`', WAIT_LIMIT_MS * 2);
-  const control2 = line(again.stdout(), 'control admin \\+ sync')!;
-  const admin2 = (method: string, path: string, body?: unknown) =>
-    request(control2, path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
+  const admin2 = adminOf(line(again.stdout(), 'control admin \\+ sync')!);
   const moved = (await admin2('GET', '/_admin/v1/endpoints/sample')).body;
   t.not(moved.upstream, endpoint.upstream, 'registered again with the new port');
   t.equal((await request(line(again.stdout(), 'gateway \\(market_url\\)')!, '/v1/sample/ok', { method: 'GET' })).status, 200);
@@ -129,7 +84,7 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
     200,
   );
   t.equal(await again.stop(), 0);
-  const refused = startUp(t, dataDir);
-  t.equal(await refused.exited, 1, 'up --sample exits 1');
+  const refused = sampleUp(t, dataDir);
+  t.equal((await refused.exited).code, 1, 'up --sample exits 1');
   t.match(refused.stderr(), /an endpoint named sample exists \(upstream http:\/\/10\.0\.0\.7:8080\) and is not svc's sample/);
 });

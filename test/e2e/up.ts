@@ -3,21 +3,10 @@
  * processes, prints the four URLs once both are ready, and on SIGTERM stops both and exits 0.
  */
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  childEnv,
-  CLI_PATH,
-  controlListenArgs,
-  health,
-  metricsToken,
-  request,
-  STOP_GRACE_MS,
-  testdirAfterTeardowns,
-  WAIT_LIMIT_MS,
-  waitFor,
-} from '../fixtures/stack';
+import { controlListenArgs, health, metricsToken, request, testdirAfterTeardowns, WAIT_LIMIT_MS, waitFor } from '../fixtures/stack';
+import { startUp } from '../fixtures/cli';
 import { lockAddress, probe } from '../../protocol/instance-lock';
 
 const alive = (pid: number): boolean => {
@@ -31,31 +20,17 @@ const alive = (pid: number): boolean => {
 
 t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', async (t) => {
   const dataDir = join(testdirAfterTeardowns(t), 'data');
-  const child = spawn(process.execPath, [CLI_PATH, 'up', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0'], {
-    env: childEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
-    child.on('exit', (code, signal) => r({ code, signal })),
-  );
+  const up = startUp(t, ['--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0']);
+  const { child, exited } = up;
   const rolePids: number[] = [];
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS * 3);
-      await exited;
-      clearTimeout(timer);
-    }
+  // After up's own stop (startUp's teardown): any role it left behind.
+  t.teardown(() => {
     for (const pid of rolePids) if (alive(pid)) process.kill(pid, 'SIGKILL');
   });
 
-  await waitFor(() => /Press Ctrl-C to stop\./.test(stdout) || child.exitCode !== null, '`up` to print its URLs', WAIT_LIMIT_MS * 2);
-  t.equal(child.exitCode, null, `up is running (stderr: ${stderr})`);
-  const url = (label: RegExp) => new RegExp(`^\\s*${label.source}\\s+(http://127\\.0\\.0\\.1:\\d+)\\s*$`, 'm').exec(stdout)?.[1];
+  await waitFor(() => /Press Ctrl-C to stop\./.test(up.stdout()) || child.exitCode !== null, '`up` to print its URLs', WAIT_LIMIT_MS * 2);
+  t.equal(child.exitCode, null, `up is running (stderr: ${up.stderr()})`);
+  const url = (label: RegExp) => new RegExp(`^\\s*${label.source}\\s+(http://127\\.0\\.0\\.1:\\d+)\\s*$`, 'm').exec(up.stdout())?.[1];
   const urls = {
     gateway: url(/gateway \(market_url\)/),
     api: url(/public api \(api_url\)/),
@@ -93,8 +68,8 @@ t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', asy
 
   child.kill('SIGTERM');
   const exit = await exited;
-  t.same(exit, { code: 0, signal: null }, `up exits 0 on SIGTERM (stderr: ${stderr.slice(-500)})`);
+  t.same(exit, { code: 0, signal: null }, `up exits 0 on SIGTERM (stderr: ${up.stderr().slice(-500)})`);
   t.notOk(alive(controlPid), 'control has exited');
   t.notOk(alive(gatewayPid), 'the gateway has exited');
-  t.match(stdout, /svc stopped\./);
+  t.match(up.stdout(), /svc stopped\./);
 });
