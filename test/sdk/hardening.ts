@@ -21,6 +21,7 @@ import {
   type FetchLike,
   type SvcClientOptions,
 } from 'svc-monitor-sdk';
+import { rejection } from '../fixtures/rejection';
 
 const CALL_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
@@ -52,15 +53,6 @@ async function listen(handler: (req: IncomingMessage, res: ServerResponse) => vo
 function close(server: Server): Promise<void> {
   server.closeAllConnections();
   return new Promise((resolve) => server.close(() => resolve()));
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
 }
 
 /** A server that takes every request and never answers; `reached` resolves on the first one. */

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { inspect } from 'node:util';
 import { join } from 'node:path';
 import { SvcClient, SvcError, parseRateLimitReset, parseRetryAfter, type Clock, type SvcClientOptions } from 'svc-monitor-sdk';
+import { rejection } from '../fixtures/rejection';
 
 const GW = 'http://gateway.test';
 const KEY = 'svc_beta_4nUo8FzQ2kEo7mYbq3Vt9XwP6cRs1LdJhGaKe5NfTu';
@@ -101,15 +102,6 @@ function client(answers: Answer[], options: Partial<SvcClientOptions> = {}) {
   const { fetch, sent } = scripted(answers);
   const svc = new SvcClient({ gatewayUrl: GW, key: KEY, fetch, clock, random: () => 0.5, ...options });
   return { svc, sent, clock };
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
 }
 
 t.test('the request: URL, method, User-Agent from package.json, bearer key, JSON body', async (t) => {

@@ -14,6 +14,7 @@ import { inspect } from 'node:util';
 import { SVC_AUTH_NOT_IN_BETA, SVC_UPSTREAM_UNAVAILABLE, SvcClient, SvcError, type FetchLike } from 'svc-monitor-sdk';
 import { GENEROUS_LIMITS, UUID_V7, drained, startStack } from '../fixtures/stack';
 import { closedPort, startUpstream } from '../fixtures/upstream';
+import { rejection } from '../fixtures/rejection';
 
 interface Exchange {
   url: string;
@@ -34,15 +35,6 @@ function recording(): { fetch: FetchLike; log: Exchange[] } {
       return res;
     },
   };
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
 }
 
 t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) => {
