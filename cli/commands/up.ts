@@ -84,9 +84,9 @@ function printBanner(urls: Record<string, string>, adminToken: string | undefine
   out.line('svc is up');
   const row = (label: string, value: string) => out.line(`  ${label.padEnd(26)} ${value}`);
   for (const [name, label] of [
-    ['gateway', 'gateway (market_url)'],
-    ['api', 'public api (api_url)'],
-    ['indexer', 'indexer (indexer_url)'],
+    ['gateway', 'gateway ({market_url})'],
+    ['api', 'public api ({api_url})'],
+    ['indexer', 'indexer ({indexer_url})'],
     ['control', 'control admin + sync'],
   ] as const) {
     if (urls[name]) row(label, urls[name]);

@@ -31,8 +31,8 @@ t.test('the README’s first-refund block runs as written', async (t) => {
   const up = startUp(t, ['--sample', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0']);
   await waitFor(() => /Press Ctrl-C to stop\./.test(up.stdout()) || up.child.exitCode !== null, '`up --sample`', WAIT_LIMIT_MS * 2);
   const url = (label: string) => new RegExp(`^\\s*${label}\\s+(http://\\S+)`, 'm').exec(up.stdout())?.[1];
-  const gateway = url('gateway \\(market_url\\)');
-  const indexer = url('indexer \\(indexer_url\\)');
+  const gateway = url('gateway \\(\\{market_url\\}\\)');
+  const indexer = url('indexer \\(\\{indexer_url\\}\\)');
   t.ok(gateway && indexer, `URLs printed: ${up.stdout()}`);
 
   // bash -e: every command of the block must succeed; pipefail: so must every stage of a pipe.

@@ -33,7 +33,7 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
     WAIT_LIMIT_MS * 2,
   );
   const out = up.stdout();
-  const gateway = line(out, 'gateway \\(market_url\\)')!;
+  const gateway = line(out, 'gateway \\(\\{market_url\\}\\)')!;
   const control = line(out, 'control admin \\+ sync')!;
   t.ok(gateway, `the gateway URL (stdout: ${out}, stderr: ${up.stderr()})`);
   t.equal(line(out, 'admin token'), join(dataDir, 'admin.token'), 'where the admin token is');
@@ -76,7 +76,7 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
   const admin2 = adminOf(line(again.stdout(), 'control admin \\+ sync')!);
   const moved = (await admin2('GET', '/_admin/v1/endpoints/sample')).body;
   t.not(moved.upstream, endpoint.upstream, 'registered again with the new port');
-  t.equal((await request(line(again.stdout(), 'gateway \\(market_url\\)')!, '/v1/sample/ok', { method: 'GET' })).status, 200);
+  t.equal((await request(line(again.stdout(), 'gateway \\(\\{market_url\\}\\)')!, '/v1/sample/ok', { method: 'GET' })).status, 200);
 
   // Someone's own endpoint named sample: left alone, and up --sample refuses to start.
   t.equal(

@@ -32,9 +32,9 @@ t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', asy
   t.equal(child.exitCode, null, `up is running (stderr: ${up.stderr()})`);
   const url = (label: RegExp) => new RegExp(`^\\s*${label.source}\\s+(http://127\\.0\\.0\\.1:\\d+)\\s*$`, 'm').exec(up.stdout())?.[1];
   const urls = {
-    gateway: url(/gateway \(market_url\)/),
-    api: url(/public api \(api_url\)/),
-    indexer: url(/indexer \(indexer_url\)/),
+    gateway: url(/gateway \(\{market_url\}\)/),
+    api: url(/public api \(\{api_url\}\)/),
+    indexer: url(/indexer \(\{indexer_url\}\)/),
     control: url(/control admin \+ sync/),
   };
   for (const [name, value] of Object.entries(urls)) t.ok(value, `${name} URL printed`);
