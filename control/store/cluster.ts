@@ -57,7 +57,26 @@ export interface ClusterTable {
    * reopened, when anything may have changed). Returns the unsubscribe function.
    */
   onGateways(listener: (event: GatewaysEvent) => void): () => void;
+  /**
+   * A full snapshot of `epoch` at version `atLeast` or newer, built once for every control on
+   * the database: the stored one when it is new enough (`stored` gets it); else `build` runs
+   * while the other controls' calls wait for it, and what it answers is stored for them (when
+   * another control is registered) in the transaction that lets them go on, replacing the
+   * older one. A build that fails stores nothing, and the next control in line builds.
+   */
+  snapshotOnce(epoch: number, atLeast: number, controlId: string, build: () => Promise<BuiltSnapshot>): Promise<SnapshotSource>;
 }
+
+/** A full snapshot as gateways receive it, to share between controls (`ClusterTable.snapshotOnce`). */
+export interface BuiltSnapshot {
+  version: number;
+  sha256: string;
+  /** Its lines in order, without their newlines. */
+  lines: string[];
+}
+
+/** Where `ClusterTable.snapshotOnce`'s snapshot came from: this control's build, or another's stored one. */
+export type SnapshotSource = { built: BuiltSnapshot } | { stored: BuiltSnapshot };
 
 /** A change to the gateways' rows (`ClusterTable.onGateways`). */
 export interface GatewaysEvent {

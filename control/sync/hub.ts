@@ -109,7 +109,7 @@ export class SyncHub {
   ) {
     this.ctx = ctx;
     this.deltas = new DeltaCache(ctx.store, limits);
-    this.snapshots = new SnapshotCache(ctx.store, limits, loaded.epoch);
+    this.snapshots = new SnapshotCache(ctx.store, limits, loaded.epoch, ctx.controlId);
     this.acks = new AckBatcher((rows) => ctx.store.gateways.ackedMany(rows, ctx.controlId));
     this.mode = options.mode ?? ctx.config.limits.mode;
     this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;
@@ -502,7 +502,12 @@ export class SyncHub {
               conn.sentVersion = version;
             },
           );
-          this.ctx.log.info('snapshot sent', { gateway_id: conn.gatewayId, version: result.version, ms: Date.now() - started });
+          this.ctx.log.info('snapshot sent', {
+            gateway_id: conn.gatewayId,
+            version: result.version,
+            source: result.source,
+            ms: Date.now() - started,
+          });
         }
       } while (!conn.closed && this.version > conn.nackedVersion && (conn.dirty || conn.needsFull || conn.sentVersion < this.version));
     } catch (err) {

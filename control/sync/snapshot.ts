@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config/load';
 import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint } from '../../protocol/snapshot';
-import type { Store } from '../store';
+import type { ClusterTable, Store } from '../store';
 import { parseEndpointRow, type EndpointRow } from '../store/endpoints';
 
 export function limitsFromConfig(config: Readonly<Config>): Limits {
@@ -190,6 +190,8 @@ interface SharedSnapshot {
   readers: number;
   /** Readers waiting for the next line. */
   waiting: (() => void)[];
+  /** Whether this control built it, or read what another control on the database stored. */
+  source: 'built' | 'stored';
 }
 
 /**
@@ -208,6 +210,7 @@ export class SnapshotCache {
     private readonly store: Store,
     private readonly limits: Limits,
     private readonly epoch: number,
+    private readonly controlId: string,
   ) {}
 
   /**
@@ -225,7 +228,7 @@ export class SnapshotCache {
     now: number,
     write: (chunk: Buffer) => Promise<void>,
     beforeEnd: (result: { version: number; sha256: string }) => void,
-  ): Promise<{ version: number; sha256: string }> {
+  ): Promise<{ version: number; sha256: string; source: 'built' | 'stored' }> {
     let shared = this.current;
     if (shared === null || shared.failed !== null || (shared.result?.version ?? shared.wanted) < atLeast) shared = this.build(atLeast, now);
     shared.readers++;
@@ -236,7 +239,7 @@ export class SnapshotCache {
           await new Promise<void>((resolve) => shared.waiting.push(resolve));
         }
         if (shared.failed !== null) throw shared.failed.err;
-        if (i >= shared.lines.length) return shared.result!;
+        if (i >= shared.lines.length) return { ...shared.result!, source: shared.source };
         if (i === shared.lines.length - 1) beforeEnd(shared.result!);
         await write(shared.lines[i]!);
       }
@@ -248,26 +251,25 @@ export class SnapshotCache {
   }
 
   private build(wanted: number, now: number): SharedSnapshot {
-    const shared: SharedSnapshot = { wanted, lines: [], result: null, failed: null, readers: 0, waiting: [] };
+    const shared: SharedSnapshot = { wanted, lines: [], result: null, failed: null, readers: 0, waiting: [], source: 'built' };
     const wake = () => {
       const waiting = shared.waiting;
       shared.waiting = [];
       for (const resolve of waiting) resolve();
     };
     this.current = shared;
-    const built = writeSnapshot(
-      this.store,
-      this.limits,
-      now,
-      async (line) => {
-        if (shared.readers === 0) throw new Error('snapshot no longer needed');
-        shared.lines.push(Buffer.from(line + '\n'));
-        wake();
-        // Let the event loop run between lines: the build itself never waits for a gateway.
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      },
-      this.epoch,
-    );
+    const push = async (line: string) => {
+      if (shared.readers === 0) throw new Error('snapshot no longer needed');
+      shared.lines.push(Buffer.from(line + '\n'));
+      wake();
+      // Let the event loop run between lines: the build itself never waits for a gateway.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    };
+    const cluster = this.store.cluster;
+    const built =
+      cluster === null
+        ? writeSnapshot(this.store, this.limits, now, push, this.epoch)
+        : this.buildOnce(cluster, shared, wanted, now, push, wake);
     built.then(
       (result) => {
         shared.result = result;
@@ -280,5 +282,41 @@ export class SnapshotCache {
       },
     );
     return shared;
+  }
+
+  /**
+   * On a database shared by several controls, the snapshot is built once for all of them
+   * (`ClusterTable.snapshotOnce`): this control's gateways receive its lines as they are built,
+   * as alone; or, when another control built it, the lines it stored.
+   */
+  private async buildOnce(
+    cluster: ClusterTable,
+    shared: SharedSnapshot,
+    wanted: number,
+    now: number,
+    push: (line: string) => Promise<void>,
+    wake: () => void,
+  ): Promise<{ version: number; sha256: string }> {
+    const answer = await cluster.snapshotOnce(this.epoch, wanted, this.controlId, async () => {
+      const lines: string[] = [];
+      const result = await writeSnapshot(
+        this.store,
+        this.limits,
+        now,
+        async (line) => {
+          lines.push(line);
+          await push(line);
+        },
+        this.epoch,
+      );
+      // This control's gateways need not wait while the lines are stored for the others.
+      shared.result = result;
+      wake();
+      return { ...result, lines };
+    });
+    if ('built' in answer) return answer.built;
+    shared.source = 'stored';
+    for (const line of answer.stored.lines) await push(line);
+    return { version: answer.stored.version, sha256: answer.stored.sha256 };
   }
 }

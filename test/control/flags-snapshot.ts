@@ -61,7 +61,7 @@ t.test('a full snapshot and a delta carry the same flag values', async (t) => {
 t.test("a shared snapshot's version and digest are known before its end line is written", async (t) => {
   forEachStore(t, async (t, kind) => {
     const store = await openTestStore(t, kind);
-    const cache = new SnapshotCache(store, LIMITS, 0);
+    const cache = new SnapshotCache(store, LIMITS, 0, 'control-test');
     // Two receivers of one build, each checking when it learns the digest.
     const receive = async () => {
       const lines: string[] = [];
@@ -82,7 +82,7 @@ t.test("a shared snapshot's version and digest are known before its end line is 
     const [a, b] = await Promise.all([receive(), receive()]);
     for (const r of [a, b]) {
       t.ok(r.knownBeforeEnd, 'told before the end line was written');
-      t.same(r.known, r.result, 'the version and digest the stream answers');
+      t.same({ ...r.known, source: 'built' }, r.result, 'the version and digest the stream answers, of a snapshot this control built');
       t.match(JSON.parse(r.lines[r.lines.length - 1]!), { type: 'snapshot_end', version: r.result.version, sha256: r.result.sha256 });
     }
     t.same(a.lines, b.lines, 'the same lines to both');

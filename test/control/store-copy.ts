@@ -93,7 +93,15 @@ if (!skipWithoutPostgres(t)) {
     t.same([...result.tables.map((x) => x.name)].sort(), tables, 'every table of the SQLite store, each once');
     t.same(
       (await pgTables(target)).sort(),
-      [...tables, 'svc_schema_migrations', 'controls', 'settler_lease', 'control_tokens'].sort(),
+      [
+        ...tables,
+        'svc_schema_migrations',
+        'controls',
+        'settler_lease',
+        'control_tokens',
+        'shared_snapshots',
+        'shared_snapshot_lines',
+      ].sort(),
       'the same tables in PostgreSQL, and the cluster tables',
     );
     t.equal(await pgSchemaVersion(target), PG_MIGRATIONS.length, 'migrated to this build');

@@ -4,12 +4,18 @@
  * migration 3. Every time is read from the database's clock in the
  * statement that uses it, so controls whose clocks disagree agree on when a lease lapses.
  */
-import type { GatewaysEvent } from '../cluster';
+import type { BuiltSnapshot, GatewaysEvent, SnapshotSource } from '../cluster';
 import type { ClusterTable, ControlRow, StoredToken } from '../index';
 import { sql, type PgConn } from './conn';
 
 /** Now in ms on the database's clock (advancing within a transaction, unlike `now()`). */
 const NOW = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+
+/**
+ * Key of the transaction-level advisory lock a control holds while it builds the snapshot it
+ * shares ("svc_snp" in ASCII): the others wait for it, then read what it stored.
+ */
+const SNAPSHOT_LOCK_KEY = '32499791496965744';
 
 const Q = {
   heartbeat: sql(
@@ -41,6 +47,18 @@ const Q = {
      ON CONFLICT (name) DO NOTHING`,
   ),
   token: sql(`SELECT name, sha256, control_id, file FROM control_tokens WHERE name = ?`),
+  snapshotLock: sql(`SELECT pg_advisory_xact_lock(${SNAPSHOT_LOCK_KEY})`),
+  snapshot: sql(`SELECT version, sha256, lines FROM shared_snapshots WHERE epoch = ? AND version >= ? ORDER BY version DESC LIMIT 1`),
+  snapshotLines: sql(`SELECT line FROM shared_snapshot_lines WHERE epoch = ? AND version = ? ORDER BY n`),
+  others: sql(`SELECT count(*) FROM controls WHERE id <> ?`),
+  dropSnapshots: sql(`DELETE FROM shared_snapshots WHERE epoch <> @epoch OR version < @version`),
+  addSnapshot: sql(
+    `INSERT INTO shared_snapshots (epoch, version, sha256, lines, built_by, built_at)
+     VALUES (@epoch, @version, @sha256, @lines, @built_by, ${NOW})`,
+  ),
+  // One line a statement: a line is a single text parameter, sent as it is (an array of them
+  // would be quoted and escaped, some 20 MB of JSON per 100,000 keys).
+  addSnapshotLine: sql(`INSERT INTO shared_snapshot_lines (epoch, version, n, line) VALUES (?, ?, ?, ?)`),
 };
 
 export class PgClusterTable implements ClusterTable {
@@ -88,4 +106,35 @@ export class PgClusterTable implements ClusterTable {
   async leaseHolder(): Promise<{ id: string; url: string | null } | null> {
     return (await this.conn.get<{ id: string; url: string | null }>(Q.holder)) ?? null;
   }
+
+  async snapshotOnce(epoch: number, atLeast: number, controlId: string, build: () => Promise<BuiltSnapshot>): Promise<SnapshotSource> {
+    const stored = await storedSnapshot(this.conn, epoch, atLeast);
+    if (stored !== null) return { stored };
+    return this.conn.tx(async (c) => {
+      await c.run(Q.snapshotLock);
+      // Another control may have built it while this one waited for the lock.
+      const storedMeanwhile = await storedSnapshot(c, epoch, atLeast);
+      if (storedMeanwhile !== null) return { stored: storedMeanwhile };
+      const built = await build();
+      // Alone on the database, nobody would read it: writing some 20 MB per 100,000 keys for
+      // nobody is not worth it (a control that starts later builds its first one itself).
+      if ((await c.value<number>(Q.others, [controlId]))! > 0) {
+        await c.run(Q.dropSnapshots, { epoch, version: built.version });
+        await c.run(Q.addSnapshot, { epoch, version: built.version, sha256: built.sha256, lines: built.lines.length, built_by: controlId });
+        for (let n = 0; n < built.lines.length; n++) await c.run(Q.addSnapshotLine, [epoch, built.version, n, built.lines[n]]);
+      }
+      return { built };
+    });
+  }
+}
+
+/** The stored snapshot of `epoch` at `atLeast` or newer, read in one transaction (it may be replaced meanwhile), or null. */
+function storedSnapshot(conn: PgConn, epoch: number, atLeast: number): Promise<BuiltSnapshot | null> {
+  return conn.tx(async (c) => {
+    const head = await c.get<{ version: number; sha256: string; lines: number }>(Q.snapshot, [epoch, atLeast]);
+    if (head === undefined) return null;
+    const lines = await c.column<string>(Q.snapshotLines, [epoch, head.version]);
+    if (lines.length !== head.lines) throw new Error(`shared snapshot ${head.version}: ${lines.length} lines stored of ${head.lines}`);
+    return { version: head.version, sha256: head.sha256, lines };
+  }, 'read');
 }

@@ -210,10 +210,17 @@ async function parentsFirst(client: PoolClient, tables: readonly SourceTable[]):
 
 /**
  * Tables only PostgreSQL's schema has: the controls running on the database, the settler's
- * lease among them and the digests of their tokens (migration 3), with nothing in SQLite to
- * copy from (the first control on the copy stores its data dir's tokens).
+ * lease among them and the digests of their tokens (migration 3), the snapshot they share
+ * (migration 8), with nothing in SQLite to copy from (the first control on the copy stores its
+ * data dir's tokens; the first full snapshot a gateway needs is built).
  */
-export const PG_ONLY_TABLES: readonly string[] = ['controls', 'settler_lease', 'control_tokens'];
+export const PG_ONLY_TABLES: readonly string[] = [
+  'controls',
+  'settler_lease',
+  'control_tokens',
+  'shared_snapshots',
+  'shared_snapshot_lines',
+];
 
 /** Each table's copy, or a loud failure where SQLite's tables and columns are not PostgreSQL's. */
 function plan(tables: readonly SourceTable[], schemaTables: readonly string[], columns: Map<string, TargetColumn[]>): TablePlan[] {
