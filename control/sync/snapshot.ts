@@ -315,6 +315,10 @@ export class SnapshotCache {
       return { ...result, lines };
     });
     if ('built' in answer) return answer.built;
+    // Limits come from each control's own configuration: a control configured unlike the one
+    // that built the snapshot sends its own (controls of one cluster should agree; see README).
+    const begin = JSON.parse(answer.stored.lines[0]!) as { limits?: unknown };
+    if (JSON.stringify(begin.limits) !== JSON.stringify(this.limits)) return writeSnapshot(this.store, this.limits, now, push, this.epoch);
     shared.source = 'stored';
     for (const line of answer.stored.lines) await push(line);
     return { version: answer.stored.version, sha256: answer.stored.sha256 };

@@ -5,7 +5,8 @@
  * built receives the lines the first stored, byte for byte, without a second read of the keys;
  * a newer version is built again (by whichever control needs it first) and replaces the stored
  * one; gateways of both controls asking at once cause one build; a failed build stores nothing;
- * a control alone on its database stores nothing.
+ * a control configured with other limits than the builder's sends its own; a control alone on
+ * its database stores nothing.
  *
  * Builds are counted where a build starts: each control's `store.openSnapshotReader()`.
  * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
@@ -117,6 +118,22 @@ if (!skipWithoutPostgres(t)) {
     t.ok(after.version > onA.version, 'the next gateway still gets the newest version');
     t.equal(after.computed, after.sha256, 'intact');
     t.equal(b.builds, b0 + 1, 'built by the next control that needed it');
+  });
+
+  t.test("a control whose limits differ from the builder's sends its own snapshot", async (t) => {
+    const root = t.testdir();
+    const databaseUrl = await createDatabase(t);
+    const first = await startTestControl(t, { dataDir: join(root, 'a'), flags: { databaseUrl } });
+    const joined = await startTestControl(t, { dataDir: join(root, 'b'), flags: { databaseUrl, 'limits.keyCount': 7 } });
+    const second: TestControl = { ...joined, syncToken: first.syncToken, adminToken: first.adminToken };
+    const [a, b] = [countBuilds(first), countBuilds(second)];
+    const fromA = await freshSnapshot(t, first, 'gw-a');
+    t.same([a.builds, b.builds], [1, 0], 'the first control built one');
+    const fromB = await freshSnapshot(t, second, 'gw-b');
+    t.equal(fromB.version, fromA.version, 'the second control sends the same version');
+    t.not(fromB.sha256, fromA.sha256, 'but not the same lines: its limits are its own');
+    t.equal(fromB.computed, fromB.sha256, 'intact');
+    t.same([a.builds, b.builds], [1, 1], 'it built its own');
   });
 
   t.test('a control alone on its database stores no snapshot', async (t) => {
