@@ -61,8 +61,9 @@ export interface ClusterTable {
    * A full snapshot of `epoch` at version `atLeast` or newer, built once for every control on
    * the database: the stored one when it is new enough (`stored` gets it); else `build` runs
    * while the other controls' calls wait for it, and what it answers is stored for them (when
-   * another control is registered) in the transaction that lets them go on, replacing the
-   * older one. A build that fails stores nothing, and the next control in line builds.
+   * another control is registered) before they go on, replacing the older one. A build that
+   * fails stores nothing, and the next control in line builds. Rejects when the build or the
+   * storing fails (the build's lines are good even then).
    */
   snapshotOnce(epoch: number, atLeast: number, controlId: string, build: () => Promise<BuiltSnapshot>): Promise<SnapshotSource>;
 }

@@ -109,7 +109,7 @@ export class SyncHub {
   ) {
     this.ctx = ctx;
     this.deltas = new DeltaCache(ctx.store, limits);
-    this.snapshots = new SnapshotCache(ctx.store, limits, loaded.epoch, ctx.controlId);
+    this.snapshots = new SnapshotCache(ctx.store, limits, loaded.epoch, ctx.controlId, ctx.log);
     this.acks = new AckBatcher((rows) => ctx.store.gateways.ackedMany(rows, ctx.controlId));
     this.mode = options.mode ?? ctx.config.limits.mode;
     this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;

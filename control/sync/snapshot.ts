@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config/load';
 import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint } from '../../protocol/snapshot';
+import { silentLogger, type Logger } from '../../protocol/log';
 import type { ClusterTable, Store } from '../store';
 import { parseEndpointRow, type EndpointRow } from '../store/endpoints';
 
@@ -211,6 +212,7 @@ export class SnapshotCache {
     private readonly limits: Limits,
     private readonly epoch: number,
     private readonly controlId: string,
+    private readonly log: Logger = silentLogger,
   ) {}
 
   /**
@@ -297,23 +299,31 @@ export class SnapshotCache {
     push: (line: string) => Promise<void>,
     wake: () => void,
   ): Promise<{ version: number; sha256: string }> {
-    const answer = await cluster.snapshotOnce(this.epoch, wanted, this.controlId, async () => {
-      const lines: string[] = [];
-      const result = await writeSnapshot(
-        this.store,
-        this.limits,
-        now,
-        async (line) => {
-          lines.push(line);
-          await push(line);
-        },
-        this.epoch,
-      );
-      // This control's gateways need not wait while the lines are stored for the others.
-      shared.result = result;
-      wake();
-      return { ...result, lines };
-    });
+    let mine: { version: number; sha256: string } | null = null;
+    const answer = await cluster
+      .snapshotOnce(this.epoch, wanted, this.controlId, async () => {
+        const lines: string[] = [];
+        const result = await writeSnapshot(
+          this.store,
+          this.limits,
+          now,
+          async (line) => {
+            lines.push(line);
+            await push(line);
+          },
+          this.epoch,
+        );
+        // This control's gateways need not wait while the lines are stored for the others.
+        shared.result = mine = result;
+        wake();
+        return { ...result, lines };
+      })
+      .catch((err: unknown) => {
+        // Built but not stored: this control's gateways have good lines; the others build their own.
+        if (mine === null) throw err;
+        this.log.warn('snapshot built but not shared with the other controls', { version: mine.version, err });
+        return { built: { ...mine, lines: [] } };
+      });
     if ('built' in answer) return answer.built;
     // Limits come from each control's own configuration: a control configured unlike the one
     // that built the snapshot sends its own (controls of one cluster should agree; see README).

@@ -5,8 +5,9 @@
  * built receives the lines the first stored, byte for byte, without a second read of the keys;
  * a newer version is built again (by whichever control needs it first) and replaces the stored
  * one; gateways of both controls asking at once cause one build; a failed build stores nothing;
- * a control configured with other limits than the builder's sends its own; a control alone on
- * its database stores nothing.
+ * a control configured with other limits than the builder's sends its own; a build slower than
+ * the server's idle-in-transaction limit is stored all the same; a control alone on its
+ * database stores nothing.
  *
  * Builds are counted where a build starts: each control's `store.openSnapshotReader()`.
  * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
@@ -14,6 +15,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { PgStore } from '../../control/store/pg/store';
 import { startTestControl, type TestControl } from '../fixtures/control';
 import { dial } from '../fixtures/fake-gateway';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
@@ -134,6 +136,31 @@ if (!skipWithoutPostgres(t)) {
     t.not(fromB.sha256, fromA.sha256, 'but not the same lines: its limits are its own');
     t.equal(fromB.computed, fromB.sha256, 'intact');
     t.same([a.builds, b.builds], [1, 1], 'it built its own');
+  });
+
+  t.test('a build that outlasts the idle-in-transaction limit is still stored for the others', async (t) => {
+    const url = await createDatabase(t);
+    // The server ends a transaction idle for 300 ms: no transaction may stay open across a build.
+    const builder = await PgStore.open(url, { dataDir: t.testdir(), idleInTransactionMs: 300 });
+    t.teardown(() => builder.close());
+    const other = await PgStore.open(url, { dataDir: t.testdir() });
+    t.teardown(() => other.close());
+    await builder.cluster.heartbeat('control-a', 'http://a.invalid', Date.now(), 60_000);
+    await other.cluster.heartbeat('control-b', 'http://b.invalid', Date.now(), 60_000);
+    const snapshot = { version: 3, sha256: 'ab'.repeat(32), lines: ['{"type":"snapshot_begin"}', '{"type":"keys","keys":[]}'] };
+    const slowBuild = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      return snapshot;
+    };
+    t.same(await builder.cluster.snapshotOnce(7, 3, 'control-a', slowBuild), { built: snapshot }, 'built, slower than the limit');
+    const refuse = () => Promise.reject(new Error('the stored snapshot should have been read'));
+    t.same(await other.cluster.snapshotOnce(7, 3, 'control-b', refuse), { stored: snapshot }, 'and stored: the other reads it');
+    t.same(await other.cluster.snapshotOnce(7, 2, 'control-b', refuse), { stored: snapshot }, 'also for an older version wanted');
+    t.same(
+      await other.cluster.snapshotOnce(8, 3, 'control-b', async () => ({ ...snapshot, version: 4 })),
+      { built: { ...snapshot, version: 4 } },
+      'another epoch does not read it',
+    );
   });
 
   t.test('a control alone on its database stores no snapshot', async (t) => {

@@ -82,7 +82,11 @@ t.test("a shared snapshot's version and digest are known before its end line is 
     const [a, b] = await Promise.all([receive(), receive()]);
     for (const r of [a, b]) {
       t.ok(r.knownBeforeEnd, 'told before the end line was written');
-      t.same({ ...r.known, source: 'built' }, r.result, 'the version and digest the stream answers, of a snapshot this control built');
+      t.same(
+        { ...(r.known as { version: number; sha256: string } | null), source: 'built' },
+        r.result,
+        'the version and digest the stream answers, of a snapshot this control built',
+      );
       t.match(JSON.parse(r.lines[r.lines.length - 1]!), { type: 'snapshot_end', version: r.result.version, sha256: r.result.sha256 });
     }
     t.same(a.lines, b.lines, 'the same lines to both');

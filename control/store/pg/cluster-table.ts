@@ -12,7 +12,7 @@ import { sql, type PgConn } from './conn';
 const NOW = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
 /**
- * Key of the transaction-level advisory lock a control holds while it builds the snapshot it
+ * Key of the session-level advisory lock a control holds while it builds the snapshot it
  * shares ("svc_snp" in ASCII): the others wait for it, then read what it stored.
  */
 const SNAPSHOT_LOCK_KEY = '32499791496965744';
@@ -47,7 +47,6 @@ const Q = {
      ON CONFLICT (name) DO NOTHING`,
   ),
   token: sql(`SELECT name, sha256, control_id, file FROM control_tokens WHERE name = ?`),
-  snapshotLock: sql(`SELECT pg_advisory_xact_lock(${SNAPSHOT_LOCK_KEY})`),
   snapshot: sql(`SELECT version, sha256, lines FROM shared_snapshots WHERE epoch = ? AND version >= ? ORDER BY version DESC LIMIT 1`),
   snapshotLines: sql(`SELECT line FROM shared_snapshot_lines WHERE epoch = ? AND version = ? ORDER BY n`),
   others: sql(`SELECT count(*) FROM controls WHERE id <> ?`),
@@ -110,18 +109,27 @@ export class PgClusterTable implements ClusterTable {
   async snapshotOnce(epoch: number, atLeast: number, controlId: string, build: () => Promise<BuiltSnapshot>): Promise<SnapshotSource> {
     const stored = await storedSnapshot(this.conn, epoch, atLeast);
     if (stored !== null) return { stored };
-    return this.conn.tx(async (c) => {
-      await c.run(Q.snapshotLock);
+    // A session lock, not a transaction's: a build of 100,000 keys can outlast the idle-in-
+    // transaction limit on a busy host.
+    return this.conn.exclusive(SNAPSHOT_LOCK_KEY, async () => {
       // Another control may have built it while this one waited for the lock.
-      const storedMeanwhile = await storedSnapshot(c, epoch, atLeast);
+      const storedMeanwhile = await storedSnapshot(this.conn, epoch, atLeast);
       if (storedMeanwhile !== null) return { stored: storedMeanwhile };
       const built = await build();
       // Alone on the database, nobody would read it: writing some 20 MB per 100,000 keys for
       // nobody is not worth it (a control that starts later builds its first one itself).
-      if ((await c.value<number>(Q.others, [controlId]))! > 0) {
-        await c.run(Q.dropSnapshots, { epoch, version: built.version });
-        await c.run(Q.addSnapshot, { epoch, version: built.version, sha256: built.sha256, lines: built.lines.length, built_by: controlId });
-        for (let n = 0; n < built.lines.length; n++) await c.run(Q.addSnapshotLine, [epoch, built.version, n, built.lines[n]]);
+      if ((await this.conn.value<number>(Q.others, [controlId]))! > 0) {
+        await this.conn.tx(async (c) => {
+          await c.run(Q.dropSnapshots, { epoch, version: built.version });
+          await c.run(Q.addSnapshot, {
+            epoch,
+            version: built.version,
+            sha256: built.sha256,
+            lines: built.lines.length,
+            built_by: controlId,
+          });
+          for (let n = 0; n < built.lines.length; n++) await c.run(Q.addSnapshotLine, [epoch, built.version, n, built.lines[n]]);
+        });
       }
       return { built };
     });

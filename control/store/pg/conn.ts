@@ -131,6 +131,31 @@ export class PgConn {
   }
 
   /**
+   * Run `fn` holding the session-level advisory lock `key` on a connection of its own, outside
+   * any transaction, so a long `fn` is not a transaction left idle (which the server ends after
+   * `idle_in_transaction_session_timeout`): callers of the same key, in every process on the
+   * database, take turns. `fn` runs its statements on the pool as usual. If the connection
+   * ends meanwhile, the lock goes with it.
+   */
+  async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const ended = (err: Error) => (broken = err);
+    client.on('error', ended);
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [key]);
+      try {
+        return await fn();
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [key]).catch((err: Error) => (broken = err));
+      }
+    } finally {
+      client.off('error', ended);
+      client.release(broken);
+    }
+  }
+
+  /**
    * Run `fn` in one transaction on one connection (its `PgConn`). Inside a transaction already,
    * `fn` joins it (a `serial` one is entered only from outside, so the lock is taken first).
    * A failed transaction rolls back; a connection whose rollback failed is closed, not reused.
