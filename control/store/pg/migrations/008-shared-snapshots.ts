@@ -6,12 +6,15 @@
  * as the other tables of several controls (migration 3).
  *
  * The lines are the snapshot's JSON lines as gateways receive them (without their newlines):
- * key ids, secrets' SHA-256 digests, expiries and limits, never a key. Lines are stored
- * uncompressed (`STORAGE EXTERNAL`): compressing some 20 MB per 100,000 keys costs more CPU
- * than the lines save in a table that holds one snapshot.
+ * key ids, secrets' SHA-256 digests, expiries and limits, never a key. Both tables are a cache
+ * of what the keys, flags and endpoints already say, so they are `UNLOGGED`: no WAL for some
+ * 20 MB per 100,000 keys, at the price of being emptied by a crash of the server and absent on
+ * a standby (the first gateway to need a snapshot then has one built, as on a fresh database).
+ * Lines are stored uncompressed (`STORAGE EXTERNAL`): compressing them costs more CPU than
+ * they save in a table that holds one snapshot.
  */
 export default `
-  CREATE TABLE shared_snapshots (
+  CREATE UNLOGGED TABLE shared_snapshots (
     epoch      BIGINT NOT NULL,
     version    BIGINT NOT NULL,
     sha256     TEXT COLLATE "C" NOT NULL CHECK (length(sha256) = 64),
@@ -21,7 +24,7 @@ export default `
     PRIMARY KEY (epoch, version)
   );
 
-  CREATE TABLE shared_snapshot_lines (
+  CREATE UNLOGGED TABLE shared_snapshot_lines (
     epoch   BIGINT NOT NULL,
     version BIGINT NOT NULL,
     n       INTEGER NOT NULL,
