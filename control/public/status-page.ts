@@ -7,7 +7,7 @@
  * the providers, the activity and the Atom feeds.
  */
 import type { StatusAnswer } from '../../protocol/public';
-import type { History, Incident } from './pages/history';
+import { HISTORY_DAYS, type History, type Incident } from './pages/history';
 import { duration, escapeHtml, money, renderDocument, time } from './pages/layout';
 import { daysLegend, uptimeText } from './pages/providers-page';
 import type { PageUrls } from './pages/respond';
@@ -96,7 +96,7 @@ function providersSection(h: History): string {
 ${dailyBars(p.days, `days-${p.id}`)}</li>`,
           )
           .join('\n')}</ul>${daysLegend(h.rules)}`;
-  return `<section aria-labelledby="h-providers"><h2 id="h-providers">Providers over the last ${Math.round((h.now - h.from) / 86_400_000) + 1} days</h2>
+  return `<section aria-labelledby="h-providers"><h2 id="h-providers">Providers over the last ${HISTORY_DAYS} days</h2>
 <p class="lede">One bar per UTC day, coloured by the tier that day’s failure rate falls in. Uptime is 1 − the failure rate over the period’s calls.</p>
 ${items}</section>`;
 }
@@ -113,7 +113,7 @@ function incidentTitle(i: Incident): string {
 function incidentsSection(h: History): string {
   const items =
     h.incidents.length === 0
-      ? `<p id="incidents-none">No maintenance and no HIGH_RISK day in the last ${h.providers[0]?.days.length ?? 90} days.</p>`
+      ? `<p id="incidents-none">No maintenance and no HIGH_RISK day in the last ${HISTORY_DAYS} days.</p>`
       : `<ol class="history" id="incidents">${h.incidents
           .map(
             (i) => `<li data-incident="${escapeHtml(i.kind)}"><h3>${incidentTitle(i)}</h3>
