@@ -118,7 +118,7 @@ function incidentsSection(h: History): string {
           .map(
             (i) => `<li data-incident="${escapeHtml(i.kind)}"><h3>${incidentTitle(i)}</h3>
 <p>${time(i.start)} to ${i.end === null ? 'now (ongoing)' : time(i.end)}: ${escapeHtml(duration(i.duration_ms))}${i.end === null ? ' so far' : ''}</p>
-${i.note === null ? '' : `<p>${i.kind === 'maintenance' ? 'Note from the operators: ' : ''}<q>${escapeHtml(i.note)}</q></p>`}</li>`,
+${i.note === null ? '' : i.kind === 'maintenance' ? `<p>Note from the operators: <q>${escapeHtml(i.note)}</q></p>` : `<p>${escapeHtml(i.note)}</p>`}</li>`,
           )
           .join('\n')}</ol>`;
   return `<section aria-labelledby="h-incidents"><h2 id="h-incidents">Incident history</h2>${items}</section>`;

@@ -123,7 +123,7 @@ function refundsTable(refunds: readonly ActivityItem[], urls: PageUrls): string 
 </tr>`,
     )
     .join('\n');
-  return `<table class="cards" id="refunds"><caption>The last ${plural(refunds.length, 'refunded call')}, newest first (amounts in units of 6 decimals)</caption>
+  return `<table class="cards" id="refunds"><caption>The last ${plural(refunds.length, 'refunded call')}, newest first; amounts in units</caption>
 <thead><tr><th scope="col">Call</th><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col" class="num">Refund</th><th scope="col">Receipt</th></tr></thead>
 <tbody>
 ${rows}
