@@ -65,6 +65,18 @@ export const StatsAnswer = z.strictObject({
 export type StatsAnswer = z.infer<typeof StatsAnswer>;
 
 /** Query of `GET {indexer_url}/api/activity`. */
+/** Query of the `/activity` page: `before` as `/api/activity`, and the GET form's filter and lookup (an empty field is no filter). */
+export const ActivityPageQuery = z.object({
+  before: z.string().optional().describe('`next_before` of the previous page, or an ISO 8601 time: calls that started earlier'),
+  provider: z.string().optional().describe('only the calls of this provider (its `prv_…` id); empty: every provider'),
+  outcome: z.string().optional().describe('only the calls with this outcome (`ok`, `server_error`, …); empty: every outcome'),
+  call: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('a gateway call id (`X-Svc-Call-Id`) to look up: its outcome, refund, batch and a link to its proof'),
+});
+
 export const ActivityQuery = z.object({
   limit: z.coerce
     .number()

@@ -43,10 +43,14 @@ const SCRIPT = `
     field.hidden = !visible;
     input.disabled = !visible;
   }
+  function ask(field, input, visible) {
+    show(field, input, visible);
+    input.required = visible;
+  }
   function update() {
     var type = chosen();
     show(apisField, apis, type === 'ai_agent');
-    show(whyField, why, type === 'api_merchant' || type === 'ai_agent_merchant' || (type === 'ai_agent' && !paysForApis()));
+    ask(whyField, why, type === 'api_merchant' || type === 'ai_agent_merchant' || (type === 'ai_agent' && !paysForApis()));
   }
   form.addEventListener('change', update);
   apis.addEventListener('input', update);
@@ -65,6 +69,29 @@ const LABELS: Record<string, string> = {
   why: 'Why do you want to try svc?',
   feedback_opt_in: 'Feedback after use',
 };
+
+/** How the error summary names each field in a sentence ("Contact name is required"). */
+const SUBJECTS: Record<string, string> = {
+  building: 'What you are building',
+  contact_name: 'Contact name',
+  wallet: 'Wallet address',
+  social_url: 'Social link',
+  messaging_handle: 'Messaging handle',
+  applicant_type: 'Who you are',
+  apis_paid: 'The APIs your agent pays for',
+  why: 'Why you want to try svc',
+  feedback_opt_in: 'Feedback after use',
+};
+
+/** Marks a required question before anything is sent; `js-only` for one only some applicants are asked. */
+const REQUIRED = ' <span class="req">(required)</span>';
+const REQUIRED_WHEN_ASKED = ' <span class="req js-only">(required)</span>';
+
+const requiredMark = (attrs: string, name: string): string =>
+  / required\b/.test(attrs) ? REQUIRED : name === 'why' ? REQUIRED_WHEN_ASKED : '';
+
+/** An error as a sentence: "Why you want to try svc is required for merchants". */
+const sentence = (name: string, error: string): string => `${SUBJECTS[name] ?? name} ${error}`;
 
 /** Field order, for the error summary. */
 const ORDER = Object.keys(LABELS);
@@ -87,7 +114,9 @@ function describedBy(name: string, state: FormState, extra: string[] = []): stri
 
 function errorLine(name: string, state: FormState): string {
   const error = state.errors[name];
-  return error ? `<p class="error" id="f-${name}-error"><span class="visually-hidden">Error: </span>${escapeHtml(error)}</p>` : '';
+  return error
+    ? `<p class="error" id="f-${name}-error"><span class="visually-hidden">Error: </span>${escapeHtml(sentence(name, error))}</p>`
+    : '';
 }
 
 function fieldClass(name: string, state: FormState): string {
@@ -97,7 +126,7 @@ function fieldClass(name: string, state: FormState): string {
 function textInput(name: string, hint: string, state: FormState, attrs: string, max: number): string {
   return `
     <div class="${fieldClass(name, state)}">
-      <label for="f-${name}">${escapeHtml(LABELS[name]!)}</label>
+      <label for="f-${name}">${escapeHtml(LABELS[name]!)}${requiredMark(attrs, name)}</label>
       <p class="hint" id="f-${name}-hint">${hint}</p>
       ${errorLine(name, state)}
       <input type="text" id="f-${name}" name="${name}" value="${escapeHtml(str(state, name))}" maxlength="${max}"${attrs}${describedBy(name, state)}>
@@ -117,7 +146,7 @@ function textArea(
   const noteId = forNote ? [`f-${name}-for`] : [];
   return `
     <div class="${fieldClass(name, state)}"${wrapperId ? ` id="${wrapperId}"` : ''}>
-      <label for="f-${name}">${escapeHtml(LABELS[name]!)}</label>
+      <label for="f-${name}">${escapeHtml(LABELS[name]!)}${requiredMark(attrs, name)}</label>
       ${forNote ? `<p class="for" id="f-${name}-for">${forNote}</p>` : ''}
       <p class="hint" id="f-${name}-hint">${hint}</p>
       ${errorLine(name, state)}
@@ -130,13 +159,13 @@ function typeChoices(state: FormState): string {
   const choices = APPLICANT_TYPES.map(
     (type) => `
         <div class="choice">
-          <input type="radio" id="f-applicant_type-${type}" name="applicant_type" value="${type}"${current === type ? ' checked' : ''} aria-describedby="f-applicant_type-${type}-hint">
+          <input type="radio" id="f-applicant_type-${type}" name="applicant_type" value="${type}"${current === type ? ' checked' : ''} required aria-describedby="f-applicant_type-${type}-hint">
           <label for="f-applicant_type-${type}">${escapeHtml(APPLICANT_TYPE_LABELS[type])} <span class="hint" id="f-applicant_type-${type}-hint">— ${escapeHtml(TYPE_HINTS[type]!)}</span></label>
         </div>`,
   ).join('');
   return `
     <fieldset class="${fieldClass('applicant_type', state)}" id="f-applicant_type" tabindex="-1"${state.errors.applicant_type ? ' aria-describedby="f-applicant_type-error"' : ''}>
-      <legend>${LABELS.applicant_type}</legend>
+      <legend>${LABELS.applicant_type}${REQUIRED}</legend>
       ${errorLine('applicant_type', state)}
       ${choices}
     </fieldset>`;
@@ -145,9 +174,7 @@ function typeChoices(state: FormState): string {
 function summary(state: FormState): string {
   const names = Object.keys(state.errors).sort((a, b) => ORDER.indexOf(a) - ORDER.indexOf(b));
   if (names.length === 0) return '';
-  const items = names
-    .map((name) => `<li><a href="#f-${name}">${escapeHtml(LABELS[name] ?? name)}: ${escapeHtml(state.errors[name]!)}</a></li>`)
-    .join('');
+  const items = names.map((name) => `<li><a href="#f-${name}">${escapeHtml(sentence(name, state.errors[name]!))}</a></li>`).join('');
   return `
     <div class="summary" role="alert" aria-labelledby="summary-title" id="error-summary" tabindex="-1">
       <h2 id="summary-title">Please correct ${names.length === 1 ? 'this answer' : `these ${names.length} answers`}</h2>
@@ -171,7 +198,8 @@ export function renderForm(nonce: string, urls: PageUrls, state: FormState): str
   Agent developers with active usage are looked at first.</p>
   ${state.notice ? `<div class="notice" role="alert">${escapeHtml(state.notice)}</div>` : ''}
   ${summary(state)}
-  <form id="apply-form" method="post" action="/apply" novalidate>
+  <p class="small">Questions marked (required) must be answered; the browser checks them before sending, and svc checks them again.</p>
+  <form id="apply-form" method="post" action="/apply">
     ${textArea('building', 'A sentence or two about your project and how it would use svc.', state, ' required', FIELD_LIMITS.building, 4)}
     ${textInput('contact_name', 'Who we talk to.', state, ' required autocomplete="name"', FIELD_LIMITS.contact_name)}
     ${textInput('wallet', 'A Solana or EVM (0x…) address where refunds and claim payouts are attributed. Optional: it can be added later, and access never depends on it.', state, ' autocomplete="off" spellcheck="false"', 64)}

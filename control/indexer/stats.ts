@@ -10,7 +10,7 @@ import type { ActivityItem, ActivityPage, SettledActivityItem, StatsAnswer } fro
 import type { ControlContext } from '../context';
 import type { OpaqueIds } from '../public/ids';
 import type { SettledActivityRow } from '../store/ledger';
-import type { ActivityCursor, ActivityRow } from '../store/public-reads';
+import type { ActivityCursor, ActivityFilter, ActivityRow } from '../store/public-reads';
 import type { CursorCodec } from './cursor';
 
 /** A call from an activity page, a list of refunds or the recent settled calls, with opaque ids. */
@@ -78,9 +78,10 @@ export async function activityPage(
   cursors: CursorCodec,
   limit: number,
   before: ActivityCursor | null,
+  filter: ActivityFilter | null = null,
 ): Promise<ActivityPage> {
   // One extra row says whether an older page exists.
-  const rows = await ctx.store.publicReads.activity(limit + 1, before);
+  const rows = await ctx.store.publicReads.activity(limit + 1, before, filter);
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {

@@ -7,8 +7,11 @@
  * the providers, the activity and the Atom feeds.
  */
 import type { StatusAnswer } from '../../protocol/public';
-import { escapeHtml, money, renderDocument, time } from './pages/layout';
+import { HISTORY_DAYS, type History, type Incident } from './pages/history';
+import { duration, escapeHtml, money, renderDocument, time } from './pages/layout';
+import { daysLegend, uptimeText } from './pages/providers-page';
 import type { PageUrls } from './pages/respond';
+import { dailyBars } from './pages/svg';
 
 const yesNo = (v: boolean): string => (v ? 'yes' : 'no');
 const row = (term: string, value: string): string => `<dt>${escapeHtml(term)}</dt><dd>${value}</dd>`;
@@ -49,7 +52,7 @@ function bootstrapSection(s: StatusAnswer): string {
               `<tr><td data-label="Gateway"><code>${escapeHtml(g.id)}</code></td><td data-label="Connected">${yesNo(g.connected)}</td><td data-label="Snapshot version">${g.snapshot_version}</td><td data-label="Versions behind">${g.versions_behind}</td><td data-label="Last seen">${time(g.last_seen)} (${g.seen_ago_s} s ago)</td></tr>`,
           )
           .join('\n')}</tbody></table>`;
-  return `<section aria-labelledby="h-bootstrap"><h2 id="h-bootstrap">Bootstrap</h2><dl id="bootstrap">
+  return `<section aria-labelledby="h-bootstrap"><h3 id="h-bootstrap">Bootstrap</h3><dl id="bootstrap">
 ${row('Database', b.database.ready ? `ready (schema version ${b.database.schema_version})` : `not ready (schema version ${b.database.schema_version} of ${b.database.schema_expected})`)}
 ${row('Coverage pool', b.pool.funded ? `funded (${money(b.pool.balance)})` : 'not funded')}
 ${row('Endpoints registered', String(b.endpoints.registered))}
@@ -63,7 +66,7 @@ function settlerSection(s: StatusAnswer): string {
   const last = st.last_batch
     ? `batch ${st.last_batch.id} for <code>${escapeHtml(st.last_batch.provider)}</code> at ${time(st.last_batch.at)}: ${st.last_batch.calls} calls, refunds ${money(st.last_batch.refunds)}, premiums ${money(st.last_batch.premiums)}`
     : 'none yet';
-  return `<section aria-labelledby="h-settler"><h2 id="h-settler">Settler</h2><dl id="settler">
+  return `<section aria-labelledby="h-settler"><h3 id="h-settler">Settler</h3><dl id="settler">
 ${row('State', escapeHtml(SETTLER_WORDS[st.state]))}
 ${row('Cadence', st.cadence_ms === null ? 'not scheduled' : `every ${st.cadence_ms / 1000} s, up to ${st.batch_cap} calls per batch`)}
 ${row('Backlog', `${st.backlog} calls waiting to be settled${st.lag_ms === null ? '' : ` (oldest ${Math.round(st.lag_ms / 1000)} s old)`}`)}
@@ -77,23 +80,68 @@ function changelogSection(s: StatusAnswer, urls: PageUrls): string {
     s.changelog.length === 0
       ? '<p>No entries yet.</p>'
       : `<ol reversed>${s.changelog.map((e) => `<li>${time(e.at)}: ${escapeHtml(e.text)}</li>`).join('\n')}</ol>`;
-  return `<section aria-labelledby="h-changelog"><h2 id="h-changelog">Latest changes</h2>${items}<p><a href="/api/v1/changelog">Full changelog (JSON)</a> · feeds: <a href="${escapeHtml(urls.indexer)}/changelog.atom" id="feed-changelog">changelog (Atom)</a>, <a href="${escapeHtml(urls.indexer)}/status.atom" id="feed-status">maintenance on and off (Atom)</a></p></section>`;
+  return `<section aria-labelledby="h-changelog"><h2 id="h-changelog">Latest changes</h2>${items}<p><a href="/api/v1/changelog">Full changelog (JSON)</a> · feeds: <a href="${escapeHtml(urls.indexer)}/changelog.atom" id="feed-changelog">changelog (Atom)</a>, <a href="${escapeHtml(urls.indexer)}/status.atom" id="feed-status">maintenance periods and HIGH_RISK days (Atom)</a></p></section>`;
+}
+
+/** Each provider's last 90 days: uptime over 30 and 90 days and the daily bars, linking to its page. */
+function providersSection(h: History): string {
+  const items =
+    h.providers.length === 0
+      ? '<p>No provider is registered yet.</p>'
+      : `<ul class="history" id="provider-history">${h.providers
+          .map(
+            (p) => `<li data-provider="${escapeHtml(p.id)}"><h3><a href="/providers/${encodeURIComponent(p.id)}">${
+              p.display_name === null ? `<code>${escapeHtml(p.id)}</code>` : escapeHtml(p.display_name)
+            }</a> <span class="muted">uptime <span class="uptime">${uptimeText(p.uptime30)}</span> (30 days), <span class="uptime">${uptimeText(p.uptime90)}</span> (${p.days.length} days)</span></h3>
+${dailyBars(p.days, `days-${p.id}`)}</li>`,
+          )
+          .join('\n')}</ul>${daysLegend(h.rules)}`;
+  return `<section aria-labelledby="h-providers"><h2 id="h-providers">Providers over the last ${HISTORY_DAYS} days</h2>
+<p class="lede">One bar per UTC day, coloured by the tier that day’s failure rate falls in. Uptime is 1 − the failure rate over the period’s calls.</p>
+${items}</section>`;
+}
+
+function incidentTitle(i: Incident): string {
+  if (i.kind === 'maintenance') return 'Maintenance';
+  const p = i.provider!;
+  return `<span class="tier tier-HIGH_RISK">HIGH_RISK</span> <a href="/providers/${encodeURIComponent(p.id)}">${
+    p.display_name === null ? `<code>${escapeHtml(p.id)}</code>` : escapeHtml(p.display_name)
+  }</a>`;
+}
+
+/** Every maintenance period and every day a provider was HIGH_RISK, newest first. */
+function incidentsSection(h: History): string {
+  const items =
+    h.incidents.length === 0
+      ? `<p id="incidents-none">No maintenance and no HIGH_RISK day in the last ${HISTORY_DAYS} days.</p>`
+      : `<ol class="history" id="incidents">${h.incidents
+          .map(
+            (i) => `<li data-incident="${escapeHtml(i.kind)}"><h3>${incidentTitle(i)}</h3>
+<p>${time(i.start)} to ${i.end === null ? 'now (ongoing)' : time(i.end)}: ${escapeHtml(duration(i.duration_ms))}${i.end === null ? ' so far' : ''}</p>
+${i.note === null ? '' : i.kind === 'maintenance' ? `<p>Note from the operators: <q>${escapeHtml(i.note)}</q></p>` : `<p>${escapeHtml(i.note)}</p>`}</li>`,
+          )
+          .join('\n')}</ol>`;
+  return `<section aria-labelledby="h-incidents"><h2 id="h-incidents">Incident history</h2>${items}</section>`;
 }
 
 /** The whole document (with the nonce placeholder `pages/respond.ts` fills in). */
-export function renderStatusPage(s: StatusAnswer, urls: PageUrls): string {
+export function renderStatusPage(s: StatusAnswer, history: History, urls: PageUrls): string {
   const main = `<h1>svc status</h1>
 <p class="banner state-${s.status}" id="overall">Overall: ${escapeHtml(HEADLINE[s.status])}</p>
-<p id="see-also">See also: <a href="/providers">providers and their reliability</a> · <a href="${escapeHtml(urls.indexer)}/activity">settled activity and refunds</a> · <a href="${escapeHtml(urls.indexer)}/changelog.atom">changelog feed</a> · <a href="${escapeHtml(urls.indexer)}/status.atom">maintenance feed</a></p>
+<p id="see-also">See also: <a href="/providers">providers and their reliability</a> · <a href="${escapeHtml(urls.indexer)}/activity">settled activity and refunds</a> · <a href="${escapeHtml(urls.indexer)}/changelog.atom">changelog feed</a> · <a href="${escapeHtml(urls.indexer)}/status.atom">incidents feed</a></p>
+${providersSection(history)}
+${incidentsSection(history)}
 ${maintenanceSection(s)}
-${bootstrapSection(s)}
-${settlerSection(s)}
 <section aria-labelledby="h-gate"><h2 id="h-gate">Private beta</h2>
 <p id="beta-gate">The beta gate is <strong>${s.beta_gate.enabled ? 'on' : 'off'}</strong>${s.beta_gate.since ? ` (since ${time(s.beta_gate.since)})` : ''}: ${
     s.beta_gate.enabled ? 'every gateway call needs a beta API key.' : 'gateway calls do not need a key yet.'
   } <a href="/apply">Apply for access</a>.</p>
 </section>
-${changelogSection(s, urls)}`;
+${changelogSection(s, urls)}
+<details id="details"><summary>Details</summary>
+${bootstrapSection(s)}
+${settlerSection(s)}
+</details>`;
   return renderDocument({
     title: `svc status: ${HEADLINE[s.status]}`,
     current: 'status',

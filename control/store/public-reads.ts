@@ -61,6 +61,21 @@ export interface AccountCallRow {
 }
 
 /** The account reads' statements, the same text on both stores (`?` placeholders). */
+/** Narrows `activity`: calls of one endpoint, of one outcome, or both. */
+export interface ActivityFilter {
+  endpointId: string | null;
+  outcome: Outcome | null;
+}
+
+/** `activity` with a filter: a null filter field matches every row; paged by the same keyset. */
+export const FILTERED_ACTIVITY_SQL = (columns: string): string =>
+  `SELECT ${columns} FROM outcomes
+   WHERE endpoint_id = coalesce(?, endpoint_id) AND outcome = coalesce(?, outcome) AND (started_at, call_id) < (?, ?)
+   ORDER BY started_at DESC, call_id DESC LIMIT ?`;
+
+/** The keyset a first filtered page starts below: after every call. */
+export const NEWEST: ActivityCursor = { started_at: Number.MAX_SAFE_INTEGER, call_id: '' };
+
 export const ACCOUNT_SQL = {
   groups: (sum: (column: string) => string, settled: string) =>
     `SELECT o.outcome, ${settled} AS settled, count(*) AS calls, ${sum('o.refund')} AS refund, ${sum('o.premium')} AS premium,
@@ -80,6 +95,8 @@ export class PublicReads {
   readonly idSecret: Buffer;
   private readonly firstPageStmt;
   private readonly pageStmt;
+  private readonly filteredStmt;
+  private readonly callStmt;
   private readonly refundsStmt;
   private readonly refundsOfStmt;
   private readonly batchesStmt;
@@ -96,6 +113,8 @@ export class PublicReads {
     this.pageStmt = db.prepare(
       `SELECT ${columns} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`,
     );
+    this.filteredStmt = db.prepare(FILTERED_ACTIVITY_SQL(columns));
+    this.callStmt = db.prepare(`SELECT ${columns} FROM outcomes WHERE call_id = ?`);
     // Both read the partial indexes of migration 11 (calls owed a refund), newest first.
     this.refundsStmt = db.prepare(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`);
     this.refundsOfStmt = db.prepare(
@@ -142,8 +161,17 @@ export class PublicReads {
     return this.batchesStmt.all(limit) as BatchSummary[];
   }
 
-  /** Up to `limit` calls older than `before` (or the newest ones), newest first. */
-  activity(limit: number, before: ActivityCursor | null): ActivityRow[] {
+  /** Up to `limit` calls older than `before` (or the newest ones), newest first; only those `filter` names when given. */
+  activity(limit: number, before: ActivityCursor | null, filter: ActivityFilter | null = null): ActivityRow[] {
+    if (filter !== null) {
+      const from = before ?? NEWEST;
+      return this.filteredStmt.all(filter.endpointId, filter.outcome, from.started_at, from.call_id, limit) as ActivityRow[];
+    }
     return (before === null ? this.firstPageStmt.all(limit) : this.pageStmt.all(before.started_at, before.call_id, limit)) as ActivityRow[];
+  }
+
+  /** The recorded call with the gateway's call id `callId` (its `X-Svc-Call-Id`), if any. */
+  call(callId: string): ActivityRow | null {
+    return (this.callStmt.get(callId) as ActivityRow | undefined) ?? null;
   }
 }

@@ -1,6 +1,6 @@
 /** The indexer ({indexer_url}, docs/design.md §7): the document served at `{indexer_url}/openapi.json`. */
 import { z } from 'zod';
-import { ActivityItem, ActivityPage, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
+import { ActivityItem, ActivityPage, ActivityPageQuery, ActivityQuery, SettledActivityItem, StatsAnswer } from '../indexer';
 import { CallProof, Checkpoint, ConsistencyAnswer, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
@@ -98,13 +98,13 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     method: 'get',
     path: '/status.atom',
     operationId: 'getStatusFeed',
-    summary: 'Maintenance mode on and off as an Atom 1.0 feed, for feed readers',
+    summary: 'The incident history as an Atom 1.0 feed, for feed readers',
     description:
       "The public API's `/status.atom` with the same entries and entry ids, here without a User-Agent filter so feed readers can fetch it; its links are absolute, to the public API's pages.",
     tag: 'pages',
     security: ['none'],
     params: [IF_NONE_MATCH],
-    answers: cachedAtom('The maintenance feed'),
+    answers: cachedAtom('The incidents feed'),
     errors: READ_ERRORS,
   },
   {
@@ -137,10 +137,10 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     operationId: 'getActivityPage',
     summary: 'The activity page (HTML, no JavaScript)',
     description:
-      'Ledger totals, the latest settlement batches (each linked to its signed receipt), the latest refunds, and every call newest first, paged with `before` like `/api/activity`. Calls show opaque ids only; each settled call links to its batch receipt.',
+      'Ledger totals, the latest settlement batches (each linked to its signed receipt), the latest refunds, and every call newest first, paged with `before` like `/api/activity`, filtered by provider and outcome through a GET form; one call looked up by its gateway call id shows its outcome, refund, batch and a link to its proof. Calls show opaque ids only; each settled call links to its batch receipt. An unknown provider or outcome is 400.',
     tag: 'pages',
     security: ['none'],
-    query: z.object({ before: ActivityQuery.shape.before }),
+    query: ActivityPageQuery,
     params: [IF_NONE_MATCH],
     answers: cachedHtml('The activity page'),
     errors: READ_ERRORS,

@@ -112,7 +112,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
     operationId: 'getStatusPage',
     summary: 'The status page (HTML, no JavaScript)',
     description:
-      'Links to the providers, the activity page and both Atom feeds. Like every page: a strict CSP with a nonce per answer, cached with a weak `ETag`.',
+      'Whether svc is working and has been: each provider\'s last 90 UTC days as bars coloured by tier with its uptime over 30 and 90 days, the incident history (maintenance periods with the operators\' note, days a provider was HIGH_RISK), then maintenance, the beta gate, the latest changes and, collapsed under "Details", the operator internals. Links to the providers, the activity page and both Atom feeds. Like every page: a strict CSP with a nonce per answer, cached with a weak `ETag`.',
     tag: 'pages',
     params: [IF_NONE_MATCH],
     answers: cachedHtml('The status page'),
@@ -163,12 +163,12 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
   read({
     path: '/status.atom',
     operationId: 'getStatusFeed',
-    summary: 'Maintenance mode on and off as an Atom 1.0 feed',
+    summary: 'The incident history as an Atom 1.0 feed',
     description:
-      "One entry each time `maintenance_mode` was turned on or off (the latest 50), newest first, with the operator's note. The indexer serves the same feed without a User-Agent filter, for feed readers.",
+      "The status page's incident history (the latest 50), newest first: one entry per maintenance period, with the operators' note, and one per day a provider was HIGH_RISK, with its failure rate. The indexer serves the same feed without a User-Agent filter, for feed readers.",
     tag: 'pages',
     params: [IF_NONE_MATCH],
-    answers: cachedAtom('The maintenance feed'),
+    answers: cachedAtom('The incidents feed'),
   }),
   read({
     path: '/api/v1/account',

@@ -296,7 +296,7 @@ forEachStore(t, (t, kind) => {
       t.match(page.text, new RegExp(`<label for="f-${name}">`), `${name} has a label`);
       t.match(page.text, new RegExp(`id="f-${name}" name="${name}"`), `${name} has its input`);
     }
-    t.match(page.text, /<legend>You are<\/legend>/, 'the applicant type is a labelled group');
+    t.match(page.text, /<legend>You are <span class="req">\(required\)<\/span><\/legend>/, 'the applicant type is a labelled group');
     t.match(page.text, /Only for AI agents/, 'without JavaScript the APIs question says whom it is for');
     t.match(page.text, /can be added later/, 'the wallet is optional and can be added later');
     t.match(page.text, /special offers/, 'the feedback opt-in explains the early-tester offers');

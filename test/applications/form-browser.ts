@@ -65,11 +65,37 @@ if (!skipWithoutChromium(t, 'the application form')) {
     await page.fill('#f-wallet', '0x1234');
     await page.fill('#f-messaging_handle', 'telegram @ada');
     await page.check('#f-feedback_opt_in');
+    for (const name of ['building', 'contact_name', 'social_url', 'messaging_handle'])
+      t.match(await page.textContent(`label[for="f-${name}"]`), /\(required\)$/, `${name}: marked required before anything is sent`);
+    t.match(await page.textContent('#f-applicant_type legend'), /\(required\)$/);
+    t.notMatch(await page.textContent('label[for="f-wallet"]'), /\(required\)/, 'the optional wallet is not');
+    t.ok(await visible(page, 'label[for="f-why"] .req'), 'why, when asked, is marked required');
+    t.equal(await page.getAttribute('#f-why', 'required'), '', 'and required of the browser');
+    const url = page.url();
+    await page.click('button[type=submit]');
+    t.equal(page.url(), url, 'the browser’s own validation keeps an empty required field from being sent');
+    t.equal(
+      await page.locator('#f-building').evaluate((el) => (el as unknown as { validity: { valueMissing: boolean } }).validity.valueMissing),
+      true,
+      'building is missing, says the browser',
+    );
+    // The server checks as well: a browser that does not validate gets the same errors.
+    await page.locator('#apply-form').evaluate((f) => ((f as unknown as { noValidate: boolean }).noValidate = true));
     // eslint-disable-next-line @typescript-eslint/no-deprecated -- the wait starts before the click, and the test needs the navigation's response, which waitForURL does not give
     const [invalid] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
     t.equal(invalid?.status(), 400);
     t.match(await page.title(), /^Error: /);
-    t.match(await page.textContent('#f-building-error'), /is required/, 'the error is next to its field');
+    t.match(
+      await page.textContent('#f-building-error'),
+      /What you are building is required/,
+      'the error is next to its field, as a sentence',
+    );
+    t.match(
+      await page.textContent('#error-summary'),
+      /Why you want to try svc is required for AI agents/,
+      'the summary reads as sentences',
+    );
+    t.notMatch(await page.textContent('#error-summary'), /\?: is required/);
     t.match(await page.textContent('#f-social_url-error'), /must be a link/);
     t.match(await page.textContent('#f-wallet-error'), /Solana/);
     t.match(await page.textContent('#f-why-error'), /AI agents that do not pay for any API yet/);

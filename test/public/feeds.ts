@@ -1,13 +1,14 @@
 /**
  * The Atom feeds of the public API and their copies on the indexer (for feed readers, which
  * the public API's User-Agent filter refuses), parsed with a real XML parser: `/changelog.atom`
- * (one entry per changelog entry) and `/status.atom` (maintenance on and off). Well-formed XML in
+ * (one entry per changelog entry) and `/status.atom` (the status page's incidents: maintenance periods and HIGH_RISK days). Well-formed XML in
  * the Atom namespace, the elements RFC 4287 requires of a feed and of each entry, entry ids
  * that stay the same across requests and restarts, text escaped, and the same caching,
  * ETag, User-Agent filter and per-IP limit as the other public reads.
  */
 import t, { type Test } from 'tap';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { OpaqueIds } from '../../control/public/ids';
 import { seedPages } from '../fixtures/pages';
 import { startTestControl, manualClock, type AdminResponse } from '../fixtures/control';
 import { CHROME_UA, get } from '../fixtures/public';
@@ -87,26 +88,39 @@ forEachStore(t, (t, kind) => {
     for (const author of authors) t.notOk(changelog.text.includes(`>${author}<`), `the author ${author} is not published`);
 
     const status = await get(control, api, '/status.atom', { 'user-agent': CHROME_UA });
-    const maintenance = parseFeed(t, status, '/status.atom').entries;
+    const incidents = parseFeed(t, status, '/status.atom').entries;
+    const flaky = new OpaqueIds(control.handle.ctx.store.idSecret).provider('zq-flaky-endpoint');
     t.same(
-      maintenance.map((e) => [e.title, e.category]),
+      incidents.map((e) => [e.title, e.category]),
       [
-        ['Maintenance ended', 'maintenance-off'],
-        ['Maintenance started', 'maintenance-on'],
+        ['Maintenance', 'maintenance'],
+        [`HIGH_RISK: ${flaky} on 2030-01-01 (today so far)`, 'high-risk'],
+        [`HIGH_RISK: ${flaky} on 2029-12-31`, 'high-risk'],
       ],
-      'maintenance on and off, newest first, and nothing else',
+      'the status page’s incidents, newest first: the maintenance period, then the HIGH_RISK days',
     );
-    t.equal(maintenance[1]!.content, 'maintenance_mode turned on: moving <db> & "cache"', 'with the operator’s note');
-    t.equal(maintenance[0]!.updated, new Date(Date.UTC(2030, 0, 1, 11, 40)).toISOString(), 'when it was turned off');
+    t.match(
+      incidents[0]!.content,
+      /to 2030-01-01 11:40 UTC \(\d+ (h|min)[^)]*\)\nNote from the operators: moving <db> & "cache"$/,
+      'with its end and the operator’s note',
+    );
+    t.equal(incidents[0]!.updated, new Date(Date.UTC(2030, 0, 1, 11, 40)).toISOString(), 'updated when it ended');
+    t.match(
+      incidents[1]!.content,
+      /^2030-01-01 00:00 UTC to now \(ongoing\) .*\nfailure rate 32\.5 % \(26 of 80 calls failed\)$/s,
+      'the day’s figures',
+    );
 
     // Stable ids: a new entry does not move the others' ids; the same entry keeps its id.
     await control.admin('PUT', '/_admin/v1/flags/maintenance_mode', { value: true, note: 'again' });
     clock.advance(5_000);
     const later = parseFeed(t, await get(control, api, '/status.atom', { 'user-agent': CHROME_UA }), '/status.atom later').entries;
-    t.equal(later.length, 3, 'the new change is an entry');
+    t.equal(later.length, 4, 'the new period is an entry');
+    t.equal(later[0]!.title, 'Maintenance (ongoing)', 'ongoing, newest first');
+    t.match(later[0]!.content, /Note from the operators: again$/);
     t.same(
       later.slice(1).map((e) => e.id),
-      maintenance.map((e) => e.id),
+      incidents.map((e) => e.id),
       'the earlier entries keep their ids',
     );
     const againChangelog = parseFeed(

@@ -108,7 +108,8 @@ t.test('hourly bars: one stacked bar per hour with calls, each outcome at its he
   );
   t.ok(Math.abs(second[0]!.h + second[1]!.h - plotH) < 0.02, 'the busiest hour fills the plot');
   t.match(bars[1]![3], /<title>h3: 60 calls \(40 ok, 20 latency breach\)<\/title>/, 'each bar says what it holds');
-  t.match(svg, /<text[^>]*>60<\/text>/, 'the scale is labelled with the busiest hour');
+  t.match(svg, /<p class="axis axis-y"[^>]*>60 calls<\/p>/, 'the scale is labelled with the busiest hour, as HTML text');
+  t.notMatch(svg, /<text/, 'no SVG text, which shrinks with the chart');
   t.notMatch(svg, /style=/);
   t.equal([...hourlyBars([null, null], ['a', 'b'], 2).matchAll(/class="bar"/g)].length, 0, 'no calls: no bars');
 });

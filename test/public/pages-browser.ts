@@ -156,7 +156,7 @@ if (!skipWithoutChromium(t, 'the public pages')) {
             `${name} ${scheme} ${width}px: the ${scheme} background`,
           );
           // The provider page's hourly numbers are in a closed <details>: open it (no script needed) so they are measured too.
-          if (name === 'provider') await page.locator('details summary').click();
+          if (name === 'provider') await page.locator('details:has(#hourly) > summary').click();
           if (name === 'provider') t.ok(await page.locator('#hourly').isVisible(), 'provider: the hourly table opens');
           const o = await overflow(page);
           t.ok(

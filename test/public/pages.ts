@@ -177,7 +177,7 @@ t.test('the providers page, a provider page, the activity page and the status pa
       .sort((a, b) => b.started_at.localeCompare(a.started_at) || (a.call_id < b.call_id ? 1 : -1))
       .slice(0, 20)
       .map((r) => ids.call(r.call_id));
-    const recent = /<table class="cards" id="recent-refunds">[\s\S]*?<\/table>/.exec(activity.text)![0];
+    const recent = /<table class="cards oneline" id="recent-refunds">[\s\S]*?<\/table>/.exec(activity.text)![0];
     t.same(
       [...recent.matchAll(/<tr data-call="(call_\w+)"/g)].map((m) => m[1]),
       refunded,
@@ -206,8 +206,8 @@ t.test('the providers page, a provider page, the activity page and the status pa
     t.equal(decodeURIComponent(older![1]!), json.body.next_before, 'the same cursor as /api/activity');
     const page2 = await browser(control, control.urls.indexer, `/activity?before=${older![1]}`);
     checkPage(t, page2, '/activity?before=', secrets);
-    const firstIds = [...activity.text.matchAll(/<table class="cards" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
-    const secondIds = [...page2.text.matchAll(/<table class="cards" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
+    const firstIds = [...activity.text.matchAll(/<table class="cards oneline" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
+    const secondIds = [...page2.text.matchAll(/<table class="cards oneline" id="calls">[\s\S]*?<\/table>/g)][0]![0].match(/call_\w+/g)!;
     t.equal(new Set(firstIds).size, 50, 'a page of 50 calls');
     t.same(
       secondIds.filter((id) => firstIds.includes(id)),

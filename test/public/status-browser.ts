@@ -23,13 +23,17 @@ if (!skipWithoutChromium(t, 'the status page')) {
 
     const { page, visit: load, clean } = await openPage(t);
     const visit = async () => t.equal(await load(`${api}/status`), 200, 'the page answers 200 to a browser');
-    await visit();
+    t.equal(await load(`${api}/status`, false), 200);
 
     t.equal(await page.locator('html').getAttribute('lang'), 'en', 'the document has a language');
     t.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'svc status');
-    for (const name of ['Maintenance', 'Bootstrap', 'Settler', 'Private beta', 'Latest changes']) {
+    for (const name of ['Providers over the last 90 days', 'Incident history', 'Maintenance', 'Private beta', 'Latest changes']) {
       t.ok(await page.getByRole('heading', { level: 2, name }).isVisible(), `section heading "${name}" is visible`);
     }
+    t.notOk(await page.locator('#bootstrap').isVisible(), 'the operators’ internals start collapsed');
+    await page.locator('#details > summary').click();
+    for (const name of ['Bootstrap', 'Settler'])
+      t.ok(await page.getByRole('heading', { level: 3, name }).isVisible(), `"${name}" is under Details, which opens without script`);
     const bootstrap = await page.locator('#bootstrap').innerText();
     t.match(bootstrap, /Database\s+ready \(schema version \d+\)/, 'database ready');
     t.match(bootstrap, /Coverage pool\s+not funded/, 'pool not funded');
@@ -71,7 +75,7 @@ if (!skipWithoutChromium(t, 'the status page')) {
     );
     t.match(await page.getByRole('region', { name: 'Latest changes' }).innerText(), /maintenance_mode turned on: shipping a fix/);
     t.match(await page.locator('#settler').innerText(), /State\s+paused by an operator/, 'the operator paused the settler');
-    t.match(await page.locator('#bootstrap').innerText(), /Coverage pool\s+funded \(12\.500000\)/, 'the pool is funded');
+    t.match(await page.locator('#bootstrap').innerText(), /Coverage pool\s+funded \(12\.5\)/, 'the pool is funded');
 
     const gw = await svcctl(['--data-dir', stack.dataDir, 'flag', 'get', 'maintenance_mode', '--json']);
     t.equal(gw.json().value, true);
@@ -107,8 +111,8 @@ if (!skipWithoutChromium(t, 'the status page')) {
     t.match(text, /State\s+idle \(waiting for its next run\)/);
     t.match(text, /Cadence\s+every 5 s, up to 100 calls per batch/);
     t.match(text, /Backlog\s+3 calls waiting to be settled \(oldest 4 s old\)/);
-    t.match(text, /Last batch\s+batch 17 for prv_\w{12} at .*: 4 calls, refunds 0\.000000, premiums 0\.000400/);
-    t.match(await page.locator('#bootstrap').innerText(), /Coverage pool\s+funded \(1\.500000\)/);
+    t.match(text, /Last batch\s+batch 17 for prv_\w{12} at .*: 4 calls, refunds 0, premiums 0\.0004/);
+    t.match(await page.locator('#bootstrap').innerText(), /Coverage pool\s+funded \(1\.5\)/);
 
     settler.state = 'paused';
     clock.advance(1_000);
@@ -135,9 +139,12 @@ if (!skipWithoutChromium(t, 'the status page')) {
  * A fresh Chromium profile with JavaScript off (the page must not need it), closed in
  * teardown. `clean()` asserts that no request left the page's origin and no CSP violation was
  * reported. `visit(url)` loads a page past the browser's own cache (the page is cacheable for
- * `cache.statusTtlS`; the tests move control's clock, not the browser's).
+ * `cache.statusTtlS`; the tests move control's clock, not the browser's) and opens its "Details"
+ * unless `details` is false.
  */
-async function openPage(t: Test): Promise<{ page: Page; visit: (url: string) => Promise<number | undefined>; clean: () => void }> {
+async function openPage(
+  t: Test,
+): Promise<{ page: Page; visit: (url: string, details?: boolean) => Promise<number | undefined>; clean: () => void }> {
   const context = await openContext(t, { javaScriptEnabled: false });
   const foreign: string[] = [];
   const violations: string[] = [];
@@ -155,7 +162,12 @@ async function openPage(t: Test): Promise<{ page: Page; visit: (url: string) => 
   let n = 0;
   return {
     page,
-    visit: async (url) => (await page.goto(`${url}?visit=${++n}`))?.status(),
+    // Opens the collapsed "Details" (schema and snapshot versions, the settler) after each load.
+    visit: async (url, details = true) => {
+      const status = (await page.goto(`${url}?visit=${++n}`))?.status();
+      if (details) await page.locator('#details > summary').click();
+      return status;
+    },
     clean: () => {
       t.same(foreign, [], 'no request left the page’s origin');
       t.same(violations, [], 'no Content-Security-Policy violation');

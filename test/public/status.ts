@@ -181,7 +181,7 @@ forEachStore(t, (t, kind) => {
     t.match(html, /Rate caps raised &lt;for&gt; &quot;everyone&quot; &amp; more/, 'changelog text is escaped');
     t.match(html, /<dt>State<\/dt><dd>paused by an operator<\/dd>/);
     t.match(html, /<dt>Backlog<\/dt><dd>42 calls waiting to be settled \(oldest 7 s old\)<\/dd>/);
-    t.match(html, /<dt>Coverage pool<\/dt><dd>funded \(25\.000000\)<\/dd>/);
+    t.match(html, /<dt>Coverage pool<\/dt><dd>funded \(25\)<\/dd>/);
     t.match(html, /<dt>Gateways connected<\/dt><dd>1 of 2 known<\/dd>/);
     t.match(html, /The beta gate is <strong>on<\/strong>/);
     t.notMatch(html, /<b>now/, 'no operator-written markup survives');

@@ -1,7 +1,7 @@
 /**
  * Atom 1.0 feeds (RFC 4287), served on the public API and on the indexer: `/changelog.atom`,
- * one entry per changelog entry, and `/status.atom`, one entry each time maintenance mode was
- * turned on or off; on the indexer only, `/receipts.atom`, one entry per settlement batch with
+ * one entry per changelog entry, and `/status.atom`, the status page's incident history (each
+ * maintenance period and each day a provider was HIGH_RISK); on the indexer only, `/receipts.atom`, one entry per settlement batch with
  * its receipt's hash, so feed readers and archives keep a copy of the chain the operator cannot
  * take back.
  *
@@ -14,6 +14,8 @@ import { createHmac } from 'node:crypto';
 import type { ChangelogEntry } from '../../../protocol/admin';
 import type { Receipt } from '../../../protocol/receipts';
 import { receiptHash } from '../../../protocol/receipts-verify';
+import type { Incident } from './history';
+import { duration } from './layout';
 
 export const ATOM_CONTENT_TYPE = 'application/atom+xml; charset=utf-8';
 export const ATOM_NS = 'http://www.w3.org/2005/Atom';
@@ -120,29 +122,48 @@ export function changelogFeed(
   };
 }
 
-/** `/status.atom`: maintenance mode turned on or off (the flag's changelog entries, newest first). */
-export function maintenanceFeed(
+/** An incident's span in words: `2030-01-01 10:00 UTC to 2030-01-01 11:40 UTC (1 h 40 min)`. */
+function span(i: Incident): string {
+  const at = (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
+  return `${at(i.start)} to ${i.end === null ? 'now (ongoing)' : at(i.end)} (${duration(i.duration_ms)}${i.end === null ? ' so far' : ''})`;
+}
+
+/**
+ * `/status.atom`: the incident history of the status page, newest first: every maintenance
+ * period (with the operators' note) and every day a provider was HIGH_RISK. An entry's id
+ * stays the same while it lasts and after; it is updated when it ends.
+ */
+export function incidentsFeed(
   secret: Buffer,
-  entries: readonly ChangelogEntry[],
+  incidents: readonly Incident[],
   fallbackUpdated: string,
   feedBase: string,
   apiBase: string,
 ): AtomFeed {
+  const entries = incidents.slice(0, FEED_ENTRIES).map((i): AtomEntry => {
+    const who = i.provider === null ? '' : (i.provider.display_name ?? i.provider.id);
+    const title =
+      i.kind === 'maintenance'
+        ? `Maintenance${i.end === null ? ' (ongoing)' : ''}`
+        : `HIGH_RISK: ${who} on ${i.start.slice(0, 10)}${i.end === null ? ' (today so far)' : ''}`;
+    const note = i.note === null ? '' : i.kind === 'maintenance' ? `\nNote from the operators: ${i.note}` : `\n${i.note}`;
+    return {
+      id: feedUuid(secret, `status:${i.key}`),
+      title,
+      updated: i.end ?? i.start,
+      content: `${span(i)}${note}`,
+      category: i.kind === 'maintenance' ? 'maintenance' : 'high-risk',
+      link: `${apiBase}/status`,
+    };
+  });
   return {
     id: feedUuid(secret, 'feed:status'),
-    title: 'svc maintenance',
-    subtitle: 'When svc went into maintenance and when it came back',
-    updated: entries[0]?.at ?? fallbackUpdated,
+    title: 'svc incidents',
+    subtitle: 'Maintenance periods and the days a provider was HIGH_RISK',
+    updated: entries.reduce((latest, e) => (e.updated > latest ? e.updated : latest), entries[0]?.updated ?? fallbackUpdated),
     self: `${feedBase}/status.atom`,
     alternate: `${apiBase}/status`,
-    entries: entries.map((e) => ({
-      id: feedUuid(secret, `status:${e.id}`),
-      title: e.value ? 'Maintenance started' : 'Maintenance ended',
-      updated: e.at,
-      content: e.text,
-      category: e.value ? 'maintenance-on' : 'maintenance-off',
-      link: `${apiBase}/status`,
-    })),
+    entries,
   };
 }
 

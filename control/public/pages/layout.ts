@@ -23,11 +23,12 @@ const SITE_HEADER_STYLE = `.site{display:flex;flex-wrap:wrap;align-items:baselin
 
 export const STYLE = `
 :root{color-scheme:light dark;--fg:#1b1f24;--bg:#fff;--muted:#4a5360;--line:#d0d7de;--panel:#f6f8fa;--ok:#0a6b2d;--warn:#8a4b00;--bad:#a40e26;--none:#57606a;
---c-ok:#2da44e;--c-latency_breach:#bf8700;--c-server_error:#cf222e;--c-network_error:#8250df;--c-schema_mismatch:#0969da}
+--limit:#a40e26;--c-ok:#2da44e;--c-latency_breach:#bf8700;--c-server_error:#cf222e;--c-network_error:#8250df;--c-schema_mismatch:#0969da}
 @media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#b1bac4;--line:#30363d;--panel:#161b22;--ok:#56d364;--warn:#e3b341;--bad:#ff7b72;--none:#8b949e;
---c-ok:#3fb950;--c-latency_breach:#d29922;--c-server_error:#f85149;--c-network_error:#a371f7;--c-schema_mismatch:#58a6ff}}
+--limit:#ff938a;--c-ok:#3fb950;--c-latency_breach:#d29922;--c-server_error:#f85149;--c-network_error:#a371f7;--c-schema_mismatch:#58a6ff}}
 *{box-sizing:border-box}
 body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:60rem;padding:0 1.25rem 3rem}
+body.wide{max-width:78rem}
 a{color:inherit}
 ${SITE_HEADER_STYLE}
 h1{font-size:1.75rem;margin:.5rem 0}h2{font-size:1.25rem;margin:2rem 0 .5rem;border-bottom:1px solid var(--line);padding-bottom:.25rem}
@@ -48,12 +49,24 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9em}
 .legend{display:flex;flex-wrap:wrap;gap:.35rem 1.25rem;padding:0;margin:.5rem 0;list-style:none;font-size:.9rem}
 .legend li{display:flex;align-items:baseline;gap:.4rem}
 .sort{font-size:.9rem;margin:.75rem 0}.sort a[aria-current=true]{font-weight:700}
-svg text{fill:var(--muted);font:10px system-ui,sans-serif}
-.spark{display:block;width:120px;height:28px;overflow:visible}
-.spark .base{stroke:var(--line);stroke-width:1}.spark .limit{stroke:var(--bad);stroke-width:.75;stroke-dasharray:2 2;opacity:.7}
+.spark{display:block;width:120px;height:28px;overflow:visible;flex:none}
+.spark .base{stroke:var(--line);stroke-width:1}.spark .limit{stroke:var(--limit);stroke-width:1.25;stroke-dasharray:3 2}
 .spark .line{fill:none;stroke:var(--fg);stroke-width:1.25;stroke-linejoin:round;stroke-linecap:round}.spark .pt{fill:var(--fg)}
+.spark-box{display:inline-flex;align-items:center;gap:.5rem;white-space:nowrap}.spark-now{font-variant-numeric:tabular-nums}
+.spark-none{color:var(--muted);font-style:italic}
+.chart-box{margin:.5rem 0;min-width:0}
 .chart{display:block;width:100%;height:auto}
-.chart .axis{stroke:var(--line);stroke-width:1}
+.chart .axis,.days .axis{stroke:var(--line);stroke-width:1}
+p.axis{display:flex;justify-content:space-between;gap:1rem;margin:.15rem 0;color:var(--muted);font-size:1rem;line-height:1.3}
+.days{display:block;width:100%;height:2.25rem}
+.day-RELIABLE{fill:var(--ok)}.day-ELEVATED{fill:var(--warn)}.day-HIGH_RISK{fill:var(--bad)}.day-UNRATED{fill:var(--none);opacity:.5}
+.uptime{font-variant-numeric:tabular-nums;white-space:nowrap}
+.history{list-style:none;padding:0;margin:0}.history>li{border-bottom:1px solid var(--line);padding:.6rem 0}
+.history h3{font-size:1.05rem;margin:0 0 .25rem;display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:baseline}
+.filters{display:flex;flex-wrap:wrap;gap:.75rem 1.25rem;align-items:flex-end;margin:.75rem 0}.filters label{font-weight:600}
+.filters select,.filters input[type=text]{font:inherit;color:var(--fg);background:var(--bg);padding:.35rem;border:2px solid var(--muted);border-radius:3px;max-width:100%}
+.filters input[type=text]{width:22rem}
+@media (min-width:64rem){table.oneline td,table.oneline th{white-space:nowrap;overflow-wrap:normal}}
 .o-ok{fill:var(--c-ok)}.o-latency_breach{fill:var(--c-latency_breach)}.o-server_error{fill:var(--c-server_error)}.o-network_error{fill:var(--c-network_error)}.o-schema_mismatch{fill:var(--c-schema_mismatch)}
 .swatch{display:inline-block;width:.8rem;height:.8rem;border-radius:.15rem}
 .sw-ok{background:var(--c-ok)}.sw-latency_breach{background:var(--c-latency_breach)}.sw-server_error{background:var(--c-server_error)}.sw-network_error{background:var(--c-network_error)}.sw-schema_mismatch{background:var(--c-schema_mismatch)}
@@ -62,6 +75,7 @@ details{margin:.75rem 0}summary{cursor:pointer;color:var(--muted)}
 .field{margin:1.4rem 0}fieldset{border:0;padding:0;margin:1.4rem 0;min-width:0}
 label,legend{display:block;font-weight:600}.choice{display:flex;gap:.5rem;align-items:baseline;margin:.35rem 0}.choice label{font-weight:400}
 .hint,.for{color:var(--muted);font-size:.9rem;margin:.15rem 0 .35rem}.for{font-style:italic}.js .for{display:none}
+.req{font-weight:400;color:var(--muted)}.js-only{display:none}.js .js-only{display:inline}
 input[type=text],textarea{width:100%;font:inherit;color:var(--fg);background:var(--bg);padding:.45rem;border:2px solid var(--muted);border-radius:3px}
 .error{color:var(--bad);font-weight:600;margin:.15rem 0}.has-error input[type=text],.has-error textarea{border-color:var(--bad)}
 .has-error{border-left:4px solid var(--bad);padding-left:.75rem}
@@ -99,9 +113,13 @@ export function time(iso: string | null): string {
   return `<time datetime="${escapeHtml(iso)}">${escapeHtml(shown)}</time>`;
 }
 
-/** Micro-units as a decimal with 6 places. */
-export const money = (micro: number): string =>
-  `${micro < 0 ? '-' : ''}${Math.floor(Math.abs(micro) / 1e6)}.${String(Math.abs(micro) % 1e6).padStart(6, '0')}`;
+/** Micro-units as a decimal without padding zeros: `0.021`, `12.5`, `3`. */
+export function money(micro: number): string {
+  const fraction = String(Math.abs(micro) % 1e6)
+    .padStart(6, '0')
+    .replace(/0+$/, '');
+  return `${micro < 0 ? '-' : ''}${Math.floor(Math.abs(micro) / 1e6)}${fraction === '' ? '' : `.${fraction}`}`;
+}
 
 /** A rate (0..1) as a percentage with up to two decimals: `0.5 %`, `12.25 %`. */
 export function percent(rate: number): string {
@@ -110,6 +128,18 @@ export function percent(rate: number): string {
 
 /** `1 call`, `2 calls`. */
 export const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+/** A duration in words: `2 d 3 h`, `4 h 5 min`, `12 min`, `under a minute`. */
+export function duration(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return 'under a minute';
+  const d = Math.floor(minutes / 1440);
+  const h = Math.floor((minutes % 1440) / 60);
+  const m = minutes % 60;
+  if (d > 0) return h > 0 ? `${d} d ${h} h` : `${d} d`;
+  if (h > 0) return m > 0 ? `${h} h ${m} min` : `${h} h`;
+  return `${m} min`;
+}
 
 /** Milliseconds, or a dash when there is no figure. */
 export const ms = (value: number | null | undefined): string => (value === null || value === undefined ? '–' : `${value} ms`);
@@ -145,6 +175,8 @@ export interface Document {
   urls: PageUrls;
   main: string;
   footer?: string;
+  /** A wider column (for tables whose rows should fit one line on a desktop screen). */
+  wide?: boolean;
   /** A script run at the end of the body, under the same nonce as the style (the `/apply` form's). */
   script?: string;
 }
@@ -165,7 +197,7 @@ export function renderDocument(doc: Document, nonce: string = NONCE_PLACEHOLDER)
 <title>${escapeHtml(doc.title)}</title>
 ${feedLinks(doc.urls)}<style nonce="${nonce}">${STYLE}</style>
 </head>
-<body>
+<body${doc.wide ? ' class="wide"' : ''}>
 ${siteHeader(doc.urls, doc.current)}
 <main>
 ${doc.main}

@@ -10,7 +10,8 @@ import type { ActivityItem } from '../../../protocol/indexer';
 import { hourLabel, type Board, type BoardProvider, type Sort, type SortKey } from './board';
 import { escapeHtml, money, ms, percent, plural, renderDocument, time } from './layout';
 import type { PageUrls } from './respond';
-import { CHART_OUTCOMES, OUTCOME_LABELS, hourlyBars, slotTotals, sparkline } from './svg';
+import type { ProviderHistory } from './history';
+import { CHART_OUTCOMES, OUTCOME_LABELS, dailyBars, hourlyBars, slotTotals, sparkCell } from './svg';
 
 /** What a tier means, in words, for the legend and the provider page. */
 export function tierRule(tier: Tier, a: Pick<ProvidersAnswer, 'thresholds' | 'min_calls' | 'window_h'>): string {
@@ -40,7 +41,7 @@ const providerName = (p: BoardProvider): string =>
     : `${escapeHtml(p.display_name)} <code class="muted">${escapeHtml(p.id)}</code>`;
 
 const spark = (p: BoardProvider, a: ProvidersAnswer): string =>
-  sparkline(p.hourlyRates, { floor: 2 * a.thresholds.elevated_up_to, limit: a.thresholds.elevated_up_to, windowH: a.window_h });
+  sparkCell(p.hourlyRates, { floor: 2 * a.thresholds.elevated_up_to, limit: a.thresholds.elevated_up_to, windowH: a.window_h });
 
 const rateText = (p: BoardProvider): string => (p.calls === 0 ? '–' : percent(p.failure_rate));
 
@@ -122,7 +123,7 @@ function refundsTable(refunds: readonly ActivityItem[], urls: PageUrls): string 
 </tr>`,
     )
     .join('\n');
-  return `<table class="cards" id="refunds"><caption>The last ${plural(refunds.length, 'refunded call')}, newest first (amounts in units of 6 decimals)</caption>
+  return `<table class="cards" id="refunds"><caption>The last ${plural(refunds.length, 'refunded call')}, newest first; amounts in units</caption>
 <thead><tr><th scope="col">Call</th><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col" class="num">Refund</th><th scope="col">Receipt</th></tr></thead>
 <tbody>
 ${rows}
@@ -145,8 +146,53 @@ ${rows}
 </tbody></table></details>`;
 }
 
-/** One provider: the figures, the hourly chart, the last refunds. */
-export function renderProviderPage(board: Board, p: BoardProvider, refunds: readonly ActivityItem[], urls: PageUrls): string {
+/** `99.5 %` uptime, or a dash for a period without calls. */
+export const uptimeText = (value: number | null): string => (value === null ? '–' : percent(value));
+
+/** The days legend: what each colour of the daily bars means. */
+export function daysLegend(a: Pick<ProvidersAnswer, 'thresholds' | 'min_calls' | 'window_h'>): string {
+  const tiers: Tier[] = ['RELIABLE', 'ELEVATED', 'HIGH_RISK'];
+  const items = tiers.map((t) => `<li>${tierBadge(t)} <span>${escapeHtml(tierRule(t, a))}</span></li>`);
+  items.push(
+    `<li>${tierBadge('UNRATED')} <span>fewer than ${a.min_calls} calls that day</span></li>`,
+    '<li><span>a gap: no calls that day</span></li>',
+  );
+  return `<ul class="legend" aria-label="Day colours">${items.join('')}</ul>`;
+}
+
+/** A provider's last 90 UTC days: uptime over 30 and 90 days, the bars, and the rated days as a table. */
+export function historySection(h: ProviderHistory, a: Pick<ProvidersAnswer, 'thresholds' | 'min_calls' | 'window_h'>): string {
+  const rows = h.days
+    .filter((d) => d.tier !== null)
+    .reverse()
+    .map(
+      (d) =>
+        `<tr><th scope="row">${new Date(d.start).toISOString().slice(0, 10)}</th><td class="num" data-label="Calls">${d.calls}</td><td class="num" data-label="Failed">${d.failures}</td><td class="num" data-label="Failure rate">${percent(d.rate!)}</td><td data-label="Tier">${tierBadge(d.tier!)}</td></tr>`,
+    )
+    .join('\n');
+  const table =
+    rows === ''
+      ? ''
+      : `<details><summary>The days with calls as a table</summary><table class="cards" id="daily"><thead><tr><th scope="col">Day (UTC)</th><th scope="col" class="num">Calls</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Failure rate</th><th scope="col">Tier</th></tr></thead>
+<tbody>
+${rows}
+</tbody></table></details>`;
+  return `<section aria-labelledby="h-history"><h2 id="h-history">Last ${h.days.length} days</h2>
+<p id="uptime">Uptime <strong class="uptime">${uptimeText(h.uptime30)}</strong> over 30 days, <strong class="uptime">${uptimeText(h.uptime90)}</strong> over ${h.days.length} days <span class="muted">(1 − the failure rate over the period’s calls; days are UTC, today so far)</span></p>
+${dailyBars(h.days, 'days')}
+${daysLegend(a)}
+${table}
+</section>`;
+}
+
+/** One provider: the figures, its last 90 days, the hourly chart, the last refunds. */
+export function renderProviderPage(
+  board: Board,
+  p: BoardProvider,
+  history: ProviderHistory,
+  refunds: readonly ActivityItem[],
+  urls: PageUrls,
+): string {
   const a = board.answer;
   const name = p.display_name ?? p.id;
   const legendItems = CHART_OUTCOMES.map((o) => `<li><span class="swatch sw-${o}"></span> ${OUTCOME_LABELS[o]}</li>`).join('');
@@ -156,10 +202,11 @@ ${p.display_name === null ? '' : `<p class="lede">Provider <code>${escapeHtml(p.
 <dl id="figures">
 <dt>Tier</dt><dd>${tierBadge(p.tier)} ${escapeHtml(tierRule(p.tier, a))}</dd>
 <dt>Failure rate</dt><dd>${rateText(p)} (${p.failures} of ${p.calls} calls in the last ${a.window_h} h)</dd>
-<dt>Calls</dt><dd>${p.calls}, besides ${p.client_errors} upstream 4xx and ${p.caller_errors} the callers broke</dd>
+<dt>Calls</dt><dd id="calls-line">${plural(p.calls, 'rated call')}; not counted: ${plural(p.client_errors, 'upstream 4xx answer')} and ${plural(p.caller_errors, 'call')} broken by the caller</dd>
 <dt>Latency</dt><dd>p50 ${ms(p.latency_ms?.p50)}, p95 ${ms(p.latency_ms?.p95)}, p99 ${ms(p.latency_ms?.p99)}</dd>
 <dt>Failure rate per hour</dt><dd>${spark(p, a)}</dd>
 </dl>
+${historySection(history, a)}
 <section aria-labelledby="h-hourly"><h2 id="h-hourly">Calls per hour</h2>
 ${hourlyBars(
   p.hours,

@@ -11,6 +11,7 @@
  * CSP nonce per response (`respond.ts`).
  */
 import { SvcError } from '../../../protocol/errors';
+import type { ActivityItem } from '../../../protocol/indexer';
 import { CHANGELOG_DEFAULT_LIMIT } from '../../../protocol/public';
 import { prefersHtml } from '../../http/accept';
 import type { ControlContext } from '../../context';
@@ -21,8 +22,9 @@ import { ResponseCache } from '../cache';
 import type { OpaqueIds } from '../ids';
 import { statusAnswer } from '../status';
 import { renderStatusPage } from '../status-page';
-import { renderActivityPage, type ActivityView } from './activity-page';
-import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, maintenanceFeed, receiptsFeed, renderAtom } from './atom';
+import { parseActivityQuery, renderActivityPage, type ActivityView } from './activity-page';
+import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, incidentsFeed, receiptsFeed, renderAtom } from './atom';
+import { providersHistory } from './history';
 import { renderHomePage } from './home-page';
 import { boardProvider, parseSort, providersBoard, sortProviders } from './board';
 import { renderProviderPage, renderProvidersPage } from './providers-page';
@@ -38,6 +40,12 @@ const FEED_HEADERS = {
   'x-content-type-options': 'nosniff',
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
 };
+
+/** The call with gateway call id `callId`, with opaque ids; null when none is recorded. */
+async function lookupCall(ctx: ControlContext, ids: OpaqueIds, callId: string): Promise<ActivityItem | null> {
+  const row = await ctx.store.publicReads.call(callId);
+  return row === null ? null : activityItem(ids, row);
+}
 
 const pageUrls = (ctx: ControlContext): PageUrls => ({ api: ctx.urls.api, indexer: ctx.urls.indexer });
 
@@ -65,7 +73,7 @@ const VARY_ACCEPT = 'Accept, Accept-Encoding';
  * indexer's): the same entries and ids on both; entry links are absolute, to the public API's
  * status page, and each feed's `self` link is its own copy.
  */
-function registerFeedRoutes(router: Router, ctx: ControlContext, cache: ResponseCache, self: () => string): void {
+function registerFeedRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds, cache: ResponseCache, self: () => string): void {
   const secret = ctx.store.idSecret;
   const started = new Date(ctx.startedAt).toISOString();
   router.get('/changelog.atom', { otherQuery: 'ignore' }, async ({ req, res }) =>
@@ -89,7 +97,13 @@ function registerFeedRoutes(router: Router, ctx: ControlContext, cache: Response
     cache.send(req, res, 'status.atom', async () => ({
       body: Buffer.from(
         renderAtom(
-          maintenanceFeed(secret, await ctx.store.changelog.byFlag('maintenance_mode', FEED_ENTRIES), started, self(), ctx.urls.api),
+          incidentsFeed(
+            secret,
+            (await providersHistory(ctx.store, ids, ctx.config.tiers, ctx.now())).incidents,
+            started,
+            self(),
+            ctx.urls.api,
+          ),
         ),
       ),
       contentType: ATOM_CONTENT_TYPE,
@@ -112,7 +126,19 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     '/status',
     { otherQuery: 'ignore' },
     async ({ req, res }) =>
-      await sendPage(req, res, status, 'status', async () => renderStatusPage(await statusAnswer(ctx, ids), pageUrls(ctx)), ctx.now),
+      await sendPage(
+        req,
+        res,
+        status,
+        'status',
+        async () =>
+          renderStatusPage(
+            await statusAnswer(ctx, ids),
+            await providersHistory(ctx.store, ids, ctx.config.tiers, ctx.now()),
+            pageUrls(ctx),
+          ),
+        ctx.now,
+      ),
   );
 
   router.get('/providers', { query: ['sort', 'order'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
@@ -140,14 +166,15 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
       async () => {
         const board = await providersBoard(ctx.store, ids, ctx.config.tiers, ctx.now());
         const p = boardProvider(board, id);
+        const history = (await providersHistory(ctx.store, ids, ctx.config.tiers, ctx.now())).providers.find((h) => h.id === id)!;
         const refunds = (await ctx.store.publicReads.refunds(PAGE_REFUNDS, p.endpointId)).map((r) => activityItem(ids, r));
-        return renderProviderPage(board, p, refunds, pageUrls(ctx));
+        return renderProviderPage(board, p, history, refunds, pageUrls(ctx));
       },
       ctx.now,
     );
   });
 
-  registerFeedRoutes(router, ctx, status, () => ctx.urls.api);
+  registerFeedRoutes(router, ctx, ids, status, () => ctx.urls.api);
 }
 
 /** `/` (302 to `/activity`), `/activity`, the two feeds and the receipts' feed on the indexer's router. */
@@ -160,7 +187,7 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
     res.writeHead(302, { location: '/activity', vary: 'Accept', 'cache-control': 'no-store', 'content-length': '0' });
     res.end();
   });
-  registerFeedRoutes(router, ctx, new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now }), () => ctx.urls.indexer);
+  registerFeedRoutes(router, ctx, ids, new ResponseCache({ ttlS: ctx.config.cache.statusTtlS, now: ctx.now }), () => ctx.urls.indexer);
   router.get('/receipts.atom', { otherQuery: 'ignore' }, async ({ req, res }) => {
     const head = (await ctx.store.receipts.head())?.batch ?? 0;
     await cache.send(req, res, `receipts.atom:${head}`, async () => {
@@ -169,9 +196,11 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
       return { body: Buffer.from(renderAtom(feed)), contentType: ATOM_CONTENT_TYPE, headers: FEED_HEADERS };
     });
   });
-  router.get('/activity', { query: ['before'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
+  router.get('/activity', { query: ['before', 'provider', 'outcome', 'call'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
-    const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}`;
+    const endpoints = await ctx.store.endpoints.list();
+    const { asked, filter } = parseActivityQuery(query, new Map(endpoints.map((e) => [ids.provider(e.id), e.id])));
+    const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}:${JSON.stringify(asked)}`;
     await sendPage(
       req,
       res,
@@ -181,11 +210,10 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
         const totals = await ctx.store.ledger.totals();
         const view: ActivityView = {
           totals: { ...totals, settler: (await ctx.settler())?.state ?? 'not_running' },
-          names: new Map(
-            (await ctx.store.endpoints.list()).flatMap((e) =>
-              e.display_name === null ? [] : [[ids.provider(e.id), e.display_name] as const],
-            ),
-          ),
+          providers: endpoints.map((e) => ids.provider(e.id)).sort(),
+          asked,
+          lookup: asked.call === null ? null : await lookupCall(ctx, ids, asked.call),
+          names: new Map(endpoints.flatMap((e) => (e.display_name === null ? [] : [[ids.provider(e.id), e.display_name] as const]))),
           batches: (await ctx.store.publicReads.batches(PAGE_BATCHES)).map((b) => ({
             id: b.id,
             provider: ids.provider(b.endpoint_id),
@@ -196,7 +224,7 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
             clamped_calls: b.clamped_calls,
           })),
           refunds: (await ctx.store.publicReads.refunds(PAGE_REFUNDS)).map((r) => activityItem(ids, r)),
-          page: await activityPage(ctx, ids, cursors, limit, before),
+          page: await activityPage(ctx, ids, cursors, limit, before, filter),
           older: before !== null,
         };
         return renderActivityPage(view, pageUrls(ctx));

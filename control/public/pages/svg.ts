@@ -4,6 +4,7 @@
  * come from classes of the page's stylesheet (so both colour schemes apply), and every chart
  * carries a text alternative. Pure functions of the numbers they are given.
  */
+import type { Tier } from '../../../protocol/public';
 import { escapeHtml, percent } from './layout';
 
 /** The outcomes a provider's chart stacks, bottom to top: the calls its failure rate counts. */
@@ -48,12 +49,18 @@ export function sparkY(rate: number, scale: number): number {
 
 const round = (v: number): number => Math.round(v * 100) / 100;
 
+export interface SparkOptions {
+  floor: number;
+  limit: number;
+  windowH: number;
+}
+
 /**
  * The failure rate per hour as a line over the window, one point per hour with calls (an hour
  * without calls breaks the line), on a scale from 0 to the highest hourly rate or `floor`,
  * whichever is higher; a dashed line marks `limit` (where HIGH_RISK starts) when it fits.
  */
-export function sparkline(rates: readonly (number | null)[], opts: { floor: number; limit: number; windowH: number }): string {
+export function sparkline(rates: readonly (number | null)[], opts: SparkOptions): string {
   const n = rates.length;
   const scale = sparkScale(rates, opts.floor);
   const rated = rates.filter((r): r is number => r !== null);
@@ -83,8 +90,19 @@ export function sparkline(rates: readonly (number | null)[], opts: { floor: numb
   return `<svg class="spark" viewBox="0 0 ${SPARK.width} ${SPARK.height}" width="${SPARK.width}" height="${SPARK.height}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title><line class="base" x1="${SPARK.pad}" x2="${SPARK.width - SPARK.pad}" y1="${bottom}" y2="${bottom}"/>${limit}${d ? `<path class="line" d="${d}"/>` : ''}${points.join('')}</svg>`;
 }
 
+/**
+ * A sparkline as a table cell or figure shows it: the line with the latest hourly rate as text
+ * beside it (an hour of data is a single dot, which says little alone), or, without a call in
+ * the window, the words "no calls in the last N h" instead of an empty frame.
+ */
+export function sparkCell(rates: readonly (number | null)[], opts: SparkOptions): string {
+  const rated = rates.filter((r): r is number => r !== null);
+  if (rated.length === 0) return `<span class="spark-none">no calls in the last ${opts.windowH} h</span>`;
+  return `<span class="spark-box">${sparkline(rates, opts)}<span class="spark-now">latest ${percent(rated[rated.length - 1]!)}</span></span>`;
+}
+
 /** Bar chart geometry (SVG user units). */
-export const BARS = { width: 480, height: 170, left: 34, right: 4, top: 8, bottom: 20 } as const;
+export const BARS = { width: 480, height: 150, left: 4, right: 4, top: 4, bottom: 4 } as const;
 
 /**
  * Outcomes per hour as stacked bars (ok at the bottom, then latency breach, server error,
@@ -123,10 +141,53 @@ export function hourlyBars(slots: readonly SlotCounts[], labels: readonly string
       ? `No calls in the last ${windowH} h`
       : `Calls per hour over the last ${windowH} h by outcome: ${bars.length} hours with calls, busiest ${busiest} calls`;
   const baseY = BARS.top + plotH;
-  return `<svg class="chart" viewBox="0 0 ${BARS.width} ${BARS.height}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>
+  return `<div class="chart-box"><p class="axis axis-y" aria-hidden="true">${max} ${max === 1 ? 'call' : 'calls'}</p><svg class="chart" viewBox="0 0 ${BARS.width} ${BARS.height}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>
 <line class="axis" x1="${BARS.left}" x2="${BARS.width - BARS.right}" y1="${baseY}" y2="${baseY}"/><line class="axis" x1="${BARS.left}" x2="${BARS.left}" y1="${BARS.top}" y2="${baseY}"/>
-<text x="${BARS.left - 4}" y="${BARS.top + 8}" text-anchor="end">${max}</text><text x="${BARS.left - 4}" y="${baseY}" text-anchor="end">0</text>
-<text x="${BARS.left}" y="${BARS.height - 4}">${windowH} h ago</text><text x="${BARS.width - BARS.right}" y="${BARS.height - 4}" text-anchor="end">now</text>
 ${bars.join('\n')}
-</svg>`;
+</svg>${axisX(`${windowH} h ago`, 'now')}</div>`;
+}
+
+/**
+ * The labels under a chart, as HTML text at the body's size (SVG text shrinks with the chart,
+ * to a few pixels on a phone); hidden from screen readers, which read the chart's label.
+ */
+export const axisX = (from: string, to: string): string =>
+  `<p class="axis axis-x" aria-hidden="true"><span>${escapeHtml(from)}</span><span>${escapeHtml(to)}</span></p>`;
+
+/** Daily bar geometry (SVG user units): one bar per day, full height. */
+export const DAYS_BAR = { width: 540, height: 34, gap: 1 } as const;
+
+/** One day of the daily bars: its start (ms), its calls and failures, and the tier its rate falls in (null without calls). */
+export interface DayBar {
+  start: number;
+  calls: number;
+  failures: number;
+  tier: Tier | null;
+}
+
+const dayName = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * The failure rate per UTC day as a row of bars (oldest left), each coloured by the tier its
+ * rate falls in (UNRATED under the tiers' minimum of calls, drawn hatched), and a gap for a day
+ * without calls. Each bar's tooltip gives the day, its rate and calls; the chart's label counts
+ * the days per tier.
+ */
+export function dailyBars(days: readonly DayBar[], id: string): string {
+  const step = DAYS_BAR.width / Math.max(1, days.length);
+  const w = round(Math.max(1, step - DAYS_BAR.gap));
+  const count: Partial<Record<Tier | 'none', number>> = {};
+  const bars = days.map((d, i) => {
+    const key = d.tier ?? 'none';
+    count[key] = (count[key] ?? 0) + 1;
+    if (d.tier === null) return '';
+    const words = `${dayName(d.start)}: ${percent(d.failures / d.calls)} failed of ${d.calls} ${d.calls === 1 ? 'call' : 'calls'} (${d.tier})`;
+    return `<rect class="day day-${d.tier}" data-day="${dayName(d.start)}" x="${round(i * step)}" y="0" width="${w}" height="${DAYS_BAR.height}"><title>${escapeHtml(words)}</title></rect>`;
+  });
+  const parts = (['RELIABLE', 'ELEVATED', 'HIGH_RISK', 'UNRATED'] as const)
+    .filter((t) => count[t])
+    .map((t) => `${count[t]} ${t}`)
+    .concat(count.none ? [`${count.none} without calls`] : []);
+  const label = `Failure rate per day over the last ${days.length} days: ${parts.join(', ')}`;
+  return `<div class="chart-box days-box"><svg class="days" id="${escapeHtml(id)}" viewBox="0 0 ${DAYS_BAR.width} ${DAYS_BAR.height}" preserveAspectRatio="none" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title><line class="axis" x1="0" x2="${DAYS_BAR.width}" y1="${DAYS_BAR.height - 0.5}" y2="${DAYS_BAR.height - 0.5}"/>${bars.join('')}</svg>${axisX(`${days.length} days ago`, 'today')}</div>`;
 }

@@ -6,6 +6,9 @@
  */
 import {
   ACCOUNT_SQL,
+  FILTERED_ACTIVITY_SQL,
+  NEWEST,
+  type ActivityFilter,
   type AccountCallRow,
   type AccountGroup,
   type ActivityCursor,
@@ -21,6 +24,8 @@ const COLUMNS = `call_id, endpoint_id, outcome, status, latency_ms, started_at, 
 const Q = {
   firstPage: sql(`SELECT ${COLUMNS} FROM outcomes ORDER BY started_at DESC, call_id DESC LIMIT ?`),
   page: sql(`SELECT ${COLUMNS} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`),
+  filtered: sql(FILTERED_ACTIVITY_SQL(COLUMNS)),
+  call: sql(`SELECT ${COLUMNS} FROM outcomes WHERE call_id = ?`),
   refunds: sql(`SELECT ${COLUMNS} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`),
   refundsOf: sql(
     `SELECT ${COLUMNS} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
@@ -68,8 +73,17 @@ export class PgPublicReads implements Async<PublicReads> {
       : this.conn.all(Q.accountPage, [keyId, before.started_at, before.call_id, limit]);
   }
 
-  /** Up to `limit` calls older than `before` (or the newest ones), newest first. */
-  activity(limit: number, before: ActivityCursor | null): Promise<ActivityRow[]> {
+  /** Up to `limit` calls older than `before` (or the newest ones), newest first; only those `filter` names when given. */
+  activity(limit: number, before: ActivityCursor | null, filter: ActivityFilter | null = null): Promise<ActivityRow[]> {
+    if (filter !== null) {
+      const from = before ?? NEWEST;
+      return this.conn.all(Q.filtered, [filter.endpointId, filter.outcome, from.started_at, from.call_id, limit]);
+    }
     return before === null ? this.conn.all(Q.firstPage, [limit]) : this.conn.all(Q.page, [before.started_at, before.call_id, limit]);
+  }
+
+  /** The recorded call with the gateway's call id `callId` (its `X-Svc-Call-Id`), if any. */
+  async call(callId: string): Promise<ActivityRow | null> {
+    return (await this.conn.get<ActivityRow>(Q.call, [callId])) ?? null;
   }
 }
