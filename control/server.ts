@@ -25,6 +25,7 @@ import { registerReceiptAdminRoutes } from './admin/receipts';
 import { registerSettlerRoutes } from './admin/settler';
 import { registerStatusRoutes } from './admin/status';
 import { registerApplicationAdminRoutes } from './applications/admin';
+import { registerApplicationRoutes } from './applications/routes';
 import { bootstrapDataDir, type BootstrapResult } from './bootstrap';
 import type { ControlContext } from './context';
 import { indexerListener } from './indexer/server';
@@ -41,7 +42,8 @@ import type { Store } from './store';
 import { openStore } from './store/open';
 import { SyncHub } from './sync/hub';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
-import { limitsFromConfig, recordLimits } from './sync/snapshot';
+import { limitsFromConfig } from './limits';
+import { recordLimits } from './sync/snapshot';
 
 export interface ControlHandle {
   ctx: ControlContext;
@@ -195,7 +197,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
       config.control.port,
       'GET, HEAD, POST, PUT, PATCH, DELETE',
     );
-    ctx.urls.api = await bind(publicListener(ctx, log), config.api.port, 'GET, HEAD, POST');
+    ctx.urls.api = await bind(publicListener(ctx, log, [registerApplicationRoutes]), config.api.port, 'GET, HEAD, POST');
     ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port, 'GET, HEAD');
     membership = await joinCluster(ctx);
     await settler.start();

@@ -30,7 +30,7 @@ import {
 import { CONSISTENCY_MAX_RECEIPTS } from '../../protocol/receipts-verify';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
-import { ResponseCache, jsonAnswer } from '../public/cache';
+import { ResponseCache, jsonAnswer } from '../http/cache';
 import { intParam } from '../http/validate';
 
 /** Receipts per page unless `limit` says otherwise. @default 100 */

@@ -11,12 +11,12 @@ import type { Logger } from '../../protocol/log';
 import type { ControlContext } from '../context';
 import { Router } from '../http/router';
 import { renderDocument } from '../../protocol/openapi';
-import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from '../public/cache';
+import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from '../http/cache';
 import { splitTarget } from '../http/serve';
-import { dispatcher } from '../public/dispatch';
-import { OpaqueIds } from '../public/ids';
+import { dispatcher } from '../http/dispatch';
+import { OpaqueIds } from '../ids';
 import { intParam } from '../http/validate';
-import { publicIpLimiter } from '../public/server';
+import { publicIpLimiter } from '../http/rate-limit';
 import { CursorCodec } from './cursor';
 import { registerReceiptRoutes } from './receipts';
 import { registerIndexerPageRoutes } from '../public/pages/routes';
@@ -54,7 +54,7 @@ export function indexerRouter(ctx: ControlContext): Router {
 /** The whole {indexer_url} request listener: IP limit, then `indexerRouter`; errors as HTML pages for browsers. */
 export function indexerListener(ctx: ControlContext, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
   const dispatch = dispatcher(indexerRouter(ctx), log);
-  const limiter = publicIpLimiter(ctx);
+  const limiter = publicIpLimiter(ctx.config, ctx.now);
   const pages = problemPages(() => ({ api: ctx.urls.api, indexer: ctx.urls.indexer }));
   return (req, res) => {
     answerProblemsWith(res, pages);

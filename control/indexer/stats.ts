@@ -5,13 +5,15 @@
  * something, never estimated; `/api/activity` pages through `store.publicReads`. Amounts are
  * integer micro-units (6 decimals). Ids are opaque.
  */
-import { SvcError } from '../../protocol/errors';
 import type { ActivityItem, ActivityPage, SettledActivityItem, StatsAnswer } from '../../protocol/indexer';
 import type { ControlContext } from '../context';
-import type { OpaqueIds } from '../public/ids';
+import type { CursorCodec } from '../activity-cursor';
+import type { OpaqueIds } from '../ids';
 import type { SettledActivityRow } from '../store/ledger';
 import type { ActivityCursor, ActivityFilter, ActivityRow } from '../store/public-reads';
-import type { CursorCodec } from './cursor';
+
+/** Where the pages still find it; it is `../activity-cursor.ts`'s. */
+export { parseBefore } from '../activity-cursor';
 
 /** A call from an activity page, a list of refunds or the recent settled calls, with opaque ids. */
 export function activityItem(ids: OpaqueIds, row: SettledActivityRow): SettledActivityItem;
@@ -49,27 +51,6 @@ export async function statsAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<
     recent_activity: (await ctx.store.ledger.recentActivity(ctx.config.public.recentActivity)).map((row) => activityItem(ids, row)),
     updated_at: new Date(ctx.now()).toISOString(),
   };
-}
-
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
-
-/**
- * `before` is a cursor from `next_before`, or an ISO 8601 time (calls that started earlier).
- * Anything else is 400 `svc_bad_request`.
- */
-export function parseBefore(raw: string | null, cursors: CursorCodec): ActivityCursor | null {
-  if (raw === null || raw === '') return null;
-  if (ISO_TIME.test(raw)) {
-    const t = Date.parse(raw);
-    if (Number.isFinite(t)) return { started_at: t, call_id: '' };
-  }
-  const cursor = cursors.open(raw);
-  if (cursor === null) {
-    throw new SvcError('svc_bad_request', 'before must be a next_before cursor from an earlier page or an ISO 8601 time', {
-      extra: { errors: [{ field: 'before', message: 'is not a cursor from this indexer or an ISO 8601 time' }] },
-    });
-  }
-  return cursor;
 }
 
 export async function activityPage(

@@ -5,7 +5,7 @@
  *   the window (ending now) its calls by outcome, the refunds and premiums settled, the
  *   estimate of what its unsettled calls would move, and when it last called;
  * - `GET /api/v1/account/calls[?before=&limit=]`: its calls newest first, paged with the sealed
- *   cursor of `/api/activity` (`../indexer/cursor.ts`).
+ *   cursor of `/api/activity` (`../activity-cursor.ts`).
  *
  * Like every {api_url} read they come after the per-IP limit and the User-Agent filter
  * (`server.ts`). The key is looked up by its SHA-256 (the only form stored, as the gateways hold
@@ -31,13 +31,12 @@ import { hashKey, isWellFormedKey } from '../../protocol/keys';
 import { COVERED_FAILURES, OUTCOMES } from '../../protocol/outcome';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
-import { CursorCodec } from '../indexer/cursor';
-import { parseBefore } from '../indexer/stats';
+import { CursorCodec, parseBefore } from '../activity-cursor';
 import { keyStatus, type KeyRow } from '../store/keys';
 import type { AccountGroup } from '../store/public-reads';
-import { limitsFromConfig } from '../sync/snapshot';
-import { ResponseCache, jsonAnswer } from './cache';
-import type { OpaqueIds } from './ids';
+import { ResponseCache, jsonAnswer } from '../http/cache';
+import type { OpaqueIds } from '../ids';
+import { limitsFromConfig } from '../limits';
 import { intParam } from '../http/validate';
 
 /** No `access-control-allow-origin`: an account is read with a key, not by any web page. */

@@ -28,7 +28,7 @@ import { Gate, asyncTable, settled, type Async } from './seam';
 import type { ClusterTable } from './cluster';
 import type { StoreStatus } from '../../protocol/admin';
 import type { SnapshotKey } from '../../protocol/snapshot';
-import { OpaqueIds } from '../public/ids';
+import { OpaqueIds } from '../ids';
 import { backfillMarker } from '../receipts/backfill-marker';
 import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../receipts/signing-key';
 

@@ -20,7 +20,7 @@ import type { Receipt } from '../../protocol/receipts';
 import { ChainVerifier, ReceiptKeyring, leafHashOf } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
 import type { Outcome } from '../../protocol/outcome';
-import { OpaqueIds } from '../public/ids';
+import { OpaqueIds } from '../ids';
 import { SUBTREE_HEIGHT } from '../receipts/tree';
 import { leafOf, type ReceiptKeyRow } from './receipts-core';
 

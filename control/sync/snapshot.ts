@@ -3,19 +3,10 @@
  * deltas between two state versions (from the `state_changes` record of each write).
  */
 import { createHash } from 'node:crypto';
-import type { Config } from '../../config/load';
 import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint } from '../../protocol/snapshot';
 import { silentLogger, type Logger } from '../../protocol/log';
 import type { ClusterTable, Store } from '../store';
 import { parseEndpointRow, type EndpointRow } from '../store/endpoints';
-
-export function limitsFromConfig(config: Readonly<Config>): Limits {
-  const l = config.limits;
-  return {
-    key: { count: l.keyCount, window_seconds: l.keyWindowS, burst: l.keyBurst },
-    ip: { count: l.ipCount, window_seconds: l.ipWindowS, burst: l.ipBurst },
-  };
-}
 
 export function snapshotEndpoint(row: EndpointRow): SnapshotEndpoint {
   const e = parseEndpointRow(row);

@@ -9,6 +9,7 @@
 import t from 'tap';
 import { indexerRouter } from '../../control/indexer/server';
 import type { Router } from '../../control/http/router';
+import { registerApplicationRoutes } from '../../control/applications/routes';
 import { publicRouter } from '../../control/public/server';
 import { renderDocument, type DocumentName } from '../../protocol/openapi';
 import { startTestControl, type TestControl } from '../fixtures/control';
@@ -37,7 +38,7 @@ function documented(name: DocumentName): string[] {
 function listeners(control: TestControl): [DocumentName, Router[]][] {
   const { admin, sync, metrics } = control.handle.routers;
   return [
-    ['public', [publicRouter(control.handle.ctx)]],
+    ['public', [publicRouter(control.handle.ctx, [registerApplicationRoutes])]],
     ['indexer', [indexerRouter(control.handle.ctx)]],
     ['admin', [admin, sync, metrics]],
   ];

@@ -6,8 +6,8 @@
 import t from 'tap';
 import { manualClock, startTestControl } from '../fixtures/control';
 import { CHROME_UA, addEndpoint, get, ingest, outcome } from '../fixtures/public';
-import { etagMatches } from '../../control/public/cache';
-import { IpRateLimiter } from '../../control/public/rate-limit';
+import { etagMatches } from '../../control/http/cache';
+import { IpRateLimiter } from '../../control/http/rate-limit';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 

@@ -14,7 +14,7 @@ import { gunzipSync } from 'node:zlib';
 import { CHROME_UA, get } from '../fixtures/public';
 import { HOUR, MINUTE, NOW, PROVIDERS, SECRET_GATEWAY, hourRate, seedPages } from '../fixtures/pages';
 import { forEachStore } from '../fixtures/stores';
-import { OpaqueIds } from '../../control/public/ids';
+import { OpaqueIds } from '../../control/ids';
 import type { AdminResponse, TestControl } from '../fixtures/control';
 
 const browser = (control: TestControl, base: string, path: string, headers: Record<string, string> = {}) =>

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { Pool } from 'pg';
 import { openDatabase, type Db } from '../../control/store/db';
-import { OpaqueIds } from '../../control/public/ids';
+import { OpaqueIds } from '../../control/ids';
 import { ReceiptSigner } from '../../control/receipts/signing-key';
 import { ReceiptsTable } from '../../control/store/receipts';
 import { MissingReceiptError, ReceiptsCore, type ReceiptsOptions } from '../../control/store/receipts-core';

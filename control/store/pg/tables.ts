@@ -5,7 +5,7 @@
  * per store (`openShared`) and handed to every family built on it.
  */
 import type { StoreTables } from '../index';
-import { OpaqueIds } from '../../public/ids';
+import { OpaqueIds } from '../../ids';
 import { backfillMarker } from '../../receipts/backfill-marker';
 import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';
 import type { PgConn } from './conn';

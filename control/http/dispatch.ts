@@ -7,8 +7,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../protocol/log';
-import { NO_SCOPES, runHandler, type Handler, type Router } from '../http/router';
-import { requestListener } from '../http/serve';
+import { NO_SCOPES, runHandler, type Handler, type Router } from './router';
+import { requestListener } from './serve';
 
 /** Most (method, path) pairs remembered. Only parameterless routes that matched are kept. */
 const MEMO_LIMIT = 64;

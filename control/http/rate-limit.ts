@@ -11,6 +11,7 @@
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Config } from '../../config/load';
 import { clientAddress } from '../../protocol/client-address';
 import { sendProblem } from '../../protocol/http';
 import { TokenBuckets, type LimitPolicy } from '../../protocol/token-bucket';
@@ -70,4 +71,13 @@ export class IpRateLimiter {
     });
     return false;
   }
+}
+
+/** A per-client-IP limiter with the `limits.public*` policy (shared by the public API and the indexer). */
+export function publicIpLimiter(config: Readonly<Config>, now: () => number): IpRateLimiter {
+  return new IpRateLimiter({
+    limit: { count: config.limits.publicCount, windowS: config.limits.publicWindowS },
+    now,
+    trustedProxyHops: config.public.trustedProxyHops,
+  });
 }
