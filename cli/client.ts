@@ -6,10 +6,10 @@ import { ProblemSchema, type Problem } from '../protocol/errors';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './exit-codes';
 
 export class ApiError extends CliError {
+  override readonly code = 'SVC_ERR_CLI_API';
   readonly problem: Problem;
   constructor(problem: Problem) {
     super(`${problem.detail} (${problem.code})`, problem.status === 400 ? EXIT_USAGE : EXIT_FAILURE);
-    this.name = 'ApiError';
     this.problem = problem;
   }
 }

@@ -1,4 +1,6 @@
 /** Documented exit codes of `svcctl` (docs/design.md §10). */
+import { CodedError } from '../protocol/coded-error';
+
 export const EXIT_OK = 0;
 /** The command ran and failed: control unreachable, conflict, not found, server error. */
 export const EXIT_FAILURE = 1;
@@ -6,19 +8,19 @@ export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 /** Thrown for bad arguments or option values; exits 2 with the message. */
-export class UsageError extends Error {
+export class UsageError extends CodedError {
+  override readonly code = 'SVC_ERR_USAGE';
   constructor(message: string) {
     super(message);
-    this.name = 'UsageError';
   }
 }
 
 /** Thrown for a failure that has a clear, actionable one-line message; exits 1. */
-export class CliError extends Error {
+export class CliError extends CodedError {
+  override readonly code: 'SVC_ERR_CLI' | 'SVC_ERR_CLI_API' = 'SVC_ERR_CLI';
   readonly exitCode: number;
   constructor(message: string, exitCode = EXIT_FAILURE) {
     super(message);
-    this.name = 'CliError';
     this.exitCode = exitCode;
   }
 }

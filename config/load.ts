@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { maskDatabaseUrl, UNPARSABLE_DATABASE_URL } from '../protocol/database-url';
 import { ConfigSchema, type Config } from './schema';
+import { CodedError } from '../protocol/coded-error';
 
 export type { Config } from './schema';
 
@@ -29,11 +30,11 @@ export interface ConfigIssue {
   allowed: string;
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends CodedError {
+  override readonly code = 'SVC_ERR_CONFIG';
   readonly issues: ConfigIssue[];
   constructor(issues: ConfigIssue[], message?: string) {
     super(message ?? issues.map(formatIssue).join('\n'));
-    this.name = 'ConfigError';
     this.issues = issues;
   }
 }

@@ -3,8 +3,9 @@ import type { Config } from '../config/load';
 import type { StatusView } from '../protocol/admin';
 import type { GatewayStatus } from '../protocol/gateways';
 import type { Logger } from '../protocol/log';
-import type { SettlerStatus } from '../protocol/settlement';
-import type { Store } from './store';
+import { hasCode } from '../protocol/coded-error';
+import type { RunOnceView, SettlerHalt, SettlerStatus } from '../protocol/settlement';
+import type { Actor, Store } from './store';
 
 export interface ControlContext {
   store: Store;
@@ -44,4 +45,23 @@ export async function settlerView(ctx: ControlContext): Promise<StatusView['sett
       leader: null,
     }
   );
+}
+
+/**
+ * The settler as the admin routes drive it (`settler/settler.ts`'s `Settler`, handed to them by
+ * `server.ts`). `resume` and `runOnce` reject while it is halted with the error {@link settlerHaltOf}
+ * reads.
+ */
+export interface SettlerControls {
+  status(): Promise<SettlerStatus>;
+  pause(by: Actor): Promise<SettlerStatus>;
+  resume(by: Actor): Promise<SettlerStatus>;
+  runOnce(): Promise<RunOnceView>;
+  /** Look again for settled batches without a receipt: the halt, or null once there are none. */
+  checkReceipts(): Promise<SettlerHalt | null>;
+}
+
+/** The halt a settler's refusal carries (code `SVC_ERR_SETTLER_HALTED`), or null for any other error. */
+export function settlerHaltOf(err: unknown): SettlerHalt | null {
+  return hasCode(err, 'SVC_ERR_SETTLER_HALTED') && 'halt' in err ? (err.halt as SettlerHalt) : null;
 }

@@ -44,6 +44,7 @@ import { SyncHub } from './sync/hub';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
 import { limitsFromConfig } from './limits';
 import { recordLimits } from './sync/snapshot';
+import { CodedError } from '../protocol/coded-error';
 
 export interface ControlHandle {
   ctx: ControlContext;
@@ -67,10 +68,10 @@ function configureServer(server: Server): Server {
 }
 
 /** Control could not start for a reason the operator must act on (`svcctl` exits 1 with the message). */
-export class ControlStartError extends Error {
+export class ControlStartError extends CodedError {
+  override readonly code = 'SVC_ERR_CONTROL_START';
   constructor(message: string) {
     super(message);
-    this.name = 'ControlStartError';
   }
 }
 

@@ -10,12 +10,13 @@
 import { rmSync } from 'node:fs';
 import type { BootstrapResult, BootstrapToken } from './bootstrap';
 import type { ClusterTable, StoredToken } from './store';
+import { CodedError } from '../protocol/coded-error';
 
 /** A token of this control differs from the one the controls on the database share. */
-export class TokenConflictError extends Error {
+export class TokenConflictError extends CodedError {
+  override readonly code = 'SVC_ERR_TOKEN_CONFLICT';
   constructor(message: string) {
     super(message);
-    this.name = 'TokenConflictError';
   }
 }
 

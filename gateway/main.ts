@@ -28,6 +28,7 @@ import { LimitShare } from './state/share';
 import { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
 import { SyncClient } from './state/sync-client';
+import { CodedError } from '../protocol/coded-error';
 
 /** How long shutdown waits for in-flight calls and a last outcome shipment. @default 5 s */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -50,10 +51,10 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
-export class GatewayStartError extends Error {
+export class GatewayStartError extends CodedError {
+  override readonly code = 'SVC_ERR_GATEWAY_START';
   constructor(message: string) {
     super(message);
-    this.name = 'GatewayStartError';
   }
 }
 

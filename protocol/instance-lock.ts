@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, realpathSync, rmSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
+import { CodedError } from './coded-error';
 
 /** The lock of a gateway dir. */
 export const LOCK_SOCKET_FILE = 'lock.sock';
@@ -31,12 +32,12 @@ const MAX_SOCKET_PATH_BYTES = process.platform === 'linux' ? 107 : 103;
 
 export type LockAddress = { kind: 'file'; path: string } | { kind: 'abstract'; path: string };
 
-export class InstanceLockedError extends Error {
+export class InstanceLockedError extends CodedError {
+  override readonly code = 'SVC_ERR_INSTANCE_LOCKED';
   /** The holder's pid, when it said it. */
   readonly pid: number | null;
   constructor(pid: number | null) {
     super(`the dir is locked by a running process${pid === null ? '' : ` (pid ${pid})`}`);
-    this.name = 'InstanceLockedError';
     this.pid = pid;
   }
 }

@@ -15,9 +15,8 @@
 import { SvcError } from '../../protocol/errors';
 import { sendJson } from '../../protocol/http';
 import type { ReissueView } from '../../protocol/receipts';
-import type { ControlContext } from '../context';
+import type { ControlContext, SettlerControls } from '../context';
 import type { Router } from '../http/router';
-import type { Settler } from '../settler/settler';
 import type { StoreTables } from '../store';
 import { ReissueError } from '../store/receipts';
 import { moneyAction } from './money-actions';
@@ -41,7 +40,7 @@ async function reissueConflict<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function registerReceiptAdminRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
+export function registerReceiptAdminRoutes(router: Router, ctx: ControlContext, settler: SettlerControls): void {
   router.post('/_admin/v1/receipts/rotate-key', async ({ req, res, actor, tokenId }) => {
     req.resume();
     const { status, body } = await moneyAction(ctx, { actor, tokenId }, 'receipts.rotate_key', {});

@@ -6,20 +6,20 @@
 import { SvcError } from '../../protocol/errors';
 import { sendJson } from '../../protocol/http';
 import type { RunOnceView, SettlerStatus } from '../../protocol/settlement';
-import type { ControlContext } from '../context';
+import { settlerHaltOf, type ControlContext, type SettlerControls } from '../context';
 import type { Router } from '../http/router';
-import { SettlerHaltedError, type Settler } from '../settler/settler';
 
 async function refusedWhileHalted<T>(fn: () => T | Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof SettlerHaltedError) throw new SvcError('svc_settler_halted', err.message, { extra: { batch: err.halt.batch } });
+    const halt = settlerHaltOf(err);
+    if (halt !== null) throw new SvcError('svc_settler_halted', (err as Error).message, { extra: { batch: halt.batch } });
     throw err;
   }
 }
 
-export function registerSettlerRoutes(router: Router, ctx: ControlContext, settler: Settler): void {
+export function registerSettlerRoutes(router: Router, ctx: ControlContext, settler: SettlerControls): void {
   router.get('/_admin/v1/settler', async ({ res }) => sendJson(res, 200, (await settler.status()) satisfies SettlerStatus));
 
   router.post('/_admin/v1/settler/pause', async ({ req, res, actor, tokenId }) => {

@@ -39,11 +39,13 @@ import {
   type SettlerState,
   type SettlerStatus,
 } from '../../protocol/settlement';
+import type { SettlerControls } from '../context';
 import type { Actor, Store } from '../store';
 import type { NextBatch } from '../store/settlement';
 import { MissingReceiptError } from '../store/receipts';
 import { soleLeadership, type Leadership } from './leadership';
 import { planBatch } from './plan';
+import { CodedError } from '../../protocol/coded-error';
 
 /**
  * Calls per group commit: batches are added to one transaction until they hold this many.
@@ -69,12 +71,12 @@ export interface SettlerOptions {
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** `resume()` or `runOnce()` while the settler is halted; the admin API answers 409 `svc_settler_halted`. */
-export class SettlerHaltedError extends Error {
+export class SettlerHaltedError extends CodedError {
+  override readonly code = 'SVC_ERR_SETTLER_HALTED';
   constructor(readonly halt: SettlerHalt) {
     super(
       `the settler is halted: ${halt.reason}; restore the database from a backup, or re-sign the batch with svcctl receipts reissue ${halt.batch}`,
     );
-    this.name = 'SettlerHaltedError';
   }
 }
 
@@ -89,7 +91,7 @@ function haltOf(missing: { batch: number; count: number } | null): SettlerHalt |
   };
 }
 
-export class Settler {
+export class Settler implements SettlerControls {
   private readonly opts: SettlerOptions;
   private readonly leadership: Leadership;
   /** Whether this settler led at its last scheduled run (a new leader checks the receipts first). */

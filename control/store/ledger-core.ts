@@ -6,6 +6,7 @@
  */
 import type { Outcome } from '../../protocol/outcome';
 import { keyAccount, type Clamp, type PayoutLine, type PoolView } from '../../protocol/settlement';
+import { CodedError } from '../../protocol/coded-error';
 
 export type TransferKind = 'fund' | 'premium' | 'treasury_fee' | 'refund' | 'payout';
 
@@ -26,13 +27,13 @@ export interface TransferInput {
 }
 
 /** A ledger rule a request would break; the admin API answers 409 with the message. */
-export class LedgerError extends Error {
+export class LedgerError extends CodedError {
+  override readonly code = 'SVC_ERR_LEDGER';
   constructor(
     readonly reason: 'unbalanced' | 'nothing_owed' | 'over_owed' | 'duplicate_reference',
     message: string,
   ) {
     super(message);
-    this.name = 'LedgerError';
   }
 }
 

@@ -29,6 +29,7 @@ import type { BackfillMarker } from '../receipts/backfill-marker';
 import type { ReceiptSigner } from '../receipts/signing-key';
 import { SUBTREE_LEAVES, splitSubtrees } from '../receipts/tree';
 import { TreeHasher, type PendingTree, type StoredTree } from '../receipts/tree-hasher';
+import { CodedError } from '../../protocol/coded-error';
 
 /** What a receipt commits to about its batch. */
 export interface ReceiptBatch {
@@ -58,21 +59,21 @@ export function leafOf(batch: number, provider: string, row: LeafRow): ReceiptLe
 export const BACKFILLED_META = 'receipts_backfilled';
 
 /** A settled batch has no receipt where one must be: the settler halts on it. */
-export class MissingReceiptError extends Error {
+export class MissingReceiptError extends CodedError {
+  override readonly code = 'SVC_ERR_MISSING_RECEIPT';
   constructor(readonly batch: number) {
     super(`batch ${batch} is settled but has no receipt`);
-    this.name = 'MissingReceiptError';
   }
 }
 
 /** Why `reissue` refuses: no such batch, it has its receipt, or an earlier batch lacks one. */
-export class ReissueError extends Error {
+export class ReissueError extends CodedError {
+  override readonly code = 'SVC_ERR_REISSUE';
   constructor(
     readonly reason: 'no_batch' | 'has_receipt' | 'earlier_missing',
     message: string,
   ) {
     super(message);
-    this.name = 'ReissueError';
   }
 
   static noBatch = (batch: number): ReissueError => new ReissueError('no_batch', `batch ${batch} does not exist`);

@@ -24,8 +24,6 @@ const DRIVERS = new Set(['better-sqlite3', 'pg']);
 
 /** Edges between control's feature folders that predate the rule, to be folded into shared modules. */
 const KNOWN_FEATURE_EDGES = new Set([
-  'control/admin/receipts.ts -> control/settler/settler',
-  'control/admin/settler.ts -> control/settler/settler',
   'control/applications/page.ts -> control/public/pages/layout',
   'control/applications/page.ts -> control/public/pages/respond',
   'control/applications/routes.ts -> control/public/pages/respond',

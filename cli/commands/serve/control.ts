@@ -1,8 +1,7 @@
 /** `svcctl serve control`: run the control role in this process until SIGINT/SIGTERM. */
 import type { Config } from '../../../config/load';
 import type { BootstrapToken } from '../../../control/bootstrap';
-import { ControlStartError, startControl } from '../../../control/server';
-import { StoreOpenError } from '../../../control/store/db';
+import { startControl } from '../../../control/server';
 import type { Output } from '../../output';
 import { EXIT_OK } from '../../exit-codes';
 import { announceReady, startRole, untilSignal } from './lifecycle';
@@ -15,7 +14,7 @@ export function tokenWhere(t: BootstrapToken, env: string): string {
 }
 
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
-  const control = await startRole(() => startControl(opts.config), ControlStartError, StoreOpenError);
+  const control = await startRole(() => startControl(opts.config), 'SVC_ERR_CONTROL_START', 'SVC_ERR_STORE_OPEN');
   const boot = control.bootstrap;
   const version = await control.ctx.store.version();
   announceReady(

@@ -1,12 +1,12 @@
 /** `svcctl serve gateway [--control URL]…`: run one gateway in this process until SIGINT/SIGTERM. */
 import type { Config } from '../../../config/load';
-import { GatewayStartError, startGateway } from '../../../gateway/main';
+import { startGateway } from '../../../gateway/main';
 import { EXIT_OK } from '../../exit-codes';
 import type { Output } from '../../output';
 import { announceReady, startRole, untilSignal } from './lifecycle';
 
 export async function run(opts: { config: Readonly<Config>; json?: boolean }, deps: { out: Output }): Promise<number> {
-  const gateway = await startRole(() => startGateway(opts.config), GatewayStartError);
+  const gateway = await startRole(() => startGateway(opts.config), 'SVC_ERR_GATEWAY_START');
   announceReady(
     deps.out,
     'gateway',

@@ -2,19 +2,20 @@
  * Process lifecycle shared by the serve commands and `up`: a machine-readable ready line
  * for a supervising `svcctl up`, a human banner otherwise, and a clean stop on signals.
  */
+import { hasCode, type InternalErrorCode } from '../../../protocol/coded-error';
 import type { ReadyLine, ServeReady } from '../../../protocol/runtime';
 import { CliError } from '../../exit-codes';
 import type { Output } from '../../output';
 
 /**
- * Start a role; a refusal the operator must act on (`refusals`: a second control on a data dir, a store that cannot be opened,
- * a gateway id already running) exits 1 with its message, anything else stays unexpected.
+ * Start a role; a refusal the operator must act on (`refusals`, by code: a second control on a data dir, a store that cannot
+ * be opened, a gateway id already running) exits 1 with its message, anything else stays unexpected.
  */
-export async function startRole<T>(start: () => Promise<T>, ...refusals: (abstract new (...args: never[]) => Error)[]): Promise<T> {
+export async function startRole<T>(start: () => Promise<T>, ...refusals: InternalErrorCode[]): Promise<T> {
   try {
     return await start();
   } catch (err) {
-    if (refusals.some((refusal) => err instanceof refusal)) throw new CliError((err as Error).message);
+    if (refusals.some((code) => hasCode(err, code))) throw new CliError((err as Error).message);
     throw err;
   }
 }

@@ -21,6 +21,7 @@ import type { Db } from '../db';
 import { MIGRATIONS } from '../migrations';
 import { MIGRATIONS_TABLE, migratePg } from './migrate';
 import { PG_TYPES } from './types';
+import { CodedError } from '../../../protocol/coded-error';
 
 /** Rows per INSERT (each column one array parameter). @default 5000 */
 export const COPY_BATCH_ROWS = 5_000;
@@ -35,10 +36,10 @@ export const COPY_CONNECT_TIMEOUT_MS = 10_000;
 export const FILLED_FROM: Readonly<Record<string, Readonly<Record<string, string>>>> = { keys: { seq: 'rowid' } };
 
 /** A copy refused or failed, with a sentence for the operator; the target is left as it was found. */
-export class StoreCopyError extends Error {
+export class StoreCopyError extends CodedError {
+  override readonly code = 'SVC_ERR_STORE_COPY';
   constructor(message: string) {
     super(message);
-    this.name = 'StoreCopyError';
   }
 }
 

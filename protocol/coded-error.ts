@@ -1,0 +1,49 @@
+/**
+ * Errors inside svc's processes carry a stable `code` (`SVC_ERR_…`), one class per kind, the
+ * way undici's errors do: logs print the code (the logger writes an error's `name`, `message`
+ * and `code`), and callers in other modules branch on the code rather than on the class or the
+ * message. These never reach an HTTP answer as they are: handlers turn the ones a caller may
+ * cause into problem+json (`errors.ts`, `svc_…` codes); the rest are refusals at start or
+ * failures of a command, told to the operator with their message.
+ *
+ * `INTERNAL_ERROR_CODES` is the catalogue; docs/design.md §9 lists it and a test keeps the two
+ * equal. A code never changes once released; a new kind gets a new code.
+ */
+
+export const INTERNAL_ERROR_CODES = {
+  SVC_ERR: 'the base of every error below',
+  SVC_ERR_CONFIG: 'a setting is missing or invalid (config/load.ts `ConfigError`)',
+  SVC_ERR_INSTANCE_LOCKED: 'another process holds the data dir’s single-instance lock (protocol/instance-lock.ts `InstanceLockedError`)',
+  SVC_ERR_CONTROL_START: 'control refused to start; the message says what to fix (control/server.ts `ControlStartError`)',
+  SVC_ERR_GATEWAY_START: 'the gateway refused to start; the message says what to fix (gateway/main.ts `GatewayStartError`)',
+  SVC_ERR_TOKEN_CONFLICT:
+    'a token of this control differs from the one the controls on the database share (control/tokens.ts `TokenConflictError`)',
+  SVC_ERR_STORE_OPEN:
+    'the store cannot be opened: a bad database URL, a schema newer than this build (control/store/db.ts `StoreOpenError`)',
+  SVC_ERR_STORE_COPY: '`svcctl store copy` refused or failed; the target is left as found (control/store/pg/copy.ts `StoreCopyError`)',
+  SVC_ERR_LEDGER: 'a ledger rule a request would break (control/store/ledger-core.ts `LedgerError`, with `reason`)',
+  SVC_ERR_MISSING_RECEIPT: 'a settled batch has no receipt where one must be (control/store/receipts-core.ts `MissingReceiptError`)',
+  SVC_ERR_REISSUE: 'a receipt reissue refused (control/store/receipts-core.ts `ReissueError`, with `reason`)',
+  SVC_ERR_SETTLER_HALTED:
+    'the settler is halted on a settled batch without a receipt (control/settler/settler.ts `SettlerHaltedError`, with `halt`)',
+  SVC_ERR_USAGE: 'svcctl: the command line or its values are wrong; exit 2 (cli/exit-codes.ts `UsageError`)',
+  SVC_ERR_CLI: 'svcctl: the command failed with a one-line message; exit 1 (cli/exit-codes.ts `CliError`)',
+  SVC_ERR_CLI_API: 'svcctl: control answered with a problem, kept as `problem` (cli/client.ts `ApiError`)',
+} as const;
+
+export type InternalErrorCode = keyof typeof INTERNAL_ERROR_CODES;
+
+/** The base of svc's internal errors: `name` is the class's, `code` its stable code. */
+export class CodedError extends Error {
+  readonly code: InternalErrorCode = 'SVC_ERR';
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** True when `err` is one of svc's internal errors with `code`: how other modules branch on a kind. */
+export function hasCode<C extends InternalErrorCode>(err: unknown, code: C): err is CodedError & { readonly code: C } {
+  return err instanceof CodedError && err.code === code;
+}
