@@ -2,12 +2,28 @@
 // while paused), status, and the audit trail of operator actions.
 import t from 'tap';
 import { join } from 'node:path';
-import type { SqliteStore } from '../../control/store';
+import { PAUSED_META } from '../../control/settler/settler';
+import type { SqliteStore, Store } from '../../control/store';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { waitFor } from '../fixtures/stack';
 import { forEachStore, testDatabaseUrl } from '../fixtures/stores';
+
+/**
+ * Counts the reads of the pause flag on `store` from now on. A scheduled run reads it first and
+ * settles only when not paused, and the next run starts only once that one has ended: after two
+ * reads, a whole run has looked at everything stored before the first.
+ */
+function pauseFlagReads(store: Store): () => number {
+  let reads = 0;
+  const meta = store.meta.bind(store);
+  store.meta = (key) => {
+    if (key === PAUSED_META) reads++;
+    return meta(key);
+  };
+  return () => reads;
+}
 
 forEachStore(t, (t, kind) => {
   t.test('settles on its cadence and reports its state', async (t) => {
@@ -58,15 +74,17 @@ forEachStore(t, (t, kind) => {
     t.equal(paused.code, 0);
     t.equal(paused.json().state, 'paused');
     await first.handle.ctx.store.outcomes.ingest([outcome(), outcome()], Date.now());
-    await new Promise((r) => setTimeout(r, 150));
+    const firstReads = pauseFlagReads(first.handle.ctx.store);
+    await waitFor(() => firstReads() >= 2, 'a whole scheduled run after the calls arrived');
     t.equal((await first.handle.ctx.store.settlement.backlog()).count, 2, 'nothing settled while paused');
     await first.close();
 
     const second = await startTestControl(t, { dataDir, flags: { ...flags, databaseUrl } });
     const store = second.handle.ctx.store;
     t.equal((await runCli(['settler', 'status', '--json'], { control: second })).json().state, 'paused', 'still paused after a restart');
-    await new Promise((r) => setTimeout(r, 100));
-    t.equal((await store.settlement.backlog()).count, 2);
+    const secondReads = pauseFlagReads(store);
+    await waitFor(() => secondReads() >= 2, 'a whole scheduled run after the restart');
+    t.equal((await store.settlement.backlog()).count, 2, 'nothing settled after the restart either');
     t.match((await runCli(['settler', 'status', '--json'], { control: second })).json(), { backlog: 2, lag_ms: Number });
 
     const once = await runCli(['settler', 'run-once', '--json'], { control: second });
