@@ -36,6 +36,7 @@ import {
 } from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { newInstall, openInstall, rawExec, rawValue, sqliteInstall, sqlitePath, type Install } from '../fixtures/store-sql';
+import { waitFor } from '../fixtures/stack';
 import { forEachStore } from '../fixtures/stores';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
@@ -467,7 +468,34 @@ t.test('the key file: 0600, reused across opens, a bad one stops the store witho
   });
 });
 
-t.test('SIGKILL during the backfill on open: all receipts or none, then all', async (t) => {
+/**
+ * Whether another connection is writing receipts in a transaction not yet committed: on SQLite,
+ * the write lock is held (a write transaction cannot begin); on PostgreSQL, a backend holds the
+ * row-exclusive lock on `receipts` that an insert takes until its transaction ends.
+ */
+async function receiptsBeingWritten(at: Install): Promise<boolean> {
+  if (at.url === null) {
+    const db = new Database(sqlitePath(at), { timeout: 0 });
+    try {
+      db.exec('BEGIN IMMEDIATE');
+      db.exec('ROLLBACK');
+      return false;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_BUSY') return true;
+      throw err;
+    } finally {
+      db.close();
+    }
+  }
+  const held = await rawValue(
+    at,
+    `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+      WHERE c.relname = 'receipts' AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid()`,
+  );
+  return Number(held) > 0;
+}
+
+t.test('SIGKILL during the backfill on open: no receipt of it is kept, then the next open signs all', async (t) => {
   forEachStore(t, async (t, kind) => {
     const at = await newInstall(t, kind);
     const plain = await openInstall(t, at, { receipts: false });
@@ -489,15 +517,17 @@ t.test('SIGKILL during the backfill on open: all receipts or none, then all', as
     });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    await new Promise((r) => setTimeout(r, 250));
-    child.kill('SIGKILL');
-    await new Promise((r) => child.on('exit', r));
-
-    const receiptsAfterKill = await rawValue(at, `SELECT count(*) FROM receipts`);
-    t.ok(
-      receiptsAfterKill === 0 || receiptsAfterKill === made,
-      `after the kill: ${String(receiptsAfterKill)} of ${made} (killed ${out === 'opened' ? 'after' : 'before'} the open finished)`,
+    const exited = new Promise((r) => child.on('exit', r));
+    // Killed while the backfill's transaction is open, never before it began nor after it committed.
+    const seen = await waitFor(
+      async () => (out === 'opened' ? 'opened' : (await receiptsBeingWritten(at)) ? 'signing' : false),
+      'the backfill under way',
     );
+    child.kill('SIGKILL');
+    await exited;
+    t.equal(seen, 'signing', 'killed while the backfill was signing (not after the open finished)');
+
+    t.equal(Number(await rawValue(at, `SELECT count(*) FROM receipts`)), 0, 'the killed backfill kept no receipt');
 
     const reopened = await openInstall(t, at);
     t.equal(await reopened.receipts.count(), made, 'the next open signs every batch');
