@@ -22,6 +22,7 @@ import {
   type SvcClientOptions,
 } from 'svc-monitor-sdk';
 import { rejection } from '../fixtures/rejection';
+import { waitFor } from '../fixtures/stack';
 
 const CALL_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
@@ -133,7 +134,8 @@ t.test('the deadline covers the body: a head and then a stall is svc_sdk_timeout
   const svc = new SvcClient({ gatewayUrl: url, clock });
   const pending = rejection(svc.call('ep', 'x'));
   await first;
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  // The SDK arms its body timer once the head has reached it, a few turns after the write.
+  await waitFor(() => timers.length > 0, 'the body timer');
   t.equal(timers.length, 1);
   timers[0]?.fire();
   t.match(await pending, { name: 'SvcError', code: 'svc_sdk_timeout' });

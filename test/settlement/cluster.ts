@@ -18,7 +18,7 @@ import { verifyStore } from '../../control/store/verify';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
-import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { outcome, pauseFlagReads, saveEndpoint } from '../fixtures/settlement';
 import { waitFor } from '../fixtures/stack';
 import { openTestStore } from '../fixtures/stores';
 
@@ -198,7 +198,8 @@ if (!skipWithoutPostgres(t)) {
     t.equal(paused.json().state, 'paused');
     t.equal((await first.admin('GET', '/_admin/v1/settler')).body.state, 'paused', 'the leader answers paused too');
     await store.outcomes.ingest([outcome(), outcome(), outcome()], Date.now());
-    await new Promise((r) => setTimeout(r, 150));
+    const leaderReads = pauseFlagReads(first.handle.ctx.store);
+    await waitFor(() => leaderReads() >= 2, 'a whole scheduled run of the leader after the calls arrived');
     t.equal((await store.settlement.backlog()).count, 3, 'nothing settled while paused');
     const once = await viaSecond(['settler', 'run-once', '--json']);
     t.equal(once.code, 0, once.stderr);

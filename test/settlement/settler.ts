@@ -2,28 +2,12 @@
 // while paused), status, and the audit trail of operator actions.
 import t from 'tap';
 import { join } from 'node:path';
-import { PAUSED_META } from '../../control/settler/settler';
-import type { SqliteStore, Store } from '../../control/store';
+import type { SqliteStore } from '../../control/store';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
-import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { outcome, pauseFlagReads, saveEndpoint } from '../fixtures/settlement';
 import { waitFor } from '../fixtures/stack';
 import { forEachStore, testDatabaseUrl } from '../fixtures/stores';
-
-/**
- * Counts the reads of the pause flag on `store` from now on. A scheduled run reads it first and
- * settles only when not paused, and the next run starts only once that one has ended: after two
- * reads, a whole run has looked at everything stored before the first.
- */
-function pauseFlagReads(store: Store): () => number {
-  let reads = 0;
-  const meta = store.meta.bind(store);
-  store.meta = (key) => {
-    if (key === PAUSED_META) reads++;
-    return meta(key);
-  };
-  return () => reads;
-}
 
 forEachStore(t, (t, kind) => {
   t.test('settles on its cadence and reports its state', async (t) => {
