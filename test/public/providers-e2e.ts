@@ -90,9 +90,14 @@ t.test('failure rate and tier per provider from real gateway traffic', async (t)
   // A gateway restart replays nothing twice: the numbers stay put.
   await stack.restartGateway(0);
   await drained(stack.gateway);
-  await new Promise((r) => setTimeout(r, 1_100));
+  // An answer built after the restarted gateway's journal was drained (not one still cached from before).
+  const drainedAt = Date.now();
+  const fresh = await waitFor(async () => {
+    const body = await read();
+    return Date.parse(body.updated_at) > drainedAt ? body : null;
+  }, 'an answer built after the drain');
   t.match(
-    (await read()).providers.find((p: { id: string }) => p.id === find('steady').id),
+    fresh.providers.find((p: { id: string }) => p.id === find('steady').id),
     { calls: 201, failures: 1 },
     'unchanged after a gateway restart',
   );
