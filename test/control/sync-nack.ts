@@ -12,16 +12,11 @@ import { startTestControl, type TestControl } from '../fixtures/control';
 import { forEachStore } from '../fixtures/stores';
 import { SnapshotDigest, verifySealedLine } from '../../protocol/snapshot';
 
-/** How long "nothing is sent" is watched for. An upper bound on waiting, not a latency claim. */
-const QUIET_MS = 400;
-
 interface FakeGateway {
   /** Every non-ping line received, parsed. */
   lines: any[];
   /** The next non-ping line (waits up to the limit). */
   next(limitMs?: number): Promise<any>;
-  /** Lines received over the next `ms`. */
-  quiet(ms: number): Promise<any[]>;
   close: () => Promise<void>;
 }
 
@@ -63,12 +58,6 @@ function dial(t: Test, control: TestControl, gatewayId: string, version = 0, epo
             });
           }
           return lines[cursor++];
-        },
-        async quiet(ms) {
-          const from = lines.length;
-          await new Promise((r) => setTimeout(r, ms));
-          cursor = lines.length;
-          return lines.slice(from);
         },
         close: async () => {
           res.destroy();
@@ -147,16 +136,21 @@ forEachStore(t, (t, kind) => {
     const wait = await control.admin('POST', '/_admin/v1/sync/wait', { version: snap.version, timeout_ms: 200 });
     t.match(wait.body, { complete: false, pending: ['gw-fake'] }, '--wait reports the gateway that refused');
 
-    t.same(await gw.quiet(QUIET_MS), [], 'the nacked version is not resent on the open stream');
+    // The nacked version is not resent on the open stream: the next line is the next change's
+    // (refused too, so the gateway still holds nothing).
+    const fence = await issue(control);
+    const fenced = await readSnapshot(t, gw);
+    t.equal(fenced.version, fence.version, 'the nacked version is not resent on the open stream');
+    t.equal(await ack(control, { gateway_id: 'gw-fake', version: fenced.version, ok: false, reason: 'refused by the test' }), 200);
 
     await gw.close();
     const again = await dial(t, control, 'gw-fake');
-    t.same(await again.quiet(QUIET_MS), [], 'nor on reconnect');
 
+    // Nothing is resent on reconnect: the first line the new stream carries is the next change's.
     const second = await issue(control);
     const next = await readSnapshot(t, again);
-    t.equal(next.version, second.version, 'the next change arrives as a full snapshot of the new version');
-    t.same(next.keyIds.sort(), [first.id, second.id].sort(), 'holding the whole state');
+    t.equal(next.version, second.version, 'nor on reconnect: the first line is a full snapshot of the next change');
+    t.same(next.keyIds.sort(), [first.id, fence.id, second.id].sort(), 'holding the whole state');
     t.equal(await ack(control, { gateway_id: 'gw-fake', version: next.version, sha256: next.sha256, ok: true }), 200);
     t.equal((await gatewayStatus(control, 'gw-fake'))?.applied_version, next.version, 'the ack moves the applied version');
     const done = await control.admin('POST', '/_admin/v1/sync/wait', { version: next.version, timeout_ms: 5_000 });
@@ -177,11 +171,10 @@ forEachStore(t, (t, kind) => {
     t.equal(await ack(control, { gateway_id: 'gw-delta', version: delta.version, ok: false, reason: 'delta refused' }), 200);
     t.match((await gatewayStatus(control, 'gw-delta'))?.last_nack, new RegExp(`^v${delta.version} .*delta refused`));
     t.equal((await gatewayStatus(control, 'gw-delta'))?.applied_version, snap.version, 'still at the snapshot version');
-    t.same(await gw.quiet(QUIET_MS), [], 'the nacked delta is not resent');
-
+    // The nacked delta is not resent: the next line on the stream is the next change's.
     const third = await issue(control);
     const full = await readSnapshot(t, gw);
-    t.equal(full.version, third.version, 'the next change is a full snapshot, not a delta on top of the refused one');
+    t.equal(full.version, third.version, 'the next line is a full snapshot of the next change, not a delta on top of the refused one');
     t.equal(full.keyIds.length, 3);
     t.equal(await ack(control, { gateway_id: 'gw-delta', version: full.version, sha256: full.sha256, ok: true }), 200);
     t.equal((await gatewayStatus(control, 'gw-delta'))?.applied_version, full.version);
@@ -201,13 +194,13 @@ forEachStore(t, (t, kind) => {
 
     // What a real gateway does: dial again announcing the version and epoch it still holds.
     const again = await dial(t, control, 'gw-back', snap.version, snap.epoch);
-    t.same(await again.quiet(QUIET_MS), [], 'the nacked delta is not resent on reconnect');
+    // The nacked delta is not resent on reconnect: the first line of the new stream is the next change's.
     const third = await issue(control);
     const next = await again.next();
     t.equal(
       next.type,
       'snapshot_begin',
-      'the next change is a full snapshot, not a delta on top of the state the gateway refused to build on',
+      'the first line is a full snapshot of the next change, not the nacked delta nor a delta on top of the state the gateway refused to build on',
     );
     t.equal(next.version, third.version);
   });
@@ -222,6 +215,8 @@ forEachStore(t, (t, kind) => {
     const seen = await gatewayStatus(control, 'gw-digest');
     t.equal(seen?.applied_version, 0, 'not applied');
     t.match(seen?.last_nack, /digest mismatch/, 'recorded as a nack');
-    t.same(await gw.quiet(QUIET_MS), [], 'and not resent');
+    // Not resent: the next line on the stream is the next change's.
+    const next = await issue(control);
+    t.match(await gw.next(), { type: 'snapshot_begin', version: next.version }, 'and not resent');
   });
 });
