@@ -10,7 +10,7 @@ import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { manualClock, startTestControl } from '../fixtures/control';
 import { addEndpoint } from '../fixtures/public';
-import { startStack, svcctl } from '../fixtures/stack';
+import { startStack, svcctl, waitFor } from '../fixtures/stack';
 import type { SettlerStatus } from '../../protocol/settlement';
 import { openContext, skipWithoutChromium } from '../fixtures/browser';
 
@@ -65,8 +65,11 @@ if (!skipWithoutChromium(t, 'the status page')) {
       const run = await stack.cli(args);
       t.equal(run.code, 0, `svcctl ${args.join(' ')}: ${run.stderr}`);
     }
-    await new Promise((r) => setTimeout(r, 1_100)); // cache.statusTtlS = 1
-    await visit();
+    // The page is cached for cache.statusTtlS = 1: load it until a build after the changes shows them.
+    await waitFor(async () => {
+      await visit();
+      return /Under maintenance/.test(await page.locator('#overall').innerText());
+    }, 'the status page to show the changes');
     t.match(await page.locator('#overall').innerText(), /Overall: Under maintenance/);
     t.match(
       await page.getByRole('region', { name: 'Maintenance' }).innerText(),
