@@ -216,7 +216,7 @@ if (!skipWithoutChromium(t, 'the public pages')) {
     await drained(stack.gateway);
     const run = await stack.cli(['settler', 'run-once', '--json']);
     t.equal(run.code, 0, run.stderr);
-    await new Promise((r) => setTimeout(r, 1_100)); // the 1 s caches
+    // No page of this stack has been built yet: the first visit of each builds it after the run.
 
     const { page, problems, loads } = await openBrowser(t, true);
     const api = stack.control.urls.api!;
