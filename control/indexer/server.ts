@@ -17,11 +17,12 @@ import { dispatcher } from '../http/dispatch';
 import { OpaqueIds } from '../ids';
 import { intParam } from '../http/validate';
 import { publicIpLimiter } from '../http/rate-limit';
-import { CursorCodec } from './cursor';
+import { CursorCodec } from '../activity-cursor';
 import { registerReceiptRoutes } from './receipts';
 import { registerIndexerPageRoutes } from '../public/pages/routes';
 import { problemPages } from '../public/pages/respond';
-import { activityPage, parseBefore, statsAnswer } from './stats';
+import { parseBefore } from '../activity-cursor';
+import { activityPage, statsAnswer } from './stats';
 
 const JSON_HEADERS = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
 

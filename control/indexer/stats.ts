@@ -12,9 +12,6 @@ import type { OpaqueIds } from '../ids';
 import type { SettledActivityRow } from '../store/ledger';
 import type { ActivityCursor, ActivityFilter, ActivityRow } from '../store/public-reads';
 
-/** Where the pages still find it; it is `../activity-cursor.ts`'s. */
-export { parseBefore } from '../activity-cursor';
-
 /** A call from an activity page, a list of refunds or the recent settled calls, with opaque ids. */
 export function activityItem(ids: OpaqueIds, row: SettledActivityRow): SettledActivityItem;
 export function activityItem(ids: OpaqueIds, row: ActivityRow): ActivityItem;

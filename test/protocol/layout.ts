@@ -29,7 +29,6 @@ const KNOWN_FEATURE_EDGES = new Set([
   'control/applications/routes.ts -> control/public/pages/respond',
   'control/indexer/server.ts -> control/public/pages/respond',
   'control/indexer/server.ts -> control/public/pages/routes',
-  'control/public/pages/routes.ts -> control/indexer/cursor',
   'control/public/pages/routes.ts -> control/indexer/stats',
 ]);
 

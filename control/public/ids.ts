@@ -1,2 +1,0 @@
-/** The pages' name for `../ids.ts`, until they import it from there. */
-export * from '../ids';
