@@ -242,27 +242,8 @@ const median = (xs) => {
 };
 const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
-async function main() {
-  if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
-  if (pinning) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-providers-'));
-  process.on('exit', () => {
-    stopAll();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
-
-  const dataDir = path.join(dir, 'data');
-  const { child: controlProc, info: control } = await start('control', [process.execPath, CLI, ...controlArgs(dataDir)], 'svc-ready ', {
-    SVC_SUPERVISED: '1',
-    SVC_LIMITS_PUBLIC_COUNT: '1000000000',
-    SVC_CACHE_PROVIDERS_TTL_S: '3600',
-    SVC_LOG_LEVEL: 'warn',
-  });
-  const admin = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
-  const sync = fs.readFileSync(path.join(dataDir, 'sync.token'), 'utf8').trim();
-
-  // Providers with data: each endpoint gets a few hundred outcomes over the last hour.
+/** Providers with data: each endpoint gets a few hundred outcomes over the last hour. */
+async function seedOutcomes(control, admin, sync) {
   const now = Date.now();
   const records = [];
   for (let e = 0; e < params.endpoints; e++) {
@@ -288,49 +269,15 @@ async function main() {
       body: { gateway_id: 'bench', records: records.slice(i, i + 5000) },
     });
   }
+}
 
-  const svcUrl = `${control.urls.api}/api/v1/providers`;
-  const pageUrl = `${control.urls.api}/providers`;
-  const page = await call('GET', pageUrl);
-  if (!page.res.headers.get('content-security-policy')?.includes("'nonce-")) throw new Error('the providers page has no nonce CSP');
-  const pageGzip = await fetch(pageUrl, { headers: { 'user-agent': UA, ...BROWSER_HEADERS } });
-  if (pageGzip.headers.get('content-encoding') !== 'gzip') throw new Error('the providers page is not gzipped for a browser');
-  const pageWire = Number(pageGzip.headers.get('content-length'));
-  await pageGzip.arrayBuffer();
-  const { res, text } = await call('GET', svcUrl);
-  const bodyFile = path.join(dir, 'providers.json');
-  fs.writeFileSync(bodyFile, text);
-  const headersFile = path.join(dir, 'headers.json');
-  fs.writeFileSync(
-    headersFile,
-    JSON.stringify({
-      'content-type': res.headers.get('content-type'),
-      'content-length': String(Buffer.byteLength(text)),
-      'cache-control': 'public, max-age=3600',
-      etag: res.headers.get('etag'),
-    }),
-  );
-  const { child: bareProc, info: bare } = await start(
-    'bare',
-    [process.execPath, __filename, '--bare', bodyFile, headersFile],
-    'bare-ready ',
-  );
-  const bareUrl = `${bare.url}/api/v1/providers`;
-  const check = await call('GET', bareUrl);
-  if (check.text !== text) throw new Error('the bare server does not answer the same bytes');
-
-  console.log(
-    `providers bench: load from ${params.loadgen}, ${params.endpoints} providers, ${Buffer.byteLength(text)} bytes (page ${Buffer.byteLength(page.text)} bytes, ${pageWire} gzipped), ${params.connections} connections, ${params.rounds} × ${params.duration_s} s per server${pinning ? ', servers on CPU 0, load on CPU 1' : ', unpinned'}`,
-  );
-  if (params.warmup_s > 0)
-    for (const url of [svcUrl, bareUrl, pageUrl]) await load(url, url === pageUrl ? BROWSER_HEADERS : {}, params.warmup_s);
-
+/** The interleaved rounds: each of svc, bare and page loaded in turn (order reversed every other round). */
+async function measureRounds(urls, pids) {
   const runs = { svc: [], bare: [], page: [] };
-  const urls = { svc: svcUrl, bare: bareUrl, page: pageUrl };
   for (let r = 0; r < params.rounds; r++) {
     const order = r % 2 === 0 ? ['svc', 'bare', 'page'] : ['page', 'bare', 'svc'];
     for (const which of order) {
-      const pid = which === 'bare' ? bareProc.pid : controlProc.pid;
+      const pid = which === 'bare' ? pids.bare : pids.control;
       const before = cpuTicks(pid);
       const result = await load(urls[which], which === 'page' ? BROWSER_HEADERS : {});
       const after = cpuTicks(pid);
@@ -349,7 +296,11 @@ async function main() {
       );
     }
   }
+  return runs;
+}
 
+/** Medians, ratios against the targets, and `results/providers.json`. */
+function report(runs) {
   const summary = (xs) => ({
     req_per_s: round(median(xs.map((x) => x.req_per_s))),
     p50_ms: median(xs.map((x) => x.p50_ms)),
@@ -413,6 +364,69 @@ async function main() {
   );
   console.log(`results in ${path.relative(ROOT, RESULTS)}`);
   return pass ? 0 : 1;
+}
+
+async function main() {
+  if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
+  if (pinning) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-providers-'));
+  process.on('exit', () => {
+    stopAll();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+  const dataDir = path.join(dir, 'data');
+  const { child: controlProc, info: control } = await start('control', [process.execPath, CLI, ...controlArgs(dataDir)], 'svc-ready ', {
+    SVC_SUPERVISED: '1',
+    SVC_LIMITS_PUBLIC_COUNT: '1000000000',
+    SVC_CACHE_PROVIDERS_TTL_S: '3600',
+    SVC_LOG_LEVEL: 'warn',
+  });
+  const admin = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
+  const sync = fs.readFileSync(path.join(dataDir, 'sync.token'), 'utf8').trim();
+
+  await seedOutcomes(control, admin, sync);
+
+  const svcUrl = `${control.urls.api}/api/v1/providers`;
+  const pageUrl = `${control.urls.api}/providers`;
+  const page = await call('GET', pageUrl);
+  if (!page.res.headers.get('content-security-policy')?.includes("'nonce-")) throw new Error('the providers page has no nonce CSP');
+  const pageGzip = await fetch(pageUrl, { headers: { 'user-agent': UA, ...BROWSER_HEADERS } });
+  if (pageGzip.headers.get('content-encoding') !== 'gzip') throw new Error('the providers page is not gzipped for a browser');
+  const pageWire = Number(pageGzip.headers.get('content-length'));
+  await pageGzip.arrayBuffer();
+  const { res, text } = await call('GET', svcUrl);
+  const bodyFile = path.join(dir, 'providers.json');
+  fs.writeFileSync(bodyFile, text);
+  const headersFile = path.join(dir, 'headers.json');
+  fs.writeFileSync(
+    headersFile,
+    JSON.stringify({
+      'content-type': res.headers.get('content-type'),
+      'content-length': String(Buffer.byteLength(text)),
+      'cache-control': 'public, max-age=3600',
+      etag: res.headers.get('etag'),
+    }),
+  );
+  const { child: bareProc, info: bare } = await start(
+    'bare',
+    [process.execPath, __filename, '--bare', bodyFile, headersFile],
+    'bare-ready ',
+  );
+  const bareUrl = `${bare.url}/api/v1/providers`;
+  const check = await call('GET', bareUrl);
+  if (check.text !== text) throw new Error('the bare server does not answer the same bytes');
+
+  console.log(
+    `providers bench: load from ${params.loadgen}, ${params.endpoints} providers, ${Buffer.byteLength(text)} bytes (page ${Buffer.byteLength(page.text)} bytes, ${pageWire} gzipped), ${params.connections} connections, ${params.rounds} × ${params.duration_s} s per server${pinning ? ', servers on CPU 0, load on CPU 1' : ', unpinned'}`,
+  );
+  if (params.warmup_s > 0)
+    for (const url of [svcUrl, bareUrl, pageUrl]) await load(url, url === pageUrl ? BROWSER_HEADERS : {}, params.warmup_s);
+
+  const runs = await measureRounds({ svc: svcUrl, bare: bareUrl, page: pageUrl }, { bare: bareProc.pid, control: controlProc.pid });
+
+  return report(runs);
 }
 
 main().then(

@@ -88,9 +88,11 @@ async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   }
 }
 
-export async function startControl(config: Readonly<Config>, options: StartOptions = {}): Promise<ControlHandle> {
-  const log = options.log ?? createLogger({ level: config.logLevel, base: { role: 'control' } });
-  const boot = bootstrapDataDir(config);
+/**
+ * Lock the data dir and open its store; on a shared database, share this data dir's tokens with
+ * the other controls. Whatever was taken is released again when a step fails.
+ */
+async function openLockedStore(config: Readonly<Config>, boot: BootstrapResult): Promise<{ store: Store; unlock: () => Promise<void> }> {
   const unlock = await lockDataDir(boot.dataDir);
   let store: Store;
   try {
@@ -108,6 +110,93 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
       throw err instanceof TokenConflictError ? new ControlStartError(err.message) : err;
     }
   }
+  return { store, unlock };
+}
+
+/** The settler, leading alone on SQLite or by lease among the controls of a shared database. */
+async function openSettler(ctx: ControlContext, config: Readonly<Config>): Promise<Settler> {
+  const { store, log } = ctx;
+  const { cadenceMs, batchCap, leaseS } = config.settler;
+  const leadership =
+    store.cluster === null
+      ? soleLeadership(() => ({ id: ctx.controlId, url: ctx.urls.control }))
+      : new LeaseLeadership({ cluster: store.cluster, id: ctx.controlId, leaseMs: leaseS * 1000, cadenceMs, log });
+  return Settler.open({ store, log, now: ctx.now, cadenceMs, batchCap, leadership });
+}
+
+/** Every route under `/_admin/`. */
+function adminRouter(ctx: ControlContext, hub: SyncHub, settler: Settler): Router {
+  const admin = new Router();
+  registerKeyRoutes(admin, ctx);
+  registerFlagRoutes(admin, ctx);
+  registerEndpointRoutes(admin, ctx);
+  registerChangelogRoutes(admin, ctx);
+  registerStatusRoutes(admin, ctx);
+  registerApplicationAdminRoutes(admin, ctx);
+  registerPropagationRoutes(admin, hub, ctx);
+  registerSettlerRoutes(admin, ctx, settler);
+  registerLedgerRoutes(admin, ctx);
+  registerReceiptAdminRoutes(admin, ctx, settler);
+  registerOperatorRoutes(admin, ctx);
+  registerApprovalRoutes(admin, ctx);
+  registerOpenApiRoute(admin);
+  return admin;
+}
+
+/**
+ * Control's own listener: `/_admin/` (operators' tokens), `/_sync/` (the sync token) and
+ * `/metrics/` (the metrics token), each mount with its route table.
+ */
+function controlListener(
+  ctx: ControlContext,
+  boot: BootstrapResult,
+  routers: ControlHandle['routers'],
+): ReturnType<typeof requestListener> {
+  const { store, log } = ctx;
+  const syncAuth = new TokenAuth('sync', [{ name: 'sync', digest: boot.syncToken.digest }]);
+  const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', digest: boot.metricsToken.digest }]);
+  // Root's token from the environment has its own id in the audit trail; one made by another control is the data dir's.
+  const rootTokenId = boot.adminToken.file === null && boot.adminToken.token !== null ? ROOT_ENV_TOKEN_ID : ROOT_TOKEN_ID;
+  const adminAuth = new AdminAuth({ store, now: ctx.now, log, root: { digest: boot.adminToken.digest, tokenId: rootTokenId } });
+  const adminMount: Mount<Operator> = {
+    prefix: '/_admin/',
+    router: routers.admin,
+    authenticate: (req) => adminAuth.authenticate(req),
+    authorize: (operator, route) => adminAuth.authorize(operator, route),
+  };
+  return requestListener(
+    [
+      adminMount,
+      { prefix: '/_sync/', router: routers.sync, authenticate: (req) => ({ actor: syncAuth.authenticate(req), tokenId: null }) },
+      {
+        prefix: '/metrics/',
+        router: routers.metrics,
+        authenticate: (req) => ({ actor: metricsAuth.authenticate(req), tokenId: null }),
+      },
+    ],
+    log,
+  );
+}
+
+/** Atomically publish where this control listens, for `svcctl` with port 0 or a custom config. */
+function publishRuntime(runtimePath: string, ctx: ControlContext): void {
+  const tmp = `${runtimePath}.${process.pid}.tmp`;
+  const runtime: RuntimeInfo = { pid: process.pid, urls: { ...ctx.urls }, started_at: new Date(ctx.startedAt).toISOString() };
+  writeFileSync(tmp, JSON.stringify(runtime) + '\n', {
+    mode: 0o600,
+  });
+  renameSync(tmp, runtimePath);
+}
+
+/**
+ * Start control: bootstrap the data dir, lock it and open the store, the sync hub and the
+ * settler, the route tables, then bind the three listeners, join the cluster, start settling and
+ * publish where it listens.
+ */
+export async function startControl(config: Readonly<Config>, options: StartOptions = {}): Promise<ControlHandle> {
+  const log = options.log ?? createLogger({ level: config.logLevel, base: { role: 'control' } });
+  const boot = bootstrapDataDir(config);
+  const { store, unlock } = await openLockedStore(config, boot);
   const ctx: ControlContext = {
     store,
     config,
@@ -125,44 +214,12 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   await recordLimits(store, limits, ctx.now());
   const hub = await SyncHub.open(ctx, limits);
   ctx.gateways = () => hub.status();
-
-  const admin = new Router();
-  registerKeyRoutes(admin, ctx);
-  registerFlagRoutes(admin, ctx);
-  registerEndpointRoutes(admin, ctx);
-  registerChangelogRoutes(admin, ctx);
-  registerStatusRoutes(admin, ctx);
-  registerApplicationAdminRoutes(admin, ctx);
-  registerPropagationRoutes(admin, hub, ctx);
-  const { cadenceMs, batchCap, leaseS } = config.settler;
-  const leadership =
-    store.cluster === null
-      ? soleLeadership(() => ({ id: ctx.controlId, url: ctx.urls.control }))
-      : new LeaseLeadership({ cluster: store.cluster, id: ctx.controlId, leaseMs: leaseS * 1000, cadenceMs, log });
-  const settler = await Settler.open({ store, log, now: ctx.now, cadenceMs, batchCap, leadership });
+  const settler = await openSettler(ctx, config);
   ctx.settler = () => settler.status();
-  registerSettlerRoutes(admin, ctx, settler);
-  registerLedgerRoutes(admin, ctx);
-  registerReceiptAdminRoutes(admin, ctx, settler);
-  registerOperatorRoutes(admin, ctx);
-  registerApprovalRoutes(admin, ctx);
-  registerOpenApiRoute(admin);
 
-  const sync = new Router();
-  registerSyncRoutes(sync, ctx, hub);
-  const syncAuth = new TokenAuth('sync', [{ name: 'sync', digest: boot.syncToken.digest }]);
-  const metricsRouter = new Router();
-  registerMetricsRoutes(metricsRouter, ctx);
-  const metricsAuth = new TokenAuth('metrics', [{ name: 'metrics', digest: boot.metricsToken.digest }]);
-  // Root's token from the environment has its own id in the audit trail; one made by another control is the data dir's.
-  const rootTokenId = boot.adminToken.file === null && boot.adminToken.token !== null ? ROOT_ENV_TOKEN_ID : ROOT_TOKEN_ID;
-  const adminAuth = new AdminAuth({ store, now: ctx.now, log, root: { digest: boot.adminToken.digest, tokenId: rootTokenId } });
-  const adminMount: Mount<Operator> = {
-    prefix: '/_admin/',
-    router: admin,
-    authenticate: (req) => adminAuth.authenticate(req),
-    authorize: (operator, route) => adminAuth.authorize(operator, route),
-  };
+  const routers: ControlHandle['routers'] = { admin: adminRouter(ctx, hub, settler), sync: new Router(), metrics: new Router() };
+  registerSyncRoutes(routers.sync, ctx, hub);
+  registerMetricsRoutes(routers.metrics, ctx);
 
   const servers: Server[] = [];
   // Every listener answers parser errors, CONNECT, non-path targets and a missing or repeated Host as problem+json.
@@ -186,18 +243,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   };
 
   try {
-    ctx.urls.control = await bind(
-      requestListener(
-        [
-          adminMount,
-          { prefix: '/_sync/', router: sync, authenticate: (req) => ({ actor: syncAuth.authenticate(req), tokenId: null }) },
-          { prefix: '/metrics/', router: metricsRouter, authenticate: (req) => ({ actor: metricsAuth.authenticate(req), tokenId: null }) },
-        ],
-        log,
-      ),
-      config.control.port,
-      'GET, HEAD, POST, PUT, PATCH, DELETE',
-    );
+    ctx.urls.control = await bind(controlListener(ctx, boot, routers), config.control.port, 'GET, HEAD, POST, PUT, PATCH, DELETE');
     ctx.urls.api = await bind(publicListener(ctx, log, [registerApplicationRoutes]), config.api.port, 'GET, HEAD, POST');
     ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port, 'GET, HEAD');
     membership = await joinCluster(ctx);
@@ -206,15 +252,8 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await close();
     throw err;
   }
-
-  // Atomically publish where this control listens, for `svcctl` with port 0 or a custom config.
-  const tmp = `${runtimePath}.${process.pid}.tmp`;
-  const runtime: RuntimeInfo = { pid: process.pid, urls: { ...ctx.urls }, started_at: new Date(ctx.startedAt).toISOString() };
-  writeFileSync(tmp, JSON.stringify(runtime) + '\n', {
-    mode: 0o600,
-  });
-  renameSync(tmp, runtimePath);
+  publishRuntime(runtimePath, ctx);
 
   log.info('control ready', { control_id: ctx.controlId, urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
-  return { ctx, bootstrap: boot, urls: ctx.urls, routers: { admin, sync, metrics: metricsRouter }, close };
+  return { ctx, bootstrap: boot, urls: ctx.urls, routers, close };
 }

@@ -139,6 +139,58 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/** What is up, once it is: one JSON object with `--json`, else a table and how to use it. */
+function announce(up: {
+  work: string;
+  databaseUrl: string;
+  postgresDir: string;
+  postgresPid: number;
+  dirs: string[];
+  controls: ReadyLine[];
+  gateways: ReadyLine[];
+  procs: Proc[];
+}): void {
+  const { work, databaseUrl, postgresDir, postgresPid, dirs, controls, gateways, procs } = up;
+  const pids = { postgres: postgresPid, ...Object.fromEntries(procs.map((p) => [p.name, p.child.pid!])) };
+  const tokens = Object.fromEntries(dirs.map((d, i) => [`control-${CONTROL_NAMES[i]}`, join(d, ADMIN_TOKEN_FILE)]));
+  const letter = (i: number) => CONTROL_NAMES[i]!.toUpperCase();
+  if (JSON_OUTPUT) {
+    say(
+      JSON.stringify({
+        status: 'ready',
+        work_dir: work,
+        database_url: databaseUrl,
+        postgres_dir: postgresDir,
+        controls: controls.map((c, i) => ({
+          name: letter(i),
+          data_dir: dirs[i],
+          admin_token_file: join(dirs[i]!, ADMIN_TOKEN_FILE),
+          urls: c.urls,
+        })),
+        gateways: gateways.map((g, i) => ({ id: `gw-${i + 1}`, url: g.urls.gateway, controls: GATEWAY_CONTROLS[i]!.map(letter) })),
+        admin_tokens: tokens,
+        pids,
+      }),
+    );
+  } else {
+    const row = (label: string, value: string) => say(`  ${label.padEnd(28)} ${value}`);
+    say('svc cluster is up: two controls on one PostgreSQL database, three gateways');
+    row('postgresql', databaseUrl);
+    for (const [i, c] of controls.entries()) {
+      row(`control ${letter(i)} admin + sync`, c.urls.control!);
+      row(`control ${letter(i)} public api`, c.urls.api!);
+      row(`control ${letter(i)} indexer`, c.urls.indexer!);
+    }
+    for (const [i, g] of gateways.entries())
+      row(`gateway ${i + 1} (controls ${GATEWAY_CONTROLS[i]!.map(letter).join(', ')})`, g.urls.gateway!);
+    row('admin token, control A', `${tokens['control-a']}  (use this one, with either control)`);
+    row('admin token, control B', `${tokens['control-b']}  (a copy of A's)`);
+    row('work dir', `${work}  (removed on exit; each process logs to <name>.log there)`);
+    say(`svcctl: node dist/cli/index.js --data-dir ${dirs[0]} status   (control B: --data-dir ${dirs[1]})`);
+    say('Press Ctrl-C to stop.');
+  }
+}
+
 async function main(): Promise<number> {
   const missing = clusterUnavailable();
   if (missing !== null) {
@@ -224,44 +276,7 @@ async function main(): Promise<number> {
         procs,
       );
 
-    const pids = { postgres: pg.pid, ...Object.fromEntries(procs.map((p) => [p.name, p.child.pid!])) };
-    const tokens = Object.fromEntries(dirs.map((d, i) => [`control-${CONTROL_NAMES[i]}`, join(d, ADMIN_TOKEN_FILE)]));
-    const letter = (i: number) => CONTROL_NAMES[i]!.toUpperCase();
-    if (JSON_OUTPUT) {
-      say(
-        JSON.stringify({
-          status: 'ready',
-          work_dir: work,
-          database_url: databaseUrl,
-          postgres_dir: pg.dir,
-          controls: controls.map((c, i) => ({
-            name: letter(i),
-            data_dir: dirs[i],
-            admin_token_file: join(dirs[i]!, ADMIN_TOKEN_FILE),
-            urls: c.urls,
-          })),
-          gateways: gateways.map((g, i) => ({ id: `gw-${i + 1}`, url: g.urls.gateway, controls: GATEWAY_CONTROLS[i]!.map(letter) })),
-          admin_tokens: tokens,
-          pids,
-        }),
-      );
-    } else {
-      const row = (label: string, value: string) => say(`  ${label.padEnd(28)} ${value}`);
-      say('svc cluster is up: two controls on one PostgreSQL database, three gateways');
-      row('postgresql', databaseUrl);
-      for (const [i, c] of controls.entries()) {
-        row(`control ${letter(i)} admin + sync`, c.urls.control!);
-        row(`control ${letter(i)} public api`, c.urls.api!);
-        row(`control ${letter(i)} indexer`, c.urls.indexer!);
-      }
-      for (const [i, g] of gateways.entries())
-        row(`gateway ${i + 1} (controls ${GATEWAY_CONTROLS[i]!.map(letter).join(', ')})`, g.urls.gateway!);
-      row('admin token, control A', `${tokens['control-a']}  (use this one, with either control)`);
-      row('admin token, control B', `${tokens['control-b']}  (a copy of A's)`);
-      row('work dir', `${work}  (removed on exit; each process logs to <name>.log there)`);
-      say(`svcctl: node dist/cli/index.js --data-dir ${dirs[0]} status   (control B: --data-dir ${dirs[1]})`);
-      say('Press Ctrl-C to stop.');
-    }
+    announce({ work, databaseUrl, postgresDir: pg.dir, postgresPid: pg.pid, dirs, controls, gateways, procs });
 
     return Promise.race([signalled, ...procs.map((p) => p.exited)]);
   };

@@ -180,6 +180,235 @@ interface PoolView {
   refunds: number;
 }
 
+type Urls = Awaited<ReturnType<typeof startSvc>>['urls'];
+type Seen = { outcome: string; status: number; callId: string | null }[];
+/** What the settlement must show, from what the upstream was told to do. */
+interface Expected {
+  expected: string[];
+  covered: number;
+  okCalls: number;
+  wantRefunds: number;
+  wantPremiums: number;
+}
+
+/** Steps 1–4, the operator: the endpoint, the funded pool, the gate on, the settler paused. The pool before. */
+async function operatorSetUp(dataDir: string, upstreamUrl: string): Promise<PoolView> {
+  const schemaFile = join(dataDir, 'forecast.schema.json');
+  writeFileSync(schemaFile, JSON.stringify(SCHEMA));
+  await svcctl(dataDir, [
+    'endpoints',
+    'add',
+    'weather',
+    '--upstream',
+    `${upstreamUrl}/v2`,
+    '--price',
+    String(PRICE),
+    '--premium',
+    String(PREMIUM),
+    '--sla-ms',
+    String(SLA_MS),
+    '--timeout-ms',
+    '2000',
+    '--treasury-fee-bps',
+    '0',
+    '--response-schema',
+    schemaFile,
+  ]);
+  say(
+    `2. operator: endpoint "weather" → a flaky upstream; price ${units(PRICE)}, premium ${units(PREMIUM)}, SLA ${SLA_MS} ms, response schema on`,
+  );
+  await svcctl(dataDir, ['pool', 'fund', POOL_FUNDING]);
+  const poolBefore = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
+  say(`3. operator: coverage pool funded with ${units(poolBefore.pool)}`);
+  await svcctl(dataDir, ['flag', 'set', 'beta_gate_enabled', 'on', '--note', 'demo: private beta opens', '--wait']);
+  // The settler would settle on its own cadence mid-story; paused, it settles at step 8.
+  await svcctl(dataDir, ['settler', 'pause']);
+  say('4. operator: beta gate on; settler paused until step 8');
+  await pause(400);
+  return poolBefore;
+}
+
+/** Steps 5–6: a keyless call refused by the gate, then the agent's key issued and applied on the gateway. */
+async function admitAgent(dataDir: string, urls: Urls): Promise<{ id: string; key: string; version: number }> {
+  const stranger = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer! });
+  try {
+    await stranger.call('weather', 'forecast', { body: { city: 'Lisbon' } });
+    throw new DemoFailure('a keyless call was let through with the gate on');
+  } catch (err) {
+    if (!(err instanceof SvcError)) throw err;
+    say(`5. a call without a key: ${err.status} ${err.code}`);
+    check(err.code === 'svc_auth_not_in_beta', 'the gate refuses callers without a beta key');
+  }
+
+  const issued = await svcctlJson<{ id: string; key: string; version: number }>(dataDir, [
+    'keys',
+    'issue',
+    '--name',
+    'demo agent',
+    '--limit',
+    '600/min',
+  ]);
+  await waitUntil('the key to reach the gateway', async () => {
+    const { gateways } = await svcctlJson<{ gateways: { applied_version: number }[] }>(dataDir, ['status']);
+    return gateways.length > 0 && gateways.every((g) => g.applied_version >= issued.version) ? true : null;
+  });
+  say(`6. operator: key ${issued.id} issued (the plaintext is shown once, to the agent only)`);
+  say();
+  await pause(400);
+  return issued;
+}
+
+/** Step 7: the agent's calls through the SDK, each line as it comes. */
+async function agentCalls(agent: SvcClient): Promise<Seen> {
+  say(`7. the agent calls POST /v1/weather/forecast ${CALLS} times through svc-monitor-sdk:`);
+  const seen: { outcome: string; status: number; callId: string | null }[] = [];
+  for (let i = 0; i < CALLS; i++) {
+    let status: number;
+    let outcome: string;
+    let line: string;
+    let callId: string | null;
+    try {
+      const r = await agent.call('weather', 'forecast', { body: { city: 'Lisbon', n: i } });
+      status = r.status;
+      outcome = r.outcome ?? 'unknown';
+      callId = r.callId;
+      line = `refund ${units(r.refund ?? 0).padEnd(8)} premium ${units(r.premium ?? 0).padEnd(8)} ${String(r.latencyMs ?? '-').padStart(4)} ms`;
+    } catch (err) {
+      if (!(err instanceof SvcError)) throw err;
+      status = err.status;
+      callId = err.callId;
+      // The gateway's own 502/504 carry the same x-svc-* headers as an upstream answer.
+      outcome = err.headers['x-svc-outcome'] ?? 'unknown';
+      line = `${err.code.padEnd(26)} refund ${units(Number(err.headers['x-svc-refund'] ?? 0))}`;
+    }
+    seen.push({ outcome, status, callId });
+    say(`   #${String(i + 1).padStart(2, '0')}  ${status}  ${outcome.padEnd(15)} ${line}`);
+    await pause(120);
+  }
+  say(
+    '   (the head of #16 said ok: its body broke the schema, which svc checks as the body streams; the settlement below has the final verdict)',
+  );
+  say();
+  return seen;
+}
+
+/** Step 8: each call's head-time outcome is the one its script earns, and the settler settles them all. */
+async function settle(dataDir: string, seen: Seen): Promise<Expected> {
+  const expected = Array.from({ length: CALLS }, (_, i) => EXPECTED[SCRIPT[i] ?? 'ok']);
+  for (let i = 0; i < CALLS; i++) {
+    const head = expected[i] === 'schema_mismatch' ? 'ok' : expected[i];
+    if (seen[i]!.outcome !== head) throw new DemoFailure(`call #${i + 1}: the gateway said ${seen[i]!.outcome}, expected ${head}`);
+  }
+  const covered = expected.filter((o) => COVERED.has(o)).length;
+  const okCalls = expected.filter((o) => o === 'ok').length;
+  const wantRefunds = covered * (PRICE + PREMIUM);
+  const wantPremiums = okCalls * PREMIUM;
+
+  await waitUntil('every call to reach control', async () => {
+    const s = await svcctlJson<{ backlog: number }>(dataDir, ['settler', 'status']);
+    return s.backlog >= CALLS ? s : null;
+  });
+  const run = await svcctlJson<{ calls: number; batches: unknown[] }>(dataDir, ['settler', 'run-once']);
+  say(`8. operator: settler run-once settled ${run.calls} calls in ${run.batches.length} batch(es)`);
+  return { expected, covered, okCalls, wantRefunds, wantPremiums };
+}
+
+/** Step 9: what the agent got back, from the ledger, the public API and the indexer. */
+async function whatTheAgentGot(dataDir: string, agent: SvcClient, keyId: string, poolBefore: PoolView, { covered, okCalls }: Expected) {
+  const poolAfter = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
+  const balances = new Map(
+    (await svcctlJson<{ balances: { account: string; balance: number }[] }>(dataDir, ['ledger', 'balances'])).balances.map((b) => [
+      b.account,
+      b.balance,
+    ]),
+  );
+  const agentBalance = balances.get(`key:${keyId}`) ?? 0;
+  say();
+  say('9. what the agent got back');
+  say(`   refunds received   ${units(poolAfter.refunds)}  (${covered} failed calls × (price ${units(PRICE)} + premium ${units(PREMIUM)}))`);
+  say(`   premiums paid      ${units(poolAfter.premiums)}  (${okCalls} good calls × ${units(PREMIUM)})`);
+  say(`   agent's balance    ${units(agentBalance)}  (owed to its wallet)`);
+  say(`   pool before/after  ${units(poolBefore.pool)} → ${units(poolAfter.pool)}`);
+
+  const providers = await agent.providers();
+  const provider = providers.providers[0]!;
+  say(
+    `   provider ${provider.id}: tier ${provider.tier}, failure rate ${(provider.failure_rate * 100).toFixed(1)} % over ${provider.calls} calls`,
+  );
+  const stats = await agent.stats();
+  say(
+    `   indexer: pool ${units(stats.pool_size)}, ${stats.settled_batches} settled batch(es), ${stats.settled_calls} settled calls, total refunds ${units(stats.total_refunds)}`,
+  );
+  say('   last settled calls (opaque ids, as the public sees them):');
+  for await (const page of agent.activity({ limit: 6 })) {
+    for (const item of page.activity) say(`     ${item.call_id}  ${item.outcome.padEnd(15)} refund ${units(item.refund ?? 0)}`);
+    break; // the newest page is enough here
+  }
+  say();
+  return { poolAfter, agentBalance, provider, stats };
+}
+
+/** Step 10: the agent verifies each refund offline; how many were verified with the outcome earned. */
+async function verifyRefunds(agent: SvcClient, { expected }: Expected, seen: Seen): Promise<number> {
+  say("10. the agent checks each refund itself: the inclusion proof of its call id in the batch's");
+  say('    Merkle tree, and the Ed25519 signature of the batch receipt (no trust in the operator)');
+  let verified = 0;
+  for (const [i, want] of expected.entries()) {
+    if (!COVERED.has(want)) continue;
+    const callId = seen[i]!.callId;
+    if (callId === null) throw new DemoFailure(`call #${i + 1} has no call id`);
+    const verdict = await agent.verifyRefund(callId);
+    say(
+      `     #${String(i + 1).padStart(2, '0')} ${callId}  ${verdict.ok ? 'verified' : 'NOT VERIFIED'}: ${verdict.outcome}, refund ${units(verdict.refund ?? 0)} in batch ${verdict.batch}${verdict.reasons.length ? ` (${verdict.reasons.join('; ')})` : ''}`,
+    );
+    if (verdict.ok && verdict.outcome === want && verdict.refund === PRICE + PREMIUM) verified++;
+  }
+  say();
+  return verified;
+}
+
+/** Step 12: the demo checks its arithmetic against the ledger, the indexer, the account and the public failure rate. */
+async function checkArithmetic(
+  dataDir: string,
+  { covered, okCalls, wantRefunds, wantPremiums }: Expected,
+  poolBefore: PoolView,
+  got: Awaited<ReturnType<typeof whatTheAgentGot>>,
+  verified: number,
+  account: Awaited<ReturnType<SvcClient['account']>>,
+): Promise<void> {
+  const { poolAfter, agentBalance, provider, stats } = got;
+  say('12. the demo checks its arithmetic');
+  check(verified === covered, `all ${covered} refunds verified offline by the agent, with the outcome the upstream earned`);
+  check(poolAfter.refunds === wantRefunds, `refunds paid = ${covered} × ${PRICE + PREMIUM} = ${wantRefunds} micro`);
+  check(poolAfter.premiums === wantPremiums, `premiums collected = ${okCalls} × ${PREMIUM} = ${wantPremiums} micro`);
+  check(
+    agentBalance === wantRefunds - wantPremiums,
+    `the agent's ledger account = refunds − premiums = ${wantRefunds - wantPremiums} micro`,
+  );
+  check(
+    poolAfter.pool === poolBefore.pool + wantPremiums - poolAfter.treasury_fees - wantRefunds,
+    'pool after = pool before + premiums − treasury fees − refunds',
+  );
+  check(stats.total_refunds === wantRefunds && stats.pool_size === poolAfter.pool, 'the indexer agrees with the ledger');
+  check(
+    account.calls === CALLS &&
+      account.refunds.settled === wantRefunds &&
+      account.premiums.settled === wantPremiums &&
+      account.unsettled_calls === 0,
+    "the agent's account agrees with the ledger",
+  );
+  check(
+    provider.failures === covered && provider.calls === CALLS,
+    `the public failure rate counts ${covered} covered failures in ${CALLS} calls`,
+  );
+  const verify = await svcctl(dataDir, ['ledger', 'verify']);
+  check(/^Ledger OK/.test(verify), '`svcctl ledger verify`: every transfer balances, every balance matches its postings');
+  say();
+  say(
+    `TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier} verified=${verified} account_calls=${account.calls} account_refunds=${account.refunds.settled} account_premiums=${account.premiums.settled}`,
+  );
+}
+
 async function story(dataDir: string): Promise<void> {
   say('svc demo: an agent pays for a flaky weather API, and svc makes the API accountable');
   say();
@@ -187,196 +416,19 @@ async function story(dataDir: string): Promise<void> {
   const { child, urls } = await startSvc(dataDir);
   try {
     say(`1. svc is up: gateway ${urls.gateway}, public api ${urls.api}, indexer ${urls.indexer}`);
-    const schemaFile = join(dataDir, 'forecast.schema.json');
-    writeFileSync(schemaFile, JSON.stringify(SCHEMA));
-    await svcctl(dataDir, [
-      'endpoints',
-      'add',
-      'weather',
-      '--upstream',
-      `${upstream.url}/v2`,
-      '--price',
-      String(PRICE),
-      '--premium',
-      String(PREMIUM),
-      '--sla-ms',
-      String(SLA_MS),
-      '--timeout-ms',
-      '2000',
-      '--treasury-fee-bps',
-      '0',
-      '--response-schema',
-      schemaFile,
-    ]);
-    say(
-      `2. operator: endpoint "weather" → a flaky upstream; price ${units(PRICE)}, premium ${units(PREMIUM)}, SLA ${SLA_MS} ms, response schema on`,
-    );
-    await svcctl(dataDir, ['pool', 'fund', POOL_FUNDING]);
-    const poolBefore = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
-    say(`3. operator: coverage pool funded with ${units(poolBefore.pool)}`);
-    await svcctl(dataDir, ['flag', 'set', 'beta_gate_enabled', 'on', '--note', 'demo: private beta opens', '--wait']);
-    // The settler would settle on its own cadence mid-story; paused, it settles at step 8.
-    await svcctl(dataDir, ['settler', 'pause']);
-    say('4. operator: beta gate on; settler paused until step 8');
-    await pause(400);
-
-    const stranger = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer! });
-    try {
-      await stranger.call('weather', 'forecast', { body: { city: 'Lisbon' } });
-      throw new DemoFailure('a keyless call was let through with the gate on');
-    } catch (err) {
-      if (!(err instanceof SvcError)) throw err;
-      say(`5. a call without a key: ${err.status} ${err.code}`);
-      check(err.code === 'svc_auth_not_in_beta', 'the gate refuses callers without a beta key');
-    }
-
-    const issued = await svcctlJson<{ id: string; key: string; version: number }>(dataDir, [
-      'keys',
-      'issue',
-      '--name',
-      'demo agent',
-      '--limit',
-      '600/min',
-    ]);
-    await waitUntil('the key to reach the gateway', async () => {
-      const { gateways } = await svcctlJson<{ gateways: { applied_version: number }[] }>(dataDir, ['status']);
-      return gateways.length > 0 && gateways.every((g) => g.applied_version >= issued.version) ? true : null;
-    });
-    say(`6. operator: key ${issued.id} issued (the plaintext is shown once, to the agent only)`);
-    say();
-    await pause(400);
-
-    say(`7. the agent calls POST /v1/weather/forecast ${CALLS} times through svc-monitor-sdk:`);
+    const poolBefore = await operatorSetUp(dataDir, upstream.url);
+    const issued = await admitAgent(dataDir, urls);
     const agent = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer!, key: issued.key });
-    const seen: { outcome: string; status: number; callId: string | null }[] = [];
-    for (let i = 0; i < CALLS; i++) {
-      let status: number;
-      let outcome: string;
-      let line: string;
-      let callId: string | null;
-      try {
-        const r = await agent.call('weather', 'forecast', { body: { city: 'Lisbon', n: i } });
-        status = r.status;
-        outcome = r.outcome ?? 'unknown';
-        callId = r.callId;
-        line = `refund ${units(r.refund ?? 0).padEnd(8)} premium ${units(r.premium ?? 0).padEnd(8)} ${String(r.latencyMs ?? '-').padStart(4)} ms`;
-      } catch (err) {
-        if (!(err instanceof SvcError)) throw err;
-        status = err.status;
-        callId = err.callId;
-        // The gateway's own 502/504 carry the same x-svc-* headers as an upstream answer.
-        outcome = err.headers['x-svc-outcome'] ?? 'unknown';
-        line = `${err.code.padEnd(26)} refund ${units(Number(err.headers['x-svc-refund'] ?? 0))}`;
-      }
-      seen.push({ outcome, status, callId });
-      say(`   #${String(i + 1).padStart(2, '0')}  ${status}  ${outcome.padEnd(15)} ${line}`);
-      await pause(120);
-    }
-    say(
-      '   (the head of #16 said ok: its body broke the schema, which svc checks as the body streams; the settlement below has the final verdict)',
-    );
-    say();
-
-    // What the settlement must show, from what the upstream was told to do.
-    const expected = Array.from({ length: CALLS }, (_, i) => EXPECTED[SCRIPT[i] ?? 'ok']);
-    for (let i = 0; i < CALLS; i++) {
-      const head = expected[i] === 'schema_mismatch' ? 'ok' : expected[i];
-      if (seen[i]!.outcome !== head) throw new DemoFailure(`call #${i + 1}: the gateway said ${seen[i]!.outcome}, expected ${head}`);
-    }
-    const covered = expected.filter((o) => COVERED.has(o)).length;
-    const okCalls = expected.filter((o) => o === 'ok').length;
-    const wantRefunds = covered * (PRICE + PREMIUM);
-    const wantPremiums = okCalls * PREMIUM;
-
-    await waitUntil('every call to reach control', async () => {
-      const s = await svcctlJson<{ backlog: number }>(dataDir, ['settler', 'status']);
-      return s.backlog >= CALLS ? s : null;
-    });
-    const run = await svcctlJson<{ calls: number; batches: unknown[] }>(dataDir, ['settler', 'run-once']);
-    say(`8. operator: settler run-once settled ${run.calls} calls in ${run.batches.length} batch(es)`);
-
-    const poolAfter = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
-    const balances = new Map(
-      (await svcctlJson<{ balances: { account: string; balance: number }[] }>(dataDir, ['ledger', 'balances'])).balances.map((b) => [
-        b.account,
-        b.balance,
-      ]),
-    );
-    const agentBalance = balances.get(`key:${issued.id}`) ?? 0;
-    say();
-    say('9. what the agent got back');
-    say(
-      `   refunds received   ${units(poolAfter.refunds)}  (${covered} failed calls × (price ${units(PRICE)} + premium ${units(PREMIUM)}))`,
-    );
-    say(`   premiums paid      ${units(poolAfter.premiums)}  (${okCalls} good calls × ${units(PREMIUM)})`);
-    say(`   agent's balance    ${units(agentBalance)}  (owed to its wallet)`);
-    say(`   pool before/after  ${units(poolBefore.pool)} → ${units(poolAfter.pool)}`);
-
-    const providers = await agent.providers();
-    const provider = providers.providers[0]!;
-    say(
-      `   provider ${provider.id}: tier ${provider.tier}, failure rate ${(provider.failure_rate * 100).toFixed(1)} % over ${provider.calls} calls`,
-    );
-    const stats = await agent.stats();
-    say(
-      `   indexer: pool ${units(stats.pool_size)}, ${stats.settled_batches} settled batch(es), ${stats.settled_calls} settled calls, total refunds ${units(stats.total_refunds)}`,
-    );
-    say('   last settled calls (opaque ids, as the public sees them):');
-    for await (const page of agent.activity({ limit: 6 })) {
-      for (const item of page.activity) say(`     ${item.call_id}  ${item.outcome.padEnd(15)} refund ${units(item.refund ?? 0)}`);
-      break; // the newest page is enough here
-    }
-    say();
-
-    say("10. the agent checks each refund itself: the inclusion proof of its call id in the batch's");
-    say('    Merkle tree, and the Ed25519 signature of the batch receipt (no trust in the operator)');
-    let verified = 0;
-    for (const [i, want] of expected.entries()) {
-      if (!COVERED.has(want)) continue;
-      const callId = seen[i]!.callId;
-      if (callId === null) throw new DemoFailure(`call #${i + 1} has no call id`);
-      const verdict = await agent.verifyRefund(callId);
-      say(
-        `     #${String(i + 1).padStart(2, '0')} ${callId}  ${verdict.ok ? 'verified' : 'NOT VERIFIED'}: ${verdict.outcome}, refund ${units(verdict.refund ?? 0)} in batch ${verdict.batch}${verdict.reasons.length ? ` (${verdict.reasons.join('; ')})` : ''}`,
-      );
-      if (verdict.ok && verdict.outcome === want && verdict.refund === PRICE + PREMIUM) verified++;
-    }
-    say();
+    const seen = await agentCalls(agent);
+    const expected = await settle(dataDir, seen);
+    const got = await whatTheAgentGot(dataDir, agent, issued.id, poolBefore, expected);
+    const verified = await verifyRefunds(agent, expected, seen);
     const account = await agent.account();
     say(
       `11. the agent's own account (its key, /api/v1/account, last 24 h): ${account.calls} calls, refunds ${units(account.refunds.settled)} settled + ${units(account.refunds.pending)} pending, premiums ${units(account.premiums.settled)} settled, ${account.unsettled_calls} unsettled`,
     );
     say();
-    say('12. the demo checks its arithmetic');
-    check(verified === covered, `all ${covered} refunds verified offline by the agent, with the outcome the upstream earned`);
-    check(poolAfter.refunds === wantRefunds, `refunds paid = ${covered} × ${PRICE + PREMIUM} = ${wantRefunds} micro`);
-    check(poolAfter.premiums === wantPremiums, `premiums collected = ${okCalls} × ${PREMIUM} = ${wantPremiums} micro`);
-    check(
-      agentBalance === wantRefunds - wantPremiums,
-      `the agent's ledger account = refunds − premiums = ${wantRefunds - wantPremiums} micro`,
-    );
-    check(
-      poolAfter.pool === poolBefore.pool + wantPremiums - poolAfter.treasury_fees - wantRefunds,
-      'pool after = pool before + premiums − treasury fees − refunds',
-    );
-    check(stats.total_refunds === wantRefunds && stats.pool_size === poolAfter.pool, 'the indexer agrees with the ledger');
-    check(
-      account.calls === CALLS &&
-        account.refunds.settled === wantRefunds &&
-        account.premiums.settled === wantPremiums &&
-        account.unsettled_calls === 0,
-      "the agent's account agrees with the ledger",
-    );
-    check(
-      provider.failures === covered && provider.calls === CALLS,
-      `the public failure rate counts ${covered} covered failures in ${CALLS} calls`,
-    );
-    const verify = await svcctl(dataDir, ['ledger', 'verify']);
-    check(/^Ledger OK/.test(verify), '`svcctl ledger verify`: every transfer balances, every balance matches its postings');
-    say();
-    say(
-      `TOTALS calls=${CALLS} ok=${okCalls} refunded=${covered} refunds=${poolAfter.refunds} premiums=${poolAfter.premiums} agent_balance=${agentBalance} pool_before=${poolBefore.pool} pool_after=${poolAfter.pool} tier=${provider.tier} verified=${verified} account_calls=${account.calls} account_refunds=${account.refunds.settled} account_premiums=${account.premiums.settled}`,
-    );
+    await checkArithmetic(dataDir, expected, poolBefore, got, verified, account);
   } finally {
     await stopSvc(child);
     await upstream.close();

@@ -4,16 +4,11 @@
  * what in-process tests call.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultControlUrl, type Config } from '../config/load';
-import { HTTP_METHODS } from '../protocol/endpoint';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
-import type { ErrorCode } from '../protocol/errors';
 import { defaultGatewayId, type GatewayEngine } from '../protocol/snapshot';
-import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../protocol/http-edge';
 import { createLogger, type Logger } from '../protocol/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
 import { ControlEndpoints } from '../protocol/sync-http';
@@ -23,18 +18,11 @@ import { Journal } from './journal/journal';
 import { operatorRoutes } from './operator';
 import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy/index';
-import { OutcomeShipper } from './journal/shipper';
+import { closer, connect, createGatewayServer, listen, loadLastKnownGood, type Live } from './startup';
 import { LimitShare } from './state/share';
 import { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
-import { SyncClient } from './state/sync-client';
 import { CodedError } from '../protocol/coded-error';
-
-/** How long shutdown waits for in-flight calls and a last outcome shipment. @default 5 s */
-export const SHUTDOWN_GRACE_MS = 5_000;
-/** Node checks header/request timeouts this often; its default (30 s) lets slowloris linger. */
-export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
-export const MAX_HEADER_BYTES = 16 * 1024;
 
 export interface GatewayHandle {
   id: string;
@@ -87,7 +75,16 @@ export function controlUrlsOf(config: Readonly<Config>, dataDir: string): readon
   return [runtimeControlUrl(readTrimmed(join(dataDir, RUNTIME_FILE))) ?? defaultControlUrl(config)];
 }
 
-export async function startGateway(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<GatewayHandle> {
+/** Who this gateway is and whom it talks to, from the config and the data dir. */
+interface Identity {
+  id: string;
+  log: Logger;
+  dataDir: string;
+  syncToken: string;
+  controlUrls: readonly string[];
+}
+
+function identityOf(config: Readonly<Config>, options: { log?: Logger }): Identity {
   const id = config.gateway.id ?? defaultGatewayId(hostname());
   const log = options.log ?? createLogger({ level: config.logLevel, base: { role: 'gateway', gateway_id: id } });
   const dataDir = resolve(config.dataDir);
@@ -97,7 +94,16 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       `no sync token: set SVC_SYNC_TOKEN or point --data-dir at the directory holding control's sync.token (looked in ${dataDir})`,
     );
   }
-  const controlUrls = controlUrlsOf(config, dataDir);
+  return { id, log, dataDir, syncToken, controlUrls: controlUrlsOf(config, dataDir) };
+}
+
+/**
+ * Start a gateway: who it is, its locked dir and last-known-good state, the journal, proxy,
+ * metrics, sync stream and shipper, the request pipeline behind the server, then listen and
+ * start syncing and shipping.
+ */
+export async function startGateway(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<GatewayHandle> {
+  const { id, log, dataDir, syncToken, controlUrls } = identityOf(config, options);
   // Shared by the sync stream and the shipper: both talk to the same control, and move together.
   const control = new ControlEndpoints(controlUrls, log);
   const dir = join(dataDir, `gateway-${id}`);
@@ -107,16 +113,8 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const file = new SnapshotFile(join(dir, 'snapshot'));
   // The last share of key limits control pushed, kept across restarts (fail static).
   const share = new LimitShare(file.dir);
-  let state: GatewayState | null = null;
-  try {
-    const loaded = await file.load();
-    if (loaded) {
-      state = loaded.state;
-      log.info('loaded last-known-good state', { version: state.version, keys: state.keyCount, deltas: loaded.deltasApplied });
-    }
-  } catch (err) {
-    log.warn('persisted state unusable; waiting for control', { err });
-  }
+  // The state calls are judged against; each sync update replaces it whole.
+  const live: Live = { state: await loadLastKnownGood(file, log) };
 
   const journal = Journal.open({ dir: join(dir, 'journal') });
   // The engine named everywhere (sync hello, /health, the start line) is the proxy's own.
@@ -126,39 +124,10 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs,
   });
   const engine = proxy.engine;
-  const metrics = new GatewayMetrics({
-    snapshotVersion: () => state?.version ?? 0,
-    snapshotAgeSeconds: () => (state ? (Date.now() - state.appliedAt) / 1000 : null),
-    journalBacklog: () => journal.backlog(),
-    controlConnected: () => sync.connected,
-    keys: () => state?.keyCount ?? 0,
-  });
-  control.onMove(() => metrics.controlMoved());
-  const sync = new SyncClient({
-    controlUrl: control,
-    syncToken,
-    gatewayId: id,
-    engine,
-    file,
-    share,
-    log,
-    initial: state,
-    onState: (s) => (state = s),
-    onUpdate: (kind) => metrics.syncUpdate(kind),
-  });
-  const shipper = new OutcomeShipper({
-    controlUrl: control,
-    syncToken,
-    gatewayId: id,
-    journal,
-    log,
-    onShipped: (n) => metrics.outcomesShipped(n),
-    onFailure: () => metrics.shipFailure(),
-    onRejected: () => metrics.outcomeRejected(),
-  });
+  const { metrics, sync, shipper } = connect({ id, engine, log, syncToken, control, file, share, journal, live });
   const handle = createHandler({
     gatewayId: id,
-    state: () => state,
+    state: () => live.state,
     proxy,
     journal,
     metrics,
@@ -168,12 +137,11 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     maxHeaders: config.gateway.maxHeaders,
     limitShare: () => share.value,
   });
-
   const operator = operatorRoutes({
     gatewayId: id,
     engine,
     controlUrl: () => control.current,
-    state: () => state,
+    state: () => live.state,
     limitShare: () => share.state,
     metrics,
     sync,
@@ -181,34 +149,9 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     metricsToken: config.metricsToken,
     metricsTokenFile: join(dataDir, METRICS_TOKEN_FILE),
   });
-  const refused = (code: ErrorCode) => metrics.rejection(code);
-  const server: Server = createServer(
-    {
-      ...EDGE_SERVER_OPTIONS,
-      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-      headersTimeout: config.gateway.headersTimeoutMs,
-      requestTimeout: config.gateway.requestTimeoutMs,
-      keepAliveTimeout: config.gateway.keepAliveTimeoutMs,
-      maxHeaderSize: MAX_HEADER_BYTES,
-    },
-    edgeListener((req: IncomingMessage, res: ServerResponse) => {
-      if (!operator(req, res)) handle(req, res);
-    }, refused),
-  );
-  // No field cap in Node's parser: it would cut `req.headers` short while `rawHeaders` (what is
-  // forwarded) keeps every field. The handler refuses more than `gateway.maxHeaders` fields.
-  server.maxHeadersCount = 0;
-  answerParserErrors(server, { allow: HTTP_METHODS.join(', '), onRefused: refused });
+  const server = createGatewayServer(config, operator, handle, metrics);
 
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(config.gateway.port, config.host, () => {
-      server.off('error', reject);
-      resolveListen();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const url = `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  const url = await listen(server, config.gateway.port, config.host);
   sync.start();
   shipper.start();
   log.info('gateway listening', {
@@ -216,29 +159,8 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     engine,
     control_url: control.current,
     control_urls: control.urls,
-    state_version: state?.version ?? 0,
+    state_version: live.state?.version ?? 0,
   });
-
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await new Promise<void>((done) => {
-      const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-      server.close(() => {
-        clearTimeout(force);
-        done();
-      });
-      server.closeIdleConnections();
-    });
-    sync.stop();
-    await Promise.race([shipper.drain(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
-    shipper.stop();
-    proxy.close();
-    await journal.close();
-    file.close();
-    await unlock();
-  };
   return {
     id,
     engine,
@@ -248,8 +170,8 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     },
     controlUrls: control.urls,
     dataDir,
-    state: () => state,
+    state: () => live.state,
     metrics,
-    close,
+    close: closer({ server, sync, shipper, proxy, journal, file, unlock }),
   };
 }

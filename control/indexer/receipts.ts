@@ -27,7 +27,7 @@ import {
   type ReceiptJwks,
   type ReceiptsPage,
 } from '../../protocol/receipts';
-import { CONSISTENCY_MAX_RECEIPTS } from '../../protocol/receipts-verify';
+import { CONSISTENCY_MAX_RECEIPTS } from '../../protocol/receipts-consistency';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { ResponseCache, jsonAnswer } from '../http/cache';

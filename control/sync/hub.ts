@@ -21,30 +21,11 @@ import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from
 import type { ControlContext } from '../context';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
-import { divideShares, leaseCheckIntervalMs, pingIntervalMs, shareOf, type Member } from './shares';
+import { newConnection, sendLines, type Connection } from './connection';
+import { divideShares, leaseCheckIntervalMs, membersKey, pingIntervalMs, shareOf, type Member } from './shares';
 import { OtherControlsGateways } from './others';
 import { DeltaCache, SnapshotCache, storeEpoch } from './snapshot';
 import { VersionWaiters } from './waiters';
-
-interface Connection {
-  gatewayId: string;
-  res: ServerResponse;
-  /** Last version written to the stream (0: nothing yet). */
-  sentVersion: number;
-  /** Digest of each version sent and not yet acked. */
-  sent: Map<number, string>;
-  appliedVersion: number;
-  busy: boolean;
-  dirty: boolean;
-  needsFull: boolean;
-  /** Highest version this gateway refused; never sent again. */
-  nackedVersion: number;
-  closed: boolean;
-  /** When it last acked or renewed its lease (ms); null until it has. */
-  leaseAt: number | null;
-  /** The share last written to its stream; null until one was. */
-  share: number | null;
-}
 
 export interface SyncHubOptions {
   /** `limits.mode`. @default the config's */
@@ -169,20 +150,7 @@ export class SyncHub {
       return;
     }
     this.conns.get(gatewayId)?.res.end();
-    const conn: Connection = {
-      gatewayId,
-      res,
-      sentVersion: 0,
-      sent: new Map(),
-      appliedVersion: 0,
-      busy: false,
-      dirty: false,
-      needsFull: false,
-      nackedVersion: row0.last_nack_version ?? 0,
-      closed: false,
-      leaseAt: null,
-      share: null,
-    };
+    const conn = newConnection(gatewayId, res, row0.last_nack_version ?? 0);
     this.conns.set(gatewayId, conn);
     this.held.delete(gatewayId);
     req.socket.setKeepAlive(true, 5_000);
@@ -446,25 +414,7 @@ export class SyncHub {
   }
 
   private write(conn: Connection, line: string): Promise<void> {
-    return this.send(conn, line + '\n');
-  }
-
-  /** Write whole lines (each ending in a newline), waiting for the stream to drain when it is full. */
-  private send(conn: Connection, chunk: string | Buffer): Promise<void> {
-    if (conn.closed) return Promise.reject(new Error('gateway stream closed'));
-    if (conn.res.write(chunk)) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const onDrain = () => {
-        conn.res.off('close', onClose);
-        resolve();
-      };
-      const onClose = () => {
-        conn.res.off('drain', onDrain);
-        reject(new Error('gateway stream closed'));
-      };
-      conn.res.once('drain', onDrain);
-      conn.res.once('close', onClose);
-    });
+    return sendLines(conn, line + '\n');
   }
 
   private async push(conn: Connection): Promise<void> {
@@ -495,7 +445,7 @@ export class SyncHub {
           const result = await this.snapshots.stream(
             this.version,
             this.ctx.now(),
-            (chunk) => this.send(conn, chunk),
+            (chunk) => sendLines(conn, chunk),
             // Known before the end line goes out: the gateway acks as soon as it reads it.
             ({ version, sha256 }) => {
               conn.sent.set(version, sha256);
@@ -519,9 +469,4 @@ export class SyncHub {
       conn.busy = false;
     }
   }
-}
-
-/** The members of a division, as a string that changes when any of them or its weight does. */
-function membersKey(members: readonly Member[]): string {
-  return members.map((m) => `${m.id} ${m.weight}`).join('\n');
 }

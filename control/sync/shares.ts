@@ -53,3 +53,8 @@ export function leaseCheckIntervalMs(leaseS: number): number {
 export function pingIntervalMs(leaseS: number, defaultMs: number): number {
   return Math.max(100, Math.min(defaultMs, Math.floor((leaseS * 1000) / 3)));
 }
+
+/** The members of a division, as a string that changes when any of them or its weight does. */
+export function membersKey(members: readonly Member[]): string {
+  return members.map((m) => `${m.id} ${m.weight}`).join('\n');
+}

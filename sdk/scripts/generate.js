@@ -14,9 +14,10 @@
  *   activity, the account, receipts, checkpoints and proofs) and the outcome union, expanded by the TypeScript checker
  *   from the zod-inferred types in `protocol/` into plain declarations (types only, no
  *   runtime code).
- * - `src/generated/jcs.ts`, `merkle.ts`, `receipts-verify.ts`: the receipt verifier, copied
- *   as it is from `protocol/` (those files are zod-free and import only node:crypto and each
- *   other), so `verifyRefund` runs the very checks `svcctl receipts verify` runs.
+ * - `src/generated/jcs.ts`, `merkle.ts`, `receipts-verify.ts`, `receipts-consistency.ts`: the
+ *   receipt verifier, copied as it is from `protocol/` (those files are zod-free and import only
+ *   node:crypto and each other), so `verifyRefund` runs the very checks `svcctl receipts verify`
+ *   runs.
  *
  * Usage (from the repository root or `sdk/`):
  *   node sdk/scripts/generate.js           write the files
@@ -69,7 +70,7 @@ const WIRE_TYPES = [
 ];
 
 /** Protocol files the SDK ships as they are (no zod, only node:crypto and each other). */
-const VERBATIM = ['protocol/jcs.ts', 'protocol/merkle.ts', 'protocol/receipts-verify.ts'];
+const VERBATIM = ['protocol/jcs.ts', 'protocol/merkle.ts', 'protocol/receipts-verify.ts', 'protocol/receipts-consistency.ts'];
 const ZOD_IMPORT = /^import (?!type )[^;]*from ['"]zod['"]/m;
 
 const HEADER = (from) =>

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { SVC_SDK_HISTORY_REWRITTEN } from './codes';
 import { SvcError } from './errors';
-import type { ConsistencyVerdict } from './generated/receipts-verify';
+import type { ConsistencyVerdict } from './generated/receipts-consistency';
 import type { Checkpoint } from './generated/wire';
 
 /** Where a client keeps the last checkpoint it verified. Both methods may be asynchronous. */

@@ -17,13 +17,8 @@ import { HistoryRewrittenError, type CheckpointStore } from './checkpoints';
 import { systemClock, type Clock } from './clock';
 import { SvcError, configError, parseProblem, sdkError, type Problem } from './errors';
 import { EtagMemory } from './etag-memory';
-import {
-  ReceiptKeyring,
-  checkpointShapeProblem,
-  verifyCallProof,
-  verifyConsistency,
-  type RefundVerdict,
-} from './generated/receipts-verify';
+import { verifyConsistency } from './generated/receipts-consistency';
+import { ReceiptKeyring, checkpointShapeProblem, verifyCallProof, type RefundVerdict } from './generated/receipts-verify';
 import type {
   AccountAnswer,
   AccountCallsPage,

@@ -16,11 +16,11 @@ export {
   receiptHash,
   jwkThumbprint,
   GENESIS_PREV,
-  verifyConsistency as verifyReceiptConsistency,
   checkpointShapeProblem,
-  CONSISTENCY_MAX_RECEIPTS,
 } from './generated/receipts-verify';
-export type { RefundVerdict, ChainProblem, ConsistencyVerdict } from './generated/receipts-verify';
+export { verifyConsistency as verifyReceiptConsistency, CONSISTENCY_MAX_RECEIPTS } from './generated/receipts-consistency';
+export type { RefundVerdict, ChainProblem } from './generated/receipts-verify';
+export type { ConsistencyVerdict } from './generated/receipts-consistency';
 export { SvcError, isSvcError } from './errors';
 export type { Problem } from './errors';
 export type { FetchLike, HeadersLike } from './http';

@@ -1,33 +1,14 @@
 // The ledger and settlement batches at the store level, on each store: balances,
-// one-transaction batches, idempotency, payouts, the invariant checks (each one shown to catch
-// its corruption), and the numbers the indexer reads.
-import t, { type Test } from 'tap';
-import { Client } from 'pg';
+// one-transaction batches, idempotency, and the numbers the indexer reads. Payouts, the
+// transfer rules and the invariant checks are `ledger-checks.ts`.
+import t from 'tap';
 import { planBatch } from '../../control/settler/plan';
-import type { SqliteStore, Store } from '../../control/store';
-import { LedgerError } from '../../control/store/ledger';
+import type { Store } from '../../control/store';
 import type { NextBatch } from '../../control/store/settlement';
 import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
-import { forEachStore, openTestStore, testDatabaseUrl, type StoreKind } from '../fixtures/stores';
-
-const T0 = Date.UTC(2030, 0, 1, 12);
-const SOL_A = 'So11111111111111111111111111111111111111112';
-const EVM_B = '0xAbCdEf0123456789aBcDeF0123456789AbCdEf01';
-
-/**
- * A store of `kind`, and `exec` to run SQL on its database behind the store's back (the tests
- * that corrupt rows on purpose): SQLite's own connection, or a client of PostgreSQL's database.
- */
-async function openWithSql(t: Test, kind: StoreKind): Promise<{ store: Store; exec: (sql: string) => Promise<void> }> {
-  const url = await testDatabaseUrl(t, kind);
-  const store = await openTestStore(t, kind, url === null ? {} : { databaseUrl: url });
-  if (url === null) return { store, exec: async (sql) => void (store as SqliteStore).db.exec(sql) };
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  t.teardown(() => client.end());
-  return { store, exec: async (sql) => void (await client.query(sql)) };
-}
+import { T0, balance, fund, openWithSql, settleAll } from '../fixtures/ledger';
+import { forEachStore, openTestStore, testDatabaseUrl } from '../fixtures/stores';
 
 /** The stored row of each of `records`, in their order. */
 const rowsOf = (store: Store, records: OutcomeRecord[]) =>
@@ -38,24 +19,6 @@ const rowsOf = (store: Store, records: OutcomeRecord[]) =>
       return row;
     }),
   );
-
-const fund = (store: Store, amount: number) =>
-  store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(amount, T0, 'test', null));
-const settleAll = async (store: Store, cap = 1000, boundary = T0 + 1e9) => {
-  const made = [];
-  for (;;) {
-    let progressed = false;
-    for (const ep of await store.settlement.pendingEndpoints(boundary)) {
-      const b = await store.settlement.settleBatch(ep, boundary, cap, T0, planBatch);
-      if (b) {
-        made.push(b);
-        progressed = true;
-      }
-    }
-    if (!progressed) return made;
-  }
-};
-const balance = (store: Store, account: string) => store.ledger.balance(account);
 
 t.test('a batch settles every call once, in one transaction, and matches a hand count', async (t) => {
   forEachStore(t, async (t, kind) => {
@@ -280,194 +243,6 @@ t.test('a removed endpoint settles with its last economics', async (t) => {
     await store.outcomes.ingest([outcome({ endpoint_id: 'gone', outcome: 'server_error' })], T0);
     await settleAll(store);
     t.equal(await balance(store, 'key:key_a'), 550);
-  });
-});
-
-t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets what accrued', async (t) => {
-  forEachStore(t, async (t, kind) => {
-    const store = await openTestStore(t, kind);
-    await saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
-    await fund(store, 1_000_000);
-    const key = (id: string, wallet: string | null, at: number) =>
-      store.keys.insert({
-        id,
-        name: id,
-        prefix: 'svc_beta_x…',
-        hash: id
-          .padEnd(64, '0')
-          .slice(0, 64)
-          .replace(/[^0-9a-f]/g, 'a'),
-        created_at: at,
-        created_by: 't',
-        expires_at: null,
-        wallet,
-        endpoints: [],
-        limit: null,
-        application_id: null,
-      });
-    await key('key_a', SOL_A, T0);
-    await key('key_b', EVM_B, T0 + 1);
-    await key('key_c', null, T0 + 2);
-    await key('key_d', EVM_B.toLowerCase(), T0 + 3);
-    await store.outcomes.ingest(
-      [
-        ...Array.from({ length: 3 }, () => outcome({ key_id: 'key_a', outcome: 'server_error' })),
-        outcome({ key_id: 'key_b', outcome: 'server_error' }),
-        outcome({ key_id: 'key_c', outcome: 'network_error' }),
-        outcome({ key_id: 'key_c', outcome: 'network_error' }),
-        outcome({ key_id: 'key_d', outcome: 'latency_breach' }),
-      ],
-      T0,
-    );
-    await settleAll(store);
-    const lines = await store.ledger.payouts();
-    t.same(
-      lines.map((l) => [l.wallet, l.owed, l.keys.map((k) => k.id)]),
-      [
-        [EVM_B, 2000, ['key_b', 'key_d']],
-        [SOL_A, 3000, ['key_a']],
-        [null, 2000, ['key_c']],
-      ],
-      'EVM addresses group case-insensitively; keys without a wallet on their own line',
-    );
-
-    await store.keys.setWallet('key_c', SOL_A);
-    t.same(
-      (await store.ledger.payouts(SOL_A)).map((l) => [l.owed, l.keys.map((k) => k.id)]),
-      [[5000, ['key_a', 'key_c']]],
-      'attached later: what accrued before is owed to the wallet',
-    );
-
-    const paid = async (wallet: string, amount: number, ref: string) =>
-      (
-        await store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, (tx) =>
-          tx.ledger.markPaid(wallet, amount, ref, T0, 'test'),
-        )
-      ).result;
-    const r = await paid(SOL_A, 3500, 'tx-1');
-    t.same(
-      r.paid,
-      [
-        { key_id: 'key_a', amount: 3000 },
-        { key_id: 'key_c', amount: 500 },
-      ],
-      'oldest key first',
-    );
-    t.equal(r.owed, 1500);
-    t.equal(await balance(store, 'key:key_a'), 0);
-    t.equal(await balance(store, 'key:key_c'), 1500);
-    await t.rejects(paid(SOL_A, 1501, 'tx-2'), LedgerError, 'never more than owed');
-    await t.rejects(paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
-    await t.rejects(paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
-    await paid(EVM_B.toLowerCase(), 2000, 'tx-4');
-    t.same(
-      (await store.ledger.payouts()).map((l) => [l.wallet, l.owed]),
-      [[SOL_A, 1500]],
-    );
-    const view = await store.ledger.poolView();
-    t.equal(view.paid_out, 5500);
-    t.equal(view.owed_to_keys, 1500);
-    t.equal(await balance(store, 'external'), -1_000_000 + 5500);
-    const verified = await store.ledger.verify();
-    t.ok(verified.ok, verified.violation ?? '');
-  });
-});
-
-t.test('a call can have only one transfer of each kind', async (t) => {
-  forEachStore(t, async (t, kind) => {
-    const { exec } = await openWithSql(t, kind);
-    const insert = () => exec(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (${T0}, 'refund', 'call-1', 't')`);
-    await insert();
-    await t.rejects(insert, /UNIQUE|ledger_one_kind_per_call/, 'ledger_one_kind_per_call');
-  });
-});
-
-t.test('transfers must balance', async (t) => {
-  forEachStore(t, async (t, kind) => {
-    const store = await openTestStore(t, kind);
-    const bad = (postings: { account: string; amount: number }[]) =>
-      t.rejects(
-        store.mutate({ actor: 't', now: T0 }, { action: 'test.transfer' }, (tx) =>
-          tx.ledger.transfer({ kind: 'fund', at: T0, actor: 't', postings }),
-        ),
-        LedgerError,
-      );
-    await bad([
-      { account: 'external', amount: -5 },
-      { account: 'pool', amount: 4 },
-    ]);
-    await bad([
-      { account: 'pool', amount: 0 },
-      { account: 'external', amount: 0 },
-    ]);
-    await bad([
-      { account: 'pool', amount: 5 },
-      { account: 'pool', amount: -5 },
-    ]);
-    await bad([
-      { account: 'pool', amount: 1.5 },
-      { account: 'external', amount: -1.5 },
-    ]);
-    t.equal((await store.ledger.balances()).length, 3);
-  });
-});
-
-t.test('ledger verify catches each kind of corruption', async (t) => {
-  forEachStore(t, async (t, kind) => {
-    const corruptions: [string, string, RegExp][] = [
-      ['a balance edited', `UPDATE account_balances SET balance = balance + 1 WHERE account = 'treasury'`, /sum to 1, not 0/],
-      [
-        'a balance moved between accounts',
-        `UPDATE account_balances SET balance = balance + (CASE account WHEN 'treasury' THEN 7 ELSE -7 END) WHERE account IN ('treasury', 'external')`,
-        /account (external|treasury): balance/,
-      ],
-      [
-        'a posting edited',
-        `UPDATE ledger_postings SET amount = amount + 1 WHERE account = 'pool' AND transfer_id = 1`,
-        /transfer 1: postings sum to 1/,
-      ],
-      ['a posting deleted', `DELETE FROM ledger_postings WHERE account = 'treasury'`, /has 1 posting|sum to/],
-      [
-        'an outcome un-settled',
-        `UPDATE outcomes SET settled_batch = NULL WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
-        /carries amounts but is not settled/,
-      ],
-      [
-        'a settled call moved to another batch',
-        `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`,
-        /batch [12] does not match/,
-      ],
-      [
-        'a call settled in a batch that does not exist',
-        `${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : ''}UPDATE outcomes SET settled_batch = 99 WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
-        /is settled in batch 99, which does not exist/,
-      ],
-      ['a premium on a failure', `UPDATE outcomes SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
-      [
-        'a refund raised',
-        `UPDATE outcomes SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`,
-        /batch 1 does not match|ledger entries/,
-      ],
-      ['a clamp dropped', `UPDATE outcomes SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
-      ['a batch total edited', `UPDATE settlement_batches SET premiums = premiums + 1`, /batch 1 does not match/],
-    ];
-    for (const [label, sql, pattern] of corruptions) {
-      await t.test(label, async (t) => {
-        const { store, exec } = await openWithSql(t, kind);
-        await saveEndpoint(store, 'ep', { treasury_fee_bps: 1000 });
-        await fund(store, 1500);
-        await store.outcomes.ingest(
-          [outcome(), outcome({ outcome: 'server_error' }), outcome({ outcome: 'server_error' }), outcome({ key_id: 'key_b' })],
-          T0,
-        );
-        await settleAll(store);
-        t.ok((await store.ledger.verify()).ok, `${label}: fine before`);
-        await exec(sql);
-        const result = await store.ledger.verify();
-        t.notOk(result.ok, `${label}: caught`);
-        t.match(result.violation, pattern, `${label}: ${result.violation}`);
-      });
-    }
   });
 });
 

@@ -12,7 +12,8 @@
 import t from 'tap';
 import { createPublicKey, verify } from 'node:crypto';
 import { canonicalize } from '../../protocol/jcs';
-import { ReceiptKeyring, receiptHash, verifyConsistency, type ReceiptFields } from '../../protocol/receipts-verify';
+import { verifyConsistency } from '../../protocol/receipts-consistency';
+import { ReceiptKeyring, receiptHash, type ReceiptFields } from '../../protocol/receipts-verify';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { addEndpoint, get, ingest, many, outcome } from '../fixtures/public';
 import { forEachStore } from '../fixtures/stores';

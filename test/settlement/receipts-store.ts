@@ -5,8 +5,7 @@
  * database, or a store opened without them) get theirs on the next open, in batch order,
  * signed by the current key, once: the database and the data dir record that the backfill
  * ran, either record stops it, and afterwards a batch without a receipt halts the settler
- * instead of being signed; key rotation keeps old receipts verifying; the key file is 0600
- * and a bad one stops the store without echoing it.
+ * instead of being signed. Key rotation and the key file are `receipts-rotation.ts`.
  *
  * Each case runs on both stores (`forEachStore`), editing the database behind the store's back
  * with each one's SQL where it must; the migrations from older SQLite schemas (9, 14) are
@@ -14,68 +13,21 @@
  */
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { Settler, SettlerHaltedError } from '../../control/settler/settler';
+import { SettlerHaltedError } from '../../control/settler/settler';
 import { Store } from '../../control/store';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { BACKFILLED_META } from '../../control/store/receipts';
 import { BACKFILL_MARKER_FILE } from '../../control/receipts/backfill-marker';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
-import { silentLogger } from '../../protocol/log';
-import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
-import {
-  ChainVerifier,
-  ReceiptKeyring,
-  jwkThumbprint,
-  receiptHash,
-  verifyCallProof,
-  type ReceiptFields,
-} from '../../protocol/receipts-verify';
-import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { jwkThumbprint, receiptHash, verifyCallProof } from '../../protocol/receipts-verify';
+import { T0, all, chainProblem, records, seed, settle, settlerOf } from '../fixtures/receipts';
 import { newInstall, openInstall, rawExec, rawValue, sqliteInstall, sqlitePath, type Install } from '../fixtures/store-sql';
 import { waitFor } from '../fixtures/stack';
 import { forEachStore } from '../fixtures/stores';
-
-const T0 = Date.UTC(2030, 0, 1, 12);
-const KINDS: Outcome[] = [
-  'ok',
-  'ok',
-  'server_error',
-  'latency_breach',
-  'network_error',
-  'schema_mismatch',
-  'client_error',
-  'caller_error',
-  'ok',
-];
-
-function records(n: number, from = 0): OutcomeRecord[] {
-  return Array.from({ length: n }, (_, j) => {
-    const i = j + from;
-    return outcome({
-      endpoint_id: i % 3 === 0 ? 'b' : 'a',
-      outcome: KINDS[i % KINDS.length]!,
-      key_id: i % 11 === 0 ? null : `key_${i % 4}`,
-      started: T0 + i,
-    });
-  });
-}
-
-async function seed(store: Store, pool = 1_000_000_000): Promise<void> {
-  await saveEndpoint(store, 'a', { price: 2000, premium: 150, treasury_fee_bps: 500 });
-  await saveEndpoint(store, 'b', { price: 1000, premium: 0, refund_cap_per_hour: 5000 });
-  await store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(pool, T0, 'test', null));
-}
-
-const settlerOf = (store: Store, cap = 40): Promise<Settler> =>
-  Settler.open({ store, log: silentLogger, now: () => T0 + 10_000_000, cadenceMs: 3_600_000, batchCap: cap });
-
-async function settle(store: Store, cap = 40): Promise<number> {
-  return (await (await settlerOf(store, cap)).runOnce()).batches.length;
-}
 
 /** Where the install records that the receipts backfill ran: its database's `meta` row, the data dir's file. */
 async function backfillRecords(at: Install): Promise<{ database: boolean; dataDir: boolean }> {
@@ -95,20 +47,6 @@ async function settledInstall(t: Test, at: Install): Promise<number> {
 
 const deleteNewestReceipt = (at: Install): Promise<unknown> =>
   rawValue(at, `DELETE FROM receipts WHERE batch = (SELECT max(batch) FROM receipts)`);
-
-const all = (store: Store): Promise<ReceiptFields[]> => store.receipts.page(0, 1_000_000);
-
-async function chainProblem(store: Store): Promise<string | null> {
-  const chain = new ChainVerifier(new ReceiptKeyring(await store.receipts.jwks()));
-  for (const r of await all(store)) {
-    const p = chain.push(r);
-    if (p !== null) return p.reason;
-  }
-  const totals = await store.ledger.totals();
-  return (
-    chain.checkTotals({ batches: totals.settled_batches, refunds: totals.total_refunds, premiums: totals.total_premiums })?.reason ?? null
-  );
-}
 
 t.test('each batch commits with its signed receipt; every call has a verifying proof', async (t) => {
   forEachStore(t, async (t, kind) => {
@@ -377,94 +315,6 @@ t.test('a receipt lost while control runs: the next batch rolls back and halts t
     t.equal(await settler.checkReceipts(), null, 'the halt is lifted');
     t.equal((await settler.runOnce()).backlog, 0, 'settlement goes on');
     t.equal(await chainProblem(store), null);
-  });
-});
-
-t.test('rotation: new receipts carry the new kid, old ones keep verifying, the file holds only the new key', async (t) => {
-  forEachStore(t, async (t, kind) => {
-    const dir = t.testdir();
-    const store = await openInstall(t, await newInstall(t, kind, dir));
-    await seed(store);
-    const recs = records(120);
-    await store.outcomes.ingest(recs, T0);
-    const before = await settle(store);
-    const oldKid = await store.receipts.currentKid();
-    const pemBefore = readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8');
-
-    let audited = false;
-    const rotation = await store.receipts.prepareRotation();
-    t.equal(rotation.previous_kid, oldKid);
-    await store.mutate({ actor: 'test', now: T0 }, { action: 'receipts.rotate_key', target: rotation.kid }, async (tx) => {
-      audited = true;
-      await tx.receipts.publishPrepared(rotation.kid, T0);
-    });
-    await store.receipts.activatePrepared(rotation.kid);
-    t.ok(audited, 'the public key is published through the caller');
-    t.not(rotation.kid, oldKid);
-    t.same(
-      (await store.receipts.jwks()).keys.map((k) => k.kid),
-      [rotation.kid, oldKid],
-      'both published, the current first',
-    );
-    const pemAfter = readFileSync(join(dir, RECEIPT_KEY_FILE), 'utf8');
-    t.not(pemAfter, pemBefore, 'the old private key is gone from the file');
-    t.equal(jwkThumbprint(createPublicKey(createPrivateKey(pemAfter)).export({ format: 'jwk' }).x!), rotation.kid);
-    t.equal(statSync(join(dir, RECEIPT_KEY_FILE)).mode & 0o777, 0o600);
-
-    const later = records(60, 1000);
-    await store.outcomes.ingest(later, T0);
-    const after = await settle(store);
-    const receipts = await all(store);
-    t.same(
-      receipts.slice(0, before).map((r) => r.kid),
-      Array(before).fill(oldKid),
-    );
-    t.same(
-      receipts.slice(before).map((r) => r.kid),
-      Array(after).fill(rotation.kid),
-    );
-    t.equal(await chainProblem(store), null, 'one chain across the rotation');
-    const jwks = await store.receipts.jwks();
-    for (const r of [recs[0]!, later[0]!]) {
-      const found = await store.receipts.proof(r.call_id);
-      t.equal(found.state === 'settled' && verifyCallProof(found.proof, jwks, r.call_id).ok, true, `proof of ${r.call_id}`);
-    }
-
-    // A publication that fails leaves the old key signing.
-    const unpublished = await store.receipts.prepareRotation();
-    const failed = await store
-      .mutate({ actor: 'test', now: T0 }, { action: 'receipts.rotate_key', target: unpublished.kid }, () => {
-        throw new Error('audit failed');
-      })
-      .then(
-        () => null,
-        (err: Error) => err.message,
-      );
-    t.equal(failed, 'audit failed');
-    t.equal(await store.receipts.currentKid(), rotation.kid, 'still the published key');
-  });
-});
-
-t.test('the key file: 0600, reused across opens, a bad one stops the store without echoing it', async (t) => {
-  forEachStore(t, async (t, kind) => {
-    const at = await newInstall(t, kind);
-    const first = await openInstall(t, at);
-    const kid = await first.receipts.currentKid();
-    await first.close();
-    t.equal(statSync(join(at.dataDir, RECEIPT_KEY_FILE)).mode & 0o777, 0o600);
-    const second = await openInstall(t, at);
-    t.equal(await second.receipts.currentKid(), kid, 'the same key after a restart');
-    await second.close();
-
-    writeFileSync(join(at.dataDir, RECEIPT_KEY_FILE), 'not a key: secret-looking-bytes\n', { mode: 0o644 });
-    let message = '';
-    try {
-      await (await openInstall(t, at)).close();
-    } catch (err) {
-      message = (err as Error).message;
-    }
-    t.match(message, /does not hold a PEM private key/);
-    t.notMatch(message, /secret-looking-bytes/, 'the content is not echoed');
   });
 });
 

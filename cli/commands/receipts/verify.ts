@@ -27,7 +27,8 @@ import type {
   ReceiptsPage,
   ReceiptsVerifyView,
 } from '../../../protocol/receipts';
-import { ReceiptKeyring, checkpointShapeProblem, verifyConsistency } from '../../../protocol/receipts-verify';
+import { verifyConsistency } from '../../../protocol/receipts-consistency';
+import { ReceiptKeyring, checkpointShapeProblem } from '../../../protocol/receipts-verify';
 import { walkReceiptChain, type ReceiptChainWalk } from '../../../protocol/receipts-walk';
 import type { Deps } from '../../deps';
 import type { IndexerClient } from '../../indexer-client';

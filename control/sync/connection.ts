@@ -1,0 +1,61 @@
+/**
+ * One gateway's sync stream as the hub (hub.ts) keeps it: what was sent and acked, whether a push
+ * is under way, its lease and share; and writing whole lines to it.
+ */
+import type { ServerResponse } from 'node:http';
+
+export interface Connection {
+  gatewayId: string;
+  res: ServerResponse;
+  /** Last version written to the stream (0: nothing yet). */
+  sentVersion: number;
+  /** Digest of each version sent and not yet acked. */
+  sent: Map<number, string>;
+  appliedVersion: number;
+  busy: boolean;
+  dirty: boolean;
+  needsFull: boolean;
+  /** Highest version this gateway refused; never sent again. */
+  nackedVersion: number;
+  closed: boolean;
+  /** When it last acked or renewed its lease (ms); null until it has. */
+  leaseAt: number | null;
+  /** The share last written to its stream; null until one was. */
+  share: number | null;
+}
+
+/** A stream just opened: nothing sent yet; `nackedVersion`, the highest version the gateway ever refused. */
+export function newConnection(gatewayId: string, res: ServerResponse, nackedVersion: number): Connection {
+  return {
+    gatewayId,
+    res,
+    sentVersion: 0,
+    sent: new Map(),
+    appliedVersion: 0,
+    busy: false,
+    dirty: false,
+    needsFull: false,
+    nackedVersion,
+    closed: false,
+    leaseAt: null,
+    share: null,
+  };
+}
+
+/** Write whole lines (each ending in a newline), waiting for the stream to drain when it is full. */
+export function sendLines(conn: Connection, chunk: string | Buffer): Promise<void> {
+  if (conn.closed) return Promise.reject(new Error('gateway stream closed'));
+  if (conn.res.write(chunk)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onDrain = () => {
+      conn.res.off('close', onClose);
+      resolve();
+    };
+    const onClose = () => {
+      conn.res.off('drain', onDrain);
+      reject(new Error('gateway stream closed'));
+    };
+    conn.res.once('drain', onDrain);
+    conn.res.once('close', onClose);
+  });
+}

@@ -1,0 +1,163 @@
+/**
+ * The record stage of the request pipeline (`handler.ts`): one admitted call's outcome record,
+ * from the answer's head to the end of the call. An upstream answer's record is taken when its
+ * body ends (a reset or timeout mid-body makes it a network error; on endpoints with a response
+ * schema, a 2xx body gives its verdict) and gathered into the journal's write for that
+ * event-loop turn; the caller's response ends only after that write (the proxy holds the last
+ * chunk). A body that breaks off, or the caller leaving, records at the end of the call; the
+ * gateway's own 502/504 record before their head is sent. Exactly one record per call.
+ */
+import { COVERED_FAILURES, type Outcome, type OutcomeRecord } from '../../protocol/outcome';
+import { classify, type CallFacts } from './classify';
+import type { HeaderList } from './headers';
+import type { Journal } from '../journal/journal';
+import type { GatewayMetrics } from '../metrics';
+import type { ForwardResult, ResponseHead } from '../proxy/index';
+import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
+import type { EndpointEntry, KeyEntry } from '../state/state';
+import { isoTime } from './iso-time';
+
+/**
+ * The status recorded for a call whose caller left before any answer was sent (nginx's 499,
+ * "client closed request"); nothing is sent with it.
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * `X-Svc-Premium` and `X-Svc-Refund`: what settlement will move for this call by its head-time
+ * outcome, before any clamping (premium on `ok`; price + premium on covered failures; 0
+ * otherwise and for keyless calls). `X-Svc-Settlement-Pending: 1` on priced endpoints.
+ */
+function settlementHeaders(headers: HeaderList, endpoint: EndpointEntry, keyed: boolean, outcome: Outcome): void {
+  headers.push(
+    'x-svc-premium',
+    String(keyed && outcome === 'ok' ? endpoint.premium : 0),
+    'x-svc-refund',
+    String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0),
+  );
+  if (endpoint.price > 0 || endpoint.premium > 0) headers.push('x-svc-settlement-pending', '1');
+}
+
+/** One admitted call's record: `head()` when the answer's head is written, `end()` once the call is over. */
+export class CallRecord {
+  /** The record appended (or, while `pending` is set, the head-time one). */
+  private recorded: OutcomeRecord | null = null;
+  /** An upstream answer's record waiting for the end of its body, appended exactly once. */
+  private pending: { record: OutcomeRecord; facts: CallFacts } | null = null;
+  private readonly journal: Journal;
+  private readonly metrics: GatewayMetrics;
+  private readonly gatewayId: string;
+  readonly callId: string;
+  private readonly startedAt: string;
+  private readonly key: KeyEntry | null;
+  private readonly endpoint: EndpointEntry;
+  private readonly method: string;
+  /** The `RateLimit-Policy` and `RateLimit` of the call's bucket, copied onto the answer's head. */
+  private readonly limitHeaders: Record<string, string>;
+
+  constructor(
+    sinks: { journal: Journal; metrics: GatewayMetrics; gatewayId: string },
+    callId: string,
+    t: number,
+    key: KeyEntry | null,
+    endpoint: EndpointEntry,
+    method: string,
+    limitHeaders: Record<string, string>,
+  ) {
+    this.journal = sinks.journal;
+    this.metrics = sinks.metrics;
+    this.gatewayId = sinks.gatewayId;
+    this.callId = callId;
+    this.startedAt = isoTime(t);
+    this.key = key;
+    this.endpoint = endpoint;
+    this.method = method;
+    this.limitHeaders = limitHeaders;
+  }
+
+  private recordOf(status: number, outcome: Outcome, latencyMs: number): OutcomeRecord {
+    return {
+      call_id: this.callId,
+      key_id: this.key?.id ?? null,
+      endpoint_id: this.endpoint.id,
+      method: this.method,
+      status,
+      outcome,
+      latency_ms: latencyMs,
+      started_at: this.startedAt,
+      gateway_id: this.gatewayId,
+    };
+  }
+
+  /**
+   * The answer's head: its head-time outcome, the body observer that records at body end (or the
+   * record itself, for the gateway's own answers), and the gateway's headers on the head.
+   */
+  head(head: ResponseHead): void {
+    const { endpoint } = this;
+    const facts: CallFacts = {
+      status: head.fromUpstream ? head.status : null,
+      latencyMs: head.upstreamLatencyMs,
+      slaMs: endpoint.slaMs,
+      networkError: head.networkError,
+      callerFailure: head.callerFailure,
+    };
+    const outcome = classify(facts);
+    const latency = Math.round(head.upstreamLatencyMs);
+    const recorded = (this.recorded = this.recordOf(head.status, outcome, latency));
+    this.pending = null;
+    const schema = endpoint.responseSchema;
+    if (schema !== null && outcome === 'ok' && head.fromUpstream && hasCheckableBody(this.method, head.status)) {
+      const check = new BodyCheck(schema, head.headers);
+      const waiting = (this.pending = { record: recorded, facts });
+      head.body = {
+        chunk: check.chunk,
+        end: (release) => {
+          if (this.pending !== waiting) return release(null);
+          this.pending = null;
+          const result = check.finish();
+          this.metrics.schemaCheck(endpoint.id, result);
+          this.recorded = { ...waiting.record, outcome: classify({ ...waiting.facts, schema: verdictOf(result) }) };
+          this.journal.appendThen(this.recorded, release);
+        },
+      };
+    } else if (head.fromUpstream) {
+      const waiting = (this.pending = { record: recorded, facts });
+      head.body = {
+        end: (release) => {
+          if (this.pending !== waiting) return release(null);
+          this.pending = null;
+          this.journal.appendThen(waiting.record, release);
+        },
+      };
+    } else {
+      this.journal.append(recorded);
+    }
+    const limitHeaders = this.limitHeaders;
+    for (const name in limitHeaders) head.headers.push(name, limitHeaders[name]!);
+    head.headers.push('x-svc-call-id', this.callId, 'x-svc-outcome', outcome, 'x-svc-latency-ms', String(latency));
+    settlementHeaders(head.headers, endpoint, this.key !== null, outcome);
+  }
+
+  /** The call is over: append a record still waiting (or the caller-left one), and count the call. */
+  end(result: ForwardResult): void {
+    const waiting = this.pending;
+    if (waiting !== null) {
+      // The body never ended: a reset or timeout mid-body is the provider's network error;
+      // a caller that left (or a gateway fault) leaves the head-time verdict, unchecked.
+      this.pending = null;
+      const broken = result.networkError === 'reset' || result.networkError === 'timeout' ? result.networkError : null;
+      this.recorded =
+        broken === null ? waiting.record : { ...waiting.record, outcome: classify({ ...waiting.facts, networkError: broken }) };
+      this.journal.append(this.recorded);
+    } else if (this.recorded === null && result.networkError === 'client_abort') {
+      // The caller left before any answer: its own doing, recorded so that nothing moves.
+      this.recorded = this.recordOf(CLIENT_CLOSED_REQUEST, 'caller_error', Math.round(result.upstreamLatencyMs));
+      this.journal.append(this.recorded);
+    }
+    const r = this.recorded;
+    if (r !== null) {
+      this.metrics.call(this.endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
+    }
+  }
+}

@@ -1,0 +1,196 @@
+// The ledger's rules at the store level, on each store: payouts (per wallet, keys without one, a
+// wallet attached later), one transfer of each kind per call, balanced transfers, and the
+// invariant checks of `ledger verify`, each one shown to catch its corruption.
+import t from 'tap';
+import { LedgerError } from '../../control/store/ledger';
+import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { EVM_B, SOL_A, T0, balance, fund, openWithSql, settleAll } from '../fixtures/ledger';
+import { forEachStore, openTestStore } from '../fixtures/stores';
+
+t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets what accrued', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
+    await fund(store, 1_000_000);
+    const key = (id: string, wallet: string | null, at: number) =>
+      store.keys.insert({
+        id,
+        name: id,
+        prefix: 'svc_beta_x…',
+        hash: id
+          .padEnd(64, '0')
+          .slice(0, 64)
+          .replace(/[^0-9a-f]/g, 'a'),
+        created_at: at,
+        created_by: 't',
+        expires_at: null,
+        wallet,
+        endpoints: [],
+        limit: null,
+        application_id: null,
+      });
+    await key('key_a', SOL_A, T0);
+    await key('key_b', EVM_B, T0 + 1);
+    await key('key_c', null, T0 + 2);
+    await key('key_d', EVM_B.toLowerCase(), T0 + 3);
+    await store.outcomes.ingest(
+      [
+        ...Array.from({ length: 3 }, () => outcome({ key_id: 'key_a', outcome: 'server_error' })),
+        outcome({ key_id: 'key_b', outcome: 'server_error' }),
+        outcome({ key_id: 'key_c', outcome: 'network_error' }),
+        outcome({ key_id: 'key_c', outcome: 'network_error' }),
+        outcome({ key_id: 'key_d', outcome: 'latency_breach' }),
+      ],
+      T0,
+    );
+    await settleAll(store);
+    const lines = await store.ledger.payouts();
+    t.same(
+      lines.map((l) => [l.wallet, l.owed, l.keys.map((k) => k.id)]),
+      [
+        [EVM_B, 2000, ['key_b', 'key_d']],
+        [SOL_A, 3000, ['key_a']],
+        [null, 2000, ['key_c']],
+      ],
+      'EVM addresses group case-insensitively; keys without a wallet on their own line',
+    );
+
+    await store.keys.setWallet('key_c', SOL_A);
+    t.same(
+      (await store.ledger.payouts(SOL_A)).map((l) => [l.owed, l.keys.map((k) => k.id)]),
+      [[5000, ['key_a', 'key_c']]],
+      'attached later: what accrued before is owed to the wallet',
+    );
+
+    const paid = async (wallet: string, amount: number, ref: string) =>
+      (
+        await store.mutate({ actor: 'test', now: T0 }, { action: 'payouts.mark_paid' }, (tx) =>
+          tx.ledger.markPaid(wallet, amount, ref, T0, 'test'),
+        )
+      ).result;
+    const r = await paid(SOL_A, 3500, 'tx-1');
+    t.same(
+      r.paid,
+      [
+        { key_id: 'key_a', amount: 3000 },
+        { key_id: 'key_c', amount: 500 },
+      ],
+      'oldest key first',
+    );
+    t.equal(r.owed, 1500);
+    t.equal(await balance(store, 'key:key_a'), 0);
+    t.equal(await balance(store, 'key:key_c'), 1500);
+    await t.rejects(paid(SOL_A, 1501, 'tx-2'), LedgerError, 'never more than owed');
+    await t.rejects(paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
+    await t.rejects(paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
+    await paid(EVM_B.toLowerCase(), 2000, 'tx-4');
+    t.same(
+      (await store.ledger.payouts()).map((l) => [l.wallet, l.owed]),
+      [[SOL_A, 1500]],
+    );
+    const view = await store.ledger.poolView();
+    t.equal(view.paid_out, 5500);
+    t.equal(view.owed_to_keys, 1500);
+    t.equal(await balance(store, 'external'), -1_000_000 + 5500);
+    const verified = await store.ledger.verify();
+    t.ok(verified.ok, verified.violation ?? '');
+  });
+});
+
+t.test('a call can have only one transfer of each kind', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const { exec } = await openWithSql(t, kind);
+    const insert = () => exec(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (${T0}, 'refund', 'call-1', 't')`);
+    await insert();
+    await t.rejects(insert, /UNIQUE|ledger_one_kind_per_call/, 'ledger_one_kind_per_call');
+  });
+});
+
+t.test('transfers must balance', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    const bad = (postings: { account: string; amount: number }[]) =>
+      t.rejects(
+        store.mutate({ actor: 't', now: T0 }, { action: 'test.transfer' }, (tx) =>
+          tx.ledger.transfer({ kind: 'fund', at: T0, actor: 't', postings }),
+        ),
+        LedgerError,
+      );
+    await bad([
+      { account: 'external', amount: -5 },
+      { account: 'pool', amount: 4 },
+    ]);
+    await bad([
+      { account: 'pool', amount: 0 },
+      { account: 'external', amount: 0 },
+    ]);
+    await bad([
+      { account: 'pool', amount: 5 },
+      { account: 'pool', amount: -5 },
+    ]);
+    await bad([
+      { account: 'pool', amount: 1.5 },
+      { account: 'external', amount: -1.5 },
+    ]);
+    t.equal((await store.ledger.balances()).length, 3);
+  });
+});
+
+t.test('ledger verify catches each kind of corruption', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const corruptions: [string, string, RegExp][] = [
+      ['a balance edited', `UPDATE account_balances SET balance = balance + 1 WHERE account = 'treasury'`, /sum to 1, not 0/],
+      [
+        'a balance moved between accounts',
+        `UPDATE account_balances SET balance = balance + (CASE account WHEN 'treasury' THEN 7 ELSE -7 END) WHERE account IN ('treasury', 'external')`,
+        /account (external|treasury): balance/,
+      ],
+      [
+        'a posting edited',
+        `UPDATE ledger_postings SET amount = amount + 1 WHERE account = 'pool' AND transfer_id = 1`,
+        /transfer 1: postings sum to 1/,
+      ],
+      ['a posting deleted', `DELETE FROM ledger_postings WHERE account = 'treasury'`, /has 1 posting|sum to/],
+      [
+        'an outcome un-settled',
+        `UPDATE outcomes SET settled_batch = NULL WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
+        /carries amounts but is not settled/,
+      ],
+      [
+        'a settled call moved to another batch',
+        `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`,
+        /batch [12] does not match/,
+      ],
+      [
+        'a call settled in a batch that does not exist',
+        `${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : ''}UPDATE outcomes SET settled_batch = 99 WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
+        /is settled in batch 99, which does not exist/,
+      ],
+      ['a premium on a failure', `UPDATE outcomes SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
+      [
+        'a refund raised',
+        `UPDATE outcomes SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`,
+        /batch 1 does not match|ledger entries/,
+      ],
+      ['a clamp dropped', `UPDATE outcomes SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
+      ['a batch total edited', `UPDATE settlement_batches SET premiums = premiums + 1`, /batch 1 does not match/],
+    ];
+    for (const [label, sql, pattern] of corruptions) {
+      await t.test(label, async (t) => {
+        const { store, exec } = await openWithSql(t, kind);
+        await saveEndpoint(store, 'ep', { treasury_fee_bps: 1000 });
+        await fund(store, 1500);
+        await store.outcomes.ingest(
+          [outcome(), outcome({ outcome: 'server_error' }), outcome({ outcome: 'server_error' }), outcome({ key_id: 'key_b' })],
+          T0,
+        );
+        await settleAll(store);
+        t.ok((await store.ledger.verify()).ok, `${label}: fine before`);
+        await exec(sql);
+        const result = await store.ledger.verify();
+        t.notOk(result.ok, `${label}: caught`);
+        t.match(result.violation, pattern, `${label}: ${result.violation}`);
+      });
+    }
+  });
+});
