@@ -17,7 +17,7 @@ import { OpaqueIds } from '../../control/ids';
 import { DAY_MS } from '../../control/public/pages/history';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { addEndpoint, ingest, many, outcome } from '../fixtures/public';
-import { openContext, skipWithoutChromium } from '../fixtures/browser';
+import { openContext, overflow, skipWithoutChromium } from '../fixtures/browser';
 
 const SCREENSHOTS = process.env.SVC_SCREENSHOTS_DIR || null;
 const NOW = Date.UTC(2030, 2, 1, 12, 0, 0);
@@ -59,21 +59,6 @@ async function seed(t: Test): Promise<TestControl> {
   if ((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 500_000_000 })).status !== 201) throw new Error('pool fund failed');
   if ((await control.admin('POST', '/_admin/v1/settler/run-once', {})).status !== 200) throw new Error('run-once failed');
   return control;
-}
-
-/** Widest thing on the page against the viewport. */
-async function overflow(page: Page): Promise<{ width: number; scrollWidth: number; over: string[] }> {
-  return page.evaluate(() => {
-    const doc = (globalThis as any).document;
-    const width = doc.documentElement.clientWidth as number;
-    const over: string[] = [];
-    for (const el of doc.querySelectorAll('body *')) {
-      const r = el.getBoundingClientRect();
-      if (r.width > 0 && r.right > width + 0.5)
-        over.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''} (${Math.round(r.right)} px)`);
-    }
-    return { width, scrollWidth: doc.documentElement.scrollWidth as number, over: over.slice(0, 5) };
-  });
 }
 
 interface Computed {

@@ -26,7 +26,7 @@ import { OpaqueIds } from '../../control/ids';
 import { PROVIDERS, hourRate, seedPages } from '../fixtures/pages';
 import { GENEROUS_LIMITS, drained, request, startStack } from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';
-import { openContext, skipWithoutChromium } from '../fixtures/browser';
+import { openContext, overflow, skipWithoutChromium } from '../fixtures/browser';
 
 const SCREENSHOTS = process.env.SVC_SCREENSHOTS_DIR ?? join(tmpdir(), 'svc-page-screenshots');
 
@@ -62,23 +62,6 @@ async function openBrowser(t: Test, javaScriptEnabled: boolean): Promise<Browser
     if (!req.isNavigationRequest()) loads.push(req.url());
   });
   return { page, problems, loads };
-}
-
-/** Widest thing on the page against the viewport: the document's scroll width and every element's right edge. */
-async function overflow(page: Page): Promise<{ width: number; scrollWidth: number; over: string[] }> {
-  return page.evaluate(() => {
-    const doc = (globalThis as any).document;
-    const width = doc.documentElement.clientWidth as number;
-    const over: string[] = [];
-    for (const el of doc.querySelectorAll('body *')) {
-      const r = el.getBoundingClientRect();
-      if (r.width > 0 && r.right > width + 0.5)
-        over.push(
-          `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.className && typeof el.className === 'string' ? `.${el.className}` : ''} (${Math.round(r.right)} px)`,
-        );
-    }
-    return { width, scrollWidth: doc.documentElement.scrollWidth as number, over: over.slice(0, 5) };
-  });
 }
 
 const css = (page: Page, selector: string, property: string): Promise<string> =>
