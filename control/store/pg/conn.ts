@@ -138,21 +138,14 @@ export class PgConn {
    * ends meanwhile, the lock goes with it.
    */
   async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    const ended = (err: Error) => (broken = err);
-    client.on('error', ended);
-    try {
+    return this.checkedOut(async (client, broke) => {
       await client.query('SELECT pg_advisory_lock($1)', [key]);
       try {
         return await fn();
       } finally {
-        await client.query('SELECT pg_advisory_unlock($1)', [key]).catch((err: Error) => (broken = err));
+        await client.query('SELECT pg_advisory_unlock($1)', [key]).catch(broke);
       }
-    } finally {
-      client.off('error', ended);
-      client.release(broken);
-    }
+    });
   }
 
   /**
@@ -165,15 +158,7 @@ export class PgConn {
       if (mode === 'serial' && this.mode !== 'serial') throw new Error('store: a serial transaction must start outside any other');
       return fn(this);
     }
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    // Checked out, a client has no listener for the end of its connection (the pool's is off):
-    // one ended between two statements (the server restarted, the session was terminated)
-    // would be an unhandled 'error', fatal to the process. Heard here, it fails this
-    // transaction's next statement, and the client is not reused.
-    const ended = (err: Error) => (broken = err);
-    client.on('error', ended);
-    try {
+    return this.checkedOut(async (client, broke) => {
       await client.query(BEGIN[mode]);
       try {
         if (mode === 'serial') await client.query('SELECT pg_advisory_xact_lock($1)', [WRITER_LOCK_KEY]);
@@ -181,11 +166,30 @@ export class PgConn {
         await client.query('COMMIT');
         return out;
       } catch (err) {
-        await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+        await client.query('ROLLBACK').catch(broke);
         throw err;
       }
+    });
+  }
+
+  /**
+   * Run `fn` on a connection of its own from the pool. Checked out, a client has no listener for
+   * the end of its connection (the pool's is off): one ended between two statements (the server
+   * restarted, the session was terminated) would be an unhandled 'error', fatal to the process.
+   * Heard here, it fails `fn`'s next statement, and the client is not reused; nor is one `fn`
+   * reports broken (`broke`: a failed rollback or unlock).
+   */
+  private async checkedOut<T>(fn: (client: PoolClient, broke: (err: Error) => void) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const broke = (err: Error) => {
+      broken = err;
+    };
+    client.on('error', broke);
+    try {
+      return await fn(client, broke);
     } finally {
-      client.off('error', ended);
+      client.off('error', broke);
       client.release(broken);
     }
   }
