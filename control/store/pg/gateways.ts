@@ -53,7 +53,8 @@ const Q = {
   byId: sql(`SELECT * FROM gateways WHERE id = ?`),
   list: sql(`SELECT * FROM gateways ORDER BY id`),
   weight: sql(`UPDATE gateways SET weight = ? WHERE id = ?`),
-  share: sql(`UPDATE gateways SET share = ? WHERE id = ?`),
+  // Every share of one division in one statement (16 gateways joining re-divide 16 times).
+  shares: sql(`UPDATE gateways g SET share = x.share FROM unnest(?::text[], ?::float8[]) AS x (id, share) WHERE g.id = x.id`),
 };
 
 export class PgGatewaysTable implements Async<GatewaysTable> {
@@ -101,11 +102,10 @@ export class PgGatewaysTable implements Async<GatewaysTable> {
     return (await this.conn.run(Q.weight, [weight, id])) === 1;
   }
 
-  /** Record the share last pushed to each gateway, in one transaction. */
+  /** Record the share last pushed to each gateway, in one statement. */
   async recordShares(shares: ReadonlyMap<string, number>): Promise<void> {
-    await this.conn.tx(async (conn) => {
-      for (const [id, share] of shares) await conn.run(Q.share, [share, id]);
-    });
+    if (shares.size === 0) return;
+    await this.conn.run(Q.shares, [[...shares.keys()], [...shares.values()]]);
   }
 
   async byId(id: string): Promise<GatewayRow | undefined> {
