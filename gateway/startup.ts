@@ -119,7 +119,7 @@ export function closer(running: Running): () => Promise<void> {
     shipper.stop();
     proxy.close();
     await journal.close();
-    file.close();
+    await file.close();
     await unlock();
   };
 }

@@ -3,14 +3,19 @@
  *
  * - `snapshot.ndjson`: the last full snapshot exactly as received (its `snapshot_end` line
  *   carries the SHA-256 of the lines before it). Written to a temp file, fsynced, renamed.
- * - `deltas.ndjson`: every delta applied since, one sealed line each, appended and fsynced
- *   after it was applied. Truncated when a new full snapshot lands.
+ * - `deltas.ndjson`: every delta applied since, one sealed line each, appended once it was
+ *   applied (a process crash loses none) and fsynced in the background right after, so the
+ *   gateway's ack never waits on the disk: a power loss can lose the deltas of the sync in
+ *   flight, and the gateway then holds an older version and is sent them again by control,
+ *   which it tells the version it holds (a gateway acks what it enforces, in memory, as an
+ *   xDS client does). Truncated when a new full snapshot lands.
  *
  * Loading replays the snapshot (verifying its digest) and then each delta whose seal and base
  * match, stopping at the first that does not (a torn last line after a crash).
  */
 import {
   closeSync,
+  fdatasync,
   fdatasyncSync,
   fsyncSync,
   mkdirSync,
@@ -48,6 +53,10 @@ export interface FullSnapshotWriter {
 export class SnapshotFile {
   readonly dir: string;
   private deltasFd: number | null = null;
+  /** Deltas written since the last background sync started. */
+  private dirty = false;
+  /** The background sync in flight, if any. */
+  private syncing: Promise<void> | null = null;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -80,11 +89,36 @@ export class SnapshotFile {
     };
   }
 
-  /** Record a delta that has been applied; durable when this returns. */
+  /**
+   * Record a delta that has been applied: written when this returns, durable once the
+   * background sync it starts (or the one after the sync in flight) has run.
+   */
   appendDelta(line: string): void {
     if (this.deltasFd === null) this.deltasFd = openSync(join(this.dir, DELTAS_FILE), 'a', 0o600);
     writeSync(this.deltasFd, line + '\n');
-    fdatasyncSync(this.deltasFd);
+    this.dirty = true;
+    this.syncInBackground();
+  }
+
+  /** Resolves once every delta appended so far is on disk. */
+  async synced(): Promise<void> {
+    while (this.syncing !== null) await this.syncing;
+  }
+
+  /** One `fdatasync` at a time on the thread pool; deltas appended meanwhile wait for the next. */
+  private syncInBackground(): void {
+    const fd = this.deltasFd;
+    if (this.syncing !== null || !this.dirty || fd === null) return;
+    this.dirty = false;
+    this.syncing = new Promise<void>((done) =>
+      // An error leaves the deltas written but maybe not durable, as a power loss would: the
+      // gateway reloads what is there and control sends it the rest.
+      fdatasync(fd, () => {
+        this.syncing = null;
+        done();
+        this.syncInBackground();
+      }),
+    );
   }
 
   private resetDeltas(): void {
@@ -93,7 +127,9 @@ export class SnapshotFile {
     fdatasyncSync(this.deltasFd);
   }
 
-  close(): void {
+  /** Close the deltas file once every delta appended is on disk. */
+  async close(): Promise<void> {
+    await this.synced();
     if (this.deltasFd !== null) closeSync(this.deltasFd);
     this.deltasFd = null;
   }
