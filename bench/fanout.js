@@ -17,7 +17,9 @@
  *    `/_admin/v1/sync/wait` for its version) one after another, BENCH_ROUNDS rounds (default
  *    3): latency p50/p99 over all, and control's CPU per change (median of the rounds), which
  *    covers the admin request, the delta written to every stream and every gateway's ack.
- *    Per gateway: CPU per change ÷ N, and the marginal cost (stage N − stage 1) ÷ (N − 1).
+ *    Per gateway: CPU per change ÷ N, and the marginal cost (stage N − stage 1) ÷ (N − 1);
+ *    and each gateway's own CPU per change (the gateways share one CPU: N of those come before
+ *    the last ack).
  * 3. revocation → first 403: BENCH_FIRST403 (default 40) keys per round, BENCH_ROUNDS rounds,
  *    each called once (200) through one of the N gateways in turn, then revoked and, from the
  *    same instant, called through that gateway every millisecond until the first 403 (as
@@ -60,8 +62,8 @@
  * Targets with 2: `--wait` p99 < 150 ms, snapshot control CPU ≤ 2× one gateway's, failover
  * ≤ leaseS + cadence. The numbers to compare with one control come from a run without it.
  *
- * BENCH_PG_STATEMENTS=N prints PostgreSQL's N costliest statements of each stage's revocations
- * and of the ingest (`lib/postgres.js`).
+ * BENCH_PG_STATEMENTS=N prints PostgreSQL's N costliest statements of each stage's full snapshot
+ * and revocations, and of the ingest (`lib/postgres.js`).
  *
  * Control (both with `--controls 2`) and PostgreSQL are pinned to CPU 0 and everything else
  * (gateways, this driver, the upstream) to CPU 1 when taskset exists and there are ≥ 2 CPUs
@@ -406,6 +408,8 @@ async function prepareKeys(stack) {
  */
 async function revocationRound(stack, n, latencies, cpuPerChange, counted) {
   const cpu = cpuWindow(stack);
+  const gatewaysCpu = () => stack.running.reduce((sum, g) => sum + cpuMs(g.proc.pid), 0);
+  const g0 = gatewaysCpu();
   for (let i = 0; i < params.revocations; i++) {
     const control = stack.controls[i % stack.controls.length];
     const { admin } = control;
@@ -424,7 +428,13 @@ async function revocationRound(stack, n, latencies, cpuPerChange, counted) {
     latencies.push(ms);
   }
   const used = cpu();
-  cpuPerChange.push({ total: (used.total * 1000) / params.revocations, server: (used.server * 1000) / params.revocations });
+  cpuPerChange.push({
+    total: (used.total * 1000) / params.revocations,
+    server: (used.server * 1000) / params.revocations,
+    // What each gateway spends on one change (receiving, checking and applying the delta,
+    // journaling it, acking): the gateways share one CPU, so N of these come before the last ack.
+    gateway: ((gatewaysCpu() - g0) * 1000) / params.revocations / n,
+  });
 }
 
 /**
@@ -543,7 +553,10 @@ async function main() {
       const stage = new Map(stacks.map((s) => [s, { gateways: n }]));
 
       // ---- 1. full snapshot to N fresh gateways at once --------------------------------
+      await pg?.statements?.reset();
       for (const stack of roundOrder(stacks, stageIndex)) stage.get(stack).snapshot = await fullSnapshot(stack, n, cpuSide, logDir);
+      if (pg?.statements)
+        stage.get(stacks.find((s) => s.pg)).snapshot_statements = await pg.statements.report(`${n} gateways, full snapshot`);
       // Let the gateways' leases and shares settle before timing changes.
       await sleep(1_000);
       for (const stack of stacks) await prepareKeys(stack);
@@ -568,6 +581,7 @@ async function main() {
           control_cpu_us_per_change: round(perChangeUs, 0),
           control_cpu_us_per_change_rounds: cpuPerChange.get(stack).map((c) => round(c.total, 0)),
           server_cpu_us_per_change: round(median(cpuPerChange.get(stack).map((c) => c.server)), 0),
+          gateway_cpu_us_per_change: round(median(cpuPerChange.get(stack).map((c) => c.gateway)), 0),
           control_cpu_us_per_gateway_per_change: round(perChangeUs / n, 0),
         };
         if (CONTROLS > 1) {
@@ -576,7 +590,7 @@ async function main() {
           revocation.wait_cluster_wide = Object.values(counted.get(stack)).every((counts) => counts.every((k) => k === n));
         }
         log(
-          `${tag(stack)}revoke --wait (${revocation.samples}): p50 ${revocation.p50_ms} ms, p99 ${revocation.p99_ms} ms, max ${revocation.max_ms} ms; control CPU ${revocation.control_cpu_us_per_change} µs per change (${revocation.control_cpu_us_per_gateway_per_change} µs per gateway${stack.pg ? `; server ${revocation.server_cpu_us_per_change} µs of it` : ''})`,
+          `${tag(stack)}revoke --wait (${revocation.samples}): p50 ${revocation.p50_ms} ms, p99 ${revocation.p99_ms} ms, max ${revocation.max_ms} ms; control CPU ${revocation.control_cpu_us_per_change} µs per change (${revocation.control_cpu_us_per_gateway_per_change} µs per gateway${stack.pg ? `; server ${revocation.server_cpu_us_per_change} µs of it` : ''}); each gateway's CPU ${revocation.gateway_cpu_us_per_change} µs per change`,
         );
         if (CONTROLS > 1) log(`${tag(stack)}  ${waitScope(revocation, n)}`);
         const s = stage.get(stack);
