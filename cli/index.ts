@@ -81,7 +81,10 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       errorLine(`svcctl: ${err.message}`);
       return err.exitCode;
     }
-    errorLine(`svcctl: unexpected error: ${(err as Error).message ?? String(err)}`);
+    // Its code (ours, `SVC_ERR_*`, or Node's, `ECONNRESET`) is what a script or a report can match.
+    const code = (err as { code?: unknown } | null)?.code;
+    const coded = typeof code === 'string' && code !== '' ? ` (${code})` : '';
+    errorLine(`svcctl: unexpected error${coded}: ${(err as Error | null)?.message ?? String(err)}`);
     return EXIT_FAILURE;
   }
 }
