@@ -109,69 +109,90 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
   const dir = join(dataDir, `gateway-${id}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const unlock = await lock(dir, id);
+  // What a start that fails half way (the port taken, the journal unreadable) gives back, newest
+  // first: the data dir's lock above all, so the same gateway can be started again.
+  const undo: (() => unknown)[] = [unlock];
+  try {
+    const file = new SnapshotFile(join(dir, 'snapshot'));
+    undo.push(() => file.close());
+    // The last share of key limits control pushed, kept across restarts (fail static).
+    const share = new LimitShare(file.dir);
+    // The state calls are judged against; each sync update replaces it whole.
+    const live: Live = { state: await loadLastKnownGood(file, log) };
 
-  const file = new SnapshotFile(join(dir, 'snapshot'));
-  // The last share of key limits control pushed, kept across restarts (fail static).
-  const share = new LimitShare(file.dir);
-  // The state calls are judged against; each sync update replaces it whole.
-  const live: Live = { state: await loadLastKnownGood(file, log) };
+    const journal = Journal.open({ dir: join(dir, 'journal') });
+    undo.push(() => journal.close());
+    // The engine named everywhere (sync hello, /health, the start line) is the proxy's own.
+    const proxy = createProxy({
+      engine: config.gateway.engine,
+      maxSockets: config.gateway.upstreamMaxSockets,
+      clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs,
+    });
+    undo.push(() => proxy.close());
+    const engine = proxy.engine;
+    const { metrics, sync, shipper } = connect({ id, engine, log, syncToken, control, file, share, journal, live });
+    const handle = createHandler({
+      gatewayId: id,
+      state: () => live.state,
+      proxy,
+      journal,
+      metrics,
+      bodyLimitBytes: config.gateway.bodyLimitBytes,
+      maintenanceRetryAfterS: config.gateway.maintenanceRetryAfterS,
+      trustedProxyHops: config.gateway.trustedProxyHops,
+      maxHeaders: config.gateway.maxHeaders,
+      limitShare: () => share.value,
+    });
+    const operator = operatorRoutes({
+      gatewayId: id,
+      engine,
+      controlUrl: () => control.current,
+      state: () => live.state,
+      limitShare: () => share.state,
+      metrics,
+      sync,
+      journalBacklog: () => journal.backlog(),
+      metricsToken: config.metricsToken,
+      metricsTokenFile: join(dataDir, METRICS_TOKEN_FILE),
+    });
+    const server = createGatewayServer(config, operator, handle, metrics);
 
-  const journal = Journal.open({ dir: join(dir, 'journal') });
-  // The engine named everywhere (sync hello, /health, the start line) is the proxy's own.
-  const proxy = createProxy({
-    engine: config.gateway.engine,
-    maxSockets: config.gateway.upstreamMaxSockets,
-    clientBodyTimeoutMs: config.gateway.clientBodyTimeoutMs,
-  });
-  const engine = proxy.engine;
-  const { metrics, sync, shipper } = connect({ id, engine, log, syncToken, control, file, share, journal, live });
-  const handle = createHandler({
-    gatewayId: id,
-    state: () => live.state,
-    proxy,
-    journal,
-    metrics,
-    bodyLimitBytes: config.gateway.bodyLimitBytes,
-    maintenanceRetryAfterS: config.gateway.maintenanceRetryAfterS,
-    trustedProxyHops: config.gateway.trustedProxyHops,
-    maxHeaders: config.gateway.maxHeaders,
-    limitShare: () => share.value,
-  });
-  const operator = operatorRoutes({
-    gatewayId: id,
-    engine,
-    controlUrl: () => control.current,
-    state: () => live.state,
-    limitShare: () => share.state,
-    metrics,
-    sync,
-    journalBacklog: () => journal.backlog(),
-    metricsToken: config.metricsToken,
-    metricsTokenFile: join(dataDir, METRICS_TOKEN_FILE),
-  });
-  const server = createGatewayServer(config, operator, handle, metrics);
+    const url = await listen(server, config.gateway.port, config.host);
+    sync.start();
+    shipper.start();
+    log.info('gateway listening', {
+      url,
+      engine,
+      control_url: control.current,
+      control_urls: control.urls,
+      state_version: live.state?.version ?? 0,
+    });
+    return {
+      id,
+      engine,
+      url,
+      get controlUrl() {
+        return control.current;
+      },
+      controlUrls: control.urls,
+      dataDir,
+      state: () => live.state,
+      metrics,
+      close: closer({ server, sync, shipper, proxy, journal, file, unlock }),
+    };
+  } catch (err) {
+    await undoAll(undo);
+    throw err;
+  }
+}
 
-  const url = await listen(server, config.gateway.port, config.host);
-  sync.start();
-  shipper.start();
-  log.info('gateway listening', {
-    url,
-    engine,
-    control_url: control.current,
-    control_urls: control.urls,
-    state_version: live.state?.version ?? 0,
-  });
-  return {
-    id,
-    engine,
-    url,
-    get controlUrl() {
-      return control.current;
-    },
-    controlUrls: control.urls,
-    dataDir,
-    state: () => live.state,
-    metrics,
-    close: closer({ server, sync, shipper, proxy, journal, file, unlock }),
-  };
+/** Run each step, newest first, whatever the others do (the start's own error is the one to report). */
+async function undoAll(steps: readonly (() => unknown)[]): Promise<void> {
+  for (const step of [...steps].reverse()) {
+    try {
+      await step();
+    } catch {
+      // already reporting why the start failed
+    }
+  }
 }
