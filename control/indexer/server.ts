@@ -20,7 +20,7 @@ import { publicIpLimiter } from '../http/rate-limit';
 import { CursorCodec } from '../activity-cursor';
 import { registerReceiptRoutes } from './receipts';
 import { registerIndexerPageRoutes } from '../public/pages/routes';
-import { problemPages } from '../public/pages/respond';
+import { problemPages } from '../pages/respond';
 import { parseBefore } from '../activity-cursor';
 import { activityPage, statsAnswer } from './stats';
 

@@ -11,7 +11,7 @@ import type { ControlContext } from '../context';
 import { Router } from '../http/router';
 import { splitTarget } from '../http/serve';
 import { dispatcher } from '../http/dispatch';
-import { problemPages } from './pages/respond';
+import { problemPages } from '../pages/respond';
 import { publicIpLimiter } from '../http/rate-limit';
 import { registerPublicReadRoutes } from './routes';
 import { UserAgentFilter } from './ua-filter';

@@ -23,12 +23,12 @@ import type { OpaqueIds } from '../../ids';
 import { statusAnswer } from '../status';
 import { renderStatusPage } from '../status-page';
 import { parseActivityQuery, renderActivityPage, type ActivityView } from './activity-page';
-import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, incidentsFeed, receiptsFeed, renderAtom } from './atom';
+import { ATOM_CONTENT_TYPE, FEED_ENTRIES, changelogFeed, incidentsFeed, receiptsFeed, renderAtom } from '../../pages/atom';
 import { providersHistory } from './history';
 import { renderHomePage } from './home-page';
 import { boardProvider, parseSort, providersBoard, sortProviders } from './board';
 import { renderProviderPage, renderProvidersPage } from './providers-page';
-import { sendPage, type PageUrls } from './respond';
+import { sendPage, type PageUrls } from '../../pages/respond';
 
 /** Refunded calls listed on a provider's page and on the activity page. @default 20 */
 export const PAGE_REFUNDS = 20;

@@ -11,10 +11,10 @@
  * public API whichever host serves the feed, and `self` is the copy that was fetched.
  */
 import { createHmac } from 'node:crypto';
-import type { ChangelogEntry } from '../../../protocol/admin';
-import type { Receipt } from '../../../protocol/receipts';
-import { receiptHash } from '../../../protocol/receipts-verify';
-import type { Incident } from './history';
+import type { ChangelogEntry } from '../../protocol/admin';
+import type { Receipt } from '../../protocol/receipts';
+import { receiptHash } from '../../protocol/receipts-verify';
+import type { Incident } from '../public/pages/history';
 import { duration } from './layout';
 
 export const ATOM_CONTENT_TYPE = 'application/atom+xml; charset=utf-8';
