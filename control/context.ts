@@ -6,6 +6,7 @@ import type { Logger } from '../protocol/log';
 import { hasCode } from '../protocol/coded-error';
 import type { RunOnceView, SettlerHalt, SettlerStatus } from '../protocol/settlement';
 import type { Actor, Store } from './store';
+import type { Router } from './http/router';
 
 export interface ControlContext {
   store: Store;
@@ -24,6 +25,12 @@ export interface ControlContext {
   /** The settler's state; null while no settler runs in this process. */
   settler: () => Promise<SettlerStatus> | null;
 }
+
+/**
+ * Routes a feature serves on another feature's listener, passed in by `server.ts`: the access
+ * applications' form and API on the public API's, the public site's feeds on the indexer's.
+ */
+export type RegisterRoutes = (router: Router, ctx: ControlContext) => void;
 
 /**
  * The settler as the status answers show it: the running settler's own status, or, while no

@@ -34,6 +34,7 @@ import { closeServer, listen } from './http/listen';
 import { Router } from './http/router';
 import { requestListener, type Mount } from './http/serve';
 import { publicListener } from './public/server';
+import { registerIndexerFeedRoutes } from './public/pages/feeds';
 import { TokenConflictError, shareTokens } from './tokens';
 import { joinCluster, type Membership } from './cluster';
 import { LeaseLeadership, soleLeadership } from './settler/leadership';
@@ -245,7 +246,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   try {
     ctx.urls.control = await bind(controlListener(ctx, boot, routers), config.control.port, 'GET, HEAD, POST, PUT, PATCH, DELETE');
     ctx.urls.api = await bind(publicListener(ctx, log, [registerApplicationRoutes]), config.api.port, 'GET, HEAD, POST');
-    ctx.urls.indexer = await bind(indexerListener(ctx, log), config.indexer.port, 'GET, HEAD');
+    ctx.urls.indexer = await bind(indexerListener(ctx, log, [registerIndexerFeedRoutes]), config.indexer.port, 'GET, HEAD');
     membership = await joinCluster(ctx);
     await settler.start();
   } catch (err) {

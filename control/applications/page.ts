@@ -2,13 +2,13 @@
  * The application form ({api_url}/apply) and its thank-you page: plain HTML with a little
  * inline JavaScript that hides the questions not asked for the chosen applicant type. Without
  * JavaScript every question is shown with a note saying whom it is for, and the server ignores
- * the answers that do not apply. Both are pages of the site (`../public/pages/layout.ts`: its
+ * the answers that do not apply. Both are pages of the site (`../pages/layout.ts`: its
  * header and stylesheet, light and dark), answered by `sendHtml` (`respond.ts`) with the one
  * CSP; every value written into the page is HTML-escaped.
  */
 import { ANSWER_WITHIN_HOURS, APPLICANT_TYPE_LABELS, APPLICANT_TYPES, FIELD_LIMITS } from '../../protocol/applications';
-import { escapeHtml, renderDocument } from '../public/pages/layout';
-import type { PageUrls } from '../public/pages/respond';
+import { escapeHtml, renderDocument } from '../pages/layout';
+import type { PageUrls } from '../pages/respond';
 
 /** What a re-rendered form shows: the user's values and an error per field. */
 export interface FormState {

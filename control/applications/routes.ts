@@ -24,7 +24,7 @@ import type { FieldError } from '../http/validate';
 import { readApplicationBody } from './body';
 import { submitApplication, validateApplication } from './intake';
 import { SubmitLimiter } from './limiter';
-import { sendHtml } from '../public/pages/respond';
+import { sendHtml } from '../pages/respond';
 import { EMPTY_FORM, renderForm, renderProblem, renderThanks, type FormState } from './page';
 
 const ID_PATTERN = /^app_[1-9A-HJ-NP-Za-km-z]{12}$/;

@@ -5,31 +5,12 @@
  * something, never estimated; `/api/activity` pages through `store.publicReads`. Amounts are
  * integer micro-units (6 decimals). Ids are opaque.
  */
-import type { ActivityItem, ActivityPage, SettledActivityItem, StatsAnswer } from '../../protocol/indexer';
+import type { ActivityPage, StatsAnswer } from '../../protocol/indexer';
 import type { ControlContext } from '../context';
 import type { CursorCodec } from '../activity-cursor';
 import type { OpaqueIds } from '../ids';
-import type { SettledActivityRow } from '../store/ledger';
-import type { ActivityCursor, ActivityFilter, ActivityRow } from '../store/public-reads';
-
-/** A call from an activity page, a list of refunds or the recent settled calls, with opaque ids. */
-export function activityItem(ids: OpaqueIds, row: SettledActivityRow): SettledActivityItem;
-export function activityItem(ids: OpaqueIds, row: ActivityRow): ActivityItem;
-export function activityItem(ids: OpaqueIds, row: ActivityRow): ActivityItem {
-  return {
-    call_id: ids.call(row.call_id),
-    provider: ids.provider(row.endpoint_id),
-    outcome: row.outcome,
-    status: row.status,
-    latency_ms: row.latency_ms,
-    at: new Date(row.started_at).toISOString(),
-    settled: row.settled_batch !== null,
-    batch: row.settled_batch,
-    premium: row.premium,
-    refund: row.refund,
-    clamp: row.clamp,
-  };
-}
+import { activityItem } from '../activity-item';
+import type { ActivityCursor, ActivityFilter } from '../store/public-reads';
 
 export async function statsAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatsAnswer> {
   const totals = await ctx.store.ledger.totals();

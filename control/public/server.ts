@@ -7,17 +7,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { answerProblemsWith, sendJson } from '../../protocol/http';
 import { HEALTH_BODY } from '../../protocol/wire';
 import type { Logger } from '../../protocol/log';
-import type { ControlContext } from '../context';
+import type { ControlContext, RegisterRoutes } from '../context';
 import { Router } from '../http/router';
 import { splitTarget } from '../http/serve';
 import { dispatcher } from '../http/dispatch';
-import { problemPages } from './pages/respond';
+import { problemPages } from '../pages/respond';
 import { publicIpLimiter } from '../http/rate-limit';
 import { registerPublicReadRoutes } from './routes';
 import { UserAgentFilter } from './ua-filter';
-
-/** Routes another feature serves on this listener (the access applications' form and API). */
-export type RegisterRoutes = (router: Router, ctx: ControlContext) => void;
 
 export function publicRouter(ctx: ControlContext, more: readonly RegisterRoutes[] = []): Router {
   const router = new Router().get('/health', ({ res }) => sendJson(res, 200, HEALTH_BODY));

@@ -1,6 +1,6 @@
 /**
  * `GET /status`: the status answer as one HTML document in the public pages' layout
- * (`pages/layout.ts`: the site header, light and dark schemes, the nonce CSP of `pages/respond.ts`).
+ * (`../pages/layout.ts`: the site header, light and dark schemes, the nonce CSP of `../pages/respond.ts`).
  * No JavaScript and no external assets; landmarks, a heading outline, captioned tables with
  * header cells, states written as words (never colour alone) and `<time datetime>` for every
  * instant, so it reads the same in a screen reader, a text browser or with styles off. Links to
@@ -8,9 +8,9 @@
  */
 import type { StatusAnswer } from '../../protocol/public';
 import { HISTORY_DAYS, type History, type Incident } from './pages/history';
-import { duration, escapeHtml, money, renderDocument, time } from './pages/layout';
+import { duration, escapeHtml, money, renderDocument, time } from '../pages/layout';
 import { daysLegend, uptimeText } from './pages/providers-page';
-import type { PageUrls } from './pages/respond';
+import type { PageUrls } from '../pages/respond';
 import { dailyBars } from './pages/svg';
 
 const yesNo = (v: boolean): string => (v ? 'yes' : 'no');
@@ -124,7 +124,7 @@ ${i.note === null ? '' : i.kind === 'maintenance' ? `<p>Note from the operators:
   return `<section aria-labelledby="h-incidents"><h2 id="h-incidents">Incident history</h2>${items}</section>`;
 }
 
-/** The whole document (with the nonce placeholder `pages/respond.ts` fills in). */
+/** The whole document (with the nonce placeholder `../pages/respond.ts` fills in). */
 export function renderStatusPage(s: StatusAnswer, history: History, urls: PageUrls): string {
   const main = `<h1>svc status</h1>
 <p class="banner state-${s.status}" id="overall">Overall: ${escapeHtml(HEADLINE[s.status])}</p>

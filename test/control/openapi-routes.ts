@@ -11,6 +11,7 @@ import { indexerRouter } from '../../control/indexer/server';
 import type { Router } from '../../control/http/router';
 import { registerApplicationRoutes } from '../../control/applications/routes';
 import { publicRouter } from '../../control/public/server';
+import { registerIndexerFeedRoutes } from '../../control/public/pages/feeds';
 import { renderDocument, type DocumentName } from '../../protocol/openapi';
 import { startTestControl, type TestControl } from '../fixtures/control';
 import { currentDocument, type Doc } from '../fixtures/openapi';
@@ -39,7 +40,7 @@ function listeners(control: TestControl): [DocumentName, Router[]][] {
   const { admin, sync, metrics } = control.handle.routers;
   return [
     ['public', [publicRouter(control.handle.ctx, [registerApplicationRoutes])]],
-    ['indexer', [indexerRouter(control.handle.ctx)]],
+    ['indexer', [indexerRouter(control.handle.ctx, [registerIndexerFeedRoutes])]],
     ['admin', [admin, sync, metrics]],
   ];
 }

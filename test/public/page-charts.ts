@@ -8,11 +8,11 @@
 import t from 'tap';
 import { crc32, gunzipSync, gzipSync } from 'node:zlib';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { nextNonce } from '../../control/public/pages/respond';
-import { acceptsGzip, applyShift, crc32Shift, gzipAnswer, gzipTemplate, shiftTable } from '../../control/public/pages/gzip';
+import { nextNonce } from '../../control/pages/respond';
+import { acceptsGzip, applyShift, crc32Shift, gzipAnswer, gzipTemplate, shiftTable } from '../../control/pages/gzip';
 import { BARS, SPARK, hourlyBars, sparkline, type SlotCounts } from '../../control/public/pages/svg';
 import { parseSort, sortProviders } from '../../control/public/pages/board';
-import { feedUuid, renderAtom, xmlText } from '../../control/public/pages/atom';
+import { feedUuid, renderAtom, xmlText } from '../../control/pages/atom';
 import type { SqliteStore } from '../../control/store';
 import type { Provider, Tier } from '../../protocol/public';
 import { startTestControl } from '../fixtures/control';

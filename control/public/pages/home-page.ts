@@ -3,8 +3,8 @@
  * activity, apply, the OpenAPI document, the feeds). Programs asking `/` for JSON keep the
  * 404 they always had (`routes.ts`).
  */
-import { escapeHtml, renderDocument } from './layout';
-import type { PageUrls } from './respond';
+import { escapeHtml, renderDocument } from '../../pages/layout';
+import type { PageUrls } from '../../pages/respond';
 
 export function renderHomePage(urls: PageUrls): string {
   const api = escapeHtml(urls.api);

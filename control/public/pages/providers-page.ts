@@ -8,8 +8,8 @@
 import type { ProvidersAnswer, Tier } from '../../../protocol/public';
 import type { ActivityItem } from '../../../protocol/indexer';
 import { hourLabel, type Board, type BoardProvider, type Sort, type SortKey } from './board';
-import { escapeHtml, money, ms, percent, plural, renderDocument, time } from './layout';
-import type { PageUrls } from './respond';
+import { escapeHtml, money, ms, percent, plural, renderDocument, time } from '../../pages/layout';
+import type { PageUrls } from '../../pages/respond';
 import type { ProviderHistory } from './history';
 import { CHART_OUTCOMES, OUTCOME_LABELS, dailyBars, hourlyBars, slotTotals, sparkCell } from './svg';
 

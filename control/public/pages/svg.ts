@@ -5,7 +5,7 @@
  * carries a text alternative. Pure functions of the numbers they are given.
  */
 import type { Tier } from '../../../protocol/public';
-import { escapeHtml, percent } from './layout';
+import { escapeHtml, percent } from '../../pages/layout';
 
 /** The outcomes a provider's chart stacks, bottom to top: the calls its failure rate counts. */
 export const CHART_OUTCOMES = ['ok', 'latency_breach', 'server_error', 'network_error', 'schema_mismatch'] as const;

@@ -14,8 +14,8 @@ import type { ActivityItem, ActivityPage } from '../../../protocol/indexer';
 import { OUTCOMES, type Outcome } from '../../../protocol/outcome';
 import type { SettlerPublicState } from '../../../protocol/public';
 import type { ActivityFilter } from '../../store/public-reads';
-import { escapeHtml, money, plural, renderDocument, time } from './layout';
-import type { PageUrls } from './respond';
+import { escapeHtml, money, plural, renderDocument, time } from '../../pages/layout';
+import type { PageUrls } from '../../pages/respond';
 
 export interface ActivityTotals {
   pool_size: number;

@@ -1,9 +1,10 @@
 /**
- * What every public page shares: one stylesheet (light and dark from `prefers-color-scheme`,
- * a layout that reads at 390 px), the small site header, the document around a page's
- * content, and the helpers that write values into HTML. No JavaScript anywhere; the one inline
- * `<style>` carries the response's CSP nonce (see `respond.ts`), so nothing else may style or
- * run. Charts are inline SVG styled by class (the CSP refuses `style` attributes).
+ * What every page of both sites (the public API's and the indexer's) shares: one stylesheet
+ * (light and dark from `prefers-color-scheme`, a layout that reads at 390 px), the small site
+ * header, the document around a page's content, and the helpers that write values into HTML.
+ * No JavaScript anywhere; the one inline `<style>` carries the response's CSP nonce (see
+ * `respond.ts`), so nothing else may style or run. Charts are inline SVG styled by class (the
+ * CSP refuses `style` attributes).
  */
 
 /** The listeners' URLs, for links between the public API's pages and the indexer's. */

@@ -24,10 +24,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Problem } from '../../../protocol/errors';
-import type { ProblemResponder } from '../../../protocol/http';
-import { prefersHtml } from '../../http/accept';
-import { etagMatches, type ResponseCache } from '../../http/cache';
+import type { Problem } from '../../protocol/errors';
+import type { ProblemResponder } from '../../protocol/http';
+import { prefersHtml } from '../http/accept';
+import { etagMatches, type ResponseCache } from '../http/cache';
 import { acceptsGzip, gzipAnswer, gzipTemplate, type GzipTemplate } from './gzip';
 import { NONCE_PLACEHOLDER, escapeHtml, renderDocument, type PageUrls } from './layout';
 
