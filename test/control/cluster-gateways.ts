@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { startTestControl, type TestControl } from '../fixtures/control';
 import { ack, keepRenewing, liveGateway } from '../fixtures/fake-gateway';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
+import { waitFor } from '../fixtures/stack';
 
 const LEASE_S = 1;
 
@@ -32,13 +33,18 @@ async function gatewaysOf(control: TestControl, token: string): Promise<Row[]> {
 
 /** Poll `read` until `done` holds (the other control hears of a change by a notification). */
 async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 8_000;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached; last ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  let last: T | undefined;
+  const found = await waitFor(
+    async () => {
+      last = await read();
+      return done(last) ? { value: last } : null;
+    },
+    what,
+    8_000,
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)}; last ${JSON.stringify(last)}`);
+  });
+  return found.value;
 }
 
 if (!skipWithoutPostgres(t)) {

@@ -149,7 +149,14 @@ if (!skipWithoutPostgres(t)) {
     await other.cluster.heartbeat('control-b', 'http://b.invalid', Date.now(), 60_000);
     const snapshot = { version: 3, sha256: 'ab'.repeat(32), lines: ['{"type":"snapshot_begin"}', '{"type":"keys","keys":[]}'] };
     const slowBuild = async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // Outlast the limit, observably: a transaction opened now under the same limit is ended by
+      // the server, and one left open across the build, opened before, would have been ended first.
+      const witness = new Client({ connectionString: url, options: '-c idle_in_transaction_session_timeout=300' });
+      witness.on('error', () => undefined);
+      await witness.connect();
+      const ended = new Promise((resolve) => witness.once('end', resolve)); // after its 'error'
+      await witness.query('BEGIN');
+      await ended;
       return snapshot;
     };
     t.same(await builder.cluster.snapshotOnce(7, 3, 'control-a', slowBuild), { built: snapshot }, 'built, slower than the limit');

@@ -5,10 +5,11 @@
  * that see one snapshot. Skips without PostgreSQL (`test/fixtures/postgres.ts`).
  */
 import t, { type Test } from 'tap';
-import { Pool } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 import { PgConn, sql } from '../../control/store/pg/conn';
 import { PG_TYPES } from '../../control/store/pg/types';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
+import { waitFor } from '../fixtures/stack';
 
 t.test('sql() compiles ? and @name parameters', async (t) => {
   const positional = sql('SELECT ? AS a, ? AS b');
@@ -25,9 +26,11 @@ t.test('sql() compiles ? and @name parameters', async (t) => {
 
 t.test('on PostgreSQL', async (t) => {
   if (skipWithoutPostgres(t)) return;
-  const conn = async (t: Test): Promise<PgConn> => {
+  /** A fresh table `t` on a pool of 4; `onAcquire` hears every client checked out of the pool. */
+  const conn = async (t: Test, onAcquire?: (client: PoolClient) => void): Promise<PgConn> => {
     const pool = new Pool({ connectionString: await createDatabase(t), types: PG_TYPES, max: 4 });
     t.teardown(() => pool.end());
+    if (onAcquire) pool.on('acquire', onAcquire);
     const c = new PgConn(pool);
     await c.run(sql('CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)'));
     return c;
@@ -82,15 +85,27 @@ t.test('on PostgreSQL', async (t) => {
   t.test('serial transactions run one at a time', async (t) => {
     const c = await conn(t);
     await c.run(sql('INSERT INTO t VALUES (1, ?)'), ['0']);
-    // Read, wait, write: without the lock the two would read the same value and one increment is lost.
+    // Read, then write only once every other increment still to run has either read too (no lock:
+    // they all read the same value and increments are lost) or waits for the writer lock.
+    const TOTAL = 3;
+    let reads = 0;
+    let written = 0;
+    const waiting = sql(`SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                         WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted`);
+    const lockWaiters = async () => Number(await c.value(waiting));
     const increment = () =>
       c.tx(async (tx) => {
         const v = Number(await tx.value<string>(sql('SELECT v FROM t WHERE id = 1')));
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        reads++;
+        await waitFor(
+          async () => reads - written - 1 + (await lockWaiters()) >= TOTAL - written - 1,
+          'every other increment reading or waiting for the lock',
+        );
         await tx.run(sql('UPDATE t SET v = ? WHERE id = 1'), [String(v + 1)]);
+        written++;
       }, 'serial');
-    await Promise.all([increment(), increment(), increment()]);
-    t.equal(await c.value(sql('SELECT v FROM t WHERE id = 1')), '3');
+    await Promise.all(Array.from({ length: TOTAL }, increment));
+    t.equal(await c.value(sql('SELECT v FROM t WHERE id = 1')), String(TOTAL));
   });
 
   t.test('a read transaction sees one snapshot and refuses writes', async (t) => {
@@ -107,15 +122,18 @@ t.test('on PostgreSQL', async (t) => {
     t.equal(await c.value(sql('SELECT count(*) FROM t')), 2);
   });
   t.test('a connection the server ends between two statements of a transaction fails the transaction, not the process', async (t) => {
-    const c = await conn(t);
+    let acquired: PoolClient | undefined;
+    const c = await conn(t, (client) => (acquired = client));
     await c.run(sql('INSERT INTO t VALUES (1, ?)'), ['a']);
     const err = await c
       .tx(async (tx) => {
         await tx.run(sql('UPDATE t SET v = ? WHERE id = 1'), ['b']);
         const pid = await tx.value<number>(sql('SELECT pg_backend_pid()'));
+        const ended = new Promise((resolve) => acquired!.once('end', resolve)); // the transaction's client: the last checked out so far
         await c.run(sql('SELECT pg_terminate_backend(?)'), [pid]);
-        // The connection's end arrives while no statement runs on it (an 'error' event; unheard, it would crash the process).
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // The connection's end arrives while no statement runs on it (an 'error' event, then 'end';
+        // unheard, the 'error' would crash the process).
+        await ended;
         await tx.run(sql('UPDATE t SET v = ? WHERE id = 1'), ['c']);
       }, 'serial')
       .then(

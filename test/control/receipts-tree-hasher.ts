@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { INLINE_BELOW, TreeHasher } from '../../control/receipts/tree-hasher';
 import { leafHash, rootOf, subtreeRoots, toHex } from '../../protocol/merkle';
 import { leafCanonical } from '../../protocol/receipts-verify';
+import { waitFor } from '../fixtures/stack';
 
 const COMPILED = resolve(__dirname, '..', '..', 'dist', 'control', 'receipts', 'tree-worker.js');
 
@@ -29,8 +30,9 @@ const inlineRoot = (leaves: string[]) => toHex(rootOf(leaves.map(leafHash)));
 const inlineRuns = (leaves: string[]) => subtreeRoots(leaves.map(leafHash), 6).map(toHex);
 const runsOf = (b: Buffer) => Array.from({ length: b.length / 32 }, (_, i) => b.toString('hex', i * 32, i * 32 + 32));
 
+/** Whether the worker listens, once it is decided: it listens, or it is gone (failed to start, exited). */
 async function ready(hasher: TreeHasher): Promise<boolean> {
-  for (let i = 0; i < 200 && !hasher.threaded; i++) await new Promise((r) => setTimeout(r, 25));
+  await waitFor(() => hasher.threaded || hasher['worker'] === null, 'the worker listening or gone');
   return hasher.threaded;
 }
 

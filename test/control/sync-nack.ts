@@ -9,6 +9,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
 import { startTestControl, type TestControl } from '../fixtures/control';
+import { waitFor } from '../fixtures/stack';
 import { forEachStore } from '../fixtures/stores';
 import { SnapshotDigest, verifySealedLine } from '../../protocol/snapshot';
 
@@ -32,14 +33,12 @@ function dial(t: Test, control: TestControl, gatewayId: string, version = 0, epo
       if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
       const lines: any[] = [];
       let cursor = 0;
-      let wake: (() => void) | null = null;
       const reader = createInterface({ input: res });
       reader.on('line', (line) => {
         const parsed = JSON.parse(line);
         if (parsed.type === 'ping' || parsed.type === 'share') return; // shares: test/control/sync-shares.ts
         parsed.raw = line;
         lines.push(parsed);
-        wake?.();
       });
       // Closing the stream from this side aborts the response: expected, not a failure.
       reader.on('error', () => undefined);
@@ -49,14 +48,7 @@ function dial(t: Test, control: TestControl, gatewayId: string, version = 0, epo
       const fake: FakeGateway = {
         lines,
         async next(limitMs = 5_000) {
-          const deadline = Date.now() + limitMs;
-          while (cursor >= lines.length) {
-            if (Date.now() > deadline) throw new Error(`no line within ${limitMs} ms`);
-            await new Promise<void>((r) => {
-              wake = r;
-              setTimeout(r, 50);
-            });
-          }
+          await waitFor(() => cursor < lines.length, 'the next line on the stream', limitMs);
           return lines[cursor++];
         },
         close: async () => {

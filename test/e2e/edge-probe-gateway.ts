@@ -16,7 +16,7 @@
  */
 import t from 'tap';
 import net from 'node:net';
-import { GENEROUS_LIMITS, drained, rawRequest, request, startStack, waitFor } from '../fixtures/stack';
+import { GENEROUS_LIMITS, drained, rawRequest, request, sleep, startStack, waitFor } from '../fixtures/stack';
 import { ENGINES } from '../fixtures/engines';
 import { SDK_UA } from '../fixtures/public';
 import { startUpstream } from '../fixtures/upstream';
@@ -75,8 +75,6 @@ function raw(gatewayUrl: string, start: string, then?: (socket: net.Socket) => P
     if (then) void then(socket);
   });
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 for (const engine of ENGINES)
   t.test(`edge probe: the gateway [${engine}]`, async (t) => {
@@ -154,7 +152,7 @@ for (const engine of ENGINES)
           for (const ch of body) {
             if (s.destroyed) return;
             s.write(ch);
-            await sleep(120);
+            await sleep(120); // the scenario: a slow caller, within the body timeout between bytes
           }
         },
       );
@@ -170,7 +168,7 @@ for (const engine of ENGINES)
       const a = await raw(gw, `POST /v1/probe/crawl HTTP/1.1\r\nHost: gw\r\n${auth}Content-Length: 20\r\n\r\n`, async (s) => {
         for (let i = 0; i < 20 && !s.destroyed; i++) {
           s.write('x');
-          await sleep(BODY_TIMEOUT_MS * 2);
+          await sleep(BODY_TIMEOUT_MS * 2); // the scenario: a caller slower than the body timeout
         }
       });
       t.equal(a.status, 408);
@@ -199,7 +197,7 @@ for (const engine of ENGINES)
       const a = await raw(gw, `POST /v1/probe/big HTTP/1.1\r\nHost: gw\r\n${auth}Transfer-Encoding: chunked\r\n\r\n`, async (s) => {
         for (let i = 0; i < 3 && !s.destroyed; i++) {
           s.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
-          await sleep(30);
+          await sleep(30); // the scenario: chunks that arrive one by one, as a streaming caller sends them
         }
       });
       t.equal(a.status, 413);

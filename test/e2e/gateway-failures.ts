@@ -117,7 +117,7 @@ for (const engine of ENGINES)
           r.on('error', reject);
         });
         req.write('y'.repeat(BODY_LIMIT));
-        setTimeout(() => req.end('y'.repeat(BODY_LIMIT)), 50);
+        setTimeout(() => req.end('y'.repeat(BODY_LIMIT)), 50); // the scenario: the body in two pieces, the limit passed by the second
       });
       t.equal(res.status, 413);
       t.equal(res.body.code, 'svc_payload_too_large');

@@ -81,7 +81,7 @@ t.test('a key limit holds across three gateways, and a departed gateway’s part
       else t.fail(`unexpected status ${res.status}: ${res.text}`);
       if (i === 0)
         t.equal(res.headers['ratelimit-policy'], '"key";q=10;w=60;svc-burst=1', 'each gateway enforces a third: 10/min, a burst of 1');
-      await sleep(PACE_MS);
+      await sleep(PACE_MS); // pacing the load generator (PACE_MS), not waiting for anything
     }
     const elapsedS = (Date.now() - started) / 1000;
     const total = admitted.reduce((a, b) => a + b, 0);

@@ -158,7 +158,7 @@ if (!skipWithoutPostgres(t)) {
           outcomes.set(res.status, (outcomes.get(res.status) ?? 0) + 1);
         } catch (err) {
           errors.push(String(err));
-          await sleep(50);
+          await sleep(50); // pacing the load: a failing client backs off instead of spinning
         }
       }
     };

@@ -44,7 +44,7 @@ t.test('svcctl up: four URLs, a ready gateway, and a clean stop on SIGTERM', asy
     const res = await health(urls.gateway!, metricsToken(dataDir));
     return res.status === 200 ? res : null;
   }, 'the gateway to be ready');
-  t.match(gatewayHealth!.body, { status: 'ok', ready: true, control_connected: true }, 'the gateway answers /health ready');
+  t.match(gatewayHealth.body, { status: 'ok', ready: true, control_connected: true }, 'the gateway answers /health ready');
   for (const name of ['api', 'indexer'] as const) {
     const res = await request(urls[name]!, '/health', { method: 'GET', headers: { 'user-agent': 'Mozilla/5.0' } });
     t.equal(res.text, '{"status":"ok","version":"v1"}', `${name} /health`);

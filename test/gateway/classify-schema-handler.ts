@@ -41,7 +41,7 @@ function upstream(): http.Server {
       case '/broken':
         res.writeHead(200, { 'content-type': 'application/json' });
         res.write('{"id":');
-        setTimeout(() => res.socket?.destroy(), 50);
+        setTimeout(() => res.socket?.destroy(), 50); // the scenario: the upstream breaks off after part of its body
         return;
       case '/error':
         return json(500, '{"error":"boom"}');

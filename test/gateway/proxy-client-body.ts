@@ -122,7 +122,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     socket.on('error', () => undefined);
     socket.write(head('/x', 'Content-Length: 100\r\n') + '0123456789');
     await waitFor(() => gw.forwarded === 1, 'call forwarded');
-    // The caller keeps the call waiting for its body a while, then leaves.
+    // The caller keeps the call waiting for its body a while, then leaves: the wait is the scenario (a slow caller).
     await new Promise((resolve) => setTimeout(resolve, 100));
     socket.destroy();
     await waitFor(() => gw.results.length === 1, 'call reported');
@@ -142,7 +142,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const gw = await startGateway(t, { engine, upstreamPort: port, timeoutMs: 60_000 });
     await new Promise<void>((resolve) => {
       const req = http.request({ host: '127.0.0.1', port: gw.port, path: '/x', agent: false }, (res) => {
-        // The caller reads a while after the head, then leaves.
+        // The caller reads a while after the head, then leaves: the pause is the scenario (a slow reader).
         res.once('data', () =>
           setTimeout(() => {
             req.destroy();
@@ -170,6 +170,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const answer = await exchange(gw.port, head('/x', 'Content-Length: 50\r\n'), async (s) => {
       for (let i = 0; i < 50 && !stop && !s.destroyed; i++) {
         s.write('x');
+        // The scenario: a caller slower than clientBodyTimeoutMs between bytes.
         await new Promise((r) => setTimeout(r, 400));
       }
     });

@@ -62,7 +62,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const upstream = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-length': String(first.length + last.length) });
       res.write(first);
-      setTimeout(() => res.end(last), 50);
+      setTimeout(() => res.end(last), 50); // the scenario: the rest of the answer comes later
     });
     let writtenAtEnd = -1;
     const gw = await startGateway(t, {
