@@ -284,12 +284,14 @@ function adminOf(url, dataDir) {
 
 /** CPU over a window: control's process, the server's (PostgreSQL), both (ms). */
 function cpuWindow(stack) {
-  const c0 = stack.controlCpuMs();
+  const each = () => stack.controls.map((c) => cpuMs(c.proc.pid));
+  const e0 = each();
   const s0 = stack.serverCpuMs();
   return () => {
-    const control = stack.controlCpuMs() - c0;
+    const byControl = each().map((ms, i) => ms - e0[i]);
+    const control = byControl.reduce((a, b) => a + b, 0);
     const server = stack.serverCpuMs() - s0;
-    return { total: control + server, control, server };
+    return { total: control + server, control, server, byControl };
   };
 }
 
@@ -347,6 +349,8 @@ async function fullSnapshot(stack, n, cpuSide, logDir) {
     control_cpu_ms: round(used.total, 0),
     control_cpu_ms_per_gateway: round(used.total / n, 0),
     control_process_cpu_ms: round(used.control, 0),
+    // With two controls, each one's process (A, B).
+    control_process_cpu_ms_each: used.byControl.map((ms) => round(ms, 0)),
     server_cpu_ms: round(used.server, 0),
     // A gateway's whole process over the window (it started in it): start-up and the snapshot.
     gateway_cpu_ms_median: round(gatewayMs, 0),
@@ -356,7 +360,7 @@ async function fullSnapshot(stack, n, cpuSide, logDir) {
     control_cpu_vs_one_gateway: gatewayMs > 0 ? round(used.total / gatewayMs, 2) : null,
   };
   log(
-    `${tag(stack)}full snapshot (${params.keys.toLocaleString('en')} keys): first connect → all ${n} applied ${snapshot.first_connect_to_all_applied_ms} ms (spawn → applied ${snapshot.spawn_to_all_applied_ms} ms); control CPU ${snapshot.control_cpu_ms} ms = ${snapshot.control_cpu_ms_per_gateway} ms per gateway${stack.pg ? ` (server ${snapshot.server_cpu_ms} ms of it)` : ''}`,
+    `${tag(stack)}full snapshot (${params.keys.toLocaleString('en')} keys): first connect → all ${n} applied ${snapshot.first_connect_to_all_applied_ms} ms (spawn → applied ${snapshot.spawn_to_all_applied_ms} ms); control CPU ${snapshot.control_cpu_ms} ms = ${snapshot.control_cpu_ms_per_gateway} ms per gateway${stack.pg ? ` (server ${snapshot.server_cpu_ms} ms of it${CONTROLS > 1 ? `; ${stack.controls.map((c, i) => `${c.name} ${snapshot.control_process_cpu_ms_each[i]} ms`).join(', ')}` : ''})` : ''}`,
   );
   log(
     `${tag(stack)}  one gateway's CPU meanwhile (median): ${snapshot.gateway_cpu_ms_median} ms (${snapshot.gateway_cpu_ms_after_ready_median} ms after its ready line); control CPU ÷ one gateway's = ${snapshot.control_cpu_vs_one_gateway}×`,
