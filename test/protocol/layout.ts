@@ -7,21 +7,22 @@
  * - the database drivers (`better-sqlite3`, `pg`) are imported only under `control/store/`, the
  *   one place with SQL;
  * - the gateway never imports `control/` or `cli/`, and control never imports `gateway/`;
- * - control's feature folders (`admin`, `applications`, `public`, `indexer`, `settler`,
- *   `receipts`, `sync`) never import each other: they meet only through the shared modules
- *   (`http/`, `pages/`, `store/`, and the top-level `context`, `metrics`, `keys`, `cluster`,
- *   `tokens`, `ids`, `activity-cursor`, `activity-item`, `limits`, `bootstrap`), and through
- *   `server.ts`, which wires them together;
+ * - control's feature folders (`admin`, `applications`, `public`, `indexer`, `settler`, `sync`)
+ *   never import each other: they meet only through the shared modules (`http/`, `pages/`,
+ *   `store/`, `receipts/`, and the top-level `context`, `metrics`, `keys`, `cluster`, `tokens`,
+ *   `ids`, `activity-cursor`, `activity-item`, `limits`, `bootstrap`), and through `server.ts`,
+ *   which wires them together. `receipts/` serves no route (the receipts' routes are the
+ *   indexer's and the admin API's): it is the signing key file, the batch trees and their
+ *   hasher thread, which the store uses;
  * - the shared modules import no feature folder (`server.ts` aside), so a feature reaches
- *   another through them neither. `store/` is not held to it: it keeps the receipts' signing
- *   key file and trees in `receipts/`.
+ *   another through them neither.
  */
 import { join } from 'node:path';
 import t from 'tap';
 import { ROOT, importsOf, sourceFiles, type Import } from '../fixtures/imports';
 
 const SOURCE_DIRS = ['config', 'protocol', 'control', 'gateway', 'cli', 'demo'];
-const FEATURES = new Set(['admin', 'applications', 'public', 'indexer', 'settler', 'receipts', 'sync']);
+const FEATURES = new Set(['admin', 'applications', 'public', 'indexer', 'settler', 'sync']);
 const DRIVERS = new Set(['better-sqlite3', 'pg']);
 
 /** What wires the feature folders together: the one module outside them that may import them. */
@@ -35,7 +36,7 @@ function featureOf(path: string): string | null {
 }
 /** Whether `file` is one of control's shared modules held to importing no feature folder. */
 const sharedModule = (file: string) =>
-  top(file) === 'control' && featureOf(file) === null && file !== COMPOSITION_ROOT && !file.startsWith('control/store/');
+  top(file) === 'control' && featureOf(file) === null && file !== COMPOSITION_ROOT;
 
 /** What breaks the floors in `imports`. */
 function check(imports: readonly Import[]): string[] {
