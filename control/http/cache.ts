@@ -131,3 +131,31 @@ export class ResponseCache {
     this.cache.close();
   }
 }
+
+/**
+ * One value (not an answer) read at most once per TTL on the injected clock, misses during a
+ * read sharing it: what a cached answer's key depends on, so a request answered from the cache
+ * reads nothing from the store.
+ */
+export class CachedValue<T> {
+  private held: { value: T; expiresAt: number } | null = null;
+  private reading: Promise<T> | null = null;
+
+  constructor(
+    private readonly ttlS: number,
+    private readonly now: () => number,
+    private readonly read: () => Promise<T>,
+  ) {}
+
+  get(): Promise<T> {
+    const now = this.now();
+    if (this.held !== null && this.held.expiresAt > now) return Promise.resolve(this.held.value);
+    this.reading ??= this.read()
+      .then((value) => {
+        this.held = { value, expiresAt: now + this.ttlS * 1000 };
+        return value;
+      })
+      .finally(() => (this.reading = null));
+    return this.reading;
+  }
+}

@@ -75,6 +75,26 @@ t.test('answers are rebuilt only after the TTL; a changed answer gets a new ETag
   t.not(fresh.headers.get('etag'), first.headers.get('etag'));
 });
 
+t.test('/activity reads the providers its filter may name once per TTL, like the page itself', async (t) => {
+  const clock = manualClock(NOW);
+  const control = await startTestControl(t, { now: clock.now, env: { SVC_CACHE_STATS_TTL_S: '5' } });
+  await addEndpoint(control, 'first');
+  t.equal((await get(control, control.urls.indexer, '/activity', { 'user-agent': CHROME_UA })).status, 200);
+  await addEndpoint(control, 'second', { display_name: 'Second' });
+  const listed = (await get(control, control.urls.api, '/api/v1/providers')).body as {
+    providers: { id: string; display_name: string | null }[];
+  };
+  const second = listed.providers.find((p) => p.display_name === 'Second')!.id;
+  const filtered = `/activity?provider=${second}`;
+  // Within the TTL a request answered from the cache reads nothing from the store: a provider
+  // added meanwhile is not one yet, as it is not on the cached page either.
+  const early = await get(control, control.urls.indexer, filtered, { 'user-agent': CHROME_UA, accept: 'application/json' });
+  t.equal(early.status, 400, 'within the TTL: the cached providers');
+  t.equal(early.body.code, 'svc_bad_request');
+  clock.advance(5_000);
+  t.equal((await get(control, control.urls.indexer, filtered, { 'user-agent': CHROME_UA })).status, 200, 'after the TTL: read again');
+});
+
 t.test('per-IP limit: 429 svc_rate_limited with Retry-After on both listeners', async (t) => {
   const clock = manualClock(NOW);
   const control = await startTestControl(t, { now: clock.now, env: { SVC_LIMITS_PUBLIC_COUNT: '5', SVC_LIMITS_PUBLIC_WINDOW_S: '60' } });

@@ -10,7 +10,7 @@
 import type { ActivityItem } from '../../../protocol/indexer';
 import type { ControlContext } from '../../context';
 import type { Router } from '../../http/router';
-import { ResponseCache } from '../../http/cache';
+import { CachedValue, ResponseCache } from '../../http/cache';
 import type { OpaqueIds } from '../../ids';
 import { parseBefore, type CursorCodec } from '../../activity-cursor';
 import { activityItem } from '../../activity-item';
@@ -34,6 +34,8 @@ async function lookupCall(ctx: ControlContext, ids: OpaqueIds, callId: string): 
 export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds, cursors: CursorCodec): void {
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
   const limit = ctx.config.public.activityPageSize;
+  // The providers a filter may name, read once per TTL like the page itself.
+  const providers = new CachedValue(ctx.config.cache.statsTtlS, ctx.now, () => ctx.store.endpoints.list());
   registerFavicon(router);
   router.get('/', { otherQuery: 'ignore' }, ({ req, res }) => {
     forPeople(req);
@@ -50,7 +52,7 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
   });
   router.get('/activity', { query: ['before', 'provider', 'outcome', 'call'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
     const before = parseBefore(query.get('before'), cursors);
-    const endpoints = await ctx.store.endpoints.list();
+    const endpoints = await providers.get();
     const { asked, filter } = parseActivityQuery(query, new Map(endpoints.map((e) => [ids.provider(e.id), e.id])));
     const key = `activity:${before === null ? '' : `${before.started_at}:${before.call_id}`}:${JSON.stringify(asked)}`;
     await sendPage(
