@@ -35,8 +35,7 @@ function featureOf(path: string): string | null {
   return parts[0] === 'control' && parts.length > 2 && FEATURES.has(parts[1]!) ? parts[1]! : null;
 }
 /** Whether `file` is one of control's shared modules held to importing no feature folder. */
-const sharedModule = (file: string) =>
-  top(file) === 'control' && featureOf(file) === null && file !== COMPOSITION_ROOT;
+const sharedModule = (file: string) => top(file) === 'control' && featureOf(file) === null && file !== COMPOSITION_ROOT;
 
 /** What breaks the floors in `imports`. */
 function check(imports: readonly Import[]): string[] {
