@@ -81,7 +81,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(seen.complete, false, 'the caller is not told the truncated body is complete');
     t.equal(seen.body, '0123456789');
     t.equal(seen.socketClosed, true);
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['reset', 200, 200]],
@@ -117,7 +117,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       req.end();
     });
     t.equal(complete, false);
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       ['reset'],
@@ -144,7 +144,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       req.end();
     });
     await waitFor(() => upstreamClosed, 'upstream response closed');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status]),
       [['client_abort', 200]],
@@ -176,7 +176,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     held[0]!.end('done');
     const answer = await first;
     t.equal(answer.body, 'done');
-    await settle();
+    await settle(gw);
     t.equal(upstreamRequests, 1, 'the abandoned call was never sent upstream');
     t.same(gw.proxy.stats().queued, 0);
   });

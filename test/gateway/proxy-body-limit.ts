@@ -49,7 +49,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     t.equal(answer.status, 413);
     t.equal(JSON.parse(answer.body).code, 'svc_payload_too_large');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       ['body_too_large'],
@@ -87,7 +87,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     t.equal(status, 200);
     t.equal(got, 1024);
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       [null],

@@ -80,7 +80,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.match(answer.text, /\r\nconnection: close\r\n/i, 'the gateway announces the close');
     t.equal(bodyOf(answer.text).code, 'svc_request_timeout');
     t.ok(answer.closedByGateway, 'the gateway closed the connection');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['client_timeout', null, 408]],
@@ -107,7 +107,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       trickle(s, body, 40),
     );
     t.equal(statusOf(answer.text), 200, answer.text);
-    await settle();
+    await settle(gw);
     const [result] = gw.results;
     t.equal(result?.networkError, null);
     t.equal(result?.status, 200);
@@ -177,7 +177,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     stop = true;
     t.equal(statusOf(answer.text), 408, answer.text);
     t.equal(bodyOf(answer.text).code, 'svc_request_timeout');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.upstreamLatencyMs]),
       [['client_timeout', 0]],
@@ -191,7 +191,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const answer = await rawExchange(gw.port, head('/x', 'Transfer-Encoding: chunked\r\n') + '5\r\nhello\r\n');
     t.equal(statusOf(answer), 408, answer);
     t.equal(bodyOf(answer).code, 'svc_request_timeout');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       ['client_timeout'],
@@ -217,7 +217,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       req.end(Buffer.alloc(64 * 1024 * 1024, 120));
     });
     t.same(answer, { status: 504, code: 'svc_upstream_timeout' }, 'held back by the upstream past its timeout: the provider’s 504');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       ['timeout'],
@@ -232,7 +232,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const answer = await rawExchange(gw.port, 'GET /x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n');
     t.equal(statusOf(answer), 504, 'no body to wait for: the endpoint timeout applies as before');
     t.equal(bodyOf(answer).code, 'svc_upstream_timeout');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       ['timeout'],

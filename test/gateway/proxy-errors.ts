@@ -32,7 +32,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(body.status, 504);
     t.equal(res.headers['x-svc-call-id'], '1', 'onHead headers are on the problem response');
     t.equal(up.seen(), 1, 'the upstream did receive the call');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['timeout', null, 504]],
@@ -65,7 +65,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const res = await request(gw.port, { method: 'POST', path: '/x', body: '{}' });
     t.equal(res.status, 504);
     t.equal(JSON.parse(res.body).code, 'svc_upstream_timeout');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['timeout', null, 504]],
@@ -79,7 +79,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(JSON.parse(res.body).code, 'svc_upstream_unavailable');
     t.match(JSON.parse(res.body).detail, /refused/);
     t.notMatch(res.body, /127\.0\.0\.1/, 'the upstream address is not leaked');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['refused', null, 502]],
@@ -94,7 +94,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.status, 502);
     t.equal(JSON.parse(res.body).code, 'svc_upstream_unavailable');
     t.notMatch(res.body, /upstream\.invalid/, 'the upstream host is not leaked');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['refused', null, 502]],
@@ -110,7 +110,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const res = await request(gw.port, { method: 'POST', path: '/x', body: 'a' });
     t.equal(res.status, 502);
     t.equal(JSON.parse(res.body).code, 'svc_upstream_unavailable');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['reset', null, 502]],
@@ -126,7 +126,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     const gw = await startGateway(t, { engine, upstreamPort: port, timeoutMs: 60_000 });
     const res = await request(gw.port, { method: 'GET', path: '/x' });
     t.equal(res.status, 502);
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       ['reset'],
@@ -153,7 +153,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(outcome.status, 200);
     t.equal(outcome.complete, false, 'the caller sees a truncated response, not a hang');
     t.equal(outcome.body, 'partial');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [['timeout', 200, 200]],
@@ -181,7 +181,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.status, 200);
     t.equal(res.body, 'c'.repeat(chunks), 'the whole body, though it took longer than the timeout');
     t.ok(Date.now() - started >= 400, 'the body took longer than timeout_ms in all');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [[null, 200, 200]],
@@ -213,7 +213,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       req.end();
     });
     t.same(got, { status: 200, bytes: body.length, complete: true }, 'the caller got the whole body');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [[null, 200, 200]],
@@ -236,7 +236,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     for (const gw of gateways) {
       await Promise.all(Array.from({ length: 20 }, () => request(gw.port, { method: 'POST', path: '/x', body: 'b' })));
     }
-    await settle();
+    for (const gw of gateways) await settle(gw);
     gateways.forEach((gw, i) => {
       t.equal(gw.forwarded, 20);
       t.equal(gw.doneCalls.size, 20, `${expected[i]}: one result per call`);

@@ -47,7 +47,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     t.equal(upstreamHash, sha(payload), 'upstream got the exact body');
     t.equal(sha(echoed), sha(payload), 'caller got the exact answer');
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
       [[null, 200, 200]],
@@ -114,7 +114,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(res.status, 302);
     t.equal(res.headers.location, 'http://127.0.0.1:1/elsewhere/go');
     t.equal(calls, 1);
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status]),
       [[null, 302]],
@@ -137,7 +137,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(head.fromUpstream, true);
     t.equal(head.networkError, null);
     t.ok(head.upstreamLatencyMs >= 0);
-    await settle();
+    await settle(gw);
     t.equal(gw.results[0]!.upstreamLatencyMs, head.upstreamLatencyMs, 'done reports the latency to the head');
   });
 
@@ -153,7 +153,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal((await request(gw.port, { method: 'GET', path: '/204' })).status, 204);
     const notModified = await request(gw.port, { method: 'GET', path: '/304' });
     t.same([notModified.status, notModified.headers.etag], [304, '"v1"']);
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => r.networkError),
       [null, null, null],
@@ -176,7 +176,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.match(res, /^HTTP\/1\.1 201 Created\r\n/, 'the caller sees the final answer first');
     t.notMatch(res, /Early Hints|100 Continue|style\.css/, 'no informational answer reaches the caller');
     t.ok(res.endsWith('\r\n\r\ndone'));
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status]),
       [[null, 201]],
@@ -267,7 +267,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(JSON.parse(res.body).code, 'svc_internal');
     t.notMatch(res.body, /journal refused/, 'the fault is not echoed');
     await waitFor(() => upstreamClosed === 1, 'upstream response destroyed');
-    await settle();
+    await settle(gw);
     t.equal(gw.results.length, 1);
     t.match(gw.results[0], { networkError: null, sentStatus: 500, status: 200 });
     t.match(String(gw.results[0]!.internalError), /journal refused/);
@@ -281,7 +281,7 @@ function cases(t: Test, engine: GatewayEngine): void {
     });
     const failed = await request(down.port, { method: 'POST', path: '/x', body: '{}' });
     t.equal(failed.status, 500);
-    await settle();
+    await settle(gw);
     t.same(
       down.results.map((r) => [r.networkError, r.sentStatus]),
       [[null, 500]],

@@ -179,7 +179,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       'the gateway adds its own headers',
     );
     t.ok(answer.endsWith('\r\n\r\n{"ok":true}'));
-    await settle();
+    await settle(gw);
     t.same(
       gw.results.map((r) => [r.networkError, r.status]),
       [[null, 200]],

@@ -60,7 +60,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       const answer = await rawExchange(gw.port, chunkedRequest(method));
       t.match(answer, /^HTTP\/1\.1 200 /);
       t.match(answer, /answered$/);
-      await settle();
+      await settle(gw);
       t.same(
         gw.results.map((r) => r.networkError),
         [null],
