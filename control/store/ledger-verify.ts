@@ -107,7 +107,6 @@ export const LEDGER_CHECKS: readonly LedgerCheck[] = [
       {
         sql: `SELECT call_id, problem FROM (
                 SELECT call_id, CASE
-                  WHEN premium IS NULL OR refund IS NULL OR refund_owed IS NULL THEN 'settled without amounts'
                   WHEN premium < 0 OR refund < 0 OR refund_owed < 0 THEN 'a negative amount'
                   WHEN key_id IS NULL AND (premium <> 0 OR refund_owed <> 0 OR clamp IS NOT NULL) THEN 'money moved for a keyless call'
                   WHEN outcome <> 'ok' AND premium <> 0 THEN 'a premium on a ' || outcome || ' call'
@@ -115,14 +114,36 @@ export const LEDGER_CHECKS: readonly LedgerCheck[] = [
                   WHEN refund > refund_owed THEN 'a refund above what was owed'
                   WHEN (clamp IS NULL) <> (refund = refund_owed) THEN 'a clamp that does not match its refund'
                 END AS problem
-                FROM outcomes WHERE settled_batch IS NOT NULL
+                FROM settled_calls
               ) AS c WHERE problem IS NOT NULL LIMIT 1`,
         message: (r) => `call ${r.call_id}: ${r.problem}`,
       },
+      // A settled call's own copy of its outcome's facts (what its leaf and the checks above read).
       {
-        sql: `SELECT call_id FROM outcomes WHERE settled_batch IS NULL
-                AND (premium IS NOT NULL OR refund IS NOT NULL OR refund_owed IS NOT NULL OR clamp IS NOT NULL) LIMIT 1`,
-        message: (r) => `call ${r.call_id} carries amounts but is not settled`,
+        sql: `SELECT s.call_id FROM settled_calls s LEFT JOIN outcome_records o ON o.call_id = s.call_id
+              WHERE o.call_id IS NULL OR o.endpoint_id <> s.endpoint_id OR o.key_id IS DISTINCT FROM s.key_id
+                 OR o.outcome <> s.outcome OR o.started_at <> s.started_at OR o.received_at <> s.received_at
+              LIMIT 1`,
+        message: (r) => `call ${r.call_id} is settled as a call its outcome record does not describe`,
+      },
+      {
+        sql: `SELECT q.call_id, CASE WHEN s.call_id IS NOT NULL THEN 'is settled and still waiting to be'
+                                     ELSE 'waits to be settled as a call its outcome record does not describe' END AS problem
+              FROM unsettled_outcomes q LEFT JOIN outcome_records o ON o.call_id = q.call_id
+                LEFT JOIN settled_calls s ON s.call_id = q.call_id
+              WHERE s.call_id IS NOT NULL OR o.call_id IS NULL OR o.endpoint_id <> q.endpoint_id
+                 OR o.key_id IS DISTINCT FROM q.key_id OR o.outcome <> q.outcome OR o.started_at <> q.started_at
+                 OR o.received_at <> q.received_at
+              LIMIT 1`,
+        message: (r) => `call ${r.call_id} ${r.problem}`,
+      },
+      {
+        sql: `SELECT o.call_id FROM outcome_records o
+              WHERE NOT EXISTS (SELECT 1 FROM settled_calls s WHERE s.call_id = o.call_id)
+                AND NOT EXISTS (SELECT 1 FROM unsettled_outcomes q
+                                WHERE q.endpoint_id = o.endpoint_id AND q.received_at = o.received_at AND q.call_id = o.call_id)
+              LIMIT 1`,
+        message: (r) => `call ${r.call_id} is neither settled nor waiting to be`,
       },
     ],
   },
@@ -130,16 +151,16 @@ export const LEDGER_CHECKS: readonly LedgerCheck[] = [
     name: 'every batch equals the sum of its calls',
     probes: [
       {
-        // PostgreSQL's schema leaves this reference unchecked (its migration 2 says why).
-        sql: `SELECT o.call_id, o.settled_batch FROM outcomes o LEFT JOIN settlement_batches b ON b.id = o.settled_batch
-              WHERE o.settled_batch IS NOT NULL AND b.id IS NULL LIMIT 1`,
-        message: (r) => `call ${r.call_id} is settled in batch ${r.settled_batch}, which does not exist`,
+        // PostgreSQL's schema leaves this reference unchecked (its migration 9 says why).
+        sql: `SELECT s.call_id, s.batch_id FROM settled_calls s LEFT JOIN settlement_batches b ON b.id = s.batch_id
+              WHERE b.id IS NULL LIMIT 1`,
+        message: (r) => `call ${r.call_id} is settled in batch ${r.batch_id}, which does not exist`,
       },
       {
         sql: `WITH o AS (
-                SELECT settled_batch AS id, count(*) AS calls, sum(premium) AS premiums, sum(refund) AS refunds,
+                SELECT batch_id AS id, count(*) AS calls, sum(premium) AS premiums, sum(refund) AS refunds,
                        sum(refund_owed) AS refunds_owed, count(clamp) AS clamped, min(endpoint_id) AS e1, max(endpoint_id) AS e2
-                FROM outcomes WHERE settled_batch IS NOT NULL GROUP BY settled_batch)
+                FROM settled_calls GROUP BY batch_id)
               SELECT b.id FROM settlement_batches b LEFT JOIN o ON o.id = b.id
               WHERE o.id IS NULL OR o.calls <> b.calls OR o.premiums <> b.premiums OR o.refunds <> b.refunds
                  OR o.refunds_owed <> b.refunds_owed OR o.clamped <> b.clamped_calls OR o.e1 <> b.endpoint_id OR o.e2 <> b.endpoint_id
@@ -153,9 +174,9 @@ export const LEDGER_CHECKS: readonly LedgerCheck[] = [
     probes: [
       {
         sql: `WITH expected AS (
-                SELECT settled_batch AS batch, 'key:' || key_id AS account, sum(premium) AS premiums, sum(refund) AS refunds
-                FROM outcomes WHERE settled_batch IS NOT NULL AND key_id IS NOT NULL
-                GROUP BY settled_batch, key_id HAVING sum(premium) > 0 OR sum(refund) > 0),
+                SELECT batch_id AS batch, 'key:' || key_id AS account, sum(premium) AS premiums, sum(refund) AS refunds
+                FROM settled_calls WHERE key_id IS NOT NULL
+                GROUP BY batch_id, key_id HAVING sum(premium) > 0 OR sum(refund) > 0),
               actual AS (
                 SELECT t.batch_id AS batch, p.account,
                        sum(CASE WHEN t.kind = 'premium' THEN -p.amount ELSE 0 END) AS premiums,

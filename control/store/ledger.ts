@@ -40,6 +40,18 @@ export {
 /** Key accounts as a primary-key range: `key:` ≤ account < `key;`. */
 export const KEY_RANGE = `account >= 'key:' AND account < 'key;'`;
 
+/**
+ * The last settled calls, newest batch first (in both dialects): walks `settled_calls_by_batch`
+ * from the newest batch, so a large unsettled backlog costs nothing here.
+ */
+export const SETTLED_ACTIVITY = `SELECT s.call_id, s.endpoint_id, s.outcome, o.status, o.latency_ms, s.started_at, s.premium, s.refund,
+         s.refund_owed, s.clamp, s.batch_id AS settled_batch
+  FROM settled_calls s JOIN outcome_records o ON o.call_id = s.call_id
+  ORDER BY s.batch_id DESC, s.started_at DESC, s.call_id DESC LIMIT ?`;
+
+/** How many settled calls each clamp held back, in both dialects. */
+export const CLAMPED_COUNTS = `SELECT clamp, count(*) AS n FROM settled_calls WHERE clamp IS NOT NULL GROUP BY clamp ORDER BY clamp`;
+
 export class LedgerTable {
   private readonly db: Db;
   private readonly transferStmt;
@@ -75,14 +87,14 @@ export class LedgerTable {
               coalesce(sum(refunds_owed), 0) AS refunds_owed
        FROM settlement_batches`,
     );
-    this.unsettledStmt = db.prepare(`SELECT count(*) FROM outcomes WHERE settled_batch IS NULL`).pluck();
+    this.unsettledStmt = db.prepare(`SELECT count(*) FROM unsettled_outcomes`).pluck();
     this.kindTotalStmt = db
       .prepare(
         `SELECT coalesce(sum(p.amount), 0) FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
        WHERE t.kind = ? AND p.account = ?`,
       )
       .pluck();
-    this.clampedStmt = db.prepare(`SELECT clamp, count(*) AS n FROM outcomes WHERE clamp IS NOT NULL GROUP BY clamp`);
+    this.clampedStmt = db.prepare(CLAMPED_COUNTS);
     this.owedToKeysStmt = db.prepare(`SELECT coalesce(sum(balance), 0) FROM account_balances WHERE ${KEY_RANGE} AND balance > 0`).pluck();
     this.payoutRowsStmt = db.prepare(
       `SELECT k.id, k.name, k.wallet, b.balance
@@ -91,12 +103,7 @@ export class LedgerTable {
        ORDER BY k.created_at, k.id`,
     );
     this.referenceStmt = db.prepare(`SELECT id FROM ledger_transfers WHERE kind = 'payout' AND reference = ?`).pluck();
-    // Walks the settled-only index from the newest batch, so a large unsettled backlog costs nothing here.
-    this.activityStmt = db.prepare(
-      `SELECT call_id, endpoint_id, outcome, status, latency_ms, started_at, premium, refund, refund_owed, clamp, settled_batch
-       FROM outcomes WHERE settled_batch IS NOT NULL
-       ORDER BY settled_batch DESC, started_at DESC, call_id DESC LIMIT ?`,
-    );
+    this.activityStmt = db.prepare(SETTLED_ACTIVITY);
     this.totalsTx = db.transaction((): LedgerTotals =>
       ledgerTotals(this.batchTotalsStmt.get() as BatchTotalsRow, this.unsettledStmt.get() as number, this.balance('pool')),
     );

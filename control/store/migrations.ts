@@ -23,6 +23,7 @@ import m015 from './migrations/015-gateway-attachment';
 import m016 from './migrations/016-operators';
 import m017 from './migrations/017-approvals';
 import m018 from './migrations/018-outcomes-by-key';
+import m019 from './migrations/019-settled-calls';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -43,4 +44,5 @@ export const MIGRATIONS: readonly string[] = [
   m016,
   m017,
   m018,
+  m019,
 ];

@@ -1,7 +1,8 @@
 /**
  * Call outcomes shipped by gateways. Inserts are idempotent by `call_id` and batched: one
  * transaction per batch, so an acked batch is durable (synchronous=FULL) as a whole. The same
- * transaction adds the newly inserted rows to the per-minute rollups (`rollups.ts`).
+ * transaction adds each new call to the settler's queue (`unsettled_outcomes`, migration 19)
+ * and the newly inserted rows to the per-minute rollups (`rollups.ts`).
  *
  * Rows go in `CHUNK_ROWS` at a time, one multi-row INSERT each (a third less CPU per row than
  * one statement per row: the binding and statement steps are paid once per chunk). A chunk in
@@ -9,6 +10,7 @@
  * rolled back to its savepoint and inserted row by row, so the rollups get exactly the rows
  * that were new. Only a stored call id is skipped: a row that breaks any other constraint fails
  * the whole batch (the wire schema keeps such rows out; a silently dropped outcome is a lost one).
+ * A new row's queue entry goes in by the same kind of statement, in the same savepoint.
  */
 import type { Db } from './db';
 import type { OutcomeRecord } from '../../protocol/outcome';
@@ -29,10 +31,15 @@ const COLUMNS = [
   'gateway_id',
   'received_at',
 ];
-const INSERT = `INSERT INTO outcomes (${COLUMNS.join(', ')}) VALUES `;
+const INSERT = `INSERT INTO outcome_records (${COLUMNS.join(', ')}) VALUES `;
 /** Only a stored call id is skipped; any other constraint a row breaks fails the batch. */
 const ON_CONFLICT = ' ON CONFLICT (call_id) DO NOTHING';
 const TUPLE = `(${COLUMNS.map(() => '?').join(', ')})`;
+/** The settler's queue: a new call's entry (`putQueueRow` fills its parameters). */
+const QUEUE_COLUMNS = ['endpoint_id', 'received_at', 'call_id', 'key_id', 'outcome', 'started_at'];
+const queueInsert = (rows: number): string =>
+  `INSERT INTO unsettled_outcomes (${QUEUE_COLUMNS.join(', ')}) VALUES ` +
+  new Array<string>(rows).fill(`(${QUEUE_COLUMNS.map(() => '?').join(', ')})`).join(', ');
 
 /** Put one row's parameters, in `COLUMNS` order, into `args` from index `at`. */
 function putRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number, receivedAt: number): void {
@@ -48,12 +55,24 @@ function putRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number
   args[at + 9] = receivedAt;
 }
 
+/** Put one row's queue parameters, in `QUEUE_COLUMNS` order, into `args` from index `at`. */
+function putQueueRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number, receivedAt: number): void {
+  args[at] = r.endpoint_id;
+  args[at + 1] = receivedAt;
+  args[at + 2] = r.call_id;
+  args[at + 3] = r.key_id;
+  args[at + 4] = r.outcome;
+  args[at + 5] = startedMs;
+}
+
 /** A chunk held a row control already had; its savepoint is rolled back. */
 class ChunkHadDuplicates extends Error {}
 
 export class OutcomesTable {
   private readonly insertStmt;
   private readonly chunkStmt;
+  private readonly queueStmt;
+  private readonly queueChunkStmt;
   private readonly countStmt;
   private readonly byIdStmt;
   private readonly insertBatch;
@@ -61,16 +80,23 @@ export class OutcomesTable {
   /** The statements' parameters, reused from chunk to chunk and row to row. */
   private readonly chunkArgs = new Array<unknown>(CHUNK_ROWS * COLUMNS.length);
   private readonly rowArgs = new Array<unknown>(COLUMNS.length);
+  private readonly queueChunkArgs = new Array<unknown>(CHUNK_ROWS * QUEUE_COLUMNS.length);
+  private readonly queueRowArgs = new Array<unknown>(QUEUE_COLUMNS.length);
 
   constructor(db: Db, rollups: RollupsTable) {
     this.insertStmt = db.prepare(INSERT + TUPLE + ON_CONFLICT);
     this.chunkStmt = db.prepare(INSERT + new Array<string>(CHUNK_ROWS).fill(TUPLE).join(', ') + ON_CONFLICT);
-    this.countStmt = db.prepare(`SELECT count(*) FROM outcomes`).pluck();
+    this.queueStmt = db.prepare(queueInsert(1));
+    this.queueChunkStmt = db.prepare(queueInsert(CHUNK_ROWS));
+    this.countStmt = db.prepare(`SELECT count(*) FROM outcome_records`).pluck();
     this.byIdStmt = db.prepare(`SELECT * FROM outcomes WHERE call_id = ?`);
     // Nested in `insertBatch`, so better-sqlite3 runs it in a savepoint: throwing undoes the chunk only.
     this.insertChunk = db.transaction((records: OutcomeRecord[], from: number, started: number[], at: number) => {
       for (let i = 0; i < CHUNK_ROWS; i++) putRow(this.chunkArgs, i * COLUMNS.length, records[from + i]!, started[from + i]!, at);
       if (this.chunkStmt.run(...this.chunkArgs).changes !== CHUNK_ROWS) throw new ChunkHadDuplicates();
+      for (let i = 0; i < CHUNK_ROWS; i++)
+        putQueueRow(this.queueChunkArgs, i * QUEUE_COLUMNS.length, records[from + i]!, started[from + i]!, at);
+      this.queueChunkStmt.run(...this.queueChunkArgs);
     });
     this.insertBatch = db.transaction((records: OutcomeRecord[], at: number) => {
       const started = records.map((r) => Date.parse(r.started_at));
@@ -110,6 +136,9 @@ export class OutcomesTable {
   /** One row; true if it was new. */
   private insertOne(r: OutcomeRecord, startedMs: number, at: number): boolean {
     putRow(this.rowArgs, 0, r, startedMs, at);
-    return this.insertStmt.run(...this.rowArgs).changes === 1;
+    if (this.insertStmt.run(...this.rowArgs).changes !== 1) return false;
+    putQueueRow(this.queueRowArgs, 0, r, startedMs, at);
+    this.queueStmt.run(...this.queueRowArgs);
+    return true;
   }
 }

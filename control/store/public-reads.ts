@@ -2,7 +2,7 @@
  * Reads behind the public API and the indexer that the ledger module does not offer: the
  * secret that keys every public opaque id (created once, stable across restarts), and the
  * list of recorded calls, newest first, paged by a keyset cursor (started_at, call_id) over
- * the `outcomes_by_time` index of migration 4. Money totals come from `ledger.ts`.
+ * the `outcome_records_by_time` index (migrations 4 and 19). Money totals come from `ledger.ts`.
  */
 import { randomBytes } from 'node:crypto';
 import type { Outcome } from '../../protocol/outcome';
@@ -73,6 +73,19 @@ export const FILTERED_ACTIVITY_SQL = (columns: string): string =>
    WHERE endpoint_id = coalesce(?, endpoint_id) AND outcome = coalesce(?, outcome) AND (started_at, call_id) < (?, ?)
    ORDER BY started_at DESC, call_id DESC LIMIT ?`;
 
+/**
+ * The last calls owed a refund, newest first, overall (`endpoint` false) or of one endpoint (its
+ * id the first parameter): each reads one of `settled_calls`' partial indexes (calls owed a
+ * refund) and the few outcome rows it lists. The columns are `ACTIVITY_COLUMNS`'.
+ */
+export const REFUNDS_SQL = (endpoint: boolean): string =>
+  `SELECT s.call_id, s.endpoint_id, s.outcome, o.status, o.latency_ms, s.started_at, s.batch_id AS settled_batch, s.premium, s.refund, s.clamp
+   FROM settled_calls s JOIN outcome_records o ON o.call_id = s.call_id
+   WHERE ${endpoint ? 's.endpoint_id = ? AND ' : ''}s.refund_owed > 0 ORDER BY s.started_at DESC, s.call_id DESC LIMIT ?`;
+
+/** The columns of an activity row, read from the `outcomes` view. */
+export const ACTIVITY_COLUMNS = `call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp`;
+
 /** The keyset a first filtered page starts below: after every call. */
 export const NEWEST: ActivityCursor = { started_at: Number.MAX_SAFE_INTEGER, call_id: '' };
 
@@ -83,7 +96,7 @@ export const ACCOUNT_SQL = {
      FROM outcomes o LEFT JOIN endpoints e ON e.id = o.endpoint_id
      WHERE o.key_id = ? AND o.started_at >= ? AND o.started_at < ?
      GROUP BY o.outcome, ${settled}`,
-  lastCall: `SELECT max(started_at) AS at FROM outcomes WHERE key_id = ?`,
+  lastCall: `SELECT max(started_at) AS at FROM outcome_records WHERE key_id = ?`,
   calls: (where: string) =>
     `SELECT o.call_id, o.endpoint_id, e.display_name, o.started_at, o.outcome, o.status, o.latency_ms, o.refund, o.premium, o.settled_batch
      FROM outcomes o LEFT JOIN endpoints e ON e.id = o.endpoint_id
@@ -108,23 +121,20 @@ export class PublicReads {
   constructor(db: Db) {
     db.prepare(`INSERT OR IGNORE INTO public_secret (id, secret) VALUES (1, ?)`).run(randomBytes(32));
     this.idSecret = db.prepare(`SELECT secret FROM public_secret WHERE id = 1`).pluck().get() as Buffer;
-    const columns = `call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp`;
+    const columns = ACTIVITY_COLUMNS;
     this.firstPageStmt = db.prepare(`SELECT ${columns} FROM outcomes ORDER BY started_at DESC, call_id DESC LIMIT ?`);
     this.pageStmt = db.prepare(
       `SELECT ${columns} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`,
     );
     this.filteredStmt = db.prepare(FILTERED_ACTIVITY_SQL(columns));
     this.callStmt = db.prepare(`SELECT ${columns} FROM outcomes WHERE call_id = ?`);
-    // Both read the partial indexes of migration 11 (calls owed a refund), newest first.
-    this.refundsStmt = db.prepare(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`);
-    this.refundsOfStmt = db.prepare(
-      `SELECT ${columns} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
-    );
+    this.refundsStmt = db.prepare(REFUNDS_SQL(false));
+    this.refundsOfStmt = db.prepare(REFUNDS_SQL(true));
     this.batchesStmt = db.prepare(
       `SELECT id, endpoint_id, created_at, calls, premiums, refunds, refunds_owed, clamped_calls
        FROM settlement_batches ORDER BY id DESC LIMIT ?`,
     );
-    // The account reads use outcomes_by_key (migration 18): one key's calls by time.
+    // The account reads use outcome_records_by_key (migrations 18, 19): one key's calls by time.
     this.accountGroupsStmt = db.prepare(ACCOUNT_SQL.groups((c) => `coalesce(sum(${c}), 0)`, '(o.settled_batch IS NOT NULL)'));
     this.lastCallStmt = db.prepare(ACCOUNT_SQL.lastCall).pluck();
     this.accountFirstStmt = db.prepare(ACCOUNT_SQL.calls(''));

@@ -155,8 +155,8 @@ export function receiptRootViolation(db: Db): string | null {
   );
   const rows = db
     .prepare(
-      `SELECT settled_batch, call_id, outcome, premium, refund, clamp FROM outcomes
-       WHERE settled_batch IS NOT NULL ORDER BY settled_batch, received_at, call_id`,
+      `SELECT batch_id AS settled_batch, call_id, outcome, premium, refund, clamp FROM settled_calls
+       ORDER BY batch_id, received_at, call_id`,
     )
     .iterate() as IterableIterator<AuditLeafRow>;
   for (const row of rows) {

@@ -13,7 +13,7 @@
  *   halts on it, `append` refuses to extend the chain past it, and only an operator re-signs it
  *   (`reissue`, audited and announced in the public changelog).
  * - A batch's leaves are its calls in settlement order (received_at, call_id): the order the
- *   settler selected them in, kept by the `outcomes_by_batch` index, so `leaf_index` needs no
+ *   settler selected them in, kept by the `settled_calls_by_batch` index, so `leaf_index` needs no
  *   column (it is the count of the batch's calls before it in that order). With each receipt
  *   are stored the roots of the batch's runs of 64 leaves (migration 10, `receipts/tree.ts`),
  *   so a proof reads and hashes only its call's run, whatever the batch size.
@@ -92,12 +92,12 @@ export class ReceiptsTable {
     this.keysStmt = db.prepare(`SELECT kid, x FROM receipt_keys ORDER BY created_at DESC, kid`);
     this.callStmt = db.prepare(`SELECT settled_batch, received_at FROM outcomes WHERE call_id = ?`);
     this.leavesStmt = db.prepare(
-      `SELECT call_id, outcome, premium, refund, clamp FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`,
+      `SELECT call_id, outcome, premium, refund, clamp FROM settled_calls WHERE batch_id = ? ORDER BY received_at, call_id`,
     );
     this.subtreesStmt = db.prepare(`SELECT subtrees FROM receipts WHERE batch = ?`).pluck();
-    this.indexStmt = db.prepare(`SELECT count(*) FROM outcomes WHERE settled_batch = ? AND (received_at, call_id) < (?, ?)`).pluck();
+    this.indexStmt = db.prepare(`SELECT count(*) FROM settled_calls WHERE batch_id = ? AND (received_at, call_id) < (?, ?)`).pluck();
     this.runStmt = db.prepare(
-      `SELECT call_id, outcome, premium, refund, clamp FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id LIMIT ${SUBTREE_LEAVES} OFFSET ?`,
+      `SELECT call_id, outcome, premium, refund, clamp FROM settled_calls WHERE batch_id = ? ORDER BY received_at, call_id LIMIT ${SUBTREE_LEAVES} OFFSET ?`,
     );
     this.batchStmt = db.prepare(`SELECT id, endpoint_id, created_at, refunds, premiums FROM settlement_batches WHERE id = ?`);
     this.unreceiptedStmt = db.prepare(`SELECT id FROM settlement_batches WHERE id > ? AND id <= ? ORDER BY id`).pluck();

@@ -14,8 +14,8 @@ import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlem
 const NOTHING: CallAmounts = Object.freeze({ premium: 0, refund: 0, refund_owed: 0, clamp: null });
 
 /**
- * A call's amounts when the plan has no exception for it: what the store's one UPDATE of a
- * batch's standard calls writes on its row, computed here for the call's receipt leaf
+ * A call's amounts when the plan has no exception for it: what the store's one INSERT of a
+ * batch's standard calls writes for it (`standardAmountsSql`), computed here for the call's receipt leaf
  * (`ledger verify` recomputes every root from the rows, so the two cannot drift unnoticed).
  */
 export function standardAmounts(call: UnsettledCall, plan: BatchPlan): CallAmounts {

@@ -1,21 +1,24 @@
 /**
  * Settlement batches: the SQL behind the settler (control/settler/). One batch is one
  * endpoint's oldest unsettled outcomes (at most the batch cap), committed in ONE IMMEDIATE
- * transaction: the batch row, every outcome marked settled with its amounts, the ledger
- * transfers and balances, and the hourly refund tally. A crash before the commit leaves none
- * of it; `settled_batch IS NULL` in every selection makes re-running it settle each call once.
+ * transaction: the batch row, a `settled_calls` row per call with its amounts, the calls'
+ * entries deleted from the settler's queue (`unsettled_outcomes`), the ledger transfers and
+ * balances, and the hourly refund tally. A crash before the commit leaves none of it; a batch
+ * selects from the queue alone, so re-running it settles each call once (and `settled_calls`'
+ * key refuses a call settled twice). Outcome rows themselves are never rewritten (migration 19
+ * says why).
  * `settleGroup` commits several batches in one transaction (group commit): each batch is
  * still whole, and one commit instead of many saves an fsync per batch and, because the
  * endpoints' outcome rows share pages, most of the page writes.
  *
  * Ledger entries are aggregated per batch: one premium transfer (key → pool) and one refund
  * transfer (pool → key) per key, and one treasury-fee transfer (pool → treasury); each call's
- * own premium, refund, refund owed and clamp are on its outcome row, and `ledger verify`
+ * own premium, refund, refund owed and clamp are on its `settled_calls` row, and `ledger verify`
  * checks that the two agree. Premiums are booked before refunds, so the pool's running
  * balance never dips below what the batch's call-by-call arithmetic allowed.
  *
  * Each batch's signed receipt (`receipts.ts`) is written in the same transaction, over the
- * leaves of its calls in settlement order with the amounts written on their rows.
+ * leaves of its calls in settlement order with the amounts written for them.
  *
  * What a plan implies apart from SQL (the standard amounts, the leaves, the transfers, the
  * group commit's decisions) is `settlement-plan.ts`, shared with PostgreSQL's `pg/settlement.ts`.
@@ -35,13 +38,28 @@ export const HOUR_MS = 3_600_000;
 /** The covered failures as an SQL list. */
 export const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 /**
- * `e(id)`: the distinct endpoints with unsettled outcomes, one index seek each
- * (`outcomes_unsettled`) instead of a scan of the backlog (in both dialects).
+ * `e(id)`: the distinct endpoints with unsettled outcomes, one seek each in the queue's key
+ * instead of a scan of the backlog (in both dialects).
  */
 export const PENDING_ENDPOINTS = `WITH RECURSIVE e(id) AS (
-  SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL)
+  SELECT (SELECT min(endpoint_id) FROM unsettled_outcomes)
   UNION ALL
-  SELECT (SELECT min(endpoint_id) FROM outcomes WHERE settled_batch IS NULL AND endpoint_id > e.id) FROM e WHERE e.id IS NOT NULL)`;
+  SELECT (SELECT min(endpoint_id) FROM unsettled_outcomes WHERE endpoint_id > e.id) FROM e WHERE e.id IS NOT NULL)`;
+
+/** The columns of a `settled_calls` row, in the order the settlement's INSERTs give them. */
+export const SETTLED_COLUMNS =
+  'call_id, batch_id, endpoint_id, key_id, outcome, started_at, received_at, premium, refund, refund_owed, clamp';
+
+/**
+ * The standard amounts of a queued call (`q`) in SQL, from the batch's standard premium and
+ * refund owed (the parameters named `premium` and `owed`, written by `param`): premium on an
+ * `ok` call with a key, the refund owed paid in full on a covered failure with a key, nothing
+ * else (`settlement-plan.ts` `standardAmounts` is the same rule for the leaves).
+ */
+export function standardAmountsSql(param: (name: 'premium' | 'owed') => string): string {
+  const owed = `CASE WHEN q.key_id IS NOT NULL AND q.outcome IN (${COVERED}) THEN ${param('owed')} ELSE 0 END`;
+  return `CASE WHEN q.key_id IS NOT NULL AND q.outcome = 'ok' THEN ${param('premium')} ELSE 0 END, ${owed}, ${owed}, NULL`;
+}
 
 export const ZERO_ECONOMICS: Economics = { price: 0, premium: 0, refund_cap_per_hour: 0, treasury_fee_bps: 0 };
 
@@ -62,6 +80,8 @@ export class SettlementTable {
   private readonly insertBatchStmt;
   private readonly exceptionStmt;
   private readonly standardStmt;
+  private readonly dequeueOneStmt;
+  private readonly dequeueStmt;
   private readonly backlogStmt;
   private readonly oldestStmt;
   private readonly lastBatchStmt;
@@ -71,7 +91,7 @@ export class SettlementTable {
   constructor(db: Db, ledger: LedgerTable, receipts: ReceiptsTable) {
     this.ledger = ledger;
     this.receipts = receipts;
-    // Distinct endpoints with unsettled outcomes: one index seek per endpoint (outcomes_unsettled).
+    // Distinct endpoints with unsettled outcomes: one seek per endpoint in the queue's key.
     this.pendingEndpointsStmt = db
       .prepare(
         `${PENDING_ENDPOINTS}
@@ -79,11 +99,11 @@ export class SettlementTable {
       )
       .pluck();
     this.headStmt = db
-      .prepare(`SELECT received_at FROM outcomes WHERE endpoint_id = ? AND settled_batch IS NULL ORDER BY received_at, call_id LIMIT 1`)
+      .prepare(`SELECT received_at FROM unsettled_outcomes WHERE endpoint_id = ? ORDER BY received_at, call_id LIMIT 1`)
       .pluck();
     this.selectStmt = db.prepare(
-      `SELECT call_id, key_id, outcome, started_at, received_at FROM outcomes
-       WHERE endpoint_id = ? AND settled_batch IS NULL AND received_at <= ?
+      `SELECT call_id, key_id, outcome, started_at, received_at FROM unsettled_outcomes
+       WHERE endpoint_id = ? AND received_at <= ?
        ORDER BY received_at, call_id LIMIT ?`,
     );
     this.economicsStmt = db.prepare(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`);
@@ -97,26 +117,31 @@ export class SettlementTable {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     );
     this.exceptionStmt = db.prepare(
-      `UPDATE outcomes SET settled_batch = ?, premium = ?, refund = ?, refund_owed = ?, clamp = ?
-       WHERE call_id = ? AND settled_batch IS NULL`,
+      `INSERT INTO settled_calls (${SETTLED_COLUMNS})
+       SELECT call_id, @batch, endpoint_id, key_id, outcome, started_at, received_at, @premium, @refund, @refund_owed, @clamp
+       FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND received_at = @received_at AND call_id = @call_id`,
     );
-    // Everything else in the batch in one statement: the rows up to the last selected one in
-    // settlement order are exactly the selected ones (the order is total; the transaction holds).
+    this.dequeueOneStmt = db.prepare(
+      `DELETE FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND received_at = @received_at AND call_id = @call_id`,
+    );
+    // Everything else in the batch in one statement: the queue's rows up to the last selected
+    // one in settlement order are exactly the selected ones less the exceptions, already
+    // dequeued (the order is total; the transaction holds).
     this.standardStmt = db.prepare(
-      `UPDATE outcomes SET settled_batch = @batch,
-         premium = CASE WHEN key_id IS NOT NULL AND outcome = 'ok' THEN @premium ELSE 0 END,
-         refund = CASE WHEN key_id IS NOT NULL AND outcome IN (${COVERED}) THEN @owed ELSE 0 END,
-         refund_owed = CASE WHEN key_id IS NOT NULL AND outcome IN (${COVERED}) THEN @owed ELSE 0 END,
-         clamp = NULL
-       WHERE endpoint_id = @endpoint AND settled_batch IS NULL AND (received_at, call_id) <= (@received_at, @call_id)`,
+      `INSERT INTO settled_calls (${SETTLED_COLUMNS})
+       SELECT q.call_id, @batch, q.endpoint_id, q.key_id, q.outcome, q.started_at, q.received_at, ${standardAmountsSql((p) => `@${p}`)}
+       FROM unsettled_outcomes q WHERE q.endpoint_id = @endpoint AND (q.received_at, q.call_id) <= (@received_at, @call_id)`,
     );
-    this.backlogStmt = db.prepare(`SELECT count(*) FROM outcomes WHERE settled_batch IS NULL`).pluck();
+    this.dequeueStmt = db.prepare(
+      `DELETE FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND (received_at, call_id) <= (@received_at, @call_id)`,
+    );
+    this.backlogStmt = db.prepare(`SELECT count(*) FROM unsettled_outcomes`).pluck();
     // The oldest head among the endpoints: an index seek per endpoint, not a scan of the backlog.
     this.oldestStmt = db
       .prepare(
         `${PENDING_ENDPOINTS}
-         SELECT min((SELECT received_at FROM outcomes o WHERE o.endpoint_id = e.id AND o.settled_batch IS NULL
-                     ORDER BY o.received_at, o.call_id LIMIT 1))
+         SELECT min((SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
+                     ORDER BY q.received_at, q.call_id LIMIT 1))
          FROM e WHERE e.id IS NOT NULL`,
       )
       .pluck();
@@ -163,8 +188,7 @@ export class SettlementTable {
 
   /**
    * Outcomes not settled yet, and when the oldest of them was received (ms, or null). The
-   * count reads the backlog's index (about 1 µs per pending outcome); the age is a seek per
-   * endpoint.
+   * count reads the queue (about 1 µs per pending outcome); the age is a seek per endpoint.
    */
   backlog(): { count: number; oldest_received_at: number | null } {
     return { count: this.backlogStmt.get() as number, oldest_received_at: (this.oldestStmt.get() as number | null) ?? null };
@@ -202,19 +226,24 @@ export class SettlementTable {
       ? this.receipts.startTree(batchLeaves(batch, this.receipts.provider(batch.endpoint_id), calls, plan, this.receipts))
       : null;
 
-    for (const [callId, a] of plan.exceptions) {
-      if (this.exceptionStmt.run(batch.id, a.premium, a.refund, a.refund_owed, a.clamp, callId).changes !== 1) throw notPending(callId);
+    if (plan.exceptions.size > 0) {
+      const receivedAt = new Map(calls.map((c) => [c.call_id, c.received_at]));
+      for (const [callId, a] of plan.exceptions) {
+        const spot = { endpoint: endpointId, received_at: receivedAt.get(callId) ?? -1, call_id: callId };
+        if (this.exceptionStmt.run({ batch: batch.id, ...a, ...spot }).changes !== 1) throw notPending(callId);
+        this.dequeueOneStmt.run(spot);
+      }
     }
     const last = calls[calls.length - 1]!;
+    const range = { endpoint: endpointId, received_at: last.received_at, call_id: last.call_id };
     const standard = this.standardStmt.run({
       batch: batch.id,
       premium: plan.standard.premium,
       owed: plan.standard.owed,
-      endpoint: endpointId,
-      received_at: last.received_at,
-      call_id: last.call_id,
+      ...range,
     }).changes;
     checkMarked(calls.length, standard + plan.exceptions.size);
+    checkMarked(calls.length - plan.exceptions.size, this.dequeueStmt.run(range).changes);
 
     // Premiums first, then the fee, then refunds: the pool only grows until the refunds.
     for (const transfer of batchTransfers(plan, batch.id, at)) this.ledger.transfer(transfer);

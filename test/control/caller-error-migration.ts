@@ -42,12 +42,18 @@ t.test('a schema-6 database migrates to caller_error without losing a row or a f
   t.equal(await store.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
   t.same(store.db.prepare('SELECT * FROM outcomes ORDER BY call_id').all(), before, 'every row and field kept, in the same columns');
   const indexes = store.db
-    .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outcomes' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+    .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
     .pluck()
     .all() as string[];
-  for (const name of ['outcomes_by_batch', 'outcomes_by_time', 'outcomes_clamped', 'outcomes_unsettled'])
-    t.ok(indexes.includes(name), `index ${name} rebuilt`);
+  // Migration 19 moved the rows (and these indexes) to the outcome records and the settled calls.
+  for (const name of ['outcome_records_by_time', 'settled_calls_by_batch', 'settled_calls_clamped'])
+    t.ok(indexes.includes(name), `index ${name} built`);
   t.notOk(indexes.includes('outcomes_by_endpoint_time'), 'rebuilt by 7, then dropped by migration 13');
+  t.same(
+    store.db.prepare('SELECT call_id FROM unsettled_outcomes').pluck().all(),
+    [rows[2][0]],
+    'the unsettled call, and only it, waits in the queue',
+  );
 
   const caller = (status: number) => ({
     call_id: randomUUID(),

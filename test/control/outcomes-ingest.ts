@@ -76,6 +76,7 @@ t.test('batches of new rows, replays and repeats across chunk boundaries store e
     }
     t.pass(`${batches} batches counted their new rows exactly`);
     t.equal(await store.outcomes.count(), model.size, 'one row per call');
+    t.equal((await store.settlement.backlog()).count, model.size, 'and one entry per call in the settler queue, replays or not');
 
     // One row per call (counted above), so reading each call's row reads every row.
     let mismatched = 0;
@@ -117,7 +118,7 @@ t.test('batches of new rows, replays and repeats across chunk boundaries store e
 /** How each store words a refused row: a broken CHECK, a value of the wrong type. */
 const REFUSED: Record<StoreKind, { check: RegExp; type: RegExp }> = {
   sqlite: { check: /CHECK constraint failed/, type: /cannot store TEXT value in INTEGER column/ },
-  postgres: { check: /violates check constraint "outcomes_outcome_check"/, type: /invalid input syntax for type bigint/ },
+  postgres: { check: /violates check constraint "outcome_records_outcome_check"/, type: /invalid input syntax for type bigint/ },
 };
 
 t.test('the rollups of a batch are its rows grouped by endpoint and minute, on every bucket edge', async (t) => {

@@ -25,8 +25,12 @@ const EXTRA_COLUMNS: Record<string, string[]> = { keys: ['seq'] };
 const EXTRA_INDEXES = ['keys_by_seq'];
 /** The migrations table, then the tables of several controls on one database (pg/migrations/003-cluster.ts, 008-shared-snapshots.ts). */
 const EXTRA_TABLES = ['svc_schema_migrations', 'controls', 'settler_lease', 'control_tokens', 'shared_snapshots', 'shared_snapshot_lines'];
-/** Foreign keys SQLite checks and PostgreSQL leaves to the store and `ledger verify` (pg migration 2 says why). */
-const UNCHECKED_FOREIGN_KEYS = ['outcomes(settled_batch) → settlement_batches(id)'];
+/** Foreign keys SQLite checks and PostgreSQL leaves to the store and `ledger verify` (pg migrations 2 and 9 say why). */
+const UNCHECKED_FOREIGN_KEYS = [
+  'settled_calls(batch_id) → settlement_batches(id)',
+  'settled_calls(call_id) → outcome_records(call_id)',
+  'unsettled_outcomes(call_id) → outcome_records(call_id)',
+];
 
 const sorted = (list: readonly string[]) => [...list].sort();
 
@@ -81,6 +85,18 @@ if (!skipWithoutPostgres(t)) {
       ([column, collation]) => column.split('.')[0] !== EXTRA_TABLES[0] && collation !== 'C',
     );
     t.same(notC, [], 'every text column of the store compares bytes, as SQLite does (COLLATE "C")');
+    const views = (await pool.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = current_schema()`)).rows;
+    const liteDb = sqliteDb(t);
+    t.same(
+      views.map((v) => v.name),
+      liteDb.prepare(`SELECT name FROM sqlite_master WHERE type = 'view'`).pluck().all(),
+      'the same views',
+    );
+    t.same(
+      (pg.columns['outcomes'] ?? []).map((c) => c.name),
+      liteDb.prepare(`SELECT name FROM pragma_table_info('outcomes')`).pluck().all(),
+      'the outcomes view: the same columns in the same order',
+    );
   });
 
   t.test('the same seed rows', async (t) => {
@@ -105,7 +121,7 @@ if (!skipWithoutPostgres(t)) {
     await migratePg(pool);
     const db = sqliteDb(t);
     const outcome = (id: string, outcome: string) =>
-      `INSERT INTO outcomes (call_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at)
+      `INSERT INTO outcome_records (call_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at)
        VALUES ('${id}', 'e', 'GET', 200, '${outcome}', 1, 0, 'g', 0)`;
     const cases: [sql: string, accepted: boolean][] = [
       [`UPDATE account_balances SET balance = -1 WHERE account = 'pool'`, false],

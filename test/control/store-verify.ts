@@ -33,7 +33,9 @@ t.test('a good store passes both', async (t) => {
 
 t.test('a settled call rewritten: the ledger check fails', async (t) => {
   const store = await populated(t);
-  store.db.prepare(`UPDATE outcomes SET refund = refund + 1 WHERE call_id = (SELECT min(call_id) FROM outcomes WHERE refund > 0)`).run();
+  store.db
+    .prepare(`UPDATE settled_calls SET refund = refund + 1 WHERE call_id = (SELECT min(call_id) FROM settled_calls WHERE refund > 0)`)
+    .run();
   const view = await verifyStore(store);
   t.equal(view.ok, false);
   t.equal(view.ledger.ok, false);

@@ -14,6 +14,7 @@ import { BARS, SPARK, hourlyBars, sparkline, type SlotCounts } from '../../contr
 import { parseSort, sortProviders } from '../../control/public/pages/board';
 import { feedUuid, renderAtom, xmlText } from '../../control/pages/atom';
 import type { SqliteStore } from '../../control/store';
+import { REFUNDS_SQL } from '../../control/store/public-reads';
 import type { Provider, Tier } from '../../protocol/public';
 import { startTestControl } from '../fixtures/control';
 import { addEndpoint, ingest, outcome } from '../fixtures/public';
@@ -261,28 +262,16 @@ t.test('nonces: 16 random bytes each, never the same twice, across refills of th
   t.equal(seen.size, 1000, '1000 nonces (about four pools), all different');
 });
 
-t.test('the last refunds read the partial indexes of migration 11, not every call', async (t) => {
+t.test('the last refunds read the partial indexes of migration 19, not every call', async (t) => {
   const control = await startTestControl(t);
   const db = (control.handle.ctx.store as SqliteStore).db;
   const plan = (sql: string, ...args: unknown[]) =>
     (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
-  const columns = 'call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp';
-  t.match(
-    plan(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`, 20),
-    /USING INDEX outcomes_refunded\b/,
-    'all providers: outcomes_refunded',
-  );
-  t.notMatch(
-    plan(`SELECT ${columns} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`, 20),
-    /TEMP B-TREE/,
-    'in index order, no sort',
-  );
-  const one = plan(
-    `SELECT ${columns} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
-    'x',
-    20,
-  );
-  t.match(one, /USING INDEX outcomes_refunded_by_endpoint \(endpoint_id=\?\)/, 'one provider: outcomes_refunded_by_endpoint');
+  const all = plan(REFUNDS_SQL(false), 20);
+  t.match(all, /USING INDEX settled_calls_refunded\b/, 'all providers: settled_calls_refunded');
+  t.notMatch(all, /TEMP B-TREE/, 'in index order, no sort');
+  const one = plan(REFUNDS_SQL(true), 'x', 20);
+  t.match(one, /USING INDEX settled_calls_refunded_by_endpoint \(endpoint_id=\?\)/, 'one provider: settled_calls_refunded_by_endpoint');
   t.notMatch(one, /TEMP B-TREE/);
   const columnsOf = (db.prepare(`PRAGMA table_info(endpoints)`).all() as { name: string }[]).map((c) => c.name);
   t.ok(columnsOf.includes('display_name'), 'endpoints.display_name exists');

@@ -54,6 +54,11 @@ t.test('SIGKILL while settling a large backlog: nothing lost, nothing twice', as
   t.ok(afterKill > 0 && afterKill < CALLS, `killed mid-backlog (${CALLS - afterKill} settled, ${afterKill} pending)`);
   const partial = reader.prepare(`SELECT coalesce(sum(calls), 0) FROM settlement_batches`).pluck().get() as number;
   t.equal(partial, CALLS - afterKill, 'what the committed batches say they settled is what is marked settled');
+  t.equal(
+    reader.prepare(`SELECT count(*) FROM unsettled_outcomes`).pluck().get(),
+    afterKill,
+    'and the settler queue holds exactly the calls not settled',
+  );
 
   const restarted = await startControlProcess(t, { dataDir, env });
   const cli = (...args: string[]) => svcctl(['--data-dir', dataDir, ...args]);

@@ -153,26 +153,37 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
       ['a posting deleted', `DELETE FROM ledger_postings WHERE account = 'treasury'`, /has 1 posting|sum to/],
       [
         'an outcome un-settled',
-        `UPDATE outcomes SET settled_batch = NULL WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
-        /carries amounts but is not settled/,
+        `DELETE FROM settled_calls WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
+        /call \S+ is neither settled nor waiting to be/,
+      ],
+      [
+        'a settled call queued again',
+        `INSERT INTO unsettled_outcomes (endpoint_id, received_at, call_id, key_id, outcome, started_at)
+         SELECT endpoint_id, received_at, call_id, key_id, outcome, started_at FROM settled_calls WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
+        /call \S+ is settled and still waiting to be/,
+      ],
+      [
+        'an outcome record rewritten after it settled',
+        `UPDATE outcome_records SET outcome = 'client_error' WHERE call_id = (SELECT min(call_id) FROM outcome_records WHERE outcome = 'server_error')`,
+        /call \S+ is settled as a call its outcome record does not describe/,
       ],
       [
         'a settled call moved to another batch',
-        `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE outcomes SET settled_batch = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM outcomes)`,
+        `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE settled_calls SET batch_id = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM settled_calls)`,
         /batch [12] does not match/,
       ],
       [
         'a call settled in a batch that does not exist',
-        `${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : ''}UPDATE outcomes SET settled_batch = 99 WHERE call_id = (SELECT min(call_id) FROM outcomes)`,
+        `${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : ''}UPDATE settled_calls SET batch_id = 99 WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
         /is settled in batch 99, which does not exist/,
       ],
-      ['a premium on a failure', `UPDATE outcomes SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
+      ['a premium on a failure', `UPDATE settled_calls SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],
       [
         'a refund raised',
-        `UPDATE outcomes SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`,
+        `UPDATE settled_calls SET refund = refund + 1, refund_owed = refund_owed + 1 WHERE outcome = 'server_error'`,
         /batch 1 does not match|ledger entries/,
       ],
-      ['a clamp dropped', `UPDATE outcomes SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
+      ['a clamp dropped', `UPDATE settled_calls SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
       ['a batch total edited', `UPDATE settlement_batches SET premiums = premiums + 1`, /batch 1 does not match/],
     ];
     for (const [label, sql, pattern] of corruptions) {

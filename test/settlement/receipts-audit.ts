@@ -114,9 +114,12 @@ t.test('tampering with a settled database is caught by ledger verify, naming the
         edit: async (at, calls) => {
           const failed = calls.find((c) => c.outcome === 'server_error')!;
           const paid = calls.find((c) => c.outcome === 'ok' && c.key_id === failed.key_id)!;
-          const set = `UPDATE outcomes SET outcome = ?, status = ?, premium = ?, refund = ?, refund_owed = ? WHERE call_id = ?`;
-          await rawQuery(at, set, [paid.outcome, 200, paid.premium, paid.refund, paid.refund_owed, failed.call_id]);
-          await rawQuery(at, set, [failed.outcome, 500, failed.premium, failed.refund, failed.refund_owed, paid.call_id]);
+          const record = `UPDATE outcome_records SET outcome = ?, status = ? WHERE call_id = ?`;
+          const settled = `UPDATE settled_calls SET outcome = ?, premium = ?, refund = ?, refund_owed = ? WHERE call_id = ?`;
+          await rawQuery(at, record, [paid.outcome, 200, failed.call_id]);
+          await rawQuery(at, settled, [paid.outcome, paid.premium, paid.refund, paid.refund_owed, failed.call_id]);
+          await rawQuery(at, record, [failed.outcome, 500, paid.call_id]);
+          await rawQuery(at, settled, [failed.outcome, failed.premium, failed.refund, failed.refund_owed, paid.call_id]);
         },
         violation: /^batch 3: its receipt's root [0-9a-f]{64} is not the root of its 20 calls \([0-9a-f]{64}\)$/,
         proofs: false,
@@ -198,7 +201,8 @@ async function rewriteBatch(at: Install, batch: number): Promise<string> {
   );
   const [callId, keyId, endpointId, startedAt, refund] = row as [string, string, string, number, number];
   const key = `key:${keyId}`;
-  await rawQuery(at, `UPDATE outcomes SET outcome = 'client_error', status = 404, refund = 0, refund_owed = 0 WHERE call_id = ?`, [callId]);
+  await rawQuery(at, `UPDATE outcome_records SET outcome = 'client_error', status = 404 WHERE call_id = ?`, [callId]);
+  await rawQuery(at, `UPDATE settled_calls SET outcome = 'client_error', refund = 0, refund_owed = 0 WHERE call_id = ?`, [callId]);
   await rawQuery(at, `UPDATE settlement_batches SET refunds = refunds - ?, refunds_owed = refunds_owed - ? WHERE id = ?`, [
     refund,
     refund,

@@ -48,9 +48,8 @@ function rewriteBatch(db: Database.Database, batch: number): string {
   const key = `key:${call.key_id}`;
   const refund = call.refund;
   db.transaction(() => {
-    db.prepare(`UPDATE outcomes SET outcome = 'client_error', status = 404, refund = 0, refund_owed = 0 WHERE call_id = ?`).run(
-      call.call_id,
-    );
+    db.prepare(`UPDATE outcome_records SET outcome = 'client_error', status = 404 WHERE call_id = ?`).run(call.call_id);
+    db.prepare(`UPDATE settled_calls SET outcome = 'client_error', refund = 0, refund_owed = 0 WHERE call_id = ?`).run(call.call_id);
     db.prepare(`UPDATE settlement_batches SET refunds = refunds - ?, refunds_owed = refunds_owed - ? WHERE id = ?`).run(
       refund,
       refund,

@@ -231,9 +231,9 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
   // Two calls of a batch rewritten: only the root shows it. The last batch first (its calls end
   // the last page), then batch 4 (130 calls over several pages), which is then the first named.
   const rewrite = (batch: number) =>
-    `UPDATE outcomes SET outcome = CASE outcome WHEN 'ok' THEN 'client_error' ELSE 'ok' END,
+    `UPDATE settled_calls SET outcome = CASE outcome WHEN 'ok' THEN 'client_error' ELSE 'ok' END,
        premium = CASE premium WHEN 150 THEN 0 ELSE 150 END
-     WHERE call_id IN (SELECT call_id FROM outcomes WHERE settled_batch = ${batch} AND outcome IN ('ok', 'client_error')
+     WHERE call_id IN (SELECT call_id FROM settled_calls WHERE batch_id = ${batch} AND outcome IN ('ok', 'client_error')
                        ORDER BY received_at, call_id LIMIT 2)`;
   for (const [batch, calls] of [
     [6, 7],

@@ -97,7 +97,7 @@ t.test('tampering with a settled database is detected and the batch named', asyn
 
   await t.test("one ledger row's refund changed", async (t) => {
     const r = await tampered((db) =>
-      db.prepare(`UPDATE outcomes SET refund = refund - 1, refund_owed = refund_owed - 1 WHERE call_id = ?`).run(failed.call_id),
+      db.prepare(`UPDATE settled_calls SET refund = refund - 1, refund_owed = refund_owed - 1 WHERE call_id = ?`).run(failed.call_id),
     );
     t.equal(r.ledger.code, 1);
     t.match(r.ledger.stderr, /ledger verify failed: batch 3 does not match the calls settled in it/);
@@ -110,9 +110,12 @@ t.test('tampering with a settled database is detected and the batch named', asyn
 
   await t.test('two calls rewritten, batch and ledger kept consistent: only the root shows it', async (t) => {
     const r = await tampered((db) => {
-      const set = db.prepare(`UPDATE outcomes SET outcome = ?, status = ?, premium = ?, refund = ?, refund_owed = ? WHERE call_id = ?`);
-      set.run(paid.outcome, 200, paid.premium, paid.refund, paid.refund_owed, failed.call_id);
-      set.run(failed.outcome, 500, failed.premium, failed.refund, failed.refund_owed, paid.call_id);
+      const record = db.prepare(`UPDATE outcome_records SET outcome = ?, status = ? WHERE call_id = ?`);
+      const settled = db.prepare(`UPDATE settled_calls SET outcome = ?, premium = ?, refund = ?, refund_owed = ? WHERE call_id = ?`);
+      record.run(paid.outcome, 200, failed.call_id);
+      settled.run(paid.outcome, paid.premium, paid.refund, paid.refund_owed, failed.call_id);
+      record.run(failed.outcome, 500, paid.call_id);
+      settled.run(failed.outcome, failed.premium, failed.refund, failed.refund_owed, paid.call_id);
     });
     t.equal(r.ledger.code, 1);
     t.match(r.ledger.stderr, /ledger verify failed: batch 3: its receipt's root [0-9a-f]{64} is not the root of its 50 calls/);

@@ -98,8 +98,8 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opts
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     try {
-      const before = await targetTables(pool);
-      const present = [...tables.map((t) => t.name), MIGRATIONS_TABLE].filter((name) => before.has(name)).sort();
+      const before = await targetTables(pool, true);
+      const present = [...tables.map((t) => t.name), ...sourceViews(source), MIGRATIONS_TABLE].filter((name) => before.has(name)).sort();
       if (present.length > 0) {
         throw new StoreCopyError(`the target database already holds svc tables (${present.join(', ')}); copy into an empty database`);
       }
@@ -163,16 +163,23 @@ function sourceTables(db: Db): SourceTable[] {
   }));
 }
 
-/** The tables of the schema the target's migrations write to (its current schema). */
-async function targetTables(client: Pool | PoolClient): Promise<Set<string>> {
+/** The store's views in SQLite (`outcomes`): not copied (they hold no rows), but a target that has one is not empty. */
+function sourceViews(db: Db): string[] {
+  return db.prepare(`SELECT name FROM sqlite_master WHERE type = 'view'`).pluck().all() as string[];
+}
+
+/** The tables (and with `views`, the views) of the schema the target's migrations write to (its current schema). */
+async function targetTables(client: Pool | PoolClient, views = false): Promise<Set<string>> {
   const { rows } = await client.query<{ name: string }>(
-    `SELECT relname AS name FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind IN ('r', 'p')`,
+    `SELECT relname AS name FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind = ANY($1)`,
+    [views ? ['r', 'p', 'v'] : ['r', 'p']],
   );
   return new Set(rows.map((r) => r.name));
 }
 
+/** Drop what the copy created; CASCADE takes the views on them (nothing else can depend on tables this new). */
 async function dropTables(pool: Pool, tables: readonly string[]): Promise<void> {
-  if (tables.length > 0) await pool.query(`DROP TABLE IF EXISTS ${tables.map(quote).join(', ')}`);
+  if (tables.length > 0) await pool.query(`DROP TABLE IF EXISTS ${tables.map(quote).join(', ')} CASCADE`);
 }
 
 async function targetColumns(client: PoolClient): Promise<Map<string, TargetColumn[]>> {

@@ -10,7 +10,7 @@
  * the pool's lowest point is its balance after the batch, which the sum is.
  */
 import type { BalanceView, Clamp, LedgerVerifyView, MarkPaidView, PayoutLine, PoolView } from '../../../protocol/settlement';
-import { KEY_RANGE, type LedgerTable } from '../ledger';
+import { CLAMPED_COUNTS, KEY_RANGE, SETTLED_ACTIVITY, type LedgerTable } from '../ledger';
 import {
   checkTransfer,
   duplicateReference,
@@ -63,7 +63,7 @@ const Q = {
     `SELECT count(*) AS batches, coalesce(sum(calls), 0)::bigint AS calls, coalesce(sum(premiums), 0)::bigint AS premiums,
             coalesce(sum(treasury_fees), 0)::bigint AS treasury_fees, coalesce(sum(refunds), 0)::bigint AS refunds,
             coalesce(sum(refunds_owed), 0)::bigint AS refunds_owed,
-            (SELECT count(*) FROM outcomes WHERE settled_batch IS NULL) AS unsettled,
+            (SELECT count(*) FROM unsettled_outcomes) AS unsettled,
             coalesce((SELECT balance FROM account_balances WHERE account = 'pool'), 0) AS pool
      FROM settlement_batches`,
   ),
@@ -75,7 +75,7 @@ const Q = {
             (SELECT coalesce(sum(p.amount), 0)::bigint FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
              WHERE t.kind = 'payout' AND p.account = 'external') AS paid_out`,
   ),
-  clamped: sql(`SELECT clamp, count(*) AS n FROM outcomes WHERE clamp IS NOT NULL GROUP BY clamp ORDER BY clamp`),
+  clamped: sql(CLAMPED_COUNTS),
   payoutRows: sql(
     `SELECT k.id, k.name, k.wallet, b.balance
      FROM account_balances b JOIN keys k ON k.id = substr(b.account, 5)
@@ -83,12 +83,7 @@ const Q = {
      ORDER BY k.created_at, k.id`,
   ),
   reference: sql(`SELECT id FROM ledger_transfers WHERE kind = 'payout' AND reference = ?`),
-  // Walks the settled-only index from the newest batch, so a large unsettled backlog costs nothing here.
-  activity: sql(
-    `SELECT call_id, endpoint_id, outcome, status, latency_ms, started_at, premium, refund, refund_owed, clamp, settled_batch
-     FROM outcomes WHERE settled_batch IS NOT NULL
-     ORDER BY settled_batch DESC, started_at DESC, call_id DESC LIMIT ?`,
-  ),
+  activity: sql(SETTLED_ACTIVITY),
 };
 
 /** `Q.transfers`' parameters for `inputs`: one array per column, the postings flattened with their transfer's position. */

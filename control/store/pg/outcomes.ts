@@ -6,7 +6,8 @@
  *
  * A batch is ONE statement whatever its size, so it commits on its own: an INSERT of every row
  * (the columns go as arrays that `unnest` zips into rows) that skips the call ids already
- * stored, and, in the same statement, the rollup upsert of the rows it did insert, grouped by
+ * stored, and, in the same statement, the settler's queue entries of the rows it did insert
+ * (`unsettled_outcomes`, migration 9) and the rollup upsert of those rows, grouped by
  * endpoint and minute in SQL (`rollupsOfInserted`, written from the same bucket bounds and
  * outcome lists as `rollupGroups`), so no row travels back to control. A call id twice in one
  * batch is stored once, as first received (rows go in in (call id, position) order). Only a
@@ -50,18 +51,20 @@ function rollupsOfInserted(): string {
 const Q = {
   ingest: sql(
     `WITH inserted AS (
-     INSERT INTO outcomes (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at)
+     INSERT INTO outcome_records (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at)
      SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, @received_at::bigint
      FROM unnest(@call_id::text[], @key_id::text[], @endpoint_id::text[], @method::text[], @status::bigint[],
                  @outcome::text[], @latency_ms::bigint[], @started_at::bigint[], @gateway_id::text[]) WITH ORDINALITY
        AS r (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, n)
      ORDER BY call_id COLLATE "C", n
      ON CONFLICT (call_id) DO NOTHING
-     RETURNING endpoint_id, started_at, outcome, latency_ms),
+     RETURNING call_id, key_id, endpoint_id, started_at, received_at, outcome, latency_ms),
+     queued AS (INSERT INTO unsettled_outcomes (endpoint_id, received_at, call_id, key_id, outcome, started_at)
+                SELECT endpoint_id, received_at, call_id, key_id, outcome, started_at FROM inserted),
      rolled AS (${ROLLUP_UPSERT(rollupsOfInserted())})
      SELECT count(*) FROM inserted`,
   ),
-  count: sql(`SELECT count(*) FROM outcomes`),
+  count: sql(`SELECT count(*) FROM outcome_records`),
   byId: sql(`SELECT * FROM outcomes WHERE call_id = ?`),
 };
 

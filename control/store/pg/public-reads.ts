@@ -1,13 +1,15 @@
 /**
  * Reads behind the public API and the indexer on PostgreSQL (`../public-reads.ts` is the SQLite
  * twin): recorded calls newest first, paged by the keyset (started_at, call_id) over
- * `outcomes_by_time`; the calls owed a refund over the partial indexes; the latest settlement
+ * `outcome_records_by_time`; the calls owed a refund over `settled_calls`' partial indexes; the latest settlement
  * batches. The secret behind the public ids is the store's (`store.ts` creates it at open).
  */
 import {
   ACCOUNT_SQL,
+  ACTIVITY_COLUMNS as COLUMNS,
   FILTERED_ACTIVITY_SQL,
   NEWEST,
+  REFUNDS_SQL,
   type ActivityFilter,
   type AccountCallRow,
   type AccountGroup,
@@ -19,17 +21,13 @@ import {
 import type { Async } from '../seam';
 import { sql, type PgConn } from './conn';
 
-const COLUMNS = `call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp`;
-
 const Q = {
   firstPage: sql(`SELECT ${COLUMNS} FROM outcomes ORDER BY started_at DESC, call_id DESC LIMIT ?`),
   page: sql(`SELECT ${COLUMNS} FROM outcomes WHERE (started_at, call_id) < (?, ?) ORDER BY started_at DESC, call_id DESC LIMIT ?`),
   filtered: sql(FILTERED_ACTIVITY_SQL(COLUMNS)),
   call: sql(`SELECT ${COLUMNS} FROM outcomes WHERE call_id = ?`),
-  refunds: sql(`SELECT ${COLUMNS} FROM outcomes WHERE refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`),
-  refundsOf: sql(
-    `SELECT ${COLUMNS} FROM outcomes WHERE endpoint_id = ? AND refund_owed > 0 ORDER BY started_at DESC, call_id DESC LIMIT ?`,
-  ),
+  refunds: sql(REFUNDS_SQL(false)),
+  refundsOf: sql(REFUNDS_SQL(true)),
   batches: sql(
     `SELECT id, endpoint_id, created_at, calls, premiums, refunds, refunds_owed, clamped_calls
      FROM settlement_batches ORDER BY id DESC LIMIT ?`,

@@ -27,9 +27,9 @@ const Q = {
   secret: sql(`SELECT secret FROM public_secret WHERE id = 1`),
   batch: sql(`SELECT b.endpoint_id, r.root, r.subtrees FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`),
   calls: sql(
-    `SELECT settled_batch, call_id, outcome, premium, refund, clamp, received_at FROM outcomes
-     WHERE settled_batch IS NOT NULL AND (settled_batch, received_at, call_id) > (@batch, @received_at, @call_id)
-     ORDER BY settled_batch, received_at, call_id LIMIT @limit`,
+    `SELECT batch_id AS settled_batch, call_id, outcome, premium, refund, clamp, received_at FROM settled_calls
+     WHERE (batch_id, received_at, call_id) > (@batch, @received_at, @call_id)
+     ORDER BY batch_id, received_at, call_id LIMIT @limit`,
   ),
 };
 

@@ -54,16 +54,17 @@ const Q = {
   // A call with what its proof needs: its batch's receipt (NULLs without one), run roots and
   // endpoint, and (with run roots) its leaf index: the count of the batch's calls before it.
   proofOf: sql(
-    `SELECT o.settled_batch, r.batch, r.v, r.prev, r.root, r.tree_size, r.refunds, r.premiums, r.settled_at, r.kid, r.sig,
+    `SELECT s.batch_id AS settled_batch, r.batch, r.v, r.prev, r.root, r.tree_size, r.refunds, r.premiums, r.settled_at, r.kid, r.sig,
             r.subtrees, b.endpoint_id,
             CASE WHEN r.subtrees IS NULL THEN NULL ELSE (
-              SELECT count(*) FROM outcomes i
-              WHERE i.settled_batch = o.settled_batch AND (i.received_at, i.call_id) < (o.received_at, o.call_id)) END AS leaf_index
-     FROM outcomes o LEFT JOIN receipts r ON r.batch = o.settled_batch LEFT JOIN settlement_batches b ON b.id = o.settled_batch
+              SELECT count(*) FROM settled_calls i
+              WHERE i.batch_id = s.batch_id AND (i.received_at, i.call_id) < (s.received_at, s.call_id)) END AS leaf_index
+     FROM outcome_records o LEFT JOIN settled_calls s ON s.call_id = o.call_id
+       LEFT JOIN receipts r ON r.batch = s.batch_id LEFT JOIN settlement_batches b ON b.id = s.batch_id
      WHERE o.call_id = ?`,
   ),
-  leaves: sql(`SELECT ${LEAF_COLUMNS} FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id`),
-  run: sql(`SELECT ${LEAF_COLUMNS} FROM outcomes WHERE settled_batch = ? ORDER BY received_at, call_id LIMIT ${SUBTREE_LEAVES} OFFSET ?`),
+  leaves: sql(`SELECT ${LEAF_COLUMNS} FROM settled_calls WHERE batch_id = ? ORDER BY received_at, call_id`),
+  run: sql(`SELECT ${LEAF_COLUMNS} FROM settled_calls WHERE batch_id = ? ORDER BY received_at, call_id LIMIT ${SUBTREE_LEAVES} OFFSET ?`),
   batch: sql(`SELECT id, endpoint_id, created_at, refunds, premiums FROM settlement_batches WHERE id = ?`),
   /** The first batch after the head up to the one being appended: a gap. */
   gap: sql(`SELECT id FROM settlement_batches WHERE id > ? AND id <= ? ORDER BY id LIMIT 1`),

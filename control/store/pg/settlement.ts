@@ -7,20 +7,23 @@
  *   Each batch's id is `max(id) + 1`, taken inside that transaction: receipts chain batches
  *   1, 2, 3 … without a gap, which a sequence cannot promise (the schema says why); the primary
  *   key refuses a second writer that numbered the same batch.
- * - A batch is a handful of statements whatever its size: its calls, the economics and the
- *   hourly refund tallies its calls' hours need (read before planning: the planner is
- *   synchronous), the batch row, the exceptions in one UPDATE, the standard calls in another,
- *   every transfer in one (`PgLedgerTable.transferAll`, which checks each first), the tallies,
- *   and the receipt (`PgReceiptsTable.append`), in that transaction.
+ * - A batch is a handful of statements whatever its size: its calls (from the settler's queue),
+ *   the economics and the hourly refund tallies its calls' hours need (read before planning:
+ *   the planner is synchronous), the batch row, the exceptions in one statement and the
+ *   standard calls in another (each deletes its calls' queue entries and inserts their
+ *   `settled_calls` rows from what it deleted), every transfer in one
+ *   (`PgLedgerTable.transferAll`, which checks each first), the tallies, and the receipt
+ *   (`PgReceiptsTable.append`), in that transaction.
  */
 import type { BatchView } from '../../../protocol/settlement';
 import type { Async } from '../seam';
 import {
-  COVERED,
   HOUR_MS,
   PENDING_ENDPOINTS,
+  SETTLED_COLUMNS,
   ZERO_ECONOMICS,
   batchView,
+  standardAmountsSql,
   type BatchRow,
   type Economics,
   type NextBatch,
@@ -37,14 +40,14 @@ const Q = {
   // Each endpoint with unsettled outcomes and when its oldest one was received.
   heads: sql(
     `${PENDING_ENDPOINTS}
-     SELECT e.id, (SELECT received_at FROM outcomes o WHERE o.endpoint_id = e.id AND o.settled_batch IS NULL
-                   ORDER BY o.received_at, o.call_id LIMIT 1) AS head
+     SELECT e.id, (SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
+                   ORDER BY q.received_at, q.call_id LIMIT 1) AS head
      FROM e WHERE e.id IS NOT NULL`,
   ),
   lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
   select: sql(
-    `SELECT call_id, key_id, outcome, started_at, received_at FROM outcomes
-     WHERE endpoint_id = ? AND settled_batch IS NULL AND received_at <= ?
+    `SELECT call_id, key_id, outcome, started_at, received_at FROM unsettled_outcomes
+     WHERE endpoint_id = ? AND received_at <= ?
      ORDER BY received_at, call_id LIMIT ?`,
   ),
   economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
@@ -63,29 +66,35 @@ const Q = {
      RETURNING *`,
   ),
   exceptions: sql(
-    `UPDATE outcomes o SET settled_batch = @batch, premium = x.premium, refund = x.refund, refund_owed = x.refund_owed, clamp = x.clamp
-     FROM unnest(@call_id::text[], @premium::bigint[], @refund::bigint[], @refund_owed::bigint[], @clamp::text[])
-       AS x (call_id, premium, refund, refund_owed, clamp)
-     WHERE o.call_id = x.call_id AND o.settled_batch IS NULL
-     RETURNING o.call_id`,
+    `WITH q AS (
+       DELETE FROM unsettled_outcomes q
+       USING unnest(@call_id::text[], @received_at::bigint[], @premium::bigint[], @refund::bigint[], @refund_owed::bigint[], @clamp::text[])
+         AS x (call_id, received_at, premium, refund, refund_owed, clamp)
+       WHERE q.endpoint_id = @endpoint AND q.received_at = x.received_at AND q.call_id = x.call_id
+       RETURNING q.*, x.premium, x.refund, x.refund_owed, x.clamp)
+     INSERT INTO settled_calls (${SETTLED_COLUMNS})
+     SELECT call_id, @batch::bigint, endpoint_id, key_id, outcome, started_at, received_at, premium, refund, refund_owed, clamp FROM q
+     RETURNING call_id`,
   ),
-  // Everything else in the batch in one statement: the rows up to the last selected one in
-  // settlement order are exactly the selected ones (the order is total; the writer lock holds).
+  // Everything else in the batch in one statement: the queue's rows up to the last selected one
+  // in settlement order are exactly the selected ones less the exceptions, already dequeued
+  // (the order is total; the writer lock holds).
   standard: sql(
-    `UPDATE outcomes SET settled_batch = @batch,
-       premium = CASE WHEN key_id IS NOT NULL AND outcome = 'ok' THEN @premium::bigint ELSE 0 END,
-       refund = CASE WHEN key_id IS NOT NULL AND outcome IN (${COVERED}) THEN @owed::bigint ELSE 0 END,
-       refund_owed = CASE WHEN key_id IS NOT NULL AND outcome IN (${COVERED}) THEN @owed::bigint ELSE 0 END,
-       clamp = NULL
-     WHERE endpoint_id = @endpoint AND settled_batch IS NULL
-       AND (received_at, call_id) <= (@received_at::bigint, @call_id::text)`,
+    `WITH q AS (
+       DELETE FROM unsettled_outcomes
+       WHERE endpoint_id = @endpoint AND (received_at, call_id) <= (@received_at::bigint, @call_id::text)
+       RETURNING *)
+     INSERT INTO settled_calls (${SETTLED_COLUMNS})
+     SELECT q.call_id, @batch::bigint, q.endpoint_id, q.key_id, q.outcome, q.started_at, q.received_at,
+       ${standardAmountsSql((p) => `@${p}::bigint`)}
+     FROM q`,
   ),
-  backlog: sql(`SELECT count(*) FROM outcomes WHERE settled_batch IS NULL`),
+  backlog: sql(`SELECT count(*) FROM unsettled_outcomes`),
   // The oldest head among the endpoints: an index seek per endpoint, not a scan of the backlog.
   oldest: sql(
     `${PENDING_ENDPOINTS}
-     SELECT min((SELECT received_at FROM outcomes o WHERE o.endpoint_id = e.id AND o.settled_batch IS NULL
-                 ORDER BY o.received_at, o.call_id LIMIT 1))
+     SELECT min((SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
+                 ORDER BY q.received_at, q.call_id LIMIT 1))
      FROM e WHERE e.id IS NOT NULL`,
   ),
   lastBatch: sql(`SELECT * FROM settlement_batches ORDER BY id DESC LIMIT 1`),
@@ -174,8 +183,10 @@ export class PgSettlementTable implements Async<SettlementTable> {
     const tree = this.receipts.enabled ? core.startTree(batchLeaves(batch, core.provider(batch.endpoint_id), calls, plan, core)) : null;
 
     if (plan.exceptions.size > 0) {
+      const receivedAt = new Map(calls.map((call) => [call.call_id, call.received_at]));
       const x = {
         call_id: [] as string[],
+        received_at: [] as number[],
         premium: [] as number[],
         refund: [] as number[],
         refund_owed: [] as number[],
@@ -183,12 +194,13 @@ export class PgSettlementTable implements Async<SettlementTable> {
       };
       for (const [callId, a] of plan.exceptions) {
         x.call_id.push(callId);
+        x.received_at.push(receivedAt.get(callId) ?? -1);
         x.premium.push(a.premium);
         x.refund.push(a.refund);
         x.refund_owed.push(a.refund_owed);
         x.clamp.push(a.clamp);
       }
-      const marked = new Set(await c.column<string>(Q.exceptions, { batch: batch.id, ...x }));
+      const marked = new Set(await c.column<string>(Q.exceptions, { batch: batch.id, endpoint: endpointId, ...x }));
       const missed = x.call_id.find((callId) => !marked.has(callId));
       if (missed !== undefined) throw notPending(missed);
     }
