@@ -111,7 +111,7 @@ function settledRows(): { batches: BatchRow[]; calls: Row[] } {
 }
 
 const BATCH_COLUMNS = ['id', 'endpoint_id', 'created_at', 'calls', 'premiums', 'treasury_fees', 'refunds', 'refunds_owed', 'clamped_calls'];
-const CALL_COLUMNS = [
+const RECORD_COLUMNS = [
   'call_id',
   'key_id',
   'endpoint_id',
@@ -122,12 +122,22 @@ const CALL_COLUMNS = [
   'started_at',
   'gateway_id',
   'received_at',
-  'settled_batch',
+];
+const SETTLED_COLUMNS = [
+  'call_id',
+  'batch_id',
+  'endpoint_id',
+  'key_id',
+  'outcome',
+  'started_at',
+  'received_at',
   'premium',
   'refund',
   'refund_owed',
   'clamp',
 ];
+/** The rows of `settledRows`' calls, each in the outcome records and in the settled calls. */
+const settledCalls = (calls: readonly { settled_batch: number }[]) => calls.map((c) => ({ ...c, batch_id: c.settled_batch }));
 
 async function pgDatabase(t: Test, url: string, secret: Buffer): Promise<{ pool: Pool; conn: PgConn }> {
   const pool = new Pool({ connectionString: url, types: PG_TYPES, max: 4 });
@@ -142,7 +152,8 @@ async function pgDatabase(t: Test, url: string, secret: Buffer): Promise<{ pool:
     }
   };
   await insert('settlement_batches', BATCH_COLUMNS, batches);
-  await insert('outcomes', CALL_COLUMNS, calls);
+  await insert('outcome_records', RECORD_COLUMNS, calls);
+  await insert('settled_calls', SETTLED_COLUMNS, settledCalls(calls));
   return { pool, conn: new PgConn(pool) };
 }
 
@@ -155,7 +166,8 @@ function sqliteDatabase(secret: Buffer): Db {
     for (const row of rows) stmt.run(row);
   };
   insert('settlement_batches', BATCH_COLUMNS, batches);
-  insert('outcomes', CALL_COLUMNS, calls);
+  insert('outcome_records', RECORD_COLUMNS, calls);
+  insert('settled_calls', SETTLED_COLUMNS, settledCalls(calls));
   return db;
 }
 
