@@ -26,11 +26,7 @@ const EXTRA_INDEXES = ['keys_by_seq'];
 /** The migrations table, then the tables of several controls on one database (pg/migrations/003-cluster.ts, 008-shared-snapshots.ts). */
 const EXTRA_TABLES = ['svc_schema_migrations', 'controls', 'settler_lease', 'control_tokens', 'shared_snapshots', 'shared_snapshot_lines'];
 /** Foreign keys SQLite checks and PostgreSQL leaves to the store and `ledger verify` (pg migrations 2 and 9 say why). */
-const UNCHECKED_FOREIGN_KEYS = [
-  'settled_calls(batch_id) → settlement_batches(id)',
-  'settled_calls(call_id) → outcome_records(call_id)',
-  'unsettled_outcomes(call_id) → outcome_records(call_id)',
-];
+const UNCHECKED_FOREIGN_KEYS = ['settled_calls(batch_id) → settlement_batches(id)'];
 
 const sorted = (list: readonly string[]) => [...list].sort();
 

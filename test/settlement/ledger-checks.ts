@@ -168,6 +168,11 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
         /call \S+ is settled as a call its outcome record does not describe/,
       ],
       [
+        "a settled call's outcome record deleted",
+        `DELETE FROM outcome_records WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
+        /call \S+ is settled as a call its outcome record does not describe/,
+      ],
+      [
         'a settled call moved to another batch',
         `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE settled_calls SET batch_id = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM settled_calls)`,
         /batch [12] does not match/,

@@ -17,6 +17,12 @@
  * - `outcomes` becomes a view of the two: each outcome with its settlement, or NULLs while
  *   unsettled, exactly the columns the table had.
  *
+ * Neither new table references `outcome_records` by a foreign key: both are written in the
+ * transaction that writes or reads the outcome (ingest, a batch), and a foreign key check is a
+ * lookup of the outcome per row (about 3 µs of ingest's 15–18 µs per outcome). `ledger verify`
+ * checks instead that every queued and every settled call has its outcome record, with the
+ * same facts. A settled call's batch keeps its foreign key, as `outcomes.settled_batch` had.
+ *
  * Why: marking calls settled in place rewrote each call's whole row. On PostgreSQL that is a new
  * row version plus an entry in every index of the table (an update that changes an indexed
  * column cannot be a heap-only one), most of the settler's time; inserting a narrower row with
@@ -50,7 +56,7 @@ export default `
   CREATE TABLE unsettled_outcomes (
     endpoint_id TEXT NOT NULL,
     received_at INTEGER NOT NULL,
-    call_id     TEXT NOT NULL REFERENCES outcome_records (call_id),
+    call_id     TEXT NOT NULL,
     key_id      TEXT,
     outcome     TEXT NOT NULL,
     started_at  INTEGER NOT NULL,
@@ -61,7 +67,7 @@ export default `
   SELECT endpoint_id, received_at, call_id, key_id, outcome, started_at FROM outcomes WHERE settled_batch IS NULL;
 
   CREATE TABLE settled_calls (
-    call_id     TEXT PRIMARY KEY REFERENCES outcome_records (call_id),
+    call_id     TEXT PRIMARY KEY,
     batch_id    INTEGER NOT NULL REFERENCES settlement_batches (id),
     endpoint_id TEXT NOT NULL,
     key_id      TEXT,

@@ -5,9 +5,11 @@
  * them go with them), the queue and `settled_calls` take the rows as they are, and `outcomes`
  * becomes the view of the two.
  *
- * As on the old column (migration 2), neither new table has a foreign key: PostgreSQL checks
- * one with a trigger per inserted row, and `ledger verify` checks every reference instead (an
- * outcome in exactly one of the queue and `settled_calls`, a settled call's batch exists).
+ * Neither new table has a foreign key: on SQLite neither references the outcome records (its
+ * migration says why), and the settled call's batch is left unchecked as the old column's was
+ * (migration 2: PostgreSQL checks a foreign key with a trigger per inserted row). `ledger
+ * verify` checks every reference instead (an outcome in exactly one of the queue and
+ * `settled_calls`, with the same facts; a settled call's batch exists).
  * Dropped columns stay in old rows' storage until the table is rewritten; new rows store them
  * as NULLs, which cost a bit each.
  */
