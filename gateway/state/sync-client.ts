@@ -23,6 +23,7 @@ import {
   type SyncAck,
 } from '../../protocol/snapshot';
 import { SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
+import { SyncPoster } from '../../protocol/sync-post';
 import { parseDelta } from './delta-line';
 import type { LimitShare } from './share';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
@@ -59,6 +60,8 @@ export interface SyncClientOptions {
 export class SyncClient {
   private readonly opts: SyncClientOptions;
   private readonly control: SyncHttp;
+  /** Acks, nacks and lease renewals: one small POST per change, on a connection of their own. */
+  private readonly acks: SyncPoster;
   private state: GatewayState | null;
   private req: http.ClientRequest | null = null;
   private attempt = 0;
@@ -73,6 +76,7 @@ export class SyncClient {
   constructor(opts: SyncClientOptions) {
     this.opts = opts;
     this.control = new SyncHttp({ controlUrl: opts.controlUrl, syncToken: opts.syncToken, maxSockets: 4 });
+    this.acks = new SyncPoster(this.control.endpoints, `Bearer ${opts.syncToken}`);
     this.state = opts.initial;
   }
 
@@ -86,6 +90,7 @@ export class SyncClient {
     this.clearSilence();
     this.req?.destroy();
     this.control.close();
+    this.acks.close();
   }
 
   /** The control the stream goes to now. */
@@ -270,8 +275,8 @@ export class SyncClient {
   }
 
   private post(body: SyncAck): void {
-    this.control.post(SYNC_ACK_PATH, JSON.stringify(body)).then(
-      ({ status }) => {
+    this.acks.post(SYNC_ACK_PATH, JSON.stringify(body)).then(
+      (status) => {
         if (status !== 200) this.opts.log.warn('sync ack not accepted', { status, version: body.version });
       },
       // A lost ack is harmless: on reconnect the gateway announces the version it holds.
