@@ -8,7 +8,7 @@
  * Keys travel as SHA-256 hashes only. Injected upstream headers travel here (gateways must
  * send them) and nowhere else.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { z } from 'zod';
 import { FLAG_NAMES, type FlagName } from './admin';
 import { HttpMethod } from './endpoint';
@@ -194,7 +194,9 @@ export type SyncAck = z.infer<typeof SyncAck>;
 export const SyncAckAnswer = z.strictObject({ ok: z.literal(true) });
 export type SyncAckAnswer = z.infer<typeof SyncAckAnswer>;
 
-const SEAL_PATTERN = /,"sha256":"([0-9a-f]{64})"\}$/;
+/** What a sealed line ends with: `,"sha256":"<64 hex digits>"}`. */
+const SEAL_PREFIX = ',"sha256":"';
+const SEAL_LENGTH = SEAL_PREFIX.length + 64 + '"}'.length;
 
 /**
  * Serialise a delta as one stream line whose last member is `sha256`: the SHA-256 of the line
@@ -202,16 +204,17 @@ const SEAL_PATTERN = /,"sha256":"([0-9a-f]{64})"\}$/;
  */
 export function sealDelta(body: Omit<Delta, 'sha256'>): { line: string; sha256: string } {
   const text = JSON.stringify(body);
-  const sha256 = createHash('sha256').update(text).digest('hex');
+  const sha256 = hash('sha256', text, 'hex');
   return { line: `${text.slice(0, -1)},"sha256":"${sha256}"}`, sha256 };
 }
 
 /** Check a received delta line against its seal; returns the digest or null when it does not match. */
 export function verifySealedLine(line: string): string | null {
-  const match = SEAL_PATTERN.exec(line);
-  if (!match) return null;
-  const text = line.slice(0, match.index) + '}';
-  return createHash('sha256').update(text).digest('hex') === match[1] ? match[1] : null;
+  const at = line.length - SEAL_LENGTH;
+  if (at < 0 || !line.startsWith(SEAL_PREFIX, at) || !line.endsWith('"}')) return null;
+  const seal = line.slice(at + SEAL_PREFIX.length, -2);
+  // A SHA-256 in hex equals `seal` only when `seal` is 64 lowercase hex digits itself.
+  return hash('sha256', line.slice(0, at) + '}', 'hex') === seal ? seal : null;
 }
 
 /** Incremental digest of a full snapshot's lines (`snapshot_begin` and `keys`, as sent). */

@@ -12,6 +12,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { urlToHttpOptions } from 'node:url';
 import type { Logger } from './log';
 
 /** The controls a gateway may talk to, in the order to try them, and the one it talks to now. */
@@ -73,6 +74,8 @@ export class SyncHttp {
   private readonly agents: { http?: http.Agent; https?: https.Agent } = {};
   private readonly maxSockets: number;
   private readonly authorization: string;
+  /** Request options by control URL and path (see {@link target}). */
+  private readonly targets = new Map<string, { transport: typeof http | typeof https; agent: http.Agent; host: http.RequestOptions }>();
 
   constructor(opts: SyncHttpOptions) {
     this.endpoints = typeof opts.controlUrl === 'string' ? new ControlEndpoints([opts.controlUrl]) : opts.controlUrl;
@@ -92,6 +95,21 @@ export class SyncHttp {
     return { transport: http, agent: (this.agents.http ??= new http.Agent({ keepAlive: true, maxSockets: this.maxSockets })) };
   }
 
+  /**
+   * Where a POST to `path` goes on the current control, as request options: worked out once
+   * per control and path (acks go to one path on every change), not parsed anew each time.
+   */
+  private target(path: string): { transport: typeof http | typeof https; agent: http.Agent; host: http.RequestOptions } {
+    const key = `${this.endpoints.current} ${path}`;
+    let target = this.targets.get(key);
+    if (target === undefined) {
+      const url = this.url(path);
+      target = { ...this.via(url), host: urlToHttpOptions(url) };
+      this.targets.set(key, target);
+    }
+    return target;
+  }
+
   /** GET `url` (from {@link url}) as a newline-delimited JSON stream; the caller reads the response. */
   stream(url: URL): http.ClientRequest {
     const { transport, agent } = this.via(url);
@@ -103,10 +121,10 @@ export class SyncHttp {
    * whatever its status; rejects on a network error, or when control has not answered within `timeoutMs`.
    */
   post(path: string, json: string | Buffer, timeoutMs?: number): Promise<SyncAnswer> {
-    const url = this.url(path);
-    const { transport, agent } = this.via(url);
+    const { transport, agent, host } = this.target(path);
     return new Promise((resolve, reject) => {
-      const req = transport.request(url, {
+      const req = transport.request({
+        ...host,
         method: 'POST',
         agent,
         ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),

@@ -11,7 +11,7 @@ const KEY_ID_MAX = 64;
 
 type Fields = Record<string, unknown>;
 
-function isRecord(v: unknown): v is Fields {
+export function isRecord(v: unknown): v is Fields {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
@@ -38,7 +38,8 @@ function isSecret(v: unknown): boolean {
   return isRecord(v) && fieldCount(v) === 2 && isDigestHex(v.hash) && (v.expires_at === null || isMs(v.expires_at));
 }
 
-function isKey(v: unknown): v is SnapshotKey {
+/** True when `v` is a key exactly as `SnapshotKey` would accept it. */
+export function isKey(v: unknown): v is SnapshotKey {
   if (!isRecord(v) || fieldCount(v) !== 6) return false;
   const { id, secrets, expires_at, endpoints, limit, lift } = v;
   if (typeof id !== 'string' || id.length < 1 || id.length > KEY_ID_MAX) return false;

@@ -29,7 +29,8 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Delta, SnapshotEnd, verifySealedLine } from '../../protocol/snapshot';
+import { SnapshotEnd, verifySealedLine } from '../../protocol/snapshot';
+import { parseDelta } from './delta-line';
 import { GatewayState, SnapshotBuilder, UpdateRejected, safeJson } from './state';
 
 export const SNAPSHOT_FILE = 'snapshot.ndjson';
@@ -160,7 +161,7 @@ export class SnapshotFile {
     if (existsSync(deltasPath)) {
       for await (const line of createInterface({ input: createReadStream(deltasPath), crlfDelay: Infinity })) {
         if (line === '' || verifySealedLine(line) === null) break;
-        const delta = Delta.safeParse(safeJson(line));
+        const delta = parseDelta(safeJson(line));
         if (!delta.success || delta.data.base !== state.version) break;
         state.applyDelta(delta.data);
         deltasApplied++;

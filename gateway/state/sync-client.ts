@@ -15,7 +15,6 @@ import type http from 'node:http';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../../protocol/log';
 import {
-  Delta,
   SYNC_ACK_PATH,
   SYNC_PING_INTERVAL_MS,
   SYNC_STREAM_PATH,
@@ -24,6 +23,8 @@ import {
   type SyncAck,
 } from '../../protocol/snapshot';
 import { SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
+import { SyncPoster } from '../../protocol/sync-post';
+import { parseDelta } from './delta-line';
 import type { LimitShare } from './share';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
 import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './state';
@@ -59,6 +60,8 @@ export interface SyncClientOptions {
 export class SyncClient {
   private readonly opts: SyncClientOptions;
   private readonly control: SyncHttp;
+  /** Acks, nacks and lease renewals: one small POST per change, on a connection of their own. */
+  private readonly acks: SyncPoster;
   private state: GatewayState | null;
   private req: http.ClientRequest | null = null;
   private attempt = 0;
@@ -73,6 +76,7 @@ export class SyncClient {
   constructor(opts: SyncClientOptions) {
     this.opts = opts;
     this.control = new SyncHttp({ controlUrl: opts.controlUrl, syncToken: opts.syncToken, maxSockets: 4 });
+    this.acks = new SyncPoster(this.control.endpoints, `Bearer ${opts.syncToken}`);
     this.state = opts.initial;
   }
 
@@ -83,9 +87,10 @@ export class SyncClient {
   stop(): void {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    this.clearSilence();
     this.req?.destroy();
     this.control.close();
+    this.acks.close();
   }
 
   /** The control the stream goes to now. */
@@ -120,13 +125,22 @@ export class SyncClient {
     });
   }
 
+  /** (Re)start the silence countdown: on every line, so the timer is moved, not made anew. */
   private armSilence(): void {
-    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    if (this.silenceTimer) {
+      this.silenceTimer.refresh();
+      return;
+    }
     this.silenceTimer = setTimeout(() => {
       this.lastError = `no word from control for ${SILENCE_LIMIT_MS} ms`;
       this.req?.destroy();
     }, SILENCE_LIMIT_MS);
     this.silenceTimer.unref();
+  }
+
+  private clearSilence(): void {
+    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    this.silenceTimer = null;
   }
 
   /** The stream to the control at `at` is over: dial again after a backoff, the next control if there are several. */
@@ -202,7 +216,7 @@ export class SyncClient {
     const ended = () => {
       writer?.abort();
       writer = null;
-      if (this.silenceTimer) clearTimeout(this.silenceTimer);
+      this.clearSilence();
       if (!this.lastError) this.lastError = 'sync stream ended';
       this.retry(at);
     };
@@ -220,8 +234,8 @@ export class SyncClient {
   private applyDeltaLine(line: string): void {
     const sha256 = verifySealedLine(line);
     if (sha256 === null) throw new UpdateRejected('delta seal does not match its content');
-    const parsed = Delta.safeParse(safeJson(line));
-    if (!parsed.success) throw new UpdateRejected(`bad delta: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const parsed = parseDelta(safeJson(line));
+    if (!parsed.success) throw new UpdateRejected(`bad delta: ${parsed.message}`);
     if (!this.state) throw new UpdateRejected('delta received before any snapshot');
     this.state.applyDelta(parsed.data);
     this.opts.file.appendDelta(line);
@@ -261,8 +275,8 @@ export class SyncClient {
   }
 
   private post(body: SyncAck): void {
-    this.control.post(SYNC_ACK_PATH, JSON.stringify(body)).then(
-      ({ status }) => {
+    this.acks.post(SYNC_ACK_PATH, JSON.stringify(body)).then(
+      (status) => {
         if (status !== 200) this.opts.log.warn('sync ack not accepted', { status, version: body.version });
       },
       // A lost ack is harmless: on reconnect the gateway announces the version it holds.

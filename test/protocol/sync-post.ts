@@ -1,0 +1,232 @@
+/**
+ * `SyncPoster`, the gateway's hand-written HTTP/1.1 client for its acks: a POST carries the
+ * sync token and JSON and resolves with the status; one kept-alive connection carries request
+ * after request, and up to `maxConnections` carry concurrent ones; every way an answer's body
+ * may end (length, chunks, the close) is read; 1xx heads are skipped; a reused connection the
+ * server closed is retried once on a new one; a bad answer, a refused connection or `close()`
+ * rejects; requests follow `ControlEndpoints` to the next control.
+ */
+import t, { type Test } from 'tap';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { ControlEndpoints } from '../../protocol/sync-http';
+import { SyncPoster } from '../../protocol/sync-post';
+
+t.setTimeout(60_000);
+
+interface Request {
+  head: string;
+  body: string;
+}
+
+/**
+ * A TCP server reading HTTP requests with a Content-Length and handing each to `answer` with
+ * its socket and the number of the connection it came on; `connections` counts them.
+ */
+async function raw(t: Test, answer: (req: Request, socket: net.Socket, connection: number) => void) {
+  const state = { connections: 0, requests: [] as Request[] };
+  const server = net.createServer((socket) => {
+    const connection = ++state.connections;
+    let buffered = '';
+    socket.setEncoding('latin1');
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: string) => {
+      buffered += chunk;
+      for (;;) {
+        const at = buffered.indexOf('\r\n\r\n');
+        if (at === -1) return;
+        const head = buffered.slice(0, at);
+        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (buffered.length < at + 4 + length) return;
+        const req = { head, body: buffered.slice(at + 4, at + 4 + length) };
+        buffered = buffered.slice(at + 4 + length);
+        state.requests.push(req);
+        answer(req, socket, connection);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state, server };
+}
+
+const ok = (body = '{"ok":true}', extra = '') => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n${extra}\r\n${body}`;
+
+function poster(t: Test, url: string | string[], max?: number) {
+  const p = new SyncPoster(new ControlEndpoints(Array.isArray(url) ? url : [url]), 'Bearer sync-token-123', max);
+  t.teardown(() => p.close());
+  return p;
+}
+
+t.test('POSTs go on one kept-alive connection to a node server, with the token and the JSON', async (t) => {
+  const seen: { url: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+  let connections = 0;
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      seen.push({ url: req.url!, headers: req.headers, body });
+      res.writeHead(body.includes('"bad"') ? 409 : 200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    });
+  });
+  server.on('connection', () => connections++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  t.teardown(() => server.closeAllConnections());
+  const p = poster(t, `http://127.0.0.1:${(server.address() as AddressInfo).port}/base/`);
+  t.equal(await p.post('/_sync/v1/ack', '{"version":1,"gateway":"é"}'), 200);
+  t.equal(await p.post('/_sync/v1/ack', '{"bad":true}'), 409, 'another status is an answer, not an error');
+  t.equal(await p.post('/_sync/v1/ack?x=1', '{}'), 200);
+  t.equal(connections, 1, 'one connection for all three');
+  t.equal(seen[0]!.url, '/_sync/v1/ack');
+  t.equal(seen[2]!.url, '/_sync/v1/ack?x=1');
+  t.equal(seen[0]!.headers.authorization, 'Bearer sync-token-123');
+  t.equal(seen[0]!.headers['content-type'], 'application/json');
+  t.equal(seen[0]!.headers['content-length'], String(Buffer.byteLength('{"version":1,"gateway":"é"}')));
+  t.equal(seen[0]!.body, '{"version":1,"gateway":"é"}', 'the body as UTF-8');
+});
+
+t.test('concurrent POSTs use up to maxConnections connections, the rest wait their turn', async (t) => {
+  const held: net.Socket[] = [];
+  const s = await raw(t, (_req, socket) => held.push(socket));
+  const p = poster(t, s.url, 2);
+  const answers = Array.from({ length: 5 }, (_, i) => p.post('/a', `{"i":${i}}`));
+  while (held.length < 2) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 30));
+  t.equal(s.state.connections, 2);
+  t.equal(held.length, 2, 'two on the wire');
+  for (let i = 0; i < 5; i++) {
+    while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
+    held.shift()!.write(ok());
+  }
+  t.same(await Promise.all(answers), [200, 200, 200, 200, 200]);
+  t.equal(s.state.connections, 2, 'no third connection');
+});
+
+t.test('every way an answer may end is read', async (t) => {
+  const answers = [
+    'HTTP/1.1 100 Continue\r\n\r\n' + ok(),
+    'HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n1\r\n!\r\n0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n',
+    'HTTP/1.1 204 No Content\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok',
+    'HTTP/1.0 201 Created\r\n\r\nuntil the close',
+    ok('{}', 'Connection: keep-alive\r\n'),
+  ];
+  const s = await raw(t, (_req, socket) => {
+    const answer = answers.shift()!;
+    // Byte by byte: every split of an answer across reads.
+    for (let i = 0; i < answer.length; i++) socket.write(answer[i]!);
+    if (answer.includes('close') || answer.startsWith('HTTP/1.0')) socket.end();
+  });
+  const p = poster(t, s.url);
+  const statuses = [];
+  for (let i = 0; i < 7; i++) statuses.push(await p.post('/a', '{}'));
+  t.same(statuses, [200, 202, 200, 204, 200, 201, 200]);
+  t.equal(s.state.connections, 3, 'a new connection after each answer that closes it');
+});
+
+t.test('a bad answer rejects the POST and the next one goes on a new connection', async (t) => {
+  const answers = [
+    'HTTP/2 200\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    ok('{}') + 'extra',
+    'HTTP/1.1 200 OK\r\n' + 'X: y\r\n'.repeat(20_000),
+    ok(),
+  ];
+  const s = await raw(t, (_req, socket) => socket.write(answers.shift()!));
+  const p = poster(t, s.url);
+  await t.rejects(p.post('/a', '{}'), /not an HTTP\/1.1 answer/);
+  await t.rejects(p.post('/a', '{}'), /bad Content-Length/);
+  await t.rejects(p.post('/a', '{}'), /bad chunk size/);
+  await t.rejects(p.post('/a', '{}'), /more than its answer/);
+  await t.rejects(p.post('/a', '{}'), /head over 64 KiB/);
+  t.equal(await p.post('/a', '{}'), 200);
+  t.equal(s.state.connections, 6);
+});
+
+t.test('a reused connection closed by the server: the POST goes once more on a new one', async (t) => {
+  let closeNext = false;
+  const s = await raw(t, (_req, socket, connection) => {
+    if (connection === 1 && closeNext) socket.destroy();
+    else socket.write(ok());
+    closeNext = true;
+  });
+  const p = poster(t, s.url);
+  t.equal(await p.post('/a', '{}'), 200);
+  t.equal(await p.post('/a', '{}'), 200, 'sent again after the close');
+  t.equal(s.state.requests.length, 3);
+  t.equal(s.state.connections, 2);
+
+  // A connection that fails every time: one retry, then the error.
+  const s2 = await raw(t, (_req, socket, connection) =>
+    connection === 1 && s2.state.requests.length === 1 ? socket.write(ok()) : socket.destroy(),
+  );
+  const p2 = poster(t, s2.url);
+  t.equal(await p2.post('/a', '{}'), 200);
+  await t.rejects(p2.post('/a', '{}'), /closed|ECONNRESET/);
+  t.equal(s2.state.requests.length, 3, 'sent twice, not more');
+});
+
+t.test("the server's keep-alive timeout: an idle connection is closed before it", async (t) => {
+  const s = await raw(t, (_req, socket) => socket.write(ok('{}', 'Keep-Alive: timeout=1\r\n')));
+  const p = poster(t, s.url);
+  t.equal(await p.post('/a', '{}'), 200);
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(await p.post('/a', '{}'), 200);
+  t.equal(s.state.connections, 2, 'the idle one was closed (timeout 1 s less a 1 s margin)');
+});
+
+t.test('unasked bytes drop the connection; the next POST goes on a new one', async (t) => {
+  let first = true;
+  const s = await raw(t, (_req, socket) => {
+    socket.write(ok());
+    if (first) setTimeout(() => socket.write('surprise'), 20);
+    first = false;
+  });
+  const p = poster(t, s.url);
+  t.equal(await p.post('/a', '{}'), 200);
+  await new Promise((r) => setTimeout(r, 60));
+  t.equal(await p.post('/a', '{}'), 200);
+  t.equal(s.state.connections, 2);
+});
+
+t.test('a refused connection rejects; close() rejects what is on the wire and waiting', async (t) => {
+  const s = await raw(t, () => undefined);
+  const refused = poster(t, s.url.replace(/:\d+$/, ':1'));
+  await t.rejects(refused.post('/a', '{}'), { code: 'ECONNREFUSED' });
+
+  const p = poster(t, s.url, 1);
+  const onWire = p.post('/a', '{}');
+  const waiting = p.post('/a', '{}');
+  while (s.state.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+  p.close();
+  await t.rejects(onWire, /sync client closed/);
+  await t.rejects(waiting, /sync client closed/);
+});
+
+t.test('POSTs follow the shared endpoints to the next control', async (t) => {
+  const held: { release?: () => void } = {};
+  const a = await raw(t, (_req, socket) => {
+    if (a.state.requests.length === 2) held.release = () => socket.write(ok());
+    else socket.write(ok());
+  });
+  const b = await raw(t, (_req, socket) => socket.write(ok()));
+  const endpoints = new ControlEndpoints([a.url, b.url]);
+  const p = new SyncPoster(endpoints, 'Bearer x');
+  t.teardown(() => p.close());
+  t.equal(await p.post('/a', '{}'), 200);
+  const slow = p.post('/a', '{}');
+  while (held.release === undefined) await new Promise((r) => setTimeout(r, 5));
+  endpoints.failed(a.url, 'test');
+  t.equal(await p.post('/a', '{}'), 200, 'the next control answers');
+  t.equal(b.state.requests.length, 1);
+  held.release();
+  t.equal(await slow, 200, 'the request on the wire to the old control is answered there');
+  t.equal(await p.post('/a', '{}'), 200);
+  t.equal(b.state.requests.length, 2);
+  t.equal(a.state.requests.length, 2);
+});
