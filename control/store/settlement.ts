@@ -54,12 +54,16 @@ export const SETTLED_COLUMNS =
  * The standard amounts of a queued call (`q`) in SQL, from the batch's standard premium and
  * refund owed (the parameters named `premium` and `owed`, written by `param`): premium on an
  * `ok` call with a key, the refund owed paid in full on a covered failure with a key, nothing
- * else (`settlement-plan.ts` `standardAmounts` is the same rule for the leaves).
+ * else (`settlement-plan.ts` `standardAmounts` is the same rule for the leaves). One expression
+ * per column: premium, refund, refund_owed, clamp.
  */
-export function standardAmountsSql(param: (name: 'premium' | 'owed') => string): string {
+export function standardAmountColumns(param: (name: 'premium' | 'owed') => string): [string, string, string, string] {
   const owed = `CASE WHEN q.key_id IS NOT NULL AND q.outcome IN (${COVERED}) THEN ${param('owed')} ELSE 0 END`;
-  return `CASE WHEN q.key_id IS NOT NULL AND q.outcome = 'ok' THEN ${param('premium')} ELSE 0 END, ${owed}, ${owed}, NULL`;
+  return [`CASE WHEN q.key_id IS NOT NULL AND q.outcome = 'ok' THEN ${param('premium')} ELSE 0 END`, owed, owed, 'NULL'];
 }
+
+/** `standardAmountColumns` as one list of SQL expressions. */
+export const standardAmountsSql = (param: (name: 'premium' | 'owed') => string): string => standardAmountColumns(param).join(', ');
 
 export const ZERO_ECONOMICS: Economics = { price: 0, premium: 0, refund_cap_per_hour: 0, treasury_fee_bps: 0 };
 

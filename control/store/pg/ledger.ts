@@ -29,11 +29,13 @@ import type { Async } from '../seam';
 import { sql, type PgConn } from './conn';
 import { pgVerifyLedger } from './ledger-verify';
 
-const Q = {
-  // One row per transfer in input order (ids follow it: the rows are inserted sorted by `n`),
-  // its postings, and the balances. `n` maps each posting to its transfer.
-  transfers: sql(
-    `WITH input AS (
+/**
+ * The common table expressions that write transfers (`transferParams`' parameters): one row per
+ * transfer in input order (ids follow it: the rows are inserted sorted by `n`), its postings,
+ * and the balances. `n` maps each posting to its transfer; `numbered` answers the ids. A
+ * settlement batch writes its transfers with them inside its one statement (`pg/settlement.ts`).
+ */
+export const TRANSFER_CTES = `input AS (
        SELECT * FROM unnest(@at::bigint[], @kind::text[], @call_id::text[], @batch_id::bigint[], @reference::text[], @actor::text[])
          WITH ORDINALITY AS i (at, kind, call_id, batch_id, reference, actor, n)),
      transfers AS (
@@ -54,9 +56,11 @@ const Q = {
        RETURNING b.account),
      created AS (
        INSERT INTO account_balances (account, balance)
-       SELECT account, amount FROM moves WHERE account NOT IN (SELECT account FROM updated))
-     SELECT id FROM numbered ORDER BY n`,
-  ),
+       SELECT account, amount FROM moves WHERE account NOT IN (SELECT account FROM updated))`;
+
+const Q = {
+  transfers: sql(`WITH ${TRANSFER_CTES}
+     SELECT id FROM numbered ORDER BY n`),
   balance: sql(`SELECT balance FROM account_balances WHERE account = ?`),
   balances: sql(`SELECT account, balance FROM account_balances ORDER BY account`),
   totals: sql(
@@ -87,7 +91,7 @@ const Q = {
 };
 
 /** `Q.transfers`' parameters for `inputs`: one array per column, the postings flattened with their transfer's position. */
-function transferParams(inputs: readonly TransferInput[]) {
+export function transferParams(inputs: readonly TransferInput[]) {
   const p = {
     at: [] as number[],
     kind: [] as string[],

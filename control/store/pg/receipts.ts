@@ -81,6 +81,12 @@ const Q = {
 /** Run `fn` in the caller's transaction, or else in one of its own under the writer lock. */
 const serial = <T>(conn: PgConn, fn: (conn: PgConn) => Promise<T>): Promise<T> => (conn.inTransaction ? fn(conn) : conn.tx(fn, 'serial'));
 
+/** A settling transaction's receipts, in batch order (`PgReceiptsTable.chain`). */
+export interface ReceiptChain {
+  /** Sign the receipt of `batch` (the batch after the last one signed), waiting for its tree. */
+  sign(batch: ReceiptBatch, tree: PendingTree, treeSize: number): SignedReceipt;
+}
+
 /** What the receipts of one PostgreSQL store keep across connections. */
 export class PgReceiptsState {
   constructor(readonly core: ReceiptsCore) {}
@@ -170,6 +176,26 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
       if (gap !== undefined) throw new MissingReceiptError(gap);
       return store(c, this.core.sign(batch, tree.result(), treeSize, head));
     });
+  }
+
+  /**
+   * The receipts of one settling transaction's batches, numbered `firstBatch`, `firstBatch + 1`, …
+   * (in the transaction that holds the writer lock): the head they chain to, and the check that
+   * every batch between it and `firstBatch` has a receipt (else `MissingReceiptError`), are read
+   * once here, as `append` reads them for one batch. Each `sign` of the chain then signs at once,
+   * chained to the receipt before it; the settlement's statement for the batch stores it.
+   */
+  async chain(firstBatch: number): Promise<ReceiptChain> {
+    let prev = await this.conn.get<Receipt>(Q.head);
+    const gap = await this.conn.value<number>(Q.gap, [prev?.batch ?? 0, firstBatch - 1]);
+    if (gap !== undefined) throw new MissingReceiptError(gap);
+    return {
+      sign: (batch, tree, treeSize) => {
+        const signed = this.core.sign(batch, tree.result(), treeSize, prev);
+        prev = signed.receipt;
+        return signed;
+      },
+    };
   }
 
   /**

@@ -4,16 +4,24 @@
  *
  * - `settleBatch` and `settleGroup` each run in ONE transaction under the store's writer lock
  *   (`serial`, as SQLite's `BEGIN IMMEDIATE`), which first locks the pool account's balance row.
- *   Each batch's id is `max(id) + 1`, taken inside that transaction: receipts chain batches
+ *   Batch ids are `max(id) + 1` onwards, read inside that transaction: receipts chain batches
  *   1, 2, 3 … without a gap, which a sequence cannot promise (the schema says why); the primary
  *   key refuses a second writer that numbered the same batch.
- * - A batch is a handful of statements whatever its size: its calls (from the settler's queue),
- *   the economics and the hourly refund tallies its calls' hours need (read before planning:
- *   the planner is synchronous), the batch row, the exceptions in one statement and the
- *   standard calls in another (each deletes its calls' queue entries and inserts their
- *   `settled_calls` rows from what it deleted), every transfer in one
- *   (`PgLedgerTable.transferAll`, which checks each first), the tallies, and the receipt
- *   (`PgReceiptsTable.append`), in that transaction.
+ * - A batch is two statements whatever its size. Its reads: its calls from the settler's
+ *   queue, each with the refunds its clock hour already paid, and its endpoint's economics.
+ *   Its writes, all in ONE statement (`Q.write`): the batch row; its calls' queue entries
+ *   deleted and their `settled_calls` rows inserted from what was deleted, with the plan's
+ *   amounts for its exceptions and the standard ones for the rest; its transfers
+ *   (`TRANSFER_CTES`, checked first as `PgLedgerTable.transferAll` checks them); the hourly
+ *   tallies; and its receipt.
+ * - Batches overlap: a batch's writes are sent, and while the server runs them the settler
+ *   plans the next batch, whose reads it made before sending them. What a plan needs from the
+ *   batches before it in the transaction is carried here rather than read back: the pool's
+ *   balance (the transaction holds its row lock; the group checks it against the database at
+ *   the end), the next batch id, and the receipt chain's head (`PgReceiptsTable.chain`). Within
+ *   a round the endpoints are distinct, so reading a batch before the previous one is written
+ *   reads nothing it writes; before a new round (where the same endpoint comes again, and the
+ *   pending endpoints are read) every batch is written.
  */
 import type { BatchView } from '../../../protocol/settlement';
 import type { Async } from '../seam';
@@ -23,7 +31,7 @@ import {
   SETTLED_COLUMNS,
   ZERO_ECONOMICS,
   batchView,
-  standardAmountsSql,
+  standardAmountColumns,
   type BatchRow,
   type Economics,
   type NextBatch,
@@ -33,8 +41,14 @@ import {
 } from '../settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending, pendingOrder } from '../settlement-plan';
 import { sql, type PgConn } from './conn';
-import { PgLedgerTable } from './ledger';
-import type { PgReceiptsTable } from './receipts';
+import { TRANSFER_CTES, transferParams } from './ledger';
+import { checkTransfer } from '../ledger-core';
+import { MissingReceiptError } from '../receipts-core';
+import type { PgReceiptsTable, ReceiptChain } from './receipts';
+
+/** The standard amounts, column by column (`standardAmountColumns`), and the columns they fill. */
+const STANDARD = standardAmountColumns((p) => `@std_${p}::bigint`);
+const AMOUNTS = ['premium', 'refund', 'refund_owed', 'clamp'] as const;
 
 const Q = {
   // Each endpoint with unsettled outcomes and when its oldest one was received.
@@ -45,49 +59,58 @@ const Q = {
      FROM e WHERE e.id IS NOT NULL`,
   ),
   lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
-  select: sql(
-    `SELECT call_id, key_id, outcome, started_at, received_at FROM unsettled_outcomes
-     WHERE endpoint_id = ? AND received_at <= ?
-     ORDER BY received_at, call_id LIMIT ?`,
+  pool: sql(`SELECT balance FROM account_balances WHERE account = 'pool'`),
+  nextId: sql(`SELECT coalesce(max(id), 0) + 1 FROM settlement_batches`),
+  // A batch's calls in settlement order, each with what its endpoint already refunded in the
+  // call's clock hour (null: nothing yet). The hour is floor(started_at / 1 h), as HOUR_MS.
+  // `after`: the last call of the endpoint's batch before in the transaction (`NOTHING_BEFORE`
+  // for its first), so the index scan starts past the entries that batch deleted instead of
+  // stepping over them.
+  calls: sql(
+    `SELECT c.call_id, c.key_id, c.outcome, c.started_at, c.received_at, h.refunds
+     FROM (SELECT call_id, key_id, outcome, started_at, received_at FROM unsettled_outcomes
+           WHERE endpoint_id = @endpoint AND received_at <= @boundary
+             AND (received_at, call_id) > (@after_received_at::bigint, @after_call_id::text)
+           ORDER BY received_at, call_id LIMIT @cap) AS c
+       LEFT JOIN refund_hours h ON h.endpoint_id = @endpoint
+         AND h.hour = c.started_at / ${HOUR_MS} - CASE WHEN c.started_at % ${HOUR_MS} < 0 THEN 1 ELSE 0 END
+     ORDER BY c.received_at, c.call_id`,
   ),
   economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
-  hours: sql(`SELECT hour, refunds FROM refund_hours WHERE endpoint_id = ? AND hour = ANY(?::bigint[])`),
-  addHours: sql(
-    `INSERT INTO refund_hours (endpoint_id, hour, refunds)
-     SELECT ?, hour, refunds FROM unnest(?::bigint[], ?::bigint[]) AS h (hour, refunds)
-     ON CONFLICT (endpoint_id, hour) DO UPDATE SET refunds = refund_hours.refunds + excluded.refunds`,
-  ),
-  // Numbered inside the transaction that locked the pool's row (see the header).
-  insertBatch: sql(
-    `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls)
-     SELECT coalesce(max(id), 0) + 1, @endpoint_id::text, @created_at::bigint, @calls::bigint, @premiums::bigint,
-            @treasury_fees::bigint, @refunds::bigint, @refunds_owed::bigint, @clamped_calls::bigint
-     FROM settlement_batches
-     RETURNING *`,
-  ),
-  exceptions: sql(
-    `WITH q AS (
-       DELETE FROM unsettled_outcomes q
-       USING unnest(@call_id::text[], @received_at::bigint[], @premium::bigint[], @refund::bigint[], @refund_owed::bigint[], @clamp::text[])
-         AS x (call_id, received_at, premium, refund, refund_owed, clamp)
-       WHERE q.endpoint_id = @endpoint AND q.received_at = x.received_at AND q.call_id = x.call_id
-       RETURNING q.*, x.premium, x.refund, x.refund_owed, x.clamp)
-     INSERT INTO settled_calls (${SETTLED_COLUMNS})
-     SELECT call_id, @batch::bigint, endpoint_id, key_id, outcome, started_at, received_at, premium, refund, refund_owed, clamp FROM q
-     RETURNING call_id`,
-  ),
-  // Everything else in the batch in one statement: the queue's rows up to the last selected one
-  // in settlement order are exactly the selected ones less the exceptions, already dequeued
-  // (the order is total; the writer lock holds).
-  standard: sql(
-    `WITH q AS (
+  // A batch's writes in one statement (the file's header lists them). The queue's entries up to
+  // the batch's last call in settlement order are exactly its calls (the order is total; the
+  // writer lock holds); `x` holds the plan's exceptions. Answers how many calls it settled, how
+  // many of them were exceptions, and an exception it did not find in the queue, if any.
+  write: sql(
+    `WITH ${TRANSFER_CTES},
+     batch_row AS (
+       INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls)
+       VALUES (@batch, @endpoint, @created_at, @calls, @premiums, @treasury_fees, @refunds, @refunds_owed, @clamped_calls)),
+     x AS (
+       SELECT * FROM unnest(@x_call_id::text[], @x_premium::bigint[], @x_refund::bigint[], @x_refund_owed::bigint[], @x_clamp::text[])
+         AS x (call_id, premium, refund, refund_owed, clamp)),
+     q AS (
        DELETE FROM unsettled_outcomes
-       WHERE endpoint_id = @endpoint AND (received_at, call_id) <= (@received_at::bigint, @call_id::text)
-       RETURNING *)
-     INSERT INTO settled_calls (${SETTLED_COLUMNS})
-     SELECT q.call_id, @batch::bigint, q.endpoint_id, q.key_id, q.outcome, q.started_at, q.received_at,
-       ${standardAmountsSql((p) => `@${p}::bigint`)}
-     FROM q`,
+       WHERE endpoint_id = @endpoint AND (received_at, call_id) > (@after_received_at::bigint, @after_call_id::text)
+         AND (received_at, call_id) <= (@last_received_at::bigint, @last_call_id::text)
+       RETURNING *),
+     settled AS (
+       INSERT INTO settled_calls (${SETTLED_COLUMNS})
+       SELECT q.call_id, @batch::bigint, q.endpoint_id, q.key_id, q.outcome, q.started_at, q.received_at,
+         ${STANDARD.map((standard, i) => `CASE WHEN x.call_id IS NULL THEN ${standard} ELSE x.${AMOUNTS[i]} END`).join(', ')}
+       FROM q LEFT JOIN x ON x.call_id = q.call_id
+       RETURNING 1),
+     hours AS (
+       INSERT INTO refund_hours (endpoint_id, hour, refunds)
+       SELECT @endpoint, hour, refunds FROM unnest(@hour::bigint[], @hour_refunds::bigint[]) AS h (hour, refunds)
+       ON CONFLICT (endpoint_id, hour) DO UPDATE SET refunds = refund_hours.refunds + excluded.refunds),
+     receipt AS (
+       INSERT INTO receipts (batch, v, prev, root, tree_size, refunds, premiums, settled_at, kid, sig, subtrees)
+       SELECT @batch, @r_v, @r_prev, @r_root, @r_tree_size, @refunds, @premiums, @r_settled_at, @r_kid, @r_sig, @r_subtrees
+       WHERE @r_v::bigint IS NOT NULL)
+     SELECT (SELECT count(*) FROM settled) AS settled,
+            (SELECT count(*) FROM q JOIN x ON x.call_id = q.call_id) AS excepted,
+            (SELECT min(x.call_id) FROM x WHERE NOT EXISTS (SELECT 1 FROM q WHERE q.call_id = x.call_id)) AS missed`,
   ),
   backlog: sql(`SELECT count(*) FROM unsettled_outcomes`),
   // The oldest head among the endpoints: an index seek per endpoint, not a scan of the backlog.
@@ -103,13 +126,14 @@ const Q = {
 export class PgSettlementTable implements Async<SettlementTable> {
   constructor(
     private readonly conn: PgConn,
-    private readonly ledger: PgLedgerTable,
     private readonly receipts: PgReceiptsTable,
+    /** A connection of its own that reads batches ahead (`PgShared.settlementReader`). */
+    private readonly reader: PgConn,
   ) {}
 
   /** Endpoints with outcomes received at or before `boundary` still unsettled, oldest head first. */
-  async pendingEndpoints(boundary: number): Promise<string[]> {
-    return pendingOrder(await this.conn.all<{ id: string; head: number | null }>(Q.heads), boundary);
+  pendingEndpoints(boundary: number): Promise<string[]> {
+    return pendingOrderOf(this.conn, boundary);
   }
 
   /**
@@ -117,23 +141,28 @@ export class PgSettlementTable implements Async<SettlementTable> {
    * `boundary`, as one batch in one transaction under the writer lock. Returns the batch, or
    * null when there was nothing to settle.
    */
-  settleBatch(endpointId: string, boundary: number, cap: number, at: number, plan: Planner): Promise<BatchView | null> {
-    return this.settling((tx) => tx.commit(endpointId, boundary, cap, at, plan));
+  async settleBatch(endpointId: string, boundary: number, cap: number, at: number, plan: Planner): Promise<BatchView | null> {
+    let asked = false;
+    const once: NextBatch = {
+      next: () => (asked ? null : ((asked = true), { endpointId, cap })),
+      startRound: () => undefined,
+    };
+    const [batch] = await this.settleGroup(once, boundary, at, plan, cap);
+    return batch ?? null;
   }
 
   /**
-   * Settle several batches in ONE transaction under the writer lock, as `SettlementTable.settleGroup`
-   * picks them (`GroupRun`); if any fails, none of the group commits.
+   * Settle several batches in ONE transaction under the writer lock (which first locks the
+   * pool's balance row), as `SettlementTable.settleGroup` picks them (`GroupRun`); if any fails,
+   * none of the group commits.
    */
   settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): Promise<BatchView[]> {
-    return this.settling(async (tx) => {
-      const run = new GroupRun(next, budgetCalls);
-      for (let step = run.step(); step !== null; step = run.step()) {
-        if (step === 'round') run.startRound(await tx.pendingEndpoints(boundary));
-        else run.committed(await tx.commit(step.endpointId, boundary, step.cap, at, plan));
-      }
-      return run.made;
-    });
+    return this.conn.tx(async (c) => {
+      const pool = (await c.value<number>(Q.lockPool)) ?? 0;
+      const nextId = (await c.value<number>(Q.nextId))!;
+      const group = new Group(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan);
+      return group.run(new GroupRun(next, budgetCalls));
+    }, 'serial');
   }
 
   /** Outcomes not settled yet, and when the oldest of them was received (ms, or null). */
@@ -146,91 +175,234 @@ export class PgSettlementTable implements Async<SettlementTable> {
     const row = await this.conn.get<BatchRow>(Q.lastBatch);
     return row === undefined ? null : batchView(row);
   }
+}
 
-  /**
-   * Run `fn` with this table on one serial transaction's connection (the ledger and receipts
-   * with it), after locking the pool's balance row: batches are numbered one at a time.
-   */
-  private settling<T>(fn: (tx: PgSettlementTable) => Promise<T>): Promise<T> {
-    return this.conn.tx(async (c) => {
-      await c.get(Q.lockPool);
-      const receipts = this.receipts.on(c);
-      return fn(new PgSettlementTable(c, new PgLedgerTable(c), receipts));
-    }, 'serial');
+/**
+ * Before every queue entry in settlement order: the empty call id sorts first in the "C"
+ * collation, and no `received_at` is below the smallest BIGINT.
+ */
+const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: '' };
+
+/** A place in the settler's queue of one endpoint. */
+interface QueuePosition {
+  received_at: number;
+  call_id: string;
+}
+
+/** A row of `Q.calls`: the call's columns, then its hour's refunds so far (null: none). */
+type CallRow = [string, string | null, UnsettledCall['outcome'], number, number, number | null];
+
+/** A batch's reads: its endpoint's economics and its calls, after `after` in the queue. */
+interface Reads {
+  endpointId: string;
+  economics: Economics;
+  rows: CallRow[];
+  after: QueuePosition;
+}
+
+/** A planned batch: its row and calls, and the parameters of the statement that writes it. */
+interface Planned {
+  batch: BatchRow;
+  calls: UnsettledCall[];
+  exceptions: number;
+  params: Record<string, unknown>;
+}
+
+/** One settling transaction: its batches, each read and planned while the one before is written (the file's header says how). */
+class Group {
+  /** The receipts' chain; a `MissingReceiptError` is thrown only once a batch has calls, as SQLite's `append` throws it. */
+  private chain: ReceiptChain | MissingReceiptError | null = null;
+  /** Each endpoint's last call settled in this transaction. */
+  private readonly settledTo = new Map<string, QueuePosition>();
+  /** What this transaction's batches refunded, per endpoint and clock hour (the reader does not see it). */
+  private readonly refundedHere = new Map<string, Map<number, number>>();
+
+  constructor(
+    /** The transaction's connection: every write, and what must see them. */
+    private readonly c: PgConn,
+    /** The connection that reads batches ahead (`PgShared.settlementReader`). */
+    private readonly reader: PgConn,
+    private readonly receipts: PgReceiptsTable,
+    /** The pool's balance after the batches planned so far. */
+    private pool: number,
+    private nextId: number,
+    private readonly boundary: number,
+    private readonly at: number,
+    private readonly planner: Planner,
+  ) {}
+
+  async run(run: GroupRun): Promise<BatchView[]> {
+    const poolBefore = this.pool;
+    if (this.receipts.enabled) {
+      this.chain = await this.receipts.chain(this.nextId).catch((err: unknown) => {
+        if (err instanceof MissingReceiptError) return err;
+        throw err;
+      });
+    }
+    let reading: Promise<Reads> | null = null;
+    let writing: Promise<void> | null = null;
+    try {
+      for (let step = run.step(); step !== null;) {
+        if (step === 'round') {
+          await writing;
+          writing = null;
+          run.startRound(await pendingOrderOf(this.c, this.boundary));
+          step = run.step();
+          continue;
+        }
+        const reads: Reads = await (reading ?? this.read(step.endpointId, step.cap));
+        reading = null;
+        const planned = this.plan(reads);
+        await writing;
+        writing = null;
+        if (planned !== null) writing = handled(this.write(planned));
+        run.committed(planned === null ? null : batchView(planned.batch));
+        step = run.step();
+        // The next batch of the round is read while this one is written.
+        if (step !== null && step !== 'round') reading = handled(this.read(step.endpointId, step.cap));
+      }
+      await writing;
+    } catch (err) {
+      // Nothing may still run on the transaction's connection when it rolls back.
+      await Promise.allSettled([writing, reading]);
+      throw err;
+    }
+    const poolAfter = (await this.c.value<number>(Q.pool)) ?? 0;
+    if (poolAfter !== this.pool) {
+      throw new Error(`settlement: the pool's balance is ${poolAfter} after the group, not ${this.pool} (${poolBefore} before)`);
+    }
+    return run.made;
   }
 
-  /** One batch (as SQLite's `commit`), on the transaction's connection. */
-  private async commit(endpointId: string, boundary: number, cap: number, at: number, planner: Planner): Promise<BatchView | null> {
-    const c = this.conn;
-    const calls = await c.all<UnsettledCall>(Q.select, [endpointId, boundary, cap]);
-    if (calls.length === 0) return null;
-    const economics = (await c.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
-    const refunded = await this.refundedInHours(endpointId, calls);
-    const plan = planner({
+  /** Read `endpointId`'s next calls (on the reader: outside the transaction; see `plan`). */
+  private async read(endpointId: string, cap: number): Promise<Reads> {
+    const after = this.settledTo.get(endpointId) ?? NOTHING_BEFORE;
+    const economics = (await this.reader.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
+    const rows = await this.reader.raw<CallRow>(Q.calls, {
+      endpoint: endpointId,
+      boundary: this.boundary,
+      cap,
+      after_received_at: after.received_at,
+      after_call_id: after.call_id,
+    });
+    return { endpointId, economics, rows, after };
+  }
+
+  /**
+   * Plan a batch of what `read` read, as the batch after those planned so far, and make its
+   * statement's parameters; null when it has no calls. The reader sees the queue and the hourly
+   * tallies as committed: this transaction's own batches are left out of the queue by `after`,
+   * and added to the tallies here.
+   */
+  private plan({ endpointId, economics, rows, after }: Reads): Planned | null {
+    if (rows.length === 0) return null;
+    const here = this.refundedHere.get(endpointId);
+    const calls: UnsettledCall[] = new Array<UnsettledCall>(rows.length);
+    const refunded = new Map<number, number>();
+    for (let i = 0; i < rows.length; i++) {
+      const [call_id, key_id, outcome, started_at, received_at, refunds] = rows[i]!;
+      calls[i] = { call_id, key_id, outcome, started_at, received_at };
+      const hour = Math.floor(started_at / HOUR_MS);
+      refunded.set(hour, (refunds ?? 0) + (here?.get(hour) ?? 0));
+    }
+    const plan = this.planner({
       endpointId,
       calls,
       economics,
-      pool: await this.ledger.balance('pool'),
+      pool: this.pool,
       refundedInHour: (hour) => {
         const refunds = refunded.get(hour);
         if (refunds === undefined) throw new Error(`settlement: hour ${hour} is not the hour of a call of the batch`);
         return refunds;
       },
     });
-    const batch = (await c.get<BatchRow>(Q.insertBatch, { endpoint_id: endpointId, created_at: at, ...batchFigures(calls.length, plan) }))!;
-    // The receipt's tree is computed (on the hasher's thread) while the rows are written.
-    const core = this.receipts.core;
-    const tree = this.receipts.enabled ? core.startTree(batchLeaves(batch, core.provider(batch.endpoint_id), calls, plan, core)) : null;
-
-    if (plan.exceptions.size > 0) {
-      const receivedAt = new Map(calls.map((call) => [call.call_id, call.received_at]));
-      const x = {
-        call_id: [] as string[],
-        received_at: [] as number[],
-        premium: [] as number[],
-        refund: [] as number[],
-        refund_owed: [] as number[],
-        clamp: [] as (string | null)[],
-      };
-      for (const [callId, a] of plan.exceptions) {
-        x.call_id.push(callId);
-        x.received_at.push(receivedAt.get(callId) ?? -1);
-        x.premium.push(a.premium);
-        x.refund.push(a.refund);
-        x.refund_owed.push(a.refund_owed);
-        x.clamp.push(a.clamp);
-      }
-      const marked = new Set(await c.column<string>(Q.exceptions, { batch: batch.id, endpoint: endpointId, ...x }));
-      const missed = x.call_id.find((callId) => !marked.has(callId));
-      if (missed !== undefined) throw notPending(missed);
-    }
-    const last = calls[calls.length - 1]!;
-    const standard = await c.run(Q.standard, {
-      batch: batch.id,
-      premium: plan.standard.premium,
-      owed: plan.standard.owed,
-      endpoint: endpointId,
-      received_at: last.received_at,
-      call_id: last.call_id,
-    });
-    checkMarked(calls.length, standard + plan.exceptions.size);
-
+    const chain = this.chain;
+    if (chain instanceof MissingReceiptError) throw chain;
+    const batch: BatchRow = { id: this.nextId++, endpoint_id: endpointId, created_at: this.at, ...batchFigures(calls.length, plan) };
     // Premiums first, then the fee, then refunds: the pool only grows until the refunds.
-    await this.ledger.transferAll(batchTransfers(plan, batch.id, at));
+    const transfers = batchTransfers(plan, batch.id, this.at);
+    for (const transfer of transfers) {
+      checkTransfer(transfer);
+      for (const posting of transfer.postings) if (posting.account === 'pool') this.pool += posting.amount;
+    }
     const hours = [...plan.refundsByHour].filter(([, amount]) => amount > 0);
     if (hours.length > 0) {
-      await c.run(Q.addHours, [endpointId, hours.map(([hour]) => hour), hours.map(([, amount]) => amount)]);
+      const tally = this.refundedHere.get(endpointId) ?? new Map<number, number>();
+      for (const [hour, amount] of hours) tally.set(hour, (tally.get(hour) ?? 0) + amount);
+      this.refundedHere.set(endpointId, tally);
     }
-    if (tree !== null) await this.receipts.append(batch, tree, calls.length);
-    return batchView(batch);
+    const last = calls[calls.length - 1]!;
+    this.settledTo.set(endpointId, last);
+
+    const x = {
+      x_call_id: [] as string[],
+      x_premium: [] as number[],
+      x_refund: [] as number[],
+      x_refund_owed: [] as number[],
+      x_clamp: [] as (string | null)[],
+    };
+    for (const [callId, a] of plan.exceptions) {
+      x.x_call_id.push(callId);
+      x.x_premium.push(a.premium);
+      x.x_refund.push(a.refund);
+      x.x_refund_owed.push(a.refund_owed);
+      x.x_clamp.push(a.clamp);
+    }
+    // The receipt's tree is computed on the hasher's thread.
+    const core = this.receipts.core;
+    const signed =
+      chain === null
+        ? null
+        : chain.sign(batch, core.startTree(batchLeaves(batch, core.provider(endpointId), calls, plan, core)), calls.length);
+    const r = signed?.receipt;
+    const params = {
+      ...transferParams(transfers),
+      batch: batch.id,
+      endpoint: endpointId,
+      created_at: batch.created_at,
+      calls: batch.calls,
+      premiums: batch.premiums,
+      treasury_fees: batch.treasury_fees,
+      refunds: batch.refunds,
+      refunds_owed: batch.refunds_owed,
+      clamped_calls: batch.clamped_calls,
+      ...x,
+      after_received_at: after.received_at,
+      after_call_id: after.call_id,
+      last_received_at: last.received_at,
+      last_call_id: last.call_id,
+      std_premium: plan.standard.premium,
+      std_owed: plan.standard.owed,
+      hour: hours.map(([hour]) => hour),
+      hour_refunds: hours.map(([, amount]) => amount),
+      r_v: r?.v ?? null,
+      r_prev: r?.prev ?? null,
+      r_root: r?.root ?? null,
+      r_tree_size: r?.tree_size ?? null,
+      r_settled_at: r?.settled_at ?? null,
+      r_kid: r?.kid ?? null,
+      r_sig: r?.sig ?? null,
+      r_subtrees: signed?.subtrees ?? null,
+    };
+    return { batch, calls, exceptions: plan.exceptions.size, params };
   }
 
-  /** What the endpoint has refunded in each clock hour its calls started in (0 for an hour without refunds). */
-  private async refundedInHours(endpointId: string, calls: readonly UnsettledCall[]): Promise<Map<number, number>> {
-    const refunded = new Map<number, number>();
-    for (const call of calls) refunded.set(Math.floor(call.started_at / HOUR_MS), 0);
-    const rows = await this.conn.all<{ hour: number; refunds: number }>(Q.hours, [endpointId, [...refunded.keys()]]);
-    for (const row of rows) refunded.set(row.hour, row.refunds);
-    return refunded;
+  /** Write `planned` in one statement, and check what it settled. */
+  private async write({ batch, calls, exceptions, params }: Planned): Promise<void> {
+    const done = (await this.c.get<{ settled: number; excepted: number; missed: string | null }>(Q.write, params))!;
+    if (done.missed !== null) throw notPending(done.missed);
+    if (done.excepted !== exceptions)
+      throw new Error(`settlement: batch ${batch.id} found ${done.excepted} of its ${exceptions} exceptions`);
+    checkMarked(calls.length, done.settled);
   }
+}
+
+/** `promise`, marked handled now: it is awaited later, maybe after it failed. */
+function handled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
+}
+
+async function pendingOrderOf(c: PgConn, boundary: number): Promise<string[]> {
+  return pendingOrder(await c.all<{ id: string; head: number | null }>(Q.heads), boundary);
 }

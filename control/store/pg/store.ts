@@ -154,15 +154,18 @@ export class PgStore implements Store {
    * before (once, as on SQLite).
    */
   static async open(url: string, options: PgStoreOptions): Promise<PgStore> {
-    const pool = new Pool({
+    const settings = {
       connectionString: url,
       types: PG_TYPES,
-      max: options.poolSize ?? DEFAULT_POOL_SIZE,
       application_name: 'svc-control',
       options: `-c idle_in_transaction_session_timeout=${options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS}`,
-    });
+    };
+    const pool = new Pool({ ...settings, max: options.poolSize ?? DEFAULT_POOL_SIZE });
+    // The settler's reader (`PgShared.settlementReader`): connects on the settler's first batch.
+    const readerPool = new Pool({ ...settings, max: 1 });
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
+    readerPool.on('error', () => undefined);
     let shared: PgShared | undefined;
     let store: PgStore | undefined;
     try {
@@ -170,7 +173,7 @@ export class PgStore implements Store {
       const conn = new PgConn(pool);
       await conn.run(Q.secretInit, [randomBytes(32)]);
       const idSecret = (await conn.value<Buffer>(Q.secret))!;
-      shared = await openShared(conn, { ...options, idSecret, now: Date.now() });
+      shared = await openShared(conn, { ...options, idSecret, now: Date.now(), readerPool });
       store = new PgStore(url, pool, shared, idSecret, options.listenRetryMs);
       if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());
       await store.versions.open();
@@ -178,7 +181,8 @@ export class PgStore implements Store {
     } catch (err) {
       if (store !== undefined) await store.close();
       else {
-        await shared?.close();
+        if (shared === undefined) await readerPool.end();
+        else await shared.close();
         await pool.end();
       }
       throw err;

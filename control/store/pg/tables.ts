@@ -8,7 +8,8 @@ import type { StoreTables } from '../index';
 import { OpaqueIds } from '../../ids';
 import { backfillMarker } from '../../receipts/backfill-marker';
 import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';
-import type { PgConn } from './conn';
+import { PgConn } from './conn';
+import type { Pool } from 'pg';
 import { pgLiveKey } from './snapshot-reader';
 import { PgApplicationsTable } from './applications';
 import { PgAuditTable } from './audit';
@@ -29,12 +30,20 @@ import { PgSettlementTable } from './settlement';
 /** What every family on one store shares, whatever connection it runs on. */
 export interface PgShared {
   readonly receipts: PgReceiptsState;
+  /**
+   * The settler's second connection, a pool of one of its own: it reads the next batch while the
+   * settling transaction writes the one before (`settlement.ts`). Of its own, so that reading
+   * never waits for a connection held by someone who waits for the settling transaction's lock.
+   */
+  readonly settlementReader: PgConn;
   liveKey: typeof pgLiveKey;
   close(): Promise<void>;
 }
 
 export interface SharedOptions {
   dataDir: string;
+  /** The pool of `PgShared.settlementReader`; closed with the rest. */
+  readerPool: Pool;
   receipts?: boolean;
   idSecret: Buffer;
   now: number;
@@ -54,7 +63,15 @@ export async function openShared(conn: PgConn, options: SharedOptions): Promise<
     },
     options.now,
   );
-  return { receipts, liveKey: pgLiveKey, close: () => receipts.close() };
+  return {
+    receipts,
+    settlementReader: new PgConn(options.readerPool),
+    liveKey: pgLiveKey,
+    close: async () => {
+      await receipts.close();
+      await options.readerPool.end();
+    },
+  };
 }
 
 /** The table families, as `StoreTables` has them, on `conn`. */
@@ -76,7 +93,7 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
     publicReads: new PgPublicReads(conn),
     applications: new PgApplicationsTable(conn),
     ledger,
-    settlement: new PgSettlementTable(conn, ledger, receipts),
+    settlement: new PgSettlementTable(conn, receipts, shared.settlementReader),
     receipts,
   };
 }
