@@ -11,9 +11,9 @@
  *   the economics and the hourly refund tallies its calls' hours need (read before planning:
  *   the planner is synchronous), the batch row, the exceptions in one statement and the
  *   standard calls in another (each deletes its calls' queue entries and inserts their
- *   `settled_calls` rows from what it deleted), every transfer in one
- *   (`PgLedgerTable.transferAll`, which checks each first), the tallies, and the receipt
- *   (`PgReceiptsTable.append`), in that transaction.
+ *   `settled_calls` rows from what it deleted), its transfers (at most three, with a posting
+ *   per key) in one (`PgLedgerTable.transferAll`, which checks each first), the tallies, and
+ *   the receipt (`PgReceiptsTable.append`), in that transaction.
  */
 import type { BatchView } from '../../../protocol/settlement';
 import type { Async } from '../seam';
