@@ -2,12 +2,12 @@
  * What a settlement batch's plan implies, apart from SQL, shared by the SQLite store's
  * synchronous commit (`settlement.ts`) and PostgreSQL's asynchronous one (`pg/settlement.ts`):
  * each call's amounts when the plan makes no exception for it, the batch row's figures, the
- * receipt leaves of its calls, the ledger transfers the plan books (in booking order), the
- * order endpoints are settled in, and the group commit's decisions (`GroupRun`).
+ * receipt leaves of its calls, the ledger transfers the plan books (at most three, in booking
+ * order), the order endpoints are settled in, and the group commit's decisions (`GroupRun`).
  */
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import { keyAccount, type BatchView } from '../../protocol/settlement';
-import type { TransferInput } from './ledger-core';
+import type { Posting, TransferInput } from './ledger-core';
 import type { LeafRow } from './receipts';
 import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlement-types';
 
@@ -89,23 +89,26 @@ export function checkMarked(selected: number, marked: number): void {
 }
 
 /**
- * The ledger transfers `plan` books for batch `batchId`, in booking order: premiums first (key
- * → pool), then the treasury fee (pool → treasury), then refunds (pool → key), so the pool only
- * grows until the refunds and its balance never dips below what the plan's call-by-call
- * arithmetic allowed.
+ * The ledger transfers `plan` books for batch `batchId`, in booking order, at most three and
+ * none without postings:
+ *
+ * 1. `premium`: −amount on each paying key's account, in `plan.premiums`' order, then +their
+ *    sum on the pool;
+ * 2. `treasury_fee`: −fee on the pool, +fee on the treasury, when the fee is not 0;
+ * 3. `refund`: −their sum on the pool first, then +amount on each refunded key's account, in
+ *    `plan.refunds`' order.
+ *
+ * The pool's running balance (`ledger verify` orders its postings by transfer id) only grows
+ * until the refunds, so it never dips below what the plan's call-by-call arithmetic allowed.
+ * Batches settled before this shape booked one premium and one refund transfer per key; both
+ * shapes pass `ledger verify`, which sums postings per batch and account.
  */
 export function batchTransfers(plan: BatchPlan, batchId: number, at: number): TransferInput[] {
   const base = { at, actor: 'settler', batchId };
   const out: TransferInput[] = [];
-  for (const [keyId, amount] of plan.premiums) {
-    out.push({
-      ...base,
-      kind: 'premium',
-      postings: [
-        { account: keyAccount(keyId), amount: -amount },
-        { account: 'pool', amount },
-      ],
-    });
+  if (plan.premiums.size > 0) {
+    const [keys, sum] = keyPostings(plan.premiums, -1);
+    out.push({ ...base, kind: 'premium', postings: [...keys, { account: 'pool', amount: sum }] });
   }
   if (plan.treasuryFees > 0) {
     out.push({
@@ -117,17 +120,22 @@ export function batchTransfers(plan: BatchPlan, batchId: number, at: number): Tr
       ],
     });
   }
-  for (const [keyId, amount] of plan.refunds) {
-    out.push({
-      ...base,
-      kind: 'refund',
-      postings: [
-        { account: 'pool', amount: -amount },
-        { account: keyAccount(keyId), amount },
-      ],
-    });
+  if (plan.refunds.size > 0) {
+    const [keys, sum] = keyPostings(plan.refunds, 1);
+    out.push({ ...base, kind: 'refund', postings: [{ account: 'pool', amount: -sum }, ...keys] });
   }
   return out;
+}
+
+/** A posting of `sign` × amount on each key's account, in the map's order, and the amounts' sum. */
+function keyPostings(amounts: ReadonlyMap<string, number>, sign: 1 | -1): [Posting[], number] {
+  const postings: Posting[] = [];
+  let sum = 0;
+  for (const [keyId, amount] of amounts) {
+    postings.push({ account: keyAccount(keyId), amount: sign * amount });
+    sum += amount;
+  }
+  return [postings, sum];
 }
 
 /** The endpoints whose oldest unsettled outcome (`head`) was received at or before `boundary`, oldest head first. */

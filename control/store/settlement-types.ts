@@ -49,7 +49,10 @@ export interface CallAmounts {
 export interface BatchPlan {
   standard: { premium: number; owed: number };
   exceptions: Map<string, CallAmounts>;
-  /** Premium collected per key id, refund paid per key id (zero entries omitted). */
+  /**
+   * Premium collected per key id, refund paid per key id (zero entries omitted): a key's
+   * posting in the batch's one premium or refund transfer, in the map's order.
+   */
   premiums: Map<string, number>;
   refunds: Map<string, number>;
   treasuryFees: number;

@@ -11,11 +11,14 @@
  * still whole, and one commit instead of many saves an fsync per batch and, because the
  * endpoints' outcome rows share pages, most of the page writes.
  *
- * Ledger entries are aggregated per batch: one premium transfer (key → pool) and one refund
- * transfer (pool → key) per key, and one treasury-fee transfer (pool → treasury); each call's
- * own premium, refund, refund owed and clamp are on its `settled_calls` row, and `ledger verify`
- * checks that the two agree. Premiums are booked before refunds, so the pool's running
- * balance never dips below what the batch's call-by-call arithmetic allowed.
+ * Ledger entries are aggregated per batch: at most three transfers, one premium transfer (a
+ * posting per paying key → one on the pool), one treasury-fee transfer (pool → treasury) and
+ * one refund transfer (pool → a posting per refunded key), `batchTransfers` in
+ * `settlement-plan.ts`; each call's own premium, refund, refund owed and clamp are on its
+ * `settled_calls` row, and `ledger verify` checks that the two agree per batch and key. Premiums
+ * are booked before refunds, so the pool's running balance never dips below what the batch's
+ * call-by-call arithmetic allowed. Batches settled before this shape have one premium and one
+ * refund transfer per key; they verify the same way.
  *
  * Each batch's signed receipt (`receipts.ts`) is written in the same transaction, over the
  * leaves of its calls in settlement order with the amounts written for them.

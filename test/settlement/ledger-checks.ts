@@ -1,10 +1,13 @@
 // The ledger's rules at the store level, on each store: payouts (per wallet, keys without one, a
-// wallet attached later), one transfer of each kind per call, balanced transfers, and the
-// invariant checks of `ledger verify`, each one shown to catch its corruption.
+// wallet attached later), one transfer of each kind per call, balanced transfers, the
+// invariant checks of `ledger verify`, each one shown to catch its corruption, and batches
+// booked one transfer per key (as before one per kind) verifying beside the new ones.
 import t from 'tap';
 import { LedgerError } from '../../control/store/ledger';
+import type { Outcome } from '../../protocol/outcome';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
-import { EVM_B, SOL_A, T0, balance, fund, openWithSql, settleAll } from '../fixtures/ledger';
+import { EVM_B, SOL_A, T0, balance, batchPostings, byTransfer, fund, openWithSql, settleAll, splitPerKey } from '../fixtures/ledger';
+import { newInstall, openInstall } from '../fixtures/store-sql';
 import { forEachStore, openTestStore } from '../fixtures/stores';
 
 t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets what accrued', async (t) => {
@@ -152,6 +155,15 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
       ],
       ['a posting deleted', `DELETE FROM ledger_postings WHERE account = 'treasury'`, /has 1 posting|sum to/],
       [
+        // The batch's one premium transfer and both balances still add up; its keys' shares do not.
+        "a premium moved from one key's posting to another's",
+        `UPDATE ledger_postings SET amount = amount + (CASE account WHEN 'key:key_a' THEN 1 ELSE -1 END)
+           WHERE account IN ('key:key_a', 'key:key_b') AND transfer_id = (SELECT id FROM ledger_transfers WHERE kind = 'premium');
+         UPDATE account_balances SET balance = balance + (CASE account WHEN 'key:key_a' THEN 1 ELSE -1 END)
+           WHERE account IN ('key:key_a', 'key:key_b')`,
+        /batch 1: ledger entries for key:key_[ab] do not match its calls/,
+      ],
+      [
         'an outcome un-settled',
         `DELETE FROM settled_calls WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
         /call \S+ is neither settled nor waiting to be/,
@@ -208,5 +220,35 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
         t.match(result.violation, pattern, `${label}: ${result.violation}`);
       });
     }
+  });
+});
+
+t.test('batches booked one transfer per key, as before, verify beside batches booked one per kind', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const at = await newInstall(t, kind);
+    const store = await openInstall(t, at);
+    await saveEndpoint(store, 'ep', { price: 1000, premium: 100, treasury_fee_bps: 500 });
+    await fund(store, 100_000);
+    const shipment = (start: number) =>
+      (['ok', 'server_error', 'ok', 'network_error', 'ok', 'ok'] as Outcome[]).map((k, i) =>
+        outcome({ outcome: k, key_id: ['key_a', 'key_b', 'key_c'][i % 3]!, started: start + i }),
+      );
+    const kinds = async (batch: number) => byTransfer(await batchPostings(at, batch)).map((ps) => ps[0]!.kind);
+    await store.outcomes.ingest(shipment(T0), T0);
+    const [first] = await settleAll(store);
+    await splitPerKey(at, first!.id);
+    t.same(
+      await kinds(first!.id),
+      ['premium', 'premium', 'premium', 'treasury_fee', 'refund', 'refund'],
+      'booked again one per key: three premiums, the fee, two refunds',
+    );
+    t.ok((await store.ledger.verify()).ok, 'the old shape verifies');
+
+    await store.outcomes.ingest(shipment(T0 + 100), T0 + 1);
+    const [second] = await settleAll(store);
+    t.same(await kinds(second!.id), ['premium', 'treasury_fee', 'refund'], 'the next batch books one per kind');
+    const verified = await store.ledger.verify();
+    t.ok(verified.ok, verified.violation ?? '');
+    t.equal(verified.counts.transfers, 1 + 6 + 3, "the funding, the first batch's six, the second's three");
   });
 });

@@ -7,7 +7,8 @@ import type { Store } from '../../control/store';
 import type { NextBatch } from '../../control/store/settlement';
 import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
-import { T0, balance, fund, openWithSql, settleAll } from '../fixtures/ledger';
+import { T0, balance, batchPostings, byTransfer, fund, keySums, openWithSql, settleAll } from '../fixtures/ledger';
+import { newInstall, openInstall } from '../fixtures/store-sql';
 import { forEachStore, openTestStore, testDatabaseUrl } from '../fixtures/stores';
 
 /** The stored row of each of `records`, in their order. */
@@ -65,6 +66,59 @@ t.test('a batch settles every call once, in one transaction, and matches a hand 
     t.equal(await balance(store, 'pool'), want.pool, 'balances unchanged');
     const verified = await store.ledger.verify();
     t.ok(verified.ok, verified.violation ?? '');
+  });
+});
+
+t.test('a batch books one premium, one treasury fee and one refund transfer, a posting per key', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const at = await newInstall(t, kind);
+    const store = await openInstall(t, at);
+    const econ = { price: 1000, premium: 100, treasury_fee_bps: 1000 };
+    await saveEndpoint(store, 'ep', econ);
+    await fund(store, 1_000_000);
+    // key_a pays 3 premiums and is refunded once, key_b only pays, key_c pays once and is
+    // refunded twice, key_d is only refunded; the keyless calls move nothing.
+    const calls: [string | null, Outcome][] = [
+      ['key_a', 'ok'],
+      ['key_b', 'ok'],
+      ['key_c', 'server_error'],
+      ['key_a', 'ok'],
+      ['key_d', 'latency_breach'],
+      ['key_a', 'network_error'],
+      ['key_c', 'ok'],
+      ['key_b', 'ok'],
+      [null, 'server_error'],
+      ['key_a', 'ok'],
+      ['key_c', 'network_error'],
+      ['key_b', 'client_error'],
+      [null, 'ok'],
+    ];
+    const records = calls.map(([key_id, k], i) => outcome({ outcome: k, key_id, started: T0 + i }));
+    await store.outcomes.ingest(records, T0);
+    const [batch] = await settleAll(store);
+    t.equal(batch!.treasury_fees, 60, '10 % of 600 in premiums');
+
+    const transfers = byTransfer(await batchPostings(at, batch!.id));
+    t.same(
+      transfers.map((ps) => ps[0]!.kind),
+      ['premium', 'treasury_fee', 'refund'],
+      'three transfers, premiums before the fee before refunds',
+    );
+    const [premium, fee, refund] = transfers.map((ps) => Object.fromEntries(ps.map((p) => [p.account, p.amount])));
+    t.same(premium, { 'key:key_a': -300, 'key:key_b': -200, 'key:key_c': -100, pool: 600 }, 'premiums: each key, their sum to the pool');
+    t.same(fee, { pool: -60, treasury: 60 }, 'the fee');
+    t.same(refund, { 'key:key_a': 1100, 'key:key_c': 2200, 'key:key_d': 1100, pool: -4400 }, 'refunds: the sum from the pool, each key');
+
+    // The same from the settled calls: a key's posting is the sum of its calls, the pool's the batch's.
+    const sums = await keySums(at, batch!.id);
+    t.same(premium, { ...Object.fromEntries([...sums.premiums].map(([k, v]) => [k, -v])), pool: batch!.premiums });
+    t.same(refund, { ...Object.fromEntries(sums.refunds), pool: -batch!.refunds });
+    const want = expectedSettlement(records, econ, 1_000_000);
+    t.equal(await balance(store, 'pool'), want.pool);
+    for (const [key, value] of want.keys) t.equal(await balance(store, `key:${key}`), value, `${key}'s balance`);
+    const verified = await store.ledger.verify();
+    t.ok(verified.ok, verified.violation ?? '');
+    t.equal(verified.counts.transfers, 4, "the funding and the batch's three");
   });
 });
 

@@ -208,18 +208,25 @@ async function rewriteBatch(at: Install, batch: number): Promise<string> {
     refund,
     batch,
   ]);
+  // The refund transfer holding the key's posting: the batch's one (a posting per key), or the
+  // key's own in a batch settled before that shape. Take the refund off the key's posting and
+  // the pool's; the transfer goes only with its last posting.
   const [transfer] = await rawQuery(
     at,
-    `SELECT t.id, p.amount FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
+    `SELECT t.id, p.amount, pool.amount FROM ledger_transfers t
+       JOIN ledger_postings p ON p.transfer_id = t.id JOIN ledger_postings pool ON pool.transfer_id = t.id AND pool.account = 'pool'
      WHERE t.batch_id = ? AND t.kind = 'refund' AND p.account = ?`,
     [batch, key],
   );
-  const [transferId, amount] = transfer as [number, number];
-  if (amount === refund) {
+  const [transferId, amount, pool] = (transfer as unknown[]).map(Number) as [number, number, number];
+  if (pool === -Number(refund)) {
     await rawQuery(at, `DELETE FROM ledger_postings WHERE transfer_id = ?`, [transferId]);
     await rawQuery(at, `DELETE FROM ledger_transfers WHERE id = ?`, [transferId]);
   } else {
-    await rawQuery(at, `UPDATE ledger_postings SET amount = amount - ? WHERE transfer_id = ? AND account = ?`, [refund, transferId, key]);
+    if (amount === Number(refund))
+      await rawQuery(at, `DELETE FROM ledger_postings WHERE transfer_id = ? AND account = ?`, [transferId, key]);
+    else
+      await rawQuery(at, `UPDATE ledger_postings SET amount = amount - ? WHERE transfer_id = ? AND account = ?`, [refund, transferId, key]);
     await rawQuery(at, `UPDATE ledger_postings SET amount = amount + ? WHERE transfer_id = ? AND account = 'pool'`, [refund, transferId]);
   }
   await rawQuery(at, `UPDATE account_balances SET balance = balance - ? WHERE account = ?`, [refund, key]);

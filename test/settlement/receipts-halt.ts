@@ -55,17 +55,22 @@ function rewriteBatch(db: Database.Database, batch: number): string {
       refund,
       batch,
     );
+    // The refund transfer holding the key's posting: the batch's one (a posting per key), or
+    // the key's own in a batch settled before that shape. Take the refund off the key's posting
+    // and the pool's; the transfer goes only with its last posting.
     const transfer = db
       .prepare(
-        `SELECT t.id, p.amount FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
+        `SELECT t.id, p.amount, pool.amount AS pool FROM ledger_transfers t
+           JOIN ledger_postings p ON p.transfer_id = t.id JOIN ledger_postings pool ON pool.transfer_id = t.id AND pool.account = 'pool'
          WHERE t.batch_id = ? AND t.kind = 'refund' AND p.account = ?`,
       )
-      .get(batch, key) as { id: number; amount: number };
-    if (transfer.amount === refund) {
+      .get(batch, key) as { id: number; amount: number; pool: number };
+    if (transfer.pool === -refund) {
       db.prepare(`DELETE FROM ledger_postings WHERE transfer_id = ?`).run(transfer.id);
       db.prepare(`DELETE FROM ledger_transfers WHERE id = ?`).run(transfer.id);
     } else {
-      db.prepare(`UPDATE ledger_postings SET amount = amount - ? WHERE transfer_id = ? AND account = ?`).run(refund, transfer.id, key);
+      if (transfer.amount === refund) db.prepare(`DELETE FROM ledger_postings WHERE transfer_id = ? AND account = ?`).run(transfer.id, key);
+      else db.prepare(`UPDATE ledger_postings SET amount = amount - ? WHERE transfer_id = ? AND account = ?`).run(refund, transfer.id, key);
       db.prepare(`UPDATE ledger_postings SET amount = amount + ? WHERE transfer_id = ? AND account = 'pool'`).run(refund, transfer.id);
     }
     db.prepare(`UPDATE account_balances SET balance = balance - ? WHERE account = ?`).run(refund, key);

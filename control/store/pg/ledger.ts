@@ -3,11 +3,13 @@
  * (`../ledger-core.ts`): a transfer's shape is checked before it is written, in the
  * transaction that writes it, as on SQLite.
  *
- * Transfers are written by one statement however many there are (`transferAll`: a settlement
- * batch books one per key): their rows (ids from the identity column, `RETURNING id`), their
- * postings, and each account's balance moved once by the sum of its postings. The pool's
- * CHECK (balance ≥ 0) is tested on that sum; a batch books its premiums before its refunds, so
- * the pool's lowest point is its balance after the batch, which the sum is.
+ * Transfers are written by one statement however many there are and however many postings each
+ * has (`transferAll`: a settlement batch books at most three, a premium, a treasury fee and a
+ * refund, with a posting per key in the first and the last): their rows (ids from the identity
+ * column, `RETURNING id`), their postings (mapped to their transfer by its position in the
+ * input), and each account's balance moved once by the sum of its postings. The pool's CHECK
+ * (balance ≥ 0) is tested on that sum; a batch books its premiums before its refunds, so the
+ * pool's lowest point is its balance after the batch, which the sum is.
  */
 import type { BalanceView, Clamp, LedgerVerifyView, MarkPaidView, PayoutLine, PoolView } from '../../../protocol/settlement';
 import { CLAMPED_COUNTS, KEY_RANGE, SETTLED_ACTIVITY, type LedgerTable } from '../ledger';

@@ -7,21 +7,23 @@
  *   Batch ids are `max(id) + 1` onwards, read inside that transaction: receipts chain batches
  *   1, 2, 3 … without a gap, which a sequence cannot promise (the schema says why); the primary
  *   key refuses a second writer that numbered the same batch.
- * - A batch is two statements whatever its size. Its reads: its calls from the settler's
- *   queue, each with the refunds its clock hour already paid, and its endpoint's economics.
- *   Its writes, all in ONE statement (`Q.write`): the batch row; its calls' queue entries
- *   deleted and their `settled_calls` rows inserted from what was deleted, with the plan's
- *   amounts for its exceptions and the standard ones for the rest; its transfers
- *   (`TRANSFER_CTES`, checked first as `PgLedgerTable.transferAll` checks them); the hourly
- *   tallies; and its receipt.
- * - Batches overlap: a batch's writes are sent, and while the server runs them the settler
- *   plans the next batch, whose reads it made before sending them. What a plan needs from the
- *   batches before it in the transaction is carried here rather than read back: the pool's
- *   balance (the transaction holds its row lock; the group checks it against the database at
- *   the end), the next batch id, and the receipt chain's head (`PgReceiptsTable.chain`). Within
- *   a round the endpoints are distinct, so reading a batch before the previous one is written
- *   reads nothing it writes; before a new round (where the same endpoint comes again, and the
- *   pending endpoints are read) every batch is written.
+ * - A batch is three statements whatever its size. Its reads: its endpoint's economics, and its
+ *   calls from the settler's queue, each with the refunds its clock hour already paid. Its
+ *   writes, all in ONE statement (`Q.write`): the batch row; its calls' queue entries deleted
+ *   and their `settled_calls` rows inserted from what was deleted, with the plan's amounts for
+ *   its exceptions and the standard ones for the rest; its transfers (at most three, with a
+ *   posting per key: `TRANSFER_CTES`, each checked first as `PgLedgerTable.transferAll` checks
+ *   them); the hourly tallies; and its receipt.
+ * - Batches overlap. While the server writes a batch, the settler reads the next one on a
+ *   second connection (`PgShared.settlementReader`, outside the transaction) and plans it, so
+ *   neither waits for the other. The reader sees what is committed: this transaction's own
+ *   batches are kept out of what it reads by `after` (each endpoint's last call settled in
+ *   the transaction: the queue is read past it, and a batch deletes only past it), and their
+ *   refunds are added to the hourly tallies it reads. The rest a plan needs from the batches
+ *   before it is carried here rather than read back: the pool's balance (the transaction
+ *   holds its row lock; the group checks it against the database at the end), the next batch
+ *   id, and the receipt chain's head (`PgReceiptsTable.chain`). Before a new round the
+ *   pending endpoints are read in the transaction, once every batch is written.
  */
 import type { BatchView } from '../../../protocol/settlement';
 import type { Async } from '../seam';
