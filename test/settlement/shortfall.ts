@@ -6,6 +6,8 @@ import { runCli } from '../fixtures/cli';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { outcome } from '../fixtures/settlement';
 import { forEachStore } from '../fixtures/stores';
+import { Pool } from 'pg';
+import { PgConn } from '../../control/store/pg/conn';
 import type { OutcomeRecord } from '../../protocol/outcome';
 
 const HOUR = 3_600_000;
@@ -105,65 +107,78 @@ forEachStore(t, (t, kind) => {
 
   // One run settles these in one transaction, batch after batch (two calls each, a round of
   // endpoints a, b, c after another): each batch must see the pool and the hourly tallies as the
-  // batches before it in the same transaction left them.
-  t.test('one run of many small batches: the pool and the hourly caps carry from batch to batch', async (t) => {
-    const clock = manualClock(Date.UTC(2030, 0, 1, 12, 30));
-    const control = await startTestControl(t, {
-      store: kind,
-      now: clock.now,
-      flags: { 'settler.cadenceMs': 3_600_000, 'settler.batchCap': 2 },
-    });
-    const cli = (...args: string[]) => runCli(args, { control });
-    const add = (id: string, cap: string) =>
-      cli(
-        'endpoints',
-        'add',
-        id,
-        '--upstream',
-        'http://127.0.0.1:9/x',
-        '--price',
-        '1000',
-        '--premium',
-        '100',
-        '--refund-cap-per-hour',
-        cap,
-      );
-    t.equal((await add('a', '2500')).code, 0);
-    t.equal((await add('b', '3000')).code, 0);
-    t.equal((await add('c', '100000')).code, 0);
-    await cli('pool', 'fund', '10400');
-    const h12 = Date.UTC(2030, 0, 1, 12, 0);
-    const failures = (endpoint_id: string, n: number) =>
-      Array.from({ length: n }, (_, i) => outcome({ endpoint_id, outcome: 'server_error', started: h12 + i * 60_000 }));
-    // 1100 owed each. Round 1 pays a, b and c 2200 each; round 2 a 300 (its cap, 2500, reached),
-    // b 800 (3000 reached), c 2200; round 3 a nothing, and c the 500 left in the pool.
-    const a = failures('a', 5);
-    const b = failures('b', 4);
-    const c = failures('c', 6);
-    await ship(control, [...a, ...b, ...c]);
-    const run = (await cli('settler', 'run-once', '--json')).json<{ batches: unknown[]; calls: number; refunds: number }>();
-    t.match(run, { calls: 15, refunds: 10400 });
-    t.equal(run.batches.length, 8, 'two calls a batch');
-    const store = control.handle.ctx.store;
-    const got = (records: OutcomeRecord[]) =>
-      Promise.all(
-        records.map(async (r) => {
-          const row = (await store.outcomes.byCallId(r.call_id)) as unknown as StoredCall;
-          return [row.refund, row.clamp];
-        }),
-      );
-    const clamped = (refund: number, clamp: string) => [refund, clamp];
-    const paid = [1100, null];
-    t.same(
-      await got(a),
-      [paid, paid, clamped(300, 'cap_clamped'), clamped(0, 'cap_clamped'), clamped(0, 'cap_clamped')],
-      'a: its cap holds across its batches',
+  // batches before it in the same transaction left them. On PostgreSQL a batch is read on the
+  // settler's own connection, outside the transaction (control/store/pg/settlement.ts), or, when
+  // that connection cannot read, in the transaction: both ways.
+  for (const reader of kind === 'postgres' ? ['its own connection', 'a reader that fails'] : ['']) {
+    t.test(
+      `one run of many small batches: the pool and the hourly caps carry from batch to batch${reader ? `, read on ${reader}` : ''}`,
+      async (t) => {
+        const clock = manualClock(Date.UTC(2030, 0, 1, 12, 30));
+        const control = await startTestControl(t, {
+          store: kind,
+          now: clock.now,
+          flags: { 'settler.cadenceMs': 3_600_000, 'settler.batchCap': 2 },
+        });
+        const cli = (...args: string[]) => runCli(args, { control });
+        const add = (id: string, cap: string) =>
+          cli(
+            'endpoints',
+            'add',
+            id,
+            '--upstream',
+            'http://127.0.0.1:9/x',
+            '--price',
+            '1000',
+            '--premium',
+            '100',
+            '--refund-cap-per-hour',
+            cap,
+          );
+        t.equal((await add('a', '2500')).code, 0);
+        t.equal((await add('b', '3000')).code, 0);
+        t.equal((await add('c', '100000')).code, 0);
+        await cli('pool', 'fund', '10400');
+        const h12 = Date.UTC(2030, 0, 1, 12, 0);
+        const failures = (endpoint_id: string, n: number) =>
+          Array.from({ length: n }, (_, i) => outcome({ endpoint_id, outcome: 'server_error', started: h12 + i * 60_000 }));
+        // 1100 owed each. Round 1 pays a, b and c 2200 each; round 2 a 300 (its cap, 2500, reached),
+        // b 800 (3000 reached), c 2200; round 3 a nothing, and c the 500 left in the pool.
+        const a = failures('a', 5);
+        const b = failures('b', 4);
+        const c = failures('c', 6);
+        await ship(control, [...a, ...b, ...c]);
+        if (reader === 'a reader that fails') {
+          // A pool already ended refuses every query, as a server with no connection left would.
+          const ended = new Pool();
+          await ended.end();
+          (control.handle.ctx.store.settlement as unknown as { reader: PgConn }).reader = new PgConn(ended);
+        }
+        const run = (await cli('settler', 'run-once', '--json')).json<{ batches: unknown[]; calls: number; refunds: number }>();
+        t.match(run, { calls: 15, refunds: 10400 });
+        t.equal(run.batches.length, 8, 'two calls a batch');
+        const store = control.handle.ctx.store;
+        const got = (records: OutcomeRecord[]) =>
+          Promise.all(
+            records.map(async (r) => {
+              const row = (await store.outcomes.byCallId(r.call_id)) as unknown as StoredCall;
+              return [row.refund, row.clamp];
+            }),
+          );
+        const clamped = (refund: number, clamp: string) => [refund, clamp];
+        const paid = [1100, null];
+        t.same(
+          await got(a),
+          [paid, paid, clamped(300, 'cap_clamped'), clamped(0, 'cap_clamped'), clamped(0, 'cap_clamped')],
+          'a: its cap holds across its batches',
+        );
+        t.same(await got(b), [paid, paid, clamped(800, 'cap_clamped'), clamped(0, 'cap_clamped')], 'b: its cap holds across its batches');
+        t.same(await got(c), [paid, paid, paid, paid, clamped(500, 'pool_depleted'), clamped(0, 'pool_depleted')], 'c: the pool runs dry');
+        t.match((await cli('pool', 'show', '--json')).json(), { pool: 0, refunds: 10400 });
+        t.equal((await cli('ledger', 'verify')).code, 0, 'the ledger verifies');
+      },
     );
-    t.same(await got(b), [paid, paid, clamped(800, 'cap_clamped'), clamped(0, 'cap_clamped')], 'b: its cap holds across its batches');
-    t.same(await got(c), [paid, paid, paid, paid, clamped(500, 'pool_depleted'), clamped(0, 'pool_depleted')], 'c: the pool runs dry');
-    t.match((await cli('pool', 'show', '--json')).json(), { pool: 0, refunds: 10400 });
-    t.equal((await cli('ledger', 'verify')).code, 0, 'the ledger verifies');
-  });
+  }
 
   t.test('the hourly cap: per endpoint, per clock hour of the call start', async (t) => {
     const clock = manualClock(Date.UTC(2030, 0, 1, 12, 30));

@@ -200,6 +200,8 @@ interface Reads {
   economics: Economics;
   rows: CallRow[];
   after: QueuePosition;
+  /** Read in the transaction (which sees its own batches), not on the reader. */
+  inTransaction: boolean;
 }
 
 /** A planned batch: its row and calls, and the parameters of the statement that writes it. */
@@ -218,6 +220,8 @@ class Group {
   private readonly settledTo = new Map<string, QueuePosition>();
   /** What this transaction's batches refunded, per endpoint and clock hour (the reader does not see it). */
   private readonly refundedHere = new Map<string, Map<number, number>>();
+  /** The reader failed: the group reads in the transaction from then on. */
+  private readerFailed = false;
 
   constructor(
     /** The transaction's connection: every write, and what must see them. */
@@ -252,7 +256,7 @@ class Group {
           step = run.step();
           continue;
         }
-        const reads: Reads = await (reading ?? this.read(step.endpointId, step.cap));
+        const reads: Reads = await (reading ?? this.read(step.endpointId, step.cap, writing));
         reading = null;
         const planned = this.plan(reads);
         await writing;
@@ -261,7 +265,7 @@ class Group {
         run.committed(planned === null ? null : batchView(planned.batch));
         step = run.step();
         // The next batch of the round is read while this one is written.
-        if (step !== null && step !== 'round') reading = handled(this.read(step.endpointId, step.cap));
+        if (step !== null && step !== 'round') reading = handled(this.read(step.endpointId, step.cap, writing));
       }
       await writing;
     } catch (err) {
@@ -276,29 +280,46 @@ class Group {
     return run.made;
   }
 
-  /** Read `endpointId`'s next calls (on the reader: outside the transaction; see `plan`). */
-  private async read(endpointId: string, cap: number): Promise<Reads> {
+  /**
+   * Read `endpointId`'s next calls on the reader (outside the transaction; see `plan`). When the
+   * reader cannot read (no connection to be had: the server's `max_connections`), this and the
+   * group's later batches read in the transaction instead, once the batch `before` is written:
+   * slower, as the two no longer overlap, but the settler goes on.
+   */
+  private async read(endpointId: string, cap: number, before: Promise<void> | null): Promise<Reads> {
+    if (!this.readerFailed) {
+      try {
+        return await this.readOn(this.reader, endpointId, cap);
+      } catch {
+        this.readerFailed = true;
+      }
+    }
+    await before;
+    return this.readOn(this.c, endpointId, cap);
+  }
+
+  private async readOn(conn: PgConn, endpointId: string, cap: number): Promise<Reads> {
     const after = this.settledTo.get(endpointId) ?? NOTHING_BEFORE;
-    const economics = (await this.reader.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
-    const rows = await this.reader.raw<CallRow>(Q.calls, {
+    const economics = (await conn.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
+    const rows = await conn.raw<CallRow>(Q.calls, {
       endpoint: endpointId,
       boundary: this.boundary,
       cap,
       after_received_at: after.received_at,
       after_call_id: after.call_id,
     });
-    return { endpointId, economics, rows, after };
+    return { endpointId, economics, rows, after, inTransaction: conn === this.c };
   }
 
   /**
    * Plan a batch of what `read` read, as the batch after those planned so far, and make its
    * statement's parameters; null when it has no calls. The reader sees the queue and the hourly
    * tallies as committed: this transaction's own batches are left out of the queue by `after`,
-   * and added to the tallies here.
+   * and added to the tallies here (a read in the transaction sees them already).
    */
-  private plan({ endpointId, economics, rows, after }: Reads): Planned | null {
+  private plan({ endpointId, economics, rows, after, inTransaction }: Reads): Planned | null {
     if (rows.length === 0) return null;
-    const here = this.refundedHere.get(endpointId);
+    const here = inTransaction ? undefined : this.refundedHere.get(endpointId);
     const calls: UnsettledCall[] = new Array<UnsettledCall>(rows.length);
     const refunded = new Map<number, number>();
     for (let i = 0; i < rows.length; i++) {

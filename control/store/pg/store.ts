@@ -162,7 +162,7 @@ export class PgStore implements Store {
     };
     const pool = new Pool({ ...settings, max: options.poolSize ?? DEFAULT_POOL_SIZE });
     // The settler's reader (`PgShared.settlementReader`): connects on the settler's first batch.
-    const readerPool = new Pool({ ...settings, max: 1 });
+    const readerPool = new Pool({ ...settings, application_name: 'svc-control-settler', max: 1 });
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     readerPool.on('error', () => undefined);
