@@ -142,9 +142,10 @@ t.test('postgres: two controls on one database; the gateway fails over when its 
   );
   // Made just before the kill: the first control may die before it acks them.
   for (let i = 0; i < 3; i++) t.equal((await call(keep.key)).status, 200, 'served just before the kill');
-  // A change made through the second control while the gateway is on the first: as long as a
-  // control pushes only what was committed through it, the gateway reconnects to the second
-  // control holding an older version than it, and gets the difference as a delta.
+  // A change made through the second control while the gateway is on the first, just before the
+  // kill: unless the first control relays it in time (it hears every commit), the gateway
+  // reconnects to the second control holding an older version than it, and gets the difference
+  // as a delta.
   const late = await issue(b, 'issued through the second control before the kill');
 
   await a.kill('SIGKILL');
@@ -170,7 +171,11 @@ t.test('postgres: two controls on one database; the gateway fails over when its 
   t.equal(sampleValue(families, 'svc_gateway_sync_updates_total', { kind: 'snapshot' }), 1, 'one full snapshot: the first');
   t.ok(sampleValue(families, 'svc_gateway_sync_updates_total', { kind: 'delta' }) >= 2, 'the resume and the revoke came as deltas');
   t.equal(sampleValue(families, 'svc_gateway_control_moves_total'), 1, 'one move');
-  t.match(b.stderr(), `"msg":"gateway connected","gateway_id":"gw-1","held_version":${version},`, 'it resumed with the version it held');
+  // The gateway resumes with what it held when the first control died: the setup's version, or
+  // the change made through the second control if the first relayed it before the kill (on one
+  // PostgreSQL database every control hears every commit).
+  const held = Number(/"msg":"gateway connected","gateway_id":"gw-1","held_version":(\d+),/.exec(b.stderr())?.[1]);
+  t.ok(held === version || held === version + 1, `it resumed with the version it held (${held}; the setup's is ${version})`);
   t.notMatch(b.stderr(), /"msg":"snapshot sent"/, 'the second control sent no full snapshot');
   t.match(gw.stderr(), JSON.stringify({ msg: 'moving to the next control', from: a.url, to: b.url }).slice(1, -1), 'the move is logged');
 
