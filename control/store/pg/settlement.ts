@@ -79,10 +79,13 @@ const Q = {
      ORDER BY c.received_at, c.call_id`,
   ),
   economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
-  // A batch's writes in one statement (the file's header lists them). The queue's entries up to
-  // the batch's last call in settlement order are exactly its calls (the order is total; the
-  // writer lock holds); `x` holds the plan's exceptions. Answers how many calls it settled, how
-  // many of them were exceptions, and an exception it did not find in the queue, if any.
+  // A batch's writes in one statement (the file's header lists them). The queue's entries past
+  // `after` up to the batch's last call in settlement order are its calls (the order is total;
+  // the writer lock holds); `x` holds the plan's exceptions. Answers how many calls it settled,
+  // how many of them were exceptions, and an exception it did not find in the queue, if any: a
+  // call ingested into that range since the batch was read (its `received_at` older than calls
+  // already queued: another control's clock behind) makes the count differ, and the group rolls
+  // back and is settled again on the next run, that call with it.
   write: sql(
     `WITH ${TRANSFER_CTES},
      batch_row AS (
