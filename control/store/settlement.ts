@@ -24,7 +24,8 @@
  * leaves of its calls in settlement order with the amounts written for them.
  *
  * What a plan implies apart from SQL (the standard amounts, the leaves, the transfers, the
- * group commit's decisions) is `settlement-plan.ts`, shared with PostgreSQL's `pg/settlement.ts`.
+ * group commit's decisions) is `settlement-plan.ts`, shared with PostgreSQL's
+ * `pg/settlement.ts` and `pg/settlement-group.ts`.
  */
 import type { Db } from './db';
 import { COVERED_FAILURES } from '../../protocol/outcome';

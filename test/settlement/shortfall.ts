@@ -108,8 +108,8 @@ forEachStore(t, (t, kind) => {
   // One run settles these in one transaction, batch after batch (two calls each, a round of
   // endpoints a, b, c after another): each batch must see the pool and the hourly tallies as the
   // batches before it in the same transaction left them. On PostgreSQL a batch is read on the
-  // settler's own connection, outside the transaction (control/store/pg/settlement.ts), or, when
-  // that connection cannot read, in the transaction: both ways.
+  // settler's own connection, outside the transaction (control/store/pg/settlement-group.ts),
+  // or, when that connection cannot read, in the transaction: both ways.
   for (const reader of kind === 'postgres' ? ['its own connection', 'a reader that fails'] : ['']) {
     t.test(
       `one run of many small batches: the pool and the hourly caps carry from batch to batch${reader ? `, read on ${reader}` : ''}`,

@@ -35,7 +35,8 @@ import { pgVerifyLedger } from './ledger-verify';
  * The common table expressions that write transfers (`transferParams`' parameters): one row per
  * transfer in input order (ids follow it: the rows are inserted sorted by `n`), its postings,
  * and the balances. `n` maps each posting to its transfer; `numbered` answers the ids. A
- * settlement batch writes its transfers with them inside its one statement (`pg/settlement.ts`).
+ * settlement batch writes its transfers with them inside its one statement
+ * (`pg/settlement-group.ts`).
  */
 export const TRANSFER_CTES = `input AS (
        SELECT * FROM unnest(@at::bigint[], @kind::text[], @call_id::text[], @batch_id::bigint[], @reference::text[], @actor::text[])
