@@ -1,6 +1,7 @@
 /**
  * What a settlement batch's plan implies, apart from SQL, shared by the SQLite store's
- * synchronous commit (`settlement.ts`) and PostgreSQL's asynchronous one (`pg/settlement-group.ts`):
+ * synchronous commit (`settlement.ts`) and PostgreSQL's asynchronous one
+ * (`pg/settlement-group.ts`):
  * each call's amounts when the plan makes no exception for it, the batch row's figures, the
  * receipt leaves of its calls, the ledger transfers the plan books (at most three, in booking
  * order), the order endpoints are settled in, and the group commit's decisions (`GroupRun`).

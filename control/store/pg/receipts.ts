@@ -170,19 +170,14 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
    * throws `MissingReceiptError` (the transaction, and the batch, roll back).
    */
   append(batch: ReceiptBatch, tree: PendingTree, treeSize: number): Promise<Receipt> {
-    return serial(this.conn, async (c) => {
-      const head = await c.get<Receipt>(Q.head);
-      const gap = await c.value<number>(Q.gap, [head?.batch ?? 0, batch.id - 1]);
-      if (gap !== undefined) throw new MissingReceiptError(gap);
-      return store(c, this.core.sign(batch, tree.result(), treeSize, head));
-    });
+    return serial(this.conn, async (c) => store(c, (await this.on(c).chain(batch.id)).sign(batch, tree, treeSize)));
   }
 
   /**
    * The receipts of one settling transaction's batches, numbered `firstBatch`, `firstBatch + 1`, …
    * (in the transaction that holds the writer lock): the head they chain to, and the check that
    * every batch between it and `firstBatch` has a receipt (else `MissingReceiptError`), are read
-   * once here, as `append` reads them for one batch. Each `sign` of the chain then signs at once,
+   * once here (`append` is a chain of one). Each `sign` of the chain then signs at once,
    * chained to the receipt before it; the settlement's statement for the batch stores it.
    */
   async chain(firstBatch: number): Promise<ReceiptChain> {

@@ -29,13 +29,14 @@ import {
   batchView,
   standardAmountColumns,
   type BatchRow,
+  type BatchPlan,
   type Economics,
   type Planner,
   type UnsettledCall,
 } from '../settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending, pendingOrder } from '../settlement-plan';
-import { checkTransfer } from '../ledger-core';
-import { MissingReceiptError } from '../receipts-core';
+import { checkTransfer, type TransferInput } from '../ledger-core';
+import { MissingReceiptError, type SignedReceipt } from '../receipts-core';
 import { sql, type PgConn } from './conn';
 import { TRANSFER_CTES, transferParams } from './ledger';
 import type { PgReceiptsTable, ReceiptChain } from './receipts';
@@ -72,7 +73,8 @@ const Q = {
   // A batch's writes in one statement (the file's header lists them). The queue's entries past
   // `after` up to the batch's last call in settlement order are its calls (the order is total;
   // the writer lock holds); `x` holds the plan's exceptions. Answers how many calls it settled,
-  // how many of them were exceptions, and an exception it did not find in the queue, if any: a
+  // and an exception it did not find in the queue, if any (the exceptions are distinct calls,
+  // so with none missing every one of them was settled as an exception): a
   // call ingested into that range since the batch was read (its `received_at` older than calls
   // already queued: another control's clock behind) makes the count differ, and the group rolls
   // back and is settled again on the next run, that call with it.
@@ -104,7 +106,6 @@ const Q = {
        SELECT @batch, @r_v, @r_prev, @r_root, @r_tree_size, @refunds, @premiums, @r_settled_at, @r_kid, @r_sig, @r_subtrees
        WHERE @r_v::bigint IS NOT NULL)
      SELECT (SELECT count(*) FROM settled) AS settled,
-            (SELECT count(*) FROM q JOIN x ON x.call_id = q.call_id) AS excepted,
             (SELECT min(x.call_id) FROM x WHERE NOT EXISTS (SELECT 1 FROM q WHERE q.call_id = x.call_id)) AS missed`,
   ),
 };
@@ -134,11 +135,9 @@ interface Reads {
   inTransaction: boolean;
 }
 
-/** A planned batch: its row and calls, and the parameters of the statement that writes it. */
+/** A planned batch: its row, and the parameters of the statement that writes it. */
 interface Planned {
   batch: BatchRow;
-  calls: UnsettledCall[];
-  exceptions: number;
   params: Record<string, unknown>;
 }
 
@@ -287,67 +286,77 @@ export class SettlementGroup {
     const last = calls[calls.length - 1]!;
     this.settledTo.set(endpointId, last);
 
-    const x = {
-      x_call_id: [] as string[],
-      x_premium: [] as number[],
-      x_refund: [] as number[],
-      x_refund_owed: [] as number[],
-      x_clamp: [] as (string | null)[],
-    };
-    for (const [callId, a] of plan.exceptions) {
-      x.x_call_id.push(callId);
-      x.x_premium.push(a.premium);
-      x.x_refund.push(a.refund);
-      x.x_refund_owed.push(a.refund_owed);
-      x.x_clamp.push(a.clamp);
-    }
     // The receipt's tree is computed on the hasher's thread.
     const core = this.receipts.core;
     const signed =
       chain === null
         ? null
         : chain.sign(batch, core.startTree(batchLeaves(batch, core.provider(endpointId), calls, plan, core)), calls.length);
-    const r = signed?.receipt;
-    const params = {
-      ...transferParams(transfers),
-      batch: batch.id,
-      endpoint: endpointId,
-      created_at: batch.created_at,
-      calls: batch.calls,
-      premiums: batch.premiums,
-      treasury_fees: batch.treasury_fees,
-      refunds: batch.refunds,
-      refunds_owed: batch.refunds_owed,
-      clamped_calls: batch.clamped_calls,
-      ...x,
-      after_received_at: after.received_at,
-      after_call_id: after.call_id,
-      last_received_at: last.received_at,
-      last_call_id: last.call_id,
-      std_premium: plan.standard.premium,
-      std_owed: plan.standard.owed,
-      hour: hours.map(([hour]) => hour),
-      hour_refunds: hours.map(([, amount]) => amount),
-      r_v: r?.v ?? null,
-      r_prev: r?.prev ?? null,
-      r_root: r?.root ?? null,
-      r_tree_size: r?.tree_size ?? null,
-      r_settled_at: r?.settled_at ?? null,
-      r_kid: r?.kid ?? null,
-      r_sig: r?.sig ?? null,
-      r_subtrees: signed?.subtrees ?? null,
-    };
-    return { batch, calls, exceptions: plan.exceptions.size, params };
+    return { batch, params: writeParams(batch, plan, transfers, hours, after, last, signed) };
   }
 
   /** Write `planned` in one statement, and check what it settled. */
-  private async write({ batch, calls, exceptions, params }: Planned): Promise<void> {
-    const done = (await this.c.get<{ settled: number; excepted: number; missed: string | null }>(Q.write, params))!;
+  private async write({ batch, params }: Planned): Promise<void> {
+    const done = (await this.c.get<{ settled: number; missed: string | null }>(Q.write, params))!;
     if (done.missed !== null) throw notPending(done.missed);
-    if (done.excepted !== exceptions)
-      throw new Error(`settlement: batch ${batch.id} found ${done.excepted} of its ${exceptions} exceptions`);
-    checkMarked(calls.length, done.settled);
+    checkMarked(batch.calls, done.settled);
   }
+}
+
+/** The parameters of `Q.write` for `batch`, planned by `plan`, its calls past `after` up to `last`. */
+function writeParams(
+  batch: BatchRow,
+  plan: BatchPlan,
+  transfers: TransferInput[],
+  hours: [number, number][],
+  after: QueuePosition,
+  last: QueuePosition,
+  signed: SignedReceipt | null,
+): Record<string, unknown> {
+  const x = {
+    x_call_id: [] as string[],
+    x_premium: [] as number[],
+    x_refund: [] as number[],
+    x_refund_owed: [] as number[],
+    x_clamp: [] as (string | null)[],
+  };
+  for (const [callId, a] of plan.exceptions) {
+    x.x_call_id.push(callId);
+    x.x_premium.push(a.premium);
+    x.x_refund.push(a.refund);
+    x.x_refund_owed.push(a.refund_owed);
+    x.x_clamp.push(a.clamp);
+  }
+  const r = signed?.receipt;
+  return {
+    ...transferParams(transfers),
+    batch: batch.id,
+    endpoint: batch.endpoint_id,
+    created_at: batch.created_at,
+    calls: batch.calls,
+    premiums: batch.premiums,
+    treasury_fees: batch.treasury_fees,
+    refunds: batch.refunds,
+    refunds_owed: batch.refunds_owed,
+    clamped_calls: batch.clamped_calls,
+    ...x,
+    after_received_at: after.received_at,
+    after_call_id: after.call_id,
+    last_received_at: last.received_at,
+    last_call_id: last.call_id,
+    std_premium: plan.standard.premium,
+    std_owed: plan.standard.owed,
+    hour: hours.map(([hour]) => hour),
+    hour_refunds: hours.map(([, amount]) => amount),
+    r_v: r?.v ?? null,
+    r_prev: r?.prev ?? null,
+    r_root: r?.root ?? null,
+    r_tree_size: r?.tree_size ?? null,
+    r_settled_at: r?.settled_at ?? null,
+    r_kid: r?.kid ?? null,
+    r_sig: r?.sig ?? null,
+    r_subtrees: signed?.subtrees ?? null,
+  };
 }
 
 /** `promise`, marked handled now: it is awaited later, maybe after it failed. */
