@@ -44,12 +44,18 @@ async function rowsOf(t: Test, control: TestControl, records: OutcomeRecord[]): 
   );
 }
 
+/** Add endpoint `id` (price 1000, premium 100) through svcctl, with `cap` as its hourly refund cap if given. */
+function addEndpoint(control: TestControl, id: string, cap?: string) {
+  const args = ['endpoints', 'add', id, '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100'];
+  return runCli(cap === undefined ? args : [...args, '--refund-cap-per-hour', cap], { control });
+}
+
 forEachStore(t, (t, kind) => {
   t.test('a pool too small for the refunds: paid to zero, the rest recorded as shortfall', async (t) => {
     const clock = manualClock();
     const control = await startTestControl(t, { store: kind, now: clock.now, flags: { 'settler.cadenceMs': 3_600_000 } });
     const cli = (...args: string[]) => runCli(args, { control });
-    t.equal((await cli('endpoints', 'add', 'ep', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100')).code, 0);
+    t.equal((await addEndpoint(control, 'ep')).code, 0);
     await cli('pool', 'fund', '5000');
     const t0 = clock.now();
     // Shipped in call start order.
@@ -121,23 +127,9 @@ forEachStore(t, (t, kind) => {
           flags: { 'settler.cadenceMs': 3_600_000, 'settler.batchCap': 2 },
         });
         const cli = (...args: string[]) => runCli(args, { control });
-        const add = (id: string, cap: string) =>
-          cli(
-            'endpoints',
-            'add',
-            id,
-            '--upstream',
-            'http://127.0.0.1:9/x',
-            '--price',
-            '1000',
-            '--premium',
-            '100',
-            '--refund-cap-per-hour',
-            cap,
-          );
-        t.equal((await add('a', '2500')).code, 0);
-        t.equal((await add('b', '3000')).code, 0);
-        t.equal((await add('c', '100000')).code, 0);
+        t.equal((await addEndpoint(control, 'a', '2500')).code, 0);
+        t.equal((await addEndpoint(control, 'b', '3000')).code, 0);
+        t.equal((await addEndpoint(control, 'c', '100000')).code, 0);
         await cli('pool', 'fund', '10400');
         const h12 = Date.UTC(2030, 0, 1, 12, 0);
         const failures = (endpoint_id: string, n: number) =>
@@ -184,20 +176,8 @@ forEachStore(t, (t, kind) => {
     const clock = manualClock(Date.UTC(2030, 0, 1, 12, 30));
     const control = await startTestControl(t, { store: kind, now: clock.now, flags: { 'settler.cadenceMs': 3_600_000 } });
     const cli = (...args: string[]) => runCli(args, { control });
-    await cli(
-      'endpoints',
-      'add',
-      'capped',
-      '--upstream',
-      'http://127.0.0.1:9/x',
-      '--price',
-      '1000',
-      '--premium',
-      '100',
-      '--refund-cap-per-hour',
-      '2500',
-    );
-    await cli('endpoints', 'add', 'free', '--upstream', 'http://127.0.0.1:9/x', '--price', '1000', '--premium', '100');
+    await addEndpoint(control, 'capped', '2500');
+    await addEndpoint(control, 'free');
     await cli('pool', 'fund', '1.0');
     const h12 = Date.UTC(2030, 0, 1, 12, 0);
     // 12:00–12:59: four failures (4400 owed, cap 2500); 13:00: one more, a fresh hour.
