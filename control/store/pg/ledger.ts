@@ -32,11 +32,11 @@ import { sql, type PgConn } from './conn';
 import { pgVerifyLedger } from './ledger-verify';
 
 /**
- * The common table expressions that write transfers (`transferParams`' parameters): one row per
- * transfer in input order (ids follow it: the rows are inserted sorted by `n`), its postings,
- * and the balances. `n` maps each posting to its transfer; `numbered` answers the ids. A
- * settlement batch writes its transfers with them inside its one statement
- * (`pg/settlement-group.ts`).
+ * The common table expressions that write transfers' rows (`transferParams`' parameters): one
+ * row per transfer in input order (ids follow it: the rows are inserted sorted by `n`), and its
+ * postings. `n` maps each posting to its transfer; `numbered` answers the ids. A settlement
+ * batch writes its transfers with them inside its one statement (`pg/settlement-group.ts`),
+ * and moves the balances once for its whole transaction (`BALANCE_CTES`).
  */
 export const TRANSFER_CTES = `input AS (
        SELECT * FROM unnest(@at::bigint[], @kind::text[], @call_id::text[], @batch_id::bigint[], @reference::text[], @actor::text[])
@@ -49,8 +49,13 @@ export const TRANSFER_CTES = `input AS (
      postings AS (
        INSERT INTO ledger_postings (transfer_id, account, amount)
        SELECT t.id, p.account, p.amount
-       FROM unnest(@posting_of::bigint[], @account::text[], @amount::bigint[]) AS p (n, account, amount) JOIN numbered t ON t.n = p.n),
-     moves AS (
+       FROM unnest(@posting_of::bigint[], @account::text[], @amount::bigint[]) AS p (n, account, amount) JOIN numbered t ON t.n = p.n)`;
+
+/**
+ * The common table expressions that move balances: each account in `@account` by the sum of
+ * its `@amount`s (an account may repeat), its row created on its first move.
+ */
+export const BALANCE_CTES = `moves AS (
        SELECT account, sum(amount)::bigint AS amount FROM unnest(@account::text[], @amount::bigint[]) AS m (account, amount)
        GROUP BY account),
      -- Not an upsert: the pool's CHECK (balance ≥ 0) would be tested on the would-be inserted row.
@@ -62,7 +67,7 @@ export const TRANSFER_CTES = `input AS (
        SELECT account, amount FROM moves WHERE account NOT IN (SELECT account FROM updated))`;
 
 const Q = {
-  transfers: sql(`WITH ${TRANSFER_CTES}
+  transfers: sql(`WITH ${TRANSFER_CTES}, ${BALANCE_CTES}
      SELECT id FROM numbered ORDER BY n`),
   balance: sql(`SELECT balance FROM account_balances WHERE account = ?`),
   balances: sql(`SELECT account, balance FROM account_balances ORDER BY account`),

@@ -6,9 +6,14 @@
  *   calls from the settler's queue, each with the refunds its clock hour already paid. Its
  *   writes, all in ONE statement (`Q.write`): the batch row; its calls' queue entries deleted
  *   and their `settled_calls` rows inserted from what was deleted, with the plan's amounts for
- *   its exceptions and the standard ones for the rest; its transfers (at most three, with a
- *   posting per key: `TRANSFER_CTES`, each checked first as `PgLedgerTable.transferAll` checks
- *   them); the hourly tallies; and its receipt.
+ *   its exceptions and the standard ones for the rest; its transfers and their postings (at
+ *   most three, with a posting per key: `TRANSFER_CTES`, each checked first as
+ *   `PgLedgerTable.transferAll` checks them); the hourly tallies; and its receipt.
+ * - Balances move once per group, not per batch: at its end, each account the group's
+ *   postings touched by their sum (`Q.balances`). A key in every batch of a group of twenty
+ *   has its row updated once instead of twice a batch. The pool's lowest point, which its
+ *   CHECK (balance ≥ 0) would have tested batch by batch, is checked here as each batch is
+ *   planned; the group's end compares the pool's row with what the batches moved.
  * - Batches overlap. While the server writes a batch, the settler reads the next one on a
  *   second connection (`PgShared.settlementReader`, outside the transaction) and plans it, so
  *   neither waits for the other. The reader sees what is committed: this transaction's own
@@ -16,9 +21,9 @@
  *   the transaction: the queue is read past it, and a batch deletes only past it), and their
  *   refunds are added to the hourly tallies it reads. The rest a plan needs from the batches
  *   before it is carried here rather than read back: the pool's balance (the transaction
- *   holds its row lock; the group checks it against the database at the end), the next batch
- *   id, and the receipt chain's head (`PgReceiptsTable.chain`). Before a new round the
- *   pending endpoints are read in the transaction, once every batch is written.
+ *   holds its row lock), the next batch id, and the receipt chain's head
+ *   (`PgReceiptsTable.chain`). The next round's pending endpoints are read on the reader
+ *   too, while the round's last batch is written, each endpoint's head taken past its `after`.
  */
 import type { BatchView } from '../../../protocol/settlement';
 import {
@@ -38,20 +43,36 @@ import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPe
 import { checkTransfer, type TransferInput } from '../ledger-core';
 import { MissingReceiptError, type SignedReceipt } from '../receipts-core';
 import { sql, type PgConn } from './conn';
-import { TRANSFER_CTES, transferParams } from './ledger';
+import { BALANCE_CTES, TRANSFER_CTES, transferParams } from './ledger';
 import type { PgReceiptsTable, ReceiptChain } from './receipts';
 
 /** The standard amounts, column by column (`standardAmountColumns`), and the columns they fill. */
 const STANDARD = standardAmountColumns((p) => `@std_${p}::bigint`);
 const AMOUNTS = ['premium', 'refund', 'refund_owed', 'clamp'] as const;
 
+/**
+ * Before every queue entry in settlement order: the empty call id sorts first in the "C"
+ * collation, and no `received_at` (control's clock, in ms) is that far in the past.
+ */
+const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: '' };
+
+/** A place in the settler's queue of one endpoint. */
+interface QueuePosition {
+  received_at: number;
+  call_id: string;
+}
+
 const Q = {
-  // Each endpoint with unsettled outcomes and when its oldest one was received.
+  // Each endpoint with unsettled outcomes and when its oldest one was received: its oldest past
+  // its cursor (`settledTo`, in the unnested arrays) when it has one.
   heads: sql(
     `${PENDING_ENDPOINTS}
      SELECT e.id, (SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
+                     AND (q.received_at, q.call_id) > (coalesce(c.received_at, ${NOTHING_BEFORE.received_at}), coalesce(c.call_id, ''))
                    ORDER BY q.received_at, q.call_id LIMIT 1) AS head
-     FROM e WHERE e.id IS NOT NULL`,
+     FROM e LEFT JOIN unnest(@cursor_endpoint::text[], @cursor_received_at::bigint[], @cursor_call_id::text[])
+       AS c (endpoint_id, received_at, call_id) ON c.endpoint_id = e.id
+     WHERE e.id IS NOT NULL`,
   ),
   pool: sql(`SELECT balance FROM account_balances WHERE account = 'pool'`),
   // A batch's calls in settlement order, each with what its endpoint already refunded in the
@@ -70,6 +91,8 @@ const Q = {
      ORDER BY c.received_at, c.call_id`,
   ),
   economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
+  // What the group's transfers moved, once per account, at its end.
+  balances: sql(`WITH ${BALANCE_CTES} SELECT count(*) FROM moves`),
   // A batch's writes in one statement (the file's header lists them). The queue's entries past
   // `after` up to the batch's last call in settlement order are its calls (the order is total;
   // the writer lock holds); `x` holds the plan's exceptions. Answers how many calls it settled,
@@ -110,18 +133,6 @@ const Q = {
   ),
 };
 
-/**
- * Before every queue entry in settlement order: the empty call id sorts first in the "C"
- * collation, and no `received_at` is below the smallest BIGINT.
- */
-const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: '' };
-
-/** A place in the settler's queue of one endpoint. */
-interface QueuePosition {
-  received_at: number;
-  call_id: string;
-}
-
 /** A row of `Q.calls`: the call's columns, then its hour's refunds so far (null: none). */
 type CallRow = [string, string | null, UnsettledCall['outcome'], number, number, number | null];
 
@@ -149,6 +160,8 @@ export class SettlementGroup {
   private readonly settledTo = new Map<string, QueuePosition>();
   /** What this transaction's batches refunded, per endpoint and clock hour (the reader does not see it). */
   private readonly refundedHere = new Map<string, Map<number, number>>();
+  /** What the group's transfers moved so far, per account: written at its end (`Q.balances`). */
+  private readonly moves = new Map<string, number>();
   /** The reader failed: the group reads in the transaction from then on. */
   private readerFailed = false;
 
@@ -175,13 +188,13 @@ export class SettlementGroup {
       });
     }
     let reading: Promise<Reads> | null = null;
+    let walking: Promise<string[]> | null = null;
     let writing: Promise<void> | null = null;
     try {
       for (let step = run.step(); step !== null;) {
         if (step === 'round') {
-          await writing;
-          writing = null;
-          run.startRound(await pendingOrderOf(this.c, this.boundary));
+          run.startRound(await (walking ?? this.pending(writing)));
+          walking = null;
           step = run.step();
           continue;
         }
@@ -193,13 +206,15 @@ export class SettlementGroup {
         if (planned !== null) writing = handled(this.write(planned));
         run.committed(planned === null ? null : batchView(planned.batch));
         step = run.step();
-        // The next batch of the round is read while this one is written.
-        if (step !== null && step !== 'round') reading = handled(this.read(step.endpointId, step.cap, writing));
+        // The next batch of the round, or the next round's endpoints, are read while this one is written.
+        if (step === 'round') walking = handled(this.pending(writing));
+        else if (step !== null) reading = handled(this.read(step.endpointId, step.cap, writing));
       }
       await writing;
+      await this.moveBalances();
     } catch (err) {
       // Nothing may still run on the transaction's connection when it rolls back.
-      await Promise.allSettled([writing, reading]);
+      await Promise.allSettled([writing, reading, walking]);
       throw err;
     }
     const poolAfter = (await this.c.value<number>(Q.pool)) ?? 0;
@@ -225,6 +240,23 @@ export class SettlementGroup {
     }
     await before;
     return this.readOn(this.c, endpointId, cap);
+  }
+
+  /**
+   * The endpoints pending at the boundary, oldest head first, each past its cursor: on the
+   * reader, or in the transaction once the batch `before` is written when the reader failed
+   * (as `read`).
+   */
+  private async pending(before: Promise<void> | null): Promise<string[]> {
+    if (!this.readerFailed) {
+      try {
+        return await pendingOrderOf(this.reader, this.boundary, this.settledTo);
+      } catch {
+        this.readerFailed = true;
+      }
+    }
+    await before;
+    return pendingOrderOf(this.c, this.boundary, this.settledTo);
   }
 
   private async readOn(conn: PgConn, endpointId: string, cap: number): Promise<Reads> {
@@ -275,8 +307,13 @@ export class SettlementGroup {
     const transfers = batchTransfers(plan, batch.id, this.at);
     for (const transfer of transfers) {
       checkTransfer(transfer);
-      for (const posting of transfer.postings) if (posting.account === 'pool') this.pool += posting.amount;
+      for (const { account, amount } of transfer.postings) {
+        this.moves.set(account, (this.moves.get(account) ?? 0) + amount);
+        if (account === 'pool') this.pool += amount;
+      }
     }
+    // The pool's CHECK (balance ≥ 0) only sees the group's end; its lowest point is here.
+    if (this.pool < 0) throw new Error(`settlement: batch ${batch.id} would leave the pool at ${this.pool}`);
     const hours = [...plan.refundsByHour].filter(([, amount]) => amount > 0);
     if (hours.length > 0) {
       const tally = this.refundedHere.get(endpointId) ?? new Map<number, number>();
@@ -293,6 +330,12 @@ export class SettlementGroup {
         ? null
         : chain.sign(batch, core.startTree(batchLeaves(batch, core.provider(endpointId), calls, plan, core)), calls.length);
     return { batch, params: writeParams(batch, plan, transfers, hours, after, last, signed) };
+  }
+
+  /** Move every balance the group's transfers touched, once per account, by what they moved in all. */
+  private async moveBalances(): Promise<void> {
+    if (this.moves.size === 0) return;
+    await this.c.value(Q.balances, { account: [...this.moves.keys()], amount: [...this.moves.values()] });
   }
 
   /** Write `planned` in one statement, and check what it settled. */
@@ -365,7 +408,20 @@ function handled<T>(promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-/** The endpoints pending at `boundary`, oldest head first, as `conn` sees the queue. */
-export async function pendingOrderOf(c: PgConn, boundary: number): Promise<string[]> {
-  return pendingOrder(await c.all<{ id: string; head: number | null }>(Q.heads), boundary);
+/**
+ * The endpoints pending at `boundary`, oldest head first, as `conn` sees the queue; an endpoint
+ * with a cursor in `settledTo` is pending only with a call past it.
+ */
+export async function pendingOrderOf(
+  c: PgConn,
+  boundary: number,
+  settledTo: ReadonlyMap<string, QueuePosition> = new Map(),
+): Promise<string[]> {
+  const cursors = [...settledTo];
+  const heads = await c.all<{ id: string; head: number | null }>(Q.heads, {
+    cursor_endpoint: cursors.map(([endpointId]) => endpointId),
+    cursor_received_at: cursors.map(([, at]) => at.received_at),
+    cursor_call_id: cursors.map(([, at]) => at.call_id),
+  });
+  return pendingOrder(heads, boundary);
 }
