@@ -100,7 +100,7 @@ export class PgReceiptsState {
     return new PgReceiptsTable(conn, this).backfillOnce(now);
   }
 
-  /** Stop the hasher's worker thread. */
+  /** Stop the hasher (its worker thread, if it has one). */
   close(): Promise<void> {
     this.core.close();
     return Promise.resolve();
@@ -159,7 +159,7 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
     return settled(() => this.core.leaf(batch, provider, call));
   }
 
-  /** Start computing the tree of a batch's canonical leaves (on the hasher's thread). */
+  /** Start computing the tree of a batch's canonical leaves (`ReceiptsCore.startTree`). */
   startTree(leaves: readonly string[]): Promise<PendingTree> {
     return settled(() => this.core.startTree(leaves));
   }
@@ -271,7 +271,7 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
     return store(c, this.core.signRows(batch, await c.all<LeafRow>(Q.leaves, [batch.id]), prev));
   }
 
-  /** Stop the hasher's worker thread (the store's: every table on it shares it). */
+  /** Stop the hasher (the store's: every table on it shares it). */
   close(): Promise<void> {
     return this.state.close();
   }

@@ -323,7 +323,7 @@ export class SettlementGroup {
     const last = calls[calls.length - 1]!;
     this.settledTo.set(endpointId, last);
 
-    // The receipt's tree is computed on the hasher's thread.
+    // The receipt's tree is hashed here, while the server writes the batch before.
     const core = this.receipts.core;
     const signed =
       chain === null

@@ -8,6 +8,7 @@ import type { StoreTables } from '../index';
 import { OpaqueIds } from '../../ids';
 import { backfillMarker } from '../../receipts/backfill-marker';
 import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';
+import { TreeHasher } from '../../receipts/tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { pgLiveKey } from './snapshot-reader';
@@ -60,6 +61,10 @@ export async function openShared(conn: PgConn, options: SharedOptions): Promise<
       rotateKey: () => rotateSigner(options.dataDir),
       enabled: options.receipts ?? true,
       backfillMarker: backfillMarker(options.dataDir),
+      // Trees are hashed on the calling thread. On SQLite a worker thread hashes while this
+      // thread runs the batch's statements; here the server runs them, every tree is waited
+      // for as soon as it is started, and a worker would only add the copies to it and back.
+      hasher: new TreeHasher(null),
     },
     options.now,
   );
