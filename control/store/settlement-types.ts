@@ -67,6 +67,9 @@ export type Planner = (input: PlanInput) => BatchPlan;
  * Picks the batches of a group (`settleGroup`): `next` names the next endpoint and cap, null to
  * end the group, or `'round'` to be handed the endpoints pending now (`startRound`) and asked
  * again. `previousMade` says whether the batch it named last had calls (null: none named yet).
+ * A settler's run hands the same one to each of its groups; a store may carry what the run's
+ * committed groups settled from one group to the next only when it is the same object
+ * (PostgreSQL's reads resume past them: `pg/settlement.ts`).
  */
 export interface NextBatch {
   next(previousMade: boolean | null): { endpointId: string; cap: number } | 'round' | null;

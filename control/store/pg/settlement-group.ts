@@ -18,7 +18,8 @@
  *   second connection (`PgShared.settlementReader`, outside the transaction) and plans it, so
  *   neither waits for the other. The reader sees what is committed: this transaction's own
  *   batches are kept out of what it reads by `after` (each endpoint's last call settled in
- *   the transaction: the queue is read past it, and a batch deletes only past it), and their
+ *   the settler's run, by this transaction or the run's groups committed before it:
+ *   `PgSettlementTable`; the queue is read past it, and a batch deletes only past it), and their
  *   refunds are added to the hourly tallies it reads. The rest a plan needs from the batches
  *   before it is carried here rather than read back: the pool's balance (the transaction
  *   holds its row lock), the next batch id, and the receipt chain's head
@@ -28,7 +29,6 @@
 import type { BatchView } from '../../../protocol/settlement';
 import {
   HOUR_MS,
-  PENDING_ENDPOINTS,
   SETTLED_COLUMNS,
   ZERO_ECONOMICS,
   batchView,
@@ -57,16 +57,27 @@ const AMOUNTS = ['premium', 'refund', 'refund_owed', 'clamp'] as const;
 const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: '' };
 
 /** A place in the settler's queue of one endpoint. */
-interface QueuePosition {
+export interface QueuePosition {
   received_at: number;
   call_id: string;
 }
+
+/**
+ * The endpoints in the settler's queue (a null row ends them), found as SQLite's
+ * `PENDING_ENDPOINTS` finds them but from the last: one index seek per endpoint, each landing
+ * on its newest entries. Entries a batch deleted stay in the index until a vacuum, and they are
+ * an endpoint's oldest, so a walk from the first would step over every one of them.
+ */
+export const PG_PENDING_ENDPOINTS = `WITH RECURSIVE e(id) AS (
+  SELECT (SELECT max(endpoint_id) FROM unsettled_outcomes)
+  UNION ALL
+  SELECT (SELECT max(endpoint_id) FROM unsettled_outcomes WHERE endpoint_id < e.id) FROM e WHERE e.id IS NOT NULL)`;
 
 const Q = {
   // Each endpoint with unsettled outcomes and when its oldest one was received: its oldest past
   // its cursor (`settledTo`, in the unnested arrays) when it has one.
   heads: sql(
-    `${PENDING_ENDPOINTS}
+    `${PG_PENDING_ENDPOINTS}
      SELECT e.id, (SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
                      AND (q.received_at, q.call_id) > (coalesce(c.received_at, ${NOTHING_BEFORE.received_at}), coalesce(c.call_id, ''))
                    ORDER BY q.received_at, q.call_id LIMIT 1) AS head
@@ -77,9 +88,9 @@ const Q = {
   pool: sql(`SELECT balance FROM account_balances WHERE account = 'pool'`),
   // A batch's calls in settlement order, each with what its endpoint already refunded in the
   // call's clock hour (null: nothing yet). The hour is floor(started_at / 1 h), as HOUR_MS.
-  // `after`: the last call of the endpoint's batch before in the transaction (`NOTHING_BEFORE`
-  // for its first), so the index scan starts past the entries that batch deleted instead of
-  // stepping over them.
+  // `after`: the last call of the endpoint's batch before in the run (`NOTHING_BEFORE` for its
+  // first), so the index scan starts past the entries that batch deleted instead of stepping
+  // over them.
   calls: sql(
     `SELECT c.call_id, c.key_id, c.outcome, c.started_at, c.received_at, h.refunds
      FROM (SELECT call_id, key_id, outcome, started_at, received_at FROM unsettled_outcomes
@@ -156,8 +167,6 @@ interface Planned {
 export class SettlementGroup {
   /** The receipts' chain; a `MissingReceiptError` is thrown only once a batch has calls, as SQLite's `append` throws it. */
   private chain: ReceiptChain | MissingReceiptError | null = null;
-  /** Each endpoint's last call settled in this transaction. */
-  private readonly settledTo = new Map<string, QueuePosition>();
   /** What this transaction's batches refunded, per endpoint and clock hour (the reader does not see it). */
   private readonly refundedHere = new Map<string, Map<number, number>>();
   /** What the group's transfers moved so far, per account: written at its end (`Q.balances`). */
@@ -177,6 +186,11 @@ export class SettlementGroup {
     private readonly boundary: number,
     private readonly at: number,
     private readonly planner: Planner,
+    /**
+     * Each endpoint's last call settled: by the run's groups committed before this one when it
+     * starts (`PgSettlementTable`), then by this transaction.
+     */
+    readonly settledTo: Map<string, QueuePosition>,
   ) {}
 
   async run(run: GroupRun): Promise<BatchView[]> {

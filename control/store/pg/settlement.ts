@@ -12,11 +12,11 @@
  */
 import type { BatchView } from '../../../protocol/settlement';
 import type { Async } from '../seam';
-import { PENDING_ENDPOINTS, batchView, type BatchRow, type NextBatch, type Planner, type SettlementTable } from '../settlement';
+import { batchView, type BatchRow, type NextBatch, type Planner, type SettlementTable } from '../settlement';
 import { GroupRun } from '../settlement-plan';
 import { sql, type PgConn } from './conn';
 import type { PgReceiptsTable } from './receipts';
-import { SettlementGroup, pendingOrderOf } from './settlement-group';
+import { PG_PENDING_ENDPOINTS, SettlementGroup, pendingOrderOf, type QueuePosition } from './settlement-group';
 
 const Q = {
   lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
@@ -24,7 +24,7 @@ const Q = {
   backlog: sql(`SELECT count(*) FROM unsettled_outcomes`),
   // The oldest head among the endpoints: an index seek per endpoint, not a scan of the backlog.
   oldest: sql(
-    `${PENDING_ENDPOINTS}
+    `${PG_PENDING_ENDPOINTS}
      SELECT min((SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
                  ORDER BY q.received_at, q.call_id LIMIT 1))
      FROM e WHERE e.id IS NOT NULL`,
@@ -33,6 +33,15 @@ const Q = {
 };
 
 export class PgSettlementTable implements Async<SettlementTable> {
+  /**
+   * Where the settler's current run stands (a run passes the same `next` to each of its
+   * groups): each endpoint's last call settled by its groups committed so far. The run's next
+   * group reads and walks the queue past them rather than over the entries they deleted (still
+   * in the index until a vacuum). A call before one of them that is still queued was ingested
+   * after its batch was read: the next run starts from the first entry again and settles it.
+   */
+  private run: { next: NextBatch; settledTo: ReadonlyMap<string, QueuePosition> } | null = null;
+
   constructor(
     private readonly conn: PgConn,
     private readonly receipts: PgReceiptsTable,
@@ -65,13 +74,16 @@ export class PgSettlementTable implements Async<SettlementTable> {
    * pool's balance row), as `SettlementTable.settleGroup` picks them (`GroupRun`); if any fails,
    * none of the group commits.
    */
-  settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): Promise<BatchView[]> {
-    return this.conn.tx(async (c) => {
+  async settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): Promise<BatchView[]> {
+    const settledTo = new Map(this.run?.next === next ? this.run.settledTo : []);
+    const made = await this.conn.tx(async (c) => {
       const pool = (await c.value<number>(Q.lockPool)) ?? 0;
       const nextId = (await c.value<number>(Q.nextId))!;
-      const group = new SettlementGroup(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan);
+      const group = new SettlementGroup(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan, settledTo);
       return group.run(new GroupRun(next, budgetCalls));
     }, 'serial');
+    this.run = { next, settledTo }; // committed
+    return made;
   }
 
   /** Outcomes not settled yet, and when the oldest of them was received (ms, or null). */
