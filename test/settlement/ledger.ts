@@ -251,22 +251,35 @@ t.test("a run's groups go on where the last one ended; a call ingested behind th
     const run: NextBatch = { next: () => ({ endpointId: 'a', cap: 1 }), startRound: () => undefined };
     const boundary = T0 + 10;
     const first = await store.settlement.settleGroup(run, boundary, T0, planBatch, 1);
-    t.same(first.map((b) => b.calls), [1]);
+    t.same(
+      first.map((b) => b.calls),
+      [1],
+    );
     t.equal((await store.outcomes.byCallId(queued[0]!.call_id))?.settled_batch, first[0]!.id, 'the oldest call first');
     // Received before the call the first group settled (another control's clock behind).
     const late = outcome({ endpoint_id: 'a', started: T0 - 100 });
     await store.outcomes.ingest([late], T0 - 5);
     const second = await store.settlement.settleGroup(run, boundary, T0, planBatch, 1);
-    t.same(second.map((b) => b.calls), [1]);
+    t.same(
+      second.map((b) => b.calls),
+      [1],
+    );
     const settledSecond = (await store.outcomes.byCallId(queued[1]!.call_id))?.settled_batch;
     if (kind === 'postgres') t.equal(settledSecond, second[0]!.id, 'the run read on past its first group');
     // The next run: a new NextBatch, rounds over the pending endpoints until none is left.
     const made = await settleAll(store, 1000, boundary);
     const all = [...queued, late];
     const rows = await rowsOf(store, all);
-    t.ok(rows.every((r) => r.settled_batch !== null), 'every call settled');
+    t.ok(
+      rows.every((r) => r.settled_batch !== null),
+      'every call settled',
+    );
     t.equal(new Set(rows.map((r) => r.call_id)).size, all.length);
-    t.equal([...first, ...second, ...made].reduce((n, b) => n + b.calls, 0), all.length, 'each call in exactly one batch');
+    t.equal(
+      [...first, ...second, ...made].reduce((n, b) => n + b.calls, 0),
+      all.length,
+      'each call in exactly one batch',
+    );
     t.equal((await store.settlement.backlog()).count, 0);
     t.ok((await store.ledger.verify()).ok, 'ledger verify passes');
   });
