@@ -1,5 +1,5 @@
-// Group commits at the store level, on each store: a group is all or nothing, and a settler
-// run's groups go on from one to the next. Single batches are `ledger.ts`.
+// Group commits at the store level, on each store: a group is all or nothing, a settler run's
+// groups go on from one to the next, and no batch of a group overdraws the pool. Single batches are `ledger.ts`.
 import t from 'tap';
 import { planBatch } from '../../control/settler/plan';
 import type { NextBatch } from '../../control/store/settlement';
@@ -102,5 +102,39 @@ t.test("a run's groups go on where the last one ended; a call ingested behind th
     );
     t.equal((await store.settlement.backlog()).count, 0);
     t.ok((await store.ledger.verify()).ok, 'ledger verify passes');
+  });
+});
+
+t.test('a batch that would overdraw the pool is refused, even when a later batch of its group refills it', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'a');
+    await saveEndpoint(store, 'b'); // premium 100, no fee
+    await fund(store, 1_000);
+    const failed = outcome({ endpoint_id: 'a', outcome: 'server_error', key_id: 'key_a' });
+    const paid = Array.from({ length: 20 }, () => outcome({ endpoint_id: 'b', key_id: 'key_b' }));
+    await store.outcomes.ingest([failed, ...paid], T0);
+    // A planner blind to the pool for endpoint a: it refunds the call's 1,100 in full from a pool
+    // of 1,000; b's 20 premiums (2,000) would bring the pool back above zero by the group's end.
+    const overdraws = (input: Parameters<typeof planBatch>[0]) =>
+      planBatch(input.endpointId === 'a' ? { ...input, pool: Number.MAX_SAFE_INTEGER } : input);
+    const order = () => {
+      const left = ['a', 'b'];
+      return { next: () => (left.length > 0 ? { endpointId: left.shift()!, cap: 100 } : null), startRound: () => undefined };
+    };
+    await t.rejects(store.settlement.settleGroup(order(), T0, T0, overdraws, 1_000));
+    t.equal((await store.settlement.backlog()).count, 21, 'every call is still queued');
+    t.equal(await store.ledger.balance('pool'), 1_000, 'the pool is as funded');
+    t.equal(await store.ledger.settledBatches(), 0);
+    const made = await store.settlement.settleGroup(order(), T0, T0, planBatch, 1_000);
+    t.same(
+      made.map((b) => [b.endpoint_id, b.refunds, b.premiums]),
+      [
+        ['a', 1_000, 0],
+        ['b', 0, 2_000],
+      ],
+      'planned as it should be, the same group settles',
+    );
+    t.ok((await store.ledger.verify()).ok);
   });
 });
