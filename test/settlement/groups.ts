@@ -1,5 +1,6 @@
 // Group commits at the store level, on each store: a group is all or nothing, a settler run's
-// groups go on from one to the next, and no batch of a group overdraws the pool. Single batches are `ledger.ts`.
+// groups go on from one to the next, and no batch of a group overdraws the pool. Single
+// batches are `ledger.ts`.
 import t from 'tap';
 import { planBatch } from '../../control/settler/plan';
 import type { NextBatch } from '../../control/store/settlement';
