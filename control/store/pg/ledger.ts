@@ -35,7 +35,7 @@ import { pgVerifyLedger } from './ledger-verify';
  * The common table expressions that write transfers' rows (`transferParams`' parameters): one
  * row per transfer in input order (ids follow it: the rows are inserted sorted by `n`), and its
  * postings. `n` maps each posting to its transfer; `numbered` answers the ids. A settlement
- * batch writes its transfers with them inside its one statement (`pg/settlement-group.ts`),
+ * batch writes its transfers with them inside its one statement (`pg/settlement-sql.ts`),
  * and moves the balances once for its whole transaction (`BALANCE_CTES`).
  */
 export const TRANSFER_CTES = `input AS (

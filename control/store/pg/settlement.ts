@@ -16,7 +16,8 @@ import { batchView, type BatchRow, type NextBatch, type Planner, type Settlement
 import { GroupRun } from '../settlement-plan';
 import { sql, type PgConn } from './conn';
 import type { PgReceiptsTable } from './receipts';
-import { PG_PENDING_ENDPOINTS, SettlementGroup, pendingOrderOf, type QueuePosition } from './settlement-group';
+import { SettlementGroup } from './settlement-group';
+import { PG_PENDING_ENDPOINTS, pendingOrderOf, type QueuePosition } from './settlement-sql';
 
 const Q = {
   lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
