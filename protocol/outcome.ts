@@ -53,6 +53,19 @@ export const OutcomeRecord = z
   .strict();
 export type OutcomeRecord = z.infer<typeof OutcomeRecord>;
 
+/** A call id as the wire accepts one (`OutcomeRecord.call_id`): a UUID, in either case. */
+const CALL_ID = z.regexes.uuid();
+
+/**
+ * A call id in the form control stores it: a UUID in lowercase (RFC 9562 §4), as gateways write
+ * them and as PostgreSQL's `uuid` type gives them back. Ingest stores every id so, and lookups
+ * compare so, so an id sent in capitals is the same call on both stores. Null for a string that
+ * is not a UUID: no call can have that id.
+ */
+export function canonicalCallId(id: string): string | null {
+  return CALL_ID.test(id) ? id.toLowerCase() : null;
+}
+
 /** Body of `POST /_sync/v1/outcomes`. */
 export const OutcomeBatch = z.object({ gateway_id: z.string().min(1).max(64), records: z.array(OutcomeRecord).max(10_000) }).strict();
 export type OutcomeBatch = z.infer<typeof OutcomeBatch>;

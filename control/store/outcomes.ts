@@ -13,7 +13,7 @@
  * A new row's queue entry goes in by the same kind of statement, in the same savepoint.
  */
 import type { Db } from './db';
-import type { OutcomeRecord } from '../../protocol/outcome';
+import { canonicalCallId, type OutcomeRecord } from '../../protocol/outcome';
 import type { RollupInput, RollupsTable } from './rollups';
 
 /** Rows per multi-row INSERT (10 parameters each; well under SQLite's 32,766). */
@@ -43,7 +43,7 @@ const queueInsert = (rows: number): string =>
 
 /** Put one row's parameters, in `COLUMNS` order, into `args` from index `at`. */
 function putRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number, receivedAt: number): void {
-  args[at] = r.call_id;
+  args[at] = r.call_id.toLowerCase(); // the wire's UUID, stored in lowercase (`canonicalCallId`)
   args[at + 1] = r.key_id;
   args[at + 2] = r.endpoint_id;
   args[at + 3] = r.method;
@@ -59,7 +59,7 @@ function putRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number
 function putQueueRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number, receivedAt: number): void {
   args[at] = r.endpoint_id;
   args[at + 1] = receivedAt;
-  args[at + 2] = r.call_id;
+  args[at + 2] = r.call_id.toLowerCase();
   args[at + 3] = r.key_id;
   args[at + 4] = r.outcome;
   args[at + 5] = startedMs;
@@ -130,7 +130,8 @@ export class OutcomesTable {
   }
 
   byCallId(callId: string): Record<string, unknown> | undefined {
-    return this.byIdStmt.get(callId) as Record<string, unknown> | undefined;
+    const id = canonicalCallId(callId);
+    return id === null ? undefined : (this.byIdStmt.get(id) as Record<string, unknown> | undefined);
   }
 
   /** One row; true if it was new. */

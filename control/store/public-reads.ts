@@ -5,7 +5,7 @@
  * the `outcome_records_by_time` index (migrations 4 and 19). Money totals come from `ledger.ts`.
  */
 import { randomBytes } from 'node:crypto';
-import type { Outcome } from '../../protocol/outcome';
+import { canonicalCallId, type Outcome } from '../../protocol/outcome';
 import type { Db } from './db';
 import type { ActivityRow as LedgerActivityRow } from './ledger';
 
@@ -182,6 +182,7 @@ export class PublicReads {
 
   /** The recorded call with the gateway's call id `callId` (its `X-Svc-Call-Id`), if any. */
   call(callId: string): ActivityRow | null {
-    return (this.callStmt.get(callId) as ActivityRow | undefined) ?? null;
+    const id = canonicalCallId(callId);
+    return id === null ? null : ((this.callStmt.get(id) as ActivityRow | undefined) ?? null);
   }
 }

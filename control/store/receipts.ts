@@ -23,6 +23,7 @@
  * SQL is here.
  */
 import type { Db } from './db';
+import { canonicalCallId } from '../../protocol/outcome';
 import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
 import { SUBTREE_LEAVES } from '../receipts/tree';
 import type { PendingTree } from '../receipts/tree-hasher';
@@ -288,7 +289,9 @@ export class ReceiptsTable {
    * of 64 rows; without them, or when they disagree with the rows, it hashes the whole batch. Either way the leaf and path come
    * from the rows as they are now, so a rewritten row yields a proof that does not verify.
    */
-  proof(callId: string): ProofLookup {
+  proof(id: string): ProofLookup {
+    const callId = canonicalCallId(id);
+    if (callId === null) return { state: 'unknown' };
     const call = this.callStmt.get(callId) as { settled_batch: number | null; received_at: number } | undefined;
     if (call === undefined) return { state: 'unknown' };
     if (call.settled_batch === null) return { state: 'unsettled' };

@@ -18,13 +18,15 @@ import { T0, fund, settleAll } from '../fixtures/ledger';
 
 const BATCH = `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls)
   VALUES (1, 'e', ${T0}, 2, 100, 0, 900, 1100, 1)`;
+/** Call ids, as UUIDs (PostgreSQL's migration 10 refuses anything else). */
+const [C1, C2, C3, C4] = [1, 2, 3, 4].map((n) => `018f0000-0000-7000-8000-00000000000${n}`);
 const ROW = `INSERT INTO outcomes (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at,
   settled_batch, premium, refund, refund_owed, clamp)`;
 const ROWS = [
-  `${ROW} VALUES ('c1', 'key_a', 'e', 'POST', 200, 'ok', 12, ${T0}, 'gw', ${T0 + 5}, 1, 100, 0, 0, NULL)`,
-  `${ROW} VALUES ('c2', 'key_a', 'e', 'POST', 500, 'server_error', 30, ${T0 + 1}, 'gw', ${T0 + 6}, 1, 0, 900, 1100, 'pool_depleted')`,
-  `${ROW} VALUES ('c3', NULL, 'e', 'GET', 404, 'client_error', 8, ${T0 + 2}, 'gw', ${T0 + 7}, NULL, NULL, NULL, NULL, NULL)`,
-  `${ROW} VALUES ('c4', 'key_b', 'e', 'GET', 200, 'ok', 9, ${T0 + 3}, 'gw', ${T0 + 8}, NULL, NULL, NULL, NULL, NULL)`,
+  `${ROW} VALUES ('${C1}', 'key_a', 'e', 'POST', 200, 'ok', 12, ${T0}, 'gw', ${T0 + 5}, 1, 100, 0, 0, NULL)`,
+  `${ROW} VALUES ('${C2}', 'key_a', 'e', 'POST', 500, 'server_error', 30, ${T0 + 1}, 'gw', ${T0 + 6}, 1, 0, 900, 1100, 'pool_depleted')`,
+  `${ROW} VALUES ('${C3}', NULL, 'e', 'GET', 404, 'client_error', 8, ${T0 + 2}, 'gw', ${T0 + 7}, NULL, NULL, NULL, NULL, NULL)`,
+  `${ROW} VALUES ('${C4}', 'key_b', 'e', 'GET', 200, 'ok', 9, ${T0 + 3}, 'gw', ${T0 + 8}, NULL, NULL, NULL, NULL, NULL)`,
 ];
 const ALL = `SELECT * FROM outcomes ORDER BY call_id`;
 
@@ -56,16 +58,12 @@ t.test('the outcomes of the schema before read the same, the unsettled ones are 
     t.equal(before.length, 4);
     const store = await openInstall(t, at, { receipts: false });
     t.same(await rawQuery(at, ALL), before, 'every row and field, through the view');
-    t.same(
-      await rawQuery(at, `SELECT call_id FROM unsettled_outcomes ORDER BY call_id`),
-      [['c3'], ['c4']],
-      'the unsettled calls are queued',
-    );
+    t.same(await rawQuery(at, `SELECT call_id FROM unsettled_outcomes ORDER BY call_id`), [[C3], [C4]], 'the unsettled calls are queued');
     t.same(
       await rawQuery(at, `SELECT call_id, batch_id, premium, refund, refund_owed, clamp FROM settled_calls ORDER BY call_id`),
       [
-        ['c1', 1, 100, 0, 0, null],
-        ['c2', 1, 0, 900, 1100, 'pool_depleted'],
+        [C1, 1, 100, 0, 0, null],
+        [C2, 1, 0, 900, 1100, 'pool_depleted'],
       ],
       'the settled calls keep their batch and amounts',
     );
@@ -73,9 +71,9 @@ t.test('the outcomes of the schema before read the same, the unsettled ones are 
     await fund(store, 10);
     await settleAll(store);
     t.equal((await store.settlement.backlog()).count, 0, 'the queue settles');
-    t.same(await rawQuery(at, `SELECT call_id, settled_batch FROM outcomes WHERE call_id IN ('c3', 'c4') ORDER BY call_id`), [
-      ['c3', 2],
-      ['c4', 2],
+    t.same(await rawQuery(at, `SELECT call_id, settled_batch FROM outcomes WHERE call_id IN ('${C3}', '${C4}') ORDER BY call_id`), [
+      [C3, 2],
+      [C4, 2],
     ]);
   });
 });

@@ -3,8 +3,8 @@
  * SQLite install copied table by table, every row equal on both sides, `keys.seq` in rowid
  * order, the identity sequences moved past the copied ids (and past SQLite's AUTOINCREMENT
  * counters), the data dir untouched; a target holding svc tables refused and left alone; a
- * copy that fails (a value PostgreSQL refuses, a table PostgreSQL's schema lacks, an old
- * source) leaves the target as it found it.
+ * copy that fails (a value PostgreSQL refuses or would rewrite, a table PostgreSQL's schema
+ * lacks, an old source) leaves the target as it found it.
  *
  * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
  */
@@ -237,6 +237,11 @@ if (!skipWithoutPostgres(t)) {
         'a value PostgreSQL refuses (a NUL character in text), after most tables are copied',
         (db) => db.prepare(`UPDATE receipts SET sig = sig || char(0) WHERE batch = 1`).run(),
         /invalid byte sequence for encoding "UTF8": 0x00/,
+      ],
+      [
+        'a call id in capitals (stored so before ingest lowercased ids; PostgreSQL’s uuid would rewrite it)',
+        (db) => db.exec(`UPDATE outcome_records SET call_id = upper(call_id) WHERE call_id = (SELECT max(call_id) FROM outcome_records)`),
+        /^table outcome_records: call_id "[0-9A-F-]{36}" is not a lowercase UUID, so PostgreSQL would not store it as it is$/,
       ],
       [
         'a table PostgreSQL’s schema does not have',

@@ -22,6 +22,7 @@ import { MIGRATIONS } from '../migrations';
 import { MIGRATIONS_TABLE, migratePg } from './migrate';
 import { PG_TYPES } from './types';
 import { CodedError } from '../../../protocol/coded-error';
+import { canonicalCallId } from '../../../protocol/outcome';
 
 /** Rows per INSERT (each column one array parameter). @default 5000 */
 export const COPY_BATCH_ROWS = 5_000;
@@ -331,12 +332,26 @@ async function copyTable(source: Db, client: PoolClient, p: TablePlan, signal: A
     batch = empty();
     pending = 0;
   };
+  const uuids = p.columns.flatMap((c, i) => (c.type === 'uuid' ? [i] : []));
   for (const row of rows) {
+    for (const i of uuids) checkUuid(p, i, row[i]);
     for (let i = 0; i < width; i++) batch[i]!.push(row[i]);
     if (++pending === COPY_BATCH_ROWS) await flush();
   }
   if (pending > 0) await flush();
   return copied;
+}
+
+/**
+ * A value for a `uuid` column (call ids, PostgreSQL's migration 10) must be one the column
+ * prints back unchanged: a lowercase UUID, as ingest stores them. Any other would be rewritten
+ * by the cast, and a call id is hashed into its batch's signed receipt as it is.
+ */
+function checkUuid(p: TablePlan, column: number, value: unknown): void {
+  if (value === null || (typeof value === 'string' && canonicalCallId(value) === value)) return;
+  throw new StoreCopyError(
+    `table ${p.name}: ${p.columns[column]!.name} ${JSON.stringify(value)} is not a lowercase UUID, so PostgreSQL would not store it as it is`,
+  );
 }
 
 /** Move an identity column's sequence past the ids copied (and past every id SQLite's AUTOINCREMENT gave). */

@@ -39,7 +39,7 @@ import { pgVerifyLedger } from './ledger-verify';
  * and moves the balances once for its whole transaction (`BALANCE_CTES`).
  */
 export const TRANSFER_CTES = `input AS (
-       SELECT * FROM unnest(@at::bigint[], @kind::text[], @call_id::text[], @batch_id::bigint[], @reference::text[], @actor::text[])
+       SELECT * FROM unnest(@at::bigint[], @kind::text[], @call_id::uuid[], @batch_id::bigint[], @reference::text[], @actor::text[])
          WITH ORDINALITY AS i (at, kind, call_id, batch_id, reference, actor, n)),
      transfers AS (
        INSERT INTO ledger_transfers (at, kind, call_id, batch_id, reference, actor)

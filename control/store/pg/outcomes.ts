@@ -18,7 +18,7 @@
  * call id order so two batches holding the same calls (a shipper's retry while its first try
  * still runs) wait for each other rather than deadlock; the rollups lock theirs in order too.
  */
-import { UNRATED_OUTCOMES, type OutcomeRecord } from '../../../protocol/outcome';
+import { canonicalCallId, UNRATED_OUTCOMES, type OutcomeRecord } from '../../../protocol/outcome';
 import type { OutcomesTable } from '../outcomes';
 import { COUNT_COLUMNS, LATENCY_BOUNDS_MS, MINUTE_MS, OUTCOME_COLUMNS } from '../rollups';
 import type { Async } from '../seam';
@@ -53,10 +53,10 @@ const Q = {
     `WITH inserted AS (
      INSERT INTO outcome_records (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, received_at)
      SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, @received_at::bigint
-     FROM unnest(@call_id::text[], @key_id::text[], @endpoint_id::text[], @method::text[], @status::bigint[],
+     FROM unnest(@call_id::uuid[], @key_id::text[], @endpoint_id::text[], @method::text[], @status::bigint[],
                  @outcome::text[], @latency_ms::bigint[], @started_at::bigint[], @gateway_id::text[]) WITH ORDINALITY
        AS r (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, n)
-     ORDER BY call_id COLLATE "C", n
+     ORDER BY call_id, n
      ON CONFLICT (call_id) DO NOTHING
      RETURNING call_id, key_id, endpoint_id, started_at, received_at, outcome, latency_ms),
      queued AS (INSERT INTO unsettled_outcomes (endpoint_id, received_at, call_id, key_id, outcome, started_at)
@@ -82,7 +82,7 @@ function columnsOf(records: readonly OutcomeRecord[], receivedAt: number): Recor
   const gatewayId = new Array<string>(n);
   for (let i = 0; i < n; i++) {
     const r = records[i]!;
-    callId[i] = r.call_id;
+    callId[i] = r.call_id; // the `uuid` cast stores it in lowercase (`canonicalCallId`)
     keyId[i] = r.key_id;
     endpointId[i] = r.endpoint_id;
     method[i] = r.method;
@@ -122,7 +122,8 @@ export class PgOutcomesTable implements Async<OutcomesTable> {
     return (await this.conn.value<number>(Q.count))!;
   }
 
-  byCallId(callId: string): Promise<Record<string, unknown> | undefined> {
-    return this.conn.get(Q.byId, [callId]);
+  async byCallId(callId: string): Promise<Record<string, unknown> | undefined> {
+    const id = canonicalCallId(callId);
+    return id === null ? undefined : this.conn.get(Q.byId, [id]);
   }
 }

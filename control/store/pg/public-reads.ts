@@ -19,6 +19,7 @@ import {
   type PublicReads,
 } from '../public-reads';
 import type { Async } from '../seam';
+import { canonicalCallId } from '../../../protocol/outcome';
 import { sql, type PgConn } from './conn';
 
 const Q = {
@@ -82,6 +83,7 @@ export class PgPublicReads implements Async<PublicReads> {
 
   /** The recorded call with the gateway's call id `callId` (its `X-Svc-Call-Id`), if any. */
   async call(callId: string): Promise<ActivityRow | null> {
-    return (await this.conn.get<ActivityRow>(Q.call, [callId])) ?? null;
+    const id = canonicalCallId(callId);
+    return id === null ? null : ((await this.conn.get<ActivityRow>(Q.call, [id])) ?? null);
   }
 }

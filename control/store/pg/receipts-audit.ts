@@ -9,6 +9,7 @@ import type { Receipt } from '../../../protocol/receipts';
 import type { ReceiptKeyRow } from '../receipts-core';
 import { ChainAudit, RootAudit, type AuditBatch, type AuditLeafRow, type BatchWithReceipt } from '../receipts-audit';
 import { sql, type PgConn } from './conn';
+import { NIL_CALL_ID } from './types';
 
 /** Batches read per page by the chain check. @default 1000 */
 export const BATCH_PAGE = 1_000;
@@ -56,8 +57,8 @@ export function receiptRootViolation(conn: PgConn, pageSize = CALL_PAGE): Promis
     const secret = await c.value<Buffer>(Q.secret);
     if (secret === undefined) return null; // no store has opened this database yet: nothing settled
     const audit = new RootAudit(secret);
-    // Batch ids start at 1: (0, 0, '') is before every settled call.
-    let after = { batch: 0, received_at: 0, call_id: '' };
+    // Batch ids start at 1: (0, 0, nil) is before every settled call.
+    let after = { batch: 0, received_at: 0, call_id: NIL_CALL_ID };
     for (;;) {
       const page = await c.all<AuditLeafRow & { received_at: number }>(Q.calls, { ...after, limit: pageSize });
       for (const row of page) {

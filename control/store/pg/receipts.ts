@@ -18,6 +18,7 @@
  *   run roots of one state, as SQLite's one synchronous call reads them, in two statements.
  */
 import type { Hash32 } from '../../../protocol/merkle';
+import { canonicalCallId } from '../../../protocol/outcome';
 import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../../protocol/receipts';
 import { SUBTREE_LEAVES } from '../../receipts/tree';
 import type { PendingTree } from '../../receipts/tree-hasher';
@@ -318,7 +319,9 @@ export class PgReceiptsTable implements Async<ReceiptsTable> {
    * `proof`): the call, its receipt and run roots in one statement, then its run of 64 rows (or,
    * without valid run roots, the whole batch), in one snapshot.
    */
-  proof(callId: string): Promise<ProofLookup> {
+  async proof(id: string): Promise<ProofLookup> {
+    const callId = canonicalCallId(id);
+    if (callId === null) return { state: 'unknown' };
     return this.conn.tx(async (c): Promise<ProofLookup> => {
       const row = await c.get<ProofRow>(Q.proofOf, [callId]);
       if (row === undefined) return { state: 'unknown' };

@@ -9,16 +9,17 @@ import type { TransferInput } from '../ledger-core';
 import type { SignedReceipt } from '../receipts-core';
 import { sql, type PgConn } from './conn';
 import { BALANCE_CTES, TRANSFER_CTES, transferParams } from './ledger';
+import { NIL_CALL_ID } from './types';
 
 /** The standard amounts, column by column (`standardAmountColumns`), and the columns they fill. */
 const STANDARD = standardAmountColumns((p) => `@std_${p}::bigint`);
 const AMOUNTS = ['premium', 'refund', 'refund_owed', 'clamp'] as const;
 
 /**
- * Before every queue entry in settlement order: the empty call id sorts first in the "C"
- * collation, and no `received_at` (control's clock, in ms) is that far in the past.
+ * Before every queue entry in settlement order: no `received_at` (control's clock, in ms) is
+ * that far in the past, and the nil UUID is the first call id.
  */
-export const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: '' };
+export const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: NIL_CALL_ID };
 
 /** A place in the settler's queue of one endpoint. */
 export interface QueuePosition {
@@ -43,9 +44,9 @@ export const Q = {
   heads: sql(
     `${PG_PENDING_ENDPOINTS}
      SELECT e.id, (SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
-                     AND (q.received_at, q.call_id) > (coalesce(c.received_at, ${NOTHING_BEFORE.received_at}), coalesce(c.call_id, ''))
+                     AND (q.received_at, q.call_id) > (coalesce(c.received_at, ${NOTHING_BEFORE.received_at}), coalesce(c.call_id, '${NIL_CALL_ID}'))
                    ORDER BY q.received_at, q.call_id LIMIT 1) AS head
-     FROM e LEFT JOIN unnest(@cursor_endpoint::text[], @cursor_received_at::bigint[], @cursor_call_id::text[])
+     FROM e LEFT JOIN unnest(@cursor_endpoint::text[], @cursor_received_at::bigint[], @cursor_call_id::uuid[])
        AS c (endpoint_id, received_at, call_id) ON c.endpoint_id = e.id
      WHERE e.id IS NOT NULL`,
   ),
@@ -59,7 +60,7 @@ export const Q = {
     `SELECT c.call_id, c.key_id, c.outcome, c.started_at, c.received_at, h.refunds
      FROM (SELECT call_id, key_id, outcome, started_at, received_at FROM unsettled_outcomes
            WHERE endpoint_id = @endpoint AND received_at <= @boundary
-             AND (received_at, call_id) > (@after_received_at::bigint, @after_call_id::text)
+             AND (received_at, call_id) > (@after_received_at::bigint, @after_call_id::uuid)
            ORDER BY received_at, call_id LIMIT @cap) AS c
        LEFT JOIN refund_hours h ON h.endpoint_id = @endpoint
          AND h.hour = c.started_at / ${HOUR_MS} - CASE WHEN c.started_at % ${HOUR_MS} < 0 THEN 1 ELSE 0 END
@@ -82,12 +83,12 @@ export const Q = {
        INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls)
        VALUES (@batch, @endpoint, @created_at, @calls, @premiums, @treasury_fees, @refunds, @refunds_owed, @clamped_calls)),
      x AS (
-       SELECT * FROM unnest(@x_call_id::text[], @x_premium::bigint[], @x_refund::bigint[], @x_refund_owed::bigint[], @x_clamp::text[])
+       SELECT * FROM unnest(@x_call_id::uuid[], @x_premium::bigint[], @x_refund::bigint[], @x_refund_owed::bigint[], @x_clamp::text[])
          AS x (call_id, premium, refund, refund_owed, clamp)),
      q AS (
        DELETE FROM unsettled_outcomes
-       WHERE endpoint_id = @endpoint AND (received_at, call_id) > (@after_received_at::bigint, @after_call_id::text)
-         AND (received_at, call_id) <= (@last_received_at::bigint, @last_call_id::text)
+       WHERE endpoint_id = @endpoint AND (received_at, call_id) > (@after_received_at::bigint, @after_call_id::uuid)
+         AND (received_at, call_id) <= (@last_received_at::bigint, @last_call_id::uuid)
        RETURNING *),
      settled AS (
        INSERT INTO settled_calls (${SETTLED_COLUMNS})
@@ -104,7 +105,7 @@ export const Q = {
        SELECT @batch, @r_v, @r_prev, @r_root, @r_tree_size, @refunds, @premiums, @r_settled_at, @r_kid, @r_sig, @r_subtrees
        WHERE @r_v::bigint IS NOT NULL)
      SELECT (SELECT count(*) FROM settled) AS settled,
-            (SELECT min(x.call_id) FROM x WHERE NOT EXISTS (SELECT 1 FROM q WHERE q.call_id = x.call_id)) AS missed`,
+            (SELECT x.call_id FROM x WHERE NOT EXISTS (SELECT 1 FROM q WHERE q.call_id = x.call_id) ORDER BY 1 LIMIT 1) AS missed`,
   ),
 };
 

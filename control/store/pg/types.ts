@@ -8,6 +8,7 @@
  *   leaves int8 as a string by default.
  * - `sum()` of BIGINT is NUMERIC, which stays a string: cast sums (`sum(amount)::bigint`).
  * - BYTEA is a Buffer, DOUBLE PRECISION a number (node-postgres' defaults).
+ * - UUID (call ids, migration 10) is its lowercase text, node-postgres' default.
  */
 import { types, type CustomTypesConfig } from 'pg';
 
@@ -17,6 +18,9 @@ export function parseBigint(text: string): number {
   if (!Number.isSafeInteger(value)) throw new RangeError(`bigint ${text} is beyond the safe integers (±${Number.MAX_SAFE_INTEGER})`);
   return value;
 }
+
+/** The nil UUID, first in `uuid` order: with a time or batch before every call's, a position before them all. */
+export const NIL_CALL_ID = '00000000-0000-0000-0000-000000000000';
 
 export const PG_TYPES: CustomTypesConfig = {
   getTypeParser: (oid, format) => {
