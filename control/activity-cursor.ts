@@ -7,6 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
 import { SvcError } from '../protocol/errors';
+import { NIL_CALL_ID } from '../protocol/outcome';
 import type { ActivityCursor } from './store/public-reads';
 
 const NONCE_BYTES = 12;
@@ -59,7 +60,7 @@ export function parseBefore(raw: string | null, cursors: CursorCodec): ActivityC
   if (raw === null || raw === '') return null;
   if (ISO_TIME.test(raw)) {
     const t = Date.parse(raw);
-    if (Number.isFinite(t)) return { started_at: t, call_id: '' };
+    if (Number.isFinite(t)) return { started_at: t, call_id: NIL_CALL_ID }; // before every call that started at t
   }
   const cursor = cursors.open(raw);
   if (cursor === null) {

@@ -53,6 +53,12 @@ export const OutcomeRecord = z
   .strict();
 export type OutcomeRecord = z.infer<typeof OutcomeRecord>;
 
+/**
+ * The nil UUID, first of all call ids in order (bytes, or lowercase text): paired with a time,
+ * a position before every call at that time.
+ */
+export const NIL_CALL_ID = '00000000-0000-0000-0000-000000000000';
+
 /** A call id as the wire accepts one (`OutcomeRecord.call_id`): a UUID, in either case. */
 const CALL_ID = z.regexes.uuid();
 

@@ -10,7 +10,8 @@
  * rolled back to its savepoint and inserted row by row, so the rollups get exactly the rows
  * that were new. Only a stored call id is skipped: a row that breaks any other constraint fails
  * the whole batch (the wire schema keeps such rows out; a silently dropped outcome is a lost one).
- * A new row's queue entry goes in by the same kind of statement, in the same savepoint.
+ * A new row's queue entry goes in by the same kind of statement, in the same savepoint. Call ids
+ * are stored in lowercase (`canonicalCallId`), so an id shipped in capitals is the same call.
  */
 import type { Db } from './db';
 import { canonicalCallId, type OutcomeRecord } from '../../protocol/outcome';
@@ -42,8 +43,8 @@ const queueInsert = (rows: number): string =>
   new Array<string>(rows).fill(`(${QUEUE_COLUMNS.map(() => '?').join(', ')})`).join(', ');
 
 /** Put one row's parameters, in `COLUMNS` order, into `args` from index `at`. */
-function putRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number, receivedAt: number): void {
-  args[at] = r.call_id.toLowerCase(); // the wire's UUID, stored in lowercase (`canonicalCallId`)
+function putRow(args: unknown[], at: number, r: OutcomeRecord, id: string, startedMs: number, receivedAt: number): void {
+  args[at] = id;
   args[at + 1] = r.key_id;
   args[at + 2] = r.endpoint_id;
   args[at + 3] = r.method;
@@ -56,10 +57,10 @@ function putRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number
 }
 
 /** Put one row's queue parameters, in `QUEUE_COLUMNS` order, into `args` from index `at`. */
-function putQueueRow(args: unknown[], at: number, r: OutcomeRecord, startedMs: number, receivedAt: number): void {
+function putQueueRow(args: unknown[], at: number, r: OutcomeRecord, id: string, startedMs: number, receivedAt: number): void {
   args[at] = r.endpoint_id;
   args[at + 1] = receivedAt;
-  args[at + 2] = r.call_id.toLowerCase();
+  args[at + 2] = id;
   args[at + 3] = r.key_id;
   args[at + 4] = r.outcome;
   args[at + 5] = startedMs;
@@ -91,14 +92,17 @@ export class OutcomesTable {
     this.countStmt = db.prepare(`SELECT count(*) FROM outcome_records`).pluck();
     this.byIdStmt = db.prepare(`SELECT * FROM outcomes WHERE call_id = ?`);
     // Nested in `insertBatch`, so better-sqlite3 runs it in a savepoint: throwing undoes the chunk only.
-    this.insertChunk = db.transaction((records: OutcomeRecord[], from: number, started: number[], at: number) => {
-      for (let i = 0; i < CHUNK_ROWS; i++) putRow(this.chunkArgs, i * COLUMNS.length, records[from + i]!, started[from + i]!, at);
+    this.insertChunk = db.transaction((records: OutcomeRecord[], from: number, ids: string[], started: number[], at: number) => {
+      for (let i = 0; i < CHUNK_ROWS; i++)
+        putRow(this.chunkArgs, i * COLUMNS.length, records[from + i]!, ids[from + i]!, started[from + i]!, at);
       if (this.chunkStmt.run(...this.chunkArgs).changes !== CHUNK_ROWS) throw new ChunkHadDuplicates();
       for (let i = 0; i < CHUNK_ROWS; i++)
-        putQueueRow(this.queueChunkArgs, i * QUEUE_COLUMNS.length, records[from + i]!, started[from + i]!, at);
+        putQueueRow(this.queueChunkArgs, i * QUEUE_COLUMNS.length, records[from + i]!, ids[from + i]!, started[from + i]!, at);
       this.queueChunkStmt.run(...this.queueChunkArgs);
     });
     this.insertBatch = db.transaction((records: OutcomeRecord[], at: number) => {
+      // The wire's UUIDs, stored in lowercase (`canonicalCallId`).
+      const ids = records.map((r) => r.call_id.toLowerCase());
       const started = records.map((r) => Date.parse(r.started_at));
       const inserted: RollupInput[] = [];
       const keep = (r: OutcomeRecord, i: number) =>
@@ -106,14 +110,14 @@ export class OutcomesTable {
       let i = 0;
       for (; i + CHUNK_ROWS <= records.length; i += CHUNK_ROWS) {
         try {
-          this.insertChunk(records, i, started, at);
+          this.insertChunk(records, i, ids, started, at);
           for (let j = i; j < i + CHUNK_ROWS; j++) keep(records[j]!, j);
         } catch (err) {
           if (!(err instanceof ChunkHadDuplicates)) throw err;
-          for (let j = i; j < i + CHUNK_ROWS; j++) if (this.insertOne(records[j]!, started[j]!, at)) keep(records[j]!, j);
+          for (let j = i; j < i + CHUNK_ROWS; j++) if (this.insertOne(records[j]!, ids[j]!, started[j]!, at)) keep(records[j]!, j);
         }
       }
-      for (; i < records.length; i++) if (this.insertOne(records[i]!, started[i]!, at)) keep(records[i]!, i);
+      for (; i < records.length; i++) if (this.insertOne(records[i]!, ids[i]!, started[i]!, at)) keep(records[i]!, i);
       // Only rows actually inserted reach the rollups: a replayed call never counts twice.
       rollups.add(inserted);
       return inserted.length;
@@ -135,10 +139,10 @@ export class OutcomesTable {
   }
 
   /** One row; true if it was new. */
-  private insertOne(r: OutcomeRecord, startedMs: number, at: number): boolean {
-    putRow(this.rowArgs, 0, r, startedMs, at);
+  private insertOne(r: OutcomeRecord, id: string, startedMs: number, at: number): boolean {
+    putRow(this.rowArgs, 0, r, id, startedMs, at);
     if (this.insertStmt.run(...this.rowArgs).changes !== 1) return false;
-    putQueueRow(this.queueRowArgs, 0, r, startedMs, at);
+    putQueueRow(this.queueRowArgs, 0, r, id, startedMs, at);
     this.queueStmt.run(...this.queueRowArgs);
     return true;
   }

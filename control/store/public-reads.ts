@@ -5,7 +5,7 @@
  * the `outcome_records_by_time` index (migrations 4 and 19). Money totals come from `ledger.ts`.
  */
 import { randomBytes } from 'node:crypto';
-import { canonicalCallId, type Outcome } from '../../protocol/outcome';
+import { canonicalCallId, NIL_CALL_ID, type Outcome } from '../../protocol/outcome';
 import type { Db } from './db';
 import type { ActivityRow as LedgerActivityRow } from './ledger';
 
@@ -87,7 +87,7 @@ export const REFUNDS_SQL = (endpoint: boolean): string =>
 export const ACTIVITY_COLUMNS = `call_id, endpoint_id, outcome, status, latency_ms, started_at, settled_batch, premium, refund, clamp`;
 
 /** The keyset a first filtered page starts below: after every call. */
-export const NEWEST: ActivityCursor = { started_at: Number.MAX_SAFE_INTEGER, call_id: '' };
+export const NEWEST: ActivityCursor = { started_at: Number.MAX_SAFE_INTEGER, call_id: NIL_CALL_ID };
 
 export const ACCOUNT_SQL = {
   groups: (sum: (column: string) => string, settled: string) =>

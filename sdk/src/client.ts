@@ -302,7 +302,7 @@ export class SvcClient {
     let verdict: RefundVerdict;
     try {
       keyring = new ReceiptKeyring(jwks);
-      verdict = verifyCallProof(proof, keyring, callId);
+      verdict = verifyCallProof(proof, keyring, callId.toLowerCase()); // control stores call ids in lowercase
     } catch (err) {
       throw sdkError('svc_sdk_bad_response', 'the proof or the JWKS could not be read', { cause: err });
     }

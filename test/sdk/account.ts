@@ -73,6 +73,7 @@ t.test('account() and calls() read the key’s own account', async (t) => {
   t.same(seen, [...aIds].reverse(), "A's calls, newest first, by the X-Svc-Call-Id each call was answered with");
   const verdict = await agentA.verifyRefund(seen[0]!);
   t.ok(verdict.ok, 'a listed call id is what verifyRefund takes');
+  t.ok((await agentA.verifyRefund(seen[0]!.toUpperCase())).ok, 'in capitals too');
 
   const bSeen: string[] = [];
   for await (const page of agentB.calls()) bSeen.push(...page.calls.map((c) => c.call_id));

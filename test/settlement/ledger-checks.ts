@@ -103,7 +103,8 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
 t.test('a call can have only one transfer of each kind', async (t) => {
   forEachStore(t, async (t, kind) => {
     const { exec } = await openWithSql(t, kind);
-    const insert = () => exec(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (${T0}, 'refund', 'call-1', 't')`);
+    const insert = () =>
+      exec(`INSERT INTO ledger_transfers (at, kind, call_id, actor) VALUES (${T0}, 'refund', '018f0000-0000-7000-8000-000000000001', 't')`);
     await insert();
     await t.rejects(insert, /UNIQUE|ledger_one_kind_per_call/, 'ledger_one_kind_per_call');
   });
@@ -165,33 +166,33 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
       ],
       [
         'an outcome un-settled',
-        `DELETE FROM settled_calls WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
+        `DELETE FROM settled_calls WHERE call_id = (SELECT call_id FROM settled_calls ORDER BY call_id LIMIT 1)`,
         /call \S+ is neither settled nor waiting to be/,
       ],
       [
         'a settled call queued again',
         `INSERT INTO unsettled_outcomes (endpoint_id, received_at, call_id, key_id, outcome, started_at)
-         SELECT endpoint_id, received_at, call_id, key_id, outcome, started_at FROM settled_calls WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
+         SELECT endpoint_id, received_at, call_id, key_id, outcome, started_at FROM settled_calls WHERE call_id = (SELECT call_id FROM settled_calls ORDER BY call_id LIMIT 1)`,
         /call \S+ is settled and still waiting to be/,
       ],
       [
         'an outcome record rewritten after it settled',
-        `UPDATE outcome_records SET outcome = 'client_error' WHERE call_id = (SELECT min(call_id) FROM outcome_records WHERE outcome = 'server_error')`,
+        `UPDATE outcome_records SET outcome = 'client_error' WHERE call_id = (SELECT call_id FROM outcome_records WHERE outcome = 'server_error' ORDER BY call_id LIMIT 1)`,
         /call \S+ is settled as a call its outcome record does not describe/,
       ],
       [
         "a settled call's outcome record deleted",
-        `DELETE FROM outcome_records WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
+        `DELETE FROM outcome_records WHERE call_id = (SELECT call_id FROM settled_calls ORDER BY call_id LIMIT 1)`,
         /call \S+ is settled as a call its outcome record does not describe/,
       ],
       [
         'a settled call moved to another batch',
-        `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE settled_calls SET batch_id = 2 WHERE outcome = 'client_error' OR call_id = (SELECT min(call_id) FROM settled_calls)`,
+        `INSERT INTO settlement_batches (id, endpoint_id, created_at, calls, premiums, treasury_fees, refunds, refunds_owed, clamped_calls) VALUES (2, 'ep', 0, 1, 0, 0, 0, 0, 0); UPDATE settled_calls SET batch_id = 2 WHERE outcome = 'client_error' OR call_id = (SELECT call_id FROM settled_calls ORDER BY call_id LIMIT 1)`,
         /batch [12] does not match/,
       ],
       [
         'a call settled in a batch that does not exist',
-        `${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : ''}UPDATE settled_calls SET batch_id = 99 WHERE call_id = (SELECT min(call_id) FROM settled_calls)`,
+        `${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : ''}UPDATE settled_calls SET batch_id = 99 WHERE call_id = (SELECT call_id FROM settled_calls ORDER BY call_id LIMIT 1)`,
         /is settled in batch 99, which does not exist/,
       ],
       ['a premium on a failure', `UPDATE settled_calls SET premium = 5 WHERE outcome = 'server_error'`, /a premium on a server_error call/],

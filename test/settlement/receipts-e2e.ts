@@ -294,6 +294,8 @@ t.test('a failed call’s refund is proven from public reads alone', async (t) =
   );
   const oneJson = await stack.cli(['receipts', 'verify', '--indexer', indexer, '--call', failed.id, '--json']);
   t.match(oneJson.json(), { ok: true, call_id: failed.id, batch: 1, kid: jwks.keys[0].kid, reasons: [] });
+  const shouted = await stack.cli(['receipts', 'verify', '--indexer', indexer, '--call', failed.id.toUpperCase(), '--json']);
+  t.match(shouted.json(), { ok: true, call_id: failed.id, batch: 1, reasons: [] }, 'the id in capitals is the same call');
   const pinnedCall = await stack.cli([
     'receipts',
     'verify',

@@ -29,8 +29,11 @@ import { withPostgres } from '../fixtures/postgres';
 const T0 = Date.UTC(2030, 0, 1, 12);
 const SIZES = [1, 64, 65, 130, 3, 7];
 const KINDS: Outcome[] = ['ok', 'server_error', 'ok', 'network_error', 'client_error', 'latency_breach'];
-/** Ids whose order differs between byte order (what both stores use) and a linguistic collation. */
-const PREFIXES = ['a-b', 'A_b', 'ab', 'a.b', 'Z1', 'z', '_', 'B'];
+/**
+ * Call ids (lowercase UUIDs) mixing digits and letters in the places that decide their order:
+ * SQLite orders them as text, PostgreSQL as `uuid` bytes, and the two must agree.
+ */
+const PREFIXES = ['a0b1c2d3', '9f8e7d6c', '0a0a0a0a', 'ffffffff', '00000000', 'a0b1c2d4', '10000000', 'efffffff'];
 
 interface Row {
   call_id: string;
@@ -76,7 +79,7 @@ function settledRows(): { batches: BatchRow[]; calls: Row[] } {
       const refund = kind === 'server_error' || kind === 'network_error' || kind === 'latency_breach' ? 1000 : 0;
       const clamp = refund > 0 && n % 5 === 0 ? 'pool_depleted' : null;
       mine.push({
-        call_id: `${PREFIXES[n % PREFIXES.length]}-${String(1000 - n)}`,
+        call_id: `${PREFIXES[n % PREFIXES.length]}-0000-7000-${n % 2 ? 'a' : '8'}000-${String(1000 - n).padStart(12, '0')}`,
         key_id: `key_${n % 3}`,
         endpoint_id: endpoint,
         method: 'POST',

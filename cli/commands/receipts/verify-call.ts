@@ -5,6 +5,7 @@
  * Exit 0 when every check holds, 1 naming what failed, or when the call is unknown or not
  * settled yet.
  */
+import { canonicalCallId } from '../../../protocol/outcome';
 import type { CallProof } from '../../../protocol/receipts';
 import { verifyCallProof, type RefundVerdict } from '../../../protocol/receipts-verify';
 import type { Deps } from '../../deps';
@@ -19,18 +20,17 @@ export interface CallVerifyView extends RefundVerdict {
   kid: string | null;
 }
 
-/** Call ids as the gateway makes them (UUIDv7); anything else is refused before a request. */
-const CALL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function verifyCall(
-  callId: string,
+  given: string,
   indexer: string,
   jwks: unknown,
   getProof: (url: string) => Promise<CallProof>,
   deps: Deps,
   json: boolean,
 ): Promise<number> {
-  if (!CALL_ID.test(callId)) throw new UsageError(`--call ${callId}: not a call id (the X-Svc-Call-Id of a call, a UUID)`);
+  // A UUID in either case is the call stored in lowercase; anything else is refused before a request.
+  const callId = canonicalCallId(given);
+  if (callId === null) throw new UsageError(`--call ${given}: not a call id (the X-Svc-Call-Id of a call, a UUID)`);
   const proof = await getProof(`${indexer}/api/calls/${callId}/proof`);
   const verdict = verifyCallProof(proof, jwks as Parameters<typeof verifyCallProof>[1], callId);
   const view: CallVerifyView = { call_id: callId, indexer, kid: proof.receipt?.kid ?? null, ...verdict };

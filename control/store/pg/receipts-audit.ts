@@ -5,11 +5,11 @@
  * or {@link CALL_PAGE} calls (by settlement order), all inside ONE `REPEATABLE READ`
  * transaction (the caller's, or its own), so a check sees one state however long it reads.
  */
+import { NIL_CALL_ID } from '../../../protocol/outcome';
 import type { Receipt } from '../../../protocol/receipts';
 import type { ReceiptKeyRow } from '../receipts-core';
 import { ChainAudit, RootAudit, type AuditBatch, type AuditLeafRow, type BatchWithReceipt } from '../receipts-audit';
 import { sql, type PgConn } from './conn';
-import { NIL_CALL_ID } from './types';
 
 /** Batches read per page by the chain check. @default 1000 */
 export const BATCH_PAGE = 1_000;

@@ -5,11 +5,11 @@
  */
 import { HOUR_MS, SETTLED_COLUMNS, standardAmountColumns, type BatchRow, type BatchPlan, type UnsettledCall } from '../settlement';
 import { pendingOrder } from '../settlement-plan';
+import { NIL_CALL_ID } from '../../../protocol/outcome';
 import type { TransferInput } from '../ledger-core';
 import type { SignedReceipt } from '../receipts-core';
 import { sql, type PgConn } from './conn';
 import { BALANCE_CTES, TRANSFER_CTES, transferParams } from './ledger';
-import { NIL_CALL_ID } from './types';
 
 /** The standard amounts, column by column (`standardAmountColumns`), and the columns they fill. */
 const STANDARD = standardAmountColumns((p) => `@std_${p}::bigint`);

@@ -19,9 +19,6 @@ export function parseBigint(text: string): number {
   return value;
 }
 
-/** The nil UUID, first in `uuid` order: with a time or batch before every call's, a position before them all. */
-export const NIL_CALL_ID = '00000000-0000-0000-0000-000000000000';
-
 export const PG_TYPES: CustomTypesConfig = {
   getTypeParser: (oid, format) => {
     if (oid === types.builtins.INT8 && format !== 'binary') return parseBigint;
