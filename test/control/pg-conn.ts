@@ -20,6 +20,11 @@ t.test('sql() compiles ? and @name parameters', async (t) => {
   t.same(named.names, ['x', 'y']);
   t.equal(sql('SELECT ? AS a, ? AS b'), positional, 'one compiled statement per text');
   t.not(named.name, positional.name, 'each statement has its own prepared name');
+  const replanned = sql('SELECT ? AS a, ? AS b', { replan: true });
+  t.equal(replanned.name, undefined, 'a statement planned at each execution is not prepared');
+  t.equal(replanned.text, positional.text);
+  t.equal(sql('SELECT ? AS a, ? AS b', { replan: true }), replanned, 'compiled once too');
+  t.equal(sql('SELECT ? AS a, ? AS b').name, positional.name, 'the prepared one of the same text stays prepared');
   t.throws(() => sql('SELECT ?, @x'), /mixes \? and @name/);
   t.throws(() => sql('SELECT @x, ?'), /mixes \? and @name/);
 });
@@ -45,6 +50,11 @@ t.test('on PostgreSQL', async (t) => {
     ]);
     t.same(await c.get(sql('SELECT v FROM t WHERE id = @id'), { id: 9 }), undefined, 'no row: undefined');
     t.same(await c.get(sql('SELECT v FROM t WHERE id = @id'), { id: 2 }), { v: 'b' });
+    t.same(
+      await c.get(sql('SELECT v FROM t WHERE id = @id', { replan: true }), { id: 2 }),
+      { v: 'b' },
+      'an unprepared statement binds the same',
+    );
     t.equal(await c.value(sql('SELECT count(*) FROM t')), 2, 'bigint counts are numbers');
     t.equal(await c.value(sql('SELECT v FROM t WHERE id = ?'), [9]), undefined);
     t.same(await c.column(sql('SELECT id FROM t ORDER BY id DESC')), [2, 1]);

@@ -6,14 +6,16 @@
  * Statements are written once, in the SQLite modules' parameter style, and compiled by `sql()`:
  * `?` placeholders become `$1, $2, …` in order, `@name` ones `$k` (a name used twice is one
  * parameter), and every statement gets a name, so each connection parses and plans it once
- * (a server-side prepared statement) and then only binds values.
+ * (a server-side prepared statement) and then only binds values. A statement compiled with
+ * `replan` has no name: it is parsed and planned at each execution (`SqlOptions` says when).
  */
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 
 /** A compiled statement: PostgreSQL text, its prepared-statement name, and how it takes parameters. */
 export interface Sql {
   readonly text: string;
-  readonly name: string;
+  /** Its prepared-statement name; undefined for a statement planned at each execution (`replan`). */
+  readonly name: string | undefined;
   /** The `@name` parameters in `$k` order; empty for a `?` statement (parameters by position). */
   readonly names: readonly string[];
 }
@@ -21,14 +23,28 @@ export interface Sql {
 /** Parameters: by position for a `?` statement, by name for an `@name` one. */
 export type Params = readonly unknown[] | Readonly<Record<string, unknown>>;
 
+export interface SqlOptions {
+  /**
+   * Plan the statement at each execution, against the tables as they are then, instead of once
+   * per connection. For statements on a table whose size swings faster than autovacuum's
+   * ANALYZE follows it, the settler's queue (`unsettled_outcomes`): a prepared statement's plan
+   * is kept until the table's statistics change, and one made while the queue was empty (a
+   * vacuum truncates a drained queue to no pages at all) scans the whole queue at each
+   * execution once hundreds of thousands of calls are queued, where an index seek reads a few
+   * pages. Planning costs a fraction of a millisecond, once per batch or walk.
+   */
+  replan?: boolean;
+}
+
 const compiled = new Map<string, Sql>();
 
 /**
  * Compile `text` (SQLite parameter style) for PostgreSQL. Mixing `?` and `@name` in one
  * statement is a programming error. Statements must not hold `?` or `@` inside string literals.
  */
-export function sql(text: string): Sql {
-  const known = compiled.get(text);
+export function sql(text: string, options: SqlOptions = {}): Sql {
+  const key = options.replan === true ? `replan\0${text}` : text;
+  const known = compiled.get(key);
   if (known !== undefined) return known;
   const names: string[] = [];
   let positional = 0;
@@ -43,8 +59,9 @@ export function sql(text: string): Sql {
     names.push(name);
     return `$${names.length}`;
   });
-  const statement: Sql = Object.freeze({ text: out, name: `svc_${compiled.size + 1}`, names: Object.freeze(names) });
-  compiled.set(text, statement);
+  const name = options.replan === true ? undefined : `svc_${compiled.size + 1}`;
+  const statement: Sql = Object.freeze({ text: out, name, names: Object.freeze(names) });
+  compiled.set(key, statement);
   return statement;
 }
 

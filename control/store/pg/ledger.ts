@@ -78,6 +78,7 @@ const Q = {
             (SELECT count(*) FROM unsettled_outcomes) AS unsettled,
             coalesce((SELECT balance FROM account_balances WHERE account = 'pool'), 0) AS pool
      FROM settlement_batches`,
+    { replan: true }, // it reads the settler's queue (`SqlOptions.replan`)
   ),
   poolParts: sql(
     `SELECT coalesce((SELECT balance FROM account_balances WHERE account = 'treasury'), 0) AS treasury,

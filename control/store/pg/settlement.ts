@@ -22,13 +22,14 @@ import { PG_PENDING_ENDPOINTS, pendingOrderOf, type QueuePosition } from './sett
 const Q = {
   lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
   nextId: sql(`SELECT coalesce(max(id), 0) + 1 FROM settlement_batches`),
-  backlog: sql(`SELECT count(*) FROM unsettled_outcomes`),
+  backlog: sql(`SELECT count(*) FROM unsettled_outcomes`, { replan: true }),
   // The oldest head among the endpoints: an index seek per endpoint, not a scan of the backlog.
   oldest: sql(
     `${PG_PENDING_ENDPOINTS}
      SELECT min((SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
                  ORDER BY q.received_at, q.call_id LIMIT 1))
      FROM e WHERE e.id IS NOT NULL`,
+    { replan: true },
   ),
   lastBatch: sql(`SELECT * FROM settlement_batches ORDER BY id DESC LIMIT 1`),
 };

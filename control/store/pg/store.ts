@@ -35,6 +35,7 @@ import { PG_TYPES } from './types';
 import { PgSnapshotReader } from './snapshot-reader';
 import { VERSION_CHANNEL, VersionListener } from './version-listener';
 import { openShared, pgTables, type PgShared } from './tables';
+import { READER_SETTINGS } from './settlement-sql';
 
 export interface PgStoreOptions extends StoreOptions {
   /** The data dir: where the receipt signing key and the backfill record live. */
@@ -162,7 +163,12 @@ export class PgStore implements Store {
     };
     const pool = new Pool({ ...settings, max: options.poolSize ?? DEFAULT_POOL_SIZE });
     // The settler's reader (`PgShared.settlementReader`): connects on the settler's first batch.
-    const readerPool = new Pool({ ...settings, application_name: 'svc-control-settler', max: 1 });
+    const readerPool = new Pool({
+      ...settings,
+      application_name: 'svc-control-settler',
+      options: `${settings.options} ${READER_SETTINGS}`,
+      max: 1,
+    });
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     readerPool.on('error', () => undefined);

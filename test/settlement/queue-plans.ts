@@ -1,0 +1,150 @@
+/**
+ * On PostgreSQL, the settler's reads of its queue (`unsettled_outcomes`) are planned against
+ * the queue as it is when they run (`SqlOptions.replan`, control/store/pg/conn.ts), not kept from
+ * when it was empty. The case it guards: a control idles with a drained queue that a vacuum
+ * truncated to no pages; its settler walks the empty queue at every run; then a burst queues
+ * tens of thousands of calls before autovacuum analyzes the table. A plan kept from the idle
+ * walks scans the whole queue at each walk and batch of the burst's drain (the drain's cost
+ * grows with the backlog squared); planned afresh, each is an index seek.
+ *
+ * The settler's reader reads in the queue index's order whatever the estimates
+ * (`READER_SETTINGS`, control/store/pg/settlement-sql.ts), which the same burst tests: without
+ * statistics of the burst, the planner estimates a handful of calls per batch and would collect
+ * and sort the endpoint's whole backlog for each.
+ *
+ * The plans are the server's own (`auto_explain`, sent to the settler's connections as notices).
+ * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
+ */
+import t from 'tap';
+import { Client, Pool } from 'pg';
+import { planBatch } from '../../control/settler/plan';
+import type { NextBatch } from '../../control/store/settlement';
+import { PgConn } from '../../control/store/pg/conn';
+import { READER_SETTINGS } from '../../control/store/pg/settlement-sql';
+import { openShared, pgTables } from '../../control/store/pg/tables';
+import { PG_TYPES } from '../../control/store/pg/types';
+import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { T0 } from '../fixtures/ledger';
+import { withPostgres } from '../fixtures/postgres';
+import { openTestStore } from '../fixtures/stores';
+
+/** Every statement's plan, as a notice to the client that ran it. */
+const EXPLAIN_ALL = `LOAD 'auto_explain';
+  SET auto_explain.log_min_duration = 0;
+  SET auto_explain.log_level = notice;
+  SET client_min_messages = notice`;
+
+/**
+ * A settler's run as `Settler.drain` drives one: a round of every pending endpoint, again until
+ * a round makes nothing (`groupMade`: a group made batches, maybe the round's last unreported).
+ */
+function run(cap: number): NextBatch & { groupMade(): void } {
+  let round: string[] = [];
+  let madeThisRound = true;
+  return {
+    groupMade: () => void (madeThisRound = true),
+    next(previousMade) {
+      if (previousMade === true) madeThisRound = true;
+      if (round.length > 0) return { endpointId: round.shift()!, cap };
+      return madeThisRound ? 'round' : null;
+    },
+    startRound(pending) {
+      round = [...pending];
+      madeThisRound = false;
+    },
+  };
+}
+
+t.test('a burst queued after idle runs on a vacuumed, empty queue is settled with index seeks, not scans of the queue', async (t) => {
+  const url = await withPostgres(t);
+  if (url === null) return;
+  const dataDir = t.testdir();
+  // The database, and everything but the settler, on an ordinary store.
+  const store = await openTestStore(t, 'postgres', { databaseUrl: url, dataDir, receipts: false });
+  await saveEndpoint(store, 'ep');
+
+  // The settler's table on connections of its own whose statements report their plans.
+  const plans: string[] = [];
+  const pools = ['', READER_SETTINGS].map((options) => {
+    const pool = new Pool({ connectionString: url, types: PG_TYPES, max: 1, options });
+    pool.on('connect', (client) => {
+      client.on('notice', (notice) => plans.push(notice.message ?? ''));
+      void client.query(EXPLAIN_ALL); // queued ahead of the connection's first statement
+    });
+    return pool;
+  });
+  const [writerPool, readerPool] = pools as [Pool, Pool];
+  const conn = new PgConn(writerPool);
+  const shared = await openShared(conn, { dataDir, readerPool, receipts: false, idSecret: Buffer.alloc(32), now: T0 });
+  t.teardown(async () => {
+    await shared.close();
+    await writerPool.end();
+  });
+  const settlement = pgTables(conn, shared).settlement;
+  const drain = async (): Promise<number> => {
+    const next = run(1000);
+    let calls = 0;
+    for (;;) {
+      const group = await settlement.settleGroup(next, T0 + 1e9, T0, planBatch, 20_000);
+      if (group.length === 0) return calls;
+      next.groupMade();
+      calls += group.reduce((n, b) => n + b.calls, 0);
+    }
+  };
+
+  // Calls settled and their queue entries vacuumed away, as autovacuum leaves a drained queue: no pages.
+  await store.outcomes.ingest(
+    Array.from({ length: 500 }, (_, i) => outcome({ started: T0 + i })),
+    T0,
+  );
+  t.equal(await drain(), 500);
+  const admin = new Client({ connectionString: url });
+  await admin.connect();
+  t.teardown(() => admin.end());
+  await admin.query('VACUUM unsettled_outcomes');
+  const pages = async () => Number((await admin.query(`SELECT pg_relation_size('unsettled_outcomes') / 8192 AS pages`)).rows[0].pages);
+  t.equal(await pages(), 0, 'the vacuum truncated the drained queue');
+
+  // Idle: the settler's runs find the queue empty, more times than PostgreSQL plans a prepared statement afresh.
+  for (let i = 0; i < 8; i++) {
+    t.equal(await drain(), 0);
+    t.equal((await settlement.backlog()).count, 0);
+  }
+
+  // The burst, ingested before any ANALYZE of the queue.
+  const burst = 30_000;
+  for (let i = 0; i < burst; i += 2000) {
+    await store.outcomes.ingest(
+      Array.from({ length: 2000 }, (_, j) => outcome({ started: T0 + 1000 + i + j })),
+      T0 + 1,
+    );
+  }
+  t.ok((await pages()) > 100, 'the burst fills the queue');
+  plans.length = 0;
+  t.equal((await settlement.backlog()).oldest_received_at, T0 + 1);
+  t.equal(await drain(), burst, 'the burst settles whole');
+
+  // How each statement that seeks into the queue (all but counting it) read it: the scans of its plan.
+  const scansOf = (p: string) =>
+    [...p.matchAll(/(Seq Scan|Index Scan|Index Only Scan|Bitmap Heap Scan)[^\n]* on unsettled_outcomes/g)].map((m) => m[1]!);
+  const seen = (marker: string) => plans.filter((p) => p.includes(marker)).map(scansOf);
+  const walks = seen('LEFT JOIN unnest'); // Q.heads, on the reader
+  const batches = seen('LIMIT $'); // Q.calls, on the reader
+  const writes = seen('DELETE FROM unsettled_outcomes'); // Q.write, in the settling transaction
+  const oldest = seen('SELECT min(('); // backlog()'s oldest head, on the pool
+  t.ok(walks.length > burst / 1000, `each round's walk was seen (${walks.length})`);
+  t.equal(batches.length, burst / 1000, "each batch's read was seen");
+  t.equal(writes.length, burst / 1000, "each batch's write was seen");
+  t.equal(oldest.length, 1, "backlog()'s read was seen");
+  const ordered = (scans: string[]) => scans.length > 0 && scans.every((s) => s === 'Index Scan' || s === 'Index Only Scan');
+  t.same(
+    [...walks, ...batches].filter((scans) => !ordered(scans)),
+    [],
+    "the settler's reader reads the queue in its index's order, never collecting and sorting what matches",
+  );
+  t.same(
+    [...writes, ...oldest].filter((scans) => scans.length === 0 || scans.includes('Seq Scan')),
+    [],
+    'no statement scanned the whole queue',
+  );
+});
