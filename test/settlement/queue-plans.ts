@@ -1,21 +1,19 @@
 /**
- * On PostgreSQL, the settler's reads of its queue (`unsettled_outcomes`) are planned against
- * the queue as it is when they run (`SqlOptions.replan`, control/store/pg/conn.ts), not kept from
- * when it was empty. The case it guards: a control idles with a drained queue that a vacuum
- * truncated to no pages; its settler walks the empty queue at every run; then a burst queues
- * tens of thousands of calls before autovacuum analyzes the table. A plan kept from the idle
- * walks scans the whole queue at each walk and batch of the burst's drain (the drain's cost
- * grows with the backlog squared); planned afresh, each is an index seek.
- *
- * The settler's reader reads in the queue index's order whatever the estimates
- * (`READER_SETTINGS`, control/store/pg/settlement-sql.ts), which the same burst tests: without
- * statistics of the burst, the planner estimates a handful of calls per batch and would collect
- * and sort the endpoint's whole backlog for each.
+ * On PostgreSQL, the settler's statements seek in the queue's index (`unsettled_outcomes`)
+ * whatever the planner estimates and whenever their plans were made (`SETTLER_PLANNING`,
+ * control/store/pg/settlement-sql.ts), and the backlog's reads outside the settler are planned
+ * as they run (`SqlOptions.replan`, control/store/pg/conn.ts). The case it guards: a control
+ * settles a trickle of calls, then idles with a drained queue that a vacuum truncated to no
+ * pages, its settler walking the empty queue at every run; then a burst queues tens of
+ * thousands of calls before autovacuum analyzes the table. Prepared statements planned during
+ * the trickle and the idle runs keep scanning the whole queue at each walk and batch of the
+ * burst's drain; planned afresh, a batch's read estimates a handful of calls and collects and
+ * sorts the endpoint's whole backlog. Either way the drain's cost grows with the backlog squared.
  *
  * The plans are the server's own (`auto_explain`, sent to the settler's connections as notices).
  * Skips without PostgreSQL (`test/fixtures/postgres.ts`).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Client, Pool } from 'pg';
 import { planBatch } from '../../control/settler/plan';
 import type { NextBatch } from '../../control/store/settlement';
@@ -55,7 +53,12 @@ function run(cap: number): NextBatch & { groupMade(): void } {
   };
 }
 
-t.test('a burst queued after idle runs on a vacuumed, empty queue is settled with index seeks, not scans of the queue', async (t) => {
+/**
+ * Settle a trickle, idle on the vacuumed queue, then settle a burst, and check the plans of the
+ * burst's drain. `reader`: whether the settler's reader can connect (if not, the settler reads
+ * in its transactions, `SettlementGroup.ahead`).
+ */
+async function burstAfterIdle(t: Test, reader: 'connects' | 'refused'): Promise<void> {
   const url = await withPostgres(t);
   if (url === null) return;
   const dataDir = t.testdir();
@@ -65,8 +68,13 @@ t.test('a burst queued after idle runs on a vacuumed, empty queue is settled wit
 
   // The settler's table on connections of its own whose statements report their plans.
   const plans: string[] = [];
-  const pools = ['', READER_SETTINGS].map((options) => {
-    const pool = new Pool({ connectionString: url, types: PG_TYPES, max: 1, options });
+  // As the store makes them: the settler's transactions on a pool, its reader on one of its own.
+  const refused = 'postgres://127.0.0.1:1/none'; // nothing listens on port 1
+  const pools = [
+    { connectionString: url, options: '' },
+    { connectionString: reader === 'connects' ? url : refused, options: READER_SETTINGS },
+  ].map((settings) => {
+    const pool = new Pool({ ...settings, types: PG_TYPES, max: 1 });
     pool.on('connect', (client) => {
       client.on('notice', (notice) => plans.push(notice.message ?? ''));
       void client.query(EXPLAIN_ALL); // queued ahead of the connection's first statement
@@ -92,20 +100,25 @@ t.test('a burst queued after idle runs on a vacuumed, empty queue is settled wit
     }
   };
 
-  // Calls settled and their queue entries vacuumed away, as autovacuum leaves a drained queue: no pages.
-  await store.outcomes.ingest(
-    Array.from({ length: 500 }, (_, i) => outcome({ started: T0 + i })),
-    T0,
-  );
-  t.equal(await drain(), 500);
   const admin = new Client({ connectionString: url });
   await admin.connect();
   t.teardown(() => admin.end());
-  await admin.query('VACUUM unsettled_outcomes');
   const pages = async () => Number((await admin.query(`SELECT pg_relation_size('unsettled_outcomes') / 8192 AS pages`)).rows[0].pages);
+  // As autovacuum leaves a queue it has seen: its size known (a table never vacuumed is taken to be ten pages at least).
+  await admin.query('VACUUM unsettled_outcomes');
+  // A trickle: a few calls at a time, settled batch by batch, more times than PostgreSQL plans
+  // a prepared statement afresh before it keeps a plan (five).
+  for (let i = 0; i < 8; i++) {
+    await store.outcomes.ingest(
+      Array.from({ length: 5 }, (_, j) => outcome({ started: T0 + i * 10 + j })),
+      T0,
+    );
+    t.equal(await drain(), 5);
+  }
+  // The drained queue vacuumed again: no pages.
+  await admin.query('VACUUM unsettled_outcomes');
   t.equal(await pages(), 0, 'the vacuum truncated the drained queue');
-
-  // Idle: the settler's runs find the queue empty, more times than PostgreSQL plans a prepared statement afresh.
+  // Idle: the settler's runs, and reads of the backlog, find the queue empty.
   for (let i = 0; i < 8; i++) {
     t.equal(await drain(), 0);
     t.equal((await settlement.backlog()).count, 0);
@@ -128,8 +141,8 @@ t.test('a burst queued after idle runs on a vacuumed, empty queue is settled wit
   const scansOf = (p: string) =>
     [...p.matchAll(/(Seq Scan|Index Scan|Index Only Scan|Bitmap Heap Scan)[^\n]* on unsettled_outcomes/g)].map((m) => m[1]!);
   const seen = (marker: string) => plans.filter((p) => p.includes(marker)).map(scansOf);
-  const walks = seen('LEFT JOIN unnest'); // Q.heads, on the reader
-  const batches = seen('LIMIT $'); // Q.calls, on the reader
+  const walks = seen('LEFT JOIN unnest'); // Q.heads, on the reader (or in the transaction)
+  const batches = seen('LIMIT $'); // Q.calls, on the reader (or in the transaction)
   const writes = seen('DELETE FROM unsettled_outcomes'); // Q.write, in the settling transaction
   const oldest = seen('SELECT min(('); // backlog()'s oldest head, on the pool
   t.ok(walks.length > burst / 1000, `each round's walk was seen (${walks.length})`);
@@ -140,11 +153,17 @@ t.test('a burst queued after idle runs on a vacuumed, empty queue is settled wit
   t.same(
     [...walks, ...batches].filter((scans) => !ordered(scans)),
     [],
-    "the settler's reader reads the queue in its index's order, never collecting and sorting what matches",
+    "the settler reads the queue in its index's order, never collecting and sorting what matches",
   );
   t.same(
     [...writes, ...oldest].filter((scans) => scans.length === 0 || scans.includes('Seq Scan')),
     [],
     'no statement scanned the whole queue',
   );
-});
+}
+
+t.test('a burst queued after idle runs on a vacuumed, empty queue is settled with index seeks, not scans of the queue', (t) =>
+  burstAfterIdle(t, 'connects'),
+);
+
+t.test('the same when the settler reads in its transactions, its reader unable to connect', (t) => burstAfterIdle(t, 'refused'));

@@ -31,7 +31,9 @@ export interface SqlOptions {
    * is kept until the table's statistics change, and one made while the queue was empty (a
    * vacuum truncates a drained queue to no pages at all) scans the whole queue at each
    * execution once hundreds of thousands of calls are queued, where an index seek reads a few
-   * pages. Planning costs a fraction of a millisecond, once per batch or walk.
+   * pages. Planning costs a fraction of a millisecond; the settler's own statements, run once
+   * per batch, stay prepared under settings that rule such plans out instead
+   * (`SETTLER_PLANNING`, `settlement-sql.ts`).
    */
   replan?: boolean;
 }

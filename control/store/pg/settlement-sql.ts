@@ -22,17 +22,38 @@ const AMOUNTS = ['premium', 'refund', 'refund_owed', 'clamp'] as const;
 export const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: NIL_CALL_ID };
 
 /**
- * The session settings of the settler's reader (`PgShared.settlementReader`, a connection of
- * its own): no sequential and no bitmap scans. Everything it reads is a seek in an index: the
- * walk's heads, an endpoint's economics, and a batch's calls, read in the queue index's order
- * up to the batch's cap. The planner picks that ordered read over collecting every match and
- * sorting it only when it estimates many more matches than the cap, and the queue's estimates
- * are often wrong: its statistics lag a burst by an autovacuum cycle, and the calls past the
- * run's position are newer than any statistics have seen, so it estimates a handful. Read that
- * way, each batch would collect the endpoint's whole backlog, and a drain would cost the
- * backlog's square.
+ * How the settler's statements are planned: with no sequential and no bitmap scans, on its
+ * reader (`READER_SETTINGS`, for the session) and in its transactions (`PLANNING`, first in
+ * each). Everything they read is a seek in an index: the walk's heads, an endpoint's economics,
+ * a batch's calls read in the queue index's order up to its cap, and the range of the queue a
+ * batch deletes. The planner, left to its estimates, gets the queue wrong two ways:
+ *
+ * - A prepared statement keeps its plan until the table's statistics change. One made while
+ *   the queue was empty (a vacuum truncates a drained queue to no pages) or held a handful of
+ *   calls is a sequential scan, which reads the whole queue at every walk and batch of the
+ *   burst that follows, until autovacuum analyzes the queue.
+ * - Planned afresh, a batch's read picks the ordered read over collecting every match and
+ *   sorting it only when it estimates many more matches than the cap. The queue's statistics
+ *   lag a burst by an autovacuum cycle, and the calls past the run's position are newer than
+ *   any statistics have seen, so it estimates a handful, and each batch would collect the
+ *   endpoint's whole backlog: a drain would cost the backlog's square.
+ *
+ * Under these settings every plan of these statements seeks, whenever it is made, and they stay
+ * prepared (planning them afresh at each batch cost about 4 % of settlement's time).
  */
-export const READER_SETTINGS = '-c enable_seqscan=off -c enable_bitmapscan=off';
+const SETTLER_PLANNING = { enable_seqscan: 'off', enable_bitmapscan: 'off' } as const;
+
+/** `SETTLER_PLANNING` as the settler's reader connects with it (node-postgres' `options`). */
+export const READER_SETTINGS = Object.entries(SETTLER_PLANNING)
+  .map(([name, value]) => `-c ${name}=${value}`)
+  .join(' ');
+
+/** `SETTLER_PLANNING` for the rest of a transaction: the first statement of each settling one. */
+export const PLANNING = sql(
+  `SELECT ${Object.entries(SETTLER_PLANNING)
+    .map(([name, value]) => `set_config('${name}', '${value}', true)`)
+    .join(', ')}`,
+);
 
 /** A place in the settler's queue of one endpoint. */
 export interface QueuePosition {
@@ -62,7 +83,6 @@ export const Q = {
      FROM e LEFT JOIN unnest(@cursor_endpoint::text[], @cursor_received_at::bigint[], @cursor_call_id::uuid[])
        AS c (endpoint_id, received_at, call_id) ON c.endpoint_id = e.id
      WHERE e.id IS NOT NULL`,
-    { replan: true }, // as every statement that reads the queue (`SqlOptions.replan`)
   ),
   pool: sql(`SELECT balance FROM account_balances WHERE account = 'pool'`),
   // A batch's calls in settlement order, each with what its endpoint already refunded in the
@@ -79,7 +99,6 @@ export const Q = {
        LEFT JOIN refund_hours h ON h.endpoint_id = @endpoint
          AND h.hour = c.started_at / ${HOUR_MS} - CASE WHEN c.started_at % ${HOUR_MS} < 0 THEN 1 ELSE 0 END
      ORDER BY c.received_at, c.call_id`,
-    { replan: true }, // as every statement that reads the queue (`SqlOptions.replan`)
   ),
   economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
   // What the group's transfers moved, once per account, at its end.
@@ -121,7 +140,6 @@ export const Q = {
        WHERE @r_v::bigint IS NOT NULL)
      SELECT (SELECT count(*) FROM settled) AS settled,
             (SELECT x.call_id FROM x WHERE NOT EXISTS (SELECT 1 FROM q WHERE q.call_id = x.call_id) ORDER BY 1 LIMIT 1) AS missed`,
-    { replan: true }, // as every statement that reads the queue (`SqlOptions.replan`)
   ),
 };
 

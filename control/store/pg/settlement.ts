@@ -17,11 +17,13 @@ import { GroupRun } from '../settlement-plan';
 import { sql, type PgConn } from './conn';
 import type { PgReceiptsTable } from './receipts';
 import { SettlementGroup } from './settlement-group';
-import { PG_PENDING_ENDPOINTS, pendingOrderOf, type QueuePosition } from './settlement-sql';
+import { PG_PENDING_ENDPOINTS, PLANNING, pendingOrderOf, type QueuePosition } from './settlement-sql';
 
 const Q = {
   lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
   nextId: sql(`SELECT coalesce(max(id), 0) + 1 FROM settlement_batches`),
+  // The backlog is read outside the settler's transactions (status, metrics), so planned at
+  // each execution (`SqlOptions.replan`) rather than under `SETTLER_PLANNING`.
   backlog: sql(`SELECT count(*) FROM unsettled_outcomes`, { replan: true }),
   // The oldest head among the endpoints: an index seek per endpoint, not a scan of the backlog.
   oldest: sql(
@@ -53,7 +55,10 @@ export class PgSettlementTable implements Async<SettlementTable> {
 
   /** Endpoints with outcomes received at or before `boundary` still unsettled, oldest head first. */
   pendingEndpoints(boundary: number): Promise<string[]> {
-    return pendingOrderOf(this.conn, boundary);
+    return this.conn.tx(async (c) => {
+      await c.run(PLANNING);
+      return pendingOrderOf(c, boundary);
+    });
   }
 
   /**
@@ -79,6 +84,7 @@ export class PgSettlementTable implements Async<SettlementTable> {
   async settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): Promise<BatchView[]> {
     const settledTo = new Map(this.run?.next === next ? this.run.settledTo : []);
     const made = await this.conn.tx(async (c) => {
+      await c.run(PLANNING);
       const pool = (await c.value<number>(Q.lockPool)) ?? 0;
       const nextId = (await c.value<number>(Q.nextId))!;
       const group = new SettlementGroup(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan, settledTo);
