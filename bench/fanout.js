@@ -536,7 +536,7 @@ async function main() {
   if (STORES.includes('postgres')) {
     pg = await startPostgres({ cpu: cpuControl });
     results.postgres = { version: pg.version, settings: { durable: true, ...pg.settings } };
-    log(`postgres: ${pg.version}, throwaway cluster on port ${pg.cluster.port} (fsync on)`);
+    log(`postgres: ${pg.version}, throwaway cluster on port ${pg.cluster.port} (fsync on${pg.logFile ? `; log → ${pg.logFile}` : ''})`);
   }
   try {
     const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], {

@@ -138,8 +138,9 @@ async function statementStats(cluster, top) {
 }
 
 /**
- * Start a throwaway PostgreSQL cluster for a bench (durable; BENCH_PG_SETTINGS on top), pinned
- * to `cpu` when given. Without PostgreSQL it throws, saying how to install it.
+ * Start a throwaway PostgreSQL cluster for a bench (durable; BENCH_PG_SETTINGS on top; its log
+ * appended to BENCH_PG_LOG when set), pinned to `cpu` when given. Without PostgreSQL it throws,
+ * saying how to install it.
  */
 async function startPostgres({ cpu = null } = {}) {
   const { startCluster, clusterUnavailable } = require(path.join(distDir(), 'control', 'store', 'pg', 'cluster.js'));
@@ -148,13 +149,15 @@ async function startPostgres({ cpu = null } = {}) {
   const settings = settingsFromEnv();
   const top = envInt('BENCH_PG_STATEMENTS', 0);
   if (top > 0) Object.assign(settings, { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' });
-  const cluster = await startCluster({ durable: true, settings });
+  const logFile = process.env.BENCH_PG_LOG || undefined;
+  const cluster = await startCluster({ durable: true, settings, logFile });
   if (cpu !== null) pinServer(cluster.pid, cpu);
   const version = execFileSync(path.join(pgBinDirOf(), 'postgres'), ['--version'], { encoding: 'utf8' }).trim();
   const statements = top > 0 ? await statementStats(cluster, top) : null;
   return {
     cluster,
     settings,
+    logFile,
     version,
     statements,
     ticks: () => serverTicks(cluster.pid),

@@ -46,7 +46,7 @@ async function postgresSide(baseDir) {
   const url = (dataDir) => pg.cluster.url(dbName(dataDir));
   results.postgres = { version: pg.version, port: pg.cluster.port, settings: { durable: true, ...pg.settings } };
   console.log(
-    `postgres: ${pg.version}, throwaway cluster on port ${pg.cluster.port} (fsync on${Object.keys(pg.settings).length ? `; ${JSON.stringify(pg.settings)}` : ''})`,
+    `postgres: ${pg.version}, throwaway cluster on port ${pg.cluster.port} (fsync on${Object.keys(pg.settings).length ? `; ${JSON.stringify(pg.settings)}` : ''}${pg.logFile ? `; log → ${pg.logFile}` : ''})`,
   );
   return {
     kind: 'postgres',

@@ -3,8 +3,12 @@
  * connection, then the same cluster comes back on the same port), under load: the gateway
  * serves every call from its snapshot while PostgreSQL is away and keeps the outcomes in its
  * journal; control stays up, reconnects, and stores every answered call exactly once; admin
- * changes reach the gateway again afterwards.
+ * changes reach the gateway again afterwards. The server's log, kept in a file
+ * (`ClusterOptions.logFile`), holds both of its runs.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { Client } from 'pg';
 import { startCluster } from '../../control/store/pg/cluster';
@@ -18,7 +22,11 @@ const RESTART_AT = 100;
 
 t.test('PostgreSQL restarted under load: nothing acked is lost, control and the gateway carry on', async (t) => {
   if (skipWithoutPostgres(t)) return;
-  const cluster = await startCluster();
+  // Not in t.testdir(): the stack makes that afresh.
+  const logDir = mkdtempSync(join(tmpdir(), 'svc-pg-log-'));
+  t.teardown(() => rmSync(logDir, { recursive: true, force: true }));
+  const logFile = join(logDir, 'postgres.log');
+  const cluster = await startCluster({ logFile });
   t.teardown(() => cluster.stop());
   await cluster.query('CREATE DATABASE svc');
   const url = cluster.url('svc');
@@ -78,4 +86,12 @@ t.test('PostgreSQL restarted under load: nothing acked is lost, control and the 
   t.equal(status.body.store.kind, 'postgres');
   t.ok((await health(stack.gateway)).body.snapshot_version >= key.version, 'the gateway applied the change made after the restart');
   await waitFor(async () => (await stack.admin('GET', '/_admin/v1/settler')).status === 200, 'the settler answers');
+
+  await t.rejects(cluster.query('SELECT 1 / 0'), /division by zero/);
+  const log = await waitFor(() => {
+    const text = readFileSync(logFile, 'utf8');
+    return text.includes('division by zero') ? text : null;
+  }, "the server's log reaches its file");
+  t.equal(log.match(/database system is ready to accept connections/g)?.length, 2, 'the log holds the first run and the restarted one');
+  t.match(log, /received fast shutdown request/);
 });

@@ -12,7 +12,17 @@
  * `postgres` user that Debian's package creates, and the temp dir is handed to that user.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,6 +115,13 @@ export interface ClusterOptions {
    * The leash holds either way.
    */
   processGroup?: boolean;
+  /**
+   * Append the server's log to this file: its stderr, across restarts (what it reports at the
+   * `log_min_messages` level, and what settings such as `log_min_duration_statement` or
+   * `auto_explain` make it log). Without it the log is read and dropped; only its last lines
+   * are kept, to report a server that did not start.
+   */
+  logFile?: string;
 }
 
 export interface ThrowawayCluster {
@@ -205,6 +222,7 @@ function startServer(bin: string, dir: string, port: number, as: RunAs | null, o
     detached: options.processGroup === true,
     ...as,
   });
+  if (options.logFile !== undefined) server.stderr.pipe(createWriteStream(options.logFile, { flags: 'a' }));
   return new Promise((resolve, reject) => {
     let log = '';
     const timer = setTimeout(() => {
