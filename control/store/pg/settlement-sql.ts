@@ -39,7 +39,10 @@ export const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTE
  *   endpoint's whole backlog: a drain would cost the backlog's square.
  *
  * Under these settings every plan of these statements seeks, whenever it is made, and they stay
- * prepared (planning them afresh at each batch cost about 4 % of settlement's time).
+ * prepared (planning them afresh at each batch cost about 4 % of settlement's time). A statement
+ * a settling transaction shares with other callers (the receipts chain's reads, say) may be
+ * planned under them on that pool connection, and keep that plan; what it reads there is a
+ * keyed row too, which it seeks either way.
  */
 const SETTLER_PLANNING = { enable_seqscan: 'off', enable_bitmapscan: 'off' } as const;
 
