@@ -56,6 +56,38 @@ export const GROUP_COMMIT_CALLS = 20_000;
 /** `meta` row holding the operator's pause (1) across restarts. */
 export const PAUSED_META = 'settler_paused';
 
+/** The batches of one settler run (`runRounds`), handed to each of the run's group commits. */
+export interface RunRounds extends NextBatch {
+  /** A group commit made batches; the round goes on even if it ended right after one it had no chance to report. */
+  groupMade(): void;
+}
+
+/**
+ * A settler run's batches, round by round: every endpoint with a backlog once a round, oldest
+ * backlog first, each with an equal share of a group commit's calls (at most `batchCap`); a
+ * round that made nothing ends the run.
+ */
+export function runRounds(batchCap: number): RunRounds {
+  let round: string[] = [];
+  let share = batchCap;
+  let madeThisRound = true;
+  return {
+    groupMade() {
+      madeThisRound = true;
+    },
+    next(previousMade) {
+      if (previousMade === true) madeThisRound = true;
+      if (round.length === 0) return madeThisRound ? 'round' : null;
+      return { endpointId: round.shift()!, cap: share };
+    },
+    startRound(pending) {
+      round = [...pending];
+      share = Math.min(batchCap, Math.ceil(GROUP_COMMIT_CALLS / Math.max(1, round.length)));
+      madeThisRound = false;
+    },
+  };
+}
+
 export interface SettlerOptions {
   store: Store;
   log: Logger;
@@ -286,30 +318,14 @@ export class Settler implements SettlerControls {
     const made: BatchView[] = [];
     this.running = true;
     this.lastRunAt = boundary;
-    // Rounds: every endpoint with a backlog once, oldest backlog first; a round that made
-    // nothing ends the run.
-    let round: string[] = [];
-    let share = batchCap;
-    let madeThisRound = true;
-    const next: NextBatch = {
-      next(previousMade) {
-        if (previousMade === true) madeThisRound = true;
-        if (round.length === 0) return madeThisRound ? 'round' : null;
-        return { endpointId: round.shift()!, cap: share };
-      },
-      startRound(pending) {
-        round = [...pending];
-        share = Math.min(batchCap, Math.ceil(GROUP_COMMIT_CALLS / Math.max(1, round.length)));
-        madeThisRound = false;
-      },
-    };
+    const next = runRounds(batchCap);
     try {
       for (;;) {
         if (!force && made.length > 0) this.paused = (await store.meta(PAUSED_META)) === 1;
         if (this.stopped || (!force && (this.paused || !this.leadership.leading()))) return made;
         const group = await store.settlement.settleGroup(next, boundary, now(), planBatch, GROUP_COMMIT_CALLS);
         if (group.length === 0) break;
-        madeThisRound = true; // the group may have ended right after a batch it had no chance to report
+        next.groupMade();
         made.push(...group);
         this.lastBatch = group[group.length - 1]!;
         await yieldToEventLoop();

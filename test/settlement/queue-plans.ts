@@ -16,7 +16,7 @@
 import t, { type Test } from 'tap';
 import { Client, Pool } from 'pg';
 import { planBatch } from '../../control/settler/plan';
-import type { NextBatch } from '../../control/store/settlement';
+import { GROUP_COMMIT_CALLS, runRounds } from '../../control/settler/settler';
 import { PgConn } from '../../control/store/pg/conn';
 import { READER_SETTINGS } from '../../control/store/pg/settlement-sql';
 import { openShared, pgTables } from '../../control/store/pg/tables';
@@ -31,27 +31,6 @@ const EXPLAIN_ALL = `LOAD 'auto_explain';
   SET auto_explain.log_min_duration = 0;
   SET auto_explain.log_level = notice;
   SET client_min_messages = notice`;
-
-/**
- * A settler's run as `Settler.drain` drives one: a round of every pending endpoint, again until
- * a round makes nothing (`groupMade`: a group made batches, maybe the round's last unreported).
- */
-function run(cap: number): NextBatch & { groupMade(): void } {
-  let round: string[] = [];
-  let madeThisRound = true;
-  return {
-    groupMade: () => void (madeThisRound = true),
-    next(previousMade) {
-      if (previousMade === true) madeThisRound = true;
-      if (round.length > 0) return { endpointId: round.shift()!, cap };
-      return madeThisRound ? 'round' : null;
-    },
-    startRound(pending) {
-      round = [...pending];
-      madeThisRound = false;
-    },
-  };
-}
 
 /**
  * Settle a trickle, idle on the vacuumed queue, then settle a burst, and check the plans of the
@@ -90,10 +69,10 @@ async function burstAfterIdle(t: Test, reader: 'connects' | 'refused'): Promise<
   });
   const settlement = pgTables(conn, shared).settlement;
   const drain = async (): Promise<number> => {
-    const next = run(1000);
+    const next = runRounds(1000);
     let calls = 0;
     for (;;) {
-      const group = await settlement.settleGroup(next, T0 + 1e9, T0, planBatch, 20_000);
+      const group = await settlement.settleGroup(next, T0 + 1e9, T0, planBatch, GROUP_COMMIT_CALLS);
       if (group.length === 0) return calls;
       next.groupMade();
       calls += group.reduce((n, b) => n + b.calls, 0);
