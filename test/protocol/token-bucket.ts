@@ -153,3 +153,34 @@ t.test('past the hard cap, full buckets are dropped before any other', async (t)
   t.equal(buckets.size, 3, 'none full: the oldest goes, the cap holds');
   t.equal(buckets.take('g', quick, 1_000).remaining, 0, 'the newest is still tracked (its second unit)');
 });
+
+// The README's "why a split limit admits a little under it" (Key limits hold across gateways):
+// a bucket that holds one call drops the refill that accrues while it is full, so with calls
+// arriving at random (Poisson, rate λ) a bucket refilling at r admits r·λ/(r + λ) per second; a
+// bucket that holds two calls keeps that refill and admits r.
+t.test('a bucket of one call admits r·λ/(r+λ) of random arrivals; a bucket of two admits r', async (t) => {
+  let seed = 1;
+  const random = (): number => {
+    seed = (seed * 48_271) % 2_147_483_647;
+    return seed / 2_147_483_647;
+  };
+  const admittedPerSecond = (policy: LimitPolicy, arrivalsPerSecond: number, seconds: number): number => {
+    const buckets = new TokenBuckets();
+    let admitted = 0;
+    for (let now = 0; now < seconds * 1000;) {
+      now += (-Math.log(1 - random()) * 1000) / arrivalsPerSecond;
+      if (buckets.take('k', policy, now).allowed) admitted++;
+    }
+    return admitted / seconds;
+  };
+  // One of three gateways sharing a 10/s key whose burst (2) is below one call per gateway.
+  const r = 10 / 3;
+  const λ = 20;
+  const one = admittedPerSecond({ count: r, windowSeconds: 1, burst: 2 / 3, share: 1 / 3 }, λ, 3_000);
+  t.ok(
+    Math.abs(one - (r * λ) / (r + λ)) < 0.05,
+    `one-call bucket admits ${one.toFixed(3)}/s, r·λ/(r+λ) = ${((r * λ) / (r + λ)).toFixed(3)}`,
+  );
+  const two = admittedPerSecond({ count: r, windowSeconds: 1, burst: 2, share: 1 / 3 }, λ, 3_000);
+  t.ok(Math.abs(two - r) < 0.05, `two-call bucket admits ${two.toFixed(3)}/s of r = ${r.toFixed(3)}`);
+});
