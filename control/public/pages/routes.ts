@@ -6,7 +6,9 @@
  * application/json`) gets 404 `svc_not_found` there, as before. Each is built at most once per
  * TTL of the read it shows (`cache.providersTtlS`, `cache.statusTtlS`) and answered with
  * `Cache-Control`, an `ETag` and 304; pages get a fresh CSP nonce per response
- * (`../../pages/respond.ts`). The indexer's pages are `../../indexer/pages/`.
+ * (`../../pages/respond.ts`). While the database cannot be reached, `/status` answers its last
+ * page read, marked stale (503, `X-Svc-Stale-Since`); the other pages answer the error page.
+ * The indexer's pages are `../../indexer/pages/`.
  */
 import type { ControlContext } from '../../context';
 import type { Router } from '../../http/router';
