@@ -5,15 +5,19 @@
  * URL's password masked), the public API and the indexer (saying only that the data is
  * temporarily unavailable), an HTML page for browsers, and the status page's last answer
  * served stale; `svcctl status` says control is up and the store is not, with exit code 3, and
- * other commands print the coded error with that code. Once the database is back, everything
- * answers 200 again without control being restarted; how long that takes is reported.
+ * other commands print the coded error with that code. A gateway answers calls from its
+ * snapshot meanwhile, is refused its outcome batches with 503 and sends them again. Once the
+ * database is back, everything answers 200 again without control being restarted, and every
+ * call answered during the outage is stored; how long each takes is reported.
  */
 import t from 'tap';
+import { Client } from 'pg';
 import { startCluster } from '../../control/store/pg/cluster';
 import { EXIT_STORE_UNAVAILABLE } from '../../cli/exit-codes';
 import { skipWithoutPostgres } from '../fixtures/postgres';
 import { CHROME_UA, SDK_UA } from '../fixtures/public';
-import { request, startStack, waitFor, type HttpResult } from '../fixtures/stack';
+import { GENEROUS_LIMITS, drained, health, request, startStack, waitFor, type HttpResult } from '../fixtures/stack';
+import { ok, startUpstream } from '../fixtures/upstream';
 
 /** Trust authentication ignores it; here to show that no answer ever prints it. */
 const PASSWORD = 's3cret-pw';
@@ -27,9 +31,17 @@ t.test('PostgreSQL stopped: every listener answers 503 svc_store_unavailable, sv
   await cluster.query('CREATE DATABASE svc');
   const url = cluster.url('svc').replace('postgres@', `postgres:${PASSWORD}@`);
   const stack = await startStack(t, {
-    gateways: 0,
-    controlEnv: { SVC_DATABASE_URL: url, SVC_CACHE_STATUS_TTL_S: '1', SVC_CACHE_STATS_TTL_S: '1', SVC_CACHE_PROVIDERS_TTL_S: '1' },
+    controlEnv: {
+      ...GENEROUS_LIMITS,
+      SVC_DATABASE_URL: url,
+      SVC_CACHE_STATUS_TTL_S: '1',
+      SVC_CACHE_STATS_TTL_S: '1',
+      SVC_CACHE_PROVIDERS_TTL_S: '1',
+    },
   });
+  const up = await startUpstream(t);
+  up.on('/base/*', ok());
+  await stack.applied(await stack.addEndpoint({ id: 'ep', upstream: `${up.url}/base`, sla_ms: 60_000 }));
   const { api, indexer } = stack.control.urls as { api: string; indexer: string };
   const pid = stack.control.pid;
   const reads: [string, string, string, Record<string, string>][] = [
@@ -91,6 +103,19 @@ t.test('PostgreSQL stopped: every listener answers 503 svc_store_unavailable, sv
     t.match(res.text, '<code id="error-code">svc_store_unavailable</code>', `${name}: the code`);
   }
 
+  // The gateway answers from its snapshot and keeps the outcomes; control refuses them with 503 meanwhile.
+  const calls: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const res = await request(stack.gateway, `/v1/ep/during-${i}`, { body: '{}' });
+    t.equal(res.status, 200, 'a call during the outage is answered');
+    calls.push(res.headers['x-svc-call-id'] as string);
+  }
+  await waitFor(async () => (await health(stack.gateway)).body?.journal_backlog > 0, 'the outcomes to wait in the journal');
+  await waitFor(
+    () => /outcome batch not shipped; will retry.*control answered 503: .*svc_store_unavailable/.test(stack.gateways[0]!.stderr()),
+    'the gateway to be refused with 503 and to say it will retry',
+  );
+
   const status = await stack.cli(['status']);
   t.equal(status.code, EXIT_STORE_UNAVAILABLE, 'svcctl status exits 3');
   t.match(status.stdout, `control        up at ${stack.control.url}`);
@@ -119,6 +144,15 @@ t.test('PostgreSQL stopped: every listener answers 503 svc_store_unavailable, sv
   const recoveredMs = Math.round(performance.now() - back) - resumedMs;
   t.comment(`recovery: every listener answered 200 ${recoveredMs} ms after PostgreSQL accepted connections again (target: within 10 s)`);
   t.ok(recoveredMs < 10_000, 'recovered within 10 s');
+  await drained(stack.gateway);
+  t.comment(
+    `the gateway's journal drained ${Math.round(performance.now() - back) - resumedMs} ms after PostgreSQL accepted connections again (its retries back off up to 10 s)`,
+  );
+  const db = new Client({ connectionString: url });
+  await db.connect();
+  t.teardown(() => db.end());
+  const stored = (await db.query<{ call_id: string }>('SELECT call_id FROM outcomes WHERE call_id = ANY($1)', [calls])).rows;
+  t.equal(stored.length, calls.length, "every call answered during the outage is stored, once: control's 503s were retried");
   t.equal(stack.control.pid, pid, 'the same control process');
   t.ok(stack.control.running(), 'control kept running');
   t.equal((await stack.cli(['status'])).code, 0, 'svcctl status exits 0 again');
