@@ -3,13 +3,19 @@
  * the stable `code`) and connection failures into one actionable line.
  */
 import { ProblemSchema, type Problem } from '../protocol/errors';
-import { CliError, EXIT_FAILURE, EXIT_USAGE } from './exit-codes';
+import { CliError, EXIT_FAILURE, EXIT_STORE_UNAVAILABLE, EXIT_USAGE } from './exit-codes';
+
+/** The exit code of a command control refused with `problem`: 2 for a bad request, 3 while its database is unreachable, else 1. */
+export function exitCodeOf(problem: Problem): number {
+  if (problem.code === 'svc_store_unavailable') return EXIT_STORE_UNAVAILABLE;
+  return problem.status === 400 ? EXIT_USAGE : EXIT_FAILURE;
+}
 
 export class ApiError extends CliError {
   override readonly code = 'SVC_ERR_CLI_API';
   readonly problem: Problem;
   constructor(problem: Problem) {
-    super(`${problem.detail} (${problem.code})`, problem.status === 400 ? EXIT_USAGE : EXIT_FAILURE);
+    super(`${problem.detail} (${problem.code})`, exitCodeOf(problem));
     this.problem = problem;
   }
 }

@@ -6,6 +6,11 @@ export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 /** The command line or its values are wrong; fix the invocation. */
 export const EXIT_USAGE = 2;
+/**
+ * Control answered, but cannot reach its database (503 `svc_store_unavailable`): nothing is
+ * wrong with the command; run it again once the database is back.
+ */
+export const EXIT_STORE_UNAVAILABLE = 3;
 
 /** Thrown for bad arguments or option values; exits 2 with the message. */
 export class UsageError extends CodedError {

@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   'svc_conflict',
   'svc_not_settled',
   'svc_settler_halted',
+  'svc_store_unavailable',
   'svc_internal',
 ] as const;
 
@@ -150,6 +151,11 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
     title: 'Settler halted',
     when: 'A settled batch has no receipt, so the settler signs and settles nothing: `settler resume` and `run-once` are refused until the database is restored from a backup or `svcctl receipts reissue BATCH` re-signs the batch',
   },
+  svc_store_unavailable: {
+    status: 503,
+    title: 'Store unavailable',
+    when: "Control cannot reach its database (PostgreSQL stopped, restarting or out of reach); retry after `Retry-After` seconds. On the admin and sync API the detail names the store, its URL's password masked; the public API and the indexer say only that the data is temporarily unavailable",
+  },
   svc_internal: {
     status: 500,
     title: 'Internal error',
@@ -208,11 +214,17 @@ export class SvcError extends Error {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly extra: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * The detail the public listeners ({api_url}, {indexer_url}) send instead, without `extra`:
+   * for a problem whose detail names what the public is not shown (a database's host and user).
+   * Undefined: every listener sends the same problem.
+   */
+  readonly publicDetail: string | undefined;
 
   constructor(
     code: ErrorCode,
     detail?: string,
-    options: { headers?: Record<string, string>; extra?: Record<string, unknown>; cause?: unknown } = {},
+    options: { headers?: Record<string, string>; extra?: Record<string, unknown>; cause?: unknown; publicDetail?: string } = {},
   ) {
     super(detail ?? ERRORS[code].title, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SvcError';
@@ -220,6 +232,7 @@ export class SvcError extends Error {
     this.status = ERRORS[code].status;
     this.headers = options.headers ?? {};
     this.extra = options.extra;
+    this.publicDetail = options.publicDetail;
   }
 
   toProblem(): Problem {

@@ -30,14 +30,19 @@ export function sendJson<T>(res: ServerResponse, status: number, body: Settled<T
 export type ProblemResponder = (res: ServerResponse, body: Problem, headers: Record<string, string>) => boolean;
 
 const problemResponders = new WeakMap<ServerResponse, ProblemResponder>();
+/** Answers of the public listeners: an error's `publicDetail`, when it has one, is what they send. */
+const publicAnswers = new WeakSet<ServerResponse>();
 
 /**
  * Have `responder` answer every problem sent on `res` (`sendProblem`, `sendError`), from any
  * step of the listener: rate limit, User-Agent filter, router, handler. Set by a listener
- * when it takes the request; without one, problems are problem+json.
+ * when it takes the request; without one, problems are problem+json. `audience: 'public'`
+ * (the public API and the indexer) sends a `SvcError`'s `publicDetail` in place of its detail
+ * and extension members, where it has one.
  */
-export function answerProblemsWith(res: ServerResponse, responder: ProblemResponder): void {
+export function answerProblemsWith(res: ServerResponse, responder: ProblemResponder, audience: 'public' | 'operators' = 'operators'): void {
   problemResponders.set(res, responder);
+  if (audience === 'public') publicAnswers.add(res);
 }
 
 export function sendProblem(
@@ -64,9 +69,16 @@ export function sendProblem(
   res.end(payload);
 }
 
-/** Send `err` as problem+json: a SvcError keeps its code; anything else is `svc_internal`. */
+/**
+ * Send `err` as problem+json: a SvcError keeps its code (on a public listener, its
+ * `publicDetail` when it has one); anything else is `svc_internal`.
+ */
 export function sendError(res: ServerResponse, err: unknown): void {
   if (isSvcError(err)) {
+    if (err.publicDetail !== undefined && publicAnswers.has(res)) {
+      sendProblem(res, err.code, err.publicDetail, { ...err.headers });
+      return;
+    }
     sendProblem(res, err.code, err.message, { ...err.headers }, err.extra ? { ...err.extra } : undefined);
     return;
   }

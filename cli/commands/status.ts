@@ -1,13 +1,35 @@
-/** `svcctl status`: control, its listeners, the controls sharing its database, flags, counts, bootstrap, the settler and every gateway's engine and applied version. */
+/**
+ * `svcctl status`: control, its listeners, the controls sharing its database, flags, counts,
+ * bootstrap, the settler and every gateway's engine and applied version. While control cannot
+ * reach its database, what it can say: control answers, the store does not (which one, its
+ * URL's password masked), with exit code 3 (`EXIT_STORE_UNAVAILABLE`).
+ */
 import { FLAG_NAMES, type StatusView, type StoreStatus } from '../../protocol/admin';
 import { maskDatabaseUrl } from '../../protocol/database-url';
+import { ApiError } from '../client';
 import type { Deps } from '../deps';
-import { EXIT_OK } from '../exit-codes';
+import { EXIT_OK, EXIT_STORE_UNAVAILABLE } from '../exit-codes';
 import { formatUnits } from '../money';
 import { table } from '../output';
 
+/** `svcctl status --json` while control cannot reach its database. */
+export interface StoreUnavailableStatus {
+  status: 'store_unavailable';
+  control: { url: string; reachable: true };
+  /** `kind` and `url` (password masked) as control's problem names them; null when it names none. */
+  store: { kind: string | null; url: string | null; reachable: false; reason: string | null };
+  /** Control's answer as it came (503 `svc_store_unavailable`). */
+  problem: ApiError['problem'];
+}
+
 export async function run(opts: { json?: boolean }, deps: Deps): Promise<number> {
-  const status = await deps.client.get<StatusView>('/_admin/v1/status');
+  let status: StatusView;
+  try {
+    status = await deps.client.get<StatusView>('/_admin/v1/status');
+  } catch (err) {
+    if (err instanceof ApiError && err.problem.code === 'svc_store_unavailable') return storeUnavailable(err.problem, opts, deps);
+    throw err;
+  }
   if (opts.json) {
     deps.out.json(status);
     return EXIT_OK;
@@ -74,6 +96,29 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     );
   }
   return EXIT_OK;
+}
+
+/** What control said when it could not reach its store: it is up, the store is not. */
+function storeUnavailable(problem: ApiError['problem'], opts: { json?: boolean }, deps: Deps): number {
+  const named = typeof problem.store === 'object' && problem.store !== null ? (problem.store as Record<string, unknown>) : {};
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  // Masked again: a URL from the answer is printed only as svc prints database URLs.
+  const url = text(named.url);
+  const view: StoreUnavailableStatus = {
+    status: 'store_unavailable',
+    control: { url: deps.client.baseUrl, reachable: true },
+    store: { kind: text(named.kind), url: url === null ? null : maskDatabaseUrl(url), reachable: false, reason: text(named.reason) },
+    problem,
+  };
+  if (opts.json) {
+    deps.out.json(view);
+    return EXIT_STORE_UNAVAILABLE;
+  }
+  const which = view.store.kind === null ? 'the store' : `${view.store.kind}${view.store.url === null ? '' : ` ${view.store.url}`}`;
+  deps.out.line(`control        up at ${deps.client.baseUrl}`);
+  deps.out.line(`store          unreachable: ${which}${view.store.reason === null ? '' : ` (${view.store.reason})`}`);
+  deps.out.line(`               control answers 503 ${problem.code} until it reaches its database again; nothing else can be shown`);
+  return EXIT_STORE_UNAVAILABLE;
 }
 
 /** `sqlite /data/control.db (wal, synchronous=full, schema v14 of 14)` or `postgres postgres://u:***@h:5432/db (schema v3 of 4)`. */

@@ -183,12 +183,21 @@ function matchSegments(pattern: string[], parts: string[]): Record<string, strin
   return params;
 }
 
+/**
+ * Log a request's failure: an unexpected one as an error (its answer is a 500 without
+ * details), a coded 5xx (the store unavailable) as a warning with what its answer says.
+ */
+export function logFailure(log: Logger, method: string | undefined, err: unknown): void {
+  if (!(err instanceof SvcError)) log.error('request failed', { method, err });
+  else if (err.status >= 500) log.warn('request failed', { method, code: err.code, detail: err.message });
+}
+
 /** Run a handler, turning thrown errors into problem+json and logging the unexpected ones. */
 export async function runHandler(handler: Handler, ctx: RequestContext, log: Logger): Promise<void> {
   try {
     await handler(ctx);
   } catch (err) {
-    if (!(err instanceof SvcError)) log.error('request failed', { method: ctx.req.method, err });
+    logFailure(log, ctx.req.method, err);
     sendError(ctx.res, err);
   }
 }

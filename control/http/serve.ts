@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '../../protocol/errors';
 import { sendError } from '../../protocol/http';
 import type { Logger } from '../../protocol/log';
-import { NO_SCOPES, runHandler, type Caller, type MatchedRoute, type Router } from './router';
+import { NO_SCOPES, logFailure, runHandler, type Caller, type MatchedRoute, type Router } from './router';
 
 export interface Mount<C extends Caller = Caller> {
   /** Path prefix this mount answers (e.g. `/_admin/`). */
@@ -49,8 +49,8 @@ export function requestListener(mounts: readonly Mount[], log: Logger): (req: In
             log,
           );
       } catch (err) {
-        // An unexpected failure (the store unreachable while a token is looked up) is logged; the answer is a 500 without details.
-        if (!(err instanceof SvcError)) log.error('request failed', { method: req.method, err });
+        // The store unreachable while a token is looked up is a 503 `svc_store_unavailable`; anything unexpected is logged, and its answer is a 500 without details.
+        logFailure(log, req.method, err);
         req.resume();
         sendError(res, err);
         return;

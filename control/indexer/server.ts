@@ -65,7 +65,7 @@ export function indexerListener(
   const limiter = publicIpLimiter(ctx.config, ctx.now);
   const pages = problemPages(() => ({ api: ctx.urls.api, indexer: ctx.urls.indexer }));
   return (req, res) => {
-    answerProblemsWith(res, pages);
+    answerProblemsWith(res, pages, 'public');
     if (!limiter.admit(req, res)) return;
     const [pathname, search] = splitTarget(req.url);
     dispatch(req, res, pathname, search);

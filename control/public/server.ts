@@ -37,7 +37,7 @@ export function publicListener(
   const userAgents = new UserAgentFilter(ctx.config.public.userAgentAllow, ctx.config.public.userAgentExemptPaths);
   const pages = problemPages(() => ({ api: ctx.urls.api, indexer: ctx.urls.indexer }));
   return (req, res) => {
-    answerProblemsWith(res, pages);
+    answerProblemsWith(res, pages, 'public');
     if (!limiter.admit(req, res)) return;
     const [pathname, search] = splitTarget(req.url);
     if (!userAgents.admit(req, res, pathname)) return;

@@ -124,10 +124,26 @@ ${i.note === null ? '' : i.kind === 'maintenance' ? `<p>Note from the operators:
   return `<section aria-labelledby="h-incidents"><h2 id="h-incidents">Incident history</h2>${items}</section>`;
 }
 
-/** The whole document (with the nonce placeholder `../pages/respond.ts` fills in). */
-export function renderStatusPage(s: StatusAnswer, history: History, urls: PageUrls): string {
+/**
+ * The note on a status page served stale while the database cannot be reached: the answer is
+ * the last one read, as of its `updated_at`, and the error code programs would get.
+ */
+function staleNote(s: StatusAnswer): string {
+  return `<p class="banner state-maintenance" id="stale" role="alert">Stale since ${time(s.updated_at)}: the data is temporarily unavailable (the database cannot be reached, error code <code id="error-code">svc_store_unavailable</code>). This is the last status read; it is read again as soon as the database is back.</p>`;
+}
+
+/**
+ * The whole document (with the nonce placeholder `../pages/respond.ts` fills in, unless
+ * `nonce` is given). `stale`: the last answer, shown while the database cannot be reached.
+ */
+export function renderStatusPage(
+  s: StatusAnswer,
+  history: History,
+  urls: PageUrls,
+  options: { stale?: boolean; nonce?: string } = {},
+): string {
   const main = `<h1>svc status</h1>
-<p class="banner state-${s.status}" id="overall">Overall: ${escapeHtml(HEADLINE[s.status])}</p>
+${options.stale === true ? `${staleNote(s)}\n` : ''}<p class="banner state-${s.status}" id="overall">Overall: ${escapeHtml(HEADLINE[s.status])}</p>
 <p id="see-also">See also: <a href="/providers">providers and their reliability</a> · <a href="${escapeHtml(urls.indexer)}/activity">settled activity and refunds</a> · <a href="${escapeHtml(urls.indexer)}/changelog.atom">changelog feed</a> · <a href="${escapeHtml(urls.indexer)}/status.atom">incidents feed</a></p>
 ${providersSection(history)}
 ${incidentsSection(history)}
@@ -142,11 +158,14 @@ ${changelogSection(s, urls)}
 ${bootstrapSection(s)}
 ${settlerSection(s)}
 </details>`;
-  return renderDocument({
-    title: `svc status: ${HEADLINE[s.status]}`,
-    current: 'status',
-    urls,
-    main,
-    footer: `<p>Updated ${time(s.updated_at)}. Machine-readable: <a href="/api/v1/status">/api/v1/status</a>. Service API version ${escapeHtml(s.version)}.</p>`,
-  });
+  return renderDocument(
+    {
+      title: `svc status: ${HEADLINE[s.status]}`,
+      current: 'status',
+      urls,
+      main,
+      footer: `<p>Updated ${time(s.updated_at)}. Machine-readable: <a href="/api/v1/status">/api/v1/status</a>. Service API version ${escapeHtml(s.version)}.</p>`,
+    },
+    options.nonce,
+  );
 }

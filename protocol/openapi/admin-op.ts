@@ -7,9 +7,10 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../errors';
 import type { Answer, Named, Operation, Parameter } from './operation';
 import { SCOPE_DESCRIPTIONS, routeScope, type OperatorScope } from '../scopes';
-import { BODY_ERRORS, EDGE_ERRORS } from './common';
+import { BODY_ERRORS, EDGE_ERRORS, STORE_ERRORS } from './common';
 
-const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized', 'svc_forbidden_scope'];
+/** Every admin request is authenticated against the database (root's revocation, operators' tokens): 503 while it cannot be reached. */
+const AUTH_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized', 'svc_forbidden_scope', ...STORE_ERRORS];
 
 export interface AdminOp {
   path: string;

@@ -84,6 +84,7 @@ const ERROR_HEADERS: Partial<Record<ErrorCode, readonly HeaderName[]>> = {
   svc_rate_limited: ['Retry-After', 'RateLimit', 'RateLimit-Policy'],
   svc_method_not_allowed: ['Allow'],
   svc_unauthorized: ['WWW-Authenticate'],
+  svc_store_unavailable: ['Retry-After'],
 };
 
 /** A JSON Schema for `schema`, without the `$schema`/`$id` members component schemas must not carry. */

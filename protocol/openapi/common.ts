@@ -19,6 +19,12 @@ export const EDGE_ERRORS: readonly ErrorCode[] = ['svc_bad_request', 'svc_reques
 export const REQUEST_RULES =
   "Paths are taken as sent: a dot segment (`.` or `..`, also spelled with `%2e`) is 400 `svc_bad_request`, never resolved. An operation's query parameters may each be given once; operations that answer JSON refuse any parameter they do not list (400 `svc_bad_request` naming it), while pages, feeds and metrics ignore them.";
 
+/**
+ * Errors of an operation that reads or writes control's database: 503 `svc_store_unavailable`
+ * (with `Retry-After`) while control cannot reach it.
+ */
+export const STORE_ERRORS: readonly ErrorCode[] = ['svc_store_unavailable'];
+
 /** A JSON request body over the listener's cap is refused before it is read. */
 export const BODY_ERRORS: readonly ErrorCode[] = ['svc_payload_too_large'];
 

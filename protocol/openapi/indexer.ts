@@ -12,6 +12,7 @@ import {
   IF_NONE_MATCH,
   OpenApiDocument,
   REQUEST_RULES,
+  STORE_ERRORS,
   cachedAtom,
   cachedHtml,
   cachedJson,
@@ -20,6 +21,8 @@ import {
 
 /** Every request is counted against the per-IP limit first; there is no User-Agent filter. */
 const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_rate_limited'];
+/** A read of the database: 503 `svc_store_unavailable` while control cannot reach it. */
+const STORE_READ_ERRORS: readonly ErrorCode[] = [...READ_ERRORS, ...STORE_ERRORS];
 
 export const INDEXER_OPERATIONS: readonly Operation[] = [
   {
@@ -55,7 +58,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [IF_NONE_MATCH],
     answers: cachedJson('The aggregate numbers', { StatsAnswer }),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -67,7 +70,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     query: ActivityQuery,
     params: [IF_NONE_MATCH],
     answers: cachedJson('One page of calls; follow `next_before` for older ones', { ActivityPage }),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -92,7 +95,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [IF_NONE_MATCH],
     answers: cachedAtom('The changelog feed'),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -105,7 +108,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [IF_NONE_MATCH],
     answers: cachedAtom('The incidents feed'),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -118,7 +121,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [IF_NONE_MATCH],
     answers: cachedAtom('The receipts feed'),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -143,7 +146,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     query: ActivityPageQuery,
     params: [IF_NONE_MATCH],
     answers: cachedHtml('The activity page'),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -155,7 +158,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [IF_NONE_MATCH],
     answers: cachedJson('The JWKS', { ReceiptJwks }),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -177,7 +180,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     }),
     params: [IF_NONE_MATCH],
     answers: cachedJson('One page of receipts', { ReceiptsPage }),
-    errors: READ_ERRORS,
+    errors: STORE_READ_ERRORS,
   },
   {
     method: 'get',
@@ -190,7 +193,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [IF_NONE_MATCH],
     answers: cachedJson('The checkpoint', { Checkpoint }),
-    errors: [...READ_ERRORS, 'svc_not_found'],
+    errors: [...STORE_READ_ERRORS, 'svc_not_found'],
   },
   {
     method: 'get',
@@ -207,7 +210,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     }),
     params: [IF_NONE_MATCH],
     answers: cachedJson('The receipts from `from` to `to`', { ConsistencyAnswer }),
-    errors: [...READ_ERRORS, 'svc_not_found'],
+    errors: [...STORE_READ_ERRORS, 'svc_not_found'],
   },
   {
     method: 'get',
@@ -218,7 +221,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [pathParam('batch', 'the batch number (from 1), written without leading zeros', BATCH_NUMBER_PARAM), IF_NONE_MATCH],
     answers: cachedJson('The receipt', { Receipt }),
-    errors: [...READ_ERRORS, 'svc_not_found'],
+    errors: [...STORE_READ_ERRORS, 'svc_not_found'],
   },
   {
     method: 'get',
@@ -231,7 +234,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     security: ['none'],
     params: [pathParam('call_id', 'the call id (`X-Svc-Call-Id`)'), IF_NONE_MATCH],
     answers: cachedJson('The proof', { CallProof }),
-    errors: [...READ_ERRORS, 'svc_not_found', 'svc_not_settled'],
+    errors: [...STORE_READ_ERRORS, 'svc_not_found', 'svc_not_settled'],
   },
 ];
 

@@ -13,6 +13,7 @@ import {
   IF_NONE_MATCH,
   OpenApiDocument,
   REQUEST_RULES,
+  STORE_ERRORS,
   cachedAtom,
   cachedHtml,
   cachedJson,
@@ -22,6 +23,8 @@ import {
 /** What the listener itself may answer to any request: the per-IP limit, then the User-Agent allow-list. */
 const LISTENER_ERRORS: readonly ErrorCode[] = ['svc_forbidden_user_agent', 'svc_rate_limited'];
 const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, ...LISTENER_ERRORS];
+/** A read of the database: 503 `svc_store_unavailable` while control cannot reach it. */
+const STORE_READ_ERRORS: readonly ErrorCode[] = [...READ_ERRORS, ...STORE_ERRORS];
 
 const HTML = 'text/html; charset=utf-8';
 
@@ -82,6 +85,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
   }),
   read({
     path: '/api/v1/providers',
+    errors: STORE_READ_ERRORS,
     operationId: 'listProviders',
     summary: 'Providers with their tier and failure rate over the rolling window',
     description:
@@ -91,6 +95,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
   }),
   read({
     path: '/api/v1/status',
+    errors: STORE_READ_ERRORS,
     operationId: 'getStatus',
     summary: 'Bootstrap state, settler, beta gate, maintenance and the latest changelog',
     params: [IF_NONE_MATCH],
@@ -109,6 +114,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
   }),
   read({
     path: '/status',
+    errors: STORE_READ_ERRORS,
     operationId: 'getStatusPage',
     summary: 'The status page (HTML, no JavaScript)',
     description:
@@ -127,6 +133,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
   }),
   read({
     path: '/providers',
+    errors: STORE_READ_ERRORS,
     operationId: 'getProvidersPage',
     summary: 'The providers page (HTML, no JavaScript)',
     description:
@@ -148,10 +155,11 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
     tag: 'pages',
     params: [pathParam('id', 'the opaque provider id (`prv_…`) from `/api/v1/providers`'), IF_NONE_MATCH],
     answers: cachedHtml('The provider page'),
-    errors: [...READ_ERRORS, 'svc_not_found'],
+    errors: [...STORE_READ_ERRORS, 'svc_not_found'],
   }),
   read({
     path: '/changelog.atom',
+    errors: STORE_READ_ERRORS,
     operationId: 'getChangelogFeed',
     summary: 'The public changelog as an Atom 1.0 feed',
     description:
@@ -162,6 +170,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
   }),
   read({
     path: '/status.atom',
+    errors: STORE_READ_ERRORS,
     operationId: 'getStatusFeed',
     summary: 'The incident history as an Atom 1.0 feed',
     description:
@@ -181,7 +190,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
     query: AccountQuery,
     params: [IF_NONE_MATCH],
     answers: cachedJson("The key's account", { AccountAnswer }),
-    errors: [...READ_ERRORS, 'svc_unauthorized'],
+    errors: [...STORE_READ_ERRORS, 'svc_unauthorized'],
   }),
   read({
     path: '/api/v1/account/calls',
@@ -194,10 +203,11 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
     query: AccountCallsQuery,
     params: [IF_NONE_MATCH],
     answers: cachedJson("One page of the key's calls", { AccountCallsPage }),
-    errors: [...READ_ERRORS, 'svc_unauthorized'],
+    errors: [...STORE_READ_ERRORS, 'svc_unauthorized'],
   }),
   read({
     path: '/api/v1/changelog',
+    errors: STORE_READ_ERRORS,
     operationId: 'listChangelog',
     summary: 'The public changelog, newest first',
     query: PublicChangelogQuery,
@@ -239,7 +249,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
         headers: ['Retry-After'],
       },
     ],
-    errors: [...READ_ERRORS, ...BODY_ERRORS],
+    errors: [...STORE_READ_ERRORS, ...BODY_ERRORS],
   },
   {
     method: 'post',
@@ -255,7 +265,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
       { status: 201, description: 'Received; an answer follows within `answer_within_hours`', json: { ApplicationReceipt } },
       { status: 200, description: 'The same application was already received', json: { ApplicationReceipt } },
     ],
-    errors: [...READ_ERRORS, ...BODY_ERRORS],
+    errors: [...STORE_READ_ERRORS, ...BODY_ERRORS],
   },
 ]);
 

@@ -6,9 +6,10 @@ import type { ErrorCode } from '../errors';
 import { OutcomeAck, OutcomeBatch } from '../outcome';
 import { StreamLine, StreamQuery, SyncAck, SyncAckAnswer } from '../snapshot';
 import type { Operation } from './operation';
-import { BODY_ERRORS, EDGE_ERRORS } from './common';
+import { BODY_ERRORS, EDGE_ERRORS, STORE_ERRORS } from './common';
 
-const SYNC_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized'];
+/** Every sync and metrics operation reads or writes the database. */
+const SYNC_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_unauthorized', ...STORE_ERRORS];
 
 export const SYNC_OPERATIONS: readonly Operation[] = [
   {

@@ -7,7 +7,7 @@ import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SvcError } from '../../protocol/errors';
-import { readJson, sendError, sendJson } from '../../protocol/http';
+import { answerProblemsWith, readJson, sendError, sendJson } from '../../protocol/http';
 
 async function serve(t: tap.Test, handler: (req: IncomingMessage, res: ServerResponse) => Promise<void> | void): Promise<string> {
   const server = createServer((req, res) => {
@@ -81,4 +81,26 @@ t.test('readJson', async (t) => {
   res = await post(JSON.stringify({ pad: 'x'.repeat(100) }));
   t.equal(res.status, 413);
   t.equal(((await res.json()) as { code: string }).code, 'svc_payload_too_large', 'more than the limit is refused');
+});
+
+t.test('a public listener sends the public detail, without extension members', async (t) => {
+  const err = new SvcError('svc_store_unavailable', 'the PostgreSQL store at postgres://svc:***@db.internal/svc cannot be reached', {
+    headers: { 'retry-after': '5' },
+    extra: { store: { kind: 'postgres' } },
+    publicDetail: 'The data is temporarily unavailable.',
+  });
+  const url = await serve(t, (req, res) => {
+    if (req.url === '/public') answerProblemsWith(res, () => false, 'public');
+    sendError(res, err);
+  });
+  const operators = await fetch(`${url}/admin`);
+  t.equal(operators.status, 503);
+  t.match(await operators.json(), { detail: err.message, store: { kind: 'postgres' } }, 'operators get all of it');
+  const visitors = await fetch(`${url}/public`);
+  t.equal(visitors.status, 503);
+  t.equal(visitors.headers.get('retry-after'), '5', 'the same headers');
+  const body = (await visitors.json()) as Record<string, unknown>;
+  t.equal(body.detail, 'The data is temporarily unavailable.');
+  t.equal(body.code, 'svc_store_unavailable');
+  t.notOk('store' in body, 'no extension member');
 });

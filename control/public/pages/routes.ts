@@ -6,22 +6,32 @@
  * application/json`) gets 404 `svc_not_found` there, as before. Each is built at most once per
  * TTL of the read it shows (`cache.providersTtlS`, `cache.statusTtlS`) and answered with
  * `Cache-Control`, an `ETag` and 304; pages get a fresh CSP nonce per response
- * (`../../pages/respond.ts`). The indexer's pages are `../../indexer/pages/`.
+ * (`../../pages/respond.ts`). While the database cannot be reached, `/status` answers its last
+ * page read, marked stale (503, `X-Svc-Stale-Since`); the other pages answer the error page.
+ * The indexer's pages are `../../indexer/pages/`.
  */
 import type { ControlContext } from '../../context';
 import type { Router } from '../../http/router';
 import { ResponseCache } from '../../http/cache';
 import type { OpaqueIds } from '../../ids';
 import { activityItem } from '../../activity-item';
-import { sendPage } from '../../pages/respond';
+import { isSvcError } from '../../../protocol/errors';
+import type { StatusAnswer } from '../../../protocol/public';
+import { sendHtml, sendPage } from '../../pages/respond';
 import { PAGE_REFUNDS, forPeople, pageUrls, registerFavicon } from '../../pages/site';
 import { statusAnswer } from '../status';
 import { renderStatusPage } from '../status-page';
 import { registerFeedRoutes } from './feeds';
-import { providersHistory } from './history';
+import { providersHistory, type History } from './history';
 import { renderHomePage } from './home-page';
 import { boardProvider, parseSort, providersBoard, sortProviders } from './board';
 import { renderProviderPage, renderProvidersPage } from './providers-page';
+
+/**
+ * On a status page served stale (503) while the database cannot be reached: the instant of the
+ * last status read (ISO 8601), which the page shows as "stale since".
+ */
+export const STALE_SINCE_HEADER = 'x-svc-stale-since';
 
 /** Both pages of `/` depend on `Accept` as well as on `Accept-Encoding`. */
 const VARY_ACCEPT = 'Accept, Accept-Encoding';
@@ -36,24 +46,32 @@ export function registerPageRoutes(router: Router, ctx: ControlContext, ids: Opa
     forPeople(req);
     await sendPage(req, res, status, 'home', () => renderHomePage(pageUrls(ctx)), ctx.now, VARY_ACCEPT);
   });
-  router.get(
-    '/status',
-    { otherQuery: 'ignore' },
-    async ({ req, res }) =>
+  // The last status read, served stale (503, marked) while the database cannot be reached.
+  let last: { answer: StatusAnswer; history: History } | null = null;
+  router.get('/status', { otherQuery: 'ignore' }, async ({ req, res }) => {
+    try {
       await sendPage(
         req,
         res,
         status,
         'status',
-        async () =>
-          renderStatusPage(
-            await statusAnswer(ctx, ids),
-            await providersHistory(ctx.store, ids, ctx.config.tiers, ctx.now()),
-            pageUrls(ctx),
-          ),
+        async () => {
+          const answer = await statusAnswer(ctx, ids);
+          const history = await providersHistory(ctx.store, ids, ctx.config.tiers, ctx.now());
+          last = { answer, history };
+          return renderStatusPage(answer, history, pageUrls(ctx));
+        },
         ctx.now,
-      ),
-  );
+      );
+    } catch (err) {
+      if (last === null || !isSvcError(err) || err.code !== 'svc_store_unavailable') throw err;
+      const shown = last;
+      sendHtml(res, err.status, (nonce) => renderStatusPage(shown.answer, shown.history, pageUrls(ctx), { stale: true, nonce }), {
+        ...err.headers,
+        [STALE_SINCE_HEADER]: shown.answer.updated_at,
+      });
+    }
+  });
 
   router.get('/providers', { query: ['sort', 'order'], otherQuery: 'ignore' }, async ({ req, res, query }) => {
     const sort = parseSort(query);

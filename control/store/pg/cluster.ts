@@ -146,6 +146,13 @@ export interface ThrowawayCluster {
    * connections again.
    */
   restart(): Promise<void>;
+  /**
+   * Stop the server as `pg_ctl stop -m fast` would (every connection is closed), keeping the
+   * cluster to start again with {@link resume}: the database away for as long as a test needs.
+   */
+  pause(): Promise<void>;
+  /** Start the server paused by {@link pause} again, on the same port; resolves once it accepts connections. */
+  resume(): Promise<void>;
   /** Stop the server (fast shutdown) and remove the directory. */
   stop(): Promise<void>;
 }
@@ -311,6 +318,18 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Throwa
     await stop();
     throw err;
   }
+  const pause = async () => {
+    if (stopped !== null) throw new Error('the cluster is stopped');
+    await admin?.end().catch(() => undefined);
+    admin = null; // connected again by the next query
+    writeFileSync(join(dir, RESTARTING), ''); // the leash removes it instead of the directory
+    await shutDown();
+  };
+  const resume = async () => {
+    if (stopped !== null) throw new Error('the cluster is stopped');
+    running = await startServer(bin, dir, port, as, options);
+    pid = postmasterPid();
+  };
   const postmasterPid = () => Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
   let pid = postmasterPid();
   return {
@@ -329,14 +348,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Throwa
       await admin.query(text);
     },
     restart: async () => {
-      if (stopped !== null) throw new Error('the cluster is stopped');
-      await admin?.end().catch(() => undefined);
-      admin = null; // connected again by the next query
-      writeFileSync(join(dir, RESTARTING), ''); // the leash removes it instead of the directory
-      await shutDown();
-      running = await startServer(bin, dir, port, as, options);
-      pid = postmasterPid();
+      await pause();
+      await resume();
     },
+    pause,
+    resume,
     stop,
   };
 }

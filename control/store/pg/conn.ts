@@ -10,6 +10,7 @@
  * `replan` has no name: it is parsed and planned at each execution (`SqlOptions` says when).
  */
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import { unreachable } from './unreachable';
 
 /** A compiled statement: PostgreSQL text, its prepared-statement name, and how it takes parameters. */
 export interface Sql {
@@ -115,7 +116,11 @@ export class PgConn {
   private async query<R extends QueryResultRow>(statement: Sql, params: Params | undefined, rowMode?: 'array') {
     const config: QueryConfig = { name: statement.name, text: statement.text, values: values(statement, params) };
     if (rowMode) (config as QueryConfig & { rowMode: 'array' }).rowMode = rowMode;
-    return (this.client ?? this.pool).query<R>(config);
+    try {
+      return await (this.client ?? this.pool).query<R>(config);
+    } catch (err) {
+      throw unreachable(err, this.pool);
+    }
   }
 
   /** Every row. */
@@ -196,10 +201,17 @@ export class PgConn {
    * the end of its connection (the pool's is off): one ended between two statements (the server
    * restarted, the session was terminated) would be an unhandled 'error', fatal to the process.
    * Heard here, it fails `fn`'s next statement, and the client is not reused; nor is one `fn`
-   * reports broken (`broke`: a failed rollback or unlock).
+   * reports broken (`broke`: a failed rollback or unlock). A connection that cannot be made, and
+   * a statement of `fn`'s own on `client` (`BEGIN`, a lock) that fails for want of the
+   * database, throw `StoreUnavailableError` as every statement does (`unreachable.ts`).
    */
   private async checkedOut<T>(fn: (client: PoolClient, broke: (err: Error) => void) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw unreachable(err, this.pool);
+    }
     let broken: Error | undefined;
     const broke = (err: Error) => {
       broken = err;
@@ -207,6 +219,8 @@ export class PgConn {
     client.on('error', broke);
     try {
       return await fn(client, broke);
+    } catch (err) {
+      throw unreachable(err, this.pool);
     } finally {
       client.off('error', broke);
       client.release(broken);

@@ -9,6 +9,7 @@ import type { SnapshotReads } from '../index';
 import { LIVE_KEYS_SQL, groupKeys, type KeySecretRow } from '../snapshot-reader';
 import { flagsOf, type Flags, type SnapshotKey } from '../../../protocol/snapshot';
 import { PgConn, sql } from './conn';
+import { unreachable } from './unreachable';
 
 const Q = {
   version: sql(`SELECT value FROM meta WHERE name = 'state_version'`),
@@ -39,13 +40,17 @@ export class PgSnapshotReader implements SnapshotReads {
 
   async begin(): Promise<number> {
     if (this.client === null) {
-      this.client = await this.pool.connect();
+      try {
+        this.client = await this.pool.connect();
+      } catch (err) {
+        throw unreachable(err, this.pool);
+      }
       try {
         await this.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       } catch (err) {
         this.client.release(err as Error);
         this.client = null;
-        throw err;
+        throw unreachable(err, this.pool);
       }
       // A connection of its own: statements run on it, inside the transaction just begun.
       this.conn = new PgConn(this.pool, this.client, 'read');

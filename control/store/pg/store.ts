@@ -36,6 +36,7 @@ import { PgSnapshotReader } from './snapshot-reader';
 import { VERSION_CHANNEL, VersionListener } from './version-listener';
 import { openShared, pgTables, type PgShared } from './tables';
 import { READER_SETTINGS } from './settlement-sql';
+import { unreachable } from './unreachable';
 
 export interface PgStoreOptions extends StoreOptions {
   /** The data dir: where the receipt signing key and the backfill record live. */
@@ -253,8 +254,12 @@ export class PgStore implements Store {
     return new PgSnapshotReader(this.pool);
   }
 
-  schemaVersion(): Promise<number> {
-    return pgSchemaVersion(this.pool);
+  async schemaVersion(): Promise<number> {
+    try {
+      return await pgSchemaVersion(this.pool);
+    } catch (err) {
+      throw unreachable(err, this.pool);
+    }
   }
 
   async describe(): Promise<StoreDescription> {
