@@ -86,6 +86,18 @@ export interface AdminAuthOptions {
 
 const REALM = 'admin';
 
+/**
+ * A failure before the caller is known (an operator-shaped token not yet looked up; anyone can
+ * shape one): told as the public listeners tell it, so only a caller whose token was checked
+ * learns where the database is (`svc_store_unavailable`'s masked URL).
+ */
+function beforeKnown(err: unknown): never {
+  if (err instanceof SvcError && err.publicDetail !== undefined) {
+    throw new SvcError(err.code, err.publicDetail, { headers: { ...err.headers }, cause: err });
+  }
+  throw err;
+}
+
 export class AdminAuth {
   constructor(private readonly opts: AdminAuthOptions) {}
 
@@ -102,7 +114,7 @@ export class AdminAuth {
     }
     // Anything else is refused without a look in the database (a beta key, the sync or metrics token, noise).
     if (!isOperatorTokenShaped(token)) throw refusal(req, REALM);
-    const owner = await store.operators.byTokenHash(hashOperatorToken(token));
+    const owner = await store.operators.byTokenHash(hashOperatorToken(token)).catch(beforeKnown);
     if (owner === undefined) throw refusal(req, REALM);
     const now = this.opts.now();
     const status = operatorStatus(owner.operator, now);

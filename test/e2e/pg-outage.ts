@@ -14,6 +14,7 @@ import t from 'tap';
 import { Client } from 'pg';
 import { startCluster } from '../../control/store/pg/cluster';
 import { EXIT_STORE_UNAVAILABLE } from '../../cli/exit-codes';
+import { generateOperatorToken } from '../../protocol/operator-token';
 import { skipWithoutPostgres } from '../fixtures/postgres';
 import { CHROME_UA, SDK_UA } from '../fixtures/public';
 import { GENEROUS_LIMITS, drained, health, request, startStack, waitFor, type HttpResult } from '../fixtures/stack';
@@ -46,6 +47,8 @@ t.test('PostgreSQL stopped: every listener answers 503 svc_store_unavailable, sv
   const pid = stack.control.pid;
   const reads: [string, string, string, Record<string, string>][] = [
     ['admin status', stack.control.url, '/_admin/v1/status', { authorization: `Bearer ${stack.adminToken()}` }],
+    // A token of an operator's shape that nobody holds: it cannot be checked while the database is away.
+    ['admin status, unchecked token', stack.control.url, '/_admin/v1/status', { authorization: `Bearer ${generateOperatorToken()}` }],
     ['public status (JSON)', api, '/api/v1/status', PROGRAM],
     ['public providers', api, '/api/v1/providers', PROGRAM],
     ['indexer stats', indexer, '/api/stats', PROGRAM],
@@ -56,8 +59,8 @@ t.test('PostgreSQL stopped: every listener answers 503 svc_store_unavailable, sv
   const all = () => Promise.all(reads.map(([, base, path, headers]) => request(base, path, { method: 'GET', headers })));
   t.same(
     (await all()).map((r) => r.status),
-    reads.map(() => 200),
-    'every read answers 200 with the database up (the status page is read once: its last answer)',
+    reads.map(([name]) => (name.endsWith('unchecked token') ? 401 : 200)),
+    'every read answers 200 with the database up (the status page is read once: its last answer), a token nobody holds 401',
   );
 
   const stopping = performance.now();
@@ -85,7 +88,7 @@ t.test('PostgreSQL stopped: every listener answers 503 svc_store_unavailable, sv
   t.match(admin.body.detail, `the PostgreSQL store at postgres://postgres:***@127.0.0.1:${cluster.port}/svc cannot be reached`);
   t.same(admin.body.store.kind, 'postgres', 'the store, as an extension member');
   t.match(admin.body.store.url, /:\*\*\*@/);
-  for (const name of ['public status (JSON)', 'public providers', 'indexer stats']) {
+  for (const name of ['admin status, unchecked token', 'public status (JSON)', 'public providers', 'indexer stats']) {
     const res = problem(name);
     t.match(res.body.detail, /temporarily unavailable/, `${name}: the public detail`);
     t.notOk('store' in res.body, `${name}: no store member`);
@@ -140,7 +143,11 @@ t.test('PostgreSQL stopped: every listener answers 503 svc_store_unavailable, sv
   const back = performance.now();
   await cluster.resume();
   const resumedMs = Math.round(performance.now() - back);
-  await waitFor(async () => (await all()).every((r) => r.status === 200), 'every read to answer 200 again', 10_000);
+  await waitFor(
+    async () => (await all()).every((r, i) => r.status === (reads[i]![0].endsWith('unchecked token') ? 401 : 200)),
+    'every read to answer as before the outage',
+    10_000,
+  );
   const recoveredMs = Math.round(performance.now() - back) - resumedMs;
   t.comment(`recovery: every listener answered 200 ${recoveredMs} ms after PostgreSQL accepted connections again (target: within 10 s)`);
   t.ok(recoveredMs < 10_000, 'recovered within 10 s');
