@@ -27,6 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
+import { PgClient } from './client';
 import { PgClusterTable } from './cluster-table';
 import { PgConn, sql } from './conn';
 import { migratePg, pgSchemaVersion } from './migrate';
@@ -156,6 +157,7 @@ export class PgStore implements Store {
    */
   static async open(url: string, options: PgStoreOptions): Promise<PgStore> {
     const settings = {
+      Client: PgClient,
       connectionString: url,
       types: PG_TYPES,
       application_name: 'svc-control',
