@@ -160,7 +160,7 @@ if (!skipWithoutPostgres(t)) {
       // What the admin write waits on, as the server sees it (reported, not asserted: it may find the lock free).
       let waitedOn: string | null = null;
       const issuing = timed(() => cli(['keys', 'issue', '--name', 'issued during the freeze', '--json']));
-      void waitFor(async () => {
+      const watching = waitFor(async () => {
         const { rows } = await db.query<{ lock: string }>(
           `SELECT l.locktype || ' ' || l.mode || coalesce(' ' || ((l.classid::bigint << 32) | l.objid::bigint), '') AS lock
          FROM pg_locks l WHERE NOT l.granted AND l.pid <> $1`,
@@ -170,6 +170,7 @@ if (!skipWithoutPostgres(t)) {
         return waitedOn !== null || !(await sessionAlive(first.pid));
       }, 'the admin write to wait on a lock').catch(() => undefined);
       const [issued, issueMs] = await issuing;
+      await watching;
       t.comment(`the admin write waited on: ${waitedOn ?? 'nothing seen'} (the writer lock is advisory ${WRITER_LOCK_KEY})`);
       t.equal(issued.code, 0, `svcctl keys issue succeeds: ${issued.stdout}${issued.stderr}`);
       t.comment(
