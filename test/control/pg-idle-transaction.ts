@@ -9,7 +9,7 @@
  */
 import t from 'tap';
 import type { Store } from '../../control/store';
-import { PgStore } from '../../control/store/pg/store';
+import { IDLE_IN_TRANSACTION_MS, PgStore } from '../../control/store/pg/store';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 
 const bump = (store: Store, action: string, during?: () => Promise<void>) =>
@@ -53,4 +53,34 @@ t.test('a transaction left idle past the limit is ended, and its writer lock wit
   );
   // And the frozen store works again, on a new connection.
   t.equal((await bump(frozen, 'test.frozen-again')).version, before + 2);
+});
+
+t.test('a transaction holding the writer lock has a limit of its own, under the session’s', async (t) => {
+  if (skipWithoutPostgres(t)) return;
+  const url = await createDatabase(t);
+  // The session lets a transaction sit idle 30 s (IDLE_IN_TRANSACTION_MS); one holding the writer lock, 300 ms.
+  const frozen = await PgStore.open(url, { dataDir: t.testdir(), writerIdleMs: 300 });
+  t.teardown(() => frozen.close());
+  const other = await PgStore.open(url, { dataDir: t.testdir() });
+  t.teardown(() => other.close());
+
+  let entered!: () => void;
+  const holding = new Promise<void>((resolve) => (entered = resolve));
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => (wake = resolve));
+  const stuck = bump(frozen, 'test.frozen', async () => {
+    entered();
+    await woken;
+  }).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  await holding;
+  const began = performance.now();
+  await bump(other, 'test.other');
+  const waitedMs = Math.round(performance.now() - began);
+  t.comment(`the other store's change waited ${waitedMs} ms for the writer lock`);
+  t.ok(waitedMs < IDLE_IN_TRANSACTION_MS / 3, `it waited for the writer's limit, not the session's (${waitedMs} ms)`);
+  wake();
+  t.ok((await stuck) instanceof Error, 'the frozen transaction failed when it ran again');
 });

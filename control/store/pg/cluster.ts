@@ -122,6 +122,13 @@ export interface ClusterOptions {
    * are kept, to report a server that did not start.
    */
   logFile?: string;
+  /**
+   * Lines put first in the cluster's `pg_hba.conf` (the first line that matches a connection
+   * decides how it authenticates), before initdb's, which trust every local and loopback
+   * connection: e.g. `host all svc_pw 127.0.0.1/32 scram-sha-256` for a role that must give a
+   * password. The superuser stays trusted unless a line names it.
+   */
+  hba?: readonly string[];
 }
 
 export interface ThrowawayCluster {
@@ -276,6 +283,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Throwa
     // dir) and loopback, and the server listens on 127.0.0.1 alone.
     const initdbArgs = ['-D', join(dir, 'data'), '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'];
     await run(join(bin, 'initdb'), initdbArgs, as, dir);
+    if (options.hba !== undefined && options.hba.length > 0) {
+      const hbaFile = join(dir, 'data', 'pg_hba.conf');
+      writeFileSync(hbaFile, `${options.hba.join('\n')}\n${readFileSync(hbaFile, 'utf8')}`);
+    }
     for (let attempt = 1; server === null; attempt++) {
       port = await freePort();
       try {

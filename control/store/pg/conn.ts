@@ -83,7 +83,8 @@ export type TxMode =
   /**
    * As `write`, after taking the store's writer lock (`WRITER_LOCK_KEY`): writers that read
    * before they write (admin changes, settlement) run one at a time, as SQLite's
-   * `BEGIN IMMEDIATE` runs them, across every process on the database.
+   * `BEGIN IMMEDIATE` runs them, across every process on the database. Such a transaction
+   * may sit idle `WRITER_IDLE_MS` at most.
    */
   | 'serial'
   /** One `REPEATABLE READ` snapshot for every statement, read-only. */
@@ -95,11 +96,24 @@ export type TxMode =
  */
 export const WRITER_LOCK_KEY = '32499791499212404';
 
-const BEGIN: Record<TxMode, string> = {
-  write: 'BEGIN',
-  serial: 'BEGIN',
-  read: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-};
+/**
+ * How long a transaction holding the writer lock (`serial`: admin changes, settlement, the
+ * receipts backfill) may sit idle before the server ends its session, and the lock with it
+ * (`idle_in_transaction_session_timeout`, set for the transaction in the statement that opens
+ * it, before the lock is taken). The lock's holders wait on nothing but their own statements,
+ * the settler's reads ahead on its other connection and a few milliseconds of planning or
+ * signing between them, so only a process that stopped running mid-transaction (frozen,
+ * paused, cut off with its connection open) sits idle this long; every other control's admin
+ * changes and settlement wait behind it for at most this, rather than the session's
+ * `IDLE_IN_TRANSACTION_MS` (`store.ts`). @default 2000
+ */
+export const WRITER_IDLE_MS = 2_000;
+
+function begin(mode: TxMode, writerIdleMs: number): string {
+  if (mode === 'read') return 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
+  if (mode === 'write') return 'BEGIN';
+  return `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.floor(writerIdleMs))}`;
+}
 
 export class PgConn {
   constructor(
@@ -107,6 +121,8 @@ export class PgConn {
     /** The connection holding this transaction; null outside one. */
     private readonly client: PoolClient | null = null,
     private readonly mode: TxMode | null = null,
+    /** How long a `serial` transaction may sit idle (`WRITER_IDLE_MS`). */
+    private readonly writerIdleMs: number = WRITER_IDLE_MS,
   ) {}
 
   get inTransaction(): boolean {
@@ -183,10 +199,10 @@ export class PgConn {
       return fn(this);
     }
     return this.checkedOut(async (client, broke) => {
-      await client.query(BEGIN[mode]);
+      await client.query(begin(mode, this.writerIdleMs));
       try {
         if (mode === 'serial') await client.query('SELECT pg_advisory_xact_lock($1)', [WRITER_LOCK_KEY]);
-        const out = await fn(new PgConn(this.pool, client, mode));
+        const out = await fn(new PgConn(this.pool, client, mode, this.writerIdleMs));
         await client.query('COMMIT');
         return out;
       } catch (err) {

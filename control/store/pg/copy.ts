@@ -19,6 +19,7 @@ import Database from 'better-sqlite3';
 import { Pool, type PoolClient } from 'pg';
 import type { Db } from '../db';
 import { MIGRATIONS } from '../migrations';
+import { PgClient } from './client';
 import { MIGRATIONS_TABLE, migratePg } from './migrate';
 import { PG_TYPES } from './types';
 import { CodedError } from '../../../protocol/coded-error';
@@ -90,6 +91,7 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opts
   try {
     const tables = sourceTables(source);
     const pool = new Pool({
+      Client: PgClient,
       connectionString: url,
       types: PG_TYPES,
       max: 1,

@@ -5,7 +5,9 @@
  * - `mutate` runs in one transaction that first takes the store's writer lock (an advisory
  *   lock, `conn.ts`), so admin changes run one at a time as under SQLite's `BEGIN IMMEDIATE`,
  *   across every process on the database; the state version is bumped with `UPDATE … RETURNING`
- *   on its row, which stays locked until the commit: versions are gapless.
+ *   on its row, which stays locked until the commit: versions are gapless. A transaction
+ *   holding that lock may sit idle `WRITER_IDLE_MS` (`conn.ts`), any other
+ *   `IDLE_IN_TRANSACTION_MS`, before the server ends its session.
  * - `read` and the full snapshot reader each hold one `REPEATABLE READ` transaction: every
  *   statement sees the state of one instant.
  * - Every version bump is announced with `NOTIFY svc_state_version, '<version>'` in the
@@ -27,8 +29,9 @@ import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
+import { PgClient } from './client';
 import { PgClusterTable } from './cluster-table';
-import { PgConn, sql } from './conn';
+import { PgConn, WRITER_IDLE_MS, sql } from './conn';
 import { migratePg, pgSchemaVersion } from './migrate';
 import { PG_MIGRATIONS } from './migrations';
 import { PG_TYPES } from './types';
@@ -47,6 +50,8 @@ export interface PgStoreOptions extends StoreOptions {
   listenRetryMs?: number;
   /** How long the server lets a transaction of this store sit idle. @default IDLE_IN_TRANSACTION_MS */
   idleInTransactionMs?: number;
+  /** How long it lets one holding the writer lock sit idle. @default the lesser of WRITER_IDLE_MS (conn.ts) and idleInTransactionMs */
+  writerIdleMs?: number;
 }
 
 /** Connections the pool opens at most. @default 10 */
@@ -57,8 +62,9 @@ export const DEFAULT_POOL_SIZE = 10;
  * transaction of the store waits on anything but its own statements and a few milliseconds of
  * planning or hashing between them, so only a control that stopped running mid-transaction
  * (frozen, paused, its host cut off with the connection still open) gets there, and it would
- * otherwise hold the writer lock, and with it every other control's changes and settlement,
- * until TCP gave up on the connection (hours, by default).
+ * otherwise hold what its transaction locked until TCP gave up on the connection (hours, by
+ * default). A transaction holding the writer lock, which every other control's changes and
+ * settlement wait for, gets a much shorter limit: `WRITER_IDLE_MS` (`conn.ts`).
  */
 export const IDLE_IN_TRANSACTION_MS = 30_000;
 
@@ -111,10 +117,10 @@ export class PgStore implements Store {
   readonly meta: StoreTables['meta'];
   readonly setMeta: StoreTables['setMeta'];
 
-  private constructor(url: string, pool: Pool, shared: PgShared, idSecret: Buffer, listenRetryMs: number | undefined) {
+  private constructor(url: string, pool: Pool, conn: PgConn, shared: PgShared, idSecret: Buffer, listenRetryMs: number | undefined) {
     this.url = url;
     this.pool = pool;
-    this.conn = new PgConn(pool);
+    this.conn = conn;
     this.shared = shared;
     this.idSecret = idSecret;
     this.receiptsEnabled = shared.receipts.enabled;
@@ -156,11 +162,13 @@ export class PgStore implements Store {
    * before (once, as on SQLite).
    */
   static async open(url: string, options: PgStoreOptions): Promise<PgStore> {
+    const idleMs = options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS;
     const settings = {
+      Client: PgClient,
       connectionString: url,
       types: PG_TYPES,
       application_name: 'svc-control',
-      options: `-c idle_in_transaction_session_timeout=${options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS}`,
+      options: `-c idle_in_transaction_session_timeout=${idleMs}`,
     };
     const pool = new Pool({ ...settings, max: options.poolSize ?? DEFAULT_POOL_SIZE });
     // The settler's reader (`PgShared.settlementReader`): connects on the settler's first batch.
@@ -177,11 +185,11 @@ export class PgStore implements Store {
     let store: PgStore | undefined;
     try {
       await migratePg(pool);
-      const conn = new PgConn(pool);
+      const conn = new PgConn(pool, null, null, options.writerIdleMs ?? Math.min(WRITER_IDLE_MS, idleMs));
       await conn.run(Q.secretInit, [randomBytes(32)]);
       const idSecret = (await conn.value<Buffer>(Q.secret))!;
       shared = await openShared(conn, { ...options, idSecret, now: Date.now(), readerPool });
-      store = new PgStore(url, pool, shared, idSecret, options.listenRetryMs);
+      store = new PgStore(url, pool, conn, shared, idSecret, options.listenRetryMs);
       if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());
       await store.versions.open();
       return store;

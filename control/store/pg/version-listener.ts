@@ -6,7 +6,8 @@
  * on the database's current version, so a change committed while nobody listened is not missed.
  * It also LISTENs on `GATEWAYS_CHANNEL`, for the controls sharing the database (`ClusterTable.onGateways`).
  */
-import { Client, type Notification } from 'pg';
+import type { Client, Notification } from 'pg';
+import { PgClient } from './client';
 import type { GatewaysEvent } from '../cluster';
 
 /** The channel a committed state version is announced on; the payload is the version. */
@@ -59,7 +60,7 @@ export class VersionListener {
    * Throws when the connection cannot be opened.
    */
   async open(): Promise<void> {
-    const client = new Client({ connectionString: this.opts.url, application_name: 'svc-control-listen' });
+    const client = new PgClient({ connectionString: this.opts.url, application_name: 'svc-control-listen' });
     const dropped = () => this.drop(client);
     client.on('error', dropped);
     client.on('end', dropped);
