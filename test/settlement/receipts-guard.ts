@@ -24,7 +24,7 @@ import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import type { Store } from '../../control/store';
 import { silentLogger } from '../../protocol/log';
 import type { Receipt } from '../../protocol/receipts';
-import { GENESIS_PREV, receiptHash, receiptSigningBytes } from '../../protocol/receipts-verify';
+import { GENESIS_PREV, jwkThumbprint, receiptHash, receiptSigningBytes } from '../../protocol/receipts-verify';
 import { T0, all, records, seed, settle } from '../fixtures/receipts';
 import { newInstall, openInstall, rawQuery, type Install } from '../fixtures/store-sql';
 import { forEachStore } from '../fixtures/stores';
@@ -72,6 +72,50 @@ async function settledInstall(t: Test, kind: 'sqlite' | 'postgres'): Promise<{ a
   t.ok((await settle(store)) >= 6, 'six batches or more');
   return { at, store, chain: await all(store) };
 }
+
+t.test('the first walk after start, and the next check, on a chain of 10 000 receipts', async (t) => {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const x = publicKey.export({ format: 'jwk' }).x!;
+  const kid = jwkThumbprint(x);
+  const chain: Receipt[] = [];
+  for (let batch = 1; batch <= 10_000; batch++) {
+    const prev = batch === 1 ? GENESIS_PREV : receiptHash(chain[batch - 2]!);
+    chain.push(
+      signedBy(privateKey, {
+        v: 1,
+        batch,
+        prev,
+        root: 'ab'.repeat(32),
+        tree_size: 40,
+        refunds: batch,
+        premiums: 2 * batch,
+        settled_at: new Date(T0 + batch).toISOString(),
+        kid,
+      }),
+    );
+  }
+  let reads = 0;
+  const source = {
+    page: (after: number, limit: number) => {
+      reads++;
+      return Promise.resolve(chain.slice(after, after + limit));
+    },
+    jwks: () => Promise.resolve({ keys: [{ kty: 'OKP' as const, crv: 'Ed25519' as const, x, kid, use: 'sig' as const }] }),
+  };
+  const guard = new ReceiptChainGuard(source, silentLogger);
+  let started = process.hrtime.bigint();
+  t.equal(await guard.advance(), null);
+  const firstMs = Number(process.hrtime.bigint() - started) / 1e6;
+  t.equal(guard.signaturesChecked, 10_000);
+  t.equal(reads, 11, 'ten pages of 1000 and the empty one after');
+  started = process.hrtime.bigint();
+  t.equal(await guard.vouch(chain.slice(9_000)), null);
+  const vouchMs = Number(process.hrtime.bigint() - started) / 1e6;
+  t.equal(guard.signaturesChecked, 10_000, 'vouching for served receipts verifies no signature again');
+  t.comment(
+    `chain guard, 10000 receipts: first walk ${firstMs.toFixed(0)} ms (${reads} reads), 1000 served receipts vouched for in ${vouchMs.toFixed(1)} ms`,
+  );
+});
 
 forEachStore(t, (t, kind) => {
   t.test('every tampering with the receipts is caught before a checkpoint or a consistency read', async (t) => {
