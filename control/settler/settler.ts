@@ -316,10 +316,11 @@ export class Settler implements SettlerControls {
       const took = leading && !this.led;
       this.led = leading;
       if (!leading || this.stopped) return;
+      // The receipts added since the last run verify (before the pause is read, which the drain then follows at once).
+      await this.guard.advance();
       this.paused = (await this.opts.store.meta(PAUSED_META)) === 1;
       // The control that led before may have halted on a batch without a receipt.
       if (took) await this.checkReceipts();
-      await this.guard.advance();
       if (!this.paused && this.halted === null) await this.drain(false);
     }).catch(() => undefined); // recorded in lastError by drain
   }
