@@ -7,6 +7,7 @@ import { hasCode } from '../protocol/coded-error';
 import type { RunOnceView, SettlerHalt, SettlerStatus } from '../protocol/settlement';
 import type { Actor, Store } from './store';
 import type { Router } from './http/router';
+import type { ReceiptChainGuard } from './receipts/chain-guard';
 
 export interface ControlContext {
   store: Store;
@@ -24,6 +25,8 @@ export interface ControlContext {
   gateways: () => Promise<GatewayStatus[]>;
   /** The settler's state; null while no settler runs in this process. */
   settler: () => Promise<SettlerStatus> | null;
+  /** The receipt chain as this control verified it: checked before a checkpoint is signed or a receipt served for consistency. */
+  receiptChain: ReceiptChainGuard;
 }
 
 /**

@@ -39,6 +39,7 @@ import { TokenConflictError, shareTokens } from './tokens';
 import { joinCluster, type Membership } from './cluster';
 import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
+import { ReceiptChainGuard } from './receipts/chain-guard';
 import type { Store } from './store';
 import { openStore } from './store/open';
 import { SyncHub } from './sync/hub';
@@ -122,7 +123,7 @@ async function openSettler(ctx: ControlContext, config: Readonly<Config>): Promi
     store.cluster === null
       ? soleLeadership(() => ({ id: ctx.controlId, url: ctx.urls.control }))
       : new LeaseLeadership({ cluster: store.cluster, id: ctx.controlId, leaseMs: leaseS * 1000, cadenceMs, log });
-  return Settler.open({ store, log, now: ctx.now, cadenceMs, batchCap, leadership });
+  return Settler.open({ store, log, now: ctx.now, cadenceMs, batchCap, leadership, chain: ctx.receiptChain });
 }
 
 /** Every route under `/_admin/`. */
@@ -209,6 +210,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     controlId: boot.controlId,
     gateways: () => Promise.resolve([]),
     settler: () => null,
+    receiptChain: new ReceiptChainGuard(store.receipts, log),
   };
 
   const limits = limitsFromConfig(config);

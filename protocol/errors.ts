@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   'svc_conflict',
   'svc_not_settled',
   'svc_settler_halted',
+  'svc_receipts_unverified',
   'svc_store_unavailable',
   'svc_internal',
 ] as const;
@@ -149,7 +150,12 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
   svc_settler_halted: {
     status: 409,
     title: 'Settler halted',
-    when: 'A settled batch has no receipt, so the settler signs and settles nothing: `settler resume` and `run-once` are refused until the database is restored from a backup or `svcctl receipts reissue BATCH` re-signs the batch',
+    when: 'A settled batch has no receipt, or the receipt chain does not verify, so the settler signs and settles nothing: `settler resume` and `run-once` are refused until the database is restored from a backup or `svcctl receipts reissue BATCH` re-signs the batch without a receipt',
+  },
+  svc_receipts_unverified: {
+    status: 503,
+    title: 'Receipt chain unverified',
+    when: 'The receipt chain in the database does not verify (a receipt changed, swapped or missing since control signed it), so the indexer serves no checkpoint and no consistency read, and the settler halts, until the database is restored from a backup and control restarted',
   },
   svc_store_unavailable: {
     status: 503,

@@ -12,6 +12,7 @@
  */
 import { z } from 'zod';
 import { Outcome } from './outcome';
+import type { ConsistencyFailure as ConsistencyFailureName } from './receipts-consistency';
 import type { CallProofFields, CheckpointFields, ReceiptFields, ReceiptJwkFields, ReceiptLeafFields } from './receipts-verify';
 import { Clamp, SettlerHalt } from './settlement';
 import { IsoTime, MicroAmount } from './wire';
@@ -122,6 +123,20 @@ export type Checkpoint = z.infer<typeof Checkpoint>;
 export const ConsistencyAnswer = z.strictObject({ receipts: z.array(Receipt) });
 export type ConsistencyAnswer = z.infer<typeof ConsistencyAnswer>;
 
+/** Which check of `verifyConsistency` failed (`ConsistencyFailure` of receipts-consistency.ts). */
+export const ConsistencyFailure = z.enum([
+  'checkpoint_malformed',
+  'checkpoint_signature',
+  'history_cut',
+  'receipts_missing',
+  'receipt_malformed',
+  'receipt_out_of_place',
+  'receipt_link',
+  'receipt_signature',
+  'saved_checkpoint_mismatch',
+  'served_checkpoint_mismatch',
+]);
+
 /** What `svcctl receipts verify --since-checkpoint FILE --json` prints. */
 export const ConsistencyVerifyView = z.strictObject({
   ok: z.boolean(),
@@ -130,7 +145,10 @@ export const ConsistencyVerifyView = z.strictObject({
   /** The saved checkpoint's batch and the served one's. */
   from: BatchNumber,
   to: BatchNumber,
-  /** Receipts checked from `from` to `to`. */
+  /**
+   * Receipts checked: every one from batch 1 to `to` (the history before the saved checkpoint
+   * is checked too, so this is the whole chain), fewer when a check failed.
+   */
   receipts: z.number().int().min(0),
   /** The served checkpoint: save it to check from there next time (when `ok`). */
   checkpoint: Checkpoint,
@@ -139,6 +157,8 @@ export const ConsistencyVerifyView = z.strictObject({
   expected: Sha256Hex.nullable(),
   served: Sha256Hex.nullable(),
   reason: z.string().nullable(),
+  /** The check that failed, stable for programs (see `ConsistencyFailure` in receipts-consistency.ts); null when `ok`. */
+  failure: ConsistencyFailure.nullable(),
 });
 export type ConsistencyVerifyView = z.infer<typeof ConsistencyVerifyView>;
 
@@ -199,5 +219,6 @@ const shapesAgree: [
   Same<ReceiptJwk, ReceiptJwkFields>,
   Same<CallProof, CallProofFields>,
   Same<Checkpoint, CheckpointFields>,
-] = [true, true, true, true, true];
+  Same<z.infer<typeof ConsistencyFailure>, ConsistencyFailureName>,
+] = [true, true, true, true, true, true];
 void shapesAgree;

@@ -13,21 +13,30 @@ export const SettlerState = z.enum(SETTLER_STATES);
 export type SettlerState = z.infer<typeof SettlerState>;
 
 /**
- * Why the settler is `halted`: a settled batch has no receipt. Control signs every batch's
- * receipt in the batch's own transaction (batches settled before receipts existed got theirs
- * once, in the receipts backfill), so a missing one means the database was changed outside
- * control. Until an operator restores the database from a backup or re-signs the batch
- * (`svcctl receipts reissue BATCH`), the settler signs and settles nothing.
+ * Why the settler is `halted`: a settled batch has no receipt, or the receipt chain does not
+ * verify. Control signs every batch's receipt in the batch's own transaction (batches settled
+ * before receipts existed got theirs once, in the receipts backfill), so a missing one means the
+ * database was changed outside control. Until an operator restores the database from a backup or
+ * re-signs the batch (`svcctl receipts reissue BATCH`), the settler signs and settles nothing. A
+ * receipt that was changed, swapped or no longer links to the one before (`batches_without_receipt`
+ * 0) is not re-signed: the database is restored from a backup and control restarted.
  */
 export const SettlerHalt = z.strictObject({
-  /** The oldest settled batch without a receipt. */
+  /** The oldest settled batch without a receipt, or the batch where the receipt chain stops verifying. */
   batch: z.number().int().min(1),
-  /** Settled batches without a receipt, this one included. */
-  batches_without_receipt: z.number().int().min(1),
+  /** Settled batches without a receipt, this one included; 0 when the halt is a receipt chain that does not verify. */
+  batches_without_receipt: z.number().int().min(0),
   /** The integrity failure, as a sentence naming the batch. */
   reason: z.string(),
 });
 export type SettlerHalt = z.infer<typeof SettlerHalt>;
+
+/** What the operator does about a halt: restore the database, or re-sign a batch that has no receipt. */
+export function settlerHaltWayOut(halt: SettlerHalt): string {
+  return halt.batches_without_receipt === 0
+    ? 'restore the database from a backup and restart control'
+    : `restore the database from a backup, or re-sign the batch with svcctl receipts reissue ${halt.batch}`;
+}
 
 /** The control whose settler settles: the one holding the settler's lease among controls on one database. */
 export const SettlerLeader = z.strictObject({

@@ -7,6 +7,7 @@
 import { FLAG_NAMES, type StatusView, type StoreStatus } from '../../protocol/admin';
 import { maskDatabaseUrl } from '../../protocol/database-url';
 import { ApiError } from '../client';
+import { settlerHaltWayOut } from '../../protocol/settlement';
 import type { Deps } from '../deps';
 import { EXIT_OK, EXIT_STORE_UNAVAILABLE } from '../exit-codes';
 import { formatUnits } from '../money';
@@ -60,10 +61,7 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
   deps.out.line(
     `settler        ${s.state}, backlog ${s.backlog}${s.lag_ms !== null ? ` (oldest ${Math.round(s.lag_ms / 1000)} s)` : ''}, ${last}${s.last_error ? `; last error: ${s.last_error}` : ''}`,
   );
-  if (s.halted !== null)
-    deps.out.line(
-      `               halted: ${s.halted.reason}; restore the database from a backup, or: svcctl receipts reissue ${s.halted.batch}`,
-    );
+  if (s.halted !== null) deps.out.line(`               halted: ${s.halted.reason}; ${settlerHaltWayOut(s.halted)}`);
   const cluster = status.controls.length > 1 || status.store.kind === 'postgres';
   if (cluster) {
     deps.out.line('controls:');

@@ -7,8 +7,12 @@
  * - `GET /api/receipts/checkpoint`: the chain's head (newest batch and its receipt's hash), signed
  *   by the current key; 404 `svc_not_found` before the first receipt;
  * - `GET /api/receipts/consistency?from=&to=`: the receipts of batches `from` to `to` (at most
- *   1000), from which a verifier holding an older checkpoint checks the history it saw still
- *   leads to today's (`protocol/receipts-verify.ts`, `verifyConsistency`);
+ *   1000), from which a verifier holding an older checkpoint checks the history from batch 1
+ *   still leads through it to today's (`protocol/receipts-consistency.ts`, `verifyConsistency`);
+ *
+ *   both only over a chain control verified (`../receipts/chain-guard.ts`: each new receipt's
+ *   signature and link once, each served receipt against the hash verified for its batch), else
+ *   503 `svc_receipts_unverified`, and the settler halts;
  * - `GET /api/receipts/<batch>`: one receipt;
  * - `GET /api/calls/<call_id>/proof`: a call's leaf, its RFC 9162 inclusion proof and its
  *   batch's receipt; 404 `svc_not_found` for a call never recorded, 409 `svc_not_settled`
@@ -29,6 +33,7 @@ import {
 } from '../../protocol/receipts';
 import { CONSISTENCY_MAX_RECEIPTS } from '../../protocol/receipts-consistency';
 import type { ControlContext } from '../context';
+import type { ReceiptChainGuard } from '../receipts/chain-guard';
 import type { Router } from '../http/router';
 import { ResponseCache, jsonAnswer } from '../http/cache';
 import { intParam } from '../http/validate';
@@ -51,8 +56,20 @@ function batchNumber(raw: string | null, field: string, fallback: number | null)
   return Number(raw);
 }
 
+/** 503 `svc_receipts_unverified`: what the chain guard found. */
+function unverified(problem: string): SvcError {
+  return new SvcError('svc_receipts_unverified', `${problem}; the operators restore the database from a backup`);
+}
+
+/** While the chain is broken nothing it vouched for is served, not even from the cache. */
+function refuseBroken(chain: ReceiptChainGuard): void {
+  const broken = chain.broken;
+  if (broken !== null) throw unverified(broken.reason);
+}
+
 export function registerReceiptRoutes(router: Router, ctx: ControlContext, headers: Record<string, string>): void {
   const receipts = ctx.store.receipts;
+  const chain = ctx.receiptChain;
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now });
 
   router.get('/api/receipts/keys', async ({ req, res }) =>
@@ -75,15 +92,20 @@ export function registerReceiptRoutes(router: Router, ctx: ControlContext, heade
 
   // Before `/api/receipts/:batch`: the first route that matches answers.
   router.get('/api/receipts/checkpoint', async ({ req, res }) => {
+    refuseBroken(chain);
     const head = (await receipts.head())?.batch ?? 0;
     await cache.send(req, res, `checkpoint:${head}:${await receipts.currentKid()}`, async () => {
-      const checkpoint = await receipts.checkpoint();
-      if (checkpoint === null) throw new SvcError('svc_not_found', 'no settlement batch has a receipt yet: there is no checkpoint');
-      return jsonAnswer(checkpoint satisfies Checkpoint, headers);
+      const newest = await receipts.head();
+      if (newest === null) throw new SvcError('svc_not_found', 'no settlement batch has a receipt yet: there is no checkpoint');
+      // Signed only over a chain verified up to this head, which is still the receipt verified.
+      const problem = await chain.vouch([newest]);
+      if (problem !== null) throw unverified(problem);
+      return jsonAnswer((await receipts.checkpoint(newest)) satisfies Checkpoint, headers);
     });
   });
 
   router.get('/api/receipts/consistency', { query: ['from', 'to'] }, async ({ req, res, query }) => {
+    refuseBroken(chain);
     const from = batchNumber(query.get('from'), 'from', null);
     const to = batchNumber(query.get('to'), 'to', null);
     const missing = from === null ? 'from' : to === null ? 'to' : null;
@@ -113,6 +135,9 @@ export function registerReceiptRoutes(router: Router, ctx: ControlContext, heade
       if (page[page.length - 1]!.batch !== to && (await receipts.get(to!)) === null) {
         throw new SvcError('svc_not_found', `no receipt for batch ${to}`);
       }
+      // Each receipt served is the one verified for its batch: signed, linked, unchanged since.
+      const problem = await chain.vouch(page);
+      if (problem !== null) throw unverified(problem);
       return jsonAnswer({ receipts: page } satisfies ConsistencyAnswer, headers);
     });
   });

@@ -26,7 +26,8 @@ const SETTLER_WORDS: Record<StatusAnswer['settler']['state'], string> = {
   running: 'running (settling a batch now)',
   idle: 'idle (waiting for its next run)',
   paused: 'paused by an operator',
-  halted: 'halted: a settled batch has no receipt, so nothing is settled until the operators restore or re-sign it',
+  halted:
+    'halted: a settled batch has no receipt, or the receipt chain does not verify, so nothing is settled until the operators restore or re-sign it',
   not_running: 'not running',
 };
 

@@ -28,11 +28,14 @@
  * batch it commits finds a gap in the chain), then signs and settles nothing, and refuses
  * `resume()` and `runOnce()` (`SettlerHaltedError`), until no settled batch lacks its receipt:
  * the operator restored the database, or re-signed the batch knowingly (`svcctl receipts
- * reissue`, which calls `checkReceipts()`).
+ * reissue`, which calls `checkReceipts()`). It halts the same way when the receipt chain does
+ * not verify (`receipts/chain-guard.ts`: a receipt changed, swapped or unlinked since it was
+ * signed), checked before every run; that halt lasts until control restarts on a restored database.
  */
 import type { Logger } from '../../protocol/log';
 import {
   SettledSums,
+  settlerHaltWayOut,
   type BatchView,
   type RunOnceView,
   type SettlerHalt,
@@ -43,6 +46,7 @@ import type { SettlerControls } from '../context';
 import type { Actor, Store } from '../store';
 import type { NextBatch } from '../store/settlement';
 import { MissingReceiptError } from '../store/receipts';
+import { ReceiptChainGuard, type ChainBreak } from '../receipts/chain-guard';
 import { soleLeadership, type Leadership } from './leadership';
 import { planBatch } from './plan';
 import { CodedError } from '../../protocol/coded-error';
@@ -98,6 +102,8 @@ export interface SettlerOptions {
   batchCap: number;
   /** Whether this settler settles on the cadence, and who does. @default always this one, leader unnamed */
   leadership?: Leadership;
+  /** The receipt chain as this control verified it (shared with the indexer). @default a guard over `store.receipts` */
+  chain?: ReceiptChainGuard;
 }
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -106,10 +112,13 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
 export class SettlerHaltedError extends CodedError {
   override readonly code = 'SVC_ERR_SETTLER_HALTED';
   constructor(readonly halt: SettlerHalt) {
-    super(
-      `the settler is halted: ${halt.reason}; restore the database from a backup, or re-sign the batch with svcctl receipts reissue ${halt.batch}`,
-    );
+    super(`the settler is halted: ${halt.reason}; ${settlerHaltWayOut(halt)}`);
   }
+}
+
+/** The halt for a receipt chain that does not verify, or null while it does. */
+function chainHaltOf(broken: ChainBreak | null): SettlerHalt | null {
+  return broken === null ? null : { batch: broken.batch, batches_without_receipt: 0, reason: broken.reason };
 }
 
 /** The halt for the settled batches without a receipt, or null when there are none. */
@@ -138,7 +147,9 @@ export class Settler implements SettlerControls {
   private lastRunAt: number | null = null;
   private lastBatch: BatchView | null = null;
   private lastError: string | null = null;
+  /** The halt on settled batches without a receipt; the chain guard's is {@link halted}'s other half. */
   private halt: SettlerHalt | null = null;
+  private readonly guard: ReceiptChainGuard;
 
   /** A settler for `opts.store`, with the operator's pause and the last batch read from it. */
   static async open(opts: SettlerOptions): Promise<Settler> {
@@ -153,6 +164,12 @@ export class Settler implements SettlerControls {
     this.leadership = opts.leadership ?? soleLeadership(() => null);
     this.paused = paused;
     this.lastBatch = lastBatch;
+    this.guard = opts.chain ?? new ReceiptChainGuard(opts.store.receipts, opts.log);
+  }
+
+  /** Why the settler is halted: a settled batch without a receipt, else a receipt chain that does not verify. */
+  private get halted(): SettlerHalt | null {
+    return this.halt ?? chainHaltOf(this.guard.broken);
   }
 
   /** Claim the leadership (when several controls share the database), then start the cadence. */
@@ -162,6 +179,8 @@ export class Settler implements SettlerControls {
     // A control that takes the lease over settles at once: the calls waited a lease already.
     this.leadership.onTaken(() => this.runNow());
     await this.leadership.start();
+    // The first walk of the receipt chain, in the background: runs wait for it.
+    void this.exclusive(() => this.guard.advance()).catch(() => undefined);
     this.schedule();
   }
 
@@ -187,7 +206,8 @@ export class Settler implements SettlerControls {
 
   /** Settle on the cadence again; throws `SettlerHaltedError` while halted. */
   async resume(by: Actor): Promise<SettlerStatus> {
-    if (this.halt !== null) throw new SettlerHaltedError(this.halt);
+    const halt = this.halted;
+    if (halt !== null) throw new SettlerHaltedError(halt);
     await this.setPaused(false, by);
     return this.status();
   }
@@ -198,7 +218,9 @@ export class Settler implements SettlerControls {
    */
   runOnce(): Promise<RunOnceView> {
     return this.exclusive(async () => {
-      if (this.halt !== null) throw new SettlerHaltedError(this.halt);
+      await this.guard.advance();
+      const halt = this.halted;
+      if (halt !== null) throw new SettlerHaltedError(halt);
       const batches = await this.drain(true);
       const sums = Object.fromEntries(
         Object.keys(SettledSums.shape).map((field) => [field, batches.reduce((n, b) => n + b[field as keyof SettledSums], 0)]),
@@ -218,7 +240,7 @@ export class Settler implements SettlerControls {
     if (this.halt !== null && this.halt.batch !== was?.batch)
       log.error('settler halted', { batch: this.halt.batch, reason: this.halt.reason });
     if (this.halt === null && was !== null) log.info('settler halt lifted', { batch: was.batch });
-    return this.halt;
+    return this.halted;
   }
 
   async status(): Promise<SettlerStatus> {
@@ -232,7 +254,8 @@ export class Settler implements SettlerControls {
     ]);
     this.paused = paused === 1;
     if (lastBatch !== null && (this.lastBatch === null || lastBatch.id > this.lastBatch.id)) this.lastBatch = lastBatch;
-    const state: SettlerState = this.halt !== null ? 'halted' : this.running ? 'running' : this.paused ? 'paused' : 'idle';
+    const halted = this.halted;
+    const state: SettlerState = halted !== null ? 'halted' : this.running ? 'running' : this.paused ? 'paused' : 'idle';
     const last = this.lastBatch;
     return {
       state,
@@ -253,7 +276,7 @@ export class Settler implements SettlerControls {
               at: last.created_at,
             },
       last_error: this.lastError,
-      halted: this.halt,
+      halted,
       leader,
     };
   }
@@ -293,10 +316,12 @@ export class Settler implements SettlerControls {
       const took = leading && !this.led;
       this.led = leading;
       if (!leading || this.stopped) return;
+      // The receipts added since the last run verify (before the pause is read, which the drain then follows at once).
+      await this.guard.advance();
       this.paused = (await this.opts.store.meta(PAUSED_META)) === 1;
       // The control that led before may have halted on a batch without a receipt.
       if (took) await this.checkReceipts();
-      if (!this.paused && this.halt === null) await this.drain(false);
+      if (!this.paused && this.halted === null) await this.drain(false);
     }).catch(() => undefined); // recorded in lastError by drain
   }
 

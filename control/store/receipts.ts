@@ -252,10 +252,12 @@ export class ReceiptsTable {
     return (this.headStmt.get() as Receipt | undefined) ?? null;
   }
 
-  /** The newest receipt's batch and hash, signed by the current key; null before the first receipt. */
-  checkpoint(): Checkpoint | null {
-    const head = this.head();
-    return head === null ? null : this.core.checkpoint(head);
+  /**
+   * The checkpoint of the chain whose newest receipt is `head` (read with `head()`), signed by the
+   * current key. The caller signs only over a chain it verified (`receipts/chain-guard.ts`).
+   */
+  checkpoint(head: Receipt): Checkpoint {
+    return this.core.checkpoint(head);
   }
 
   get(batch: number): Receipt | null {

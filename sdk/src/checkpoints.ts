@@ -1,9 +1,11 @@
 /**
  * Checkpoints of the receipt chain, remembered between runs: a client given a
  * `checkpointStore` checks, on every `verifyRefund`, that the history the indexer serves now
- * extends the last checkpoint it verified, then saves the new one. A batch rewritten (and
- * re-signed) after a checkpoint was saved no longer hashes to it: `SvcError`
- * `svc_sdk_history_rewritten`, with the batch and both hashes.
+ * leads from batch 1 through the last checkpoint it verified to the served one (the first run,
+ * with nothing saved, walks the served checkpoint's own history), then saves the new one. A
+ * batch rewritten (and re-signed) after a checkpoint was saved no longer hashes to it, and one
+ * changed or swapped before it breaks a signature or a `prev`: `SvcError`
+ * `svc_sdk_history_rewritten`, with the failed check, the batch and both hashes.
  *
  * ```ts
  * const svc = new SvcClient({ indexerUrl, checkpointStore: new FileCheckpointStore('svc-checkpoint.json') });
@@ -16,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { SVC_SDK_HISTORY_REWRITTEN } from './codes';
 import { SvcError } from './errors';
-import type { ConsistencyVerdict } from './generated/receipts-consistency';
+import type { ConsistencyFailure, ConsistencyVerdict } from './generated/receipts-consistency';
 import type { Checkpoint } from './generated/wire';
 
 /** Where a client keeps the last checkpoint it verified. Both methods may be asynchronous. */
@@ -78,6 +80,8 @@ export class MemoryCheckpointStore implements CheckpointStore {
 
 /** `SvcError` `svc_sdk_history_rewritten`: where the served history parts from a saved checkpoint. */
 export class HistoryRewrittenError extends SvcError {
+  /** The check that failed (`receipt_signature`, `receipt_link`, `saved_checkpoint_mismatch`, …; null when none ran). */
+  readonly failure: ConsistencyFailure | null;
   /** The batch where the histories part (null when none can be named). */
   readonly batch: number | null;
   /** The hash the saved checkpoint (or the chain before it) holds for that batch. */
@@ -94,12 +98,14 @@ export class HistoryRewrittenError extends SvcError {
         status: 0,
         detail,
         code: SVC_SDK_HISTORY_REWRITTEN,
+        failure: verdict.failure,
         batch: verdict.batch,
         checkpoint_hash: verdict.expected,
         served_hash: verdict.served,
       },
       { headers: {}, callId: null, attempts: 1, status: 0 },
     );
+    this.failure = verdict.failure;
     this.batch = verdict.batch;
     this.checkpointHash = verdict.expected;
     this.servedHash = verdict.served;

@@ -18,7 +18,7 @@ import { systemClock, type Clock } from './clock';
 import { SvcError, configError, parseProblem, sdkError, type Problem } from './errors';
 import { EtagMemory } from './etag-memory';
 import { verifyConsistency } from './generated/receipts-consistency';
-import { ReceiptKeyring, checkpointShapeProblem, verifyCallProof, type RefundVerdict } from './generated/receipts-verify';
+import { ReceiptKeyring, verifyCallProof, type RefundVerdict } from './generated/receipts-verify';
 import type {
   AccountAnswer,
   AccountCallsPage,
@@ -308,8 +308,8 @@ export class SvcClient {
     }
     if (this.checkpointStore !== null) {
       const saved = await this.checkpointStore.load();
-      const next =
-        saved === null ? await this.servedCheckpoint(keyring, options) : await this.consistentCheckpoint(saved, keyring, options);
+      // The first run has nothing saved: the served checkpoint's own history is walked before it is kept.
+      const next = await this.consistentCheckpoint(saved, keyring, options);
       await this.checkpointStore.save(next);
     }
     // No amount is taken from a proof that did not verify.
@@ -323,42 +323,27 @@ export class SvcClient {
 
   /**
    * Check that the history the indexer serves now extends `oldCheckpoint` (one saved earlier from
-   * `checkpoint()` or this method): the served checkpoint is signed, and the receipts from the old
-   * checkpoint's batch to the new one's (`/api/receipts/consistency`) hash to the old checkpoint's
-   * `hash`, chain by `prev` and are signed, by keys of the JWKS (`options.jwks` or the published
-   * one). Resolves the served checkpoint: save it to check from there next time. Rejects with
-   * `SvcError` `svc_sdk_history_rewritten` (a `HistoryRewrittenError`, with `batch`,
-   * `checkpointHash` and `servedHash`) when the histories part.
+   * `checkpoint()` or this method) and that the history before it is the one it signed: the
+   * served checkpoint is signed, and every receipt from batch 1 to the new checkpoint's batch
+   * (`/api/receipts/consistency`, 1000 a read) chains by `prev` and is signed by a key of the JWKS
+   * (`options.jwks` or the published one), the one of the old checkpoint's batch hashing to its
+   * `hash`. The whole chain is read every time. Resolves the served checkpoint: save it for next
+   * time. Rejects with `SvcError` `svc_sdk_history_rewritten` (a `HistoryRewrittenError`, with
+   * `failure`, `batch`, `checkpointHash` and `servedHash`) when the histories part.
    */
   async verifyConsistency(oldCheckpoint: Checkpoint, options: VerifyRefundOptions = {}): Promise<Checkpoint> {
     const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
     return this.consistentCheckpoint(oldCheckpoint, new ReceiptKeyring(jwks), options);
   }
 
-  private async consistentCheckpoint(old: Checkpoint, keyring: ReceiptKeyring, options: ReadOptions): Promise<Checkpoint> {
+  /** The served checkpoint, once the history from batch 1 leads through `old` (when given) to it unchanged. */
+  private async consistentCheckpoint(old: Checkpoint | null, keyring: ReceiptKeyring, options: ReadOptions): Promise<Checkpoint> {
     const current = await this.checkpoint(options);
     const range = async (from: number, to: number) =>
       (await this.read<ConsistencyAnswer>('indexerUrl', this.indexerUrl, `/api/receipts/consistency?from=${from}&to=${to}`, options))
         .receipts;
-    const verdict = await verifyConsistency(old, current, range, keyring);
+    const verdict = await verifyConsistency(old ?? current, current, range, keyring);
     if (!verdict.ok) throw new HistoryRewrittenError(verdict);
-    return current;
-  }
-
-  /** The served checkpoint, when it is well formed and signed by a key of `keyring`. */
-  private async servedCheckpoint(keyring: ReceiptKeyring, options: ReadOptions): Promise<Checkpoint> {
-    const current = await this.checkpoint(options);
-    const problem = checkpointShapeProblem(current) ?? keyring.checkCheckpointSignature(current);
-    if (problem !== null) {
-      throw new HistoryRewrittenError({
-        ok: false,
-        batch: null,
-        expected: null,
-        served: null,
-        reason: `the served checkpoint: ${problem}`,
-        receipts: 0,
-      });
-    }
     return current;
   }
 

@@ -37,6 +37,7 @@ const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_conflict', 409],
   ['svc_not_settled', 409],
   ['svc_settler_halted', 409],
+  ['svc_receipts_unverified', 503],
   ['svc_store_unavailable', 503],
   ['svc_internal', 500],
 ];

@@ -82,7 +82,7 @@ t.test('a batch rewritten and re-signed after a checkpoint is caught by everyone
   t.same(JSON.parse(readFileSync(agentFile, 'utf8')), checkpoint, 'and its store saved the checkpoint it verified');
   const same = await svcctl(['receipts', 'verify', '--indexer', indexer, '--since-checkpoint', checkpointFile]);
   t.equal(same.code, 0, same.stderr);
-  t.match(same.stdout, /Receipts consistent: .* batch 3 unchanged, up to batch 3 \(1 receipts/);
+  t.match(same.stdout, /Receipts consistent: .* batch 3 unchanged, up to batch 3, .* \(3 receipts from batch 1/);
   await control.stop();
 
   // An untouched copy moves on: batch 4 settles after the checkpoint and everything agrees.
@@ -93,7 +93,7 @@ t.test('a batch rewritten and re-signed after a checkpoint is caught by everyone
   t.equal((await svcctl(['--data-dir', honest, 'settler', 'run-once'])).code, 0);
   const moved = await svcctl(['receipts', 'verify', '--indexer', indexer, '--since-checkpoint', checkpointFile, '--json']);
   t.equal(moved.code, 0, moved.stderr);
-  t.match(JSON.parse(moved.stdout), { ok: true, from: 3, to: 4, receipts: 2, checkpoint: { batch: 4 }, reason: null });
+  t.match(JSON.parse(moved.stdout), { ok: true, from: 3, to: 4, receipts: 4, checkpoint: { batch: 4 }, reason: null, failure: null });
   const honestStore = new MemoryCheckpointStore(checkpoint);
   const honestAgent = new SvcClient({ indexerUrl: indexer, checkpointStore: honestStore });
   t.ok((await honestAgent.verifyRefund(failedCall)).ok);
@@ -128,7 +128,15 @@ t.test('a batch rewritten and re-signed after a checkpoint is caught by everyone
     `receipts verify failed: batch 3 is not the one the saved checkpoint states: its hash was ${checkpoint.hash}, the served receipt's is ${newHash}`,
   );
   const caughtJson = await svcctl(['receipts', 'verify', '--indexer', indexer, '--since-checkpoint', checkpointFile, '--json']);
-  t.match(JSON.parse(caughtJson.stdout), { ok: false, from: 3, to: 4, batch: 3, expected: checkpoint.hash, served: newHash });
+  t.match(JSON.parse(caughtJson.stdout), {
+    ok: false,
+    from: 3,
+    to: 4,
+    batch: 3,
+    expected: checkpoint.hash,
+    served: newHash,
+    failure: 'saved_checkpoint_mismatch',
+  });
 
   // 2. The SDK with its store (a new process of the agent: the file is what it remembers).
   const again = new SvcClient({ indexerUrl: indexer, checkpointStore: new FileCheckpointStore(agentFile) });

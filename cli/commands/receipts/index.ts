@@ -13,7 +13,8 @@ export const receipts: GroupSpec = {
         { flags: '--jwks <file>', description: 'verify against this JWKS instead of the published /api/receipts/keys' },
         {
           flags: '--since-checkpoint <file>',
-          description: 'check only that the served history extends this saved checkpoint (/api/receipts/checkpoint as served)',
+          description:
+            'check that the served history leads from batch 1 through this saved checkpoint unchanged (/api/receipts/checkpoint as served)',
         },
         {
           flags: '--call <id>',

@@ -8,10 +8,12 @@
  * With `--call ID`, one call's refund instead (`verify-call.ts`).
  *
  * `--since-checkpoint FILE` (a checkpoint saved from `/api/receipts/checkpoint`) checks instead
- * that the history served now extends it: the receipts from its batch to the served
- * checkpoint's (`/api/receipts/consistency`) hash to its `hash`, chain and are signed
- * (`verifyConsistency` of `protocol/receipts-verify.ts`, as the SDK runs it). A batch rewritten
- * after the checkpoint was saved is named with both hashes; exit 1.
+ * that the history served now extends it and that the history before it is the one it signed:
+ * every receipt from batch 1 to the served checkpoint's (`/api/receipts/consistency`, 1000 a
+ * read) is signed and chained, the one of the saved checkpoint's batch hashes to its `hash`
+ * (`verifyConsistency` of `protocol/receipts-consistency.ts`, as the SDK runs it). A batch
+ * rewritten, swapped or changed, before or after the checkpoint, is named (with both hashes
+ * where there are two); exit 1.
  *
  * Without `--indexer`, the indexer's URL comes from control's admin status (as for `svcctl
  * stats`); the admin token is never sent to the indexer (`../../indexer-client.ts`, which also
@@ -82,11 +84,12 @@ async function sinceCheckpoint(file: string, indexer: string, jwks: unknown, opt
     expected: verdict.expected,
     served: verdict.served,
     reason: verdict.reason,
+    failure: verdict.failure,
   };
   if (opts.json) deps.out.json(result);
   else if (verdict.ok) {
     deps.out.line(
-      `Receipts consistent: the history served now extends the checkpoint of batch ${saved.batch} unchanged, up to batch ${current.batch} (${verdict.receipts} receipts, each signed and chained). The served checkpoint, to save for next time:`,
+      `Receipts consistent: the history served now extends the checkpoint of batch ${saved.batch} unchanged, up to batch ${current.batch}, and the history before it is the one it signed (${verdict.receipts} receipts from batch 1, each signed and chained). The served checkpoint, to save for next time:`,
     );
     deps.out.line(JSON.stringify(current));
   }

@@ -21,7 +21,9 @@ export function settlerLines(s: SettlerStatus): string[] {
 export function haltLines(h: SettlerHalt): string[] {
   return [
     `halted:      ${h.reason}`,
-    `             settles and signs nothing until the database is restored from a backup, or: svcctl receipts reissue ${h.batch}`,
+    h.batches_without_receipt === 0
+      ? '             settles and signs nothing, and the indexer serves no checkpoint, until the database is restored from a backup and control restarted'
+      : `             settles and signs nothing until the database is restored from a backup, or: svcctl receipts reissue ${h.batch}`,
   ];
 }
 

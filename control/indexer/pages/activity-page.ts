@@ -95,7 +95,7 @@ const SETTLER_WORDS: Record<SettlerPublicState, string> = {
   running: 'running',
   idle: 'idle between runs',
   paused: 'paused by an operator',
-  halted: 'halted: a settled batch has no receipt',
+  halted: 'halted: a settled batch has no receipt, or the receipt chain does not verify',
   not_running: 'not running',
 };
 

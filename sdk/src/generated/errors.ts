@@ -41,6 +41,8 @@ export const SVC_CONFLICT = 'svc_conflict';
 export const SVC_NOT_SETTLED = 'svc_not_settled';
 /** 409 Settler halted. */
 export const SVC_SETTLER_HALTED = 'svc_settler_halted';
+/** 503 Receipt chain unverified. */
+export const SVC_RECEIPTS_UNVERIFIED = 'svc_receipts_unverified';
 /** 503 Store unavailable. */
 export const SVC_STORE_UNAVAILABLE = 'svc_store_unavailable';
 /** 500 Internal error. */
@@ -68,6 +70,7 @@ export const SERVICE_ERROR_CODES = [
   SVC_CONFLICT,
   SVC_NOT_SETTLED,
   SVC_SETTLER_HALTED,
+  SVC_RECEIPTS_UNVERIFIED,
   SVC_STORE_UNAVAILABLE,
   SVC_INTERNAL,
 ] as const;
@@ -97,6 +100,7 @@ export const SERVICE_ERROR_CATALOGUE: { readonly [C in ServiceErrorCode]: { read
   svc_conflict: { status: 409, title: 'Conflict' },
   svc_not_settled: { status: 409, title: 'Not settled' },
   svc_settler_halted: { status: 409, title: 'Settler halted' },
+  svc_receipts_unverified: { status: 503, title: 'Receipt chain unverified' },
   svc_store_unavailable: { status: 503, title: 'Store unavailable' },
   svc_internal: { status: 500, title: 'Internal error' },
 };
