@@ -2,8 +2,10 @@
  * Control → gateway sync (docs/design.md §4). The stream (`GET /_sync/v1/stream`) is newline-delimited
  * JSON: a full snapshot as a `snapshot_begin` line, `keys` chunk lines and a `snapshot_end`
  * line carrying the SHA-256 of the lines before it; or `delta` lines, each applying to exactly
- * one base version; and `ping` lines to keep the connection observable. The gateway applies an
- * update atomically, then acks `{version, sha256}` or nacks it (and keeps its old state).
+ * one base version; `ping` lines, which the gateway answers with a lease renewal; and `beat`
+ * lines, which it does not answer, so that it notices within a few beats a control that hangs.
+ * The gateway applies an update atomically, then acks `{version, sha256}` or nacks it (and
+ * keeps its old state).
  *
  * Keys travel as SHA-256 hashes only. Injected upstream headers travel here (gateways must
  * send them) and nowhere else.
@@ -22,8 +24,20 @@ export const SYNC_ACK_PATH = '/_sync/v1/ack';
 export const SYNC_OUTCOMES_PATH = '/_sync/v1/outcomes';
 /** Keys per `keys` line of a full snapshot. */
 export const SNAPSHOT_KEYS_PER_LINE = 5_000;
-/** Control pings an idle stream this often; a gateway that hears nothing for 3× reconnects. */
+/**
+ * Control pings every stream this often (three times per `sync.leaseS` when that is shorter); a
+ * gateway answers each ping with a lease renewal, one POST and one stored row.
+ */
 export const SYNC_PING_INTERVAL_MS = 10_000;
+/**
+ * Control writes a `beat` line to every stream this often, and announces it in the stream's
+ * {@link SYNC_BEAT_HEADER} (milliseconds). Unlike a ping it is not answered, so it costs control
+ * one small write per gateway and nothing else; a gateway that hears nothing for a few beats
+ * takes its control for hung and moves to the next.
+ */
+export const SYNC_BEAT_INTERVAL_MS = 2_000;
+/** The stream's answer header announcing control's beat interval (ms); absent from controls older than beats. */
+export const SYNC_BEAT_HEADER = 'x-svc-beat-ms';
 
 /** The characters of a gateway id, as a regular-expression class body. */
 const GATEWAY_ID_CHARS = 'A-Za-z0-9._-';
@@ -154,6 +168,11 @@ export type Delta = z.infer<typeof Delta>;
 
 export const Ping = z.object({ type: z.literal('ping'), version: z.number().int().min(0) }).strict();
 
+/** Control is running: written every {@link SYNC_BEAT_INTERVAL_MS}, never answered (gateways older than beats ignore it). */
+export const Beat = z.strictObject({ type: z.literal('beat') });
+/** A beat, as written to the stream. */
+export const BEAT_LINE = '{"type":"beat"}\n';
+
 /**
  * This gateway's share of every key's limit (`limits.mode`), written to its stream alone: when
  * it connects (provisional, as if it were live) and whenever control re-divides. The gateway
@@ -170,7 +189,7 @@ export const ShareLine = z.strictObject({
 });
 export type ShareLine = z.infer<typeof ShareLine>;
 
-export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping, ShareLine]);
+export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping, Beat, ShareLine]);
 export type StreamLine = z.infer<typeof StreamLine>;
 
 /** Body of `POST /_sync/v1/ack`. */

@@ -118,9 +118,10 @@ export class SyncHttp {
 
   /**
    * POST a JSON document to `path` on the current control. Resolves with control's answer
-   * whatever its status; rejects on a network error, or when control has not answered within `timeoutMs`.
+   * whatever its status; rejects on a network error, when control has not answered within
+   * `timeoutMs`, or when `signal` aborts.
    */
-  post(path: string, json: string | Buffer, timeoutMs?: number): Promise<SyncAnswer> {
+  post(path: string, json: string | Buffer, timeoutMs?: number, signal?: AbortSignal): Promise<SyncAnswer> {
     const { transport, agent, host } = this.target(path);
     return new Promise((resolve, reject) => {
       const req = transport.request({
@@ -128,6 +129,7 @@ export class SyncHttp {
         method: 'POST',
         agent,
         ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
+        ...(signal !== undefined ? { signal } : {}),
         headers: { authorization: this.authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
       });
       req.on('timeout', () => req.destroy(new Error(`control did not answer within ${timeoutMs! / 1000} s`)));

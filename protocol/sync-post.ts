@@ -7,8 +7,9 @@
  *
  * HTTP/1.1 to the current control of the shared `ControlEndpoints` (new connections when that
  * changes), one request at a time on each of up to `maxConnections` connections, as node's
- * agent would; the others wait in order. The answer's status is returned and its body read and
- * dropped, whether it is sized by `Content-Length`, chunked or ended by the close. A connection
+ * agent would; the others wait in order (connections still waiting on a control left behind do
+ * not count: `open`). The answer's status is returned and its body read and dropped, whether it
+ * is sized by `Content-Length`, chunked or ended by the close. A connection
  * is closed before the server's announced keep-alive timeout runs out, and a request that fails
  * on a reused connection before any answer came (the server closed it meanwhile) is sent once
  * more on a new one: an ack is idempotent. Like the agent, no timeout: a lost ack is harmless,
@@ -89,7 +90,7 @@ export class SyncPoster {
       let conn: PostConnection | null = null;
       for (const c of this.connections) if (c.base === base && c.idle) conn = c;
       if (conn === null) {
-        if (this.open() >= this.maxConnections) return;
+        if (this.open(base) >= this.maxConnections) return;
         conn = new PostConnection(this.target(this.queue[0]!.path, base), (c, again) => this.done(c, again ?? null));
         this.connections.add(conn);
       }
@@ -98,10 +99,13 @@ export class SyncPoster {
     }
   }
 
-  /** Connections that are not on their way out. */
-  private open(): number {
+  /**
+   * Open connections to `base`. Those to a control left behind are not counted: one that hangs
+   * never answers what is on them, and they must not keep the next control's requests waiting.
+   */
+  private open(base: string): number {
     let n = 0;
-    for (const c of this.connections) if (!c.closed) n++;
+    for (const c of this.connections) if (!c.closed && c.base === base) n++;
     return n;
   }
 

@@ -9,6 +9,11 @@
  * divides the key limits among the live gateways (shares.ts), writing each its own `share`
  * line when its share changes.
  *
+ * Every `SYNC_BEAT_INTERVAL_MS` it writes a `beat` line to every stream, busy ones included (a
+ * snapshot build may keep a stream quiet for seconds), unless the stream is already waiting for
+ * the gateway to read: a gateway that hears nothing for a few beats takes this control for hung
+ * (stopped, or its event loop stuck) and moves to another.
+ *
  * On a database several controls share (`store.cluster`), each gateway is attached to one of
  * them (`gateways.control_id`). The gateways attached to the others (others.ts) count in the
  * division of the limits, as the others count this hub's, so every control divides over the
@@ -17,7 +22,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gateways';
-import { SYNC_PING_INTERVAL_MS, type Limits, type ShareLine, type SyncAck } from '../../protocol/snapshot';
+import {
+  BEAT_LINE,
+  SYNC_BEAT_HEADER,
+  SYNC_BEAT_INTERVAL_MS,
+  SYNC_PING_INTERVAL_MS,
+  type Limits,
+  type ShareLine,
+  type SyncAck,
+} from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
@@ -51,6 +64,7 @@ export class SyncHub {
   private readonly others: OtherControlsGateways;
   private closed = false;
   private readonly ping: NodeJS.Timeout;
+  private readonly beat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private pushScheduled = false;
   /** The newest committed state version (loaded at open, then from the store's version listener). */
@@ -124,6 +138,8 @@ export class SyncHub {
     });
     this.ping = setInterval(() => this.pingAll(), pingIntervalMs(this.leaseS, SYNC_PING_INTERVAL_MS));
     this.ping.unref();
+    this.beat = setInterval(() => this.beatAll(), SYNC_BEAT_INTERVAL_MS);
+    this.beat.unref();
     this.leaseCheck = setInterval(
       () => (this.others.shared ? this.others.refresh() : this.checkLeases()),
       leaseCheckIntervalMs(this.leaseS),
@@ -155,7 +171,12 @@ export class SyncHub {
     this.held.delete(gatewayId);
     req.socket.setKeepAlive(true, 5_000);
     req.socket.setNoDelay(true);
-    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+    res.writeHead(200, {
+      'content-type': 'application/x-ndjson',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      [SYNC_BEAT_HEADER]: String(SYNC_BEAT_INTERVAL_MS),
+    });
     res.flushHeaders();
     const onClose = () => {
       conn.closed = true;
@@ -301,6 +322,7 @@ export class SyncHub {
   close(): void {
     this.closed = true;
     clearInterval(this.ping);
+    clearInterval(this.beat);
     clearInterval(this.leaseCheck);
     this.unsubscribe();
     this.others.close();
@@ -411,6 +433,14 @@ export class SyncHub {
   private pingAll(): void {
     const line = JSON.stringify({ type: 'ping', version: this.version }) + '\n';
     for (const conn of this.conns.values()) if (!conn.busy) conn.res.write(line);
+  }
+
+  /**
+   * A beat on every stream, between whole lines like a share line; not on one whose writes
+   * already wait for the gateway to read (it has lines coming, and a beat would only add to them).
+   */
+  private beatAll(): void {
+    for (const conn of this.conns.values()) if (!conn.closed && !conn.res.writableNeedDrain) conn.res.write(BEAT_LINE);
   }
 
   private write(conn: Connection, line: string): Promise<void> {

@@ -11,7 +11,9 @@
  *
  * With several controls (`controlUrls`), every batch goes to the control the shared
  * `ControlEndpoints` names now: a batch that failed on a control that went away (unacked, so
- * still pending in the journal) is resent to the next one at once, without the backoff.
+ * still pending in the journal) is resent to the next one at once, without the backoff. A batch
+ * still waiting for its answer when the gateway moves is given up at once (the control left
+ * behind may be hung and never answer) and sent to the next.
  */
 import type { Logger } from '../../protocol/log';
 import { SYNC_OUTCOMES_PATH } from '../../protocol/snapshot';
@@ -48,6 +50,8 @@ export class OutcomeShipper {
   private running = false;
   private stopped = false;
   private failures = 0;
+  /** Aborts the batch on the wire, if any. */
+  private inFlight: AbortController | null = null;
   /** Records per batch: SHIP_BATCH, or fewer while isolating records control refused. */
   private batch = SHIP_BATCH;
   /** The batch document up to the first record. */
@@ -60,6 +64,7 @@ export class OutcomeShipper {
     // Another control took over: what waits for a retry goes to it now.
     this.control.endpoints.onMove(() => {
       this.failures = 0;
+      this.inFlight?.abort(new Error('the gateway moved to another control'));
       if (!this.running) this.schedule(0);
     });
   }
@@ -179,7 +184,15 @@ export class OutcomeShipper {
   }
 
   private async post(payload: Buffer): Promise<OutcomeAck> {
-    const { status, text } = await this.control.post(SYNC_OUTCOMES_PATH, payload, 30_000);
+    const inFlight = new AbortController();
+    this.inFlight = inFlight;
+    let answer: { status: number; text: string };
+    try {
+      answer = await this.control.post(SYNC_OUTCOMES_PATH, payload, 30_000, inFlight.signal);
+    } finally {
+      if (this.inFlight === inFlight) this.inFlight = null;
+    }
+    const { status, text } = answer;
     if (status !== 200) throw Object.assign(new Error(`control answered ${status}: ${text.slice(0, 200)}`), { status });
     try {
       return JSON.parse(text) as OutcomeAck;

@@ -3,6 +3,10 @@
  * the sync token, announcing its id, held version, epoch and proxy engine; applies full snapshots and deltas
  * atomically; persists each applied update; acks `{version, sha256}` or nacks (keeping the old
  * state); reconnects with jittered exponential backoff when the stream ends or goes silent.
+ * Silent means no line for `SILENCE_BEATS` of the beat interval control announces on the stream
+ * (`SYNC_BEAT_HEADER`; 30 s from a control older than beats), or no answer to the stream's
+ * request within `ANSWER_LIMIT_MS`: a control that hangs (stopped, its sockets still open) is
+ * left within seconds, as one that died is.
  * Takes `share` lines (its share of key limits) whenever they come, and answers each ping with
  * a lease renewal while it holds a state, so control counts it as live.
  *
@@ -16,6 +20,8 @@ import { createInterface } from 'node:readline';
 import type { Logger } from '../../protocol/log';
 import {
   SYNC_ACK_PATH,
+  SYNC_BEAT_HEADER,
+  SYNC_BEAT_INTERVAL_MS,
   SYNC_PING_INTERVAL_MS,
   SYNC_STREAM_PATH,
   SnapshotEnd,
@@ -33,8 +39,21 @@ import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './
 export const RECONNECT_BASE_MS = 250;
 /** @default 10 s */
 export const RECONNECT_MAX_MS = 10_000;
-/** A stream that says nothing for this long is considered dead. @default 3 pings */
+/** Beats a stream may miss in a row before the gateway takes its control for hung. @default 3 */
+export const SILENCE_BEATS = 3;
+/** A stream from a control that announces no beat (older than beats) is dead after this much silence. @default 3 pings */
 export const SILENCE_LIMIT_MS = SYNC_PING_INTERVAL_MS * 3;
+/** A control that has not answered the stream's request within this is taken for hung. @default 3 beats */
+export const ANSWER_LIMIT_MS = SYNC_BEAT_INTERVAL_MS * SILENCE_BEATS;
+
+/**
+ * How long a stream may stay silent, given its answer's beat header: `SILENCE_BEATS` beats, or
+ * `SILENCE_LIMIT_MS` when control announced none (or a beat outside 100 ms to a ping interval).
+ */
+export function silenceLimitMs(beatHeader: string | string[] | undefined): number {
+  const beat = typeof beatHeader === 'string' && /^\d{1,6}$/.test(beatHeader) ? Number(beatHeader) : NaN;
+  return beat >= 100 && beat <= SYNC_PING_INTERVAL_MS ? beat * SILENCE_BEATS : SILENCE_LIMIT_MS;
+}
 
 /** What an update from control was: a full snapshot or a delta from the version held. */
 export type UpdateKind = 'snapshot' | 'delta';
@@ -109,14 +128,17 @@ export class SyncClient {
     url.searchParams.set('engine', this.opts.engine);
     const req = this.control.stream(url);
     this.req = req;
+    // A control that hangs still accepts the connection (its kernel does), but never answers.
+    this.armSilence(ANSWER_LIMIT_MS, `control did not answer the sync stream within ${ANSWER_LIMIT_MS} ms`, true);
     req.on('response', (res) => {
+      const silenceMs = silenceLimitMs(res.headers[SYNC_BEAT_HEADER]);
+      this.armSilence(silenceMs, `no word from control for ${silenceMs} ms`, false);
       if (res.statusCode !== 200) {
         this.lastError = `control answered ${res.statusCode} on the sync stream`;
         res.resume();
         res.on('end', () => this.retry(at));
         return;
       }
-      this.armSilence();
       this.consume(res, at);
     });
     req.on('error', (err) => {
@@ -125,17 +147,23 @@ export class SyncClient {
     });
   }
 
-  /** (Re)start the silence countdown: on every line, so the timer is moved, not made anew. */
-  private armSilence(): void {
-    if (this.silenceTimer) {
-      this.silenceTimer.refresh();
-      return;
-    }
+  /**
+   * Start the silence countdown: when `ms` pass without {@link heard}, the stream is given up
+   * with `reason`, before its answer by failing the request ('error'), after it by closing the
+   * answer ('close').
+   */
+  private armSilence(ms: number, reason: string, beforeAnswer: boolean): void {
+    this.clearSilence();
     this.silenceTimer = setTimeout(() => {
-      this.lastError = `no word from control for ${SILENCE_LIMIT_MS} ms`;
-      this.req?.destroy();
-    }, SILENCE_LIMIT_MS);
+      this.lastError = reason;
+      this.req?.destroy(beforeAnswer ? new Error(reason) : undefined);
+    }, ms);
     this.silenceTimer.unref();
+  }
+
+  /** A line came: restart the countdown (the timer is moved, not made anew). */
+  private heard(): void {
+    this.silenceTimer?.refresh();
   }
 
   private clearSilence(): void {
@@ -147,6 +175,7 @@ export class SyncClient {
   private retry(at: string): void {
     this.connected = false;
     this.req = null;
+    this.clearSilence();
     if (this.stopped || this.retryTimer) return;
     this.control.endpoints.failed(at, this.lastError);
     const cap = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** this.attempt);
@@ -171,7 +200,7 @@ export class SyncClient {
       this.nack(version, reason);
     };
     lines.on('line', (line) => {
-      this.armSilence();
+      this.heard();
       if (!this.connected) {
         this.connected = true;
         this.attempt = 0;

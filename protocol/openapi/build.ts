@@ -77,6 +77,11 @@ const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodT
     description: '`1` on calls to priced endpoints (price or premium > 0): the money moves when the settler runs.',
     schema: z.literal('1'),
   },
+  'X-Svc-Beat-Ms': {
+    description:
+      'How often control writes a `beat` line to this stream, in milliseconds; a gateway that hears nothing for 3 beats takes control for hung.',
+    schema: z.string().regex(/^[1-9][0-9]*$/),
+  },
 };
 
 /** Which headers a problem answer with `code` always carries. */

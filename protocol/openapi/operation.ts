@@ -30,7 +30,8 @@ export type HeaderName =
   | 'X-Svc-Latency-Ms'
   | 'X-Svc-Premium'
   | 'X-Svc-Refund'
-  | 'X-Svc-Settlement-Pending';
+  | 'X-Svc-Settlement-Pending'
+  | 'X-Svc-Beat-Ms';
 
 export interface Answer {
   /** HTTP status, or `default` for "whatever the upstream answered". */

@@ -18,7 +18,7 @@ export const SYNC_OPERATIONS: readonly Operation[] = [
     operationId: 'syncStream',
     summary: 'The snapshot stream a gateway holds open',
     description:
-      "Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, and a `ping` every 10 s (three times per `sync.leaseS` when that is shorter). A `share` line, this gateway's share of every key's limit, comes first and again whenever control re-divides the limits; it may fall between the lines of a snapshot.",
+      "Newline-delimited JSON: a full snapshot (`snapshot_begin`, `keys`…, `snapshot_end` with the SHA-256 of the lines before it) or the deltas since the version the gateway holds, then each change as a sealed `delta`, a `ping` every 10 s (three times per `sync.leaseS` when that is shorter), answered with a lease renewal, and a `beat` every `X-Svc-Beat-Ms` (2 s), not answered: a gateway that hears nothing for 3 beats takes control for hung and moves to the next. A `share` line, this gateway's share of every key's limit, comes first and again whenever control re-divides the limits; it may fall between the lines of a snapshot.",
     tag: 'sync',
     security: ['syncToken'],
     query: StreamQuery,
@@ -27,6 +27,7 @@ export const SYNC_OPERATIONS: readonly Operation[] = [
         status: 200,
         description: 'One stream line per JSON line',
         content: { type: 'application/x-ndjson', schema: StreamLine, description: 'each line' },
+        requiredHeaders: ['X-Svc-Beat-Ms'],
       },
     ],
     errors: SYNC_ERRORS,

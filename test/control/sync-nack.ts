@@ -14,9 +14,9 @@ import { forEachStore } from '../fixtures/stores';
 import { SnapshotDigest, verifySealedLine } from '../../protocol/snapshot';
 
 interface FakeGateway {
-  /** Every non-ping line received, parsed. */
+  /** Every line received but pings, beats and shares, parsed. */
   lines: any[];
-  /** The next non-ping line (waits up to the limit). */
+  /** The next such line (waits up to the limit). */
   next(limitMs?: number): Promise<any>;
   close: () => Promise<void>;
 }
@@ -36,7 +36,7 @@ function dial(t: Test, control: TestControl, gatewayId: string, version = 0, epo
       const reader = createInterface({ input: res });
       reader.on('line', (line) => {
         const parsed = JSON.parse(line);
-        if (parsed.type === 'ping' || parsed.type === 'share') return; // shares: test/control/sync-shares.ts
+        if (parsed.type === 'ping' || parsed.type === 'beat' || parsed.type === 'share') return; // shares: test/control/sync-shares.ts
         parsed.raw = line;
         lines.push(parsed);
       });

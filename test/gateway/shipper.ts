@@ -178,3 +178,28 @@ t.test('a batch a control took but never acked is resent to the next control onc
   );
   t.equal(shipped.rejected, 0);
 });
+
+t.test('a batch on the wire to a control that hangs is sent to the next control as soon as the gateway moves', async (t) => {
+  let taken = 0;
+  // Reads the batch and never answers, as a stopped control does (its kernel still takes the bytes).
+  const hung = http.createServer((req) => {
+    req.resume();
+    req.on('end', () => taken++);
+  });
+  const hungUrl = `http://127.0.0.1:${await listen(t, hung)}`;
+  const next = await fakeControl(t);
+  const endpoints = new ControlEndpoints([hungUrl, next.url]);
+  const dir = tempDir(t);
+  const journal = Journal.open({ dir });
+  t.teardown(() => journal.close());
+  for (let i = 1; i <= 30; i++) journal.append(record(i));
+  const shipped = startShipper(t, journal, endpoints);
+  await waitFor(() => taken === 1, 'the hung control to take the batch');
+  t.equal(journal.backlog(), 30, 'nothing acked');
+  // The sync client gives up on the silent stream; the shipper must not wait out its 30 s timeout.
+  endpoints.failed(hungUrl, 'no word from control for 6000 ms');
+  await waitFor(() => journal.backlog() === 0, 'the journal drained to the next control', 5_000);
+  t.equal(next.stored.size, 30, 'every record reached the next control');
+  t.equal(shipped.failures, 1, 'the batch left on the hung control counted as one failure');
+  t.equal(taken, 1, 'nothing more went to the hung control');
+});

@@ -230,3 +230,21 @@ t.test('POSTs follow the shared endpoints to the next control', async (t) => {
   t.equal(b.state.requests.length, 2);
   t.equal(a.state.requests.length, 2);
 });
+
+t.test('requests left on the wire to a hung control do not hold the connections the next control needs', async (t) => {
+  // The first control takes every request and answers none (stopped, its kernel still accepting).
+  const hung = await raw(t, () => undefined);
+  const b = await raw(t, (_req, socket) => socket.write(ok()));
+  const endpoints = new ControlEndpoints([hung.url, b.url]);
+  const p = new SyncPoster(endpoints, 'Bearer x', 2);
+  t.teardown(() => p.close());
+  const stuck = [p.post('/a', '{"n":1}'), p.post('/a', '{"n":2}')];
+  while (hung.state.requests.length < 2) await new Promise((r) => setTimeout(r, 5));
+  endpoints.failed(hung.url, 'no word from control');
+  t.equal(await p.post('/a', '{"n":3}'), 200, 'the next control answers while both connections to the hung one wait');
+  t.equal(await p.post('/a', '{"n":4}'), 200);
+  t.equal(b.state.requests.length, 2);
+  t.equal(b.state.connections, 1, 'on one kept-alive connection');
+  p.close();
+  for (const req of stuck) await t.rejects(req, /sync client closed/, 'what the hung control never answered fails at close');
+});
