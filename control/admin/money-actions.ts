@@ -1,25 +1,41 @@
 /**
- * The one place an action that moves or promises money decides whether it acts now or waits
- * for a second operator: funding the pool, marking a payout paid, rotating the receipt signing
- * key (protocol/approvals.ts). Each of those routes validates its request and hands it to
- * {@link moneyAction}:
+ * The one place a two-person action decides whether it acts now or waits for a second operator:
+ * funding the pool, marking a payout paid, rotating the receipt signing key, attaching or
+ * detaching a key's payout wallet, adding an operator who gets `money` or `operators`
+ * (protocol/approvals.ts). Each of those routes validates its request (and, for an operator
+ * added, that the caller holds every scope it grants) and hands it to {@link moneyAction}:
  *
- * - with `money.approvals: 1` (the default) the action runs at once, as the operator who asked;
+ * - with `money.approvals: 1` (the default), or for an operator added with neither `money` nor
+ *   `operators`, the action runs at once, as the operator who asked;
  * - with `2` it is recorded as a pending request (its own audit row, `approvals.request`) and
- *   answered `202`. A second operator holding the action's scope approves it
+ *   answered `202`. A second operator holding the scopes the action needs approves it
  *   (`/_admin/v1/approvals/{id}/approve`, control/admin/approvals.ts): the same action then runs
  *   from the recorded request, as the requester, with `approved_by` in its audit row. The
  *   request is marked approved inside the action's own transaction, so an approval either acts
  *   exactly once or leaves the request pending (two approvals at once, on one control or two:
  *   one acts, the other gets 409).
+ *
+ * A request records what was asked, never a secret: an operator's token is made when the add
+ * runs (at once, or when it is approved), answered once to whoever made it run, and stored as
+ * its SHA-256.
  */
 import { z } from 'zod';
-import { APPROVAL_TTL_MS, MONEY_ACTION_REQUESTS, type ApprovalView, type MoneyAction, type ApprovedView } from '../../protocol/approvals';
+import type { KeyChange } from '../../protocol/admin';
+import {
+  APPROVAL_TTL_MS,
+  MONEY_ACTION_REQUESTS,
+  TWO_PERSON_GRANTS,
+  type ApprovalView,
+  type MoneyAction,
+  type ApprovedView,
+} from '../../protocol/approvals';
 import { SvcError } from '../../protocol/errors';
 import { newId } from '../../protocol/keys';
+import { generateOperatorToken, hashOperatorToken, type IssuedOperatorToken } from '../../protocol/operators';
 import type { FundView, MarkPaidView } from '../../protocol/settlement';
 import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
+import { keyOrNotFound, viewKey } from '../keys';
 import type { Actor, StoreTables } from '../store';
 import { approvalView } from '../store/approvals';
 import { LedgerError } from '../store/ledger';
@@ -32,9 +48,11 @@ type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS)[A]>;
 
 /** One money action: what it acts on, and the change itself with its answer. */
 interface Executor<A extends MoneyAction, V> {
-  /** The status of the answer when it acts (201 for a transfer, 200 for a rotation). */
+  /** The status of the answer when it acts (201 for a transfer or an operator added, 200 for a rotation or a wallet). */
   status: number;
   target: (input: Input<A>) => string | null;
+  /** Whether this request needs a second operator under `money.approvals: 2` (default: always). */
+  twoPerson?: (input: Input<A>) => boolean;
   run: (ctx: ControlContext, input: Input<A>, by: Actor, within: Within) => Promise<V>;
 }
 
@@ -109,10 +127,82 @@ const rotateKey: Executor<'receipts.rotate_key', RotateKeyView> = {
   },
 };
 
+/** A key's payout wallet attached (`wallet`) or detached (null), with the one it replaces in the audit row. */
+async function setWallet(ctx: ControlContext, id: string, wallet: string | null, by: Actor, within: Within): Promise<KeyChange> {
+  const row = await keyOrNotFound(ctx, id);
+  // Filled in under the writer lock: the wallet this change replaces is the one set then.
+  const detail: Record<string, unknown> = wallet === null ? {} : { wallet };
+  const { version } = await ctx.store.mutate(
+    { ...by, now: ctx.now() },
+    { action: wallet === null ? 'keys.wallet.detach' : 'keys.wallet.attach', target: row.id, detail },
+    async (tx) => {
+      await within(tx);
+      const current = await tx.keys.byId(row.id);
+      if (current === undefined) throw new SvcError('svc_not_found', `no key with id ${row.id}`);
+      detail.previous = current.wallet;
+      await tx.keys.setWallet(row.id, wallet);
+    },
+  );
+  return { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version };
+}
+
+const attachWallet: Executor<'keys.wallet.attach', KeyChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => setWallet(ctx, input.id, input.wallet, by, within),
+};
+
+const detachWallet: Executor<'keys.wallet.detach', KeyChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => setWallet(ctx, input.id, null, by, within),
+};
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * An operator added with its first token. The token is made here, when the add runs, and
+ * leaves control only in this answer; the store and the audit row get its id and the store its
+ * SHA-256. An expiry counts from now (for a request, from its approval).
+ */
+const addOperator: Executor<'operators.add', IssuedOperatorToken> = {
+  status: 201,
+  target: (input) => input.name,
+  twoPerson: (input) => input.scopes.some((scope) => TWO_PERSON_GRANTS.includes(scope)),
+  run: async (ctx, input, by, within) => {
+    const now = ctx.now();
+    const scopes = input.scopes;
+    const expiresAt = input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000;
+    const token = generateOperatorToken();
+    const tokenId = newId('opt');
+    await ctx.store.mutate(
+      { ...by, now },
+      { action: 'operators.add', target: input.name, detail: { scopes, token_id: tokenId, expires_at: iso(expiresAt) } },
+      async (tx) => {
+        await within(tx);
+        await nameFree(tx, input.name);
+        await tx.operators.insert({ name: input.name, scopes, created_at: now, expires_at: expiresAt });
+        await tx.operators.addToken({ token_id: tokenId, operator: input.name, sha256: hashOperatorToken(token), created_at: now });
+      },
+    );
+    return { name: input.name, token, token_id: tokenId, scopes, created_at: iso(now)!, expires_at: iso(expiresAt) };
+  },
+};
+
+/** 409 `svc_conflict` when an operator by that name exists (a revoked operator's name is not given again). */
+export async function nameFree(tables: Pick<StoreTables, 'operators'>, name: string): Promise<void> {
+  if (await tables.operators.byName(name)) {
+    throw new SvcError('svc_conflict', `an operator named ${name} exists (a revoked operator's name is not given again)`);
+  }
+}
+
 const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'pool.fund': fund,
   'payouts.mark_paid': markPaid,
   'receipts.rotate_key': rotateKey,
+  'keys.wallet.attach': attachWallet,
+  'keys.wallet.detach': detachWallet,
+  'operators.add': addOperator,
 };
 
 /** What a money route answers: the action's own answer, or `202` and the pending request. */
@@ -122,12 +212,14 @@ export interface MoneyAnswer {
 }
 
 /**
- * Act on `input` as `by` now, or, when `money.approvals` is 2, record it as a request for a
- * second operator and answer `202` with it.
+ * Act on `input` as `by` now, or, when `money.approvals` is 2 (and the action needs a second
+ * person for this input), record it as a request for a second operator and answer `202` with it.
  */
 export async function moneyAction<A extends MoneyAction>(ctx: ControlContext, by: Actor, action: A, input: Input<A>): Promise<MoneyAnswer> {
   const executor = EXECUTORS[action] as Executor<A, ApprovedView['result']>;
-  if (ctx.config.money.approvals < 2) return { status: executor.status, body: await executor.run(ctx, input, by, NOTHING) };
+  if (ctx.config.money.approvals < 2 || executor.twoPerson?.(input) === false) {
+    return { status: executor.status, body: await executor.run(ctx, input, by, NOTHING) };
+  }
   const now = ctx.now();
   const row = {
     id: newId('apr'),
