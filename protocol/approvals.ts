@@ -1,7 +1,8 @@
 /**
  * Two people for money: with `money.approvals: 2`, funding the pool, marking a payout paid,
  * rotating the receipt signing key, attaching or detaching a key's payout wallet, and adding an
- * operator who gets `money` or `operators` do not act when one operator asks. The request is
+ * operator who gets `money` or `operators` (or rotating another operator's token who holds
+ * one: the new token is a second identity) do not act when one operator asks. The request is
  * recorded as pending (`202`, {@link ApprovalView}); a second operator holding the scopes
  * {@link approverScopes} names approves it (then it acts, as the requester, with both names in
  * its audit row) or rejects it; after {@link APPROVAL_TTL_MS} it expires. The requester cannot
@@ -9,7 +10,14 @@
  */
 import { z } from 'zod';
 import { KeyChange, WalletRequest } from './admin';
-import { AddOperatorRequest, IssuedOperatorToken } from './operators';
+import {
+  AddOperatorRequest,
+  IssuedOperatorToken,
+  OperatorName,
+  OperatorScopeSchema,
+  RotateOperatorRequest,
+  RotatedOperatorToken,
+} from './operators';
 import { FundPoolRequest, FundView, MarkPaidRequest, MarkPaidView } from './settlement';
 import { RotateKeyView } from './receipts';
 import type { OperatorScope } from './scopes';
@@ -19,7 +27,8 @@ import { IsoTime } from './wire';
 /**
  * The actions two operators must agree on (with `money.approvals: 2`), by their audit action
  * names: the README's list of two-person actions ("Running svc as a team") is this one.
- * `operators.add` is one only when the new operator gets a scope of {@link TWO_PERSON_GRANTS}.
+ * `operators.add` is one only when the new operator gets a scope of {@link TWO_PERSON_GRANTS};
+ * `operators.rotate` only when another operator's token is rotated and that operator holds one.
  */
 export const MONEY_ACTIONS = [
   'pool.fund',
@@ -28,6 +37,7 @@ export const MONEY_ACTIONS = [
   'keys.wallet.attach',
   'keys.wallet.detach',
   'operators.add',
+  'operators.rotate',
 ] as const;
 export type MoneyAction = (typeof MONEY_ACTIONS)[number];
 
@@ -39,6 +49,7 @@ export const MONEY_ACTION_SCOPES: Readonly<Record<MoneyAction, OperatorScope>> =
   'keys.wallet.attach': 'money',
   'keys.wallet.detach': 'money',
   'operators.add': 'operators',
+  'operators.rotate': 'operators',
 };
 
 /**
@@ -52,6 +63,9 @@ export const WalletAttachAction = WalletRequest.extend({ id: z.string().min(1) }
 /** A wallet detached from a key: the key's id. */
 export const WalletDetachAction = z.object({ id: z.string().min(1) }).strict();
 
+/** Another operator's token rotated, as the request records it: its name and its scopes when asked, and the grace. */
+export const RotateOperatorAction = RotateOperatorRequest.extend({ name: OperatorName, scopes: z.array(OperatorScopeSchema) }).strict();
+
 /** The request each action records, validated again when it is approved. Never a token: one is made when the action runs. */
 export const MONEY_ACTION_REQUESTS = {
   'pool.fund': FundPoolRequest,
@@ -60,16 +74,17 @@ export const MONEY_ACTION_REQUESTS = {
   'keys.wallet.attach': WalletAttachAction,
   'keys.wallet.detach': WalletDetachAction,
   'operators.add': AddOperatorRequest,
+  'operators.rotate': RotateOperatorAction,
 } as const satisfies Record<MoneyAction, z.ZodType>;
 
 /**
  * The scopes an operator needs to approve a request, and its requester must still hold when it
- * is approved: the action's own scope and, for an operator added, every scope it is granted
- * (no one grants a scope they do not hold).
+ * is approved: the action's own scope and, for an operator added or rotated, every scope that
+ * operator holds (no one grants, or takes over, a scope they do not hold).
  */
 export function approverScopes(action: MoneyAction, request: Record<string, unknown>): OperatorScope[] {
   const own = MONEY_ACTION_SCOPES[action];
-  if (action !== 'operators.add') return [own];
+  if (action !== 'operators.add' && action !== 'operators.rotate') return [own];
   const granted = Array.isArray(request.scopes) ? (request.scopes as OperatorScope[]) : [];
   return [...new Set([own, ...granted])];
 }
@@ -121,10 +136,10 @@ export const ApprovedView = z.strictObject({
   approval: ApprovalView,
   /**
    * The action's own answer, as it would have been without approvals (`pool fund`, `payouts
-   * mark-paid`, `receipts rotate-key`, `keys wallet`, `operators add`). For an operator added,
-   * this is the one place its token appears: made when the request is approved, answered to the
-   * approver only, and stored as its SHA-256.
+   * mark-paid`, `receipts rotate-key`, `keys wallet`, `operators add`, `operators rotate`). For
+   * an operator added or rotated, this is the one place its new token appears: made when the
+   * request is approved, answered to the approver only, and stored as its SHA-256.
    */
-  result: z.union([FundView, MarkPaidView, RotateKeyView, KeyChange, IssuedOperatorToken]),
+  result: z.union([FundView, MarkPaidView, RotateKeyView, KeyChange, IssuedOperatorToken, RotatedOperatorToken]),
 });
 export type ApprovedView = z.infer<typeof ApprovedView>;

@@ -1,12 +1,14 @@
 /**
  * The one place a two-person action decides whether it acts now or waits for a second operator:
  * funding the pool, marking a payout paid, rotating the receipt signing key, attaching or
- * detaching a key's payout wallet, adding an operator who gets `money` or `operators`
- * (protocol/approvals.ts). Each of those routes validates its request (and, for an operator
+ * detaching a key's payout wallet, adding an operator who gets `money` or `operators`, rotating
+ * another operator's token who holds one (protocol/approvals.ts; the operators' two in
+ * operator-actions.ts). Each of those routes validates its request (and, for an operator
  * added, that the caller holds every scope it grants) and hands it to {@link moneyAction}:
  *
- * - with `money.approvals: 1` (the default), or for an operator added with neither `money` nor
- *   `operators`, the action runs at once, as the operator who asked;
+ * - with `money.approvals: 1` (the default), or for an operator added or rotated who holds
+ *   neither `money` nor `operators` (or rotating its own token), the action runs at once, as
+ *   the operator who asked;
  * - with `2` it is recorded as a pending request (its own audit row, `approvals.request`) and
  *   answered `202`. A second operator holding the scopes the action needs approves it
  *   (`/_admin/v1/approvals/{id}/approve`, control/admin/approvals.ts): the same action then runs
@@ -15,23 +17,15 @@
  *   exactly once or leaves the request pending (two approvals at once, on one control or two:
  *   one acts, the other gets 409).
  *
- * A request records what was asked, never a secret: an operator's token is made when the add
- * runs (at once, or when it is approved), answered once to whoever made it run, and stored as
- * its SHA-256.
+ * A request records what was asked, never a secret: an operator's token is made when the add or
+ * rotation runs (at once, or when it is approved), answered once to whoever made it run, and
+ * stored as its SHA-256.
  */
 import { z } from 'zod';
 import type { KeyChange } from '../../protocol/admin';
-import {
-  APPROVAL_TTL_MS,
-  MONEY_ACTION_REQUESTS,
-  TWO_PERSON_GRANTS,
-  type ApprovalView,
-  type MoneyAction,
-  type ApprovedView,
-} from '../../protocol/approvals';
+import { APPROVAL_TTL_MS, MONEY_ACTION_REQUESTS, type ApprovalView, type MoneyAction, type ApprovedView } from '../../protocol/approvals';
 import { SvcError } from '../../protocol/errors';
 import { newId } from '../../protocol/keys';
-import { generateOperatorToken, hashOperatorToken, type IssuedOperatorToken } from '../../protocol/operators';
 import type { FundView, MarkPaidView } from '../../protocol/settlement';
 import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
@@ -39,20 +33,21 @@ import { keyOrNotFound, viewKey } from '../keys';
 import type { Actor, StoreTables } from '../store';
 import { approvalView } from '../store/approvals';
 import { LedgerError } from '../store/ledger';
+import { addOperator, rotateOperator } from './operator-actions';
 
 /** Runs first inside the action's transaction: an approval's claim on its request, or nothing. */
 export type Within = (tx: StoreTables) => Promise<void>;
 const NOTHING: Within = async () => {};
 
-type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS)[A]>;
+export type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS)[A]>;
 
-/** One money action: what it acts on, and the change itself with its answer. */
-interface Executor<A extends MoneyAction, V> {
+/** One two-person action: what it acts on, and the change itself with its answer. */
+export interface Executor<A extends MoneyAction, V> {
   /** The status of the answer when it acts (201 for a transfer or an operator added, 200 for a rotation or a wallet). */
   status: number;
   target: (input: Input<A>) => string | null;
-  /** Whether this request needs a second operator under `money.approvals: 2` (default: always). */
-  twoPerson?: (input: Input<A>) => boolean;
+  /** Whether this request, asked by `by`, needs a second operator under `money.approvals: 2` (default: always). */
+  twoPerson?: (input: Input<A>, by: Actor) => boolean;
   run: (ctx: ControlContext, input: Input<A>, by: Actor, within: Within) => Promise<V>;
 }
 
@@ -158,44 +153,6 @@ const detachWallet: Executor<'keys.wallet.detach', KeyChange> = {
   run: (ctx, input, by, within) => setWallet(ctx, input.id, null, by, within),
 };
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
-/**
- * An operator added with its first token. The token is made here, when the add runs, and
- * leaves control only in this answer; the store and the audit row get its id and the store its
- * SHA-256. An expiry counts from now (for a request, from its approval).
- */
-const addOperator: Executor<'operators.add', IssuedOperatorToken> = {
-  status: 201,
-  target: (input) => input.name,
-  twoPerson: (input) => input.scopes.some((scope) => TWO_PERSON_GRANTS.includes(scope)),
-  run: async (ctx, input, by, within) => {
-    const now = ctx.now();
-    const scopes = input.scopes;
-    const expiresAt = input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000;
-    const token = generateOperatorToken();
-    const tokenId = newId('opt');
-    await ctx.store.mutate(
-      { ...by, now },
-      { action: 'operators.add', target: input.name, detail: { scopes, token_id: tokenId, expires_at: iso(expiresAt) } },
-      async (tx) => {
-        await within(tx);
-        await nameFree(tx, input.name);
-        await tx.operators.insert({ name: input.name, scopes, created_at: now, expires_at: expiresAt });
-        await tx.operators.addToken({ token_id: tokenId, operator: input.name, sha256: hashOperatorToken(token), created_at: now });
-      },
-    );
-    return { name: input.name, token, token_id: tokenId, scopes, created_at: iso(now)!, expires_at: iso(expiresAt) };
-  },
-};
-
-/** 409 `svc_conflict` when an operator by that name exists (a revoked operator's name is not given again). */
-export async function nameFree(tables: Pick<StoreTables, 'operators'>, name: string): Promise<void> {
-  if (await tables.operators.byName(name)) {
-    throw new SvcError('svc_conflict', `an operator named ${name} exists (a revoked operator's name is not given again)`);
-  }
-}
-
 const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'pool.fund': fund,
   'payouts.mark_paid': markPaid,
@@ -203,6 +160,7 @@ const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'keys.wallet.attach': attachWallet,
   'keys.wallet.detach': detachWallet,
   'operators.add': addOperator,
+  'operators.rotate': rotateOperator,
 };
 
 /** What a money route answers: the action's own answer, or `202` and the pending request. */
@@ -217,7 +175,7 @@ export interface MoneyAnswer {
  */
 export async function moneyAction<A extends MoneyAction>(ctx: ControlContext, by: Actor, action: A, input: Input<A>): Promise<MoneyAnswer> {
   const executor = EXECUTORS[action] as Executor<A, ApprovedView['result']>;
-  if (ctx.config.money.approvals < 2 || executor.twoPerson?.(input) === false) {
+  if (ctx.config.money.approvals < 2 || executor.twoPerson?.(input, by) === false) {
     return { status: executor.status, body: await executor.run(ctx, input, by, NOTHING) };
   }
   const now = ctx.now();

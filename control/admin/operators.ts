@@ -8,34 +8,30 @@
  * naming the scope). Root, the bootstrap admin token's operator, is listed like the others, is
  * revoked by no one, and its token is not rotated here (it is the data dir's `admin.token`, or
  * `SVC_ADMIN_TOKEN`): root is told so, anyone else is refused the scope. With
- * `money.approvals: 2`, adding an operator who gets `money` or `operators` waits for a second
- * operator (money-actions.ts). Scopes are fixed when an operator is added: no route widens them.
+ * `money.approvals: 2`, adding an operator who gets `money` or `operators`, or rotating another
+ * operator's token who holds one, waits for a second operator (operator-actions.ts). Scopes
+ * are fixed when an operator is added: no route widens them.
  */
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
-import { newId } from '../../protocol/keys';
 import {
   AddOperatorRequest,
   OPERATOR_SCOPES,
   ROOT_OPERATOR,
   RotateOperatorRequest,
-  generateOperatorToken,
-  hashOperatorToken,
   type OperatorList,
   type OperatorRevoked,
   type OperatorView,
   type OperatorScope,
-  type RotatedOperatorToken,
 } from '../../protocol/operators';
 import type { ControlContext } from '../context';
 import type { RequestContext, Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import type { StoreTables } from '../store';
 import { operatorScopes, operatorStatus, operatorView, tokenLive, type OperatorRow, type OperatorTokenRow } from '../store/operators';
-import { moneyAction, nameFree } from './money-actions';
+import { moneyAction } from './money-actions';
+import { nameFree } from './operator-actions';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
-
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** Every operator's tokens, by operator. */
 function byOperator(tokens: readonly OperatorTokenRow[]): Map<string, OperatorTokenRow[]> {
@@ -149,38 +145,11 @@ export function registerOperatorRoutes(router: Router, ctx: ControlContext): voi
         "root's token is the bootstrap admin token (admin.token in control's data dir, or SVC_ADMIN_TOKEN) and is not rotated here; give operators their own tokens instead",
       );
     }
-    withinOwnScopes(
-      { actor, scopes: held },
-      operatorScopes(await operatorOrNotFound(ctx.store, name)),
-      `rotate ${name}, who holds the scope`,
-    );
-    const now = ctx.now();
-    const until = now + (input.grace_seconds ?? 0) * 1000;
-    const token = generateOperatorToken();
-    const newTokenId = newId('opt');
-    // Filled in under the writer lock: the tokens this rotation replaces are the ones live then.
-    const detail: Record<string, unknown> = { token_id: newTokenId, grace_seconds: input.grace_seconds ?? 0 };
-    const { result } = await ctx.store.mutate({ actor, tokenId, now }, { action: 'operators.rotate', target: name, detail }, async (tx) => {
-      const current = await operatorOrNotFound(tx, name);
-      const status = operatorStatus(current, now);
-      if (status !== 'active') throw new SvcError('svc_conflict', `operator ${name} is ${status}; add a new operator instead`);
-      const replaced = (await tx.operators.tokens(name))
-        .filter((t) => tokenLive(t, now))
-        .map((t) => ({ token_id: t.token_id, expires_at: iso(t.expires_at !== null && t.expires_at < until ? t.expires_at : until)! }));
-      detail.replaced = replaced.map((t) => t.token_id);
-      await tx.operators.expireTokens(name, until);
-      await tx.operators.addToken({ token_id: newTokenId, operator: name, sha256: hashOperatorToken(token), created_at: now });
-      return { current, replaced };
-    });
-    const rotated: RotatedOperatorToken = {
-      name,
-      token,
-      token_id: newTokenId,
-      scopes: operatorScopes(result.current),
-      created_at: iso(now)!,
-      expires_at: iso(result.current.expires_at),
-      replaced: result.replaced,
-    };
-    sendJson(res, 200, rotated);
+    const row = await operatorOrNotFound(ctx.store, name);
+    withinOwnScopes({ actor, scopes: held }, operatorScopes(row), `rotate ${name}, who holds the scope`);
+    const status = operatorStatus(row, ctx.now());
+    if (status !== 'active') throw new SvcError('svc_conflict', `operator ${name} is ${status}; add a new operator instead`);
+    const answer = await moneyAction(ctx, { actor, tokenId }, 'operators.rotate', { ...input, name, scopes: operatorScopes(row) });
+    sendJson(res, answer.status, answer.body);
   });
 }

@@ -59,12 +59,12 @@ export const OPERATOR_OPERATIONS: readonly Operation[] = [
     operationId: 'rotateOperator',
     summary: 'A new token for an operator; the ones it replaces stop at once, or after `grace_seconds`',
     description:
-      'Root’s token is the bootstrap admin token and is rotated by root only, outside the API: root asking is told so (400 `svc_bad_request`), anyone else is refused (403 `svc_forbidden_scope`). The caller rotates only an operator whose scopes are all among its own (403 `svc_forbidden_scope` naming the first it lacks); a revoked or expired operator is 409 `svc_conflict`.',
+      'Root’s token is the bootstrap admin token and is rotated by root only, outside the API: root asking is told so (400 `svc_bad_request`), anyone else is refused (403 `svc_forbidden_scope`). The caller rotates only an operator whose scopes are all among its own (403 `svc_forbidden_scope` naming the first it lacks); a revoked or expired operator is 409 `svc_conflict`. With `money.approvals: 2`, another operator’s token, when that operator holds `money` or `operators`, is rotated only once a second operator approves (202): the new token would work as that operator; it is made then and answered to the approver.',
     tag: 'operators',
     params: [OPERATOR_NAME],
     body: RotateOperatorRequest,
     optionalBody: true,
-    answers: [ok('The new token, this once, and when each replaced one stops', { RotatedOperatorToken })],
+    answers: [ok('The new token, this once, and when each replaced one stops', { RotatedOperatorToken }), PENDING_APPROVAL],
     errors: ['svc_not_found', 'svc_conflict'],
   }),
 ];

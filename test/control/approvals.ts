@@ -47,6 +47,7 @@ t.test('the scopes of deciding are the actions’ own', async (t) => {
     'keys.wallet.attach',
     'keys.wallet.detach',
     'operators.add',
+    'operators.rotate',
     'payouts.mark_paid',
     'pool.fund',
     'receipts.rotate_key',

@@ -5,7 +5,9 @@
  * operator who gets `money` or `operators` is a two-person action: 202 and a pending request
  * holding no token; the approver must be someone else holding `operators` and every scope
  * granted; the token is made at approval and answered to the approver only, and no plaintext
- * token is stored anywhere (database files, audit, approvals, logs).
+ * token is stored anywhere (database files, audit, approvals, logs). Rotating another operator
+ * who holds `money` or `operators` waits the same way (the new token works as them); one's own
+ * token, or one without those scopes, is rotated at once.
  */
 import t, { type Test } from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -136,14 +138,33 @@ forEachStore(t, (t, kind) => {
     const row = (await c.admin('GET', '/_admin/v1/audit?action=operators.add&operator=ada')).body.entries[0];
     t.match(row, { actor: 'ada', approved_by: 'dan', target: 'eve', detail: { scopes: ['read', 'money'], token_id: /^opt_/ } });
 
+    // A rotation hands over a working token: another money operator's waits too.
+    const takeover = await c.admin('POST', '/_admin/v1/operators/cleo/rotate', {}, ada);
+    t.equal(takeover.status, 202, 'rotating another money operator waits');
+    t.match(takeover.body, { action: 'operators.rotate', target: 'cleo', detail: { name: 'cleo', scopes: ['read', 'money'] } });
+    t.notMatch(takeover.text, /svc_op_/);
+    t.equal((await c.admin('GET', '/_admin/v1/status', undefined, cleo)).status, 200, 'cleo’s token still works');
+    forbidden(t, await c.admin('POST', `/_admin/v1/approvals/${takeover.body.id}/approve`, {}, ben), 'money', 'approving it needs money');
+    const rotated = await c.admin('POST', `/_admin/v1/approvals/${takeover.body.id}/approve`, {}, dan);
+    t.equal(rotated.status, 200, rotated.text);
+    t.match(rotated.body.result, { name: 'cleo', token: /^svc_op_/, replaced: [{ token_id: /^opt_/ }] });
+    t.equal((await c.admin('GET', '/_admin/v1/status', undefined, cleo)).status, 401, 'then the old one stops');
+    const own = await c.admin('POST', '/_admin/v1/operators/ada/rotate', {}, ada);
+    t.equal(own.status, 200, 'one’s own token is rotated at once');
+    t.equal(
+      (await c.admin('POST', '/_admin/v1/operators/kim/rotate', {}, own.body.token)).status,
+      200,
+      'and one without money or operators',
+    );
+
     const opsAsked = await add(c, 'ops2', ['operators'], ben);
     t.equal(opsAsked.status, 202, 'adding an operators operator waits too');
-    t.equal((await c.admin('POST', `/_admin/v1/approvals/${opsAsked.body.id}/approve`, {}, ada)).status, 200);
+    t.equal((await c.admin('POST', `/_admin/v1/approvals/${opsAsked.body.id}/approve`, {}, dan)).status, 200);
 
-    const first = await add(c, 'zed', ['money'], ada);
-    const second = await add(c, 'zed', ['money'], dan);
-    t.equal((await c.admin('POST', `/_admin/v1/approvals/${first.body.id}/approve`, {}, dan)).status, 200);
-    const taken = await c.admin('POST', `/_admin/v1/approvals/${second.body.id}/approve`, {}, ada);
+    const first = await add(c, 'zed', ['money'], dan);
+    const second = await add(c, 'zed', ['money'], own.body.token);
+    t.equal((await c.admin('POST', `/_admin/v1/approvals/${first.body.id}/approve`, {}, own.body.token)).status, 200);
+    const taken = await c.admin('POST', `/_admin/v1/approvals/${second.body.id}/approve`, {}, dan);
     t.equal(taken.status, 409, 'a name taken meanwhile');
     t.match(taken.body.detail, /an operator named zed exists/);
     t.equal((await c.admin('GET', `/_admin/v1/approvals/${second.body.id}`)).body.status, 'pending', 'leaves the request pending');

@@ -267,6 +267,7 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await asTwo('PUT', `/_admin/v1/keys/${walletKey}/wallet`, { wallet: SOLANA_WALLET }), 202, 'keys wallet, waiting');
   expect(await asTwo('DELETE', `/_admin/v1/keys/${walletKey}/wallet`), 202, 'keys wallet detach, waiting');
   expect(await asTwo('POST', `/_admin/v1/approvals/${minting.body.id}/approve`, undefined, second), 200, 'approvals approve (an operator)');
+  expect(await asTwo('POST', '/_admin/v1/operators/third/rotate', {}), 202, 'operators rotate of a money operator, waiting');
   const funding = await asTwo('POST', '/_admin/v1/pool/fund', { amount: 5_000 });
   expect(funding, 202, 'pool fund, waiting for a second operator');
   expect(

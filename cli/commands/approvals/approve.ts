@@ -1,10 +1,10 @@
 /**
  * `svcctl approvals approve ID`: the second operator's yes; the action happens now, as its
- * requester asked it. For an operator added, the new operator's token is printed here, once.
+ * requester asked it. For an operator added or rotated, its new token is printed here, once.
  */
 import type { KeyChange } from '../../../protocol/admin';
 import type { ApprovedView } from '../../../protocol/approvals';
-import type { IssuedOperatorToken } from '../../../protocol/operators';
+import type { IssuedOperatorToken, RotatedOperatorToken } from '../../../protocol/operators';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
 import type { FundView, MarkPaidView } from '../../../protocol/settlement';
@@ -13,6 +13,7 @@ import { paidLines } from '../payouts/mark-paid';
 import { fundedLines } from '../pool/fund';
 import { walletLines } from '../keys/wallet';
 import { addedLines } from '../operators/render';
+import { operatorRotatedLines } from '../operators/rotate';
 import { rotatedLines } from '../receipts/rotate-key';
 
 /** What the action answered, printed as its own command prints it. */
@@ -21,6 +22,7 @@ function resultLines(action: ApprovedView['approval']['action'], result: Approve
   if (action === 'payouts.mark_paid') return paidLines(result as MarkPaidView);
   if (action === 'keys.wallet.attach' || action === 'keys.wallet.detach') return walletLines(result as KeyChange);
   if (action === 'operators.add') return addedLines(result as IssuedOperatorToken);
+  if (action === 'operators.rotate') return operatorRotatedLines(result as RotatedOperatorToken);
   return rotatedLines(result as RotateKeyView);
 }
 

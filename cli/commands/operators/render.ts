@@ -1,6 +1,5 @@
 /** How `svcctl operators` prints operators and a new token. */
 import type { IssuedOperatorToken, OperatorView } from '../../../protocol/operators';
-import type { Output } from '../../output';
 import { table } from '../../output';
 
 export function operatorsTable(operators: readonly OperatorView[]): string {
@@ -20,11 +19,7 @@ export function operatorsTable(operators: readonly OperatorView[]): string {
 }
 
 /** The token, shown once, and how to use it. */
-export function tokenLines(out: Output, issued: IssuedOperatorToken): void {
-  for (const line of tokenText(issued)) out.line(line);
-}
-
-function tokenText(issued: IssuedOperatorToken): string[] {
+export function tokenText(issued: IssuedOperatorToken): string[] {
   return [
     '',
     `  ${issued.token}`,
