@@ -1,11 +1,11 @@
 /**
  * Two people for money through svcctl, as real processes against a real control restarted with
- * `SVC_MONEY_APPROVALS=2` once its team is added: `pool fund`, `keys wallet` and `operators add`
- * (of a money operator) print that they wait for a second operator (exit 0,
+ * `SVC_MONEY_APPROVALS=2` once its team is added: `pool fund`, `keys wallet`, and `operators add`
+ * and `operators rotate` of a money operator print that they wait for a second operator (exit 0,
  * `--json`: the pending request) and funds nothing; the requester's own `approvals approve` is
  * refused; another operator's approves it and the pool is funded, the audit naming both;
  * `approvals reject --reason`; a request past its 24 hours is listed expired and refused; the
- * approval of an operator's add prints the new token, to the approver.
+ * approval of an operator's add or rotation prints the new token, to the approver.
  */
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
@@ -114,6 +114,14 @@ t.test('pool fund waits for a second operator, who approves it through svcctl', 
   t.match(minted.stdout, /^Added operator eve\. The token is shown once/m, 'the approver gets the token');
   const eve = tokenFile('eve', /^ {2}(svc_op_\S+)$/m.exec(minted.stdout)![1]!);
   t.equal((await as(eve, ['pool', 'show'])).code, 0, 'and it works');
+
+  const takeover = await as(ada, ['operators', 'rotate', 'cleo']);
+  t.equal(takeover.code, 0, takeover.stderr);
+  t.match(takeover.stdout, /^Request apr_\w{12} \(operators\.rotate on cleo\) by ada expires at \S+\.$/m, 'rotating cleo waits');
+  const rotated = await as(dan, ['approvals', 'approve', /apr_\w{12}/.exec(takeover.stdout)![0]]);
+  t.equal(rotated.code, 0, rotated.stderr);
+  t.match(rotated.stdout, /^Rotated operator cleo\. The new token is shown once/m, 'the approver gets cleo’s new token');
+  t.equal((await as(cleo, ['pool', 'show'])).code, 1, 'and cleo’s old one stopped');
 
   const bad = await cli(['approvals', 'list', '--status', 'maybe']);
   t.equal(bad.code, 2, 'an unknown status: exit 2');
