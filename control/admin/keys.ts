@@ -92,6 +92,14 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
 export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
   router.post('/_admin/v1/keys', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(IssueKeyRequest, await readJson(req));
+    if (input.wallet !== undefined && ctx.config.money.approvals >= 2) {
+      // A wallet set at issue would skip the second operator its attachment needs.
+      throw new SvcError(
+        'svc_conflict',
+        'with money.approvals: 2 a payout wallet is attached by two operators: issue the key without one, then svcctl keys wallet ID ADDR',
+        { extra: { reason: 'two_person' } },
+      );
+    }
     sendJson(res, 201, await issueKey(ctx, { actor, tokenId }, input));
   });
 

@@ -61,10 +61,12 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
     path: '/_admin/v1/keys',
     operationId: 'issueKey',
     summary: 'Issue a key',
-    description: 'The answer is the only place the plaintext `key` ever appears; only its SHA-256 is stored.',
+    description:
+      'The answer is the only place the plaintext `key` ever appears; only its SHA-256 is stored. With `money.approvals: 2`, a `wallet` is refused (409 `svc_conflict`, `reason: two_person`): attaching one is a two-person action (`PUT /_admin/v1/keys/{id}/wallet`).',
     tag: 'keys',
     body: IssueKeyRequest,
     answers: [created('The key, with its plaintext this once', { IssuedKey })],
+    errors: ['svc_conflict'],
   }),
   admin('get', {
     path: '/_admin/v1/keys',

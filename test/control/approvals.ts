@@ -242,6 +242,11 @@ forEachStore(t, (t, kind) => {
     t.match(attached.body.result, { id: key, wallet: WALLET, version: Number }, 'the key, as the route answers it');
     t.equal(await walletOf(), WALLET, 'attached now');
 
+    const withWallet = await c.admin('POST', '/_admin/v1/keys', { name: 'agent 2', wallet: WALLET });
+    t.equal(withWallet.status, 409, 'nor is a key issued with a wallet');
+    t.equal(withWallet.body.reason, 'two_person');
+    t.match(withWallet.body.detail, /issue the key without one, then svcctl keys wallet/);
+
     const detach = await c.admin('DELETE', `/_admin/v1/keys/${key}/wallet`, undefined, dan);
     t.equal(detach.status, 202, 'detaching waits too');
     t.match(detach.body, { action: 'keys.wallet.detach', target: key, detail: { id: key } });
