@@ -1,34 +1,93 @@
 /**
- * Two people for money: with `money.approvals: 2`, funding the pool, marking a payout paid and
- * rotating the receipt signing key do not act when one operator asks. The request is recorded as
- * pending (`202`, {@link ApprovalView}); a second operator holding the action's own scope
- * approves it (then it acts, as the requester, with both names in its audit row) or rejects it;
- * after {@link APPROVAL_TTL_MS} it expires. The requester cannot approve their own request.
+ * Two people for money: with `money.approvals: 2`, funding the pool, marking a payout paid,
+ * rotating the receipt signing key, attaching or detaching a key's payout wallet, and adding an
+ * operator who gets `money` or `operators` (or rotating another operator's token who holds
+ * one: the new token is a second identity) do not act when one operator asks. The request is
+ * recorded as pending (`202`, {@link ApprovalView}); a second operator holding the scopes
+ * {@link approverScopes} names approves it (then it acts, as the requester, with both names in
+ * its audit row) or rejects it; after {@link APPROVAL_TTL_MS} it expires. The requester cannot
+ * approve their own request.
  */
 import { z } from 'zod';
+import { KeyChange, WalletRequest } from './admin';
+import {
+  AddOperatorRequest,
+  IssuedOperatorToken,
+  OperatorName,
+  OperatorScopeSchema,
+  RotateOperatorRequest,
+  RotatedOperatorToken,
+} from './operators';
 import { FundPoolRequest, FundView, MarkPaidRequest, MarkPaidView } from './settlement';
 import { RotateKeyView } from './receipts';
 import type { OperatorScope } from './scopes';
 import { plainString } from './text';
 import { IsoTime } from './wire';
 
-/** The actions two operators must agree on (with `money.approvals: 2`), by their audit action names. */
-export const MONEY_ACTIONS = ['pool.fund', 'payouts.mark_paid', 'receipts.rotate_key'] as const;
+/**
+ * The actions two operators must agree on (with `money.approvals: 2`), by their audit action
+ * names: the README's list of two-person actions ("Running svc as a team") is this one.
+ * `operators.add` is one only when the new operator gets a scope of {@link TWO_PERSON_GRANTS};
+ * `operators.rotate` only when another operator's token is rotated and that operator holds one.
+ */
+export const MONEY_ACTIONS = [
+  'pool.fund',
+  'payouts.mark_paid',
+  'receipts.rotate_key',
+  'keys.wallet.attach',
+  'keys.wallet.detach',
+  'operators.add',
+  'operators.rotate',
+] as const;
 export type MoneyAction = (typeof MONEY_ACTIONS)[number];
 
-/** The scope each money action needs, of the operator who asks and of the one who approves. */
+/** The scope of the route that asks for each action: its requester holds it, and so does whoever decides it. */
 export const MONEY_ACTION_SCOPES: Readonly<Record<MoneyAction, OperatorScope>> = {
   'pool.fund': 'money',
   'payouts.mark_paid': 'money',
   'receipts.rotate_key': 'receipts',
+  'keys.wallet.attach': 'money',
+  'keys.wallet.detach': 'money',
+  'operators.add': 'operators',
+  'operators.rotate': 'operators',
 };
 
-/** The request each action records, validated again when it is approved. */
+/**
+ * The scopes whose grant is itself a two-person action: an operator holding `money` is the
+ * second person of every money action, and one holding `operators` can add such operators.
+ */
+export const TWO_PERSON_GRANTS: readonly OperatorScope[] = ['money', 'operators'];
+
+/** A wallet attached to a key, as the request records it: the key's id and the wallet. */
+export const WalletAttachAction = WalletRequest.extend({ id: z.string().min(1) }).strict();
+/** A wallet detached from a key: the key's id. */
+export const WalletDetachAction = z.object({ id: z.string().min(1) }).strict();
+
+/** Another operator's token rotated, as the request records it: its name and its scopes when asked, and the grace. */
+export const RotateOperatorAction = RotateOperatorRequest.extend({ name: OperatorName, scopes: z.array(OperatorScopeSchema) }).strict();
+
+/** The request each action records, validated again when it is approved. Never a token: one is made when the action runs. */
 export const MONEY_ACTION_REQUESTS = {
   'pool.fund': FundPoolRequest,
   'payouts.mark_paid': MarkPaidRequest,
   'receipts.rotate_key': z.object({}).strict(),
+  'keys.wallet.attach': WalletAttachAction,
+  'keys.wallet.detach': WalletDetachAction,
+  'operators.add': AddOperatorRequest,
+  'operators.rotate': RotateOperatorAction,
 } as const satisfies Record<MoneyAction, z.ZodType>;
+
+/**
+ * The scopes an operator needs to approve a request, and its requester must still hold when it
+ * is approved: the action's own scope and, for an operator added or rotated, every scope that
+ * operator holds (no one grants, or takes over, a scope they do not hold).
+ */
+export function approverScopes(action: MoneyAction, request: Record<string, unknown>): OperatorScope[] {
+  const own = MONEY_ACTION_SCOPES[action];
+  if (action !== 'operators.add' && action !== 'operators.rotate') return [own];
+  const granted = Array.isArray(request.scopes) ? (request.scopes as OperatorScope[]) : [];
+  return [...new Set([own, ...granted])];
+}
 
 /** How long a pending request waits for its second operator: 24 h. */
 export const APPROVAL_TTL_MS = 24 * 3_600_000;
@@ -45,9 +104,9 @@ export const ApprovalView = z.strictObject({
   id: z.string().describe('`apr_…`'),
   status: ApprovalStatus,
   action: z.enum(MONEY_ACTIONS),
-  /** What it acts on: `pool`, the payout's wallet, or null for a key rotation. */
+  /** What it acts on: `pool`, the payout's wallet, the key's id, the new operator's name, or null for a key rotation. */
   target: z.string().nullable(),
-  /** The request as asked (the body of the route that asked). */
+  /** The request as asked: the body of the route that asked, with the key's `id` for a wallet. */
   detail: z.record(z.string(), z.unknown()),
   requested_by: z.string(),
   requested_at: IsoTime,
@@ -75,7 +134,12 @@ export type RejectApprovalRequest = z.infer<typeof RejectApprovalRequest>;
 /** `POST /_admin/v1/approvals/{id}/approve`: the request, now approved, and what the action answered. */
 export const ApprovedView = z.strictObject({
   approval: ApprovalView,
-  /** The action's own answer, as it would have been without approvals (`pool fund`, `payouts mark-paid`, `receipts rotate-key`). */
-  result: z.union([FundView, MarkPaidView, RotateKeyView]),
+  /**
+   * The action's own answer, as it would have been without approvals (`pool fund`, `payouts
+   * mark-paid`, `receipts rotate-key`, `keys wallet`, `operators add`, `operators rotate`). For
+   * an operator added or rotated, this is the one place its new token appears: made when the
+   * request is approved, answered to the approver only, and stored as its SHA-256.
+   */
+  result: z.union([FundView, MarkPaidView, RotateKeyView, KeyChange, IssuedOperatorToken, RotatedOperatorToken]),
 });
 export type ApprovedView = z.infer<typeof ApprovedView>;

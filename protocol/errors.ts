@@ -130,7 +130,7 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
   svc_forbidden_scope: {
     status: 403,
     title: 'Scope missing',
-    when: "Admin API called with an operator's token that lacks the route's scope; the detail names the scope needed",
+    when: "Admin API called with an operator's token that lacks the route's scope, or granting, revoking or rotating beyond the caller's own scopes; the detail names the scope needed",
   },
   svc_not_found: {
     status: 404,

@@ -29,7 +29,7 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
   settler: 'pause, resume and run the settler once',
   money: "fund the pool, mark payouts paid, attach and detach a key's payout wallet",
   receipts: 'rotate the receipt signing key and reissue a receipt',
-  operators: 'add, revoke and rotate operators',
+  operators: 'add, revoke and rotate operators, within the scopes the caller holds itself',
 };
 
 /**
@@ -93,13 +93,14 @@ export const ADMIN_ROUTE_SCOPES: Readonly<Record<string, OperatorScope>> = {
 
 /**
  * Routes whose table scope stands for the scope of what they act on: approving or rejecting a
- * money action needs that action's own scope (`money`, or `receipts` for a receipt key
- * rotation: protocol/approvals.ts), checked by the route once it has read the request. Before
- * that, the listener lets through an operator holding any scope a money action needs.
+ * two-person action needs that action's own scope (`money`, `receipts` for a receipt key
+ * rotation, `operators` for an operator added: protocol/approvals.ts), checked by the route once
+ * it has read the request. Before that, the listener lets through an operator holding any scope
+ * such an action needs.
  */
 export const ACTION_SCOPED_ROUTES: Readonly<Record<string, readonly OperatorScope[]>> = {
-  'POST /_admin/v1/approvals/:id/approve': ['money', 'receipts'],
-  'POST /_admin/v1/approvals/:id/reject': ['money', 'receipts'],
+  'POST /_admin/v1/approvals/:id/approve': ['money', 'receipts', 'operators'],
+  'POST /_admin/v1/approvals/:id/reject': ['money', 'receipts', 'operators'],
 };
 
 /** The scope an admin route needs (`method` upper case, `pattern` with `:param`s), or undefined for a route the table lacks. */

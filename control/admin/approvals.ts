@@ -1,13 +1,16 @@
 /**
- * `/_admin/v1/approvals`: the money actions waiting for a second operator (money-actions.ts,
- * `money.approvals: 2`).
+ * `/_admin/v1/approvals`: the two-person actions waiting for a second operator
+ * (money-actions.ts, `money.approvals: 2`).
  *
  * - `GET` lists them, newest first (`?status=` to keep one state); `GET {id}` shows one.
- * - `POST {id}/approve`: an operator other than the requester, holding the action's own scope
- *   (`money`, or `receipts` for a key rotation), makes the action happen as it was asked. 409
- *   `svc_conflict` when the request is decided or expired (`reason`: `decided`, `expired`), when
- *   the approver is the requester (`self_approval`) or when the requester no longer holds a
- *   working token (`requester_inactive`); 403 `svc_forbidden_scope` without the action's scope.
+ * - `POST {id}/approve`: an operator other than the requester, holding the scopes the request
+ *   needs (`approverScopes`: the action's own scope, `money`, `receipts` for a key rotation or
+ *   `operators` for an operator added, and for an operator added every scope it is granted),
+ *   makes the action happen as it was asked. 409 `svc_conflict` when the request is decided or
+ *   expired (`reason`: `decided`, `expired`), when the approver is the requester
+ *   (`self_approval`) or when the requester no longer holds a working token
+ *   (`requester_inactive`) or those scopes (`requester_scope`); 403 `svc_forbidden_scope`
+ *   without one of those scopes, naming it.
  * - `POST {id}/reject`: an operator holding the action's scope (the requester too: withdrawing)
  *   rejects it, with an optional reason.
  */
@@ -15,6 +18,7 @@ import {
   ApprovalListQuery,
   MONEY_ACTION_SCOPES,
   RejectApprovalRequest,
+  approverScopes,
   type ApprovalList,
   type ApprovalView,
   type ApprovedView,
@@ -25,8 +29,11 @@ import type { ControlContext } from '../context';
 import type { RequestContext, Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { approvalStatus, approvalView, type ApprovalRow } from '../store/approvals';
-import { operatorStatus } from '../store/operators';
+import { operatorScopes, operatorStatus } from '../store/operators';
 import { runApproved } from './money-actions';
+
+/** The request as it was recorded. */
+const requestOf = (row: ApprovalRow): Record<string, unknown> => JSON.parse(row.detail) as Record<string, unknown>;
 
 async function approvalOrNotFound(ctx: ControlContext, id: string): Promise<ApprovalRow> {
   const row = await ctx.store.approvals.byId(id);
@@ -47,10 +54,11 @@ function stillPending(row: ApprovalRow, now: number): void {
   });
 }
 
-/** 403 `svc_forbidden_scope` unless the caller holds the scope the request's action needs. */
-function holdsActionScope(row: ApprovalRow, caller: Pick<RequestContext, 'actor' | 'scopes'>, verb: string): void {
-  const scope = MONEY_ACTION_SCOPES[row.action];
-  if (caller.scopes.has(scope)) return;
+/** 403 `svc_forbidden_scope` unless the caller holds every scope deciding the request needs (the action's own to reject). */
+function holdsActionScope(row: ApprovalRow, caller: Pick<RequestContext, 'actor' | 'scopes'>, verb: 'approve' | 'reject'): void {
+  const needed = verb === 'reject' ? [MONEY_ACTION_SCOPES[row.action]] : approverScopes(row.action, requestOf(row));
+  const scope = needed.find((s) => !caller.scopes.has(s));
+  if (scope === undefined) return;
   throw new SvcError(
     'svc_forbidden_scope',
     `to ${verb} a ${row.action} request needs the scope ${scope}; operator ${caller.actor} lacks it`,
@@ -93,7 +101,7 @@ export function registerApprovalRoutes(router: Router, ctx: ControlContext): voi
     if (row.requested_by === actor) {
       throw new SvcError(
         'svc_conflict',
-        `operator ${actor} asked for this ${row.action} and cannot approve it too; another operator holding ${MONEY_ACTION_SCOPES[row.action]} must`,
+        `operator ${actor} asked for this ${row.action} and cannot approve it too; another operator holding ${approverScopes(row.action, requestOf(row)).join(', ')} must`,
         { extra: { reason: 'self_approval' } },
       );
     }
@@ -105,6 +113,14 @@ export function registerApprovalRoutes(router: Router, ctx: ControlContext): voi
         {
           extra: { reason: 'requester_inactive' },
         },
+      );
+    }
+    const lacking = approverScopes(row.action, requestOf(row)).find((s) => !operatorScopes(requester).includes(s));
+    if (lacking !== undefined) {
+      throw new SvcError(
+        'svc_conflict',
+        `operator ${row.requested_by}, who asked for this ${row.action}, no longer holds the scope ${lacking}; reject it`,
+        { extra: { reason: 'requester_scope' } },
       );
     }
     const result = await runApproved(

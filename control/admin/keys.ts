@@ -23,6 +23,7 @@ import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys';
 import { keyStatus, keyView, type KeyPosition, type KeyRow } from '../store/keys';
+import { moneyAction } from './money-actions';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
 
 /**
@@ -91,6 +92,14 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
 export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
   router.post('/_admin/v1/keys', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(IssueKeyRequest, await readJson(req));
+    if (input.wallet !== undefined && ctx.config.money.approvals >= 2) {
+      // A wallet set at issue would skip the second operator its attachment needs.
+      throw new SvcError(
+        'svc_conflict',
+        'with money.approvals: 2 a payout wallet is attached by two operators: issue the key without one, then svcctl keys wallet ID ADDR',
+        { extra: { reason: 'two_person' } },
+      );
+    }
     sendJson(res, 201, await issueKey(ctx, { actor, tokenId }, input));
   });
 
@@ -174,24 +183,17 @@ export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
     sendJson(res, 200, { ...view, version } satisfies KeyChange);
   });
 
+  // A wallet decides where a key's refunds are paid: a two-person action (money-actions.ts).
   router.put('/_admin/v1/keys/:id/wallet', async ({ req, res, params, actor, tokenId }) => {
     const input = parseBody(WalletRequest, await readJson(req));
     const row = await keyOrNotFound(ctx, params.id!);
-    const { version } = await ctx.store.mutate(
-      { actor, tokenId, now: ctx.now() },
-      { action: 'keys.wallet.attach', target: row.id, detail: { wallet: input.wallet, previous: row.wallet } },
-      (tx) => tx.keys.setWallet(row.id, input.wallet),
-    );
-    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version } satisfies KeyChange);
+    const answer = await moneyAction(ctx, { actor, tokenId }, 'keys.wallet.attach', { id: row.id, wallet: input.wallet });
+    sendJson(res, answer.status, answer.body);
   });
 
   router.delete('/_admin/v1/keys/:id/wallet', async ({ res, params, actor, tokenId }) => {
     const row = await keyOrNotFound(ctx, params.id!);
-    const { version } = await ctx.store.mutate(
-      { actor, tokenId, now: ctx.now() },
-      { action: 'keys.wallet.detach', target: row.id, detail: { previous: row.wallet } },
-      (tx) => tx.keys.setWallet(row.id, null),
-    );
-    sendJson(res, 200, { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version } satisfies KeyChange);
+    const answer = await moneyAction(ctx, { actor, tokenId }, 'keys.wallet.detach', { id: row.id });
+    sendJson(res, answer.status, answer.body);
   });
 }

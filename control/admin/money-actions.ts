@@ -1,40 +1,53 @@
 /**
- * The one place an action that moves or promises money decides whether it acts now or waits
- * for a second operator: funding the pool, marking a payout paid, rotating the receipt signing
- * key (protocol/approvals.ts). Each of those routes validates its request and hands it to
- * {@link moneyAction}:
+ * The one place a two-person action decides whether it acts now or waits for a second operator:
+ * funding the pool, marking a payout paid, rotating the receipt signing key, attaching or
+ * detaching a key's payout wallet, adding an operator who gets `money` or `operators`, rotating
+ * another operator's token who holds one (protocol/approvals.ts; the operators' two in
+ * operator-actions.ts). Each of those routes validates its request (and, for an operator
+ * added, that the caller holds every scope it grants) and hands it to {@link moneyAction}:
  *
- * - with `money.approvals: 1` (the default) the action runs at once, as the operator who asked;
+ * - with `money.approvals: 1` (the default), or for an operator added or rotated who holds
+ *   neither `money` nor `operators` (or rotating its own token), the action runs at once, as
+ *   the operator who asked;
  * - with `2` it is recorded as a pending request (its own audit row, `approvals.request`) and
- *   answered `202`. A second operator holding the action's scope approves it
+ *   answered `202`. A second operator holding the scopes the action needs approves it
  *   (`/_admin/v1/approvals/{id}/approve`, control/admin/approvals.ts): the same action then runs
  *   from the recorded request, as the requester, with `approved_by` in its audit row. The
  *   request is marked approved inside the action's own transaction, so an approval either acts
  *   exactly once or leaves the request pending (two approvals at once, on one control or two:
  *   one acts, the other gets 409).
+ *
+ * A request records what was asked, never a secret: an operator's token is made when the add or
+ * rotation runs (at once, or when it is approved), answered once to whoever made it run, and
+ * stored as its SHA-256.
  */
 import { z } from 'zod';
+import type { KeyChange } from '../../protocol/admin';
 import { APPROVAL_TTL_MS, MONEY_ACTION_REQUESTS, type ApprovalView, type MoneyAction, type ApprovedView } from '../../protocol/approvals';
 import { SvcError } from '../../protocol/errors';
 import { newId } from '../../protocol/keys';
 import type { FundView, MarkPaidView } from '../../protocol/settlement';
 import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
+import { keyOrNotFound, viewKey } from '../keys';
 import type { Actor, StoreTables } from '../store';
 import { approvalView } from '../store/approvals';
 import { LedgerError } from '../store/ledger';
+import { addOperator, rotateOperator } from './operator-actions';
 
 /** Runs first inside the action's transaction: an approval's claim on its request, or nothing. */
 export type Within = (tx: StoreTables) => Promise<void>;
 const NOTHING: Within = async () => {};
 
-type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS)[A]>;
+export type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS)[A]>;
 
-/** One money action: what it acts on, and the change itself with its answer. */
-interface Executor<A extends MoneyAction, V> {
-  /** The status of the answer when it acts (201 for a transfer, 200 for a rotation). */
+/** One two-person action: what it acts on, and the change itself with its answer. */
+export interface Executor<A extends MoneyAction, V> {
+  /** The status of the answer when it acts (201 for a transfer or an operator added, 200 for a rotation or a wallet). */
   status: number;
   target: (input: Input<A>) => string | null;
+  /** Whether this request, asked by `by`, needs a second operator under `money.approvals: 2` (default: always). */
+  twoPerson?: (input: Input<A>, by: Actor) => boolean;
   run: (ctx: ControlContext, input: Input<A>, by: Actor, within: Within) => Promise<V>;
 }
 
@@ -109,10 +122,45 @@ const rotateKey: Executor<'receipts.rotate_key', RotateKeyView> = {
   },
 };
 
+/** A key's payout wallet attached (`wallet`) or detached (null), with the one it replaces in the audit row. */
+async function setWallet(ctx: ControlContext, id: string, wallet: string | null, by: Actor, within: Within): Promise<KeyChange> {
+  const row = await keyOrNotFound(ctx, id);
+  // Filled in under the writer lock: the wallet this change replaces is the one set then.
+  const detail: Record<string, unknown> = wallet === null ? {} : { wallet };
+  const { version } = await ctx.store.mutate(
+    { ...by, now: ctx.now() },
+    { action: wallet === null ? 'keys.wallet.detach' : 'keys.wallet.attach', target: row.id, detail },
+    async (tx) => {
+      await within(tx);
+      const current = await tx.keys.byId(row.id);
+      if (current === undefined) throw new SvcError('svc_not_found', `no key with id ${row.id}`);
+      detail.previous = current.wallet;
+      await tx.keys.setWallet(row.id, wallet);
+    },
+  );
+  return { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version };
+}
+
+const attachWallet: Executor<'keys.wallet.attach', KeyChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => setWallet(ctx, input.id, input.wallet, by, within),
+};
+
+const detachWallet: Executor<'keys.wallet.detach', KeyChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => setWallet(ctx, input.id, null, by, within),
+};
+
 const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'pool.fund': fund,
   'payouts.mark_paid': markPaid,
   'receipts.rotate_key': rotateKey,
+  'keys.wallet.attach': attachWallet,
+  'keys.wallet.detach': detachWallet,
+  'operators.add': addOperator,
+  'operators.rotate': rotateOperator,
 };
 
 /** What a money route answers: the action's own answer, or `202` and the pending request. */
@@ -122,12 +170,14 @@ export interface MoneyAnswer {
 }
 
 /**
- * Act on `input` as `by` now, or, when `money.approvals` is 2, record it as a request for a
- * second operator and answer `202` with it.
+ * Act on `input` as `by` now, or, when `money.approvals` is 2 (and the action needs a second
+ * person for this input), record it as a request for a second operator and answer `202` with it.
  */
 export async function moneyAction<A extends MoneyAction>(ctx: ControlContext, by: Actor, action: A, input: Input<A>): Promise<MoneyAnswer> {
   const executor = EXECUTORS[action] as Executor<A, ApprovedView['result']>;
-  if (ctx.config.money.approvals < 2) return { status: executor.status, body: await executor.run(ctx, input, by, NOTHING) };
+  if (ctx.config.money.approvals < 2 || executor.twoPerson?.(input, by) === false) {
+    return { status: executor.status, body: await executor.run(ctx, input, by, NOTHING) };
+  }
   const now = ctx.now();
   const row = {
     id: newId('apr'),

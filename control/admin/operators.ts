@@ -1,33 +1,37 @@
 /**
  * `/_admin/v1/operators`: add, list, show, revoke, rotate. An operator's token leaves control
- * once, in the answer to add or rotate; the store and the audit log get its id (`opt_…`) and
- * the store its SHA-256. Root, the bootstrap admin token's operator, is listed like the others
- * but its token is not rotated here (it is the data dir's `admin.token`, or `SVC_ADMIN_TOKEN`).
+ * once, in the answer to add or rotate (or to the approval of an add: money-actions.ts); the
+ * store and the audit log get its id (`opt_…`) and the store its SHA-256.
+ *
+ * No one reaches past their own scopes: an operator grants only scopes it holds, and revokes or
+ * rotates only operators whose scopes are all among its own (else 403 `svc_forbidden_scope`
+ * naming the scope). Root, the bootstrap admin token's operator, is listed like the others, is
+ * revoked by no one, and its token is not rotated here (it is the data dir's `admin.token`, or
+ * `SVC_ADMIN_TOKEN`): root is told so, anyone else is refused the scope. With
+ * `money.approvals: 2`, adding an operator who gets `money` or `operators`, or rotating another
+ * operator's token who holds one, waits for a second operator (operator-actions.ts). Scopes
+ * are fixed when an operator is added: no route widens them.
  */
 import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../protocol/http';
-import { newId } from '../../protocol/keys';
 import {
   AddOperatorRequest,
   OPERATOR_SCOPES,
   ROOT_OPERATOR,
   RotateOperatorRequest,
-  generateOperatorToken,
-  hashOperatorToken,
-  type IssuedOperatorToken,
   type OperatorList,
   type OperatorRevoked,
   type OperatorView,
-  type RotatedOperatorToken,
+  type OperatorScope,
 } from '../../protocol/operators';
 import type { ControlContext } from '../context';
-import type { Router } from '../http/router';
+import type { RequestContext, Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import type { StoreTables } from '../store';
 import { operatorScopes, operatorStatus, operatorView, tokenLive, type OperatorRow, type OperatorTokenRow } from '../store/operators';
+import { moneyAction } from './money-actions';
+import { nameFree } from './operator-actions';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
-
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** Every operator's tokens, by operator. */
 function byOperator(tokens: readonly OperatorTokenRow[]): Map<string, OperatorTokenRow[]> {
@@ -62,6 +66,18 @@ async function anotherManager(tx: StoreTables, except: string, now: number): Pro
   );
 }
 
+/**
+ * 403 `svc_forbidden_scope` naming the first of `scopes` the caller does not hold: no operator
+ * grants, revokes or rotates beyond its own scopes. `what` ends with the words before the scope.
+ */
+function withinOwnScopes(caller: Pick<RequestContext, 'actor' | 'scopes'>, scopes: readonly OperatorScope[], what: string): void {
+  const lacking = scopes.find((scope) => !caller.scopes.has(scope));
+  if (lacking === undefined) return;
+  throw new SvcError('svc_forbidden_scope', `operator ${caller.actor} cannot ${what} ${lacking}: it does not hold ${lacking} itself`, {
+    extra: { scope: lacking },
+  });
+}
+
 export function registerOperatorRoutes(router: Router, ctx: ControlContext): void {
   router.get('/_admin/v1/operators', async ({ res }) => {
     const now = ctx.now();
@@ -74,39 +90,27 @@ export function registerOperatorRoutes(router: Router, ctx: ControlContext): voi
     sendJson(res, 200, (await viewOperator(ctx.store, params.name!, ctx.now())) satisfies OperatorView);
   });
 
-  router.post('/_admin/v1/operators', async ({ req, res, actor, tokenId }) => {
+  router.post('/_admin/v1/operators', async ({ req, res, actor, tokenId, scopes: held }) => {
     const input = parseBody(AddOperatorRequest, await readJson(req));
-    const now = ctx.now();
     const scopes = OPERATOR_SCOPES.filter((scope) => input.scopes.includes(scope));
-    const expiresAt = input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000;
-    const token = generateOperatorToken();
-    const newTokenId = newId('opt');
-    await ctx.store.mutate(
-      { actor, tokenId, now },
-      { action: 'operators.add', target: input.name, detail: { scopes, token_id: newTokenId, expires_at: iso(expiresAt) } },
-      async (tx) => {
-        if (await tx.operators.byName(input.name)) {
-          throw new SvcError('svc_conflict', `an operator named ${input.name} exists (a revoked operator's name is not given again)`);
-        }
-        await tx.operators.insert({ name: input.name, scopes, created_at: now, expires_at: expiresAt });
-        await tx.operators.addToken({ token_id: newTokenId, operator: input.name, sha256: hashOperatorToken(token), created_at: now });
-      },
-    );
-    const issued: IssuedOperatorToken = {
-      name: input.name,
-      token,
-      token_id: newTokenId,
-      scopes,
-      created_at: iso(now)!,
-      expires_at: iso(expiresAt),
-    };
-    sendJson(res, 201, issued);
+    withinOwnScopes({ actor, scopes: held }, scopes, `grant the scope`);
+    await nameFree(ctx.store, input.name);
+    const answer = await moneyAction(ctx, { actor, tokenId }, 'operators.add', { ...input, scopes });
+    sendJson(res, answer.status, answer.body);
   });
 
-  router.post('/_admin/v1/operators/:name/revoke', async ({ req, res, params, actor, tokenId }) => {
+  router.post('/_admin/v1/operators/:name/revoke', async ({ req, res, params, actor, tokenId, scopes: held }) => {
     req.resume();
     const name = params.name!;
     const row = await operatorOrNotFound(ctx.store, name);
+    if (name === ROOT_OPERATOR) {
+      throw new SvcError(
+        'svc_conflict',
+        "root is never revoked: it is the bootstrap admin token (admin.token in control's data dir, or SVC_ADMIN_TOKEN), the way back in when every other token is lost; keep that file offline instead",
+        { extra: { reason: 'root' } },
+      );
+    }
+    withinOwnScopes({ actor, scopes: held }, operatorScopes(row), `revoke ${name}, who holds the scope`);
     const now = ctx.now();
     const made =
       row.revoked_at !== null
@@ -126,43 +130,26 @@ export function registerOperatorRoutes(router: Router, ctx: ControlContext): voi
     sendJson(res, 200, { ...(await viewOperator(ctx.store, name, ctx.now())), changed: made !== null } satisfies OperatorRevoked);
   });
 
-  router.post('/_admin/v1/operators/:name/rotate', async ({ req, res, params, actor, tokenId }) => {
+  router.post('/_admin/v1/operators/:name/rotate', async ({ req, res, params, actor, tokenId, scopes: held }) => {
     const input = parseBody(RotateOperatorRequest, await readJson(req));
     const name = params.name!;
+    if (name === ROOT_OPERATOR && actor !== ROOT_OPERATOR) {
+      const lacking = OPERATOR_SCOPES.find((scope) => !held.has(scope)) ?? null;
+      throw new SvcError('svc_forbidden_scope', `root's token is rotated by root only; operator ${actor} is not root`, {
+        extra: { scope: lacking },
+      });
+    }
     if (name === ROOT_OPERATOR) {
       throw new SvcError(
         'svc_bad_request',
         "root's token is the bootstrap admin token (admin.token in control's data dir, or SVC_ADMIN_TOKEN) and is not rotated here; give operators their own tokens instead",
       );
     }
-    await operatorOrNotFound(ctx.store, name);
-    const now = ctx.now();
-    const until = now + (input.grace_seconds ?? 0) * 1000;
-    const token = generateOperatorToken();
-    const newTokenId = newId('opt');
-    // Filled in under the writer lock: the tokens this rotation replaces are the ones live then.
-    const detail: Record<string, unknown> = { token_id: newTokenId, grace_seconds: input.grace_seconds ?? 0 };
-    const { result } = await ctx.store.mutate({ actor, tokenId, now }, { action: 'operators.rotate', target: name, detail }, async (tx) => {
-      const current = await operatorOrNotFound(tx, name);
-      const status = operatorStatus(current, now);
-      if (status !== 'active') throw new SvcError('svc_conflict', `operator ${name} is ${status}; add a new operator instead`);
-      const replaced = (await tx.operators.tokens(name))
-        .filter((t) => tokenLive(t, now))
-        .map((t) => ({ token_id: t.token_id, expires_at: iso(t.expires_at !== null && t.expires_at < until ? t.expires_at : until)! }));
-      detail.replaced = replaced.map((t) => t.token_id);
-      await tx.operators.expireTokens(name, until);
-      await tx.operators.addToken({ token_id: newTokenId, operator: name, sha256: hashOperatorToken(token), created_at: now });
-      return { current, replaced };
-    });
-    const rotated: RotatedOperatorToken = {
-      name,
-      token,
-      token_id: newTokenId,
-      scopes: operatorScopes(result.current),
-      created_at: iso(now)!,
-      expires_at: iso(result.current.expires_at),
-      replaced: result.replaced,
-    };
-    sendJson(res, 200, rotated);
+    const row = await operatorOrNotFound(ctx.store, name);
+    withinOwnScopes({ actor, scopes: held }, operatorScopes(row), `rotate ${name}, who holds the scope`);
+    const status = operatorStatus(row, ctx.now());
+    if (status !== 'active') throw new SvcError('svc_conflict', `operator ${name} is ${status}; add a new operator instead`);
+    const answer = await moneyAction(ctx, { actor, tokenId }, 'operators.rotate', { ...input, name, scopes: operatorScopes(row) });
+    sendJson(res, answer.status, answer.body);
   });
 }

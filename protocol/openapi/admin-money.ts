@@ -19,11 +19,11 @@ import type { Answer, Operation } from './operation';
 import { admin, created, ok } from './admin-op';
 import { BATCH_NUMBER_PARAM, pathParam } from './common';
 
-/** The answer of a money action when `money.approvals` is 2: the pending request. */
+/** The answer of a two-person action when `money.approvals` is 2: the pending request. */
 export const PENDING_APPROVAL: Answer = {
   status: 202,
   description:
-    'With `money.approvals: 2`: nothing happened yet; the request waits (24 h at most) for a second operator holding the same scope (`/_admin/v1/approvals/{id}/approve`)',
+    'With `money.approvals: 2`: nothing happened yet; the request waits (24 h at most) for a second operator holding the scopes it needs (`/_admin/v1/approvals/{id}/approve`)',
   json: { ApprovalView },
 };
 

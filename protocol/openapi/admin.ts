@@ -40,7 +40,7 @@ import { GatewayStatus, GatewayWeightChange, GatewaysView, SetGatewayWeightReque
 import { OperatorView } from '../operators';
 import { BalanceView, BatchView, PayoutLine, PoolView, SettlerStatus } from '../settlement';
 import { APPLICATION_OPERATIONS } from './admin-applications';
-import { MONEY_OPERATIONS } from './admin-money';
+import { MONEY_OPERATIONS, PENDING_APPROVAL } from './admin-money';
 import { OPERATOR_OPERATIONS } from './admin-operators';
 import { APPROVAL_OPERATIONS } from './admin-approvals';
 import { admin, created, ok } from './admin-op';
@@ -61,10 +61,12 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
     path: '/_admin/v1/keys',
     operationId: 'issueKey',
     summary: 'Issue a key',
-    description: 'The answer is the only place the plaintext `key` ever appears; only its SHA-256 is stored.',
+    description:
+      'The answer is the only place the plaintext `key` ever appears; only its SHA-256 is stored. With `money.approvals: 2`, a `wallet` is refused (409 `svc_conflict`, `reason: two_person`): attaching one is a two-person action (`PUT /_admin/v1/keys/{id}/wallet`).',
     tag: 'keys',
     body: IssueKeyRequest,
     answers: [created('The key, with its plaintext this once', { IssuedKey })],
+    errors: ['svc_conflict'],
   }),
   admin('get', {
     path: '/_admin/v1/keys',
@@ -117,19 +119,21 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
     path: '/_admin/v1/keys/{id}/wallet',
     operationId: 'attachWallet',
     summary: 'Attach the payout wallet',
+    description: 'A wallet decides where the key’s refunds are paid: with `money.approvals: 2` a two-person action (202).',
     tag: 'keys',
     params: [KEY_ID],
     body: WalletRequest,
-    answers: [ok('The key', { KeyChange })],
+    answers: [ok('The key', { KeyChange }), PENDING_APPROVAL],
     errors: ['svc_not_found'],
   }),
   admin('delete', {
     path: '/_admin/v1/keys/{id}/wallet',
     operationId: 'detachWallet',
     summary: 'Detach the payout wallet',
+    description: 'With `money.approvals: 2` a two-person action (202).',
     tag: 'keys',
     params: [KEY_ID],
-    answers: [ok('The key', { KeyChange })],
+    answers: [ok('The key', { KeyChange }), PENDING_APPROVAL],
     errors: ['svc_not_found'],
   }),
 

@@ -1,7 +1,7 @@
 /**
  * `svcctl operators …`, `svcctl audit list` and `--token-file` as real processes against a
  * real control: add (its `--json` shape), list, rotate with and without a grace, revoke, root's
- * revocation refused; which token svcctl presents (`--token-file`, then `SVC_ADMIN_TOKEN`, then
+ * revocation and rotation refused, a scope the caller lacks not granted; which token svcctl presents (`--token-file`, then `SVC_ADMIN_TOKEN`, then
  * the data dir's `admin.token`), told apart by the audit log's operator; and `serve control`
  * and `up` refusing an operator's token as root's (exit 2).
  */
@@ -30,14 +30,14 @@ t.test('operators add, list, rotate, revoke and audit list through svcctl', asyn
   const aliceFile = tokenFile('alice', alice.token);
 
   const rootRefused = await cli(['operators', 'revoke', 'root']);
-  t.equal(rootRefused.code, 1, 'root is not revoked while no other operator holds operators');
-  t.match(rootRefused.stderr, /root is the last operator who can manage operators.*svc_conflict/);
+  t.equal(rootRefused.code, 1, 'root is not revoked, by root either');
+  t.match(rootRefused.stderr, /root is never revoked.*svc_conflict/);
 
-  const human = await cli(['operators', 'add', 'ops-lead', '--scopes', 'operators,read']);
+  const human = await cli(['operators', 'add', 'ops-lead', '--scopes', 'operators,keys,read']);
   t.equal(human.code, 0, human.stderr);
   t.match(human.stdout, /Added operator ops-lead\. The token is shown once/);
   t.match(human.stdout, /^ {2}svc_op_\S+$/m, 'the token on a line of its own');
-  t.match(human.stdout, /scopes +read, operators/, 'the scopes in their catalogue order');
+  t.match(human.stdout, /scopes +read, keys, operators/, 'the scopes in their catalogue order');
 
   const unknown = await cli(['operators', 'add', 'x', '--scopes', 'read,everything']);
   t.equal(unknown.code, 2, 'an unknown scope: exit 2');
@@ -128,13 +128,15 @@ t.test('operators add, list, rotate, revoke and audit list through svcctl', asyn
   t.match(byLead.stdout, /Revoked operator alice; its tokens no longer work\./);
   t.equal((await cli(['--token-file', thirdFile, 'status'])).code, 1, 'alice’s token stopped');
   const rootRevoked = await cli(['--token-file', lead, 'operators', 'revoke', 'root']);
-  t.equal(rootRevoked.code, 0, 'with ops-lead holding operators, root is revoked');
-  const rootStatus = await cli(['status']);
-  t.equal(rootStatus.code, 1, 'the data dir’s admin.token no longer opens the admin API');
-  t.match(rootStatus.stderr, /root token is revoked.*svc_unauthorized/);
-  const last = await cli(['--token-file', lead, 'operators', 'revoke', 'ops-lead']);
-  t.equal(last.code, 1, 'the last operator who can manage operators is kept');
-  t.match(last.stderr, /last operator who can manage operators.*svc_conflict/);
+  t.equal(rootRevoked.code, 1, 'root is revoked by no one');
+  t.match(rootRevoked.stderr, /root is never revoked.*svc_conflict/);
+  const rootRotated = await cli(['--token-file', lead, 'operators', 'rotate', 'root']);
+  t.equal(rootRotated.code, 1, 'nor rotated by anyone but root');
+  t.match(rootRotated.stderr, /rotated by root only.*svc_forbidden_scope/);
+  t.equal((await cli(['status'])).code, 0, 'the data dir’s admin.token still opens the admin API');
+  const beyond = await cli(['--token-file', lead, 'operators', 'add', 'banker', '--scopes', 'read,money']);
+  t.equal(beyond.code, 1, 'ops-lead grants no scope it lacks');
+  t.match(beyond.stderr, /cannot grant the scope money.*svc_forbidden_scope/);
 });
 
 t.test('serve control and up refuse an operator token as root’s: exit 2', async (t) => {

@@ -1,6 +1,7 @@
 /**
  * Two people for money (`money.approvals: 2`), on both stores: pool funding, marking a payout
- * paid and rotating the receipt key answer 202 with a pending request and change nothing; a
+ * paid, rotating the receipt key and a key's wallet attached or detached answer 202 with a
+ * pending request and change nothing; a
  * second operator holding the action's own scope approves it (then it happens once, as asked,
  * with both names in its audit row) or rejects it; the requester cannot approve their own; a
  * request expires after 24 h; two approvals at once act once; a ledger rule broken at approval
@@ -13,20 +14,24 @@ import { join } from 'node:path';
 import { APPROVAL_ID_PATTERN, APPROVAL_TTL_MS, MONEY_ACTION_SCOPES, MONEY_ACTIONS } from '../../protocol/approvals';
 import { ACTION_SCOPED_ROUTES } from '../../protocol/scopes';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
+import { startTeamControl, type Team } from '../fixtures/team';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { forEachStore, type StoreKind } from '../fixtures/stores';
 
 const WALLET = '0x52908400098527886E0F7030069857D2E4169EE7';
 
-async function control(t: Test, kind: StoreKind, now?: () => number, approvals = '2'): Promise<TestControl> {
-  return startTestControl(t, { store: kind, env: { SVC_MONEY_APPROVALS: approvals }, ...(now ? { now } : {}) });
+/** Control with `money.approvals: 2`, and the operators `team` names added before it was turned on. */
+async function control(
+  t: Test,
+  kind: StoreKind,
+  team: Team,
+  now?: () => number,
+): Promise<{ c: TestControl; tokens: Record<string, string> }> {
+  const { control: c, tokens } = await startTeamControl(t, team, { store: kind, ...(now ? { now } : {}) });
+  return { c, tokens };
 }
 
-async function addOperator(c: TestControl, name: string, scopes: string[]): Promise<string> {
-  const res = await c.admin('POST', '/_admin/v1/operators', { name, scopes });
-  if (res.status !== 201) throw new Error(`add ${name}: ${res.status} ${res.text}`);
-  return res.body.token as string;
-}
+const MONEY = ['read', 'money'];
 
 const poolOf = async (c: TestControl, token?: string): Promise<number> =>
   (await c.admin('GET', '/_admin/v1/pool', undefined, token)).body.pool as number;
@@ -38,7 +43,15 @@ t.test('the scopes of deciding are the actions’ own', async (t) => {
     'the listener lets through exactly the scopes some money action needs',
   );
   t.same(ACTION_SCOPED_ROUTES['POST /_admin/v1/approvals/:id/reject'], ACTION_SCOPED_ROUTES['POST /_admin/v1/approvals/:id/approve']);
-  t.same([...MONEY_ACTIONS].sort(), ['payouts.mark_paid', 'pool.fund', 'receipts.rotate_key']);
+  t.same([...MONEY_ACTIONS].sort(), [
+    'keys.wallet.attach',
+    'keys.wallet.detach',
+    'operators.add',
+    'operators.rotate',
+    'payouts.mark_paid',
+    'pool.fund',
+    'receipts.rotate_key',
+  ]);
 });
 
 forEachStore(t, (t, kind) => {
@@ -53,11 +66,9 @@ forEachStore(t, (t, kind) => {
 
   t.test('a pool funding waits for a second operator, who makes it happen', async (t) => {
     const clock = manualClock();
-    const c = await control(t, kind, clock.now);
-    const cleo = await addOperator(c, 'cleo', ['read', 'money']);
-    const dan = await addOperator(c, 'dan', ['read', 'money']);
-    const eve = await addOperator(c, 'eve', ['read', 'receipts']);
-    const kim = await addOperator(c, 'kim', ['read', 'keys']);
+    const team = { cleo: MONEY, dan: MONEY, eve: ['read', 'receipts'], kim: ['read', 'keys'] };
+    const { c, tokens } = await control(t, kind, team, clock.now);
+    const { cleo, dan, eve, kim } = tokens as Record<keyof typeof team, string>;
 
     const asked = await c.admin('POST', '/_admin/v1/pool/fund', { amount: 2_500, note: 'seed' }, cleo);
     t.equal(asked.status, 202, 'accepted, not done');
@@ -128,9 +139,8 @@ forEachStore(t, (t, kind) => {
 
   t.test('rejection, withdrawal, expiry and a requester gone', async (t) => {
     const clock = manualClock();
-    const c = await control(t, kind, clock.now);
-    const cleo = await addOperator(c, 'cleo', ['read', 'money']);
-    const dan = await addOperator(c, 'dan', ['read', 'money']);
+    const { c, tokens } = await control(t, kind, { cleo: MONEY, dan: MONEY }, clock.now);
+    const { cleo, dan } = tokens as { cleo: string; dan: string };
 
     const one = (await c.admin('POST', '/_admin/v1/pool/fund', { amount: 100 }, cleo)).body.id as string;
     const rejected = await c.admin('POST', `/_admin/v1/approvals/${one}/reject`, { reason: 'wrong amount' }, dan);
@@ -178,9 +188,8 @@ forEachStore(t, (t, kind) => {
   });
 
   t.test('a payout that breaks a ledger rule when approved leaves the request pending', async (t) => {
-    const c = await control(t, kind);
-    const cleo = await addOperator(c, 'cleo', ['read', 'money']);
-    const dan = await addOperator(c, 'dan', ['read', 'money']);
+    const { c, tokens } = await control(t, kind, { cleo: MONEY, dan: MONEY });
+    const { cleo, dan } = tokens as { cleo: string; dan: string };
     const asked = await c.admin('POST', '/_admin/v1/payouts/mark-paid', { wallet: WALLET, amount: 1_000, reference: 'tx-1' }, cleo);
     t.equal(asked.status, 202);
     t.match(asked.body, { action: 'payouts.mark_paid', target: WALLET, detail: { wallet: WALLET, amount: 1_000, reference: 'tx-1' } });
@@ -194,9 +203,8 @@ forEachStore(t, (t, kind) => {
   });
 
   t.test('a receipt key rotation is approved by another receipts operator', async (t) => {
-    const c = await control(t, kind);
-    const eve = await addOperator(c, 'eve', ['read', 'receipts']);
-    const cleo = await addOperator(c, 'cleo', ['read', 'money']);
+    const { c, tokens } = await control(t, kind, { eve: ['read', 'receipts'], cleo: MONEY });
+    const { eve, cleo } = tokens as { eve: string; cleo: string };
     const asked = await c.admin('POST', '/_admin/v1/receipts/rotate-key', undefined, eve);
     t.equal(asked.status, 202);
     t.match(asked.body, { action: 'receipts.rotate_key', target: null, detail: {} });
@@ -211,10 +219,55 @@ forEachStore(t, (t, kind) => {
     t.match(row, { actor: 'eve', approved_by: 'root', target: byRoot.body.result.kid });
   });
 
+  t.test('a key’s payout wallet attached or detached waits for a second money operator', async (t) => {
+    const { c, tokens } = await control(t, kind, { cleo: MONEY, dan: MONEY });
+    const { cleo, dan } = tokens as { cleo: string; dan: string };
+    const key = (await c.admin('POST', '/_admin/v1/keys', { name: 'agent' })).body.id as string;
+    const walletOf = async () => (await c.admin('GET', `/_admin/v1/keys/${key}`)).body.wallet as string | null;
+
+    const asked = await c.admin('PUT', `/_admin/v1/keys/${key}/wallet`, { wallet: WALLET }, cleo);
+    t.equal(asked.status, 202, 'attaching waits');
+    t.match(asked.body, { action: 'keys.wallet.attach', target: key, detail: { id: key, wallet: WALLET }, requested_by: 'cleo' });
+    t.equal(await walletOf(), null, 'no wallet yet');
+    const byRoot = await c.admin('PUT', `/_admin/v1/keys/${key}/wallet`, { wallet: WALLET });
+    t.equal(byRoot.status, 202, 'root waits like anyone');
+    t.equal(
+      (await c.admin('PUT', '/_admin/v1/keys/key_nope/wallet', { wallet: WALLET }, cleo)).status,
+      404,
+      'an unknown key is 404 at once',
+    );
+    t.equal((await c.admin('POST', `/_admin/v1/approvals/${asked.body.id}/approve`, {}, cleo)).body.reason, 'self_approval');
+    const attached = await c.admin('POST', `/_admin/v1/approvals/${asked.body.id}/approve`, {}, dan);
+    t.equal(attached.status, 200, attached.text);
+    t.match(attached.body.result, { id: key, wallet: WALLET, version: Number }, 'the key, as the route answers it');
+    t.equal(await walletOf(), WALLET, 'attached now');
+
+    const withWallet = await c.admin('POST', '/_admin/v1/keys', { name: 'agent 2', wallet: WALLET });
+    t.equal(withWallet.status, 409, 'nor is a key issued with a wallet');
+    t.equal(withWallet.body.reason, 'two_person');
+    t.match(withWallet.body.detail, /issue the key without one, then svcctl keys wallet/);
+
+    const detach = await c.admin('DELETE', `/_admin/v1/keys/${key}/wallet`, undefined, dan);
+    t.equal(detach.status, 202, 'detaching waits too');
+    t.match(detach.body, { action: 'keys.wallet.detach', target: key, detail: { id: key } });
+    t.equal(await walletOf(), WALLET);
+    t.equal((await c.admin('POST', `/_admin/v1/approvals/${detach.body.id}/approve`, {}, cleo)).status, 200);
+    t.equal(await walletOf(), null, 'detached now');
+
+    const audit = (await c.admin('GET', '/_admin/v1/audit?action=keys')).body.entries as { action: string }[];
+    t.match(
+      audit.filter((e) => e.action.startsWith('keys.wallet')),
+      [
+        { action: 'keys.wallet.detach', actor: 'dan', approved_by: 'cleo', target: key, detail: { previous: WALLET } },
+        { action: 'keys.wallet.attach', actor: 'cleo', approved_by: 'dan', target: key, detail: { wallet: WALLET, previous: null } },
+      ],
+      'each under its requester, with its approver',
+    );
+  });
+
   t.test('approvals racing each other act once', async (t) => {
-    const c = await control(t, kind);
-    const cleo = await addOperator(c, 'cleo', ['read', 'money']);
-    const dan = await addOperator(c, 'dan', ['read', 'money']);
+    const { c, tokens } = await control(t, kind, { cleo: MONEY, dan: MONEY });
+    const { cleo, dan } = tokens as { cleo: string; dan: string };
     const id = (await c.admin('POST', '/_admin/v1/pool/fund', { amount: 700 }, cleo)).body.id as string;
     const answers = await Promise.all(
       Array.from({ length: 6 }, (_, i) => c.admin('POST', `/_admin/v1/approvals/${id}/approve`, {}, i % 2 ? dan : undefined)),
@@ -228,11 +281,13 @@ if (!skipWithoutPostgres(t)) {
   t.test('two controls on one database: asked through one, approved through the other, once', async (t) => {
     const root = t.testdir();
     const databaseUrl = await createDatabase(t);
-    const env = { SVC_MONEY_APPROVALS: '2' };
-    const a = await startTestControl(t, { dataDir: join(root, 'a'), flags: { databaseUrl }, env });
-    const b = await startTestControl(t, { dataDir: join(root, 'b'), flags: { databaseUrl }, env });
-    const cleo = await addOperator(a, 'cleo', ['read', 'money']);
-    const dan = await addOperator(a, 'dan', ['read', 'money']);
+    const { control: a, tokens } = await startTeamControl(
+      t,
+      { cleo: MONEY, dan: MONEY },
+      { dataDir: join(root, 'a'), flags: { databaseUrl } },
+    );
+    const b = await startTestControl(t, { dataDir: join(root, 'b'), flags: { databaseUrl }, env: { SVC_MONEY_APPROVALS: '2' } });
+    const { cleo, dan } = tokens as { cleo: string; dan: string };
     const asked = await a.admin('POST', '/_admin/v1/pool/fund', { amount: 900 }, cleo);
     t.equal(asked.status, 202);
     t.equal((await b.admin('GET', `/_admin/v1/approvals/${asked.body.id}`, undefined, dan)).body.status, 'pending', 'B sees the request');

@@ -17,7 +17,7 @@ import { Conformance, type Recorded } from '../fixtures/openapi';
 import { CHROME_UA, SDK_UA } from '../fixtures/public';
 import { GENEROUS_LIMITS, recordResponses, request, startStack, waitFor, type HttpResult } from '../fixtures/stack';
 import { closedPort, ok, startUpstream } from '../fixtures/upstream';
-import { startTestControl } from '../fixtures/control';
+import { startTeamControl } from '../fixtures/team';
 
 const CURL_UA = 'curl/8.5.0';
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch']);
@@ -138,7 +138,7 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   );
   expect(await admin('POST', '/_admin/v1/operators/conformance/rotate', { grace_seconds: 60 }), 200, 'operators rotate');
   expect(await admin('POST', '/_admin/v1/operators/conformance/revoke'), 200, 'operators revoke');
-  expect(await admin('POST', '/_admin/v1/operators/root/revoke'), 409, 'operators revoke root, the last who manages operators');
+  expect(await admin('POST', '/_admin/v1/operators/root/revoke'), 409, 'operators revoke root, never revoked');
   expect(await admin('GET', '/_admin/v1/audit?operator=root&action=operators&limit=1'), 200, 'audit list, filtered');
   expect(await admin('GET', '/_admin/v1/status'), 200, 'status');
   expect(await admin('GET', '/_admin/v1/gateways'), 200, 'gateways');
@@ -246,7 +246,13 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('POST', '/_admin/v1/receipts/rotate-key'), 200, 'receipts rotate-key');
 
   // A second control with two people for money: the 202s and the approvals routes, checked against the admin document.
-  const two = await startTestControl(t, { dataDir: join(t.testdirName, 'two-person'), env: { SVC_MONEY_APPROVALS: '2' } });
+  // Its team is added first: with two people for money, adding a money operator takes two.
+  const team = await startTeamControl(
+    t,
+    { second: ['read', 'money', 'receipts', 'operators'] },
+    { dataDir: join(t.testdirName, 'two-person') },
+  );
+  const two = team.control;
   twoPersonBase = two.urls.control;
   const asTwo = (method: string, path: string, body?: unknown, token = two.adminToken) =>
     request(twoPersonBase, path, {
@@ -254,7 +260,14 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-  const second = (await asTwo('POST', '/_admin/v1/operators', { name: 'second', scopes: ['read', 'money', 'receipts'] })).body.token;
+  const second = team.tokens.second!;
+  const minting = await asTwo('POST', '/_admin/v1/operators', { name: 'third', scopes: ['read', 'money'] });
+  expect(minting, 202, 'operators add of a money operator, waiting');
+  const walletKey = (await asTwo('POST', '/_admin/v1/keys', { name: 'wallet' })).body.id;
+  expect(await asTwo('PUT', `/_admin/v1/keys/${walletKey}/wallet`, { wallet: SOLANA_WALLET }), 202, 'keys wallet, waiting');
+  expect(await asTwo('DELETE', `/_admin/v1/keys/${walletKey}/wallet`), 202, 'keys wallet detach, waiting');
+  expect(await asTwo('POST', `/_admin/v1/approvals/${minting.body.id}/approve`, undefined, second), 200, 'approvals approve (an operator)');
+  expect(await asTwo('POST', '/_admin/v1/operators/third/rotate', {}), 202, 'operators rotate of a money operator, waiting');
   const funding = await asTwo('POST', '/_admin/v1/pool/fund', { amount: 5_000 });
   expect(funding, 202, 'pool fund, waiting for a second operator');
   expect(

@@ -1,17 +1,28 @@
-/** `svcctl approvals approve ID`: the second operator's yes; the action happens now, as its requester asked it. */
+/**
+ * `svcctl approvals approve ID`: the second operator's yes; the action happens now, as its
+ * requester asked it. For an operator added or rotated, its new token is printed here, once.
+ */
+import type { KeyChange } from '../../../protocol/admin';
 import type { ApprovedView } from '../../../protocol/approvals';
+import type { IssuedOperatorToken, RotatedOperatorToken } from '../../../protocol/operators';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
 import type { FundView, MarkPaidView } from '../../../protocol/settlement';
 import type { RotateKeyView } from '../../../protocol/receipts';
 import { paidLines } from '../payouts/mark-paid';
 import { fundedLines } from '../pool/fund';
+import { walletLines } from '../keys/wallet';
+import { addedLines } from '../operators/render';
+import { operatorRotatedLines } from '../operators/rotate';
 import { rotatedLines } from '../receipts/rotate-key';
 
 /** What the action answered, printed as its own command prints it. */
 function resultLines(action: ApprovedView['approval']['action'], result: ApprovedView['result']): string[] {
   if (action === 'pool.fund') return fundedLines(result as FundView);
   if (action === 'payouts.mark_paid') return paidLines(result as MarkPaidView);
+  if (action === 'keys.wallet.attach' || action === 'keys.wallet.detach') return walletLines(result as KeyChange);
+  if (action === 'operators.add') return addedLines(result as IssuedOperatorToken);
+  if (action === 'operators.rotate') return operatorRotatedLines(result as RotatedOperatorToken);
   return rotatedLines(result as RotateKeyView);
 }
 

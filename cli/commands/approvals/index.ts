@@ -1,10 +1,10 @@
-/** `svcctl approvals …`: money actions waiting for a second operator (`money.approvals: 2`). */
+/** `svcctl approvals …`: two-person actions waiting for a second operator (`money.approvals: 2`). */
 import { APPROVAL_STATUSES } from '../../../protocol/approvals';
 import { lazy, leaf, type GroupSpec } from '../../register';
 
 export const approvals: GroupSpec = {
   name: 'approvals',
-  description: 'money actions waiting for a second operator (with money.approvals: 2): list, approve, reject',
+  description: 'two-person actions waiting for a second operator (with money.approvals: 2): list, approve, reject',
   commands: [
     leaf({
       name: 'list',

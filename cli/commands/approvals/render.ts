@@ -1,6 +1,6 @@
-/** How svcctl shows requests for a money action, and the one way a money command posts (`202`: waiting). */
+/** How svcctl shows requests for a two-person action, and the one way such a command sends (`202`: waiting). */
 import type { ApprovalView } from '../../../protocol/approvals';
-import { MONEY_ACTION_SCOPES } from '../../../protocol/approvals';
+import { approverScopes } from '../../../protocol/approvals';
 import type { Deps } from '../../deps';
 import { table } from '../../output';
 
@@ -11,22 +11,29 @@ export function approvalsTable(approvals: readonly ApprovalView[]): string {
   );
 }
 
-/** The lines printed when a money action waits for a second operator. */
+/** The lines printed when a two-person action waits for a second operator. */
 export function pendingLines(a: ApprovalView): string[] {
-  const scope = MONEY_ACTION_SCOPES[a.action];
+  const scopes = approverScopes(a.action, a.detail);
   return [
     `Waiting for a second operator: nothing happened yet.`,
     `Request ${a.id} (${a.action}${a.target === null ? '' : ` on ${a.target}`}) by ${a.requested_by} expires at ${a.expires_at}.`,
-    `Another operator holding the scope ${scope} approves it with: svcctl approvals approve ${a.id}`,
+    `Another operator holding the scope${scopes.length > 1 ? 's' : ''} ${scopes.join(', ')} approves it with: svcctl approvals approve ${a.id}`,
   ];
 }
 
 /**
- * POST a money action: its answer, or null once a `202` (the action waits for a second
- * operator, `money.approvals: 2`) has been printed, as JSON with `--json`.
+ * Send a two-person action (POST unless `method` says otherwise): its answer, or null once a
+ * `202` (the action waits for a second operator, `money.approvals: 2`) has been printed, as
+ * JSON with `--json`.
  */
-export async function postMoney<T>(deps: Deps, path: string, body: unknown, json: boolean | undefined): Promise<T | null> {
-  const answer = await deps.client.send<T | ApprovalView>('POST', path, body);
+export async function postMoney<T>(
+  deps: Deps,
+  path: string,
+  body: unknown,
+  json: boolean | undefined,
+  method: 'POST' | 'PUT' | 'DELETE' = 'POST',
+): Promise<T | null> {
+  const answer = await deps.client.send<T | ApprovalView>(method, path, body);
   if (answer.status !== 202) return answer.body as T;
   const pending = answer.body as ApprovalView;
   if (json) deps.out.json(pending);

@@ -1,9 +1,14 @@
-/** `svcctl operators add NAME --scopes read,keys [--expires 30d]`: the token is printed once. */
+/**
+ * `svcctl operators add NAME --scopes read,keys [--expires 30d]`: the token is printed once.
+ * With `money.approvals: 2`, an operator who gets `money` or `operators` waits for a second
+ * operator: the pending request is printed, and the token goes to whoever approves it.
+ */
 import { OPERATOR_SCOPES, type AddOperatorRequest, type IssuedOperatorToken, type OperatorScope } from '../../../protocol/operators';
 import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
 import { durationOption } from '../../options';
-import { tokenLines } from './render';
+import { postMoney } from '../approvals/render';
+import { addedLines } from './render';
 
 /** `--scopes a,b`: known scope names, at least one. */
 export function scopesOption(value: string): OperatorScope[] {
@@ -20,12 +25,9 @@ export function scopesOption(value: string): OperatorScope[] {
 export async function run(opts: { name: string; scopes: string; expires?: string; json?: boolean }, deps: Deps): Promise<number> {
   const body: AddOperatorRequest = { name: opts.name, scopes: scopesOption(opts.scopes) };
   if (opts.expires !== undefined) body.expires_in_seconds = durationOption('--expires', opts.expires);
-  const issued = await deps.client.post<IssuedOperatorToken>('/_admin/v1/operators', body);
-  if (opts.json) {
-    deps.out.json(issued);
-    return EXIT_OK;
-  }
-  deps.out.line(`Added operator ${issued.name}. The token is shown once; hand it over now, it cannot be recovered:`);
-  tokenLines(deps.out, issued);
+  const issued = await postMoney<IssuedOperatorToken>(deps, '/_admin/v1/operators', body, opts.json);
+  if (issued === null) return EXIT_OK;
+  if (opts.json) deps.out.json(issued);
+  else for (const line of addedLines(issued)) deps.out.line(line);
   return EXIT_OK;
 }

@@ -1,6 +1,5 @@
 /** How `svcctl operators` prints operators and a new token. */
 import type { IssuedOperatorToken, OperatorView } from '../../../protocol/operators';
-import type { Output } from '../../output';
 import { table } from '../../output';
 
 export function operatorsTable(operators: readonly OperatorView[]): string {
@@ -20,12 +19,20 @@ export function operatorsTable(operators: readonly OperatorView[]): string {
 }
 
 /** The token, shown once, and how to use it. */
-export function tokenLines(out: Output, issued: IssuedOperatorToken): void {
-  out.line();
-  out.line(`  ${issued.token}`);
-  out.line();
-  out.line(`token id   ${issued.token_id}`);
-  out.line(`scopes     ${issued.scopes.join(', ')}`);
-  out.line(`expires    ${issued.expires_at ?? 'never'}`);
-  out.line(`Use it with svcctl --token-file FILE (a file holding only the token, mode 0600) or SVC_ADMIN_TOKEN.`);
+export function tokenText(issued: IssuedOperatorToken): string[] {
+  return [
+    '',
+    `  ${issued.token}`,
+    '',
+    `token id   ${issued.token_id}`,
+    `scopes     ${issued.scopes.join(', ')}`,
+    `expires    ${issued.expires_at ?? 'never'}`,
+    `Use it with svcctl --token-file FILE (a file holding only the token, mode 0600) or SVC_ADMIN_TOKEN.`,
+  ];
 }
+
+/** What `operators add` prints, and `approvals approve` once an operator's add is approved. */
+export const addedLines = (issued: IssuedOperatorToken): string[] => [
+  `Added operator ${issued.name}. The token is shown once; hand it over now, it cannot be recovered:`,
+  ...tokenText(issued),
+];
