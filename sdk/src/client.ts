@@ -157,7 +157,6 @@ function requestHeaders(init: HeadersLike): Headers {
   }
 }
 
-/** A key is sent in a header: visible ASCII only. Checked without echoing it. */
 /** A checkpoint whose history from batch 1 a client verified, and the kids of the keys it checked it with. */
 interface VerifiedHistory {
   readonly batch: number;
@@ -174,6 +173,7 @@ function trustedKids(jwks: ReceiptJwks, keyring: ReceiptKeyring): string[] {
     .filter((kid): kid is string => typeof kid === 'string' && keyring.has(kid));
 }
 
+/** A key is sent in a header: visible ASCII only. Checked without echoing it. */
 const KEY_SHAPE = /^[\x21-\x7e]{1,1024}$/;
 
 export class SvcClient {
@@ -363,8 +363,8 @@ export class SvcClient {
    * --since-checkpoint`, which walk from batch 1, not by this client's later checks. That is
    * sound because the checkpoint it holds commits, through the `prev` links, to exactly the
    * history it verified: whatever it accepts later extends that history, and anyone who walks
-   * from batch 1 with it sees a change below it. A checkpoint from elsewhere (saved by hand, by
-   * another process, or another one) is walked from batch 1.
+   * from batch 1 with it sees a change below it. Any other checkpoint (saved by hand or by
+   * another process, or one this client did not verify last) is walked from batch 1.
    */
   async verifyConsistency(oldCheckpoint: Checkpoint, options: VerifyRefundOptions = {}): Promise<Checkpoint> {
     const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
