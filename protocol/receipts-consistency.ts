@@ -38,7 +38,10 @@ export type ConsistencyFailure =
 
 /** What `verifyConsistency` found. */
 export interface ConsistencyVerdict {
-  /** True when the served history leads from batch 1 through the old checkpoint to the new one unchanged. */
+  /**
+   * True when the served history leads from batch 1 (from the old checkpoint's batch with
+   * `{ from: 'checkpoint' }`) through the old checkpoint to the new one unchanged.
+   */
   ok: boolean;
   /** The check that failed; null when `ok`. */
   failure: ConsistencyFailure | null;
@@ -51,8 +54,20 @@ export interface ConsistencyVerdict {
   served: string | null;
   /** Why not, as a sentence; null when `ok`. */
   reason: string | null;
-  /** Receipts checked. */
+  /** Receipts checked (with `{ from: 'checkpoint' }`, the old checkpoint's and those after it). */
   receipts: number;
+}
+
+/**
+ * Where `verifyConsistency` starts its walk. `'genesis'` (the default): at batch 1, so the history
+ * before the saved checkpoint is checked too; nothing about the caller is assumed.
+ * `'checkpoint'`: at the saved checkpoint's batch, for a caller that has itself verified, with
+ * keys that the keyring still holds, the whole history up to that very checkpoint (same batch
+ * and hash) from batch 1 before: the receipt of that batch must still hash to its `hash`, and
+ * the receipts after it are linked and signed up to the served checkpoint's.
+ */
+export interface ConsistencyOptions {
+  from?: 'genesis' | 'checkpoint' | undefined;
 }
 
 /**
@@ -71,14 +86,25 @@ export interface ConsistencyVerdict {
  * checkpoint changes the hash of the checkpoint's batch. The verdict names the batch, with both
  * hashes where there are two. Cost: the whole chain, every time: `current.batch` receipts in
  * `ceil(current.batch / 1000)` reads, one Ed25519 verification and one SHA-256 each.
- * `svcctl receipts verify --since-checkpoint` and the SDK's `verifyConsistency` (and
- * `verifyRefund` with a checkpoint store) run this.
+ * `svcctl receipts verify --since-checkpoint` (which remembers nothing between runs) runs this.
+ *
+ * With `{ from: 'checkpoint' }` the walk starts at the old checkpoint's batch instead
+ * (`current.batch - old.batch + 1` receipts): that receipt must hash to the old `hash` (its own
+ * `prev` is not checked: the hash covers it), and every later one is linked and signed as above.
+ * This checks NOTHING below the old checkpoint: it is sound only for a caller that verified the
+ * history up to that checkpoint from batch 1 itself, since the checkpoint's hash commits (through
+ * the `prev` links) to exactly the history it verified, and is only as fresh as that check: a
+ * receipt changed below the checkpoint since is caught by a walk from batch 1 (another
+ * process, the CLI), not by this one. The SDK's `SvcClient` uses it for a checkpoint it verified
+ * from batch 1 itself earlier in the same process (`verifyConsistency`, and `verifyRefund` with
+ * a checkpoint store).
  */
 export async function verifyConsistency(
   old: CheckpointFields,
   current: CheckpointFields,
   range: (from: number, to: number) => Promise<readonly ReceiptFields[]>,
   jwks: ReceiptJwksFields | ReceiptKeyring,
+  options: ConsistencyOptions = {},
 ): Promise<ConsistencyVerdict> {
   const keyring = jwks instanceof ReceiptKeyring ? jwks : new ReceiptKeyring(jwks);
   let receipts = 0;
@@ -115,8 +141,10 @@ export async function verifyConsistency(
       null,
     );
   }
+  // From the old checkpoint: its receipt's prev is the one link not checked (its hash, checked below, covers it).
+  const start = options.from === 'checkpoint' ? old.batch : 1;
   let previous = GENESIS_PREV;
-  for (let from = 1; from <= current.batch; from += CONSISTENCY_MAX_RECEIPTS) {
+  for (let from = start; from <= current.batch; from += CONSISTENCY_MAX_RECEIPTS) {
     const to = Math.min(current.batch, from + CONSISTENCY_MAX_RECEIPTS - 1);
     const page = await range(from, to);
     if (page.length !== to - from + 1)
@@ -126,7 +154,7 @@ export async function verifyConsistency(
       const shape = receiptShapeProblem(r);
       if (shape !== null) return fail('receipt_malformed', batch, `batch ${batch}: malformed receipt (${shape})`);
       if (r.batch !== batch) return fail('receipt_out_of_place', batch, `batch ${batch}: the indexer served batch ${r.batch} in its place`);
-      if (r.prev !== previous) {
+      if ((batch > start || start === 1) && r.prev !== previous) {
         const what = batch === 1 ? 'the first receipt must have 64 zeros' : `batch ${batch - 1} or this one was changed`;
         return fail('receipt_link', batch, `batch ${batch}: prev does not link to the receipt before it (${what})`, previous, r.prev);
       }

@@ -5,7 +5,9 @@
  * with nothing saved, walks the served checkpoint's own history), then saves the new one. A
  * batch rewritten (and re-signed) after a checkpoint was saved no longer hashes to it, and one
  * changed or swapped before it breaks a signature or a `prev`: `SvcError`
- * `svc_sdk_history_rewritten`, with the failed check, the batch and both hashes.
+ * `svc_sdk_history_rewritten`, with the failed check, the batch and both hashes. The walk from
+ * batch 1 is done once per client: for the checkpoint it verified last itself (kept in memory,
+ * not in the store), it starts at that checkpoint's batch (`SvcClient.verifyConsistency`).
  *
  * ```ts
  * const svc = new SvcClient({ indexerUrl, checkpointStore: new FileCheckpointStore('svc-checkpoint.json') });

@@ -79,7 +79,8 @@ export interface SvcClientOptions {
    * Remember the receipt chain's checkpoint between calls (e.g. `new FileCheckpointStore(path)`):
    * every `verifyRefund` then checks that the history the indexer serves extends the last
    * checkpoint verified, and saves the new one; a fork rejects with `SvcError`
-   * `svc_sdk_history_rewritten`. Off without a store.
+   * `svc_sdk_history_rewritten`. The history is walked from batch 1, except from a checkpoint
+   * this client verified that way itself (see `verifyConsistency`). Off without a store.
    */
   checkpointStore?: CheckpointStore | undefined;
 }
@@ -156,6 +157,22 @@ function requestHeaders(init: HeadersLike): Headers {
   }
 }
 
+/** A checkpoint whose history from batch 1 a client verified, and the kids of the keys it checked it with. */
+interface VerifiedHistory {
+  readonly batch: number;
+  readonly hash: string;
+  readonly kids: readonly string[];
+}
+
+/** The kids of the JWKS the keyring took (a receipt below a remembered checkpoint was verified by one of these). */
+function trustedKids(jwks: ReceiptJwks, keyring: ReceiptKeyring): string[] {
+  const keys: unknown = (jwks as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys)) return [];
+  return keys
+    .map((k: unknown) => (k as { kid?: unknown } | null)?.kid)
+    .filter((kid): kid is string => typeof kid === 'string' && keyring.has(kid));
+}
+
 /** A key is sent in a header: visible ASCII only. Checked without echoing it. */
 const KEY_SHAPE = /^[\x21-\x7e]{1,1024}$/;
 
@@ -173,6 +190,11 @@ export class SvcClient {
   private readonly timeoutMs: number | null;
   private readonly maxResponseBytes: number;
   private readonly checkpointStore: CheckpointStore | null;
+  /**
+   * The newest checkpoint whose whole history, from batch 1, this client verified itself, and
+   * the keys it had (in memory only: a new client or process starts without one).
+   */
+  #verifiedHistory: VerifiedHistory | null = null;
 
   /** Throws `SvcError` `svc_sdk_config` on a bad option (the key's value is never echoed). */
   constructor(options: SvcClientOptions = {}) {
@@ -309,7 +331,7 @@ export class SvcClient {
     if (this.checkpointStore !== null) {
       const saved = await this.checkpointStore.load();
       // The first run has nothing saved: the served checkpoint's own history is walked before it is kept.
-      const next = await this.consistentCheckpoint(saved, keyring, options);
+      const next = await this.consistentCheckpoint(saved, keyring, trustedKids(jwks, keyring), options);
       await this.checkpointStore.save(next);
     }
     // No amount is taken from a proof that did not verify.
@@ -327,23 +349,50 @@ export class SvcClient {
    * served checkpoint is signed, and every receipt from batch 1 to the new checkpoint's batch
    * (`/api/receipts/consistency`, 1000 a read) chains by `prev` and is signed by a key of the JWKS
    * (`options.jwks` or the published one), the one of the old checkpoint's batch hashing to its
-   * `hash`. The whole chain is read every time. Resolves the served checkpoint: save it for next
-   * time. Rejects with `SvcError` `svc_sdk_history_rewritten` (a `HistoryRewrittenError`, with
-   * `failure`, `batch`, `checkpointHash` and `servedHash`) when the histories part.
+   * `hash`. Resolves the served checkpoint: save it for next time. Rejects with `SvcError`
+   * `svc_sdk_history_rewritten` (a `HistoryRewrittenError`, with `failure`, `batch`,
+   * `checkpointHash` and `servedHash`) when the histories part.
+   *
+   * The walk starts at batch 1, except when `oldCheckpoint` is the newest checkpoint (same batch
+   * and hash) whose whole history THIS client (this object, in memory) verified from batch 1
+   * before, with keys all still in the keyring: then it starts at that checkpoint's batch (that
+   * receipt must still hash to its `hash`, the later ones are linked and signed), so a client
+   * that saves what it gets back pays only for the receipts added since (`{ from: 'checkpoint' }`
+   * of `verifyReceiptConsistency`). The trade: a receipt changed below a checkpoint after this
+   * client verified it is caught by a new client or process, or by `svcctl receipts verify
+   * --since-checkpoint`, which walk from batch 1, not by this client's later checks. That is
+   * sound because the checkpoint it holds commits, through the `prev` links, to exactly the
+   * history it verified: whatever it accepts later extends that history, and anyone who walks
+   * from batch 1 with it sees a change below it. Any other checkpoint (saved by hand or by
+   * another process, or one this client did not verify last) is walked from batch 1.
    */
   async verifyConsistency(oldCheckpoint: Checkpoint, options: VerifyRefundOptions = {}): Promise<Checkpoint> {
     const jwks = options.jwks ?? (await this.read<ReceiptJwks>('indexerUrl', this.indexerUrl, '/api/receipts/keys', options));
-    return this.consistentCheckpoint(oldCheckpoint, new ReceiptKeyring(jwks), options);
+    const keyring = new ReceiptKeyring(jwks);
+    return this.consistentCheckpoint(oldCheckpoint, keyring, trustedKids(jwks, keyring), options);
   }
 
-  /** The served checkpoint, once the history from batch 1 leads through `old` (when given) to it unchanged. */
-  private async consistentCheckpoint(old: Checkpoint | null, keyring: ReceiptKeyring, options: ReadOptions): Promise<Checkpoint> {
+  /**
+   * The served checkpoint, once the history from batch 1 leads through `old` (when given) to it
+   * unchanged; from `old`'s batch when this client verified `old`'s history itself (above).
+   */
+  private async consistentCheckpoint(
+    old: Checkpoint | null,
+    keyring: ReceiptKeyring,
+    kids: readonly string[],
+    options: ReadOptions,
+  ): Promise<Checkpoint> {
     const current = await this.checkpoint(options);
     const range = async (from: number, to: number) =>
       (await this.read<ConsistencyAnswer>('indexerUrl', this.indexerUrl, `/api/receipts/consistency?from=${from}&to=${to}`, options))
         .receipts;
-    const verdict = await verifyConsistency(old ?? current, current, range, keyring);
+    const known = this.#verifiedHistory;
+    const verifiedBefore =
+      old !== null && known !== null && known.batch === old.batch && known.hash === old.hash && known.kids.every((kid) => keyring.has(kid));
+    const verdict = await verifyConsistency(old ?? current, current, range, keyring, { from: verifiedBefore ? 'checkpoint' : 'genesis' });
     if (!verdict.ok) throw new HistoryRewrittenError(verdict);
+    // Its whole history is now verified: from batch 1, or from a checkpoint whose history was.
+    if (known === null || current.batch >= known.batch) this.#verifiedHistory = { batch: current.batch, hash: current.hash, kids };
     return current;
   }
 

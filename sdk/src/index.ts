@@ -20,7 +20,7 @@ export {
 } from './generated/receipts-verify';
 export { verifyConsistency as verifyReceiptConsistency, CONSISTENCY_MAX_RECEIPTS } from './generated/receipts-consistency';
 export type { RefundVerdict, ChainProblem } from './generated/receipts-verify';
-export type { ConsistencyFailure, ConsistencyVerdict } from './generated/receipts-consistency';
+export type { ConsistencyFailure, ConsistencyOptions, ConsistencyVerdict } from './generated/receipts-consistency';
 export { SvcError, isSvcError } from './errors';
 export type { Problem } from './errors';
 export type { FetchLike, HeadersLike } from './http';
