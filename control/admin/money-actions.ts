@@ -21,7 +21,6 @@
  * rotation runs (at once, or when it is approved), answered once to whoever made it run, and
  * stored as its SHA-256.
  */
-import { z } from 'zod';
 import type { KeyChange } from '../../protocol/admin';
 import { APPROVAL_TTL_MS, MONEY_ACTION_REQUESTS, type ApprovalView, type MoneyAction, type ApprovedView } from '../../protocol/approvals';
 import { SvcError } from '../../protocol/errors';
@@ -30,26 +29,13 @@ import type { FundView, MarkPaidView } from '../../protocol/settlement';
 import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
 import { keyOrNotFound, viewKey } from '../keys';
-import type { Actor, StoreTables } from '../store';
+import type { Actor } from '../store';
 import { approvalView } from '../store/approvals';
 import { LedgerError } from '../store/ledger';
+import type { Executor, Input, Within } from './action-executor';
 import { addOperator, rotateOperator } from './operator-actions';
 
-/** Runs first inside the action's transaction: an approval's claim on its request, or nothing. */
-export type Within = (tx: StoreTables) => Promise<void>;
 const NOTHING: Within = async () => {};
-
-export type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS)[A]>;
-
-/** One two-person action: what it acts on, and the change itself with its answer. */
-export interface Executor<A extends MoneyAction, V> {
-  /** The status of the answer when it acts (201 for a transfer or an operator added, 200 for a rotation or a wallet). */
-  status: number;
-  target: (input: Input<A>) => string | null;
-  /** Whether this request, asked by `by`, needs a second operator under `money.approvals: 2` (default: always). */
-  twoPerson?: (input: Input<A>, by: Actor) => boolean;
-  run: (ctx: ControlContext, input: Input<A>, by: Actor, within: Within) => Promise<V>;
-}
 
 /** A ledger rule the change would break: 409 `svc_conflict` with the rule's reason. */
 async function ledgerConflict<T>(fn: () => Promise<T>): Promise<T> {

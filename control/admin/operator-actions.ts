@@ -21,7 +21,7 @@ import {
 } from '../../protocol/operators';
 import type { StoreTables } from '../store';
 import { operatorScopes, operatorStatus, tokenLive } from '../store/operators';
-import type { Executor } from './money-actions';
+import type { Executor } from './action-executor';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
