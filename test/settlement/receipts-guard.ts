@@ -18,16 +18,17 @@
 import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createPrivateKey } from 'node:crypto';
 import { ReceiptChainGuard } from '../../control/receipts/chain-guard';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import type { Store } from '../../control/store';
 import { silentLogger } from '../../protocol/log';
 import type { Receipt } from '../../protocol/receipts';
-import { GENESIS_PREV, jwkThumbprint, receiptHash, receiptSigningBytes } from '../../protocol/receipts-verify';
+import { receiptHash } from '../../protocol/receipts-verify';
 import { T0, all, records, seed, settle } from '../fixtures/receipts';
 import { newInstall, openInstall, rawQuery, type Install } from '../fixtures/store-sql';
 import { forEachStore } from '../fixtures/stores';
+import { chainOf, newKey, rechain, signedBy } from '../fixtures/receipt-chain';
 
 const COLUMNS = ['v', 'prev', 'root', 'tree_size', 'refunds', 'premiums', 'settled_at', 'kid', 'sig'] as const;
 
@@ -37,22 +38,6 @@ function overwrite(at: Install, batch: number, r: Receipt): Promise<unknown> {
     ...COLUMNS.map((c) => r[c]),
     batch,
   ]);
-}
-
-const signedBy = (key: KeyObject, r: Omit<Receipt, 'sig'>): Receipt => ({
-  ...r,
-  sig: sign(null, receiptSigningBytes(r), key).toString('base64url'),
-});
-
-/** `chain` from batch `from` on, each re-signed with `key` and chained to the one before as it is now. */
-function rechained(chain: readonly Receipt[], from: number, key: KeyObject): Receipt[] {
-  const out = chain.slice(0, from - 1);
-  for (const r of chain.slice(from - 1)) {
-    const prev = out.length === 0 ? GENESIS_PREV : receiptHash(out[out.length - 1]!);
-    const { sig: _sig, ...rest } = r;
-    out.push(signedBy(key, { ...rest, prev }));
-  }
-  return out;
 }
 
 interface Case {
@@ -74,33 +59,15 @@ async function settledInstall(t: Test, kind: 'sqlite' | 'postgres'): Promise<{ a
 }
 
 t.test('the first walk after start, and the next check, on a chain of 10 000 receipts', async (t) => {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  const x = publicKey.export({ format: 'jwk' }).x!;
-  const kid = jwkThumbprint(x);
-  const chain: Receipt[] = [];
-  for (let batch = 1; batch <= 10_000; batch++) {
-    const prev = batch === 1 ? GENESIS_PREV : receiptHash(chain[batch - 2]!);
-    chain.push(
-      signedBy(privateKey, {
-        v: 1,
-        batch,
-        prev,
-        root: 'ab'.repeat(32),
-        tree_size: 40,
-        refunds: batch,
-        premiums: 2 * batch,
-        settled_at: new Date(T0 + batch).toISOString(),
-        kid,
-      }),
-    );
-  }
+  const key = newKey();
+  const chain = chainOf(10_000, key);
   let reads = 0;
   const source = {
     page: (after: number, limit: number) => {
       reads++;
       return Promise.resolve(chain.slice(after, after + limit));
     },
-    jwks: () => Promise.resolve({ keys: [{ kty: 'OKP' as const, crv: 'Ed25519' as const, x, kid, use: 'sig' as const }] }),
+    jwks: () => Promise.resolve({ keys: [key.jwk] }),
   };
   const guard = new ReceiptChainGuard(source, silentLogger);
   let started = process.hrtime.bigint();
@@ -121,8 +88,9 @@ forEachStore(t, (t, kind) => {
   t.test('every tampering with the receipts is caught before a checkpoint or a consistency read', async (t) => {
     const { at, store, chain } = await settledInstall(t, kind);
     const head = chain.length;
-    const key = createPrivateKey(readFileSync(join(at.dataDir, RECEIPT_KEY_FILE), 'utf8'));
-    const stranger = generateKeyPairSync('ed25519').privateKey;
+    // The data dir's signing key, and another key that claims its kid.
+    const key = { priv: createPrivateKey(readFileSync(join(at.dataDir, RECEIPT_KEY_FILE), 'utf8')), jwk: { kid: chain[0]!.kid } };
+    const stranger = { priv: newKey().priv, jwk: key.jwk };
 
     // The walk: every receipt once; the next check only what was added since.
     const guard = new ReceiptChainGuard(store.receipts, silentLogger);
@@ -158,7 +126,7 @@ forEachStore(t, (t, kind) => {
       {
         name: 'the chain rewritten from batch 3 to the head and re-signed with the key',
         edit: async () => {
-          const rewritten = rechained([...chain.slice(0, 2), { ...chain[2]!, refunds: chain[2]!.refunds + 1 }, ...chain.slice(3)], 3, key);
+          const rewritten = rechain([...chain.slice(0, 2), { ...chain[2]!, refunds: chain[2]!.refunds + 1 }, ...chain.slice(3)], 3, key);
           for (const r of rewritten.slice(2)) await overwrite(at, r.batch, r);
         },
         verified: { batch: head, reason: new RegExp(`batch ${head}: the receipt changed after control verified it`) },
