@@ -7,37 +7,14 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
-import type { SnapshotReads, Store } from '../../control/store';
 import { SYNC_BEAT_HEADER, SYNC_BEAT_INTERVAL_MS, StreamLine } from '../../protocol/snapshot';
 import { startTestControl, type TestControl } from '../fixtures/control';
 import { waitFor } from '../fixtures/stack';
 import { forEachStore } from '../fixtures/stores';
+import { spySnapshotBuilds } from '../fixtures/fake-gateway';
 
 /** Longest wait for a beat: two intervals, for a busy machine; not a latency claim. */
 const BEAT_LIMIT_MS = SYNC_BEAT_INTERVAL_MS * 2 + 1_000;
-
-/** Hold every snapshot build's read until `release()`. */
-function holdSnapshotBuilds(store: Store): () => void {
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  const open = store.openSnapshotReader.bind(store);
-  store.openSnapshotReader = () => {
-    const reader = open();
-    const wrapped: SnapshotReads = {
-      begin: async () => {
-        await held;
-        return reader.begin();
-      },
-      flags: () => reader.flags(),
-      endpoints: () => reader.endpoints(),
-      liveKeyCount: (now) => reader.liveKeyCount(now),
-      nextPage: (limit, now) => reader.nextPage(limit, now),
-      end: () => reader.end(),
-    };
-    return wrapped;
-  };
-  return release;
-}
 
 /** Open the stream as gateway `id` holding nothing; every line is kept, parsed against the wire schema. */
 function dial(t: Test, control: TestControl, id: string): Promise<{ beatHeader: unknown; lines: StreamLine[] }> {
@@ -64,7 +41,7 @@ forEachStore(t, (t, kind) => {
   t.test('the stream announces its beat and beats while a snapshot is read and once it is idle', async (t) => {
     const control = await startTestControl(t, { store: kind });
     t.equal((await control.admin('POST', '/_admin/v1/keys', {})).status, 201);
-    const release = holdSnapshotBuilds(control.handle.ctx.store);
+    const release = spySnapshotBuilds(control.handle.ctx.store).release;
     const gw = await dial(t, control, 'gw-1');
     t.equal(gw.beatHeader, String(SYNC_BEAT_INTERVAL_MS), 'the answer announces the beat interval');
     await waitFor(() => gw.lines.some((l) => l.type === 'beat'), 'a beat while the snapshot is held', BEAT_LIMIT_MS);

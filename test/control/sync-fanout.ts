@@ -8,9 +8,9 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import type { GatewayAckRow } from '../../control/store/gateways';
-import type { SnapshotReads, Store } from '../../control/store';
+import type { Store } from '../../control/store';
 import { startTestControl, type TestControl } from '../fixtures/control';
-import { dial, type FakeGateway } from '../fixtures/fake-gateway';
+import { dial, spySnapshotBuilds, type FakeGateway } from '../fixtures/fake-gateway';
 import { forEachStore } from '../fixtures/stores';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -48,34 +48,6 @@ function spyGatewayWrites(store: Store): { batches: GatewayAckRow[][]; singles: 
     },
   };
   return spied;
-}
-
-/**
- * Count snapshot builds (each opens one reader) and hold each build's read transaction until
- * `release()`, so gateways dialling one after another all find the build under way.
- */
-function spySnapshotBuilds(store: Store): { builds: () => number; release: () => void } {
-  let builds = 0;
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  const open = store.openSnapshotReader.bind(store);
-  store.openSnapshotReader = () => {
-    builds++;
-    const reader = open();
-    const wrapped: SnapshotReads = {
-      begin: async () => {
-        await held;
-        return reader.begin();
-      },
-      flags: () => reader.flags(),
-      endpoints: () => reader.endpoints(),
-      liveKeyCount: (now) => reader.liveKeyCount(now),
-      nextPage: (limit, now) => reader.nextPage(limit, now),
-      end: () => reader.end(),
-    };
-    return wrapped;
-  };
-  return { builds: () => builds, release };
 }
 
 /** `POST /_sync/v1/ack` on a keep-alive connection of its own per gateway, so several can be sent in one go. */
