@@ -4,21 +4,12 @@
  */
 import t from 'tap';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { StatusView } from '../../protocol/admin';
 import { keyStub } from '../../protocol/keys';
 import { runCli } from '../fixtures/cli';
 import { propertyNames, startTestControl } from '../fixtures/control';
-
-/** A port nothing listens on: bound once, then closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { closedPort } from '../fixtures/upstream';
 
 t.test('keys', async (t) => {
   const control = await startTestControl(t);

@@ -6,13 +6,13 @@
  * PostgreSQL (a port nothing listens on); a session ended under a transaction does.
  */
 import t from 'tap';
-import { createServer } from 'node:net';
 import { Pool } from 'pg';
 import { PgConn, sql } from '../../control/store/pg/conn';
 import { PgSnapshotReader } from '../../control/store/pg/snapshot-reader';
 import { isUnreachable, unreachable } from '../../control/store/pg/unreachable';
 import { STORE_UNAVAILABLE_PUBLIC_DETAIL, StoreUnavailableError } from '../../control/store/unavailable';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
+import { closedPort } from '../fixtures/upstream';
 
 const coded = (code: string, message = 'failed', more: Record<string, unknown> = {}) =>
   Object.assign(new Error(message), { code, ...more });
@@ -82,15 +82,6 @@ t.test('what is thrown: the store named, its secrets masked, 503 with Retry-Afte
   t.equal(unreachable(other, pool), other, 'any other failure is left as it is');
   t.equal((unreachable(new AggregateError([coded('ECONNREFUSED')], ''), pool) as StoreUnavailableError).store.reason, 'connection failed');
 });
-
-/** A port nothing listens on: bound once, then closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 t.test('a database nobody answers for: statements, transactions and snapshot reads all throw it', async (t) => {
   const port = await closedPort();

@@ -16,10 +16,10 @@ import { ADMIN_TOKEN_FILE, CONTROL_ID_FILE, SYNC_TOKEN_FILE } from '../../contro
 import { METRICS_TOKEN_FILE } from '../../protocol/bearer';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import {
+  adminRequest,
   assertProblem,
   GENEROUS_LIMITS,
   health,
-  type HttpResult,
   request,
   type ServiceProcess,
   spawnService,
@@ -34,14 +34,6 @@ import { startUpstream } from '../fixtures/upstream';
 const REVOKE_TARGET_MS = 10_000;
 
 const read = (dir: string, file: string) => readFileSync(join(dir, file), 'utf8').trim();
-
-function admin(control: ServiceProcess, token: string, method: string, path: string, body?: unknown): Promise<HttpResult> {
-  return request(control.url, path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-}
 
 t.test('postgres: the gateway leaves a hung control and enforces a revoke made through the other within 10 s', async (t) => {
   if (skipWithoutPostgres(t)) return;
@@ -60,12 +52,12 @@ t.test('postgres: the gateway leaves a hung control and enforces a revoke made t
   const adminToken = read(dirA, ADMIN_TOKEN_FILE);
   const syncToken = read(dirA, SYNC_TOKEN_FILE);
   const metricsToken = read(dirA, METRICS_TOKEN_FILE);
-  t.equal((await admin(a, adminToken, 'POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base` })).status, 201);
+  t.equal((await adminRequest(a, adminToken, 'POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base` })).status, 201);
   const issue = async (name: string) =>
-    (await admin(a, adminToken, 'POST', '/_admin/v1/keys', { name })).body as { id: string; key: string };
+    (await adminRequest(a, adminToken, 'POST', '/_admin/v1/keys', { name })).body as { id: string; key: string };
   const keep = await issue('keeps working');
   const doomed = await issue('revoked through the second control');
-  t.equal((await admin(a, adminToken, 'PUT', '/_admin/v1/flags/beta_gate_enabled', { value: true })).status, 200);
+  t.equal((await adminRequest(a, adminToken, 'PUT', '/_admin/v1/flags/beta_gate_enabled', { value: true })).status, 200);
 
   mkdirSync(dirB, { recursive: true, mode: 0o700 });
   for (const file of [ADMIN_TOKEN_FILE, SYNC_TOKEN_FILE, METRICS_TOKEN_FILE]) copyFileSync(join(dirA, file), join(dirB, file));
@@ -79,12 +71,12 @@ t.test('postgres: the gateway leaves a hung control and enforces a revoke made t
     SVC_METRICS_TOKEN: metricsToken,
   });
   const gwHealth = async () => (await health(gw.url, metricsToken)).body as Record<string, unknown>;
-  const setup = (await admin(a, adminToken, 'GET', '/_admin/v1/status')).body.version as number;
+  const setup = (await adminRequest(a, adminToken, 'GET', '/_admin/v1/status')).body.version as number;
   await waitFor(async () => (await gwHealth()).snapshot_version === setup, 'the gateway to apply the setup');
   const attachedTo = async (control: ServiceProcess) =>
-    ((await admin(control, adminToken, 'GET', '/_admin/v1/status')).body.gateways as { id: string; control_id: string | null }[]).find(
-      (g) => g.id === 'gw-1',
-    )?.control_id;
+    (
+      (await adminRequest(control, adminToken, 'GET', '/_admin/v1/status')).body.gateways as { id: string; control_id: string | null }[]
+    ).find((g) => g.id === 'gw-1')?.control_id;
   await waitFor(async () => (await attachedTo(b)) === idA, 'the second control to see the gateway on the first');
 
   const callIds: string[] = [];
@@ -111,7 +103,7 @@ t.test('postgres: the gateway leaves a hung control and enforces a revoke made t
   for (let i = 0; i < 3; i++) t.equal((await call(keep.key)).status, 200, 'served while its control hangs');
 
   const revokeAt = Date.now();
-  const revoked = await admin(b, adminToken, 'POST', `/_admin/v1/keys/${doomed.id}/revoke`);
+  const revoked = await adminRequest(b, adminToken, 'POST', `/_admin/v1/keys/${doomed.id}/revoke`);
   t.equal(revoked.status, 200, revoked.text);
   const committedMs = Date.now() - revokeAt;
   let admitted = 0;
@@ -133,7 +125,7 @@ t.test('postgres: the gateway leaves a hung control and enforces a revoke made t
   t.comment(`control stopped to the gateway on the second control: ${Date.now() - stoppedAt} ms or less`);
 
   // Its acks reach the second control: a wait for the revoke there completes.
-  const wait = await admin(b, adminToken, 'POST', '/_admin/v1/sync/wait', { version: revoked.body.version, timeout_ms: 15_000 });
+  const wait = await adminRequest(b, adminToken, 'POST', '/_admin/v1/sync/wait', { version: revoked.body.version, timeout_ms: 15_000 });
   t.equal(wait.body?.complete, true, `the second control saw the gateway ack the revoke: ${wait.text}`);
   for (let i = 0; i < 3; i++) t.equal((await call(keep.key)).status, 200, 'served on the second control');
   await waitFor(async () => (await gwHealth()).journal_backlog === 0, 'every outcome shipped to the second control', 30_000);

@@ -15,10 +15,10 @@ import { METRICS_TOKEN_FILE } from '../../protocol/bearer';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { parseExposition, sampleValue } from '../fixtures/prometheus';
 import {
+  adminRequest,
   assertProblem,
   GENEROUS_LIMITS,
   health,
-  type HttpResult,
   metrics,
   request,
   type ServiceProcess,
@@ -51,21 +51,13 @@ function startGateway(
   return spawnService(t, 'gateway', args, { SVC_SYNC_TOKEN: opts.syncToken, SVC_METRICS_TOKEN: opts.metricsToken });
 }
 
-function admin(control: ServiceProcess, token: string, method: string, path: string, body?: unknown): Promise<HttpResult> {
-  return request(control.url, path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-}
-
 t.test('sqlite: the first control listed is down; the gateway starts and serves from the next', async (t) => {
   const dir = testdirAfterTeardowns(t);
   const dataDir = join(dir, 'data');
   const control = await startControlProcess(t, { dataDir });
   const up = await startUpstream(t);
   const token = read(dataDir, ADMIN_TOKEN_FILE);
-  const added = await admin(control, token, 'POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base` });
+  const added = await adminRequest(control, token, 'POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base` });
   t.equal(added.status, 201, added.text);
   const dead = await deadControlUrl();
 
@@ -104,12 +96,12 @@ t.test('postgres: two controls on one database; the gateway fails over when its 
   const syncToken = read(dirA, SYNC_TOKEN_FILE);
   const metricsToken = read(dirA, METRICS_TOKEN_FILE);
 
-  t.equal((await admin(a, adminToken, 'POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base` })).status, 201);
+  t.equal((await adminRequest(a, adminToken, 'POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base` })).status, 201);
   const issue = async (control: ServiceProcess, name: string) =>
-    (await admin(control, adminToken, 'POST', '/_admin/v1/keys', { name })).body as { id: string; key: string };
+    (await adminRequest(control, adminToken, 'POST', '/_admin/v1/keys', { name })).body as { id: string; key: string };
   const keep = await issue(a, 'keeps working');
   const doomed = await issue(a, 'revoked through the second control');
-  t.equal((await admin(a, adminToken, 'PUT', '/_admin/v1/flags/beta_gate_enabled', { value: true })).status, 200);
+  t.equal((await adminRequest(a, adminToken, 'PUT', '/_admin/v1/flags/beta_gate_enabled', { value: true })).status, 200);
 
   // The second control must accept the same tokens: it reads them from its own data dir.
   mkdirSync(dirB, { recursive: true, mode: 0o700 });
@@ -117,14 +109,14 @@ t.test('postgres: two controls on one database; the gateway fails over when its 
   const b = await startControlProcess(t, { dataDir: dirB, env });
 
   const gw = await startGateway(t, { dataDir: join(dir, 'gw'), controls: [a.url, b.url], syncToken, metricsToken });
-  const version = (await admin(a, adminToken, 'GET', '/_admin/v1/status')).body.version as number;
+  const version = (await adminRequest(a, adminToken, 'GET', '/_admin/v1/status')).body.version as number;
   await waitFor(async () => (await health(gw.url, metricsToken)).body?.snapshot_version === version, 'the gateway to apply the setup');
   t.equal((await health(gw.url, metricsToken)).body.control_url, a.url, 'it talks to the first control');
   const [idA, idB] = [dirA, dirB].map((d) => readFileSync(join(d, CONTROL_ID_FILE), 'utf8').trim());
   const attachedTo = async (control: ServiceProcess) =>
-    ((await admin(control, adminToken, 'GET', '/_admin/v1/status')).body.gateways as { id: string; control_id: string | null }[]).find(
-      (g) => g.id === 'gw-1',
-    )?.control_id;
+    (
+      (await adminRequest(control, adminToken, 'GET', '/_admin/v1/status')).body.gateways as { id: string; control_id: string | null }[]
+    ).find((g) => g.id === 'gw-1')?.control_id;
   await waitFor(async () => (await attachedTo(b)) === idA, 'the second control to see the gateway on the first');
   t.equal(await attachedTo(a), idA, 'status through either control shows it attached to the first');
 
@@ -151,16 +143,16 @@ t.test('postgres: two controls on one database; the gateway fails over when its 
   await a.kill('SIGKILL');
 
   await waitFor(async () => {
-    const gateways = (await admin(b, adminToken, 'GET', '/_admin/v1/gateways')).body?.gateways as { id: string; live: boolean }[];
+    const gateways = (await adminRequest(b, adminToken, 'GET', '/_admin/v1/gateways')).body?.gateways as { id: string; live: boolean }[];
     return gateways?.some((g) => g.id === 'gw-1' && g.live);
   }, 'the second control to see the gateway live');
   await waitFor(async () => (await health(gw.url, metricsToken)).body.control_connected === true, 'the gateway to report the reconnect');
   t.equal((await health(gw.url, metricsToken)).body.control_url, b.url, '/health names the second control');
   t.equal(await attachedTo(b), idB, 'status shows it attached to the second control now');
 
-  const revoked = await admin(b, adminToken, 'POST', `/_admin/v1/keys/${doomed.id}/revoke`);
+  const revoked = await adminRequest(b, adminToken, 'POST', `/_admin/v1/keys/${doomed.id}/revoke`);
   t.equal(revoked.status, 200, revoked.text);
-  const wait = await admin(b, adminToken, 'POST', '/_admin/v1/sync/wait', { version: revoked.body.version, timeout_ms: 15_000 });
+  const wait = await adminRequest(b, adminToken, 'POST', '/_admin/v1/sync/wait', { version: revoked.body.version, timeout_ms: 15_000 });
   t.equal(wait.body?.complete, true, `the gateway applied the revoke: ${wait.text}`);
   assertProblem(t, await call(doomed.key), 403, 'svc_auth_not_in_beta', 'the key revoked through the second control');
   t.equal((await call(late.key)).status, 200, 'the key issued through the second control before the kill');
