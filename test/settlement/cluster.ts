@@ -196,7 +196,19 @@ if (!skipWithoutPostgres(t)) {
     // Paused through the control that does not settle: the one that does stops settling.
     const paused = await viaSecond(['settler', 'pause', '--json']);
     t.equal(paused.json().state, 'paused');
-    t.equal((await first.admin('GET', '/_admin/v1/settler')).body.state, 'paused', 'the leader answers paused too');
+    // The leader reads the pause before each run and between group commits: a run it began before
+    // the pause committed answers `running` until it ends, then the leader answers `paused`.
+    const seen: string[] = [];
+    await waitFor(async () => {
+      const state = (await first.admin('GET', '/_admin/v1/settler')).body.state as string;
+      seen.push(state);
+      return state === 'paused';
+    }, 'the leader to answer paused too');
+    t.same(
+      seen.filter((state) => state !== 'running' && state !== 'paused'),
+      [],
+      `before paused, the leader answered only running (its run in flight): ${seen.join(', ')}`,
+    );
     await store.outcomes.ingest([outcome(), outcome(), outcome()], Date.now());
     const leaderReads = pauseFlagReads(first.handle.ctx.store);
     await waitFor(() => leaderReads() >= 2, 'a whole scheduled run of the leader after the calls arrived');
