@@ -2,9 +2,8 @@
  * Runtime flags (`FLAG_NAMES` in protocol/admin.ts), each seeded off by the migration that
  * adds it (migration 1: `beta_gate_enabled`, `maintenance_mode`).
  */
-import type { Db } from './db';
 import type { FlagName, FlagView } from '../../protocol/admin';
-import { flagsOf, type Flags } from '../../protocol/snapshot';
+import type { Flags } from '../../protocol/snapshot';
 
 export interface FlagRow {
   name: FlagName;
@@ -23,37 +22,12 @@ export const flagView = (row: FlagRow): FlagView => ({
   note: row.note,
 });
 
-export class FlagsTable {
-  private readonly getStmt;
-  private readonly listStmt;
-  private readonly setStmt;
-  private readonly valuesStmt;
-
-  constructor(db: Db) {
-    this.getStmt = db.prepare(`SELECT * FROM flags WHERE name = ?`);
-    this.listStmt = db.prepare(`SELECT * FROM flags ORDER BY name`);
-    this.valuesStmt = db.prepare(`SELECT name, value FROM flags`);
-    this.setStmt = db.prepare(`UPDATE flags SET value = ?, updated_at = ?, updated_by = ?, note = ? WHERE name = ?`);
-  }
-
-  get(name: FlagName): FlagView | undefined {
-    const row = this.getStmt.get(name) as FlagRow | undefined;
-    return row && flagView(row);
-  }
-
-  list(): FlagView[] {
-    return (this.listStmt.all() as FlagRow[]).map(flagView);
-  }
-
-  /** Returns whether the stored value changed. */
-  set(name: FlagName, value: boolean, at: number, by: string, note: string | null): boolean {
-    const before = this.get(name);
-    this.setStmt.run(value ? 1 : 0, at, by, note, name);
-    return before?.value !== value;
-  }
-
+export interface FlagsTable {
+  get(name: FlagName): Promise<FlagView | undefined>;
+  /** Every flag, by name. */
+  list(): Promise<FlagView[]>;
+  /** Set one flag (inside `Store.mutate`); answers whether its stored value changed. */
+  set(name: FlagName, value: boolean, at: number, by: string, note: string | null): Promise<boolean>;
   /** Every flag's value, as snapshots and deltas carry them. */
-  values(): Flags {
-    return flagsOf(this.valuesStmt.all() as { name: string; value: number }[]);
-  }
+  values(): Promise<Flags>;
 }

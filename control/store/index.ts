@@ -13,7 +13,6 @@ import { ApprovalsTable } from './approvals';
 import { AuditTable } from './audit';
 import { ChangelogTable } from './changelog';
 import { EndpointsTable } from './endpoints';
-import { FlagsTable } from './flags';
 import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
@@ -25,6 +24,8 @@ import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
 import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
 import { Gate, asyncTable, settled, type Async } from './seam';
+import { SqliteConn } from './sqlite-conn';
+import { sharedTables, type SharedTables } from './sql';
 import type { ClusterTable } from './cluster';
 import type { StoreStatus } from '../../protocol/admin';
 import type { SnapshotKey } from '../../protocol/snapshot';
@@ -75,7 +76,6 @@ export interface StateChange {
 /** The table families, as SQLite implements them (synchronously, one connection). */
 interface SqliteTables {
   keys: KeysTable;
-  flags: FlagsTable;
   endpoints: EndpointsTable;
   changelog: ChangelogTable;
   audit: AuditTable;
@@ -102,7 +102,7 @@ interface SqliteTables {
 type AsyncTables = { readonly [K in keyof SqliteTables]: Async<SqliteTables[K]> };
 
 /** What a store holds, as callers inside and outside a transaction see it. */
-export interface StoreTables extends AsyncTables {
+export interface StoreTables extends AsyncTables, SharedTables {
   /** The key as gateways must enforce it now, or null when it admits nothing. */
   readonly liveKey: (id: string, now: number) => Promise<SnapshotKey | null>;
   /** Version of the state gateways enforce; grows by one with every snapshot-relevant write. */
@@ -219,7 +219,6 @@ export class SqliteStore implements Store {
     );
     const tables: SqliteTables = {
       keys: new KeysTable(db),
-      flags: new FlagsTable(db),
       endpoints: new EndpointsTable(db),
       changelog: new ChangelogTable(db),
       audit: new AuditTable(db),
@@ -248,11 +247,12 @@ export class SqliteStore implements Store {
     this.metaGetStmt = db.prepare(`SELECT value FROM meta WHERE name = ?`).pluck();
     this.metaSetStmt = db.prepare(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`);
 
+    const conn = new SqliteConn(db, this.gate);
     const view = (gate: Gate | null): StoreTables => {
       const run = <T>(fn: () => T): Promise<T> => (gate ? gate.run(fn) : settled(fn));
       return {
         keys: asyncTable(tables.keys, gate),
-        flags: asyncTable(tables.flags, gate),
+        ...sharedTables(gate === null ? conn.inside() : conn),
         endpoints: asyncTable(tables.endpoints, gate),
         changelog: asyncTable(tables.changelog, gate),
         audit: asyncTable(tables.audit, gate),

@@ -1,94 +1,24 @@
 /**
- * The PostgreSQL store's one way to run SQL. A `PgConn` runs statements on the pool (each
+ * The PostgreSQL store's `Conn` (`../conn.ts`). A `PgConn` runs statements on the pool (each
  * one autocommits on whichever connection is free) or, inside `tx`, on the one connection
- * that holds the transaction; table modules take a `PgConn` and never see which.
- *
- * Statements are written once, in the SQLite modules' parameter style, and compiled by `sql()`:
- * `?` placeholders become `$1, $2, …` in order, `@name` ones `$k` (a name used twice is one
- * parameter), and every statement gets a name, so each connection parses and plans it once
- * (a server-side prepared statement) and then only binds values. A statement compiled with
- * `replan` has no name: it is parsed and planned at each execution (`SqlOptions` says when).
+ * that holds the transaction; table families take a `Conn` and never see which. Statements
+ * run as named prepared statements (`sql()`), so each connection parses and plans one once
+ * and then only binds values, except those compiled with `replan`.
  */
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { Conn, Params, Sql, TxMode } from '../conn';
 import { unreachable } from './unreachable';
 
-/** A compiled statement: PostgreSQL text, its prepared-statement name, and how it takes parameters. */
-export interface Sql {
-  readonly text: string;
-  /** Its prepared-statement name; undefined for a statement planned at each execution (`replan`). */
-  readonly name: string | undefined;
-  /** The `@name` parameters in `$k` order; empty for a `?` statement (parameters by position). */
-  readonly names: readonly string[];
-}
-
-/** Parameters: by position for a `?` statement, by name for an `@name` one. */
-export type Params = readonly unknown[] | Readonly<Record<string, unknown>>;
-
-export interface SqlOptions {
-  /**
-   * Plan the statement at each execution, against the tables as they are then, instead of once
-   * per connection. For statements on a table whose size swings faster than autovacuum's
-   * ANALYZE follows it, the settler's queue (`unsettled_outcomes`): a prepared statement's plan
-   * is kept until the table's statistics change, and one made while the queue was empty (a
-   * vacuum truncates a drained queue to no pages at all) scans the whole queue at each
-   * execution once hundreds of thousands of calls are queued, where an index seek reads a few
-   * pages. Planning costs a fraction of a millisecond; the settler's own statements, run once
-   * per batch, stay prepared under settings that rule such plans out instead
-   * (`SETTLER_PLANNING`, `settlement-sql.ts`).
-   */
-  replan?: boolean;
-}
-
-const compiled = new Map<string, Sql>();
-
-/**
- * Compile `text` (SQLite parameter style) for PostgreSQL. Mixing `?` and `@name` in one
- * statement is a programming error. Statements must not hold `?` or `@` inside string literals.
- */
-export function sql(text: string, options: SqlOptions = {}): Sql {
-  const key = options.replan === true ? `replan\0${text}` : text;
-  const known = compiled.get(key);
-  if (known !== undefined) return known;
-  const names: string[] = [];
-  let positional = 0;
-  const out = text.replace(/\?|@([A-Za-z_][A-Za-z0-9_]*)/g, (_match, name: string | undefined) => {
-    if (name === undefined) {
-      if (names.length > 0) throw new Error(`sql: statement mixes ? and @name parameters: ${text}`);
-      return `$${++positional}`;
-    }
-    if (positional > 0) throw new Error(`sql: statement mixes ? and @name parameters: ${text}`);
-    const at = names.indexOf(name);
-    if (at >= 0) return `$${at + 1}`;
-    names.push(name);
-    return `$${names.length}`;
-  });
-  const name = options.replan === true ? undefined : `svc_${compiled.size + 1}`;
-  const statement: Sql = Object.freeze({ text: out, name, names: Object.freeze(names) });
-  compiled.set(key, statement);
-  return statement;
-}
+export { sql, type Params, type Sql, type TxMode } from '../conn';
 
 function values(statement: Sql, params: Params | undefined): unknown[] {
   if (Array.isArray(params)) return params as unknown[];
   const named = (params ?? {}) as Readonly<Record<string, unknown>>;
   return statement.names.map((name) => {
-    if (!(name in named)) throw new Error(`sql: missing parameter @${name} for: ${statement.text}`);
+    if (!(name in named)) throw new TypeError(`sql: missing parameter @${name} for: ${statement.text}`);
     return named[name];
   });
 }
-
-export type TxMode =
-  /** Reads and writes, READ COMMITTED (PostgreSQL's default). */
-  | 'write'
-  /**
-   * As `write`, after taking the store's writer lock (`WRITER_LOCK_KEY`): writers that read
-   * before they write (admin changes, settlement) run one at a time, as SQLite's
-   * `BEGIN IMMEDIATE` runs them, across every process on the database. Such a transaction
-   * may sit idle `WRITER_IDLE_MS` at most.
-   */
-  | 'serial'
-  /** One `REPEATABLE READ` snapshot for every statement, read-only. */
-  | 'read';
 
 /**
  * Key of the transaction-level advisory lock that serialises the store's read-then-write
@@ -115,7 +45,9 @@ function begin(mode: TxMode, writerIdleMs: number): string {
   return `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.floor(writerIdleMs))}`;
 }
 
-export class PgConn {
+export class PgConn implements Conn {
+  readonly dialect = 'pg' as const;
+
   constructor(
     private readonly pool: Pool,
     /** The connection holding this transaction; null outside one. */
@@ -195,7 +127,7 @@ export class PgConn {
    */
   async tx<T>(fn: (conn: PgConn) => Promise<T>, mode: TxMode = 'write'): Promise<T> {
     if (this.client !== null) {
-      if (mode === 'serial' && this.mode !== 'serial') throw new Error('store: a serial transaction must start outside any other');
+      if (mode === 'serial' && this.mode !== 'serial') throw new TypeError('store: a serial transaction must start outside any other');
       return fn(this);
     }
     return this.checkedOut(async (client, broke) => {

@@ -16,7 +16,7 @@ import { PgApplicationsTable } from './applications';
 import { PgAuditTable } from './audit';
 import { PgChangelogTable } from './changelog';
 import { PgEndpointsTable } from './endpoints';
-import { PgFlagsTable } from './flags';
+import { sharedTables } from '../sql';
 import { PgGatewaysTable } from './gateways';
 import { PgKeysTable } from './keys';
 import { PgLedgerTable } from './ledger';
@@ -85,8 +85,8 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
   const ledger = new PgLedgerTable(conn);
   const receipts = new PgReceiptsTable(conn, shared.receipts);
   return {
+    ...sharedTables(conn),
     keys: new PgKeysTable(conn),
-    flags: new PgFlagsTable(conn),
     endpoints: new PgEndpointsTable(conn),
     changelog: new PgChangelogTable(conn),
     audit: new PgAuditTable(conn),
