@@ -19,7 +19,7 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_TOKEN_CONFLICT:
     'a token of this control differs from the one the controls on the database share (control/tokens.ts `TokenConflictError`)',
   SVC_ERR_STORE_OPEN:
-    'the store cannot be opened: a bad database URL, a schema newer than this build (control/store/db.ts `StoreOpenError`)',
+    'the store cannot be opened: a bad database URL, a schema newer than this build (control/store/errors.ts `StoreOpenError`)',
   SVC_ERR_STORE_COPY: '`svcctl store copy` refused or failed; the target is left as found (control/store/pg/copy.ts `StoreCopyError`)',
   SVC_ERR_LEDGER: 'a ledger rule a request would break (control/store/ledger-core.ts `LedgerError`, with `reason`)',
   SVC_ERR_MISSING_RECEIPT: 'a settled batch has no receipt where one must be (control/store/receipts-core.ts `MissingReceiptError`)',

@@ -6,19 +6,12 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS } from './migrations';
-import { CodedError } from '../../protocol/coded-error';
+import { StoreOpenError } from './errors';
 
 export type Db = Database.Database;
 
 /** Milliseconds a writer waits for a lock held by another connection. @default 5000 */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
-
-export class StoreOpenError extends CodedError {
-  override readonly code = 'SVC_ERR_STORE_OPEN';
-  constructor(message: string) {
-    super(message);
-  }
-}
 
 /** Mode of the database file and, through it, of SQLite's `-wal` and `-shm` files. */
 export const DATABASE_FILE_MODE = 0o600;

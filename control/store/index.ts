@@ -22,13 +22,15 @@ import { PublicReads } from './public-reads';
 import { ReceiptsTable } from './receipts';
 import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
-import { SnapshotReader, liveKeyStatement } from './snapshot-reader';
+import Database from 'better-sqlite3';
+import type { SnapshotReads } from './snapshot-reads';
+import { SqlSnapshotReads } from './sql/snapshot-reads';
+import { commitMutation } from './sql/state';
 import { Gate, asyncTable, settled, type Async } from './seam';
 import { SqliteConn } from './sqlite-conn';
 import { sharedTables, type SharedTables } from './sql';
 import type { ClusterTable } from './cluster';
 import type { StoreStatus } from '../../protocol/admin';
-import type { SnapshotKey } from '../../protocol/snapshot';
 import { OpaqueIds } from '../ids';
 import { backfillMarker } from '../receipts/backfill-marker';
 import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../receipts/signing-key';
@@ -102,23 +104,9 @@ interface SqliteTables {
 type AsyncTables = { readonly [K in keyof SqliteTables]: Async<SqliteTables[K]> };
 
 /** What a store holds, as callers inside and outside a transaction see it. */
-export interface StoreTables extends AsyncTables, SharedTables {
-  /** The key as gateways must enforce it now, or null when it admits nothing. */
-  readonly liveKey: (id: string, now: number) => Promise<SnapshotKey | null>;
-  /** Version of the state gateways enforce; grows by one with every snapshot-relevant write. */
-  readonly version: () => Promise<number>;
-  /**
-   * Entities changed after version `from` up to `to`, or null when `from` is older than the
-   * recorded history (the caller then sends a full snapshot).
-   */
-  readonly changesSince: (from: number, to: number) => Promise<StateChange[] | null>;
-  /** An integer kept in the `meta` table (inside `mutate` when it must be audited). */
-  readonly meta: (name: string) => Promise<number | null>;
-  readonly setMeta: (name: string, value: number) => Promise<void>;
-}
+export interface StoreTables extends AsyncTables, SharedTables {}
 
-/** A full snapshot's reads, on their own connection, at exactly one state version. */
-export type SnapshotReads = Async<SnapshotReader>;
+export type { SnapshotReads } from './snapshot-reads';
 
 /**
  * Which database a store runs on, as `/_admin/v1/status` shows it (`store`): its kind, where it
@@ -184,16 +172,9 @@ export class SqliteStore implements Store {
   /** The synchronous tables, for the SQLite-only tools (benches, `ledger verify` on a file). */
   readonly sync: Readonly<SqliteTables>;
   private readonly gate = new Gate();
+  private readonly conn: SqliteConn;
   /** What `mutate` and `read` hand their `fn`: the same tables, not held by the gate. */
   private readonly tx: StoreTables;
-  private readonly liveKeySync: (id: string, now: number) => SnapshotKey | null;
-  private readonly versionStmt;
-  private readonly bumpStmt;
-  private readonly changeStmt;
-  private readonly changesSinceStmt;
-  private readonly oldestChangeStmt;
-  private readonly metaGetStmt;
-  private readonly metaSetStmt;
   private readonly listeners = new Set<(version: number) => void>();
 
   private constructor(db: Db, path: string, options: StoreOptions) {
@@ -236,20 +217,9 @@ export class SqliteStore implements Store {
     this.sync = tables;
     this.idSecret = publicReads.idSecret;
     this.receiptsEnabled = receipts.enabled;
-    this.liveKeySync = liveKeyStatement(db);
-    this.versionStmt = db.prepare(`SELECT value FROM meta WHERE name = 'state_version'`).pluck();
-    this.bumpStmt = db.prepare(`UPDATE meta SET value = value + 1 WHERE name = 'state_version' RETURNING value`).pluck();
-    this.changeStmt = db.prepare(`INSERT OR IGNORE INTO state_changes (version, kind, entity) VALUES (?, ?, ?)`);
-    this.changesSinceStmt = db.prepare(
-      `SELECT DISTINCT kind, entity FROM state_changes WHERE version > ? AND version <= ? ORDER BY kind, entity`,
-    );
-    this.oldestChangeStmt = db.prepare(`SELECT min(version) FROM state_changes`).pluck();
-    this.metaGetStmt = db.prepare(`SELECT value FROM meta WHERE name = ?`).pluck();
-    this.metaSetStmt = db.prepare(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`);
-
     const conn = new SqliteConn(db, this.gate);
+    this.conn = conn;
     const view = (gate: Gate | null): StoreTables => {
-      const run = <T>(fn: () => T): Promise<T> => (gate ? gate.run(fn) : settled(fn));
       return {
         keys: asyncTable(tables.keys, gate),
         ...sharedTables(gate === null ? conn.inside() : conn),
@@ -266,11 +236,6 @@ export class SqliteStore implements Store {
         ledger: asyncTable(tables.ledger, gate),
         settlement: asyncTable(tables.settlement, gate),
         receipts: asyncTable(tables.receipts, gate),
-        liveKey: (id, now) => run(() => this.liveKeySync(id, now)),
-        version: () => run(() => this.versionNow()),
-        changesSince: (from, to) => run(() => this.changesSinceNow(from, to)),
-        meta: (name) => run(() => this.metaNow(name)),
-        setMeta: (name, value) => run(() => void this.metaSetStmt.run(name, value)),
       };
     };
     const outside = view(this.gate);
@@ -323,20 +288,6 @@ export class SqliteStore implements Store {
     }
   }
 
-  private versionNow(): number {
-    return this.versionStmt.get() as number;
-  }
-
-  private metaNow(name: string): number | null {
-    return (this.metaGetStmt.get(name) as number | undefined) ?? null;
-  }
-
-  private changesSinceNow(from: number, to: number): StateChange[] | null {
-    const oldest = this.oldestChangeStmt.get() as number | null;
-    if (from < 1 || from > to || (oldest !== null && from + 1 < oldest)) return null;
-    return this.changesSinceStmt.all(from, to) as StateChange[];
-  }
-
   schemaVersion(): Promise<number> {
     return this.gate.run(() => schemaVersion(this.db));
   }
@@ -355,42 +306,17 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** A transaction that spans awaits: the gate keeps every other caller's statement out of it. */
-  private transaction<T>(begin: 'BEGIN IMMEDIATE' | 'BEGIN', fn: () => Promise<T>): Promise<T> {
-    return this.gate.exclusive(async () => {
-      this.db.exec(begin);
-      try {
-        const out = await fn();
-        this.db.exec('COMMIT');
-        return out;
-      } catch (err) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
-        throw err;
-      }
-    });
-  }
-
   async mutate<T>(ctx: MutationContext, audit: Audit, fn: (tx: StoreTables) => T | Promise<T>): Promise<{ result: T; version: number }> {
-    let bumped = false;
-    const out = await this.transaction('BEGIN IMMEDIATE', async () => {
+    const out = await this.conn.tx(async (conn) => {
       const result = await fn(this.tx);
-      this.sync.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
-      let version: number;
-      if (audit.changes && audit.changes.length > 0) {
-        version = this.bumpStmt.get() as number;
-        for (const change of audit.changes) this.changeStmt.run(version, change.kind, change.entity);
-        bumped = true;
-      } else {
-        version = this.versionNow();
-      }
-      return { result, version };
+      return { result, ...(await commitMutation(conn, this.tx, ctx, audit)) };
     });
-    if (bumped) for (const listener of this.listeners) listener(out.version);
-    return out;
+    if (out.bumped) for (const listener of this.listeners) listener(out.version);
+    return { result: out.result, version: out.version };
   }
 
   read<T>(fn: (tx: StoreTables) => Promise<T>): Promise<T> {
-    return this.transaction('BEGIN', () => fn(this.tx));
+    return this.conn.tx(() => fn(this.tx), 'read');
   }
 
   onVersion(listener: (version: number) => void): () => void {
@@ -398,8 +324,23 @@ export class SqliteStore implements Store {
     return () => this.listeners.delete(listener);
   }
 
+  /** A read-only connection of its own on the database file, opened by `begin()`. */
   openSnapshotReader(): SnapshotReads {
-    return asyncTable(new SnapshotReader(this.path), null);
+    let db: Db | null = null;
+    return new SqlSnapshotReads({
+      open: () =>
+        settled(() => {
+          db = new Database(this.path, { readonly: true, fileMustExist: true });
+          db.exec('BEGIN');
+          return new SqliteConn(db, null, true);
+        }),
+      close: () =>
+        settled(() => {
+          if (db?.inTransaction) db.exec('COMMIT');
+          db?.close();
+          db = null;
+        }),
+    });
   }
 
   close(): Promise<void> {

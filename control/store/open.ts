@@ -3,8 +3,8 @@
  * `<dataDir>/control.db` when no database URL is set, PostgreSQL at the URL otherwise.
  */
 import { isPostgresUrl, maskDatabaseUrl } from '../../protocol/database-url';
-import { StoreOpenError } from './db';
-import { Store, type StoreOptions } from './index';
+import { StoreOpenError } from './errors';
+import type { Store, StoreOptions } from './index';
 
 /** Opens the PostgreSQL store at `url` (the receipt signing key stays in `dataDir`). */
 export type PgOpener = (url: string, opts: { dataDir: string; receipts?: boolean }) => Promise<Store>;
@@ -21,9 +21,17 @@ export interface OpenStoreOptions {
 }
 
 /**
- * The PostgreSQL store (control/store/pg/), loaded on first use: a control on SQLite never
- * loads node-postgres or the PostgreSQL modules.
+ * Each store is loaded on first use, with its driver: a control on SQLite never loads
+ * node-postgres or the PostgreSQL modules, and one on PostgreSQL never loads better-sqlite3
+ * (test/control/store-drivers.ts).
  */
+const openSqliteStore = (path: string, options: StoreOptions): Promise<Store> => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Store } = require('./index') as typeof import('./index');
+  return Store.open(path, options);
+};
+
+/** The PostgreSQL store (control/store/pg/), loaded on first use. */
 export const openPgStore: PgOpener = (url, opts) => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { PgStore } = require('./pg/store') as typeof import('./pg/store');
@@ -37,7 +45,7 @@ export const openPgStore: PgOpener = (url, opts) => {
  */
 export async function openStore(opts: OpenStoreOptions, openPostgres: PgOpener = openPgStore): Promise<Store> {
   const storeOptions: StoreOptions = opts.receipts === undefined ? {} : { receipts: opts.receipts };
-  if (opts.databaseUrl === null) return Store.open(opts.databasePath, storeOptions);
+  if (opts.databaseUrl === null) return openSqliteStore(opts.databasePath, storeOptions);
   const shown = maskDatabaseUrl(opts.databaseUrl);
   if (!isPostgresUrl(opts.databaseUrl)) throw new StoreOpenError(`databaseUrl ${shown} is not a postgres:// or postgresql:// URL`);
   try {

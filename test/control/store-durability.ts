@@ -5,7 +5,8 @@
 import t from 'tap';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { openDatabase, StoreOpenError } from '../../control/store/db';
+import { openDatabase } from '../../control/store/db';
+import { StoreOpenError } from '../../control/store/errors';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { SqliteStore, Store } from '../../control/store';
 import { startTestControl } from '../fixtures/control';

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { StoreOpenError } from '../../control/store/db';
+import { StoreOpenError } from '../../control/store/errors';
 import type { Store } from '../../control/store';
 import { openStore, type PgOpener } from '../../control/store/open';
 import { captureLogs, startTestControl } from '../fixtures/control';

@@ -8,7 +8,8 @@
 import t from 'tap';
 import { Pool } from 'pg';
 import { PgConn, sql } from '../../control/store/pg/conn';
-import { PgSnapshotReader } from '../../control/store/pg/snapshot-reader';
+import { pgReadSession } from '../../control/store/pg/read-session';
+import { SqlSnapshotReads } from '../../control/store/sql/snapshot-reads';
 import { isUnreachable, unreachable } from '../../control/store/pg/unreachable';
 import { STORE_UNAVAILABLE_PUBLIC_DETAIL, StoreUnavailableError } from '../../control/store/unavailable';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
@@ -113,7 +114,7 @@ t.test('a database nobody answers for: statements, transactions and snapshot rea
     expected,
     'an advisory lock',
   );
-  await t.rejects(new PgSnapshotReader(pool).begin(), expected, 'a snapshot read');
+  await t.rejects(new SqlSnapshotReads(pgReadSession(pool)).begin(), expected, 'a snapshot read');
 });
 
 t.test('a session ended under a transaction', async (t) => {

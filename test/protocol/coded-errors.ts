@@ -13,7 +13,7 @@ import { ConfigError } from '../../config/load';
 import { settlerHaltOf } from '../../control/context';
 import { ControlStartError } from '../../control/server';
 import { SettlerHaltedError } from '../../control/settler/settler';
-import { StoreOpenError } from '../../control/store/db';
+import { StoreOpenError } from '../../control/store/errors';
 import { LedgerError } from '../../control/store/ledger-core';
 import { StoreCopyError } from '../../control/store/pg/copy';
 import { MissingReceiptError, ReissueError } from '../../control/store/receipts-core';

@@ -8,7 +8,7 @@
  * works through a transaction-pooling proxy, where a session lock would not.)
  */
 import type { ClientBase, Pool, PoolClient } from 'pg';
-import { StoreOpenError } from '../db';
+import { StoreOpenError } from '../errors';
 import { PG_MIGRATIONS } from './migrations';
 
 export const MIGRATIONS_TABLE = 'svc_schema_migrations';

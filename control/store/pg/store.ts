@@ -27,7 +27,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
-import type { Audit, MutationContext, SnapshotReads, StateChange, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
+import type { Audit, MutationContext, SnapshotReads, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
 import { PgClient } from './client';
 import { PgClusterTable } from './cluster-table';
@@ -35,7 +35,9 @@ import { PgConn, WRITER_IDLE_MS, sql } from './conn';
 import { migratePg, pgSchemaVersion } from './migrate';
 import { PG_MIGRATIONS } from './migrations';
 import { PG_TYPES } from './types';
-import { PgSnapshotReader } from './snapshot-reader';
+import { pgReadSession } from './read-session';
+import { SqlSnapshotReads } from '../sql/snapshot-reads';
+import { commitMutation } from '../sql/state';
 import { VERSION_CHANNEL, VersionListener } from './version-listener';
 import { openShared, pgTables, type PgShared } from './tables';
 import { READER_SETTINGS } from './settlement-sql';
@@ -69,13 +71,6 @@ export const DEFAULT_POOL_SIZE = 10;
 export const IDLE_IN_TRANSACTION_MS = 30_000;
 
 const Q = {
-  version: sql(`SELECT value FROM meta WHERE name = 'state_version'`),
-  bump: sql(`UPDATE meta SET value = value + 1 WHERE name = 'state_version' RETURNING value`),
-  change: sql(`INSERT INTO state_changes (version, kind, entity) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`),
-  changesSince: sql(`SELECT DISTINCT kind, entity FROM state_changes WHERE version > ? AND version <= ? ORDER BY kind, entity`),
-  oldestChange: sql(`SELECT min(version) FROM state_changes`),
-  metaGet: sql(`SELECT value FROM meta WHERE name = ?`),
-  metaSet: sql(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`),
   secretInit: sql(`INSERT INTO public_secret (id, secret) VALUES (1, ?) ON CONFLICT DO NOTHING`),
   secret: sql(`SELECT secret FROM public_secret WHERE id = 1`),
   announce: sql(`SELECT pg_notify('${VERSION_CHANNEL}', ?)`),
@@ -218,35 +213,19 @@ export class PgStore implements Store {
 
   /** Every table family on `conn` (the pool, or one transaction's connection). */
   private tables(conn: PgConn): StoreTables {
-    return {
-      ...pgTables(conn, this.shared),
-      liveKey: (id, now) => this.shared.liveKey(conn, id, now),
-      version: async () => (await conn.value<number>(Q.version))!,
-      changesSince: (from, to) => changesSince(conn, from, to),
-      meta: async (name) => (await conn.value<number>(Q.metaGet, [name])) ?? null,
-      setMeta: async (name, value) => void (await conn.run(Q.metaSet, [name, value])),
-    };
+    return pgTables(conn, this.shared);
   }
 
   async mutate<T>(ctx: MutationContext, audit: Audit, fn: (tx: StoreTables) => T | Promise<T>): Promise<{ result: T; version: number }> {
-    let bumped = false;
     const out = await this.conn.tx(async (conn) => {
       const tx = this.tables(conn);
       const result = await fn(tx);
-      await tx.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
-      let version: number;
-      if (audit.changes && audit.changes.length > 0) {
-        version = (await conn.value<number>(Q.bump))!;
-        for (const change of audit.changes) await conn.run(Q.change, [version, change.kind, change.entity]);
-        await conn.run(Q.announce, [String(version)]);
-        bumped = true;
-      } else {
-        version = (await conn.value<number>(Q.version))!;
-      }
-      return { result, version };
+      const committed = await commitMutation(conn, tx, ctx, audit);
+      if (committed.bumped) await conn.run(Q.announce, [String(committed.version)]);
+      return { result, ...committed };
     }, 'serial');
-    if (bumped) this.hear(out.version);
-    return out;
+    if (out.bumped) this.hear(out.version);
+    return { result: out.result, version: out.version };
   }
 
   read<T>(fn: (tx: StoreTables) => Promise<T>): Promise<T> {
@@ -259,7 +238,7 @@ export class PgStore implements Store {
   }
 
   openSnapshotReader(): SnapshotReads {
-    return new PgSnapshotReader(this.pool);
+    return new SqlSnapshotReads(pgReadSession(this.pool));
   }
 
   async schemaVersion(): Promise<number> {
@@ -286,10 +265,4 @@ export class PgStore implements Store {
     await this.shared.close();
     await this.pool.end();
   }
-}
-
-async function changesSince(conn: PgConn, from: number, to: number): Promise<StateChange[] | null> {
-  const oldest = (await conn.value<number | null>(Q.oldestChange)) ?? null;
-  if (from < 1 || from > to || (oldest !== null && from + 1 < oldest)) return null;
-  return conn.all<StateChange>(Q.changesSince, [from, to]);
 }

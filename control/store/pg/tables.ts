@@ -11,7 +11,6 @@ import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';
 import { TreeHasher } from '../../receipts/tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
-import { pgLiveKey } from './snapshot-reader';
 import { PgApplicationsTable } from './applications';
 import { PgAuditTable } from './audit';
 import { PgChangelogTable } from './changelog';
@@ -37,7 +36,6 @@ export interface PgShared {
    * never waits for a connection held by someone who waits for the settling transaction's lock.
    */
   readonly settlementReader: PgConn;
-  liveKey: typeof pgLiveKey;
   close(): Promise<void>;
 }
 
@@ -71,7 +69,6 @@ export async function openShared(conn: PgConn, options: SharedOptions): Promise<
   return {
     receipts,
     settlementReader: new PgConn(options.readerPool),
-    liveKey: pgLiveKey,
     close: async () => {
       await receipts.close();
       await options.readerPool.end();
@@ -80,7 +77,7 @@ export async function openShared(conn: PgConn, options: SharedOptions): Promise<
 }
 
 /** The table families, as `StoreTables` has them, on `conn`. */
-export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liveKey' | 'version' | 'changesSince' | 'meta' | 'setMeta'> {
+export function pgTables(conn: PgConn, shared: PgShared): StoreTables {
   const rollups = new PgRollupsTable(conn);
   const ledger = new PgLedgerTable(conn);
   const receipts = new PgReceiptsTable(conn, shared.receipts);

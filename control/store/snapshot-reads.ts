@@ -1,11 +1,28 @@
 /**
- * Reads a consistent full snapshot on a separate read-only connection: one read transaction
- * (WAL snapshot isolation) held across pages, so a million keys can be streamed in chunks
- * while the main connection keeps taking writes.
+ * A full snapshot's reads (`SnapshotReads`), on a connection of their own holding one read
+ * transaction across pages, so a million keys can be streamed in chunks while the store's
+ * other connections keep taking writes; and the live-keys query both the full snapshot and a
+ * delta's one key read (`StoreTables.liveKey`).
  */
-import Database from 'better-sqlite3';
-import type { Db } from './db';
-import { flagsOf, type Flags, type SnapshotKey } from '../../protocol/snapshot';
+import type { Flags, SnapshotKey } from '../../protocol/snapshot';
+
+/** What `Store.openSnapshotReader` answers: every read between `begin()` and `end()` sees one state. */
+export interface SnapshotReads {
+  /** Open the read transaction; answers the state version it sees. */
+  begin(): Promise<number>;
+  /** Every flag's value in this read view (`flagsOf`, as deltas build them). */
+  flags(): Promise<Flags>;
+  /** The endpoints gateways route to (not removed), by id, as stored. */
+  endpoints(): Promise<Record<string, unknown>[]>;
+  liveKeyCount(now: number): Promise<number>;
+  /**
+   * The live keys among the next `limit` in storage order (fewer, even none, when some have
+   * no live secret left); null once every key has been read.
+   */
+  nextPage(limit: number, now: number): Promise<SnapshotKey[] | null>;
+  /** End the read transaction and give the connection back. */
+  end(): Promise<void>;
+}
 
 /**
  * One row of {@link LIVE_KEYS_SQL} in raw mode, columns in SELECT order: a live key and one of
@@ -81,63 +98,4 @@ export function groupKeys(rows: readonly KeySecretRow[]): SnapshotKey[] {
     current.secrets.push({ hash, expires_at: secretExpiresAt });
   }
   return out;
-}
-
-/** Snapshot query on an existing connection: the key `id`, if it admits anything right now. */
-export function liveKeyStatement(db: Db): (id: string, now: number) => SnapshotKey | null {
-  const stmt = db.prepare(LIVE_KEYS_SQL('k.id = @id')).raw();
-  return (id, now) => groupKeys(stmt.all({ id, now, limit: 1 }) as KeySecretRow[])[0] ?? null;
-}
-
-export class SnapshotReader {
-  private readonly db: Db;
-  private readonly pageStmt;
-  private readonly versionStmt;
-  /** Rowid of the last key read; pages continue after it. */
-  private after = 0;
-
-  constructor(path: string) {
-    this.db = new Database(path, { readonly: true, fileMustExist: true });
-    this.pageStmt = this.db.prepare(LIVE_KEYS_SQL('k.rowid > @after')).raw();
-    this.versionStmt = this.db.prepare(`SELECT value FROM meta WHERE name = 'state_version'`).pluck();
-  }
-
-  /** Start the read transaction; everything read until `end()` is one consistent state. */
-  begin(): number {
-    this.db.exec('BEGIN');
-    this.after = 0;
-    return this.versionStmt.get() as number;
-  }
-
-  /** Every flag's value in this read view (`flagsOf`, as deltas build them). */
-  flags(): Flags {
-    return flagsOf(this.db.prepare(`SELECT name, value FROM flags`).all() as { name: string; value: number }[]);
-  }
-
-  endpoints(): Record<string, unknown>[] {
-    return this.db.prepare(`SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`).all() as Record<string, unknown>[];
-  }
-
-  liveKeyCount(now: number): number {
-    return this.db
-      .prepare(`SELECT count(*) FROM keys WHERE status = 'active' AND (expires_at IS NULL OR expires_at > ?)`)
-      .pluck()
-      .get(now) as number;
-  }
-
-  /**
-   * The live keys among the next `limit` in storage order (fewer, even none, when some have
-   * no live secret left); null once every key has been read.
-   */
-  nextPage(limit: number, now: number): SnapshotKey[] | null {
-    const rows = this.pageStmt.all({ after: this.after, limit, now }) as KeySecretRow[];
-    if (rows.length === 0) return null;
-    this.after = rows[rows.length - 1]![0];
-    return groupKeys(rows);
-  }
-
-  end(): void {
-    if (this.db.inTransaction) this.db.exec('COMMIT');
-    this.db.close();
-  }
 }
