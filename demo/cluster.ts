@@ -1,6 +1,6 @@
 /**
  * `npm run cluster`: svc as a cluster on this machine, in one command. A throwaway PostgreSQL
- * (`control/store/pg/cluster.ts`), two controls on its one database (`svcctl serve control`
+ * (`control/store/pg/throwaway-cluster.ts`), two controls on its one database (`svcctl serve control`
  * with `SVC_DATABASE_URL`, a data dir each) and three gateways (`svcctl serve gateway`, both
  * controls listed, in a different order for the second gateway), all on free loopback ports,
  * in one temporary directory. Once every gateway holds a snapshot it prints the URLs and the
@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ADMIN_TOKEN_FILE, SYNC_TOKEN_FILE } from '../control/bootstrap';
-import { clusterUnavailable, startCluster, type ThrowawayCluster } from '../control/store/pg/cluster';
+import { clusterUnavailable, startCluster, type ThrowawayCluster } from '../control/store/pg/throwaway-cluster';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import { READY_ENV, READY_PREFIX } from '../cli/commands/serve/lifecycle';
 import { ReadyLine } from '../protocol/runtime';

@@ -1,7 +1,7 @@
 'use strict';
 /**
  * The stores a bench runs on (`--store sqlite|postgres|both`), and the PostgreSQL server it
- * starts for them: the tests' throwaway cluster (`control/store/pg/cluster.ts`, from the build
+ * starts for them: the tests' throwaway cluster (`control/store/pg/throwaway-cluster.ts`, from the build
  * under test), here with PostgreSQL's own durability defaults (fsync, synchronous_commit and
  * full_page_writes on), as control's SQLite runs with WAL and synchronous=FULL. The server's
  * CPU time is read from /proc: the postmaster and every process whose parent it is (backends,
@@ -143,7 +143,7 @@ async function statementStats(cluster, top) {
  * saying how to install it.
  */
 async function startPostgres({ cpu = null } = {}) {
-  const { startCluster, clusterUnavailable } = require(path.join(distDir(), 'control', 'store', 'pg', 'cluster.js'));
+  const { startCluster, clusterUnavailable } = require(path.join(distDir(), 'control', 'store', 'pg', 'throwaway-cluster.js'));
   const missing = clusterUnavailable();
   if (missing !== null) throw new Error(`--store postgres: ${missing}: install it with \`apt-get install -y postgresql\` (Debian)`);
   const settings = settingsFromEnv();
@@ -169,7 +169,7 @@ async function startPostgres({ cpu = null } = {}) {
 }
 
 function pgBinDirOf() {
-  return require(path.join(distDir(), 'control', 'store', 'pg', 'cluster.js')).pgBinDir();
+  return require(path.join(distDir(), 'control', 'store', 'pg', 'throwaway-cluster.js')).pgBinDir();
 }
 
 module.exports = { storesFromArgs, roundOrder, startPostgres, serverTicks, pinServer };
