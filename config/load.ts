@@ -99,7 +99,7 @@ export function envName(path: readonly string[]): string {
   return 'SVC_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_');
 }
 
-/** Every setting with its env name and allowed values (the README's config table). */
+/** Every setting with its env name and allowed values (the table of docs/configuration.md). */
 export function settingsTable(): { key: string; env: string; allowed: string; default: unknown }[] {
   const defaults = ConfigSchema.parse({});
   return LEAVES.map((leaf) => ({

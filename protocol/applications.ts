@@ -1,5 +1,5 @@
 /**
- * Access applications (spec §1, docs/design.md §8): the fields an applicant gives, the rule that
+ * Access applications (docs/design.md §8): the fields an applicant gives, the rule that
  * decides which questions are asked, and the admin API's application views. Shared by
  * control (public form, JSON API, admin routes) and `svcctl applications add`, so the
  * direct-contact fallback is validated exactly like the form.
@@ -11,7 +11,7 @@ import { plainString } from './text';
 import { WalletAddress } from './wallet';
 import { IsoTime, StateVersion } from './wire';
 
-/** The answer promised to every applicant (spec §1, §8.5). */
+/** The answer promised to every applicant (docs/design.md §8). */
 export const ANSWER_WITHIN_HOURS = 24;
 
 export const APPLICANT_TYPES = ['ai_agent', 'api_merchant', 'ai_agent_merchant'] as const;
@@ -45,7 +45,7 @@ export const FIELD_LIMITS = Object.freeze({
 });
 
 /**
- * Which APIs the agent pays for is asked only of AI agents (spec §1).
+ * Which APIs the agent pays for is asked only of AI agents (docs/design.md §8).
  */
 export function apisAsked(type: unknown): boolean {
   return type === 'ai_agent';

@@ -26,7 +26,7 @@ import { IsoTime } from './wire';
 
 /**
  * The actions two operators must agree on (with `money.approvals: 2`), by their audit action
- * names: the README's list of two-person actions ("Running svc as a team") is this one.
+ * names: docs/operators.md's list of two-person actions ("Running svc as a team") is this one.
  * `operators.add` is one only when the new operator gets a scope of {@link TWO_PERSON_GRANTS};
  * `operators.rotate` only when another operator's token is rotated and that operator holds one.
  */

@@ -2,8 +2,8 @@
  * The one catalogue of wire error codes (docs/design.md §9).
  *
  * Every error the service sends is `application/problem+json` (RFC 9457) with a stable
- * `code` member. Callers match on `code`, never on `title` or `detail`. The README's error
- * table is checked against this catalogue by `test/protocol/errors-readme.ts`.
+ * `code` member. Callers match on `code`, never on `title` or `detail`. The error table of
+ * docs/errors.md is checked against this catalogue by `test/protocol/errors-readme.ts`.
  *
  * @see https://www.rfc-editor.org/rfc/rfc9457
  */
@@ -43,7 +43,7 @@ export interface ErrorSpec {
   readonly status: number;
   /** Short, stable, human-readable summary (RFC 9457 `title`). */
   readonly title: string;
-  /** When the code is used; rendered into the README table. */
+  /** When the code is used; rendered into the docs/errors.md table. */
   readonly when: string;
 }
 

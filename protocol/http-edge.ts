@@ -3,7 +3,7 @@
  * refuses (`clientError`), `CONNECT` (the `connect` event), request targets that are not
  * origin-form (`GET http://host/x`, `OPTIONS *`), and an HTTP/1.1 request without `Host` or
  * any request with more than one. All of them leave as problem+json with a catalogue code,
- * like every other error (docs/design.md §9, §11).
+ * like every other error (docs/design.md §9).
  *
  * Node answers parser errors itself only when no `clientError` listener exists, and then with
  * an empty body; without a `connect` listener it closes a CONNECT socket without a word; and

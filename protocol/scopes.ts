@@ -18,7 +18,7 @@ export const OPERATOR_SCOPES = [
 ] as const;
 export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
 
-/** What each scope allows: the README's "Running svc as a team" table and the OpenAPI descriptions say the same. */
+/** What each scope allows: docs/operators.md's "Running svc as a team" table and the OpenAPI descriptions say the same. */
 export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
   read: 'every GET of the admin API, and waiting for the gateways (`sync/wait`)',
   keys: 'issue, revoke, rotate and lift keys',

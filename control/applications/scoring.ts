@@ -1,5 +1,5 @@
 /**
- * Review priority (spec §1: agent developers with active, observable usage first). The score
+ * Review priority (docs/design.md §8: agent developers with active, observable usage first). The score
  * is a sum of points read from the answers, each with the reason shown to the operator:
  *
  * | answer | points |

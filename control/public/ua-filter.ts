@@ -1,5 +1,5 @@
 /**
- * The User-Agent allow-list of the public read API (spec §4 rule 4, §5.6, §7): browsers and
+ * The User-Agent allow-list of the public read API (docs/design.md §7): browsers and
  * allowed products (`svc-monitor-sdk/<semver>` by default) pass; default command-line HTTP
  * clients, generic server runtimes, empty and unrecognised User-Agents get 403
  * `svc_forbidden_user_agent` with a body that says how to resend.

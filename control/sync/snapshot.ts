@@ -317,7 +317,7 @@ export class SnapshotCache {
       });
     if ('built' in answer) return answer.built;
     // Limits come from each control's own configuration: a control configured unlike the one
-    // that built the snapshot sends its own (controls of one cluster should agree; see README).
+    // that built the snapshot sends its own (controls of one cluster should agree; see docs/cluster.md).
     const begin = JSON.parse(answer.stored.lines[0]!) as { limits?: unknown };
     if (JSON.stringify(begin.limits) !== JSON.stringify(this.limits)) return writeSnapshot(this.store, this.limits, now, push, this.epoch);
     shared.source = 'stored';

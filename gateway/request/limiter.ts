@@ -1,5 +1,5 @@
 /**
- * The response headers that describe the gateway's per-key and per-address limits (DESIGN
+ * The response headers that describe the gateway's per-key and per-address limits (docs/design.md
  * §3.5; IETF draft-ietf-httpapi-ratelimit-headers-11). The buckets themselves are
  * `protocol/token-bucket.ts`, shared with control's public API.
  */

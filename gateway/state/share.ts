@@ -1,5 +1,5 @@
 /**
- * This gateway's share of every key's limit (`limits.mode`, docs/design.md §11): the fraction control
+ * This gateway's share of every key's limit (`limits.mode`, docs/design.md §4): the fraction control
  * last pushed on the sync stream (`share` lines). The handler multiplies each key's limit and
  * burst by it; keyless per-address limits stay whole.
  *

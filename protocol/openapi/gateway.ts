@@ -15,7 +15,7 @@ const CALL_METHODS: readonly Method[] = ['post', 'get', 'put', 'patch', 'delete'
 
 const CALL_HEADERS: readonly HeaderName[] = ['X-Svc-Call-Id', 'X-Svc-Outcome', 'X-Svc-Latency-Ms', 'X-Svc-Premium', 'X-Svc-Refund'];
 
-/** In the order the gateway checks them (README "The gateway"). */
+/** In the order the gateway checks them (docs/gateway.md). */
 const CALL_ERRORS: readonly ErrorCode[] = [
   ...EDGE_ERRORS,
   'svc_gateway_not_ready',

@@ -1,12 +1,12 @@
-// The README's configuration table lists exactly the settings the schema has, with their env
-// names and defaults, so the documentation cannot drift from the code.
+// The configuration table of docs/configuration.md lists exactly the settings the schema has,
+// with their env names and defaults, so the documentation cannot drift from the code.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { settingsTable } from '../../config/load';
 
-const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
-const section = readme.slice(readme.indexOf('| key | env | default | allowed |'));
+const guide = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
+const section = guide.slice(guide.indexOf('| key | env | default | allowed |'));
 const lines = section.split('\n').slice(2);
 const rows = lines
   .slice(
@@ -15,12 +15,12 @@ const rows = lines
   )
   .map((line) => line.split(' | ').map((cell) => cell.replace(/^\|\s*/, '').trim()));
 
-t.test('every setting has a README row with its env name and default', async (t) => {
+t.test('every setting has a docs/configuration.md row with its env name and default', async (t) => {
   const documented = new Map(rows.map((cells) => [cells[0]!.replace(/`/g, ''), cells]));
   for (const setting of settingsTable()) {
     const row = documented.get(setting.key);
     if (!row) {
-      t.fail(`README lacks a row for ${setting.key}`);
+      t.fail(`docs/configuration.md lacks a row for ${setting.key}`);
       continue;
     }
     t.equal(row[1], '`' + setting.env + '`', `${setting.key} env name`);
@@ -29,7 +29,7 @@ t.test('every setting has a README row with its env name and default', async (t)
   }
 });
 
-t.test('the README documents no setting the schema lacks', async (t) => {
+t.test('docs/configuration.md documents no setting the schema lacks', async (t) => {
   const known = new Set(settingsTable().map((s) => s.key));
   const extra = rows.map((cells) => cells[0]!.replace(/`/g, '')).filter((key) => !known.has(key));
   t.same(extra, [], 'no stale rows');

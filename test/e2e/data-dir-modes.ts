@@ -1,6 +1,6 @@
 /**
  * Every file control and a gateway write under the data dir is 0600, and every directory they
- * create is 0700, whatever the process umask or the data dir's own mode (docs/design.md §11: the
+ * create is 0700, whatever the process umask or the data dir's own mode (docs/design.md §2: the
  * database holds injected upstream credentials). Control and a gateway run as real processes
  * with umask 000 on a 0777 data dir; after admin writes, proxied calls, shipped and settled
  * outcomes, the whole tree is walked (while both run, so SQLite's -wal and -shm are there,

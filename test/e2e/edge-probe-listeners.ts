@@ -1,6 +1,6 @@
 /**
- * The outside probe's edge cases, replayed with raw sockets against real processes (docs/design.md §9,
- * §11): requests Node's HTTP parser refuses (oversize headers, NUL or space in the request
+ * The outside probe's edge cases, replayed with raw sockets against real processes (docs/design.md §2,
+ * §9): requests Node's HTTP parser refuses (oversize headers, NUL or space in the request
  * line, bare LF, obs-fold, CL+TE, bad Content-Length), CONNECT and absolute-form targets get
  * problem+json with a catalogue code and `Connection: close` on all four listeners (gateway,
  * public api, indexer, control), and on the gateway none of them reaches the upstream. Then

@@ -1,7 +1,7 @@
 /**
- * `gateway.engine` through real processes (docs/design.md §11): gateways on the default engine, on
- * `SVC_GATEWAY_ENGINE=undici` and on `serve gateway --engine undici` each serve the README's
- * walkthrough (an endpoint, a key, the gate on); each names its engine in its start log line
+ * `gateway.engine` through real processes (docs/design.md §2): gateways on the default engine, on
+ * `SVC_GATEWAY_ENGINE=undici` and on `serve gateway --engine undici` each serve the operators'
+ * walkthrough (docs/operators.md) (an endpoint, a key, the gate on); each names its engine in its start log line
  * and its authenticated `/health`, and control lists every gateway's engine in `svcctl status`.
  */
 import t from 'tap';

@@ -33,7 +33,7 @@ if (!skipWithoutPostgres(t)) {
         .rows[0]!.n;
 
     const control = await startControlProcess(t, { dataDir: dir });
-    // `--data-dir` after the command, as the README writes it.
+    // `--data-dir` after the command, as docs/cluster.md writes it.
     const running = await svcctl(['store', 'copy', '--data-dir', dir, '--to', url]);
     t.equal(running.code, 1);
     t.equal(running.stderr.trim(), `svcctl: control already running for this data dir (pid ${control.pid}); stop it, then copy its store`);

@@ -1,5 +1,5 @@
 /**
- * README.md's "## Errors" table lists exactly the catalogue's codes with their statuses, so
+ * docs/errors.md's "# Errors" table lists exactly the catalogue's codes with their statuses, so
  * the documentation cannot drift from `protocol/errors.ts`. Rows look like
  * "| `svc_auth_not_in_beta` | 403 | when … |" under a "| Code | HTTP | When |" header.
  */
@@ -8,11 +8,11 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ERRORS, ERROR_CODES } from '../../protocol/errors';
 
-const README = resolve(__dirname, '..', '..', 'README.md');
+const GUIDE = resolve(__dirname, '..', '..', 'docs', 'errors.md');
 
 function errorsSection(markdown: string): string | null {
   const lines = markdown.split(/\r?\n/);
-  const start = lines.findIndex((l) => /^##\s+Errors\s*$/.test(l));
+  const start = lines.findIndex((l) => /^##?\s+Errors\s*$/.test(l));
   if (start < 0) return null;
   const end = lines.findIndex((l, i) => i > start && /^##?\s/.test(l));
   return lines.slice(start + 1, end < 0 ? undefined : end).join('\n');
@@ -27,17 +27,17 @@ function cells(row: string): string[] {
     .map((c) => c.trim());
 }
 
-t.test('README error table matches the catalogue', async (t) => {
+t.test('the docs/errors.md table matches the catalogue', async (t) => {
   let markdown: string;
   try {
-    markdown = readFileSync(README, 'utf8');
+    markdown = readFileSync(GUIDE, 'utf8');
   } catch (err) {
-    t.fail(`cannot read ${README}: ${(err as Error).message}`);
+    t.fail(`cannot read ${GUIDE}: ${(err as Error).message}`);
     return;
   }
   const section = errorsSection(markdown);
   if (section === null) {
-    t.fail('README.md has no "## Errors" section');
+    t.fail('docs/errors.md has no "# Errors" section');
     return;
   }
   const tableLines = section.split('\n').filter((l) => l.trim().startsWith('|'));
@@ -63,9 +63,9 @@ t.test('README error table matches the catalogue', async (t) => {
   }
 
   t.same(duplicates, [], 'no code is listed twice');
-  t.same([...rows.keys()].sort(), [...ERROR_CODES].sort(), 'README lists exactly the catalogue codes');
+  t.same([...rows.keys()].sort(), [...ERROR_CODES].sort(), 'docs/errors.md lists exactly the catalogue codes');
   for (const code of ERROR_CODES) {
-    if (rows.has(code)) t.equal(rows.get(code), ERRORS[code].status, `${code}: README status matches the catalogue`);
+    if (rows.has(code)) t.equal(rows.get(code), ERRORS[code].status, `${code}: docs/errors.md status matches the catalogue`);
   }
 });
 
@@ -97,4 +97,6 @@ t.test('the table parser reads the documented format', async (t) => {
       ['`svc_rate_limited`', '429'],
     ],
   );
+  t.match(errorsSection('# Errors\n\n| Code | HTTP | When |\n## Next\n'), /^\s*\| Code/, "the guide's own title opens the section too");
+  t.equal(errorsSection('# svc\n### Errors\n'), null, 'a deeper heading is not the section');
 });

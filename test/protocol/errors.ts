@@ -15,7 +15,7 @@ import {
   problem,
 } from '../../protocol/errors';
 
-/** docs/design.md §9 (and the codes §11 and the operators' scopes added), in order, with the status each code is sent with (docs/design.md §3, §7, §9). */
+/** docs/design.md §9 (and the codes later sections add), in order, with the status each code is sent with (docs/design.md §3, §7, §9). */
 const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_auth_not_in_beta', 403],
   ['svc_endpoint_not_granted', 403],

@@ -154,7 +154,7 @@ t.test('past the hard cap, full buckets are dropped before any other', async (t)
   t.equal(buckets.take('g', quick, 1_000).remaining, 0, 'the newest is still tracked (its second unit)');
 });
 
-// The README's "why a split limit admits a little under it" (Key limits hold across gateways):
+// docs/cluster.md's "why a split limit admits a little under it" (Key limits hold across gateways):
 // a bucket that holds one call drops the refill that accrues while it is full, so with calls
 // arriving at random (Poisson, rate λ) a bucket refilling at r admits r·λ/(r + λ) per second; a
 // bucket that holds two calls keeps that refill and admits r.
