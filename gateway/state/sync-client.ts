@@ -17,6 +17,7 @@
  */
 import type http from 'node:http';
 import { createInterface } from 'node:readline';
+import { hasCode } from '../../protocol/coded-error';
 import type { Logger } from '../../protocol/log';
 import {
   SYNC_ACK_PATH,
@@ -303,13 +304,24 @@ export class SyncClient {
     this.post({ gateway_id: this.opts.gatewayId, version, ok: false, reason: reason.slice(0, 1000) });
   }
 
+  /**
+   * Acks, nacks and renewals wait apart (the poster's `key`): a newer ack replaces a waiting
+   * one, as it covers it, but a renewal records no version and must not replace an ack, and a
+   * nack is kept beside a later ack so control hears of it.
+   */
   private post(body: SyncAck): void {
-    this.acks.post(SYNC_ACK_PATH, JSON.stringify(body)).then(
+    const key = body.renew === true ? 'renew' : body.ok ? 'ack' : 'nack';
+    this.acks.post(SYNC_ACK_PATH, JSON.stringify(body), key).then(
       (status) => {
         if (status !== 200) this.opts.log.warn('sync ack not accepted', { status, version: body.version });
       },
-      // A lost ack is harmless: on reconnect the gateway announces the version it holds.
-      (err: unknown) => this.opts.log.debug('sync ack failed', { err }),
+      (err: unknown) => {
+        // A lost ack is harmless: on reconnect the gateway announces the version it holds. A
+        // control that does not answer is told, once per request; the stream finds it hung too.
+        if (hasCode(err, 'SVC_ERR_SYNC_POST_TIMEOUT') || hasCode(err, 'SVC_ERR_SYNC_POST_QUEUE_FULL'))
+          this.opts.log.warn('sync ack failed', { err, version: body.version, key });
+        else if (!hasCode(err, 'SVC_ERR_SYNC_POST_CLOSED')) this.opts.log.debug('sync ack failed', { err, version: body.version });
+      },
     );
   }
 }
