@@ -48,6 +48,16 @@ export const SILENCE_LIMIT_MS = SYNC_PING_INTERVAL_MS * 3;
 export const ANSWER_LIMIT_MS = SYNC_BEAT_INTERVAL_MS * SILENCE_BEATS;
 
 /**
+ * The `SyncPoster` key an ack, nack or lease renewal waits under: a newer one replaces a
+ * waiting one of its key. A newer ack covers an older (acks grow in version), but a renewal
+ * records no version and must not replace an ack, and a nack is kept beside a later ack so
+ * control hears of it.
+ */
+export function ackKey(body: SyncAck): 'ack' | 'nack' | 'renew' {
+  return body.renew === true ? 'renew' : body.ok ? 'ack' : 'nack';
+}
+
+/**
  * How long a stream may stay silent, given its answer's beat header: `SILENCE_BEATS` beats, or
  * `SILENCE_LIMIT_MS` when control announced none (or a beat outside 100 ms to a ping interval).
  */
@@ -304,13 +314,8 @@ export class SyncClient {
     this.post({ gateway_id: this.opts.gatewayId, version, ok: false, reason: reason.slice(0, 1000) });
   }
 
-  /**
-   * Acks, nacks and renewals wait apart (the poster's `key`): a newer ack replaces a waiting
-   * one, as it covers it, but a renewal records no version and must not replace an ack, and a
-   * nack is kept beside a later ack so control hears of it.
-   */
   private post(body: SyncAck): void {
-    const key = body.renew === true ? 'renew' : body.ok ? 'ack' : 'nack';
+    const key = ackKey(body);
     this.acks.post(SYNC_ACK_PATH, JSON.stringify(body), key).then(
       (status) => {
         if (status !== 200) this.opts.log.warn('sync ack not accepted', { status, version: body.version });

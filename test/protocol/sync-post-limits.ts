@@ -12,7 +12,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type net from 'node:net';
 import { loadConfig } from '../../config/load';
-import { ANSWER_LIMIT_MS } from '../../gateway/state/sync-client';
+import { ANSWER_LIMIT_MS, ackKey } from '../../gateway/state/sync-client';
+import type { SyncAck } from '../../protocol/snapshot';
 import { ControlEndpoints } from '../../protocol/sync-http';
 import { SYNC_POST_TIMEOUT_MS, SyncPoster, SyncPostQueueFullError, type SyncPosterOptions } from '../../protocol/sync-post';
 import { ok, rawControl } from '../fixtures/raw-control';
@@ -82,24 +83,39 @@ t.test('a newer request with the key of a waiting one takes its place; the older
   const held: net.Socket[] = [];
   const s = await rawControl(t, (req, socket) => {
     if (s.state.requests.length === 1) held.push(socket);
-    else socket.write(`HTTP/1.1 ${req.body.includes('"v":3') ? 201 : 200} OK\r\nContent-Length: 0\r\n\r\n`);
+    else socket.write(`HTTP/1.1 ${req.body.includes('"version":4') ? 201 : 200} OK\r\nContent-Length: 0\r\n\r\n`);
   });
   const p = poster(t, s.url, { maxConnections: 1 });
-  const first = p.post('/_sync/v1/ack', '{"v":1}');
-  const v2 = p.post('/_sync/v1/ack', '{"v":2}');
-  const renew = p.post('/_sync/v1/ack', '{"renew":1}', 'renew');
-  const v3 = p.post('/_sync/v1/ack', '{"v":3}');
+  // The gateway's own keys (gateway/state/sync-client.ts): acks, nacks and renewals apart.
+  const sent = (body: SyncAck) => p.post('/_sync/v1/ack', JSON.stringify(body), ackKey(body));
+  const at = (version: number) => ({ gateway_id: 'gw', version });
+  const first = sent({ ...at(1), ok: true });
+  const v2 = sent({ ...at(2), ok: true });
+  const renew = sent({ ...at(2), ok: true, renew: true });
+  const nack = sent({ ...at(3), ok: false, reason: 'bad delta' });
+  const v4 = sent({ ...at(4), ok: true });
   const other = p.post('/other', '{"x":1}');
   const keyed = [p.post('/k', '{"k":1}', 'k'), p.post('/k2', '{"k":2}', 'k')];
   await waitFor(() => held.length === 1, 'the first request on the wire');
   held[0]!.write(ok());
-  t.same(await Promise.all([first, v2, v3, renew, other, ...keyed]), [200, 201, 201, 200, 200, 200, 200], 'v2 answered with v3’s answer');
   t.same(
-    s.state.requests.map((r) => r.body),
-    ['{"v":1}', '{"v":3}', '{"renew":1}', '{"x":1}', '{"k":2}'],
-    'v3 in v2’s place in line, before the renewal posted after v2; the newest of key k',
+    await Promise.all([first, v2, v4, renew, nack, other, ...keyed]),
+    [200, 201, 201, 200, 200, 200, 200, 200],
+    'v2 answered with v4’s answer',
   );
-  t.match(s.state.requests[4]!.head, /^POST \/k2 /, 'to the newer request’s path');
+  t.same(
+    s.state.requests.map((r) => JSON.parse(r.body) as unknown),
+    [
+      { ...at(1), ok: true },
+      { ...at(4), ok: true },
+      { ...at(2), ok: true, renew: true },
+      { ...at(3), ok: false, reason: 'bad delta' },
+      { x: 1 },
+      { k: 2 },
+    ],
+    'v4 in v2’s place, before the renewal and the nack posted after v2 and kept beside it; the newest of key k',
+  );
+  t.match(s.state.requests[5]!.head, /^POST \/k2 /, 'to the newer request’s path');
   t.same(p.stats, { superseded: 2, refused: 0, timedOut: 0 });
 });
 
