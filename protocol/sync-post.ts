@@ -20,7 +20,8 @@
  *   with `SVC_ERR_SYNC_POST_TIMEOUT`, its connection destroyed. 6 s is the gateway's other
  *   deadline on control: the sync stream's answer, and its silence, are 3 beats of 2 s
  *   (gateway/state/sync-client.ts `ANSWER_LIMIT_MS`); an ack's answer is a commit of one turn's
- *   acks, well under it on a control that works.
+ *   acks, well under it on a control that works. It is not sent again: what is left to say
+ *   goes with the next ack, or with the version announced on the reconnect.
  * - Waiting requests are keyed (the path, or the caller's `key`): a newer request with the key
  *   of one still waiting takes its place in line and carries both callers, who get its answer
  *   (acks are idempotent and grow in version, so the newer covers the older). At most
