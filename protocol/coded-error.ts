@@ -26,6 +26,14 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_REISSUE: 'a receipt reissue refused (control/store/receipts-core.ts `ReissueError`, with `reason`)',
   SVC_ERR_SETTLER_HALTED:
     'the settler is halted on a settled batch without a receipt (control/settler/settler.ts `SettlerHaltedError`, with `halt`)',
+  SVC_ERR_SYNC_POST_TIMEOUT:
+    'the gateway’s ack, nack or lease renewal got no complete answer within the response timeout; its connection destroyed (protocol/sync-post.ts `SyncPostTimeoutError`)',
+  SVC_ERR_SYNC_POST_QUEUE_FULL:
+    'an ack, nack or lease renewal refused unsent: as many as the queue holds wait already (protocol/sync-post.ts `SyncPostQueueFullError`)',
+  SVC_ERR_SYNC_POST_ANSWER:
+    'control’s answer to an ack is not HTTP/1.1 the gateway reads, or the connection closed before it was whole (protocol/sync-post.ts `SyncPostAnswerError`)',
+  SVC_ERR_SYNC_POST_CLOSED:
+    'the gateway’s ack client was closed with the request on the wire or waiting (protocol/sync-post.ts `SyncPostClosedError`)',
   SVC_ERR_USAGE: 'svcctl: the command line or its values are wrong; exit 2 (cli/exit-codes.ts `UsageError`)',
   SVC_ERR_CLI: 'svcctl: the command failed with a one-line message; exit 1 (cli/exit-codes.ts `CliError`)',
   SVC_ERR_CLI_API: 'svcctl: control answered with a problem, kept as `problem` (cli/client.ts `ApiError`)',

@@ -17,6 +17,7 @@
  */
 import type http from 'node:http';
 import { createInterface } from 'node:readline';
+import { hasCode } from '../../protocol/coded-error';
 import type { Logger } from '../../protocol/log';
 import {
   SYNC_ACK_PATH,
@@ -45,6 +46,16 @@ export const SILENCE_BEATS = 3;
 export const SILENCE_LIMIT_MS = SYNC_PING_INTERVAL_MS * 3;
 /** A control that has not answered the stream's request within this is taken for hung. @default 3 beats */
 export const ANSWER_LIMIT_MS = SYNC_BEAT_INTERVAL_MS * SILENCE_BEATS;
+
+/**
+ * The `SyncPoster` key an ack, nack or lease renewal waits under: a newer one replaces a
+ * waiting one of its key. A newer ack covers an older (acks grow in version), but a renewal
+ * records no version and must not replace an ack, and a nack is kept beside a later ack so
+ * control hears of it.
+ */
+export function ackKey(body: SyncAck): 'ack' | 'nack' | 'renew' {
+  return body.renew === true ? 'renew' : body.ok ? 'ack' : 'nack';
+}
 
 /**
  * How long a stream may stay silent, given its answer's beat header: `SILENCE_BEATS` beats, or
@@ -304,12 +315,18 @@ export class SyncClient {
   }
 
   private post(body: SyncAck): void {
-    this.acks.post(SYNC_ACK_PATH, JSON.stringify(body)).then(
+    const key = ackKey(body);
+    this.acks.post(SYNC_ACK_PATH, JSON.stringify(body), key).then(
       (status) => {
         if (status !== 200) this.opts.log.warn('sync ack not accepted', { status, version: body.version });
       },
-      // A lost ack is harmless: on reconnect the gateway announces the version it holds.
-      (err: unknown) => this.opts.log.debug('sync ack failed', { err }),
+      (err: unknown) => {
+        // A lost ack is harmless: on reconnect the gateway announces the version it holds. A
+        // control that does not answer is told, once per request; the stream finds it hung too.
+        if (hasCode(err, 'SVC_ERR_SYNC_POST_TIMEOUT') || hasCode(err, 'SVC_ERR_SYNC_POST_QUEUE_FULL'))
+          this.opts.log.warn('sync ack failed', { err, version: body.version, key });
+        else if (!hasCode(err, 'SVC_ERR_SYNC_POST_CLOSED')) this.opts.log.debug('sync ack failed', { err, version: body.version });
+      },
     );
   }
 }

@@ -22,6 +22,7 @@ import { GatewayStartError } from '../../gateway/main';
 import { CodedError, INTERNAL_ERROR_CODES, hasCode, type InternalErrorCode } from '../../protocol/coded-error';
 import { InstanceLockedError } from '../../protocol/instance-lock';
 import { createLogger } from '../../protocol/log';
+import { SyncPostAnswerError, SyncPostClosedError, SyncPostQueueFullError, SyncPostTimeoutError } from '../../protocol/sync-post';
 import { ROOT } from '../fixtures/imports';
 
 const HALT = { batch: 3, batches_without_receipt: 1, reason: 'batch 3 is settled but has no receipt' };
@@ -39,6 +40,10 @@ const INSTANCES: [CodedError, InternalErrorCode, string][] = [
   [new MissingReceiptError(3), 'SVC_ERR_MISSING_RECEIPT', 'MissingReceiptError'],
   [new ReissueError('no_batch', 'no'), 'SVC_ERR_REISSUE', 'ReissueError'],
   [new SettlerHaltedError(HALT), 'SVC_ERR_SETTLER_HALTED', 'SettlerHaltedError'],
+  [new SyncPostTimeoutError(6_000), 'SVC_ERR_SYNC_POST_TIMEOUT', 'SyncPostTimeoutError'],
+  [new SyncPostQueueFullError(64), 'SVC_ERR_SYNC_POST_QUEUE_FULL', 'SyncPostQueueFullError'],
+  [new SyncPostAnswerError('no'), 'SVC_ERR_SYNC_POST_ANSWER', 'SyncPostAnswerError'],
+  [new SyncPostClosedError(), 'SVC_ERR_SYNC_POST_CLOSED', 'SyncPostClosedError'],
   [new UsageError('no'), 'SVC_ERR_USAGE', 'UsageError'],
   [new CliError('no'), 'SVC_ERR_CLI', 'CliError'],
   [

@@ -4,56 +4,21 @@
  * after request, and up to `maxConnections` carry concurrent ones; every way an answer's body
  * may end (length, chunks, the close) is read; 1xx heads are skipped; a reused connection the
  * server closed is retried once on a new one; a bad answer, a refused connection or `close()`
- * rejects; requests follow `ControlEndpoints` to the next control.
+ * rejects; requests follow `ControlEndpoints` to the next control. Limits (the response
+ * timeout, the keyed bounded queue) and TLS are in `sync-post-limits.ts`.
  */
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { ControlEndpoints } from '../../protocol/sync-http';
-import { SyncPoster } from '../../protocol/sync-post';
+import { SyncPoster, SyncPostClosedError } from '../../protocol/sync-post';
+import { ok, rawControl as raw } from '../fixtures/raw-control';
+import { waitFor } from '../fixtures/stack';
 
 t.setTimeout(60_000);
 
-interface Request {
-  head: string;
-  body: string;
-}
-
-/**
- * A TCP server reading HTTP requests with a Content-Length and handing each to `answer` with
- * its socket and the number of the connection it came on; `connections` counts them.
- */
-async function raw(t: Test, answer: (req: Request, socket: net.Socket, connection: number) => void) {
-  const state = { connections: 0, requests: [] as Request[] };
-  const server = net.createServer((socket) => {
-    const connection = ++state.connections;
-    let buffered = '';
-    socket.setEncoding('latin1');
-    socket.on('error', () => undefined);
-    socket.on('data', (chunk: string) => {
-      buffered += chunk;
-      for (;;) {
-        const at = buffered.indexOf('\r\n\r\n');
-        if (at === -1) return;
-        const head = buffered.slice(0, at);
-        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-        if (buffered.length < at + 4 + length) return;
-        const req = { head, body: buffered.slice(at + 4, at + 4 + length) };
-        buffered = buffered.slice(at + 4 + length);
-        state.requests.push(req);
-        answer(req, socket, connection);
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state, server };
-}
-
-const ok = (body = '{"ok":true}', extra = '') => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n${extra}\r\n${body}`;
-
-function poster(t: Test, url: string | string[], max?: number) {
-  const p = new SyncPoster(new ControlEndpoints(Array.isArray(url) ? url : [url]), 'Bearer sync-token-123', max);
+function poster(t: Test, url: string | string[], maxConnections?: number) {
+  const p = new SyncPoster(new ControlEndpoints(Array.isArray(url) ? url : [url]), 'Bearer sync-token-123', { maxConnections });
   t.teardown(() => p.close());
   return p;
 }
@@ -92,16 +57,19 @@ t.test('concurrent POSTs use up to maxConnections connections, the rest wait the
   const held: net.Socket[] = [];
   const s = await raw(t, (_req, socket) => held.push(socket));
   const p = poster(t, s.url, 2);
-  const answers = Array.from({ length: 5 }, (_, i) => p.post('/a', `{"i":${i}}`));
-  while (held.length < 2) await new Promise((r) => setTimeout(r, 5));
-  await new Promise((r) => setTimeout(r, 30));
-  t.equal(s.state.connections, 2);
-  t.equal(held.length, 2, 'two on the wire');
+  const answers = Array.from({ length: 5 }, (_, i) => p.post('/a', `{"i":${i}}`, `k${i}`));
   for (let i = 0; i < 5; i++) {
-    while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
+    // i answered, so i + 2 sent: a third connection would have taken one more.
+    const sent = Math.min(i + 2, 5);
+    await waitFor(() => s.state.requests.length === sent && held.length === sent - i, `${sent} requests sent`);
     held.shift()!.write(ok());
   }
   t.same(await Promise.all(answers), [200, 200, 200, 200, 200]);
+  t.same(
+    s.state.requests.map((r) => r.body),
+    [0, 1, 2, 3, 4].map((i) => `{"i":${i}}`),
+    'in order',
+  );
   t.equal(s.state.connections, 2, 'no third connection');
 });
 
@@ -139,11 +107,11 @@ t.test('a bad answer rejects the POST and the next one goes on a new connection'
   ];
   const s = await raw(t, (_req, socket) => socket.write(answers.shift()!));
   const p = poster(t, s.url);
-  await t.rejects(p.post('/a', '{}'), /not an HTTP\/1.1 answer/);
-  await t.rejects(p.post('/a', '{}'), /bad Content-Length/);
-  await t.rejects(p.post('/a', '{}'), /bad chunk size/);
-  await t.rejects(p.post('/a', '{}'), /more than its answer/);
-  await t.rejects(p.post('/a', '{}'), /head over 64 KiB/);
+  await t.rejects(p.post('/a', '{}'), { code: 'SVC_ERR_SYNC_POST_ANSWER', message: /not an HTTP\/1.1 answer/ });
+  await t.rejects(p.post('/a', '{}'), { code: 'SVC_ERR_SYNC_POST_ANSWER', message: /bad Content-Length/ });
+  await t.rejects(p.post('/a', '{}'), { code: 'SVC_ERR_SYNC_POST_ANSWER', message: /bad chunk size/ });
+  await t.rejects(p.post('/a', '{}'), { code: 'SVC_ERR_SYNC_POST_ANSWER', message: /more than its answer/ });
+  await t.rejects(p.post('/a', '{}'), { code: 'SVC_ERR_SYNC_POST_ANSWER', message: /head over 64 KiB/ });
   t.equal(await p.post('/a', '{}'), 200);
   t.equal(s.state.connections, 6);
 });
@@ -175,21 +143,22 @@ t.test("the server's keep-alive timeout: an idle connection is closed before it"
   const s = await raw(t, (_req, socket) => socket.write(ok('{}', 'Keep-Alive: timeout=1\r\n')));
   const p = poster(t, s.url);
   t.equal(await p.post('/a', '{}'), 200);
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => s.state.closed === 1, 'the idle connection closed by the client');
   t.equal(await p.post('/a', '{}'), 200);
   t.equal(s.state.connections, 2, 'the idle one was closed (timeout 1 s less a 1 s margin)');
 });
 
 t.test('unasked bytes drop the connection; the next POST goes on a new one', async (t) => {
-  let first = true;
+  const sockets: net.Socket[] = [];
   const s = await raw(t, (_req, socket) => {
     socket.write(ok());
-    if (first) setTimeout(() => socket.write('surprise'), 20);
-    first = false;
+    sockets.push(socket);
   });
   const p = poster(t, s.url);
   t.equal(await p.post('/a', '{}'), 200);
-  await new Promise((r) => setTimeout(r, 60));
+  // Once the answer is read, bytes nobody asked for.
+  sockets[0]!.write('surprise');
+  await waitFor(() => s.state.closed === 1, 'the connection dropped by the client');
   t.equal(await p.post('/a', '{}'), 200);
   t.equal(s.state.connections, 2);
 });
@@ -201,11 +170,17 @@ t.test('a refused connection rejects; close() rejects what is on the wire and wa
 
   const p = poster(t, s.url, 1);
   const onWire = p.post('/a', '{}');
-  const waiting = p.post('/a', '{}');
-  while (s.state.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+  const waiting = p.post('/a', '{"v":1}');
+  const newer = p.post('/a', '{"v":2}');
+  await waitFor(() => s.state.requests.length === 1, 'the first request on the wire');
   p.close();
-  await t.rejects(onWire, /sync client closed/);
-  await t.rejects(waiting, /sync client closed/);
+  const closed = { code: 'SVC_ERR_SYNC_POST_CLOSED', message: 'sync client closed' };
+  await t.rejects(onWire, closed);
+  await t.rejects(waiting, closed, 'a request a newer one replaced fails with it');
+  await t.rejects(newer, closed);
+  await t.rejects(p.post('/a', '{}'), SyncPostClosedError, 'and what is posted after');
+  await waitFor(() => s.state.closed === 1, 'the connection closed');
+  t.equal(s.state.connections, 1, 'no connection opened after the close');
 });
 
 t.test('POSTs follow the shared endpoints to the next control', async (t) => {
@@ -220,11 +195,11 @@ t.test('POSTs follow the shared endpoints to the next control', async (t) => {
   t.teardown(() => p.close());
   t.equal(await p.post('/a', '{}'), 200);
   const slow = p.post('/a', '{}');
-  while (held.release === undefined) await new Promise((r) => setTimeout(r, 5));
+  const release = await waitFor(() => held.release, 'the second request held');
   endpoints.failed(a.url, 'test');
   t.equal(await p.post('/a', '{}'), 200, 'the next control answers');
   t.equal(b.state.requests.length, 1);
-  held.release();
+  release();
   t.equal(await slow, 200, 'the request on the wire to the old control is answered there');
   t.equal(await p.post('/a', '{}'), 200);
   t.equal(b.state.requests.length, 2);
@@ -236,15 +211,16 @@ t.test('requests left on the wire to a hung control do not hold the connections 
   const hung = await raw(t, () => undefined);
   const b = await raw(t, (_req, socket) => socket.write(ok()));
   const endpoints = new ControlEndpoints([hung.url, b.url]);
-  const p = new SyncPoster(endpoints, 'Bearer x', 2);
+  const p = new SyncPoster(endpoints, 'Bearer x', { maxConnections: 2 });
   t.teardown(() => p.close());
   const stuck = [p.post('/a', '{"n":1}'), p.post('/a', '{"n":2}')];
-  while (hung.state.requests.length < 2) await new Promise((r) => setTimeout(r, 5));
+  await waitFor(() => hung.state.requests.length === 2, 'both requests on the wire to the hung control');
   endpoints.failed(hung.url, 'no word from control');
   t.equal(await p.post('/a', '{"n":3}'), 200, 'the next control answers while both connections to the hung one wait');
   t.equal(await p.post('/a', '{"n":4}'), 200);
   t.equal(b.state.requests.length, 2);
   t.equal(b.state.connections, 1, 'on one kept-alive connection');
   p.close();
-  for (const req of stuck) await t.rejects(req, /sync client closed/, 'what the hung control never answered fails at close');
+  for (const req of stuck)
+    await t.rejects(req, { code: 'SVC_ERR_SYNC_POST_CLOSED' }, 'what the hung control never answered fails at close');
 });
