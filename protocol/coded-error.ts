@@ -13,7 +13,7 @@
 export const INTERNAL_ERROR_CODES = {
   SVC_ERR: 'the base of every error below',
   SVC_ERR_CONFIG: 'a setting is missing or invalid (config/load.ts `ConfigError`)',
-  SVC_ERR_INSTANCE_LOCKED: 'another process holds the data dir’s single-instance lock (protocol/instance-lock.ts `InstanceLockedError`)',
+  SVC_ERR_INSTANCE_LOCKED: 'another process holds the data dir’s single-instance lock (runtime/instance-lock.ts `InstanceLockedError`)',
   SVC_ERR_CONTROL_START: 'control refused to start; the message says what to fix (control/server.ts `ControlStartError`)',
   SVC_ERR_GATEWAY_START: 'the gateway refused to start; the message says what to fix (gateway/main.ts `GatewayStartError`)',
   SVC_ERR_TOKEN_CONFLICT:

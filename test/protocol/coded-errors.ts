@@ -20,8 +20,8 @@ import { MissingReceiptError, ReissueError } from '../../control/store/receipts-
 import { TokenConflictError } from '../../control/tokens';
 import { GatewayStartError } from '../../gateway/main';
 import { CodedError, INTERNAL_ERROR_CODES, hasCode, type InternalErrorCode } from '../../protocol/coded-error';
-import { InstanceLockedError } from '../../protocol/instance-lock';
-import { createLogger } from '../../protocol/log';
+import { InstanceLockedError } from '../../runtime/instance-lock';
+import { createLogger } from '../../runtime/log';
 import { ROOT } from '../fixtures/imports';
 
 const HALT = { batch: 3, batches_without_receipt: 1, reason: 'batch 3 is settled but has no receipt' };

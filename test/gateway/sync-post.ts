@@ -9,8 +9,8 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { ControlEndpoints } from '../../protocol/sync-http';
-import { SyncPoster } from '../../protocol/sync-post';
+import { ControlEndpoints } from '../../gateway/control-link/sync-http';
+import { SyncPoster } from '../../gateway/control-link/sync-post';
 
 t.setTimeout(60_000);
 
