@@ -2,7 +2,7 @@
 import type { Config } from '../config/load';
 import type { StatusView } from '../protocol/admin';
 import type { GatewayStatus } from '../protocol/gateways';
-import type { Logger } from '../protocol/log';
+import type { Logger } from '../runtime/log';
 import { hasCode } from '../protocol/coded-error';
 import type { RunOnceView, SettlerHalt, SettlerStatus } from '../protocol/settlement';
 import type { Actor, Store } from './store';

@@ -7,9 +7,9 @@ import { createServer, type Server } from 'node:http';
 import { rmSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/load';
-import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../protocol/http-edge';
-import { createLogger, type Logger } from '../protocol/log';
-import { InstanceLockedError, acquireInstanceLock, controlRunningMessage } from '../protocol/instance-lock';
+import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../runtime/http-edge';
+import { createLogger, type Logger } from '../runtime/log';
+import { InstanceLockedError, acquireInstanceLock, controlRunningMessage } from '../runtime/instance-lock';
 import { ROOT_ENV_TOKEN_ID, ROOT_TOKEN_ID } from '../protocol/operators';
 import { RUNTIME_FILE, type RuntimeInfo } from '../protocol/runtime';
 import { AdminAuth, TokenAuth, type Operator } from './admin/auth';
@@ -78,7 +78,7 @@ export class ControlStartError extends CodedError {
 }
 
 /**
- * Take the data dir's single-instance lock (protocol/instance-lock.ts): two controls on one data
+ * Take the data dir's single-instance lock (runtime/instance-lock.ts): two controls on one data
  * dir would each push their own state to their own gateways and each hand out full limit shares.
  */
 async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {

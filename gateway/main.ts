@@ -9,11 +9,11 @@ import { join, resolve } from 'node:path';
 import { defaultControlUrl, type Config } from '../config/load';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import { defaultGatewayId, type GatewayEngine } from '../protocol/snapshot';
-import { createLogger, type Logger } from '../protocol/log';
+import { createLogger, type Logger } from '../runtime/log';
 import { RUNTIME_FILE, runtimeControlUrl } from '../protocol/runtime';
-import { ControlEndpoints } from '../protocol/sync-http';
+import { ControlEndpoints } from './control-link/sync-http';
 import { createHandler } from './request/handler';
-import { InstanceLockedError, acquireInstanceLock } from '../protocol/instance-lock';
+import { InstanceLockedError, acquireInstanceLock } from '../runtime/instance-lock';
 import { Journal } from './journal/journal';
 import { operatorRoutes } from './operator';
 import { GatewayMetrics } from './metrics';
@@ -54,7 +54,7 @@ function readTrimmed(path: string): string | null {
   }
 }
 
-/** Take the gateway dir's single-instance lock (see `protocol/instance-lock.ts`). */
+/** Take the gateway dir's single-instance lock (see `runtime/instance-lock.ts`). */
 async function lock(dir: string, id: string): Promise<() => Promise<void>> {
   try {
     return (await acquireInstanceLock(dir)).release;

@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BearerSecret } from '../protocol/bearer';
 import type { GatewayHealthDetail, PublicHealth } from '../protocol/gateway';
 import type { GatewayEngine } from '../protocol/snapshot';
-import { sendJson, sendProblem } from '../protocol/http';
+import { sendJson, sendProblem } from '../runtime/http';
 import type { GatewayMetrics } from './metrics';
 import type { ShareState } from './state/share';
 import type { GatewayState } from './state/state';

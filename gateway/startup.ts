@@ -8,10 +8,10 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/load';
 import { HTTP_METHODS } from '../protocol/endpoint';
 import type { ErrorCode } from '../protocol/errors';
-import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../protocol/http-edge';
-import type { Logger } from '../protocol/log';
+import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../runtime/http-edge';
+import type { Logger } from '../runtime/log';
 import type { GatewayEngine } from '../protocol/snapshot';
-import type { ControlEndpoints } from '../protocol/sync-http';
+import type { ControlEndpoints } from './control-link/sync-http';
 import type { Journal } from './journal/journal';
 import { OutcomeShipper } from './journal/shipper';
 import { GatewayMetrics } from './metrics';
@@ -42,7 +42,7 @@ export async function loadLastKnownGood(file: SnapshotFile, log: Logger): Promis
 }
 
 /**
- * The agents' HTTP server: the edge checks of `protocol/http-edge.ts`, then the operator routes
+ * The agents' HTTP server: the edge checks of `runtime/http-edge.ts`, then the operator routes
  * (`/health`, `/metrics`), then the request pipeline.
  */
 export function createGatewayServer(

@@ -13,7 +13,7 @@
 export const INTERNAL_ERROR_CODES = {
   SVC_ERR: 'the base of every error below',
   SVC_ERR_CONFIG: 'a setting is missing or invalid (config/load.ts `ConfigError`)',
-  SVC_ERR_INSTANCE_LOCKED: 'another process holds the data dir’s single-instance lock (protocol/instance-lock.ts `InstanceLockedError`)',
+  SVC_ERR_INSTANCE_LOCKED: 'another process holds the data dir’s single-instance lock (runtime/instance-lock.ts `InstanceLockedError`)',
   SVC_ERR_CONTROL_START: 'control refused to start; the message says what to fix (control/server.ts `ControlStartError`)',
   SVC_ERR_GATEWAY_START: 'the gateway refused to start; the message says what to fix (gateway/main.ts `GatewayStartError`)',
   SVC_ERR_TOKEN_CONFLICT:
@@ -27,13 +27,13 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_SETTLER_HALTED:
     'the settler is halted on a settled batch without a receipt (control/settler/settler.ts `SettlerHaltedError`, with `halt`)',
   SVC_ERR_SYNC_POST_TIMEOUT:
-    'the gateway’s ack, nack or lease renewal got no complete answer within the response timeout; its connection destroyed (protocol/sync-post.ts `SyncPostTimeoutError`)',
+    'the gateway’s ack, nack or lease renewal got no complete answer within the response timeout; its connection destroyed (gateway/control-link/sync-post.ts `SyncPostTimeoutError`)',
   SVC_ERR_SYNC_POST_QUEUE_FULL:
-    'an ack, nack or lease renewal refused unsent: as many as the queue holds wait already (protocol/sync-post.ts `SyncPostQueueFullError`)',
+    'an ack, nack or lease renewal refused unsent: as many as the queue holds wait already (gateway/control-link/sync-post.ts `SyncPostQueueFullError`)',
   SVC_ERR_SYNC_POST_ANSWER:
-    'control’s answer to an ack is not HTTP/1.1 the gateway reads, or the connection closed before it was whole (protocol/sync-post.ts `SyncPostAnswerError`)',
+    'control’s answer to an ack is not HTTP/1.1 the gateway reads, or the connection closed before it was whole (gateway/control-link/sync-post.ts `SyncPostAnswerError`)',
   SVC_ERR_SYNC_POST_CLOSED:
-    'the gateway’s ack client was closed with the request on the wire or waiting (protocol/sync-post.ts `SyncPostClosedError`)',
+    'the gateway’s ack client was closed with the request on the wire or waiting (gateway/control-link/sync-post.ts `SyncPostClosedError`)',
   SVC_ERR_USAGE: 'svcctl: the command line or its values are wrong; exit 2 (cli/exit-codes.ts `UsageError`)',
   SVC_ERR_CLI: 'svcctl: the command failed with a one-line message; exit 1 (cli/exit-codes.ts `CliError`)',
   SVC_ERR_CLI_API: 'svcctl: control answered with a problem, kept as `problem` (cli/client.ts `ApiError`)',

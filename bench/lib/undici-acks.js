@@ -15,7 +15,7 @@ const { Pool } = require('undici');
 
 const dist = process.env.BENCH_ACK_DIST;
 // Where the client lives in this build (it moved from protocol/ to gateway/).
-const file = ['gateway/sync-post.js', 'protocol/sync-post.js'].map((f) => path.join(dist, f)).find((f) => fs.existsSync(f));
+const file = ['gateway/control-link/sync-post.js', 'protocol/sync-post.js'].map((f) => path.join(dist, f)).find((f) => fs.existsSync(f));
 const { SyncPoster, SyncPostClosedError } = require(file);
 
 const pools = new WeakMap();

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { controlHolder, controlRunningMessage } from '../../protocol/instance-lock';
+import { controlHolder, controlRunningMessage } from '../../runtime/instance-lock';
 import { ReadyLine, type UpReady } from '../../protocol/runtime';
 import type { Config } from '../../config/load';
 import { AdminClient } from '../client';

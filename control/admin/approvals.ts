@@ -24,7 +24,7 @@ import {
   type ApprovedView,
 } from '../../protocol/approvals';
 import { SvcError } from '../../protocol/errors';
-import { readJson, sendJson } from '../../protocol/http';
+import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { RequestContext, Router } from '../http/router';
 import { parseBody } from '../http/validate';

@@ -15,7 +15,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { bearerOf } from '../../protocol/bearer';
 import { SvcError } from '../../protocol/errors';
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import {
   ACTION_SCOPED_ROUTES,
   OPERATOR_SCOPES,

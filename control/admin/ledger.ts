@@ -5,7 +5,7 @@
  * `money.approvals` is 2; a ledger rule they would break answers 409 `svc_conflict`.
  */
 import { SvcError } from '../../protocol/errors';
-import { readJson, sendJson } from '../../protocol/http';
+import { readJson, sendJson } from '../../runtime/http';
 import {
   FundPoolRequest,
   MarkPaidRequest,

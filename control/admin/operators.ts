@@ -13,7 +13,7 @@
  * are fixed when an operator is added: no route widens them.
  */
 import { SvcError } from '../../protocol/errors';
-import { readJson, sendJson } from '../../protocol/http';
+import { readJson, sendJson } from '../../runtime/http';
 import {
   AddOperatorRequest,
   OPERATOR_SCOPES,

@@ -13,7 +13,7 @@
  *   not exist, 409 `svc_conflict` for one that has its receipt or comes after one that lacks it.
  */
 import { SvcError } from '../../protocol/errors';
-import { sendJson } from '../../protocol/http';
+import { sendJson } from '../../runtime/http';
 import type { ReissueView } from '../../protocol/receipts';
 import type { ControlContext, SettlerControls } from '../context';
 import type { Router } from '../http/router';

@@ -4,7 +4,7 @@
  * (a settled batch has no receipt) resume and run-once answer 409 `svc_settler_halted`.
  */
 import { SvcError } from '../../protocol/errors';
-import { sendJson } from '../../protocol/http';
+import { sendJson } from '../../runtime/http';
 import type { RunOnceView, SettlerStatus } from '../../protocol/settlement';
 import { settlerHaltOf, type ControlContext, type SettlerControls } from '../context';
 import type { Router } from '../http/router';

@@ -1,6 +1,6 @@
 /** `/_admin/v1/status`: control's own view of itself, used by `svcctl status`. */
 import type { StatusView } from '../../protocol/admin';
-import { sendJson } from '../../protocol/http';
+import { sendJson } from '../../runtime/http';
 import { settlerView, type ControlContext } from '../context';
 import { controlsView } from '../cluster';
 import type { Router } from '../http/router';

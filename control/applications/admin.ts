@@ -26,7 +26,7 @@ import {
   type ApprovalResult,
 } from '../../protocol/applications';
 import { SvcError } from '../../protocol/errors';
-import { readJson, sendJson } from '../../protocol/http';
+import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { SvcError } from '../../protocol/errors';
-import { readJson, readText } from '../../protocol/http';
+import { readJson, readText } from '../../runtime/http';
 
 /**
  * Largest application body. The field limits are in characters; this leaves room for them in

@@ -9,15 +9,15 @@
  * | `POST /api/v1/applications` | JSON or form-encoded: 201 `{"id","status":"received","answer_within_hours":24}`, 200 for a duplicate |
  *
  * Both POSTs share the per-address limits (429 `svc_rate_limited` + `Retry-After`; the address
- * is `protocol/client-address.ts`'s, behind `public.trustedProxyHops` proxies): stored
+ * is `runtime/client-address.ts`'s, behind `public.trustedProxyHops` proxies): stored
  * submissions count against `applications.submitLimitCount`, refused ones (invalid answers,
  * a bad body) against the looser `applications.invalidLimitCount`, so a typo does not use up
  * the quota for the corrected answers.
  */
 import { ANSWER_WITHIN_HOURS, type ApplicationReceipt } from '../../protocol/applications';
-import { clientAddress } from '../../protocol/client-address';
+import { clientAddress } from '../../runtime/client-address';
 import { SvcError } from '../../protocol/errors';
-import { sendJson } from '../../protocol/http';
+import { sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { RequestContext, Router } from '../http/router';
 import type { FieldError } from '../http/validate';

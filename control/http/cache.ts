@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import NodeCache from 'node-cache';
-import type { Settled } from '../../protocol/http';
+import type { Settled } from '../../runtime/http';
 
 /** Most distinct answers kept per cache (e.g. activity pages by cursor). @default 10000 */
 export const DEFAULT_CACHE_MAX_KEYS = 10_000;

@@ -6,7 +6,7 @@
  * parameters, unknown paths and anything unusual go through `requestListener` unchanged.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import { NO_SCOPES, runHandler, type Handler, type Router } from './router';
 import { requestListener } from './serve';
 

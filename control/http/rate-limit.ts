@@ -4,7 +4,7 @@
  * exhausted bucket answers 429 `svc_rate_limited` with `Retry-After`, `RateLimit-Policy` and
  * `RateLimit` (IETF draft 11). Admitted answers carry no limit headers: the limit is generous,
  * and setting headers ahead of `writeHead` would put every cached answer on Node's slow
- * header path (measured: ~4 µs a request). The buckets are `protocol/token-bucket.ts`, the
+ * header path (measured: ~4 µs a request). The buckets are `runtime/token-bucket.ts`, the
  * gateway's too: those that have refilled completely are forgotten, so memory follows the set
  * of recently active addresses, with a hard cap on top.
  *
@@ -12,9 +12,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../../config/load';
-import { clientAddress } from '../../protocol/client-address';
-import { sendProblem } from '../../protocol/http';
-import { TokenBuckets, type LimitPolicy } from '../../protocol/token-bucket';
+import { clientAddress } from '../../runtime/client-address';
+import { sendProblem } from '../../runtime/http';
+import { TokenBuckets, type LimitPolicy } from '../../runtime/token-bucket';
 
 export interface IpLimit {
   count: number;

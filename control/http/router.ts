@@ -14,9 +14,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError, type FieldError } from '../../protocol/errors';
-import { sendError } from '../../protocol/http';
+import { sendError } from '../../runtime/http';
 import { redactKeys } from '../../protocol/keys';
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 
 export interface RequestContext {
   req: IncomingMessage;

@@ -5,8 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '../../protocol/errors';
-import { sendError } from '../../protocol/http';
-import type { Logger } from '../../protocol/log';
+import { sendError } from '../../runtime/http';
+import type { Logger } from '../../runtime/log';
 import { NO_SCOPES, logFailure, runHandler, type Caller, type MatchedRoute, type Router } from './router';
 
 export interface Mount<C extends Caller = Caller> {

@@ -7,9 +7,9 @@
  * public API. No User-Agent filter here.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { answerProblemsWith, sendJson } from '../../protocol/http';
+import { answerProblemsWith, sendJson } from '../../runtime/http';
 import { HEALTH_BODY } from '../../protocol/wire';
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import type { ControlContext, RegisterRoutes } from '../context';
 import { Router } from '../http/router';
 import { renderDocument } from '../../protocol/openapi';

@@ -25,7 +25,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Problem } from '../../protocol/errors';
-import type { ProblemResponder } from '../../protocol/http';
+import type { ProblemResponder } from '../../runtime/http';
 import { prefersHtml } from '../http/accept';
 import { etagMatches, type ResponseCache } from '../http/cache';
 import { acceptsGzip, gzipAnswer, gzipTemplate, type GzipTemplate } from './gzip';

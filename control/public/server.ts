@@ -4,9 +4,9 @@
  * then the User-Agent allow-list (docs/design.md §7), then the routes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { answerProblemsWith, sendJson } from '../../protocol/http';
+import { answerProblemsWith, sendJson } from '../../runtime/http';
 import { HEALTH_BODY } from '../../protocol/wire';
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import type { ControlContext, RegisterRoutes } from '../context';
 import { Router } from '../http/router';
 import { splitTarget } from '../http/serve';

@@ -10,7 +10,7 @@
  * Everything else is refused: this is an allow-list, the known clients only sharpen the message.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendProblem } from '../../protocol/http';
+import { sendProblem } from '../../runtime/http';
 
 /** The SDK's User-Agent, quoted in every refusal. */
 export const SDK_USER_AGENT_EXAMPLE = 'svc-monitor-sdk/0.1.0';

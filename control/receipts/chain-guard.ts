@@ -22,7 +22,7 @@
  * verifies (rewritten and signed again with the key); a saved checkpoint is what catches that
  * (`verifyConsistency`).
  */
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import type { Receipt, ReceiptJwks } from '../../protocol/receipts';
 import { GENESIS_PREV, ReceiptKeyring, receiptHash, receiptShapeProblem } from '../../protocol/receipts-verify';
 

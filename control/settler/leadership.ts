@@ -14,7 +14,7 @@
  * cadence: settlement itself is serialised by the store's writer lock, so a run-once through
  * any control, or two settlers racing, still settles every call once.
  */
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import type { SettlerLeader } from '../../protocol/settlement';
 import type { ClusterTable } from '../store';
 

@@ -32,7 +32,7 @@
  * not verify (`receipts/chain-guard.ts`: a receipt changed, swapped or unlinked since it was
  * signed), checked before every run; that halt lasts until control restarts on a restored database.
  */
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import {
   SettledSums,
   settlerHaltWayOut,

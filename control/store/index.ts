@@ -26,6 +26,7 @@ import Database from 'better-sqlite3';
 import type { SnapshotReads } from './snapshot-reads';
 import { SqlSnapshotReads } from './sql/snapshot-reads';
 import { commitMutation } from './sql/state';
+import type { Audit, MutationContext } from './changes';
 import { Gate, asyncTable, settled, type Async } from './seam';
 import { SqliteConn } from './sqlite-conn';
 import { sharedTables, type SharedTables } from './sql';
@@ -45,35 +46,7 @@ export interface StoreOptions {
   receipts?: boolean;
 }
 
-/** Who makes a change, as the audit log records it. */
-export interface Actor {
-  /** The operator's name (`root` for the bootstrap admin token), or the process's (`control`). */
-  actor: string;
-  /** The id of the token the operator presented (`opt_…`, `root`, `root-env`); absent or null for control's own changes. */
-  tokenId?: string | null;
-  /** The second operator who approved a two-person action. */
-  approvedBy?: string | null;
-}
-
-export interface MutationContext extends Actor {
-  /** Clock reading for this mutation, in ms. */
-  now: number;
-}
-
-export interface Audit {
-  action: string;
-  target?: string | null;
-  detail?: Record<string, unknown>;
-  /** What gateways must see change: each entry bumps the state version once, together. */
-  changes?: StateChange[];
-}
-
-export type StateChangeKind = 'key' | 'endpoint' | 'flags' | 'limits';
-export interface StateChange {
-  kind: StateChangeKind;
-  /** Key id, endpoint id, or '*' for flags and limits. */
-  entity: string;
-}
+export type { Actor, Audit, MutationContext, StateChange, StateChangeKind } from './changes';
 
 /** The table families, as SQLite implements them (synchronously, one connection). */
 interface SqliteTables {
@@ -309,7 +282,7 @@ export class SqliteStore implements Store {
   async mutate<T>(ctx: MutationContext, audit: Audit, fn: (tx: StoreTables) => T | Promise<T>): Promise<{ result: T; version: number }> {
     const out = await this.conn.tx(async (conn) => {
       const result = await fn(this.tx);
-      return { result, ...(await commitMutation(conn, this.tx, ctx, audit)) };
+      return { result, ...(await commitMutation(conn, this.tx.audit, ctx, audit)) };
     });
     if (out.bumped) for (const listener of this.listeners) listener(out.version);
     return { result: out.result, version: out.version };

@@ -6,7 +6,7 @@
  * read at a time, one asked for meanwhile running after it. On a store of one control there are
  * none, and nothing is read.
  */
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import type { GatewayRow } from '../store/gateways';
 import type { Store } from '../store/index';
 

@@ -4,7 +4,7 @@
  * `/_admin/v1/gateways/{id}/weight`).
  */
 import { SvcError } from '../../protocol/errors';
-import { readJson, sendJson } from '../../protocol/http';
+import { readJson, sendJson } from '../../runtime/http';
 import type { OutcomeAck } from '../../protocol/outcome';
 import { GatewayId } from '../../protocol/snapshot';
 import {

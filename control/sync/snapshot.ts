@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint } from '../../protocol/snapshot';
-import { silentLogger, type Logger } from '../../protocol/log';
+import { silentLogger, type Logger } from '../../runtime/log';
 import type { ClusterTable, Store } from '../store';
 import { parseEndpointRow, type EndpointRow } from '../store/endpoints';
 

@@ -15,10 +15,10 @@
  * still waiting for its answer when the gateway moves is given up at once (the control left
  * behind may be hung and never answer) and sent to the next.
  */
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import { SYNC_OUTCOMES_PATH } from '../../protocol/snapshot';
 import type { OutcomeAck } from '../../protocol/outcome';
-import { SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
+import { SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
 import type { Journal, TailBatch } from './journal';
 
 const PAYLOAD_END = Buffer.from(']}');

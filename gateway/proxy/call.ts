@@ -11,11 +11,20 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { sendProblem } from '../../protocol/http';
-import type { CallerFailure, NetworkError } from '../request/classify';
-import { headerListObject, type HeaderList } from '../request/headers';
+import { sendProblem } from '../../runtime/http';
+import { headerListObject, type HeaderList } from './headers';
 import { networkErrorOf, sendCallerFailure, sendNetworkFailure } from './failures';
-import type { BodyObserver, ForwardDone, ForwardFailure, ForwardResult, ForwardTarget, ResponseHead, ResponseHeadHook } from './contract';
+import type {
+  BodyObserver,
+  CallerFailure,
+  ForwardDone,
+  ForwardFailure,
+  ForwardResult,
+  ForwardTarget,
+  NetworkError,
+  ResponseHead,
+  ResponseHeadHook,
+} from './contract';
 
 /** What every call of one engine shares. */
 export interface EngineCounters {

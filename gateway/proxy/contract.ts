@@ -1,12 +1,24 @@
 /**
  * The forwarding contract every proxy engine implements (index.ts says what a call is on every
  * engine, and picks the engine). Its own module, so the engines and `call.ts` import their
- * interface from a file that imports none of them.
+ * interface from a file that imports none of them. The failure kinds an engine reports
+ * (`NetworkError`, `CallerFailure`) are declared here, so the engines import nothing from
+ * `../request/`: the request pipeline takes them, with the header filters of `headers.ts`,
+ * through `index.ts`.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { GatewayEngine } from '../../protocol/snapshot';
-import type { CallerFailure, NetworkError } from '../request/classify';
-import type { HeaderList } from '../request/headers';
+import type { HeaderList } from './headers';
+
+/** Transport failures that are the provider's fault. A caller that left is not one of them. */
+export type NetworkError = 'refused' | 'reset' | 'timeout';
+
+/**
+ * Failures that are the caller's doing, never the provider's: it left before the answer
+ * (`client_abort`), streamed a body over the limit (`body_too_large`), or stopped sending its
+ * body for longer than `gateway.clientBodyTimeoutMs` (`client_timeout`).
+ */
+export type CallerFailure = 'client_abort' | 'body_too_large' | 'client_timeout';
 
 /**
  * Why a call did not complete normally: a provider's `NetworkError`, or a `CallerFailure`

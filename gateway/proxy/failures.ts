@@ -3,8 +3,8 @@
  * connection and which a reset, and the problem+json answers forward() sends itself.
  */
 import type { ServerResponse } from 'node:http';
-import { sendProblem } from '../../protocol/http';
-import type { NetworkError } from '../request/classify';
+import { sendProblem } from '../../runtime/http';
+import type { NetworkError } from './contract';
 
 /** Error codes of a connection that never carried the request: refused, DNS, routing, TLS. */
 const CONNECT_FAILURES: ReadonlySet<string> = new Set([

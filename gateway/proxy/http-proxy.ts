@@ -25,7 +25,7 @@ import http, { type ClientRequest, type IncomingMessage, type ServerResponse } f
 import https from 'node:https';
 import httpProxy from 'http-proxy';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
-import { clientResponseHeaders } from '../request/headers';
+import { clientResponseHeaders } from './headers';
 import { ForwardCall, type EngineCounters } from './call';
 import { declaredLength, networkErrorOf } from './failures';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';

@@ -26,7 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { buildConnector, type Client, type Dispatcher } from 'undici';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
-import { clientResponseHeaders, headerListValue } from '../request/headers';
+import { clientResponseHeaders, headerListValue } from './headers';
 import { ForwardCall, type EngineCounters } from './call';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
 import { declaredLength, networkErrorOf } from './failures';

@@ -3,16 +3,10 @@
  * a call to the outcome that decides where money moves.
  */
 import type { Outcome } from '../../protocol/outcome';
+import type { CallerFailure, NetworkError } from '../proxy/index';
 
-/** Transport failures that are the provider's fault. A caller that left is not one of them. */
-export type NetworkError = 'refused' | 'reset' | 'timeout';
-
-/**
- * Failures that are the caller's doing, never the provider's: it left before the answer
- * (`client_abort`), streamed a body over the limit (`body_too_large`), or stopped sending its
- * body for longer than `gateway.clientBodyTimeoutMs` (`client_timeout`).
- */
-export type CallerFailure = 'client_abort' | 'body_too_large' | 'client_timeout';
+/** The failure kinds the proxy engines report (declared in `../proxy/contract.ts`). */
+export type { CallerFailure, NetworkError };
 
 /** What the gateway observed about one forwarded call. */
 export interface CallFacts {

@@ -1,9 +1,9 @@
 /**
  * The response headers that describe the gateway's per-key and per-address limits (docs/design.md
  * §3.5; IETF draft-ietf-httpapi-ratelimit-headers-11). The buckets themselves are
- * `protocol/token-bucket.ts`, shared with control's public API.
+ * `runtime/token-bucket.ts`, shared with control's public API.
  */
-import type { LimitPolicy, TakeResult } from '../../protocol/token-bucket';
+import type { LimitPolicy, TakeResult } from '../../runtime/token-bucket';
 
 /** A structured-field String (RFC 8941 §3.3.3): printable ASCII, `"` and `\` escaped. */
 function sfString(value: string): string {

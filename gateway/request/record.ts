@@ -9,10 +9,9 @@
  */
 import { COVERED_FAILURES, type Outcome, type OutcomeRecord } from '../../protocol/outcome';
 import { classify, type CallFacts } from './classify';
-import type { HeaderList } from './headers';
 import type { Journal } from '../journal/journal';
 import type { GatewayMetrics } from '../metrics';
-import type { ForwardResult, ResponseHead } from '../proxy/index';
+import type { ForwardResult, HeaderList, ResponseHead } from '../proxy/index';
 import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
 import type { EndpointEntry, KeyEntry } from '../state/state';
 import { isoTime } from './iso-time';

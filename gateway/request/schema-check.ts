@@ -14,7 +14,7 @@
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { SchemaValidator } from '../../protocol/response-schema';
 import type { SchemaVerdict } from './classify';
-import { headerListValue, type HeaderList } from './headers';
+import { headerListValue, type HeaderList } from '../proxy/index';
 
 /** Most body bytes (as received, and after decoding) kept for the check. @default 256 KiB */
 export const SCHEMA_BODY_CAP_BYTES = 256 * 1024;

@@ -18,7 +18,7 @@
 import type http from 'node:http';
 import { createInterface } from 'node:readline';
 import { hasCode } from '../../protocol/coded-error';
-import type { Logger } from '../../protocol/log';
+import type { Logger } from '../../runtime/log';
 import {
   SYNC_ACK_PATH,
   SYNC_BEAT_HEADER,
@@ -29,8 +29,8 @@ import {
   verifySealedLine,
   type SyncAck,
 } from '../../protocol/snapshot';
-import { SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
-import { SyncPoster } from '../../protocol/sync-post';
+import { SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
+import { SyncPoster } from '../control-link/sync-post';
 import { parseDelta } from './delta-line';
 import type { LimitShare } from './share';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';

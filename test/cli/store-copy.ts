@@ -22,7 +22,7 @@ import { SqliteStore } from '../../control/store';
 import { migratePg } from '../../control/store/pg/migrate';
 import { verifyTarget } from '../../control/store/pg/verify-target';
 import { verifyStore } from '../../control/store/verify';
-import { acquireInstanceLock } from '../../protocol/instance-lock';
+import { acquireInstanceLock } from '../../runtime/instance-lock';
 import { StoreCopyView, type StoreVerifyView } from '../../protocol/store-copy';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { populateStore } from '../fixtures/populated-store';

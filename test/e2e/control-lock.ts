@@ -1,5 +1,5 @@
 /**
- * One control process per data dir (protocol/instance-lock.ts, `control.sock`), through real
+ * One control process per data dir (runtime/instance-lock.ts, `control.sock`), through real
  * processes: a second `svcctl serve control` on the data dir of a running control exits 1 naming
  * the holder, `svcctl up` says the same before it starts anything, the running control is
  * unharmed, and right after control is SIGKILLed (a socket file left behind, unless the data
@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { lockAddress, probe } from '../../protocol/instance-lock';
+import { lockAddress, probe } from '../../runtime/instance-lock';
 import { controlListenArgs, startStack, svcctl } from '../fixtures/stack';
 
 t.test('control single-instance lock', async (t) => {

@@ -1,6 +1,6 @@
 /**
  * One gateway process per id and data dir, with a lock the kernel releases when the holder
- * dies (protocol/instance-lock.ts), through real processes: a second gateway with the same id
+ * dies (runtime/instance-lock.ts), through real processes: a second gateway with the same id
  * is refused with "already running (pid N)" while the first lives; right after a SIGKILL the
  * gateway starts again; a pid file left by earlier versions naming a live, unrelated process
  * (here: this test's own pid, as after pid reuse) does not block; and neither does a holder

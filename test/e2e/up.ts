@@ -7,7 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { controlListenArgs, health, metricsToken, request, testdirAfterTeardowns, WAIT_LIMIT_MS, waitFor } from '../fixtures/stack';
 import { startUp } from '../fixtures/cli';
-import { lockAddress, probe } from '../../protocol/instance-lock';
+import { lockAddress, probe } from '../../runtime/instance-lock';
 
 const alive = (pid: number): boolean => {
   try {

@@ -6,7 +6,7 @@ import {
   headerListObject,
   headerListValue,
   upstreamRequestHeaders,
-} from '../../gateway/request/headers';
+} from '../../gateway/proxy/headers';
 
 const OPTS = { clientAddress: '203.0.113.7', proto: 'https' as const, host: 'api.example:8443' };
 

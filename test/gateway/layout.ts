@@ -1,4 +1,7 @@
-// The gateway's folders import only what gateway/README.md (and each folder's README) allows.
+// The gateway's folders import only what gateway/README.md (and each folder's README) allows:
+// state/ and journal/ reach control only through control-link/, which imports no gateway folder;
+// proxy/ imports no gateway folder (the failure kinds and header filters are its own), and the
+// rest of the gateway imports only its index.ts.
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import t from 'tap';
@@ -6,7 +9,7 @@ import { ROOT, importsOf, sourceFiles, type Import } from '../fixtures/imports';
 
 const GATEWAY = join(ROOT, 'gateway');
 /** Top-level gateway folders with rules of their own. */
-const FOLDERS = ['request', 'state', 'journal', 'proxy'] as const;
+const FOLDERS = ['request', 'state', 'journal', 'proxy', 'control-link'] as const;
 
 /** The gateway folder a repo-relative path is in ('' for gateway/'s own files), or null outside gateway/. */
 function folderOf(path: string): string | null {
@@ -30,10 +33,11 @@ function violations(imports: readonly Import[]): string[] {
     const to = folderOf(target);
     if (to === null || to === from) continue;
     if (to === 'proxy' && target !== 'gateway/proxy/index') found.push(`${where}: outside proxy/, only proxy/index.ts is imported`);
-    if (from === 'state' || from === 'journal') found.push(`${where}: ${from}/ imports no other gateway folder`);
-    if (from === 'proxy' && target !== 'gateway/request/headers' && target !== 'gateway/request/classify') {
-      found.push(`${where}: proxy/ imports only request/headers.ts and request/classify.ts from the gateway`);
-    }
+    if ((from === 'state' || from === 'journal') && to !== 'control-link')
+      found.push(`${where}: ${from}/ imports no other gateway folder but control-link/`);
+    if (to === 'control-link' && from !== '' && from !== 'state' && from !== 'journal')
+      found.push(`${where}: only state/, journal/ and the top level talk to control`);
+    if (from === 'proxy' || from === 'control-link') found.push(`${where}: ${from}/ imports no other gateway folder`);
   }
   return found;
 }
@@ -41,7 +45,7 @@ function violations(imports: readonly Import[]): string[] {
 const files = sourceFiles(GATEWAY);
 const imports = importsOf(files);
 
-t.test('the gateway has its four folders, each with a README, and their files are read', async (t) => {
+t.test('the gateway has its five folders, each with a README, and their files are read', async (t) => {
   for (const folder of FOLDERS) {
     t.ok(
       files.some((f) => relative(GATEWAY, f).startsWith(`${folder}/`)),
@@ -73,11 +77,29 @@ t.test('each rule catches what it forbids', async (t) => {
     ['state/ → request/', { file: 'gateway/state/state.ts', spec: '../request/limiter', target: 'gateway/request/limiter' }],
     ['journal/ → top level', { file: 'gateway/journal/shipper.ts', spec: '../metrics', target: 'gateway/metrics' }],
     ['proxy/ → state/', { file: 'gateway/proxy/call.ts', spec: '../state/state', target: 'gateway/state/state' }],
+    ['proxy/ → request/', { file: 'gateway/proxy/call.ts', spec: '../request/classify', target: 'gateway/request/classify' }],
+    ['proxy/ → top level', { file: 'gateway/proxy/undici.ts', spec: '../metrics', target: 'gateway/metrics' }],
+    ['control-link/ → state/', { file: 'gateway/control-link/sync-http.ts', spec: '../state/state', target: 'gateway/state/state' }],
+    [
+      'control-link/ → journal/',
+      { file: 'gateway/control-link/sync-post.ts', spec: '../journal/journal', target: 'gateway/journal/journal' },
+    ],
+    ['control-link/ → top level', { file: 'gateway/control-link/sync-http.ts', spec: '../metrics', target: 'gateway/metrics' }],
+    [
+      'request/ → control-link/',
+      { file: 'gateway/request/handler.ts', spec: '../control-link/sync-http', target: 'gateway/control-link/sync-http' },
+    ],
+    ['undici in control-link/', { file: 'gateway/control-link/sync-post.ts', spec: 'undici', target: null }],
   ];
   for (const [name, imp] of cases) t.equal(violations([imp]).length, 1, name);
-  t.same(
-    violations([{ file: 'gateway/proxy/call.ts', spec: '../request/headers', target: 'gateway/request/headers' }]),
-    [],
-    'proxy/ may use the header list',
-  );
+  for (const ok of [
+    { file: 'gateway/state/sync-client.ts', spec: '../control-link/sync-post', target: 'gateway/control-link/sync-post' },
+    { file: 'gateway/journal/shipper.ts', spec: '../control-link/sync-http', target: 'gateway/control-link/sync-http' },
+    { file: 'gateway/main.ts', spec: './control-link/sync-http', target: 'gateway/control-link/sync-http' },
+    { file: 'gateway/control-link/sync-post.ts', spec: './sync-http', target: 'gateway/control-link/sync-http' },
+    { file: 'gateway/control-link/sync-http.ts', spec: '../../runtime/log', target: 'runtime/log' },
+    { file: 'gateway/request/handler.ts', spec: '../proxy/index', target: 'gateway/proxy/index' },
+  ]) {
+    t.same(violations([ok]), [], `${ok.file} → ${ok.spec} is allowed`);
+  }
 });

@@ -1,7 +1,7 @@
 // RateLimit headers of the gateway's limits, from token-bucket results on an injected clock.
 import t from 'tap';
 import { rateLimitHeaders } from '../../gateway/request/limiter';
-import { TokenBuckets, type LimitPolicy } from '../../protocol/token-bucket';
+import { TokenBuckets, type LimitPolicy } from '../../runtime/token-bucket';
 
 const PER_MINUTE: LimitPolicy = { count: 60, windowSeconds: 60, burst: 10 };
 

@@ -7,7 +7,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig } from '../../config/load';
 import { startGateway } from '../../gateway/main';
-import { silentLogger } from '../../protocol/log';
+import { silentLogger } from '../../runtime/log';
 import { testdirAfterTeardowns } from '../fixtures/stack';
 
 t.test('a taken port: the start fails, and the lock, journal and files are released', async (t) => {

@@ -20,9 +20,14 @@ import { MissingReceiptError, ReissueError } from '../../control/store/receipts-
 import { TokenConflictError } from '../../control/tokens';
 import { GatewayStartError } from '../../gateway/main';
 import { CodedError, INTERNAL_ERROR_CODES, hasCode, type InternalErrorCode } from '../../protocol/coded-error';
-import { InstanceLockedError } from '../../protocol/instance-lock';
-import { createLogger } from '../../protocol/log';
-import { SyncPostAnswerError, SyncPostClosedError, SyncPostQueueFullError, SyncPostTimeoutError } from '../../protocol/sync-post';
+import { InstanceLockedError } from '../../runtime/instance-lock';
+import { createLogger } from '../../runtime/log';
+import {
+  SyncPostAnswerError,
+  SyncPostClosedError,
+  SyncPostQueueFullError,
+  SyncPostTimeoutError,
+} from '../../gateway/control-link/sync-post';
 import { ROOT } from '../fixtures/imports';
 
 const HALT = { batch: 3, batches_without_receipt: 1, reason: 'batch 3 is settled but has no receipt' };

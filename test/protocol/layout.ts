@@ -2,7 +2,12 @@
  * The repository's floors, checked on every source file (the gateway's own folder rules are
  * test/gateway/layout.ts; import cycles are `npm run cycles`):
  *
- * - `protocol/` imports nothing of ours outside itself;
+ * - `protocol/` imports nothing of ours outside itself, and holds what crosses a process
+ *   boundary, not what runs one: no Node module that opens sockets, servers, files, processes,
+ *   threads or timers (`node:net`, `node:http`, `node:fs`, `node:child_process`, …; a type from
+ *   one is fine, TypeScript erases it), and no timers, `fetch` or `process` in its code;
+ * - `runtime/` (what every process runs alike: logger, listener edge, instance lock, buckets)
+ *   imports only `protocol/` of ours;
  * - `config/` imports only `protocol/`;
  * - the database drivers (`better-sqlite3`, `pg`) are imported only under `control/store/`, the
  *   one place with SQL;
@@ -17,11 +22,36 @@
  * - the shared modules import no feature folder (`server.ts` aside), so a feature reaches
  *   another through them neither.
  */
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import t from 'tap';
-import { ROOT, importsOf, sourceFiles, type Import } from '../fixtures/imports';
+import { ROOT, importsOf, isTypeOnly, sourceFiles, type Import } from '../fixtures/imports';
 
-const SOURCE_DIRS = ['config', 'protocol', 'control', 'gateway', 'cli', 'demo'];
+const SOURCE_DIRS = ['config', 'protocol', 'runtime', 'control', 'gateway', 'cli', 'demo'];
+/** Node modules that run things (sockets, servers, files, processes, threads, timers): protocol/ takes only their types. */
+const RUNTIME_BUILTINS = new Set([
+  'net',
+  'http',
+  'https',
+  'http2',
+  'tls',
+  'dgram',
+  'dns',
+  'fs',
+  'fs/promises',
+  'child_process',
+  'cluster',
+  'worker_threads',
+  'timers',
+  'timers/promises',
+  'readline',
+  'process',
+  'os',
+  'stream',
+  'stream/promises',
+]);
+/** What runs in code, read from the text with comments and strings left out. */
+const RUNTIME_CALLS = /\b(setTimeout|setInterval|setImmediate|queueMicrotask|fetch|process)\b/;
 const FEATURES = new Set(['admin', 'applications', 'public', 'indexer', 'settler', 'sync']);
 const DRIVERS = new Set(['better-sqlite3', 'pg']);
 
@@ -40,16 +70,20 @@ const sharedModule = (file: string) => top(file) === 'control' && featureOf(file
 /** What breaks the floors in `imports`. */
 function check(imports: readonly Import[]): string[] {
   const violations: string[] = [];
-  for (const { file, spec, target } of imports) {
+  for (const imp of imports) {
+    const { file, spec, target } = imp;
     const where = `${file} imports ${spec}`;
     const from = top(file);
     const pkg = spec.split('/')[0]!;
     if (target === null) {
       if (DRIVERS.has(pkg) && !file.startsWith('control/store/')) violations.push(`${where}: database drivers only under control/store/`);
+      if (from === 'protocol' && RUNTIME_BUILTINS.has(spec.replace(/^node:/, '')) && imp.typeOnly !== true)
+        violations.push(`${where}: protocol/ takes only types from a module that runs things`);
       continue;
     }
     const to = top(target);
     if (from === 'protocol' && to !== 'protocol') violations.push(`${where}: protocol/ imports nothing of ours`);
+    if (from === 'runtime' && to !== 'runtime' && to !== 'protocol') violations.push(`${where}: runtime/ imports only protocol/`);
     if (from === 'config' && to !== 'config' && to !== 'protocol') violations.push(`${where}: config/ imports only protocol/`);
     if (from === 'gateway' && (to === 'control' || to === 'cli')) violations.push(`${where}: the gateway never imports control/ or cli/`);
     if (from === 'control' && to === 'gateway') violations.push(`${where}: control never imports gateway/`);
@@ -61,16 +95,73 @@ function check(imports: readonly Import[]): string[] {
   return violations;
 }
 
+/** What `protocol/`'s code runs in `text` (a file's source): timers, `fetch`, `process`, outside comments and strings. */
+function runtimeCalls(file: string, text: string): string[] {
+  const code = text
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\/.*$/gm, '')
+    .replace(/(['"`])(?:\\.|(?!\1)[^\\\n])*\1/g, "''");
+  return code
+    .split('\n')
+    .filter((line) => RUNTIME_CALLS.test(line))
+    .map((line) => `${file} runs ${RUNTIME_CALLS.exec(line)![1]!}: protocol/ holds shapes and rules, no timers or process state`);
+}
+
 const imports = importsOf(SOURCE_DIRS.flatMap((dir) => sourceFiles(join(ROOT, dir))));
+const protocolFiles = sourceFiles(join(ROOT, 'protocol'));
 
 t.test('every source file keeps to the floors', async (t) => {
   t.ok(imports.length > 1000, `${imports.length} imports read`);
   t.same(check(imports), []);
 });
 
+t.test('protocol/ runs no timers and touches no process state', async (t) => {
+  t.ok(protocolFiles.length > 40, `${protocolFiles.length} protocol files read`);
+  t.same(
+    protocolFiles.flatMap((f) => runtimeCalls(relative(ROOT, f), readFileSync(f, 'utf8'))),
+    [],
+  );
+  // The reader tells a type import from one that loads the module.
+  const of = (file: string, spec: string) => imports.find((i) => i.file === file && i.spec === spec);
+  t.equal(of('protocol/keys.ts', 'node:crypto')?.typeOnly, false, 'a value import loads the module');
+  t.equal(of('runtime/http.ts', 'node:http')?.typeOnly, true, '`import type` loads nothing');
+  t.equal(of('gateway/proxy/index.ts', './contract')?.typeOnly, true, 'nor does `export type { … }` over several lines');
+  t.equal(of('gateway/startup.ts', 'node:http')?.typeOnly, false, 'a value beside types loads the module');
+  t.ok(isTypeOnly('import { type Server, type Socket } from'), 'braces of types only load nothing');
+  t.notOk(isTypeOnly('import { type Server, createServer } from'), 'braces with a value load the module');
+});
+
+t.test('protocol/ refuses what runs, in imports and in code', async (t) => {
+  const imp = (spec: string, typeOnly: boolean): Import => ({ file: 'protocol/x.ts', spec, target: null, typeOnly });
+  for (const spec of ['node:net', 'node:http', 'node:https', 'node:fs', 'fs', 'node:child_process', 'node:dgram', 'node:timers']) {
+    t.equal(check([imp(spec, false)]).length, 1, `${spec} is refused`);
+  }
+  for (const ok of [imp('node:http', true), imp('node:crypto', false), imp('zod', false)]) {
+    t.same(check([ok]), [], `${ok.spec}${ok.typeOnly === true ? ' (types)' : ''} is allowed`);
+  }
+  const bad = [
+    'const t = setTimeout(() => {}, 10);',
+    'export const port = Number(process.env.PORT);',
+    'export async function get(u: string) { return fetch(u); }',
+    'setImmediate(run);',
+  ];
+  for (const source of bad) t.equal(runtimeCalls('protocol/x.ts', source).length, 1, source);
+  const fine = ['/** Built once per process. */', '// setTimeout is not ours', "export const NAME = 'process';", 'const processed = 1;'];
+  for (const source of fine) t.same(runtimeCalls('protocol/x.ts', source), [], source);
+});
+
 t.test('each rule catches what it forbids', async (t) => {
   const cases: [string, Import][] = [
     ['protocol → control', { file: 'protocol/keys.ts', spec: '../control/store/db', target: 'control/store/db' }],
+    ['protocol → runtime', { file: 'protocol/errors.ts', spec: '../runtime/http', target: 'runtime/http' }],
+    [
+      'protocol → gateway’s link to control',
+      { file: 'protocol/snapshot.ts', spec: '../gateway/control-link/sync-http', target: 'gateway/control-link/sync-http' },
+    ],
+    ['runtime → control', { file: 'runtime/log.ts', spec: '../control/context', target: 'control/context' }],
+    ['runtime → gateway', { file: 'runtime/http-edge.ts', spec: '../gateway/metrics', target: 'gateway/metrics' }],
+    ['runtime → config', { file: 'runtime/token-bucket.ts', spec: '../config/defaults', target: 'config/defaults' }],
+    ['runtime → cli', { file: 'runtime/instance-lock.ts', spec: '../cli/exit-codes', target: 'cli/exit-codes' }],
     ['config → cli', { file: 'config/load.ts', spec: '../cli/deps', target: 'cli/deps' }],
     ['a driver outside the store', { file: 'control/public/reads.ts', spec: 'better-sqlite3', target: null }],
     ['pg outside the store', { file: 'cli/commands/status.ts', spec: 'pg', target: null }],
@@ -93,6 +184,10 @@ t.test('each rule catches what it forbids', async (t) => {
     { file: 'control/public/pages/routes.ts', spec: './feeds', target: 'control/public/pages/feeds' },
     { file: 'control/server.ts', spec: './indexer/server', target: 'control/indexer/server' },
     { file: 'control/store/pg/conn.ts', spec: 'pg', target: null },
+    { file: 'runtime/log.ts', spec: '../protocol/keys', target: 'protocol/keys' },
+    { file: 'runtime/instance-lock.ts', spec: 'node:net', target: null },
+    { file: 'control/http/serve.ts', spec: '../../runtime/http-edge', target: 'runtime/http-edge' },
+    { file: 'gateway/startup.ts', spec: '../runtime/http-edge', target: 'runtime/http-edge' },
   ]) {
     t.same(check([ok]), [], `${ok.file} → ${ok.spec} is allowed`);
   }

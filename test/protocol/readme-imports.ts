@@ -14,7 +14,7 @@ import { dirname, join, posix, relative } from 'node:path';
 import t from 'tap';
 import { ROOT, importsOf, sourceFiles, type Import } from '../fixtures/imports';
 
-const SOURCE_DIRS = ['config', 'protocol', 'control', 'gateway', 'cli', 'demo'];
+const SOURCE_DIRS = ['config', 'protocol', 'runtime', 'control', 'gateway', 'cli', 'demo'];
 /** How a package name is written (what the import reader also picks out of strings is not). */
 const PACKAGE = /^(@[a-z0-9-]+\/)?[a-z0-9][a-z0-9._-]*$/;
 
@@ -112,11 +112,37 @@ const rules = readmeRules();
 t.test('the READMEs state their lists', async (t) => {
   t.same(
     rules.map((r) => r.dir),
-    ['cli', 'config', 'control', 'demo', 'gateway/journal', 'gateway/proxy', 'gateway/request', 'gateway/state', 'protocol'],
+    [
+      'cli',
+      'config',
+      'control',
+      'demo',
+      'gateway/control-link',
+      'gateway/journal',
+      'gateway/proxy',
+      'gateway/request',
+      'gateway/state',
+      'protocol',
+      'runtime',
+    ],
   );
   const control = rules.find((r) => r.dir === 'control')!;
   t.ok(control.paths.includes('protocol/') && control.packages.includes('prom-client'), 'folders and packages are read');
   t.notOk(control.paths.includes('gateway/'), 'what a README forbids is not on its list');
+  // The shared runtime and the gateway's link to control stand on protocol/ alone.
+  const runtime = rules.find((r) => r.dir === 'runtime')!;
+  const link = rules.find((r) => r.dir === 'gateway/control-link')!;
+  t.same(runtime.paths, ['protocol/'], 'runtime/ may import protocol/ only');
+  t.same(link.paths.sort(), ['protocol/', 'runtime/'], 'control-link/ may import protocol/ and runtime/ only');
+  for (const [rule, file, target] of [
+    [runtime, 'runtime/log.ts', 'control/context'],
+    [runtime, 'runtime/http-edge.ts', 'gateway/metrics'],
+    [runtime, 'runtime/token-bucket.ts', 'config/defaults'],
+    [link, 'gateway/control-link/sync-http.ts', 'gateway/state/state'],
+    [link, 'gateway/control-link/sync-post.ts', 'gateway/metrics'],
+  ] as const) {
+    t.equal(violations([rule], [{ file, spec: `../${target}`, target }]).length, 1, `${file} → ${target} is refused`);
+  }
 });
 
 t.test('the code imports only what its folder’s README allows', async (t) => {

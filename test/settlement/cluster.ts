@@ -9,7 +9,7 @@
 import t, { type Test } from 'tap';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { silentLogger } from '../../protocol/log';
+import { silentLogger } from '../../runtime/log';
 import type { Store } from '../../control/store';
 import { LeaseLeadership } from '../../control/settler/leadership';
 import { planBatch } from '../../control/settler/plan';

@@ -5,7 +5,7 @@
  * SQLite store always leading.
  */
 import t from 'tap';
-import { silentLogger } from '../../protocol/log';
+import { silentLogger } from '../../runtime/log';
 import type { ClusterTable } from '../../control/store';
 import { LEASE_TICK_MIN_MS, LeaseLeadership, leaseTickMs, soleLeadership } from '../../control/settler/leadership';
 

@@ -22,7 +22,7 @@ import t, { type Test } from 'tap';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { Settler, SettlerHaltedError } from '../../control/settler/settler';
 import type { Store } from '../../control/store';
-import { silentLogger } from '../../protocol/log';
+import { silentLogger } from '../../runtime/log';
 import type { Outcome } from '../../protocol/outcome';
 import {
   jwkThumbprint,

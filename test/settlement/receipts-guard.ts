@@ -22,7 +22,7 @@ import { createPrivateKey } from 'node:crypto';
 import { ReceiptChainGuard } from '../../control/receipts/chain-guard';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import type { Store } from '../../control/store';
-import { silentLogger } from '../../protocol/log';
+import { silentLogger } from '../../runtime/log';
 import type { Receipt } from '../../protocol/receipts';
 import { receiptHash } from '../../protocol/receipts-verify';
 import { T0, all, records, seed, settle } from '../fixtures/receipts';

@@ -30,7 +30,7 @@ import {
 import { Settler, PAUSED_META } from '../../control/settler/settler';
 import { SqliteStore } from '../../control/store';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
-import { silentLogger } from '../../protocol/log';
+import { silentLogger } from '../../runtime/log';
 import type { Outcome } from '../../protocol/outcome';
 import { receiptHash, receiptSigningBytes, type ReceiptFields } from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';

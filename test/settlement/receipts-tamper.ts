@@ -22,7 +22,7 @@ import Database from 'better-sqlite3';
 import { Settler } from '../../control/settler/settler';
 import { SqliteStore } from '../../control/store';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
-import { silentLogger } from '../../protocol/log';
+import { silentLogger } from '../../runtime/log';
 import type { Outcome } from '../../protocol/outcome';
 import { jwkThumbprint, receiptSigningBytes, verifyCallProof, type ReceiptFields } from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { copySqliteToPostgres, type CopyResult } from '../../../control/store/pg/copy';
 import { verifyTarget } from '../../../control/store/pg/verify-target';
 import { UNPARSABLE_DATABASE_URL, databaseUrlSecrets, maskDatabaseUrl } from '../../../protocol/database-url';
-import { InstanceLockedError, acquireInstanceLock, controlRunningMessage, type InstanceLock } from '../../../protocol/instance-lock';
+import { InstanceLockedError, acquireInstanceLock, controlRunningMessage, type InstanceLock } from '../../../runtime/instance-lock';
 import type { StoreCopyView, StoreVerifyView } from '../../../protocol/store-copy';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError } from '../../exit-codes';
 import { formatUnits } from '../../money';

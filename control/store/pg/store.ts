@@ -220,7 +220,7 @@ export class PgStore implements Store {
     const out = await this.conn.tx(async (conn) => {
       const tx = this.tables(conn);
       const result = await fn(tx);
-      const committed = await commitMutation(conn, tx, ctx, audit);
+      const committed = await commitMutation(conn, tx.audit, ctx, audit);
       if (committed.bumped) await conn.run(Q.announce, [String(committed.version)]);
       return { result, ...committed };
     }, 'serial');

@@ -5,7 +5,9 @@
  */
 import type { SnapshotKey } from '../../../protocol/snapshot';
 import { sql, type Conn } from '../conn';
-import type { Audit, MutationContext, StateChange, StoreTables } from '../index';
+import type { AuditTable } from '../audit';
+import type { Audit, MutationContext, StateChange } from '../changes';
+import type { Async } from '../seam';
 import { liveKey } from './snapshot-reads';
 
 const Q = {
@@ -51,17 +53,17 @@ export function stateTables(conn: Conn): StateTables {
 }
 
 /**
- * What `Store.mutate` commits with its change, inside its transaction (`conn`, `tx`): the audit
- * row, and when the change is one gateways must see, the version bump with each changed entity.
+ * What `Store.mutate` commits with its change, inside its transaction (`conn`): the audit row
+ * (`log`), and when the change is one gateways must see, the version bump with each changed entity.
  * Answers the state version after the change and whether it bumped it.
  */
 export async function commitMutation(
   conn: Conn,
-  tx: StoreTables,
+  log: Pick<Async<AuditTable>, 'record'>,
   ctx: MutationContext,
   audit: Audit,
 ): Promise<{ version: number; bumped: boolean }> {
-  await tx.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
+  await log.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
   if (!audit.changes || audit.changes.length === 0) return { version: await versionOn(conn), bumped: false };
   const version = (await conn.value<number>(Q.bump))!;
   for (const change of audit.changes) await conn.run(Q.change, [version, change.kind, change.entity]);

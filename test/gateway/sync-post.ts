@@ -10,8 +10,8 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { ControlEndpoints } from '../../protocol/sync-http';
-import { SyncPoster, SyncPostClosedError } from '../../protocol/sync-post';
+import { ControlEndpoints } from '../../gateway/control-link/sync-http';
+import { SyncPoster, SyncPostClosedError } from '../../gateway/control-link/sync-post';
 import { ok, rawControl as raw } from '../fixtures/raw-control';
 import { waitFor } from '../fixtures/stack';
 

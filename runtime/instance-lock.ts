@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, realpathSync, rmSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { CodedError } from './coded-error';
+import { CodedError } from '../protocol/coded-error';
 
 /** The lock of a gateway dir. */
 export const LOCK_SOCKET_FILE = 'lock.sock';

@@ -1,7 +1,7 @@
-// Token buckets (protocol/token-bucket.ts: the gateway's per-key and per-address limits and
+// Token buckets (runtime/token-bucket.ts: the gateway's per-key and per-address limits and
 // control's per-address limits), on an injected clock.
 import t from 'tap';
-import { TokenBuckets, type LimitPolicy } from '../../protocol/token-bucket';
+import { TokenBuckets, type LimitPolicy } from '../../runtime/token-bucket';
 
 const PER_MINUTE: LimitPolicy = { count: 60, windowSeconds: 60, burst: 10 };
 

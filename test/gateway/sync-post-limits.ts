@@ -14,8 +14,8 @@ import type net from 'node:net';
 import { loadConfig } from '../../config/load';
 import { ANSWER_LIMIT_MS, ackKey } from '../../gateway/state/sync-client';
 import type { SyncAck } from '../../protocol/snapshot';
-import { ControlEndpoints } from '../../protocol/sync-http';
-import { SYNC_POST_TIMEOUT_MS, SyncPoster, SyncPostQueueFullError, type SyncPosterOptions } from '../../protocol/sync-post';
+import { ControlEndpoints } from '../../gateway/control-link/sync-http';
+import { SYNC_POST_TIMEOUT_MS, SyncPoster, SyncPostQueueFullError, type SyncPosterOptions } from '../../gateway/control-link/sync-post';
 import { ok, rawControl } from '../fixtures/raw-control';
 import { waitFor } from '../fixtures/stack';
 

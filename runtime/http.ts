@@ -1,9 +1,10 @@
 /**
- * Wire helpers shared by every listener: JSON and problem+json responses, and a bounded
- * JSON body reader. Kept here because the response shapes are part of the contract.
+ * What every listener does with a request and its response: JSON and problem+json answers
+ * written to the response, and a bounded JSON body reader. The shapes they carry (the error
+ * catalogue, `Problem`) are `protocol/errors.ts`'s.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PROBLEM_CONTENT_TYPE, SvcError, isSvcError, problem, type ErrorCode, type Problem } from './errors';
+import { PROBLEM_CONTENT_TYPE, SvcError, isSvcError, problem, type ErrorCode, type Problem } from '../protocol/errors';
 
 /** Largest JSON body accepted by the admin and sync APIs. @default 1 MiB */
 export const DEFAULT_JSON_BODY_LIMIT_BYTES = 1024 * 1024;

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { generateKey, keyStub } from '../../protocol/keys';
-import { createLogger } from '../../protocol/log';
+import { createLogger } from '../../runtime/log';
 
 function sinkLogger(level?: 'debug' | 'info' | 'warn' | 'error') {
   const lines: string[] = [];

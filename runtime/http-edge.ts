@@ -22,7 +22,7 @@ import {
   type ServerOptions,
 } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ERRORS, PROBLEM_CONTENT_TYPE, problem, type ErrorCode } from './errors';
+import { ERRORS, PROBLEM_CONTENT_TYPE, problem, type ErrorCode } from '../protocol/errors';
 import { sendProblem } from './http';
 
 /** How long a refused connection may take to read our answer before it is cut. @default 2 s */

@@ -13,7 +13,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
-import type { Logger } from './log';
+import type { Logger } from '../../runtime/log';
 
 /** The controls a gateway may talk to, in the order to try them, and the one it talks to now. */
 export class ControlEndpoints {

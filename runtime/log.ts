@@ -2,7 +2,7 @@
  * Structured JSON logs, one object per line. Every message and string field passes through
  * `redactKeys`, so a key that reaches a log call by mistake is cut to its stub.
  */
-import { redactKeys } from './keys';
+import { redactKeys } from '../protocol/keys';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };

@@ -1,5 +1,5 @@
 /**
- * The single-instance lock (protocol/instance-lock.ts) of a gateway dir and of control's data
+ * The single-instance lock (runtime/instance-lock.ts) of a gateway dir and of control's data
  * dir, in both of its address forms (a socket file in the dir, and Linux's abstract
  * namespace): a live holder refuses
  * a second taker and says its pid; a holder that was SIGKILLed leaves nothing that blocks; a
@@ -18,7 +18,7 @@ import {
   acquireInstanceLock,
   lockAddress,
   probe,
-} from '../../protocol/instance-lock';
+} from '../../runtime/instance-lock';
 
 /**
  * A separate process that listens on `path` the way a lock holder does (answers its pid), and

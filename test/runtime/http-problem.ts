@@ -7,7 +7,7 @@ import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SvcError } from '../../protocol/errors';
-import { answerProblemsWith, readJson, sendError, sendJson } from '../../protocol/http';
+import { answerProblemsWith, readJson, sendError, sendJson } from '../../runtime/http';
 
 async function serve(t: tap.Test, handler: (req: IncomingMessage, res: ServerResponse) => Promise<void> | void): Promise<string> {
   const server = createServer((req, res) => {

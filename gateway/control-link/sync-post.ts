@@ -36,7 +36,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { CodedError } from './coded-error';
+import { CodedError } from '../../protocol/coded-error';
 import type { ControlEndpoints } from './sync-http';
 
 /** No complete answer within the response timeout: the request failed, its connection destroyed. */

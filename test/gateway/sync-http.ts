@@ -8,8 +8,8 @@
 import t, { type Test } from 'tap';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger } from '../../protocol/log';
-import { ControlEndpoints, SyncHttp } from '../../protocol/sync-http';
+import { createLogger } from '../../runtime/log';
+import { ControlEndpoints, SyncHttp } from '../../gateway/control-link/sync-http';
 
 interface Seen {
   method: string;

@@ -4,7 +4,7 @@
  * read, and a missing, short or garbled header falls back to the socket.
  */
 import t from 'tap';
-import { clientAddress } from '../../protocol/client-address';
+import { clientAddress } from '../../runtime/client-address';
 
 const SOCKET = '10.0.0.9';
 const req = (xff?: string | string[], socket: string | null = SOCKET) => ({
