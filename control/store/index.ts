@@ -11,7 +11,6 @@ import { MIGRATIONS } from './migrations';
 import { ApplicationsTable } from './applications';
 import { ApprovalsTable } from './approvals';
 import { AuditTable } from './audit';
-import { ChangelogTable } from './changelog';
 import { EndpointsTable } from './endpoints';
 import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
@@ -77,7 +76,6 @@ export interface StateChange {
 interface SqliteTables {
   keys: KeysTable;
   endpoints: EndpointsTable;
-  changelog: ChangelogTable;
   audit: AuditTable;
   /** Operators and their tokens (digests only). */
   operators: OperatorsTable;
@@ -220,7 +218,6 @@ export class SqliteStore implements Store {
     const tables: SqliteTables = {
       keys: new KeysTable(db),
       endpoints: new EndpointsTable(db),
-      changelog: new ChangelogTable(db),
       audit: new AuditTable(db),
       operators: new OperatorsTable(db),
       approvals: new ApprovalsTable(db),
@@ -254,7 +251,6 @@ export class SqliteStore implements Store {
         keys: asyncTable(tables.keys, gate),
         ...sharedTables(gate === null ? conn.inside() : conn),
         endpoints: asyncTable(tables.endpoints, gate),
-        changelog: asyncTable(tables.changelog, gate),
         audit: asyncTable(tables.audit, gate),
         operators: asyncTable(tables.operators, gate),
         approvals: asyncTable(tables.approvals, gate),

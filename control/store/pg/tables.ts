@@ -14,7 +14,6 @@ import type { Pool } from 'pg';
 import { pgLiveKey } from './snapshot-reader';
 import { PgApplicationsTable } from './applications';
 import { PgAuditTable } from './audit';
-import { PgChangelogTable } from './changelog';
 import { PgEndpointsTable } from './endpoints';
 import { sharedTables } from '../sql';
 import { PgGatewaysTable } from './gateways';
@@ -88,7 +87,6 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
     ...sharedTables(conn),
     keys: new PgKeysTable(conn),
     endpoints: new PgEndpointsTable(conn),
-    changelog: new PgChangelogTable(conn),
     audit: new PgAuditTable(conn),
     operators: new PgOperatorsTable(conn),
     approvals: new PgApprovalsTable(conn),

@@ -3,17 +3,21 @@
  * builds them on its own `Conn`, outside a transaction and inside each one.
  */
 import type { Conn } from '../conn';
+import type { ChangelogTable } from '../changelog';
 import type { FlagsTable } from '../flags';
+import { SqlChangelogTable } from './changelog';
 import { SqlFlagsTable } from './flags';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables {
   readonly flags: FlagsTable;
+  readonly changelog: ChangelogTable;
 }
 
 /** The shared families on `conn`. */
 export function sharedTables(conn: Conn): SharedTables {
   return {
     flags: new SqlFlagsTable(conn),
+    changelog: new SqlChangelogTable(conn),
   };
 }
