@@ -10,7 +10,6 @@ import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
 import { ApplicationsTable } from './applications';
 import { ApprovalsTable } from './approvals';
-import { AuditTable } from './audit';
 import { EndpointsTable } from './endpoints';
 import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
@@ -76,7 +75,6 @@ export interface StateChange {
 interface SqliteTables {
   keys: KeysTable;
   endpoints: EndpointsTable;
-  audit: AuditTable;
   /** Operators and their tokens (digests only). */
   operators: OperatorsTable;
   /** Money actions waiting for a second operator. */
@@ -218,7 +216,6 @@ export class SqliteStore implements Store {
     const tables: SqliteTables = {
       keys: new KeysTable(db),
       endpoints: new EndpointsTable(db),
-      audit: new AuditTable(db),
       operators: new OperatorsTable(db),
       approvals: new ApprovalsTable(db),
       gateways: new GatewaysTable(db),
@@ -251,7 +248,6 @@ export class SqliteStore implements Store {
         keys: asyncTable(tables.keys, gate),
         ...sharedTables(gate === null ? conn.inside() : conn),
         endpoints: asyncTable(tables.endpoints, gate),
-        audit: asyncTable(tables.audit, gate),
         operators: asyncTable(tables.operators, gate),
         approvals: asyncTable(tables.approvals, gate),
         gateways: asyncTable(tables.gateways, gate),
@@ -370,7 +366,7 @@ export class SqliteStore implements Store {
     let bumped = false;
     const out = await this.transaction('BEGIN IMMEDIATE', async () => {
       const result = await fn(this.tx);
-      this.sync.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
+      await this.tx.audit.record(ctx.now, ctx.actor, audit.action, audit.target ?? null, audit.detail ?? {}, ctx);
       let version: number;
       if (audit.changes && audit.changes.length > 0) {
         version = this.bumpStmt.get() as number;

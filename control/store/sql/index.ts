@@ -3,8 +3,10 @@
  * builds them on its own `Conn`, outside a transaction and inside each one.
  */
 import type { Conn } from '../conn';
+import type { AuditTable } from '../audit';
 import type { ChangelogTable } from '../changelog';
 import type { FlagsTable } from '../flags';
+import { SqlAuditTable } from './audit';
 import { SqlChangelogTable } from './changelog';
 import { SqlFlagsTable } from './flags';
 
@@ -12,6 +14,7 @@ import { SqlFlagsTable } from './flags';
 export interface SharedTables {
   readonly flags: FlagsTable;
   readonly changelog: ChangelogTable;
+  readonly audit: AuditTable;
 }
 
 /** The shared families on `conn`. */
@@ -19,5 +22,6 @@ export function sharedTables(conn: Conn): SharedTables {
   return {
     flags: new SqlFlagsTable(conn),
     changelog: new SqlChangelogTable(conn),
+    audit: new SqlAuditTable(conn),
   };
 }
