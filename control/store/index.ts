@@ -10,7 +10,6 @@ import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
 import { ApplicationsTable } from './applications';
 import { ApprovalsTable } from './approvals';
-import { EndpointsTable } from './endpoints';
 import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
@@ -74,7 +73,6 @@ export interface StateChange {
 /** The table families, as SQLite implements them (synchronously, one connection). */
 interface SqliteTables {
   keys: KeysTable;
-  endpoints: EndpointsTable;
   /** Operators and their tokens (digests only). */
   operators: OperatorsTable;
   /** Money actions waiting for a second operator. */
@@ -215,7 +213,6 @@ export class SqliteStore implements Store {
     );
     const tables: SqliteTables = {
       keys: new KeysTable(db),
-      endpoints: new EndpointsTable(db),
       operators: new OperatorsTable(db),
       approvals: new ApprovalsTable(db),
       gateways: new GatewaysTable(db),
@@ -247,7 +244,6 @@ export class SqliteStore implements Store {
       return {
         keys: asyncTable(tables.keys, gate),
         ...sharedTables(gate === null ? conn.inside() : conn),
-        endpoints: asyncTable(tables.endpoints, gate),
         operators: asyncTable(tables.operators, gate),
         approvals: asyncTable(tables.approvals, gate),
         gateways: asyncTable(tables.gateways, gate),

@@ -13,7 +13,6 @@ import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { pgLiveKey } from './snapshot-reader';
 import { PgApplicationsTable } from './applications';
-import { PgEndpointsTable } from './endpoints';
 import { sharedTables } from '../sql';
 import { PgGatewaysTable } from './gateways';
 import { PgKeysTable } from './keys';
@@ -85,7 +84,6 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
   return {
     ...sharedTables(conn),
     keys: new PgKeysTable(conn),
-    endpoints: new PgEndpointsTable(conn),
     operators: new PgOperatorsTable(conn),
     approvals: new PgApprovalsTable(conn),
     gateways: new PgGatewaysTable(conn),

@@ -5,9 +5,11 @@
 import type { Conn } from '../conn';
 import type { AuditTable } from '../audit';
 import type { ChangelogTable } from '../changelog';
+import type { EndpointsTable } from '../endpoints';
 import type { FlagsTable } from '../flags';
 import { SqlAuditTable } from './audit';
 import { SqlChangelogTable } from './changelog';
+import { SqlEndpointsTable } from './endpoints';
 import { SqlFlagsTable } from './flags';
 
 /** The families every store shares, as callers see them. */
@@ -15,6 +17,7 @@ export interface SharedTables {
   readonly flags: FlagsTable;
   readonly changelog: ChangelogTable;
   readonly audit: AuditTable;
+  readonly endpoints: EndpointsTable;
 }
 
 /** The shared families on `conn`. */
@@ -23,5 +26,6 @@ export function sharedTables(conn: Conn): SharedTables {
     flags: new SqlFlagsTable(conn),
     changelog: new SqlChangelogTable(conn),
     audit: new SqlAuditTable(conn),
+    endpoints: new SqlEndpointsTable(conn),
   };
 }
