@@ -11,7 +11,6 @@ import { MIGRATIONS } from './migrations';
 import { ApplicationsTable } from './applications';
 import { ApprovalsTable } from './approvals';
 import { GatewaysTable } from './gateways';
-import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
 import { OperatorsTable } from './operators';
 import { OutcomesTable } from './outcomes';
@@ -72,7 +71,6 @@ export interface StateChange {
 
 /** The table families, as SQLite implements them (synchronously, one connection). */
 interface SqliteTables {
-  keys: KeysTable;
   /** Operators and their tokens (digests only). */
   operators: OperatorsTable;
   /** Money actions waiting for a second operator. */
@@ -212,7 +210,6 @@ export class SqliteStore implements Store {
       Date.now(),
     );
     const tables: SqliteTables = {
-      keys: new KeysTable(db),
       operators: new OperatorsTable(db),
       approvals: new ApprovalsTable(db),
       gateways: new GatewaysTable(db),
@@ -242,7 +239,6 @@ export class SqliteStore implements Store {
     const view = (gate: Gate | null): StoreTables => {
       const run = <T>(fn: () => T): Promise<T> => (gate ? gate.run(fn) : settled(fn));
       return {
-        keys: asyncTable(tables.keys, gate),
         ...sharedTables(gate === null ? conn.inside() : conn),
         operators: asyncTable(tables.operators, gate),
         approvals: asyncTable(tables.approvals, gate),

@@ -15,7 +15,6 @@ import { pgLiveKey } from './snapshot-reader';
 import { PgApplicationsTable } from './applications';
 import { sharedTables } from '../sql';
 import { PgGatewaysTable } from './gateways';
-import { PgKeysTable } from './keys';
 import { PgLedgerTable } from './ledger';
 import { PgOperatorsTable } from './operators';
 import { PgApprovalsTable } from './approvals';
@@ -83,7 +82,6 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
   const receipts = new PgReceiptsTable(conn, shared.receipts);
   return {
     ...sharedTables(conn),
-    keys: new PgKeysTable(conn),
     operators: new PgOperatorsTable(conn),
     approvals: new PgApprovalsTable(conn),
     gateways: new PgGatewaysTable(conn),

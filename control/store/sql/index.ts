@@ -7,10 +7,12 @@ import type { AuditTable } from '../audit';
 import type { ChangelogTable } from '../changelog';
 import type { EndpointsTable } from '../endpoints';
 import type { FlagsTable } from '../flags';
+import type { KeysTable } from '../keys';
 import { SqlAuditTable } from './audit';
 import { SqlChangelogTable } from './changelog';
 import { SqlEndpointsTable } from './endpoints';
 import { SqlFlagsTable } from './flags';
+import { SqlKeysTable } from './keys';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables {
@@ -18,6 +20,7 @@ export interface SharedTables {
   readonly changelog: ChangelogTable;
   readonly audit: AuditTable;
   readonly endpoints: EndpointsTable;
+  readonly keys: KeysTable;
 }
 
 /** The shared families on `conn`. */
@@ -27,5 +30,6 @@ export function sharedTables(conn: Conn): SharedTables {
     changelog: new SqlChangelogTable(conn),
     audit: new SqlAuditTable(conn),
     endpoints: new SqlEndpointsTable(conn),
+    keys: new SqlKeysTable(conn),
   };
 }

@@ -1,31 +1,33 @@
 /**
- * Keys and their secrets on PostgreSQL: `../keys.ts`'s statements, asynchronous, and its page
- * logic. `keys.seq` (SQLite's rowid order, for the full snapshot) is an identity column the
- * insert leaves to the database.
+ * Keys and their secrets (`../keys.ts`), on either database. On PostgreSQL `keys.seq` (SQLite's
+ * rowid order, for the full snapshot) is an identity column the insert leaves to the database,
+ * and no read here returns it.
  */
 import type { KeyStatus } from '../../../protocol/admin';
+import { sql, type Conn } from '../conn';
 import {
-  cutPage,
-  newKeyParams,
-  scanPositions,
-  scanTake,
-  secretsByKey,
+  KEY_PAGE_SCAN_LIMIT,
+  storedKeyStatus,
   type KeyPage,
   type KeyPosition,
   type KeyRow,
   type KeysTable,
   type NewKey,
-  type ScannedKey,
   type SecretRow,
 } from '../keys';
-import type { Async } from '../seam';
-import { sql, type PgConn } from './conn';
 
-/** A key row's columns as SQLite's `SELECT *` has them: `seq` is PostgreSQL's alone. */
+/** A key row's columns (PostgreSQL's table also has `seq`). */
 const KEY_COLUMNS = `id, name, prefix, status, created_at, created_by, expires_at, revoked_at, wallet, endpoints,
   limit_count, limit_window_s, lift_count, lift_window_s, lift_until, application_id`;
 
-// Keyset pages on keys_by_created / keys_by_status_created, newest first.
+/** `text` with `IN_IDS` standing for membership in `@ids`, a JSON array of key ids. */
+const inIds = (text: string) =>
+  sql({
+    sqlite: text.replace('IN_IDS', 'IN (SELECT value FROM json_each(@ids))'),
+    pg: text.replace('IN_IDS', '= ANY(ARRAY(SELECT json_array_elements_text(CAST(@ids AS json))))'),
+  });
+
+// Keyset pages on keys_by_created / keys_by_status_created (SQLite migration 8), newest first.
 const page = (where: string) => sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @take`);
 // Positions only, from the covering index: what a filter on expiry scans.
 const scan = (where: string) =>
@@ -40,6 +42,7 @@ const Q = {
   ),
   insertSecret: sql(`INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`),
   byId: sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`),
+  // By the secret's digest (the key_secrets primary key), as the gateway's table looks keys up.
   bySecret: sql(
     `SELECT ${KEY_COLUMNS.replace(/(\w+)/g, 'k.$1')} FROM key_secrets s JOIN keys k ON k.id = s.key_id
      WHERE s.hash = ? AND (s.expires_at IS NULL OR s.expires_at > ?)`,
@@ -52,19 +55,18 @@ const Q = {
       after: page('status = @status AND (created_at, id) < (@at, @id)'),
     },
     activeScan: { first: scan(''), after: scan('AND (created_at, id) < (@at, @id)') },
-    byIds: sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ANY(@ids::text[])`),
+    byIds: inIds(`SELECT ${KEY_COLUMNS} FROM keys WHERE id IN_IDS`),
   },
-  // Secrets created in the same millisecond come in hash order (SQLite's come in insertion order).
-  liveSecretsOfMany: sql(
-    `SELECT * FROM key_secrets WHERE key_id = ANY(@ids::text[]) AND (expires_at IS NULL OR expires_at > @now)
-     ORDER BY key_id, created_at DESC, hash`,
+  // Secrets created in the same millisecond come in hash order.
+  liveSecretsOfMany: inIds(
+    `SELECT * FROM key_secrets WHERE key_id IN_IDS AND (expires_at IS NULL OR expires_at > @now) ORDER BY key_id, created_at DESC, hash`,
   ),
   secretsOf: sql(`SELECT * FROM key_secrets WHERE key_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at DESC, hash`),
   revoke: sql(`UPDATE keys SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'active'`),
-  // Never extends a secret that is already counting down (a second rotation keeps the first grace).
+  // Live secrets not already expiring by `at` (a second rotation keeps the first grace).
   expireSecrets: sql(
-    `UPDATE key_secrets SET expires_at = LEAST(coalesce(expires_at, @at), @at)
-     WHERE key_id = @keyId AND (expires_at IS NULL OR expires_at > @now)`,
+    `UPDATE key_secrets SET expires_at = @at
+     WHERE key_id = @keyId AND (expires_at IS NULL OR (expires_at > @now AND expires_at > @at))`,
   ),
   wallet: sql(`UPDATE keys SET wallet = ? WHERE id = ?`),
   lift: sql(`UPDATE keys SET lift_count = ?, lift_window_s = ?, lift_until = ? WHERE id = ?`),
@@ -76,17 +78,31 @@ const Q = {
   ),
 };
 
-export class PgKeysTable implements Async<KeysTable> {
-  constructor(private readonly conn: PgConn) {}
+/** A scanned position of the covering index: `created_at`, `id`, `expires_at`. */
+type ScannedKey = [number, string, number | null];
+
+export class SqlKeysTable implements KeysTable {
+  constructor(private readonly conn: Conn) {}
 
   async insert(key: NewKey): Promise<void> {
     await this.conn.tx(async (conn) => {
-      await conn.run(Q.insertKey, newKeyParams(key));
+      await conn.run(Q.insertKey, {
+        id: key.id,
+        name: key.name,
+        prefix: key.prefix,
+        created_at: key.created_at,
+        created_by: key.created_by,
+        expires_at: key.expires_at,
+        wallet: key.wallet,
+        endpoints: JSON.stringify(key.endpoints),
+        limit_count: key.limit?.count ?? null,
+        limit_window_s: key.limit?.window_seconds ?? null,
+        application_id: key.application_id,
+      });
       await conn.run(Q.insertSecret, [key.hash, key.id, key.prefix, key.created_at, null]);
     });
   }
 
-  /** Add a secret to an existing key (rotation). */
   async addSecret(keyId: string, hash: string, prefix: string, at: number): Promise<void> {
     await this.conn.tx(async (conn) => {
       await conn.run(Q.insertSecret, [hash, keyId, prefix, at, null]);
@@ -94,57 +110,63 @@ export class PgKeysTable implements Async<KeysTable> {
     });
   }
 
-  /** Let every live secret of `keyId` expire at `at` (rotation grace or revocation). */
   async expireSecrets(keyId: string, at: number, now: number): Promise<void> {
     await this.conn.run(Q.expireSecrets, { at, keyId, now });
   }
 
-  async byId(id: string): Promise<KeyRow | undefined> {
+  byId(id: string): Promise<KeyRow | undefined> {
     return this.conn.get<KeyRow>(Q.byId, [id]);
   }
 
-  /** The key whose live secret has SHA-256 `hash` (hex) at `now`, whatever the key's own status. */
-  async bySecret(hash: string, now: number): Promise<KeyRow | undefined> {
+  bySecret(hash: string, now: number): Promise<KeyRow | undefined> {
     return this.conn.get<KeyRow>(Q.bySecret, [hash, now]);
   }
 
-  /** Every key, newest first. Reads the whole table: for tests and small tools, not the API. */
-  async list(): Promise<KeyRow[]> {
+  list(): Promise<KeyRow[]> {
     return this.conn.all<KeyRow>(Q.list);
   }
 
-  /**
-   * One page of keys, as `KeysTable.page` pages them. An `active` or `expired` page reads its
-   * `take` positions and then the keys it picked, in one read transaction (one state).
-   */
   async page(opts: { limit: number; after?: KeyPosition | null; status?: KeyStatus; now: number; scanLimit?: number }): Promise<KeyPage> {
     const { limit, now, status } = opts;
     const after = opts.after ? { at: opts.after.created_at, id: opts.after.id } : {};
 
     if (status === undefined || status === 'revoked') {
       const stmts = status === undefined ? Q.page.all : Q.page.byStatus;
-      const stmt = opts.after ? stmts.after : stmts.first;
-      return cutPage(await this.conn.all<KeyRow>(stmt, { take: limit + 1, ...after, ...(status ? { status } : {}) }), limit);
+      const rows = await this.conn.all<KeyRow>(opts.after ? stmts.after : stmts.first, {
+        take: limit + 1,
+        ...after,
+        ...(status ? { status } : {}),
+      });
+      if (rows.length <= limit) return { rows, next: null };
+      rows.length = limit;
+      const last = rows[limit - 1]!;
+      return { rows, next: { created_at: last.created_at, id: last.id } };
     }
 
-    const take = scanTake(limit, opts.scanLimit);
+    const take = Math.max(limit + 1, opts.scanLimit ?? KEY_PAGE_SCAN_LIMIT);
     const stmt = opts.after ? Q.page.activeScan.after : Q.page.activeScan.first;
     return this.conn.tx(async (conn) => {
       const { ids, next } = scanPositions(await conn.raw<ScannedKey>(stmt, { take, ...after }), { take, limit, status, now });
       if (ids.length === 0) return { rows: [], next };
-      const byId = new Map((await conn.all<KeyRow>(Q.page.byIds, { ids })).map((r) => [r.id, r]));
+      const byId = new Map((await conn.all<KeyRow>(Q.page.byIds, { ids: JSON.stringify(ids) })).map((r) => [r.id, r]));
       return { rows: ids.map((id) => byId.get(id)!), next };
     }, 'read');
   }
 
-  async liveSecrets(keyId: string, now: number): Promise<SecretRow[]> {
+  liveSecrets(keyId: string, now: number): Promise<SecretRow[]> {
     return this.conn.all<SecretRow>(Q.secretsOf, [keyId, now]);
   }
 
-  /** Live secrets of many keys in one query, by key id (newest secret first). */
   async liveSecretsOf(keyIds: readonly string[], now: number): Promise<Map<string, SecretRow[]>> {
-    if (keyIds.length === 0) return new Map();
-    return secretsByKey(await this.conn.all<SecretRow>(Q.liveSecretsOfMany, { ids: keyIds, now }));
+    const out = new Map<string, SecretRow[]>();
+    if (keyIds.length === 0) return out;
+    // Each key's secrets come together, newest first.
+    for (const row of await this.conn.all<SecretRow>(Q.liveSecretsOfMany, { ids: JSON.stringify(keyIds), now })) {
+      const list = out.get(row.key_id);
+      if (list) list.push(row);
+      else out.set(row.key_id, [row]);
+    }
+    return out;
   }
 
   async revoke(id: string, at: number): Promise<boolean> {
@@ -162,4 +184,36 @@ export class PgKeysTable implements Async<KeysTable> {
   async counts(now: number): Promise<{ total: number; active: number }> {
     return (await this.conn.get<{ total: number; active: number }>(Q.counts, [now]))!;
   }
+}
+
+/**
+ * The ids of the keys with `status` at `now` among `take` scanned positions of active keys
+ * (newest first), at most `limit`, and where the next page starts: after the page's last key
+ * when one more match exists, after the last position examined when all `take` were scanned
+ * without filling the page, else null.
+ */
+function scanPositions(
+  positions: Iterable<ScannedKey>,
+  opts: { take: number; limit: number; status: KeyStatus; now: number },
+): { ids: string[]; next: KeyPosition | null } {
+  const { take, limit, status, now } = opts;
+  const ids: string[] = [];
+  let last: KeyPosition | null = null;
+  let scanned = 0;
+  let next: KeyPosition | null = null;
+  for (const [createdAt, id, expiresAt] of positions) {
+    scanned += 1;
+    if (storedKeyStatus('active', expiresAt, now) === status) {
+      if (ids.length === limit) {
+        // One more match exists: this page is full and the next one starts after its last key.
+        next = last;
+        break;
+      }
+      ids.push(id);
+    }
+    last = { created_at: createdAt, id };
+  }
+  // Scanned `take` positions without filling the page: go on after the last one examined.
+  if (next === null && scanned === take && last !== null) next = last;
+  return { ids, next };
 }
