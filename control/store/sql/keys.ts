@@ -144,9 +144,19 @@ export class SqlKeysTable implements KeysTable {
     }
 
     const take = Math.max(limit + 1, opts.scanLimit ?? KEY_PAGE_SCAN_LIMIT);
-    const stmt = opts.after ? Q.page.activeScan.after : Q.page.activeScan.first;
     return this.conn.tx(async (conn) => {
-      const { ids, next } = scanPositions(await conn.raw<ScannedKey>(stmt, { take, ...after }), { take, limit, status, now });
+      // The positions are read a few at a time (twice a page, then four times as many as read
+      // so far), up to `take`: a dense match decides the page from the first read.
+      const positions: ScannedKey[] = [];
+      for (;;) {
+        const want = Math.min(take - positions.length, Math.max(2 * (limit + 1), 3 * positions.length));
+        const last = positions[positions.length - 1];
+        const from = last ? { at: last[0], id: last[1] } : after;
+        const more = await conn.raw<ScannedKey>('at' in from ? Q.page.activeScan.after : Q.page.activeScan.first, { take: want, ...from });
+        positions.push(...more);
+        if (more.length < want || positions.length === take || scanPositions(positions, { take, limit, status, now }).next) break;
+      }
+      const { ids, next } = scanPositions(positions, { take, limit, status, now });
       if (ids.length === 0) return { rows: [], next };
       const byId = new Map((await conn.all<KeyRow>(Q.page.byIds, { ids: JSON.stringify(ids) })).map((r) => [r.id, r]));
       return { rows: ids.map((id) => byId.get(id)!), next };
