@@ -67,17 +67,17 @@ const pinning = (() => {
 async function fill(dbPath) {
   const { SqliteStore } = require(path.join(DIST, 'control', 'store', 'index.js'));
   const { newId } = require(path.join(DIST, 'protocol', 'keys.js'));
-  // SQLite's own tables: the fill is one synchronous transaction, not a measured path.
+  // One transaction (no state change recorded: control is not running yet, and starts from the file).
   const store = SqliteStore.open(dbPath);
   const now = Date.now();
   const started = performance.now();
   const revoke = [];
-  store.db.transaction(() => {
+  await store.mutate({ actor: 'bench', now }, { action: 'bench.fill_keys', detail: { keys: params.keys } }, async (tx) => {
     for (let i = 0; i < params.keys; i++) {
       const id = newId('key');
       // Oldest first, a few keys per millisecond, over the last day or so.
       const createdAt = now - 86_400_000 + Math.floor(i / 12);
-      store.sync.keys.insert({
+      await tx.keys.insert({
         id,
         name: `bench key ${i}`,
         prefix: 'svc_beta_' + id.slice(4, 8),
@@ -92,8 +92,8 @@ async function fill(dbPath) {
       });
       if (i % 100 === 0) revoke.push(id);
     }
-    for (const id of revoke) store.sync.keys.revoke(id, now);
-  })();
+    for (const id of revoke) await tx.keys.revoke(id, now);
+  });
   const ms = performance.now() - started;
   await store.close();
   return { keys: params.keys, revoked: revoke.length, ms: Math.round(ms) };
@@ -284,7 +284,8 @@ async function stepCost(dbPath) {
   const { SqliteStore } = require(path.join(DIST, 'control', 'store', 'index.js'));
   const { keyView } = require(path.join(DIST, 'control', 'store', 'keys.js'));
   const { KEY_LIST_STEP } = require(path.join(DIST, 'control', 'admin', 'keys.js'));
-  // The statements' own CPU per step, on the synchronous tables (no event-loop turns in the reading).
+  // The statements' own CPU per step: on SQLite each of a step's reads answers an already-settled
+  // promise, so the awaits below run no other work of this process in between.
   const store = SqliteStore.open(dbPath);
   const now = Date.now();
   const cpu = [];
@@ -292,8 +293,8 @@ async function stepCost(dbPath) {
   let views = [];
   do {
     const c0 = process.cpuUsage();
-    const page = store.sync.keys.page({ limit: KEY_LIST_STEP, after, now });
-    const secrets = store.sync.keys.liveSecretsOf(
+    const page = await store.keys.page({ limit: KEY_LIST_STEP, after, now });
+    const secrets = await store.keys.liveSecretsOf(
       page.rows.map((r) => r.id),
       now,
     );

@@ -43,51 +43,25 @@ function newKey(keyMod, label, actor, now, limited) {
  * @returns {Promise<{ inserted: number, version: number, ms: number, loadKey: {id: string, key: string}|null }>}
  */
 async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label = 'bench', databaseUrl = null, dataDir = null } = {}) {
-  if (databaseUrl !== null) return seedKeysPg(databaseUrl, dataDir, count, { withLoadKey, actor, label });
-  const { SqliteStore } = require(path.join(distDir(), 'control', 'store', 'index.js'));
   const keyMod = require(path.join(distDir(), 'protocol', 'keys.js'));
   const started = Date.now();
-  const store = SqliteStore.open(dbPath);
-  try {
+  let store;
+  if (databaseUrl === null) {
+    const { SqliteStore } = require(path.join(distDir(), 'control', 'store', 'index.js'));
+    store = SqliteStore.open(dbPath);
     // Connection-local: a bigger page cache keeps the random-order B-tree inserts in memory
     // until the single commit. Durability settings are left exactly as the store set them.
     store.db.pragma('cache_size = -524288'); // 512 MiB
-    const now = Date.now();
-    let loadKey = null;
-    const changes = new Array(count);
-    const { version } = await store.mutate(
-      { actor, now },
-      { action: 'bench.seed_keys', target: null, detail: { count, label }, changes },
-      () => {
-        for (let i = 0; i < count; i++) {
-          const limited = withLoadKey && i === 0;
-          const { key, row } = newKey(keyMod, label, actor, now, limited);
-          store.sync.keys.insert(row);
-          changes[i] = { kind: 'key', entity: row.id };
-          if (limited) loadKey = { id: row.id, key };
-        }
-      },
-    );
-    return { inserted: count, version, ms: Date.now() - started, loadKey };
-  } finally {
-    await store.close();
+  } else {
+    const { PgStore } = require(path.join(distDir(), 'control', 'store', 'pg', 'store.js'));
+    store = await PgStore.open(databaseUrl, { dataDir });
   }
-}
-
-/**
- * The same on PostgreSQL, in one `store.mutate()` too: `tx.keys.insert()` per key (a statement
- * pair on the transaction's connection each; about 1.1 ms per key on the 2-core VM: 100,000 in two
- * minutes).
- */
-async function seedKeysPg(databaseUrl, dataDir, count, { withLoadKey, actor, label }) {
-  const { PgStore } = require(path.join(distDir(), 'control', 'store', 'pg', 'store.js'));
-  const keyMod = require(path.join(distDir(), 'protocol', 'keys.js'));
-  const started = Date.now();
-  const store = await PgStore.open(databaseUrl, { dataDir });
   try {
     const now = Date.now();
     let loadKey = null;
     const changes = new Array(count);
+    // `tx.keys.insert()` per key: a statement pair on the transaction's connection each (on
+    // PostgreSQL about 1.1 ms per key on the 2-core VM: 100,000 in two minutes).
     const { version } = await store.mutate(
       { actor, now },
       { action: 'bench.seed_keys', target: null, detail: { count, label }, changes },
@@ -102,7 +76,7 @@ async function seedKeysPg(databaseUrl, dataDir, count, { withLoadKey, actor, lab
       },
     );
     const ms = Date.now() - started;
-    await settle(databaseUrl);
+    if (databaseUrl !== null) await settle(databaseUrl);
     return { inserted: count, version, ms, loadKey };
   } finally {
     await store.close();

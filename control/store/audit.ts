@@ -3,7 +3,6 @@
  * what, when, and for a two-person action who approved it. Details are written by the admin
  * handlers and never carry a key's or a token's plaintext (test/control/plaintext-nowhere.ts).
  */
-import type { Db } from './db';
 import type { AuditEntry } from '../../protocol/admin';
 
 export interface AuditRow {
@@ -48,48 +47,11 @@ export const auditView = (row: AuditRow): AuditEntry => ({
   detail: JSON.parse(row.detail) as Record<string, unknown>,
 });
 
-/** The SQL both stores share. */
-export const AUDIT_SQL = {
-  insert: `INSERT INTO audit_log (at, actor, action, target, detail, token_id, approved_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  list: `SELECT * FROM audit_log ORDER BY id DESC LIMIT ?`,
-  // A filter left out is a NULL parameter; a family matches its own name and every `family.…`.
-  page: `SELECT * FROM audit_log
-         WHERE id < @before AND at >= @since
-           AND (CAST(@operator AS TEXT) IS NULL OR actor = @operator)
-           AND (CAST(@action AS TEXT) IS NULL OR action = @action OR substr(action, 1, length(@action) + 1) = @action || '.')
-         ORDER BY id DESC LIMIT @limit`,
-} as const;
-
-/** The parameters of {@link AUDIT_SQL}'s `page`. */
-export const auditPageParams = (filter: AuditFilter) => ({
-  before: filter.before ?? Number.MAX_SAFE_INTEGER,
-  since: filter.since ?? 0,
-  operator: filter.operator ?? null,
-  action: filter.action ?? null,
-  limit: filter.limit,
-});
-
-export class AuditTable {
-  private readonly insertStmt;
-  private readonly listStmt;
-  private readonly pageStmt;
-
-  constructor(db: Db) {
-    this.insertStmt = db.prepare(AUDIT_SQL.insert);
-    this.listStmt = db.prepare(AUDIT_SQL.list);
-    this.pageStmt = db.prepare(AUDIT_SQL.page);
-  }
-
-  record(at: number, actor: string, action: string, target: string | null, detail: Record<string, unknown> = {}, by: AuditBy = {}): void {
-    this.insertStmt.run(at, actor, action, target, JSON.stringify(detail), by.tokenId ?? null, by.approvedBy ?? null);
-  }
-
-  list(limit = 100): AuditEntry[] {
-    return (this.listStmt.all(limit) as AuditRow[]).map(auditView);
-  }
-
+export interface AuditTable {
+  /** Record one admin action (`Store.mutate` records each mutation's own). */
+  record(at: number, actor: string, action: string, target: string | null, detail?: Record<string, unknown>, by?: AuditBy): Promise<void>;
+  /** The newest `limit` rows, newest first. */
+  list(limit?: number): Promise<AuditEntry[]>;
   /** One page of the filtered log, newest first. */
-  page(filter: AuditFilter): AuditEntry[] {
-    return (this.pageStmt.all(auditPageParams(filter)) as AuditRow[]).map(auditView);
-  }
+  page(filter: AuditFilter): Promise<AuditEntry[]>;
 }

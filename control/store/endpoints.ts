@@ -3,7 +3,6 @@
  * names only; `snapshotRows()` is the one reader of the values (for the gateway snapshot).
  * Removal is soft (`removed_at`) so outcomes and ledger entries keep their endpoint.
  */
-import type { Db } from './db';
 import type { EndpointView } from '../../protocol/admin';
 import type { HttpMethod } from '../../protocol/endpoint';
 import type { JsonSchema } from '../../protocol/response-schema';
@@ -55,74 +54,17 @@ export function endpointView(row: EndpointRow): EndpointView {
   };
 }
 
-/** The parameters of the upsert for `record`: its JSON columns as text. */
-export function endpointParams(record: EndpointRecord): Record<string, unknown> {
-  return {
-    ...record,
-    methods: JSON.stringify(record.methods),
-    headers: JSON.stringify(record.headers),
-    response_schema:
-      record.response_schema === null || record.response_schema === undefined ? null : JSON.stringify(record.response_schema),
-    display_name: record.display_name ?? null,
-  };
-}
-
-/** The table's statements, in the text both dialects run (the PostgreSQL store compiles the same). */
-export const ENDPOINT_SQL = {
-  upsert: `INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
-                                  treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema, display_name)
-           VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
-                   @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema, @display_name)
-           ON CONFLICT (id) DO UPDATE SET
-             upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
-             price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
-             refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
-             headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL,
-             response_schema = excluded.response_schema, display_name = excluded.display_name`,
-  byId: `SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`,
-  list: `SELECT * FROM endpoints WHERE removed_at IS NULL ORDER BY id`,
-  remove: `UPDATE endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL`,
-  count: `SELECT count(*) AS n FROM endpoints WHERE removed_at IS NULL`,
-};
-
-export class EndpointsTable {
-  private readonly upsertStmt;
-  private readonly byIdStmt;
-  private readonly listStmt;
-  private readonly removeStmt;
-  private readonly countStmt;
-
-  constructor(db: Db) {
-    this.upsertStmt = db.prepare(ENDPOINT_SQL.upsert);
-    this.byIdStmt = db.prepare(ENDPOINT_SQL.byId);
-    this.listStmt = db.prepare(ENDPOINT_SQL.list);
-    this.removeStmt = db.prepare(ENDPOINT_SQL.remove);
-    this.countStmt = db.prepare(ENDPOINT_SQL.count);
-  }
-
+export interface EndpointsTable {
   /** Insert, or overwrite (and revive a removed endpoint with the same id). */
-  save(record: EndpointRecord): void {
-    this.upsertStmt.run(endpointParams(record));
-  }
-
-  byId(id: string): EndpointRow | undefined {
-    return this.byIdStmt.get(id) as EndpointRow | undefined;
-  }
-
-  record(id: string): EndpointRecord | undefined {
-    const row = this.byId(id);
-    return row && parseEndpointRow(row);
-  }
-
-  list(): EndpointRow[] {
-    return this.listStmt.all() as EndpointRow[];
-  }
-
-  remove(id: string, at: number): boolean {
-    return this.removeStmt.run(at, id).changes === 1;
-  }
-
-  count(): number {
-    return (this.countStmt.get() as { n: number }).n;
-  }
+  save(record: EndpointRecord): Promise<void>;
+  /** A live (not removed) endpoint's row. */
+  byId(id: string): Promise<EndpointRow | undefined>;
+  /** A live endpoint, its JSON columns parsed. */
+  record(id: string): Promise<EndpointRecord | undefined>;
+  /** Every live endpoint, by id. */
+  list(): Promise<EndpointRow[]>;
+  /** Remove a live endpoint (softly: `removed_at`); answers whether one was removed. */
+  remove(id: string, at: number): Promise<boolean>;
+  /** How many endpoints are live. */
+  count(): Promise<number>;
 }

@@ -10,11 +10,7 @@ import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
 import { ApplicationsTable } from './applications';
 import { ApprovalsTable } from './approvals';
-import { AuditTable } from './audit';
-import { ChangelogTable } from './changelog';
-import { EndpointsTable } from './endpoints';
 import { GatewaysTable } from './gateways';
-import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
 import { OperatorsTable } from './operators';
 import { OutcomesTable } from './outcomes';
@@ -50,10 +46,6 @@ export type { Actor, Audit, MutationContext, StateChange, StateChangeKind } from
 
 /** The table families, as SQLite implements them (synchronously, one connection). */
 interface SqliteTables {
-  keys: KeysTable;
-  endpoints: EndpointsTable;
-  changelog: ChangelogTable;
-  audit: AuditTable;
   /** Operators and their tokens (digests only). */
   operators: OperatorsTable;
   /** Money actions waiting for a second operator. */
@@ -172,10 +164,6 @@ export class SqliteStore implements Store {
       Date.now(),
     );
     const tables: SqliteTables = {
-      keys: new KeysTable(db),
-      endpoints: new EndpointsTable(db),
-      changelog: new ChangelogTable(db),
-      audit: new AuditTable(db),
       operators: new OperatorsTable(db),
       approvals: new ApprovalsTable(db),
       gateways: new GatewaysTable(db),
@@ -194,11 +182,7 @@ export class SqliteStore implements Store {
     this.conn = conn;
     const view = (gate: Gate | null): StoreTables => {
       return {
-        keys: asyncTable(tables.keys, gate),
         ...sharedTables(gate === null ? conn.inside() : conn),
-        endpoints: asyncTable(tables.endpoints, gate),
-        changelog: asyncTable(tables.changelog, gate),
-        audit: asyncTable(tables.audit, gate),
         operators: asyncTable(tables.operators, gate),
         approvals: asyncTable(tables.approvals, gate),
         gateways: asyncTable(tables.gateways, gate),

@@ -12,12 +12,8 @@ import { TreeHasher } from '../../receipts/tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { PgApplicationsTable } from './applications';
-import { PgAuditTable } from './audit';
-import { PgChangelogTable } from './changelog';
-import { PgEndpointsTable } from './endpoints';
 import { sharedTables } from '../sql';
 import { PgGatewaysTable } from './gateways';
-import { PgKeysTable } from './keys';
 import { PgLedgerTable } from './ledger';
 import { PgOperatorsTable } from './operators';
 import { PgApprovalsTable } from './approvals';
@@ -83,10 +79,6 @@ export function pgTables(conn: PgConn, shared: PgShared): StoreTables {
   const receipts = new PgReceiptsTable(conn, shared.receipts);
   return {
     ...sharedTables(conn),
-    keys: new PgKeysTable(conn),
-    endpoints: new PgEndpointsTable(conn),
-    changelog: new PgChangelogTable(conn),
-    audit: new PgAuditTable(conn),
     operators: new PgOperatorsTable(conn),
     approvals: new PgApprovalsTable(conn),
     gateways: new PgGatewaysTable(conn),

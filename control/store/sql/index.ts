@@ -3,13 +3,25 @@
  * builds them on its own `Conn`, outside a transaction and inside each one.
  */
 import type { Conn } from '../conn';
+import type { AuditTable } from '../audit';
+import type { ChangelogTable } from '../changelog';
+import type { EndpointsTable } from '../endpoints';
 import type { FlagsTable } from '../flags';
+import type { KeysTable } from '../keys';
+import { SqlAuditTable } from './audit';
+import { SqlChangelogTable } from './changelog';
+import { SqlEndpointsTable } from './endpoints';
 import { SqlFlagsTable } from './flags';
+import { SqlKeysTable } from './keys';
 import { stateTables, type StateTables } from './state';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables extends StateTables {
   readonly flags: FlagsTable;
+  readonly changelog: ChangelogTable;
+  readonly audit: AuditTable;
+  readonly endpoints: EndpointsTable;
+  readonly keys: KeysTable;
 }
 
 /** The shared families on `conn`. */
@@ -17,5 +29,9 @@ export function sharedTables(conn: Conn): SharedTables {
   return {
     ...stateTables(conn),
     flags: new SqlFlagsTable(conn),
+    changelog: new SqlChangelogTable(conn),
+    audit: new SqlAuditTable(conn),
+    endpoints: new SqlEndpointsTable(conn),
+    keys: new SqlKeysTable(conn),
   };
 }

@@ -1,8 +1,7 @@
-/** The public changelog on PostgreSQL: `../changelog.ts`'s statements and views, asynchronous. */
+/** The public changelog (`../changelog.ts`), on either database. */
 import type { ChangelogEntry, FlagName } from '../../../protocol/admin';
 import { changelogView, type ChangelogRow, type ChangelogTable } from '../changelog';
-import type { Async } from '../seam';
-import { sql, type PgConn } from './conn';
+import { sql, type Conn } from '../conn';
 
 const Q = {
   insert: sql(
@@ -13,17 +12,10 @@ const Q = {
   byFlag: sql(`SELECT * FROM changelog WHERE kind = 'flag' AND flag = ? ORDER BY id DESC LIMIT ?`),
 };
 
-export class PgChangelogTable implements Async<ChangelogTable> {
-  constructor(private readonly conn: PgConn) {}
+export class SqlChangelogTable implements ChangelogTable {
+  constructor(private readonly conn: Conn) {}
 
-  async add(entry: {
-    at: number;
-    kind: 'flag' | 'notice';
-    text: string;
-    flag?: FlagName;
-    value?: boolean;
-    author: string;
-  }): Promise<number> {
+  async add(entry: Parameters<ChangelogTable['add']>[0]): Promise<number> {
     const id = await this.conn.value<number>(Q.insert, {
       at: entry.at,
       kind: entry.kind,
@@ -44,7 +36,6 @@ export class PgChangelogTable implements Async<ChangelogTable> {
     return (await this.conn.all<ChangelogRow>(Q.list, [limit])).map(changelogView);
   }
 
-  /** The changes of one flag (each turned on or off), newest first. */
   async byFlag(flag: FlagName, limit = 50): Promise<ChangelogEntry[]> {
     return (await this.conn.all<ChangelogRow>(Q.byFlag, [flag, limit])).map(changelogView);
   }
