@@ -9,7 +9,6 @@ import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
 import { ApplicationsTable } from './applications';
-import { ApprovalsTable } from './approvals';
 import { AuditTable } from './audit';
 import { ChangelogTable } from './changelog';
 import { EndpointsTable } from './endpoints';
@@ -81,8 +80,6 @@ interface SqliteTables {
   audit: AuditTable;
   /** Operators and their tokens (digests only). */
   operators: OperatorsTable;
-  /** Money actions waiting for a second operator. */
-  approvals: ApprovalsTable;
   gateways: GatewaysTable;
   outcomes: OutcomesTable;
   /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
@@ -223,7 +220,6 @@ export class SqliteStore implements Store {
       changelog: new ChangelogTable(db),
       audit: new AuditTable(db),
       operators: new OperatorsTable(db),
-      approvals: new ApprovalsTable(db),
       gateways: new GatewaysTable(db),
       outcomes: new OutcomesTable(db, rollups),
       rollups,
@@ -257,7 +253,6 @@ export class SqliteStore implements Store {
         changelog: asyncTable(tables.changelog, gate),
         audit: asyncTable(tables.audit, gate),
         operators: asyncTable(tables.operators, gate),
-        approvals: asyncTable(tables.approvals, gate),
         gateways: asyncTable(tables.gateways, gate),
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),

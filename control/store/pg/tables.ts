@@ -21,7 +21,6 @@ import { PgGatewaysTable } from './gateways';
 import { PgKeysTable } from './keys';
 import { PgLedgerTable } from './ledger';
 import { PgOperatorsTable } from './operators';
-import { PgApprovalsTable } from './approvals';
 import { PgOutcomesTable } from './outcomes';
 import { PgPublicReads } from './public-reads';
 import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
@@ -91,7 +90,6 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
     changelog: new PgChangelogTable(conn),
     audit: new PgAuditTable(conn),
     operators: new PgOperatorsTable(conn),
-    approvals: new PgApprovalsTable(conn),
     gateways: new PgGatewaysTable(conn),
     outcomes: new PgOutcomesTable(conn),
     rollups,

@@ -4,16 +4,21 @@
  */
 import type { Conn } from '../conn';
 import type { FlagsTable } from '../flags';
+import type { ApprovalsTable } from '../approvals';
 import { SqlFlagsTable } from './flags';
+import { SqlApprovalsTable } from './approvals';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables {
   readonly flags: FlagsTable;
+  /** Money actions waiting for a second operator. */
+  readonly approvals: ApprovalsTable;
 }
 
 /** The shared families on `conn`. */
 export function sharedTables(conn: Conn): SharedTables {
   return {
     flags: new SqlFlagsTable(conn),
+    approvals: new SqlApprovalsTable(conn),
   };
 }
