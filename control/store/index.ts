@@ -15,7 +15,6 @@ import { EndpointsTable } from './endpoints';
 import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
-import { OperatorsTable } from './operators';
 import { OutcomesTable } from './outcomes';
 import { PublicReads } from './public-reads';
 import { ReceiptsTable } from './receipts';
@@ -78,8 +77,6 @@ interface SqliteTables {
   endpoints: EndpointsTable;
   changelog: ChangelogTable;
   audit: AuditTable;
-  /** Operators and their tokens (digests only). */
-  operators: OperatorsTable;
   gateways: GatewaysTable;
   outcomes: OutcomesTable;
   /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
@@ -219,7 +216,6 @@ export class SqliteStore implements Store {
       endpoints: new EndpointsTable(db),
       changelog: new ChangelogTable(db),
       audit: new AuditTable(db),
-      operators: new OperatorsTable(db),
       gateways: new GatewaysTable(db),
       outcomes: new OutcomesTable(db, rollups),
       rollups,
@@ -252,7 +248,6 @@ export class SqliteStore implements Store {
         endpoints: asyncTable(tables.endpoints, gate),
         changelog: asyncTable(tables.changelog, gate),
         audit: asyncTable(tables.audit, gate),
-        operators: asyncTable(tables.operators, gate),
         gateways: asyncTable(tables.gateways, gate),
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),

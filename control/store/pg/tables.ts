@@ -20,7 +20,6 @@ import { sharedTables } from '../sql';
 import { PgGatewaysTable } from './gateways';
 import { PgKeysTable } from './keys';
 import { PgLedgerTable } from './ledger';
-import { PgOperatorsTable } from './operators';
 import { PgOutcomesTable } from './outcomes';
 import { PgPublicReads } from './public-reads';
 import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
@@ -89,7 +88,6 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
     endpoints: new PgEndpointsTable(conn),
     changelog: new PgChangelogTable(conn),
     audit: new PgAuditTable(conn),
-    operators: new PgOperatorsTable(conn),
     gateways: new PgGatewaysTable(conn),
     outcomes: new PgOutcomesTable(conn),
     rollups,

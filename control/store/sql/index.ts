@@ -5,14 +5,18 @@
 import type { Conn } from '../conn';
 import type { FlagsTable } from '../flags';
 import type { ApprovalsTable } from '../approvals';
+import type { OperatorsTable } from '../operators';
 import { SqlFlagsTable } from './flags';
 import { SqlApprovalsTable } from './approvals';
+import { SqlOperatorsTable } from './operators';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables {
   readonly flags: FlagsTable;
   /** Money actions waiting for a second operator. */
   readonly approvals: ApprovalsTable;
+  /** Operators and their tokens (digests only). */
+  readonly operators: OperatorsTable;
 }
 
 /** The shared families on `conn`. */
@@ -20,5 +24,6 @@ export function sharedTables(conn: Conn): SharedTables {
   return {
     flags: new SqlFlagsTable(conn),
     approvals: new SqlApprovalsTable(conn),
+    operators: new SqlOperatorsTable(conn),
   };
 }
