@@ -8,7 +8,6 @@
 import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
-import { ApplicationsTable } from './applications';
 import { AuditTable } from './audit';
 import { ChangelogTable } from './changelog';
 import { EndpointsTable } from './endpoints';
@@ -83,7 +82,6 @@ interface SqliteTables {
   rollups: RollupsTable;
   /** Money totals and recent calls for the public API and indexer. */
   publicReads: PublicReads;
-  applications: ApplicationsTable;
   /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
   ledger: LedgerTable;
   /** Settlement batches (the settler's one-transaction commits). */
@@ -220,7 +218,6 @@ export class SqliteStore implements Store {
       outcomes: new OutcomesTable(db, rollups),
       rollups,
       publicReads,
-      applications: new ApplicationsTable(db),
       ledger,
       settlement: new SettlementTable(db, ledger, receipts),
       receipts,
@@ -252,7 +249,6 @@ export class SqliteStore implements Store {
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),
         publicReads: asyncTable(tables.publicReads, gate),
-        applications: asyncTable(tables.applications, gate),
         ledger: asyncTable(tables.ledger, gate),
         settlement: asyncTable(tables.settlement, gate),
         receipts: asyncTable(tables.receipts, gate),

@@ -12,7 +12,6 @@ import { TreeHasher } from '../../receipts/tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { pgLiveKey } from './snapshot-reader';
-import { PgApplicationsTable } from './applications';
 import { PgAuditTable } from './audit';
 import { PgChangelogTable } from './changelog';
 import { PgEndpointsTable } from './endpoints';
@@ -92,7 +91,6 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
     outcomes: new PgOutcomesTable(conn),
     rollups,
     publicReads: new PgPublicReads(conn),
-    applications: new PgApplicationsTable(conn),
     ledger,
     settlement: new PgSettlementTable(conn, receipts, shared.settlementReader),
     receipts,

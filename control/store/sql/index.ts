@@ -6,9 +6,11 @@ import type { Conn } from '../conn';
 import type { FlagsTable } from '../flags';
 import type { ApprovalsTable } from '../approvals';
 import type { OperatorsTable } from '../operators';
+import type { ApplicationsTable } from '../applications';
 import { SqlFlagsTable } from './flags';
 import { SqlApprovalsTable } from './approvals';
 import { SqlOperatorsTable } from './operators';
+import { SqlApplicationsTable } from './applications';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables {
@@ -17,6 +19,8 @@ export interface SharedTables {
   readonly approvals: ApprovalsTable;
   /** Operators and their tokens (digests only). */
   readonly operators: OperatorsTable;
+  /** Access applications and their key delivery log. */
+  readonly applications: ApplicationsTable;
 }
 
 /** The shared families on `conn`. */
@@ -25,5 +29,6 @@ export function sharedTables(conn: Conn): SharedTables {
     flags: new SqlFlagsTable(conn),
     approvals: new SqlApprovalsTable(conn),
     operators: new SqlOperatorsTable(conn),
+    applications: new SqlApplicationsTable(conn),
   };
 }
