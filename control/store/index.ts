@@ -11,7 +11,6 @@ import { MIGRATIONS } from './migrations';
 import { AuditTable } from './audit';
 import { ChangelogTable } from './changelog';
 import { EndpointsTable } from './endpoints';
-import { GatewaysTable } from './gateways';
 import { KeysTable } from './keys';
 import { LedgerTable } from './ledger';
 import { OutcomesTable } from './outcomes';
@@ -76,7 +75,6 @@ interface SqliteTables {
   endpoints: EndpointsTable;
   changelog: ChangelogTable;
   audit: AuditTable;
-  gateways: GatewaysTable;
   outcomes: OutcomesTable;
   /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
   rollups: RollupsTable;
@@ -214,7 +212,6 @@ export class SqliteStore implements Store {
       endpoints: new EndpointsTable(db),
       changelog: new ChangelogTable(db),
       audit: new AuditTable(db),
-      gateways: new GatewaysTable(db),
       outcomes: new OutcomesTable(db, rollups),
       rollups,
       publicReads,
@@ -245,7 +242,6 @@ export class SqliteStore implements Store {
         endpoints: asyncTable(tables.endpoints, gate),
         changelog: asyncTable(tables.changelog, gate),
         audit: asyncTable(tables.audit, gate),
-        gateways: asyncTable(tables.gateways, gate),
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),
         publicReads: asyncTable(tables.publicReads, gate),

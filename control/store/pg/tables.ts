@@ -16,7 +16,6 @@ import { PgAuditTable } from './audit';
 import { PgChangelogTable } from './changelog';
 import { PgEndpointsTable } from './endpoints';
 import { sharedTables } from '../sql';
-import { PgGatewaysTable } from './gateways';
 import { PgKeysTable } from './keys';
 import { PgLedgerTable } from './ledger';
 import { PgOutcomesTable } from './outcomes';
@@ -87,7 +86,6 @@ export function pgTables(conn: PgConn, shared: PgShared): Omit<StoreTables, 'liv
     endpoints: new PgEndpointsTable(conn),
     changelog: new PgChangelogTable(conn),
     audit: new PgAuditTable(conn),
-    gateways: new PgGatewaysTable(conn),
     outcomes: new PgOutcomesTable(conn),
     rollups,
     publicReads: new PgPublicReads(conn),

@@ -7,10 +7,12 @@ import type { FlagsTable } from '../flags';
 import type { ApprovalsTable } from '../approvals';
 import type { OperatorsTable } from '../operators';
 import type { ApplicationsTable } from '../applications';
+import type { GatewaysTable } from '../gateways';
 import { SqlFlagsTable } from './flags';
 import { SqlApprovalsTable } from './approvals';
 import { SqlOperatorsTable } from './operators';
 import { SqlApplicationsTable } from './applications';
+import { SqlGatewaysTable } from './gateways';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables {
@@ -21,6 +23,8 @@ export interface SharedTables {
   readonly operators: OperatorsTable;
   /** Access applications and their key delivery log. */
   readonly applications: ApplicationsTable;
+  /** Every gateway that has dialled in. */
+  readonly gateways: GatewaysTable;
 }
 
 /** The shared families on `conn`. */
@@ -30,5 +34,6 @@ export function sharedTables(conn: Conn): SharedTables {
     approvals: new SqlApprovalsTable(conn),
     operators: new SqlOperatorsTable(conn),
     applications: new SqlApplicationsTable(conn),
+    gateways: new SqlGatewaysTable(conn),
   };
 }
