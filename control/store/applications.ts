@@ -2,7 +2,6 @@
  * Access applications and their key delivery log (migration 005). Rows keep the answers as
  * submitted (normalised by the zod schema); the delivery log names keys by id only.
  */
-import type { Db } from './db';
 import type {
   Application,
   ApplicationSource,
@@ -61,10 +60,6 @@ export interface DeliveryAttempt {
   target: string | null;
 }
 
-interface DeliveryRow extends DeliveryAttempt {
-  id: number;
-}
-
 export interface ApplicationFilter {
   status?: ApplicationStatus;
 }
@@ -97,117 +92,24 @@ export function deliveryView(row: DeliveryAttempt): DeliveryAttemptView {
   };
 }
 
-/** The named parameters of the insert statement for `row` (the answers as columns). */
-export function insertParams(row: NewApplication): Record<string, unknown> {
-  const a = row.application;
-  return {
-    id: row.id,
-    received_at: row.received_at,
-    source: row.source,
-    building: a.building,
-    contact_name: a.contact_name,
-    wallet: a.wallet,
-    social_url: a.social_url,
-    messaging_handle: a.messaging_handle,
-    applicant_type: a.applicant_type,
-    apis_paid: JSON.stringify(a.apis_paid),
-    why: a.why,
-    feedback_opt_in: a.feedback_opt_in ? 1 : 0,
-    content_hash: row.content_hash,
-    recorded_by: row.recorded_by,
-  };
-}
-
-export class ApplicationsTable {
-  private readonly insertStmt;
-  private readonly byIdStmt;
-  private readonly recentByHashStmt;
-  private readonly resubmittedStmt;
-  private readonly listStmt;
-  private readonly listByStatusStmt;
-  private readonly approveStmt;
-  private readonly rejectStmt;
-  private readonly deliveryStmt;
-  private readonly attemptStmt;
-  private readonly attemptsStmt;
-
-  constructor(db: Db) {
-    this.insertStmt = db.prepare(
-      `INSERT INTO applications (id, received_at, source, status, building, contact_name, wallet, social_url,
-                                 messaging_handle, applicant_type, apis_paid, why, feedback_opt_in, content_hash,
-                                 last_submitted_at, recorded_by)
-       VALUES (@id, @received_at, @source, 'pending', @building, @contact_name, @wallet, @social_url,
-               @messaging_handle, @applicant_type, @apis_paid, @why, @feedback_opt_in, @content_hash,
-               @received_at, @recorded_by)`,
-    );
-    this.byIdStmt = db.prepare(`SELECT * FROM applications WHERE id = ?`);
-    this.recentByHashStmt = db.prepare(
-      `SELECT * FROM applications WHERE content_hash = ? AND received_at >= ? ORDER BY received_at DESC LIMIT 1`,
-    );
-    this.resubmittedStmt = db.prepare(
-      `UPDATE applications SET submissions = submissions + 1, last_submitted_at = max(last_submitted_at, ?) WHERE id = ?`,
-    );
-    this.listStmt = db.prepare(`SELECT * FROM applications ORDER BY received_at, id`);
-    this.listByStatusStmt = db.prepare(`SELECT * FROM applications WHERE status = ? ORDER BY received_at, id`);
-    this.approveStmt = db.prepare(
-      `UPDATE applications SET status = 'approved', decided_at = ?, decided_by = ?, key_id = ? WHERE id = ? AND status = 'pending'`,
-    );
-    this.rejectStmt = db.prepare(
-      `UPDATE applications SET status = 'rejected', decided_at = ?, decided_by = ?, reject_reason = ? WHERE id = ? AND status = 'pending'`,
-    );
-    this.deliveryStmt = db.prepare(
-      `UPDATE applications SET delivery_status = ?, delivery_notifier = ?, delivery_at = ?, delivery_error = ? WHERE id = ?`,
-    );
-    this.attemptStmt = db.prepare(
-      `INSERT INTO application_deliveries (application_id, key_id, notifier, attempt, at, outcome, http_status, error, target)
-       VALUES (@application_id, @key_id, @notifier, @attempt, @at, @outcome, @http_status, @error, @target)`,
-    );
-    this.attemptsStmt = db.prepare(`SELECT * FROM application_deliveries WHERE application_id = ? ORDER BY id`);
-  }
-
-  insert(row: NewApplication): void {
-    this.insertStmt.run(insertParams(row));
-  }
-
-  byId(id: string): ApplicationRow | undefined {
-    return this.byIdStmt.get(id) as ApplicationRow | undefined;
-  }
-
+export interface ApplicationsTable {
+  /** Record a new application, pending (inside `Store.mutate`). */
+  insert(row: NewApplication): Promise<void>;
+  byId(id: string): Promise<ApplicationRow | undefined>;
   /** The newest application with these answers received at or after `since`. */
-  recentByHash(hash: string, since: number): ApplicationRow | undefined {
-    return this.recentByHashStmt.get(hash, since) as ApplicationRow | undefined;
-  }
-
+  recentByHash(hash: string, since: number): Promise<ApplicationRow | undefined>;
   /** Count one more submission of an existing application. */
-  resubmitted(id: string, at: number): void {
-    this.resubmittedStmt.run(at, id);
-  }
-
-  list(filter: ApplicationFilter = {}): ApplicationRow[] {
-    return (filter.status === undefined ? this.listStmt.all() : this.listByStatusStmt.all(filter.status)) as ApplicationRow[];
-  }
-
+  resubmitted(id: string, at: number): Promise<void>;
+  /** Every application, or those in one status, oldest first. */
+  list(filter?: ApplicationFilter): Promise<ApplicationRow[]>;
   /** Pending → approved with its key. False when the application was not pending. */
-  approve(id: string, at: number, by: string, keyId: string): boolean {
-    return this.approveStmt.run(at, by, keyId, id).changes === 1;
-  }
-
+  approve(id: string, at: number, by: string, keyId: string): Promise<boolean>;
   /** Pending → rejected. False when the application was not pending. */
-  reject(id: string, at: number, by: string, reason: string | null): boolean {
-    return this.rejectStmt.run(at, by, reason, id).changes === 1;
-  }
-
+  reject(id: string, at: number, by: string, reason: string | null): Promise<boolean>;
   /** The latest delivery outcome, shown with the application. */
-  setDelivery(id: string, status: DeliveryStatus, notifier: NotifierKind, at: number, error: string | null): void {
-    this.deliveryStmt.run(status, notifier, at, error, id);
-  }
-
+  setDelivery(id: string, status: DeliveryStatus, notifier: NotifierKind, at: number, error: string | null): Promise<void>;
   /** Append one attempt to the delivery log. */
-  recordAttempt(attempt: DeliveryAttempt): void {
-    this.attemptStmt.run(attempt);
-  }
-
-  attempts(applicationId: string): DeliveryAttempt[] {
-    return (this.attemptsStmt.all(applicationId) as DeliveryRow[]).map(({ id: _id, ...rest }) => rest);
-  }
+  recordAttempt(attempt: DeliveryAttempt): Promise<void>;
+  /** The delivery log of one application, oldest attempt first. */
+  attempts(applicationId: string): Promise<DeliveryAttempt[]>;
 }

@@ -2,10 +2,8 @@
  * Requests for a money action waiting for a second operator (migration 17). A request is
  * decided at most once: `decide` changes only a pending request whose time is not up, so two
  * operators approving at once (on one control or two) act once. The view rules (an expired
- * request is a pending one past `expires_at`) are here too, shared with the PostgreSQL store.
+ * request is a pending one past `expires_at`) are here too.
  */
-import type Database from 'better-sqlite3';
-import type { Db } from './db';
 import type { ApprovalStatus, ApprovalView, MoneyAction } from '../../protocol/approvals';
 
 export interface ApprovalRow {
@@ -56,45 +54,15 @@ export function approvalView(row: ApprovalRow, now: number): ApprovalView {
   };
 }
 
-/** The SQL both stores share. */
-export const APPROVAL_SQL = {
-  insert: `INSERT INTO approvals (id, action, target, detail, requested_by, requested_token_id, requested_at, expires_at)
-           VALUES (@id, @action, @target, @detail, @requested_by, @requested_token_id, @requested_at, @expires_at)`,
-  byId: `SELECT * FROM approvals WHERE id = ?`,
-  list: `SELECT * FROM approvals ORDER BY requested_at DESC, id DESC LIMIT ?`,
-  decide: `UPDATE approvals SET status = @status, decided_by = @by, decided_at = @now, reason = @reason
-           WHERE id = @id AND status = 'pending' AND expires_at > @now`,
-} as const;
-
 /** Most requests a list shows, newest first. @default 1000 */
 export const APPROVAL_LIST_LIMIT = 1_000;
 
-export class ApprovalsTable {
-  private readonly stmts;
-
-  constructor(db: Db) {
-    this.stmts = Object.fromEntries(Object.entries(APPROVAL_SQL).map(([name, text]) => [name, db.prepare(text)])) as Record<
-      keyof typeof APPROVAL_SQL,
-      Database.Statement
-    >;
-  }
-
+export interface ApprovalsTable {
   /** Record a pending request (inside `Store.mutate`, with its audit row). */
-  insert(row: NewApproval): void {
-    this.stmts.insert.run(row);
-  }
-
-  byId(id: string): ApprovalRow | undefined {
-    return this.stmts.byId.get(id) as ApprovalRow | undefined;
-  }
-
+  insert(row: NewApproval): Promise<void>;
+  byId(id: string): Promise<ApprovalRow | undefined>;
   /** The newest {@link APPROVAL_LIST_LIMIT} requests, newest first. */
-  list(): ApprovalRow[] {
-    return this.stmts.list.all(APPROVAL_LIST_LIMIT) as ApprovalRow[];
-  }
-
+  list(): Promise<ApprovalRow[]>;
   /** Whether this decided the request (false: it was decided already, expired, or does not exist). Inside `Store.mutate`. */
-  decide(d: Decision): boolean {
-    return this.stmts.decide.run(d).changes === 1;
-  }
+  decide(d: Decision): Promise<boolean>;
 }

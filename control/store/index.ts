@@ -8,11 +8,7 @@
 import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
-import { ApplicationsTable } from './applications';
-import { ApprovalsTable } from './approvals';
-import { GatewaysTable } from './gateways';
 import { LedgerTable } from './ledger';
-import { OperatorsTable } from './operators';
 import { OutcomesTable } from './outcomes';
 import { PublicReads } from './public-reads';
 import { ReceiptsTable } from './receipts';
@@ -46,17 +42,11 @@ export type { Actor, Audit, MutationContext, StateChange, StateChangeKind } from
 
 /** The table families, as SQLite implements them (synchronously, one connection). */
 interface SqliteTables {
-  /** Operators and their tokens (digests only). */
-  operators: OperatorsTable;
-  /** Money actions waiting for a second operator. */
-  approvals: ApprovalsTable;
-  gateways: GatewaysTable;
   outcomes: OutcomesTable;
   /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
   rollups: RollupsTable;
   /** Money totals and recent calls for the public API and indexer. */
   publicReads: PublicReads;
-  applications: ApplicationsTable;
   /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
   ledger: LedgerTable;
   /** Settlement batches (the settler's one-transaction commits). */
@@ -164,13 +154,9 @@ export class SqliteStore implements Store {
       Date.now(),
     );
     const tables: SqliteTables = {
-      operators: new OperatorsTable(db),
-      approvals: new ApprovalsTable(db),
-      gateways: new GatewaysTable(db),
       outcomes: new OutcomesTable(db, rollups),
       rollups,
       publicReads,
-      applications: new ApplicationsTable(db),
       ledger,
       settlement: new SettlementTable(db, ledger, receipts),
       receipts,
@@ -183,13 +169,9 @@ export class SqliteStore implements Store {
     const view = (gate: Gate | null): StoreTables => {
       return {
         ...sharedTables(gate === null ? conn.inside() : conn),
-        operators: asyncTable(tables.operators, gate),
-        approvals: asyncTable(tables.approvals, gate),
-        gateways: asyncTable(tables.gateways, gate),
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),
         publicReads: asyncTable(tables.publicReads, gate),
-        applications: asyncTable(tables.applications, gate),
         ledger: asyncTable(tables.ledger, gate),
         settlement: asyncTable(tables.settlement, gate),
         receipts: asyncTable(tables.receipts, gate),

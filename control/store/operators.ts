@@ -1,10 +1,8 @@
 /**
  * Operators and their tokens (migration 16). Only the SHA-256 (hex) of a token is stored, and no
  * statement here reads it back: a token is found by its digest, the way a request presents it.
- * The non-SQL rules (status, scopes, the view) are here too, shared with the PostgreSQL store.
+ * The non-SQL rules (status, scopes, the view) are here too.
  */
-import type Database from 'better-sqlite3';
-import type { Db } from './db';
 import {
   OPERATOR_SCOPES,
   ROOT_OPERATOR,
@@ -113,101 +111,22 @@ export function operatorView(row: OperatorRow, tokens: readonly OperatorTokenRow
   };
 }
 
-/** Statements' parameters for a new operator. */
-export const newOperatorParams = (op: NewOperator) => ({
-  name: op.name,
-  scopes: storedScopes(op.scopes),
-  created_at: op.created_at,
-  expires_at: op.expires_at,
-});
-
-/** The columns of a token, its digest left out. */
-export const TOKEN_COLUMNS = 'token_id, operator, created_at, expires_at';
-
-/** A joined row of `byTokenHash` split into the token and its operator. */
-export interface OwnerRow extends OperatorRow {
-  token_id: string;
-  token_created_at: number;
-  token_expires_at: number | null;
-}
-export const ownerOf = (row: OwnerRow): TokenOwner => ({
-  token: { token_id: row.token_id, operator: row.name, created_at: row.token_created_at, expires_at: row.token_expires_at },
-  operator: {
-    name: row.name,
-    scopes: row.scopes,
-    created_at: row.created_at,
-    expires_at: row.expires_at,
-    revoked_at: row.revoked_at,
-    last_used_at: row.last_used_at,
-  },
-});
-
-/** The SQL both stores share (no dialect differences in these statements). */
-export const OPERATOR_SQL = {
-  insert: `INSERT INTO operators (name, scopes, created_at, expires_at) VALUES (@name, @scopes, @created_at, @expires_at)`,
-  insertToken: `INSERT INTO operator_tokens (token_id, operator, sha256, created_at, expires_at) VALUES (@token_id, @operator, @sha256, @created_at, NULL)`,
-  byName: `SELECT * FROM operators WHERE name = ?`,
-  list: `SELECT * FROM operators ORDER BY name = 'root' DESC, name`,
-  tokens: `SELECT ${TOKEN_COLUMNS} FROM operator_tokens ORDER BY operator, created_at, token_id`,
-  tokensOf: `SELECT ${TOKEN_COLUMNS} FROM operator_tokens WHERE operator = ? ORDER BY created_at, token_id`,
-  byTokenHash: `SELECT o.*, t.token_id, t.created_at AS token_created_at, t.expires_at AS token_expires_at
-                FROM operator_tokens t JOIN operators o ON o.name = t.operator WHERE t.sha256 = ?`,
-  // Never extends a token already counting down (a second rotation keeps the first one's grace).
-  expireTokens: `UPDATE operator_tokens SET expires_at = @until WHERE operator = @name AND (expires_at IS NULL OR expires_at > @until)`,
-  revoke: `UPDATE operators SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL`,
-  touch: `UPDATE operators SET last_used_at = @now WHERE name = @name AND (last_used_at IS NULL OR last_used_at <= @before)`,
-} as const;
-
-export class OperatorsTable {
-  private readonly stmts;
-
-  constructor(db: Db) {
-    this.stmts = Object.fromEntries(Object.entries(OPERATOR_SQL).map(([name, text]) => [name, db.prepare(text)])) as Record<
-      keyof typeof OPERATOR_SQL,
-      Database.Statement
-    >;
-  }
-
-  insert(op: NewOperator): void {
-    this.stmts.insert.run(newOperatorParams(op));
-  }
-
-  addToken(token: NewOperatorToken): void {
-    this.stmts.insertToken.run(token);
-  }
-
-  byName(name: string): OperatorRow | undefined {
-    return this.stmts.byName.get(name) as OperatorRow | undefined;
-  }
-
+export interface OperatorsTable {
+  /** Add an operator (inside `Store.mutate`). */
+  insert(op: NewOperator): Promise<void>;
+  /** Add a token, living as long as its operator, by its digest (inside `Store.mutate`). */
+  addToken(token: NewOperatorToken): Promise<void>;
+  byName(name: string): Promise<OperatorRow | undefined>;
   /** Every operator, root first, then by name. */
-  list(): OperatorRow[] {
-    return this.stmts.list.all() as OperatorRow[];
-  }
-
+  list(): Promise<OperatorRow[]>;
   /** Every token of every operator (for the list), or of one. */
-  tokens(name?: string): OperatorTokenRow[] {
-    return (name === undefined ? this.stmts.tokens.all() : this.stmts.tokensOf.all(name)) as OperatorTokenRow[];
-  }
-
+  tokens(name?: string): Promise<OperatorTokenRow[]>;
   /** The token whose SHA-256 (hex) is `sha256`, with its operator; found whatever their state. */
-  byTokenHash(sha256: string): TokenOwner | undefined {
-    const row = this.stmts.byTokenHash.get(sha256) as OwnerRow | undefined;
-    return row && ownerOf(row);
-  }
-
+  byTokenHash(sha256: string): Promise<TokenOwner | undefined>;
   /** The operator's tokens that would work past `until` stop then (now: at once; later: a rotation's grace). */
-  expireTokens(name: string, until: number): void {
-    this.stmts.expireTokens.run({ name, until });
-  }
-
+  expireTokens(name: string, until: number): Promise<void>;
   /** Whether this revoked the operator (false: it already was, or does not exist). */
-  revoke(name: string, now: number): boolean {
-    return this.stmts.revoke.run(now, name).changes === 1;
-  }
-
+  revoke(name: string, now: number): Promise<boolean>;
   /** Record a use at `now`, unless one was recorded in the last {@link LAST_USED_EVERY_MS}. */
-  touch(name: string, now: number): void {
-    this.stmts.touch.run({ name, now, before: now - LAST_USED_EVERY_MS });
-  }
+  touch(name: string, now: number): Promise<void>;
 }

@@ -11,12 +11,8 @@ import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';
 import { TreeHasher } from '../../receipts/tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
-import { PgApplicationsTable } from './applications';
 import { sharedTables } from '../sql';
-import { PgGatewaysTable } from './gateways';
 import { PgLedgerTable } from './ledger';
-import { PgOperatorsTable } from './operators';
-import { PgApprovalsTable } from './approvals';
 import { PgOutcomesTable } from './outcomes';
 import { PgPublicReads } from './public-reads';
 import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
@@ -79,13 +75,9 @@ export function pgTables(conn: PgConn, shared: PgShared): StoreTables {
   const receipts = new PgReceiptsTable(conn, shared.receipts);
   return {
     ...sharedTables(conn),
-    operators: new PgOperatorsTable(conn),
-    approvals: new PgApprovalsTable(conn),
-    gateways: new PgGatewaysTable(conn),
     outcomes: new PgOutcomesTable(conn),
     rollups,
     publicReads: new PgPublicReads(conn),
-    applications: new PgApplicationsTable(conn),
     ledger,
     settlement: new PgSettlementTable(conn, receipts, shared.settlementReader),
     receipts,

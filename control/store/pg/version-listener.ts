@@ -9,15 +9,10 @@
 import type { Client, Notification } from 'pg';
 import { PgClient } from './client';
 import type { GatewaysEvent } from '../cluster';
+import { GATEWAYS_CHANNEL } from '../gateways';
 
 /** The channel a committed state version is announced on; the payload is the version. */
 export const VERSION_CHANNEL = 'svc_state_version';
-/**
- * The channel a change to the gateways' rows that other controls count is announced on (an
- * ack batch, a gateway attaching or detaching); the payload is `<kind>:<control id>`, kind
- * `ack` or `member` (`GatewaysEvent`).
- */
-export const GATEWAYS_CHANNEL = 'svc_gateways';
 /** First wait before a dropped listening connection is opened again; doubles up to the max. @default 250 */
 export const LISTEN_RETRY_MS = 250;
 /** Longest wait between attempts to open the listening connection again. @default 5000 */

@@ -14,6 +14,14 @@ import { SqlEndpointsTable } from './endpoints';
 import { SqlFlagsTable } from './flags';
 import { SqlKeysTable } from './keys';
 import { stateTables, type StateTables } from './state';
+import type { ApprovalsTable } from '../approvals';
+import type { OperatorsTable } from '../operators';
+import type { ApplicationsTable } from '../applications';
+import type { GatewaysTable } from '../gateways';
+import { SqlApprovalsTable } from './approvals';
+import { SqlOperatorsTable } from './operators';
+import { SqlApplicationsTable } from './applications';
+import { SqlGatewaysTable } from './gateways';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables extends StateTables {
@@ -22,6 +30,14 @@ export interface SharedTables extends StateTables {
   readonly audit: AuditTable;
   readonly endpoints: EndpointsTable;
   readonly keys: KeysTable;
+  /** Money actions waiting for a second operator. */
+  readonly approvals: ApprovalsTable;
+  /** Operators and their tokens (digests only). */
+  readonly operators: OperatorsTable;
+  /** Access applications and their key delivery log. */
+  readonly applications: ApplicationsTable;
+  /** Every gateway that has dialled in. */
+  readonly gateways: GatewaysTable;
 }
 
 /** The shared families on `conn`. */
@@ -33,5 +49,9 @@ export function sharedTables(conn: Conn): SharedTables {
     audit: new SqlAuditTable(conn),
     endpoints: new SqlEndpointsTable(conn),
     keys: new SqlKeysTable(conn),
+    approvals: new SqlApprovalsTable(conn),
+    operators: new SqlOperatorsTable(conn),
+    applications: new SqlApplicationsTable(conn),
+    gateways: new SqlGatewaysTable(conn),
   };
 }

@@ -1,18 +1,7 @@
-/**
- * Access applications and their key delivery log on PostgreSQL (`../applications.ts` is the
- * SQLite twin and holds the row shapes and views).
- */
+/** Access applications and their key delivery log (`../applications.ts`), on either database. */
 import type { DeliveryStatus, NotifierKind } from '../../../protocol/applications';
-import {
-  insertParams,
-  type ApplicationFilter,
-  type ApplicationRow,
-  type ApplicationsTable,
-  type DeliveryAttempt,
-  type NewApplication,
-} from '../applications';
-import type { Async } from '../seam';
-import { sql, type PgConn } from './conn';
+import type { ApplicationFilter, ApplicationRow, ApplicationsTable, DeliveryAttempt, NewApplication } from '../applications';
+import { sql, type Conn } from '../conn';
 
 const Q = {
   insert: sql(
@@ -26,9 +15,10 @@ const Q = {
   byId: sql(`SELECT * FROM applications WHERE id = ?`),
   // `id` last: the newest of two received in the same ms is one answer, not either.
   recentByHash: sql(`SELECT * FROM applications WHERE content_hash = ? AND received_at >= ? ORDER BY received_at DESC, id DESC LIMIT 1`),
-  resubmitted: sql(
-    `UPDATE applications SET submissions = submissions + 1, last_submitted_at = GREATEST(last_submitted_at, ?) WHERE id = ?`,
-  ),
+  resubmitted: sql({
+    sqlite: `UPDATE applications SET submissions = submissions + 1, last_submitted_at = max(last_submitted_at, ?) WHERE id = ?`,
+    pg: `UPDATE applications SET submissions = submissions + 1, last_submitted_at = GREATEST(last_submitted_at, ?) WHERE id = ?`,
+  }),
   list: sql(`SELECT * FROM applications ORDER BY received_at, id`),
   listByStatus: sql(`SELECT * FROM applications WHERE status = ? ORDER BY received_at, id`),
   approve: sql(
@@ -48,23 +38,37 @@ const Q = {
   ),
 };
 
-export class PgApplicationsTable implements Async<ApplicationsTable> {
-  constructor(private readonly conn: PgConn) {}
+export class SqlApplicationsTable implements ApplicationsTable {
+  constructor(private readonly conn: Conn) {}
 
   async insert(row: NewApplication): Promise<void> {
-    await this.conn.run(Q.insert, insertParams(row));
+    const a = row.application;
+    await this.conn.run(Q.insert, {
+      id: row.id,
+      received_at: row.received_at,
+      source: row.source,
+      building: a.building,
+      contact_name: a.contact_name,
+      wallet: a.wallet,
+      social_url: a.social_url,
+      messaging_handle: a.messaging_handle,
+      applicant_type: a.applicant_type,
+      apis_paid: JSON.stringify(a.apis_paid),
+      why: a.why,
+      feedback_opt_in: a.feedback_opt_in ? 1 : 0,
+      content_hash: row.content_hash,
+      recorded_by: row.recorded_by,
+    });
   }
 
   byId(id: string): Promise<ApplicationRow | undefined> {
     return this.conn.get(Q.byId, [id]);
   }
 
-  /** The newest application with these answers received at or after `since`. */
   recentByHash(hash: string, since: number): Promise<ApplicationRow | undefined> {
     return this.conn.get(Q.recentByHash, [hash, since]);
   }
 
-  /** Count one more submission of an existing application. */
   async resubmitted(id: string, at: number): Promise<void> {
     await this.conn.run(Q.resubmitted, [at, id]);
   }
@@ -73,27 +77,22 @@ export class PgApplicationsTable implements Async<ApplicationsTable> {
     return filter.status === undefined ? this.conn.all(Q.list) : this.conn.all(Q.listByStatus, [filter.status]);
   }
 
-  /** Pending → approved with its key. False when the application was not pending. */
   async approve(id: string, at: number, by: string, keyId: string): Promise<boolean> {
     return (await this.conn.run(Q.approve, [at, by, keyId, id])) === 1;
   }
 
-  /** Pending → rejected. False when the application was not pending. */
   async reject(id: string, at: number, by: string, reason: string | null): Promise<boolean> {
     return (await this.conn.run(Q.reject, [at, by, reason, id])) === 1;
   }
 
-  /** The latest delivery outcome, shown with the application. */
   async setDelivery(id: string, status: DeliveryStatus, notifier: NotifierKind, at: number, error: string | null): Promise<void> {
     await this.conn.run(Q.delivery, [status, notifier, at, error, id]);
   }
 
-  /** Append one attempt to the delivery log. */
   async recordAttempt(attempt: DeliveryAttempt): Promise<void> {
     await this.conn.run(Q.attempt, { ...attempt });
   }
 
-  /** The delivery log of one application, oldest attempt first. */
   attempts(applicationId: string): Promise<DeliveryAttempt[]> {
     return this.conn.all(Q.attempts, [applicationId]);
   }
