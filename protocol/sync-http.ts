@@ -13,6 +13,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
+import { InvariantError } from './coded-error';
 import type { Logger } from './log';
 
 /** The controls a gateway may talk to, in the order to try them, and the one it talks to now. */
@@ -25,7 +26,7 @@ export class ControlEndpoints {
     urls: readonly string[],
     private readonly log?: Logger,
   ) {
-    if (urls.length === 0) throw new Error('ControlEndpoints: no control URL');
+    if (urls.length === 0) throw new InvariantError('ControlEndpoints: no control URL');
     this.urls = [...urls];
   }
 

@@ -17,6 +17,7 @@
  */
 import type http from 'node:http';
 import { createInterface } from 'node:readline';
+import { hasCode } from '../../protocol/coded-error';
 import type { Logger } from '../../protocol/log';
 import {
   SYNC_ACK_PATH,
@@ -238,7 +239,7 @@ export class SyncClient {
           this.post({ gateway_id: this.opts.gatewayId, version: this.state.version, ok: true, renew: true });
         }
       } catch (err) {
-        const reason = err instanceof UpdateRejected ? err.message : `internal: ${(err as Error).message}`;
+        const reason = hasCode(err, 'SVC_ERR_UPDATE_REJECTED') ? err.message : `internal: ${(err as Error).message}`;
         failSnapshot(builder ? builder.version : this.versionOf(line), reason);
       }
     });
