@@ -8,8 +8,7 @@
  * Control must not be running on the same database while this runs (its sync hub would not
  * hear about the version bump). SQLite or, for `--store postgres`, a PostgreSQL database.
  */
-const path = require('node:path');
-const { distDir } = require('./app');
+const { internal } = require('./internals');
 
 /** A limit no benchmark can exhaust: 10^9 calls per second (the admin API's maximum count). */
 const UNTHROTTLED = { count: 1_000_000_000, window_seconds: 1 };
@@ -44,8 +43,8 @@ function newKey(keyMod, label, actor, now, limited) {
  */
 async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label = 'bench', databaseUrl = null, dataDir = null } = {}) {
   if (databaseUrl !== null) return seedKeysPg(databaseUrl, dataDir, count, { withLoadKey, actor, label });
-  const { SqliteStore } = require(path.join(distDir(), 'control', 'store', 'index.js'));
-  const keyMod = require(path.join(distDir(), 'protocol', 'keys.js'));
+  const { SqliteStore } = internal('control/store/index');
+  const keyMod = internal('protocol/keys');
   const started = Date.now();
   const store = SqliteStore.open(dbPath);
   try {
@@ -80,8 +79,8 @@ async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', l
  * minutes).
  */
 async function seedKeysPg(databaseUrl, dataDir, count, { withLoadKey, actor, label }) {
-  const { PgStore } = require(path.join(distDir(), 'control', 'store', 'pg', 'store.js'));
-  const keyMod = require(path.join(distDir(), 'protocol', 'keys.js'));
+  const { PgStore } = internal('control/store/pg/store');
+  const keyMod = internal('protocol/keys');
   const started = Date.now();
   const store = await PgStore.open(databaseUrl, { dataDir });
   try {
