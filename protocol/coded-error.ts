@@ -46,6 +46,12 @@ export const INTERNAL_ERROR_CODES = {
     'the gateway refuses a snapshot or delta (from control or its persisted file) and keeps what it held (gateway/state/state.ts `UpdateRejected`)',
   SVC_ERR_CONTROL_ANSWER:
     'control answered a gateway’s outcome batch with a status other than 200 (kept as `status`) or a body that is not JSON (gateway/journal/shipper.ts `ControlAnswerError`)',
+  SVC_ERR_CONTROL_TIMEOUT:
+    'control did not answer a gateway’s request, or went silent on its sync stream, within the deadline (protocol/sync-http.ts `ControlTimeoutError`)',
+  SVC_ERR_CONTROL_MOVED:
+    'an outcome batch in flight was abandoned because the gateway moved to another control; it is sent there (gateway/journal/shipper.ts `ControlMovedError`)',
+  SVC_ERR_STREAM_CLOSED:
+    'a gateway’s sync stream closed before control’s write to it finished (control/sync/connection.ts `StreamClosedError`)',
   SVC_ERR_DEMO: '`npm run demo`: a step of the story did not hold (demo/index.ts `DemoFailure`)',
   SVC_ERR_DEMO_CLUSTER: '`npm run cluster`: a process of the cluster did not start or answer (demo/cluster.ts `ClusterFailure`)',
 } as const;

@@ -13,10 +13,15 @@
 import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
-import { InvariantError } from './coded-error';
+import { CodedError, InvariantError } from './coded-error';
 import type { Logger } from './log';
 
 /** The controls a gateway may talk to, in the order to try them, and the one it talks to now. */
+/** Control did not answer a request, or went silent on the sync stream, within the deadline; the message says which. */
+export class ControlTimeoutError extends CodedError {
+  override readonly code = 'SVC_ERR_CONTROL_TIMEOUT';
+}
+
 export class ControlEndpoints {
   readonly urls: readonly string[];
   private index = 0;
@@ -133,7 +138,7 @@ export class SyncHttp {
         ...(signal !== undefined ? { signal } : {}),
         headers: { authorization: this.authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
       });
-      req.on('timeout', () => req.destroy(new Error(`control did not answer within ${timeoutMs! / 1000} s`)));
+      req.on('timeout', () => req.destroy(new ControlTimeoutError(`control did not answer within ${timeoutMs! / 1000} s`)));
       req.on('error', reject);
       req.on('response', (res) => {
         const chunks: Buffer[] = [];

@@ -57,6 +57,15 @@ export class ControlAnswerError extends CodedError {
   }
 }
 
+/** The batch in flight was abandoned because the gateway moved to another control; it is sent there. */
+export class ControlMovedError extends CodedError {
+  override readonly code = 'SVC_ERR_CONTROL_MOVED';
+
+  constructor() {
+    super('the gateway moved to another control');
+  }
+}
+
 /** Control refused the batch itself (a record it will never take, or too large): narrow it down instead of retrying. */
 const refusedByControl = (err: unknown): err is ControlAnswerError =>
   err instanceof ControlAnswerError && (err.status === 400 || err.status === 413);
@@ -82,7 +91,7 @@ export class OutcomeShipper {
     // Another control took over: what waits for a retry goes to it now.
     this.control.endpoints.onMove(() => {
       this.failures = 0;
-      this.inFlight?.abort(new Error('the gateway moved to another control'));
+      this.inFlight?.abort(new ControlMovedError());
       if (!this.running) this.schedule(0);
     });
   }

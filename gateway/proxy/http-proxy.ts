@@ -111,7 +111,7 @@ class HttpProxyCall extends ForwardCall {
       this.internal(err);
       return;
     }
-    if (this.upstreamReq === null) this.internal(new Error('http-proxy did not create an upstream request'));
+    if (this.upstreamReq === null) this.internal(new InvariantError('http-proxy did not create an upstream request'));
   }
 
   protected abortUpstream(): void {

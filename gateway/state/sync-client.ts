@@ -29,7 +29,7 @@ import {
   verifySealedLine,
   type SyncAck,
 } from '../../protocol/snapshot';
-import { SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
+import { ControlTimeoutError, SyncHttp, type ControlEndpoints } from '../../protocol/sync-http';
 import { SyncPoster } from '../../protocol/sync-post';
 import { parseDelta } from './delta-line';
 import type { LimitShare } from './share';
@@ -157,7 +157,7 @@ export class SyncClient {
     this.clearSilence();
     this.silenceTimer = setTimeout(() => {
       this.lastError = reason;
-      this.req?.destroy(beforeAnswer ? new Error(reason) : undefined);
+      this.req?.destroy(beforeAnswer ? new ControlTimeoutError(reason) : undefined);
     }, ms);
     this.silenceTimer.unref();
   }
