@@ -199,6 +199,7 @@ async function startStack(kind, { tmp, logDir, cpuControl, upstreamUrl, pg }) {
   fs.mkdirSync(dataDir, { mode: 0o700 });
   // Debug: the settler's one line per run ("settled", its calls), which tells the ingest step
   // when the backlog is gone without asking control to count it (control logs nothing else at debug).
+  /** @type {Record<string, string>} */
   const env = {
     SVC_SETTLER_CADENCE_MS: String(params.settler_cadence_ms),
     SVC_LOG_LEVEL: 'debug',
@@ -318,6 +319,7 @@ async function fullSnapshot(stack, n, cpuSide, logDir) {
       const control = i % stack.controls.length;
       const proc = startGateway({
         dataDir: stack.dataDir,
+        controlUrl: undefined,
         controlUrls: stack.controls.map((_, k) => stack.controls[(control + k) % stack.controls.length].url),
         cpu: cpuSide,
         logDir,
@@ -560,7 +562,7 @@ async function main() {
         await Promise.all(stack.running.map((g) => g.proc.stop()));
         stack.running = [];
       }
-      const stage = new Map(stacks.map((s) => [s, { gateways: n }]));
+      const stage = new Map(stacks.map((s) => [s, /** @type {Record<string, any>} */ ({ gateways: n })]));
 
       // ---- 1. full snapshot to N fresh gateways at once --------------------------------
       await pg?.statements?.reset();
@@ -586,6 +588,7 @@ async function main() {
       }
       for (const stack of stacks) {
         const perChangeUs = median(cpuPerChange.get(stack).map((c) => c.total));
+        /** @type {Record<string, any>} */
         const revocation = {
           ...latencySummary(latencies.get(stack)),
           control_cpu_us_per_change: round(perChangeUs, 0),
@@ -804,7 +807,7 @@ async function ingest(stack) {
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body,
       });
-      const answer = await res.body.json();
+      const answer = /** @type {any} */ (await res.body.json());
       if (res.statusCode !== 200) throw new Error(`${stack.kind}: outcomes answered ${res.statusCode}: ${JSON.stringify(answer)}`);
       latencies.push(Date.now() - t0);
       accepted += answer.accepted;
@@ -932,7 +935,7 @@ async function settlerFailover(stack) {
         const control = stack.controls[at];
         try {
           const res = await request(`${control.url}/_sync/v1/outcomes`, { method: 'POST', dispatcher: agent, headers, body });
-          const answer = await res.body.json();
+          const answer = /** @type {any} */ (await res.body.json());
           if (res.statusCode !== 200) throw new Error(`${stack.kind}: outcomes answered ${res.statusCode}: ${JSON.stringify(answer)}`);
           accepted += answer.accepted;
           break;

@@ -36,6 +36,7 @@ const { Worker, isMainThread, parentPort, workerData } = require('node:worker_th
 const { percentile, round } = require('./lib/stats');
 const { envInt } = require('./lib/env');
 const { controlArgs } = require('./lib/svc');
+const { internal } = require('./lib/internals');
 
 const ROOT = path.resolve(__dirname, '..');
 const DIST = path.join(ROOT, 'dist');
@@ -65,8 +66,8 @@ const pinning = (() => {
 // 1. Fill
 
 async function fill(dbPath) {
-  const { SqliteStore } = require(path.join(DIST, 'control', 'store', 'index.js'));
-  const { newId } = require(path.join(DIST, 'protocol', 'keys.js'));
+  const { SqliteStore } = internal('control/store/index', DIST);
+  const { newId } = internal('protocol/keys', DIST);
   // One transaction (no state change recorded: control is not running yet, and starts from the file).
   const store = SqliteStore.open(dbPath);
   const now = Date.now();
@@ -281,9 +282,9 @@ function cpuMs(pid) {
  * other work on the machine does not inflate it; and the final JSON serialisation of a page.
  */
 async function stepCost(dbPath) {
-  const { SqliteStore } = require(path.join(DIST, 'control', 'store', 'index.js'));
-  const { keyView } = require(path.join(DIST, 'control', 'store', 'keys.js'));
-  const { KEY_LIST_STEP } = require(path.join(DIST, 'control', 'admin', 'keys.js'));
+  const { SqliteStore } = internal('control/store/index', DIST);
+  const { keyView } = internal('control/store/keys', DIST);
+  const { KEY_LIST_STEP } = internal('control/admin/keys', DIST);
   // The statements' own CPU per step: on SQLite each of a step's reads answers an already-settled
   // promise, so the awaits below run no other work of this process in between.
   const store = SqliteStore.open(dbPath);
@@ -360,10 +361,10 @@ async function main() {
   results.phases.baseline = { ack: baseline };
   console.log(`ack alone${' '.repeat(30)}${fmt(baseline)}`);
 
-  for (const [name, query] of [
+  for (const [name, query] of /** @type {[string, Record<string, string>][]} */ ([
     ['list all keys', {}],
     ['list status=expired (sparse)', { status: 'expired' }],
-  ]) {
+  ])) {
     const cpu0 = cpuMs(children[0].pid);
     const acks = ackLoop(control, syncToken, version);
     const listed = await listAll(control, adminToken, query);

@@ -24,11 +24,11 @@
  * shared machine is not counted. The gateway would keep hand-rolled counters if prom-client
  * cost more than 1 µs per call (issue #16). Timings only here, never in tests.
  */
-const path = require('node:path');
 const { Counter, Histogram, Registry } = require('prom-client');
+const { internal } = require('./lib/internals');
 const { median, round } = require('./lib/stats');
 
-const { GatewayMetrics, LATENCY_BUCKETS_S } = require(path.join(__dirname, '..', 'dist', 'gateway', 'metrics.js'));
+const { GatewayMetrics, LATENCY_BUCKETS_S } = internal('gateway/metrics');
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

@@ -65,7 +65,7 @@ function loadGenerator(asked) {
 // ---------------------------------------------------------------------------------------
 // The bare server: this same file, run as `node bench/providers.js --bare FILE`.
 
-if (process.argv[2] === '--bare') {
+function serveBare() {
   const body = fs.readFileSync(process.argv[3]);
   const headers = JSON.parse(fs.readFileSync(process.argv[4], 'utf8'));
   const server = http.createServer((req, res) => {
@@ -74,10 +74,11 @@ if (process.argv[2] === '--bare') {
   });
   server.keepAliveTimeout = 5_000;
   server.listen(0, '127.0.0.1', () => {
-    process.stdout.write(`bare-ready ${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}` })}\n`);
+    process.stdout.write(
+      `bare-ready ${JSON.stringify({ url: `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}` })}\n`,
+    );
   });
   process.stdin.on('end', () => process.exit(0)).resume();
-  return;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -124,6 +125,11 @@ function stopAll() {
   }
 }
 
+/**
+ * @param {string} method
+ * @param {string} url
+ * @param {{ token?: string, body?: unknown }} [options]
+ */
 async function call(method, url, { token, body } = {}) {
   const res = await fetch(url, {
     method,
@@ -429,10 +435,12 @@ async function main() {
   return report(runs);
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    console.error(`bench:providers failed: ${err.message}`);
-    process.exit(1);
-  },
-);
+if (process.argv[2] === '--bare') serveBare();
+else
+  main().then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(`bench:providers failed: ${err.message}`);
+      process.exit(1);
+    },
+  );

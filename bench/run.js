@@ -72,6 +72,7 @@ async function awaitQuiet() {
 async function main() {
   const started = new Date();
   const info = machineInfo();
+  /** @type {Record<string, any>} */
   const results = {
     timestamp: started.toISOString(),
     parameters: params,

@@ -12,10 +12,10 @@
  * not counted. Also the one-off cost of compiling each schema (once per schema change, when a
  * snapshot is applied). Timings only here, never in tests.
  */
-const path = require('node:path');
+const { internal } = require('./lib/internals');
 const { median, round } = require('./lib/stats');
 
-const { compileSchema } = require(path.join(__dirname, '..', 'dist', 'protocol', 'response-schema.js'));
+const { compileSchema } = internal('protocol/response-schema');
 
 // --- schemas and documents --------------------------------------------------------------------
 

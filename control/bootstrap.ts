@@ -10,6 +10,7 @@ import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, sta
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/load';
 import { encodeBase58 } from '../protocol/base58';
+import { CodedError } from '../protocol/coded-error';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import { newId } from '../protocol/keys';
 
@@ -49,6 +50,11 @@ export interface BootstrapResult {
   metricsToken: BootstrapToken;
 }
 
+/** A file in the data dir holds something else than what control keeps there; the message says how to recover. */
+export class DataFileError extends CodedError {
+  override readonly code = 'SVC_ERR_DATA_FILE';
+}
+
 /** SHA-256 of a token, as stored and as compared. */
 export const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
 
@@ -56,7 +62,7 @@ function readOrCreateToken(path: string, prefix: string): { token: string; creat
   return readOrCreate(
     path,
     (token) => {
-      if (token.length < 32) throw new Error(`token file ${path} holds fewer than 32 characters; delete it to regenerate`);
+      if (token.length < 32) throw new DataFileError(`token file ${path} holds fewer than 32 characters; delete it to regenerate`);
     },
     () => prefix + encodeBase58(randomBytes(32)),
   );
@@ -68,7 +74,7 @@ function readOrCreateControlId(dataDir: string): string {
   return readOrCreate(
     path,
     (id) => {
-      if (!CONTROL_ID_PATTERN.test(id)) throw new Error(`${path} does not hold a control id (ctl_…); delete it to make a new one`);
+      if (!CONTROL_ID_PATTERN.test(id)) throw new DataFileError(`${path} does not hold a control id (ctl_…); delete it to make a new one`);
     },
     () => newId('ctl'),
   ).token;

@@ -23,6 +23,7 @@ import { createInterface } from 'node:readline';
 import { ADMIN_TOKEN_FILE, SYNC_TOKEN_FILE } from '../control/bootstrap';
 import { clusterUnavailable, startCluster, type ThrowawayCluster } from '../control/store/pg/throwaway-cluster';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
+import { CodedError } from '../protocol/coded-error';
 import { READY_ENV, READY_PREFIX } from '../cli/commands/serve/lifecycle';
 import { ReadyLine } from '../protocol/runtime';
 
@@ -44,7 +45,9 @@ const CONTROL_NAMES = ['a', 'b'];
 const say = (line = ''): void => void process.stdout.write(`${line}\n`);
 const warn = (line: string): void => void process.stderr.write(`${line}\n`);
 
-class ClusterFailure extends Error {}
+class ClusterFailure extends CodedError {
+  override readonly code = 'SVC_ERR_DEMO_CLUSTER';
+}
 
 interface Proc {
   name: string;

@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SvcClient, SvcError } from 'svc-monitor-sdk';
+import { CodedError } from '../protocol/coded-error';
 
 const CLI = resolve(__dirname, '..', 'cli', 'index.js');
 const FAST = process.argv.includes('--fast') || process.env.SVC_DEMO_FAST === '1';
@@ -50,7 +51,9 @@ const pause = (ms: number): Promise<void> => (FAST ? Promise.resolve() : new Pro
 const units = (micro: number): string => (micro / 1e6).toFixed(6).replace(/\.?0+$/, '') || '0';
 const say = (line = ''): void => void process.stdout.write(`${line}\n`);
 
-class DemoFailure extends Error {}
+class DemoFailure extends CodedError {
+  override readonly code = 'SVC_ERR_DEMO';
+}
 function check(condition: boolean, what: string): void {
   if (!condition) throw new DemoFailure(what);
   say(`  ✓ ${what}`);

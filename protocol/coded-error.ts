@@ -37,6 +37,31 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_USAGE: 'svcctl: the command line or its values are wrong; exit 2 (cli/exit-codes.ts `UsageError`)',
   SVC_ERR_CLI: 'svcctl: the command failed with a one-line message; exit 1 (cli/exit-codes.ts `CliError`)',
   SVC_ERR_CLI_API: 'svcctl: control answered with a problem, kept as `problem` (cli/client.ts `ApiError`)',
+  SVC_ERR_INVARIANT:
+    'a rule the code itself keeps was broken: a bug, never bad input; the message names the rule (protocol/coded-error.ts `InvariantError`)',
+  SVC_ERR_INSTANCE_LOCK:
+    'the data dir’s single-instance lock cannot be taken: its socket path is too long, or the socket stays in use but nobody answers (runtime/instance-lock.ts `InstanceLockError`)',
+  SVC_ERR_RESPONSE_SCHEMA: 'an endpoint’s response schema does not compile (protocol/response-schema.ts `ResponseSchemaError`)',
+  SVC_ERR_DATA_FILE:
+    'a file control keeps in its data dir (a token, the control id) holds something else; the message says how to recover (control/bootstrap.ts `DataFileError`)',
+  SVC_ERR_SIGNING_KEY:
+    'the receipt signing key file is not an Ed25519 private key in PEM (control/receipts/signing-key.ts `SigningKeyError`)',
+  SVC_ERR_ALREADY_DONE:
+    'an admin change found already made inside its mutation: rolled back, answered as done (control/admin/mutation.ts `AlreadyDone`)',
+  SVC_ERR_SNAPSHOT_ABANDONED:
+    'a snapshot build stopped because no gateway waits for it any more (control/sync/snapshot.ts `SnapshotAbandoned`)',
+  SVC_ERR_UPDATE_REJECTED:
+    'the gateway refuses a snapshot or delta (from control or its persisted file) and keeps what it held (gateway/state/state.ts `UpdateRejected`)',
+  SVC_ERR_CONTROL_ANSWER:
+    'control answered a gateway’s outcome batch with a status other than 200 (kept as `status`) or a body that is not JSON (gateway/journal/shipper.ts `ControlAnswerError`)',
+  SVC_ERR_CONTROL_TIMEOUT:
+    'control did not answer a gateway’s request, or went silent on its sync stream, within the deadline (gateway/control-link/sync-http.ts `ControlTimeoutError`)',
+  SVC_ERR_CONTROL_MOVED:
+    'an outcome batch in flight was abandoned because the gateway moved to another control; it is sent there (gateway/journal/shipper.ts `ControlMovedError`)',
+  SVC_ERR_STREAM_CLOSED:
+    'a gateway’s sync stream closed before control’s write to it finished (control/sync/connection.ts `StreamClosedError`)',
+  SVC_ERR_DEMO: '`npm run demo`: a step of the story did not hold (demo/index.ts `DemoFailure`)',
+  SVC_ERR_DEMO_CLUSTER: '`npm run cluster`: a process of the cluster did not start or answer (demo/cluster.ts `ClusterFailure`)',
 } as const;
 
 export type InternalErrorCode = keyof typeof INTERNAL_ERROR_CODES;
@@ -49,6 +74,14 @@ export class CodedError extends Error {
     super(message, options);
     this.name = new.target.name;
   }
+}
+
+/**
+ * A rule the code itself keeps was broken (an assertion, an unreachable branch): a bug to
+ * report, never the answer to bad input. Nobody branches on it; logs name it by its code.
+ */
+export class InvariantError extends CodedError {
+  override readonly code = 'SVC_ERR_INVARIANT';
 }
 
 /** True when `err` is one of svc's internal errors with `code`: how other modules branch on a kind. */

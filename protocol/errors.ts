@@ -36,7 +36,7 @@ export const ERROR_CODES = [
 ] as const;
 
 export const ErrorCode = z.enum(ERROR_CODES);
-export type ErrorCode = z.infer<typeof ErrorCode>;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export interface ErrorSpec {
   /** HTTP status sent with this code. */

@@ -29,6 +29,7 @@
 import Ajv2020, { type ErrorObject, type Options } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { z } from 'zod';
+import { CodedError } from './coded-error';
 
 /** Largest stored schema, serialised. @default 64 KiB */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
@@ -178,11 +179,15 @@ function withoutLegacyAnnotations(node: unknown): Record<string, unknown> | null
  * old validator ignored too; it enforces exactly what it did before. Control refuses such a
  * schema when it is stored now ({@link ResponseSchema}), so only old rows take this path.
  */
+export class ResponseSchemaError extends CodedError {
+  override readonly code = 'SVC_ERR_RESPONSE_SCHEMA';
+}
+
 export function compileSchema(doc: unknown): SchemaValidator {
   const built = build(doc);
   if ('validate' in built) return built.validate;
   const legacy = withoutLegacyAnnotations(doc);
   const retried = legacy === null ? null : build(legacy);
   if (retried !== null && 'validate' in retried) return retried.validate;
-  throw new Error(`invalid response schema: ${built.problems[0]}`);
+  throw new ResponseSchemaError(`invalid response schema: ${built.problems[0]}`);
 }

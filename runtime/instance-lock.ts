@@ -32,6 +32,11 @@ const MAX_SOCKET_PATH_BYTES = process.platform === 'linux' ? 107 : 103;
 
 export type LockAddress = { kind: 'file'; path: string } | { kind: 'abstract'; path: string };
 
+/** The lock cannot be taken for another reason than a live holder; the message says which. */
+export class InstanceLockError extends CodedError {
+  override readonly code = 'SVC_ERR_INSTANCE_LOCK';
+}
+
 export class InstanceLockedError extends CodedError {
   override readonly code = 'SVC_ERR_INSTANCE_LOCKED';
   /** The holder's pid, when it said it. */
@@ -77,7 +82,7 @@ export function lockAddress(dir: string, options: LockOptions = {}): LockAddress
   const prefer = options.prefer ?? 'file';
   if (prefer === 'file' && Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES) return { kind: 'file', path };
   if (process.platform !== 'linux') {
-    throw new Error(`${path} is longer than a socket address allows (${MAX_SOCKET_PATH_BYTES} bytes); use a shorter data dir`);
+    throw new InstanceLockError(`${path} is longer than a socket address allows (${MAX_SOCKET_PATH_BYTES} bytes); use a shorter data dir`);
   }
   const name = createHash('sha256').update(realpathSync(dir)).digest('hex');
   return { kind: 'abstract', path: `\0svc-${role}-lock-${name}` };
@@ -155,7 +160,7 @@ export async function acquireInstanceLock(dir: string, options: LockOptions = {}
       }));
     return { address, release };
   }
-  throw new Error(
+  throw new InstanceLockError(
     `cannot take the lock at ${address.kind === 'file' ? address.path : 'an abstract socket'}: it stays in use but nobody answers`,
   );
 }

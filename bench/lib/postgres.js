@@ -12,7 +12,7 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { distDir } = require('./app');
+const { internal } = require('./internals');
 const { envInt } = require('./env');
 
 const STORE_CHOICES = { sqlite: ['sqlite'], postgres: ['postgres'], both: ['sqlite', 'postgres'] };
@@ -20,6 +20,11 @@ const STORE_CHOICES = { sqlite: ['sqlite'], postgres: ['postgres'], both: ['sqli
 /**
  * The stores named by `--store` (default sqlite), in the order a round runs them, and the
  * values of the bench's own `options` (parseArgs' option descriptions) beside it.
+ */
+/**
+ * @param {string[]} [argv]
+ * @param {import('node:util').ParseArgsConfig['options']} [options]
+ * @returns {{ choice: string, stores: string[], values: Record<string, any> }}
  */
 function storesFromArgs(argv = process.argv.slice(2), options = {}) {
   const { values } = parseArgs({ args: argv, options: { store: { type: 'string', default: 'sqlite' }, ...options }, strict: true });
@@ -39,6 +44,7 @@ function roundOrder(stores, round) {
  */
 function settingsFromEnv() {
   const raw = process.env.BENCH_PG_SETTINGS ?? '';
+  /** @type {Record<string, string>} */
   const out = {};
   for (const part of raw.split(',').map((s) => s.trim())) {
     if (part === '') continue;
@@ -143,7 +149,7 @@ async function statementStats(cluster, top) {
  * saying how to install it.
  */
 async function startPostgres({ cpu = null } = {}) {
-  const { startCluster, clusterUnavailable } = require(path.join(distDir(), 'control', 'store', 'pg', 'throwaway-cluster.js'));
+  const { startCluster, clusterUnavailable } = internal('control/store/pg/throwaway-cluster');
   const missing = clusterUnavailable();
   if (missing !== null) throw new Error(`--store postgres: ${missing}: install it with \`apt-get install -y postgresql\` (Debian)`);
   const settings = settingsFromEnv();
@@ -169,7 +175,7 @@ async function startPostgres({ cpu = null } = {}) {
 }
 
 function pgBinDirOf() {
-  return require(path.join(distDir(), 'control', 'store', 'pg', 'throwaway-cluster.js')).pgBinDir();
+  return internal('control/store/pg/throwaway-cluster').pgBinDir();
 }
 
 module.exports = { storesFromArgs, roundOrder, startPostgres, serverTicks, pinServer };

@@ -8,8 +8,7 @@
  * Control must not be running on the same database while this runs (its sync hub would not
  * hear about the version bump). SQLite or, for `--store postgres`, a PostgreSQL database.
  */
-const path = require('node:path');
-const { distDir } = require('./app');
+const { internal } = require('./internals');
 
 /** A limit no benchmark can exhaust: 10^9 calls per second (the admin API's maximum count). */
 const UNTHROTTLED = { count: 1_000_000_000, window_seconds: 1 };
@@ -43,17 +42,17 @@ function newKey(keyMod, label, actor, now, limited) {
  * @returns {Promise<{ inserted: number, version: number, ms: number, loadKey: {id: string, key: string}|null }>}
  */
 async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label = 'bench', databaseUrl = null, dataDir = null } = {}) {
-  const keyMod = require(path.join(distDir(), 'protocol', 'keys.js'));
+  const keyMod = internal('protocol/keys');
   const started = Date.now();
   let store;
   if (databaseUrl === null) {
-    const { SqliteStore } = require(path.join(distDir(), 'control', 'store', 'index.js'));
+    const { SqliteStore } = internal('control/store/index');
     store = SqliteStore.open(dbPath);
     // Connection-local: a bigger page cache keeps the random-order B-tree inserts in memory
     // until the single commit. Durability settings are left exactly as the store set them.
     store.db.pragma('cache_size = -524288'); // 512 MiB
   } else {
-    const { PgStore } = require(path.join(distDir(), 'control', 'store', 'pg', 'store.js'));
+    const { PgStore } = internal('control/store/pg/store');
     store = await PgStore.open(databaseUrl, { dataDir });
   }
   try {

@@ -14,6 +14,13 @@ const cli = () => path.join(distDir(), 'cli', 'index.js');
 
 const agent = new Agent({ keepAliveTimeout: 10_000, connections: 16 });
 
+/**
+ * One request; the body answered, parsed when it is JSON.
+ * @param {string} method
+ * @param {string} url
+ * @param {{ headers?: Record<string, string>, json?: unknown, dispatcher?: import('undici').Dispatcher }} [options]
+ * @returns {Promise<{ status: number, body: any }>}
+ */
 async function http(method, url, { headers = {}, json, dispatcher = agent } = {}) {
   const res = await request(url, {
     method,
@@ -22,6 +29,7 @@ async function http(method, url, { headers = {}, json, dispatcher = agent } = {}
     body: json === undefined ? undefined : JSON.stringify(json),
   });
   const text = await res.body.text();
+  /** @type {any} */
   let body = text;
   try {
     body = JSON.parse(text);

@@ -15,7 +15,7 @@ const maxSockets = Number(process.env.BENCH_MAX_SOCKETS || 256);
 const agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64, timeout: 4_000, scheduling: 'lifo' });
 const proxy = httpProxy.createProxyServer({ target, agent, proxyTimeout: 30_000, xfwd: false });
 proxy.on('error', (_err, _req, res) => {
-  if (res && typeof res.writeHead === 'function' && !res.headersSent) {
+  if (res instanceof http.ServerResponse && !res.headersSent) {
     res.writeHead(502, { 'content-type': 'text/plain' });
     res.end('bad gateway');
   } else if (res) res.destroy();

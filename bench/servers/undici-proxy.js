@@ -26,7 +26,9 @@ const DROP_REQUEST = new Set([
 ]);
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 
+/** @param {string[]} raw */
 function requestHeaders(raw) {
+  /** @type {Record<string, string>} */
   const out = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
@@ -40,6 +42,7 @@ const server = http.createServer((req, res) => {
   pool.stream(
     { path: basePath + req.url, method: req.method, headers: requestHeaders(req.rawHeaders), body: hasBody ? req : null },
     ({ statusCode, headers }) => {
+      /** @type {import('node:http').OutgoingHttpHeaders} */
       const out = {};
       for (const name in headers) if (!DROP_RESPONSE.has(name)) out[name] = headers[name];
       res.writeHead(statusCode, out);

@@ -10,9 +10,10 @@ const { performance } = require('node:perf_hooks');
 const { CALLS, CAPS, DIST, ROUNDS, STORES, TARGETS, results } = require('./params');
 const { cpuPerCall, line, measured, statementsFrom, statementsOf, stepResult, zeroCost } = require('./measure');
 const { silentLogger } = require('./sides');
+const { internal } = require('../lib/internals');
 const { roundOrder } = require('../lib/postgres');
 
-const { Settler } = require(path.join(DIST, 'control', 'settler', 'settler.js'));
+const { Settler } = internal('control/settler/settler', DIST);
 
 /** One settle run on a fresh copy of `side`'s base (the copy is left open: `s`). */
 async function settleRun(side, copyDir, cap, receipts) {

@@ -8,12 +8,13 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { DIST, STORES, results } = require('./params');
+const { internal } = require('../lib/internals');
 const { startPostgres } = require('../lib/postgres');
 
-const { SqliteStore, Store } = require(path.join(DIST, 'control', 'store', 'index.js'));
-const { startControl } = require(path.join(DIST, 'control', 'server.js'));
-const { loadConfig } = require(path.join(DIST, 'config', 'load.js'));
-const { silentLogger } = require(path.join(DIST, 'protocol', 'log.js'));
+const { SqliteStore, Store } = internal('control/store/index', DIST);
+const { startControl } = internal('control/server', DIST);
+const { loadConfig } = internal('config/load', DIST);
+const { silentLogger } = internal('runtime/log', DIST);
 
 function sqliteSide(baseDir) {
   const file = (dataDir) => path.join(dataDir, 'control.db');
@@ -35,7 +36,7 @@ function sqliteSide(baseDir) {
 }
 
 async function postgresSide(baseDir) {
-  const { PgStore } = require(path.join(DIST, 'control', 'store', 'pg', 'store.js'));
+  const { PgStore } = internal('control/store/pg/store', DIST);
   const pg = await startPostgres();
   const { Client } = require('pg');
   const dbName = (dataDir) =>

@@ -8,9 +8,12 @@
  * {@link mutateUnlessDone} answers null for it; a change that is no longer allowed throws its
  * `SvcError` there, with the same effect.
  */
+import { CodedError, hasCode } from '../../protocol/coded-error';
 import type { Audit, MutationContext, Store, StoreTables } from '../store/index';
 
-export class AlreadyDone extends Error {
+export class AlreadyDone extends CodedError {
+  override readonly code = 'SVC_ERR_ALREADY_DONE';
+
   constructor() {
     super('the change is already made');
   }
@@ -26,7 +29,7 @@ export async function mutateUnlessDone<T>(
   try {
     return await store.mutate(ctx, audit, fn);
   } catch (err) {
-    if (err instanceof AlreadyDone) return null;
+    if (hasCode(err, 'SVC_ERR_ALREADY_DONE')) return null;
     throw err;
   }
 }

@@ -24,6 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvariantError } from '../../protocol/coded-error';
 import type { Problem } from '../../protocol/errors';
 import type { ProblemResponder } from '../../runtime/http';
 import { prefersHtml } from '../http/accept';
@@ -97,7 +98,7 @@ export async function sendPage(
     const body = Buffer.from(await render());
     const nonceAt = body.indexOf(NONCE_PLACEHOLDER);
     if (nonceAt < 0 || body.indexOf(NONCE_PLACEHOLDER, nonceAt + 1) >= 0)
-      throw new Error(`page ${key}: the nonce placeholder must appear exactly once`);
+      throw new InvariantError(`page ${key}: the nonce placeholder must appear exactly once`);
     const gzip = gzipTemplate(body, nonceAt, NONCE_PLACEHOLDER.length);
     return { body, contentType: HTML_CONTENT_TYPE, nonceAt, gzip } as { body: Buffer; contentType: string };
   })) as CachedPage;

@@ -10,10 +10,16 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { chmodSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { CodedError } from '../../protocol/coded-error';
 import { jwkThumbprint } from '../../protocol/receipts-verify';
 
 /** File in the data dir holding the current private key. */
 export const RECEIPT_KEY_FILE = 'receipt-signing.key';
+
+/** The signing key file (or a key given) is not an Ed25519 private key; the message says how to recover. */
+export class SigningKeyError extends CodedError {
+  override readonly code = 'SVC_ERR_SIGNING_KEY';
+}
 
 /** Signs receipts with the current key. Holds the private key where nothing can print it. */
 export class ReceiptSigner {
@@ -24,10 +30,10 @@ export class ReceiptSigner {
   readonly x: string;
 
   constructor(privateKey: KeyObject) {
-    if (privateKey.asymmetricKeyType !== 'ed25519') throw new Error('the receipt signing key is not an Ed25519 key');
+    if (privateKey.asymmetricKeyType !== 'ed25519') throw new SigningKeyError('the receipt signing key is not an Ed25519 key');
     this.#key = privateKey;
     const jwk = createPublicKey(privateKey).export({ format: 'jwk' });
-    if (typeof jwk.x !== 'string') throw new Error('the receipt signing key has no public half');
+    if (typeof jwk.x !== 'string') throw new SigningKeyError('the receipt signing key has no public half');
     this.x = jwk.x;
     this.kid = jwkThumbprint(jwk.x);
   }
@@ -99,9 +105,11 @@ export function loadOrCreateSigner(dataDir: string): { signer: ReceiptSigner; cr
   try {
     key = createPrivateKey(pem);
   } catch {
-    throw new Error(`${file} does not hold a PEM private key; restore it from a backup, or move it away to start a new signing key`);
+    throw new SigningKeyError(
+      `${file} does not hold a PEM private key; restore it from a backup, or move it away to start a new signing key`,
+    );
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`${file} holds a ${String(key.asymmetricKeyType)} key, not Ed25519`);
+  if (key.asymmetricKeyType !== 'ed25519') throw new SigningKeyError(`${file} holds a ${String(key.asymmetricKeyType)} key, not Ed25519`);
   return { signer: new ReceiptSigner(key), created: false, file };
 }
 

@@ -7,6 +7,7 @@
  * the ready word once it listens; until then batches are hashed inline.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { InvariantError } from '../../protocol/coded-error';
 import { treeOf } from './tree';
 
 const shared = (workerData as { shared: SharedArrayBuffer }).shared;
@@ -18,7 +19,7 @@ parentPort!.on('message', (message: { seq: number; leaves: string; out: SharedAr
   try {
     const tree = treeOf(message.leaves.split('\n'));
     const out = Buffer.from(message.out);
-    if (out.length !== 32 + tree.subtrees.length) throw new Error('result buffer of the wrong size');
+    if (out.length !== 32 + tree.subtrees.length) throw new InvariantError('result buffer of the wrong size');
     out.write(tree.root, 0, 32, 'latin1');
     tree.subtrees.copy(out, 32);
   } catch {

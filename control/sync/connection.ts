@@ -3,6 +3,7 @@
  * is under way, its lease and share; and writing whole lines to it.
  */
 import type { ServerResponse } from 'node:http';
+import { CodedError } from '../../protocol/coded-error';
 
 export interface Connection {
   gatewayId: string;
@@ -42,9 +43,18 @@ export function newConnection(gatewayId: string, res: ServerResponse, nackedVers
   };
 }
 
+/** A gateway's sync stream closed before a write to it finished. */
+export class StreamClosedError extends CodedError {
+  override readonly code = 'SVC_ERR_STREAM_CLOSED';
+
+  constructor() {
+    super('gateway stream closed');
+  }
+}
+
 /** Write whole lines (each ending in a newline), waiting for the stream to drain when it is full. */
 export function sendLines(conn: Connection, chunk: string | Buffer): Promise<void> {
-  if (conn.closed) return Promise.reject(new Error('gateway stream closed'));
+  if (conn.closed) return Promise.reject(new StreamClosedError());
   if (conn.res.write(chunk)) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const onDrain = () => {
@@ -53,7 +63,7 @@ export function sendLines(conn: Connection, chunk: string | Buffer): Promise<voi
     };
     const onClose = () => {
       conn.res.off('drain', onDrain);
-      reject(new Error('gateway stream closed'));
+      reject(new StreamClosedError());
     };
     conn.res.once('drain', onDrain);
     conn.res.once('close', onClose);

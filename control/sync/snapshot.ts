@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint } from '../../protocol/snapshot';
+import { CodedError } from '../../protocol/coded-error';
 import { silentLogger, type Logger } from '../../runtime/log';
 import type { ClusterTable, Store } from '../store';
 import { parseEndpointRow, type EndpointRow } from '../store/endpoints';
@@ -168,6 +169,15 @@ export class DeltaCache {
   }
 }
 
+/** A snapshot build stops at its next line once no gateway waits for it any more. */
+export class SnapshotAbandoned extends CodedError {
+  override readonly code = 'SVC_ERR_SNAPSHOT_ABANDONED';
+
+  constructor() {
+    super('snapshot no longer needed');
+  }
+}
+
 /** A full snapshot being built or written (`SnapshotCache`). */
 interface SharedSnapshot {
   /** The newest version the hub knew when the build started: the snapshot is at it or newer. */
@@ -252,7 +262,7 @@ export class SnapshotCache {
     };
     this.current = shared;
     const push = async (line: string) => {
-      if (shared.readers === 0) throw new Error('snapshot no longer needed');
+      if (shared.readers === 0) throw new SnapshotAbandoned();
       shared.lines.push(Buffer.from(line + '\n'));
       wake();
       // Let the event loop run between lines: the build itself never waits for a gateway.

@@ -13,9 +13,15 @@
 import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
+import { CodedError, InvariantError } from '../../protocol/coded-error';
 import type { Logger } from '../../runtime/log';
 
 /** The controls a gateway may talk to, in the order to try them, and the one it talks to now. */
+/** Control did not answer a request, or went silent on the sync stream, within the deadline; the message says which. */
+export class ControlTimeoutError extends CodedError {
+  override readonly code = 'SVC_ERR_CONTROL_TIMEOUT';
+}
+
 export class ControlEndpoints {
   readonly urls: readonly string[];
   private index = 0;
@@ -25,7 +31,7 @@ export class ControlEndpoints {
     urls: readonly string[],
     private readonly log?: Logger,
   ) {
-    if (urls.length === 0) throw new Error('ControlEndpoints: no control URL');
+    if (urls.length === 0) throw new InvariantError('ControlEndpoints: no control URL');
     this.urls = [...urls];
   }
 
@@ -132,7 +138,7 @@ export class SyncHttp {
         ...(signal !== undefined ? { signal } : {}),
         headers: { authorization: this.authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
       });
-      req.on('timeout', () => req.destroy(new Error(`control did not answer within ${timeoutMs! / 1000} s`)));
+      req.on('timeout', () => req.destroy(new ControlTimeoutError(`control did not answer within ${timeoutMs! / 1000} s`)));
       req.on('error', reject);
       req.on('response', (res) => {
         const chunks: Buffer[] = [];

@@ -15,6 +15,7 @@
  * still waiting for its answer when the gateway moves is given up at once (the control left
  * behind may be hung and never answer) and sent to the next.
  */
+import { CodedError } from '../../protocol/coded-error';
 import type { Logger } from '../../runtime/log';
 import { SYNC_OUTCOMES_PATH } from '../../protocol/snapshot';
 import type { OutcomeAck } from '../../protocol/outcome';
@@ -43,6 +44,32 @@ export interface ShipperOptions {
   onRejected?: () => void;
 }
 
+/** Control answered an outcome batch with something else than 200 and an acknowledgement in JSON. */
+export class ControlAnswerError extends CodedError {
+  override readonly code = 'SVC_ERR_CONTROL_ANSWER';
+
+  constructor(
+    message: string,
+    /** The status control answered with. */
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The batch in flight was abandoned because the gateway moved to another control; it is sent there. */
+export class ControlMovedError extends CodedError {
+  override readonly code = 'SVC_ERR_CONTROL_MOVED';
+
+  constructor() {
+    super('the gateway moved to another control');
+  }
+}
+
+/** Control refused the batch itself (a record it will never take, or too large): narrow it down instead of retrying. */
+const refusedByControl = (err: unknown): err is ControlAnswerError =>
+  err instanceof ControlAnswerError && (err.status === 400 || err.status === 413);
+
 export class OutcomeShipper {
   private readonly opts: ShipperOptions;
   private readonly control: SyncHttp;
@@ -64,7 +91,7 @@ export class OutcomeShipper {
     // Another control took over: what waits for a retry goes to it now.
     this.control.endpoints.onMove(() => {
       this.failures = 0;
-      this.inFlight?.abort(new Error('the gateway moved to another control'));
+      this.inFlight?.abort(new ControlMovedError());
       if (!this.running) this.schedule(0);
     });
   }
@@ -126,8 +153,7 @@ export class OutcomeShipper {
       this.batch = Math.min(SHIP_BATCH, this.batch * 10);
       return true;
     } catch (err) {
-      const status = (err as { status?: number }).status;
-      if (status === 400 || status === 413) return this.refused(ids, lines, err as Error);
+      if (refusedByControl(err)) return this.refused(ids, lines, err);
       this.opts.onFailure?.();
       this.opts.log.warn('outcome batch not shipped; will retry', { records: ids.length, err });
       return false;
@@ -149,9 +175,8 @@ export class OutcomeShipper {
       this.opts.onShipped?.(acked);
       return true;
     } catch (err) {
-      const status = (err as { status?: number }).status;
       // Find the refused records with smaller batches, one id at a time.
-      if (status === 400 || status === 413) return this.narrow(batch.count, err as Error);
+      if (refusedByControl(err)) return this.narrow(batch.count, err);
       this.opts.onFailure?.();
       this.opts.log.warn('outcome batch not shipped; will retry', { records: batch.count, err });
       return false;
@@ -193,11 +218,11 @@ export class OutcomeShipper {
       if (this.inFlight === inFlight) this.inFlight = null;
     }
     const { status, text } = answer;
-    if (status !== 200) throw Object.assign(new Error(`control answered ${status}: ${text.slice(0, 200)}`), { status });
+    if (status !== 200) throw new ControlAnswerError(`control answered ${status}: ${text.slice(0, 200)}`, status);
     try {
       return JSON.parse(text) as OutcomeAck;
     } catch {
-      throw new Error('control answered with a body that is not JSON');
+      throw new ControlAnswerError('control answered with a body that is not JSON', status);
     }
   }
 }

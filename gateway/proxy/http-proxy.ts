@@ -25,6 +25,7 @@ import http, { type ClientRequest, type IncomingMessage, type ServerResponse } f
 import https from 'node:https';
 import httpProxy from 'http-proxy';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
+import { InvariantError } from '../../protocol/coded-error';
 import { clientResponseHeaders } from './headers';
 import { ForwardCall, type EngineCounters } from './call';
 import { declaredLength, networkErrorOf } from './failures';
@@ -110,7 +111,7 @@ class HttpProxyCall extends ForwardCall {
       this.internal(err);
       return;
     }
-    if (this.upstreamReq === null) this.internal(new Error('http-proxy did not create an upstream request'));
+    if (this.upstreamReq === null) this.internal(new InvariantError('http-proxy did not create an upstream request'));
   }
 
   protected abortUpstream(): void {
@@ -243,7 +244,7 @@ export function createHttpProxyEngine(options: ProxyOptions = {}): GatewayProxy 
   // exactly 1.18.1 (no range; its last release): the field cannot change under us, and should
   // an upgrade drop it, the check below fails at start-up rather than on a call.
   const stream = (server as unknown as { webPasses: Pass[] }).webPasses.find((pass) => pass.name === 'stream');
-  if (stream === undefined) throw new Error('http-proxy web passes changed: no stream pass');
+  if (stream === undefined) throw new InvariantError('http-proxy web passes changed: no stream pass');
 
   const targets = new WeakMap<URL, object>();
   const engine: Engine = {

@@ -27,6 +27,7 @@
  * `test/gateway/proxy-*.ts` hold every engine to these rules (the harness runs each test once
  * per engine).
  */
+import { InvariantError } from '../../protocol/coded-error';
 import { GATEWAY_ENGINES, type GatewayEngine } from '../../protocol/snapshot';
 import type { GatewayProxy, ProxyOptions } from './contract';
 import { createHttpProxyEngine } from './http-proxy';
@@ -60,6 +61,7 @@ const ENGINES: { readonly [E in GatewayEngine]: (options: ProxyOptions) => Gatew
 export function createProxy(options: ProxyOptions & { engine?: GatewayEngine } = {}): GatewayProxy {
   const engine = options.engine ?? GATEWAY_ENGINES[0];
   const create = ENGINES[engine];
-  if (create === undefined) throw new Error(`unknown proxy engine ${JSON.stringify(engine)}; one of ${GATEWAY_ENGINES.join(', ')}`);
+  if (create === undefined)
+    throw new InvariantError(`unknown proxy engine ${JSON.stringify(engine)}; one of ${GATEWAY_ENGINES.join(', ')}`);
   return create(options);
 }

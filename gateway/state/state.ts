@@ -4,6 +4,7 @@
  * through `SnapshotBuilder.finish()` (a whole new state) or `applyDelta()` (validated first,
  * then applied in one synchronous step, so a request never sees half an update).
  */
+import { CodedError, InvariantError } from '../../protocol/coded-error';
 import type { HttpMethod } from '../../protocol/endpoint';
 import type { SchemaValidator } from '../../protocol/response-schema';
 import {
@@ -38,11 +39,9 @@ export interface EndpointEntry {
   responseSchema: SchemaValidator | null;
 }
 
-export class UpdateRejected extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UpdateRejected';
-  }
+/** A snapshot or delta the gateway refuses; it keeps the state it held. */
+export class UpdateRejected extends CodedError {
+  override readonly code = 'SVC_ERR_UPDATE_REJECTED';
 }
 
 function endpointEntry(e: SnapshotEndpoint): EndpointEntry {
@@ -191,7 +190,7 @@ export class GatewayState {
     for (const k of changes.put) {
       const refused = this.keys.add(k);
       // planKeys() already ruled out every reason add() has to refuse.
-      if (refused !== null) throw new Error(`key table out of step with its checks: ${refused}`);
+      if (refused !== null) throw new InvariantError(`key table out of step with its checks: ${refused}`);
     }
   }
 }

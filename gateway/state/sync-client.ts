@@ -29,7 +29,7 @@ import {
   verifySealedLine,
   type SyncAck,
 } from '../../protocol/snapshot';
-import { SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
+import { ControlTimeoutError, SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
 import { SyncPoster } from '../control-link/sync-post';
 import { parseDelta } from './delta-line';
 import type { LimitShare } from './share';
@@ -167,7 +167,7 @@ export class SyncClient {
     this.clearSilence();
     this.silenceTimer = setTimeout(() => {
       this.lastError = reason;
-      this.req?.destroy(beforeAnswer ? new Error(reason) : undefined);
+      this.req?.destroy(beforeAnswer ? new ControlTimeoutError(reason) : undefined);
     }, ms);
     this.silenceTimer.unref();
   }
@@ -249,7 +249,7 @@ export class SyncClient {
           this.post({ gateway_id: this.opts.gatewayId, version: this.state.version, ok: true, renew: true });
         }
       } catch (err) {
-        const reason = err instanceof UpdateRejected ? err.message : `internal: ${(err as Error).message}`;
+        const reason = hasCode(err, 'SVC_ERR_UPDATE_REJECTED') ? err.message : `internal: ${(err as Error).message}`;
         failSnapshot(builder ? builder.version : this.versionOf(line), reason);
       }
     });

@@ -4,6 +4,7 @@
  * `ADMIN_ROUTE_SCOPES`), and the usual answers.
  */
 import type { z } from 'zod';
+import { InvariantError } from '../coded-error';
 import type { ErrorCode } from '../errors';
 import type { Answer, Named, Operation, Parameter } from './operation';
 import { SCOPE_DESCRIPTIONS, routeScope, type OperatorScope } from '../scopes';
@@ -31,7 +32,8 @@ export interface AdminOp {
 /** The scope the admin route at OpenAPI `path` (`{param}`) needs; a route without one is a programming error. */
 export function scopeOf(method: Operation['method'], path: string): OperatorScope {
   const scope = routeScope(method.toUpperCase(), path.replace(/\{([^}]+)\}/g, ':$1'));
-  if (scope === undefined) throw new Error(`${method.toUpperCase()} ${path} has no scope in ADMIN_ROUTE_SCOPES (protocol/operators.ts)`);
+  if (scope === undefined)
+    throw new InvariantError(`${method.toUpperCase()} ${path} has no scope in ADMIN_ROUTE_SCOPES (protocol/operators.ts)`);
   return scope;
 }
 

@@ -13,6 +13,7 @@
  * @see https://spec.openapis.org/oas/v3.1.1.html
  */
 import { z } from 'zod';
+import { InvariantError } from '../coded-error';
 import { ERRORS, FieldError, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, ProblemSchema, type ErrorCode } from '../errors';
 import { CALL_HEADERS } from '../gateway';
 import type { DocumentSpec, HeaderName, JsonObject, Named, Operation, SchemeName } from './operation';
@@ -126,12 +127,12 @@ export class DocumentBuilder {
   /** `$ref` to the component `name` (registering it on first use). */
   private ref(named: Named): JsonObject {
     const entries = Object.entries(named);
-    if (entries.length !== 1) throw new Error('name exactly one schema: { Name: schema }');
+    if (entries.length !== 1) throw new InvariantError('name exactly one schema: { Name: schema }');
     const [name, schema] = entries[0]!;
     const known = this.names.get(schema);
-    if (known !== undefined && known !== name) throw new Error(`schema registered as ${known} and ${name}`);
+    if (known !== undefined && known !== name) throw new InvariantError(`schema registered as ${known} and ${name}`);
     if (known === undefined) {
-      if ([...this.names.values()].includes(name)) throw new Error(`two schemas named ${name}`);
+      if ([...this.names.values()].includes(name)) throw new InvariantError(`two schemas named ${name}`);
       this.names.set(schema, name);
       this.registry.add(schema, { id: name });
     }
@@ -311,10 +312,10 @@ export class DocumentBuilder {
     const paths: Record<string, Record<string, JsonObject>> = {};
     const ids = new Set<string>();
     for (const op of spec.operations) {
-      if (ids.has(op.operationId)) throw new Error(`operationId ${op.operationId} used twice`);
+      if (ids.has(op.operationId)) throw new InvariantError(`operationId ${op.operationId} used twice`);
       ids.add(op.operationId);
       const item = (paths[op.path] ??= {});
-      if (item[op.method] !== undefined) throw new Error(`${op.method.toUpperCase()} ${op.path} described twice`);
+      if (item[op.method] !== undefined) throw new InvariantError(`${op.method.toUpperCase()} ${op.path} described twice`);
       item[op.method] = this.operation(op);
     }
     const webhooks = spec.webhooks

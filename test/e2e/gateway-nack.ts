@@ -165,6 +165,7 @@ t.test('a gateway nacks broken deltas and keeps its last good state', async (t) 
     const ack = await fake.acks.next();
     t.match(ack, { gateway_id: 'gw-nack', version: 2, ok: false }, 'nacked');
     t.match(ack.reason, /seal/, 'the reason names the seal');
+    t.notMatch(ack.reason, /^internal:/, 'a refused update (SVC_ERR_UPDATE_REJECTED), not an internal failure');
     const h = await holdsVersionOne(t, 'after the broken seal');
     t.match(h.last_nack, /^v2: .*seal/, '/health shows the nack');
   });

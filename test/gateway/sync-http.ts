@@ -59,7 +59,10 @@ t.test('a control that does not answer ends the POST at its timeout', async (t) 
   const c = await control(t, () => undefined);
   const client = new SyncHttp({ controlUrl: c.url, syncToken: 'x', maxSockets: 1 });
   t.teardown(() => client.close());
-  await t.rejects(client.post('/_sync/v1/outcomes', '{}', 200), /control did not answer within 0.2 s/);
+  await t.rejects(client.post('/_sync/v1/outcomes', '{}', 200), {
+    code: 'SVC_ERR_CONTROL_TIMEOUT',
+    message: /control did not answer within 0.2 s/,
+  });
 });
 
 t.test('a refused connection rejects the POST', async (t) => {

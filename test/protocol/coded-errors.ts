@@ -1,77 +1,126 @@
 /**
- * Internal errors carry a stable code (protocol/coded-error.ts): every class has its own, the
- * catalogue and docs/design.md §9 list the same codes, logs print the code, and callers that
- * branch on a code (`hasCode`, `settlerHaltOf`, `startRole`) tell the kinds apart.
+ * Internal errors carry a stable code (protocol/coded-error.ts): every error class of the product,
+ * as the compiler finds them (test/fixtures/error-classes.ts), carries a code from a catalogue,
+ * each CodedError its own; the catalogue and docs/design.md §9 list the same codes, logs print
+ * the code, and callers that branch on a code (`hasCode`, `settlerHaltOf`, `startRole`) tell the
+ * kinds apart.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import t from 'tap';
-import { ApiError } from '../../cli/client';
 import { startRole } from '../../cli/commands/serve/lifecycle';
-import { CliError, UsageError } from '../../cli/exit-codes';
-import { ConfigError } from '../../config/load';
+import { CliError } from '../../cli/exit-codes';
 import { settlerHaltOf } from '../../control/context';
-import { ControlStartError } from '../../control/server';
 import { SettlerHaltedError } from '../../control/settler/settler';
 import { StoreOpenError } from '../../control/store/errors';
 import { LedgerError } from '../../control/store/ledger-core';
 import { StoreCopyError } from '../../control/store/pg/copy';
-import { MissingReceiptError, ReissueError } from '../../control/store/receipts-core';
-import { TokenConflictError } from '../../control/tokens';
-import { GatewayStartError } from '../../gateway/main';
-import { CodedError, INTERNAL_ERROR_CODES, hasCode, type InternalErrorCode } from '../../protocol/coded-error';
-import { InstanceLockedError } from '../../runtime/instance-lock';
+import { MissingReceiptError } from '../../control/store/receipts-core';
+import { CodedError, INTERNAL_ERROR_CODES, InvariantError, hasCode } from '../../protocol/coded-error';
+import { ERROR_CODES } from '../../protocol/errors';
 import { createLogger } from '../../runtime/log';
-import {
-  SyncPostAnswerError,
-  SyncPostClosedError,
-  SyncPostQueueFullError,
-  SyncPostTimeoutError,
-} from '../../gateway/control-link/sync-post';
+import { errorClassesOf, productErrorClasses, type ErrorClass } from '../fixtures/error-classes';
 import { ROOT } from '../fixtures/imports';
+import { ERROR_CATALOGUE } from '../../sdk/src/codes';
+import { AlreadyDone } from '../../control/admin/mutation';
+import { UpdateRejected } from '../../gateway/state/state';
 
 const HALT = { batch: 3, batches_without_receipt: 1, reason: 'batch 3 is settled but has no receipt' };
 
-/** One instance of every class, with the code and name it must have. */
-const INSTANCES: [CodedError, InternalErrorCode, string][] = [
-  [new ConfigError([{ key: 'api.port', source: 'env', value: 'x', allowed: 'a port' }]), 'SVC_ERR_CONFIG', 'ConfigError'],
-  [new InstanceLockedError(42), 'SVC_ERR_INSTANCE_LOCKED', 'InstanceLockedError'],
-  [new ControlStartError('no'), 'SVC_ERR_CONTROL_START', 'ControlStartError'],
-  [new GatewayStartError('no'), 'SVC_ERR_GATEWAY_START', 'GatewayStartError'],
-  [new TokenConflictError('no'), 'SVC_ERR_TOKEN_CONFLICT', 'TokenConflictError'],
-  [new StoreOpenError('no'), 'SVC_ERR_STORE_OPEN', 'StoreOpenError'],
-  [new StoreCopyError('no'), 'SVC_ERR_STORE_COPY', 'StoreCopyError'],
-  [new LedgerError('unbalanced', 'no'), 'SVC_ERR_LEDGER', 'LedgerError'],
-  [new MissingReceiptError(3), 'SVC_ERR_MISSING_RECEIPT', 'MissingReceiptError'],
-  [new ReissueError('no_batch', 'no'), 'SVC_ERR_REISSUE', 'ReissueError'],
-  [new SettlerHaltedError(HALT), 'SVC_ERR_SETTLER_HALTED', 'SettlerHaltedError'],
-  [new SyncPostTimeoutError(6_000), 'SVC_ERR_SYNC_POST_TIMEOUT', 'SyncPostTimeoutError'],
-  [new SyncPostQueueFullError(64), 'SVC_ERR_SYNC_POST_QUEUE_FULL', 'SyncPostQueueFullError'],
-  [new SyncPostAnswerError('no'), 'SVC_ERR_SYNC_POST_ANSWER', 'SyncPostAnswerError'],
-  [new SyncPostClosedError(), 'SVC_ERR_SYNC_POST_CLOSED', 'SyncPostClosedError'],
-  [new UsageError('no'), 'SVC_ERR_USAGE', 'UsageError'],
-  [new CliError('no'), 'SVC_ERR_CLI', 'CliError'],
-  [
-    new ApiError({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'no such key', code: 'svc_not_found' }),
-    'SVC_ERR_CLI_API',
-    'ApiError',
-  ],
-];
+/** Every code an error class may carry: the internal catalogue, the wire catalogue and the SDK's (which adds `svc_sdk_…`). */
+const CATALOGUED = new Set<string>([...Object.keys(INTERNAL_ERROR_CODES), ...ERROR_CODES, ...Object.keys(ERROR_CATALOGUE)]);
 
-t.test('each internal error class has its own stable code and its name', async (t) => {
-  for (const [err, code, name] of INSTANCES) {
-    t.ok(err instanceof CodedError, `${name} is a CodedError`);
-    t.equal(err.code, code, `${name}.code`);
-    t.equal(err.name, name, `${name}.name`);
+/**
+ * Error classes of the store whose codes come with its rewrite: reported as todo while they
+ * have none, so the list cannot hide a class anywhere else.
+ */
+const STORE_PENDING = new Set(['control/store/outcomes.ts ChunkHadDuplicates', 'control/store/pg/throwaway-cluster.ts ServerExited']);
+
+/** What is wrong with each class (empty when nothing): a code from a catalogue, and a CodedError's own. */
+function problemsOf(classes: readonly ErrorClass[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const c of classes) {
+    const problems: string[] = [];
+    if (c.codes === null) problems.push('has no `code` of string literals');
+    else for (const code of c.codes) if (!CATALOGUED.has(code)) problems.push(`code ${code} is in no catalogue`);
+    if (c.bases.includes('CodedError') && c.declared === null) {
+      problems.push(c.ownCode ? 'declares its code without a literal value' : 'inherits its code instead of declaring its own');
+    }
+    out.set(`${c.file} ${c.name}`, problems);
+  }
+  return out;
+}
+
+t.test('every error class of the product carries a catalogued code, found by the compiler', async (t) => {
+  const started = performance.now();
+  const classes = productErrorClasses();
+  t.comment(`${classes.length} error classes found in ${Math.round(performance.now() - started)} ms`);
+  const names = new Set(classes.map((c) => `${c.file} ${c.name}`));
+  for (const known of [
+    'protocol/coded-error.ts CodedError',
+    'protocol/errors.ts SvcError',
+    'sdk/src/errors.ts SvcError',
+    'cli/client.ts ApiError',
+  ]) {
+    t.ok(names.has(known), `found ${known}`);
+  }
+  for (const [name, problems] of problemsOf(classes)) {
+    if (STORE_PENDING.has(name) && problems.length > 0)
+      t.ok(true, `${name}: ${problems.join('; ')}`, { todo: 'coded with the store rewrite' });
+    else t.same(problems, [], name);
+  }
+
+  // One class per internal code, and one code per class: the catalogue has no orphan.
+  const coded = classes.filter((c) => c.bases.includes('CodedError'));
+  const owners = new Map<string, string[]>();
+  for (const c of coded) if (c.declared !== null) owners.set(c.declared, [...(owners.get(c.declared) ?? []), c.name]);
+  for (const code of Object.keys(INTERNAL_ERROR_CODES).filter((code) => code !== 'SVC_ERR')) {
+    t.equal(owners.get(code)?.length, 1, `${code} belongs to exactly one class (${owners.get(code)?.join(', ') ?? 'none'})`);
   }
   t.same(
-    INSTANCES.map(([, code]) => code).sort(),
-    Object.keys(INTERNAL_ERROR_CODES)
-      .filter((c) => c !== 'SVC_ERR')
-      .sort(),
-    'the catalogue has exactly the classes’ codes (and the base)',
+    [...owners.keys()].filter((code) => !(code in INTERNAL_ERROR_CODES)),
+    [],
+    'every CodedError code is in the internal catalogue',
   );
   t.equal(new CodedError('base').code, 'SVC_ERR');
+  t.equal(new InvariantError('x').name, 'InvariantError', 'the name is the class’s');
+});
+
+t.test('the check finds an uncoded error class, however deep or private', async (t) => {
+  const dir = t.testdir({
+    'errors.ts': [
+      `import { CodedError } from '${relative(t.testdirName, join(ROOT, 'protocol/coded-error'))}';`,
+      'export class Plain extends Error {}',
+      'class Deeper extends Plain {}',
+      'export class Stringly extends Error { readonly code: string = "x"; }',
+      'export class Foreign extends Error { readonly code = "SVC_ERR_NOPE"; }',
+      'export class Inherits extends CodedError {}',
+      'export class Coded extends CodedError { override readonly code = "SVC_ERR_CONFIG"; }',
+      'export class Wire extends Error { readonly code = "svc_not_found"; }',
+      'export class NotAnError { readonly code = "x"; }',
+      'export const uses = [Deeper];',
+    ].join('\n'),
+  });
+  const classes = errorClassesOf([join(ROOT, 'protocol/coded-error.ts'), join(dir, 'errors.ts')]).filter(
+    (c) => c.file.endsWith('errors.ts') && !c.file.startsWith('protocol/'),
+  );
+  const problems = Object.fromEntries([...problemsOf(classes)].map(([name, p]) => [name.split(' ').pop(), p]));
+  t.same(problems, {
+    Plain: ['has no `code` of string literals'],
+    Deeper: ['has no `code` of string literals'],
+    Stringly: ['has no `code` of string literals'],
+    Foreign: ['code SVC_ERR_NOPE is in no catalogue'],
+    Inherits: ['inherits its code instead of declaring its own'],
+    Coded: [],
+    Wire: [],
+  });
+});
+
+t.test('UpdateRejected and AlreadyDone carry their codes', async (t) => {
+  const rejected = new UpdateRejected('bad delta');
+  t.ok(hasCode(rejected, 'SVC_ERR_UPDATE_REJECTED') && rejected.name === 'UpdateRejected' && rejected.message === 'bad delta');
+  const done = new AlreadyDone();
+  t.ok(hasCode(done, 'SVC_ERR_ALREADY_DONE') && done.name === 'AlreadyDone');
 });
 
 t.test('docs/design.md §9 lists exactly the catalogue', async (t) => {
