@@ -24,6 +24,7 @@ const { distDir } = require('./app');
  *   'control/store/keys': typeof import('../../control/store/keys'),
  *   'control/store/pg/throwaway-cluster': typeof import('../../control/store/pg/throwaway-cluster'),
  *   'control/store/pg/store': typeof import('../../control/store/pg/store'),
+ *   'gateway/control-link/sync-post': typeof import('../../gateway/control-link/sync-post'),
  *   'gateway/metrics': typeof import('../../gateway/metrics'),
  *   'gateway/request/handler': typeof import('../../gateway/request/handler'),
  *   'protocol/keys': typeof import('../../protocol/keys'),
