@@ -4,7 +4,7 @@
  */
 import { isPostgresUrl, maskDatabaseUrl } from '../../protocol/database-url';
 import { StoreOpenError } from './errors';
-import type { Store, StoreOptions } from './index';
+import type { Store, StoreOptions } from './store';
 
 /** Opens the PostgreSQL store at `url` (the receipt signing key stays in `dataDir`). */
 export type PgOpener = (url: string, opts: { dataDir: string; receipts?: boolean }) => Promise<Store>;

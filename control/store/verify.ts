@@ -7,7 +7,7 @@
  */
 import type { StoreVerifyView } from '../../protocol/store-copy';
 import { walkReceiptChain } from '../../protocol/receipts-walk';
-import type { Store } from './index';
+import type { Store } from './store';
 
 /** Receipts read per page. @default 1000 */
 export const VERIFY_RECEIPTS_PAGE = 1_000;

@@ -5,7 +5,7 @@
  * statement that uses it, so controls whose clocks disagree agree on when a lease lapses.
  */
 import type { BuiltSnapshot, GatewaysEvent, SnapshotSource } from '../cluster';
-import type { ClusterTable, ControlRow, StoredToken } from '../index';
+import type { ClusterTable, ControlRow, StoredToken } from '../cluster';
 import { sql, type PgConn } from './conn';
 
 /** Now in ms on the database's clock (advancing within a transaction, unlike `now()`). */

@@ -27,7 +27,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
-import type { Audit, MutationContext, SnapshotReads, Store, StoreDescription, StoreOptions, StoreTables } from '../index';
+import type { Audit, MutationContext } from '../changes';
+import type { SnapshotReads } from '../snapshot-reads';
+import { StoreBase, type Store, type StoreDescription, type StoreOptions, type StoreTables } from '../store';
 import { maskDatabaseUrl } from '../../../protocol/database-url';
 import { PgClient } from './client';
 import { PgClusterTable } from './cluster-table';
@@ -76,65 +78,29 @@ const Q = {
   announce: sql(`SELECT pg_notify('${VERSION_CHANNEL}', ?)`),
 };
 
-export class PgStore implements Store {
+export class PgStore extends StoreBase implements Store {
   readonly url: string;
   readonly idSecret: Buffer;
   readonly receiptsEnabled: boolean;
   private readonly pool: Pool;
   private readonly conn: PgConn;
   private readonly shared: PgShared;
-  private readonly listeners = new Set<(version: number) => void>();
   /** The highest version the listeners heard (or that the store found when it opened). */
   private heard = 0;
   /** Hears the versions other processes on the database commit. */
   private readonly versions: VersionListener;
   private closed = false;
 
-  readonly keys;
-  readonly flags;
-  readonly endpoints;
-  readonly changelog;
-  readonly audit;
-  readonly operators;
-  readonly approvals;
-  readonly gateways;
-  readonly outcomes;
-  readonly rollups;
-  readonly publicReads;
-  readonly applications;
-  readonly ledger;
-  readonly settlement;
-  readonly receipts;
   readonly cluster: PgClusterTable;
-  readonly liveKey: StoreTables['liveKey'];
-  readonly version: StoreTables['version'];
-  readonly changesSince: StoreTables['changesSince'];
-  readonly meta: StoreTables['meta'];
-  readonly setMeta: StoreTables['setMeta'];
 
   private constructor(url: string, pool: Pool, conn: PgConn, shared: PgShared, idSecret: Buffer, listenRetryMs: number | undefined) {
+    super(pgTables(conn, shared));
     this.url = url;
     this.pool = pool;
     this.conn = conn;
     this.shared = shared;
     this.idSecret = idSecret;
     this.receiptsEnabled = shared.receipts.enabled;
-    const outside = this.tables(this.conn);
-    this.keys = outside.keys;
-    this.flags = outside.flags;
-    this.endpoints = outside.endpoints;
-    this.changelog = outside.changelog;
-    this.audit = outside.audit;
-    this.operators = outside.operators;
-    this.approvals = outside.approvals;
-    this.gateways = outside.gateways;
-    this.outcomes = outside.outcomes;
-    this.rollups = outside.rollups;
-    this.publicReads = outside.publicReads;
-    this.applications = outside.applications;
-    this.ledger = outside.ledger;
-    this.settlement = outside.settlement;
-    this.receipts = outside.receipts;
     this.cluster = new PgClusterTable(this.conn);
     this.versions = new VersionListener({
       url,
@@ -143,11 +109,6 @@ export class PgStore implements Store {
       heardGateways: (event) => this.cluster.heardGateways(event),
       ...(listenRetryMs === undefined ? {} : { retryMs: listenRetryMs }),
     });
-    this.liveKey = outside.liveKey;
-    this.version = outside.version;
-    this.changesSince = outside.changesSince;
-    this.meta = outside.meta;
-    this.setMeta = outside.setMeta;
   }
 
   /**
@@ -208,7 +169,7 @@ export class PgStore implements Store {
   private hear(version: number): void {
     if (version <= this.heard) return;
     this.heard = version;
-    for (const listener of this.listeners) listener(version);
+    this.announce(version);
   }
 
   /** Every table family on `conn` (the pool, or one transaction's connection). */
@@ -230,11 +191,6 @@ export class PgStore implements Store {
 
   read<T>(fn: (tx: StoreTables) => Promise<T>): Promise<T> {
     return this.conn.tx((conn) => fn(this.tables(conn)), 'read');
-  }
-
-  onVersion(listener: (version: number) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   openSnapshotReader(): SnapshotReads {

@@ -4,7 +4,7 @@
  * connection). What must outlive one connection (the receipt signer and hasher) is opened once
  * per store (`openShared`) and handed to every family built on it.
  */
-import type { StoreTables } from '../index';
+import type { StoreTables } from '../store';
 import { OpaqueIds } from '../../ids';
 import { backfillMarker } from '../../receipts/backfill-marker';
 import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';

@@ -4,7 +4,7 @@
  * both verifiers (`../verify.ts`, written against `Store`, so any store can be checked).
  */
 import type { StoreVerifyView } from '../../../protocol/store-copy';
-import type { Store } from '../index';
+import type { Store } from '../store';
 import { verifyStore } from '../verify';
 import { openPgStore } from '../open';
 
