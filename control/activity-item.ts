@@ -3,7 +3,7 @@
  * once settled. Shared by the indexer's answers and pages and the public site's provider page.
  */
 import type { ActivityItem, SettledActivityItem } from '../protocol/indexer';
-import type { OpaqueIds } from './ids';
+import type { OpaqueIds } from '../protocol/opaque-ids';
 import type { SettledActivityRow } from './store/ledger';
 import type { ActivityRow } from './store/public-reads';
 

@@ -44,8 +44,7 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_RESPONSE_SCHEMA: 'an endpoint’s response schema does not compile (protocol/response-schema.ts `ResponseSchemaError`)',
   SVC_ERR_DATA_FILE:
     'a file control keeps in its data dir (a token, the control id) holds something else; the message says how to recover (control/bootstrap.ts `DataFileError`)',
-  SVC_ERR_SIGNING_KEY:
-    'the receipt signing key file is not an Ed25519 private key in PEM (control/receipts/signing-key.ts `SigningKeyError`)',
+  SVC_ERR_SIGNING_KEY: 'the receipt signing key file is not an Ed25519 private key in PEM (control/store/signing-key.ts `SigningKeyError`)',
   SVC_ERR_ALREADY_DONE:
     'an admin change found already made inside its mutation: rolled back, answered as done (control/admin/mutation.ts `AlreadyDone`)',
   SVC_ERR_SNAPSHOT_ABANDONED:

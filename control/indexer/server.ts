@@ -16,7 +16,7 @@ import { renderDocument } from '../../protocol/openapi';
 import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from '../http/cache';
 import { splitTarget } from '../http/serve';
 import { dispatcher } from '../http/dispatch';
-import { OpaqueIds } from '../ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { intParam } from '../http/validate';
 import { publicIpLimiter } from '../http/rate-limit';
 import { CursorCodec } from '../activity-cursor';

@@ -8,7 +8,7 @@
 import type { ActivityPage, StatsAnswer } from '../../protocol/indexer';
 import type { ControlContext } from '../context';
 import type { CursorCodec } from '../activity-cursor';
-import type { OpaqueIds } from '../ids';
+import type { OpaqueIds } from '../../protocol/opaque-ids';
 import { activityItem } from '../activity-item';
 import type { ActivityCursor, ActivityFilter } from '../store/public-reads';
 

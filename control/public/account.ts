@@ -35,7 +35,7 @@ import { CursorCodec, parseBefore } from '../activity-cursor';
 import { keyStatus, type KeyRow } from '../store/keys';
 import type { AccountGroup } from '../store/public-reads';
 import { ResponseCache, jsonAnswer } from '../http/cache';
-import type { OpaqueIds } from '../ids';
+import type { OpaqueIds } from '../../protocol/opaque-ids';
 import { limitsFromConfig } from '../limits';
 import { intParam } from '../http/validate';
 

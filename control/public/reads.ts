@@ -8,7 +8,7 @@ import type { Provider, ProvidersAnswer, PublicChangelogEntry, Tier } from '../.
 import type { Config } from '../../config/load';
 import type { Store } from '../store';
 import { LATENCY_BOUNDS_MS, type EndpointWindow } from '../store/rollups';
-import type { OpaqueIds } from '../ids';
+import type { OpaqueIds } from '../../protocol/opaque-ids';
 
 type Tiers = Readonly<Config['tiers']>;
 

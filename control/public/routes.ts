@@ -9,7 +9,7 @@ import type { Router } from '../http/router';
 import { renderDocument } from '../../protocol/openapi';
 import { registerAccountRoutes } from './account';
 import { JSON_CONTENT_TYPE, ResponseCache, jsonAnswer } from '../http/cache';
-import { OpaqueIds } from '../ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { providersAnswer, publicChangelog } from './reads';
 import { registerPageRoutes } from './pages/routes';
 import { statusAnswer } from './status';

@@ -6,7 +6,7 @@
  */
 import type { StatusAnswer } from '../../protocol/public';
 import { settlerView, type ControlContext } from '../context';
-import type { OpaqueIds } from '../ids';
+import type { OpaqueIds } from '../../protocol/opaque-ids';
 import { publicChangelog } from './reads';
 
 export async function statusAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatusAnswer> {

@@ -28,9 +28,9 @@ import {
   type StoreOptions,
   type StoreTables,
 } from './store';
-import { OpaqueIds } from '../ids';
-import { backfillMarker } from '../receipts/backfill-marker';
-import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../receipts/signing-key';
+import { OpaqueIds } from '../../protocol/opaque-ids';
+import { backfillMarker } from './backfill-marker';
+import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from './signing-key';
 
 export type { StoreOptions, StoreTables, SqliteTables, StoreDescription } from './store';
 export type { Actor, Audit, MutationContext, StateChange, StateChangeKind } from './changes';

@@ -8,7 +8,7 @@
  * 2. every receipt's root is the RFC 9162 root of its batch's calls as their rows say now
  *    (leaves in settlement order), so a call's amounts cannot be rewritten after the fact,
  *    however consistently the batch and ledger rows are rewritten with it; and the run roots
- *    stored for proofs (`control/receipts/tree.ts`) are those of the same calls.
+ *    stored for proofs (`protocol/receipt-tree.ts`) are those of the same calls.
  *
  * Each answers the first violation as a sentence naming the batch, or null. What each check
  * does with the rows it is fed (`ChainAudit`, `RootAudit`) is shared with PostgreSQL's
@@ -20,8 +20,8 @@ import type { Receipt } from '../../protocol/receipts';
 import { ChainVerifier, ReceiptKeyring, leafHashOf } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
 import type { Outcome } from '../../protocol/outcome';
-import { OpaqueIds } from '../ids';
-import { SUBTREE_HEIGHT } from '../receipts/tree';
+import { OpaqueIds } from '../../protocol/opaque-ids';
+import { SUBTREE_HEIGHT } from '../../protocol/receipt-tree';
 import { leafOf, type ReceiptKeyRow } from './receipts-core';
 
 /** A batch as check 1 reads it, with its receipt (or null). */

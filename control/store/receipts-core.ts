@@ -25,10 +25,10 @@ import {
   type UnsignedReceipt,
 } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
-import type { BackfillMarker } from '../receipts/backfill-marker';
-import type { ReceiptSigner } from '../receipts/signing-key';
-import { SUBTREE_LEAVES, splitSubtrees } from '../receipts/tree';
-import { TreeHasher, type PendingTree, type StoredTree } from '../receipts/tree-hasher';
+import type { BackfillMarker } from './backfill-marker';
+import type { ReceiptSigner } from './signing-key';
+import { SUBTREE_LEAVES, splitSubtrees } from '../../protocol/receipt-tree';
+import { TreeHasher, type PendingTree, type StoredTree } from './tree-hasher';
 import { CodedError } from '../../protocol/coded-error';
 
 /** What a receipt commits to about its batch. */

@@ -8,14 +8,14 @@
  * - `backfillOnce` gives every batch that has none (settled before migration 9) its receipt,
  *   in batch order, in one transaction; the store runs it on open, before anything else. It
  *   runs ONCE per install: the database (`meta.receipts_backfilled`, migration 14) and the data
- *   dir (`receipts/backfill-marker.ts`) record that it ran, and either record stops it. From
+ *   dir (`backfill-marker.ts`) record that it ran, and either record stops it. From
  *   then on a settled batch without a receipt is an integrity failure (`missing`): the settler
  *   halts on it, `append` refuses to extend the chain past it, and only an operator re-signs it
  *   (`reissue`, audited and announced in the public changelog).
  * - A batch's leaves are its calls in settlement order (received_at, call_id): the order the
  *   settler selected them in, kept by the `settled_calls_by_batch` index, so `leaf_index` needs no
  *   column (it is the count of the batch's calls before it in that order). With each receipt
- *   are stored the roots of the batch's runs of 64 leaves (migration 10, `receipts/tree.ts`),
+ *   are stored the roots of the batch's runs of 64 leaves (migration 10, `protocol/receipt-tree.ts`),
  *   so a proof reads and hashes only its call's run, whatever the batch size.
  *
  * The signer, the hasher and every step between statements (leaves, signing, the JWKS order,
@@ -25,8 +25,8 @@
 import type { Db } from './db';
 import { canonicalCallId } from '../../protocol/outcome';
 import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
-import { SUBTREE_LEAVES } from '../receipts/tree';
-import type { PendingTree } from '../receipts/tree-hasher';
+import { SUBTREE_LEAVES } from '../../protocol/receipt-tree';
+import type { PendingTree } from './tree-hasher';
 import {
   BACKFILLED_META,
   MissingReceiptError,

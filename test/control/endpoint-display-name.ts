@@ -10,7 +10,7 @@ import { manualClock, startTestControl } from '../fixtures/control';
 import { get } from '../fixtures/public';
 import { forEachStore } from '../fixtures/stores';
 import { snapshotEndpoint } from '../../control/sync/snapshot';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 
 forEachStore(t, (t, kind) => {
   t.test('set, shown, changed, removed; through the admin API and svcctl', async (t) => {

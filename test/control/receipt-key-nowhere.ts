@@ -10,7 +10,7 @@ import t from 'tap';
 import { createPrivateKey } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
 import { Store } from '../../control/store';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { request, startControlProcess, svcctl } from '../fixtures/stack';

@@ -11,14 +11,16 @@
  * - `config/` imports only `protocol/`;
  * - the database drivers (`better-sqlite3`, `pg`) are imported only under `control/store/`, the
  *   one place with SQL;
+ * - `control/store/` sits under every feature and shared module of control: it imports nothing
+ *   of control outside itself (what it needs from them comes in through its contract), only
+ *   `protocol/`;
  * - the gateway never imports `control/` or `cli/`, and control never imports `gateway/`;
  * - control's feature folders (`admin`, `applications`, `public`, `indexer`, `settler`, `sync`)
  *   never import each other: they meet only through the shared modules (`http/`, `pages/`,
  *   `store/`, `receipts/`, and the top-level `context`, `metrics`, `keys`, `cluster`, `tokens`,
- *   `ids`, `activity-cursor`, `activity-item`, `limits`, `bootstrap`), and through `server.ts`,
+ *   `activity-cursor`, `activity-item`, `limits`, `bootstrap`), and through `server.ts`,
  *   which wires them together. `receipts/` serves no route (the receipts' routes are the
- *   indexer's and the admin API's): it is the signing key file, the batch trees and their
- *   hasher thread, which the store uses;
+ *   indexer's and the admin API's): it is the chain as this control checked it;
  * - the shared modules import no feature folder (`server.ts` aside), so a feature reaches
  *   another through them neither.
  */
@@ -87,6 +89,8 @@ function check(imports: readonly Import[]): string[] {
     if (from === 'config' && to !== 'config' && to !== 'protocol') violations.push(`${where}: config/ imports only protocol/`);
     if (from === 'gateway' && (to === 'control' || to === 'cli')) violations.push(`${where}: the gateway never imports control/ or cli/`);
     if (from === 'control' && to === 'gateway') violations.push(`${where}: control never imports gateway/`);
+    if (file.startsWith('control/store/') && to !== 'protocol' && !target.startsWith('control/store/'))
+      violations.push(`${where}: the store imports nothing of control outside itself, only protocol/`);
     const a = featureOf(file);
     const b = featureOf(target);
     if (a !== null && b !== null && a !== b) violations.push(`${where}: feature folders meet only through shared modules`);
@@ -173,7 +177,14 @@ t.test('each rule catches what it forbids', async (t) => {
       { file: 'control/indexer/server.ts', spec: '../public/pages/routes', target: 'control/public/pages/routes' },
     ],
     ['a shared folder → a feature', { file: 'control/pages/respond.ts', spec: '../public/status', target: 'control/public/status' }],
-    ['a top-level module → a feature', { file: 'control/ids.ts', spec: './indexer/stats', target: 'control/indexer/stats' }],
+    ['a top-level module → a feature', { file: 'control/keys.ts', spec: './indexer/stats', target: 'control/indexer/stats' }],
+    ['the store → a top-level module', { file: 'control/store/index.ts', spec: '../context', target: 'control/context' }],
+    [
+      'the store → receipts',
+      { file: 'control/store/receipts.ts', spec: '../receipts/chain-guard', target: 'control/receipts/chain-guard' },
+    ],
+    ['PostgreSQL’s store → a top-level module', { file: 'control/store/pg/store.ts', spec: '../../keys', target: 'control/keys' }],
+    ['the store → runtime', { file: 'control/store/pg/store.ts', spec: '../../../runtime/log', target: 'runtime/log' }],
   ];
   for (const [name, imp] of cases) t.equal(check([imp]).length, 1, name);
   for (const ok of [
@@ -184,6 +195,8 @@ t.test('each rule catches what it forbids', async (t) => {
     { file: 'control/public/pages/routes.ts', spec: './feeds', target: 'control/public/pages/feeds' },
     { file: 'control/server.ts', spec: './indexer/server', target: 'control/indexer/server' },
     { file: 'control/store/pg/conn.ts', spec: 'pg', target: null },
+    { file: 'control/store/sql/keys.ts', spec: '../keys', target: 'control/store/keys' },
+    { file: 'control/store/receipts-audit.ts', spec: '../../protocol/opaque-ids', target: 'protocol/opaque-ids' },
     { file: 'runtime/log.ts', spec: '../protocol/keys', target: 'protocol/keys' },
     { file: 'runtime/instance-lock.ts', spec: 'node:net', target: null },
     { file: 'control/http/serve.ts', spec: '../../runtime/http-edge', target: 'runtime/http-edge' },

@@ -116,6 +116,7 @@ t.test('the READMEs state their lists', async (t) => {
       'cli',
       'config',
       'control',
+      'control/store',
       'demo',
       'gateway/control-link',
       'gateway/journal',
@@ -134,12 +135,20 @@ t.test('the READMEs state their lists', async (t) => {
   const link = rules.find((r) => r.dir === 'gateway/control-link')!;
   t.same(runtime.paths, ['protocol/'], 'runtime/ may import protocol/ only');
   t.same(link.paths.sort(), ['protocol/', 'runtime/'], 'control-link/ may import protocol/ and runtime/ only');
+  const store = rules.find((r) => r.dir === 'control/store')!;
+  t.same(
+    store.paths.filter((p) => !p.startsWith('control/store/')),
+    ['protocol/'],
+    'the store may import protocol/ alone, outside itself',
+  );
   for (const [rule, file, target] of [
     [runtime, 'runtime/log.ts', 'control/context'],
     [runtime, 'runtime/http-edge.ts', 'gateway/metrics'],
     [runtime, 'runtime/token-bucket.ts', 'config/defaults'],
     [link, 'gateway/control-link/sync-http.ts', 'gateway/state/state'],
     [link, 'gateway/control-link/sync-post.ts', 'gateway/metrics'],
+    [store, 'control/store/index.ts', 'control/context'],
+    [store, 'control/store/receipts.ts', 'control/receipts/chain-guard'],
   ] as const) {
     t.equal(violations([rule], [{ file, spec: `../${target}`, target }]).length, 1, `${file} → ${target} is refused`);
   }

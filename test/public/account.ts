@@ -13,7 +13,7 @@ import t from 'tap';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { addEndpoint, get, ingest, many, outcome } from '../fixtures/public';
 import { forEachStore } from '../fixtures/stores';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 const HOUR = 3_600_000;

@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { seedPages } from '../fixtures/pages';
 import { startTestControl, manualClock, type AdminResponse } from '../fixtures/control';
 import { CHROME_UA, get } from '../fixtures/public';

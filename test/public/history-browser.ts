@@ -13,7 +13,7 @@ import t, { type Test } from 'tap';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { DAY_MS } from '../../control/public/pages/history';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { addEndpoint, ingest, many, outcome } from '../fixtures/public';

@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import type { ChangelogEntry } from '../../protocol/admin';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { DAY_MS, maintenancePeriods, providersHistory } from '../../control/public/pages/history';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { CHROME_UA, addEndpoint, get, ingest, many, outcome } from '../fixtures/public';

@@ -7,7 +7,7 @@ import t from 'tap';
 import { manualClock, startTestControl, type AdminResponse } from '../fixtures/control';
 import { addEndpoint, get, ingest, many, outcome } from '../fixtures/public';
 import { forEachStore } from '../fixtures/stores';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 

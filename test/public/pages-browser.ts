@@ -22,7 +22,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { PROVIDERS, hourRate, seedPages } from '../fixtures/pages';
 import { GENEROUS_LIMITS, drained, request, startStack } from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';

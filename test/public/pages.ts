@@ -14,7 +14,7 @@ import { gunzipSync } from 'node:zlib';
 import { CHROME_UA, get } from '../fixtures/public';
 import { HOUR, MINUTE, NOW, PROVIDERS, SECRET_GATEWAY, hourRate, seedPages } from '../fixtures/pages';
 import { forEachStore } from '../fixtures/stores';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import type { AdminResponse, TestControl } from '../fixtures/control';
 
 const browser = (control: TestControl, base: string, path: string, headers: Record<string, string> = {}) =>

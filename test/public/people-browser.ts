@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { seedPages } from '../fixtures/pages';
 import { openContext, skipWithoutChromium } from '../fixtures/browser';
 

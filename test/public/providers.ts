@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { manualClock, startTestControl } from '../fixtures/control';
 import { addEndpoint, get, ingest, many, outcome } from '../fixtures/public';
 import { forEachStore, testDatabaseUrl } from '../fixtures/stores';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { histogramQuantile, tierFor } from '../../control/public/reads';
 import { LATENCY_BOUNDS_MS, latencyBucket } from '../../control/store/rollups';
 

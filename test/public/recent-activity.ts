@@ -4,7 +4,7 @@
  * settler are not in it; they stay visible in `/api/activity`.
  */
 import t from 'tap';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 import { manualClock, startTestControl } from '../fixtures/control';
 import { addEndpoint, get, ingest, many, outcome } from '../fixtures/public';
 import { forEachStore } from '../fixtures/stores';

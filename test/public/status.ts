@@ -10,7 +10,7 @@ import { runCli } from '../fixtures/cli';
 import { CHROME_UA, addEndpoint, get } from '../fixtures/public';
 import { forEachStore } from '../fixtures/stores';
 import type { SettlerStatus } from '../../protocol/settlement';
-import { OpaqueIds } from '../../control/ids';
+import { OpaqueIds } from '../../protocol/opaque-ids';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 

@@ -29,7 +29,7 @@ import {
 } from 'svc-monitor-sdk';
 import { Settler, PAUSED_META } from '../../control/settler/settler';
 import { SqliteStore } from '../../control/store';
-import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
 import { silentLogger } from '../../runtime/log';
 import type { Outcome } from '../../protocol/outcome';
 import { receiptHash, receiptSigningBytes, type ReceiptFields } from '../../protocol/receipts-verify';

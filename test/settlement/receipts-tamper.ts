@@ -21,7 +21,7 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { Settler } from '../../control/settler/settler';
 import { SqliteStore } from '../../control/store';
-import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
 import { silentLogger } from '../../runtime/log';
 import type { Outcome } from '../../protocol/outcome';
 import { jwkThumbprint, receiptSigningBytes, verifyCallProof, type ReceiptFields } from '../../protocol/receipts-verify';

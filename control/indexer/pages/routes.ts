@@ -11,7 +11,7 @@ import type { ActivityItem } from '../../../protocol/indexer';
 import type { ControlContext } from '../../context';
 import type { Router } from '../../http/router';
 import { CachedValue, ResponseCache } from '../../http/cache';
-import type { OpaqueIds } from '../../ids';
+import type { OpaqueIds } from '../../../protocol/opaque-ids';
 import { parseBefore, type CursorCodec } from '../../activity-cursor';
 import { activityItem } from '../../activity-item';
 import { ATOM_CONTENT_TYPE, FEED_ENTRIES, FEED_HEADERS, renderAtom } from '../../pages/atom';

@@ -9,7 +9,7 @@ import type { Provider, ProvidersAnswer, Tier } from '../../../protocol/public';
 import type { Config } from '../../../config/load';
 import type { Store } from '../../store';
 import { MINUTE_MS } from '../../store/rollups';
-import type { OpaqueIds } from '../../ids';
+import type { OpaqueIds } from '../../../protocol/opaque-ids';
 import { providersAnswer } from '../reads';
 import { CHART_OUTCOMES, slotTotals, type ChartOutcome, type SlotCounts } from './svg';
 

@@ -11,7 +11,7 @@ import type { ChangelogEntry } from '../../../protocol/admin';
 import type { ControlContext } from '../../context';
 import type { Router } from '../../http/router';
 import { ResponseCache } from '../../http/cache';
-import { OpaqueIds } from '../../ids';
+import { OpaqueIds } from '../../../protocol/opaque-ids';
 import {
   ATOM_CONTENT_TYPE,
   FEED_ENTRIES,

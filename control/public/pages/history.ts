@@ -11,7 +11,7 @@ import type { ChangelogEntry } from '../../../protocol/admin';
 import type { ProvidersAnswer, Tier } from '../../../protocol/public';
 import type { Config } from '../../../config/load';
 import type { Store } from '../../store';
-import type { OpaqueIds } from '../../ids';
+import type { OpaqueIds } from '../../../protocol/opaque-ids';
 import { tierFor } from '../reads';
 import { CHART_OUTCOMES, slotTotals } from './svg';
 

@@ -13,7 +13,7 @@
 import type { ControlContext } from '../../context';
 import type { Router } from '../../http/router';
 import { ResponseCache } from '../../http/cache';
-import type { OpaqueIds } from '../../ids';
+import type { OpaqueIds } from '../../../protocol/opaque-ids';
 import { activityItem } from '../../activity-item';
 import { isSvcError } from '../../../protocol/errors';
 import type { StatusAnswer } from '../../../protocol/public';

@@ -20,8 +20,8 @@
 import type { Hash32 } from '../../../protocol/merkle';
 import { canonicalCallId } from '../../../protocol/outcome';
 import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../../protocol/receipts';
-import { SUBTREE_LEAVES } from '../../receipts/tree';
-import type { PendingTree } from '../../receipts/tree-hasher';
+import { SUBTREE_LEAVES } from '../../../protocol/receipt-tree';
+import type { PendingTree } from '../tree-hasher';
 import type { ReceiptsTable } from '../receipts';
 import {
   BACKFILLED_META,

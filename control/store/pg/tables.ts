@@ -5,10 +5,10 @@
  * per store (`openShared`) and handed to every family built on it.
  */
 import type { StoreTables } from '../store';
-import { OpaqueIds } from '../../ids';
-import { backfillMarker } from '../../receipts/backfill-marker';
-import { loadOrCreateSigner, rotateSigner } from '../../receipts/signing-key';
-import { TreeHasher } from '../../receipts/tree-hasher';
+import { OpaqueIds } from '../../../protocol/opaque-ids';
+import { backfillMarker } from '../backfill-marker';
+import { loadOrCreateSigner, rotateSigner } from '../signing-key';
+import { TreeHasher } from '../tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { sharedTables } from '../sql';

@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { toHex } from '../../protocol/merkle';
-import { subtreeCount, treeOf, type BatchTree } from './tree';
+import { subtreeCount, treeOf, type BatchTree } from '../../protocol/receipt-tree';
 
 /**
  * How long a batch's tree may take on the worker before it is computed inline instead (and

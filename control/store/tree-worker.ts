@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { InvariantError } from '../../protocol/coded-error';
-import { treeOf } from './tree';
+import { treeOf } from '../../protocol/receipt-tree';
 
 const shared = (workerData as { shared: SharedArrayBuffer }).shared;
 /** [0] the last request answered, [1] 1 when it failed, [2] 1 once this worker is listening. */

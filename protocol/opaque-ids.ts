@@ -5,7 +5,7 @@
  * different on every install, and not reversible or guessable from endpoint names.
  */
 import { createHmac } from 'node:crypto';
-import { encodeBase58 } from '../protocol/base58';
+import { encodeBase58 } from './base58';
 
 /** Characters of base58 kept after the prefix (12 ≈ 70 bits; 16 ≈ 93 bits). */
 const PROVIDER_ID_CHARS = 12;

@@ -5,7 +5,7 @@
  * the path inside the run, then the run's path among the stored run roots. Cost of a proof:
  * at most 64 rows and about 80 hashes, whatever the batch size.
  */
-import { leafHash, rootOf, subtreeRoots, type Hash32 } from '../../protocol/merkle';
+import { leafHash, rootOf, subtreeRoots, type Hash32 } from './merkle';
 
 /** Height of the stored subtrees: runs of 64 leaves. @default 6 */
 export const SUBTREE_HEIGHT = 6;
