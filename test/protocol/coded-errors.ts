@@ -1,7 +1,8 @@
 /**
  * Internal errors carry a stable code (protocol/coded-error.ts): every error class of the product,
  * as the compiler finds them (test/fixtures/error-classes.ts), carries a code from a catalogue,
- * each CodedError its own; the catalogue and docs/design.md §9 list the same codes, logs print
+ * each CodedError its own; no product source makes a plain `Error` (parsed, with a negative case);
+ * the catalogue and docs/design.md §9 list the same codes, logs print
  * the code, and callers that branch on a code (`hasCode`, `settlerHaltOf`, `startRole`) tell the
  * kinds apart.
  */
