@@ -21,6 +21,16 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_STORE_OPEN:
     'the store cannot be opened: a bad database URL, a schema newer than this build (control/store/errors.ts `StoreOpenError`)',
   SVC_ERR_STORE_COPY: '`svcctl store copy` refused or failed; the target is left as found (control/store/pg/copy.ts `StoreCopyError`)',
+  SVC_ERR_SETTLEMENT_CONFLICT:
+    'a settlement batch found the calls it planned settled or gone when it wrote them (another settler, past its lease): rolled back (control/store/errors.ts `SettlementConflictError`)',
+  SVC_ERR_KEY_NOT_PREPARED:
+    'a signing key rotation’s key is no longer the one prepared: another rotation replaced it; the current key signs on (control/store/errors.ts `KeyNotPreparedError`, with `kid`)',
+  SVC_ERR_CHUNK_DUPLICATES:
+    'a chunk of outcomes held a call control already had: its savepoint rolls back and its rows go one by one; never leaves the store (control/store/outcomes.ts `ChunkHadDuplicates`)',
+  SVC_ERR_PG_CLUSTER_START:
+    'a throwaway PostgreSQL cluster (tests, benches, `npm run cluster`) cannot start here, its initdb failed, or it did not accept connections in time (control/store/errors.ts `ClusterStartError`)',
+  SVC_ERR_PG_SERVER_EXITED:
+    'a throwaway cluster’s server exited before accepting connections, its log kept as `log` (a lost port is retried) (control/store/pg/throwaway-cluster.ts `ServerExited`)',
   SVC_ERR_LEDGER: 'a ledger rule a request would break (control/store/ledger-core.ts `LedgerError`, with `reason`)',
   SVC_ERR_MISSING_RECEIPT: 'a settled batch has no receipt where one must be (control/store/receipts-core.ts `MissingReceiptError`)',
   SVC_ERR_REISSUE: 'a receipt reissue refused (control/store/receipts-core.ts `ReissueError`, with `reason`)',
@@ -61,6 +71,8 @@ export const INTERNAL_ERROR_CODES = {
     'a gateway’s sync stream closed before control’s write to it finished (control/sync/connection.ts `StreamClosedError`)',
   SVC_ERR_DEMO: '`npm run demo`: a step of the story did not hold (demo/index.ts `DemoFailure`)',
   SVC_ERR_DEMO_CLUSTER: '`npm run cluster`: a process of the cluster did not start or answer (demo/cluster.ts `ClusterFailure`)',
+  SVC_ERR_CALL_CANCELLED:
+    'the gateway ended a call to the provider itself (the caller left, a deadline passed): the reason undici is handed, never reported (gateway/proxy/undici.ts `CallCancelled`)',
 } as const;
 
 export type InternalErrorCode = keyof typeof INTERNAL_ERROR_CODES;

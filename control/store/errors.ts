@@ -8,3 +8,31 @@ export class StoreOpenError extends CodedError {
     super(message);
   }
 }
+
+/**
+ * A settlement batch found the calls it planned settled, or gone from the queue, when it wrote
+ * them: another settler wrote them meanwhile (one past its lease). Its transaction rolls back
+ * and nothing of the batch is written; the settler tries again from what is committed.
+ */
+export class SettlementConflictError extends CodedError {
+  override readonly code = 'SVC_ERR_SETTLEMENT_CONFLICT';
+}
+
+/**
+ * The signing key a rotation prepared is no longer the one waiting to be published: another
+ * rotation prepared its own since. Nothing is published or activated; the current key signs on.
+ */
+export class KeyNotPreparedError extends CodedError {
+  override readonly code = 'SVC_ERR_KEY_NOT_PREPARED';
+  constructor(readonly kid: string) {
+    super(`no signing key ${kid} is prepared (another rotation replaced it)`);
+  }
+}
+
+/**
+ * A throwaway PostgreSQL cluster (`pg/throwaway-cluster.ts`: tests, benches, `npm run cluster`)
+ * cannot start here, or its `initdb` failed, or its server did not accept connections in time.
+ */
+export class ClusterStartError extends CodedError {
+  override readonly code = 'SVC_ERR_PG_CLUSTER_START';
+}

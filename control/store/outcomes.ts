@@ -14,6 +14,7 @@
  * are stored in lowercase (`canonicalCallId`), so an id shipped in capitals is the same call.
  */
 import type { Db } from './db';
+import { CodedError } from '../../protocol/coded-error';
 import { canonicalCallId, type OutcomeRecord } from '../../protocol/outcome';
 import type { RollupInput, RollupsTable } from './rollups';
 
@@ -66,8 +67,13 @@ function putQueueRow(args: unknown[], at: number, r: OutcomeRecord, id: string, 
   args[at + 5] = startedMs;
 }
 
-/** A chunk held a row control already had; its savepoint is rolled back. */
-class ChunkHadDuplicates extends Error {}
+/** A chunk held a row control already had; its savepoint is rolled back and its rows go one by one. */
+class ChunkHadDuplicates extends CodedError {
+  override readonly code = 'SVC_ERR_CHUNK_DUPLICATES';
+  constructor() {
+    super('a chunk of outcomes held a call already stored');
+  }
+}
 
 export class OutcomesTable {
   private readonly insertStmt;

@@ -30,6 +30,7 @@ import type { ReceiptSigner } from './signing-key';
 import { SUBTREE_LEAVES, splitSubtrees } from '../../protocol/receipt-tree';
 import { TreeHasher, type PendingTree, type StoredTree } from './tree-hasher';
 import { CodedError } from '../../protocol/coded-error';
+import { KeyNotPreparedError } from './errors';
 
 /** What a receipt commits to about its batch. */
 export interface ReceiptBatch {
@@ -192,8 +193,8 @@ export class ReceiptsCore {
    */
   sign(batch: ReceiptBatch, tree: StoredTree, treeSize: number, prev: Receipt | undefined): SignedReceipt {
     if (prev !== undefined && prev.batch >= batch.id)
-      throw new Error(`receipts: batch ${batch.id} is not after the receipt it chains to (${prev.batch})`);
-    if (treeSize === 0) throw new Error(`receipts: batch ${batch.id} has no calls`);
+      throw new RangeError(`receipts: batch ${batch.id} is not after the receipt it chains to (${prev.batch})`);
+    if (treeSize === 0) throw new RangeError(`receipts: batch ${batch.id} has no calls`);
     const unsigned: UnsignedReceipt = {
       v: RECEIPT_VERSION,
       batch: batch.id,
@@ -260,7 +261,7 @@ export class ReceiptsCore {
   }
 
   private preparedSigner(kid: string): ReceiptSigner {
-    if (this.pending?.kid !== kid) throw new Error(`no signing key ${kid} is prepared (another rotation replaced it)`);
+    if (this.pending?.kid !== kid) throw new KeyNotPreparedError(kid);
     return this.pending;
   }
 

@@ -6,8 +6,10 @@
  * receipt leaves of its calls, the ledger transfers the plan books (at most three, in booking
  * order), the order endpoints are settled in, and the group commit's decisions (`GroupRun`).
  */
+import { InvariantError } from '../../protocol/coded-error';
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import { keyAccount, type BatchView } from '../../protocol/settlement';
+import { SettlementConflictError } from './errors';
 import type { Posting, TransferInput } from './ledger-core';
 import type { LeafRow } from './receipts';
 import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlement-types';
@@ -74,7 +76,7 @@ export function batchLeaves(
     });
   }
   if (premiums !== batch.premiums || refunds !== batch.refunds) {
-    throw new Error(
+    throw new InvariantError(
       `settlement: batch ${batch.id}'s leaves sum to premiums ${premiums}, refunds ${refunds}; the batch says ${batch.premiums}, ${batch.refunds}`,
     );
   }
@@ -82,11 +84,12 @@ export function batchLeaves(
 }
 
 /** A call the plan makes an exception for was settled by someone else meanwhile. */
-export const notPending = (callId: string): Error => new Error(`settlement: call ${callId} was not pending`);
+export const notPending = (callId: string): SettlementConflictError =>
+  new SettlementConflictError(`settlement: call ${callId} was not pending`);
 
-/** Throws unless the batch's UPDATEs marked exactly the calls it selected. */
+/** Throws `SettlementConflictError` unless the batch's UPDATEs marked exactly the calls it selected. */
 export function checkMarked(selected: number, marked: number): void {
-  if (marked !== selected) throw new Error(`settlement: batch of ${selected} calls marked ${marked}`);
+  if (marked !== selected) throw new SettlementConflictError(`settlement: batch of ${selected} calls marked ${marked}`);
 }
 
 /**

@@ -26,6 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { buildConnector, type Client, type Dispatcher } from 'undici';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
+import { CodedError } from '../../protocol/coded-error';
 import { clientResponseHeaders, headerListValue } from './headers';
 import { ForwardCall, type EngineCounters } from './call';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
@@ -41,7 +42,10 @@ import type { ForwardDone, ForwardTarget, GatewayProxy, ProxyOptions, ProxyStats
 const WHOLE_BODY_MAX_BYTES = 64 * 1024;
 
 /** The reason handed to undici when the gateway ends a call itself (never reported). */
-const CANCELLED = new Error('the call was ended by the gateway');
+class CallCancelled extends CodedError {
+  override readonly code = 'SVC_ERR_CALL_CANCELLED';
+}
+const CANCELLED = new CallCancelled('the call was ended by the gateway');
 
 /** undici errors that are the gateway's own fault: a request it refused to build. */
 const GATEWAY_FAULTS: ReadonlySet<string> = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);

@@ -1,7 +1,7 @@
 /**
  * Receipt signing keys at the store level (control/store/receipts.ts): rotation (new receipts
  * carry the new kid, old ones keep verifying, one chain across it, a failed publication leaves
- * the old key signing) and the key file (0600, reused across opens, a bad one stops the store
+ * the old key signing, a rotation another one overtook is refused by code) and the key file (0600, reused across opens, a bad one stops the store
  * without echoing it). Each case runs on both stores (`forEachStore`).
  */
 import t from 'tap';
@@ -9,6 +9,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { hasCode } from '../../protocol/coded-error';
 import { jwkThumbprint, verifyCallProof } from '../../protocol/receipts-verify';
 import { T0, all, chainProblem, records, seed, settle } from '../fixtures/receipts';
 import { newInstall, openInstall } from '../fixtures/store-sql';
@@ -76,6 +77,20 @@ t.test('rotation: new receipts carry the new kid, old ones keep verifying, the f
       );
     t.equal(failed, 'audit failed');
     t.equal(await store.receipts.currentKid(), rotation.kid, 'still the published key');
+
+    // Two rotations at once: the one whose prepared key the other replaced is refused by code.
+    const overtaken = await store.receipts.prepareRotation();
+    const latest = await store.receipts.prepareRotation();
+    const refused = await Promise.resolve()
+      .then(() => store.receipts.activatePrepared(overtaken.kid))
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    t.ok(hasCode(refused, 'SVC_ERR_KEY_NOT_PREPARED'), 'the overtaken rotation is refused');
+    t.match(refused, { name: 'KeyNotPreparedError', kid: overtaken.kid, message: /another rotation replaced it/ });
+    t.equal(await store.receipts.currentKid(), rotation.kid, 'the published key signs on');
+    t.not(latest.kid, overtaken.kid);
   });
 });
 

@@ -4,6 +4,7 @@
  * migration 3. Every time is read from the database's clock in the
  * statement that uses it, so controls whose clocks disagree agree on when a lease lapses.
  */
+import { InvariantError } from '../../../protocol/coded-error';
 import type { BuiltSnapshot, GatewaysEvent, SnapshotSource } from '../cluster';
 import type { ClusterTable, ControlRow, StoredToken } from '../cluster';
 import { sql, type PgConn } from './conn';
@@ -142,7 +143,8 @@ function storedSnapshot(conn: PgConn, epoch: number, atLeast: number): Promise<B
     const head = await c.get<{ version: number; sha256: string; lines: number }>(Q.snapshot, [epoch, atLeast]);
     if (head === undefined) return null;
     const lines = await c.column<string>(Q.snapshotLines, [epoch, head.version]);
-    if (lines.length !== head.lines) throw new Error(`shared snapshot ${head.version}: ${lines.length} lines stored of ${head.lines}`);
+    if (lines.length !== head.lines)
+      throw new InvariantError(`shared snapshot ${head.version}: ${lines.length} lines stored of ${head.lines}`);
     return { version: head.version, sha256: head.sha256, lines };
   }, 'read');
 }

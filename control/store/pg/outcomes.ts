@@ -18,6 +18,7 @@
  * call id order so two batches holding the same calls (a shipper's retry while its first try
  * still runs) wait for each other rather than deadlock; the rollups lock theirs in order too.
  */
+import { InvariantError } from '../../../protocol/coded-error';
 import { canonicalCallId, UNRATED_OUTCOMES, type OutcomeRecord } from '../../../protocol/outcome';
 import type { OutcomesTable } from '../outcomes';
 import { COUNT_COLUMNS, LATENCY_BOUNDS_MS, MINUTE_MS, OUTCOME_COLUMNS } from '../rollups';
@@ -42,7 +43,7 @@ function rollupsOfInserted(): string {
       .concat(LATENCY_BOUNDS_MS.length)
       .map((i) => `count(*) FILTER (WHERE bucket = ${i})`),
   ];
-  if (counts.length !== COUNT_COLUMNS.length) throw new Error('rollups: one count per column');
+  if (counts.length !== COUNT_COLUMNS.length) throw new InvariantError('rollups: one count per column');
   return `SELECT endpoint_id, minute, ${counts.map((c, i) => `${c} AS ${COUNT_COLUMNS[i]}`).join(', ')}
     FROM (SELECT endpoint_id, floor(started_at / ${MINUTE_MS}.0)::bigint AS minute, outcome, ${bucket} AS bucket FROM inserted) AS r
     GROUP BY endpoint_id, minute`;

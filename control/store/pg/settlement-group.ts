@@ -30,6 +30,7 @@ import type { BatchView } from '../../../protocol/settlement';
 import { HOUR_MS, ZERO_ECONOMICS, batchView, type BatchRow, type Economics, type Planner, type UnsettledCall } from '../settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending } from '../settlement-plan';
 import { checkTransfer } from '../ledger-core';
+import { InvariantError } from '../../../protocol/coded-error';
 import { MissingReceiptError } from '../receipts-core';
 import type { PgConn } from './conn';
 import type { PgReceiptsTable, ReceiptChain } from './receipts';
@@ -125,7 +126,9 @@ export class SettlementGroup {
     }
     const poolAfter = (await this.c.value<number>(Q.pool)) ?? 0;
     if (poolAfter !== this.pool) {
-      throw new Error(`settlement: the pool's balance is ${poolAfter} after the group, not ${this.pool} (${this.poolBefore} before)`);
+      throw new InvariantError(
+        `settlement: the pool's balance is ${poolAfter} after the group, not ${this.pool} (${this.poolBefore} before)`,
+      );
     }
     return run.made;
   }
@@ -195,7 +198,7 @@ export class SettlementGroup {
       pool: this.pool,
       refundedInHour: (hour) => {
         const refunds = refunded.get(hour);
-        if (refunds === undefined) throw new Error(`settlement: hour ${hour} is not the hour of a call of the batch`);
+        if (refunds === undefined) throw new InvariantError(`settlement: hour ${hour} is not the hour of a call of the batch`);
         return refunds;
       },
     });
@@ -209,7 +212,7 @@ export class SettlementGroup {
       for (const { account, amount } of transfer.postings) this.moves.set(account, (this.moves.get(account) ?? 0) + amount);
     }
     // The pool's CHECK (balance ≥ 0) only sees the group's end; its lowest point is here.
-    if (this.pool < 0) throw new Error(`settlement: batch ${batch.id} would leave the pool at ${this.pool}`);
+    if (this.pool < 0) throw new InvariantError(`settlement: batch ${batch.id} would leave the pool at ${this.pool}`);
     const hours = [...plan.refundsByHour].filter(([, amount]) => amount > 0);
     if (hours.length > 0) {
       const tally = this.refundedHere.get(endpointId) ?? new Map<number, number>();

@@ -27,6 +27,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { CodedError, InvariantError } from '../../../protocol/coded-error';
+import { ClusterStartError } from '../errors';
 
 /** Directory of `initdb` and `postgres`, overriding the search (a path without them: PostgreSQL is missing). */
 export const PG_BINDIR_ENV = 'SVC_TEST_PG_BINDIR';
@@ -76,7 +78,7 @@ function runAs(): RunAs | null {
     const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
     return { uid: id('-u'), gid: id('-g') };
   } catch {
-    throw new Error('running as root and there is no `postgres` user to run PostgreSQL as');
+    throw new ClusterStartError('running as root and there is no `postgres` user to run PostgreSQL as');
   }
 }
 
@@ -173,7 +175,7 @@ function run(file: string, args: string[], as: RunAs | null, cwd: string): Promi
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${file} exited with ${code}:\n${output}`))));
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new ClusterStartError(`${file} exited with ${code}:\n${output}`))));
   });
 }
 
@@ -211,7 +213,8 @@ pid=$!
 } &
 wait "$pid"`;
 
-class ServerExited extends Error {
+class ServerExited extends CodedError {
+  override readonly code = 'SVC_ERR_PG_SERVER_EXITED';
   constructor(readonly log: string) {
     super(`postgres exited before accepting connections:\n${log}`);
   }
@@ -241,7 +244,7 @@ function startServer(bin: string, dir: string, port: number, as: RunAs | null, o
     let log = '';
     const timer = setTimeout(() => {
       server.stdin.end();
-      reject(new Error(`postgres did not accept connections within ${START_TIMEOUT_MS} ms:\n${log}`));
+      reject(new ClusterStartError(`postgres did not accept connections within ${START_TIMEOUT_MS} ms:\n${log}`));
     }, START_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
       log = (log + chunk.toString()).slice(-20_000);
@@ -263,10 +266,14 @@ function startServer(bin: string, dir: string, port: number, as: RunAs | null, o
   });
 }
 
-/** Start a cluster (throws `clusterUnavailable()`'s reason when there is no PostgreSQL to start). */
+/**
+ * Start a cluster. Throws `ClusterStartError` (`SVC_ERR_PG_CLUSTER_START`) with `clusterUnavailable()`'s
+ * reason when there is no PostgreSQL to start, or when initdb fails or the server does not answer in
+ * time; `ServerExited` (`SVC_ERR_PG_SERVER_EXITED`) when the server stops before it accepts connections.
+ */
 export async function startCluster(options: ClusterOptions = {}): Promise<ThrowawayCluster> {
   const reason = clusterUnavailable();
-  if (reason !== null) throw new Error(reason);
+  if (reason !== null) throw new ClusterStartError(reason);
   const bin = pgBinDir()!;
   const as = runAs();
   const began = performance.now();
@@ -330,14 +337,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Throwa
     throw err;
   }
   const pause = async () => {
-    if (stopped !== null) throw new Error('the cluster is stopped');
+    if (stopped !== null) throw new InvariantError('pause: the cluster is stopped');
     await admin?.end().catch(() => undefined);
     admin = null; // connected again by the next query
     writeFileSync(join(dir, RESTARTING), ''); // the leash removes it instead of the directory
     await shutDown();
   };
   const resume = async () => {
-    if (stopped !== null) throw new Error('the cluster is stopped');
+    if (stopped !== null) throw new InvariantError('resume: the cluster is stopped');
     running = await startServer(bin, dir, port, as, options);
     pid = postmasterPid();
   };
