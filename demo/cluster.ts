@@ -25,7 +25,7 @@ import { clusterUnavailable, startCluster, type ThrowawayCluster } from '../cont
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import { CodedError } from '../protocol/coded-error';
 import { READY_ENV, READY_PREFIX } from '../cli/commands/serve/lifecycle';
-import { ReadyLine } from '../protocol/runtime';
+import { CONTROL_ON_FREE_PORTS, ReadyLine } from '../protocol/runtime';
 
 const CLI = resolve(__dirname, '..', 'cli', 'index.js');
 const JSON_OUTPUT = process.argv.includes('--json');
@@ -227,19 +227,7 @@ async function main(): Promise<number> {
     const databaseUrl = pg.url(DATABASE);
     const dirs = CONTROL_NAMES.map((n) => join(work, `control-${n}`));
 
-    const host = ['--host', '127.0.0.1'];
-    const controlArgs = (dir: string) => [
-      'control',
-      '--data-dir',
-      dir,
-      ...host,
-      '--control-port',
-      '0',
-      '--api-port',
-      '0',
-      '--indexer-port',
-      '0',
-    ];
+    const controlArgs = (dir: string) => ['control', '--data-dir', dir, ...CONTROL_ON_FREE_PORTS];
     // The database URL in the environment, not the arguments (as `svcctl up` does).
     const controlEnv = { SVC_DATABASE_URL: databaseUrl };
     go();
@@ -268,7 +256,7 @@ async function main(): Promise<number> {
     for (const [i, order] of GATEWAY_CONTROLS.entries()) {
       const id = `gw-${i + 1}`;
       const urls = order.flatMap((c) => ['--control', controls[c]!.urls.control!]);
-      const args = ['gateway', '--data-dir', join(work, 'gateways'), ...host, '--gateway-port', '0', '--id', id, ...urls];
+      const args = ['gateway', '--data-dir', join(work, 'gateways'), '--host', '127.0.0.1', '--gateway-port', '0', '--id', id, ...urls];
       go();
       gateways.push(await startRole(work, `gateway-${i + 1}`, args, gatewayEnv, procs));
     }

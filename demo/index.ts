@@ -22,6 +22,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SvcClient, SvcError } from 'svc-monitor-sdk';
 import { CodedError } from '../protocol/coded-error';
+import { CONTROL_ON_FREE_PORTS } from '../protocol/runtime';
 
 const CLI = resolve(__dirname, '..', 'cli', 'index.js');
 const FAST = process.argv.includes('--fast') || process.env.SVC_DEMO_FAST === '1';
@@ -115,30 +116,10 @@ function cleanEnv(): NodeJS.ProcessEnv {
 
 /** `svcctl up --json` on free ports; resolves once it printed its ready object. */
 function startSvc(dataDir: string): Promise<{ child: ChildProcess; urls: Record<string, string> }> {
-  const child = spawn(
-    process.execPath,
-    [
-      CLI,
-      'up',
-      '--json',
-      '--data-dir',
-      dataDir,
-      '--host',
-      '127.0.0.1',
-      '--control-port',
-      '0',
-      '--api-port',
-      '0',
-      '--indexer-port',
-      '0',
-      '--gateway-port',
-      '0',
-    ],
-    {
-      env: cleanEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [CLI, 'up', '--json', '--data-dir', dataDir, ...CONTROL_ON_FREE_PORTS, '--gateway-port', '0'], {
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   return new Promise((resolvePromise, reject) => {

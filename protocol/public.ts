@@ -4,7 +4,7 @@
  * OpenAPI document. Ids are opaque (`prv_…`, `gw_…`); amounts are integer micro-units.
  */
 import { z } from 'zod';
-import { SETTLER_STATES } from './settlement';
+import { SETTLER_STATES, settlerProgress } from './settlement';
 import { Count, IsoTime, MicroAmount, Millis, StateVersion } from './wire';
 
 /** Changelog entries per answer when `limit` is absent, and the most one answer holds. */
@@ -113,24 +113,13 @@ export const StatusAnswer = z.strictObject({
     state_version: StateVersion,
     gateways: z.strictObject({ connected: Count, known: Count, list: z.array(PublicGateway) }),
   }),
-  settler: z.strictObject({
-    state: SettlerPublicState,
-    cadence_ms: z.number().int().min(1).nullable(),
-    batch_cap: z.number().int().min(1).nullable(),
-    backlog: Count,
-    lag_ms: Millis.nullable(),
-    last_run_at: IsoTime.nullable(),
-    last_batch: z
-      .strictObject({
-        id: z.number().int().min(1),
-        provider: z.string(),
-        calls: Count,
-        refunds: MicroAmount,
-        premiums: MicroAmount,
-        at: IsoTime,
-      })
-      .nullable(),
-  }),
+  settler: z
+    .strictObject({
+      state: SettlerPublicState,
+      cadence_ms: z.number().int().min(1).nullable(),
+      batch_cap: z.number().int().min(1).nullable(),
+    })
+    .extend(settlerProgress('provider')),
   beta_gate: z.strictObject({ enabled: z.boolean(), since: IsoTime.nullable() }),
   maintenance: z.strictObject({ enabled: z.boolean(), note: z.string().nullable(), since: IsoTime.nullable() }),
   changelog: z.array(PublicChangelogEntry),

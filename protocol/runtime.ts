@@ -49,3 +49,10 @@ export const UpReady = z.strictObject({
   pids: z.record(z.string(), z.number().int().min(1)),
 });
 export type UpReady = z.infer<typeof UpReady>;
+
+/**
+ * The `svcctl up` / `svcctl serve control` options that put control's listeners on loopback,
+ * each on a port the system picks; the ready line then names the URLs. What the demo,
+ * `npm run cluster` and the benches start control with.
+ */
+export const CONTROL_ON_FREE_PORTS = ['--host', '127.0.0.1', '--control-port', '0', '--api-port', '0', '--indexer-port', '0'] as const;

@@ -47,6 +47,26 @@ export const SettlerLeader = z.strictObject({
 });
 export type SettlerLeader = z.infer<typeof SettlerLeader>;
 
+/**
+ * How far the settler has got, as operators (`SettlerStatus`) and the public
+ * (`protocol/public.ts`'s `StatusAnswer`) see it alike: the backlog, its lag, the last run and
+ * the last batch, which names its endpoint (`endpoint_id`) for operators and its opaque
+ * provider (`provider`) for the public.
+ */
+export function settlerProgress<const Owner extends string>(batchOwner: Owner) {
+  const owner = { [batchOwner]: z.string() } as Record<Owner, z.ZodString>;
+  return {
+    /** Outcomes received and not yet settled. */
+    backlog: Count,
+    /** Age of the oldest unsettled outcome, ms (null when the backlog is empty). */
+    lag_ms: Millis.nullable(),
+    last_run_at: IsoTime.nullable(),
+    last_batch: z
+      .strictObject({ id: z.number().int().min(1), ...owner, calls: Count, refunds: MicroAmount, premiums: MicroAmount, at: IsoTime })
+      .nullable(),
+  };
+}
+
 export const SettlerStatus = z.strictObject({
   /**
    * `running` while a batch is being committed, `idle` between runs, `paused` by an operator,
@@ -55,21 +75,7 @@ export const SettlerStatus = z.strictObject({
   state: SettlerState,
   cadence_ms: z.number().int().min(1),
   batch_cap: z.number().int().min(1),
-  /** Outcomes received and not yet settled. */
-  backlog: Count,
-  /** Age of the oldest unsettled outcome, ms (null when the backlog is empty). */
-  lag_ms: Millis.nullable(),
-  last_run_at: IsoTime.nullable(),
-  last_batch: z
-    .strictObject({
-      id: z.number().int().min(1),
-      endpoint_id: z.string(),
-      calls: Count,
-      refunds: MicroAmount,
-      premiums: MicroAmount,
-      at: IsoTime,
-    })
-    .nullable(),
+  ...settlerProgress('endpoint_id'),
   last_error: z.string().nullable(),
   /** Why the settler is halted; null unless `state` is `halted`. */
   halted: SettlerHalt.nullable(),

@@ -28,6 +28,7 @@ const { distDir } = require('./app');
  *   'gateway/metrics': typeof import('../../gateway/metrics'),
  *   'gateway/request/handler': typeof import('../../gateway/request/handler'),
  *   'protocol/keys': typeof import('../../protocol/keys'),
+ *   'protocol/runtime': typeof import('../../protocol/runtime'),
  *   'runtime/log': typeof import('../../runtime/log'),
  *   'protocol/response-schema': typeof import('../../protocol/response-schema'),
  * }} Internals

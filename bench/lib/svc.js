@@ -6,6 +6,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { Agent, request } = require('undici');
+const { internal } = require('./internals');
 const { Proc } = require('./proc');
 
 const { ROOT, distDir } = require('./app');
@@ -75,20 +76,7 @@ class Admin {
 
 /** `svcctl` arguments for a control on `dataDir`, on loopback, every listener on a free port. */
 function controlArgs(dataDir) {
-  return [
-    'serve',
-    'control',
-    '--data-dir',
-    dataDir,
-    '--host',
-    '127.0.0.1',
-    '--control-port',
-    '0',
-    '--api-port',
-    '0',
-    '--indexer-port',
-    '0',
-  ];
+  return ['serve', 'control', '--data-dir', dataDir, ...internal('protocol/runtime').CONTROL_ON_FREE_PORTS];
 }
 
 function startControl({ dataDir, cpu, logDir, name = 'control', env = {} }) {

@@ -34,20 +34,7 @@ import { createHttpProxyEngine } from './http-proxy';
 import { createUndiciEngine } from './undici';
 
 export { GATEWAY_ENGINES, type GatewayEngine };
-export type {
-  BodyObserver,
-  CallerFailure,
-  ForwardDone,
-  ForwardFailure,
-  ForwardResult,
-  ForwardTarget,
-  GatewayProxy,
-  NetworkError,
-  ProxyOptions,
-  ProxyStats,
-  ResponseHead,
-  ResponseHeadHook,
-} from './contract';
+export type * from './contract';
 export { headerListValue, upstreamRequestHeaders, type HeaderList } from './headers';
 export { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
 export { networkErrorOf } from './failures';

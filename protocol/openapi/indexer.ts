@@ -4,20 +4,9 @@ import { ActivityItem, ActivityPage, ActivityPageQuery, ActivityQuery, SettledAc
 import { CallProof, Checkpoint, ConsistencyAnswer, Receipt, ReceiptJwk, ReceiptJwks, ReceiptLeaf, ReceiptsPage } from '../receipts';
 import type { ErrorCode } from '../errors';
 import { HealthAnswer } from '../wire';
-import { buildDocument } from './build';
+import { BATCH_NUMBER_PARAM, EDGE_ERRORS, IF_NONE_MATCH, STORE_ERRORS, cachedAtom, cachedHtml, cachedJson, pathParam } from './common';
 import type { JsonObject, Operation } from './operation';
-import {
-  BATCH_NUMBER_PARAM,
-  EDGE_ERRORS,
-  IF_NONE_MATCH,
-  OpenApiDocument,
-  REQUEST_RULES,
-  STORE_ERRORS,
-  cachedAtom,
-  cachedHtml,
-  cachedJson,
-  pathParam,
-} from './common';
+import { faviconRead, openApiRead, publicListenerDocument } from './public-listener';
 
 /** Every request is counted against the per-IP limit first; there is no User-Agent filter. */
 const READ_ERRORS: readonly ErrorCode[] = [...EDGE_ERRORS, 'svc_rate_limited'];
@@ -36,17 +25,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     answers: [{ status: 200, description: 'The indexer is up', json: { HealthAnswer } }],
     errors: READ_ERRORS,
   },
-  {
-    method: 'get',
-    path: '/openapi.json',
-    operationId: 'getOpenApi',
-    summary: 'This document',
-    tag: 'health',
-    security: ['none'],
-    params: [IF_NONE_MATCH],
-    answers: cachedJson('The OpenAPI 3.1 document of the indexer', { OpenApiDocument }),
-    errors: READ_ERRORS,
-  },
+  openApiRead('the indexer', READ_ERRORS),
   {
     method: 'get',
     path: '/api/stats',
@@ -123,17 +102,7 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
     answers: cachedAtom('The receipts feed'),
     errors: STORE_READ_ERRORS,
   },
-  {
-    method: 'get',
-    path: '/favicon.ico',
-    operationId: 'getFavicon',
-    summary: 'No icon',
-    description: 'Browsers ask every origin for one; 204 (cached for a day) says there is none, so visiting a page logs no failed request.',
-    tag: 'pages',
-    security: ['none'],
-    answers: [{ status: 204, description: 'No icon', requiredHeaders: ['Cache-Control'] }],
-    errors: READ_ERRORS,
-  },
+  faviconRead(READ_ERRORS),
   {
     method: 'get',
     path: '/activity',
@@ -240,15 +209,13 @@ export const INDEXER_OPERATIONS: readonly Operation[] = [
 
 /** The indexer's OpenAPI document. */
 export function indexerDocument(): JsonObject {
-  return buildDocument(
+  return publicListenerDocument(
     {
       title: 'svc indexer',
       description:
-        'Aggregate statistics and call activity of svc ({indexer_url}). Answers are cached with `Cache-Control` and `ETag` (`If-None-Match` → 304); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units (`amount_decimals`: 6); ids are opaque. ' +
-        REQUEST_RULES,
+        'Aggregate statistics and call activity of svc ({indexer_url}). Answers are cached with `Cache-Control` and `ETag` (`If-None-Match` → 304); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units (`amount_decimals`: 6); ids are opaque. ',
       server: { description: '{indexer_url} (default http://127.0.0.1:7072)' },
       tags: [
-        { name: 'health', description: 'Liveness and this document' },
         { name: 'indexer', description: 'Statistics and activity' },
         { name: 'receipts', description: 'Signed settlement receipts and per-call proofs (docs/design.md §11)' },
         { name: 'pages', description: 'Server-rendered pages' },

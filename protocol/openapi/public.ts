@@ -5,20 +5,9 @@ import { ApplicationInput, ApplicationReceipt } from '../applications';
 import type { ErrorCode } from '../errors';
 import { ProvidersAnswer, PublicChangelogAnswer, PublicChangelogQuery, StatusAnswer, Provider, PublicChangelogEntry } from '../public';
 import { HealthAnswer } from '../wire';
-import { buildDocument } from './build';
+import { BODY_ERRORS, EDGE_ERRORS, IF_NONE_MATCH, STORE_ERRORS, cachedAtom, cachedHtml, cachedJson, pathParam } from './common';
 import type { JsonObject, Operation, Parameter } from './operation';
-import {
-  BODY_ERRORS,
-  EDGE_ERRORS,
-  IF_NONE_MATCH,
-  OpenApiDocument,
-  REQUEST_RULES,
-  STORE_ERRORS,
-  cachedAtom,
-  cachedHtml,
-  cachedJson,
-  pathParam,
-} from './common';
+import { faviconRead, openApiRead, publicListenerDocument } from './public-listener';
 
 /** What the listener itself may answer to any request: the per-IP limit, then the User-Agent allow-list. */
 const LISTENER_ERRORS: readonly ErrorCode[] = ['svc_forbidden_user_agent', 'svc_rate_limited'];
@@ -75,14 +64,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
     tag: 'health',
     answers: [{ status: 200, description: 'The public API is up', json: { HealthAnswer } }],
   }),
-  read({
-    path: '/openapi.json',
-    operationId: 'getOpenApi',
-    summary: 'This document',
-    tag: 'health',
-    params: [IF_NONE_MATCH],
-    answers: cachedJson('The OpenAPI 3.1 document of the public API', { OpenApiDocument }),
-  }),
+  openApiRead('the public API', READ_ERRORS),
   read({
     path: '/api/v1/providers',
     errors: STORE_READ_ERRORS,
@@ -123,14 +105,7 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
     params: [IF_NONE_MATCH],
     answers: cachedHtml('The status page'),
   }),
-  read({
-    path: '/favicon.ico',
-    operationId: 'getFavicon',
-    summary: 'No icon',
-    description: 'Browsers ask every origin for one; 204 (cached for a day) says there is none, so visiting a page logs no failed request.',
-    tag: 'pages',
-    answers: [{ status: 204, description: 'No icon', requiredHeaders: ['Cache-Control'] }],
-  }),
+  faviconRead(READ_ERRORS),
   read({
     path: '/providers',
     errors: STORE_READ_ERRORS,
@@ -271,15 +246,13 @@ export const PUBLIC_OPERATIONS: readonly Operation[] = withUserAgentRule([
 
 /** The public API's OpenAPI document. */
 export function publicDocument(): JsonObject {
-  return buildDocument(
+  return publicListenerDocument(
     {
       title: 'svc public read API',
       description:
-        "Public reads of svc ({api_url}): providers and their reliability tiers, the status page, the changelog, access applications, and an agent's own account (read with its beta key). Only browsers and `svc-monitor-sdk/<version>` User-Agents are served (403 `svc_forbidden_user_agent` otherwise); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units; ids are opaque. " +
-        REQUEST_RULES,
+        "Public reads of svc ({api_url}): providers and their reliability tiers, the status page, the changelog, access applications, and an agent's own account (read with its beta key). Only browsers and `svc-monitor-sdk/<version>` User-Agents are served (403 `svc_forbidden_user_agent` otherwise); each client IP may make `limits.publicCount` requests per `limits.publicWindowS` (429 with `Retry-After`, `RateLimit`, `RateLimit-Policy`). Amounts are integer micro-units; ids are opaque. ",
       server: { description: '{api_url} (default http://127.0.0.1:7071)' },
       tags: [
-        { name: 'health', description: 'Liveness and this document' },
         { name: 'reads', description: 'Providers, status and changelog (cached, with ETag)' },
         { name: 'account', description: "An agent's own account, read with its beta key (cached per key, with ETag)" },
         { name: 'pages', description: 'Server-rendered pages and Atom feeds' },

@@ -124,7 +124,9 @@ export interface StatusAnswer {
     state: SettlerPublicState;
     cadence_ms: number | null;
     batch_cap: number | null;
+    /** Outcomes received and not yet settled. */
     backlog: number;
+    /** Age of the oldest unsettled outcome, ms (null when the backlog is empty). */
     lag_ms: number | null;
     last_run_at: string | null;
     last_batch: {
