@@ -12,7 +12,7 @@ import { leafHash, rootOf, subtreeRoots, toHex } from '../../protocol/merkle';
 import { leafCanonical } from '../../protocol/receipts-verify';
 import { waitFor } from '../fixtures/stack';
 
-const COMPILED = resolve(__dirname, '..', '..', 'dist', 'control', 'receipts', 'tree-worker.js');
+const COMPILED = resolve(__dirname, '..', '..', 'dist', 'control', 'store', 'tree-worker.js');
 
 const leavesOf = (n: number): string[] =>
   Array.from({ length: n }, (_, i) =>
