@@ -169,7 +169,7 @@ function batchBody(gatewayId, n, keyIds, seq) {
 const BUILD_FILES = [
   'cli/index.js',
   'control/store/index.js',
-  'control/store/pg/throwaway-cluster.js',
+  'demo/throwaway-postgres.js',
   'protocol/keys.js',
   'gateway/main.js',
 ];

@@ -1,6 +1,6 @@
 /**
  * `npm run cluster`: svc as a cluster on this machine, in one command. A throwaway PostgreSQL
- * (`control/store/pg/throwaway-cluster.ts`), two controls on its one database (`svcctl serve control`
+ * (`demo/throwaway-postgres.ts`), two controls on its one database (`svcctl serve control`
  * with `SVC_DATABASE_URL`, a data dir each) and three gateways (`svcctl serve gateway`, both
  * controls listed, in a different order for the second gateway), all on free loopback ports,
  * in one temporary directory. Once every gateway holds a snapshot it prints the URLs and the
@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ADMIN_TOKEN_FILE, SYNC_TOKEN_FILE } from '../control/bootstrap';
-import { clusterUnavailable, startCluster, type ThrowawayCluster } from '../control/store/pg/throwaway-cluster';
+import { clusterUnavailable, startCluster, type ThrowawayCluster } from './throwaway-postgres';
 import { METRICS_TOKEN_FILE } from '../protocol/bearer';
 import { CodedError } from '../protocol/coded-error';
 import { READY_ENV, READY_PREFIX } from '../cli/commands/serve/lifecycle';

@@ -22,7 +22,7 @@ const { distDir } = require('./app');
  *   'control/settler/settler': typeof import('../../control/settler/settler'),
  *   'control/store/index': typeof import('../../control/store/index'),
  *   'control/store/keys': typeof import('../../control/store/keys'),
- *   'control/store/pg/throwaway-cluster': typeof import('../../control/store/pg/throwaway-cluster'),
+ *   'demo/throwaway-postgres': typeof import('../../demo/throwaway-postgres'),
  *   'control/store/pg/store': typeof import('../../control/store/pg/store'),
  *   'gateway/control-link/sync-post': typeof import('../../gateway/control-link/sync-post'),
  *   'gateway/metrics': typeof import('../../gateway/metrics'),

@@ -1,7 +1,7 @@
 'use strict';
 /**
  * The stores a bench runs on (`--store sqlite|postgres|both`), and the PostgreSQL server it
- * starts for them: the tests' throwaway cluster (`control/store/pg/throwaway-cluster.ts`, from the build
+ * starts for them: the tests' throwaway cluster (`demo/throwaway-postgres.ts`, from the build
  * under test), here with PostgreSQL's own durability defaults (fsync, synchronous_commit and
  * full_page_writes on), as control's SQLite runs with WAL and synchronous=FULL. The server's
  * CPU time is read from /proc: the postmaster and every process whose parent it is (backends,
@@ -149,7 +149,7 @@ async function statementStats(cluster, top) {
  * saying how to install it.
  */
 async function startPostgres({ cpu = null } = {}) {
-  const { startCluster, clusterUnavailable } = internal('control/store/pg/throwaway-cluster');
+  const { startCluster, clusterUnavailable } = internal('demo/throwaway-postgres');
   const missing = clusterUnavailable();
   if (missing !== null) throw new Error(`--store postgres: ${missing}: install it with \`apt-get install -y postgresql\` (Debian)`);
   const settings = settingsFromEnv();
@@ -175,7 +175,7 @@ async function startPostgres({ cpu = null } = {}) {
 }
 
 function pgBinDirOf() {
-  return internal('control/store/pg/throwaway-cluster').pgBinDir();
+  return internal('demo/throwaway-postgres').pgBinDir();
 }
 
 module.exports = { storesFromArgs, roundOrder, startPostgres, serverTicks, pinServer };

@@ -28,11 +28,3 @@ export class KeyNotPreparedError extends CodedError {
     super(`no signing key ${kid} is prepared (another rotation replaced it)`);
   }
 }
-
-/**
- * A throwaway PostgreSQL cluster (`pg/throwaway-cluster.ts`: tests, benches, `npm run cluster`)
- * cannot start here, or its `initdb` failed, or its server did not accept connections in time.
- */
-export class ClusterStartError extends CodedError {
-  override readonly code = 'SVC_ERR_PG_CLUSTER_START';
-}

@@ -1,10 +1,10 @@
 /**
- * A throwaway PostgreSQL cluster (control/store/pg/throwaway-cluster.ts) that cannot start says
+ * A throwaway PostgreSQL cluster (demo/throwaway-postgres.ts) that cannot start says
  * why by code: `SVC_ERR_PG_CLUSTER_START` when there is no PostgreSQL to start or it does not
  * answer, `SVC_ERR_PG_SERVER_EXITED` (with the server's log) when the server stops first.
  */
 import t, { type Test } from 'tap';
-import { PG_BINDIR_ENV, startCluster } from '../../control/store/pg/throwaway-cluster';
+import { PG_BINDIR_ENV, startCluster } from '../../demo/throwaway-postgres';
 import { hasCode } from '../../protocol/coded-error';
 import { skipWithoutPostgres } from '../fixtures/postgres';
 

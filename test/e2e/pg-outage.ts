@@ -12,7 +12,7 @@
  */
 import t from 'tap';
 import { Client } from 'pg';
-import { startCluster } from '../../control/store/pg/throwaway-cluster';
+import { startCluster } from '../../demo/throwaway-postgres';
 import { EXIT_STORE_UNAVAILABLE } from '../../cli/exit-codes';
 import { generateOperatorToken } from '../../protocol/operator-token';
 import { skipWithoutPostgres } from '../fixtures/postgres';

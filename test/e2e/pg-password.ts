@@ -11,7 +11,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { startCluster } from '../../control/store/pg/throwaway-cluster';
+import { startCluster } from '../../demo/throwaway-postgres';
 import { skipWithoutPostgres } from '../fixtures/postgres';
 import { spawnCli } from '../fixtures/cli';
 import { controlListenArgs, testdirAfterTeardowns } from '../fixtures/stack';

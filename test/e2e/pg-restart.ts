@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Client } from 'pg';
-import { startCluster } from '../../control/store/pg/throwaway-cluster';
+import { startCluster } from '../../demo/throwaway-postgres';
 import { skipWithoutPostgres } from '../fixtures/postgres';
 import { GENEROUS_LIMITS, drained, health, request, startStack, waitFor } from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';

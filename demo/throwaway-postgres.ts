@@ -1,7 +1,7 @@
 /**
  * A throwaway PostgreSQL cluster, for the tests (`test/fixtures/postgres.ts`) and the benches
  * (`bench/settlement.js`, `bench/fanout.js`; they run on the build, hence this module's place
- * in the compiled tree; control itself never starts a server): `initdb` in a temp dir, the
+ * in the compiled tree, and `npm run cluster`, `cluster.ts`; control itself never starts a server): `initdb` in a temp dir, the
  * server on a free loopback port, stopped and the directory removed by `stop()`, or by the
  * server's leash when this process ends however it ends.
  *
@@ -27,8 +27,15 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { CodedError, InvariantError } from '../../../protocol/coded-error';
-import { ClusterStartError } from '../errors';
+import { CodedError, InvariantError } from '../protocol/coded-error';
+
+/**
+ * A throwaway PostgreSQL cluster (this file: tests, benches, `npm run cluster`)
+ * cannot start here, or its `initdb` failed, or its server did not accept connections in time.
+ */
+export class ClusterStartError extends CodedError {
+  override readonly code = 'SVC_ERR_PG_CLUSTER_START';
+}
 
 /** Directory of `initdb` and `postgres`, overriding the search (a path without them: PostgreSQL is missing). */
 export const PG_BINDIR_ENV = 'SVC_TEST_PG_BINDIR';
