@@ -7,10 +7,36 @@ import type { IssueKeyRequest, IssuedKey, KeyView } from '../protocol/admin';
 import { SvcError } from '../protocol/errors';
 import { generateKey, hashKey, keyStub, newId } from '../protocol/keys';
 import type { ControlContext } from './context';
-import { keyView, type KeyRow } from './store/keys';
+import { keyStatus, type KeyRow, type SecretRow } from './store/keys';
 import type { Actor, StoreTables } from './store';
 
 /** A key as the admin API shows it, with its live secrets. */
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export function keyView(row: KeyRow, secrets: SecretRow[], now: number): KeyView {
+  const liftLive = row.lift_until !== null && row.lift_until > now;
+  const status = keyStatus(row, now);
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    status,
+    created_at: iso(row.created_at)!,
+    expires_at: iso(row.expires_at),
+    revoked_at: iso(row.revoked_at),
+    wallet: row.wallet,
+    endpoints: JSON.parse(row.endpoints) as string[],
+    limit: row.limit_count !== null && row.limit_window_s !== null ? { count: row.limit_count, window_seconds: row.limit_window_s } : null,
+    lift:
+      liftLive && row.lift_count !== null && row.lift_window_s !== null
+        ? { count: row.lift_count, window_seconds: row.lift_window_s, until: iso(row.lift_until)! }
+        : null,
+    application_id: row.application_id,
+    secrets:
+      status === 'active' ? secrets.map((s) => ({ prefix: s.prefix, created_at: iso(s.created_at)!, expires_at: iso(s.expires_at) })) : [],
+  };
+}
+
 export async function viewKey(ctx: ControlContext, row: KeyRow): Promise<KeyView> {
   const now = ctx.now();
   return keyView(row, await ctx.store.keys.liveSecrets(row.id, now), now);

@@ -28,9 +28,9 @@ import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { RequestContext, Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { approvalStatus, approvalView, type ApprovalRow } from '../store/approvals';
+import { approvalStatus, type ApprovalRow } from '../store/approvals';
 import { operatorScopes, operatorStatus } from '../store/operators';
-import { runApproved } from './money-actions';
+import { approvalView, runApproved } from './money-actions';
 
 /** The request as it was recorded. */
 const requestOf = (row: ApprovalRow): Record<string, unknown> => JSON.parse(row.detail) as Record<string, unknown>;

@@ -15,7 +15,7 @@ import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { endpointView, type EndpointRecord } from '../store/endpoints';
+import { parseEndpointRow, type EndpointRecord, type EndpointRow } from '../store/endpoints';
 
 async function mustRecord(ctx: ControlContext, id: string): Promise<EndpointRecord> {
   const record = await ctx.store.endpoints.record(id);
@@ -27,6 +27,17 @@ async function mustRecord(ctx: ControlContext, id: string): Promise<EndpointReco
 function auditDetail(fields: Record<string, unknown>): Record<string, unknown> {
   const { headers, ...rest } = fields;
   return headers === undefined ? rest : { ...rest, headers: Object.keys(headers as object) };
+}
+
+export function endpointView(row: EndpointRow): EndpointView {
+  const { headers, created_at, updated_at, display_name, ...fields } = parseEndpointRow(row);
+  return {
+    ...fields,
+    display_name: display_name ?? null,
+    injected_headers: Object.keys(headers).sort(),
+    created_at: new Date(created_at).toISOString(),
+    updated_at: new Date(updated_at).toISOString(),
+  };
 }
 
 export function registerEndpointRoutes(router: Router, ctx: ControlContext): void {

@@ -21,8 +21,8 @@ import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { issueKey, keyOrNotFound, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys';
-import { keyStatus, keyView, type KeyPosition, type KeyRow } from '../store/keys';
+import { issueKey, keyOrNotFound, keyView, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys';
+import { keyStatus, type KeyPosition, type KeyRow } from '../store/keys';
 import { moneyAction } from './money-actions';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
 

@@ -30,10 +30,10 @@ import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
 import { keyOrNotFound, viewKey } from '../keys';
 import type { Actor } from '../store';
-import { approvalView } from '../store/approvals';
 import { LedgerError } from '../store/ledger';
 import type { Executor, Input, Within } from './action-executor';
 import { addOperator, rotateOperator } from './operator-actions';
+import { approvalStatus, type ApprovalRow } from '../store/approvals';
 
 const NOTHING: Within = async () => {};
 
@@ -45,6 +45,24 @@ async function ledgerConflict<T>(fn: () => Promise<T>): Promise<T> {
     if (err instanceof LedgerError) throw new SvcError('svc_conflict', err.message, { extra: { reason: err.reason } });
     throw err;
   }
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function approvalView(row: ApprovalRow, now: number): ApprovalView {
+  return {
+    id: row.id,
+    status: approvalStatus(row, now),
+    action: row.action,
+    target: row.target,
+    detail: JSON.parse(row.detail) as Record<string, unknown>,
+    requested_by: row.requested_by,
+    requested_at: iso(row.requested_at),
+    expires_at: iso(row.expires_at),
+    decided_by: row.decided_by,
+    decided_at: row.decided_at === null ? null : iso(row.decided_at),
+    reason: row.reason,
+  };
 }
 
 const fund: Executor<'pool.fund', FundView> = {

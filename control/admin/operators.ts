@@ -18,9 +18,11 @@ import {
   AddOperatorRequest,
   OPERATOR_SCOPES,
   ROOT_OPERATOR,
+  ROOT_TOKEN_ID,
   RotateOperatorRequest,
   type OperatorList,
   type OperatorRevoked,
+  type OperatorTokenView,
   type OperatorView,
   type OperatorScope,
 } from '../../protocol/operators';
@@ -28,7 +30,7 @@ import type { ControlContext } from '../context';
 import type { RequestContext, Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import type { StoreTables } from '../store';
-import { operatorScopes, operatorStatus, operatorView, tokenLive, type OperatorRow, type OperatorTokenRow } from '../store/operators';
+import { operatorScopes, operatorStatus, tokenLive, type OperatorRow, type OperatorTokenRow } from '../store/operators';
 import { moneyAction } from './money-actions';
 import { nameFree } from './operator-actions';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
@@ -76,6 +78,38 @@ function withinOwnScopes(caller: Pick<RequestContext, 'actor' | 'scopes'>, scope
   throw new SvcError('svc_forbidden_scope', `operator ${caller.actor} cannot ${what} ${lacking}: it does not hold ${lacking} itself`, {
     extra: { scope: lacking },
   });
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** Root's one token, as the operator list shows it: the bootstrap admin token, made with the install. */
+const rootToken = (row: OperatorRow): OperatorTokenView => ({
+  token_id: ROOT_TOKEN_ID,
+  created_at: iso(row.created_at)!,
+  expires_at: null,
+});
+
+/** An operator as the admin API shows it, with its tokens that work at `now` (none once it is revoked or expired). */
+export function operatorView(row: OperatorRow, tokens: readonly OperatorTokenRow[], now: number): OperatorView {
+  const status = operatorStatus(row, now);
+  const live =
+    status !== 'active'
+      ? []
+      : row.name === ROOT_OPERATOR
+        ? [rootToken(row)]
+        : tokens
+            .filter((t) => tokenLive(t, now))
+            .map((t) => ({ token_id: t.token_id, created_at: iso(t.created_at)!, expires_at: iso(t.expires_at) }));
+  return {
+    name: row.name,
+    scopes: operatorScopes(row),
+    status,
+    created_at: iso(row.created_at)!,
+    expires_at: iso(row.expires_at),
+    revoked_at: iso(row.revoked_at),
+    last_used_at: iso(row.last_used_at),
+    tokens: live,
+  };
 }
 
 export function registerOperatorRoutes(router: Router, ctx: ControlContext): void {

@@ -1,13 +1,32 @@
 /** Admin views of applications: answers, priority, age against the 24-hour answer target. */
-import { ANSWER_WITHIN_HOURS, type ApplicationDetail, type ApplicationStatus, type ApplicationView } from '../../protocol/applications';
+import {
+  ANSWER_WITHIN_HOURS,
+  type DeliveryAttemptView,
+  type ApplicationDetail,
+  type ApplicationStatus,
+  type ApplicationView,
+} from '../../protocol/applications';
 import type { ControlContext } from '../context';
-import { applicationOf, deliveryView, type ApplicationRow } from '../store/applications';
+import { applicationOf, type ApplicationRow, type DeliveryAttempt } from '../store/applications';
 import { keyStatus } from '../store/keys';
 import { priority } from './scoring';
 
 export const ANSWER_TARGET_MS = ANSWER_WITHIN_HOURS * 3600 * 1000;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export function deliveryView(row: DeliveryAttempt): DeliveryAttemptView {
+  return {
+    at: new Date(row.at).toISOString(),
+    notifier: row.notifier,
+    key_id: row.key_id,
+    attempt: row.attempt,
+    outcome: row.outcome,
+    http_status: row.http_status,
+    error: row.error,
+    target: row.target,
+  };
+}
 
 export function applicationView(row: ApplicationRow, now: number): ApplicationView {
   const app = applicationOf(row);

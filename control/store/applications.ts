@@ -79,19 +79,6 @@ export function applicationOf(row: ApplicationRow): Application {
   };
 }
 
-export function deliveryView(row: DeliveryAttempt): DeliveryAttemptView {
-  return {
-    at: new Date(row.at).toISOString(),
-    notifier: row.notifier,
-    key_id: row.key_id,
-    attempt: row.attempt,
-    outcome: row.outcome,
-    http_status: row.http_status,
-    error: row.error,
-    target: row.target,
-  };
-}
-
 export interface ApplicationsTable {
   /** Record a new application, pending (inside `Store.mutate`). */
   insert(row: NewApplication): Promise<void>;

@@ -4,7 +4,7 @@
  * operators approving at once (on one control or two) act once. The view rules (an expired
  * request is a pending one past `expires_at`) are here too.
  */
-import type { ApprovalStatus, ApprovalView, MoneyAction } from '../../protocol/approvals';
+import type { ApprovalStatus, MoneyAction } from '../../protocol/approvals';
 
 export interface ApprovalRow {
   id: string;
@@ -35,24 +35,6 @@ export interface Decision {
 /** A request's state at `now`: a pending one past its expiry is expired. */
 export const approvalStatus = (row: Pick<ApprovalRow, 'status' | 'expires_at'>, now: number): ApprovalStatus =>
   row.status === 'pending' && row.expires_at <= now ? 'expired' : row.status;
-
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-export function approvalView(row: ApprovalRow, now: number): ApprovalView {
-  return {
-    id: row.id,
-    status: approvalStatus(row, now),
-    action: row.action,
-    target: row.target,
-    detail: JSON.parse(row.detail) as Record<string, unknown>,
-    requested_by: row.requested_by,
-    requested_at: iso(row.requested_at),
-    expires_at: iso(row.expires_at),
-    decided_by: row.decided_by,
-    decided_at: row.decided_at === null ? null : iso(row.decided_at),
-    reason: row.reason,
-  };
-}
 
 /** Most requests a list shows, newest first. @default 1000 */
 export const APPROVAL_LIST_LIMIT = 1_000;

@@ -43,17 +43,6 @@ export function parseEndpointRow(row: EndpointRow): EndpointRecord {
   };
 }
 
-export function endpointView(row: EndpointRow): EndpointView {
-  const { headers, created_at, updated_at, display_name, ...fields } = parseEndpointRow(row);
-  return {
-    ...fields,
-    display_name: display_name ?? null,
-    injected_headers: Object.keys(headers).sort(),
-    created_at: new Date(created_at).toISOString(),
-    updated_at: new Date(updated_at).toISOString(),
-  };
-}
-
 export interface EndpointsTable {
   /** Insert, or overwrite (and revive a removed endpoint with the same id). */
   save(record: EndpointRecord): Promise<void>;

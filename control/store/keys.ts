@@ -2,7 +2,7 @@
  * Keys and their secrets. Only SHA-256 hashes of secrets are stored (docs/design.md §5); the
  * display `prefix` is the first characters of the key, useless for authentication.
  */
-import type { KeyStatus, KeyView } from '../../protocol/admin';
+import type { KeyStatus } from '../../protocol/admin';
 
 export interface KeyRow {
   id: string;
@@ -44,8 +44,6 @@ export interface NewKey {
   limit: { count: number; window_seconds: number } | null;
   application_id: string | null;
 }
-
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** Where a page of the key list ends: the last key's creation time and id (newest first). */
 export interface KeyPosition {
@@ -111,28 +109,4 @@ export function storedKeyStatus(stored: KeyRow['status'], expiresAt: number | nu
 
 export function keyStatus(row: KeyRow, now: number): KeyStatus {
   return storedKeyStatus(row.status, row.expires_at, now);
-}
-
-export function keyView(row: KeyRow, secrets: SecretRow[], now: number): KeyView {
-  const liftLive = row.lift_until !== null && row.lift_until > now;
-  const status = keyStatus(row, now);
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    status,
-    created_at: iso(row.created_at)!,
-    expires_at: iso(row.expires_at),
-    revoked_at: iso(row.revoked_at),
-    wallet: row.wallet,
-    endpoints: JSON.parse(row.endpoints) as string[],
-    limit: row.limit_count !== null && row.limit_window_s !== null ? { count: row.limit_count, window_seconds: row.limit_window_s } : null,
-    lift:
-      liftLive && row.lift_count !== null && row.lift_window_s !== null
-        ? { count: row.lift_count, window_seconds: row.lift_window_s, until: iso(row.lift_until)! }
-        : null,
-    application_id: row.application_id,
-    secrets:
-      status === 'active' ? secrets.map((s) => ({ prefix: s.prefix, created_at: iso(s.created_at)!, expires_at: iso(s.expires_at) })) : [],
-  };
 }

@@ -1,17 +1,9 @@
 /**
  * Operators and their tokens (migration 16). Only the SHA-256 (hex) of a token is stored, and no
  * statement here reads it back: a token is found by its digest, the way a request presents it.
- * The non-SQL rules (status, scopes, the view) are here too.
+ * The non-SQL rules (status, scopes) are here too; the admin API's view is in `control/admin/operators.ts`.
  */
-import {
-  OPERATOR_SCOPES,
-  ROOT_OPERATOR,
-  ROOT_TOKEN_ID,
-  type OperatorScope,
-  type OperatorStatus,
-  type OperatorTokenView,
-  type OperatorView,
-} from '../../protocol/operators';
+import { OPERATOR_SCOPES, type OperatorScope, type OperatorStatus } from '../../protocol/operators';
 
 export interface OperatorRow {
   name: string;
@@ -59,8 +51,6 @@ export interface NewOperatorToken {
  */
 export const LAST_USED_EVERY_MS = 60_000;
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
 /** The scopes an operator holds: every scope for root (`*`), in the catalogue's order. */
 export function operatorScopes(row: Pick<OperatorRow, 'scopes'>): OperatorScope[] {
   const stored = JSON.parse(row.scopes) as string[];
@@ -80,36 +70,6 @@ export function operatorStatus(row: Pick<OperatorRow, 'expires_at' | 'revoked_at
 /** Whether a token works at `now` (its operator aside). */
 export const tokenLive = (token: Pick<OperatorTokenRow, 'expires_at'>, now: number): boolean =>
   token.expires_at === null || token.expires_at > now;
-
-/** Root's one token, as the operator list shows it: the bootstrap admin token, made with the install. */
-const rootToken = (row: OperatorRow): OperatorTokenView => ({
-  token_id: ROOT_TOKEN_ID,
-  created_at: iso(row.created_at)!,
-  expires_at: null,
-});
-
-/** An operator as the admin API shows it, with its tokens that work at `now` (none once it is revoked or expired). */
-export function operatorView(row: OperatorRow, tokens: readonly OperatorTokenRow[], now: number): OperatorView {
-  const status = operatorStatus(row, now);
-  const live =
-    status !== 'active'
-      ? []
-      : row.name === ROOT_OPERATOR
-        ? [rootToken(row)]
-        : tokens
-            .filter((t) => tokenLive(t, now))
-            .map((t) => ({ token_id: t.token_id, created_at: iso(t.created_at)!, expires_at: iso(t.expires_at) }));
-  return {
-    name: row.name,
-    scopes: operatorScopes(row),
-    status,
-    created_at: iso(row.created_at)!,
-    expires_at: iso(row.expires_at),
-    revoked_at: iso(row.revoked_at),
-    last_used_at: iso(row.last_used_at),
-    tokens: live,
-  };
-}
 
 export interface OperatorsTable {
   /** Add an operator (inside `Store.mutate`). */
