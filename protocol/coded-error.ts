@@ -25,8 +25,6 @@ export const INTERNAL_ERROR_CODES = {
     'a settlement batch found the calls it planned settled or gone when it wrote them (another settler, past its lease): rolled back (control/store/errors.ts `SettlementConflictError`)',
   SVC_ERR_KEY_NOT_PREPARED:
     'a signing key rotation’s key is no longer the one prepared: another rotation replaced it; the current key signs on (control/store/errors.ts `KeyNotPreparedError`, with `kid`)',
-  SVC_ERR_CHUNK_DUPLICATES:
-    'a chunk of outcomes held a call control already had: its savepoint rolls back and its rows go one by one; never leaves the store (control/store/outcomes.ts `ChunkHadDuplicates`)',
   SVC_ERR_PG_CLUSTER_START:
     'a throwaway PostgreSQL cluster (tests, benches, `npm run cluster`) cannot start here, its initdb failed, or it did not accept connections in time (demo/throwaway-postgres.ts `ClusterStartError`)',
   SVC_ERR_PG_SERVER_EXITED:

@@ -3,14 +3,12 @@
  * better-sqlite3 connection, the families written once on its `SqliteConn` (`sql/`), the
  * others as the SQLite classes of their modules, behind the async seam (`seam.ts`).
  */
+import { randomBytes } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
 import { LedgerTable } from './ledger';
-import { OutcomesTable } from './outcomes';
-import { PublicReads } from './public-reads';
 import { ReceiptsTable } from './receipts';
-import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
 import Database from 'better-sqlite3';
 import { SqlSnapshotReads } from './sql/snapshot-reads';
@@ -19,6 +17,7 @@ import type { Audit, MutationContext } from './changes';
 import { Gate, asyncTable, settled } from './seam';
 import { SqliteConn } from './sqlite-conn';
 import { sharedTables } from './sql';
+import { ID_SECRET } from './sql/public-reads';
 import type { SnapshotReads } from './snapshot-reads';
 import {
   StoreBase,
@@ -56,13 +55,13 @@ export class SqliteStore extends StoreBase implements Store {
   /** What `mutate` and `read` hand their `fn`: the same tables, not held by the gate. */
   private readonly tx: StoreTables;
   private constructor(db: Db, path: string, options: StoreOptions) {
-    const rollups = new RollupsTable(db);
-    const publicReads = new PublicReads(db);
     const ledger = new LedgerTable(db);
     // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
     const inMemory = path === ':memory:' || path === '';
     const dataDir = dirname(resolve(path));
-    const ids = new OpaqueIds(publicReads.idSecret);
+    db.prepare(ID_SECRET.create.sqlite).run(randomBytes(32));
+    const idSecret = db.prepare(ID_SECRET.read.sqlite).pluck().get() as Buffer;
+    const ids = new OpaqueIds(idSecret);
     const receipts = new ReceiptsTable(
       db,
       {
@@ -75,9 +74,6 @@ export class SqliteStore extends StoreBase implements Store {
       Date.now(),
     );
     const tables: SqliteTables = {
-      outcomes: new OutcomesTable(db, rollups),
-      rollups,
-      publicReads,
       ledger,
       settlement: new SettlementTable(db, ledger, receipts),
       receipts,
@@ -87,9 +83,6 @@ export class SqliteStore extends StoreBase implements Store {
     const view = (gate: Gate | null): StoreTables => {
       return {
         ...sharedTables(gate === null ? conn.inside() : conn),
-        outcomes: asyncTable(tables.outcomes, gate),
-        rollups: asyncTable(tables.rollups, gate),
-        publicReads: asyncTable(tables.publicReads, gate),
         ledger: asyncTable(tables.ledger, gate),
         settlement: asyncTable(tables.settlement, gate),
         receipts: asyncTable(tables.receipts, gate),
@@ -99,7 +92,7 @@ export class SqliteStore extends StoreBase implements Store {
     this.db = db;
     this.path = path;
     this.sync = tables;
-    this.idSecret = publicReads.idSecret;
+    this.idSecret = idSecret;
     this.receiptsEnabled = receipts.enabled;
     this.gate = gate;
     this.conn = conn;

@@ -1,10 +1,9 @@
 /**
  * Per-endpoint, per-minute rollups of call outcomes (migration 4): counts by outcome and a
- * fixed latency histogram. `add` runs inside the outcome ingest transaction with only the
- * rows that were actually inserted, so a replayed batch never counts a call twice.
- * `window` sums the minutes of a rolling window; nothing here reads the raw outcomes.
+ * fixed latency histogram. Outcome ingest adds to them, in its own transaction, only the rows
+ * it actually inserted (`sql/outcomes.ts`), so a replayed batch never counts a call twice.
+ * `window` and `slots` sum the minutes of a rolling window; nothing here reads the raw outcomes.
  */
-import type { Db } from './db';
 import { OUTCOMES, UNRATED_OUTCOMES, type Outcome } from '../../protocol/outcome';
 
 /**
@@ -62,7 +61,7 @@ export interface RollupGroup {
   counts: number[];
 }
 
-/** Group inserted outcomes by endpoint and minute (the rows `add` upserts, one per group). */
+/** Group inserted outcomes by endpoint and minute: the rollup rows an ingest adds to, one per group. */
 export function rollupGroups(rows: readonly RollupInput[]): RollupGroup[] {
   const groups = new Map<string, RollupGroup>();
   for (const row of rows) {
@@ -102,54 +101,17 @@ export function windowOf(row: unknown[]): EndpointWindow {
   return { endpoint_id: String(row[0]), counts, latency };
 }
 
-export class RollupsTable {
-  private readonly upsertStmt;
-  private readonly windowStmt;
-  private readonly slotsStmt;
-
-  constructor(db: Db) {
-    this.upsertStmt = db.prepare(
-      `INSERT INTO outcome_rollups (endpoint_id, minute, ${COUNT_COLUMNS.join(', ')})
-       VALUES (?, ?, ${COUNT_COLUMNS.map(() => '?').join(', ')})
-       ON CONFLICT (minute, endpoint_id) DO UPDATE SET
-         ${COUNT_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
-    );
-    this.windowStmt = db
-      .prepare(
-        `SELECT endpoint_id, ${COUNT_COLUMNS.map((c) => `sum(${c})`).join(', ')}
-         FROM outcome_rollups WHERE minute >= ? GROUP BY endpoint_id`,
-      )
-      .raw();
-    this.slotsStmt = db
-      .prepare(
-        `SELECT endpoint_id, min(CAST((minute - @from) / @per AS INTEGER), CAST(@last AS INTEGER)) AS slot, ${OUTCOME_COLUMNS.map((c) => `sum(${c})`).join(', ')}
-         FROM outcome_rollups WHERE minute >= @from GROUP BY endpoint_id, slot`,
-      )
-      .raw();
-  }
-
-  /** Add inserted outcomes (call inside the ingest transaction). One upsert per endpoint-minute. */
-  add(rows: readonly RollupInput[]): void {
-    for (const g of rollupGroups(rows)) this.upsertStmt.run(g.endpoint_id, g.minute, ...g.counts);
-  }
-
+export interface RollupsTable {
   /**
    * Outcome counts per endpoint over the same minutes as `window(fromMs)`, cut into `slots`
    * slots of `slotMinutes` each, oldest first (the hours of the public pages' charts). Minutes
    * past the last slot (the window's end falls on a minute boundary) count in the last one, so
    * the slots of an endpoint add up to its window. Slots without calls are not returned.
    */
-  slots(fromMs: number, slotMinutes: number, slots: number): EndpointSlot[] {
-    const from = Math.ceil(fromMs / MINUTE_MS);
-    return (this.slotsStmt.all({ from, per: slotMinutes, last: slots - 1 }) as unknown[][]).map(slotOf);
-  }
-
+  slots(fromMs: number, slotMinutes: number, slots: number): Promise<EndpointSlot[]>;
   /**
-   * Sums per endpoint over the minutes that start at or after `fromMs` (the oldest, partial
-   * minute of a window that does not start on a minute boundary is left out).
+   * Sums per endpoint, by endpoint id, over the minutes that start at or after `fromMs` (the
+   * oldest, partial minute of a window that does not start on a minute boundary is left out).
    */
-  window(fromMs: number): EndpointWindow[] {
-    const fromMinute = Math.ceil(fromMs / MINUTE_MS);
-    return (this.windowStmt.all(fromMinute) as unknown[][]).map(windowOf);
-  }
+  window(fromMs: number): Promise<EndpointWindow[]>;
 }

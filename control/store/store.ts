@@ -9,10 +9,7 @@ import type { StoreStatus } from '../../protocol/admin';
 import type { Audit, MutationContext } from './changes';
 import type { ClusterTable } from './cluster';
 import type { LedgerTable } from './ledger';
-import type { OutcomesTable } from './outcomes';
-import type { PublicReads } from './public-reads';
 import type { ReceiptsTable } from './receipts';
-import type { RollupsTable } from './rollups';
 import type { Async } from './seam';
 import type { SettlementTable } from './settlement';
 import type { SnapshotReads } from './snapshot-reads';
@@ -33,11 +30,6 @@ export interface StoreOptions {
  * PostgreSQL store implements as `Async` of it (`pg/<family>.ts`).
  */
 export interface SqliteTables {
-  outcomes: OutcomesTable;
-  /** Per-endpoint, per-minute outcome rollups (written at ingest with the outcomes). */
-  rollups: RollupsTable;
-  /** Money totals and recent calls for the public API and indexer. */
-  publicReads: PublicReads;
   /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
   ledger: LedgerTable;
   /** Settlement batches (the settler's one-transaction commits). */

@@ -14,7 +14,7 @@ import { BARS, SPARK, hourlyBars, sparkline, type SlotCounts } from '../../contr
 import { parseSort, sortProviders } from '../../control/public/pages/board';
 import { feedUuid, renderAtom, xmlText } from '../../control/pages/atom';
 import type { SqliteStore } from '../../control/store';
-import { REFUNDS_SQL } from '../../control/store/public-reads';
+import { REFUNDS_SQL } from '../../control/store/sql/public-reads';
 import type { Provider, Tier } from '../../protocol/public';
 import { startTestControl } from '../fixtures/control';
 import { addEndpoint, ingest, outcome } from '../fixtures/public';

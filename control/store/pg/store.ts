@@ -39,6 +39,7 @@ import { PG_MIGRATIONS } from './migrations';
 import { PG_TYPES } from './types';
 import { pgReadSession } from './read-session';
 import { SqlSnapshotReads } from '../sql/snapshot-reads';
+import { ID_SECRET } from '../sql/public-reads';
 import { commitMutation } from '../sql/state';
 import { VERSION_CHANNEL, VersionListener } from './version-listener';
 import { openShared, pgTables, type PgShared } from './tables';
@@ -73,8 +74,6 @@ export const DEFAULT_POOL_SIZE = 10;
 export const IDLE_IN_TRANSACTION_MS = 30_000;
 
 const Q = {
-  secretInit: sql(`INSERT INTO public_secret (id, secret) VALUES (1, ?) ON CONFLICT DO NOTHING`),
-  secret: sql(`SELECT secret FROM public_secret WHERE id = 1`),
   announce: sql(`SELECT pg_notify('${VERSION_CHANNEL}', ?)`),
 };
 
@@ -142,8 +141,8 @@ export class PgStore extends StoreBase implements Store {
     try {
       await migratePg(pool);
       const conn = new PgConn(pool, null, null, options.writerIdleMs ?? Math.min(WRITER_IDLE_MS, idleMs));
-      await conn.run(Q.secretInit, [randomBytes(32)]);
-      const idSecret = (await conn.value<Buffer>(Q.secret))!;
+      await conn.run(ID_SECRET.create, [randomBytes(32)]);
+      const idSecret = (await conn.value<Buffer>(ID_SECRET.read))!;
       shared = await openShared(conn, { ...options, idSecret, now: Date.now(), readerPool });
       store = new PgStore(url, pool, conn, shared, idSecret, options.listenRetryMs);
       if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());

@@ -13,10 +13,7 @@ import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { sharedTables } from '../sql';
 import { PgLedgerTable } from './ledger';
-import { PgOutcomesTable } from './outcomes';
-import { PgPublicReads } from './public-reads';
 import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
-import { PgRollupsTable } from './rollups';
 import { PgSettlementTable } from './settlement';
 
 /** What every family on one store shares, whatever connection it runs on. */
@@ -70,14 +67,10 @@ export async function openShared(conn: PgConn, options: SharedOptions): Promise<
 
 /** The table families, as `StoreTables` has them, on `conn`. */
 export function pgTables(conn: PgConn, shared: PgShared): StoreTables {
-  const rollups = new PgRollupsTable(conn);
   const ledger = new PgLedgerTable(conn);
   const receipts = new PgReceiptsTable(conn, shared.receipts);
   return {
     ...sharedTables(conn),
-    outcomes: new PgOutcomesTable(conn),
-    rollups,
-    publicReads: new PgPublicReads(conn),
     ledger,
     settlement: new PgSettlementTable(conn, receipts, shared.settlementReader),
     receipts,

@@ -22,6 +22,12 @@ import { SqlApprovalsTable } from './approvals';
 import { SqlOperatorsTable } from './operators';
 import { SqlApplicationsTable } from './applications';
 import { SqlGatewaysTable } from './gateways';
+import type { OutcomesTable } from '../outcomes';
+import type { RollupsTable } from '../rollups';
+import type { PublicReads } from '../public-reads';
+import { SqlOutcomesTable } from './outcomes';
+import { SqlRollupsTable } from './rollups';
+import { SqlPublicReads } from './public-reads';
 
 /** The families every store shares, as callers see them. */
 export interface SharedTables extends StateTables {
@@ -38,6 +44,12 @@ export interface SharedTables extends StateTables {
   readonly applications: ApplicationsTable;
   /** Every gateway that has dialled in. */
   readonly gateways: GatewaysTable;
+  /** Call outcomes, ingested with their queue entries and rollups. */
+  readonly outcomes: OutcomesTable;
+  /** Per-endpoint, per-minute outcome rollups. */
+  readonly rollups: RollupsTable;
+  /** Recorded calls, refunds and batches for the public API and indexer. */
+  readonly publicReads: PublicReads;
 }
 
 /** The shared families on `conn`. */
@@ -53,5 +65,8 @@ export function sharedTables(conn: Conn): SharedTables {
     operators: new SqlOperatorsTable(conn),
     applications: new SqlApplicationsTable(conn),
     gateways: new SqlGatewaysTable(conn),
+    outcomes: new SqlOutcomesTable(conn),
+    rollups: new SqlRollupsTable(conn),
+    publicReads: new SqlPublicReads(conn),
   };
 }
