@@ -6,12 +6,13 @@
 import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
-import { LedgerTable } from './ledger';
+import { SqlLedgerTable } from './sql/ledger';
+import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
 import { OutcomesTable } from './outcomes';
 import { PublicReads } from './public-reads';
 import { ReceiptsTable } from './receipts';
 import { RollupsTable } from './rollups';
-import { SettlementTable } from './settlement';
+import { SqlSettlementTable } from './sql/settlement';
 import Database from 'better-sqlite3';
 import { SqlSnapshotReads } from './sql/snapshot-reads';
 import { commitMutation } from './sql/state';
@@ -58,7 +59,6 @@ export class SqliteStore extends StoreBase implements Store {
   private constructor(db: Db, path: string, options: StoreOptions) {
     const rollups = new RollupsTable(db);
     const publicReads = new PublicReads(db);
-    const ledger = new LedgerTable(db);
     // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
     const inMemory = path === ':memory:' || path === '';
     const dataDir = dirname(resolve(path));
@@ -78,20 +78,20 @@ export class SqliteStore extends StoreBase implements Store {
       outcomes: new OutcomesTable(db, rollups),
       rollups,
       publicReads,
-      ledger,
-      settlement: new SettlementTable(db, ledger, receipts),
       receipts,
     };
     const gate = new Gate();
     const conn = new SqliteConn(db, gate);
+    const audit = { chain: () => settled(() => receiptChainViolation(db)), root: () => settled(() => receiptRootViolation(db)) };
     const view = (gate: Gate | null): StoreTables => {
+      const c = gate === null ? conn.inside() : conn;
       return {
-        ...sharedTables(gate === null ? conn.inside() : conn),
+        ...sharedTables(c),
+        ledger: new SqlLedgerTable(c, audit),
+        settlement: new SqlSettlementTable(c, () => receipts, null),
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),
         publicReads: asyncTable(tables.publicReads, gate),
-        ledger: asyncTable(tables.ledger, gate),
-        settlement: asyncTable(tables.settlement, gate),
         receipts: asyncTable(tables.receipts, gate),
       };
     };

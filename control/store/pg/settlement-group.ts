@@ -7,8 +7,8 @@
  *   writes, all in ONE statement (`Q.write`): the batch row; its calls' queue entries deleted
  *   and their `settled_calls` rows inserted from what was deleted, with the plan's amounts for
  *   its exceptions and the standard ones for the rest; its transfers and their postings (at
- *   most three, with a posting per key: `TRANSFER_CTES`, each checked first as
- *   `PgLedgerTable.transferAll` checks them); the hourly tallies; and its receipt.
+ *   most three, with a posting per key: `TRANSFER_CTES`, each checked first by
+ *   `checkTransfer`); the hourly tallies; and its receipt.
  * - Balances move once per group, not per batch: at its end, each account the group's
  *   postings touched by their sum (`Q.balances`). A key in every batch of a group of twenty
  *   has its row updated once instead of twice a batch. The pool's lowest point, which its
@@ -19,7 +19,7 @@
  *   neither waits for the other. The reader sees what is committed: this transaction's own
  *   batches are kept out of what it reads by `after` (each endpoint's last call settled in
  *   the settler's run, by this transaction or the run's groups committed before it:
- *   `PgSettlementTable`; the queue is read past it, and a batch deletes only past it), and their
+ *   `PgSettlementGroups`; the queue is read past it, and a batch deletes only past it), and their
  *   refunds are added to the hourly tallies it reads. The rest a plan needs from the batches
  *   before it is carried here rather than read back: the pool's balance (the transaction
  *   holds its row lock), the next batch id, and the receipt chain's head
@@ -27,9 +27,10 @@
  *   too, while the round's last batch is written, each endpoint's head taken past its `after`.
  */
 import type { BatchView } from '../../../protocol/settlement';
-import { HOUR_MS, ZERO_ECONOMICS, batchView, type BatchRow, type Economics, type Planner, type UnsettledCall } from '../settlement';
+import { HOUR_MS, batchView, type BatchRow, type Economics, type Planner, type UnsettledCall } from '../settlement';
+import { ZERO_ECONOMICS } from '../sql/settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending } from '../settlement-plan';
-import { checkTransfer } from '../ledger-core';
+import { checkTransfer } from '../ledger';
 import { InvariantError } from '../../../protocol/coded-error';
 import { MissingReceiptError } from '../receipts-core';
 import type { PgConn } from './conn';
@@ -77,7 +78,7 @@ export class SettlementGroup {
     private readonly planner: Planner,
     /**
      * Each endpoint's last call settled: by the run's groups committed before this one when it
-     * starts (`PgSettlementTable`), then by this transaction.
+     * starts (`PgSettlementGroups`), then by this transaction.
      */
     readonly settledTo: Map<string, QueuePosition>,
   ) {}
