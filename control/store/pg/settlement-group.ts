@@ -28,7 +28,8 @@
  */
 import type { BatchView } from '../../../protocol/settlement';
 import { HOUR_MS, batchView, type BatchRow, type Economics, type Planner, type UnsettledCall } from '../settlement';
-import { ZERO_ECONOMICS } from '../sql/settlement';
+import { balance } from '../sql/ledger';
+import { Q as SQL, ZERO_ECONOMICS } from '../sql/settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending } from '../settlement-plan';
 import { checkTransfer } from '../ledger';
 import { InvariantError } from '../../../protocol/coded-error';
@@ -125,7 +126,7 @@ export class SettlementGroup {
       await Promise.allSettled([writing, reading, walking]);
       throw err;
     }
-    const poolAfter = (await this.c.value<number>(Q.pool)) ?? 0;
+    const poolAfter = await balance(this.c, 'pool');
     if (poolAfter !== this.pool) {
       throw new InvariantError(
         `settlement: the pool's balance is ${poolAfter} after the group, not ${this.pool} (${this.poolBefore} before)`,
@@ -164,7 +165,7 @@ export class SettlementGroup {
 
   private async readOn(conn: PgConn, endpointId: string, cap: number): Promise<Reads> {
     const after = this.settledTo.get(endpointId) ?? NOTHING_BEFORE;
-    const economics = (await conn.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
+    const economics = (await conn.get<Economics>(SQL.economics, [endpointId])) ?? ZERO_ECONOMICS;
     const rows = await conn.raw<CallRow>(Q.calls, {
       endpoint: endpointId,
       boundary: this.boundary,

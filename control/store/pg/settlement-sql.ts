@@ -103,7 +103,6 @@ export const Q = {
        AS c (endpoint_id, received_at, call_id) ON c.endpoint_id = e.id
      WHERE e.id IS NOT NULL`,
   ),
-  pool: sql(`SELECT balance FROM account_balances WHERE account = 'pool'`),
   // A batch's calls in settlement order, each with what its endpoint already refunded in the
   // call's clock hour (null: nothing yet). The hour is floor(started_at / 1 h), as HOUR_MS.
   // `after`: the last call of the endpoint's batch before in the run (`NOTHING_BEFORE` for its
@@ -119,7 +118,6 @@ export const Q = {
          AND h.hour = c.started_at / ${HOUR_MS} - CASE WHEN c.started_at % ${HOUR_MS} < 0 THEN 1 ELSE 0 END
      ORDER BY c.received_at, c.call_id`,
   ),
-  economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
   // What the group's transfers moved, once per account, at its end.
   balances: sql(`WITH ${BALANCE_CTES} SELECT count(*) FROM moves`),
   // A batch's writes in one statement (the file's header lists them). The queue's entries past

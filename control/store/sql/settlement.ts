@@ -104,7 +104,7 @@ async function pendingOn(c: Conn, boundary: number): Promise<string[]> {
 /** The head of endpoint `e.id`'s queue: the oldest entry's `received_at`. */
 const HEAD = `(SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id ORDER BY q.received_at, q.call_id LIMIT 1)`;
 
-const Q = {
+export const Q = {
   pending: sql(`${PENDING_ENDPOINTS} SELECT e.id, ${HEAD} AS head FROM e WHERE e.id IS NOT NULL`),
   // The backlog is read outside the settler's transactions (status, metrics), so planned at
   // each execution (`SqlOptions.replan`) rather than under `SETTLER_PLANNING`.
@@ -165,14 +165,8 @@ async function commit(
   const calls = await c.all<UnsettledCall>(Q.calls, [endpointId, boundary, cap]);
   if (calls.length === 0) return null;
   const economics = (await c.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
-  let first = Infinity;
-  let last = -Infinity;
-  for (const call of calls) {
-    const hour = Math.floor(call.started_at / HOUR_MS);
-    if (hour < first) first = hour;
-    if (hour > last) last = hour;
-  }
-  const refunded = new Map(await c.raw<[number, number]>(Q.hours, [endpointId, first, last]));
+  const hours = calls.map((call) => Math.floor(call.started_at / HOUR_MS));
+  const refunded = new Map(await c.raw<[number, number]>(Q.hours, [endpointId, Math.min(...hours), Math.max(...hours)]));
   const plan = planner({
     endpointId,
     calls,
