@@ -17,7 +17,7 @@
  * for them.
  *
  * The implementation is `sql/settlement.ts`, with PostgreSQL's pipelined group commit
- * (`pg/settlement.ts`); what a plan implies apart from SQL is `settlement-plan.ts`.
+ * (`pg/settlement-group.ts`); what a plan implies apart from SQL is `settlement-plan.ts`.
  */
 import type { Outcome } from '../../protocol/outcome';
 import type { BatchView, Clamp } from '../../protocol/settlement';
@@ -131,7 +131,7 @@ export type Planner = (input: PlanInput) => BatchPlan;
  * again. `previousMade` says whether the batch it named last had calls (null: none named yet).
  * A settler's run hands the same one to each of its groups; a store may carry what the run's
  * committed groups settled from one group to the next only when it is the same object
- * (PostgreSQL's reads resume past them: `pg/settlement.ts`).
+ * (PostgreSQL's reads resume past them: `pg/settlement-group.ts`).
  */
 export interface NextBatch {
   next(previousMade: boolean | null): { endpointId: string; cap: number } | 'round' | null;

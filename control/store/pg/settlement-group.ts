@@ -1,6 +1,6 @@
 /**
- * One PostgreSQL settling transaction's batches (`SettlementGroup`), for `settlement.ts`, which
- * opens the transaction, locks the pool's row and numbers the first batch.
+ * PostgreSQL's group commit of settlement batches: `PgSettlementGroups` opens the transaction,
+ * locks the pool's row and numbers the first batch; `SettlementGroup` is its batches.
  *
  * - A batch is three statements whatever its size. Its reads: its endpoint's economics, and its
  *   calls from the settler's queue, each with the refunds its clock hour already paid. Its
@@ -27,14 +27,23 @@
  *   too, while the round's last batch is written, each endpoint's head taken past its `after`.
  */
 import type { BatchView } from '../../../protocol/settlement';
-import { HOUR_MS, batchView, type BatchRow, type Economics, type Planner, type UnsettledCall } from '../settlement';
+import {
+  HOUR_MS,
+  batchView,
+  type BatchRow,
+  type Economics,
+  type NextBatch,
+  type Planner,
+  type SettlementTable,
+  type UnsettledCall,
+} from '../settlement';
 import { balance } from '../sql/ledger';
-import { Q as SQL, ZERO_ECONOMICS } from '../sql/settlement';
+import { PLANNING, Q as SQL, ZERO_ECONOMICS } from '../sql/settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending } from '../settlement-plan';
 import { checkTransfer } from '../ledger';
 import { InvariantError } from '../../../protocol/coded-error';
 import { MissingReceiptError } from '../receipts-core';
-import type { PgConn } from './conn';
+import { sql, type PgConn } from './conn';
 import type { PgReceiptsTable, ReceiptChain } from './receipts';
 import { NOTHING_BEFORE, Q, pendingOrderOf, writeParams, type CallRow, type QueuePosition } from './settlement-sql';
 
@@ -244,6 +253,48 @@ export class SettlementGroup {
     const done = (await this.c.get<{ settled: number; missed: string | null }>(Q.write, params))!;
     if (done.missed !== null) throw notPending(done.missed);
     checkMarked(batch.calls, done.settled);
+  }
+}
+
+const GROUP = {
+  lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
+  nextId: sql(`SELECT coalesce(max(id), 0) + 1 FROM settlement_batches`),
+};
+
+/**
+ * PostgreSQL's group commit of settlement batches (`SettlementTable.settleGroup`; the rest of
+ * the family is `../sql/settlement.ts`): ONE transaction under the store's writer lock
+ * (`serial`), which first locks the pool account's balance row and numbers the first batch
+ * `max(id) + 1`, its batches a `SettlementGroup`.
+ */
+export class PgSettlementGroups implements Pick<SettlementTable, 'settleGroup'> {
+  /**
+   * Where the settler's current run stands (a run passes the same `next` to each of its
+   * groups): each endpoint's last call settled by its groups committed so far. The run's next
+   * group reads and walks the queue past them rather than over the entries they deleted (still
+   * in the index until a vacuum). A call before one of them that is still queued was ingested
+   * after its batch was read: the next run starts from the first entry again and settles it.
+   */
+  private run: { next: NextBatch; settledTo: ReadonlyMap<string, QueuePosition> } | null = null;
+
+  constructor(
+    private readonly conn: PgConn,
+    private readonly receipts: PgReceiptsTable,
+    /** A connection of its own that reads batches ahead (`PgShared.settlementReader`). */
+    private readonly reader: PgConn,
+  ) {}
+
+  async settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): Promise<BatchView[]> {
+    const settledTo = new Map(this.run?.next === next ? this.run.settledTo : []);
+    const made = await this.conn.tx(async (c) => {
+      await c.run(PLANNING);
+      const pool = (await c.value<number>(GROUP.lockPool)) ?? 0;
+      const nextId = (await c.value<number>(GROUP.nextId))!;
+      const group = new SettlementGroup(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan, settledTo);
+      return group.run(new GroupRun(next, budgetCalls));
+    }, 'serial');
+    this.run = { next, settledTo }; // committed
+    return made;
   }
 }
 

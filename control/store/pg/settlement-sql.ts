@@ -25,7 +25,7 @@ export const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTE
  * The common table expressions that write transfers' rows (`transferParams`' parameters): one
  * row per transfer in input order (ids follow it: the rows are inserted sorted by `n`), and its
  * postings. `n` maps each posting to its transfer; `numbered` answers the ids. A settlement
- * batch writes its transfers with them inside its one statement (`pg/settlement-sql.ts`),
+ * batch writes its transfers with them inside its one statement (`Q.write` below),
  * and moves the balances once for its whole transaction (`BALANCE_CTES`).
  */
 const TRANSFER_CTES = `input AS (

@@ -18,7 +18,7 @@ import { PgOutcomesTable } from './outcomes';
 import { PgPublicReads } from './public-reads';
 import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
 import { PgRollupsTable } from './rollups';
-import { PgSettlementGroups } from './settlement';
+import { PgSettlementGroups } from './settlement-group';
 import { SqlSettlementTable } from '../sql/settlement';
 
 /** What every family on one store shares, whatever connection it runs on. */

@@ -3,7 +3,7 @@
  * the queue's reads (`pendingEndpoints`, `backlog`), `lastBatch`, and the batch commit, each
  * batch statement by statement in the settling transaction (`commit`), the ledger's own
  * `transfer` and `balance` booking it. PostgreSQL commits a group of batches with an engine of
- * its own (`pg/settlement.ts`), one statement per batch, reading the next batch while the
+ * its own (`pg/settlement-group.ts`), one statement per batch, reading the next batch while the
  * server writes the one before.
  */
 import { COVERED_FAILURES } from '../../../protocol/outcome';
