@@ -27,10 +27,23 @@ const KIND_TOTAL = (kind: string, account: string) =>
 
 const Q = {
   transfer: sql(`INSERT INTO ledger_transfers (at, kind, call_id, batch_id, reference, actor) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`),
-  posting: sql(`INSERT INTO ledger_postings (transfer_id, account, amount) VALUES (?, ?, ?)`),
-  // Not an upsert: the pool's CHECK (balance ≥ 0) would be tested on the would-be inserted row.
-  addBalance: sql(`UPDATE account_balances SET balance = balance + ? WHERE account = ?`),
-  newBalance: sql(`INSERT INTO account_balances (account, balance) VALUES (?, ?)`),
+  // A transfer's postings, `[account, amount]` pairs in one JSON array, written, then the
+  // balances they move; an account's row is created on its first move. Not an upsert: the
+  // pool's CHECK (balance ≥ 0) would be tested on the would-be inserted row.
+  postings: sql({
+    sqlite: `INSERT INTO ledger_postings (transfer_id, account, amount) SELECT CAST(? AS BIGINT), value ->> 0, value ->> 1 FROM json_each(?)`,
+    pg: `INSERT INTO ledger_postings (transfer_id, account, amount) SELECT CAST(? AS BIGINT), p ->> 0, (p ->> 1)::bigint FROM json_array_elements(?::json) p`,
+  }),
+  addBalances: sql({
+    sqlite: `UPDATE account_balances SET balance = balance + m.value ->> 1 FROM json_each(?) m WHERE account = m.value ->> 0`,
+    pg: `UPDATE account_balances SET balance = balance + (p ->> 1)::bigint FROM json_array_elements(?::json) p WHERE account = p ->> 0`,
+  }),
+  newBalances: sql({
+    sqlite: `INSERT INTO account_balances (account, balance) SELECT value ->> 0, value ->> 1 FROM json_each(@moves)
+             WHERE NOT EXISTS (SELECT 1 FROM account_balances WHERE account = value ->> 0)`,
+    pg: `INSERT INTO account_balances (account, balance) SELECT p ->> 0, (p ->> 1)::bigint FROM json_array_elements(@moves::json) p
+         WHERE NOT EXISTS (SELECT 1 FROM account_balances WHERE account = p ->> 0)`,
+  }),
   balance: sql(`SELECT balance FROM account_balances WHERE account = ?`),
   balances: sql(`SELECT account, balance FROM account_balances ORDER BY account`),
   totals: sql(
@@ -69,10 +82,9 @@ export async function transfer(conn: Conn, input: TransferInput): Promise<number
   checkTransfer(input);
   const { at, kind, callId, batchId, reference, actor } = input;
   const id = (await conn.value<number>(Q.transfer, [at, kind, callId ?? null, batchId ?? null, reference ?? null, actor]))!;
-  for (const p of input.postings) {
-    await conn.run(Q.posting, [id, p.account, p.amount]);
-    if ((await conn.run(Q.addBalance, [p.amount, p.account])) === 0) await conn.run(Q.newBalance, [p.account, p.amount]);
-  }
+  const moves = JSON.stringify(input.postings.map((p) => [p.account, p.amount]));
+  await conn.run(Q.postings, [id, moves]);
+  if ((await conn.run(Q.addBalances, [moves])) < input.postings.length) await conn.run(Q.newBalances, { moves });
   return id;
 }
 
