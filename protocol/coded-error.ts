@@ -29,7 +29,7 @@ export const INTERNAL_ERROR_CODES = {
     'a throwaway PostgreSQL cluster (tests, benches, `npm run cluster`) cannot start here, its initdb failed, or it did not accept connections in time (demo/throwaway-postgres.ts `ClusterStartError`)',
   SVC_ERR_PG_SERVER_EXITED:
     'a throwaway cluster’s server exited before accepting connections, its log kept as `log` (a lost port is retried) (demo/throwaway-postgres.ts `ServerExited`)',
-  SVC_ERR_LEDGER: 'a ledger rule a request would break (control/store/ledger-core.ts `LedgerError`, with `reason`)',
+  SVC_ERR_LEDGER: 'a ledger rule a request would break (control/store/ledger.ts `LedgerError`, with `reason`)',
   SVC_ERR_MISSING_RECEIPT: 'a settled batch has no receipt where one must be (control/store/receipts-core.ts `MissingReceiptError`)',
   SVC_ERR_REISSUE: 'a receipt reissue refused (control/store/receipts-core.ts `ReissueError`, with `reason`)',
   SVC_ERR_SETTLER_HALTED:

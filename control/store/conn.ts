@@ -40,7 +40,7 @@ export interface SqlOptions {
    * each execution once hundreds of thousands of calls are queued, where an index seek reads a
    * few pages. Planning costs a fraction of a millisecond; the settler's own statements, run
    * once per batch, stay prepared under settings that rule such plans out instead
-   * (`SETTLER_PLANNING`, `pg/settlement-sql.ts`).
+   * (`SETTLER_PLANNING`, `sql/settlement.ts`).
    */
   replan?: boolean;
 }

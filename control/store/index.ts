@@ -7,9 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
-import { LedgerTable } from './ledger';
+import { SqlLedgerTable } from './sql/ledger';
+import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
 import { ReceiptsTable } from './receipts';
-import { SettlementTable } from './settlement';
+import { SqlSettlementTable } from './sql/settlement';
 import Database from 'better-sqlite3';
 import { SqlSnapshotReads } from './sql/snapshot-reads';
 import { commitMutation } from './sql/state';
@@ -55,7 +56,6 @@ export class SqliteStore extends StoreBase implements Store {
   /** What `mutate` and `read` hand their `fn`: the same tables, not held by the gate. */
   private readonly tx: StoreTables;
   private constructor(db: Db, path: string, options: StoreOptions) {
-    const ledger = new LedgerTable(db);
     // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
     const inMemory = path === ':memory:' || path === '';
     const dataDir = dirname(resolve(path));
@@ -74,17 +74,17 @@ export class SqliteStore extends StoreBase implements Store {
       Date.now(),
     );
     const tables: SqliteTables = {
-      ledger,
-      settlement: new SettlementTable(db, ledger, receipts),
       receipts,
     };
     const gate = new Gate();
     const conn = new SqliteConn(db, gate);
+    const audit = { chain: () => settled(() => receiptChainViolation(db)), root: () => settled(() => receiptRootViolation(db)) };
     const view = (gate: Gate | null): StoreTables => {
+      const c = gate === null ? conn.inside() : conn;
       return {
-        ...sharedTables(gate === null ? conn.inside() : conn),
-        ledger: asyncTable(tables.ledger, gate),
-        settlement: asyncTable(tables.settlement, gate),
+        ...sharedTables(c),
+        ledger: new SqlLedgerTable(c, audit),
+        settlement: new SqlSettlementTable(c, () => receipts, null),
         receipts: asyncTable(tables.receipts, gate),
       };
     };

@@ -1,7 +1,6 @@
 /**
- * What a settlement batch's plan implies, apart from SQL, shared by the SQLite store's
- * synchronous commit (`settlement.ts`) and PostgreSQL's asynchronous one
- * (`pg/settlement-group.ts`):
+ * What a settlement batch's plan implies, apart from SQL, shared by the batch commit written
+ * once (`sql/settlement.ts`) and PostgreSQL's pipelined group commit (`pg/settlement-group.ts`):
  * each call's amounts when the plan makes no exception for it, the batch row's figures, the
  * receipt leaves of its calls, the ledger transfers the plan books (at most three, in booking
  * order), the order endpoints are settled in, and the group commit's decisions (`GroupRun`).
@@ -10,9 +9,9 @@ import { InvariantError } from '../../protocol/coded-error';
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import { keyAccount, type BatchView } from '../../protocol/settlement';
 import { SettlementConflictError } from './errors';
-import type { Posting, TransferInput } from './ledger-core';
+import type { Posting, TransferInput } from './ledger';
 import type { LeafRow } from './receipts';
-import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlement-types';
+import type { BatchPlan, CallAmounts, NextBatch, UnsettledCall } from './settlement';
 
 const NOTHING: CallAmounts = Object.freeze({ premium: 0, refund: 0, refund_owed: 0, clamp: null });
 

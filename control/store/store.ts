@@ -30,10 +30,6 @@ export interface StoreOptions {
  * PostgreSQL store implements as `Async` of it (`pg/<family>.ts`).
  */
 export interface SqliteTables {
-  /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
-  ledger: LedgerTable;
-  /** Settlement batches (the settler's one-transaction commits). */
-  settlement: SettlementTable;
   /** Signed, chained settlement receipts and their public keys (written with each batch). */
   receipts: ReceiptsTable;
 }
@@ -42,7 +38,12 @@ export interface SqliteTables {
 type AsyncTables = { readonly [K in keyof SqliteTables]: Async<SqliteTables[K]> };
 
 /** What a store holds, as callers inside and outside a transaction see it. */
-export interface StoreTables extends AsyncTables, SharedTables {}
+export interface StoreTables extends AsyncTables, SharedTables {
+  /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
+  readonly ledger: LedgerTable;
+  /** Settlement batches (the settler's one-transaction commits). */
+  readonly settlement: SettlementTable;
+}
 
 /**
  * Which database a store runs on, as `/_admin/v1/status` shows it (`store`): its kind, where it

@@ -10,6 +10,8 @@ import t from 'tap';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../control/store';
+import { T0, settleAll } from '../fixtures/ledger';
+import { outcome, saveEndpoint } from '../fixtures/settlement';
 
 t.test('statements over outcomes use an index', async (t) => {
   const prepared = new Set<string>();
@@ -22,6 +24,12 @@ t.test('statements over outcomes use an index', async (t) => {
   let store: SqliteStore;
   try {
     store = SqliteStore.open(join(t.testdir(), 'control.db'));
+    // The families written once prepare a statement on its first use: settle a batch with a
+    // standard call and an exception (a refund the empty pool clamps), and read what reads outcomes.
+    await saveEndpoint(store, 'ep');
+    await store.outcomes.ingest([outcome({ started: T0 }), outcome({ started: T0, outcome: 'server_error' })], T0);
+    await settleAll(store);
+    await Promise.all([store.settlement.backlog(), store.settlement.lastBatch(), store.ledger.recentActivity(1), store.ledger.poolView()]);
   } finally {
     Database.prototype.prepare = prepare;
   }
@@ -32,8 +40,9 @@ t.test('statements over outcomes use an index', async (t) => {
 
   const tables = /\b(outcomes|outcome_records|unsettled_outcomes|settled_calls)\b/;
   const reads = [...prepared].filter((sql) => tables.test(sql) && !/^\s*INSERT\b[^]*\bVALUES\b/i.test(sql));
-  t.ok(reads.length >= 25, `the store prepares its statements over outcomes at open (${reads.length})`);
-  const count = /^\s*SELECT count\(\*\) FROM (outcome_records|unsettled_outcomes)\s*$/;
+  t.ok(reads.length >= 25, `the store prepares its statements over outcomes (${reads.length})`);
+  // A count of all calls or of the backlog, alone or as a statement's subquery, walks its table.
+  const count = /\bSELECT count\(\*\) FROM (outcome_records|unsettled_outcomes)\s*(\)|$)/;
   for (const sql of reads) {
     const named = [...new Set(sql.match(/@\w+/g) ?? [])].map((p) => p.slice(1));
     const args =
@@ -43,7 +52,11 @@ t.test('statements over outcomes use an index', async (t) => {
     const label = sql.replace(/\s+/g, ' ').trim().slice(0, 80);
     t.ok(onOutcomes.length > 0, `${label}: reads outcomes`);
     t.same(
-      onOutcomes.filter((d) => !/ USING (COVERING INDEX|INDEX|PRIMARY KEY)\b/.test(d) && !count.test(sql)),
+      onOutcomes.filter(
+        (d) =>
+          !/ USING (COVERING INDEX|INDEX|PRIMARY KEY)\b/.test(d) &&
+          !(count.test(sql) && /^SCAN (outcome_records|unsettled_outcomes)$/.test(d)),
+      ),
       [],
       `${label}: through an index (${onOutcomes.join('; ')})`,
     );

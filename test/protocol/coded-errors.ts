@@ -15,7 +15,7 @@ import { settlerHaltOf } from '../../control/context';
 import { SettlerHaltedError } from '../../control/settler/settler';
 import { SettlementConflictError, StoreOpenError } from '../../control/store/errors';
 import { checkMarked, notPending } from '../../control/store/settlement-plan';
-import { LedgerError } from '../../control/store/ledger-core';
+import { LedgerError } from '../../control/store/ledger';
 import { StoreCopyError } from '../../control/store/pg/copy';
 import { MissingReceiptError } from '../../control/store/receipts-core';
 import { CodedError, INTERNAL_ERROR_CODES, InvariantError, hasCode } from '../../protocol/coded-error';

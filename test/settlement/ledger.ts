@@ -5,6 +5,7 @@ import t from 'tap';
 import { planBatch } from '../../control/settler/plan';
 import type { NextBatch } from '../../control/store/settlement';
 import type { Outcome } from '../../protocol/outcome';
+import type { BatchView } from '../../protocol/settlement';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
 import { T0, balance, batchPostings, byTransfer, fund, keySums, openWithSql, rowsOf, settleAll } from '../fixtures/ledger';
 import { newInstall, openInstall } from '../fixtures/store-sql';
@@ -196,15 +197,19 @@ t.test('batches settled at once, through two stores on one database, are numbere
       next: (previous) => (previous === null ? { endpointId: 'e0', cap: 10 } : null),
       startRound: () => undefined,
     };
-    const made = (
-      await Promise.all([
-        ...endpoints.flatMap((id, i) => [
-          stores[i % 2]!.settlement.settleBatch(id, T0, 10, T0, planBatch).then((b) => (b === null ? [] : [b])),
-          stores[(i + 1) % 2]!.settlement.settleBatch(id, T0, 10, T0, planBatch).then((b) => (b === null ? [] : [b])),
-        ]),
-        stores[1]!.settlement.settleGroup(group, T0, T0, planBatch, 100),
-      ])
-    ).flat();
+    const settles = [
+      ...endpoints.flatMap((id, i) => [
+        () => stores[i % 2]!.settlement.settleBatch(id, T0, 10, T0, planBatch).then((b) => (b === null ? [] : [b])),
+        () => stores[(i + 1) % 2]!.settlement.settleBatch(id, T0, 10, T0, planBatch).then((b) => (b === null ? [] : [b])),
+      ]),
+      () => stores[1]!.settlement.settleGroup(group, T0, T0, planBatch, 100),
+    ];
+    // SQLite's two stores share this process's one thread, and a settling transaction spans
+    // awaits: a second BEGIN IMMEDIATE would wait for the first, blocking the thread the first
+    // needs to commit. Two processes each wait their turn; here the stores take turns.
+    const made: BatchView[] = [];
+    if (kind === 'sqlite') for (const settle of settles) made.push(...(await settle()));
+    else made.push(...(await Promise.all(settles.map((settle) => settle()))).flat());
     const settled = await stores[0]!.ledger.settledBatches();
     t.equal((await stores[1]!.settlement.backlog()).count, 0, 'every call settled');
     t.equal(

@@ -1,7 +1,7 @@
 /**
  * On PostgreSQL, the settler's statements seek in the queue's index (`unsettled_outcomes`)
  * whatever the planner estimates and whenever their plans were made (`SETTLER_PLANNING`,
- * control/store/pg/settlement-sql.ts), and the backlog's reads outside the settler are planned
+ * control/store/sql/settlement.ts), and the backlog's reads outside the settler are planned
  * as they run (`SqlOptions.replan`, control/store/pg/conn.ts). The case it guards: a control
  * settles a trickle of calls, then idles with a drained queue that a vacuum truncated to no
  * pages, its settler walking the empty queue at every run; then a burst queues tens of
@@ -18,7 +18,7 @@ import { Client, Pool } from 'pg';
 import { planBatch } from '../../control/settler/plan';
 import { GROUP_COMMIT_CALLS, runRounds } from '../../control/settler/settler';
 import { PgConn } from '../../control/store/pg/conn';
-import { READER_SETTINGS } from '../../control/store/pg/settlement-sql';
+import { READER_SETTINGS } from '../../control/store/sql/settlement';
 import { openShared, pgTables } from '../../control/store/pg/tables';
 import { PG_TYPES } from '../../control/store/pg/types';
 import { outcome, saveEndpoint } from '../fixtures/settlement';

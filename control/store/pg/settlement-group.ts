@@ -1,14 +1,14 @@
 /**
- * One PostgreSQL settling transaction's batches (`SettlementGroup`), for `settlement.ts`, which
- * opens the transaction, locks the pool's row and numbers the first batch.
+ * PostgreSQL's group commit of settlement batches: `PgSettlementGroups` opens the transaction,
+ * locks the pool's row and numbers the first batch; `SettlementGroup` is its batches.
  *
  * - A batch is three statements whatever its size. Its reads: its endpoint's economics, and its
  *   calls from the settler's queue, each with the refunds its clock hour already paid. Its
  *   writes, all in ONE statement (`Q.write`): the batch row; its calls' queue entries deleted
  *   and their `settled_calls` rows inserted from what was deleted, with the plan's amounts for
  *   its exceptions and the standard ones for the rest; its transfers and their postings (at
- *   most three, with a posting per key: `TRANSFER_CTES`, each checked first as
- *   `PgLedgerTable.transferAll` checks them); the hourly tallies; and its receipt.
+ *   most three, with a posting per key: `TRANSFER_CTES`, each checked first by
+ *   `checkTransfer`); the hourly tallies; and its receipt.
  * - Balances move once per group, not per batch: at its end, each account the group's
  *   postings touched by their sum (`Q.balances`). A key in every batch of a group of twenty
  *   has its row updated once instead of twice a batch. The pool's lowest point, which its
@@ -19,7 +19,7 @@
  *   neither waits for the other. The reader sees what is committed: this transaction's own
  *   batches are kept out of what it reads by `after` (each endpoint's last call settled in
  *   the settler's run, by this transaction or the run's groups committed before it:
- *   `PgSettlementTable`; the queue is read past it, and a batch deletes only past it), and their
+ *   `PgSettlementGroups`; the queue is read past it, and a batch deletes only past it), and their
  *   refunds are added to the hourly tallies it reads. The rest a plan needs from the batches
  *   before it is carried here rather than read back: the pool's balance (the transaction
  *   holds its row lock), the next batch id, and the receipt chain's head
@@ -27,12 +27,23 @@
  *   too, while the round's last batch is written, each endpoint's head taken past its `after`.
  */
 import type { BatchView } from '../../../protocol/settlement';
-import { HOUR_MS, ZERO_ECONOMICS, batchView, type BatchRow, type Economics, type Planner, type UnsettledCall } from '../settlement';
+import {
+  HOUR_MS,
+  batchView,
+  type BatchRow,
+  type Economics,
+  type NextBatch,
+  type Planner,
+  type SettlementTable,
+  type UnsettledCall,
+} from '../settlement';
+import { balance } from '../sql/ledger';
+import { PLANNING, Q as SQL, ZERO_ECONOMICS } from '../sql/settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending } from '../settlement-plan';
-import { checkTransfer } from '../ledger-core';
+import { checkTransfer } from '../ledger';
 import { InvariantError } from '../../../protocol/coded-error';
 import { MissingReceiptError } from '../receipts-core';
-import type { PgConn } from './conn';
+import { sql, type PgConn } from './conn';
 import type { PgReceiptsTable, ReceiptChain } from './receipts';
 import { NOTHING_BEFORE, Q, pendingOrderOf, writeParams, type CallRow, type QueuePosition } from './settlement-sql';
 
@@ -77,7 +88,7 @@ export class SettlementGroup {
     private readonly planner: Planner,
     /**
      * Each endpoint's last call settled: by the run's groups committed before this one when it
-     * starts (`PgSettlementTable`), then by this transaction.
+     * starts (`PgSettlementGroups`), then by this transaction.
      */
     readonly settledTo: Map<string, QueuePosition>,
   ) {}
@@ -124,7 +135,7 @@ export class SettlementGroup {
       await Promise.allSettled([writing, reading, walking]);
       throw err;
     }
-    const poolAfter = (await this.c.value<number>(Q.pool)) ?? 0;
+    const poolAfter = await balance(this.c, 'pool');
     if (poolAfter !== this.pool) {
       throw new InvariantError(
         `settlement: the pool's balance is ${poolAfter} after the group, not ${this.pool} (${this.poolBefore} before)`,
@@ -163,7 +174,7 @@ export class SettlementGroup {
 
   private async readOn(conn: PgConn, endpointId: string, cap: number): Promise<Reads> {
     const after = this.settledTo.get(endpointId) ?? NOTHING_BEFORE;
-    const economics = (await conn.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
+    const economics = (await conn.get<Economics>(SQL.economics, [endpointId])) ?? ZERO_ECONOMICS;
     const rows = await conn.raw<CallRow>(Q.calls, {
       endpoint: endpointId,
       boundary: this.boundary,
@@ -242,6 +253,48 @@ export class SettlementGroup {
     const done = (await this.c.get<{ settled: number; missed: string | null }>(Q.write, params))!;
     if (done.missed !== null) throw notPending(done.missed);
     checkMarked(batch.calls, done.settled);
+  }
+}
+
+const GROUP = {
+  lockPool: sql(`SELECT balance FROM account_balances WHERE account = 'pool' FOR UPDATE`),
+  nextId: sql(`SELECT coalesce(max(id), 0) + 1 FROM settlement_batches`),
+};
+
+/**
+ * PostgreSQL's group commit of settlement batches (`SettlementTable.settleGroup`; the rest of
+ * the family is `../sql/settlement.ts`): ONE transaction under the store's writer lock
+ * (`serial`), which first locks the pool account's balance row and numbers the first batch
+ * `max(id) + 1`, its batches a `SettlementGroup`.
+ */
+export class PgSettlementGroups implements Pick<SettlementTable, 'settleGroup'> {
+  /**
+   * Where the settler's current run stands (a run passes the same `next` to each of its
+   * groups): each endpoint's last call settled by its groups committed so far. The run's next
+   * group reads and walks the queue past them rather than over the entries they deleted (still
+   * in the index until a vacuum). A call before one of them that is still queued was ingested
+   * after its batch was read: the next run starts from the first entry again and settles it.
+   */
+  private run: { next: NextBatch; settledTo: ReadonlyMap<string, QueuePosition> } | null = null;
+
+  constructor(
+    private readonly conn: PgConn,
+    private readonly receipts: PgReceiptsTable,
+    /** A connection of its own that reads batches ahead (`PgShared.settlementReader`). */
+    private readonly reader: PgConn,
+  ) {}
+
+  async settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): Promise<BatchView[]> {
+    const settledTo = new Map(this.run?.next === next ? this.run.settledTo : []);
+    const made = await this.conn.tx(async (c) => {
+      await c.run(PLANNING);
+      const pool = (await c.value<number>(GROUP.lockPool)) ?? 0;
+      const nextId = (await c.value<number>(GROUP.nextId))!;
+      const group = new SettlementGroup(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan, settledTo);
+      return group.run(new GroupRun(next, budgetCalls));
+    }, 'serial');
+    this.run = { next, settledTo }; // committed
+    return made;
   }
 }
 

@@ -1,15 +1,15 @@
 /**
  * The statements of a PostgreSQL settling transaction (`settlement-group.ts` says what each
  * batch does with them), the settler's queue positions they take, and the parameters of a
- * batch's one write statement.
+ * batch's one write statement, transfers included (`TRANSFER_CTES`, `BALANCE_CTES`).
  */
-import { HOUR_MS, SETTLED_COLUMNS, standardAmountColumns, type BatchRow, type BatchPlan, type UnsettledCall } from '../settlement';
+import { HOUR_MS, type BatchRow, type BatchPlan, type UnsettledCall } from '../settlement';
 import { pendingOrder } from '../settlement-plan';
 import { NIL_CALL_ID } from '../../../protocol/outcome';
-import type { TransferInput } from '../ledger-core';
+import type { TransferInput } from '../ledger';
 import type { SignedReceipt } from '../receipts-core';
+import { PENDING_ENDPOINTS, SETTLED_COLUMNS, standardAmountColumns } from '../sql/settlement';
 import { sql, type PgConn } from './conn';
-import { BALANCE_CTES, TRANSFER_CTES, transferParams } from './ledger';
 
 /** The standard amounts, column by column (`standardAmountColumns`), and the columns they fill. */
 const STANDARD = standardAmountColumns((p) => `@std_${p}::bigint`);
@@ -22,41 +22,68 @@ const AMOUNTS = ['premium', 'refund', 'refund_owed', 'clamp'] as const;
 export const NOTHING_BEFORE: QueuePosition = { received_at: Number.MIN_SAFE_INTEGER, call_id: NIL_CALL_ID };
 
 /**
- * How the settler's statements are planned: with no sequential and no bitmap scans, on its
- * reader (`READER_SETTINGS`, for the session) and in its transactions (`PLANNING`, first in
- * each). Everything they read is a seek in an index: the walk's heads, an endpoint's economics,
- * a batch's calls read in the queue index's order up to its cap, and the range of the queue a
- * batch deletes. The planner, left to its estimates, gets the queue wrong two ways:
- *
- * - A prepared statement keeps its plan until the table's statistics change. One made while
- *   the queue was empty (a vacuum truncates a drained queue to no pages) or held a handful of
- *   calls is a sequential scan, which reads the whole queue at every walk and batch of the
- *   burst that follows, until autovacuum analyzes the queue.
- * - Planned afresh, a batch's read picks the ordered read over collecting every match and
- *   sorting it only when it estimates many more matches than the cap. The queue's statistics
- *   lag a burst by an autovacuum cycle, and the calls past the run's position are newer than
- *   any statistics have seen, so it estimates a handful, and each batch would collect the
- *   endpoint's whole backlog: a drain would cost the backlog's square.
- *
- * Under these settings every plan of these statements seeks, whenever it is made, and they stay
- * prepared (planning them afresh at each batch cost about 4 % of settlement's time). A statement
- * a settling transaction shares with other callers (the receipts chain's reads, say) may be
- * planned under them on that pool connection, and keep that plan; what it reads there is a
- * keyed row too, which it seeks either way.
+ * The common table expressions that write transfers' rows (`transferParams`' parameters): one
+ * row per transfer in input order (ids follow it: the rows are inserted sorted by `n`), and its
+ * postings. `n` maps each posting to its transfer; `numbered` answers the ids. A settlement
+ * batch writes its transfers with them inside its one statement (`Q.write` below),
+ * and moves the balances once for its whole transaction (`BALANCE_CTES`).
  */
-const SETTLER_PLANNING = { enable_seqscan: 'off', enable_bitmapscan: 'off' } as const;
+const TRANSFER_CTES = `input AS (
+       SELECT * FROM unnest(@at::bigint[], @kind::text[], @call_id::uuid[], @batch_id::bigint[], @reference::text[], @actor::text[])
+         WITH ORDINALITY AS i (at, kind, call_id, batch_id, reference, actor, n)),
+     transfers AS (
+       INSERT INTO ledger_transfers (at, kind, call_id, batch_id, reference, actor)
+       SELECT at, kind, call_id, batch_id, reference, actor FROM input ORDER BY n
+       RETURNING id),
+     numbered AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM transfers),
+     postings AS (
+       INSERT INTO ledger_postings (transfer_id, account, amount)
+       SELECT t.id, p.account, p.amount
+       FROM unnest(@posting_of::bigint[], @account::text[], @amount::bigint[]) AS p (n, account, amount) JOIN numbered t ON t.n = p.n)`;
 
-/** `SETTLER_PLANNING` as the settler's reader connects with it (node-postgres' `options`). */
-export const READER_SETTINGS = Object.entries(SETTLER_PLANNING)
-  .map(([name, value]) => `-c ${name}=${value}`)
-  .join(' ');
+/**
+ * The common table expressions that move balances: each account in `@account` by the sum of
+ * its `@amount`s (an account may repeat), its row created on its first move.
+ */
+const BALANCE_CTES = `moves AS (
+       SELECT account, sum(amount)::bigint AS amount FROM unnest(@account::text[], @amount::bigint[]) AS m (account, amount)
+       GROUP BY account),
+     -- Not an upsert: the pool's CHECK (balance ≥ 0) would be tested on the would-be inserted row.
+     updated AS (
+       UPDATE account_balances b SET balance = b.balance + m.amount FROM moves m WHERE b.account = m.account
+       RETURNING b.account),
+     created AS (
+       INSERT INTO account_balances (account, balance)
+       SELECT account, amount FROM moves WHERE account NOT IN (SELECT account FROM updated))`;
 
-/** `SETTLER_PLANNING` for the rest of a transaction: the first statement of each settling one. */
-export const PLANNING = sql(
-  `SELECT ${Object.entries(SETTLER_PLANNING)
-    .map(([name, value]) => `set_config('${name}', '${value}', true)`)
-    .join(', ')}`,
-);
+/** `TRANSFER_CTES`' parameters for `inputs`: one array per column, the postings flattened with their transfer's position. */
+function transferParams(inputs: readonly TransferInput[]) {
+  const p = {
+    at: [] as number[],
+    kind: [] as string[],
+    call_id: [] as (string | null)[],
+    batch_id: [] as (number | null)[],
+    reference: [] as (string | null)[],
+    actor: [] as string[],
+    posting_of: [] as number[],
+    account: [] as string[],
+    amount: [] as number[],
+  };
+  inputs.forEach((input, i) => {
+    p.at.push(input.at);
+    p.kind.push(input.kind);
+    p.call_id.push(input.callId ?? null);
+    p.batch_id.push(input.batchId ?? null);
+    p.reference.push(input.reference ?? null);
+    p.actor.push(input.actor);
+    for (const posting of input.postings) {
+      p.posting_of.push(i + 1);
+      p.account.push(posting.account);
+      p.amount.push(posting.amount);
+    }
+  });
+  return p;
+}
 
 /** A place in the settler's queue of one endpoint. */
 export interface QueuePosition {
@@ -64,22 +91,11 @@ export interface QueuePosition {
   call_id: string;
 }
 
-/**
- * The endpoints in the settler's queue (a null row ends them), found as SQLite's
- * `PENDING_ENDPOINTS` finds them but from the last: one index seek per endpoint, each landing
- * on its newest entries. Entries a batch deleted stay in the index until a vacuum, and they are
- * an endpoint's oldest, so a walk from the first would step over every one of them.
- */
-export const PG_PENDING_ENDPOINTS = `WITH RECURSIVE e(id) AS (
-  SELECT (SELECT max(endpoint_id) FROM unsettled_outcomes)
-  UNION ALL
-  SELECT (SELECT max(endpoint_id) FROM unsettled_outcomes WHERE endpoint_id < e.id) FROM e WHERE e.id IS NOT NULL)`;
-
 export const Q = {
   // Each endpoint with unsettled outcomes and when its oldest one was received: its oldest past
   // its cursor (`settledTo`, in the unnested arrays) when it has one.
   heads: sql(
-    `${PG_PENDING_ENDPOINTS}
+    `${PENDING_ENDPOINTS}
      SELECT e.id, (SELECT received_at FROM unsettled_outcomes q WHERE q.endpoint_id = e.id
                      AND (q.received_at, q.call_id) > (coalesce(c.received_at, ${NOTHING_BEFORE.received_at}), coalesce(c.call_id, '${NIL_CALL_ID}'))
                    ORDER BY q.received_at, q.call_id LIMIT 1) AS head
@@ -87,7 +103,6 @@ export const Q = {
        AS c (endpoint_id, received_at, call_id) ON c.endpoint_id = e.id
      WHERE e.id IS NOT NULL`,
   ),
-  pool: sql(`SELECT balance FROM account_balances WHERE account = 'pool'`),
   // A batch's calls in settlement order, each with what its endpoint already refunded in the
   // call's clock hour (null: nothing yet). The hour is floor(started_at / 1 h), as HOUR_MS.
   // `after`: the last call of the endpoint's batch before in the run (`NOTHING_BEFORE` for its
@@ -103,7 +118,6 @@ export const Q = {
          AND h.hour = c.started_at / ${HOUR_MS} - CASE WHEN c.started_at % ${HOUR_MS} < 0 THEN 1 ELSE 0 END
      ORDER BY c.received_at, c.call_id`,
   ),
-  economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
   // What the group's transfers moved, once per account, at its end.
   balances: sql(`WITH ${BALANCE_CTES} SELECT count(*) FROM moves`),
   // A batch's writes in one statement (the file's header lists them). The queue's entries past

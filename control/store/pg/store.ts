@@ -43,7 +43,7 @@ import { ID_SECRET } from '../sql/public-reads';
 import { commitMutation } from '../sql/state';
 import { VERSION_CHANNEL, VersionListener } from './version-listener';
 import { openShared, pgTables, type PgShared } from './tables';
-import { READER_SETTINGS } from './settlement-sql';
+import { READER_SETTINGS } from '../sql/settlement';
 import { unreachable } from './unreachable';
 
 export interface PgStoreOptions extends StoreOptions {

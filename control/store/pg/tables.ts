@@ -12,16 +12,18 @@ import { TreeHasher } from '../tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { sharedTables } from '../sql';
-import { PgLedgerTable } from './ledger';
+import { SqlLedgerTable } from '../sql/ledger';
+import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
 import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
-import { PgSettlementTable } from './settlement';
+import { PgSettlementGroups } from './settlement-group';
+import { SqlSettlementTable } from '../sql/settlement';
 
 /** What every family on one store shares, whatever connection it runs on. */
 export interface PgShared {
   readonly receipts: PgReceiptsState;
   /**
    * The settler's second connection, a pool of one of its own: it reads the next batch while the
-   * settling transaction writes the one before (`settlement.ts`). Of its own, so that reading
+   * settling transaction writes the one before (`settlement-group.ts`). Of its own, so that reading
    * never waits for a connection held by someone who waits for the settling transaction's lock.
    */
   readonly settlementReader: PgConn;
@@ -67,12 +69,15 @@ export async function openShared(conn: PgConn, options: SharedOptions): Promise<
 
 /** The table families, as `StoreTables` has them, on `conn`. */
 export function pgTables(conn: PgConn, shared: PgShared): StoreTables {
-  const ledger = new PgLedgerTable(conn);
   const receipts = new PgReceiptsTable(conn, shared.receipts);
   return {
     ...sharedTables(conn),
-    ledger,
-    settlement: new PgSettlementTable(conn, receipts, shared.settlementReader),
+    ledger: new SqlLedgerTable(conn, { chain: (c) => receiptChainViolation(c as PgConn), root: (c) => receiptRootViolation(c as PgConn) }),
+    settlement: new SqlSettlementTable(
+      conn,
+      (c) => receipts.on(c as PgConn),
+      new PgSettlementGroups(conn, receipts, shared.settlementReader),
+    ),
     receipts,
   };
 }

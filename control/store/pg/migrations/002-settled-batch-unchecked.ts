@@ -5,8 +5,8 @@
  * foreign key with a trigger per changed row (a `SELECT … FOR KEY SHARE` of the batch row):
  * about a third of settlement's server time, for a reference the store already guarantees.
  * The batch row is inserted in the same transaction, under the writer lock, just before its
- * calls are marked (`pg/settlement.ts`), and batches are never deleted. `ledger verify` checks
- * that every settled call names a batch that exists (`ledger-verify.ts`, "every batch equals
+ * calls are marked (`pg/settlement-group.ts`), and batches are never deleted. `ledger verify` checks
+ * that every settled call names a batch that exists (`sql/ledger-verify.ts`, "every batch equals
  * the sum of its calls"), so a broken reference would not go unnoticed.
  *
  * SQLite keeps its foreign key: there the check is an in-process lookup.

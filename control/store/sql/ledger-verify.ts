@@ -7,12 +7,12 @@
  * The checks are one list, {@link LEDGER_CHECKS}, for every store: each ledger check's
  * queries are written in the SQL that SQLite and PostgreSQL both run (no alias in HAVING,
  * `IS NOT DISTINCT FROM`, `count(x)` for a count of non-nulls, an alias on every subquery),
- * and only how they are run differs (`verifyLedger` here, `pg/ledger-verify.ts`).
+ * run in one `REPEATABLE READ` (PostgreSQL) or read (SQLite) transaction, the caller's or its
+ * own, so every check sees one state.
  */
-import type { Db } from './db';
-import { COVERED_FAILURES } from '../../protocol/outcome';
-import type { LedgerVerifyView } from '../../protocol/settlement';
-import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
+import { COVERED_FAILURES } from '../../../protocol/outcome';
+import type { LedgerVerifyView } from '../../../protocol/settlement';
+import { sql, type Conn } from '../conn';
 
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 
@@ -23,16 +23,22 @@ const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 export type VerifyRow = Record<string, string | number | null>;
 
 /** A query whose first row, if any, is a violation, and the sentence that describes it. */
-export interface Probe {
+interface Probe {
   readonly sql: string;
   readonly message: (row: VerifyRow) => string;
 }
 
 /**
  * One invariant: either its probes, run in order until one finds a row, or one of the
- * receipts' checks (`receipts-audit.ts`), which each store runs its own way.
+ * receipts' checks (`ReceiptAudit`).
  */
-export type LedgerCheck = { readonly name: string } & ({ readonly probes: readonly Probe[] } | { readonly receipts: 'chain' | 'root' });
+type LedgerCheck = { readonly name: string } & ({ readonly probes: readonly Probe[] } | { readonly receipts: 'chain' | 'root' });
+
+/**
+ * The receipts' checks (`receipts-audit.ts`), each run on the verifying transaction's
+ * connection: the first violation it finds, or null.
+ */
+export type ReceiptAudit = Record<'chain' | 'root', (conn: Conn) => Promise<string | null>>;
 
 /** The allowed sign of each account in each kind of transfer. */
 const SHAPE = `CASE t.kind
@@ -43,7 +49,7 @@ const SHAPE = `CASE t.kind
     WHEN 'payout'       THEN (p.account LIKE 'key:%' AND p.amount < 0) OR (p.account = 'external' AND p.amount > 0)
     ELSE FALSE END`;
 
-export const LEDGER_CHECKS: readonly LedgerCheck[] = [
+const LEDGER_CHECKS: readonly LedgerCheck[] = [
   {
     name: 'all balances sum to zero',
     probes: [
@@ -228,47 +234,37 @@ export const LEDGER_CHECKS: readonly LedgerCheck[] = [
   },
 ];
 
-/** What `ledger verify` counts, each a query answering one integer (in both dialects). */
-export const VERIFY_COUNTS = {
-  accounts: `SELECT count(*) FROM account_balances`,
-  transfers: `SELECT count(*) FROM ledger_transfers`,
-  postings: `SELECT count(*) FROM ledger_postings`,
-  batches: `SELECT count(*) FROM settlement_batches`,
-  settled_calls: `SELECT CAST(coalesce(sum(calls), 0) AS BIGINT) FROM settlement_batches`,
-} as const;
+/** What `ledger verify` counts, in one row. */
+const COUNTS = sql(
+  `SELECT (SELECT count(*) FROM account_balances) AS accounts, (SELECT count(*) FROM ledger_transfers) AS transfers,
+          (SELECT count(*) FROM ledger_postings) AS postings, count(*) AS batches,
+          CAST(coalesce(sum(calls), 0) AS BIGINT) AS settled_calls
+   FROM settlement_batches`,
+);
 
-/** The verdict: the first violation (or none), every check's name, and the counts. */
-export function verifyView(violation: string | null, counts: LedgerVerifyView['counts']): LedgerVerifyView {
-  return { ok: violation === null, violation, checks: LEDGER_CHECKS.map((c) => c.name), counts };
+/** Each check's probes, compiled once. */
+const PROBES = LEDGER_CHECKS.map((check) => ('probes' in check ? check.probes.map((p) => ({ ...p, statement: sql(p.sql) })) : []));
+
+/** The first violation of the checks on `c`, or null. */
+async function firstViolation(c: Conn, receipts: ReceiptAudit): Promise<string | null> {
+  for (const [i, check] of LEDGER_CHECKS.entries()) {
+    if ('receipts' in check) {
+      const violation = await receipts[check.receipts](c);
+      if (violation !== null) return violation;
+    }
+    for (const probe of PROBES[i]!) {
+      const row = await c.get<VerifyRow>(probe.statement);
+      if (row !== undefined) return probe.message(row);
+    }
+  }
+  return null;
 }
 
-const RECEIPT_CHECKS = { chain: receiptChainViolation, root: receiptRootViolation };
-
-/** Run the checks on SQLite, in one read transaction. */
-export function verifyLedger(db: Db): LedgerVerifyView {
-  return db.transaction((): LedgerVerifyView => {
-    let violation: string | null = null;
-    for (const check of LEDGER_CHECKS) {
-      if ('receipts' in check) {
-        violation = RECEIPT_CHECKS[check.receipts](db);
-      } else {
-        for (const probe of check.probes) {
-          const row = db.prepare(probe.sql).get() as VerifyRow | undefined;
-          if (row !== undefined) {
-            violation = probe.message(row);
-            break;
-          }
-        }
-      }
-      if (violation !== null) break;
-    }
-    const count = (sql: string) => db.prepare(sql).pluck().get() as number;
-    return verifyView(violation, {
-      accounts: count(VERIFY_COUNTS.accounts),
-      transfers: count(VERIFY_COUNTS.transfers),
-      postings: count(VERIFY_COUNTS.postings),
-      batches: count(VERIFY_COUNTS.batches),
-      settled_calls: count(VERIFY_COUNTS.settled_calls),
-    });
-  })();
+/** Check every ledger invariant against committed state, in one read transaction: the first violation (or none), every check's name, and the counts. */
+export function verifyLedger(conn: Conn, receipts: ReceiptAudit): Promise<LedgerVerifyView> {
+  return conn.tx(async (c) => {
+    const violation = await firstViolation(c, receipts);
+    const counts = (await c.get<LedgerVerifyView['counts']>(COUNTS))!;
+    return { ok: violation === null, violation, checks: LEDGER_CHECKS.map((check) => check.name), counts };
+  }, 'read');
 }

@@ -1,0 +1,212 @@
+/**
+ * The ledger (`../ledger.ts`), written once for both databases. A transfer is its row, its
+ * postings and the balances they move, checked first (`checkTransfer`) in the transaction that
+ * writes it; `transfer` and `balance` are also the settlement's own (`sql/settlement.ts`), on
+ * its transaction's connection.
+ */
+import type { BalanceView, Clamp, LedgerVerifyView, MarkPaidView, PayoutLine, PoolView } from '../../../protocol/settlement';
+import { sql, type Conn } from '../conn';
+import {
+  LedgerError,
+  checkTransfer,
+  payoutLines,
+  payoutOf,
+  type LedgerTable,
+  type LedgerTotals,
+  type SettledActivityRow,
+  type TransferInput,
+} from '../ledger';
+import { verifyLedger, type ReceiptAudit } from './ledger-verify';
+
+/** Key accounts as a primary-key range: `key:` ≤ account < `key;`. */
+const KEY_RANGE = `account >= 'key:' AND account < 'key;'`;
+/** The sum of one kind of transfer's postings on one account. */
+const KIND_TOTAL = (kind: string, account: string) =>
+  `(SELECT CAST(coalesce(sum(p.amount), 0) AS BIGINT) FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
+    WHERE t.kind = '${kind}' AND p.account = '${account}')`;
+
+const Q = {
+  transfer: sql(`INSERT INTO ledger_transfers (at, kind, call_id, batch_id, reference, actor) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`),
+  // A transfer's postings, `[account, amount]` pairs in one JSON array, written, then the
+  // balances they move; an account's row is created on its first move. Not an upsert: the
+  // pool's CHECK (balance ≥ 0) would be tested on the would-be inserted row.
+  postings: sql({
+    sqlite: `INSERT INTO ledger_postings (transfer_id, account, amount) SELECT CAST(? AS BIGINT), value ->> 0, value ->> 1 FROM json_each(?)`,
+    pg: `INSERT INTO ledger_postings (transfer_id, account, amount) SELECT CAST(? AS BIGINT), p ->> 0, (p ->> 1)::bigint FROM json_array_elements(?::json) p`,
+  }),
+  addBalances: sql({
+    sqlite: `UPDATE account_balances SET balance = balance + m.value ->> 1 FROM json_each(?) m WHERE account = m.value ->> 0`,
+    pg: `UPDATE account_balances SET balance = balance + (p ->> 1)::bigint FROM json_array_elements(?::json) p WHERE account = p ->> 0`,
+  }),
+  newBalances: sql({
+    sqlite: `INSERT INTO account_balances (account, balance) SELECT value ->> 0, value ->> 1 FROM json_each(@moves)
+             WHERE NOT EXISTS (SELECT 1 FROM account_balances WHERE account = value ->> 0)`,
+    pg: `INSERT INTO account_balances (account, balance) SELECT p ->> 0, (p ->> 1)::bigint FROM json_array_elements(@moves::json) p
+         WHERE NOT EXISTS (SELECT 1 FROM account_balances WHERE account = p ->> 0)`,
+  }),
+  balance: sql(`SELECT balance FROM account_balances WHERE account = ?`),
+  balances: sql(`SELECT account, balance FROM account_balances ORDER BY account`),
+  totals: sql(
+    `SELECT count(*) AS batches, CAST(coalesce(sum(calls), 0) AS BIGINT) AS calls, CAST(coalesce(sum(premiums), 0) AS BIGINT) AS premiums,
+            CAST(coalesce(sum(treasury_fees), 0) AS BIGINT) AS treasury_fees, CAST(coalesce(sum(refunds), 0) AS BIGINT) AS refunds,
+            CAST(coalesce(sum(refunds_owed), 0) AS BIGINT) AS refunds_owed,
+            (SELECT count(*) FROM unsettled_outcomes) AS unsettled,
+            coalesce((SELECT balance FROM account_balances WHERE account = 'pool'), 0) AS pool
+     FROM settlement_batches`,
+    { replan: true }, // it reads the settler's queue (`SqlOptions.replan`)
+  ),
+  poolParts: sql(
+    `SELECT coalesce((SELECT balance FROM account_balances WHERE account = 'treasury'), 0) AS treasury,
+            ${KIND_TOTAL('fund', 'pool')} AS funded, ${KIND_TOTAL('payout', 'external')} AS paid_out,
+            (SELECT CAST(coalesce(sum(balance), 0) AS BIGINT) FROM account_balances WHERE ${KEY_RANGE} AND balance > 0) AS owed_to_keys`,
+  ),
+  clamped: sql(`SELECT clamp, count(*) AS n FROM settled_calls WHERE clamp IS NOT NULL GROUP BY clamp ORDER BY clamp`),
+  payoutRows: sql(
+    `SELECT k.id, k.name, k.wallet, b.balance
+     FROM account_balances b JOIN keys k ON k.id = substr(b.account, 5)
+     WHERE b.${KEY_RANGE} AND b.balance > 0
+     ORDER BY k.created_at, k.id`,
+  ),
+  reference: sql(`SELECT id FROM ledger_transfers WHERE kind = 'payout' AND reference = ?`),
+  // Walks `settled_calls_by_batch` from the newest batch, so a large unsettled backlog costs nothing here.
+  activity: sql(
+    `SELECT s.call_id, s.endpoint_id, s.outcome, o.status, o.latency_ms, s.started_at, s.premium, s.refund,
+            s.refund_owed, s.clamp, s.batch_id AS settled_batch
+     FROM settled_calls s JOIN outcome_records o ON o.call_id = s.call_id
+     ORDER BY s.batch_id DESC, s.started_at DESC, s.call_id DESC LIMIT ?`,
+  ),
+};
+
+/** Record `input` on `conn` (inside a transaction): its row, its postings, the balances they move. Answers its id. */
+export async function transfer(conn: Conn, input: TransferInput): Promise<number> {
+  checkTransfer(input);
+  const { at, kind, callId, batchId, reference, actor } = input;
+  const id = (await conn.value<number>(Q.transfer, [at, kind, callId ?? null, batchId ?? null, reference ?? null, actor]))!;
+  const moves = JSON.stringify(input.postings.map((p) => [p.account, p.amount]));
+  await conn.run(Q.postings, [id, moves]);
+  if ((await conn.run(Q.addBalances, [moves])) < input.postings.length) await conn.run(Q.newBalances, { moves });
+  return id;
+}
+
+/** The balance of `account` on `conn` (0 for an account that never moved). */
+export async function balance(conn: Conn, account: string): Promise<number> {
+  return (await conn.value<number>(Q.balance, [account])) ?? 0;
+}
+
+async function totalsOn(conn: Conn): Promise<LedgerTotals> {
+  const t = (await conn.get<
+    Record<'batches' | 'calls' | 'premiums' | 'treasury_fees' | 'refunds' | 'refunds_owed' | 'unsettled' | 'pool', number>
+  >(Q.totals))!;
+  return {
+    pool_size: t.pool,
+    settled_batches: t.batches,
+    settled_calls: t.calls,
+    unsettled_calls: t.unsettled,
+    total_calls: t.calls + t.unsettled,
+    total_premiums: t.premiums,
+    total_refunds: t.refunds,
+    total_refunds_owed: t.refunds_owed,
+    total_treasury_fees: t.treasury_fees,
+  };
+}
+
+export class SqlLedgerTable implements LedgerTable {
+  /** @param receipts The receipts' checks `verify` ends with, run on the verifying transaction. */
+  constructor(
+    private readonly conn: Conn,
+    private readonly receipts: ReceiptAudit,
+  ) {}
+
+  transfer(input: TransferInput): Promise<number> {
+    return transfer(this.conn, input);
+  }
+
+  fund(amount: number, at: number, actor: string, note: string | null): Promise<number> {
+    const postings = [
+      { account: 'external', amount: -amount },
+      { account: 'pool', amount },
+    ];
+    return transfer(this.conn, { kind: 'fund', at, actor, reference: note, postings });
+  }
+
+  markPaid(wallet: string, amount: number, reference: string, at: number, actor: string): Promise<MarkPaidView> {
+    return this.conn.tx(async (c) => {
+      if ((await c.value(Q.reference, [reference])) !== undefined) {
+        throw new LedgerError('duplicate_reference', `a payout with reference ${JSON.stringify(reference)} is already recorded`);
+      }
+      const { paid, postings, owed } = payoutOf(payoutLines(await c.all(Q.payoutRows), wallet), wallet, amount);
+      const transferId = await transfer(c, { kind: 'payout', at, actor, reference, postings });
+      return { transfer_id: transferId, wallet, amount, reference, paid, owed };
+    }, 'serial');
+  }
+
+  balance(account: string): Promise<number> {
+    return balance(this.conn, account);
+  }
+
+  async balances(prefix?: string): Promise<BalanceView[]> {
+    const all = await this.conn.all<BalanceView>(Q.balances);
+    return prefix === undefined ? all : all.filter((b) => b.account.startsWith(prefix));
+  }
+
+  async payouts(wallet?: string): Promise<PayoutLine[]> {
+    return payoutLines(await this.conn.all(Q.payoutRows), wallet);
+  }
+
+  poolView(): Promise<PoolView> {
+    return this.conn.tx(async (c) => {
+      const t = await totalsOn(c);
+      const parts = (await c.get<{ treasury: number; funded: number; owed_to_keys: number; paid_out: number }>(Q.poolParts))!;
+      const clamped = { pool_depleted: 0, cap_clamped: 0 };
+      for (const row of await c.all<{ clamp: Clamp; n: number }>(Q.clamped)) clamped[row.clamp] = row.n;
+      return {
+        pool: t.pool_size,
+        treasury: parts.treasury,
+        funded: parts.funded,
+        premiums: t.total_premiums,
+        treasury_fees: t.total_treasury_fees,
+        refunds: t.total_refunds,
+        refunds_owed: t.total_refunds_owed,
+        shortfall: t.total_refunds_owed - t.total_refunds,
+        clamped,
+        owed_to_keys: parts.owed_to_keys,
+        paid_out: parts.paid_out,
+        settled_batches: t.settled_batches,
+        settled_calls: t.settled_calls,
+        backlog: t.unsettled_calls,
+      };
+    }, 'read');
+  }
+
+  verify(): Promise<LedgerVerifyView> {
+    return verifyLedger(this.conn, this.receipts);
+  }
+
+  poolSize(): Promise<number> {
+    return balance(this.conn, 'pool');
+  }
+
+  async settledBatches(): Promise<number> {
+    return (await totalsOn(this.conn)).settled_batches;
+  }
+
+  async totalRefunds(): Promise<number> {
+    return (await totalsOn(this.conn)).total_refunds;
+  }
+
+  async totalPremiums(): Promise<number> {
+    return (await totalsOn(this.conn)).total_premiums;
+  }
+
+  async totalCalls(): Promise<number> {
+    return (await totalsOn(this.conn)).total_calls;
+  }
+
+  totals(): Promise<LedgerTotals> {
+    return totalsOn(this.conn);
+  }
+
+  recentActivity(limit: number): Promise<SettledActivityRow[]> {
+    return this.conn.all<SettledActivityRow>(Q.activity, [limit]);
+  }
+}
