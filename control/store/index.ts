@@ -9,7 +9,6 @@ import { MIGRATIONS } from './migrations';
 import { LedgerTable } from './ledger';
 import { OutcomesTable } from './outcomes';
 import { PublicReads } from './public-reads';
-import { ReceiptsTable } from './receipts';
 import { RollupsTable } from './rollups';
 import { SettlementTable } from './settlement';
 import Database from 'better-sqlite3';
@@ -28,9 +27,7 @@ import {
   type StoreOptions,
   type StoreTables,
 } from './store';
-import { OpaqueIds } from '../../protocol/opaque-ids';
-import { backfillMarker } from './backfill-marker';
-import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from './signing-key';
+import { SqlReceiptsTable, receiptsCore } from './sql/receipts';
 
 export type { StoreOptions, StoreTables, SqliteTables, StoreDescription } from './store';
 export type { Actor, Audit, MutationContext, StateChange, StateChangeKind } from './changes';
@@ -61,38 +58,26 @@ export class SqliteStore extends StoreBase implements Store {
     const ledger = new LedgerTable(db);
     // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
     const inMemory = path === ':memory:' || path === '';
-    const dataDir = dirname(resolve(path));
-    const ids = new OpaqueIds(publicReads.idSecret);
-    const receipts = new ReceiptsTable(
-      db,
-      {
-        signer: inMemory ? ReceiptSigner.generate() : loadOrCreateSigner(dataDir).signer,
-        providerId: (endpointId) => ids.provider(endpointId),
-        rotateKey: () => (inMemory ? ReceiptSigner.generate() : rotateSigner(dataDir)),
-        enabled: options.receipts ?? true,
-        backfillMarker: inMemory ? null : backfillMarker(dataDir),
-      },
-      Date.now(),
-    );
+    const receipts = receiptsCore(inMemory ? null : dirname(resolve(path)), publicReads.idSecret, options.receipts ?? true);
     const tables: SqliteTables = {
       outcomes: new OutcomesTable(db, rollups),
       rollups,
       publicReads,
       ledger,
       settlement: new SettlementTable(db, ledger, receipts),
-      receipts,
     };
     const gate = new Gate();
     const conn = new SqliteConn(db, gate);
     const view = (gate: Gate | null): StoreTables => {
+      const on = gate === null ? conn.inside() : conn;
       return {
-        ...sharedTables(gate === null ? conn.inside() : conn),
+        ...sharedTables(on),
+        receipts: new SqlReceiptsTable(on, receipts),
         outcomes: asyncTable(tables.outcomes, gate),
         rollups: asyncTable(tables.rollups, gate),
         publicReads: asyncTable(tables.publicReads, gate),
         ledger: asyncTable(tables.ledger, gate),
         settlement: asyncTable(tables.settlement, gate),
-        receipts: asyncTable(tables.receipts, gate),
       };
     };
     super(view(gate));
@@ -110,17 +95,17 @@ export class SqliteStore extends StoreBase implements Store {
    * Open (creating and migrating) the database at `path`, with the receipt signing key of
    * its directory (created on first open). On the first open that signs receipts, batches
    * settled before receipts get theirs here, in one transaction, before the store is used;
-   * never again afterwards (`ReceiptsTable.backfillOnce`).
+   * never again afterwards (`ReceiptsTable.open`).
    */
-  static open(path: string, options: StoreOptions = {}): SqliteStore {
+  static async open(path: string, options: StoreOptions = {}): Promise<SqliteStore> {
     const db = openDatabase(path);
     let store: SqliteStore | undefined;
     try {
       store = new SqliteStore(db, path, options);
-      if (store.receiptsEnabled) store.sync.receipts.backfillOnce(Date.now());
+      await store.receipts.open(Date.now());
       return store;
     } catch (err) {
-      store?.sync.receipts.close();
+      store?.receipts.core.close();
       db.close();
       throw err;
     }
@@ -178,7 +163,7 @@ export class SqliteStore extends StoreBase implements Store {
 
   close(): Promise<void> {
     return this.gate.run(() => {
-      this.sync.receipts.close();
+      this.receipts.core.close();
       if (this.db.open) this.db.close();
     });
   }
@@ -186,5 +171,5 @@ export class SqliteStore extends StoreBase implements Store {
 
 /** Open the store at `path` (see `SqliteStore.open`). */
 export const Store = {
-  open: (path: string, options: StoreOptions = {}): Promise<Store> => settled(() => SqliteStore.open(path, options)),
+  open: (path: string, options: StoreOptions = {}): Promise<Store> => SqliteStore.open(path, options),
 };

@@ -21,7 +21,8 @@
  * refund transfer per key; they verify the same way.
  *
  * Each batch's signed receipt (`receipts.ts`) is written in the same transaction, over the
- * leaves of its calls in settlement order with the amounts written for them.
+ * leaves of its calls in settlement order with the amounts written for them (by the statements
+ * of `sql/receipts.ts`, run here synchronously).
  *
  * What a plan implies apart from SQL (the standard amounts, the leaves, the transfers, the
  * group commit's decisions) is `settlement-plan.ts`, shared with PostgreSQL's
@@ -31,7 +32,9 @@ import type { Db } from './db';
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import type { BatchView } from '../../protocol/settlement';
 import type { LedgerTable } from './ledger';
-import type { ReceiptsTable } from './receipts';
+import type { Receipt } from '../../protocol/receipts';
+import { MissingReceiptError, type ReceiptsCore } from './receipts-core';
+import { Q as RECEIPT_SQL } from './sql/receipts';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending, pendingOrder } from './settlement-plan';
 
 export type { BatchPlan, CallAmounts, Economics, NextBatch, PlanInput, Planner, UnsettledCall } from './settlement-types';
@@ -78,7 +81,7 @@ export const batchView = (row: BatchRow): BatchView => ({ ...row, created_at: ne
 
 export class SettlementTable {
   private readonly ledger: LedgerTable;
-  private readonly receipts: ReceiptsTable;
+  private readonly receipts: ReceiptsCore;
   private readonly pendingEndpointsStmt;
   private readonly headStmt;
   private readonly selectStmt;
@@ -93,12 +96,18 @@ export class SettlementTable {
   private readonly backlogStmt;
   private readonly oldestStmt;
   private readonly lastBatchStmt;
+  private readonly receiptHeadStmt;
+  private readonly receiptGapStmt;
+  private readonly receiptInsertStmt;
   private readonly batchTx;
   private readonly groupTx;
 
-  constructor(db: Db, ledger: LedgerTable, receipts: ReceiptsTable) {
+  constructor(db: Db, ledger: LedgerTable, receipts: ReceiptsCore) {
     this.ledger = ledger;
     this.receipts = receipts;
+    this.receiptHeadStmt = db.prepare(RECEIPT_SQL.head.sqlite);
+    this.receiptGapStmt = db.prepare(RECEIPT_SQL.gap.sqlite).pluck();
+    this.receiptInsertStmt = db.prepare(RECEIPT_SQL.insert.sqlite);
     // Distinct endpoints with unsettled outcomes: one seek per endpoint in the queue's key.
     this.pendingEndpointsStmt = db
       .prepare(
@@ -256,7 +265,14 @@ export class SettlementTable {
     // Premiums first, then the fee, then refunds: the pool only grows until the refunds.
     for (const transfer of batchTransfers(plan, batch.id, at)) this.ledger.transfer(transfer);
     for (const [hour, amount] of plan.refundsByHour) if (amount > 0) this.addHourStmt.run(endpointId, hour, amount);
-    if (tree !== null) this.receipts.append(batch, tree, calls.length);
+    if (tree !== null) {
+      // The receipt, chained to the newest one; never past a batch without its receipt.
+      const head = this.receiptHeadStmt.get() as Receipt | undefined;
+      const gap = this.receiptGapStmt.get(head?.batch ?? 0, batch.id - 1) as number | undefined;
+      if (gap !== undefined) throw new MissingReceiptError(gap);
+      const signed = this.receipts.sign(batch, tree.result(), calls.length, head);
+      this.receiptInsertStmt.run({ ...signed.receipt, subtrees: signed.subtrees });
+    }
     return batchView(batch);
   }
 }

@@ -42,15 +42,16 @@ export interface SqliteTables {
   ledger: LedgerTable;
   /** Settlement batches (the settler's one-transaction commits). */
   settlement: SettlementTable;
-  /** Signed, chained settlement receipts and their public keys (written with each batch). */
-  receipts: ReceiptsTable;
 }
 
 /** Each table family's methods, answering promises. */
 type AsyncTables = { readonly [K in keyof SqliteTables]: Async<SqliteTables[K]> };
 
 /** What a store holds, as callers inside and outside a transaction see it. */
-export interface StoreTables extends AsyncTables, SharedTables {}
+export interface StoreTables extends AsyncTables, SharedTables {
+  /** Signed, chained settlement receipts and their public keys (written with each batch). */
+  readonly receipts: ReceiptsTable;
+}
 
 /**
  * Which database a store runs on, as `/_admin/v1/status` shows it (`store`): its kind, where it

@@ -15,7 +15,7 @@ import type { Async } from '../seam';
 import { batchView, type BatchRow, type NextBatch, type Planner, type SettlementTable } from '../settlement';
 import { GroupRun } from '../settlement-plan';
 import { sql, type PgConn } from './conn';
-import type { PgReceiptsTable } from './receipts';
+import type { ReceiptsTable } from '../receipts';
 import { SettlementGroup } from './settlement-group';
 import { PG_PENDING_ENDPOINTS, PLANNING, pendingOrderOf, type QueuePosition } from './settlement-sql';
 
@@ -48,7 +48,7 @@ export class PgSettlementTable implements Async<SettlementTable> {
 
   constructor(
     private readonly conn: PgConn,
-    private readonly receipts: PgReceiptsTable,
+    private readonly receipts: ReceiptsTable,
     /** A connection of its own that reads batches ahead (`PgShared.settlementReader`). */
     private readonly reader: PgConn,
   ) {}
