@@ -12,7 +12,7 @@
 import type { Db } from './db';
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import type { LedgerVerifyView } from '../../protocol/settlement';
-import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
+import { receiptChainViolationSync, receiptRootViolationSync } from './receipts-audit';
 
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 
@@ -242,7 +242,7 @@ export function verifyView(violation: string | null, counts: LedgerVerifyView['c
   return { ok: violation === null, violation, checks: LEDGER_CHECKS.map((c) => c.name), counts };
 }
 
-const RECEIPT_CHECKS = { chain: receiptChainViolation, root: receiptRootViolation };
+const RECEIPT_CHECKS = { chain: receiptChainViolationSync, root: receiptRootViolationSync };
 
 /** Run the checks on SQLite, in one read transaction. */
 export function verifyLedger(db: Db): LedgerVerifyView {

@@ -2,9 +2,9 @@
  * The receipts table (control/store/sql/receipts.ts) on PostgreSQL against itself on SQLite, on
  * the same settled rows: batches of 1 to 130 calls, calls that arrived in the same millisecond,
  * call ids that a linguistic collation would order differently. Both sign byte-identical
- * receipts with the same key (leaves in the same order), their proofs verify, and the
- * PostgreSQL audit (pg/receipts-audit.ts), which reads in keyset pages inside one snapshot,
- * gives the same verdicts whatever the page size, also when a page ends inside a batch or
+ * receipts with the same key (leaves in the same order), their proofs verify, and the audit
+ * (control/store/receipts-audit.ts), which reads in keyset pages inside one snapshot, gives the
+ * same verdicts on both, whatever the page size, also when a page ends inside a batch or
  * between calls of the same millisecond. Append refuses a gap; reissue fills it.
  */
 import t, { type Test } from 'tap';
@@ -17,11 +17,16 @@ import { ReceiptSigner } from '../../control/store/signing-key';
 import { MissingReceiptError, ReceiptsCore, type ReceiptsOptions } from '../../control/store/receipts-core';
 import { SqlReceiptsTable } from '../../control/store/sql/receipts';
 import { SqliteConn } from '../../control/store/sqlite-conn';
-import { receiptChainViolation as sqliteChain, receiptRootViolation as sqliteRoot } from '../../control/store/receipts-audit';
+import {
+  receiptChainViolation,
+  receiptChainViolationSync,
+  receiptRootViolation,
+  receiptRootViolationSync,
+} from '../../control/store/receipts-audit';
+import type { Conn } from '../../control/store/conn';
 import { PgConn, sql } from '../../control/store/pg/conn';
 import { migratePg } from '../../control/store/pg/migrate';
 import { PG_TYPES } from '../../control/store/pg/types';
-import { receiptChainViolation, receiptRootViolation } from '../../control/store/pg/receipts-audit';
 import type { Outcome } from '../../protocol/outcome';
 import { ChainVerifier, ReceiptKeyring, receiptHash, verifyCallProof } from '../../protocol/receipts-verify';
 import { withPostgres } from '../fixtures/postgres';
@@ -189,7 +194,8 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
   const { conn } = await pgDatabase(t, url, secret);
   const pg = new SqlReceiptsTable(conn, new ReceiptsCore(options()));
   const db = sqliteDatabase(secret);
-  const lite = new SqlReceiptsTable(new SqliteConn(db, null), new ReceiptsCore(options()));
+  const liteConn = new SqliteConn(db, null);
+  const lite = new SqlReceiptsTable(liteConn, new ReceiptsCore(options()));
   t.teardown(() => {
     pg.core.close();
     lite.core.close();
@@ -231,15 +237,16 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
   t.equal(proved, callIds.length, 'every call proves its leaf');
   t.same(await pg.proof('nope'), { state: 'unknown' });
 
-  const verdicts = async () => {
+  const verdicts = async (c: Conn) => {
     const out: (string | null)[] = [];
     for (const size of [1, 2, 7, 64, 1000]) {
-      out.push(await receiptChainViolation(conn, size), await receiptRootViolation(conn, size));
+      out.push(await receiptChainViolation(c, size), await receiptRootViolation(c, size));
     }
     return out;
   };
-  t.same(await verdicts(), Array(10).fill(null), 'the audit passes at every page size');
-  t.same([sqliteChain(db), sqliteRoot(db)], [null, null]);
+  t.same(await verdicts(conn), Array(10).fill(null), 'the audit passes at every page size');
+  t.same(await verdicts(liteConn), Array(10).fill(null), 'on SQLite too');
+  t.same([receiptChainViolationSync(db), receiptRootViolationSync(db)], [null, null]);
 
   // Two calls of a batch rewritten: only the root shows it. The last batch first (its calls end
   // the last page), then batch 4 (130 calls over several pages), which is then the first named.
@@ -254,13 +261,11 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
   ] as const) {
     await conn.run(sql(rewrite(batch)));
     db.exec(rewrite(batch));
-    const rootProblem = sqliteRoot(db);
+    const rootProblem = receiptRootViolationSync(db);
     t.match(rootProblem, new RegExp(`^batch ${batch}: its receipt's root [0-9a-f]{64} is not the root of its ${calls} calls`));
-    t.same(
-      await verdicts(),
-      [null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem],
-      `batch ${batch} named at every page size`,
-    );
+    const named = [null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem, null, rootProblem];
+    t.same(await verdicts(conn), named, `batch ${batch} named at every page size`);
+    t.same(await verdicts(liteConn), named, `batch ${batch} named at every page size on SQLite`);
   }
 
   // A receipt deleted: append refuses to grow past the gap, reissue fills it.
@@ -268,7 +273,8 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
   await conn.run(sql(drop));
   db.exec(drop);
   t.equal(await receiptChainViolation(conn, 2), 'batch 5 has no receipt');
-  t.equal(sqliteChain(db), 'batch 5 has no receipt');
+  t.equal(await receiptChainViolation(liteConn, 2), 'batch 5 has no receipt');
+  t.equal(receiptChainViolationSync(db), 'batch 5 has no receipt');
   t.same(await pg.missing(), { batch: 5, count: 1 });
   // And the newest one: the chain's head is now batch 4.
   await conn.run(sql(`DELETE FROM receipts WHERE batch = 6`));

@@ -2,12 +2,12 @@
  * `ledger verify` on PostgreSQL: the same checks, in the same order, with the same sentences
  * (`../ledger-verify.ts`'s `LEDGER_CHECKS`, whose queries both dialects run), in one
  * `REPEATABLE READ` transaction (the caller's, or its own), so every check sees one state. The
- * receipts' checks are `./receipts-audit.ts`'s, which read in that same transaction.
+ * receipts' checks are `../receipts-audit.ts`'s, which read in that same transaction.
  */
 import type { LedgerVerifyView } from '../../../protocol/settlement';
 import { LEDGER_CHECKS, VERIFY_COUNTS, verifyView, type VerifyRow } from '../ledger-verify';
 import { sql, type PgConn, type Sql } from './conn';
-import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
+import { receiptChainViolation, receiptRootViolation } from '../receipts-audit';
 
 /** Each check's probes, compiled once. */
 const PROBES: readonly (readonly { statement: Sql; message: (row: VerifyRow) => string }[] | null)[] = LEDGER_CHECKS.map((check) =>
