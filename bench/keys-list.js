@@ -69,7 +69,7 @@ async function fill(dbPath) {
   const { SqliteStore } = internal('control/store/index', DIST);
   const { newId } = internal('protocol/keys', DIST);
   // One transaction (no state change recorded: control is not running yet, and starts from the file).
-  const store = SqliteStore.open(dbPath);
+  const store = await SqliteStore.open(dbPath);
   const now = Date.now();
   const started = performance.now();
   const revoke = [];
@@ -283,11 +283,11 @@ function cpuMs(pid) {
  */
 async function stepCost(dbPath) {
   const { SqliteStore } = internal('control/store/index', DIST);
-  const { keyView } = internal('control/store/keys', DIST);
+  const { keyView } = internal('control/keys', DIST);
   const { KEY_LIST_STEP } = internal('control/admin/keys', DIST);
   // The statements' own CPU per step: on SQLite each of a step's reads answers an already-settled
   // promise, so the awaits below run no other work of this process in between.
-  const store = SqliteStore.open(dbPath);
+  const store = await SqliteStore.open(dbPath);
   const now = Date.now();
   const cpu = [];
   let after = null;

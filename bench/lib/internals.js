@@ -21,7 +21,7 @@ const { distDir } = require('./app');
  *   'control/server': typeof import('../../control/server'),
  *   'control/settler/settler': typeof import('../../control/settler/settler'),
  *   'control/store/index': typeof import('../../control/store/index'),
- *   'control/store/keys': typeof import('../../control/store/keys'),
+ *   'control/keys': typeof import('../../control/keys'),
  *   'demo/throwaway-postgres': typeof import('../../demo/throwaway-postgres'),
  *   'control/store/pg/store': typeof import('../../control/store/pg/store'),
  *   'gateway/control-link/sync-post': typeof import('../../gateway/control-link/sync-post'),

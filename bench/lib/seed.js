@@ -47,7 +47,7 @@ async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', l
   let store;
   if (databaseUrl === null) {
     const { SqliteStore } = internal('control/store/index');
-    store = SqliteStore.open(dbPath);
+    store = await SqliteStore.open(dbPath);
     // Connection-local: a bigger page cache keeps the random-order B-tree inserts in memory
     // until the single commit. Durability settings are left exactly as the store set them.
     store.db.pragma('cache_size = -524288'); // 512 MiB

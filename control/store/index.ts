@@ -8,31 +8,20 @@ import { dirname, resolve } from 'node:path';
 import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
 import { SqlLedgerTable } from './sql/ledger';
-import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
-import { ReceiptsTable } from './receipts';
 import { SqlSettlementTable } from './sql/settlement';
 import Database from 'better-sqlite3';
 import { SqlSnapshotReads } from './sql/snapshot-reads';
 import { commitMutation } from './sql/state';
 import type { Audit, MutationContext } from './changes';
-import { Gate, asyncTable, settled } from './seam';
+import { Gate, settled } from './seam';
 import { SqliteConn } from './sqlite-conn';
 import { sharedTables } from './sql';
 import { ID_SECRET } from './sql/public-reads';
 import type { SnapshotReads } from './snapshot-reads';
-import {
-  StoreBase,
-  type SqliteTables,
-  type Store as StoreContract,
-  type StoreDescription,
-  type StoreOptions,
-  type StoreTables,
-} from './store';
-import { OpaqueIds } from '../../protocol/opaque-ids';
-import { backfillMarker } from './backfill-marker';
-import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from './signing-key';
+import { StoreBase, type Store as StoreContract, type StoreDescription, type StoreOptions, type StoreTables } from './store';
+import { SqlReceiptsTable, receiptsCore } from './sql/receipts';
 
-export type { StoreOptions, StoreTables, SqliteTables, StoreDescription } from './store';
+export type { StoreOptions, StoreTables, StoreDescription } from './store';
 export type { Actor, Audit, MutationContext, StateChange, StateChangeKind } from './changes';
 export type { SnapshotReads } from './snapshot-reads';
 
@@ -49,8 +38,6 @@ export class SqliteStore extends StoreBase implements Store {
   readonly idSecret: Buffer;
   readonly receiptsEnabled: boolean;
   readonly cluster = null;
-  /** The synchronous tables, for the SQLite-only tools (benches, `ledger verify` on a file). */
-  readonly sync: Readonly<SqliteTables>;
   private readonly gate: Gate;
   private readonly conn: SqliteConn;
   /** What `mutate` and `read` hand their `fn`: the same tables, not held by the gate. */
@@ -58,40 +45,24 @@ export class SqliteStore extends StoreBase implements Store {
   private constructor(db: Db, path: string, options: StoreOptions) {
     // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
     const inMemory = path === ':memory:' || path === '';
-    const dataDir = dirname(resolve(path));
-    db.prepare(ID_SECRET.create.sqlite).run(randomBytes(32));
-    const idSecret = db.prepare(ID_SECRET.read.sqlite).pluck().get() as Buffer;
-    const ids = new OpaqueIds(idSecret);
-    const receipts = new ReceiptsTable(
-      db,
-      {
-        signer: inMemory ? ReceiptSigner.generate() : loadOrCreateSigner(dataDir).signer,
-        providerId: (endpointId) => ids.provider(endpointId),
-        rotateKey: () => (inMemory ? ReceiptSigner.generate() : rotateSigner(dataDir)),
-        enabled: options.receipts ?? true,
-        backfillMarker: inMemory ? null : backfillMarker(dataDir),
-      },
-      Date.now(),
-    );
-    const tables: SqliteTables = {
-      receipts,
-    };
+    const idSecret =
+      db.prepare(ID_SECRET.create.sqlite).run(randomBytes(32)) && (db.prepare(ID_SECRET.read.sqlite).pluck().get() as Buffer);
+    const receipts = receiptsCore(inMemory ? null : dirname(resolve(path)), idSecret, options.receipts ?? true);
     const gate = new Gate();
     const conn = new SqliteConn(db, gate);
-    const audit = { chain: () => settled(() => receiptChainViolation(db)), root: () => settled(() => receiptRootViolation(db)) };
     const view = (gate: Gate | null): StoreTables => {
       const c = gate === null ? conn.inside() : conn;
+      const receiptsOn = new SqlReceiptsTable(c, receipts);
       return {
         ...sharedTables(c),
-        ledger: new SqlLedgerTable(c, audit),
-        settlement: new SqlSettlementTable(c, () => receipts, null),
-        receipts: asyncTable(tables.receipts, gate),
+        ledger: new SqlLedgerTable(c),
+        settlement: new SqlSettlementTable(c, (tx) => receiptsOn.on(tx), null),
+        receipts: receiptsOn,
       };
     };
     super(view(gate));
     this.db = db;
     this.path = path;
-    this.sync = tables;
     this.idSecret = idSecret;
     this.receiptsEnabled = receipts.enabled;
     this.gate = gate;
@@ -103,17 +74,17 @@ export class SqliteStore extends StoreBase implements Store {
    * Open (creating and migrating) the database at `path`, with the receipt signing key of
    * its directory (created on first open). On the first open that signs receipts, batches
    * settled before receipts get theirs here, in one transaction, before the store is used;
-   * never again afterwards (`ReceiptsTable.backfillOnce`).
+   * never again afterwards (`ReceiptsTable.open`).
    */
-  static open(path: string, options: StoreOptions = {}): SqliteStore {
+  static async open(path: string, options: StoreOptions = {}): Promise<SqliteStore> {
     const db = openDatabase(path);
     let store: SqliteStore | undefined;
     try {
       store = new SqliteStore(db, path, options);
-      if (store.receiptsEnabled) store.sync.receipts.backfillOnce(Date.now());
+      await store.receipts.open(Date.now());
       return store;
     } catch (err) {
-      store?.sync.receipts.close();
+      store?.receipts.core.close();
       db.close();
       throw err;
     }
@@ -171,7 +142,7 @@ export class SqliteStore extends StoreBase implements Store {
 
   close(): Promise<void> {
     return this.gate.run(() => {
-      this.sync.receipts.close();
+      this.receipts.core.close();
       if (this.db.open) this.db.close();
     });
   }
@@ -179,5 +150,5 @@ export class SqliteStore extends StoreBase implements Store {
 
 /** Open the store at `path` (see `SqliteStore.open`). */
 export const Store = {
-  open: (path: string, options: StoreOptions = {}): Promise<Store> => settled(() => SqliteStore.open(path, options)),
+  open: (path: string, options: StoreOptions = {}): Promise<Store> => SqliteStore.open(path, options),
 };

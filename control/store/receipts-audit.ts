@@ -10,22 +10,47 @@
  *    however consistently the batch and ledger rows are rewritten with it; and the run roots
  *    stored for proofs (`protocol/receipt-tree.ts`) are those of the same calls.
  *
- * Each answers the first violation as a sentence naming the batch, or null. What each check
- * does with the rows it is fed (`ChainAudit`, `RootAudit`) is shared with PostgreSQL's
- * `pg/receipts-audit.ts`; only how the rows are read differs.
+ * Each answers the first violation as a sentence naming the batch, or null. Each reads every
+ * batch or every settled call, so it pages: keyset pages of {@link BATCH_PAGE} batches (by id)
+ * or {@link CALL_PAGE} calls (by settlement order), all inside ONE read transaction (the
+ * caller's, or its own), so a check sees one state however long it reads.
  */
-import type { Db } from './db';
+import { sql, type Conn } from './conn';
 import { rootOf, subtreeRoots, toHex, type Hash32 } from '../../protocol/merkle';
 import type { Receipt } from '../../protocol/receipts';
 import { ChainVerifier, ReceiptKeyring, leafHashOf } from '../../protocol/receipts-verify';
 import type { Clamp } from '../../protocol/settlement';
-import type { Outcome } from '../../protocol/outcome';
+import { NIL_CALL_ID, type Outcome } from '../../protocol/outcome';
 import { OpaqueIds } from '../../protocol/opaque-ids';
 import { SUBTREE_HEIGHT } from '../../protocol/receipt-tree';
 import { leafOf, type ReceiptKeyRow } from './receipts-core';
 
+/** Batches read per page by the chain check. @default 1000 */
+export const BATCH_PAGE = 1_000;
+/** Settled calls read per page by the root check. @default 10000 */
+export const CALL_PAGE = 10_000;
+
+const RECEIPT_FIELDS = `'v', r.v, 'batch', r.batch, 'prev', r.prev, 'root', r.root, 'tree_size', r.tree_size, 'refunds', r.refunds,
+  'premiums', r.premiums, 'settled_at', r.settled_at, 'kid', r.kid, 'sig', r.sig`;
+const batches = (object: string) => `SELECT b.id, b.calls, b.refunds, b.premiums, b.created_at,
+  CASE WHEN r.batch IS NULL THEN NULL ELSE ${object}(${RECEIPT_FIELDS}) END AS receipt
+  FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id > ? ORDER BY b.id LIMIT ?`;
+
+const Q = {
+  keys: sql(`SELECT kid, x FROM receipt_keys`),
+  // A receipt as JSON: text on SQLite, parsed by the driver on PostgreSQL.
+  batches: sql({ sqlite: batches('json_object'), pg: batches('json_build_object') }),
+  secret: sql(`SELECT secret FROM public_secret WHERE id = 1`),
+  batch: sql(`SELECT b.endpoint_id, r.root, r.subtrees FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`),
+  calls: sql(
+    `SELECT batch_id AS settled_batch, call_id, outcome, premium, refund, clamp, received_at FROM settled_calls
+     WHERE (batch_id, received_at, call_id) > (@batch, @received_at, @call_id)
+     ORDER BY batch_id, received_at, call_id LIMIT @limit`,
+  ),
+};
+
 /** A batch as check 1 reads it, with its receipt (or null). */
-export interface BatchWithReceipt<R = Receipt> {
+interface BatchWithReceipt<R = Receipt> {
   id: number;
   calls: number;
   refunds: number;
@@ -35,7 +60,7 @@ export interface BatchWithReceipt<R = Receipt> {
 }
 
 /** Check 1 over batches fed in batch order (each store reads them its own way). */
-export class ChainAudit {
+class ChainAudit {
   /** What is wrong with the published keys themselves, or null. */
   readonly keysProblem: string | null;
   private readonly chain: ChainVerifier;
@@ -61,27 +86,48 @@ export class ChainAudit {
 }
 
 /** Check 1: one receipt per batch, matching it, chained and signed by a published key. */
-export function receiptChainViolation(db: Db): string | null {
-  const audit = new ChainAudit(db.prepare(`SELECT kid, x FROM receipt_keys`).all() as ReceiptKeyRow[]);
-  if (audit.keysProblem !== null) return audit.keysProblem;
-  const rows = db
-    .prepare(
-      `SELECT b.id, b.calls, b.refunds, b.premiums, b.created_at,
-              CASE WHEN r.batch IS NULL THEN NULL ELSE json_object(
-                'v', r.v, 'batch', r.batch, 'prev', r.prev, 'root', r.root, 'tree_size', r.tree_size, 'refunds', r.refunds,
-                'premiums', r.premiums, 'settled_at', r.settled_at, 'kid', r.kid, 'sig', r.sig) END AS receipt
-       FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id ORDER BY b.id`,
-    )
-    .iterate() as IterableIterator<BatchWithReceipt<string>>;
-  for (const b of rows) {
-    const problem = audit.push({ ...b, receipt: b.receipt === null ? null : (JSON.parse(b.receipt) as Receipt) });
-    if (problem !== null) return problem;
-  }
-  return null;
+export function receiptChainViolation(conn: Conn, pageSize = BATCH_PAGE): Promise<string | null> {
+  return conn.tx(async (c) => {
+    const audit = new ChainAudit(await c.all<ReceiptKeyRow>(Q.keys));
+    if (audit.keysProblem !== null) return audit.keysProblem;
+    for (let after = 0; ;) {
+      const page = await c.all<BatchWithReceipt<Receipt | string>>(Q.batches, [after, pageSize]);
+      for (const b of page) {
+        const problem = audit.push({ ...b, receipt: typeof b.receipt === 'string' ? (JSON.parse(b.receipt) as Receipt) : b.receipt });
+        if (problem !== null) return problem;
+      }
+      if (page.length < pageSize) return null;
+      after = page[page.length - 1]!.id;
+    }
+  }, 'read');
+}
+
+/** Check 2: each receipt's root is the root of its batch's calls, recomputed from their rows. */
+export function receiptRootViolation(conn: Conn, pageSize = CALL_PAGE): Promise<string | null> {
+  return conn.tx(async (c) => {
+    const secret = await c.value<Buffer>(Q.secret);
+    if (secret === undefined) return null; // no store has opened this database yet: nothing settled
+    const audit = new RootAudit(secret);
+    // Batch ids start at 1: (0, 0, nil) is before every settled call.
+    let after = { batch: 0, received_at: 0, call_id: NIL_CALL_ID };
+    for (;;) {
+      const page = await c.all<AuditLeafRow & { received_at: number }>(Q.calls, { ...after, limit: pageSize });
+      for (const row of page) {
+        if (row.settled_batch !== audit.current) {
+          const problem = audit.next(row.settled_batch, await c.get<AuditBatch>(Q.batch, [row.settled_batch]));
+          if (problem !== null) return problem;
+        }
+        audit.push(row);
+      }
+      if (page.length < pageSize) return audit.close();
+      const last = page[page.length - 1]!;
+      after = { batch: last.settled_batch, received_at: last.received_at, call_id: last.call_id };
+    }
+  }, 'read');
 }
 
 /** A settled call as check 2 reads it, in settlement order. */
-export interface AuditLeafRow {
+interface AuditLeafRow {
   settled_batch: number;
   call_id: string;
   outcome: Outcome;
@@ -91,14 +137,14 @@ export interface AuditLeafRow {
 }
 
 /** What check 2 needs of a batch: its endpoint, and its receipt's root and run roots (null without a receipt). */
-export interface AuditBatch {
+interface AuditBatch {
   endpoint_id: string;
   root: string | null;
   subtrees: Buffer | null;
 }
 
 /** Check 2 over settled calls fed in settlement order (batch, received_at, call_id). */
-export class RootAudit {
+class RootAudit {
   private readonly ids: OpaqueIds;
   private batch = 0;
   private provider = '';
@@ -143,28 +189,4 @@ export class RootAudit {
       return `batch ${this.batch}: the run hashes stored for its proofs are not those of its calls`;
     return null;
   }
-}
-
-/** Check 2: each receipt's root is the root of its batch's calls, recomputed from their rows. */
-export function receiptRootViolation(db: Db): string | null {
-  const secret = db.prepare(`SELECT secret FROM public_secret WHERE id = 1`).pluck().get() as Buffer | undefined;
-  if (secret === undefined) return null; // no store has opened this database yet: nothing settled
-  const audit = new RootAudit(secret);
-  const batchStmt = db.prepare(
-    `SELECT b.endpoint_id, r.root, r.subtrees FROM settlement_batches b LEFT JOIN receipts r ON r.batch = b.id WHERE b.id = ?`,
-  );
-  const rows = db
-    .prepare(
-      `SELECT batch_id AS settled_batch, call_id, outcome, premium, refund, clamp FROM settled_calls
-       ORDER BY batch_id, received_at, call_id`,
-    )
-    .iterate() as IterableIterator<AuditLeafRow>;
-  for (const row of rows) {
-    if (row.settled_batch !== audit.current) {
-      const problem = audit.next(row.settled_batch, batchStmt.get(row.settled_batch) as AuditBatch | undefined);
-      if (problem !== null) return problem;
-    }
-    audit.push(row);
-  }
-  return audit.close();
 }

@@ -1,7 +1,6 @@
 /**
- * What the receipts table family is besides its SQL, shared by both stores' tables (SQLite's
- * `receipts.ts`, PostgreSQL's `pg/receipts.ts`), so a receipt is built, chained, signed and
- * proved by one piece of code whichever database holds it:
+ * What the receipts table family is besides its SQL (`sql/receipts.ts`), so a receipt is built,
+ * chained, signed and proved by one piece of code whichever database holds it:
  *
  * - the state that outlives one statement: the key that signs (and one prepared by a rotation,
  *   not signing yet), the tree hasher's worker, the provider ids, the data dir's backfill record;
@@ -10,7 +9,7 @@
  *   call from its run of 64 leaves or from the whole batch, and the reasons a backfill or a
  *   reissue does or refuses what it does.
  *
- * Nothing here runs SQL; every method is synchronous (SQLite's table stays synchronous).
+ * Nothing here runs SQL; every method is synchronous (a batch's leaves cost no promise each).
  */
 import { inclusionPath, leafHash, rootOf, toHex, type Hash32 } from '../../protocol/merkle';
 import type { CallProof, Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
@@ -113,7 +112,7 @@ export interface SignedReceipt {
   subtrees: Buffer;
 }
 
-/** What `backfillOnce` has to do, given where the backfill is recorded. */
+/** What the backfill (`ReceiptsTable.open`) has to do, given where the backfill is recorded. */
 export interface BackfillPlan {
   /** Neither record exists: sign every batch after the newest receipt, and record it in the database. */
   fill: boolean;

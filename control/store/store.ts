@@ -10,7 +10,6 @@ import type { Audit, MutationContext } from './changes';
 import type { ClusterTable } from './cluster';
 import type { LedgerTable } from './ledger';
 import type { ReceiptsTable } from './receipts';
-import type { Async } from './seam';
 import type { SettlementTable } from './settlement';
 import type { SnapshotReads } from './snapshot-reads';
 import type { SharedTables } from './sql';
@@ -25,24 +24,14 @@ export interface StoreOptions {
   receipts?: boolean;
 }
 
-/**
- * The families still defined by their SQLite class (synchronous, one connection), which the
- * PostgreSQL store implements as `Async` of it (`pg/<family>.ts`).
- */
-export interface SqliteTables {
-  /** Signed, chained settlement receipts and their public keys (written with each batch). */
-  receipts: ReceiptsTable;
-}
-
-/** Each table family's methods, answering promises. */
-type AsyncTables = { readonly [K in keyof SqliteTables]: Async<SqliteTables[K]> };
-
 /** What a store holds, as callers inside and outside a transaction see it. */
-export interface StoreTables extends AsyncTables, SharedTables {
+export interface StoreTables extends SharedTables {
   /** The double-entry ledger: transfers, balances, pool, payouts, indexer totals. */
   readonly ledger: LedgerTable;
   /** Settlement batches (the settler's one-transaction commits). */
   readonly settlement: SettlementTable;
+  /** Signed, chained settlement receipts and their public keys (written with each batch). */
+  readonly receipts: ReceiptsTable;
 }
 
 /**

@@ -47,7 +47,7 @@ const noPassword = (t: Test, ...texts: string[]) => {
 /** A data dir with a populated SQLite install. */
 async function install(t: Test): Promise<string> {
   const dir = t.testdir();
-  const store = SqliteStore.open(join(dir, 'control.db'));
+  const store = await SqliteStore.open(join(dir, 'control.db'));
   await populateStore(store, { outcomes: 120, batchCap: 30 });
   await store.close();
   return dir;
@@ -59,7 +59,7 @@ const sourceVerifier =
   (url, dataDir) =>
     verifyTarget(url, dataDir, (u, d) => {
       asked.push(u, d);
-      return Promise.resolve(SqliteStore.open(join(d, 'control.db')));
+      return SqliteStore.open(join(d, 'control.db'));
     });
 
 t.test('a target that is not a PostgreSQL URL is a usage error, shown masked', async (t) => {
@@ -144,7 +144,7 @@ t.test('with PostgreSQL', async (t) => {
       view.rows,
       view.tables.reduce((sum, x) => sum + x.rows, 0),
     );
-    const store = SqliteStore.open(join(dir, 'control.db'));
+    const store = await SqliteStore.open(join(dir, 'control.db'));
     t.teardown(() => store.close());
     t.same(view.verify, await verifyStore(store), "the verifiers' own answers");
     noPassword(t, out.text());

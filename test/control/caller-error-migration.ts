@@ -37,7 +37,7 @@ t.test('a schema-6 database migrates to caller_error without losing a row or a f
   const before = old.prepare('SELECT * FROM outcomes ORDER BY call_id').all();
   old.close();
 
-  const store = SqliteStore.open(path);
+  const store = await SqliteStore.open(path);
   t.teardown(() => store.close());
   t.equal(await store.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
   t.same(store.db.prepare('SELECT * FROM outcomes ORDER BY call_id').all(), before, 'every row and field kept, in the same columns');

@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { SqliteStore } from '../../control/store';
 import { T0, settleAll } from '../fixtures/ledger';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { Q as RECEIPTS_SQL } from '../../control/store/sql/receipts';
 
 t.test('statements over outcomes use an index', async (t) => {
   const prepared = new Set<string>();
@@ -23,7 +24,7 @@ t.test('statements over outcomes use an index', async (t) => {
   } as typeof prepare;
   let store: SqliteStore;
   try {
-    store = SqliteStore.open(join(t.testdir(), 'control.db'));
+    store = await SqliteStore.open(join(t.testdir(), 'control.db'));
     // The families written once prepare a statement on its first use: settle a batch with a
     // standard call and an exception (a refund the empty pool clamps), and read what reads outcomes.
     await saveEndpoint(store, 'ep');
@@ -34,6 +35,8 @@ t.test('statements over outcomes use an index', async (t) => {
     Database.prototype.prepare = prepare;
   }
   t.teardown(() => store.close());
+  // The families written once prepare their statements at first use: theirs are named here.
+  for (const statement of Object.values(RECEIPTS_SQL)) prepared.add(statement.sqlite);
 
   const indexes = store.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index'`).pluck().all();
   t.notOk(indexes.includes('outcomes_by_endpoint_time'), 'migration 13 dropped outcomes_by_endpoint_time');

@@ -65,7 +65,7 @@ if (!skipWithoutPostgres(t)) {
   const install = async (t: Test, edit?: (db: Database.Database) => void, outcomes = 300): Promise<{ dir: string; path: string }> => {
     const dir = t.testdir();
     const path = join(dir, 'control.db');
-    const store = SqliteStore.open(path);
+    const store = await SqliteStore.open(path);
     await populateStore(store, { outcomes, batchCap: Math.ceil(outcomes / 10) });
     edit?.(store.db);
     await store.close();

@@ -15,7 +15,7 @@ import { forEachStore, openTestStore } from '../fixtures/stores';
 
 t.test('opening sets WAL, synchronous=FULL, foreign keys and the schema version', async (t) => {
   const path = join(t.testdir(), 'nested', 'dir', 'control.db');
-  const store = SqliteStore.open(path);
+  const store = await SqliteStore.open(path);
   t.teardown(() => store.close());
   const pragma = (name: string) => store.db.pragma(name, { simple: true });
   t.equal(String(pragma('journal_mode')).toLowerCase(), 'wal');
@@ -47,7 +47,7 @@ t.test('foreign keys are enforced', async (t) => {
 
 t.test('reopening is idempotent and keeps data', async (t) => {
   const path = join(t.testdir(), 'control.db');
-  const first = SqliteStore.open(path);
+  const first = await SqliteStore.open(path);
   const before = await first.version();
   const { version } = await first.mutate(
     { actor: 'test', now: 1_000 },
@@ -61,7 +61,7 @@ t.test('reopening is idempotent and keeps data', async (t) => {
   await first.close();
 
   for (let i = 0; i < 2; i++) {
-    const again = SqliteStore.open(path);
+    const again = await SqliteStore.open(path);
     t.equal(await again.schemaVersion(), MIGRATIONS.length, `reopen ${i + 1}: same schema version`);
     t.equal(tables(again.db), schemaBefore, `reopen ${i + 1}: same tables`);
     t.equal(await again.version(), version, `reopen ${i + 1}: state version kept (migration 1 not re-run)`);

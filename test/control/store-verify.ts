@@ -13,7 +13,7 @@ import { StoreVerifyView } from '../../protocol/store-copy';
 import { populateStore } from '../fixtures/populated-store';
 
 const populated = async (t: Test): Promise<SqliteStore> => {
-  const store = SqliteStore.open(join(t.testdir(), 'control.db'));
+  const store = await SqliteStore.open(join(t.testdir(), 'control.db'));
   t.teardown(() => store.close());
   await populateStore(store, { outcomes: 200, batchCap: 40 });
   return store;
@@ -64,15 +64,15 @@ t.test("a batch's refunds rewritten with its receipt left alone: the totals diff
 
 t.test('verifyTarget opens the store its opener gives, verifies it and closes it', async (t) => {
   const dir = t.testdir();
-  const first = SqliteStore.open(join(dir, 'control.db'));
+  const first = await SqliteStore.open(join(dir, 'control.db'));
   await populateStore(first, { outcomes: 50 });
   await first.close();
   const opened: string[] = [];
   let store: SqliteStore | null = null;
-  const view = await verifyTarget('postgres://u@h/db', dir, (url, dataDir): Promise<Store> => {
+  const view = await verifyTarget('postgres://u@h/db', dir, async (url, dataDir): Promise<Store> => {
     opened.push(url, dataDir);
-    store = SqliteStore.open(join(dataDir, 'control.db'));
-    return Promise.resolve(store);
+    store = await SqliteStore.open(join(dataDir, 'control.db'));
+    return store;
   });
   t.same(opened, ['postgres://u@h/db', dir]);
   t.equal(view.ok, true);

@@ -21,7 +21,7 @@ const PASSWORD = 'Pg-pass-4-e2e';
 if (!skipWithoutPostgres(t)) {
   t.test('control running, then a target that is not empty, then not PostgreSQL', async (t) => {
     const dir = testdirAfterTeardowns(t);
-    const store = SqliteStore.open(join(dir, 'control.db'));
+    const store = await SqliteStore.open(join(dir, 'control.db'));
     await populateStore(store, { outcomes: 40, batchCap: 20 });
     await store.close();
     const plain = await createDatabase(t);

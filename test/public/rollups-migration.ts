@@ -46,7 +46,7 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
   old.close();
 
   // The same outcomes through today's ingest.
-  const fresh = SqliteStore.open(join(dir, 'fresh.db'));
+  const fresh = await SqliteStore.open(join(dir, 'fresh.db'));
   t.teardown(() => fresh.close());
   await fresh.outcomes.ingest(
     rows.map((r) => ({
@@ -63,7 +63,7 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
     T0,
   );
 
-  const migrated = SqliteStore.open(oldPath);
+  const migrated = await SqliteStore.open(oldPath);
   t.teardown(() => migrated.close());
   t.equal(await migrated.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
   const sort = (w: EndpointWindow[]) => [...w].sort((x, y) => (x.endpoint_id < y.endpoint_id ? -1 : 1));
@@ -85,7 +85,7 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
   const secret = migrated.idSecret;
   t.equal(secret.length, 32, 'a 32-byte id secret is created on open');
   await migrated.close();
-  const reopened = SqliteStore.open(oldPath);
+  const reopened = await SqliteStore.open(oldPath);
   t.teardown(() => reopened.close());
   t.same(reopened.idSecret, secret, 'and kept across opens');
 });

@@ -62,7 +62,7 @@ async function burstAfterIdle(t: Test, reader: 'connects' | 'refused'): Promise<
   });
   const [writerPool, readerPool] = pools as [Pool, Pool];
   const conn = new PgConn(writerPool);
-  const shared = await openShared(conn, { dataDir, readerPool, receipts: false, idSecret: Buffer.alloc(32), now: T0 });
+  const shared = openShared({ dataDir, readerPool, receipts: false, idSecret: Buffer.alloc(32) });
   t.teardown(async () => {
     await shared.close();
     await writerPool.end();

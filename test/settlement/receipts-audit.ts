@@ -1,8 +1,8 @@
 /**
- * The receipt checks of `ledger verify` (control/store/receipts-audit.ts, and PostgreSQL's
- * pg/receipts-audit.ts) at the store level, on both stores: a settled install is edited behind
- * the store's back, as someone with write access to its database could, and `ledger.verify()`
- * names the damaged batch while the damaged calls' proofs stop verifying:
+ * The receipt checks of `ledger verify` (control/store/receipts-audit.ts) at the store level, on
+ * both stores: a settled install is edited behind the store's back, as someone with write
+ * access to its database could, and `ledger.verify()` names the damaged batch while the damaged
+ * calls' proofs stop verifying:
  *
  * | edit | ledger verify |
  * |---|---|

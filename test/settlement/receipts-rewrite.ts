@@ -49,7 +49,7 @@ function feedHashes(atom: string): Map<number, string> {
 
 t.test('a batch rewritten and re-signed after a checkpoint is caught by everyone who saved one', async (t) => {
   const base = join(t.testdir(), 'base');
-  const store = SqliteStore.open(join(base, 'control.db'));
+  const store = await SqliteStore.open(join(base, 'control.db'));
   await saveEndpoint(store, 'a', { price: 2000, premium: 150 });
   await store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1_000_000_000, T0, 'test', null));
   const records = Array.from({ length: 120 }, (_, i) => outcome({ endpoint_id: 'a', outcome: KINDS[i % KINDS.length]!, started: T0 + i }));

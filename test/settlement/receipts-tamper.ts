@@ -34,7 +34,7 @@ const KINDS: Outcome[] = ['ok', 'server_error', 'ok', 'network_error', 'client_e
 t.test('tampering with a settled database is detected and the batch named', async (t) => {
   const base = join(t.testdir(), 'base');
   // A SQLite store: the cases below edit copies of its file.
-  const store = SqliteStore.open(join(base, 'control.db'));
+  const store = await SqliteStore.open(join(base, 'control.db'));
   await saveEndpoint(store, 'a', { price: 2000, premium: 150 });
   await saveEndpoint(store, 'b', { price: 1000, premium: 100 });
   await store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1_000_000_000, T0, 'test', null));

@@ -23,7 +23,7 @@
  *   refunds are added to the hourly tallies it reads. The rest a plan needs from the batches
  *   before it is carried here rather than read back: the pool's balance (the transaction
  *   holds its row lock), the next batch id, and the receipt chain's head
- *   (`PgReceiptsTable.chain`). The next round's pending endpoints are read on the reader
+ *   (`ReceiptsTable.chain`). The next round's pending endpoints are read on the reader
  *   too, while the round's last batch is written, each endpoint's head taken past its `after`.
  */
 import type { BatchView } from '../../../protocol/settlement';
@@ -44,7 +44,7 @@ import { checkTransfer } from '../ledger';
 import { InvariantError } from '../../../protocol/coded-error';
 import { MissingReceiptError } from '../receipts-core';
 import { sql, type PgConn } from './conn';
-import type { PgReceiptsTable, ReceiptChain } from './receipts';
+import type { ReceiptChain, ReceiptsTable } from '../receipts';
 import { NOTHING_BEFORE, Q, pendingOrderOf, writeParams, type CallRow, type QueuePosition } from './settlement-sql';
 
 /** A batch's reads: its endpoint's economics and its calls, after `after` in the queue. */
@@ -79,7 +79,7 @@ export class SettlementGroup {
     private readonly c: PgConn,
     /** The connection that reads batches ahead (`PgShared.settlementReader`). */
     private readonly reader: PgConn,
-    private readonly receipts: PgReceiptsTable,
+    private readonly receipts: ReceiptsTable,
     /** The pool's balance when the group starts (its row locked). */
     private readonly poolBefore: number,
     private nextId: number,
@@ -279,7 +279,7 @@ export class PgSettlementGroups implements Pick<SettlementTable, 'settleGroup'> 
 
   constructor(
     private readonly conn: PgConn,
-    private readonly receipts: PgReceiptsTable,
+    private readonly receipts: ReceiptsTable,
     /** A connection of its own that reads batches ahead (`PgShared.settlementReader`). */
     private readonly reader: PgConn,
   ) {}

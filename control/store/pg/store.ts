@@ -143,9 +143,9 @@ export class PgStore extends StoreBase implements Store {
       const conn = new PgConn(pool, null, null, options.writerIdleMs ?? Math.min(WRITER_IDLE_MS, idleMs));
       await conn.run(ID_SECRET.create, [randomBytes(32)]);
       const idSecret = (await conn.value<Buffer>(ID_SECRET.read))!;
-      shared = await openShared(conn, { ...options, idSecret, now: Date.now(), readerPool });
+      shared = openShared({ ...options, idSecret, readerPool });
       store = new PgStore(url, pool, conn, shared, idSecret, options.listenRetryMs);
-      if (store.receiptsEnabled) await shared.receipts.backfillOnce(conn, Date.now());
+      await store.receipts.open(Date.now());
       await store.versions.open();
       return store;
     } catch (err) {

@@ -5,22 +5,19 @@
  * per store (`openShared`) and handed to every family built on it.
  */
 import type { StoreTables } from '../store';
-import { OpaqueIds } from '../../../protocol/opaque-ids';
-import { backfillMarker } from '../backfill-marker';
-import { loadOrCreateSigner, rotateSigner } from '../signing-key';
+import type { ReceiptsCore } from '../receipts';
+import { SqlReceiptsTable, receiptsCore } from '../sql/receipts';
 import { TreeHasher } from '../tree-hasher';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { sharedTables } from '../sql';
 import { SqlLedgerTable } from '../sql/ledger';
-import { receiptChainViolation, receiptRootViolation } from './receipts-audit';
-import { PgReceiptsTable, openReceiptsState, type PgReceiptsState } from './receipts';
 import { PgSettlementGroups } from './settlement-group';
 import { SqlSettlementTable } from '../sql/settlement';
 
 /** What every family on one store shares, whatever connection it runs on. */
 export interface PgShared {
-  readonly receipts: PgReceiptsState;
+  readonly receipts: ReceiptsCore;
   /**
    * The settler's second connection, a pool of one of its own: it reads the next batch while the
    * settling transaction writes the one before (`settlement-group.ts`). Of its own, so that reading
@@ -36,32 +33,19 @@ export interface SharedOptions {
   readerPool: Pool;
   receipts?: boolean;
   idSecret: Buffer;
-  now: number;
 }
 
-/** Open what the families share: the data dir's receipt signing key (published before it signs) and the hasher. */
-export async function openShared(conn: PgConn, options: SharedOptions): Promise<PgShared> {
-  const ids = new OpaqueIds(options.idSecret);
-  const receipts = await openReceiptsState(
-    conn,
-    {
-      signer: loadOrCreateSigner(options.dataDir).signer,
-      providerId: (endpointId: string) => ids.provider(endpointId),
-      rotateKey: () => rotateSigner(options.dataDir),
-      enabled: options.receipts ?? true,
-      backfillMarker: backfillMarker(options.dataDir),
-      // Trees are hashed on the calling thread. On SQLite a worker thread hashes while this
-      // thread runs the batch's statements; here the server runs them, every tree is waited
-      // for as soon as it is started, and a worker would only add the copies to it and back.
-      hasher: new TreeHasher(null),
-    },
-    options.now,
-  );
+/** Open what the families share: the data dir's receipt signing key and the hasher. */
+export function openShared(options: SharedOptions): PgShared {
+  // Trees are hashed on the calling thread. On SQLite a worker thread hashes while this
+  // thread runs the batch's statements; here the server runs them, every tree is waited
+  // for as soon as it is started, and a worker would only add the copies to it and back.
+  const receipts = receiptsCore(options.dataDir, options.idSecret, options.receipts ?? true, new TreeHasher(null));
   return {
     receipts,
     settlementReader: new PgConn(options.readerPool),
     close: async () => {
-      await receipts.close();
+      receipts.close();
       await options.readerPool.end();
     },
   };
@@ -69,15 +53,11 @@ export async function openShared(conn: PgConn, options: SharedOptions): Promise<
 
 /** The table families, as `StoreTables` has them, on `conn`. */
 export function pgTables(conn: PgConn, shared: PgShared): StoreTables {
-  const receipts = new PgReceiptsTable(conn, shared.receipts);
+  const receipts = new SqlReceiptsTable(conn, shared.receipts);
   return {
     ...sharedTables(conn),
-    ledger: new SqlLedgerTable(conn, { chain: (c) => receiptChainViolation(c as PgConn), root: (c) => receiptRootViolation(c as PgConn) }),
-    settlement: new SqlSettlementTable(
-      conn,
-      (c) => receipts.on(c as PgConn),
-      new PgSettlementGroups(conn, receipts, shared.settlementReader),
-    ),
+    ledger: new SqlLedgerTable(conn),
+    settlement: new SqlSettlementTable(conn, (c) => receipts.on(c), new PgSettlementGroups(conn, receipts, shared.settlementReader)),
     receipts,
   };
 }

@@ -13,6 +13,7 @@
 import { COVERED_FAILURES } from '../../../protocol/outcome';
 import type { LedgerVerifyView } from '../../../protocol/settlement';
 import { sql, type Conn } from '../conn';
+import { receiptChainViolation, receiptRootViolation } from '../receipts-audit';
 
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 
@@ -30,7 +31,7 @@ interface Probe {
 
 /**
  * One invariant: either its probes, run in order until one finds a row, or one of the
- * receipts' checks (`ReceiptAudit`).
+ * receipts' checks (`RECEIPT_CHECKS`).
  */
 type LedgerCheck = { readonly name: string } & ({ readonly probes: readonly Probe[] } | { readonly receipts: 'chain' | 'root' });
 
@@ -38,7 +39,10 @@ type LedgerCheck = { readonly name: string } & ({ readonly probes: readonly Prob
  * The receipts' checks (`receipts-audit.ts`), each run on the verifying transaction's
  * connection: the first violation it finds, or null.
  */
-export type ReceiptAudit = Record<'chain' | 'root', (conn: Conn) => Promise<string | null>>;
+const RECEIPT_CHECKS: Record<'chain' | 'root', (conn: Conn) => Promise<string | null>> = {
+  chain: (c) => receiptChainViolation(c),
+  root: (c) => receiptRootViolation(c),
+};
 
 /** The allowed sign of each account in each kind of transfer. */
 const SHAPE = `CASE t.kind
@@ -246,10 +250,10 @@ const COUNTS = sql(
 const PROBES = LEDGER_CHECKS.map((check) => ('probes' in check ? check.probes.map((p) => ({ ...p, statement: sql(p.sql) })) : []));
 
 /** The first violation of the checks on `c`, or null. */
-async function firstViolation(c: Conn, receipts: ReceiptAudit): Promise<string | null> {
+async function firstViolation(c: Conn): Promise<string | null> {
   for (const [i, check] of LEDGER_CHECKS.entries()) {
     if ('receipts' in check) {
-      const violation = await receipts[check.receipts](c);
+      const violation = await RECEIPT_CHECKS[check.receipts](c);
       if (violation !== null) return violation;
     }
     for (const probe of PROBES[i]!) {
@@ -261,9 +265,9 @@ async function firstViolation(c: Conn, receipts: ReceiptAudit): Promise<string |
 }
 
 /** Check every ledger invariant against committed state, in one read transaction: the first violation (or none), every check's name, and the counts. */
-export function verifyLedger(conn: Conn, receipts: ReceiptAudit): Promise<LedgerVerifyView> {
+export function verifyLedger(conn: Conn): Promise<LedgerVerifyView> {
   return conn.tx(async (c) => {
-    const violation = await firstViolation(c, receipts);
+    const violation = await firstViolation(c);
     const counts = (await c.get<LedgerVerifyView['counts']>(COUNTS))!;
     return { ok: violation === null, violation, checks: LEDGER_CHECKS.map((check) => check.name), counts };
   }, 'read');

@@ -16,7 +16,7 @@ import {
   type SettledActivityRow,
   type TransferInput,
 } from '../ledger';
-import { verifyLedger, type ReceiptAudit } from './ledger-verify';
+import { verifyLedger } from './ledger-verify';
 
 /** Key accounts as a primary-key range: `key:` ≤ account < `key;`. */
 const KEY_RANGE = `account >= 'key:' AND account < 'key;'`;
@@ -111,11 +111,7 @@ async function totalsOn(conn: Conn): Promise<LedgerTotals> {
 }
 
 export class SqlLedgerTable implements LedgerTable {
-  /** @param receipts The receipts' checks `verify` ends with, run on the verifying transaction. */
-  constructor(
-    private readonly conn: Conn,
-    private readonly receipts: ReceiptAudit,
-  ) {}
+  constructor(private readonly conn: Conn) {}
 
   transfer(input: TransferInput): Promise<number> {
     return transfer(this.conn, input);
@@ -179,7 +175,7 @@ export class SqlLedgerTable implements LedgerTable {
   }
 
   verify(): Promise<LedgerVerifyView> {
-    return verifyLedger(this.conn, this.receipts);
+    return verifyLedger(this.conn);
   }
 
   poolSize(): Promise<number> {

@@ -7,7 +7,6 @@ import type { SnapshotKey } from '../../../protocol/snapshot';
 import { sql, type Conn } from '../conn';
 import type { AuditTable } from '../audit';
 import type { Audit, MutationContext, StateChange } from '../changes';
-import type { Async } from '../seam';
 import { liveKey } from './snapshot-reads';
 
 const Q = {
@@ -59,7 +58,7 @@ export function stateTables(conn: Conn): StateTables {
  */
 export async function commitMutation(
   conn: Conn,
-  log: Pick<Async<AuditTable>, 'record'>,
+  log: Pick<AuditTable, 'record'>,
   ctx: MutationContext,
   audit: Audit,
 ): Promise<{ version: number; bumped: boolean }> {
