@@ -10,6 +10,7 @@ import t from 'tap';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../control/store';
+import { NIL_CALL_ID } from '../../protocol/outcome';
 
 t.test('statements over outcomes use an index', async (t) => {
   const prepared = new Set<string>();
@@ -22,6 +23,22 @@ t.test('statements over outcomes use an index', async (t) => {
   let store: SqliteStore;
   try {
     store = SqliteStore.open(join(t.testdir(), 'control.db'));
+    // The families written once prepare a statement when it first runs: run each of their reads over the outcomes.
+    const cursor = { started_at: 1, call_id: NIL_CALL_ID };
+    await Promise.all([
+      store.outcomes.count(),
+      store.outcomes.byCallId(NIL_CALL_ID),
+      store.publicReads.activity(1, null),
+      store.publicReads.activity(1, cursor),
+      store.publicReads.activity(1, null, { endpointId: null, outcome: null }),
+      store.publicReads.call(NIL_CALL_ID),
+      store.publicReads.refunds(1),
+      store.publicReads.refunds(1, 'x'),
+      store.publicReads.accountGroups('k', 0, 1),
+      store.publicReads.lastCall('k'),
+      store.publicReads.accountCalls('k', 1, null),
+      store.publicReads.accountCalls('k', 1, cursor),
+    ]);
   } finally {
     Database.prototype.prepare = prepare;
   }
@@ -32,7 +49,7 @@ t.test('statements over outcomes use an index', async (t) => {
 
   const tables = /\b(outcomes|outcome_records|unsettled_outcomes|settled_calls)\b/;
   const reads = [...prepared].filter((sql) => tables.test(sql) && !/^\s*INSERT\b[^]*\bVALUES\b/i.test(sql));
-  t.ok(reads.length >= 25, `the store prepares its statements over outcomes at open (${reads.length})`);
+  t.ok(reads.length >= 25, `the store prepares its statements over outcomes (${reads.length})`);
   const count = /^\s*SELECT count\(\*\) FROM (outcome_records|unsettled_outcomes)\s*$/;
   for (const sql of reads) {
     const named = [...new Set(sql.match(/@\w+/g) ?? [])].map((p) => p.slice(1));
