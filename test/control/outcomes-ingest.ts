@@ -1,5 +1,5 @@
 /**
- * Outcome ingest in chunks (`control/store/outcomes.ts`): whatever mix of new rows, replays
+ * Outcome ingest in chunks (`control/store/sql/outcomes.ts`): whatever mix of new rows, replays
  * and repeated call ids a batch holds, and wherever they fall against the chunk boundaries,
  * the table ends up holding each call once (as first received), `ingest` counts exactly the
  * new ones, and the rollups count each call once. A row the database refuses undoes the whole

@@ -13,6 +13,7 @@ import { SqliteStore } from '../../control/store';
 import { T0, settleAll } from '../fixtures/ledger';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { Q as RECEIPTS_SQL } from '../../control/store/sql/receipts';
+import { NIL_CALL_ID } from '../../protocol/outcome';
 
 t.test('statements over outcomes use an index', async (t) => {
   const prepared = new Set<string>();
@@ -31,6 +32,21 @@ t.test('statements over outcomes use an index', async (t) => {
     await store.outcomes.ingest([outcome({ started: T0 }), outcome({ started: T0, outcome: 'server_error' })], T0);
     await settleAll(store);
     await Promise.all([store.settlement.backlog(), store.settlement.lastBatch(), store.ledger.recentActivity(1), store.ledger.poolView()]);
+    const cursor = { started_at: 1, call_id: NIL_CALL_ID };
+    await Promise.all([
+      store.outcomes.count(),
+      store.outcomes.byCallId(NIL_CALL_ID),
+      store.publicReads.activity(1, null),
+      store.publicReads.activity(1, cursor),
+      store.publicReads.activity(1, null, { endpointId: null, outcome: null }),
+      store.publicReads.call(NIL_CALL_ID),
+      store.publicReads.refunds(1),
+      store.publicReads.refunds(1, 'x'),
+      store.publicReads.accountGroups('k', 0, 1),
+      store.publicReads.lastCall('k'),
+      store.publicReads.accountCalls('k', 1, null),
+      store.publicReads.accountCalls('k', 1, cursor),
+    ]);
   } finally {
     Database.prototype.prepare = prepare;
   }
