@@ -11,7 +11,7 @@
  *   instead of sorting. (`call_id` is the table's key, so every index entry ends with it.)
  *
  * Batches settled before this migration get their receipts when the store opens (SQL cannot
- * sign): `ReceiptsTable.backfill`, in batch order, in one transaction, before anything else.
+ * sign): `ReceiptsTable.open` (`sql/receipts.ts`), in batch order, in one transaction, before anything else.
  */
 export default `
   CREATE TABLE receipt_keys (
