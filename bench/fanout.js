@@ -166,13 +166,7 @@ function batchBody(gatewayId, n, keyIds, seq) {
 // ---------------------------------------------------------------------------------------
 
 /** Files the run needs from the build; a copy without them was taken mid-rebuild. */
-const BUILD_FILES = [
-  'cli/index.js',
-  'control/store/index.js',
-  'demo/throwaway-postgres.js',
-  'protocol/keys.js',
-  'gateway/main.js',
-];
+const BUILD_FILES = ['cli/index.js', 'control/store/index.js', 'demo/throwaway-postgres.js', 'protocol/keys.js', 'gateway/main.js'];
 
 /** Copy `dist/` into the work dir, again if a rebuild running meanwhile left the copy incomplete. */
 async function copyBuild(tmp) {
