@@ -16,6 +16,7 @@ import { OpaqueIds } from '../../protocol/opaque-ids';
 import { ReceiptSigner } from '../../control/store/signing-key';
 import { MissingReceiptError, ReceiptsCore, type ReceiptsOptions } from '../../control/store/receipts-core';
 import { SqlReceiptsTable } from '../../control/store/sql/receipts';
+import { RECORD_COLUMNS } from '../../control/store/sql/outcomes';
 import { SqliteConn } from '../../control/store/sqlite-conn';
 import { receiptChainViolation, receiptRootViolation } from '../../control/store/receipts-audit';
 import type { Conn } from '../../control/store/conn';
@@ -114,18 +115,6 @@ function settledRows(): { batches: BatchRow[]; calls: Row[] } {
 }
 
 const BATCH_COLUMNS = ['id', 'endpoint_id', 'created_at', 'calls', 'premiums', 'treasury_fees', 'refunds', 'refunds_owed', 'clamped_calls'];
-const RECORD_COLUMNS = [
-  'call_id',
-  'key_id',
-  'endpoint_id',
-  'method',
-  'status',
-  'outcome',
-  'latency_ms',
-  'started_at',
-  'gateway_id',
-  'received_at',
-];
 const SETTLED_COLUMNS = [
   'call_id',
   'batch_id',

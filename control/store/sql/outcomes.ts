@@ -24,7 +24,8 @@ import { sql, type Conn } from '../conn';
 import { CHUNK_ROWS, type OutcomesTable } from '../outcomes';
 import { COUNT_COLUMNS, LATENCY_BOUNDS_MS, MINUTE_MS, OUTCOME_COLUMNS, rollupGroups, type RollupInput } from '../rollups';
 
-const COLUMNS = [
+/** An `outcome_records` row's columns, in the order ingest binds them. */
+export const RECORD_COLUMNS = [
   'call_id',
   'key_id',
   'endpoint_id',
@@ -42,7 +43,7 @@ const tuples = (columns: readonly string[], rows: number) =>
   new Array<string>(rows).fill(`(${columns.map(() => '?').join(', ')})`).join(', ');
 /** Only a stored call id is skipped; any other constraint a row breaks fails the batch. */
 const insert = (rows: number) =>
-  `INSERT INTO outcome_records (${COLUMNS.join(', ')}) VALUES ${tuples(COLUMNS, rows)} ON CONFLICT (call_id) DO NOTHING`;
+  `INSERT INTO outcome_records (${RECORD_COLUMNS.join(', ')}) VALUES ${tuples(RECORD_COLUMNS, rows)} ON CONFLICT (call_id) DO NOTHING`;
 const queue = (rows: number) => `INSERT INTO unsettled_outcomes (${QUEUE_COLUMNS.join(', ')}) VALUES ${tuples(QUEUE_COLUMNS, rows)}`;
 
 /**
@@ -86,7 +87,7 @@ const Q = {
   rollup: sql(rollupUpsert(`VALUES (?, ?, ${COUNT_COLUMNS.map(() => '?').join(', ')})`)),
   pgIngest: sql(
     `WITH inserted AS (
-     INSERT INTO outcome_records (${COLUMNS.join(', ')})
+     INSERT INTO outcome_records (${RECORD_COLUMNS.join(', ')})
      SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, @received_at::bigint
      FROM unnest(@call_id::uuid[], @key_id::text[], @endpoint_id::text[], @method::text[], @status::bigint[],
                  @outcome::text[], @latency_ms::bigint[], @started_at::bigint[], @gateway_id::text[]) WITH ORDINALITY
@@ -102,7 +103,7 @@ const Q = {
   byId: sql(`SELECT * FROM outcomes WHERE call_id = ?`),
 };
 
-/** Put one row's parameters, in `COLUMNS` order, into `args` from index `at`. */
+/** Put one row's parameters, in `RECORD_COLUMNS` order, into `args` from index `at`. */
 function putRow(args: unknown[], at: number, r: OutcomeRecord, id: string, startedMs: number, receivedAt: number): void {
   args[at] = id;
   args[at + 1] = r.key_id;
@@ -117,22 +118,22 @@ function putRow(args: unknown[], at: number, r: OutcomeRecord, id: string, start
 }
 
 /** Where each queue column's value sits in a row's parameters. */
-const QUEUE_FROM_ROW = QUEUE_COLUMNS.map((c) => COLUMNS.indexOf(c));
+const QUEUE_FROM_ROW = QUEUE_COLUMNS.map((c) => RECORD_COLUMNS.indexOf(c));
 
 /** The queue parameters of `rows` rows, from row `from` of `args` (rows' parameters, as `putRow` put them). */
 function queueArgs(args: readonly unknown[], from: number, rows: number): unknown[] {
   const out = new Array<unknown>(rows * QUEUE_FROM_ROW.length);
   for (let j = 0; j < rows; j++)
     for (let k = 0; k < QUEUE_FROM_ROW.length; k++)
-      out[j * QUEUE_FROM_ROW.length + k] = args[(from + j) * COLUMNS.length + QUEUE_FROM_ROW[k]!];
+      out[j * QUEUE_FROM_ROW.length + k] = args[(from + j) * RECORD_COLUMNS.length + QUEUE_FROM_ROW[k]!];
   return out;
 }
 
 /** PostgreSQL's batch parameters: one array per column but `received_at`, the batch's. */
 function columnsOf(records: readonly OutcomeRecord[], receivedAt: number): Record<string, unknown> {
-  const names = COLUMNS.slice(0, -1);
+  const names = RECORD_COLUMNS.slice(0, -1);
   const columns = names.map(() => new Array<unknown>(records.length));
-  const row = new Array<unknown>(COLUMNS.length);
+  const row = new Array<unknown>(RECORD_COLUMNS.length);
   for (let i = 0; i < records.length; i++) {
     // The `uuid` cast stores the call id in lowercase (`canonicalCallId`).
     putRow(row, 0, records[i]!, records[i]!.call_id, Date.parse(records[i]!.started_at), receivedAt);
@@ -154,7 +155,7 @@ export class SqlOutcomesTable implements OutcomesTable {
       const ids = records.map((r) => r.call_id.toLowerCase());
       const started = records.map((r) => Date.parse(r.started_at));
       const inserted: RollupInput[] = [];
-      const args = new Array<unknown>(CHUNK_ROWS * COLUMNS.length);
+      const args = new Array<unknown>(CHUNK_ROWS * RECORD_COLUMNS.length);
       const keep = (i: number) => {
         const r = records[i]!;
         inserted.push({ endpoint_id: r.endpoint_id, started_ms: started[i]!, outcome: r.outcome, latency_ms: r.latency_ms });
@@ -163,14 +164,14 @@ export class SqlOutcomesTable implements OutcomesTable {
       const oneByOne = async (from: number, to: number) => {
         for (let i = from; i < to; i++) {
           putRow(args, 0, records[i]!, ids[i]!, started[i]!, at);
-          if ((await conn.run(Q.row, args.slice(0, COLUMNS.length))) === 0) continue;
+          if ((await conn.run(Q.row, args.slice(0, RECORD_COLUMNS.length))) === 0) continue;
           await conn.run(Q.queueRow, queueArgs(args, 0, 1));
           keep(i);
         }
       };
       let i = 0;
       for (; i + CHUNK_ROWS <= records.length; i += CHUNK_ROWS) {
-        for (let j = 0; j < CHUNK_ROWS; j++) putRow(args, j * COLUMNS.length, records[i + j]!, ids[i + j]!, started[i + j]!, at);
+        for (let j = 0; j < CHUNK_ROWS; j++) putRow(args, j * RECORD_COLUMNS.length, records[i + j]!, ids[i + j]!, started[i + j]!, at);
         await conn.run(Q.savepoint);
         if ((await conn.run(Q.chunk, args)) === CHUNK_ROWS) {
           await conn.run(Q.queueChunk, queueArgs(args, 0, CHUNK_ROWS));
