@@ -27,16 +27,8 @@
  *   too, while the round's last batch is written, each endpoint's head taken past its `after`.
  */
 import type { BatchView } from '../../../protocol/settlement';
-import {
-  HOUR_MS,
-  batchView,
-  type BatchRow,
-  type Economics,
-  type NextBatch,
-  type Planner,
-  type SettlementTable,
-  type UnsettledCall,
-} from '../settlement';
+import { HOUR_MS, batchView } from '../settlement';
+import type { BatchRow, Economics, NextBatch, Planner, SettlementTable, UnsettledCall } from '../settlement';
 import { balance } from '../sql/ledger';
 import { PLANNING, Q as SQL, ZERO_ECONOMICS } from '../sql/settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending } from '../settlement-plan';
