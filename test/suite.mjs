@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { clusterUnavailable } = require('../dist/control/store/pg/throwaway-cluster.js');
+const { clusterUnavailable } = require('../dist/demo/throwaway-postgres.js');
 
 const args = ['--no-allow-incomplete-coverage', '--coverage-report=text-summary', ...process.argv.slice(2)];
 const missing = clusterUnavailable();
