@@ -45,8 +45,8 @@ export class SqliteStore extends StoreBase implements Store {
   private constructor(db: Db, path: string, options: StoreOptions) {
     // The signing key lives beside the database, in the data dir; an in-memory store gets a throwaway one.
     const inMemory = path === ':memory:' || path === '';
-    const idSecret =
-      db.prepare(ID_SECRET.create.sqlite).run(randomBytes(32)) && (db.prepare(ID_SECRET.read.sqlite).pluck().get() as Buffer);
+    db.prepare(ID_SECRET.create.sqlite).run(randomBytes(32));
+    const idSecret = db.prepare(ID_SECRET.read.sqlite).pluck().get() as Buffer;
     const receipts = receiptsCore(inMemory ? null : dirname(resolve(path)), idSecret, options.receipts ?? true);
     const gate = new Gate();
     const conn = new SqliteConn(db, gate);
