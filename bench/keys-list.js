@@ -67,9 +67,10 @@ const pinning = (() => {
 
 async function fill(dbPath) {
   const { SqliteStore } = internal('control/store/index', DIST);
+  const { makeReceipts } = internal('control/receipts/maker', DIST);
   const { newId } = internal('protocol/keys', DIST);
   // One transaction (no state change recorded: control is not running yet, and starts from the file).
-  const store = await SqliteStore.open(dbPath);
+  const store = await SqliteStore.open(dbPath, { receiptsCore: makeReceipts });
   const now = Date.now();
   const started = performance.now();
   const revoke = [];
@@ -283,11 +284,12 @@ function cpuMs(pid) {
  */
 async function stepCost(dbPath) {
   const { SqliteStore } = internal('control/store/index', DIST);
+  const { makeReceipts } = internal('control/receipts/maker', DIST);
   const { keyView } = internal('control/keys', DIST);
   const { KEY_LIST_STEP } = internal('control/admin/keys', DIST);
   // The statements' own CPU per step: on SQLite each of a step's reads answers an already-settled
   // promise, so the awaits below run no other work of this process in between.
-  const store = await SqliteStore.open(dbPath);
+  const store = await SqliteStore.open(dbPath, { receiptsCore: makeReceipts });
   const now = Date.now();
   const cpu = [];
   let after = null;

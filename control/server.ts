@@ -40,6 +40,7 @@ import { joinCluster, type Membership } from './cluster';
 import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
 import { ReceiptChainGuard } from './receipts/chain-guard';
+import { makeReceipts } from './receipts/maker';
 import type { Store } from './store';
 import { openStore } from './store/open';
 import { SyncHub } from './sync/hub';
@@ -98,7 +99,12 @@ async function openLockedStore(config: Readonly<Config>, boot: BootstrapResult):
   const unlock = await lockDataDir(boot.dataDir);
   let store: Store;
   try {
-    store = await openStore({ dataDir: boot.dataDir, databasePath: boot.databasePath, databaseUrl: config.databaseUrl });
+    store = await openStore({
+      dataDir: boot.dataDir,
+      databasePath: boot.databasePath,
+      databaseUrl: config.databaseUrl,
+      receiptsCore: makeReceipts,
+    });
   } catch (err) {
     await unlock();
     throw err;

@@ -30,8 +30,8 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_PG_SERVER_EXITED:
     'a throwaway cluster’s server exited before accepting connections, its log kept as `log` (a lost port is retried) (demo/throwaway-postgres.ts `ServerExited`)',
   SVC_ERR_LEDGER: 'a ledger rule a request would break (control/store/ledger.ts `LedgerError`, with `reason`)',
-  SVC_ERR_MISSING_RECEIPT: 'a settled batch has no receipt where one must be (control/store/receipts-core.ts `MissingReceiptError`)',
-  SVC_ERR_REISSUE: 'a receipt reissue refused (control/store/receipts-core.ts `ReissueError`, with `reason`)',
+  SVC_ERR_MISSING_RECEIPT: 'a settled batch has no receipt where one must be (control/store/receipts.ts `MissingReceiptError`)',
+  SVC_ERR_REISSUE: 'a receipt reissue refused (control/store/receipts.ts `ReissueError`, with `reason`)',
   SVC_ERR_SETTLER_HALTED:
     'the settler is halted on a settled batch without a receipt (control/settler/settler.ts `SettlerHaltedError`, with `halt`)',
   SVC_ERR_SYNC_POST_TIMEOUT:
@@ -52,7 +52,8 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_RESPONSE_SCHEMA: 'an endpoint’s response schema does not compile (protocol/response-schema.ts `ResponseSchemaError`)',
   SVC_ERR_DATA_FILE:
     'a file control keeps in its data dir (a token, the control id) holds something else; the message says how to recover (control/bootstrap.ts `DataFileError`)',
-  SVC_ERR_SIGNING_KEY: 'the receipt signing key file is not an Ed25519 private key in PEM (control/store/signing-key.ts `SigningKeyError`)',
+  SVC_ERR_SIGNING_KEY:
+    'the receipt signing key file is not an Ed25519 private key in PEM (control/receipts/signing-key.ts `SigningKeyError`)',
   SVC_ERR_ALREADY_DONE:
     'an admin change found already made inside its mutation: rolled back, answered as done (control/admin/mutation.ts `AlreadyDone`)',
   SVC_ERR_SNAPSHOT_ABANDONED:

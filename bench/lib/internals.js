@@ -22,6 +22,7 @@ const { distDir } = require('./app');
  *   'control/settler/settler': typeof import('../../control/settler/settler'),
  *   'control/store/index': typeof import('../../control/store/index'),
  *   'control/keys': typeof import('../../control/keys'),
+ *   'control/receipts/maker': typeof import('../../control/receipts/maker'),
  *   'demo/throwaway-postgres': typeof import('../../demo/throwaway-postgres'),
  *   'control/store/pg/store': typeof import('../../control/store/pg/store'),
  *   'gateway/control-link/sync-post': typeof import('../../gateway/control-link/sync-post'),

@@ -43,17 +43,18 @@ function newKey(keyMod, label, actor, now, limited) {
  */
 async function seedKeys(dbPath, count, { withLoadKey = false, actor = 'bench', label = 'bench', databaseUrl = null, dataDir = null } = {}) {
   const keyMod = internal('protocol/keys');
+  const { makeReceipts } = internal('control/receipts/maker');
   const started = Date.now();
   let store;
   if (databaseUrl === null) {
     const { SqliteStore } = internal('control/store/index');
-    store = await SqliteStore.open(dbPath);
+    store = await SqliteStore.open(dbPath, { receiptsCore: makeReceipts });
     // Connection-local: a bigger page cache keeps the random-order B-tree inserts in memory
     // until the single commit. Durability settings are left exactly as the store set them.
     store.db.pragma('cache_size = -524288'); // 512 MiB
   } else {
     const { PgStore } = internal('control/store/pg/store');
-    store = await PgStore.open(databaseUrl, { dataDir });
+    store = await PgStore.open(databaseUrl, { dataDir, receiptsCore: makeReceipts });
   }
   try {
     const now = Date.now();

@@ -12,6 +12,7 @@ const { internal } = require('../lib/internals');
 const { startPostgres } = require('../lib/postgres');
 
 const { SqliteStore, Store } = internal('control/store/index', DIST);
+const { makeReceipts } = internal('control/receipts/maker', DIST);
 const { startControl } = internal('control/server', DIST);
 const { loadConfig } = internal('config/load', DIST);
 const { silentLogger } = internal('runtime/log', DIST);
@@ -23,13 +24,13 @@ function sqliteSide(baseDir) {
     pg: null,
     baseDir,
     // SQLite's own: the WAL is checkpointed after ingest.
-    openBase: () => SqliteStore.open(file(baseDir), { receipts: false }),
+    openBase: () => SqliteStore.open(file(baseDir), { receipts: false, receiptsCore: makeReceipts }),
     finishBase: async (store) => {
       store.db.pragma('wal_checkpoint(TRUNCATE)');
       await store.close();
     },
     copy: async (dataDir) => fs.copyFileSync(file(baseDir), file(dataDir)),
-    open: (dataDir, opts = {}) => Store.open(file(dataDir), opts),
+    open: (dataDir, opts = {}) => Store.open(file(dataDir), { receiptsCore: makeReceipts, ...opts }),
     drop: async (dataDir) => fs.rmSync(dataDir, { recursive: true, force: true }),
     controlFlags: () => ({}),
   };
@@ -55,7 +56,7 @@ async function postgresSide(baseDir) {
     baseDir,
     openBase: async () => {
       await pg.cluster.query(`CREATE DATABASE ${dbName(baseDir)}`);
-      return PgStore.open(url(baseDir), { dataDir: baseDir, receipts: false });
+      return PgStore.open(url(baseDir), { dataDir: baseDir, receipts: false, receiptsCore: makeReceipts });
     },
     // What autovacuum does to the tables of a million inserts (the outcome records and the
     // settler's queue), done now so every copy starts with the same statistics and visibility
@@ -76,7 +77,7 @@ async function postgresSide(baseDir) {
     },
     // FILE_COPY: the copy is a checkpoint and a file copy, not 1M rows through the WAL.
     copy: (dataDir) => pg.cluster.query(`CREATE DATABASE ${dbName(dataDir)} TEMPLATE ${dbName(baseDir)} STRATEGY FILE_COPY`),
-    open: (dataDir, opts = {}) => PgStore.open(url(dataDir), { dataDir, ...opts }),
+    open: (dataDir, opts = {}) => PgStore.open(url(dataDir), { dataDir, receiptsCore: makeReceipts, ...opts }),
     drop: async (dataDir) => {
       await pg.cluster.query(`DROP DATABASE IF EXISTS ${dbName(dataDir)}`);
       fs.rmSync(dataDir, { recursive: true, force: true });

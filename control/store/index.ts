@@ -19,7 +19,7 @@ import { sharedTables } from './sql';
 import { ID_SECRET } from './sql/public-reads';
 import type { SnapshotReads } from './snapshot-reads';
 import { StoreBase, type Store as StoreContract, type StoreDescription, type StoreOptions, type StoreTables } from './store';
-import { SqlReceiptsTable, receiptsCore } from './sql/receipts';
+import { SqlReceiptsTable } from './sql/receipts';
 
 export type { StoreOptions, StoreTables, StoreDescription } from './store';
 export type { Actor, Audit, MutationContext, StateChange, StateChangeKind } from './changes';
@@ -47,7 +47,12 @@ export class SqliteStore extends StoreBase implements Store {
     const inMemory = path === ':memory:' || path === '';
     db.prepare(ID_SECRET.create.sqlite).run(randomBytes(32));
     const idSecret = db.prepare(ID_SECRET.read.sqlite).pluck().get() as Buffer;
-    const receipts = receiptsCore(inMemory ? null : dirname(resolve(path)), idSecret, options.receipts ?? true);
+    const receipts = options.receiptsCore({
+      dataDir: inMemory ? null : dirname(resolve(path)),
+      idSecret,
+      enabled: options.receipts ?? true,
+      hashInline: false,
+    });
     const gate = new Gate();
     const conn = new SqliteConn(db, gate);
     const view = (gate: Gate | null): StoreTables => {
@@ -76,7 +81,7 @@ export class SqliteStore extends StoreBase implements Store {
    * settled before receipts get theirs here, in one transaction, before the store is used;
    * never again afterwards (`ReceiptsTable.open`).
    */
-  static async open(path: string, options: StoreOptions = {}): Promise<SqliteStore> {
+  static async open(path: string, options: StoreOptions): Promise<SqliteStore> {
     const db = openDatabase(path);
     let store: SqliteStore | undefined;
     try {
@@ -150,5 +155,5 @@ export class SqliteStore extends StoreBase implements Store {
 
 /** Open the store at `path` (see `SqliteStore.open`). */
 export const Store = {
-  open: (path: string, options: StoreOptions = {}): Promise<Store> => SqliteStore.open(path, options),
+  open: (path: string, options: StoreOptions): Promise<Store> => SqliteStore.open(path, options),
 };

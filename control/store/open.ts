@@ -4,10 +4,11 @@
  */
 import { isPostgresUrl, maskDatabaseUrl } from '../../protocol/database-url';
 import { StoreOpenError } from './errors';
+import type { ReceiptsFactory } from './receipts';
 import type { Store, StoreOptions } from './store';
 
 /** Opens the PostgreSQL store at `url` (the receipt signing key stays in `dataDir`). */
-export type PgOpener = (url: string, opts: { dataDir: string; receipts?: boolean }) => Promise<Store>;
+export type PgOpener = (url: string, opts: StoreOptions & { dataDir: string }) => Promise<Store>;
 
 export interface OpenStoreOptions {
   /** The data dir, which holds the receipt signing key whatever the store. */
@@ -18,6 +19,8 @@ export interface OpenStoreOptions {
   databaseUrl: string | null;
   /** Whether settlement batches get signed receipts. @default true */
   receipts?: boolean;
+  /** The receipts' signer and hasher (`StoreOptions.receiptsCore`). */
+  receiptsCore: ReceiptsFactory;
 }
 
 /**
@@ -44,7 +47,10 @@ export const openPgStore: PgOpener = (url, opts) => {
  * with its password masked.
  */
 export async function openStore(opts: OpenStoreOptions, openPostgres: PgOpener = openPgStore): Promise<Store> {
-  const storeOptions: StoreOptions = opts.receipts === undefined ? {} : { receipts: opts.receipts };
+  const storeOptions: StoreOptions = {
+    receiptsCore: opts.receiptsCore,
+    ...(opts.receipts === undefined ? {} : { receipts: opts.receipts }),
+  };
   if (opts.databaseUrl === null) return openSqliteStore(opts.databasePath, storeOptions);
   const shown = maskDatabaseUrl(opts.databaseUrl);
   if (!isPostgresUrl(opts.databaseUrl)) throw new StoreOpenError(`databaseUrl ${shown} is not a postgres:// or postgresql:// URL`);

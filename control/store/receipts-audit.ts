@@ -23,7 +23,7 @@ import type { Clamp } from '../../protocol/settlement';
 import { NIL_CALL_ID, type Outcome } from '../../protocol/outcome';
 import { OpaqueIds } from '../../protocol/opaque-ids';
 import { SUBTREE_HEIGHT } from '../../protocol/receipt-tree';
-import { leafOf, type ReceiptKeyRow } from './receipts-core';
+import { leafOf, type ReceiptKeyRow } from './receipts';
 
 /** Batches read per page by the chain check. @default 1000 */
 export const BATCH_PAGE = 1_000;

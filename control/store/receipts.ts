@@ -20,25 +20,159 @@
  *   are stored the roots of the batch's runs of 64 leaves (migration 10, `protocol/receipt-tree.ts`),
  *   so a proof reads and hashes only its call's run, whatever the batch size.
  *
- * The signer, the hasher and every step between statements (leaves, signing, the JWKS order,
- * proofs) are `receipts-core.ts`; the SQL is `sql/receipts.ts`.
+ * The signer, the hasher and the provider ids come from the receipts feature
+ * (`control/receipts/maker.ts`) through `ReceiptsCore`, built by the factory every open is given
+ * (`StoreOptions.receiptsCore`); the SQL is `sql/receipts.ts`.
  */
-import type { Checkpoint, Receipt, ReceiptJwks } from '../../protocol/receipts';
+import type { CallProof, Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
+import type { Clamp } from '../../protocol/settlement';
+import { CodedError } from '../../protocol/coded-error';
 import type { Conn } from './conn';
-import type { ProofLookup, ReceiptBatch, ReceiptsCore, SignedReceipt } from './receipts-core';
-import type { PendingTree } from './tree-hasher';
 
-export {
-  BACKFILLED_META,
-  MissingReceiptError,
-  ReceiptsCore,
-  ReissueError,
-  leafOf,
-  type LeafRow,
-  type ProofLookup,
-  type ReceiptBatch,
-  type ReceiptsOptions,
-} from './receipts-core';
+/** What a receipt commits to about its batch. */
+export interface ReceiptBatch {
+  id: number;
+  endpoint_id: string;
+  /** ms */
+  created_at: number;
+  refunds: number;
+  premiums: number;
+}
+
+/** A call of a batch, in leaf order, with its settled amounts. */
+export interface LeafRow {
+  call_id: string;
+  outcome: ReceiptLeaf['outcome'];
+  premium: number;
+  refund: number;
+  clamp: Clamp | null;
+}
+
+/** A call's leaf: its batch and provider, and the settled row. */
+export function leafOf(batch: number, provider: string, row: LeafRow): ReceiptLeaf {
+  return { batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp };
+}
+
+/** `meta` row recording that the receipts backfill ran (migration 14 sets it on installs that had receipts). */
+export const BACKFILLED_META = 'receipts_backfilled';
+
+/** A settled batch has no receipt where one must be: the settler halts on it. */
+export class MissingReceiptError extends CodedError {
+  override readonly code = 'SVC_ERR_MISSING_RECEIPT';
+  constructor(readonly batch: number) {
+    super(`batch ${batch} is settled but has no receipt`);
+  }
+}
+
+/** Why `reissue` refuses: no such batch, it has its receipt, or an earlier batch lacks one. */
+export class ReissueError extends CodedError {
+  override readonly code = 'SVC_ERR_REISSUE';
+  constructor(
+    readonly reason: 'no_batch' | 'has_receipt' | 'earlier_missing',
+    message: string,
+  ) {
+    super(message);
+  }
+
+  static noBatch = (batch: number): ReissueError => new ReissueError('no_batch', `batch ${batch} does not exist`);
+  static hasReceipt = (batch: number): ReissueError => new ReissueError('has_receipt', `batch ${batch} has its receipt`);
+  static earlierMissing = (earlier: number): ReissueError =>
+    new ReissueError('earlier_missing', `batch ${earlier} has no receipt either; reissue it first`);
+}
+
+export type ProofLookup =
+  { state: 'unknown' } | { state: 'unsettled' } | { state: 'unreceipted'; batch: number } | { state: 'settled'; proof: CallProof };
+
+/** A call's leaf, its index and audit path: a `CallProof` without the receipt it leads to. */
+export type ProofPath = Omit<CallProof, 'tree_size' | 'receipt'>;
+
+/** A batch's tree as a receipt stores it: the root in hex, the run roots as bytes. */
+export interface StoredTree {
+  root: string;
+  subtrees: Buffer;
+}
+
+/** A tree being computed; `result()` waits for it. */
+export interface PendingTree {
+  result(): StoredTree;
+}
+
+/** A receipt signed by `ReceiptsCore.sign`, with the run roots stored beside it (not part of it). */
+export interface SignedReceipt {
+  receipt: Receipt;
+  subtrees: Buffer;
+}
+
+/** What the backfill (`ReceiptsTable.open`) has to do, given where the backfill is recorded. */
+export interface BackfillPlan {
+  /** Neither record exists: sign every batch after the newest receipt, and record it in the database. */
+  fill: boolean;
+  /** Only the data dir records it: record it in the database too. */
+  markDatabase: boolean;
+  /** The data dir does not record it: record it there (after the database). */
+  markDataDir: boolean;
+}
+
+/** A published key, as the `receipt_keys` table holds it. */
+export interface ReceiptKeyRow {
+  kid: string;
+  x: string;
+}
+
+/**
+ * What the receipts family needs besides its SQL: the key that signs (and one prepared by a
+ * rotation, not signing yet), the tree hasher, the provider ids, the data dir's record of the
+ * backfill, and the pure steps between statements. Every method is synchronous (a batch's leaves
+ * cost no promise each). `control/receipts/maker.ts` is the one implementation.
+ */
+export interface ReceiptsCore {
+  /** Write receipts (off only for `bench:settlement`'s side-by-side baseline). */
+  readonly enabled: boolean;
+  /** The kid that signs new receipts. */
+  readonly kid: string;
+  /** The key that signs new receipts, to publish before it signs anything. */
+  readonly signing: ReceiptKeyRow;
+  /** The opaque provider id that a batch's leaves name (as `/api/v1/providers` shows it). */
+  provider(endpointId: string): string;
+  /** The canonical leaf of one settled call of `batch`, with the amounts written on the call's row. */
+  leaf(batch: number, provider: string, call: LeafRow): string;
+  /** The leaves of `batch` (of endpoint `endpointId`) from its calls' rows, in leaf order. */
+  leaves(batch: number, endpointId: string, rows: readonly LeafRow[]): ReceiptLeaf[];
+  /** Start computing the tree of a batch's canonical leaves (on the hasher's thread). */
+  startTree(leaves: readonly string[]): PendingTree;
+  /** Sign `batch`, its `treeSize` leaves making `tree`, chained to `prev` (the receipt before it, if any). */
+  sign(batch: ReceiptBatch, tree: StoredTree, treeSize: number, prev: Receipt | undefined): SignedReceipt;
+  /** Sign `batch` from its calls' rows (in leaf order) as they are now, chained to `prev`. */
+  signRows(batch: ReceiptBatch, rows: readonly LeafRow[], prev: Receipt | undefined): SignedReceipt;
+  /** The checkpoint of the chain whose newest receipt is `head`, signed by the current key. */
+  checkpoint(head: Receipt): Checkpoint;
+  /** The backfill runs once per install: unless the database (`inDatabase`) or the data dir records it. */
+  backfillPlan(inDatabase: boolean): BackfillPlan;
+  /** Record in the data dir that the backfill ran (after the database recorded it). */
+  markDataDir(now: number, written: number): void;
+  /** Write a new key (it signs once published and activated). */
+  prepareRotation(): { kid: string; previous_kid: string };
+  /** The prepared key `kid`, to publish (`KeyNotPreparedError` for any other kid). */
+  prepared(kid: string): ReceiptKeyRow;
+  /** The published, prepared key signs from the next batch on. */
+  activatePrepared(kid: string): void;
+  /** The published keys (`rows`, newest first) as the JWKS, the current one first. */
+  jwks(rows: ReceiptKeyRow[]): ReceiptJwks;
+  /** Stop the hasher's worker thread. */
+  close(): void;
+}
+
+/** Where a store's receipts core is made: the data dir (null for an in-memory store) and the database's id secret. */
+export interface ReceiptsSetup {
+  dataDir: string | null;
+  idSecret: Buffer;
+  enabled: boolean;
+  /** Hash trees on the calling thread (PostgreSQL: the server runs the statements, nothing overlaps). */
+  hashInline: boolean;
+}
+
+/** Makes a store's `ReceiptsCore` once the store has read its id secret (`control/receipts/maker.ts` `makeReceipts`). */
+export type ReceiptsFactory = (setup: ReceiptsSetup) => ReceiptsCore;
 
 /** A settling transaction's receipts, in batch order (`ReceiptsTable.chain`). */
 export interface ReceiptChain {

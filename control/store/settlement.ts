@@ -21,8 +21,7 @@
  */
 import type { Outcome } from '../../protocol/outcome';
 import type { BatchView, Clamp } from '../../protocol/settlement';
-import type { ReceiptBatch, ReceiptsCore } from './receipts-core';
-import type { PendingTree } from './tree-hasher';
+import type { PendingTree, ReceiptBatch, ReceiptsCore } from './receipts';
 
 export const HOUR_MS = 3_600_000;
 

@@ -9,7 +9,7 @@ import type { StoreStatus } from '../../protocol/admin';
 import type { Audit, MutationContext } from './changes';
 import type { ClusterTable } from './cluster';
 import type { LedgerTable } from './ledger';
-import type { ReceiptsTable } from './receipts';
+import type { ReceiptsFactory, ReceiptsTable } from './receipts';
 import type { SettlementTable } from './settlement';
 import type { SnapshotReads } from './snapshot-reads';
 import type { SharedTables } from './sql';
@@ -22,6 +22,11 @@ export interface StoreOptions {
    * yet (else they halt the settler).
    */
   receipts?: boolean;
+  /**
+   * Makes the receipts' signer, hasher and provider ids once the store has read its id secret:
+   * `makeReceipts` (`control/receipts/maker.ts`). The store holds none of them itself.
+   */
+  receiptsCore: ReceiptsFactory;
 }
 
 /** What a store holds, as callers inside and outside a transaction see it. */

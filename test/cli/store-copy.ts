@@ -20,12 +20,12 @@ import { CliError } from '../../cli/exit-codes';
 import { memoryOutput } from '../../cli/output';
 import { SqliteStore } from '../../control/store';
 import { migratePg } from '../../control/store/pg/migrate';
-import { verifyTarget } from '../../control/store/pg/verify-target';
-import { verifyStore } from '../../control/store/verify';
+import { verifyStore, verifyTarget } from '../../cli/commands/store/verify';
 import { acquireInstanceLock } from '../../runtime/instance-lock';
 import { StoreCopyView, type StoreVerifyView } from '../../protocol/store-copy';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { populateStore } from '../fixtures/populated-store';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const PASSWORD = 'S3cret-pw!';
 /** `url` with the password, as typed (percent-encoded where a URL needs it). */
@@ -47,7 +47,7 @@ const noPassword = (t: Test, ...texts: string[]) => {
 /** A data dir with a populated SQLite install. */
 async function install(t: Test): Promise<string> {
   const dir = t.testdir();
-  const store = await SqliteStore.open(join(dir, 'control.db'));
+  const store = await SqliteStore.open(join(dir, 'control.db'), { receiptsCore: makeReceipts });
   await populateStore(store, { outcomes: 120, batchCap: 30 });
   await store.close();
   return dir;
@@ -59,7 +59,7 @@ const sourceVerifier =
   (url, dataDir) =>
     verifyTarget(url, dataDir, (u, d) => {
       asked.push(u, d);
-      return SqliteStore.open(join(d, 'control.db'));
+      return SqliteStore.open(join(d, 'control.db'), { receiptsCore: makeReceipts });
     });
 
 t.test('a target that is not a PostgreSQL URL is a usage error, shown masked', async (t) => {
@@ -144,7 +144,7 @@ t.test('with PostgreSQL', async (t) => {
       view.rows,
       view.tables.reduce((sum, x) => sum + x.rows, 0),
     );
-    const store = await SqliteStore.open(join(dir, 'control.db'));
+    const store = await SqliteStore.open(join(dir, 'control.db'), { receiptsCore: makeReceipts });
     t.teardown(() => store.close());
     t.same(view.verify, await verifyStore(store), "the verifiers' own answers");
     noPassword(t, out.text());

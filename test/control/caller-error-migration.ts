@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { SqliteStore } from '../../control/store';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0);
 
@@ -37,7 +38,7 @@ t.test('a schema-6 database migrates to caller_error without losing a row or a f
   const before = old.prepare('SELECT * FROM outcomes ORDER BY call_id').all();
   old.close();
 
-  const store = await SqliteStore.open(path);
+  const store = await SqliteStore.open(path, { receiptsCore: makeReceipts });
   t.teardown(() => store.close());
   t.equal(await store.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
   t.same(store.db.prepare('SELECT * FROM outcomes ORDER BY call_id').all(), before, 'every row and field kept, in the same columns');

@@ -19,6 +19,7 @@ import { PgStore } from '../../control/store/pg/store';
 import { startTestControl, type TestControl } from '../fixtures/control';
 import { dial } from '../fixtures/fake-gateway';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
+import { makeReceipts } from '../../control/receipts/maker';
 
 /** Count `control`'s snapshot builds; `fail` makes the next build fail when set. */
 function countBuilds(control: TestControl): { builds: number; failNext: boolean } {
@@ -141,9 +142,9 @@ if (!skipWithoutPostgres(t)) {
   t.test('a build that outlasts the idle-in-transaction limit is still stored for the others', async (t) => {
     const url = await createDatabase(t);
     // The server ends a transaction idle for 300 ms: no transaction may stay open across a build.
-    const builder = await PgStore.open(url, { dataDir: t.testdir(), idleInTransactionMs: 300 });
+    const builder = await PgStore.open(url, { dataDir: t.testdir(), idleInTransactionMs: 300, receiptsCore: makeReceipts });
     t.teardown(() => builder.close());
-    const other = await PgStore.open(url, { dataDir: t.testdir() });
+    const other = await PgStore.open(url, { dataDir: t.testdir(), receiptsCore: makeReceipts });
     t.teardown(() => other.close());
     await builder.cluster.heartbeat('control-a', 'http://a.invalid', Date.now(), 60_000);
     await other.cluster.heartbeat('control-b', 'http://b.invalid', Date.now(), 60_000);

@@ -14,6 +14,7 @@ import { T0, settleAll } from '../fixtures/ledger';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { Q as RECEIPTS_SQL } from '../../control/store/sql/receipts';
 import { NIL_CALL_ID } from '../../protocol/outcome';
+import { makeReceipts } from '../../control/receipts/maker';
 
 t.test('statements over outcomes use an index', async (t) => {
   const prepared = new Set<string>();
@@ -25,7 +26,7 @@ t.test('statements over outcomes use an index', async (t) => {
   } as typeof prepare;
   let store: SqliteStore;
   try {
-    store = await SqliteStore.open(join(t.testdir(), 'control.db'));
+    store = await SqliteStore.open(join(t.testdir(), 'control.db'), { receiptsCore: makeReceipts });
     // The families written once prepare a statement on its first use: settle a batch with a
     // standard call and an exception (a refund the empty pool clamps), and read what reads outcomes.
     await saveEndpoint(store, 'ep');

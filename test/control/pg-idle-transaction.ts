@@ -11,6 +11,7 @@ import t from 'tap';
 import type { Store } from '../../control/store';
 import { IDLE_IN_TRANSACTION_MS, PgStore } from '../../control/store/pg/store';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const bump = (store: Store, action: string, during?: () => Promise<void>) =>
   store.mutate({ actor: 'test', now: Date.now() }, { action, changes: [{ kind: 'flags', entity: '*' }] }, async () => {
@@ -20,9 +21,9 @@ const bump = (store: Store, action: string, during?: () => Promise<void>) =>
 t.test('a transaction left idle past the limit is ended, and its writer lock with it', async (t) => {
   if (skipWithoutPostgres(t)) return;
   const url = await createDatabase(t);
-  const frozen = await PgStore.open(url, { dataDir: t.testdir(), idleInTransactionMs: 300 });
+  const frozen = await PgStore.open(url, { dataDir: t.testdir(), idleInTransactionMs: 300, receiptsCore: makeReceipts });
   t.teardown(() => frozen.close());
-  const other = await PgStore.open(url, { dataDir: t.testdir() });
+  const other = await PgStore.open(url, { dataDir: t.testdir(), receiptsCore: makeReceipts });
   t.teardown(() => other.close());
   const before = await other.version();
 
@@ -59,9 +60,9 @@ t.test('a transaction holding the writer lock has a limit of its own, under the 
   if (skipWithoutPostgres(t)) return;
   const url = await createDatabase(t);
   // The session lets a transaction sit idle 30 s (IDLE_IN_TRANSACTION_MS); one holding the writer lock, 300 ms.
-  const frozen = await PgStore.open(url, { dataDir: t.testdir(), writerIdleMs: 300 });
+  const frozen = await PgStore.open(url, { dataDir: t.testdir(), writerIdleMs: 300, receiptsCore: makeReceipts });
   t.teardown(() => frozen.close());
-  const other = await PgStore.open(url, { dataDir: t.testdir() });
+  const other = await PgStore.open(url, { dataDir: t.testdir(), receiptsCore: makeReceipts });
   t.teardown(() => other.close());
 
   let entered!: () => void;

@@ -10,10 +10,11 @@ import t from 'tap';
 import { createPrivateKey } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { Store } from '../../control/store';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { request, startControlProcess, svcctl } from '../fixtures/stack';
+import { makeReceipts } from '../../control/receipts/maker';
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -36,7 +37,7 @@ t.test('the receipt signing key is in its file and nowhere else', async (t) => {
   const dataDir = join(t.testdir(), 'data');
   const keyFile = join(dataDir, RECEIPT_KEY_FILE);
   const t0 = Date.now() - 60_000;
-  const store = await Store.open(join(dataDir, 'control.db'));
+  const store = await Store.open(join(dataDir, 'control.db'), { receiptsCore: makeReceipts });
   await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
   await store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1_000_000, t0, 'test', null));
   const records = Array.from({ length: 20 }, (_, i) =>

@@ -1,5 +1,5 @@
 /**
- * TreeHasher (control/store/tree-hasher.ts): batch trees computed on the compiled worker
+ * TreeHasher (control/receipts/tree-hasher.ts): batch trees computed on the compiled worker
  * thread (root and the run roots of 64 leaves) equal the inline RFC 9162 ones for every size
  * around its thresholds; a worker that never starts, answers with a failure, or stops
  * answering is replaced by inline hashing with the same result.
@@ -7,12 +7,12 @@
 import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { INLINE_BELOW, TreeHasher } from '../../control/store/tree-hasher';
+import { INLINE_BELOW, TreeHasher } from '../../control/receipts/tree-hasher';
 import { leafHash, rootOf, subtreeRoots, toHex } from '../../protocol/merkle';
 import { leafCanonical } from '../../protocol/receipts-verify';
 import { waitFor } from '../fixtures/stack';
 
-const COMPILED = resolve(__dirname, '..', '..', 'dist', 'control', 'store', 'tree-worker.js');
+const COMPILED = resolve(__dirname, '..', '..', 'dist', 'control', 'receipts', 'tree-worker.js');
 
 const leavesOf = (n: number): string[] =>
   Array.from({ length: n }, (_, i) =>

@@ -22,6 +22,7 @@ import { PG_MIGRATIONS } from '../../control/store/pg/migrations';
 import { PG_TYPES } from '../../control/store/pg/types';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { populateStore } from '../fixtures/populated-store';
+import { makeReceipts } from '../../control/receipts/maker';
 
 type Row = Record<string, unknown>;
 
@@ -65,7 +66,7 @@ if (!skipWithoutPostgres(t)) {
   const install = async (t: Test, edit?: (db: Database.Database) => void, outcomes = 300): Promise<{ dir: string; path: string }> => {
     const dir = t.testdir();
     const path = join(dir, 'control.db');
-    const store = await SqliteStore.open(path);
+    const store = await SqliteStore.open(path, { receiptsCore: makeReceipts });
     await populateStore(store, { outcomes, batchCap: Math.ceil(outcomes / 10) });
     edit?.(store.db);
     await store.close();

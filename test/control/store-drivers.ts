@@ -19,8 +19,11 @@ const { join } = require('node:path');
 const [dist, dataDir, url] = process.argv.slice(1);
 require(join(dist, 'control', 'server.js'));
 const { openStore } = require(join(dist, 'control', 'store', 'open.js'));
+const { makeReceipts } = require(join(dist, 'control', 'receipts', 'maker.js'));
 (async () => {
-  const store = await openStore({ dataDir, databasePath: join(dataDir, 'control.db'), databaseUrl: url === '' ? null : url });
+  const store = await openStore({
+    dataDir, databasePath: join(dataDir, 'control.db'), databaseUrl: url === '' ? null : url, receiptsCore: makeReceipts,
+  });
   await store.flags.list();
   await store.close();
   const drivers = new Set();

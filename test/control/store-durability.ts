@@ -12,10 +12,11 @@ import { SqliteStore, Store } from '../../control/store';
 import { startTestControl } from '../fixtures/control';
 import { get } from '../fixtures/public';
 import { forEachStore, openTestStore } from '../fixtures/stores';
+import { makeReceipts } from '../../control/receipts/maker';
 
 t.test('opening sets WAL, synchronous=FULL, foreign keys and the schema version', async (t) => {
   const path = join(t.testdir(), 'nested', 'dir', 'control.db');
-  const store = await SqliteStore.open(path);
+  const store = await SqliteStore.open(path, { receiptsCore: makeReceipts });
   t.teardown(() => store.close());
   const pragma = (name: string) => store.db.pragma(name, { simple: true });
   t.equal(String(pragma('journal_mode')).toLowerCase(), 'wal');
@@ -47,7 +48,7 @@ t.test('foreign keys are enforced', async (t) => {
 
 t.test('reopening is idempotent and keeps data', async (t) => {
   const path = join(t.testdir(), 'control.db');
-  const first = await SqliteStore.open(path);
+  const first = await SqliteStore.open(path, { receiptsCore: makeReceipts });
   const before = await first.version();
   const { version } = await first.mutate(
     { actor: 'test', now: 1_000 },
@@ -61,7 +62,7 @@ t.test('reopening is idempotent and keeps data', async (t) => {
   await first.close();
 
   for (let i = 0; i < 2; i++) {
-    const again = await SqliteStore.open(path);
+    const again = await SqliteStore.open(path, { receiptsCore: makeReceipts });
     t.equal(await again.schemaVersion(), MIGRATIONS.length, `reopen ${i + 1}: same schema version`);
     t.equal(tables(again.db), schemaBefore, `reopen ${i + 1}: same tables`);
     t.equal(await again.version(), version, `reopen ${i + 1}: state version kept (migration 1 not re-run)`);
@@ -91,14 +92,14 @@ t.test('a failed mutation leaves no audit row and no version bump', async (t) =>
 
 t.test('a database from a newer build refuses to open', async (t) => {
   const path = join(t.testdir(), 'control.db');
-  await (await Store.open(path)).close();
+  await (await Store.open(path, { receiptsCore: makeReceipts })).close();
   const raw = new Database(path);
   raw.pragma(`user_version = ${MIGRATIONS.length + 1}`);
   raw.close();
 
   let caught: unknown;
   try {
-    await (await Store.open(path)).close();
+    await (await Store.open(path, { receiptsCore: makeReceipts })).close();
   } catch (err) {
     caught = err;
   }

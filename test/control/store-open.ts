@@ -10,6 +10,7 @@ import { StoreOpenError } from '../../control/store/errors';
 import type { Store } from '../../control/store';
 import { openStore, type PgOpener } from '../../control/store/open';
 import { captureLogs, startTestControl } from '../fixtures/control';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const PASSWORD = 'Hunter2-9f3k';
 const URL_WITH_PASSWORD = `postgres://svc:${PASSWORD}@127.0.0.1:1/svc`;
@@ -34,7 +35,7 @@ t.test('no database URL: SQLite at the database path, receipts as asked', async 
     pgCalls++;
     return Promise.reject(new Error('not PostgreSQL'));
   };
-  const store = await openStore({ dataDir, databasePath, databaseUrl: null }, opener);
+  const store = await openStore({ dataDir, databasePath, databaseUrl: null, receiptsCore: makeReceipts }, opener);
   t.teardown(() => store.close());
   const described = await store.describe();
   t.equal(described.kind, 'sqlite');
@@ -44,12 +45,12 @@ t.test('no database URL: SQLite at the database path, receipts as asked', async 
   t.equal(pgCalls, 0, 'the PostgreSQL opener is not called');
   await store.close();
 
-  const unsigned = await openStore({ dataDir, databasePath, databaseUrl: null, receipts: false });
+  const unsigned = await openStore({ dataDir, databasePath, databaseUrl: null, receipts: false, receiptsCore: makeReceipts });
   t.teardown(() => unsigned.close());
   t.equal(unsigned.receiptsEnabled, false, 'receipts: false reaches the store');
 });
 
-t.test('a PostgreSQL URL goes to the opener with the data dir and the receipts option', async (t) => {
+t.test('a PostgreSQL URL goes to the opener with the data dir and the receipts options', async (t) => {
   const dataDir = t.testdir();
   const databasePath = join(dataDir, 'control.db');
   const opened = {} as Store;
@@ -58,11 +59,18 @@ t.test('a PostgreSQL URL goes to the opener with the data dir and the receipts o
     calls.push(args);
     return Promise.resolve(opened);
   };
-  t.equal(await openStore({ dataDir, databasePath, databaseUrl: URL_WITH_PASSWORD }, opener), opened, "the opener's store");
-  t.equal(await openStore({ dataDir, databasePath, databaseUrl: 'postgresql://h/svc', receipts: false }, opener), opened);
+  t.equal(
+    await openStore({ dataDir, databasePath, databaseUrl: URL_WITH_PASSWORD, receiptsCore: makeReceipts }, opener),
+    opened,
+    "the opener's store",
+  );
+  t.equal(
+    await openStore({ dataDir, databasePath, databaseUrl: 'postgresql://h/svc', receipts: false, receiptsCore: makeReceipts }, opener),
+    opened,
+  );
   t.same(calls, [
-    [URL_WITH_PASSWORD, { dataDir }],
-    ['postgresql://h/svc', { dataDir, receipts: false }],
+    [URL_WITH_PASSWORD, { dataDir, receiptsCore: makeReceipts }],
+    ['postgresql://h/svc', { dataDir, receipts: false, receiptsCore: makeReceipts }],
   ]);
   t.notOk(existsSync(databasePath), 'no SQLite file is created');
 });
@@ -72,7 +80,9 @@ t.test('a PostgreSQL database that cannot be opened is refused, masked, not serv
   const databasePath = join(dataDir, 'control.db');
   const err = await storeOpenError(
     t,
-    openStore({ dataDir, databasePath, databaseUrl: URL_WITH_PASSWORD }, () => Promise.reject(new Error('connect ECONNREFUSED'))),
+    openStore({ dataDir, databasePath, databaseUrl: URL_WITH_PASSWORD, receiptsCore: makeReceipts }, () =>
+      Promise.reject(new Error('connect ECONNREFUSED')),
+    ),
   );
   t.match(err.message, /^PostgreSQL store at .*: connect ECONNREFUSED$/);
   t.match(err.message, MASKED, 'names the URL masked');
@@ -89,7 +99,10 @@ t.test('a URL that is not PostgreSQL is refused, masked, before any opener', asy
     return Promise.resolve({} as Store);
   };
   const databasePath = join(dataDir, 'control.db');
-  const err = await storeOpenError(t, openStore({ dataDir, databasePath, databaseUrl: `mysql://svc:${PASSWORD}@h/svc` }, opener));
+  const err = await storeOpenError(
+    t,
+    openStore({ dataDir, databasePath, databaseUrl: `mysql://svc:${PASSWORD}@h/svc`, receiptsCore: makeReceipts }, opener),
+  );
   t.match(err.message, 'mysql://svc:***@h/svc is not a postgres:// or postgresql:// URL');
   t.notMatch(err.message, PASSWORD);
   t.equal(pgCalls, 0);

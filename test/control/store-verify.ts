@@ -1,5 +1,5 @@
 /**
- * `verifyStore` (control/store/verify.ts), the check `svcctl store copy` runs on the database it
+ * `verifyStore` (cli/commands/store/verify.ts), the check `svcctl store copy` runs on the database it
  * wrote, through the `Store` interface alone: on a good store both verifiers pass; a store
  * tampered with fails the one that must catch it, naming the problem. Here on SQLite stores;
  * `verifyTarget` runs it on any store its opener gives.
@@ -7,13 +7,13 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { SqliteStore, type Store } from '../../control/store';
-import { verifyTarget } from '../../control/store/pg/verify-target';
-import { verifyStore } from '../../control/store/verify';
+import { pgOpener, verifyStore, verifyTarget } from '../../cli/commands/store/verify';
 import { StoreVerifyView } from '../../protocol/store-copy';
 import { populateStore } from '../fixtures/populated-store';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const populated = async (t: Test): Promise<SqliteStore> => {
-  const store = await SqliteStore.open(join(t.testdir(), 'control.db'));
+  const store = await SqliteStore.open(join(t.testdir(), 'control.db'), { receiptsCore: makeReceipts });
   t.teardown(() => store.close());
   await populateStore(store, { outcomes: 200, batchCap: 40 });
   return store;
@@ -64,18 +64,22 @@ t.test("a batch's refunds rewritten with its receipt left alone: the totals diff
 
 t.test('verifyTarget opens the store its opener gives, verifies it and closes it', async (t) => {
   const dir = t.testdir();
-  const first = await SqliteStore.open(join(dir, 'control.db'));
+  const first = await SqliteStore.open(join(dir, 'control.db'), { receiptsCore: makeReceipts });
   await populateStore(first, { outcomes: 50 });
   await first.close();
   const opened: string[] = [];
   let store: SqliteStore | null = null;
   const view = await verifyTarget('postgres://u@h/db', dir, async (url, dataDir): Promise<Store> => {
     opened.push(url, dataDir);
-    store = await SqliteStore.open(join(dataDir, 'control.db'));
+    store = await SqliteStore.open(join(dataDir, 'control.db'), { receiptsCore: makeReceipts });
     return store;
   });
   t.same(opened, ['postgres://u@h/db', dir]);
   t.equal(view.ok, true);
   t.equal(store!.db.open, false, 'closed afterwards');
-  await t.rejects(verifyTarget('postgres://u@127.0.0.1:1/db', dir), /ECONNREFUSED/, 'the default opener connects to PostgreSQL');
+  await t.rejects(
+    verifyTarget('postgres://u@127.0.0.1:1/db', dir, pgOpener(makeReceipts)),
+    /ECONNREFUSED/,
+    'the PostgreSQL opener connects to PostgreSQL',
+  );
 });

@@ -15,13 +15,14 @@ import { migratePg } from '../../control/store/pg/migrate';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 import { populateStore } from '../fixtures/populated-store';
 import { startControlProcess, svcctl, testdirAfterTeardowns } from '../fixtures/stack';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const PASSWORD = 'Pg-pass-4-e2e';
 
 if (!skipWithoutPostgres(t)) {
   t.test('control running, then a target that is not empty, then not PostgreSQL', async (t) => {
     const dir = testdirAfterTeardowns(t);
-    const store = await SqliteStore.open(join(dir, 'control.db'));
+    const store = await SqliteStore.open(join(dir, 'control.db'), { receiptsCore: makeReceipts });
     await populateStore(store, { outcomes: 40, batchCap: 20 });
     await store.close();
     const plain = await createDatabase(t);

@@ -17,7 +17,7 @@ import { SettlementConflictError, StoreOpenError } from '../../control/store/err
 import { checkMarked, notPending } from '../../control/store/settlement-plan';
 import { LedgerError } from '../../control/store/ledger';
 import { StoreCopyError } from '../../control/store/pg/copy';
-import { MissingReceiptError } from '../../control/store/receipts-core';
+import { MissingReceiptError } from '../../control/store/receipts';
 import { CodedError, INTERNAL_ERROR_CODES, InvariantError, hasCode } from '../../protocol/coded-error';
 import { ERROR_CODES } from '../../protocol/errors';
 import { createLogger } from '../../runtime/log';

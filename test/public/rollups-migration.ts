@@ -14,6 +14,7 @@ import { SqliteStore } from '../../control/store';
 import { LATENCY_BOUNDS_MS, latencyBucket, type EndpointWindow } from '../../control/store/rollups';
 import { OUTCOMES, type Outcome } from '../../protocol/outcome';
 import { forEachStore, openTestStore } from '../fixtures/stores';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0);
 /** The outcomes a schema-3 database accepts (`caller_error` came with migration 7). */
@@ -46,7 +47,7 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
   old.close();
 
   // The same outcomes through today's ingest.
-  const fresh = await SqliteStore.open(join(dir, 'fresh.db'));
+  const fresh = await SqliteStore.open(join(dir, 'fresh.db'), { receiptsCore: makeReceipts });
   t.teardown(() => fresh.close());
   await fresh.outcomes.ingest(
     rows.map((r) => ({
@@ -63,7 +64,7 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
     T0,
   );
 
-  const migrated = await SqliteStore.open(oldPath);
+  const migrated = await SqliteStore.open(oldPath, { receiptsCore: makeReceipts });
   t.teardown(() => migrated.close());
   t.equal(await migrated.schemaVersion(), MIGRATIONS.length, 'migrated to the current schema');
   const sort = (w: EndpointWindow[]) => [...w].sort((x, y) => (x.endpoint_id < y.endpoint_id ? -1 : 1));
@@ -85,7 +86,7 @@ t.test('existing outcomes are rolled up by migration 4, exactly as ingest would'
   const secret = migrated.idSecret;
   t.equal(secret.length, 32, 'a 32-byte id secret is created on open');
   await migrated.close();
-  const reopened = await SqliteStore.open(oldPath);
+  const reopened = await SqliteStore.open(oldPath, { receiptsCore: makeReceipts });
   t.teardown(() => reopened.close());
   t.same(reopened.idSecret, secret, 'and kept across opens');
 });

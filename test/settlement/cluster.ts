@@ -14,7 +14,7 @@ import type { Store } from '../../control/store';
 import { LeaseLeadership } from '../../control/settler/leadership';
 import { planBatch } from '../../control/settler/plan';
 import { Settler } from '../../control/settler/settler';
-import { verifyStore } from '../../control/store/verify';
+import { verifyStore } from '../../cli/commands/store/verify';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';

@@ -11,6 +11,7 @@ import { Store } from '../../control/store';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
 import { startControlProcess, svcctl, waitFor } from '../fixtures/stack';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const CALLS = 200_000;
 const BATCH_CAP = 2_000;
@@ -34,7 +35,7 @@ t.test('SIGKILL while settling a large backlog: nothing lost, nothing twice', as
       }),
     );
   }
-  const store = await Store.open(dbPath);
+  const store = await Store.open(dbPath, { receiptsCore: makeReceipts });
   await saveEndpoint(store, 'a', ECON);
   await saveEndpoint(store, 'b', ECON);
   await store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(FUNDED, t0, 'test', null));

@@ -25,6 +25,7 @@ import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { T0 } from '../fixtures/ledger';
 import { withPostgres } from '../fixtures/postgres';
 import { openTestStore } from '../fixtures/stores';
+import { makeReceipts } from '../../control/receipts/maker';
 
 /** Every statement's plan, as a notice to the client that ran it. */
 const EXPLAIN_ALL = `LOAD 'auto_explain';
@@ -62,7 +63,7 @@ async function burstAfterIdle(t: Test, reader: 'connects' | 'refused'): Promise<
   });
   const [writerPool, readerPool] = pools as [Pool, Pool];
   const conn = new PgConn(writerPool);
-  const shared = openShared({ dataDir, readerPool, receipts: false, idSecret: Buffer.alloc(32) });
+  const shared = openShared({ dataDir, readerPool, receipts: false, receiptsCore: makeReceipts, idSecret: Buffer.alloc(32) });
   t.teardown(async () => {
     await shared.close();
     await writerPool.end();

@@ -12,6 +12,7 @@ import { Store } from '../../control/store';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { startControlProcess, svcctl, waitFor } from '../fixtures/stack';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const CALLS = 60_000;
 const BATCH_CAP = 500;
@@ -32,7 +33,7 @@ t.test('SIGKILL while settling: no batch without its receipt, no gap, no duplica
       }),
     );
   }
-  const store = await Store.open(dbPath);
+  const store = await Store.open(dbPath, { receiptsCore: makeReceipts });
   for (const id of ['a', 'b', 'c']) await saveEndpoint(store, id, { price: 3000, premium: 120, treasury_fee_bps: 750 });
   await store.mutate({ actor: 'test', now: t0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(10_000_000_000, t0, 'test', null));
   for (let i = 0; i < CALLS; i += 5000) await store.outcomes.ingest(records.slice(i, i + 5000), t0 + i);

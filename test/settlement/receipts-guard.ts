@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey } from 'node:crypto';
 import { ReceiptChainGuard } from '../../control/receipts/chain-guard';
-import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import type { Store } from '../../control/store';
 import { silentLogger } from '../../runtime/log';
 import type { Receipt } from '../../protocol/receipts';

@@ -13,8 +13,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { Pool } from 'pg';
 import { openDatabase, type Db } from '../../control/store/db';
 import { OpaqueIds } from '../../protocol/opaque-ids';
-import { ReceiptSigner } from '../../control/store/signing-key';
-import { MissingReceiptError, ReceiptsCore, type ReceiptsOptions } from '../../control/store/receipts-core';
+import { ReceiptSigner } from '../../control/receipts/signing-key';
+import { ReceiptMaker, type ReceiptsOptions } from '../../control/receipts/maker';
+import { MissingReceiptError } from '../../control/store/receipts';
 import { SqlReceiptsTable } from '../../control/store/sql/receipts';
 import { RECORD_COLUMNS } from '../../control/store/sql/outcomes';
 import { SqliteConn } from '../../control/store/sqlite-conn';
@@ -176,10 +177,10 @@ t.test('the same rows, the same key: PostgreSQL signs the receipts SQLite signs,
     backfillMarker: null,
   });
   const { conn } = await pgDatabase(t, url, secret);
-  const pg = new SqlReceiptsTable(conn, new ReceiptsCore(options()));
+  const pg = new SqlReceiptsTable(conn, new ReceiptMaker(options()));
   const db = sqliteDatabase(secret);
   const liteConn = new SqliteConn(db, null);
-  const lite = new SqlReceiptsTable(liteConn, new ReceiptsCore(options()));
+  const lite = new SqlReceiptsTable(liteConn, new ReceiptMaker(options()));
   t.teardown(() => {
     pg.core.close();
     lite.core.close();
@@ -297,7 +298,7 @@ t.test('rotation on PostgreSQL: prepared, published in the caller transaction, t
   const first = ReceiptSigner.generate();
   const table = new SqlReceiptsTable(
     conn,
-    new ReceiptsCore({
+    new ReceiptMaker({
       signer: first,
       providerId: (e) => ids.provider(e),
       rotateKey: () => ReceiptSigner.generate(),

@@ -29,12 +29,13 @@ import {
 } from 'svc-monitor-sdk';
 import { Settler, PAUSED_META } from '../../control/settler/settler';
 import { SqliteStore } from '../../control/store';
-import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { silentLogger } from '../../runtime/log';
 import type { Outcome } from '../../protocol/outcome';
 import { receiptHash, receiptSigningBytes, type ReceiptFields } from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { request, startControlProcess, svcctl } from '../fixtures/stack';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
 const KINDS: Outcome[] = ['ok', 'server_error', 'ok', 'network_error', 'client_error', 'ok'];
@@ -49,7 +50,7 @@ function feedHashes(atom: string): Map<number, string> {
 
 t.test('a batch rewritten and re-signed after a checkpoint is caught by everyone who saved one', async (t) => {
   const base = join(t.testdir(), 'base');
-  const store = await SqliteStore.open(join(base, 'control.db'));
+  const store = await SqliteStore.open(join(base, 'control.db'), { receiptsCore: makeReceipts });
   await saveEndpoint(store, 'a', { price: 2000, premium: 150 });
   await store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1_000_000_000, T0, 'test', null));
   const records = Array.from({ length: 120 }, (_, i) => outcome({ endpoint_id: 'a', outcome: KINDS[i % KINDS.length]!, started: T0 + i }));

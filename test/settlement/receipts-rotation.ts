@@ -8,7 +8,7 @@ import t from 'tap';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { hasCode } from '../../protocol/coded-error';
 import { jwkThumbprint, verifyCallProof } from '../../protocol/receipts-verify';
 import { T0, all, chainProblem, records, seed, settle } from '../fixtures/receipts';

@@ -21,13 +21,14 @@ import { SettlerHaltedError } from '../../control/settler/settler';
 import { Store } from '../../control/store';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { BACKFILLED_META } from '../../control/store/receipts';
-import { BACKFILL_MARKER_FILE } from '../../control/store/backfill-marker';
-import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { BACKFILL_MARKER_FILE } from '../../control/receipts/backfill-marker';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { jwkThumbprint, receiptHash, verifyCallProof } from '../../protocol/receipts-verify';
 import { T0, all, chainProblem, records, seed, settle, settlerOf } from '../fixtures/receipts';
 import { newInstall, openInstall, rawExec, rawValue, sqliteInstall, sqlitePath, type Install } from '../fixtures/store-sql';
 import { waitFor } from '../fixtures/stack';
 import { forEachStore } from '../fixtures/stores';
+import { makeReceipts } from '../../control/receipts/maker';
 
 /** Where the install records that the receipts backfill ran: its database's `meta` row, the data dir's file. */
 async function backfillRecords(at: Install): Promise<{ database: boolean; dataDir: boolean }> {
@@ -185,7 +186,7 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
   // SQLite's own history: a schema-8 file migrated.
   const dir = t.testdir();
   const settledPath = join(dir, 'settled.db');
-  const settled = await Store.open(settledPath, { receipts: false });
+  const settled = await Store.open(settledPath, { receipts: false, receiptsCore: makeReceipts });
   await seed(settled);
   await settled.outcomes.ingest(records(150), T0);
   const made = await settle(settled);
@@ -209,7 +210,7 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
   t.equal(db.prepare('SELECT count(*) FROM settlement_batches').pluck().get(), made, 'the old database holds the settled batches');
   db.close();
 
-  const migrated = await Store.open(path);
+  const migrated = await Store.open(path, { receiptsCore: makeReceipts });
   t.teardown(() => migrated.close());
   t.equal(await migrated.schemaVersion(), MIGRATIONS.length);
   t.equal(await migrated.receipts.count(), made);
@@ -362,10 +363,11 @@ t.test('SIGKILL during the backfill on open: no receipt of it is kept, then the 
 
     // The built store, opened in a process of its own and killed while it signs.
     const dist = resolve(__dirname, '..', '..', 'dist', 'control', 'store');
+    const core = `receiptsCore: require(${JSON.stringify(resolve(dist, '..', 'receipts', 'maker.js'))}).makeReceipts`;
     const opening =
       at.url === null
-        ? `require(${JSON.stringify(join(dist, 'index.js'))}).Store.open(${JSON.stringify(sqlitePath(at))})`
-        : `require(${JSON.stringify(join(dist, 'pg', 'store.js'))}).PgStore.open(${JSON.stringify(at.url)}, { dataDir: ${JSON.stringify(at.dataDir)} })`;
+        ? `require(${JSON.stringify(join(dist, 'index.js'))}).Store.open(${JSON.stringify(sqlitePath(at))}, { ${core} })`
+        : `require(${JSON.stringify(join(dist, 'pg', 'store.js'))}).PgStore.open(${JSON.stringify(at.url)}, { dataDir: ${JSON.stringify(at.dataDir)}, ${core} })`;
     const child = spawn(process.execPath, ['-e', `${opening}.then(() => process.stdout.write('opened'))`], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -21,12 +21,13 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { Settler } from '../../control/settler/settler';
 import { SqliteStore } from '../../control/store';
-import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { silentLogger } from '../../runtime/log';
 import type { Outcome } from '../../protocol/outcome';
 import { jwkThumbprint, receiptSigningBytes, verifyCallProof, type ReceiptFields } from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { request, startControlProcess, svcctl } from '../fixtures/stack';
+import { makeReceipts } from '../../control/receipts/maker';
 
 const T0 = Date.UTC(2030, 0, 1, 12);
 const KINDS: Outcome[] = ['ok', 'server_error', 'ok', 'network_error', 'client_error', 'ok'];
@@ -34,7 +35,7 @@ const KINDS: Outcome[] = ['ok', 'server_error', 'ok', 'network_error', 'client_e
 t.test('tampering with a settled database is detected and the batch named', async (t) => {
   const base = join(t.testdir(), 'base');
   // A SQLite store: the cases below edit copies of its file.
-  const store = await SqliteStore.open(join(base, 'control.db'));
+  const store = await SqliteStore.open(join(base, 'control.db'), { receiptsCore: makeReceipts });
   await saveEndpoint(store, 'a', { price: 2000, premium: 150 });
   await saveEndpoint(store, 'b', { price: 1000, premium: 100 });
   await store.mutate({ actor: 'test', now: T0 }, { action: 'pool.fund' }, (tx) => tx.ledger.fund(1_000_000_000, T0, 'test', null));

@@ -17,7 +17,7 @@ import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey, sign } from 'node:crypto';
-import { RECEIPT_KEY_FILE } from '../../control/store/signing-key';
+import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import type { Receipt } from '../../protocol/receipts';
 import type { SettlerStatus } from '../../protocol/settlement';
 import { receiptHash, receiptSigningBytes } from '../../protocol/receipts-verify';

@@ -13,7 +13,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { copySqliteToPostgres, type CopyResult } from '../../../control/store/pg/copy';
-import { verifyTarget } from '../../../control/store/pg/verify-target';
+import { makeReceipts } from '../../../control/receipts/maker';
+import { pgOpener, verifyTarget } from './verify';
 import { UNPARSABLE_DATABASE_URL, databaseUrlSecrets, maskDatabaseUrl } from '../../../protocol/database-url';
 import { InstanceLockedError, acquireInstanceLock, controlRunningMessage, type InstanceLock } from '../../../runtime/instance-lock';
 import type { StoreCopyView, StoreVerifyView } from '../../../protocol/store-copy';
@@ -89,7 +90,11 @@ function printVerify(out: Output, verify: StoreVerifyView): void {
   }
 }
 
-export async function run(opts: CopyOptions, deps: { out: Output }, verify: TargetVerifier = verifyTarget): Promise<number> {
+export async function run(
+  opts: CopyOptions,
+  deps: { out: Output },
+  verify: TargetVerifier = (url, dataDir) => verifyTarget(url, dataDir, pgOpener(makeReceipts)),
+): Promise<number> {
   const url = postgresUrl(opts.to);
   const target = maskDatabaseUrl(url);
   const dataDir = resolve(opts.dataDir);

@@ -6,7 +6,7 @@
  * An install that already has receipts backfilled at migration 9 time (every open since signed
  * whatever lacked one), so it is marked here. Installs without receipts (new, or settled only
  * with receipts off) are marked by the first open that signs, after its backfill. The data dir
- * holds a second record (`control/store/backfill-marker.ts`); either one stops the backfill.
+ * holds a second record (`control/receipts/backfill-marker.ts`); either one stops the backfill.
  */
 export default `
   INSERT INTO meta (name, value) SELECT 'receipts_backfilled', 1 WHERE EXISTS (SELECT 1 FROM receipts);

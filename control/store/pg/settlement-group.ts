@@ -34,9 +34,8 @@ import { PLANNING, Q as SQL, ZERO_ECONOMICS } from '../sql/settlement';
 import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending } from '../settlement-plan';
 import { checkTransfer } from '../ledger';
 import { InvariantError } from '../../../protocol/coded-error';
-import { MissingReceiptError } from '../receipts-core';
+import { MissingReceiptError, type ReceiptChain, type ReceiptsTable } from '../receipts';
 import { sql, type PgConn } from './conn';
-import type { ReceiptChain, ReceiptsTable } from '../receipts';
 import { NOTHING_BEFORE, Q, pendingOrderOf, writeParams, type CallRow, type QueuePosition } from './settlement-sql';
 
 /** A batch's reads: its endpoint's economics and its calls, after `after` in the queue. */

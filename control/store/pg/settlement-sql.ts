@@ -7,7 +7,7 @@ import { HOUR_MS, type BatchRow, type BatchPlan, type UnsettledCall } from '../s
 import { pendingOrder } from '../settlement-plan';
 import { NIL_CALL_ID } from '../../../protocol/outcome';
 import type { TransferInput } from '../ledger';
-import type { SignedReceipt } from '../receipts-core';
+import type { SignedReceipt } from '../receipts';
 import { PENDING_ENDPOINTS, SETTLED_COLUMNS, standardAmountColumns } from '../sql/settlement';
 import { sql, type PgConn } from './conn';
 

@@ -5,9 +5,8 @@
  * per store (`openShared`) and handed to every family built on it.
  */
 import type { StoreTables } from '../store';
-import type { ReceiptsCore } from '../receipts';
-import { SqlReceiptsTable, receiptsCore } from '../sql/receipts';
-import { TreeHasher } from '../tree-hasher';
+import type { ReceiptsCore, ReceiptsFactory } from '../receipts';
+import { SqlReceiptsTable } from '../sql/receipts';
 import { PgConn } from './conn';
 import type { Pool } from 'pg';
 import { sharedTables } from '../sql';
@@ -32,6 +31,7 @@ export interface SharedOptions {
   /** The pool of `PgShared.settlementReader`; closed with the rest. */
   readerPool: Pool;
   receipts?: boolean;
+  receiptsCore: ReceiptsFactory;
   idSecret: Buffer;
 }
 
@@ -40,7 +40,12 @@ export function openShared(options: SharedOptions): PgShared {
   // Trees are hashed on the calling thread. On SQLite a worker thread hashes while this
   // thread runs the batch's statements; here the server runs them, every tree is waited
   // for as soon as it is started, and a worker would only add the copies to it and back.
-  const receipts = receiptsCore(options.dataDir, options.idSecret, options.receipts ?? true, new TreeHasher(null));
+  const receipts = options.receiptsCore({
+    dataDir: options.dataDir,
+    idSecret: options.idSecret,
+    enabled: options.receipts ?? true,
+    hashInline: true,
+  });
   return {
     receipts,
     settlementReader: new PgConn(options.readerPool),

@@ -1,30 +1,29 @@
 /**
  * The receipts family (`../receipts.ts` says what it guarantees), one class for both databases.
- * Every step between statements is `../receipts-core.ts`; only the SQL is here.
+ * The receipts core (`ReceiptsCore`, given to the store) does every step between statements; only the SQL is here.
  */
-import type { Hash32 } from '../../../protocol/merkle';
+import { inclusionPath, leafHash, rootOf, toHex, type Hash32 } from '../../../protocol/merkle';
 import { canonicalCallId } from '../../../protocol/outcome';
-import { OpaqueIds } from '../../../protocol/opaque-ids';
 import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../../protocol/receipts';
-import { SUBTREE_LEAVES } from '../../../protocol/receipt-tree';
-import { backfillMarker } from '../backfill-marker';
+import { leafCanonical } from '../../../protocol/receipts-verify';
+import { SUBTREE_LEAVES, splitSubtrees } from '../../../protocol/receipt-tree';
 import { sql, type Conn } from '../conn';
-import type { ReceiptChain, ReceiptsTable } from '../receipts';
 import {
   BACKFILLED_META,
   MissingReceiptError,
-  ReceiptsCore,
   ReissueError,
   type LeafRow,
+  type PendingTree,
   type ProofLookup,
   type ProofPath,
   type ReceiptBatch,
+  type ReceiptChain,
   type ReceiptKeyRow,
+  type ReceiptsCore,
+  type ReceiptsTable,
   type SignedReceipt,
-} from '../receipts-core';
+} from '../receipts';
 import { settled } from '../seam';
-import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from '../signing-key';
-import type { PendingTree, TreeHasher } from '../tree-hasher';
 
 const COLUMNS = 'batch, v, prev, root, tree_size, refunds, premiums, settled_at, kid, sig';
 const LEAF_COLUMNS = 'call_id, outcome, premium, refund, clamp';
@@ -66,22 +65,6 @@ export const Q = {
   backfilled: sql(`SELECT 1 FROM meta WHERE name = '${BACKFILLED_META}'`),
   markBackfilled: sql(`INSERT INTO meta (name, value) VALUES ('${BACKFILLED_META}', 1) ON CONFLICT (name) DO NOTHING`),
 };
-
-/**
- * The receipts' signer, hasher and provider ids for a store: the signing key of `dataDir`
- * (created on first open; null: an in-memory store, with a throwaway key and no backfill record).
- */
-export function receiptsCore(dataDir: string | null, idSecret: Buffer, enabled: boolean, hasher?: TreeHasher): ReceiptsCore {
-  const ids = new OpaqueIds(idSecret);
-  return new ReceiptsCore({
-    signer: dataDir === null ? ReceiptSigner.generate() : loadOrCreateSigner(dataDir).signer,
-    providerId: (endpointId) => ids.provider(endpointId),
-    rotateKey: () => (dataDir === null ? ReceiptSigner.generate() : rotateSigner(dataDir)),
-    enabled,
-    backfillMarker: dataDir === null ? null : backfillMarker(dataDir),
-    ...(hasher === undefined ? {} : { hasher }),
-  });
-}
 
 /** Run `fn` in the caller's transaction, or else in one of its own under the writer lock. */
 const serial = <T>(conn: Conn, fn: (conn: Conn) => Promise<T>): Promise<T> => (conn.inTransaction ? fn(conn) : conn.tx(fn, 'serial'));
@@ -149,7 +132,8 @@ export class SqlReceiptsTable implements ReceiptsTable {
 
   async missing(): Promise<{ batch: number; count: number } | null> {
     if (!this.enabled) return null;
-    return ReceiptsCore.missing((await this.conn.get<{ batch: number | null; count: number }>(Q.missing, [Number.MAX_SAFE_INTEGER]))!);
+    const found = (await this.conn.get<{ batch: number | null; count: number }>(Q.missing, [Number.MAX_SAFE_INTEGER]))!;
+    return found.batch === null ? null : { batch: found.batch, count: found.count };
   }
 
   reissue(batchId: number): Promise<Receipt> {
@@ -210,8 +194,8 @@ export class SqlReceiptsTable implements ReceiptsTable {
       if (batch === null) return { state: 'unsettled' };
       if (receipt.batch === null) return { state: 'unreceipted', batch };
       const found =
-        (await this.proofFromRun(c, batch, endpointId!, callId, index, ReceiptsCore.runs(subtrees, receipt.root!))) ??
-        ReceiptsCore.proofInBatch(await this.leaves(c, batch), callId);
+        (await this.proofFromRun(c, batch, endpointId!, callId, index, storedRuns(subtrees, receipt.root!))) ??
+        proofInBatch(await this.leaves(c, batch), callId);
       return { state: 'settled', proof: { ...found, tree_size: receipt.tree_size!, receipt: receipt as Receipt } };
     }, 'read');
   }
@@ -225,8 +209,15 @@ export class SqlReceiptsTable implements ReceiptsTable {
     runs: Hash32[] | null,
   ): Promise<ProofPath | null> {
     if (runs === null || index === null) return null;
-    const rows = await c.all<LeafRow>(Q.run, [batch, ReceiptsCore.runOf(index).offset]);
-    return this.core.proofInRun(batch, endpointId, callId, index, runs, rows);
+    const run = Math.floor(index / SUBTREE_LEAVES);
+    const leaves = this.core.leaves(batch, endpointId, await c.all<LeafRow>(Q.run, [batch, run * SUBTREE_LEAVES]));
+    const at = index - run * SUBTREE_LEAVES;
+    // The rows must make the stored run's root, with the call where its index says; else the whole batch is hashed.
+    if (run >= runs.length || leaves[at]?.call_id !== callId) return null;
+    const inner = inclusionPath(leaves.map(hashLeaf), at);
+    if (inner.root !== runs[run]) return null;
+    const outer = inclusionPath(runs, run);
+    return { leaf: leaves[at], leaf_index: index, audit_path: [...inner.path, ...outer.path].map(toHex) };
   }
 
   /** The leaves of one batch, in leaf order, as published (from the calls' rows). */
@@ -252,4 +243,20 @@ async function signFromRows(c: Conn, core: ReceiptsCore, batch: ReceiptBatch, pr
 async function store(c: Conn, signed: SignedReceipt): Promise<Receipt> {
   await c.run(Q.insert, { ...signed.receipt, subtrees: signed.subtrees });
   return signed.receipt;
+}
+
+const hashLeaf = (leaf: ReceiptLeaf): Hash32 => leafHash(leafCanonical(leaf));
+
+/** The run roots stored with a receipt, if there are any and they make its `root`; else null. */
+function storedRuns(stored: Buffer | null, root: string): Hash32[] | null {
+  if (!stored) return null;
+  const runs = splitSubtrees(stored);
+  return toHex(rootOf(runs)) === root ? runs : null;
+}
+
+/** The proof of `callId` from every leaf of its batch. */
+function proofInBatch(leaves: readonly ReceiptLeaf[], callId: string): ProofPath {
+  const index = leaves.findIndex((l) => l.call_id === callId);
+  const { path } = inclusionPath(leaves.map(hashLeaf), index);
+  return { leaf: leaves[index]!, leaf_index: index, audit_path: path.map(toHex) };
 }

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { toHex } from '../../protocol/merkle';
 import { subtreeCount, treeOf, type BatchTree } from '../../protocol/receipt-tree';
+import type { PendingTree, StoredTree } from '../store/receipts';
 
 /**
  * How long a batch's tree may take on the worker before it is computed inline instead (and
@@ -27,17 +28,6 @@ export const WORKER_TIMEOUT_MS = 2_000;
 export const WORKER_TIMEOUT_PER_LEAF_MS = 0.02;
 /** Batches smaller than this are hashed inline: a round trip costs more than it saves. @default 64 */
 export const INLINE_BELOW = 64;
-
-/** A batch's tree as a receipt stores it: the root in hex, the run roots as bytes. */
-export interface StoredTree {
-  root: string;
-  subtrees: Buffer;
-}
-
-/** A tree being computed; `result()` waits for it. */
-export interface PendingTree {
-  result(): StoredTree;
-}
 
 const stored = (tree: BatchTree): StoredTree => ({ root: toHex(tree.root), subtrees: tree.subtrees });
 const inline = (leaves: readonly string[]): PendingTree => {

@@ -1,18 +1,14 @@
 /**
- * What the receipts table family is besides its SQL (`sql/receipts.ts`), so a receipt is built,
- * chained, signed and proved by one piece of code whichever database holds it:
- *
- * - the state that outlives one statement: the key that signs (and one prepared by a rotation,
- *   not signing yet), the tree hasher's worker, the provider ids, the data dir's backfill record;
- * - the pure steps between statements: a call's canonical leaf, the unsigned receipt chained to
- *   the one before and its signature, the JWKS in its published order, the inclusion proof of a
- *   call from its run of 64 leaves or from the whole batch, and the reasons a backfill or a
- *   reissue does or refuses what it does.
+ * The receipts core every store is given (`ReceiptsCore` in `control/store/receipts.ts`): the
+ * state that outlives one statement (the key that signs, and one prepared by a rotation, not
+ * signing yet; the tree hasher's worker; the provider ids; the data dir's backfill record) and
+ * the pure steps between statements: a call's canonical leaf, the unsigned receipt chained to
+ * the one before and its signature, the JWKS in its published order, the backfill's plan.
  *
  * Nothing here runs SQL; every method is synchronous (a batch's leaves cost no promise each).
  */
-import { inclusionPath, leafHash, rootOf, toHex, type Hash32 } from '../../protocol/merkle';
-import type { CallProof, Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
+import { OpaqueIds } from '../../protocol/opaque-ids';
+import type { Checkpoint, Receipt, ReceiptJwks, ReceiptLeaf } from '../../protocol/receipts';
 import {
   GENESIS_PREV,
   RECEIPT_VERSION,
@@ -23,70 +19,22 @@ import {
   receiptSigningBytes,
   type UnsignedReceipt,
 } from '../../protocol/receipts-verify';
-import type { Clamp } from '../../protocol/settlement';
-import type { BackfillMarker } from './backfill-marker';
-import type { ReceiptSigner } from './signing-key';
-import { SUBTREE_LEAVES, splitSubtrees } from '../../protocol/receipt-tree';
-import { TreeHasher, type PendingTree, type StoredTree } from './tree-hasher';
-import { CodedError } from '../../protocol/coded-error';
-import { KeyNotPreparedError } from './errors';
-
-/** What a receipt commits to about its batch. */
-export interface ReceiptBatch {
-  id: number;
-  endpoint_id: string;
-  /** ms */
-  created_at: number;
-  refunds: number;
-  premiums: number;
-}
-
-/** A call of a batch, in leaf order, with its settled amounts. */
-export interface LeafRow {
-  call_id: string;
-  outcome: ReceiptLeaf['outcome'];
-  premium: number;
-  refund: number;
-  clamp: Clamp | null;
-}
-
-/** A call's leaf: its batch and provider, and the settled row. */
-export function leafOf(batch: number, provider: string, row: LeafRow): ReceiptLeaf {
-  return { batch, call_id: row.call_id, provider, outcome: row.outcome, premium: row.premium, refund: row.refund, clamp: row.clamp };
-}
-
-/** `meta` row recording that the receipts backfill ran (migration 14 sets it on installs that had receipts). */
-export const BACKFILLED_META = 'receipts_backfilled';
-
-/** A settled batch has no receipt where one must be: the settler halts on it. */
-export class MissingReceiptError extends CodedError {
-  override readonly code = 'SVC_ERR_MISSING_RECEIPT';
-  constructor(readonly batch: number) {
-    super(`batch ${batch} is settled but has no receipt`);
-  }
-}
-
-/** Why `reissue` refuses: no such batch, it has its receipt, or an earlier batch lacks one. */
-export class ReissueError extends CodedError {
-  override readonly code = 'SVC_ERR_REISSUE';
-  constructor(
-    readonly reason: 'no_batch' | 'has_receipt' | 'earlier_missing',
-    message: string,
-  ) {
-    super(message);
-  }
-
-  static noBatch = (batch: number): ReissueError => new ReissueError('no_batch', `batch ${batch} does not exist`);
-  static hasReceipt = (batch: number): ReissueError => new ReissueError('has_receipt', `batch ${batch} has its receipt`);
-  static earlierMissing = (earlier: number): ReissueError =>
-    new ReissueError('earlier_missing', `batch ${earlier} has no receipt either; reissue it first`);
-}
-
-export type ProofLookup =
-  { state: 'unknown' } | { state: 'unsettled' } | { state: 'unreceipted'; batch: number } | { state: 'settled'; proof: CallProof };
-
-/** A call's leaf, its index and audit path: a `CallProof` without the receipt it leads to. */
-export type ProofPath = Omit<CallProof, 'tree_size' | 'receipt'>;
+import { KeyNotPreparedError } from '../store/errors';
+import {
+  leafOf,
+  type BackfillPlan,
+  type LeafRow,
+  type PendingTree,
+  type ReceiptBatch,
+  type ReceiptKeyRow,
+  type ReceiptsCore,
+  type ReceiptsFactory,
+  type SignedReceipt,
+  type StoredTree,
+} from '../store/receipts';
+import { backfillMarker, type BackfillMarker } from './backfill-marker';
+import { ReceiptSigner, loadOrCreateSigner, rotateSigner } from './signing-key';
+import { TreeHasher } from './tree-hasher';
 
 export interface ReceiptsOptions {
   signer: ReceiptSigner;
@@ -106,29 +54,24 @@ export interface ReceiptsOptions {
   backfillMarker?: BackfillMarker | null;
 }
 
-/** A receipt signed by `ReceiptsCore.sign`, with the run roots stored beside it (not part of it). */
-export interface SignedReceipt {
-  receipt: Receipt;
-  subtrees: Buffer;
-}
+/**
+ * A store's receipts core (`ReceiptsFactory`): the signing key of `dataDir` (created on first
+ * open; null: an in-memory store, with a throwaway key and no backfill record), provider ids
+ * from the database's id secret, and the hasher (a worker thread unless `hashInline`).
+ */
+export const makeReceipts: ReceiptsFactory = ({ dataDir, idSecret, enabled, hashInline }) => {
+  const ids = new OpaqueIds(idSecret);
+  return new ReceiptMaker({
+    signer: dataDir === null ? ReceiptSigner.generate() : loadOrCreateSigner(dataDir).signer,
+    providerId: (endpointId) => ids.provider(endpointId),
+    rotateKey: () => (dataDir === null ? ReceiptSigner.generate() : rotateSigner(dataDir)),
+    enabled,
+    backfillMarker: dataDir === null ? null : backfillMarker(dataDir),
+    ...(hashInline ? { hasher: new TreeHasher(null) } : {}),
+  });
+};
 
-/** What the backfill (`ReceiptsTable.open`) has to do, given where the backfill is recorded. */
-export interface BackfillPlan {
-  /** Neither record exists: sign every batch after the newest receipt, and record it in the database. */
-  fill: boolean;
-  /** Only the data dir records it: record it in the database too. */
-  markDatabase: boolean;
-  /** The data dir does not record it: record it there (after the database). */
-  markDataDir: boolean;
-}
-
-/** A published key, as the `receipt_keys` table holds it. */
-export interface ReceiptKeyRow {
-  kid: string;
-  x: string;
-}
-
-export class ReceiptsCore {
+export class ReceiptMaker implements ReceiptsCore {
   readonly enabled: boolean;
   private signerNow: ReceiptSigner;
   /** A key written by `prepareRotation`, not signing until `activatePrepared`. */
@@ -229,11 +172,6 @@ export class ReceiptsCore {
     this.marker?.write(now, written);
   }
 
-  /** `missing()`'s answer from the oldest batch without a receipt and how many lack one. */
-  static missing(found: { batch: number | null; count: number }): { batch: number; count: number } | null {
-    return found.batch === null ? null : { batch: found.batch, count: found.count };
-  }
-
   /**
    * Replacing the signing key takes three steps. First the new key is written to the data dir
    * (`prepareRotation`); then the caller commits its public half in an audited transaction
@@ -275,55 +213,6 @@ export class ReceiptsCore {
   leaves(batch: number, endpointId: string, rows: readonly LeafRow[]): ReceiptLeaf[] {
     const provider = this.providerId(endpointId);
     return rows.map((row) => leafOf(batch, provider, row));
-  }
-
-  /** The run roots stored with a receipt, if there are any and they make its `root`; else null. */
-  static runs(stored: Buffer | null | undefined, root: string): Hash32[] | null {
-    if (!stored) return null;
-    const runs = splitSubtrees(stored);
-    return toHex(rootOf(runs)) === root ? runs : null;
-  }
-
-  /** The run of `SUBTREE_LEAVES` leaves that holds leaf `index`, and the offset of its first row. */
-  static runOf(index: number): { run: number; offset: number } {
-    const run = Math.floor(index / SUBTREE_LEAVES);
-    return { run, offset: run * SUBTREE_LEAVES };
-  }
-
-  /**
-   * The proof of `callId`, leaf `index` of `batch`, from the rows of its run (`runOf`) and the
-   * batch's stored run roots; null when the rows do not make the stored run's root (or the call
-   * is not where its index says), so the caller hashes the whole batch instead.
-   */
-  proofInRun(
-    batch: number,
-    endpointId: string,
-    callId: string,
-    index: number,
-    runs: readonly Hash32[],
-    rows: readonly LeafRow[],
-  ): ProofPath | null {
-    const { run, offset } = ReceiptsCore.runOf(index);
-    const leaves = this.leaves(batch, endpointId, rows);
-    const at = index - offset;
-    if (run >= runs.length || leaves[at]?.call_id !== callId) return null;
-    const inner = inclusionPath(
-      leaves.map((l) => leafHash(leafCanonical(l))),
-      at,
-    );
-    if (inner.root !== runs[run]) return null;
-    const outer = inclusionPath(runs, run);
-    return { leaf: leaves[at], leaf_index: index, audit_path: [...inner.path, ...outer.path].map(toHex) };
-  }
-
-  /** The proof of `callId` from every leaf of its batch. */
-  static proofInBatch(leaves: readonly ReceiptLeaf[], callId: string): ProofPath {
-    const index = leaves.findIndex((l) => l.call_id === callId);
-    const { path } = inclusionPath(
-      leaves.map((l) => leafHash(leafCanonical(l))),
-      index,
-    );
-    return { leaf: leaves[index]!, leaf_index: index, audit_path: path.map(toHex) };
   }
 
   /** Stop the hasher's worker thread. */
