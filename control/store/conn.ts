@@ -25,6 +25,10 @@ export interface Sql {
   readonly name: string | undefined;
   /** The `@name` parameters in `$k` order; empty for a `?` statement (parameters by position). */
   readonly names: readonly string[];
+  /** `SqlOptions.walks`. */
+  readonly walks: boolean;
+  /** `SqlOptions.pgOnly`. */
+  readonly pgOnly: boolean;
 }
 
 /** Parameters: by position for a `?` statement, by name for an `@name` one. */
@@ -43,6 +47,14 @@ export interface SqlOptions {
    * (`SETTLER_PLANNING`, `sql/settlement.ts`).
    */
   replan?: boolean;
+  /**
+   * The statement reads whole tables on purpose: one of `ledger verify`'s checks, an operator's
+   * audit, not a hot path. Every other statement over the outcome tables must read them through
+   * an index (`test/control/outcomes-plans.ts` checks each one compiled).
+   */
+  walks?: boolean;
+  /** Only PostgreSQL runs the statement (a module under `pg/`): SQLite refuses it. */
+  pgOnly?: boolean;
 }
 
 /** One statement's text for each dialect, where they differ. */
@@ -79,14 +91,21 @@ function pgText(text: string): { text: string; names: string[] } {
 export function sql(text: string | DialectText, options: SqlOptions = {}): Sql {
   const sqlite = typeof text === 'string' ? text : text.sqlite;
   const pg = typeof text === 'string' ? text : text.pg;
-  const key = `${options.replan === true ? 'replan' : ''}\0${sqlite}\0${pg}`;
+  const walks = options.walks === true;
+  const pgOnly = options.pgOnly === true;
+  const key = `${options.replan === true ? 'replan' : ''}${walks ? 'walks' : ''}${pgOnly ? 'pg' : ''}\0${sqlite}\0${pg}`;
   const known = compiled.get(key);
   if (known !== undefined) return known;
   const forPg = pgText(pg);
   const name = options.replan === true ? undefined : `svc_${compiled.size + 1}`;
-  const statement: Sql = Object.freeze({ sqlite, text: forPg.text, name, names: Object.freeze(forPg.names) });
+  const statement: Sql = Object.freeze({ sqlite, text: forPg.text, name, names: Object.freeze(forPg.names), walks, pgOnly });
   compiled.set(key, statement);
   return statement;
+}
+
+/** Every statement compiled so far in this process (each module's, once it is loaded). */
+export function compiledStatements(): readonly Sql[] {
+  return [...compiled.values()];
 }
 
 export type TxMode =

@@ -11,6 +11,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './db';
 import type { Conn, Params, Sql, TxMode } from './conn';
 import { Gate, settled } from './seam';
+import { InvariantError } from '../../protocol/coded-error';
 
 interface Prepared {
   rows?: Statement;
@@ -50,6 +51,7 @@ export class SqliteConn implements Conn {
     if (entry === undefined) this.prepared.set(sql, (entry = {}));
     let stmt = entry[shape];
     if (stmt === undefined) {
+      if (sql.pgOnly) throw new InvariantError(`a PostgreSQL statement run on SQLite: ${sql.sqlite}`);
       stmt = this.db.prepare(sql.sqlite);
       if (shape === 'arrays') stmt.raw(true);
       if (shape === 'first') stmt.pluck(true);

@@ -6,10 +6,13 @@
  * and then only binds values, except those compiled with `replan`.
  */
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
-import type { Conn, Params, Sql, TxMode } from '../conn';
+import { sql as compile, type Conn, type DialectText, type Params, type Sql, type SqlOptions, type TxMode } from '../conn';
 import { unreachable } from './unreachable';
 
-export { sql, type Params, type Sql, type TxMode } from '../conn';
+export type { Params, Sql, TxMode } from '../conn';
+
+/** `sql()` for the PostgreSQL store's own statements (modules under `pg/`): SQLite refuses them. */
+export const sql = (text: string | DialectText, options: SqlOptions = {}): Sql => compile(text, { ...options, pgOnly: true });
 
 function values(statement: Sql, params: Params | undefined): unknown[] {
   if (Array.isArray(params)) return params as unknown[];

@@ -244,10 +244,13 @@ const COUNTS = sql(
           (SELECT count(*) FROM ledger_postings) AS postings, count(*) AS batches,
           CAST(coalesce(sum(calls), 0) AS BIGINT) AS settled_calls
    FROM settlement_batches`,
+  { walks: true },
 );
 
 /** Each check's probes, compiled once. */
-const PROBES = LEDGER_CHECKS.map((check) => ('probes' in check ? check.probes.map((p) => ({ ...p, statement: sql(p.sql) })) : []));
+const PROBES = LEDGER_CHECKS.map((check) =>
+  'probes' in check ? check.probes.map((p) => ({ ...p, statement: sql(p.sql, { walks: true }) })) : [],
+);
 
 /** The first violation of the checks on `c`, or null. */
 async function firstViolation(c: Conn): Promise<string | null> {
