@@ -7,7 +7,8 @@ import type { IssueKeyRequest, IssuedKey, KeyView } from '../protocol/admin';
 import { SvcError } from '../protocol/errors';
 import { generateKey, hashKey, keyStub, newId } from '../protocol/keys';
 import type { ControlContext } from './context';
-import { keyStatus, type KeyRow, type SecretRow } from './store/keys';
+import { keyStatus, ownAccountId, type KeyRow, type SecretRow } from './store/keys';
+import type { AccountRow } from './store/accounts';
 import type { Actor, StoreTables } from './store';
 
 /** A key as the admin API shows it, with its live secrets. */
@@ -32,6 +33,7 @@ export function keyView(row: KeyRow, secrets: SecretRow[], now: number): KeyView
         ? { count: row.lift_count, window_seconds: row.lift_window_s, until: iso(row.lift_until)! }
         : null,
     application_id: row.application_id,
+    account_id: row.account_id,
     secrets:
       status === 'active' ? secrets.map((s) => ({ prefix: s.prefix, created_at: iso(s.created_at)!, expires_at: iso(s.expires_at) })) : [],
   };
@@ -78,6 +80,15 @@ export async function replaceSecrets(tx: StoreTables, keyId: string, secret: New
   await tx.keys.addSecret(keyId, secret.hash, secret.prefix, now);
 }
 
+/** The account `ref` names (its id or name), or 400 `svc_bad_request` naming `field`. */
+export async function accountOrBadRequest(ctx: ControlContext, ref: string, field: string): Promise<AccountRow> {
+  const row = await ctx.store.accounts.byRef(ref);
+  if (row === undefined) {
+    throw new SvcError('svc_bad_request', `no account named ${ref}`, { extra: { errors: [{ field, message: `no account named ${ref}` }] } });
+  }
+  return row;
+}
+
 async function assertEndpointsExist(ctx: ControlContext, ids: string[]): Promise<void> {
   const found = await Promise.all(ids.map((id) => ctx.store.endpoints.byId(id)));
   const missing = ids.filter((_, i) => !found[i]);
@@ -95,19 +106,29 @@ async function assertEndpointsExist(ctx: ControlContext, ids: string[]): Promise
  */
 export async function issueKey(ctx: ControlContext, by: Actor, input: IssueKeyRequest): Promise<IssuedKey> {
   await assertEndpointsExist(ctx, input.endpoints ?? []);
+  // Accounts are never removed: one found now is there when the key is written.
+  const shared = input.account === undefined ? null : await accountOrBadRequest(ctx, input.account, 'account');
   const now = ctx.now();
   const { key, prefix, hash } = newSecret();
   const id = newId('key');
+  const accountId = shared?.id ?? ownAccountId(id);
   const { version } = await ctx.store.mutate(
     { ...by, now },
     {
       action: 'keys.issue',
       target: id,
-      detail: { prefix, name: input.name ?? null, endpoints: input.endpoints ?? [], application_id: input.application_id ?? null },
+      detail: {
+        prefix,
+        name: input.name ?? null,
+        endpoints: input.endpoints ?? [],
+        application_id: input.application_id ?? null,
+        account_id: accountId,
+      },
       changes: [{ kind: 'key', entity: id }],
     },
-    (tx) =>
-      tx.keys.insert({
+    async (tx) => {
+      // A key issued without an account gets one of its own, named after the key (the store makes it).
+      await tx.keys.insert({
         id,
         name: input.name ?? null,
         prefix,
@@ -119,7 +140,9 @@ export async function issueKey(ctx: ControlContext, by: Actor, input: IssueKeyRe
         endpoints: [...new Set(input.endpoints ?? [])],
         limit: input.limit ?? null,
         application_id: input.application_id ?? null,
-      }),
+        ...(shared === null ? {} : { account_id: shared.id }),
+      });
+    },
   );
   return { ...(await viewKey(ctx, await keyOrNotFound(ctx, id))), key, version };
 }

@@ -17,6 +17,7 @@ import { registerChangelogRoutes } from './admin/changelog';
 import { registerEndpointRoutes } from './admin/endpoints';
 import { registerFlagRoutes } from './admin/flags';
 import { registerKeyRoutes } from './admin/keys';
+import { registerAccountRoutes } from './admin/accounts';
 import { registerLedgerRoutes } from './admin/ledger';
 import { registerOperatorRoutes } from './admin/operators';
 import { registerApprovalRoutes } from './admin/approvals';
@@ -136,6 +137,7 @@ async function openSettler(ctx: ControlContext, config: Readonly<Config>): Promi
 function adminRouter(ctx: ControlContext, hub: SyncHub, settler: Settler): Router {
   const admin = new Router();
   registerKeyRoutes(admin, ctx);
+  registerAccountRoutes(admin, ctx);
   registerFlagRoutes(admin, ctx);
   registerEndpointRoutes(admin, ctx);
   registerChangelogRoutes(admin, ctx);

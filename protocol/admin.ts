@@ -12,6 +12,7 @@ import { SettlerStatus } from './settlement';
 import { FLAG_NAMES, FLAG_PREFIX } from './flag-names';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
+import { AccountRef } from './accounts';
 import { Count, IsoTime, MicroAmount, StateVersion } from './wire';
 
 // ---------------------------------------------------------------------------------------
@@ -110,6 +111,8 @@ export const IssueKeyRequest = z
     expires_in_seconds: ExpiresInSeconds.optional(),
     limit: RateLimitBody.optional(),
     application_id: plainString().min(1).max(64).optional(),
+    /** The account the key belongs to (its id or name); without one the key gets an account of its own. */
+    account: AccountRef.optional(),
   })
   .strict();
 export type IssueKeyRequest = z.infer<typeof IssueKeyRequest>;
@@ -180,6 +183,8 @@ export const KeyView = z.strictObject({
   limit: z.strictObject({ count: z.number().int().min(1), window_seconds: z.number().int().min(1) }).nullable(),
   lift: z.strictObject({ count: z.number().int().min(1), window_seconds: z.number().int().min(1), until: IsoTime }).nullable(),
   application_id: z.string().nullable(),
+  /** The account the key belongs to (`acc_…`). */
+  account_id: z.string(),
   /** Secrets currently accepted for this key: more than one during a rotation's grace. */
   secrets: z.array(z.strictObject({ prefix: z.string(), created_at: IsoTime, expires_at: IsoTime.nullable() })),
 });

@@ -21,7 +21,7 @@ export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
 /** What each scope allows: docs/operators.md's "Running svc as a team" table and the OpenAPI descriptions say the same. */
 export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
   read: 'every GET of the admin API, and waiting for the gateways (`sync/wait`)',
-  keys: 'issue, revoke, rotate and lift keys',
+  keys: 'issue, revoke, rotate and lift keys, and add the accounts they belong to',
   flags: 'set flags and publish changelog notices',
   endpoints: 'add, change and remove endpoints',
   applications: 'record, approve, reject and redeliver access applications',
@@ -41,6 +41,9 @@ export const ADMIN_ROUTE_SCOPES: Readonly<Record<string, OperatorScope>> = {
   'POST /_admin/v1/keys': 'keys',
   'GET /_admin/v1/keys': 'read',
   'GET /_admin/v1/keys/:id': 'read',
+  'POST /_admin/v1/accounts': 'keys',
+  'GET /_admin/v1/accounts': 'read',
+  'GET /_admin/v1/accounts/:id': 'read',
   'POST /_admin/v1/keys/:id/revoke': 'keys',
   'POST /_admin/v1/keys/:id/rotate': 'keys',
   'POST /_admin/v1/keys/:id/lift': 'keys',

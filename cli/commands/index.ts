@@ -12,6 +12,7 @@ import { endpoints } from './endpoints/index';
 import { flag } from './flag/index';
 import { gateways } from './gateways/index';
 import { keys } from './keys/index';
+import { accounts } from './accounts/index';
 import { ledger } from './ledger/index';
 import { operators } from './operators/index';
 import { payouts } from './payouts/index';
@@ -23,6 +24,7 @@ import { store } from './store/index';
 
 export const COMMANDS: readonly CommandSpec[] = [
   keys,
+  accounts,
   flag,
   endpoints,
   changelog,

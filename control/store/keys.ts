@@ -21,6 +21,8 @@ export interface KeyRow {
   lift_window_s: number | null;
   lift_until: number | null;
   application_id: string | null;
+  /** The key's account (migration 20): set at issue, never changed. */
+  account_id: string;
 }
 
 export interface SecretRow {
@@ -43,7 +45,15 @@ export interface NewKey {
   endpoints: string[];
   limit: { count: number; window_seconds: number } | null;
   application_id: string | null;
+  /** The key's account; without one the key gets an account of its own (`ownAccountId`), named after it. */
+  account_id?: string;
 }
+
+/**
+ * The id of the account a key issued without one gets, as migration 20 gave every key of an
+ * install from before accounts: `acc_` and the key id's random part (`key_…`), or the whole id.
+ */
+export const ownAccountId = (keyId: string): string => `acc_${keyId.startsWith('key_') ? keyId.slice(4) : keyId}`;
 
 /** Where a page of the key list ends: the last key's creation time and id (newest first). */
 export interface KeyPosition {

@@ -24,6 +24,7 @@ import m016 from './migrations/016-operators';
 import m017 from './migrations/017-approvals';
 import m018 from './migrations/018-outcomes-by-key';
 import m019 from './migrations/019-settled-calls';
+import m020 from './migrations/020-accounts';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -45,4 +46,5 @@ export const MIGRATIONS: readonly string[] = [
   m017,
   m018,
   m019,
+  m020,
 ];

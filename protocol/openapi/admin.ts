@@ -43,6 +43,7 @@ import { APPLICATION_OPERATIONS } from './admin-applications';
 import { MONEY_OPERATIONS, PENDING_APPROVAL } from './admin-money';
 import { OPERATOR_OPERATIONS } from './admin-operators';
 import { APPROVAL_OPERATIONS } from './admin-approvals';
+import { ACCOUNT_OPERATIONS } from './admin-accounts';
 import { admin, created, ok } from './admin-op';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
@@ -284,6 +285,7 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   ...MONEY_OPERATIONS,
   ...OPERATOR_OPERATIONS,
   ...APPROVAL_OPERATIONS,
+  ...ACCOUNT_OPERATIONS,
 ];
 
 /** Control's OpenAPI document: admin, sync and metrics on the control listener. */
@@ -297,6 +299,7 @@ export function adminDocument(): JsonObject {
       server: { description: 'control (default http://127.0.0.1:7073)' },
       tags: [
         { name: 'keys', description: 'Beta keys (docs/design.md §5)' },
+        { name: 'accounts', description: 'Accounts: who holds prepaid money; every key belongs to one' },
         { name: 'flags', description: 'Runtime flags' },
         { name: 'endpoints', description: 'Wrapped upstreams' },
         { name: 'changelog', description: 'Public changelog and the audit log' },

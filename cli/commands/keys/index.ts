@@ -10,6 +10,7 @@ export const keys: GroupSpec = {
       description: 'issue a key; the plaintext is printed once',
       options: [
         { flags: '--name <name>', description: 'label for the key' },
+        { flags: '--account <name>', description: 'the account the key belongs to (name or id; default: an account of its own)' },
         { flags: '--wallet <address>', description: 'payout wallet (Solana or EVM)' },
         { flags: '--endpoint <id>', description: 'limit the key to an endpoint (repeatable; default: all)', repeatable: true },
         { flags: '--expires <duration>', description: 'expire after e.g. 30d, 12h' },

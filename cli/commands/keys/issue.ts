@@ -1,4 +1,4 @@
-/** `svcctl keys issue [--name N] [--wallet ADDR] [--endpoint ID]... [--expires 30d] [--limit 60/min]` */
+/** `svcctl keys issue [--name N] [--account NAME] [--wallet ADDR] [--endpoint ID]... [--expires 30d] [--limit 60/min]` */
 import type { IssuedKey, IssueKeyRequest } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
@@ -7,6 +7,7 @@ import { keyLines } from './render';
 
 export interface IssueOptions {
   name?: string;
+  account?: string;
   wallet?: string;
   endpoint?: string[];
   expires?: string;
@@ -17,6 +18,7 @@ export interface IssueOptions {
 export async function run(opts: IssueOptions, deps: Deps): Promise<number> {
   const body: IssueKeyRequest = {};
   if (opts.name !== undefined) body.name = opts.name;
+  if (opts.account !== undefined) body.account = opts.account;
   if (opts.wallet !== undefined) body.wallet = opts.wallet;
   if (opts.endpoint !== undefined && opts.endpoint.length > 0) body.endpoints = opts.endpoint;
   if (opts.expires !== undefined) body.expires_in_seconds = durationOption('--expires', opts.expires);

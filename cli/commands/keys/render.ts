@@ -7,6 +7,7 @@ export function keyLines(key: KeyView): string[] {
   return [
     `id:          ${key.id}`,
     `name:        ${key.name ?? '-'}`,
+    `account:     ${key.account_id}`,
     `prefix:      ${key.prefix}…`,
     `status:      ${key.status}`,
     `created:     ${key.created_at}`,

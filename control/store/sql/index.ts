@@ -8,6 +8,8 @@ import type { ChangelogTable } from '../changelog';
 import type { EndpointsTable } from '../endpoints';
 import type { FlagsTable } from '../flags';
 import type { KeysTable } from '../keys';
+import type { AccountsTable } from '../accounts';
+import { SqlAccountsTable } from './accounts';
 import { SqlAuditTable } from './audit';
 import { SqlChangelogTable } from './changelog';
 import { SqlEndpointsTable } from './endpoints';
@@ -36,6 +38,8 @@ export interface SharedTables extends StateTables {
   readonly audit: AuditTable;
   readonly endpoints: EndpointsTable;
   readonly keys: KeysTable;
+  /** Who holds prepaid money; every key belongs to one. */
+  readonly accounts: AccountsTable;
   /** Money actions waiting for a second operator. */
   readonly approvals: ApprovalsTable;
   /** Operators and their tokens (digests only). */
@@ -61,6 +65,7 @@ export function sharedTables(conn: Conn): SharedTables {
     audit: new SqlAuditTable(conn),
     endpoints: new SqlEndpointsTable(conn),
     keys: new SqlKeysTable(conn),
+    accounts: new SqlAccountsTable(conn),
     approvals: new SqlApprovalsTable(conn),
     operators: new SqlOperatorsTable(conn),
     applications: new SqlApplicationsTable(conn),

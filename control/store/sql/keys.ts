@@ -12,13 +12,14 @@ import {
   type KeyPosition,
   type KeyRow,
   type KeysTable,
+  ownAccountId,
   type NewKey,
   type SecretRow,
 } from '../keys';
 
 /** A key row's columns (PostgreSQL's table also has `seq`). */
 const KEY_COLUMNS = `id, name, prefix, status, created_at, created_by, expires_at, revoked_at, wallet, endpoints,
-  limit_count, limit_window_s, lift_count, lift_window_s, lift_until, application_id`;
+  limit_count, limit_window_s, lift_count, lift_window_s, lift_until, application_id, account_id`;
 
 /** `text` with `IN_IDS` standing for membership in `@ids`, a JSON array of key ids. */
 const inIds = (text: string) =>
@@ -36,10 +37,11 @@ const scan = (where: string) =>
 const Q = {
   insertKey: sql(
     `INSERT INTO keys (id, name, prefix, status, created_at, created_by, expires_at, wallet, endpoints,
-                       limit_count, limit_window_s, application_id)
+                       limit_count, limit_window_s, application_id, account_id)
      VALUES (@id, @name, @prefix, 'active', @created_at, @created_by, @expires_at, @wallet, @endpoints,
-             @limit_count, @limit_window_s, @application_id)`,
+             @limit_count, @limit_window_s, @application_id, @account_id)`,
   ),
+  ownAccount: sql(`INSERT INTO accounts (id, name, created_at, created_by) VALUES (?, ?, ?, ?)`),
   insertSecret: sql(`INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`),
   byId: sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`),
   // By the secret's digest (the key_secrets primary key), as the gateway's table looks keys up.
@@ -86,6 +88,8 @@ export class SqlKeysTable implements KeysTable {
 
   async insert(key: NewKey): Promise<void> {
     await this.conn.tx(async (conn) => {
+      const accountId = key.account_id ?? ownAccountId(key.id);
+      if (key.account_id === undefined) await conn.run(Q.ownAccount, [accountId, key.id, key.created_at, key.created_by]);
       await conn.run(Q.insertKey, {
         id: key.id,
         name: key.name,
@@ -98,6 +102,7 @@ export class SqlKeysTable implements KeysTable {
         limit_count: key.limit?.count ?? null,
         limit_window_s: key.limit?.window_seconds ?? null,
         application_id: key.application_id,
+        account_id: accountId,
       });
       await conn.run(Q.insertSecret, [key.hash, key.id, key.prefix, key.created_at, null]);
     });

@@ -1,0 +1,34 @@
+/** `svcctl accounts …`: the accounts that hold prepaid money; every key belongs to one. */
+import { lazy, leaf, type GroupSpec } from '../../register';
+
+export const accounts: GroupSpec = {
+  name: 'accounts',
+  description: 'accounts that hold prepaid money; every key belongs to one (amounts: micro-units, or units with a decimal point)',
+  commands: [
+    leaf({
+      name: 'add',
+      args: [{ name: '<name>', description: '1 to 64 of A-Z a-z 0-9 . _ -' }],
+      description: 'add an account; issue keys into it with keys issue --account NAME',
+      options: [{ flags: '--low <amount>', description: 'low-balance threshold: the account shows low under it' }],
+      load: () => lazy<typeof import('./add.js')>(__dirname, 'add'),
+      shape: ([name], o) => ({ ...o, name: name! }),
+    }),
+    leaf({
+      name: 'list',
+      description: 'list accounts by name, with their balances; follows every page unless --limit or --cursor',
+      options: [
+        { flags: '--limit <n>', description: 'print one page of at most N accounts (1-1000) and the cursor of the next' },
+        { flags: '--cursor <cursor>', description: 'print the page that starts at this next_cursor' },
+      ],
+      load: () => lazy<typeof import('./list.js')>(__dirname, 'list'),
+      shape: (_a, o) => o,
+    }),
+    leaf({
+      name: 'show',
+      args: [{ name: '<account>', description: 'its name or id (acc_…)' }],
+      description: 'show one account: balance, keys, wallet, threshold, refill',
+      load: () => lazy<typeof import('./show.js')>(__dirname, 'show'),
+      shape: ([account], o) => ({ ...o, account: account! }),
+    }),
+  ],
+};

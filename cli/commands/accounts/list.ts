@@ -1,0 +1,47 @@
+/**
+ * `svcctl accounts list [--limit N] [--cursor C]`
+ *
+ * Without `--limit`/`--cursor` it follows `next_cursor` page by page (1,000 accounts a page)
+ * and prints every account. With either, it prints one page and the cursor of the next
+ * (`next_cursor` in `--json`).
+ */
+import { ACCOUNT_LIST_MAX_LIMIT, type AccountList, type AccountView } from '../../../protocol/accounts';
+import type { Deps } from '../../deps';
+import { CliError, EXIT_OK, UsageError } from '../../exit-codes';
+import { pageLimit } from '../../options';
+import { accountsTable } from './render';
+
+function pagePath(limit: number, cursor: string | null): string {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (cursor !== null) query.set('cursor', cursor);
+  return `/_admin/v1/accounts?${query.toString()}`;
+}
+
+export async function run(opts: { limit?: string; cursor?: string; json?: boolean }, deps: Deps): Promise<number> {
+  const limit = opts.limit === undefined ? ACCOUNT_LIST_MAX_LIMIT : pageLimit('--limit', opts.limit, ACCOUNT_LIST_MAX_LIMIT);
+  if (opts.cursor !== undefined && opts.cursor === '') throw new UsageError('--cursor must be a next_cursor from a previous page');
+
+  if (opts.limit !== undefined || opts.cursor !== undefined) {
+    const page = await deps.client.get<AccountList>(pagePath(limit, opts.cursor ?? null));
+    if (opts.json) deps.out.json(page);
+    else {
+      deps.out.line(page.accounts.length === 0 ? 'No accounts on this page.' : accountsTable(page.accounts));
+      if (page.next_cursor !== null) deps.out.line(`next page: --cursor ${page.next_cursor}`);
+    }
+    return EXIT_OK;
+  }
+
+  const accounts: AccountView[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: AccountList = await deps.client.get<AccountList>(pagePath(limit, cursor));
+    accounts.push(...page.accounts);
+    if (page.next_cursor !== null && page.next_cursor === cursor) {
+      throw new CliError(`control answered the same next_cursor twice; stopped after ${accounts.length} accounts`);
+    }
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  if (opts.json) deps.out.json({ accounts, next_cursor: null });
+  else deps.out.line(accounts.length === 0 ? 'No accounts.' : accountsTable(accounts));
+  return EXIT_OK;
+}

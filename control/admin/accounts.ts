@@ -1,0 +1,103 @@
+/**
+ * `/_admin/v1/accounts`: add, list and show the accounts that hold prepaid money. Adding one
+ * needs the `keys` scope (an account is where keys are issued); its money (deposits, refills,
+ * the wallet) is the `money` scope's.
+ */
+import {
+  ACCOUNT_LIST_DEFAULT_LIMIT,
+  AccountListQuery,
+  CreateAccountRequest,
+  type AccountChange,
+  type AccountList,
+  type AccountView,
+} from '../../protocol/accounts';
+import { SvcError } from '../../protocol/errors';
+import { newId } from '../../protocol/keys';
+import { readJson, sendJson } from '../../runtime/http';
+import type { ControlContext } from '../context';
+import type { Router } from '../http/router';
+import { parseBody } from '../http/validate';
+import type { AccountSummary } from '../store/accounts';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function accountView(row: AccountSummary): AccountView {
+  return {
+    id: row.id,
+    name: row.name,
+    wallet: row.wallet,
+    balance: row.balance,
+    low: row.low,
+    refill: row.refill_amount === null || row.refill_every === null ? null : { amount: row.refill_amount, every: row.refill_every, day: row.refill_day },
+    keys: row.keys,
+    created_at: iso(row.created_at),
+    created_by: row.created_by,
+  };
+}
+
+/** The account `ref` names (id or name) with its keys and balance, or 404 `svc_not_found`. */
+export async function accountOrNotFound(ctx: ControlContext, ref: string): Promise<AccountSummary> {
+  const row = await ctx.store.accounts.byRef(ref);
+  const summary = row === undefined ? undefined : await ctx.store.accounts.summary(row.id);
+  if (summary === undefined) throw new SvcError('svc_not_found', `no account named ${ref}`);
+  return summary;
+}
+
+/** `next_cursor` of the account list: the last name of a page, base64url-encoded. */
+export const encodeAccountCursor = (name: string): string => Buffer.from(name, 'utf8').toString('base64url');
+
+/** The name in a `cursor` this API issued, or null when it is not one. */
+export function decodeAccountCursor(token: string): string | null {
+  if (!/^[A-Za-z0-9_-]{1,100}$/.test(token)) return null;
+  const name = Buffer.from(token, 'base64url').toString('utf8');
+  // Any stored name, the keys' own accounts' (`key_…`) too.
+  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name) && encodeAccountCursor(name) === token ? name : null;
+}
+
+export async function listAccounts(ctx: ControlContext, query: URLSearchParams): Promise<AccountList> {
+  const q = parseBody(AccountListQuery, Object.fromEntries(query));
+  let after: string | null = null;
+  if (q.cursor !== undefined) {
+    after = decodeAccountCursor(q.cursor);
+    if (after === null) {
+      const message = 'is not a next_cursor from a previous page';
+      throw new SvcError('svc_bad_request', `cursor: ${message}`, { extra: { errors: [{ field: 'cursor', message }] } });
+    }
+  }
+  const limit = q.limit ?? ACCOUNT_LIST_DEFAULT_LIMIT;
+  const rows = await ctx.store.accounts.page(after, limit);
+  const last = rows[rows.length - 1];
+  return { accounts: rows.map(accountView), next_cursor: rows.length === limit && last !== undefined ? encodeAccountCursor(last.name) : null };
+}
+
+export function registerAccountRoutes(router: Router, ctx: ControlContext): void {
+  router.post('/_admin/v1/accounts', async ({ req, res, actor, tokenId }) => {
+    const input = parseBody(CreateAccountRequest, await readJson(req));
+    if ((await ctx.store.accounts.byName(input.name)) !== undefined) {
+      throw new SvcError('svc_conflict', `an account named ${input.name} exists`, { extra: { reason: 'exists' } });
+    }
+    const now = ctx.now();
+    const id = newId('acc');
+    const { version } = await ctx.store.mutate(
+      { actor, tokenId, now },
+      { action: 'accounts.add', target: id, detail: { name: input.name, low: input.low ?? null } },
+      async (tx) => {
+        // Under the writer lock: two adds of one name, on one control or two, make one account.
+        if ((await tx.accounts.byName(input.name)) !== undefined) {
+          throw new SvcError('svc_conflict', `an account named ${input.name} exists`, { extra: { reason: 'exists' } });
+        }
+        await tx.accounts.insert({ id, name: input.name, low: input.low ?? null, created_at: now, created_by: actor });
+      },
+    );
+    const body: AccountChange = { ...accountView((await ctx.store.accounts.summary(id))!), version };
+    sendJson(res, 201, body);
+  });
+
+  router.get('/_admin/v1/accounts', { query: ['limit', 'cursor'] }, async ({ res, query }) => {
+    sendJson(res, 200, await listAccounts(ctx, query));
+  });
+
+  router.get('/_admin/v1/accounts/:id', async ({ res, params }) => {
+    sendJson(res, 200, accountView(await accountOrNotFound(ctx, params.id!)));
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * Accounts (`/_admin/v1/accounts`): who holds prepaid money. Every key belongs to one account;
+ * a key issued without one gets an account of its own, named after the key. Amounts are
+ * integer micro-units. Shared by control (validates requests) and `svcctl` (sends them, reads
+ * answers); field names are stable: `--json` output is built from these views.
+ */
+import { z } from 'zod';
+import { IsoTime, MicroAmount, StateVersion } from './wire';
+
+/**
+ * An account's name: 1 to 64 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit. Names
+ * starting `key_` or `acc_` are the keys' own accounts' (named after their key) and ids'.
+ */
+export const ACCOUNT_NAME_RULE = '1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit, not key_ or acc_';
+export const AccountName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, { message: `must be ${ACCOUNT_NAME_RULE}` })
+  .refine((name) => !/^(key|acc)_/.test(name), { message: `must be ${ACCOUNT_NAME_RULE}` });
+
+/** An account as a request names it: its id (`acc_…`) or its name. */
+export const AccountRef = z.string().min(1).max(68);
+
+/** Accounts per page of `GET /_admin/v1/accounts` when `limit` is not given. @default 100 */
+export const ACCOUNT_LIST_DEFAULT_LIMIT = 100;
+/** Most accounts one page may hold. @default 1000 */
+export const ACCOUNT_LIST_MAX_LIMIT = 1000;
+
+/** Body of `POST /_admin/v1/accounts`. */
+export const CreateAccountRequest = z.strictObject({
+  name: AccountName,
+  /** Low-balance threshold: the account shows `low` while its available balance is under it. */
+  low: MicroAmount.optional(),
+});
+export type CreateAccountRequest = z.infer<typeof CreateAccountRequest>;
+
+/** The refill rule of an account: `amount` every day, or every month on `day` (the month's last day when shorter). */
+export const RefillView = z.strictObject({
+  amount: MicroAmount,
+  every: z.enum(['day', 'month']),
+  day: z.number().int().min(1).max(31).nullable(),
+});
+export type RefillView = z.infer<typeof RefillView>;
+
+export const AccountView = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  /** Where the account's refunds are paid out, if anywhere yet. */
+  wallet: z.string().nullable(),
+  /** The ledger balance of `account:<id>` (micro-units); negative while it owes premiums. */
+  balance: z.number().int(),
+  low: MicroAmount.nullable(),
+  refill: RefillView.nullable(),
+  /** Keys that belong to the account, revoked ones included. */
+  keys: z.number().int().min(0),
+  created_at: IsoTime,
+  created_by: z.string(),
+});
+export type AccountView = z.infer<typeof AccountView>;
+
+/** What adding an account answers: the account and the state version that recorded it. */
+export const AccountChange = AccountView.extend({ version: StateVersion });
+export type AccountChange = z.infer<typeof AccountChange>;
+
+/** Query of `GET /_admin/v1/accounts`: a page by name; `cursor` is the previous answer's `next_cursor`. */
+export const AccountListQuery = z.strictObject({
+  limit: z
+    .string()
+    .refine((v) => /^[0-9]{1,7}$/.test(v) && Number(v) >= 1 && Number(v) <= ACCOUNT_LIST_MAX_LIMIT, {
+      message: `must be an integer from 1 to ${ACCOUNT_LIST_MAX_LIMIT}`,
+    })
+    .transform(Number)
+    .optional()
+    .describe(`accounts per page: an integer from 1 to ${ACCOUNT_LIST_MAX_LIMIT} (default ${ACCOUNT_LIST_DEFAULT_LIMIT})`),
+  cursor: z.string().optional().describe('`next_cursor` of the previous page'),
+});
+export type AccountListQuery = z.infer<typeof AccountListQuery>;
+
+/** Answer of `GET /_admin/v1/accounts`: one page, by name; `next_cursor` null on the last page. */
+export const AccountList = z.strictObject({ accounts: z.array(AccountView), next_cursor: z.string().nullable() });
+export type AccountList = z.infer<typeof AccountList>;
