@@ -298,6 +298,7 @@ forEachStore(t, (t, kind) => {
       lift_window_s: null,
       lift_until: null,
       application_id: null,
+      account_id: 'acc_k1',
     });
     t.equal(await store.keys.byId('none'), undefined);
     t.same(
