@@ -50,4 +50,9 @@ export interface AccountsTable {
   page(after: string | null, limit: number): Promise<AccountSummary[]>;
   /** Set the low-balance threshold (null: none). */
   setLow(id: string, low: number | null): Promise<void>;
+  /**
+   * Attach the payout wallet (null: detach). Each key of the account shows it too: `keys.wallet`
+   * mirrors its account's (what the key's view shows), set here in the same transaction.
+   */
+  setWallet(id: string, wallet: string | null): Promise<void>;
 }

@@ -9,15 +9,16 @@ const SUMMARY = `SELECT ${COLUMNS}, (SELECT count(*) FROM keys k WHERE k.account
   FROM accounts a`;
 
 const Q = {
-  insert: sql(
-    `INSERT INTO accounts (id, name, low, created_at, created_by) VALUES (@id, @name, @low, @created_at, @created_by)`,
-  ),
+  insert: sql(`INSERT INTO accounts (id, name, low, created_at, created_by) VALUES (@id, @name, @low, @created_at, @created_by)`),
   byId: sql(`SELECT ${COLUMNS} FROM accounts a WHERE a.id = ?`),
   byName: sql(`SELECT ${COLUMNS} FROM accounts a WHERE a.name = ?`),
   summary: sql(`${SUMMARY} WHERE a.id = ?`),
   first: sql(`${SUMMARY} ORDER BY a.name LIMIT ?`),
   after: sql(`${SUMMARY} WHERE a.name > ? ORDER BY a.name LIMIT ?`),
   setLow: sql(`UPDATE accounts SET low = ? WHERE id = ?`),
+  setWallet: sql(`UPDATE accounts SET wallet = ? WHERE id = ?`),
+  // keys_by_account: the account's keys.
+  keysWallet: sql(`UPDATE keys SET wallet = ? WHERE account_id = ?`),
 };
 
 export class SqlAccountsTable implements AccountsTable {
@@ -49,5 +50,12 @@ export class SqlAccountsTable implements AccountsTable {
 
   async setLow(id: string, low: number | null): Promise<void> {
     await this.conn.run(Q.setLow, [low, id]);
+  }
+
+  async setWallet(id: string, wallet: string | null): Promise<void> {
+    await this.conn.tx(async (c) => {
+      await c.run(Q.setWallet, [wallet, id]);
+      await c.run(Q.keysWallet, [wallet, id]);
+    });
   }
 }
