@@ -5,6 +5,7 @@
  * answers); field names are stable: `--json` output is built from these views.
  */
 import { z } from 'zod';
+import { plainString } from './text';
 import { IsoTime, MicroAmount, StateVersion } from './wire';
 
 /**
@@ -78,3 +79,29 @@ export type AccountListQuery = z.infer<typeof AccountListQuery>;
 /** Answer of `GET /_admin/v1/accounts`: one page, by name; `next_cursor` null on the last page. */
 export const AccountList = z.strictObject({ accounts: z.array(AccountView), next_cursor: z.string().nullable() });
 export type AccountList = z.infer<typeof AccountList>;
+
+/** A deposit reference: the operator's own (a bank transfer's, an invoice's), 1 to 200 characters of plain text, trimmed. */
+export const DepositReference = plainString().trim().min(1).max(200);
+
+/** Body of `POST /_admin/v1/accounts/{id}/deposit`: integer micro-units ≥ 1, and the reference that makes it one deposit. */
+export const DepositRequest = z.strictObject({
+  amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  reference: DepositReference,
+});
+export type DepositRequest = z.infer<typeof DepositRequest>;
+
+/**
+ * What a deposit answers: `201` with `created: true` when it moved the money (external →
+ * `account:<id>`); `200` with the first deposit's `transfer_id` and `created: false` when the
+ * reference was recorded before with the same account and amount (nothing moved).
+ */
+export const DepositView = z.strictObject({
+  transfer_id: z.number().int().min(1),
+  account_id: z.string(),
+  amount: z.number().int().min(1),
+  reference: z.string(),
+  /** The account's ledger balance afterwards (micro-units). */
+  balance: z.number().int(),
+  created: z.boolean(),
+});
+export type DepositView = z.infer<typeof DepositView>;

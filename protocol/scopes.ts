@@ -27,7 +27,7 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
   applications: 'record, approve, reject and redeliver access applications',
   gateways: "set a gateway's weight",
   settler: 'pause, resume and run the settler once',
-  money: "fund the pool, mark payouts paid, attach and detach a key's payout wallet",
+  money: "fund the pool, mark payouts paid, deposit into accounts, attach and detach an account's payout wallet (or a key's account's)",
   receipts: 'rotate the receipt signing key and reissue a receipt',
   operators: 'add, revoke and rotate operators, within the scopes the caller holds itself',
 };
@@ -44,6 +44,9 @@ export const ADMIN_ROUTE_SCOPES: Readonly<Record<string, OperatorScope>> = {
   'POST /_admin/v1/accounts': 'keys',
   'GET /_admin/v1/accounts': 'read',
   'GET /_admin/v1/accounts/:id': 'read',
+  'POST /_admin/v1/accounts/:id/deposit': 'money',
+  'PUT /_admin/v1/accounts/:id/wallet': 'money',
+  'DELETE /_admin/v1/accounts/:id/wallet': 'money',
   'POST /_admin/v1/keys/:id/revoke': 'keys',
   'POST /_admin/v1/keys/:id/rotate': 'keys',
   'POST /_admin/v1/keys/:id/lift': 'keys',

@@ -1,5 +1,7 @@
 /** The admin API's accounts: who holds prepaid money. Part of control's document (`admin.ts`). */
-import { AccountChange, AccountList, AccountListQuery, AccountView, CreateAccountRequest } from '../accounts';
+import { AccountChange, AccountList, AccountListQuery, AccountView, CreateAccountRequest, DepositRequest, DepositView } from '../accounts';
+import { WalletRequest } from '../admin';
+import { PENDING_APPROVAL } from './admin-money';
 import type { Operation } from './operation';
 import { admin, created, ok } from './admin-op';
 import { pathParam } from './common';
@@ -32,6 +34,44 @@ export const ACCOUNT_OPERATIONS: readonly Operation[] = [
     tag: 'accounts',
     params: [ACCOUNT_ID],
     answers: [ok('The account', { AccountView })],
+    errors: ['svc_not_found'],
+  }),
+  admin('post', {
+    path: '/_admin/v1/accounts/{id}/deposit',
+    operationId: 'depositIntoAccount',
+    summary: 'Deposit into an account (external → account), once per reference',
+    description:
+      'The same `reference` with the same amount again answers 200 with the first deposit (`created: false`) and moves nothing; with another amount or account it is 409 `svc_conflict` (`reason: reference_used`). With `money.approvals: 2` a two-person action (202).',
+    tag: 'accounts',
+    params: [ACCOUNT_ID],
+    body: DepositRequest,
+    answers: [
+      created('Deposited', { DepositView }),
+      ok('The reference was recorded before, with this amount: the first deposit, nothing moved', { DepositView }),
+      PENDING_APPROVAL,
+    ],
+    errors: ['svc_not_found', 'svc_conflict'],
+  }),
+  admin('put', {
+    path: '/_admin/v1/accounts/{id}/wallet',
+    operationId: 'attachAccountWallet',
+    summary: "Attach the account's payout wallet",
+    description:
+      'Where the account’s refunds are paid; every key of the account shows it. With `money.approvals: 2` a two-person action (202).',
+    tag: 'accounts',
+    params: [ACCOUNT_ID],
+    body: WalletRequest,
+    answers: [ok('The account', { AccountChange }), PENDING_APPROVAL],
+    errors: ['svc_not_found'],
+  }),
+  admin('delete', {
+    path: '/_admin/v1/accounts/{id}/wallet',
+    operationId: 'detachAccountWallet',
+    summary: "Detach the account's payout wallet",
+    description: 'With `money.approvals: 2` a two-person action (202).',
+    tag: 'accounts',
+    params: [ACCOUNT_ID],
+    answers: [ok('The account', { AccountChange }), PENDING_APPROVAL],
     errors: ['svc_not_found'],
   }),
 ];

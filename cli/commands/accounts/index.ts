@@ -30,5 +30,33 @@ export const accounts: GroupSpec = {
       load: () => lazy<typeof import('./show.js')>(__dirname, 'show'),
       shape: ([account], o) => ({ ...o, account: account! }),
     }),
+    leaf({
+      name: 'deposit',
+      args: [
+        { name: '<account>', description: 'its name or id (acc_…)' },
+        { name: '<amount>', description: 'micro-units, or units with a decimal point' },
+      ],
+      description: 'deposit into an account (external → account), once per reference',
+      options: [
+        {
+          flags: '--reference <ref>',
+          description: 'your reference for the deposit (unique: the same one again is a replay)',
+          required: true,
+        },
+      ],
+      load: () => lazy<typeof import('./deposit.js')>(__dirname, 'deposit'),
+      shape: ([account, amount], o) => ({ ...(o as { reference: string }), account: account!, amount: amount! }),
+    }),
+    leaf({
+      name: 'wallet',
+      args: [
+        { name: '<account>', description: 'its name or id (acc_…)' },
+        { name: '[address]', description: 'the payout wallet (Solana or EVM)' },
+      ],
+      description: "attach or change the account's payout wallet",
+      options: [{ flags: '--detach', description: 'remove the wallet' }],
+      load: () => lazy<typeof import('./wallet.js')>(__dirname, 'wallet'),
+      shape: ([account, address], o) => ({ ...o, account: account!, ...(address !== undefined ? { address } : {}) }),
+    }),
   ],
 };

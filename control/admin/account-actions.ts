@@ -1,0 +1,130 @@
+/**
+ * What money-actions.ts runs for an account's money: a deposit (`accounts.deposit`), and its
+ * payout wallet attached or detached (`accounts.wallet.attach` / `.detach`), which a key's wallet
+ * route (`keys.wallet.…`) sets too, for the key's account. Also the account's view and lookup,
+ * which the account routes (accounts.ts) share.
+ */
+import type { AccountChange, AccountView, DepositView } from '../../protocol/accounts';
+import type { KeyChange } from '../../protocol/admin';
+import { SvcError } from '../../protocol/errors';
+import type { ControlContext } from '../context';
+import { keyOrNotFound, viewKey } from '../keys';
+import type { Actor } from '../store';
+import type { AccountSummary } from '../store/accounts';
+import type { Executor, Within } from './action-executor';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function accountView(row: AccountSummary): AccountView {
+  return {
+    id: row.id,
+    name: row.name,
+    wallet: row.wallet,
+    balance: row.balance,
+    low: row.low,
+    refill:
+      row.refill_amount === null || row.refill_every === null
+        ? null
+        : { amount: row.refill_amount, every: row.refill_every, day: row.refill_day },
+    keys: row.keys,
+    created_at: iso(row.created_at),
+    created_by: row.created_by,
+  };
+}
+
+/** The account `ref` names (id or name) with its keys and balance, or 404 `svc_not_found`. */
+export async function accountOrNotFound(ctx: ControlContext, ref: string): Promise<AccountSummary> {
+  const row = await ctx.store.accounts.byRef(ref);
+  const summary = row === undefined ? undefined : await ctx.store.accounts.summary(row.id);
+  if (summary === undefined) throw new SvcError('svc_not_found', `no account named ${ref}`);
+  return summary;
+}
+
+/**
+ * Account `accountId`'s payout wallet attached (`wallet`) or detached (null), under `action`
+ * (an account's, or a key's for its account: `target` is then the key), with the wallet it
+ * replaces in the audit row. Answers the state version.
+ */
+async function setAccountWallet(
+  ctx: ControlContext,
+  accountId: string,
+  wallet: string | null,
+  audit: { action: string; target: string },
+  by: Actor,
+  within: Within,
+): Promise<number> {
+  // Filled in under the writer lock: the wallet this change replaces is the one set then.
+  const detail: Record<string, unknown> = wallet === null ? { account_id: accountId } : { wallet, account_id: accountId };
+  const { version } = await ctx.store.mutate({ ...by, now: ctx.now() }, { ...audit, detail }, async (tx) => {
+    await within(tx);
+    const current = await tx.accounts.byId(accountId);
+    if (current === undefined) throw new SvcError('svc_not_found', `no account with id ${accountId}`);
+    detail.previous = current.wallet;
+    await tx.accounts.setWallet(accountId, wallet);
+  });
+  return version;
+}
+
+/** A key's wallet: its account's (`svcctl keys wallet`), answered as the key. */
+async function setKeyWallet(ctx: ControlContext, id: string, wallet: string | null, by: Actor, within: Within): Promise<KeyChange> {
+  const row = await keyOrNotFound(ctx, id);
+  const action = wallet === null ? 'keys.wallet.detach' : 'keys.wallet.attach';
+  const version = await setAccountWallet(ctx, row.account_id, wallet, { action, target: row.id }, by, within);
+  return { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version };
+}
+
+async function accountWallet(ctx: ControlContext, id: string, wallet: string | null, by: Actor, within: Within): Promise<AccountChange> {
+  const account = await accountOrNotFound(ctx, id);
+  const action = wallet === null ? 'accounts.wallet.detach' : 'accounts.wallet.attach';
+  const version = await setAccountWallet(ctx, account.id, wallet, { action, target: account.id }, by, within);
+  return { ...accountView(await accountOrNotFound(ctx, account.id)), version };
+}
+
+export const attachKeyWallet: Executor<'keys.wallet.attach', KeyChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => setKeyWallet(ctx, input.id, input.wallet, by, within),
+};
+
+export const detachKeyWallet: Executor<'keys.wallet.detach', KeyChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => setKeyWallet(ctx, input.id, null, by, within),
+};
+
+export const attachAccountWallet: Executor<'accounts.wallet.attach', AccountChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => accountWallet(ctx, input.id, input.wallet, by, within),
+};
+
+export const detachAccountWallet: Executor<'accounts.wallet.detach', AccountChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: (ctx, input, by, within) => accountWallet(ctx, input.id, null, by, within),
+};
+
+/**
+ * A deposit into an account: external → `account:<id>`, audited with the operator (and whether
+ * it moved money: a reference recorded before answers the first deposit and moves nothing).
+ * 201 when it moved the money, 200 for a replay; another deposit's reference is 409
+ * `svc_conflict` (`reason: reference_used`), through money-actions.ts' ledger rules.
+ */
+export const deposit: Executor<'accounts.deposit', DepositView> = {
+  status: 201,
+  statusOf: (answer) => (answer.created ? 201 : 200),
+  target: (input) => input.id,
+  run: async (ctx, input, by, within) => {
+    const account = await accountOrNotFound(ctx, input.id);
+    const now = ctx.now();
+    const detail: Record<string, unknown> = { amount: input.amount, reference: input.reference };
+    const { result } = await ctx.store.mutate({ ...by, now }, { action: 'accounts.deposit', target: account.id, detail }, async (tx) => {
+      await within(tx);
+      const made = await tx.ledger.deposit(account.id, input.amount, input.reference, now, by.actor);
+      detail.transfer_id = made.transfer_id;
+      detail.created = made.created;
+      return made;
+    });
+    return result;
+  },
+};
