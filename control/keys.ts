@@ -84,7 +84,9 @@ export async function replaceSecrets(tx: StoreTables, keyId: string, secret: New
 export async function accountOrBadRequest(ctx: ControlContext, ref: string, field: string): Promise<AccountRow> {
   const row = await ctx.store.accounts.byRef(ref);
   if (row === undefined) {
-    throw new SvcError('svc_bad_request', `no account named ${ref}`, { extra: { errors: [{ field, message: `no account named ${ref}` }] } });
+    throw new SvcError('svc_bad_request', `no account named ${ref}`, {
+      extra: { errors: [{ field, message: `no account named ${ref}` }] },
+    });
   }
   return row;
 }

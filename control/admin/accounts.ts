@@ -28,7 +28,10 @@ export function accountView(row: AccountSummary): AccountView {
     wallet: row.wallet,
     balance: row.balance,
     low: row.low,
-    refill: row.refill_amount === null || row.refill_every === null ? null : { amount: row.refill_amount, every: row.refill_every, day: row.refill_day },
+    refill:
+      row.refill_amount === null || row.refill_every === null
+        ? null
+        : { amount: row.refill_amount, every: row.refill_every, day: row.refill_day },
     keys: row.keys,
     created_at: iso(row.created_at),
     created_by: row.created_by,
@@ -67,7 +70,10 @@ export async function listAccounts(ctx: ControlContext, query: URLSearchParams):
   const limit = q.limit ?? ACCOUNT_LIST_DEFAULT_LIMIT;
   const rows = await ctx.store.accounts.page(after, limit);
   const last = rows[rows.length - 1];
-  return { accounts: rows.map(accountView), next_cursor: rows.length === limit && last !== undefined ? encodeAccountCursor(last.name) : null };
+  return {
+    accounts: rows.map(accountView),
+    next_cursor: rows.length === limit && last !== undefined ? encodeAccountCursor(last.name) : null,
+  };
 }
 
 export function registerAccountRoutes(router: Router, ctx: ControlContext): void {

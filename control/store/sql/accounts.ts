@@ -9,9 +9,7 @@ const SUMMARY = `SELECT ${COLUMNS}, (SELECT count(*) FROM keys k WHERE k.account
   FROM accounts a`;
 
 const Q = {
-  insert: sql(
-    `INSERT INTO accounts (id, name, low, created_at, created_by) VALUES (@id, @name, @low, @created_at, @created_by)`,
-  ),
+  insert: sql(`INSERT INTO accounts (id, name, low, created_at, created_by) VALUES (@id, @name, @low, @created_at, @created_by)`),
   byId: sql(`SELECT ${COLUMNS} FROM accounts a WHERE a.id = ?`),
   byName: sql(`SELECT ${COLUMNS} FROM accounts a WHERE a.name = ?`),
   summary: sql(`${SUMMARY} WHERE a.id = ?`),
