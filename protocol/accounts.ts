@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { plainString } from './text';
-import { IsoTime, MicroAmount, StateVersion } from './wire';
+import { IsoTime, MicroAmount, PageCursor, StateVersion, pageLimit } from './wire';
 
 /**
  * An account's name: 1 to 64 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit. Names
@@ -64,15 +64,8 @@ export type AccountChange = z.infer<typeof AccountChange>;
 
 /** Query of `GET /_admin/v1/accounts`: a page by name; `cursor` is the previous answer's `next_cursor`. */
 export const AccountListQuery = z.strictObject({
-  limit: z
-    .string()
-    .refine((v) => /^[0-9]{1,7}$/.test(v) && Number(v) >= 1 && Number(v) <= ACCOUNT_LIST_MAX_LIMIT, {
-      message: `must be an integer from 1 to ${ACCOUNT_LIST_MAX_LIMIT}`,
-    })
-    .transform(Number)
-    .optional()
-    .describe(`accounts per page: an integer from 1 to ${ACCOUNT_LIST_MAX_LIMIT} (default ${ACCOUNT_LIST_DEFAULT_LIMIT})`),
-  cursor: z.string().optional().describe('`next_cursor` of the previous page'),
+  limit: pageLimit('accounts', ACCOUNT_LIST_MAX_LIMIT, ACCOUNT_LIST_DEFAULT_LIMIT),
+  cursor: PageCursor,
 });
 export type AccountListQuery = z.infer<typeof AccountListQuery>;
 

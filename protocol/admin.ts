@@ -13,7 +13,7 @@ import { FLAG_NAMES, FLAG_PREFIX } from './flag-names';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
 import { AccountRef } from './accounts';
-import { Count, IsoTime, MicroAmount, StateVersion } from './wire';
+import { Count, IsoTime, MicroAmount, PageCursor, StateVersion, pageLimit } from './wire';
 
 // ---------------------------------------------------------------------------------------
 // Endpoints
@@ -155,15 +155,8 @@ export const KeyListQuery = z.strictObject({
     .enum(KEY_STATUSES, { message: `must be one of ${KEY_STATUSES.join(', ')}` })
     .optional()
     .describe('only keys in this state'),
-  limit: z
-    .string()
-    .refine((v) => /^[0-9]{1,7}$/.test(v) && Number(v) >= 1 && Number(v) <= KEY_LIST_MAX_LIMIT, {
-      message: `must be an integer from 1 to ${KEY_LIST_MAX_LIMIT}`,
-    })
-    .transform(Number)
-    .optional()
-    .describe(`keys per page: an integer from 1 to ${KEY_LIST_MAX_LIMIT} (default ${KEY_LIST_DEFAULT_LIMIT})`),
-  cursor: z.string().optional().describe('`next_cursor` of the previous page'),
+  limit: pageLimit('keys', KEY_LIST_MAX_LIMIT, KEY_LIST_DEFAULT_LIMIT),
+  cursor: PageCursor,
 });
 export type KeyListQuery = z.infer<typeof KeyListQuery>;
 
@@ -305,15 +298,8 @@ export const AuditQuery = z.strictObject({
     .datetime({ offset: true, message: 'must be an ISO 8601 time such as 2030-01-01T00:00:00Z' })
     .optional()
     .describe('only rows at or after this ISO 8601 time'),
-  limit: z
-    .string()
-    .refine((v) => /^[0-9]{1,6}$/.test(v) && Number(v) >= 1 && Number(v) <= AUDIT_MAX_LIMIT, {
-      message: `must be an integer from 1 to ${AUDIT_MAX_LIMIT}`,
-    })
-    .transform(Number)
-    .optional()
-    .describe(`entries per page: an integer from 1 to ${AUDIT_MAX_LIMIT} (default ${AUDIT_DEFAULT_LIMIT})`),
-  cursor: z.string().optional().describe('`next_cursor` of the previous page'),
+  limit: pageLimit('entries', AUDIT_MAX_LIMIT, AUDIT_DEFAULT_LIMIT),
+  cursor: PageCursor,
 });
 export type AuditQuery = z.infer<typeof AuditQuery>;
 

@@ -25,3 +25,18 @@ export const HealthAnswer = z.strictObject({ status: z.literal('ok'), version: z
 export type HealthAnswer = z.infer<typeof HealthAnswer>;
 
 export const HEALTH_BODY: Readonly<HealthAnswer> = Object.freeze({ status: 'ok', version: 'v1' });
+
+/**
+ * The `limit` of a paged list's query: an integer from 1 to `max` as its text (at most 7
+ * digits), `fallback` when absent. `noun` names what a page holds, for the document.
+ */
+export const pageLimit = (noun: string, max: number, fallback: number) =>
+  z
+    .string()
+    .refine((v) => /^[0-9]{1,7}$/.test(v) && Number(v) >= 1 && Number(v) <= max, { message: `must be an integer from 1 to ${max}` })
+    .transform(Number)
+    .optional()
+    .describe(`${noun} per page: an integer from 1 to ${max} (default ${fallback})`);
+
+/** The `cursor` of a paged list's query. */
+export const PageCursor = z.string().optional().describe('`next_cursor` of the previous page');

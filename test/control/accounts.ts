@@ -52,7 +52,9 @@ forEachStore(t, (t, kind) => {
     const audit = await control.admin('GET', '/_admin/v1/audit');
     const entry = audit.body.entries.find((e: { action: string }) => e.action === 'accounts.add');
     t.match(entry, { actor: 'root', target: added.body.id, detail: { name: 'acme', low: 5_000_000 } }, 'audited with the operator');
-    const issuedInto = audit.body.entries.find((e: { action: string; target: string }) => e.action === 'keys.issue' && e.target === a.body.id);
+    const issuedInto = audit.body.entries.find(
+      (e: { action: string; target: string }) => e.action === 'keys.issue' && e.target === a.body.id,
+    );
     t.match(issuedInto.detail, { account_id: added.body.id }, "the key's account is in its issue's audit row");
   });
 
@@ -159,7 +161,13 @@ t.test('every key of an install from before accounts gets an account of its own'
     const legacy = await store.keys.byId('legacy');
     t.equal(one?.account_id, 'acc_AAAAAAAAAAAA', "the key id's random part");
     t.equal(legacy?.account_id, 'acc_legacy', 'or the whole id');
-    t.match(await store.accounts.summary('acc_AAAAAAAAAAAA'), { name: 'key_AAAAAAAAAAAA', keys: 1, balance: 0, created_by: 'root', created_at: 1 });
+    t.match(await store.accounts.summary('acc_AAAAAAAAAAAA'), {
+      name: 'key_AAAAAAAAAAAA',
+      keys: 1,
+      balance: 0,
+      created_by: 'root',
+      created_at: 1,
+    });
     t.match(await store.accounts.summary('acc_legacy'), { name: 'legacy', keys: 1, created_by: 'ops' });
     t.equal((await store.accounts.page(null, 10)).length, 2, 'one account per key, no more');
   });

@@ -117,6 +117,7 @@ t.test('pages newest first with an opaque next_cursor, null at the end', async (
   t.same(
     Object.keys(first.body.keys[0]).sort(),
     [
+      'account_id',
       'application_id',
       'created_at',
       'endpoints',
@@ -131,7 +132,7 @@ t.test('pages newest first with an opaque next_cursor, null at the end', async (
       'status',
       'wallet',
     ],
-    'each key has the same fields as before',
+    'each key has the same fields as before, and its account',
   );
   t.equal(first.body.keys[0].secrets.length, 1, 'live secrets are included');
 

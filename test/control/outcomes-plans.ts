@@ -33,7 +33,11 @@ t.test('statements over outcomes use an index', async (t) => {
     store.publicReads.refunds(1, 'x'),
     store.publicReads.accountCalls('k', 1, cursor),
   ]);
-  const prepared = new Set(compiledStatements().filter((s) => !s.walks && !s.pgOnly).map((s) => s.sqlite));
+  const prepared = new Set(
+    compiledStatements()
+      .filter((s) => !s.walks && !s.pgOnly)
+      .map((s) => s.sqlite),
+  );
   const walking = compiledStatements().filter((s) => s.walks);
   t.ok(walking.length >= 10, `ledger verify's checks are marked as walking their tables (${walking.length})`);
 

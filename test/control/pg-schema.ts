@@ -62,7 +62,7 @@ if (!skipWithoutPostgres(t)) {
       const columns = (pg.columns[table] ?? []).map((c) =>
         UUID_COLUMNS.includes(`${table}.${c.name}`) && c.type === 'uuid' ? { ...c, type: 'text' } : c,
       );
-      // PostgreSQL's own columns may sit anywhere: a column both add later comes after them (keys.account_id, migration 11).
+      // PostgreSQL's own columns (keys.seq) stand where they were added; columns added later follow them.
       const shared = columns.filter((c) => !extra.includes(c.name));
       t.same(shared, lite.columns[table], `${table}: the same columns in the same order (names, types, NOT NULL, defaults)`);
       t.same(

@@ -102,6 +102,13 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('GET', '/_admin/v1/keys?limit=zero'), 400, 'keys list invalid');
   expect(await admin('GET', `/_admin/v1/keys/${key.id}`), 200, 'keys show');
   expect(await admin('GET', '/_admin/v1/keys/key_nope'), 404, 'keys show unknown');
+  expect(await admin('POST', '/_admin/v1/accounts', { name: 'team', low: 1000 }), 201, 'accounts add');
+  expect(await admin('POST', '/_admin/v1/accounts', { name: 'team' }), 409, 'accounts add taken');
+  expect(await admin('POST', '/_admin/v1/accounts', { name: 'bad name' }), 400, 'accounts add invalid');
+  expect(await admin('POST', '/_admin/v1/keys', { name: 'shared', account: 'team' }), 201, 'keys issue into an account');
+  expect(await admin('GET', '/_admin/v1/accounts?limit=1'), 200, 'accounts list');
+  expect(await admin('GET', '/_admin/v1/accounts/team'), 200, 'accounts show');
+  expect(await admin('GET', '/_admin/v1/accounts/nobody'), 404, 'accounts show unknown');
   expect(
     await admin('POST', `/_admin/v1/keys/${key.id}/lift`, { limit: { count: 1000, window_seconds: 60 }, for_seconds: 3600 }),
     200,

@@ -7,7 +7,8 @@
  */
 import { ACCOUNT_LIST_MAX_LIMIT, type AccountList, type AccountView } from '../../../protocol/accounts';
 import type { Deps } from '../../deps';
-import { CliError, EXIT_OK, UsageError } from '../../exit-codes';
+import { EXIT_OK, UsageError } from '../../exit-codes';
+import { allPages } from '../../pages';
 import { pageLimit } from '../../options';
 import { accountsTable } from './render';
 
@@ -31,16 +32,12 @@ export async function run(opts: { limit?: string; cursor?: string; json?: boolea
     return EXIT_OK;
   }
 
-  const accounts: AccountView[] = [];
-  let cursor: string | null = null;
-  do {
-    const page: AccountList = await deps.client.get<AccountList>(pagePath(limit, cursor));
-    accounts.push(...page.accounts);
-    if (page.next_cursor !== null && page.next_cursor === cursor) {
-      throw new CliError(`control answered the same next_cursor twice; stopped after ${accounts.length} accounts`);
-    }
-    cursor = page.next_cursor;
-  } while (cursor !== null);
+  const accounts = await allPages<AccountList, AccountView>(
+    deps,
+    (cursor) => pagePath(limit, cursor),
+    (page) => page.accounts,
+    'accounts',
+  );
   if (opts.json) deps.out.json({ accounts, next_cursor: null });
   else deps.out.line(accounts.length === 0 ? 'No accounts.' : accountsTable(accounts));
   return EXIT_OK;

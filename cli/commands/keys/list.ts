@@ -7,7 +7,8 @@
  */
 import { KEY_LIST_MAX_LIMIT, KEY_STATUSES, type KeyList, type KeyView } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
-import { CliError, EXIT_OK, UsageError } from '../../exit-codes';
+import { EXIT_OK, UsageError } from '../../exit-codes';
+import { allPages } from '../../pages';
 import { pageLimit } from '../../options';
 import { keysTable } from './render';
 
@@ -43,16 +44,12 @@ export async function run(opts: ListOptions, deps: Deps): Promise<number> {
     return EXIT_OK;
   }
 
-  const keys: KeyView[] = [];
-  let cursor: string | null = null;
-  do {
-    const page: KeyList = await deps.client.get<KeyList>(pagePath(opts.status, limit, cursor));
-    for (const key of page.keys) keys.push(key);
-    if (page.next_cursor !== null && page.next_cursor === cursor) {
-      throw new CliError(`control answered the same next_cursor twice; stopped after ${keys.length} keys`);
-    }
-    cursor = page.next_cursor;
-  } while (cursor !== null);
+  const keys = await allPages<KeyList, KeyView>(
+    deps,
+    (cursor) => pagePath(opts.status, limit, cursor),
+    (page) => page.keys,
+    'keys',
+  );
   if (opts.json) deps.out.json({ keys, next_cursor: null });
   else deps.out.line(keys.length === 0 ? 'No keys.' : keysTable(keys));
   return EXIT_OK;

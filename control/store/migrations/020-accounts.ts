@@ -1,7 +1,6 @@
 /**
- * 20: accounts. Money is prepaid per account, and every key belongs to one (docs/design.md,
- * "Accounts and prepaid balances"): several keys may share an account, and its balance is the
- * ledger account `account:<id>`.
+ * 20: accounts. Every key belongs to one (docs/money.md, "Accounts"): several keys may share
+ * an account, and its balance is the ledger account `account:<id>`.
  *
  * - `accounts`: the id (`acc_…`), a unique name operators use, the payout wallet (the account's,
  *   not a key's), a low-balance threshold, and the refill rule: `refill_amount` every `day` or

@@ -98,6 +98,7 @@ const Q = {
      queued AS (INSERT INTO unsettled_outcomes (${QUEUE_COLUMNS.join(', ')}) SELECT ${QUEUE_COLUMNS.join(', ')} FROM inserted),
      rolled AS (${rollupUpsert(rollupsOfInserted())})
      SELECT count(*) FROM inserted`,
+    { pgOnly: true },
   ),
   count: sql(`SELECT count(*) FROM outcome_records`),
   byId: sql(`SELECT * FROM outcomes WHERE call_id = ?`),
