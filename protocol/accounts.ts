@@ -13,9 +13,11 @@ import { IsoTime, MicroAmount, PageCursor, StateVersion, pageLimit } from './wir
  * starting `key_` or `acc_` are the keys' own accounts' (named after their key) and ids'.
  */
 export const ACCOUNT_NAME_RULE = '1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit, not key_ or acc_';
+/** The characters of any stored account name, the keys' own accounts' (`key_…`) included. */
+export const ACCOUNT_NAME_CHARS = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const AccountName = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, { message: `must be ${ACCOUNT_NAME_RULE}` })
+  .regex(ACCOUNT_NAME_CHARS, { message: `must be ${ACCOUNT_NAME_RULE}` })
   .refine((name) => !/^(key|acc)_/.test(name), { message: `must be ${ACCOUNT_NAME_RULE}` });
 
 /** An account as a request names it: its id (`acc_…`) or its name. */

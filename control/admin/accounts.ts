@@ -7,6 +7,7 @@
  */
 import {
   ACCOUNT_LIST_DEFAULT_LIMIT,
+  ACCOUNT_NAME_CHARS,
   AccountListQuery,
   CreateAccountRequest,
   DepositRequest,
@@ -19,7 +20,7 @@ import { newId } from '../../protocol/keys';
 import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
-import { parseBody } from '../http/validate';
+import { pageCursor, parseBody } from '../http/validate';
 import { accountOrNotFound, accountView } from './account-actions';
 import { moneyAction } from './money-actions';
 
@@ -30,20 +31,12 @@ export const encodeAccountCursor = (name: string): string => Buffer.from(name, '
 export function decodeAccountCursor(token: string): string | null {
   if (!/^[A-Za-z0-9_-]{1,100}$/.test(token)) return null;
   const name = Buffer.from(token, 'base64url').toString('utf8');
-  // Any stored name, the keys' own accounts' (`key_…`) too.
-  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name) && encodeAccountCursor(name) === token ? name : null;
+  return ACCOUNT_NAME_CHARS.test(name) && encodeAccountCursor(name) === token ? name : null;
 }
 
 export async function listAccounts(ctx: ControlContext, query: URLSearchParams): Promise<AccountList> {
   const q = parseBody(AccountListQuery, Object.fromEntries(query));
-  let after: string | null = null;
-  if (q.cursor !== undefined) {
-    after = decodeAccountCursor(q.cursor);
-    if (after === null) {
-      const message = 'is not a next_cursor from a previous page';
-      throw new SvcError('svc_bad_request', `cursor: ${message}`, { extra: { errors: [{ field: 'cursor', message }] } });
-    }
-  }
+  const after = pageCursor(q.cursor, decodeAccountCursor) ?? null;
   const limit = q.limit ?? ACCOUNT_LIST_DEFAULT_LIMIT;
   const rows = await ctx.store.accounts.page(after, limit);
   const last = rows[rows.length - 1];

@@ -20,7 +20,7 @@ import { SvcError } from '../../protocol/errors';
 import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
-import { parseBody } from '../http/validate';
+import { pageCursor, parseBody } from '../http/validate';
 import { issueKey, keyOrNotFound, keyView, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys';
 import { keyStatus, type KeyPosition, type KeyRow } from '../store/keys';
 import { moneyAction } from './money-actions';
@@ -63,14 +63,7 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
  */
 export async function listKeys(ctx: ControlContext, query: URLSearchParams): Promise<KeyList> {
   const q = parseBody(KeyListQuery, Object.fromEntries(query));
-  let after: KeyPosition | null = null;
-  if (q.cursor !== undefined) {
-    after = decodeKeyCursor(q.cursor);
-    if (after === null) {
-      const message = 'is not a next_cursor from a previous page';
-      throw new SvcError('svc_bad_request', `cursor: ${message}`, { extra: { errors: [{ field: 'cursor', message }] } });
-    }
-  }
+  let after: KeyPosition | null = pageCursor(q.cursor, decodeKeyCursor) ?? null;
   const limit = q.limit ?? KEY_LIST_DEFAULT_LIMIT;
   const now = ctx.now();
   const keys: KeyView[] = [];

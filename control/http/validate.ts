@@ -33,3 +33,16 @@ export function intParam(query: URLSearchParams, name: string, fallback: number,
   }
   return n;
 }
+
+/**
+ * The position in a list's `cursor` query parameter, decoded by `decode` (null when the token
+ * is not one this API issued), or undefined when no cursor was given; a token that does not
+ * decode is 400 `svc_bad_request` on the field `cursor`.
+ */
+export function pageCursor<P>(token: string | undefined, decode: (token: string) => P | null): P | undefined {
+  if (token === undefined) return undefined;
+  const position = decode(token);
+  if (position !== null) return position;
+  const message = 'is not a next_cursor from a previous page';
+  throw new SvcError('svc_bad_request', `cursor: ${message}`, { extra: { errors: [{ field: 'cursor', message }] } });
+}

@@ -8,7 +8,7 @@
 import { ACCOUNT_LIST_MAX_LIMIT, type AccountList, type AccountView } from '../../../protocol/accounts';
 import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
-import { allPages } from '../../pages';
+import { printList } from '../../pages';
 import { pageLimit } from '../../options';
 import { accountsTable } from './render';
 
@@ -22,23 +22,11 @@ export async function run(opts: { limit?: string; cursor?: string; json?: boolea
   const limit = opts.limit === undefined ? ACCOUNT_LIST_MAX_LIMIT : pageLimit('--limit', opts.limit, ACCOUNT_LIST_MAX_LIMIT);
   if (opts.cursor !== undefined && opts.cursor === '') throw new UsageError('--cursor must be a next_cursor from a previous page');
 
-  if (opts.limit !== undefined || opts.cursor !== undefined) {
-    const page = await deps.client.get<AccountList>(pagePath(limit, opts.cursor ?? null));
-    if (opts.json) deps.out.json(page);
-    else {
-      deps.out.line(page.accounts.length === 0 ? 'No accounts on this page.' : accountsTable(page.accounts));
-      if (page.next_cursor !== null) deps.out.line(`next page: --cursor ${page.next_cursor}`);
-    }
-    return EXIT_OK;
-  }
-
-  const accounts = await allPages<AccountList, AccountView>(
-    deps,
-    (cursor) => pagePath(limit, cursor),
-    (page) => page.accounts,
-    'accounts',
-  );
-  if (opts.json) deps.out.json({ accounts, next_cursor: null });
-  else deps.out.line(accounts.length === 0 ? 'No accounts.' : accountsTable(accounts));
+  await printList<AccountList, AccountView>(deps, opts, {
+    noun: 'accounts',
+    path: (cursor) => pagePath(limit, cursor),
+    items: (page) => page.accounts,
+    table: accountsTable,
+  });
   return EXIT_OK;
 }

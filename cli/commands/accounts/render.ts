@@ -21,7 +21,7 @@ export function accountLines(a: AccountView): string[] {
   ];
 }
 
-export function accountsTable(accounts: AccountView[]): string {
+export function accountsTable(accounts: readonly AccountView[]): string {
   return table(
     ['NAME', 'ID', 'BALANCE', 'KEYS', 'LOW BELOW', 'REFILL', 'WALLET'],
     accounts.map((a) => [a.name, a.id, money(a.balance), a.keys, a.low === null ? null : money(a.low), refillText(a), a.wallet]),

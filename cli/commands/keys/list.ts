@@ -8,7 +8,7 @@
 import { KEY_LIST_MAX_LIMIT, KEY_STATUSES, type KeyList, type KeyView } from '../../../protocol/admin';
 import type { Deps } from '../../deps';
 import { EXIT_OK, UsageError } from '../../exit-codes';
-import { allPages } from '../../pages';
+import { printList } from '../../pages';
 import { pageLimit } from '../../options';
 import { keysTable } from './render';
 
@@ -34,23 +34,11 @@ export async function run(opts: ListOptions, deps: Deps): Promise<number> {
   const limit = opts.limit === undefined ? KEY_LIST_MAX_LIMIT : pageLimit('--limit', opts.limit, KEY_LIST_MAX_LIMIT);
   if (opts.cursor !== undefined && opts.cursor === '') throw new UsageError('--cursor must be a next_cursor from a previous page');
 
-  if (opts.limit !== undefined || opts.cursor !== undefined) {
-    const page = await deps.client.get<KeyList>(pagePath(opts.status, limit, opts.cursor ?? null));
-    if (opts.json) deps.out.json({ keys: page.keys, next_cursor: page.next_cursor });
-    else {
-      deps.out.line(page.keys.length === 0 ? 'No keys on this page.' : keysTable(page.keys));
-      if (page.next_cursor !== null) deps.out.line(`next page: --cursor ${page.next_cursor}`);
-    }
-    return EXIT_OK;
-  }
-
-  const keys = await allPages<KeyList, KeyView>(
-    deps,
-    (cursor) => pagePath(opts.status, limit, cursor),
-    (page) => page.keys,
-    'keys',
-  );
-  if (opts.json) deps.out.json({ keys, next_cursor: null });
-  else deps.out.line(keys.length === 0 ? 'No keys.' : keysTable(keys));
+  await printList<KeyList, KeyView>(deps, opts, {
+    noun: 'keys',
+    path: (cursor) => pagePath(opts.status, limit, cursor),
+    items: (page) => page.keys,
+    table: keysTable,
+  });
   return EXIT_OK;
 }

@@ -23,7 +23,7 @@ export function keyLines(key: KeyView): string[] {
   ];
 }
 
-export function keysTable(keys: KeyView[]): string {
+export function keysTable(keys: readonly KeyView[]): string {
   return table(
     ['ID', 'NAME', 'PREFIX', 'STATUS', 'ENDPOINTS', 'LIMIT', 'EXPIRES', 'CREATED'],
     keys.map((k) => [
