@@ -1,7 +1,7 @@
 /**
  * Two people for money: with `money.approvals: 2`, funding the pool, marking a payout paid,
- * depositing into an account, rotating the receipt signing key, attaching or detaching an
- * account's payout wallet (through the account or one of its keys), and adding an
+ * depositing into an account, setting or clearing an account's refill rule, rotating the
+ * receipt signing key, attaching or detaching an account's payout wallet (through the account or one of its keys), and adding an
  * operator who gets `money` or `operators` (or rotating another operator's token who holds
  * one: the new token is a second identity) do not act when one operator asks. The request is
  * recorded as pending (`202`, {@link ApprovalView}); a second operator holding the scopes
@@ -10,7 +10,7 @@
  * approve their own request.
  */
 import { z } from 'zod';
-import { AccountChange, DepositRequest, DepositView } from './accounts';
+import { AccountChange, DepositRequest, DepositView, RefillAction, RefillChange } from './accounts';
 import { KeyChange, WalletRequest } from './admin';
 import {
   AddOperatorRequest,
@@ -41,6 +41,8 @@ export const MONEY_ACTIONS = [
   'accounts.deposit',
   'accounts.wallet.attach',
   'accounts.wallet.detach',
+  'accounts.refill.set',
+  'accounts.refill.clear',
   'operators.add',
   'operators.rotate',
 ] as const;
@@ -56,6 +58,8 @@ export const MONEY_ACTION_SCOPES: Readonly<Record<MoneyAction, OperatorScope>> =
   'accounts.deposit': 'money',
   'accounts.wallet.attach': 'money',
   'accounts.wallet.detach': 'money',
+  'accounts.refill.set': 'money',
+  'accounts.refill.clear': 'money',
   'operators.add': 'operators',
   'operators.rotate': 'operators',
 };
@@ -71,7 +75,7 @@ export const DepositAction = z.strictObject({ id: z.string().min(1), ...DepositR
 
 /** A wallet attached to a key's account (or, for `accounts.wallet.attach`, to the account), as the request records it: the key's (the account's) id and the wallet. */
 export const WalletAttachAction = WalletRequest.extend({ id: z.string().min(1) }).strict();
-/** A wallet detached from a key's account (or from the account): the key's (the account's) id. */
+/** A wallet detached from a key's account (or from the account), or an account's refill rule cleared: the key's (the account's) id. */
 export const WalletDetachAction = z.object({ id: z.string().min(1) }).strict();
 
 /** Another operator's token rotated, as the request records it: its name and its scopes when asked, and the grace. */
@@ -87,6 +91,8 @@ export const MONEY_ACTION_REQUESTS = {
   'accounts.deposit': DepositAction,
   'accounts.wallet.attach': WalletAttachAction,
   'accounts.wallet.detach': WalletDetachAction,
+  'accounts.refill.set': RefillAction,
+  'accounts.refill.clear': WalletDetachAction,
   'operators.add': AddOperatorRequest,
   'operators.rotate': RotateOperatorAction,
 } as const satisfies Record<MoneyAction, z.ZodType>;
@@ -150,8 +156,8 @@ export const ApprovedView = z.strictObject({
   approval: ApprovalView,
   /**
    * The action's own answer, as it would have been without approvals (`pool fund`, `payouts
-   * mark-paid`, `accounts deposit`, `receipts rotate-key`, `keys wallet`, `accounts wallet`,
-   * `operators add`, `operators rotate`). For
+   * mark-paid`, `accounts deposit`, `accounts refill`, `receipts rotate-key`, `keys wallet`,
+   * `accounts wallet`, `operators add`, `operators rotate`). For
    * an operator added or rotated, this is the one place its new token appears: made when the
    * request is approved, answered to the approver only, and stored as its SHA-256.
    */
@@ -161,6 +167,7 @@ export const ApprovedView = z.strictObject({
     DepositView,
     RotateKeyView,
     KeyChange,
+    RefillChange,
     AccountChange,
     IssuedOperatorToken,
     RotatedOperatorToken,

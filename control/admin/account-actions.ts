@@ -1,21 +1,24 @@
 /**
- * What money-actions.ts runs for an account's money: a deposit (`accounts.deposit`), and its
- * payout wallet attached or detached (`accounts.wallet.attach` / `.detach`), which a key's wallet
- * route (`keys.wallet.…`) sets too, for the key's account. Also the account's view and lookup,
+ * What money-actions.ts runs for an account's money: a deposit (`accounts.deposit`), its refill
+ * rule set or cleared (`accounts.refill.set` / `.clear`), and its payout wallet attached or
+ * detached (`accounts.wallet.attach` / `.detach`), which a key's wallet route (`keys.wallet.…`)
+ * sets too, for the key's account. Also the account's view and lookup,
  * which the account routes (accounts.ts) share.
  */
-import type { AccountChange, AccountView, DepositView } from '../../protocol/accounts';
+import type { AccountChange, AccountView, DepositView, RefillChange, RefillRecord } from '../../protocol/accounts';
 import type { KeyChange } from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import type { ControlContext } from '../context';
 import { keyOrNotFound, viewKey } from '../keys';
 import type { Actor } from '../store';
-import type { AccountSummary } from '../store/accounts';
+import { refillPeriod, type AccountSummary, type RefillRow } from '../store/accounts';
+import { refillAccount } from './refills';
 import type { Executor, Within } from './action-executor';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-export function accountView(row: AccountSummary): AccountView {
+/** The account as the admin API shows it at `now` (when its refill rule's next period begins). */
+export function accountView(row: AccountSummary, now: number): AccountView {
   return {
     id: row.id,
     name: row.name,
@@ -25,7 +28,13 @@ export function accountView(row: AccountSummary): AccountView {
     refill:
       row.refill_amount === null || row.refill_every === null
         ? null
-        : { amount: row.refill_amount, every: row.refill_every, day: row.refill_day },
+        : {
+            amount: row.refill_amount,
+            every: row.refill_every,
+            day: row.refill_day,
+            set_by: row.refill_by ?? '',
+            next_at: iso(refillPeriod({ every: row.refill_every, day: row.refill_day }, now).end),
+          },
     keys: row.keys,
     created_at: iso(row.created_at),
     created_by: row.created_by,
@@ -77,7 +86,7 @@ async function accountWallet(ctx: ControlContext, id: string, wallet: string | n
   const account = await accountOrNotFound(ctx, id);
   const action = wallet === null ? 'accounts.wallet.detach' : 'accounts.wallet.attach';
   const version = await setAccountWallet(ctx, account.id, wallet, { action, target: account.id }, by, within);
-  return { ...accountView(await accountOrNotFound(ctx, account.id)), version };
+  return { ...accountView(await accountOrNotFound(ctx, account.id), ctx.now()), version };
 }
 
 export const attachKeyWallet: Executor<'keys.wallet.attach', KeyChange> = {
@@ -126,5 +135,68 @@ export const deposit: Executor<'accounts.deposit', DepositView> = {
       return made;
     });
     return result;
+  },
+};
+
+/** A period's refill as the admin API shows it. */
+export const refillRecord = (row: RefillRow): RefillRecord => ({
+  period: row.period,
+  target: row.target,
+  amount: row.amount,
+  transfer_id: row.transfer_id,
+  at: iso(row.at),
+});
+
+/**
+ * An account's refill rule set (replacing any before) by the operator, then the current
+ * period's refill made at once (refills.ts; nothing moves when it was made this period, under
+ * the rule before or by another control). Audited `accounts.refill.set` with the rule.
+ */
+export const setRefill: Executor<'accounts.refill.set', RefillChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: async (ctx, input, by, within) => {
+    const account = await accountOrNotFound(ctx, input.id);
+    const rule = { amount: input.amount, every: input.every, day: input.every === 'month' ? (input.day ?? 1) : null };
+    const { version } = await ctx.store.mutate(
+      { ...by, now: ctx.now() },
+      { action: 'accounts.refill.set', target: account.id, detail: { ...rule } },
+      async (tx) => {
+        await within(tx);
+        await tx.accounts.setRefill(account.id, rule, by.actor);
+      },
+    );
+    const refilled = await refillAccount(ctx, account.id);
+    const now = ctx.now();
+    return {
+      ...accountView(await accountOrNotFound(ctx, account.id), now),
+      version: refilled?.version ?? version,
+      refilled: refilled === null ? null : refillRecord(refilled.refill),
+    };
+  },
+};
+
+/** An account's refill rule cleared: no refill from the next period on. Audited `accounts.refill.clear`. */
+export const clearRefill: Executor<'accounts.refill.clear', AccountChange> = {
+  status: 200,
+  target: (input) => input.id,
+  run: async (ctx, input, by, within) => {
+    const account = await accountOrNotFound(ctx, input.id);
+    const { version } = await ctx.store.mutate(
+      { ...by, now: ctx.now() },
+      {
+        action: 'accounts.refill.clear',
+        target: account.id,
+        detail: {
+          previous:
+            account.refill_amount === null ? null : { amount: account.refill_amount, every: account.refill_every, day: account.refill_day },
+        },
+      },
+      async (tx) => {
+        await within(tx);
+        await tx.accounts.setRefill(account.id, null, by.actor);
+      },
+    );
+    return { ...accountView(await accountOrNotFound(ctx, account.id), ctx.now()), version };
   },
 };

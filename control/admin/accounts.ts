@@ -1,7 +1,8 @@
 /**
  * `/_admin/v1/accounts`: add, list and show the accounts that hold prepaid money. Adding one
- * needs the `keys` scope (an account is where keys are issued); its money (deposits, refills,
- * the wallet) is the `money` scope's: deposits and the wallet are money actions
+ * needs the `keys` scope (an account is where keys are issued), and so does its low-balance
+ * threshold; its money (deposits, the refill rule, the wallet) is the `money` scope's, each a
+ * money action
  * (money-actions.ts, account-actions.ts), audited and waiting for a second operator when
  * `money.approvals` is 2.
  */
@@ -11,6 +12,8 @@ import {
   AccountListQuery,
   CreateAccountRequest,
   DepositRequest,
+  RefillRequest,
+  UpdateAccountRequest,
   type AccountChange,
   type AccountList,
 } from '../../protocol/accounts';
@@ -41,7 +44,7 @@ export async function listAccounts(ctx: ControlContext, query: URLSearchParams):
   const rows = await ctx.store.accounts.page(after, limit);
   const last = rows[rows.length - 1];
   return {
-    accounts: rows.map(accountView),
+    accounts: rows.map((row) => accountView(row, ctx.now())),
     next_cursor: rows.length === limit && last !== undefined ? encodeAccountCursor(last.name) : null,
   };
 }
@@ -65,7 +68,7 @@ export function registerAccountRoutes(router: Router, ctx: ControlContext): void
         await tx.accounts.insert({ id, name: input.name, low: input.low ?? null, created_at: now, created_by: actor });
       },
     );
-    const body: AccountChange = { ...accountView((await ctx.store.accounts.summary(id))!), version };
+    const body: AccountChange = { ...accountView((await ctx.store.accounts.summary(id))!, ctx.now()), version };
     sendJson(res, 201, body);
   });
 
@@ -74,7 +77,35 @@ export function registerAccountRoutes(router: Router, ctx: ControlContext): void
   });
 
   router.get('/_admin/v1/accounts/:id', async ({ res, params }) => {
-    sendJson(res, 200, accountView(await accountOrNotFound(ctx, params.id!)));
+    sendJson(res, 200, accountView(await accountOrNotFound(ctx, params.id!), ctx.now()));
+  });
+
+  // The low-balance threshold: account management, the `keys` scope's like adding one.
+  router.patch('/_admin/v1/accounts/:id', async ({ req, res, params, actor, tokenId }) => {
+    const input = parseBody(UpdateAccountRequest, await readJson(req));
+    const account = await accountOrNotFound(ctx, params.id!);
+    const detail = { low: input.low, previous: account.low };
+    const { version } = await ctx.store.mutate(
+      { actor, tokenId, now: ctx.now() },
+      { action: 'accounts.update', target: account.id, detail },
+      (tx) => tx.accounts.setLow(account.id, input.low),
+    );
+    const body: AccountChange = { ...accountView(await accountOrNotFound(ctx, account.id), ctx.now()), version };
+    sendJson(res, 200, body);
+  });
+
+  // The refill rule: money made from `external` once a period (refills.ts), so a money action.
+  router.put('/_admin/v1/accounts/:id/refill', async ({ req, res, params, actor, tokenId }) => {
+    const input = parseBody(RefillRequest, await readJson(req));
+    const account = await accountOrNotFound(ctx, params.id!);
+    const answer = await moneyAction(ctx, { actor, tokenId }, 'accounts.refill.set', { id: account.id, ...input });
+    sendJson(res, answer.status, answer.body);
+  });
+
+  router.delete('/_admin/v1/accounts/:id/refill', async ({ res, params, actor, tokenId }) => {
+    const account = await accountOrNotFound(ctx, params.id!);
+    const answer = await moneyAction(ctx, { actor, tokenId }, 'accounts.refill.clear', { id: account.id });
+    sendJson(res, answer.status, answer.body);
   });
 
   // Deposits: one per reference; the same reference again answers the first (money-actions.ts).

@@ -32,7 +32,15 @@ import type { Actor } from '../store';
 import { LedgerError } from '../store/ledger';
 import type { Executor, Input, Within } from './action-executor';
 import { addOperator, rotateOperator } from './operator-actions';
-import { attachAccountWallet, attachKeyWallet, deposit, detachAccountWallet, detachKeyWallet } from './account-actions';
+import {
+  attachAccountWallet,
+  attachKeyWallet,
+  clearRefill,
+  deposit,
+  detachAccountWallet,
+  detachKeyWallet,
+  setRefill,
+} from './account-actions';
 import { approvalStatus, type ApprovalRow } from '../store/approvals';
 
 const NOTHING: Within = async () => {};
@@ -135,6 +143,8 @@ const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'accounts.deposit': deposit,
   'accounts.wallet.attach': attachAccountWallet,
   'accounts.wallet.detach': detachAccountWallet,
+  'accounts.refill.set': setRefill,
+  'accounts.refill.clear': clearRefill,
   'operators.add': addOperator,
   'operators.rotate': rotateOperator,
 };

@@ -1,7 +1,9 @@
 /**
- * `svcctl accounts deposit` and `accounts wallet` against a real control: a deposit printed and
- * as `--json`, its replay (nothing moved), a used reference refused, amounts parsed as units or
- * micro-units and bad ones refused before anything is sent; the account's wallet set and removed.
+ * `svcctl accounts deposit`, `accounts wallet`, `accounts refill` and `accounts low` against a
+ * real control: a deposit printed and as `--json`, its replay (nothing moved), a used reference
+ * refused, amounts parsed as units or micro-units and bad ones refused before anything is sent;
+ * the account's wallet set and removed; a refill rule set (the current period refilled), shown
+ * and cleared, bad rules refused; the low-balance threshold set and cleared.
  */
 import t from 'tap';
 import { runCli } from '../fixtures/cli';
@@ -43,4 +45,50 @@ t.test('accounts deposit and accounts wallet', async (t) => {
   const detached = await cli('accounts', 'wallet', 'acme', '--detach', '--json');
   t.match(detached.json(), { name: 'acme', wallet: null });
   t.equal((await cli('accounts', 'wallet', 'acme', 'nope')).code, 2, 'not a wallet address');
+});
+
+t.test('accounts refill and accounts low', async (t) => {
+  const control = await startTestControl(t, { now: () => Date.parse('2026-11-29T10:00:00Z') });
+  const cli = (...args: string[]) => runCli(args, { control });
+  t.equal((await cli('accounts', 'add', 'acme')).code, 0);
+
+  const set = await cli('accounts', 'refill', 'acme', '5.0', '--every', 'month', '--day', '31');
+  t.equal(set.code, 0, set.stderr);
+  t.match(set.stdout, /^acme is refilled up to 5 \(5000000 micro\) every month on day 31 \(UTC\); next at 2026-11-30T00:00:00\.000Z\.$/m);
+  t.match(set.stdout, /^This period \(2026-10\): refilled 5 \(5000000 micro\) \(transfer \d+\)\.$/m);
+  const shown = await cli('accounts', 'show', 'acme');
+  t.match(shown.stdout, /^refill: +up to 5 \(5000000 micro\) every month on day 31$/m);
+  t.match(shown.stdout, /^next refill: 2026-11-30T00:00:00\.000Z \(set by root\)$/m);
+  const json = await cli('accounts', 'refill', 'acme', '5.0', '--every', 'day', '--json');
+  t.match(
+    json.json(),
+    { refill: { amount: 5_000_000, every: 'day' }, refilled: { period: '2026-11-29', amount: 0 } },
+    'at the amount already: nothing moved',
+  );
+
+  const bad: [string[], RegExp][] = [
+    [['5'], /--every must be day or month/],
+    [['5', '--every', 'week'], /--every must be day or month/],
+    [['5', '--every', 'day', '--day', '3'], /--day is only for --every month/],
+    [['5', '--every', 'month', '--day', '0'], /--day must be a day of the month/],
+    [['5', '--every', 'month', '--day', '32'], /--day must be a day of the month/],
+    [['0', '--every', 'day'], /AMOUNT/],
+    [['--every', 'day'], /missing AMOUNT/],
+    [['5', '--never'], /not both/],
+  ];
+  for (const [args, message] of bad) {
+    const res = await cli('accounts', 'refill', 'acme', ...args);
+    t.equal(res.code, 2, args.join(' '));
+    t.match(res.stderr, message);
+  }
+  const never = await cli('accounts', 'refill', 'acme', '--never');
+  t.equal(never.code, 0, never.stderr);
+  t.match(never.stdout, /^acme is not refilled any more\.$/m);
+  t.equal((await cli('accounts', 'show', 'acme', '--json')).json().refill, null);
+
+  const low = await cli('accounts', 'low', 'acme', '2.5');
+  t.match(low.stdout, /^acme is low below 2\.5 \(2500000 micro\)\.$/m);
+  t.equal((await cli('accounts', 'low', 'acme', '--clear', '--json')).json().low, null);
+  t.equal((await cli('accounts', 'low', 'acme')).code, 2, 'neither AMOUNT nor --clear');
+  t.equal((await cli('accounts', 'low', 'acme', '1', '--clear')).code, 2, 'both');
 });

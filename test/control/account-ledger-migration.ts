@@ -51,18 +51,20 @@ const OLD_LEDGER_TABLES = MIGRATIONS[20]!
 /**
  * Take the install back to where migration 20 left it, as the settler before accounts would have:
  * the accounts' postings and balances become their key's (`account:acc_x` → `key:key_x`), the
- * accounts lose the wallet their key still holds, and the schema loses what migration 21 added.
+ * accounts lose the wallet their key still holds, and the schema loses what migration 21 added
+ * (the refills' table and column with it).
  */
 async function backToMigration20(at: Install): Promise<void> {
   const rename = (table: string) =>
     `UPDATE ${table} SET account = 'key:key_' || substr(account, 13) WHERE substr(account, 1, 12) = 'account:acc_';`;
+  const refills = `DROP TABLE account_refills; DROP INDEX ledger_refill_reference; DROP INDEX accounts_with_refill; ALTER TABLE accounts DROP COLUMN refill_by;`;
   await rawExec(
     at,
-    `${rename('ledger_postings')} ${rename('account_balances')}
+    `${refills} ${rename('ledger_postings')} ${rename('account_balances')}
      UPDATE accounts SET wallet = NULL;
      ${OLD_LEDGER_TABLES}
      PRAGMA user_version = 20;`,
-    `${rename('ledger_postings')} ${rename('account_balances')}
+    `${refills} ${rename('ledger_postings')} ${rename('account_balances')}
      UPDATE accounts SET wallet = NULL;
      DROP INDEX ledger_deposit_reference;
      ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_transfers_kind_check;

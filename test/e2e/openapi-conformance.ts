@@ -127,6 +127,11 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
     'accounts deposit, reference used',
   );
   expect(await admin('POST', '/_admin/v1/accounts/acme/deposit', { amount: 0, reference: 'inv-2' }), 400, 'accounts deposit invalid');
+  expect(await admin('PUT', '/_admin/v1/accounts/acme/refill', { amount: 9_000, every: 'month', day: 31 }), 200, 'accounts refill');
+  expect(await admin('PUT', '/_admin/v1/accounts/acme/refill', { amount: 9_000, every: 'day', day: 3 }), 400, 'accounts refill invalid');
+  expect(await admin('DELETE', '/_admin/v1/accounts/acme/refill'), 200, 'accounts refill never');
+  expect(await admin('PATCH', '/_admin/v1/accounts/acme', { low: 2_000 }), 200, 'accounts low');
+  expect(await admin('PATCH', '/_admin/v1/accounts/acme', { low: -1 }), 400, 'accounts low invalid');
   expect(await admin('PUT', '/_admin/v1/accounts/acme/wallet', { wallet: SOLANA_WALLET }), 200, 'accounts wallet');
   expect(await admin('DELETE', '/_admin/v1/accounts/acme/wallet'), 200, 'accounts wallet detach');
   expect(await admin('PUT', `/_admin/v1/keys/${key.id}/wallet`, { wallet: SOLANA_WALLET }), 200, 'keys wallet');

@@ -13,6 +13,13 @@
  * - Each key whose balance is not 0 has it moved to its account: one `move` transfer per key,
  *   either sign (actor `migration`, reference the key's id, at the migration's time), and the
  *   running balances with it: the key's goes to 0, the account's gets it.
+ * - Refills (docs/money.md, "Refills"): `accounts.refill_by` is the operator who set the rule
+ *   (what each refill is recorded under), and `account_refills` holds one row per account and
+ *   period refilled (`2026-11-29` for a daily rule, `2026-11` for a monthly one). Its primary
+ *   key is what makes a period's refill happen once, whichever control gets there first: the
+ *   `target` the rule had, the `amount` that moved (0 when the available balance was already at
+ *   or over it) and the `refill` transfer that moved it, referenced `refill:<account>:<period>`
+ *   (`ledger_refill_reference`).
  */
 export default `
   CREATE TABLE ledger_transfers_new (
@@ -70,4 +77,18 @@ export default `
   UPDATE account_balances SET balance = 0
     WHERE account IN (SELECT p.account FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
                       WHERE t.kind = 'move' AND p.account LIKE 'key:%');
+
+  ALTER TABLE accounts ADD COLUMN refill_by TEXT;
+  CREATE TABLE account_refills (
+    account_id  TEXT NOT NULL REFERENCES accounts (id),
+    period      TEXT NOT NULL,
+    target      INTEGER NOT NULL CHECK (target > 0),
+    amount      INTEGER NOT NULL CHECK (amount >= 0),
+    transfer_id INTEGER REFERENCES ledger_transfers (id),
+    at          INTEGER NOT NULL,
+    PRIMARY KEY (account_id, period),
+    CHECK ((amount = 0) = (transfer_id IS NULL))
+  ) STRICT;
+  CREATE UNIQUE INDEX ledger_refill_reference ON ledger_transfers (reference) WHERE kind = 'refill';
+  CREATE INDEX accounts_with_refill ON accounts (id) WHERE refill_every IS NOT NULL;
 `;

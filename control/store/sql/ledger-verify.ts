@@ -257,6 +257,26 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
     ],
   },
   {
+    name: 'every refill is made once per account and period, as recorded',
+    probes: [
+      {
+        // Each refill transfer is its period's recorded refill: its reference and its amount.
+        sql: `SELECT t.id, t.reference FROM ledger_transfers t
+              LEFT JOIN account_refills r ON r.transfer_id = t.id
+              LEFT JOIN ledger_postings p ON p.transfer_id = t.id AND p.account = 'account:' || r.account_id
+              WHERE t.kind = 'refill' AND (r.account_id IS NULL OR t.reference IS NULL
+                OR t.reference <> 'refill:' || r.account_id || ':' || r.period OR p.amount IS NULL OR p.amount <> r.amount)
+              LIMIT 1`,
+        message: (r) => `refill transfer ${r.id} (${r.reference ?? 'no reference'}) is not its period's recorded refill`,
+      },
+      {
+        sql: `SELECT r.account_id, r.period FROM account_refills r LEFT JOIN ledger_transfers t ON t.id = r.transfer_id
+              WHERE r.transfer_id IS NOT NULL AND (t.id IS NULL OR t.kind <> 'refill') LIMIT 1`,
+        message: (r) => `account ${r.account_id}: the refill of ${r.period} names no refill transfer`,
+      },
+    ],
+  },
+  {
     name: 'the pool never went negative',
     probes: [
       {

@@ -3,7 +3,7 @@
  * which says what changes and why. PostgreSQL alters the two CHECKs in place (dropped and
  * added again, wider); the rest is the same: the deposit references' unique index, each key's
  * wallet copied to its account, and each key's non-zero balance moved to its account by one
- * `move` transfer per key.
+ * `move` transfer per key; and the refills' table with the rule's operator.
  */
 export default `
   ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_transfers_kind_check;
@@ -37,4 +37,18 @@ export default `
   UPDATE account_balances SET balance = 0
     WHERE account IN (SELECT p.account FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
                       WHERE t.kind = 'move' AND p.account LIKE 'key:%');
+
+  ALTER TABLE accounts ADD COLUMN refill_by TEXT COLLATE "C";
+  CREATE TABLE account_refills (
+    account_id  TEXT COLLATE "C" NOT NULL REFERENCES accounts (id),
+    period      TEXT COLLATE "C" NOT NULL,
+    target      BIGINT NOT NULL CHECK (target > 0),
+    amount      BIGINT NOT NULL CHECK (amount >= 0),
+    transfer_id BIGINT REFERENCES ledger_transfers (id),
+    at          BIGINT NOT NULL,
+    PRIMARY KEY (account_id, period),
+    CHECK ((amount = 0) = (transfer_id IS NULL))
+  );
+  CREATE UNIQUE INDEX ledger_refill_reference ON ledger_transfers (reference) WHERE kind = 'refill';
+  CREATE INDEX accounts_with_refill ON accounts (id) WHERE refill_every IS NOT NULL;
 `;
