@@ -129,7 +129,9 @@ export async function issueKey(ctx: ControlContext, by: Actor, input: IssueKeyRe
       changes: [{ kind: 'key', entity: id }],
     },
     async (tx) => {
-      // A key issued without an account gets one of its own, named after the key (the store makes it).
+      // A key issued without an account gets one of its own, named after the key (the store makes
+      // it, with the wallet given); one issued into an account shows the account's wallet.
+      const wallet = shared === null ? (input.wallet ?? null) : ((await tx.accounts.byId(shared.id))?.wallet ?? null);
       await tx.keys.insert({
         id,
         name: input.name ?? null,
@@ -138,7 +140,7 @@ export async function issueKey(ctx: ControlContext, by: Actor, input: IssueKeyRe
         created_at: now,
         created_by: by.actor,
         expires_at: input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000,
-        wallet: input.wallet ?? null,
+        wallet,
         endpoints: [...new Set(input.endpoints ?? [])],
         limit: input.limit ?? null,
         application_id: input.application_id ?? null,

@@ -40,6 +40,7 @@ import { TokenConflictError, shareTokens } from './tokens';
 import { joinCluster, type Membership } from './cluster';
 import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
+import { startRefills, type RefillLoop } from './admin/refills';
 import { ReceiptChainGuard } from './receipts/chain-guard';
 import { makeReceipts } from './receipts/maker';
 import type { Store } from './store';
@@ -56,12 +57,16 @@ export interface ControlHandle {
   urls: { control: string; api: string; indexer: string };
   /** The route tables of control's own listener, by mount (the OpenAPI tests walk them). */
   routers: { admin: Router; sync: Router; metrics: Router };
+  /** This control's refill loop (admin/refills.ts): a pass on demand, for the tests. */
+  refills: RefillLoop;
   close(): Promise<void>;
 }
 
 export interface StartOptions {
   log?: Logger;
   now?: () => number;
+  /** How often the refill loop looks for accounts due a refill. @default REFILL_CHECK_MS */
+  refillCheckMs?: number;
 }
 
 function configureServer(server: Server): Server {
@@ -243,9 +248,11 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
 
   const runtimePath = join(boot.dataDir, RUNTIME_FILE);
   let membership: Membership | null = null;
+  let refills: RefillLoop | null = null;
   const close = async (): Promise<void> => {
     hub.close();
     await settler.stop();
+    await refills?.stop();
     await membership?.leave();
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
@@ -259,6 +266,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     ctx.urls.indexer = await bind(indexerListener(ctx, log, [registerIndexerFeedRoutes]), config.indexer.port, 'GET, HEAD');
     membership = await joinCluster(ctx);
     await settler.start();
+    refills = startRefills(ctx, options.refillCheckMs);
   } catch (err) {
     await close();
     throw err;
@@ -266,5 +274,5 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   publishRuntime(runtimePath, ctx);
 
   log.info('control ready', { control_id: ctx.controlId, urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
-  return { ctx, bootstrap: boot, urls: ctx.urls, routers, close };
+  return { ctx, bootstrap: boot, urls: ctx.urls, routers, refills, close };
 }

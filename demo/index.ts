@@ -213,7 +213,7 @@ async function operatorSetUp(dataDir: string, upstreamUrl: string): Promise<Pool
 }
 
 /** Steps 5–6: a keyless call refused by the gate, then the agent's key issued and applied on the gateway. */
-async function admitAgent(dataDir: string, urls: Urls): Promise<{ id: string; key: string; version: number }> {
+async function admitAgent(dataDir: string, urls: Urls): Promise<{ id: string; key: string; version: number; account_id: string }> {
   const stranger = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer! });
   try {
     await stranger.call('weather', 'forecast', { body: { city: 'Lisbon' } });
@@ -224,7 +224,7 @@ async function admitAgent(dataDir: string, urls: Urls): Promise<{ id: string; ke
     check(err.code === 'svc_auth_not_in_beta', 'the gate refuses callers without a beta key');
   }
 
-  const issued = await svcctlJson<{ id: string; key: string; version: number }>(dataDir, [
+  const issued = await svcctlJson<{ id: string; key: string; version: number; account_id: string }>(dataDir, [
     'keys',
     'issue',
     '--name',
@@ -298,7 +298,7 @@ async function settle(dataDir: string, seen: Seen): Promise<Expected> {
 }
 
 /** Step 9: what the agent got back, from the ledger, the public API and the indexer. */
-async function whatTheAgentGot(dataDir: string, agent: SvcClient, keyId: string, poolBefore: PoolView, { covered, okCalls }: Expected) {
+async function whatTheAgentGot(dataDir: string, agent: SvcClient, accountId: string, poolBefore: PoolView, { covered, okCalls }: Expected) {
   const poolAfter = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
   const balances = new Map(
     (await svcctlJson<{ balances: { account: string; balance: number }[] }>(dataDir, ['ledger', 'balances'])).balances.map((b) => [
@@ -306,7 +306,8 @@ async function whatTheAgentGot(dataDir: string, agent: SvcClient, keyId: string,
       b.balance,
     ]),
   );
-  const agentBalance = balances.get(`key:${keyId}`) ?? 0;
+  // The key's account holds its money (an account of its own: the key was issued without one).
+  const agentBalance = balances.get(`account:${accountId}`) ?? 0;
   say();
   say('9. what the agent got back');
   say(`   refunds received   ${units(poolAfter.refunds)}  (${covered} failed calls × (price ${units(PRICE)} + premium ${units(PREMIUM)}))`);
@@ -405,7 +406,7 @@ async function story(dataDir: string): Promise<void> {
     const agent = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer!, key: issued.key });
     const seen = await agentCalls(agent);
     const expected = await settle(dataDir, seen);
-    const got = await whatTheAgentGot(dataDir, agent, issued.id, poolBefore, expected);
+    const got = await whatTheAgentGot(dataDir, agent, issued.account_id, poolBefore, expected);
     const verified = await verifyRefunds(agent, expected, seen);
     const account = await agent.account();
     say(

@@ -44,6 +44,19 @@ export type OutcomeCounts = z.infer<typeof OutcomeCounts>;
 const PENDING =
   'an ESTIMATE, not ledger money: the price and premium the endpoints carry now, summed over the calls in the window not settled yet; settlement may pay less (pool or hourly cap) or use other prices';
 
+/** The balance of the account a key belongs to, as `/api/v1/account` shows it. */
+export const AccountBalance = z.strictObject({
+  /** The account (`acc_…`): several keys may share it, and its balance. */
+  account_id: z.string(),
+  /** What the account holds and has not set aside for calls in flight: deposits and refills and refunds in, premiums out. Negative while it owes premiums of postpaid calls. */
+  available: z.number().int(),
+  /** Set aside for calls admitted and not settled yet. */
+  reserved: MicroAmount,
+  /** True while `available` is under the account's low-balance threshold (false when it has none). */
+  low: z.boolean(),
+});
+export type AccountBalance = z.infer<typeof AccountBalance>;
+
 /** `GET {api_url}/api/v1/account`: the key's account over a window ending now. */
 export const AccountAnswer = z.strictObject({
   key_id: z.string(),
@@ -72,6 +85,8 @@ export const AccountAnswer = z.strictObject({
   unsettled_calls: Count,
   /** When the key's latest call started (any time, not only in the window); null before its first. */
   last_call_at: IsoTime.nullable(),
+  /** The money of the account the key belongs to (shared by its keys), now, in integer micro-units. */
+  balance: AccountBalance,
 });
 export type AccountAnswer = z.infer<typeof AccountAnswer>;
 

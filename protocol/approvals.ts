@@ -1,6 +1,7 @@
 /**
  * Two people for money: with `money.approvals: 2`, funding the pool, marking a payout paid,
- * rotating the receipt signing key, attaching or detaching a key's payout wallet, and adding an
+ * depositing into an account, setting or clearing an account's refill rule, rotating the
+ * receipt signing key, attaching or detaching an account's payout wallet (through the account or one of its keys), and adding an
  * operator who gets `money` or `operators` (or rotating another operator's token who holds
  * one: the new token is a second identity) do not act when one operator asks. The request is
  * recorded as pending (`202`, {@link ApprovalView}); a second operator holding the scopes
@@ -9,6 +10,7 @@
  * approve their own request.
  */
 import { z } from 'zod';
+import { AccountChange, DepositRequest, DepositView, RefillAction, RefillChange } from './accounts';
 import { KeyChange, WalletRequest } from './admin';
 import {
   AddOperatorRequest,
@@ -36,6 +38,11 @@ export const MONEY_ACTIONS = [
   'receipts.rotate_key',
   'keys.wallet.attach',
   'keys.wallet.detach',
+  'accounts.deposit',
+  'accounts.wallet.attach',
+  'accounts.wallet.detach',
+  'accounts.refill.set',
+  'accounts.refill.clear',
   'operators.add',
   'operators.rotate',
 ] as const;
@@ -48,6 +55,11 @@ export const MONEY_ACTION_SCOPES: Readonly<Record<MoneyAction, OperatorScope>> =
   'receipts.rotate_key': 'receipts',
   'keys.wallet.attach': 'money',
   'keys.wallet.detach': 'money',
+  'accounts.deposit': 'money',
+  'accounts.wallet.attach': 'money',
+  'accounts.wallet.detach': 'money',
+  'accounts.refill.set': 'money',
+  'accounts.refill.clear': 'money',
   'operators.add': 'operators',
   'operators.rotate': 'operators',
 };
@@ -58,9 +70,12 @@ export const MONEY_ACTION_SCOPES: Readonly<Record<MoneyAction, OperatorScope>> =
  */
 export const TWO_PERSON_GRANTS: readonly OperatorScope[] = ['money', 'operators'];
 
-/** A wallet attached to a key, as the request records it: the key's id and the wallet. */
+/** A deposit into an account, as the request records it: the account's id, the amount and the reference. */
+export const DepositAction = z.strictObject({ id: z.string().min(1), ...DepositRequest.shape });
+
+/** A wallet attached to a key's account (or, for `accounts.wallet.attach`, to the account), as the request records it: the key's (the account's) id and the wallet. */
 export const WalletAttachAction = WalletRequest.extend({ id: z.string().min(1) }).strict();
-/** A wallet detached from a key: the key's id. */
+/** A wallet detached from a key's account (or from the account), or an account's refill rule cleared: the key's (the account's) id. */
 export const WalletDetachAction = z.object({ id: z.string().min(1) }).strict();
 
 /** Another operator's token rotated, as the request records it: its name and its scopes when asked, and the grace. */
@@ -73,6 +88,11 @@ export const MONEY_ACTION_REQUESTS = {
   'receipts.rotate_key': z.object({}).strict(),
   'keys.wallet.attach': WalletAttachAction,
   'keys.wallet.detach': WalletDetachAction,
+  'accounts.deposit': DepositAction,
+  'accounts.wallet.attach': WalletAttachAction,
+  'accounts.wallet.detach': WalletDetachAction,
+  'accounts.refill.set': RefillAction,
+  'accounts.refill.clear': WalletDetachAction,
   'operators.add': AddOperatorRequest,
   'operators.rotate': RotateOperatorAction,
 } as const satisfies Record<MoneyAction, z.ZodType>;
@@ -104,9 +124,9 @@ export const ApprovalView = z.strictObject({
   id: z.string().describe('`apr_…`'),
   status: ApprovalStatus,
   action: z.enum(MONEY_ACTIONS),
-  /** What it acts on: `pool`, the payout's wallet, the key's id, the new operator's name, or null for a key rotation. */
+  /** What it acts on: `pool`, the payout's wallet, the key's id, the account's id, the new operator's name, or null for a key rotation. */
   target: z.string().nullable(),
-  /** The request as asked: the body of the route that asked, with the key's `id` for a wallet. */
+  /** The request as asked: the body of the route that asked, with the key's or the account's `id` for a wallet or a deposit. */
   detail: z.record(z.string(), z.unknown()),
   requested_by: z.string(),
   requested_at: IsoTime,
@@ -136,10 +156,21 @@ export const ApprovedView = z.strictObject({
   approval: ApprovalView,
   /**
    * The action's own answer, as it would have been without approvals (`pool fund`, `payouts
-   * mark-paid`, `receipts rotate-key`, `keys wallet`, `operators add`, `operators rotate`). For
+   * mark-paid`, `accounts deposit`, `accounts refill`, `receipts rotate-key`, `keys wallet`,
+   * `accounts wallet`, `operators add`, `operators rotate`). For
    * an operator added or rotated, this is the one place its new token appears: made when the
    * request is approved, answered to the approver only, and stored as its SHA-256.
    */
-  result: z.union([FundView, MarkPaidView, RotateKeyView, KeyChange, IssuedOperatorToken, RotatedOperatorToken]),
+  result: z.union([
+    FundView,
+    MarkPaidView,
+    DepositView,
+    RotateKeyView,
+    KeyChange,
+    RefillChange,
+    AccountChange,
+    IssuedOperatorToken,
+    RotatedOperatorToken,
+  ]),
 });
 export type ApprovedView = z.infer<typeof ApprovedView>;

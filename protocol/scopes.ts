@@ -21,13 +21,14 @@ export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
 /** What each scope allows: docs/operators.md's "Running svc as a team" table and the OpenAPI descriptions say the same. */
 export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
   read: 'every GET of the admin API, and waiting for the gateways (`sync/wait`)',
-  keys: 'issue, revoke, rotate and lift keys, and add the accounts they belong to',
+  keys: 'issue, revoke, rotate and lift keys, and add the accounts they belong to (and set their low-balance threshold)',
   flags: 'set flags and publish changelog notices',
   endpoints: 'add, change and remove endpoints',
   applications: 'record, approve, reject and redeliver access applications',
   gateways: "set a gateway's weight",
   settler: 'pause, resume and run the settler once',
-  money: "fund the pool, mark payouts paid, attach and detach a key's payout wallet",
+  money:
+    "fund the pool, mark payouts paid, deposit into accounts, set their refill rules, attach and detach an account's payout wallet (or a key's account's)",
   receipts: 'rotate the receipt signing key and reissue a receipt',
   operators: 'add, revoke and rotate operators, within the scopes the caller holds itself',
 };
@@ -44,6 +45,12 @@ export const ADMIN_ROUTE_SCOPES: Readonly<Record<string, OperatorScope>> = {
   'POST /_admin/v1/accounts': 'keys',
   'GET /_admin/v1/accounts': 'read',
   'GET /_admin/v1/accounts/:id': 'read',
+  'PATCH /_admin/v1/accounts/:id': 'keys',
+  'POST /_admin/v1/accounts/:id/deposit': 'money',
+  'PUT /_admin/v1/accounts/:id/wallet': 'money',
+  'DELETE /_admin/v1/accounts/:id/wallet': 'money',
+  'PUT /_admin/v1/accounts/:id/refill': 'money',
+  'DELETE /_admin/v1/accounts/:id/refill': 'money',
   'POST /_admin/v1/keys/:id/revoke': 'keys',
   'POST /_admin/v1/keys/:id/rotate': 'keys',
   'POST /_admin/v1/keys/:id/lift': 'keys',

@@ -90,7 +90,7 @@ export type SettlerStatus = z.infer<typeof SettlerStatus>;
 // ---------------------------------------------------------------------------------------
 // Ledger, pool, payouts (admin API shapes; see control/store/ledger.ts)
 
-/** A key's ledger account (the others are `external`, `pool` and `treasury`). */
+/** A key's ledger account: what settlement posted to before accounts held the money (now `account:<id>`). */
 export const keyAccount = (keyId: string): string => `key:${keyId}`;
 
 /** Why a refund was paid short: the pool could not cover it, or the endpoint's hourly cap was reached. */
@@ -145,9 +145,9 @@ export const PoolView = z.strictObject({
   /** `refunds_owed - refunds`: refunds clamped away, recorded per call, never paid. */
   shortfall: MicroAmount,
   clamped: z.strictObject({ pool_depleted: Count, cap_clamped: Count }),
-  /** Sum of positive key balances: what payouts would pay now. */
+  /** Sum of positive account balances (`account:<id>`): what payouts would pay now. */
   owed_to_keys: MicroAmount,
-  /** Everything recorded as paid out (key → external). */
+  /** Everything recorded as paid out (account → external; key → external before accounts). */
   paid_out: MicroAmount,
   settled_batches: Count,
   settled_calls: Count,
@@ -175,7 +175,7 @@ export type BalanceView = z.infer<typeof BalanceView>;
 
 /** Query of `GET /_admin/v1/ledger/balances`. */
 export const BalancesQuery = z.object({
-  prefix: z.string().optional().describe('only accounts whose name starts with this (`pool`, `key:`, `key:<id>`)'),
+  prefix: z.string().optional().describe('only accounts whose name starts with this (`pool`, `account:`, `account:<id>`, `key:`)'),
 });
 
 /** `GET /_admin/v1/ledger/balances`. */
@@ -193,10 +193,11 @@ export const LedgerVerifyView = z.strictObject({
 });
 export type LedgerVerifyView = z.infer<typeof LedgerVerifyView>;
 
-/** What is owed to one wallet (or, with `wallet` null, to keys without a wallet yet). */
+/** What is owed to one wallet (or, with `wallet` null, to accounts without a wallet yet). */
 export const PayoutLine = z.strictObject({
   wallet: z.string().nullable(),
   owed: MicroAmount,
+  /** The accounts owed (`acc_…` ids and names), oldest first; the field keeps its name. */
   keys: z.array(z.strictObject({ id: z.string(), name: z.string().nullable(), balance: z.number().int() })),
 });
 export type PayoutLine = z.infer<typeof PayoutLine>;
@@ -220,8 +221,8 @@ export const MarkPaidView = z.strictObject({
   wallet: z.string(),
   amount: Micro,
   reference: z.string(),
-  /** How the payment was taken from the wallet's keys (oldest key first). */
-  paid: z.array(z.strictObject({ key_id: z.string(), amount: Micro })),
+  /** How the payment was taken from the wallet's accounts (oldest account first). */
+  paid: z.array(z.strictObject({ account_id: z.string(), amount: Micro })),
   /** What the wallet is still owed afterwards. */
   owed: MicroAmount,
 });

@@ -17,6 +17,8 @@ export type Input<A extends MoneyAction> = z.infer<(typeof MONEY_ACTION_REQUESTS
 export interface Executor<A extends MoneyAction, V> {
   /** The status of the answer when it acts (201 for a transfer or an operator added, 200 for a rotation or a wallet). */
   status: number;
+  /** The status of a given answer, when it depends on it (a deposit replayed is 200); default `status`. */
+  statusOf?(answer: V): number;
   target: (input: Input<A>) => string | null;
   /** Whether this request, asked by `by`, needs a second operator under `money.approvals: 2` (default: always). */
   twoPerson?: (input: Input<A>, by: Actor) => boolean;

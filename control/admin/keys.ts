@@ -85,6 +85,11 @@ export async function listKeys(ctx: ControlContext, query: URLSearchParams): Pro
 export function registerKeyRoutes(router: Router, ctx: ControlContext): void {
   router.post('/_admin/v1/keys', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(IssueKeyRequest, await readJson(req));
+    if (input.wallet !== undefined && input.account !== undefined) {
+      // A shared account's wallet is every one of its keys': set on the account, not by one key's issue.
+      const message = "the account's wallet is set with accounts wallet";
+      throw new SvcError('svc_bad_request', `wallet: ${message}`, { extra: { errors: [{ field: 'wallet', message }] } });
+    }
     if (input.wallet !== undefined && ctx.config.money.approvals >= 2) {
       // A wallet set at issue would skip the second operator its attachment needs.
       throw new SvcError(

@@ -1,7 +1,8 @@
 /**
  * The one place a two-person action decides whether it acts now or waits for a second operator:
- * funding the pool, marking a payout paid, rotating the receipt signing key, attaching or
- * detaching a key's payout wallet, adding an operator who gets `money` or `operators`, rotating
+ * funding the pool, marking a payout paid, depositing into an account, rotating the receipt
+ * signing key, attaching or detaching an account's payout wallet (through the account or one of
+ * its keys: account-actions.ts), adding an operator who gets `money` or `operators`, rotating
  * another operator's token who holds one (protocol/approvals.ts; the operators' two in
  * operator-actions.ts). Each of those routes validates its request (and, for an operator
  * added, that the caller holds every scope it grants) and hands it to {@link moneyAction}:
@@ -21,23 +22,30 @@
  * rotation runs (at once, or when it is approved), answered once to whoever made it run, and
  * stored as its SHA-256.
  */
-import type { KeyChange } from '../../protocol/admin';
 import { APPROVAL_TTL_MS, MONEY_ACTION_REQUESTS, type ApprovalView, type MoneyAction, type ApprovedView } from '../../protocol/approvals';
 import { SvcError } from '../../protocol/errors';
 import { newId } from '../../protocol/keys';
 import type { FundView, MarkPaidView } from '../../protocol/settlement';
 import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
-import { keyOrNotFound, viewKey } from '../keys';
 import type { Actor } from '../store';
 import { LedgerError } from '../store/ledger';
 import type { Executor, Input, Within } from './action-executor';
 import { addOperator, rotateOperator } from './operator-actions';
+import {
+  attachAccountWallet,
+  attachKeyWallet,
+  clearRefill,
+  deposit,
+  detachAccountWallet,
+  detachKeyWallet,
+  setRefill,
+} from './account-actions';
 import { approvalStatus, type ApprovalRow } from '../store/approvals';
 
 const NOTHING: Within = async () => {};
 
-/** A ledger rule the change would break: 409 `svc_conflict` with the rule's reason. */
+/** A ledger rule the change would break (a payout over what is owed, a deposit reference used): 409 `svc_conflict` with the rule's reason. */
 async function ledgerConflict<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
@@ -126,43 +134,17 @@ const rotateKey: Executor<'receipts.rotate_key', RotateKeyView> = {
   },
 };
 
-/** A key's payout wallet attached (`wallet`) or detached (null), with the one it replaces in the audit row. */
-async function setWallet(ctx: ControlContext, id: string, wallet: string | null, by: Actor, within: Within): Promise<KeyChange> {
-  const row = await keyOrNotFound(ctx, id);
-  // Filled in under the writer lock: the wallet this change replaces is the one set then.
-  const detail: Record<string, unknown> = wallet === null ? {} : { wallet };
-  const { version } = await ctx.store.mutate(
-    { ...by, now: ctx.now() },
-    { action: wallet === null ? 'keys.wallet.detach' : 'keys.wallet.attach', target: row.id, detail },
-    async (tx) => {
-      await within(tx);
-      const current = await tx.keys.byId(row.id);
-      if (current === undefined) throw new SvcError('svc_not_found', `no key with id ${row.id}`);
-      detail.previous = current.wallet;
-      await tx.keys.setWallet(row.id, wallet);
-    },
-  );
-  return { ...(await viewKey(ctx, await keyOrNotFound(ctx, row.id))), version };
-}
-
-const attachWallet: Executor<'keys.wallet.attach', KeyChange> = {
-  status: 200,
-  target: (input) => input.id,
-  run: (ctx, input, by, within) => setWallet(ctx, input.id, input.wallet, by, within),
-};
-
-const detachWallet: Executor<'keys.wallet.detach', KeyChange> = {
-  status: 200,
-  target: (input) => input.id,
-  run: (ctx, input, by, within) => setWallet(ctx, input.id, null, by, within),
-};
-
 const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'pool.fund': fund,
   'payouts.mark_paid': markPaid,
   'receipts.rotate_key': rotateKey,
-  'keys.wallet.attach': attachWallet,
-  'keys.wallet.detach': detachWallet,
+  'keys.wallet.attach': attachKeyWallet,
+  'keys.wallet.detach': detachKeyWallet,
+  'accounts.deposit': deposit,
+  'accounts.wallet.attach': attachAccountWallet,
+  'accounts.wallet.detach': detachAccountWallet,
+  'accounts.refill.set': setRefill,
+  'accounts.refill.clear': clearRefill,
   'operators.add': addOperator,
   'operators.rotate': rotateOperator,
 };
@@ -180,7 +162,8 @@ export interface MoneyAnswer {
 export async function moneyAction<A extends MoneyAction>(ctx: ControlContext, by: Actor, action: A, input: Input<A>): Promise<MoneyAnswer> {
   const executor = EXECUTORS[action] as Executor<A, ApprovedView['result']>;
   if (ctx.config.money.approvals < 2 || executor.twoPerson?.(input, by) === false) {
-    return { status: executor.status, body: await executor.run(ctx, input, by, NOTHING) };
+    const body = await ledgerConflict(() => executor.run(ctx, input, by, NOTHING));
+    return { status: executor.statusOf?.(body) ?? executor.status, body };
   }
   const now = ctx.now();
   const row = {
@@ -214,5 +197,5 @@ export function runApproved(
   claim: Within,
 ): Promise<ApprovedView['result']> {
   const input = MONEY_ACTION_REQUESTS[action].parse(JSON.parse(detail));
-  return (EXECUTORS[action] as Executor<MoneyAction, ApprovedView['result']>).run(ctx, input, by, claim);
+  return ledgerConflict(() => (EXECUTORS[action] as Executor<MoneyAction, ApprovedView['result']>).run(ctx, input, by, claim));
 }

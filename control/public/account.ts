@@ -1,9 +1,10 @@
 /**
  * The agent's own account on the public API ({api_url}), read with its beta key:
  *
- * - `GET /api/v1/account[?window=24h|7d|30d]`: the key, the rate limit in force for it, and over
+ * - `GET /api/v1/account[?window=24h|7d|30d]`: the key, the rate limit in force for it, over
  *   the window (ending now) its calls by outcome, the refunds and premiums settled, the
- *   estimate of what its unsettled calls would move, and when it last called;
+ *   estimate of what its unsettled calls would move, when it last called, and the balance of
+ *   the account it belongs to;
  * - `GET /api/v1/account/calls[?before=&limit=]`: its calls newest first, paged with the sealed
  *   cursor of `/api/activity` (`../activity-cursor.ts`).
  *
@@ -21,6 +22,7 @@ import {
   AccountWindowName,
   DEFAULT_ACCOUNT_WINDOW,
   type AccountAnswer,
+  type AccountBalance,
   type AccountCallsPage,
   type AccountLimits,
   type OutcomeCounts,
@@ -100,6 +102,13 @@ export function accountFigures(
   return { ...figures, outcomes };
 }
 
+/** The balance of account `accountId`: what it holds now, and whether that is under its threshold. */
+async function accountBalance(ctx: ControlContext, accountId: string): Promise<AccountBalance> {
+  const account = await ctx.store.accounts.summary(accountId);
+  const available = account?.balance ?? 0;
+  return { account_id: accountId, available, reserved: 0, low: account?.low != null && available < account.low };
+}
+
 export function registerAccountRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds): void {
   const cursors = new CursorCodec(ctx.store.idSecret);
   const cache = new ResponseCache({ ttlS: ctx.config.cache.statsTtlS, now: ctx.now, scope: 'private' });
@@ -127,6 +136,7 @@ export function registerAccountRoutes(router: Router, ctx: ControlContext, ids: 
         window: { from: iso(from), to: iso(now) },
         ...accountFigures(await ctx.store.publicReads.accountGroups(key.id, from, now + 1)),
         last_call_at: last === null ? null : iso(last),
+        balance: await accountBalance(ctx, key.account_id),
       };
       return jsonAnswer(answer, HEADERS);
     });

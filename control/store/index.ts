@@ -9,6 +9,7 @@ import { openDatabase, schemaVersion, type Db } from './db';
 import { MIGRATIONS } from './migrations';
 import { SqlLedgerTable } from './sql/ledger';
 import { SqlSettlementTable } from './sql/settlement';
+import { KeyAccounts } from './sql/keys';
 import Database from 'better-sqlite3';
 import { SqlSnapshotReads } from './sql/snapshot-reads';
 import { commitMutation } from './sql/state';
@@ -55,13 +56,14 @@ export class SqliteStore extends StoreBase implements Store {
     });
     const gate = new Gate();
     const conn = new SqliteConn(db, gate);
+    const keyAccounts = new KeyAccounts();
     const view = (gate: Gate | null): StoreTables => {
       const c = gate === null ? conn.inside() : conn;
       const receiptsOn = new SqlReceiptsTable(c, receipts);
       return {
         ...sharedTables(c),
         ledger: new SqlLedgerTable(c),
-        settlement: new SqlSettlementTable(c, (tx) => receiptsOn.on(tx), null),
+        settlement: new SqlSettlementTable(c, (tx) => receiptsOn.on(tx), null, keyAccounts),
         receipts: receiptsOn,
       };
     };

@@ -13,6 +13,7 @@ export interface KeyRow {
   created_by: string;
   expires_at: number | null;
   revoked_at: number | null;
+  /** The payout wallet of the key's account, mirrored here (migration 21; `AccountsTable.setWallet`). */
   wallet: string | null;
   endpoints: string;
   limit_count: number | null;
@@ -41,6 +42,7 @@ export interface NewKey {
   created_at: number;
   created_by: string;
   expires_at: number | null;
+  /** The wallet of the key's own account (a key issued into a shared one takes the account's: pass it). */
   wallet: string | null;
   endpoints: string[];
   limit: { count: number; window_seconds: number } | null;
@@ -104,6 +106,7 @@ export interface KeysTable {
   liveSecretsOf(keyIds: readonly string[], now: number): Promise<Map<string, SecretRow[]>>;
   /** Revoke an active key; answers whether it was active. */
   revoke(id: string, at: number): Promise<boolean>;
+  /** Attach (null: detach) the payout wallet of key `id`'s account, as `AccountsTable.setWallet` does. */
   setWallet(id: string, wallet: string | null): Promise<void>;
   setLift(id: string, lift: { count: number; window_seconds: number; until: number } | null): Promise<void>;
   /** How many keys there are, and how many of them are active at `now`. */

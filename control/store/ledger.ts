@@ -6,13 +6,14 @@
  * writes. Its one implementation is `sql/ledger.ts`; the invariant checks are
  * `sql/ledger-verify.ts`.
  *
- * Accounts: `external` (money entering or leaving svc), `pool`, `treasury`, `key:<key id>`.
+ * Accounts: `external` (money entering or leaving svc), `pool`, `treasury`, `account:<account
+ * id>` (what the settler and payouts post to since migration 21), and `key:<key id>` (what they
+ * posted to before; migration 21 moved each key's balance to its account).
  * A posting credits (+) or debits (−) one account; amounts are integer micro-units. Writers
  * must run inside a transaction (`Store.mutate`, or the settler's batch transaction).
  */
 import type { Outcome } from '../../protocol/outcome';
 import {
-  keyAccount,
   type BalanceView,
   type Clamp,
   type LedgerVerifyView,
@@ -21,8 +22,13 @@ import {
   type PoolView,
 } from '../../protocol/settlement';
 import { CodedError } from '../../protocol/coded-error';
+import { accountLedger } from './accounts';
 
-export type TransferKind = 'fund' | 'premium' | 'treasury_fee' | 'refund' | 'payout';
+/**
+ * `deposit` and `refill`: external → `account:<id>`; `move`: a key's balance to its account
+ * (`key:<id>` → `account:<id>`, written only by migration 21, either sign).
+ */
+export type TransferKind = 'fund' | 'premium' | 'treasury_fee' | 'refund' | 'payout' | 'deposit' | 'move' | 'refill';
 
 export interface Posting {
   account: string;
@@ -44,11 +50,23 @@ export interface TransferInput {
 export class LedgerError extends CodedError {
   override readonly code = 'SVC_ERR_LEDGER';
   constructor(
-    readonly reason: 'unbalanced' | 'nothing_owed' | 'over_owed' | 'duplicate_reference',
+    readonly reason: 'unbalanced' | 'nothing_owed' | 'over_owed' | 'duplicate_reference' | 'reference_used',
     message: string,
   ) {
     super(message);
   }
+}
+
+/** A deposit as `LedgerTable.deposit` answers it: the first one recorded under its reference. */
+export interface Deposit {
+  transfer_id: number;
+  account_id: string;
+  amount: number;
+  reference: string;
+  /** The account's balance after the deposit (or now, for one recorded before). */
+  balance: number;
+  /** False when the reference was recorded before, with this account and amount: nothing moved. */
+  created: boolean;
 }
 
 /** The ledger, as `Store.ledger` and every transaction's tables have it. */
@@ -62,8 +80,15 @@ export interface LedgerTable {
   /** external → pool. Inside `Store.mutate`. */
   fund(amount: number, at: number, actor: string, note: string | null): Promise<number>;
   /**
-   * Record an external payment to `wallet`: key accounts → external, taken from the wallet's
-   * keys with a positive balance, oldest key first, never more than they hold together.
+   * Record an operator's deposit of `amount` into account `accountId` under `reference`
+   * (external → `account:<id>`), inside `Store.mutate`. A reference is one deposit: the same
+   * reference with the same account and amount answers the first deposit (`created: false`)
+   * and moves nothing; with another account or amount it throws `LedgerError('reference_used')`.
+   */
+  deposit(accountId: string, amount: number, reference: string, at: number, actor: string): Promise<Deposit>;
+  /**
+   * Record an external payment to `wallet`: accounts → external, taken from the wallet's
+   * accounts with a positive balance, oldest account first, never more than they hold together.
    * Inside `Store.mutate` (called outside one, it takes the writer lock itself). Throws
    * `LedgerError` when nothing is owed, the amount is more than owed, or the reference was
    * used by an earlier payout.
@@ -74,9 +99,10 @@ export interface LedgerTable {
   /** Every account with its balance, or those starting with `prefix`. */
   balances(prefix?: string): Promise<BalanceView[]>;
   /**
-   * What is owed per wallet: the positive balances of the keys attached to it, plus one line
-   * (wallet null) for keys without a wallet yet. With `wallet`, only that wallet's line
-   * (EVM addresses match case-insensitively). Keys within a line are oldest first.
+   * What is owed per wallet: the positive balances of the accounts whose wallet it is, plus one
+   * line (wallet null) for accounts without a wallet yet. With `wallet`, only that wallet's line
+   * (EVM addresses match case-insensitively). Accounts within a line (its `keys`, a name the
+   * wire keeps) are oldest first.
    */
   payouts(wallet?: string): Promise<PayoutLine[]>;
   /** What `svcctl pool show` prints: balances, flows, clamps and the shortfall, from one snapshot. */
@@ -167,33 +193,33 @@ export function checkTransfer(input: TransferInput): void {
 
 /**
  * A payout of `amount` to `wallet`, given the wallet's payout lines (`payouts(wallet)`): taken
- * from its keys oldest first, never more than they hold together. Throws `LedgerError` when
- * nothing is owed or the amount is more than owed.
+ * from its accounts oldest first, never more than they hold together. Throws `LedgerError`
+ * when nothing is owed or the amount is more than owed.
  */
 export function payoutOf(
   lines: readonly PayoutLine[],
   wallet: string,
   amount: number,
-): { paid: { key_id: string; amount: number }[]; postings: Posting[]; owed: number } {
+): { paid: { account_id: string; amount: number }[]; postings: Posting[]; owed: number } {
   const owed = lines[0]?.owed ?? 0;
   if (owed === 0) throw new LedgerError('nothing_owed', `nothing is owed to ${wallet}`);
   if (amount > owed) throw new LedgerError('over_owed', `${amount} is more than the ${owed} owed to ${wallet}`);
-  const paid: { key_id: string; amount: number }[] = [];
+  const paid: { account_id: string; amount: number }[] = [];
   let left = amount;
-  for (const key of lines[0]!.keys) {
+  for (const account of lines[0]!.keys) {
     if (left === 0) break;
-    const take = Math.min(left, key.balance);
-    paid.push({ key_id: key.id, amount: take });
+    const take = Math.min(left, account.balance);
+    paid.push({ account_id: account.id, amount: take });
     left -= take;
   }
-  const postings: Posting[] = paid.map((p) => ({ account: keyAccount(p.key_id), amount: -p.amount }));
+  const postings: Posting[] = paid.map((p) => ({ account: accountLedger(p.account_id), amount: -p.amount }));
   postings.push({ account: 'external', amount });
   return { paid, postings, owed: owed - amount };
 }
 
 /**
- * The payout lines of `rows` (key accounts with a positive balance, oldest key first): one per
- * wallet plus one (wallet null) for keys without one, or only `wallet`'s line.
+ * The payout lines of `rows` (accounts with a positive balance, oldest account first): one per
+ * wallet plus one (wallet null) for accounts without one, or only `wallet`'s line.
  */
 export function payoutLines(
   rows: readonly { id: string; name: string | null; wallet: string | null; balance: number }[],

@@ -25,6 +25,7 @@ import m017 from './migrations/017-approvals';
 import m018 from './migrations/018-outcomes-by-key';
 import m019 from './migrations/019-settled-calls';
 import m020 from './migrations/020-accounts';
+import m021 from './migrations/021-account-ledger';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -47,4 +48,5 @@ export const MIGRATIONS: readonly string[] = [
   m018,
   m019,
   m020,
+  m021,
 ];

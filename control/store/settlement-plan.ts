@@ -7,7 +7,8 @@
  */
 import { InvariantError } from '../../protocol/coded-error';
 import { COVERED_FAILURES } from '../../protocol/outcome';
-import { keyAccount, type BatchView } from '../../protocol/settlement';
+import type { BatchView } from '../../protocol/settlement';
+import { accountLedger } from './accounts';
 import { SettlementConflictError } from './errors';
 import type { Posting, TransferInput } from './ledger';
 import type { LeafRow } from './receipts';
@@ -95,23 +96,26 @@ export function checkMarked(selected: number, marked: number): void {
  * The ledger transfers `plan` books for batch `batchId`, in booking order, at most three and
  * none without postings:
  *
- * 1. `premium`: −amount on each paying key's account, in `plan.premiums`' order, then +their
- *    sum on the pool;
+ * 1. `premium`: −amount on the account (`account:<id>`) of each paying key, the amounts of the
+ *    keys of one account summed into one posting, in the order of `plan.premiums`' first key of
+ *    each account, then +their sum on the pool;
  * 2. `treasury_fee`: −fee on the pool, +fee on the treasury, when the fee is not 0;
- * 3. `refund`: −their sum on the pool first, then +amount on each refunded key's account, in
- *    `plan.refunds`' order.
+ * 3. `refund`: −their sum on the pool first, then +amount on each refunded key's account, as
+ *    the premiums are, in `plan.refunds`' order.
  *
- * The pool's running balance (`ledger verify` orders its postings by transfer id) only grows
- * until the refunds, so it never dips below what the plan's call-by-call arithmetic allowed.
- * Batches settled before this shape booked one premium and one refund transfer per key; both
- * shapes pass `ledger verify`, which sums postings per batch and account.
+ * `accountOf` gives each key's account id (the store's `KeyAccounts`). The pool's running
+ * balance (`ledger verify` orders its postings by transfer id) only grows until the refunds,
+ * so it never dips below what the plan's call-by-call arithmetic allowed. Batches settled
+ * before this shape booked one premium and one refund transfer per key, and batches settled
+ * before accounts held the money posted to `key:<id>`; every shape passes `ledger verify`,
+ * which sums postings per batch and account (a key's postings count for its account).
  */
-export function batchTransfers(plan: BatchPlan, batchId: number, at: number): TransferInput[] {
+export function batchTransfers(plan: BatchPlan, batchId: number, at: number, accountOf: (keyId: string) => string): TransferInput[] {
   const base = { at, actor: 'settler', batchId };
   const out: TransferInput[] = [];
   if (plan.premiums.size > 0) {
-    const [keys, sum] = keyPostings(plan.premiums, -1);
-    out.push({ ...base, kind: 'premium', postings: [...keys, { account: 'pool', amount: sum }] });
+    const [accounts, sum] = accountPostings(plan.premiums, -1, accountOf);
+    out.push({ ...base, kind: 'premium', postings: [...accounts, { account: 'pool', amount: sum }] });
   }
   if (plan.treasuryFees > 0) {
     out.push({
@@ -124,20 +128,28 @@ export function batchTransfers(plan: BatchPlan, batchId: number, at: number): Tr
     });
   }
   if (plan.refunds.size > 0) {
-    const [keys, sum] = keyPostings(plan.refunds, 1);
-    out.push({ ...base, kind: 'refund', postings: [{ account: 'pool', amount: -sum }, ...keys] });
+    const [accounts, sum] = accountPostings(plan.refunds, 1, accountOf);
+    out.push({ ...base, kind: 'refund', postings: [{ account: 'pool', amount: -sum }, ...accounts] });
   }
   return out;
 }
 
-/** A posting of `sign` × amount on each key's account, in the map's order, and the amounts' sum. */
-function keyPostings(amounts: ReadonlyMap<string, number>, sign: 1 | -1): [Posting[], number] {
-  const postings: Posting[] = [];
+/** The keys whose account `batchTransfers` needs for `plan`. */
+export function plannedKeys(plan: BatchPlan): Set<string> {
+  return new Set([...plan.premiums.keys(), ...plan.refunds.keys()]);
+}
+
+/** A posting of `sign` × amount on each key's account (one per account, the keys' amounts summed), and the amounts' sum. */
+function accountPostings(amounts: ReadonlyMap<string, number>, sign: 1 | -1, accountOf: (keyId: string) => string): [Posting[], number] {
+  const byAccount = new Map<string, number>();
   let sum = 0;
   for (const [keyId, amount] of amounts) {
-    postings.push({ account: keyAccount(keyId), amount: sign * amount });
+    const account = accountLedger(accountOf(keyId));
+    byAccount.set(account, (byAccount.get(account) ?? 0) + amount);
     sum += amount;
   }
+  const postings: Posting[] = [];
+  for (const [account, amount] of byAccount) postings.push({ account, amount: sign * amount });
   return [postings, sum];
 }
 

@@ -101,7 +101,7 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
   admin('post', {
     path: '/_admin/v1/payouts/mark-paid',
     operationId: 'markPaid',
-    summary: 'Record a payment made outside svc (key → external, oldest key first)',
+    summary: 'Record a payment made outside svc (account → external, oldest account first)',
     tag: 'money',
     body: MarkPaidRequest,
     answers: [created('Recorded', { MarkPaidView }), PENDING_APPROVAL],

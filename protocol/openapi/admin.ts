@@ -63,7 +63,7 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
     operationId: 'issueKey',
     summary: 'Issue a key',
     description:
-      'The answer is the only place the plaintext `key` ever appears; only its SHA-256 is stored. With `money.approvals: 2`, a `wallet` is refused (409 `svc_conflict`, `reason: two_person`): attaching one is a two-person action (`PUT /_admin/v1/keys/{id}/wallet`).',
+      'The answer is the only place the plaintext `key` ever appears; only its SHA-256 is stored. A `wallet` is the wallet of the key’s own account: with `account` it is refused (400, field `wallet`: the account’s wallet is set with `PUT /_admin/v1/accounts/{id}/wallet`). With `money.approvals: 2`, a `wallet` is refused (409 `svc_conflict`, `reason: two_person`): attaching one is a two-person action (`PUT /_admin/v1/keys/{id}/wallet`).',
     tag: 'keys',
     body: IssueKeyRequest,
     answers: [created('The key, with its plaintext this once', { IssuedKey })],
@@ -119,8 +119,9 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   admin('put', {
     path: '/_admin/v1/keys/{id}/wallet',
     operationId: 'attachWallet',
-    summary: 'Attach the payout wallet',
-    description: 'A wallet decides where the key’s refunds are paid: with `money.approvals: 2` a two-person action (202).',
+    summary: "Attach the payout wallet of the key's account",
+    description:
+      'The wallet is the key’s account’s (every key of the account shows it; audited with `account_id`): it decides where the account’s refunds are paid. With `money.approvals: 2` a two-person action (202).',
     tag: 'keys',
     params: [KEY_ID],
     body: WalletRequest,
@@ -130,7 +131,7 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   admin('delete', {
     path: '/_admin/v1/keys/{id}/wallet',
     operationId: 'detachWallet',
-    summary: 'Detach the payout wallet',
+    summary: "Detach the payout wallet of the key's account",
     description: 'With `money.approvals: 2` a two-person action (202).',
     tag: 'keys',
     params: [KEY_ID],

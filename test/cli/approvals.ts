@@ -99,7 +99,11 @@ t.test('pool fund waits for a second operator, who approves it through svcctl', 
   const attachId = /apr_\w{12}/.exec(attach.stdout)![0];
   const attached = await as(dan, ['approvals', 'approve', attachId]);
   t.equal(attached.code, 0, attached.stderr);
-  t.match(attached.stdout, new RegExp(`^${key} pays out to ${wallet}\\.$`, 'm'), 'then what keys wallet itself prints');
+  t.match(
+    attached.stdout,
+    new RegExp(`^${key}'s account \\(acc_\\w{12}\\) pays out to ${wallet}\\.$`, 'm'),
+    'then what keys wallet itself prints',
+  );
   const detach = await as(cleo, ['keys', 'wallet', key, '--detach', '--json']);
   t.match(JSON.parse(detach.stdout), { status: 'pending', action: 'keys.wallet.detach', target: key });
 

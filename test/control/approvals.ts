@@ -44,6 +44,11 @@ t.test('the scopes of deciding are the actions’ own', async (t) => {
   );
   t.same(ACTION_SCOPED_ROUTES['POST /_admin/v1/approvals/:id/reject'], ACTION_SCOPED_ROUTES['POST /_admin/v1/approvals/:id/approve']);
   t.same([...MONEY_ACTIONS].sort(), [
+    'accounts.deposit',
+    'accounts.refill.clear',
+    'accounts.refill.set',
+    'accounts.wallet.attach',
+    'accounts.wallet.detach',
     'keys.wallet.attach',
     'keys.wallet.detach',
     'operators.add',

@@ -20,6 +20,7 @@ import { GENEROUS_LIMITS, drained, rawRequest, request, sleep, startStack, waitF
 import { ENGINES } from '../fixtures/engines';
 import { SDK_UA } from '../fixtures/public';
 import { startUpstream } from '../fixtures/upstream';
+import { keyLedger } from '../fixtures/ledger';
 
 const BODY_TIMEOUT_MS = 400;
 const PRICE = 2000;
@@ -239,7 +240,7 @@ for (const engine of ENGINES)
         ]),
       );
       // 41 ok calls pay the premium; the four caller errors move nothing.
-      t.equal(balances[`key:${key.id}`], -41 * PREMIUM, 'the key paid only the premiums of its ok calls; no refund');
+      t.equal(balances[keyLedger(key.id)], -41 * PREMIUM, "the key's account paid only the premiums of its ok calls; no refund");
       const verify = await stack.cli(['ledger', 'verify']);
       t.equal(verify.code, 0, verify.stderr);
 

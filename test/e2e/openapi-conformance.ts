@@ -114,6 +114,26 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
     200,
     'keys lift',
   );
+  expect(await admin('POST', '/_admin/v1/accounts', { name: 'acme' }), 201, 'accounts add');
+  expect(await admin('POST', '/_admin/v1/accounts', { name: 'acme' }), 409, 'accounts add again');
+  expect(await admin('GET', '/_admin/v1/accounts?limit=2'), 200, 'accounts list');
+  expect(await admin('GET', '/_admin/v1/accounts/acme'), 200, 'accounts show');
+  expect(await admin('GET', '/_admin/v1/accounts/nobody'), 404, 'accounts show unknown');
+  expect(await admin('POST', '/_admin/v1/accounts/acme/deposit', { amount: 5_000, reference: 'inv-1' }), 201, 'accounts deposit');
+  expect(await admin('POST', '/_admin/v1/accounts/acme/deposit', { amount: 5_000, reference: 'inv-1' }), 200, 'accounts deposit again');
+  expect(
+    await admin('POST', '/_admin/v1/accounts/acme/deposit', { amount: 1, reference: 'inv-1' }),
+    409,
+    'accounts deposit, reference used',
+  );
+  expect(await admin('POST', '/_admin/v1/accounts/acme/deposit', { amount: 0, reference: 'inv-2' }), 400, 'accounts deposit invalid');
+  expect(await admin('PUT', '/_admin/v1/accounts/acme/refill', { amount: 9_000, every: 'month', day: 31 }), 200, 'accounts refill');
+  expect(await admin('PUT', '/_admin/v1/accounts/acme/refill', { amount: 9_000, every: 'day', day: 3 }), 400, 'accounts refill invalid');
+  expect(await admin('DELETE', '/_admin/v1/accounts/acme/refill'), 200, 'accounts refill never');
+  expect(await admin('PATCH', '/_admin/v1/accounts/acme', { low: 2_000 }), 200, 'accounts low');
+  expect(await admin('PATCH', '/_admin/v1/accounts/acme', { low: -1 }), 400, 'accounts low invalid');
+  expect(await admin('PUT', '/_admin/v1/accounts/acme/wallet', { wallet: SOLANA_WALLET }), 200, 'accounts wallet');
+  expect(await admin('DELETE', '/_admin/v1/accounts/acme/wallet'), 200, 'accounts wallet detach');
   expect(await admin('PUT', `/_admin/v1/keys/${key.id}/wallet`, { wallet: SOLANA_WALLET }), 200, 'keys wallet');
   expect(await admin('DELETE', `/_admin/v1/keys/${other.body.id}/wallet`), 200, 'keys wallet detach');
   const rotated = await admin('POST', `/_admin/v1/keys/${other.body.id}/rotate`, { grace_seconds: 0 });
@@ -273,6 +293,14 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   const walletKey = (await asTwo('POST', '/_admin/v1/keys', { name: 'wallet' })).body.id;
   expect(await asTwo('PUT', `/_admin/v1/keys/${walletKey}/wallet`, { wallet: SOLANA_WALLET }), 202, 'keys wallet, waiting');
   expect(await asTwo('DELETE', `/_admin/v1/keys/${walletKey}/wallet`), 202, 'keys wallet detach, waiting');
+  const teamAccount = (await asTwo('POST', '/_admin/v1/accounts', { name: 'team' })).body.id;
+  expect(
+    await asTwo('POST', `/_admin/v1/accounts/${teamAccount}/deposit`, { amount: 1, reference: 'inv-9' }),
+    202,
+    'accounts deposit, waiting',
+  );
+  expect(await asTwo('PUT', `/_admin/v1/accounts/${teamAccount}/wallet`, { wallet: SOLANA_WALLET }), 202, 'accounts wallet, waiting');
+  expect(await asTwo('DELETE', `/_admin/v1/accounts/${teamAccount}/wallet`), 202, 'accounts wallet detach, waiting');
   expect(await asTwo('POST', `/_admin/v1/approvals/${minting.body.id}/approve`, undefined, second), 200, 'approvals approve (an operator)');
   expect(await asTwo('POST', '/_admin/v1/operators/third/rotate', {}), 202, 'operators rotate of a money operator, waiting');
   const funding = await asTwo('POST', '/_admin/v1/pool/fund', { amount: 5_000 });

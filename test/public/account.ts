@@ -25,12 +25,14 @@ const PREMIUM = 100_000;
 interface Issued {
   id: string;
   key: string;
+  /** The key's own account: its balance is the account answer's. */
+  account_id: string;
 }
 
 async function issue(control: TestControl, body: Record<string, unknown> = {}): Promise<Issued> {
   const res = await control.admin('POST', '/_admin/v1/keys', body);
   if (res.status !== 201) throw new Error(`issue answered ${res.status}: ${res.text}`);
-  return { id: res.body.id, key: res.body.key };
+  return { id: res.body.id, key: res.body.key, account_id: res.body.account_id };
 }
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -76,6 +78,7 @@ forEachStore(t, (t, kind) => {
       premiums: { settled: 0, pending: 3 * PREMIUM },
       unsettled_calls: 6,
       last_call_at: new Date(NOW - HOUR + 20).toISOString(),
+      balance: { account_id: a.account_id, available: 0, reserved: 0, low: false },
     });
     t.ok(before.body.limits.burst >= 1, 'a burst');
     t.match(before.headers.get('cache-control'), /^private, max-age=[0-5]$/, 'private, cached no longer than the public reads');
@@ -117,7 +120,15 @@ forEachStore(t, (t, kind) => {
       refunds: { settled: 2 * (PRICE + PREMIUM), pending: 0 },
       premiums: { settled: 3 * PREMIUM, pending: 0 },
       unsettled_calls: 0,
+      // The balance is of all time: the latency breach of two days ago was refunded too.
+      balance: { account_id: a.account_id, available: 3 * (PRICE + PREMIUM) - 3 * PREMIUM, reserved: 0, low: false },
     });
+    // Under the account's threshold, the balance says so.
+    const low = await control.admin('PATCH', `/_admin/v1/accounts/${a.account_id}`, { low: 3 * (PRICE + PREMIUM) });
+    t.equal(low.status, 200, low.text);
+    clock.advance(10_000);
+    const lowNow = await get(control, control.urls.api, '/api/v1/account', bearer(a.key));
+    t.match(lowNow.body.balance, { available: 3 * PRICE, low: true }, 'low under the threshold');
     const weekAfter = await get(control, control.urls.api, '/api/v1/account?window=7d', bearer(a.key));
     t.equal(weekAfter.body.refunds.settled, 3 * (PRICE + PREMIUM), 'the latency breach of two days ago was refunded too');
 

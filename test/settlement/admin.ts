@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { formatUnits } from '../../cli/money';
 import { parseAmount } from '../../cli/options';
 import type { SqliteStore } from '../../control/store';
+import { ownAccountId } from '../../control/store/keys';
 import { snapshotEndpoint } from '../../control/sync/snapshot';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
@@ -82,7 +83,7 @@ forEachStore(t, (t, kind) => {
     await runCli(['settler', 'run-once'], { control });
     const good = await runCli(['ledger', 'verify'], { control });
     t.equal(good.code, 0, good.stderr);
-    t.match(good.stdout, /^Ledger OK: 11 invariants hold over 4 transfers/);
+    t.match(good.stdout, /^Ledger OK: 13 invariants hold over 4 transfers/);
     // A corrupted row, written behind the store's back: raw SQL on SQLite's file (the ledger
     // store tests corrupt PostgreSQL's rows; here it is the command's exit code and output).
     if (kind !== 'sqlite') return;
@@ -116,8 +117,9 @@ forEachStore(t, (t, kind) => {
     const list = await cli('payouts', 'list', '--json');
     t.same(list.json(), {
       payouts: [
-        { wallet: SOL, owed: 2_000_000, keys: [{ id: keyA, name: 'a', balance: 2_000_000 }] },
-        { wallet: null, owed: 1_000_000, keys: [{ id: keyB, name: 'b', balance: 1_000_000 }] },
+        // Per account: each key's own here, named after the key.
+        { wallet: SOL, owed: 2_000_000, keys: [{ id: ownAccountId(keyA), name: keyA, balance: 2_000_000 }] },
+        { wallet: null, owed: 1_000_000, keys: [{ id: ownAccountId(keyB), name: keyB, balance: 1_000_000 }] },
       ],
       total_owed: 3_000_000,
     });
@@ -131,7 +133,13 @@ forEachStore(t, (t, kind) => {
     t.match(over.stderr, /more than the 2000000 owed .*\(svc_conflict\)/);
     const paid = await cli('payouts', 'mark-paid', '--wallet', SOL, '--amount', '1.5', '--reference', 'tx-1', '--json');
     t.equal(paid.code, 0, paid.stderr);
-    t.match(paid.json(), { wallet: SOL, amount: 1_500_000, reference: 'tx-1', paid: [{ key_id: keyA, amount: 1_500_000 }], owed: 500_000 });
+    t.match(paid.json(), {
+      wallet: SOL,
+      amount: 1_500_000,
+      reference: 'tx-1',
+      paid: [{ account_id: ownAccountId(keyA), amount: 1_500_000 }],
+      owed: 500_000,
+    });
     const dup = await control.admin('POST', '/_admin/v1/payouts/mark-paid', { wallet: SOL, amount: 1, reference: 'tx-1' });
     t.equal(dup.status, 409);
     t.match(dup.body, { code: 'svc_conflict', reason: 'duplicate_reference' });

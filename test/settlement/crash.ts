@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { Store } from '../../control/store';
 import type { OutcomeRecord } from '../../protocol/outcome';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
+import { keyLedger } from '../fixtures/ledger';
 import { startControlProcess, svcctl, waitFor } from '../fixtures/stack';
 import { makeReceipts } from '../../control/receipts/maker';
 
@@ -84,9 +85,9 @@ t.test('SIGKILL while settling a large backlog: nothing lost, nothing twice', as
   t.equal(balances.get('treasury'), want.treasury, 'treasury');
   t.equal(balances.get('external'), -FUNDED, 'external');
   let keysMatch = true;
-  for (const [key, amount] of want.keys) if (balances.get(`key:${key}`) !== amount) keysMatch = false;
+  for (const [key, amount] of want.keys) if (balances.get(keyLedger(key)) !== amount) keysMatch = false;
   t.ok(keysMatch, 'every key balance equals the hand count');
-  t.equal([...balances.keys()].filter((k) => k.startsWith('key:')).length, want.keys.size, 'no other key accounts');
+  t.equal([...balances.keys()].filter((k) => k.startsWith('account:')).length, want.keys.size, 'no other accounts');
   const pool = (await cli('pool', 'show', '--json')).json();
   t.match(pool, { premiums: want.premiums, refunds: want.refunds, shortfall: 0, settled_calls: CALLS, backlog: 0 });
 

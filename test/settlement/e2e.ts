@@ -8,6 +8,7 @@
 import t from 'tap';
 import { GENEROUS_LIMITS, drained, metrics as getMetrics, request, startStack } from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';
+import { keyLedger } from '../fixtures/ledger';
 
 const SOL = 'So11111111111111111111111111111111111111112';
 const SCHEMA = { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } };
@@ -122,7 +123,7 @@ t.test('outcomes through the gateway settle to hand-computed balances', async (t
   // a: −3×150 + 4×2150 (fail, reset, hang, slow) − 2×100 + 1100 = 9050
   // b: −150 + 2×2150 + 1100 = 5250
   // treasury: 4 plain ok × 15 = 60; pool: 500000 + 800 − 60 − 15100 = 485640
-  t.same(balances, { external: -500_000, pool: 485_640, treasury: 60, [`key:${a.id}`]: 9050, [`key:${b.id}`]: 5250 });
+  t.same(balances, { external: -500_000, pool: 485_640, treasury: 60, [keyLedger(a.id)]: 9050, [keyLedger(b.id)]: 5250 });
   const pool = (await stack.cli(['pool', 'show', '--json'])).json();
   t.match(pool, {
     pool: 485_640,

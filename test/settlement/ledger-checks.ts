@@ -51,18 +51,18 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
     t.same(
       lines.map((l) => [l.wallet, l.owed, l.keys.map((k) => k.id)]),
       [
-        [EVM_B, 2000, ['key_b', 'key_d']],
-        [SOL_A, 3000, ['key_a']],
-        [null, 2000, ['key_c']],
+        [EVM_B, 2000, ['acc_b', 'acc_d']],
+        [SOL_A, 3000, ['acc_a']],
+        [null, 2000, ['acc_c']],
       ],
-      'EVM addresses group case-insensitively; keys without a wallet on their own line',
+      "per account (each key's own here): EVM addresses group case-insensitively; accounts without a wallet on their own line",
     );
 
     await store.keys.setWallet('key_c', SOL_A);
     t.same(
       (await store.ledger.payouts(SOL_A)).map((l) => [l.owed, l.keys.map((k) => k.id)]),
-      [[5000, ['key_a', 'key_c']]],
-      'attached later: what accrued before is owed to the wallet',
+      [[5000, ['acc_a', 'acc_c']]],
+      'attached later (through a key, to its account): what accrued before is owed to the wallet',
     );
 
     const paid = async (wallet: string, amount: number, ref: string) =>
@@ -75,14 +75,14 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
     t.same(
       r.paid,
       [
-        { key_id: 'key_a', amount: 3000 },
-        { key_id: 'key_c', amount: 500 },
+        { account_id: 'acc_a', amount: 3000 },
+        { account_id: 'acc_c', amount: 500 },
       ],
-      'oldest key first',
+      'oldest account first',
     );
     t.equal(r.owed, 1500);
-    t.equal(await balance(store, 'key:key_a'), 0);
-    t.equal(await balance(store, 'key:key_c'), 1500);
+    t.equal(await balance(store, 'account:acc_a'), 0);
+    t.equal(await balance(store, 'account:acc_c'), 1500);
     await t.rejects(paid(SOL_A, 1501, 'tx-2'), LedgerError, 'never more than owed');
     await t.rejects(paid(SOL_A, 1, 'tx-1'), /already recorded/, 'a reference is used once');
     await t.rejects(paid('0x0000000000000000000000000000000000000000', 1, 'tx-3'), /nothing is owed/);
@@ -158,11 +158,11 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
       [
         // The batch's one premium transfer and both balances still add up; its keys' shares do not.
         "a premium moved from one key's posting to another's",
-        `UPDATE ledger_postings SET amount = amount + (CASE account WHEN 'key:key_a' THEN 1 ELSE -1 END)
-           WHERE account IN ('key:key_a', 'key:key_b') AND transfer_id = (SELECT id FROM ledger_transfers WHERE kind = 'premium');
-         UPDATE account_balances SET balance = balance + (CASE account WHEN 'key:key_a' THEN 1 ELSE -1 END)
-           WHERE account IN ('key:key_a', 'key:key_b')`,
-        /batch 1: ledger entries for key:key_[ab] do not match its calls/,
+        `UPDATE ledger_postings SET amount = amount + (CASE account WHEN 'account:acc_a' THEN 1 ELSE -1 END)
+           WHERE account IN ('account:acc_a', 'account:acc_b') AND transfer_id = (SELECT id FROM ledger_transfers WHERE kind = 'premium');
+         UPDATE account_balances SET balance = balance + (CASE account WHEN 'account:acc_a' THEN 1 ELSE -1 END)
+           WHERE account IN ('account:acc_a', 'account:acc_b')`,
+        /batch 1: ledger entries for account:acc_[ab] do not match its calls/,
       ],
       [
         'an outcome un-settled',

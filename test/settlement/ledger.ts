@@ -7,7 +7,7 @@ import type { NextBatch } from '../../control/store/settlement';
 import type { Outcome } from '../../protocol/outcome';
 import type { BatchView } from '../../protocol/settlement';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
-import { T0, balance, batchPostings, byTransfer, fund, keySums, openWithSql, rowsOf, settleAll } from '../fixtures/ledger';
+import { T0, balance, batchPostings, byTransfer, fund, keyLedger, keySums, openWithSql, rowsOf, settleAll } from '../fixtures/ledger';
 import { newInstall, openInstall } from '../fixtures/store-sql';
 import { forEachStore, openTestStore, testDatabaseUrl } from '../fixtures/stores';
 
@@ -27,8 +27,8 @@ t.test('a batch settles every call once, in one transaction, and matches a hand 
     const batches = await settleAll(store);
     t.equal(batches.length, 1);
     const want = expectedSettlement(records, econ, 1_000_000);
-    t.equal(await balance(store, 'key:key_a'), want.keys.get('key_a'));
-    t.equal(await balance(store, 'key:key_b'), want.keys.get('key_b'));
+    t.equal(await balance(store, keyLedger('key_a')), want.keys.get('key_a'));
+    t.equal(await balance(store, keyLedger('key_b')), want.keys.get('key_b'));
     t.equal(await balance(store, 'pool'), want.pool);
     t.equal(await balance(store, 'treasury'), want.treasury);
     t.equal(await balance(store, 'external'), -1_000_000);
@@ -95,9 +95,17 @@ t.test('a batch books one premium, one treasury fee and one refund transfer, a p
       'three transfers, premiums before the fee before refunds',
     );
     const [premium, fee, refund] = transfers.map((ps) => Object.fromEntries(ps.map((p) => [p.account, p.amount])));
-    t.same(premium, { 'key:key_a': -300, 'key:key_b': -200, 'key:key_c': -100, pool: 600 }, 'premiums: each key, their sum to the pool');
+    t.same(
+      premium,
+      { 'account:acc_a': -300, 'account:acc_b': -200, 'account:acc_c': -100, pool: 600 },
+      "premiums: each key's account, their sum to the pool",
+    );
     t.same(fee, { pool: -60, treasury: 60 }, 'the fee');
-    t.same(refund, { 'key:key_a': 1100, 'key:key_c': 2200, 'key:key_d': 1100, pool: -4400 }, 'refunds: the sum from the pool, each key');
+    t.same(
+      refund,
+      { 'account:acc_a': 1100, 'account:acc_c': 2200, 'account:acc_d': 1100, pool: -4400 },
+      "refunds: the sum from the pool, each key's account",
+    );
 
     // The same from the settled calls: a key's posting is the sum of its calls, the pool's the batch's.
     const sums = await keySums(at, batch!.id);
@@ -105,7 +113,7 @@ t.test('a batch books one premium, one treasury fee and one refund transfer, a p
     t.same(refund, { ...Object.fromEntries(sums.refunds), pool: -batch!.refunds });
     const want = expectedSettlement(records, econ, 1_000_000);
     t.equal(await balance(store, 'pool'), want.pool);
-    for (const [key, value] of want.keys) t.equal(await balance(store, `key:${key}`), value, `${key}'s balance`);
+    for (const [key, value] of want.keys) t.equal(await balance(store, keyLedger(key)), value, `${key}'s account's balance`);
     const verified = await store.ledger.verify();
     t.ok(verified.ok, verified.violation ?? '');
     t.equal(verified.counts.transfers, 4, "the funding and the batch's three");
@@ -237,7 +245,7 @@ t.test('a removed endpoint settles with its last economics', async (t) => {
     await fund(store, 1_000_000);
     await store.outcomes.ingest([outcome({ endpoint_id: 'gone', outcome: 'server_error' })], T0);
     await settleAll(store);
-    t.equal(await balance(store, 'key:key_a'), 550);
+    t.equal(await balance(store, keyLedger('key_a')), 550);
   });
 });
 

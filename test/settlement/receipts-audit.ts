@@ -32,6 +32,7 @@ import {
   type ReceiptJwksFields,
 } from '../../protocol/receipts-verify';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { keyLedger } from '../fixtures/ledger';
 import { newInstall, openInstall, rawQuery, type Install } from '../fixtures/store-sql';
 import { forEachStore, type StoreKind } from '../fixtures/stores';
 
@@ -200,7 +201,7 @@ async function rewriteBatch(at: Install, batch: number): Promise<string> {
     [batch],
   );
   const [callId, keyId, endpointId, startedAt, refund] = row as [string, string, string, number, number];
-  const key = `key:${keyId}`;
+  const key = keyLedger(keyId);
   await rawQuery(at, `UPDATE outcome_records SET outcome = 'client_error', status = 404 WHERE call_id = ?`, [callId]);
   await rawQuery(at, `UPDATE settled_calls SET outcome = 'client_error', refund = 0, refund_owed = 0 WHERE call_id = ?`, [callId]);
   await rawQuery(at, `UPDATE settlement_batches SET refunds = refunds - ?, refunds_owed = refunds_owed - ? WHERE id = ?`, [

@@ -29,6 +29,7 @@ import { runCli } from '../fixtures/cli';
 import { startTestControl, type TestControl } from '../fixtures/control';
 import { SDK_UA } from '../fixtures/public';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
+import { keyLedger } from '../fixtures/ledger';
 
 const KINDS: Outcome[] = ['ok', 'server_error', 'ok', 'network_error', 'client_error', 'latency_breach'];
 const FLAGS = { 'settler.cadenceMs': 3_600_000, 'settler.batchCap': 10 };
@@ -45,7 +46,7 @@ function rewriteBatch(db: Database.Database, batch: number): string {
        WHERE settled_batch = ? AND refund > 0 AND clamp IS NULL ORDER BY received_at, call_id LIMIT 1`,
     )
     .get(batch) as { call_id: string; key_id: string; endpoint_id: string; started_at: number; refund: number };
-  const key = `key:${call.key_id}`;
+  const key = keyLedger(call.key_id);
   const refund = call.refund;
   db.transaction(() => {
     db.prepare(`UPDATE outcome_records SET outcome = 'client_error', status = 404 WHERE call_id = ?`).run(call.call_id);

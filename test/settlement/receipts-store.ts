@@ -202,9 +202,13 @@ t.test('migration 9 on a database settled before receipts: signed by the first k
     .prepare(`SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
     .pluck()
     .all() as string[];
+  // Before migration 21 the keys held the money: each key's own account's postings go back to
+  // `key:<id>` (its account is `acc_` and the key id's random part).
+  const asKey = `CASE WHEN account LIKE 'account:acc\\_%' ESCAPE '\\' THEN 'key:key_' || substr(account, 13) ELSE account END`;
   for (const table of tables) {
-    const columns = (db.pragma(`main.table_info(${table})`) as { name: string }[]).map((c) => c.name).join(', ');
-    db.exec(`DELETE FROM main.${table}; INSERT INTO main.${table} (${columns}) SELECT ${columns} FROM src.${table}`);
+    const names = (db.pragma(`main.table_info(${table})`) as { name: string }[]).map((c) => c.name);
+    const values = names.map((c) => (c === 'account' ? asKey : c));
+    db.exec(`DELETE FROM main.${table}; INSERT INTO main.${table} (${names.join(', ')}) SELECT ${values.join(', ')} FROM src.${table}`);
   }
   db.exec('DETACH DATABASE src');
   t.equal(db.prepare('SELECT count(*) FROM settlement_batches').pluck().get(), made, 'the old database holds the settled batches');
@@ -255,7 +259,8 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   // And nothing of the migrations after 14 (15: the gateways' control and engine; 16: operators,
   // their tokens, the audit log's token and approver; 17: approval requests; 18: the outcomes'
   // index by key; 19: outcomes split into records, the queue and settled calls, its index by
-  // key with them; 20: accounts, each key's account).
+  // key with them; 20: accounts, each key's account; 21: the refills' record, which names the
+  // accounts).
   db.exec(`ALTER TABLE gateways DROP COLUMN control_id; ALTER TABLE gateways DROP COLUMN engine`);
   db.exec(`DROP TABLE operator_tokens; DROP TABLE operators`);
   db.exec(`DROP TABLE approvals`);
@@ -263,7 +268,7 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   db.exec(`DROP TABLE settled_calls; DROP TABLE unsettled_outcomes; DROP TABLE outcome_records`);
   db.exec(`ALTER TABLE outcomes_v18 RENAME TO outcomes`);
   db.exec(`ALTER TABLE audit_log DROP COLUMN token_id; ALTER TABLE audit_log DROP COLUMN approved_by`);
-  db.exec(`DROP INDEX keys_by_account; ALTER TABLE keys DROP COLUMN account_id; DROP TABLE accounts`);
+  db.exec(`DROP TABLE account_refills; DROP INDEX keys_by_account; ALTER TABLE keys DROP COLUMN account_id; DROP TABLE accounts`);
   db.pragma('user_version = 13');
   db.close();
   await deleteNewestReceipt(at);

@@ -6,7 +6,7 @@ import { table } from '../../output';
 const refillText = (a: AccountView): string =>
   a.refill === null
     ? 'never'
-    : `${money(a.refill.amount)} every ${a.refill.every}${a.refill.every === 'month' ? ` on day ${a.refill.day ?? 1}` : ''}`;
+    : `up to ${money(a.refill.amount)} every ${a.refill.every}${a.refill.every === 'month' ? ` on day ${a.refill.day ?? 1}` : ''}`;
 
 export function accountLines(a: AccountView): string[] {
   return [
@@ -15,6 +15,7 @@ export function accountLines(a: AccountView): string[] {
     `balance:     ${money(a.balance)}`,
     `low below:   ${a.low === null ? '-' : money(a.low)}`,
     `refill:      ${refillText(a)}`,
+    ...(a.refill === null ? [] : [`next refill: ${a.refill.next_at} (set by ${a.refill.set_by})`]),
     `wallet:      ${a.wallet ?? '-'}`,
     `keys:        ${a.keys}`,
     `created:     ${a.created_at} by ${a.created_by}`,

@@ -12,6 +12,9 @@ import type { RotateKeyView } from '../../../protocol/receipts';
 import { paidLines } from '../payouts/mark-paid';
 import { fundedLines } from '../pool/fund';
 import { walletLines } from '../keys/wallet';
+import { depositLines } from '../accounts/deposit';
+import { accountWalletLine } from '../accounts/wallet';
+import type { AccountChange, DepositView } from '../../../protocol/accounts';
 import { addedLines } from '../operators/render';
 import { operatorRotatedLines } from '../operators/rotate';
 import { rotatedLines } from '../receipts/rotate-key';
@@ -21,6 +24,8 @@ function resultLines(action: ApprovedView['approval']['action'], result: Approve
   if (action === 'pool.fund') return fundedLines(result as FundView);
   if (action === 'payouts.mark_paid') return paidLines(result as MarkPaidView);
   if (action === 'keys.wallet.attach' || action === 'keys.wallet.detach') return walletLines(result as KeyChange);
+  if (action === 'accounts.deposit') return depositLines(result as DepositView);
+  if (action === 'accounts.wallet.attach' || action === 'accounts.wallet.detach') return [accountWalletLine(result as AccountChange)];
   if (action === 'operators.add') return addedLines(result as IssuedOperatorToken);
   if (action === 'operators.rotate') return operatorRotatedLines(result as RotatedOperatorToken);
   return rotatedLines(result as RotateKeyView);

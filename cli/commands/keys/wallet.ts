@@ -26,5 +26,7 @@ export async function run(opts: { id: string; address?: string; detach?: boolean
 }
 
 export const walletLines = (key: KeyChange): string[] => [
-  key.wallet ? `${key.id} pays out to ${key.wallet}.` : `${key.id} has no wallet; refunds accrue to the key.`,
+  key.wallet
+    ? `${key.id}'s account (${key.account_id}) pays out to ${key.wallet}.`
+    : `${key.id} has no wallet; refunds accrue to its account (${key.account_id}).`,
 ];

@@ -1,4 +1,4 @@
-/** `svcctl ledger balances [--account A]`: account balances (external, pool, treasury, key:<id>). */
+/** `svcctl ledger balances [--account A]`: account balances (external, pool, treasury, account:<id>, and key:<id> from before accounts). */
 import type { BalancesView } from '../../../protocol/settlement';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';

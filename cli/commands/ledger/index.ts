@@ -15,7 +15,10 @@ export const ledger: GroupSpec = {
       name: 'balances',
       description: 'account balances',
       options: [
-        { flags: '--account <account>', description: 'one account (pool, treasury, external, key:<id>) or a prefix ending in ":"' },
+        {
+          flags: '--account <account>',
+          description: 'one account (pool, treasury, external, account:<id>, key:<id>) or a prefix ending in ":"',
+        },
       ],
       load: () => lazy<typeof import('./balances.js')>(__dirname, 'balances'),
       shape: (_a, o) => o,

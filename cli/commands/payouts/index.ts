@@ -7,7 +7,7 @@ export const payouts: GroupSpec = {
   commands: [
     leaf({
       name: 'list',
-      description: 'what is owed per wallet (and to keys without a wallet)',
+      description: 'what is owed per wallet (and to accounts without a wallet)',
       options: [{ flags: '--wallet <address>', description: 'one wallet' }],
       load: () => lazy<typeof import('./list.js')>(__dirname, 'list'),
       shape: (_a, o) => o,

@@ -1,4 +1,4 @@
-/** `svcctl payouts list [--wallet ADDR]`: what is owed per wallet, and to keys without a wallet yet. */
+/** `svcctl payouts list [--wallet ADDR]`: what is owed per wallet, and to accounts without a wallet yet. */
 import type { PayoutsView } from '../../../protocol/settlement';
 import { WALLET_HELP, walletChain } from '../../../protocol/wallet';
 import type { Deps } from '../../deps';
@@ -21,7 +21,7 @@ export async function run(opts: { wallet?: string; json?: boolean }, deps: Deps)
   else {
     deps.out.line(
       table(
-        ['WALLET', 'OWED', 'MICRO', 'KEYS'],
+        ['WALLET', 'OWED', 'MICRO', 'ACCOUNTS'],
         view.payouts.map((p) => [p.wallet ?? '(no wallet yet)', formatUnits(p.owed), p.owed, p.keys.map((k) => k.id).join(', ')]),
       ),
     );

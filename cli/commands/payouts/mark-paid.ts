@@ -22,6 +22,6 @@ export async function run(opts: { wallet: string; amount: string; reference: str
 
 export const paidLines = (paid: MarkPaidView): string[] => [
   `Recorded ${money(paid.amount)} paid to ${paid.wallet} (reference ${paid.reference}, transfer ${paid.transfer_id}).`,
-  ...paid.paid.map((p) => `  from ${p.key_id}: ${money(p.amount)}`),
+  ...paid.paid.map((p) => `  from ${p.account_id}: ${money(p.amount)}`),
   `Still owed: ${money(paid.owed)}`,
 ];

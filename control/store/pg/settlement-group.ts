@@ -7,7 +7,7 @@
  *   writes, all in ONE statement (`Q.write`): the batch row; its calls' queue entries deleted
  *   and their `settled_calls` rows inserted from what was deleted, with the plan's amounts for
  *   its exceptions and the standard ones for the rest; its transfers and their postings (at
- *   most three, with a posting per key: `TRANSFER_CTES`, each checked first by
+ *   most three, with a posting per account: `TRANSFER_CTES`, each checked first by
  *   `checkTransfer`); the hourly tallies; and its receipt.
  * - Balances move once per group, not per batch: at its end, each account the group's
  *   postings touched by their sum (`Q.balances`). A key in every batch of a group of twenty
@@ -35,6 +35,7 @@ import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPe
 import { checkTransfer } from '../ledger';
 import { InvariantError } from '../../../protocol/coded-error';
 import { MissingReceiptError, type ReceiptChain, type ReceiptsTable } from '../receipts';
+import type { KeyAccounts } from '../sql/keys';
 import { sql, type PgConn } from './conn';
 import { NOTHING_BEFORE, Q, pendingOrderOf, writeParams, type CallRow, type QueuePosition } from './settlement-sql';
 
@@ -82,6 +83,8 @@ export class SettlementGroup {
      * starts (`PgSettlementGroups`), then by this transaction.
      */
     readonly settledTo: Map<string, QueuePosition>,
+    /** Each key's account (the store's one map): filled as batches are read, read as they are planned. */
+    private readonly keyAccounts: KeyAccounts,
   ) {}
 
   /** The pool's balance after the batches planned so far. */
@@ -173,6 +176,8 @@ export class SettlementGroup {
       after_received_at: after.received_at,
       after_call_id: after.call_id,
     });
+    // The accounts of the batch's keys not met before: one more statement, on the same connection.
+    await this.keyAccounts.fill(conn, keysOf(rows));
     return { endpointId, economics, rows, after, inTransaction: conn === this.c };
   }
 
@@ -208,7 +213,7 @@ export class SettlementGroup {
     if (chain instanceof MissingReceiptError) throw chain;
     const batch: BatchRow = { id: this.nextId++, endpoint_id: endpointId, created_at: this.at, ...batchFigures(calls.length, plan) };
     // Premiums first, then the fee, then refunds: the pool only grows until the refunds.
-    const transfers = batchTransfers(plan, batch.id, this.at);
+    const transfers = batchTransfers(plan, batch.id, this.at, (keyId) => this.keyAccounts.of(keyId));
     for (const transfer of transfers) {
       checkTransfer(transfer);
       for (const { account, amount } of transfer.postings) this.moves.set(account, (this.moves.get(account) ?? 0) + amount);
@@ -273,6 +278,8 @@ export class PgSettlementGroups implements Pick<SettlementTable, 'settleGroup'> 
     private readonly receipts: ReceiptsTable,
     /** A connection of its own that reads batches ahead (`PgShared.settlementReader`). */
     private readonly reader: PgConn,
+    /** Each key's account (`PgShared.keyAccounts`). */
+    private readonly keyAccounts: KeyAccounts,
   ) {}
 
   async settleGroup(next: NextBatch, boundary: number, at: number, plan: Planner, budgetCalls: number): Promise<BatchView[]> {
@@ -281,12 +288,17 @@ export class PgSettlementGroups implements Pick<SettlementTable, 'settleGroup'> 
       await c.run(PLANNING);
       const pool = (await c.value<number>(GROUP.lockPool)) ?? 0;
       const nextId = (await c.value<number>(GROUP.nextId))!;
-      const group = new SettlementGroup(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan, settledTo);
+      const group = new SettlementGroup(c, this.reader, this.receipts.on(c), pool, nextId, boundary, at, plan, settledTo, this.keyAccounts);
       return group.run(new GroupRun(next, budgetCalls));
     }, 'serial');
     this.run = { next, settledTo }; // committed
     return made;
   }
+}
+
+/** The key ids of a batch's call rows (keyless calls have none). */
+function* keysOf(rows: readonly CallRow[]): Iterable<string> {
+  for (const row of rows) if (row[1] !== null) yield row[1];
 }
 
 /** `promise`, marked handled now: it is awaited later, maybe after it failed. */

@@ -13,6 +13,7 @@ import { sharedTables } from '../sql';
 import { SqlLedgerTable } from '../sql/ledger';
 import { PgSettlementGroups } from './settlement-group';
 import { SqlSettlementTable } from '../sql/settlement';
+import { KeyAccounts } from '../sql/keys';
 
 /** What every family on one store shares, whatever connection it runs on. */
 export interface PgShared {
@@ -23,6 +24,8 @@ export interface PgShared {
    * never waits for a connection held by someone who waits for the settling transaction's lock.
    */
   readonly settlementReader: PgConn;
+  /** Each key's account, as the settler posts to it: one map for the store (`sql/keys.ts`). */
+  readonly keyAccounts: KeyAccounts;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,7 @@ export function openShared(options: SharedOptions): PgShared {
   return {
     receipts,
     settlementReader: new PgConn(options.readerPool),
+    keyAccounts: new KeyAccounts(),
     close: async () => {
       receipts.close();
       await options.readerPool.end();
@@ -62,7 +66,12 @@ export function pgTables(conn: PgConn, shared: PgShared): StoreTables {
   return {
     ...sharedTables(conn),
     ledger: new SqlLedgerTable(conn),
-    settlement: new SqlSettlementTable(conn, (c) => receipts.on(c), new PgSettlementGroups(conn, receipts, shared.settlementReader)),
+    settlement: new SqlSettlementTable(
+      conn,
+      (c) => receipts.on(c),
+      new PgSettlementGroups(conn, receipts, shared.settlementReader, shared.keyAccounts),
+      shared.keyAccounts,
+    ),
     receipts,
   };
 }

@@ -4,6 +4,7 @@
  * and no read here returns it.
  */
 import type { KeyStatus } from '../../../protocol/admin';
+import { InvariantError } from '../../../protocol/coded-error';
 import { sql, type Conn } from '../conn';
 import {
   KEY_PAGE_SCAN_LIMIT,
@@ -41,7 +42,7 @@ const Q = {
      VALUES (@id, @name, @prefix, 'active', @created_at, @created_by, @expires_at, @wallet, @endpoints,
              @limit_count, @limit_window_s, @application_id, @account_id)`,
   ),
-  ownAccount: sql(`INSERT INTO accounts (id, name, created_at, created_by) VALUES (?, ?, ?, ?)`),
+  ownAccount: sql(`INSERT INTO accounts (id, name, wallet, created_at, created_by) VALUES (?, ?, ?, ?, ?)`),
   insertSecret: sql(`INSERT INTO key_secrets (hash, key_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`),
   byId: sql(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`),
   // By the secret's digest (the key_secrets primary key), as the gateway's table looks keys up.
@@ -70,9 +71,12 @@ const Q = {
     `UPDATE key_secrets SET expires_at = @at
      WHERE key_id = @keyId AND (expires_at IS NULL OR (expires_at > @now AND expires_at > @at))`,
   ),
-  wallet: sql(`UPDATE keys SET wallet = ? WHERE id = ?`),
+  // The key's account's wallet, and its mirror on each of the account's keys (keys_by_account).
+  accountWallet: sql(`UPDATE accounts SET wallet = ? WHERE id = (SELECT account_id FROM keys WHERE id = ?)`),
+  wallet: sql(`UPDATE keys SET wallet = ? WHERE account_id = (SELECT account_id FROM keys WHERE id = ?)`),
   lift: sql(`UPDATE keys SET lift_count = ?, lift_window_s = ?, lift_until = ? WHERE id = ?`),
   prefix: sql(`UPDATE keys SET prefix = ? WHERE id = ?`),
+  accountsOf: inIds(`SELECT id, account_id FROM keys WHERE id IN_IDS`),
   counts: sql(
     `SELECT count(*) AS total,
             count(*) FILTER (WHERE status = 'active' AND (expires_at IS NULL OR expires_at > ?)) AS active
@@ -89,7 +93,8 @@ export class SqlKeysTable implements KeysTable {
   async insert(key: NewKey): Promise<void> {
     await this.conn.tx(async (conn) => {
       const accountId = key.account_id ?? ownAccountId(key.id);
-      if (key.account_id === undefined) await conn.run(Q.ownAccount, [accountId, key.id, key.created_at, key.created_by]);
+      // A key's own account gets the wallet it was issued with (the key's mirrors it, `AccountsTable.setWallet`).
+      if (key.account_id === undefined) await conn.run(Q.ownAccount, [accountId, key.id, key.wallet, key.created_at, key.created_by]);
       await conn.run(Q.insertKey, {
         id: key.id,
         name: key.name,
@@ -189,7 +194,10 @@ export class SqlKeysTable implements KeysTable {
   }
 
   async setWallet(id: string, wallet: string | null): Promise<void> {
-    await this.conn.run(Q.wallet, [wallet, id]);
+    await this.conn.tx(async (conn) => {
+      await conn.run(Q.accountWallet, [wallet, id]);
+      await conn.run(Q.wallet, [wallet, id]);
+    });
   }
 
   async setLift(id: string, lift: { count: number; window_seconds: number; until: number } | null): Promise<void> {
@@ -231,4 +239,35 @@ function scanPositions(
   // Scanned `take` positions without filling the page: go on after the last one examined.
   if (next === null && scanned === take && last !== null) next = last;
   return { ids, next };
+}
+
+/**
+ * Each key's account, as the settler posts to it: a key's account never changes, so what was
+ * read once is kept for the store's life, shared by every transaction's tables. A batch fills
+ * the keys it has not met yet with one statement (`fill`), on its own connection; the hot
+ * statements that read a batch's calls stay without a join.
+ *
+ * A call whose key has no row (no gateway admits one; outcomes stored by hand, the benches')
+ * posts to the account such a key would have had, `ownAccountId` (`ledger verify` maps it the
+ * same way): the settler never stops on it, and the key's id is never reused.
+ */
+export class KeyAccounts {
+  private readonly known = new Map<string, string>();
+
+  /** Read the accounts of those of `keyIds` not known yet, on `conn`: one statement, or none. */
+  async fill(conn: Conn, keyIds: Iterable<string>): Promise<void> {
+    let missing: Set<string> | null = null;
+    for (const id of keyIds) if (!this.known.has(id)) (missing ??= new Set()).add(id);
+    if (missing === null) return;
+    const rows = await conn.raw<[string, string]>(Q.accountsOf, { ids: JSON.stringify([...missing]) });
+    for (const [id, account] of rows) this.known.set(id, account);
+    for (const id of missing) if (!this.known.has(id)) this.known.set(id, ownAccountId(id));
+  }
+
+  /** The account of `keyId`, filled before (`fill`). Throws `InvariantError` for a key not filled. */
+  of(keyId: string): string {
+    const account = this.known.get(keyId);
+    if (account === undefined) throw new InvariantError(`settlement: the account of key ${keyId} was not read`);
+    return account;
+  }
 }

@@ -44,13 +44,23 @@ const RECEIPT_CHECKS: Record<'chain' | 'root', (conn: Conn) => Promise<string | 
   root: (c) => receiptRootViolation(c),
 };
 
+/** A key's or an account's ledger account (`account:<id>` holds the money since migration 21; `key:<id>` before). */
+const HOLDER = (p: string) => `(${p}.account LIKE 'key:%' OR ${p}.account LIKE 'account:%')`;
+
+/** The account id a key without a row would have had (`ownAccountId`, `../keys.ts`), in SQL. */
+const OWN_ACCOUNT = (keyId: string) =>
+  `CASE WHEN substr(${keyId}, 1, 4) = 'key_' THEN 'acc_' || substr(${keyId}, 5) ELSE 'acc_' || ${keyId} END`;
+
 /** The allowed sign of each account in each kind of transfer. */
 const SHAPE = `CASE t.kind
     WHEN 'fund'         THEN (p.account = 'external' AND p.amount < 0) OR (p.account = 'pool' AND p.amount > 0)
-    WHEN 'premium'      THEN (p.account LIKE 'key:%' AND p.amount < 0) OR (p.account = 'pool' AND p.amount > 0)
+    WHEN 'premium'      THEN (${HOLDER('p')} AND p.amount < 0) OR (p.account = 'pool' AND p.amount > 0)
     WHEN 'treasury_fee' THEN (p.account = 'pool' AND p.amount < 0) OR (p.account = 'treasury' AND p.amount > 0)
-    WHEN 'refund'       THEN (p.account = 'pool' AND p.amount < 0) OR (p.account LIKE 'key:%' AND p.amount > 0)
-    WHEN 'payout'       THEN (p.account LIKE 'key:%' AND p.amount < 0) OR (p.account = 'external' AND p.amount > 0)
+    WHEN 'refund'       THEN (p.account = 'pool' AND p.amount < 0) OR (${HOLDER('p')} AND p.amount > 0)
+    WHEN 'payout'       THEN (${HOLDER('p')} AND p.amount < 0) OR (p.account = 'external' AND p.amount > 0)
+    WHEN 'deposit'      THEN (p.account = 'external' AND p.amount < 0) OR (p.account LIKE 'account:%' AND p.amount > 0)
+    WHEN 'refill'       THEN (p.account = 'external' AND p.amount < 0) OR (p.account LIKE 'account:%' AND p.amount > 0)
+    WHEN 'move'         THEN ${HOLDER('p')}
     ELSE FALSE END`;
 
 const LEDGER_CHECKS: readonly LedgerCheck[] = [
@@ -183,17 +193,28 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
     name: "every batch's ledger entries equal its calls' premiums, refunds and fees",
     probes: [
       {
+        // Both sides per account: a call counts for its key's account, and a posting to `key:<id>`
+        // (batches settled before accounts held the money) for that key's account. A key with no
+        // row counts for the account it would have had (`ownAccountId`), as the settler posts it.
         sql: `WITH expected AS (
-                SELECT batch_id AS batch, 'key:' || key_id AS account, sum(premium) AS premiums, sum(refund) AS refunds
-                FROM settled_calls WHERE key_id IS NOT NULL
-                GROUP BY batch_id, key_id HAVING sum(premium) > 0 OR sum(refund) > 0),
-              actual AS (
-                SELECT t.batch_id AS batch, p.account,
-                       sum(CASE WHEN t.kind = 'premium' THEN -p.amount ELSE 0 END) AS premiums,
-                       sum(CASE WHEN t.kind = 'refund' THEN p.amount ELSE 0 END) AS refunds
+                SELECT s.batch_id AS batch, 'account:' || coalesce(k.account_id, ${OWN_ACCOUNT('s.key_id')}) AS account,
+                       sum(s.premium) AS premiums, sum(s.refund) AS refunds
+                FROM settled_calls s LEFT JOIN keys k ON k.id = s.key_id WHERE s.key_id IS NOT NULL
+                GROUP BY s.batch_id, 'account:' || coalesce(k.account_id, ${OWN_ACCOUNT('s.key_id')})
+                HAVING sum(s.premium) > 0 OR sum(s.refund) > 0),
+              postings AS (
+                SELECT t.batch_id AS batch, t.kind, p.amount,
+                       CASE WHEN substr(p.account, 1, 4) = 'key:' THEN substr(p.account, 5) END AS key_id, p.account
                 FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
-                WHERE t.kind IN ('premium', 'refund') AND p.account LIKE 'key:%'
-                GROUP BY t.batch_id, p.account)
+                WHERE t.kind IN ('premium', 'refund') AND ${HOLDER('p')}),
+              actual AS (
+                SELECT p.batch,
+                       CASE WHEN p.key_id IS NULL THEN p.account ELSE 'account:' || coalesce(k.account_id, ${OWN_ACCOUNT('p.key_id')}) END AS account,
+                       sum(CASE WHEN p.kind = 'premium' THEN -p.amount ELSE 0 END) AS premiums,
+                       sum(CASE WHEN p.kind = 'refund' THEN p.amount ELSE 0 END) AS refunds
+                FROM postings p LEFT JOIN keys k ON k.id = p.key_id
+                GROUP BY p.batch,
+                         CASE WHEN p.key_id IS NULL THEN p.account ELSE 'account:' || coalesce(k.account_id, ${OWN_ACCOUNT('p.key_id')}) END)
               SELECT e.batch, e.account FROM expected e LEFT JOIN actual a ON a.batch IS NOT DISTINCT FROM e.batch AND a.account = e.account
               WHERE a.account IS NULL OR a.premiums <> e.premiums OR a.refunds <> e.refunds
               UNION ALL
@@ -212,6 +233,46 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
               SELECT f.batch_id FROM fees f LEFT JOIN settlement_batches b ON b.id = f.batch_id WHERE b.id IS NULL
               LIMIT 1`,
         message: (r) => `batch ${r.id ?? '(none)'}: treasury fee entries do not match the batch`,
+      },
+    ],
+  },
+  {
+    name: 'every key belongs to an account',
+    probes: [
+      {
+        sql: `SELECT k.id, k.account_id FROM keys k LEFT JOIN accounts a ON a.id = k.account_id WHERE a.id IS NULL LIMIT 1`,
+        message: (r) => `key ${r.id} belongs to ${r.account_id === null ? 'no account' : `account ${r.account_id}, which does not exist`}`,
+      },
+    ],
+  },
+  {
+    name: 'every deposit reference is used once',
+    probes: [
+      {
+        sql: `SELECT reference, count(*) AS n FROM ledger_transfers WHERE kind = 'deposit'
+              GROUP BY reference HAVING count(*) > 1 OR reference IS NULL LIMIT 1`,
+        message: (r) =>
+          r.reference === null ? `${r.n} deposit(s) have no reference` : `deposit reference ${r.reference} is used ${r.n} times`,
+      },
+    ],
+  },
+  {
+    name: 'every refill is made once per account and period, as recorded',
+    probes: [
+      {
+        // Each refill transfer is its period's recorded refill: its reference and its amount.
+        sql: `SELECT t.id, t.reference FROM ledger_transfers t
+              LEFT JOIN account_refills r ON r.transfer_id = t.id
+              LEFT JOIN ledger_postings p ON p.transfer_id = t.id AND p.account = 'account:' || r.account_id
+              WHERE t.kind = 'refill' AND (r.account_id IS NULL OR t.reference IS NULL
+                OR t.reference <> 'refill:' || r.account_id || ':' || r.period OR p.amount IS NULL OR p.amount <> r.amount)
+              LIMIT 1`,
+        message: (r) => `refill transfer ${r.id} (${r.reference ?? 'no reference'}) is not its period's recorded refill`,
+      },
+      {
+        sql: `SELECT r.account_id, r.period FROM account_refills r LEFT JOIN ledger_transfers t ON t.id = r.transfer_id
+              WHERE r.transfer_id IS NOT NULL AND (t.id IS NULL OR t.kind <> 'refill') LIMIT 1`,
+        message: (r) => `account ${r.account_id}: the refill of ${r.period} names no refill transfer`,
       },
     ],
   },

@@ -6,7 +6,9 @@
  */
 import type { BalanceView, Clamp, LedgerVerifyView, MarkPaidView, PayoutLine, PoolView } from '../../../protocol/settlement';
 import { sql, type Conn } from '../conn';
+import { accountLedger } from '../accounts';
 import {
+  type Deposit,
   LedgerError,
   checkTransfer,
   payoutLines,
@@ -18,8 +20,8 @@ import {
 } from '../ledger';
 import { verifyLedger } from './ledger-verify';
 
-/** Key accounts as a primary-key range: `key:` ≤ account < `key;`. */
-const KEY_RANGE = `account >= 'key:' AND account < 'key;'`;
+/** Accounts' ledger accounts as a primary-key range: `account:` ≤ account < `account;`. */
+const ACCOUNT_RANGE = `account >= 'account:' AND account < 'account;'`;
 /** The sum of one kind of transfer's postings on one account. */
 const KIND_TOTAL = (kind: string, account: string) =>
   `(SELECT CAST(coalesce(sum(p.amount), 0) AS BIGINT) FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
@@ -58,16 +60,21 @@ const Q = {
   poolParts: sql(
     `SELECT coalesce((SELECT balance FROM account_balances WHERE account = 'treasury'), 0) AS treasury,
             ${KIND_TOTAL('fund', 'pool')} AS funded, ${KIND_TOTAL('payout', 'external')} AS paid_out,
-            (SELECT CAST(coalesce(sum(balance), 0) AS BIGINT) FROM account_balances WHERE ${KEY_RANGE} AND balance > 0) AS owed_to_keys`,
+            (SELECT CAST(coalesce(sum(balance), 0) AS BIGINT) FROM account_balances WHERE ${ACCOUNT_RANGE} AND balance > 0) AS owed_to_keys`,
   ),
   clamped: sql(`SELECT clamp, count(*) AS n FROM settled_calls WHERE clamp IS NOT NULL GROUP BY clamp ORDER BY clamp`),
   payoutRows: sql(
-    `SELECT k.id, k.name, k.wallet, b.balance
-     FROM account_balances b JOIN keys k ON k.id = substr(b.account, 5)
-     WHERE b.${KEY_RANGE} AND b.balance > 0
-     ORDER BY k.created_at, k.id`,
+    `SELECT a.id, a.name, a.wallet, b.balance
+     FROM account_balances b JOIN accounts a ON a.id = substr(b.account, 9)
+     WHERE b.${ACCOUNT_RANGE} AND b.balance > 0
+     ORDER BY a.created_at, a.id`,
   ),
   reference: sql(`SELECT id FROM ledger_transfers WHERE kind = 'payout' AND reference = ?`),
+  // The deposit recorded under a reference (ledger_deposit_reference), with its account's posting.
+  deposit: sql(
+    `SELECT t.id AS transfer_id, p.account, p.amount FROM ledger_transfers t JOIN ledger_postings p ON p.transfer_id = t.id
+     WHERE t.kind = 'deposit' AND t.reference = ? AND p.account <> 'external'`,
+  ),
   // Walks `settled_calls_by_batch` from the newest batch, so a large unsettled backlog costs nothing here.
   activity: sql(
     `SELECT s.call_id, s.endpoint_id, s.outcome, o.status, o.latency_ms, s.started_at, s.premium, s.refund,
@@ -123,6 +130,26 @@ export class SqlLedgerTable implements LedgerTable {
       { account: 'pool', amount },
     ];
     return transfer(this.conn, { kind: 'fund', at, actor, reference: note, postings });
+  }
+
+  deposit(accountId: string, amount: number, reference: string, at: number, actor: string): Promise<Deposit> {
+    return this.conn.tx(async (c) => {
+      const account = accountLedger(accountId);
+      const prior = await c.get<{ transfer_id: number; account: string; amount: number }>(Q.deposit, [reference]);
+      if (prior !== undefined) {
+        if (prior.account !== account || prior.amount !== amount) {
+          throw new LedgerError('reference_used', `deposit reference ${JSON.stringify(reference)} was used for another deposit`);
+        }
+        const now = await balance(c, account);
+        return { transfer_id: prior.transfer_id, account_id: accountId, amount, reference, balance: now, created: false };
+      }
+      const postings = [
+        { account: 'external', amount: -amount },
+        { account, amount },
+      ];
+      const transferId = await transfer(c, { kind: 'deposit', at, actor, reference, postings });
+      return { transfer_id: transferId, account_id: accountId, amount, reference, balance: await balance(c, account), created: true };
+    }, 'serial');
   }
 
   markPaid(wallet: string, amount: number, reference: string, at: number, actor: string): Promise<MarkPaidView> {

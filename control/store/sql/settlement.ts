@@ -20,7 +20,17 @@ import {
   type SettlingReceipts,
   type UnsettledCall,
 } from '../settlement';
-import { GroupRun, batchFigures, batchLeaves, batchTransfers, checkMarked, notPending, pendingOrder } from '../settlement-plan';
+import {
+  GroupRun,
+  batchFigures,
+  batchLeaves,
+  batchTransfers,
+  checkMarked,
+  notPending,
+  pendingOrder,
+  plannedKeys,
+} from '../settlement-plan';
+import type { KeyAccounts } from './keys';
 import { balance, transfer } from './ledger';
 
 /**
@@ -161,6 +171,7 @@ async function commit(
   cap: number,
   at: number,
   planner: Planner,
+  keyAccounts: KeyAccounts,
 ): Promise<BatchView | null> {
   const calls = await c.all<UnsettledCall>(Q.calls, [endpointId, boundary, cap]);
   if (calls.length === 0) return null;
@@ -195,8 +206,10 @@ async function commit(
   checkMarked(calls.length, standard + plan.exceptions.size);
   checkMarked(calls.length - plan.exceptions.size, await c.run(Q.dequeue, range));
 
-  // Premiums first, then the fee, then refunds: the pool only grows until the refunds.
-  for (const t of batchTransfers(plan, batch.id, at)) await transfer(c, t);
+  // Premiums first, then the fee, then refunds: the pool only grows until the refunds. Each
+  // key's postings go to its account; the accounts of keys not met before are read first.
+  await keyAccounts.fill(c, plannedKeys(plan));
+  for (const t of batchTransfers(plan, batch.id, at, (keyId) => keyAccounts.of(keyId))) await transfer(c, t);
   for (const [hour, amount] of plan.refundsByHour) if (amount > 0) await c.run(Q.addHour, [endpointId, hour, amount]);
   if (tree !== null) await receipts.append(batch, tree, calls.length);
   return batchView(batch);
@@ -207,11 +220,13 @@ export class SqlSettlementTable implements SettlementTable {
    * @param receipts The receipts family on a connection: the settling transaction's.
    * @param groups A group commit of the store's own (PostgreSQL's), or null: groups are
    *   committed batch by batch as `settleBatch` commits one.
+   * @param keyAccounts Each key's account, the store's one map (every transaction's tables share it).
    */
   constructor(
     private readonly conn: Conn,
     private readonly receipts: (conn: Conn) => SettlingReceipts,
     private readonly groups: Pick<SettlementTable, 'settleGroup'> | null,
+    private readonly keyAccounts: KeyAccounts,
   ) {}
 
   pendingEndpoints(boundary: number): Promise<string[]> {
@@ -221,7 +236,7 @@ export class SqlSettlementTable implements SettlementTable {
   settleBatch(endpointId: string, boundary: number, cap: number, at: number, plan: Planner): Promise<BatchView | null> {
     return this.conn.tx(async (c) => {
       await planning(c);
-      return commit(c, this.receipts(c), endpointId, boundary, cap, at, plan);
+      return commit(c, this.receipts(c), endpointId, boundary, cap, at, plan, this.keyAccounts);
     }, 'serial');
   }
 
@@ -232,7 +247,7 @@ export class SqlSettlementTable implements SettlementTable {
       const receipts = this.receipts(c);
       for (let step = run.step(); step !== null; step = run.step()) {
         if (step === 'round') run.startRound(await pendingOn(c, boundary));
-        else run.committed(await commit(c, receipts, step.endpointId, boundary, step.cap, at, plan));
+        else run.committed(await commit(c, receipts, step.endpointId, boundary, step.cap, at, plan, this.keyAccounts));
       }
       return run.made;
     }, 'serial');

@@ -303,6 +303,17 @@ export interface AccountAnswer {
   unsettled_calls: number;
   /** When the key's latest call started (any time, not only in the window); null before its first. */
   last_call_at: string | null;
+  /** The money of the account the key belongs to (shared by its keys), now, in integer micro-units. */
+  balance: {
+    /** The account (`acc_…`): several keys may share it, and its balance. */
+    account_id: string;
+    /** What the account holds and has not set aside for calls in flight: deposits and refills and refunds in, premiums out. Negative while it owes premiums of postpaid calls. */
+    available: number;
+    /** Set aside for calls admitted and not settled yet. */
+    reserved: number;
+    /** True while `available` is under the account's low-balance threshold (false when it has none). */
+    low: boolean;
+  };
 }
 
 /**
