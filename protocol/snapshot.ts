@@ -96,6 +96,8 @@ export const SnapshotEndpoint = z
     headers: z.record(z.string(), z.string()),
     /** The endpoint's response schema (protocol/response-schema.ts); absent when it has none. */
     response_schema: z.record(z.string(), z.unknown()).optional(),
+    /** `prepaid`: keyed calls are admitted only while the key's account covers the premium. Absent: postpaid. */
+    billing: z.literal('prepaid').optional(),
   })
   .strict();
 export type SnapshotEndpoint = z.infer<typeof SnapshotEndpoint>;

@@ -23,6 +23,9 @@ export function snapshotEndpoint(row: EndpointRow): SnapshotEndpoint {
   };
   // Only endpoints with a schema carry the field, so the others' snapshot lines are unchanged.
   if (e.response_schema !== null) out.response_schema = e.response_schema;
+  // Likewise only prepaid endpoints carry `billing`: postpaid is what a gateway assumes, so a
+  // gateway from before prepaid billing reads every snapshot without one unchanged.
+  if (e.billing === 'prepaid') out.billing = 'prepaid';
   return out;
 }
 
