@@ -110,29 +110,48 @@ const markPaid: Executor<'payouts.mark_paid', MarkPaidView> = {
   },
 };
 
+/**
+ * Rotations under way, per receipts core: a core holds one prepared key, so a second rotation
+ * started before the first is published would replace it (`SVC_ERR_KEY_NOT_PREPARED`). Each
+ * control runs its rotations one after another; the controls of a shared database each rotate
+ * their own core.
+ */
+const rotating = new WeakMap<object, Promise<unknown>>();
+
+function oneRotationAtATime<T>(core: object, fn: () => Promise<T>): Promise<T> {
+  const run = (rotating.get(core) ?? Promise.resolve()).then(fn, fn);
+  rotating.set(
+    core,
+    run.catch(() => undefined),
+  );
+  return run;
+}
+
 const rotateKey: Executor<'receipts.rotate_key', RotateKeyView> = {
   status: 200,
   target: () => null,
-  run: async (ctx, _input, by, within) => {
-    const now = ctx.now();
-    const prepared = await ctx.store.receipts.prepareRotation();
-    await ctx.store.mutate(
-      { ...by, now },
-      { action: 'receipts.rotate_key', target: prepared.kid, detail: { previous_kid: prepared.previous_kid } },
-      async (tx) => {
-        await within(tx);
-        await tx.receipts.publishPrepared(prepared.kid, now);
-      },
-    );
-    await ctx.store.receipts.activatePrepared(prepared.kid);
-    return {
-      kid: prepared.kid,
-      previous_kid: prepared.previous_kid,
-      created_at: new Date(now).toISOString(),
-      published: (await ctx.store.receipts.jwks()).keys.map((k) => k.kid),
-    };
-  },
+  run: (ctx, _input, by, within) => oneRotationAtATime(ctx.store.receipts, () => rotateNow(ctx, by, within)),
 };
+
+async function rotateNow(ctx: ControlContext, by: Actor, within: Within): Promise<RotateKeyView> {
+  const now = ctx.now();
+  const prepared = await ctx.store.receipts.prepareRotation();
+  await ctx.store.mutate(
+    { ...by, now },
+    { action: 'receipts.rotate_key', target: prepared.kid, detail: { previous_kid: prepared.previous_kid } },
+    async (tx) => {
+      await within(tx);
+      await tx.receipts.publishPrepared(prepared.kid, now);
+    },
+  );
+  await ctx.store.receipts.activatePrepared(prepared.kid);
+  return {
+    kid: prepared.kid,
+    previous_kid: prepared.previous_kid,
+    created_at: new Date(now).toISOString(),
+    published: (await ctx.store.receipts.jwks()).keys.map((k) => k.kid),
+  };
+}
 
 const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'pool.fund': fund,

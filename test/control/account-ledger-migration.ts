@@ -8,35 +8,15 @@
 import t, { type Test } from 'tap';
 import Database from 'better-sqlite3';
 import { Pool } from 'pg';
-import type { Store } from '../../control/store';
 import type { Outcome } from '../../protocol/outcome';
 import { MIGRATIONS } from '../../control/store/migrations';
 import { migratePg } from '../../control/store/pg/migrate';
 import { PG_MIGRATIONS } from '../../control/store/pg/migrations';
 import { PG_TYPES } from '../../control/store/pg/types';
-import { SOL_A, T0, balance, batchPostings, fund, settleAll } from '../fixtures/ledger';
+import { SOL_A, T0, balance, batchPostings, fund, insertKey, settleAll } from '../fixtures/ledger';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { newInstall, openInstall, rawExec, rawQuery, sqlitePath, type Install } from '../fixtures/store-sql';
 import { forEachStore } from '../fixtures/stores';
-
-/** A key of its own account (`acc_` and the id's part after `key_`), stored as the admin API stores one. */
-const addKey = (store: Store, id: string, wallet: string | null, at: number) =>
-  store.keys.insert({
-    id,
-    name: id,
-    prefix: 'svc_beta_x…',
-    hash: id
-      .padEnd(64, '0')
-      .slice(0, 64)
-      .replace(/[^0-9a-f]/g, 'a'),
-    created_at: at,
-    created_by: 't',
-    expires_at: null,
-    wallet,
-    endpoints: [],
-    limit: null,
-    application_id: null,
-  });
 
 /**
  * SQLite's ledger tables rebuilt as they were before migration 21 (its own rebuild, with the
@@ -101,9 +81,9 @@ forEachStore(t, (t, kind) => {
       const store = await openInstall(t, at);
       await saveEndpoint(store, 'ep', econ);
       await fund(store, 100_000);
-      await addKey(store, 'key_pos', SOL_A, T0);
-      await addKey(store, 'key_neg', null, T0 + 1);
-      await addKey(store, 'key_zero', null, T0 + 2);
+      await insertKey(store, 'key_pos', T0, { wallet: SOL_A });
+      await insertKey(store, 'key_neg', T0 + 1);
+      await insertKey(store, 'key_zero', T0 + 2);
       const calls = [
         ...(['server_error', 'server_error', 'ok'] as Outcome[]).map((k, i) => outcome({ key_id: 'key_pos', outcome: k, started: T0 + i })),
         ...[0, 1, 2].map((i) => outcome({ key_id: 'key_neg', started: T0 + 10 + i })),

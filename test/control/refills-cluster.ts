@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
+import { manualClock, startTestControl, type AdminResponse, type TestControl } from '../fixtures/control';
 import { createDatabase, skipWithoutPostgres } from '../fixtures/postgres';
 
 const DAY = 86_400_000;
@@ -26,14 +26,19 @@ if (!skipWithoutPostgres(t)) {
     const a = await start('a');
     let b = await start('b');
     // The second control writes no token files: it accepts the first's (control/tokens.ts).
-    const onB = (method: string, path: string, body?: unknown) => b.admin(method, path, body, a.adminToken);
+    const via =
+      (c: () => TestControl) =>
+      (method: string, path: string, body?: unknown): Promise<AdminResponse> =>
+        c().admin(method, path, body, a.adminToken);
+    const onA = via(() => a);
+    const onB = via(() => b);
 
     const ids: string[] = [];
     for (let i = 0; i < ACCOUNTS; i++) {
       const added = await a.admin('POST', '/_admin/v1/accounts', { name: `team-${i}` });
       ids.push(added.body.id as string);
       t.equal((await onB('PUT', `/_admin/v1/accounts/team-${i}/wallet`, { wallet: walletOf(i) })).status, 200);
-      const set = await (i % 2 ? a.admin : onB)('PUT', `/_admin/v1/accounts/team-${i}/refill`, { amount: 1_000, every: 'day' });
+      const set = await (i % 2 ? onA : onB)('PUT', `/_admin/v1/accounts/team-${i}/refill`, { amount: 1_000, every: 'day' });
       t.equal(set.status, 200, set.text);
     }
 

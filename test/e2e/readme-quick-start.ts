@@ -50,7 +50,7 @@ t.test('the README’s first-refund block runs as written', async (t) => {
   t.ok(call, 'the failing call’s id');
   t.match(out, /^Funded the pool with 10/m);
   t.match(out, new RegExp(`^Call ${call} verified: outcome server_error, refund 0\\.0011, premium 0, in settlement batch \\d+`, 'm'));
-  t.match(out, /^key:key_\w+ +0\.001 +1000$/m, 'the refund, less the good call’s premium, in the key’s balance');
+  t.match(out, /^account:acc_\w+ +0\.001 +1000$/m, 'the refund, less the good call’s premium, in the key’s account’s balance');
 });
 
 t.test('the block’s commands are svcctl’s', async (t) => {

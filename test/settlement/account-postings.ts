@@ -4,7 +4,7 @@
 // accounts oldest first. `ledger verify` holds throughout, and catches a key without an account.
 import t from 'tap';
 import type { Store } from '../../control/store';
-import { EVM_B, SOL_A, T0, balance, batchPostings, byTransfer, fund, openWithSql, settleAll } from '../fixtures/ledger';
+import { EVM_B, SOL_A, T0, balance, batchPostings, byTransfer, fund, insertKey, openWithSql, settleAll } from '../fixtures/ledger';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
 import { newInstall, openInstall } from '../fixtures/store-sql';
 import { forEachStore } from '../fixtures/stores';
@@ -14,26 +14,6 @@ const addAccount = (store: Store, id: string, at: number) =>
     tx.accounts.insert({ id, name: id.replace('acc_', 'team-'), low: null, created_at: at, created_by: 't' }),
   );
 
-/** A key in `account` (its own when undefined). */
-const addKey = (store: Store, id: string, at: number, account?: string) =>
-  store.keys.insert({
-    id,
-    name: id,
-    prefix: 'svc_beta_x…',
-    hash: id
-      .padEnd(64, '0')
-      .slice(0, 64)
-      .replace(/[^0-9a-f]/g, 'a'),
-    created_at: at,
-    created_by: 't',
-    expires_at: null,
-    wallet: null,
-    endpoints: [],
-    limit: null,
-    application_id: null,
-    ...(account === undefined ? {} : { account_id: account }),
-  });
-
 t.test("two keys of one account: a premium of one and a refund of the other land on the account's one balance", async (t) => {
   forEachStore(t, async (t, kind) => {
     const at = await newInstall(t, kind);
@@ -41,9 +21,9 @@ t.test("two keys of one account: a premium of one and a refund of the other land
     await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
     await fund(store, 100_000);
     await addAccount(store, 'acc_team', T0);
-    await addKey(store, 'key_one', T0, 'acc_team');
-    await addKey(store, 'key_two', T0 + 1, 'acc_team');
-    await addKey(store, 'key_solo', T0 + 2);
+    await insertKey(store, 'key_one', T0, { account: 'acc_team' });
+    await insertKey(store, 'key_two', T0 + 1, { account: 'acc_team' });
+    await insertKey(store, 'key_solo', T0 + 2);
     await store.outcomes.ingest(
       [
         outcome({ key_id: 'key_one', started: T0 }),
@@ -89,10 +69,10 @@ t.test('payouts per account and wallet; mark-paid takes from the oldest account 
     await fund(store, 1_000_000);
     await addAccount(store, 'acc_old', T0);
     await addAccount(store, 'acc_new', T0 + 5);
-    await addKey(store, 'key_a', T0 + 1, 'acc_old');
-    await addKey(store, 'key_b', T0 + 2, 'acc_old');
-    await addKey(store, 'key_c', T0 + 6, 'acc_new');
-    await addKey(store, 'key_d', T0 + 7);
+    await insertKey(store, 'key_a', T0 + 1, { account: 'acc_old' });
+    await insertKey(store, 'key_b', T0 + 2, { account: 'acc_old' });
+    await insertKey(store, 'key_c', T0 + 6, { account: 'acc_new' });
+    await insertKey(store, 'key_d', T0 + 7);
     await store.outcomes.ingest(
       ['key_a', 'key_b', 'key_c', 'key_c', 'key_d'].map((key_id, i) => outcome({ key_id, outcome: 'server_error', started: T0 + i })),
       T0,
@@ -158,7 +138,7 @@ t.test('ledger verify catches a key without an account, and a move posted to the
         const { store, exec } = await openWithSql(t, kind);
         await fund(store, 100);
         await addAccount(store, 'acc_team', T0);
-        await addKey(store, 'key_one', T0, 'acc_team');
+        await insertKey(store, 'key_one', T0, { account: 'acc_team' });
         t.ok((await store.ledger.verify()).ok, 'fine before');
         await exec(`${kind === 'sqlite' ? 'PRAGMA foreign_keys = OFF; ' : 'SET session_replication_role = replica; '}${sql}`);
         const result = await store.ledger.verify();

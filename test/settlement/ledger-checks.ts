@@ -6,7 +6,19 @@ import t from 'tap';
 import { LedgerError } from '../../control/store/ledger';
 import type { Outcome } from '../../protocol/outcome';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
-import { EVM_B, SOL_A, T0, balance, batchPostings, byTransfer, fund, openWithSql, settleAll, splitPerKey } from '../fixtures/ledger';
+import {
+  EVM_B,
+  SOL_A,
+  T0,
+  balance,
+  batchPostings,
+  byTransfer,
+  fund,
+  insertKey,
+  openWithSql,
+  settleAll,
+  splitPerKey,
+} from '../fixtures/ledger';
 import { newInstall, openInstall } from '../fixtures/store-sql';
 import { forEachStore, openTestStore } from '../fixtures/stores';
 
@@ -15,27 +27,10 @@ t.test('payouts: per wallet, keys without a wallet, a wallet attached later gets
     const store = await openTestStore(t, kind);
     await saveEndpoint(store, 'ep', { price: 1000, premium: 0 });
     await fund(store, 1_000_000);
-    const key = (id: string, wallet: string | null, at: number) =>
-      store.keys.insert({
-        id,
-        name: id,
-        prefix: 'svc_beta_x…',
-        hash: id
-          .padEnd(64, '0')
-          .slice(0, 64)
-          .replace(/[^0-9a-f]/g, 'a'),
-        created_at: at,
-        created_by: 't',
-        expires_at: null,
-        wallet,
-        endpoints: [],
-        limit: null,
-        application_id: null,
-      });
-    await key('key_a', SOL_A, T0);
-    await key('key_b', EVM_B, T0 + 1);
-    await key('key_c', null, T0 + 2);
-    await key('key_d', EVM_B.toLowerCase(), T0 + 3);
+    await insertKey(store, 'key_a', T0, { wallet: SOL_A });
+    await insertKey(store, 'key_b', T0 + 1, { wallet: EVM_B });
+    await insertKey(store, 'key_c', T0 + 2);
+    await insertKey(store, 'key_d', T0 + 3, { wallet: EVM_B.toLowerCase() });
     await store.outcomes.ingest(
       [
         ...Array.from({ length: 3 }, () => outcome({ key_id: 'key_a', outcome: 'server_error' })),
