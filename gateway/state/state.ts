@@ -34,6 +34,11 @@ export interface EndpointEntry {
   slaMs: number;
   price: number;
   premium: number;
+  /**
+   * `billing: 'prepaid'`: a keyed call whose key has an account is admitted only while this
+   * gateway's budget for the account covers the premium (the handler's pay stage, budgets.ts).
+   */
+  prepaid: boolean;
   headers: Readonly<Record<string, string>>;
   /** Compiled response schema for 2xx JSON bodies (shared by endpoints with equal schemas, schema-cache.ts); null when the endpoint has none. */
   responseSchema: SchemaValidator | null;
@@ -73,6 +78,7 @@ function endpointEntry(e: SnapshotEndpoint): EndpointEntry {
     slaMs: e.sla_ms,
     price: e.price,
     premium: e.premium,
+    prepaid: e.billing === 'prepaid',
     headers: Object.freeze({ ...e.headers }),
     responseSchema,
   };
