@@ -80,7 +80,17 @@ function prepaidAcrossGateways(t: Test, controls: number, databaseUrl: () => Pro
     const admin = (i: number, method: string, path: string, body?: unknown) => adminRequest(c.controls[i % controls]!, c.adminToken, method, path, body);
     const cli = (args: string[]) => svcctl(['--data-dir', c.dirs[0]!, ...args], c.env);
     const up = await startUpstream(t);
-    const added = await admin(0, 'POST', '/_admin/v1/endpoints', { id: 'ep', upstream: `${up.url}/base`, price: 0, premium: PREMIUM, billing: 'prepaid' });
+    // No call may fail (a refund would add to the account's money while it is spent): an SLA and
+    // timeout no loaded machine reaches.
+    const added = await admin(0, 'POST', '/_admin/v1/endpoints', {
+      id: 'ep',
+      upstream: `${up.url}/base`,
+      price: 0,
+      premium: PREMIUM,
+      billing: 'prepaid',
+      sla_ms: 120_000,
+      timeout_ms: 120_000,
+    });
     t.equal(added.status, 201, added.text);
 
     const accounts: { id: string; name: string; key: string }[] = [];
