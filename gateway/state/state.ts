@@ -104,6 +104,12 @@ export class GatewayState {
   limits: Limits;
   readonly endpoints: Map<string, EndpointEntry>;
   private readonly keys: KeyTable;
+  /**
+   * Some key came without its account: the state was sent to a gateway older than prepaid
+   * billing (and persisted). A gateway that holds budgets does not resume from it: it asks for
+   * a full snapshot, or prepaid endpoints would admit those keys' calls unchecked.
+   */
+  accountless = false;
 
   /** @param keys the key table to hold; a full snapshot fills it before the state is used. */
   constructor(
@@ -147,6 +153,7 @@ export class GatewayState {
     if (delta.version <= delta.base) throw new UpdateRejected(`delta version ${delta.version} is not after its base`);
     const upserts = (delta.endpoints_upsert ?? []).map(endpointEntry);
     const keys = this.planKeys(delta.keys_upsert ?? [], delta.keys_remove ?? []);
+    for (const k of delta.keys_upsert ?? []) if (k.account === undefined) this.accountless = true;
     for (const e of upserts) this.endpoints.set(e.id, e);
     for (const id of delta.endpoints_remove ?? []) this.endpoints.delete(id);
     this.applyKeys(keys);
@@ -235,6 +242,7 @@ export class SnapshotBuilder {
       keys = parsed.data.keys;
     }
     for (const k of keys) {
+      if (k.account === undefined) this.state.accountless = true;
       const refused = this.keys.add(k);
       if (refused !== null) throw new UpdateRejected(`bad keys line ${this.keyLines + 1}: ${refused}`);
     }

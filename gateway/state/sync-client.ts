@@ -142,7 +142,9 @@ export class SyncClient {
     const at = this.control.endpoints.current;
     const url = this.control.url(SYNC_STREAM_PATH);
     url.searchParams.set('gateway_id', this.opts.gatewayId);
-    url.searchParams.set('version', String(this.state?.version ?? 0));
+    // A state without keys' accounts (persisted from before prepaid billing) is not resumed: a full snapshot replaces it.
+    const resumable = this.state !== null && !(this.opts.instance !== undefined && this.state.accountless);
+    url.searchParams.set('version', String(resumable ? this.state!.version : 0));
     if (this.state) url.searchParams.set('epoch', String(this.state.epoch));
     url.searchParams.set('engine', this.opts.engine);
     if (this.opts.instance !== undefined) url.searchParams.set('instance', this.opts.instance);
