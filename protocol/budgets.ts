@@ -42,9 +42,15 @@ export const BudgetRequest = z.strictObject({
   gateway_id: z.string().min(1).max(64),
   instance: InstanceId,
   /** Accounts it wants budget for, with what the call waiting needs beyond its budget (0: ahead of need). */
-  want: z.array(z.strictObject({ account: AccountId, need: Micro })).max(BUDGET_ACCOUNTS_MAX).default([]),
+  want: z
+    .array(z.strictObject({ account: AccountId, need: Micro }))
+    .max(BUDGET_ACCOUNTS_MAX)
+    .default([]),
   /** Accounts it holds budget for, with what it has given back in all (cumulative, this instance). */
-  held: z.array(z.strictObject({ account: AccountId, returned: Micro })).max(BUDGET_ACCOUNTS_MAX).default([]),
+  held: z
+    .array(z.strictObject({ account: AccountId, returned: Micro }))
+    .max(BUDGET_ACCOUNTS_MAX)
+    .default([]),
   /**
    * Every record this gateway's earlier instances journaled is now acknowledged by control: the
    * budget they held is released.

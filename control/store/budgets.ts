@@ -57,7 +57,12 @@ const isActive = (e: EscrowRow, now: number) => e.wanted_at !== null && e.wanted
  * The share of the account's money `self` should hold: the active instances (and `self`, which
  * is asking or reporting now) divide the free money and what they hold by weight, rounded down.
  */
-function targetOf(money: AccountMoney, self: { gateway_id: string; instance: string; weight: number }, selfActive: boolean, now: number): number {
+function targetOf(
+  money: AccountMoney,
+  self: { gateway_id: string; instance: string; weight: number },
+  selfActive: boolean,
+  now: number,
+): number {
   if (!selfActive) return 0;
   let pool = Math.max(0, freeOf(money));
   let weights = 0;
@@ -128,7 +133,13 @@ export interface BudgetsTable {
    * recorded, at most what it was granted and did not spend), and answer its granted total and
    * what it should give back now. Null when it holds no escrow of `account`.
    */
-  report(account: string, gateway: string, instance: string, returned: number, now: number): Promise<{ granted: number; ask: number } | null>;
+  report(
+    account: string,
+    gateway: string,
+    instance: string,
+    returned: number,
+    now: number,
+  ): Promise<{ granted: number; ask: number } | null>;
   /** The accounts `instance` holds an open escrow of that another instance was left short of within `SHORT_MS`. */
   shortOf(gateway: string, instance: string, now: number): Promise<string[]>;
   /** Release every open escrow of `gateway`'s instances but `instance`: their journals are drained. Answers how many. */

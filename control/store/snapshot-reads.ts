@@ -80,7 +80,20 @@ export const LIVE_KEYS_SQL = (where: string, dialect: 'sqlite' | 'postgres' = 's
 export function groupKeys(rows: readonly KeySecretRow[]): SnapshotKey[] {
   const out: SnapshotKey[] = [];
   let current: SnapshotKey | null = null;
-  for (const [, id, expiresAt, endpoints, limitCount, limitWindowS, liftCount, liftWindowS, liftUntil, account, hash, secretExpiresAt] of rows) {
+  for (const [
+    ,
+    id,
+    expiresAt,
+    endpoints,
+    limitCount,
+    limitWindowS,
+    liftCount,
+    liftWindowS,
+    liftUntil,
+    account,
+    hash,
+    secretExpiresAt,
+  ] of rows) {
     if (hash === null) continue;
     if (current === null || current.id !== id) {
       current = {

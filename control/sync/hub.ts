@@ -466,7 +466,10 @@ export class SyncHub {
     try {
       do {
         conn.dirty = false;
-        const delta = conn.needsFull || conn.sentVersion === 0 ? null : await (conn.instance === null ? this.legacyDeltas : this.deltas).get(conn.sentVersion, this.ctx.now());
+        const delta =
+          conn.needsFull || conn.sentVersion === 0
+            ? null
+            : await (conn.instance === null ? this.legacyDeltas : this.deltas).get(conn.sentVersion, this.ctx.now());
         // The read found no version after the one sent: the stream already holds the newest (a
         // delta read may see a commit before this hub hears of it). A delta to the same version
         // would be refused, and its digest would replace the one the gateway is about to ack.

@@ -3,7 +3,15 @@
  * deltas between two state versions (from the `state_changes` record of each write).
  */
 import { createHash } from 'node:crypto';
-import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint, type SnapshotKey } from '../../protocol/snapshot';
+import {
+  SNAPSHOT_KEYS_PER_LINE,
+  SnapshotDigest,
+  sealDelta,
+  type Delta,
+  type Limits,
+  type SnapshotEndpoint,
+  type SnapshotKey,
+} from '../../protocol/snapshot';
 import { CodedError } from '../../protocol/coded-error';
 import { silentLogger, type Logger } from '../../runtime/log';
 import type { ClusterTable, Store } from '../store';

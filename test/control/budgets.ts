@@ -44,10 +44,18 @@ forEachStore(t, (t, kind) => {
     t.same(await store.budgets.grant(account, 'gw-1', 'i1', PREMIUM, T0), { granted: 10 * PREMIUM, short: false });
     t.same(await store.budgets.grant(account, 'gw-2', 'i2', PREMIUM, T0 + 1), { granted: 0, short: true }, 'nothing is free');
     t.same(await store.budgets.shortOf('gw-1', 'i1', T0 + 2), [account], 'the first learns another is short of its account');
-    t.same(await store.budgets.report(account, 'gw-1', 'i1', 0, T0 + 2), { granted: 10 * PREMIUM, ask: 5 * PREMIUM }, 'asked for its excess: half');
+    t.same(
+      await store.budgets.report(account, 'gw-1', 'i1', 0, T0 + 2),
+      { granted: 10 * PREMIUM, ask: 5 * PREMIUM },
+      'asked for its excess: half',
+    );
     t.same(await store.budgets.report(account, 'gw-1', 'i1', 5 * PREMIUM, T0 + 3), { granted: 10 * PREMIUM, ask: 0 });
     t.same(await store.budgets.grant(account, 'gw-2', 'i2', PREMIUM, T0 + 4), { granted: 5 * PREMIUM, short: false }, 'what came back');
-    t.same(await store.budgets.report(account, 'gw-1', 'i1', 2 * PREMIUM, T0 + 5), { granted: 10 * PREMIUM, ask: 0 }, 'returns never shrink');
+    t.same(
+      await store.budgets.report(account, 'gw-1', 'i1', 2 * PREMIUM, T0 + 5),
+      { granted: 10 * PREMIUM, ask: 0 },
+      'returns never shrink',
+    );
     t.equal((await store.budgets.holding(account)).held, 10 * PREMIUM, 'the escrows hold the balance, no more');
     t.equal(await store.budgets.grant('acc_none', 'gw-1', 'i1', PREMIUM, T0), null, 'an unknown account');
     t.equal(await store.budgets.report(account, 'gw-3', 'i9', 0, T0), null, 'an instance without an escrow');
@@ -62,7 +70,11 @@ forEachStore(t, (t, kind) => {
       const money = await store.budgets.money(account);
       const held = money.escrows.reduce((sum, e) => sum + heldBy(e), 0);
       t.ok(held <= 37 * PREMIUM, `round ${round}: escrows hold ${held} of ${37 * PREMIUM}`);
-      t.equal(money.escrows.reduce((sum, e) => sum + e.granted, 0), held, 'nothing spent or returned yet: held is granted');
+      t.equal(
+        money.escrows.reduce((sum, e) => sum + e.granted, 0),
+        held,
+        'nothing spent or returned yet: held is granted',
+      );
     }
     t.equal((await store.ledger.verify()).ok, true);
   });
@@ -81,7 +93,11 @@ forEachStore(t, (t, kind) => {
     t.same(await store.budgets.holding(account), { balance: 10 * PREMIUM, reserved: 4 * PREMIUM, held: 6 * PREMIUM });
     t.equal((await store.ledger.verify()).ok, true, 'verify holds with reservations and an escrow');
 
-    t.same(await store.budgets.grant(account, 'gw-1', 'new', PREMIUM, T0 + 20), { granted: 0, short: true }, 'the old instance still holds the rest');
+    t.same(
+      await store.budgets.grant(account, 'gw-1', 'new', PREMIUM, T0 + 20),
+      { granted: 0, short: true },
+      'the old instance still holds the rest',
+    );
     t.equal(await store.budgets.release('gw-1', 'new', T0 + 21), 1, 'its journal drained: the old instance is released');
     t.same(await store.budgets.grant(account, 'gw-1', 'new', PREMIUM, T0 + 22), { granted: 6 * PREMIUM, short: false });
     money = await store.budgets.money(account);

@@ -377,7 +377,10 @@ t.test('402 svc_payment_required: not retried; the error says what the call need
     account_id: 'acc_x',
   };
   const refusal = () =>
-    new Response(JSON.stringify(body), { status: 402, headers: { 'content-type': 'application/problem+json', link: '</api/v1/account>; rel="account"' } });
+    new Response(JSON.stringify(body), {
+      status: 402,
+      headers: { 'content-type': 'application/problem+json', link: '</api/v1/account>; rel="account"' },
+    });
   const { svc, sent } = client([refusal, upstream(200)]);
   const err = (await rejection(svc.call('weather', '/forecast'))) as SvcError;
   t.ok(err instanceof SvcError);

@@ -43,11 +43,21 @@ t.test('a prepaid call pays what it reserved, whatever the premium is now; a fai
   const free = call('ok', 'b', H, 50);
   const failed = call('server_error', 'a', H, 333);
   const p = plan([same, older, free, failed, call('ok')], { premium: 333, treasury_fee_bps: 250 });
-  t.same([...p.exceptions], [
-    [older.call_id, { premium: 200, refund: 0, refund_owed: 0, clamp: null }],
-    [free.call_id, { premium: 50, refund: 0, refund_owed: 0, clamp: null }],
-  ], 'only a reservation unlike the standard premium is an exception');
-  t.same([...p.premiums], [['a', 333 + 200 + 333], ['b', 50]]);
+  t.same(
+    [...p.exceptions],
+    [
+      [older.call_id, { premium: 200, refund: 0, refund_owed: 0, clamp: null }],
+      [free.call_id, { premium: 50, refund: 0, refund_owed: 0, clamp: null }],
+    ],
+    'only a reservation unlike the standard premium is an exception',
+  );
+  t.same(
+    [...p.premiums],
+    [
+      ['a', 333 + 200 + 333],
+      ['b', 50],
+    ],
+  );
   t.equal(p.totals.premiums, 333 + 200 + 50 + 333);
   t.equal(p.treasuryFees, 8 + 5 + 1 + 8, 'each call’s fee from what it paid: floor(333×2.5%)=8, floor(200×2.5%)=5, floor(50×2.5%)=1');
   t.same([...p.refunds], [['a', 1333]], 'the failed prepaid call is refunded as any: price + premium');

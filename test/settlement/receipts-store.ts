@@ -268,7 +268,9 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   db.exec(`DROP TABLE settled_calls; DROP TABLE unsettled_outcomes; DROP TABLE outcome_records`);
   db.exec(`ALTER TABLE outcomes_v18 RENAME TO outcomes`);
   db.exec(`ALTER TABLE audit_log DROP COLUMN token_id; ALTER TABLE audit_log DROP COLUMN approved_by`);
-  db.exec(`DROP TABLE account_refills; DROP TABLE account_escrows; DROP INDEX keys_by_account; ALTER TABLE keys DROP COLUMN account_id; DROP TABLE accounts`);
+  db.exec(
+    `DROP TABLE account_refills; DROP TABLE account_escrows; DROP INDEX keys_by_account; ALTER TABLE keys DROP COLUMN account_id; DROP TABLE accounts`,
+  );
   db.exec(`ALTER TABLE endpoints DROP COLUMN billing`);
   db.pragma('user_version = 13');
   db.close();

@@ -46,7 +46,11 @@ export const accounts: GroupSpec = {
         ...WAIT_OPTIONS,
       ],
       load: () => lazy<typeof import('./deposit.js')>(__dirname, 'deposit'),
-      shape: ([account, amount], o) => ({ ...(o as { reference: string; wait?: boolean; timeout?: string }), account: account!, amount: amount! }),
+      shape: ([account, amount], o) => ({
+        ...(o as { reference: string; wait?: boolean; timeout?: string }),
+        account: account!,
+        amount: amount!,
+      }),
     }),
     leaf({
       name: 'refill',

@@ -1,7 +1,16 @@
 /** Prepaid budgets (`../budgets.ts`), on either database. */
 import { sql, type Conn } from '../conn';
 import { accountLedger } from '../accounts';
-import { SHORT_MS, askBack, heldBy, planGrant, type AccountHolding, type AccountMoney, type BudgetsTable, type EscrowRow } from '../budgets';
+import {
+  SHORT_MS,
+  askBack,
+  heldBy,
+  planGrant,
+  type AccountHolding,
+  type AccountMoney,
+  type BudgetsTable,
+  type EscrowRow,
+} from '../budgets';
 
 /**
  * The account's balance, reservations and open escrows in ONE statement: on PostgreSQL each
@@ -69,7 +78,13 @@ export class SqlBudgetsTable implements BudgetsTable {
     return moneyOf(conn, accountId);
   }
 
-  grant(account: string, gateway: string, instance: string, need: number, now: number): Promise<{ granted: number; short: boolean } | null> {
+  grant(
+    account: string,
+    gateway: string,
+    instance: string,
+    need: number,
+    now: number,
+  ): Promise<{ granted: number; short: boolean } | null> {
     return this.conn.tx(async (c) => {
       if (c.dialect === 'pg') {
         if ((await c.value(Q.lock, [account])) === undefined) return null;
@@ -83,7 +98,13 @@ export class SqlBudgetsTable implements BudgetsTable {
     }, 'write');
   }
 
-  async report(account: string, gateway: string, instance: string, returned: number, now: number): Promise<{ granted: number; ask: number } | null> {
+  async report(
+    account: string,
+    gateway: string,
+    instance: string,
+    returned: number,
+    now: number,
+  ): Promise<{ granted: number; ask: number } | null> {
     const granted = await this.conn.value<number>(Q.report, { account, gateway, instance, returned });
     if (granted === undefined) return null;
     const money = await moneyOf(this.conn, account);

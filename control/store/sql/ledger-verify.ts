@@ -317,7 +317,8 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
               WHERE e.spent > 0 AND NOT EXISTS (SELECT 1 FROM outcome_records o JOIN keys k ON k.id = o.key_id
                 WHERE o.gateway_id = e.gateway_id AND o.instance = e.instance AND k.account_id = e.account_id AND o.reserved IS NOT NULL)
               LIMIT 1`,
-        message: (r) => `gateway ${r.gateway_id} (instance ${r.instance}) counts ${r.spent} spent of account ${r.account_id} by no recorded call`,
+        message: (r) =>
+          `gateway ${r.gateway_id} (instance ${r.instance}) counts ${r.spent} spent of account ${r.account_id} by no recorded call`,
       },
       {
         // A prepaid account (prepaid calls, no premium charged without a reservation): its balance
@@ -334,7 +335,8 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
                                   JOIN outcome_records o ON o.call_id = s.call_id
                                   WHERE k.account_id = a.id AND s.premium > 0 AND o.reserved IS NULL)) AS m
               WHERE balance < 0 OR balance - reserved - held < 0 LIMIT 1`,
-        message: (r) => `prepaid account ${r.id} holds ${r.balance}, less than its reservations ${r.reserved} and the ${r.held} gateways hold`,
+        message: (r) =>
+          `prepaid account ${r.id} holds ${r.balance}, less than its reservations ${r.reserved} and the ${r.held} gateways hold`,
       },
     ],
   },
