@@ -46,6 +46,7 @@ import { makeReceipts } from './receipts/maker';
 import type { Store } from './store';
 import { openStore } from './store/open';
 import { SyncHub } from './sync/hub';
+import { registerBudgetRoutes } from './sync/budgets';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
 import { limitsFromConfig } from './limits';
 import { recordLimits } from './sync/snapshot';
@@ -235,6 +236,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
 
   const routers: ControlHandle['routers'] = { admin: adminRouter(ctx, hub, settler), sync: new Router(), metrics: new Router() };
   registerSyncRoutes(routers.sync, ctx, hub);
+  registerBudgetRoutes(routers.sync, ctx);
   registerMetricsRoutes(routers.metrics, ctx);
 
   const servers: Server[] = [];

@@ -3,6 +3,7 @@
  * journal and serves agents' calls. `startGateway` is what `svcctl serve gateway` runs and
  * what in-process tests call.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,6 +21,7 @@ import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy/index';
 import { closer, connect, createGatewayServer, listen, loadLastKnownGood, type Live } from './startup';
 import { LimitShare } from './state/share';
+import type { BudgetSummary } from './state/budgets';
 import { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
 import { CodedError } from '../protocol/coded-error';
@@ -36,6 +38,10 @@ export interface GatewayHandle {
   dataDir: string;
   state: () => GatewayState | null;
   metrics: GatewayMetrics;
+  /** This process run's id (prepaid budgets are held per instance). */
+  instance: string;
+  /** The prepaid budgets this instance holds. */
+  budgets: () => BudgetSummary;
   close(): Promise<void>;
 }
 
@@ -104,6 +110,8 @@ function identityOf(config: Readonly<Config>, options: { log?: Logger }): Identi
  */
 export async function startGateway(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<GatewayHandle> {
   const { id, log, dataDir, syncToken, controlUrls } = identityOf(config, options);
+  // One per process run: budgets control granted an earlier run are not this one's.
+  const instance = randomUUID();
   // Shared by the sync stream and the shipper: both talk to the same control, and move together.
   const control = new ControlEndpoints(controlUrls, log);
   const dir = join(dataDir, `gateway-${id}`);
@@ -130,7 +138,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     });
     undo.push(() => proxy.close());
     const engine = proxy.engine;
-    const { metrics, sync, shipper } = connect({ id, engine, log, syncToken, control, file, share, journal, live });
+    const { metrics, sync, shipper, budgets } = connect({ id, engine, instance, log, syncToken, control, file, share, journal, live });
     const handle = createHandler({
       gatewayId: id,
       state: () => live.state,
@@ -142,6 +150,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       trustedProxyHops: config.gateway.trustedProxyHops,
       maxHeaders: config.gateway.maxHeaders,
       limitShare: () => share.value,
+      budgets,
     });
     const operator = operatorRoutes({
       gatewayId: id,
@@ -160,9 +169,11 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     const url = await listen(server, config.gateway.port, config.host);
     sync.start();
     shipper.start();
+    budgets.start();
     log.info('gateway listening', {
       url,
       engine,
+      instance,
       control_url: control.current,
       control_urls: control.urls,
       state_version: live.state?.version ?? 0,
@@ -178,7 +189,9 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       dataDir,
       state: () => live.state,
       metrics,
-      close: closer({ server, sync, shipper, proxy, journal, file, unlock }),
+      instance,
+      budgets: () => budgets.summary(),
+      close: closer({ server, sync, shipper, budgets, proxy, journal, file, unlock }),
     };
   } catch (err) {
     await undoAll(undo);

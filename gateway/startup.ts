@@ -16,6 +16,7 @@ import type { Journal } from './journal/journal';
 import { OutcomeShipper } from './journal/shipper';
 import { GatewayMetrics } from './metrics';
 import type { GatewayProxy } from './proxy/index';
+import { Budgets } from './state/budgets';
 import type { LimitShare } from './state/share';
 import type { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
@@ -90,6 +91,7 @@ export interface Running {
   server: Server;
   sync: SyncClient;
   shipper: OutcomeShipper;
+  budgets: Budgets;
   proxy: GatewayProxy;
   journal: Journal;
   file: SnapshotFile;
@@ -101,7 +103,7 @@ export interface Running {
  * sync stream, ship what the journal holds (up to the grace), then release everything.
  */
 export function closer(running: Running): () => Promise<void> {
-  const { server, sync, shipper, proxy, journal, file, unlock } = running;
+  const { server, sync, shipper, budgets, proxy, journal, file, unlock } = running;
   let closed = false;
   return async () => {
     if (closed) return;
@@ -115,6 +117,7 @@ export function closer(running: Running): () => Promise<void> {
       server.closeIdleConnections();
     });
     sync.stop();
+    budgets.stop();
     await Promise.race([shipper.drain(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
     shipper.stop();
     proxy.close();
@@ -133,6 +136,8 @@ export interface Live {
 export interface Wiring {
   id: string;
   engine: GatewayEngine;
+  /** This process run's id: announced on the sync stream, named in budget requests and reserved calls' records. */
+  instance: string;
   log: Logger;
   syncToken: string;
   control: ControlEndpoints;
@@ -144,9 +149,10 @@ export interface Wiring {
 
 /**
  * The gateway's metrics, the sync stream (which replaces `live.state` and saves each update to
- * `file`) and the outcome shipper (which empties `journal`), both on the same `control`.
+ * `file`), the outcome shipper (which empties `journal`) and the prepaid budgets, all on the
+ * same `control`.
  */
-export function connect(w: Wiring): { metrics: GatewayMetrics; sync: SyncClient; shipper: OutcomeShipper } {
+export function connect(w: Wiring): { metrics: GatewayMetrics; sync: SyncClient; shipper: OutcomeShipper; budgets: Budgets } {
   const { live, journal, control } = w;
   const metrics = new GatewayMetrics({
     snapshotVersion: () => live.state?.version ?? 0,
@@ -156,11 +162,21 @@ export function connect(w: Wiring): { metrics: GatewayMetrics; sync: SyncClient;
     keys: () => live.state?.keyCount ?? 0,
   });
   control.onMove(() => metrics.controlMoved());
+  const budgets = new Budgets({
+    control,
+    syncToken: w.syncToken,
+    gatewayId: w.id,
+    instance: w.instance,
+    backlog: () => journal.backlog(),
+    log: w.log,
+  });
   const sync = new SyncClient({
     controlUrl: control,
     syncToken: w.syncToken,
     gatewayId: w.id,
     engine: w.engine,
+    instance: w.instance,
+    onFunded: (accounts) => budgets.funded(accounts),
     file: w.file,
     share: w.share,
     log: w.log,
@@ -178,5 +194,5 @@ export function connect(w: Wiring): { metrics: GatewayMetrics; sync: SyncClient;
     onFailure: () => metrics.shipFailure(),
     onRejected: () => metrics.outcomeRejected(),
   });
-  return { metrics, sync, shipper };
+  return { metrics, sync, shipper, budgets };
 }

@@ -109,6 +109,8 @@ export const DepositView = z.strictObject({
   /** The account's ledger balance afterwards (micro-units). */
   balance: z.number().int(),
   created: z.boolean(),
+  /** The state version that tells gateways the account was funded (`--wait` waits for it). */
+  version: StateVersion,
 });
 export type DepositView = z.infer<typeof DepositView>;
 

@@ -36,6 +36,15 @@ export const GraceSeconds = z
   .min(0)
   .max(30 * 86400);
 
+/**
+ * How an endpoint's calls are paid. `postpaid`: the premium is taken from the key's account when
+ * the call settles, whatever the account holds. `prepaid`: a gateway admits a keyed call only
+ * while the account can cover the premium (402 `svc_payment_required` otherwise).
+ */
+export const BILLING_MODES = ['prepaid', 'postpaid'] as const;
+export const Billing = z.enum(BILLING_MODES);
+export type Billing = z.infer<typeof Billing>;
+
 export const EndpointFields = z.object({
   upstream: UpstreamUrl,
   /** Shown on the public pages beside the provider's opaque id; null removes it. */
@@ -47,6 +56,7 @@ export const EndpointFields = z.object({
   sla_ms: PositiveMs.optional(),
   refund_cap_per_hour: MicroUnits.optional(),
   treasury_fee_bps: z.number().int().min(0).max(10_000).optional(),
+  billing: Billing.optional(),
   headers: InjectedHeaders.optional(),
   /** JSON Schema draft 2020-12 for 2xx JSON bodies (protocol/response-schema.ts); null removes it. */
   response_schema: ResponseSchema.nullable().optional(),
@@ -74,6 +84,7 @@ export const EndpointView = z.strictObject({
   sla_ms: z.number().int().min(1),
   refund_cap_per_hour: MicroAmount,
   treasury_fee_bps: z.number().int().min(0).max(10_000),
+  billing: Billing,
   /** Names of the headers injected upstream; their values are never shown. */
   injected_headers: z.array(z.string()),
   /** The response schema 2xx JSON bodies must match (protocol/response-schema.ts), or null (no check). */

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'svc_endpoint_not_granted',
   'svc_forbidden_user_agent',
   'svc_rate_limited',
+  'svc_payment_required',
   'svc_unknown_endpoint',
   'svc_method_not_allowed',
   'svc_bad_request',
@@ -71,6 +72,11 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze({
     status: 429,
     title: 'Rate limited',
     when: 'A per-key or per-IP limit is exhausted; wait for `Retry-After` seconds',
+  },
+  svc_payment_required: {
+    status: 402,
+    title: 'Payment required',
+    when: "A prepaid endpoint and the key's account cannot cover its premium; `required`, `available` and `account_id` say by how much (deposit, then retry)",
   },
   svc_unknown_endpoint: {
     status: 404,

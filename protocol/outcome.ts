@@ -4,6 +4,7 @@
  * idempotently by `call_id`.
  */
 import { z } from 'zod';
+import { InstanceId } from './budgets';
 
 export const OUTCOMES = [
   'ok',
@@ -49,6 +50,13 @@ export const OutcomeRecord = z
     latency_ms: z.number().int().min(0),
     started_at: z.iso.datetime(),
     gateway_id: z.string().min(1).max(64),
+    /**
+     * On a `prepaid` endpoint, the premium the call reserved from the gateway's budget for the
+     * key's account, and the gateway instance whose budget it was (protocol/budgets.ts). Both or
+     * neither.
+     */
+    reserved: z.number().int().min(1).optional(),
+    instance: InstanceId.optional(),
   })
   .strict();
 export type OutcomeRecord = z.infer<typeof OutcomeRecord>;

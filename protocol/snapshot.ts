@@ -12,6 +12,7 @@
  */
 import { createHash, hash } from 'node:crypto';
 import { z } from 'zod';
+import { InstanceId } from './budgets';
 import { FLAG_NAMES, type FlagName } from './admin';
 import { HttpMethod } from './endpoint';
 import { GATEWAY_ENGINES } from './engines';
@@ -71,6 +72,12 @@ export const StreamQuery = z.object({
   version: z.coerce.number().int().min(0).default(0),
   epoch: z.coerce.number().int().min(0).optional(),
   engine: EngineName.optional(),
+  /**
+   * The gateway process's instance id (protocol/budgets.ts): it holds prepaid budgets, so it is
+   * sent keys' accounts, prepaid endpoints' `billing` and `accounts_funded`. Absent from gateways
+   * older than prepaid billing, which are sent none of them.
+   */
+  instance: InstanceId.optional(),
 });
 export type StreamQuery = z.infer<typeof StreamQuery>;
 
@@ -96,6 +103,8 @@ export const SnapshotEndpoint = z
     headers: z.record(z.string(), z.string()),
     /** The endpoint's response schema (protocol/response-schema.ts); absent when it has none. */
     response_schema: z.record(z.string(), z.unknown()).optional(),
+    /** `prepaid`: keyed calls are admitted only while the key's account covers the premium. Absent: postpaid. */
+    billing: z.literal('prepaid').optional(),
   })
   .strict();
 export type SnapshotEndpoint = z.infer<typeof SnapshotEndpoint>;
@@ -112,6 +121,11 @@ export const SnapshotKey = z
     endpoints: z.array(z.string()),
     limit: z.object({ count: z.number().int().min(1), window_seconds: z.number().int().min(1) }).nullable(),
     lift: z.object({ count: z.number().int().min(1), window_seconds: z.number().int().min(1), until: Ms }).nullable(),
+    /**
+     * The key's account (`acc_…`), whose balance prepaid endpoints spend. Sent only to gateways
+     * that hold budgets (their stream query names an `instance`).
+     */
+    account: z.string().min(1).max(64).optional(),
   })
   .strict();
 export type SnapshotKey = z.infer<typeof SnapshotKey>;
@@ -161,6 +175,11 @@ export const Delta = z
     endpoints_remove: z.array(z.string()).optional(),
     keys_upsert: z.array(SnapshotKey).optional(),
     keys_remove: z.array(z.string()).optional(),
+    /**
+     * Accounts whose money grew (a deposit or a refill): a gateway that found one of them short
+     * asks again for budget at its next call. Sent only to gateways that hold budgets.
+     */
+    accounts_funded: z.array(z.string()).optional(),
     sha256: Hash,
   })
   .strict();

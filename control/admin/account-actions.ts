@@ -9,6 +9,7 @@ import type { AccountChange, AccountView, DepositView, RefillChange, RefillRecor
 import type { KeyChange } from '../../protocol/admin';
 import { SvcError } from '../../protocol/errors';
 import type { ControlContext } from '../context';
+import type { Audit } from '../store/changes';
 import { keyOrNotFound, viewKey } from '../keys';
 import type { Actor } from '../store';
 import { refillPeriod, type AccountSummary, type RefillRow } from '../store/accounts';
@@ -127,14 +128,17 @@ export const deposit: Executor<'accounts.deposit', DepositView> = {
     const account = await accountOrNotFound(ctx, input.id);
     const now = ctx.now();
     const detail: Record<string, unknown> = { amount: input.amount, reference: input.reference };
-    const { result } = await ctx.store.mutate({ ...by, now }, { action: 'accounts.deposit', target: account.id, detail }, async (tx) => {
+    const audit: Audit = { action: 'accounts.deposit', target: account.id, detail };
+    const { result, version } = await ctx.store.mutate({ ...by, now }, audit, async (tx) => {
       await within(tx);
       const made = await tx.ledger.deposit(account.id, input.amount, input.reference, now, by.actor);
       detail.transfer_id = made.transfer_id;
       detail.created = made.created;
+      // Gateways that found the account short ask again (`accounts_funded`); `--wait` waits for them.
+      if (made.created) audit.changes = [{ kind: 'account', entity: account.id }];
       return made;
     });
-    return result;
+    return { ...result, version };
   },
 };
 

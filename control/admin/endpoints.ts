@@ -30,10 +30,11 @@ function auditDetail(fields: Record<string, unknown>): Record<string, unknown> {
 }
 
 export function endpointView(row: EndpointRow): EndpointView {
-  const { headers, created_at, updated_at, display_name, ...fields } = parseEndpointRow(row);
+  const { headers, created_at, updated_at, display_name, billing, ...fields } = parseEndpointRow(row);
   return {
     ...fields,
     display_name: display_name ?? null,
+    billing: billing ?? 'postpaid',
     injected_headers: Object.keys(headers).sort(),
     created_at: new Date(created_at).toISOString(),
     updated_at: new Date(updated_at).toISOString(),
@@ -55,6 +56,7 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       sla_ms: input.sla_ms ?? ctx.config.endpoints.slaMs,
       refund_cap_per_hour: input.refund_cap_per_hour ?? 0,
       treasury_fee_bps: input.treasury_fee_bps ?? 0,
+      billing: input.billing ?? 'postpaid',
       headers: input.headers ?? {},
       response_schema: input.response_schema ?? null,
       display_name: input.display_name ?? null,

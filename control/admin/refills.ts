@@ -11,6 +11,7 @@
  */
 import { AlreadyDone, mutateUnlessDone } from './mutation';
 import type { ControlContext } from '../context';
+import type { Audit } from '../store/changes';
 import { refillPeriod, type Refill } from '../store/accounts';
 
 /** How often a control looks for accounts due a refill. @default 60_000 */
@@ -35,18 +36,16 @@ export async function refillAccount(ctx: ControlContext, id: string): Promise<Re
   const at = ctx.now();
   let found = null as Refill | null;
   const detail: Record<string, unknown> = { control_id: ctx.controlId };
-  const made = await mutateUnlessDone(
-    ctx.store,
-    { actor: account.refill_by ?? 'refill', now: at },
-    { action: 'accounts.refilled', target: id, detail },
-    async (tx) => {
-      found = await tx.accounts.refill(id, at);
-      // Made before (or the rule is gone): no audit row, no state version.
-      if (found === null || !found.created) throw new AlreadyDone();
-      Object.assign(detail, { period: found.period, target: found.target, amount: found.amount, transfer_id: found.transfer_id });
-      return found;
-    },
-  );
+  const audit: Audit = { action: 'accounts.refilled', target: id, detail };
+  const made = await mutateUnlessDone(ctx.store, { actor: account.refill_by ?? 'refill', now: at }, audit, async (tx) => {
+    found = await tx.accounts.refill(id, at);
+    // Made before (or the rule is gone): no audit row, no state version.
+    if (found === null || !found.created) throw new AlreadyDone();
+    Object.assign(detail, { period: found.period, target: found.target, amount: found.amount, transfer_id: found.transfer_id });
+    // Money moved: gateways that found the account short ask again (`accounts_funded`).
+    if (found.amount > 0) audit.changes = [{ kind: 'account', entity: id }];
+    return found;
+  });
   if (made !== null) return { refill: made.result, version: made.version };
   return found === null ? null : { refill: found, version: null };
 }

@@ -102,11 +102,16 @@ export function accountFigures(
   return { ...figures, outcomes };
 }
 
-/** The balance of account `accountId`: what it holds now, and whether that is under its threshold. */
+/**
+ * The balance of account `accountId`: what it may still spend (its ledger balance less what its
+ * admitted, unsettled prepaid calls reserved), the reservations, and whether what it may spend
+ * is under its threshold. What gateways hold of it for prepaid calls is still available: it is
+ * the account's, only placed where the calls are admitted.
+ */
 async function accountBalance(ctx: ControlContext, accountId: string): Promise<AccountBalance> {
-  const account = await ctx.store.accounts.summary(accountId);
-  const available = account?.balance ?? 0;
-  return { account_id: accountId, available, reserved: 0, low: account?.low != null && available < account.low };
+  const [account, holding] = await Promise.all([ctx.store.accounts.byId(accountId), ctx.store.budgets.holding(accountId)]);
+  const available = holding.balance - holding.reserved;
+  return { account_id: accountId, available, reserved: holding.reserved, low: account?.low != null && available < account.low };
 }
 
 export function registerAccountRoutes(router: Router, ctx: ControlContext, ids: OpaqueIds): void {

@@ -6,6 +6,7 @@
  * | call | moves |
  * |---|---|
  * | keyed `ok` | premium: key → pool; fee `floor(premium × bps / 10000)`: pool → treasury |
+ * | keyed `ok`, prepaid | the premium it reserved at admission (the endpoint's then), the same way |
  * | keyed covered failure | refund owed = price + premium, paid pool → key, clamped |
  * | `client_error` | nothing |
  * | keyless (gate off) | nothing: settled with premium 0, refund 0, refund owed 0 |
@@ -43,11 +44,15 @@ export function planBatch(input: PlanInput): BatchPlan {
   for (const call of input.calls) {
     if (call.key_id === null) continue;
     if (call.outcome === 'ok') {
-      if (premium === 0) continue;
-      add(plan.premiums, call.key_id, premium);
-      plan.totals.premiums += premium;
-      plan.treasuryFees += fee;
-      pool += premium - fee;
+      // A prepaid call pays what it reserved, which may not be the endpoint's premium now.
+      const charged = call.reserved ?? premium;
+      if (charged === 0) continue;
+      const charge = charged === premium ? fee : Math.floor((charged * bps) / 10_000);
+      if (charged !== premium) plan.exceptions.set(call.call_id, { premium: charged, refund: 0, refund_owed: 0, clamp: null });
+      add(plan.premiums, call.key_id, charged);
+      plan.totals.premiums += charged;
+      plan.treasuryFees += charge;
+      pool += charged - charge;
       continue;
     }
     if (!COVERED_FAILURES.has(call.outcome) || owed === 0) continue;

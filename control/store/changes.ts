@@ -23,9 +23,9 @@ export interface Audit {
   changes?: StateChange[];
 }
 
-export type StateChangeKind = 'key' | 'endpoint' | 'flags' | 'limits';
+export type StateChangeKind = 'key' | 'endpoint' | 'flags' | 'limits' | 'account';
 export interface StateChange {
   kind: StateChangeKind;
-  /** Key id, endpoint id, or '*' for flags and limits. */
+  /** Key id, endpoint id, account id (its money grew), or '*' for flags and limits. */
   entity: string;
 }

@@ -3,7 +3,7 @@
  * names only; `snapshotRows()` is the one reader of the values (for the gateway snapshot).
  * Removal is soft (`removed_at`) so outcomes and ledger entries keep their endpoint.
  */
-import type { EndpointView } from '../../protocol/admin';
+import type { Billing, EndpointView } from '../../protocol/admin';
 import type { HttpMethod } from '../../protocol/endpoint';
 import type { JsonSchema } from '../../protocol/response-schema';
 
@@ -23,9 +23,11 @@ export interface EndpointRow extends Omit<EndpointView, 'methods' | 'injected_he
   response_schema: string | null;
 }
 
-export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at' | 'response_schema' | 'display_name'> & {
+export type EndpointRecord = Omit<EndpointRow, 'methods' | 'headers' | 'removed_at' | 'response_schema' | 'display_name' | 'billing'> & {
   /** Absent or null: no display name. */
   display_name?: string | null;
+  /** Absent: `postpaid`. */
+  billing?: Billing;
   methods: HttpMethod[];
   headers: Record<string, string>;
   response_schema: JsonSchema | null;

@@ -26,6 +26,7 @@ import m018 from './migrations/018-outcomes-by-key';
 import m019 from './migrations/019-settled-calls';
 import m020 from './migrations/020-accounts';
 import m021 from './migrations/021-account-ledger';
+import m022 from './migrations/022-prepaid';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -49,4 +50,5 @@ export const MIGRATIONS: readonly string[] = [
   m019,
   m020,
   m021,
+  m022,
 ];

@@ -74,6 +74,11 @@ export interface UnsettledCall {
   outcome: Outcome;
   started_at: number;
   received_at: number;
+  /**
+   * The premium the call reserved when a gateway admitted it on a prepaid endpoint (null: a
+   * postpaid call). An `ok` call is charged exactly this, whatever the endpoint's premium is now.
+   */
+  reserved: number | null;
 }
 
 /** An endpoint's money settings, read at settlement time (removed endpoints included). */

@@ -38,6 +38,7 @@ export type KeySecretRow = [
   liftCount: number | null,
   liftWindowS: number | null,
   liftUntil: number | null,
+  account: string,
   hash: string | null,
   secretExpiresAt: number | null,
 ];
@@ -65,7 +66,7 @@ export const LIVE_KEYS_SQL = (where: string, dialect: 'sqlite' | 'postgres' = 's
   return `
   WITH page AS (
     SELECT k.${order} AS row, k.id, k.expires_at, k.endpoints, k.limit_count, k.limit_window_s,
-           k.lift_count, k.lift_window_s, k.lift_until
+           k.lift_count, k.lift_window_s, k.lift_until, k.account_id
     FROM keys k
     WHERE ${where} AND k.status = 'active' AND (k.expires_at IS NULL OR k.expires_at > @now)
     ORDER BY k.${order} LIMIT @limit
@@ -79,7 +80,20 @@ export const LIVE_KEYS_SQL = (where: string, dialect: 'sqlite' | 'postgres' = 's
 export function groupKeys(rows: readonly KeySecretRow[]): SnapshotKey[] {
   const out: SnapshotKey[] = [];
   let current: SnapshotKey | null = null;
-  for (const [, id, expiresAt, endpoints, limitCount, limitWindowS, liftCount, liftWindowS, liftUntil, hash, secretExpiresAt] of rows) {
+  for (const [
+    ,
+    id,
+    expiresAt,
+    endpoints,
+    limitCount,
+    limitWindowS,
+    liftCount,
+    liftWindowS,
+    liftUntil,
+    account,
+    hash,
+    secretExpiresAt,
+  ] of rows) {
     if (hash === null) continue;
     if (current === null || current.id !== id) {
       current = {
@@ -92,6 +106,7 @@ export function groupKeys(rows: readonly KeySecretRow[]): SnapshotKey[] {
           liftCount !== null && liftWindowS !== null && liftUntil !== null
             ? { count: liftCount, window_seconds: liftWindowS, until: liftUntil }
             : null,
+        account,
       };
       out.push(current);
     }

@@ -83,6 +83,7 @@ export interface Store extends StoreTables {
 export abstract class StoreBase {
   declare readonly keys: StoreTables['keys'];
   declare readonly accounts: StoreTables['accounts'];
+  declare readonly budgets: StoreTables['budgets'];
   declare readonly flags: StoreTables['flags'];
   declare readonly endpoints: StoreTables['endpoints'];
   declare readonly changelog: StoreTables['changelog'];

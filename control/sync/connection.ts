@@ -23,10 +23,15 @@ export interface Connection {
   leaseAt: number | null;
   /** The share last written to its stream; null until one was. */
   share: number | null;
+  /**
+   * The gateway instance it announced (protocol/budgets.ts): it holds prepaid budgets and takes
+   * keys' accounts. Null for a gateway older than prepaid billing, sent the legacy form.
+   */
+  instance: string | null;
 }
 
 /** A stream just opened: nothing sent yet; `nackedVersion`, the highest version the gateway ever refused. */
-export function newConnection(gatewayId: string, res: ServerResponse, nackedVersion: number): Connection {
+export function newConnection(gatewayId: string, res: ServerResponse, nackedVersion: number, instance: string | null = null): Connection {
   return {
     gatewayId,
     res,
@@ -40,6 +45,7 @@ export function newConnection(gatewayId: string, res: ServerResponse, nackedVers
     closed: false,
     leaseAt: null,
     share: null,
+    instance,
   };
 }
 

@@ -74,6 +74,9 @@ export class SyncHub {
   /** Each known gateway's weight, as stored (loaded at open; `weightChanged` keeps it current). */
   private readonly weights = new Map<string, number>();
   private readonly deltas: DeltaCache;
+  /** Deltas and snapshots for gateways older than prepaid billing (no `instance` on their stream). */
+  private readonly legacyDeltas: DeltaCache;
+  private readonly legacySnapshots: SnapshotCache;
   private readonly snapshots: SnapshotCache;
   /** Acks and sightings of one event-loop turn, stored in one transaction. */
   private readonly acks: AckBatcher;
@@ -105,6 +108,8 @@ export class SyncHub {
     this.ctx = ctx;
     this.deltas = new DeltaCache(ctx.store, limits);
     this.snapshots = new SnapshotCache(ctx.store, limits, loaded.epoch, ctx.controlId, ctx.log);
+    this.legacyDeltas = new DeltaCache(ctx.store, limits, true);
+    this.legacySnapshots = new SnapshotCache(ctx.store, limits, loaded.epoch, ctx.controlId, ctx.log, true);
     this.acks = new AckBatcher((rows) => ctx.store.gateways.ackedMany(rows, ctx.controlId));
     this.mode = options.mode ?? ctx.config.limits.mode;
     this.leaseS = options.leaseS ?? ctx.config.sync.leaseS;
@@ -147,7 +152,7 @@ export class SyncHub {
     this.leaseCheck.unref();
   }
 
-  /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…&engine=…`. */
+  /** Serve `GET /_sync/v1/stream?gateway_id=…&version=…&epoch=…&engine=…&instance=…`. */
   async connect(
     req: IncomingMessage,
     res: ServerResponse,
@@ -155,6 +160,7 @@ export class SyncHub {
     heldVersion: number,
     heldEpoch: number | null,
     engine: string | null = null,
+    instance: string | null = null,
   ): Promise<void> {
     const now = this.ctx.now();
     const row0 = await this.ctx.store.gateways.attach(gatewayId, this.ctx.controlId, engine, now);
@@ -166,7 +172,7 @@ export class SyncHub {
       return;
     }
     this.conns.get(gatewayId)?.res.end();
-    const conn = newConnection(gatewayId, res, row0.last_nack_version ?? 0);
+    const conn = newConnection(gatewayId, res, row0.last_nack_version ?? 0, instance);
     this.conns.set(gatewayId, conn);
     this.held.delete(gatewayId);
     req.socket.setKeepAlive(true, 5_000);
@@ -460,7 +466,10 @@ export class SyncHub {
     try {
       do {
         conn.dirty = false;
-        const delta = conn.needsFull || conn.sentVersion === 0 ? null : await this.deltas.get(conn.sentVersion, this.ctx.now());
+        const delta =
+          conn.needsFull || conn.sentVersion === 0
+            ? null
+            : await (conn.instance === null ? this.legacyDeltas : this.deltas).get(conn.sentVersion, this.ctx.now());
         // The read found no version after the one sent: the stream already holds the newest (a
         // delta read may see a commit before this hub hears of it). A delta to the same version
         // would be refused, and its digest would replace the one the gateway is about to ack.
@@ -472,7 +481,7 @@ export class SyncHub {
         } else {
           const started = Date.now();
           conn.needsFull = false;
-          const result = await this.snapshots.stream(
+          const result = await (conn.instance === null ? this.legacySnapshots : this.snapshots).stream(
             this.version,
             this.ctx.now(),
             (chunk) => sendLines(conn, chunk),

@@ -25,9 +25,9 @@ import { parseOutcomeBatch } from './outcome-batch';
 export const OUTCOME_BATCH_LIMIT_BYTES = 16 * 1024 * 1024;
 
 export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: SyncHub): void {
-  router.get('/_sync/v1/stream', { query: ['gateway_id', 'version', 'epoch', 'engine'] }, async ({ req, res, query }) => {
+  router.get('/_sync/v1/stream', { query: ['gateway_id', 'version', 'epoch', 'engine', 'instance'] }, async ({ req, res, query }) => {
     const q = parseBody(StreamQuery, Object.fromEntries(query));
-    await hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null, q.engine ?? null);
+    await hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null, q.engine ?? null, q.instance ?? null);
   });
 
   router.post('/_sync/v1/ack', async ({ req, res }) => {

@@ -3,7 +3,15 @@
  * deltas between two state versions (from the `state_changes` record of each write).
  */
 import { createHash } from 'node:crypto';
-import { SNAPSHOT_KEYS_PER_LINE, SnapshotDigest, sealDelta, type Delta, type Limits, type SnapshotEndpoint } from '../../protocol/snapshot';
+import {
+  SNAPSHOT_KEYS_PER_LINE,
+  SnapshotDigest,
+  sealDelta,
+  type Delta,
+  type Limits,
+  type SnapshotEndpoint,
+  type SnapshotKey,
+} from '../../protocol/snapshot';
 import { CodedError } from '../../protocol/coded-error';
 import { silentLogger, type Logger } from '../../runtime/log';
 import type { ClusterTable, Store } from '../store';
@@ -23,6 +31,9 @@ export function snapshotEndpoint(row: EndpointRow): SnapshotEndpoint {
   };
   // Only endpoints with a schema carry the field, so the others' snapshot lines are unchanged.
   if (e.response_schema !== null) out.response_schema = e.response_schema;
+  // Likewise only prepaid endpoints carry `billing`: postpaid is what a gateway assumes, so a
+  // gateway from before prepaid billing reads every snapshot without one unchanged.
+  if (e.billing === 'prepaid') out.billing = 'prepaid';
   return out;
 }
 
@@ -52,6 +63,7 @@ export async function writeSnapshot(
   now: number,
   write: (line: string) => Promise<void>,
   epoch: number,
+  legacy = false,
 ): Promise<{ version: number; sha256: string }> {
   const reader = store.openSnapshotReader();
   try {
@@ -61,7 +73,8 @@ export async function writeSnapshot(
       digest.update(line);
       await write(line);
     };
-    const endpoints = (await reader.endpoints()).map((row) => snapshotEndpoint(row as unknown as EndpointRow));
+    let endpoints = (await reader.endpoints()).map((row) => snapshotEndpoint(row as unknown as EndpointRow));
+    if (legacy) endpoints = endpoints.map(legacyEndpoint);
     await emit(
       JSON.stringify({
         type: 'snapshot_begin',
@@ -79,7 +92,7 @@ export async function writeSnapshot(
       keys !== null;
       keys = await reader.nextPage(SNAPSHOT_KEYS_PER_LINE, now)
     ) {
-      if (keys.length > 0) await emit(JSON.stringify({ type: 'keys', keys }));
+      if (keys.length > 0) await emit(JSON.stringify({ type: 'keys', keys: legacy ? keys.map(legacyKey) : keys }));
     }
     const sha256 = digest.digest();
     await write(JSON.stringify({ type: 'snapshot_end', version, sha256 }));
@@ -98,6 +111,7 @@ export function buildDelta(
   limits: Limits,
   from: number,
   now: number,
+  legacy = false,
 ): Promise<{ line: string; sha256: string; version: number } | null> {
   // Read the version and the changes in one transaction so they agree.
   return store.read(async (tx) => {
@@ -115,16 +129,19 @@ export function buildDelta(
           break;
         case 'endpoint': {
           const row = await tx.endpoints.byId(change.entity);
-          if (row) (body.endpoints_upsert ??= []).push(snapshotEndpoint(row));
+          if (row) (body.endpoints_upsert ??= []).push(legacy ? legacyEndpoint(snapshotEndpoint(row)) : snapshotEndpoint(row));
           else (body.endpoints_remove ??= []).push(change.entity);
           break;
         }
         case 'key': {
           const key = await tx.liveKey(change.entity, now);
-          if (key) (body.keys_upsert ??= []).push(key);
+          if (key) (body.keys_upsert ??= []).push(legacy ? legacyKey(key) : key);
           else (body.keys_remove ??= []).push(change.entity);
           break;
         }
+        case 'account':
+          if (!legacy) (body.accounts_funded ??= []).push(change.entity);
+          break;
       }
     }
     return { ...sealDelta(body), version: to };
@@ -141,6 +158,22 @@ export async function storeEpoch(store: Store): Promise<number> {
   return epoch;
 }
 
+/**
+ * A key as a gateway older than prepaid billing takes it: without its account (its parser
+ * refuses members it does not know; such a gateway holds no budgets).
+ */
+export function legacyKey(key: SnapshotKey): SnapshotKey {
+  const { account: _account, ...rest } = key;
+  return rest;
+}
+
+/** An endpoint as a gateway older than prepaid billing takes it: without `billing` (it admits every call as postpaid). */
+export function legacyEndpoint(endpoint: SnapshotEndpoint): SnapshotEndpoint {
+  if (endpoint.billing === undefined) return endpoint;
+  const { billing: _billing, ...rest } = endpoint;
+  return rest;
+}
+
 /** Each delta to the current version built once, however many gateways are behind by the same versions. */
 export class DeltaCache {
   private deltas = new Map<number, Promise<{ line: string; sha256: string; version: number } | null>>();
@@ -149,6 +182,8 @@ export class DeltaCache {
   constructor(
     private readonly store: Store,
     private readonly limits: Limits,
+    /** Deltas for gateways older than prepaid billing (`legacyKey`, `legacyEndpoint`, no `accounts_funded`). */
+    private readonly legacy = false,
   ) {}
 
   /** `buildDelta` from `from` to the current version, built at most once per version. */
@@ -160,7 +195,7 @@ export class DeltaCache {
     }
     let delta = this.deltas.get(from);
     if (delta === undefined) {
-      delta = buildDelta(this.store, this.limits, from, now);
+      delta = buildDelta(this.store, this.limits, from, now, this.legacy);
       this.deltas.set(from, delta);
       // A failed build is not kept: the next caller tries again.
       delta.catch(() => this.deltas.get(from) === delta && this.deltas.delete(from));
@@ -214,6 +249,11 @@ export class SnapshotCache {
     private readonly epoch: number,
     private readonly controlId: string,
     private readonly log: Logger = silentLogger,
+    /**
+     * Snapshots for gateways older than prepaid billing (`legacyKey`, `legacyEndpoint`). Built
+     * by this control alone: the snapshots controls share are the current form.
+     */
+    private readonly legacy = false,
   ) {}
 
   /**
@@ -270,8 +310,8 @@ export class SnapshotCache {
     };
     const cluster = this.store.cluster;
     const built =
-      cluster === null
-        ? writeSnapshot(this.store, this.limits, now, push, this.epoch)
+      cluster === null || this.legacy
+        ? writeSnapshot(this.store, this.limits, now, push, this.epoch, this.legacy)
         : this.buildOnce(cluster, shared, wanted, now, push, wake);
     built.then(
       (result) => {

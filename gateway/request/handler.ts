@@ -4,8 +4,10 @@
  * 1. `admit`: header count → request target length → ready → maintenance → gate;
  * 2. `route`: route → endpoint → method → grant → body rules;
  * 3. `limit`: the key's (or client address's) bucket;
- * 4. `forward`: the upstream path and headers, handed to the proxy;
- * 5. record (`record.ts`'s `CallRecord`): the outcome record, from the answer's head to the end
+ * 4. `pay`: on a prepaid endpoint, the premium spent from this gateway's budget for the key's
+ *    account (`state/budgets.ts`), or 402 `svc_payment_required`;
+ * 5. `forward`: the upstream path and headers, handed to the proxy;
+ * 6. record (`record.ts`'s `CallRecord`): the outcome record, from the answer's head to the end
  *    of the call.
  *
  * The gate comes before the route, so with the gate on a caller without a valid key gets 403 for
@@ -14,6 +16,12 @@
  * admitted call gets a UUIDv7 call id and exactly one outcome record in the journal, appended
  * before the caller's response ends. `X-Svc-Outcome` goes with the head, so on schema endpoints
  * it shows the head-time verdict (`ok`) while the record holds the final one.
+ *
+ * Every stage is synchronous but one branch of `pay`: a call whose budget is short waits for
+ * control's answer (bounded, `BUDGET_WAIT_MS`) and runs the rest of the pipeline when it comes.
+ * The caller's body is not read meanwhile (the request stream stays paused, the socket applies
+ * backpressure), so the proxy forwards it from its first byte as on any call. A call whose budget
+ * covers it spends it in one synchronous step, with no allocation: the hot path stays as it was.
  */
 import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -29,6 +37,7 @@ import type { GatewayMetrics } from '../metrics';
 import { upstreamRequestHeaders, type GatewayProxy } from '../proxy/index';
 import { CallRecord } from './record';
 import { joinUpstreamPath, parseRoute } from './route';
+import type { Budgets } from '../state/budgets';
 import type { EndpointEntry, GatewayState, KeyEntry } from '../state/state';
 import { uuidv7 } from './uuid';
 
@@ -49,11 +58,18 @@ export interface HandlerOptions {
    * count and burst are multiplied by it. Keyless per-address limits stay whole. @default 1
    */
   limitShare?: () => number;
+  /**
+   * This instance's prepaid budgets (`state/budgets.ts`). Absent: it holds none, and every
+   * keyed call with an account on a prepaid endpoint with a premium is refused with 402.
+   */
+  budgets?: Pick<Budgets, 'instance' | 'take' | 'want' | 'available'>;
   now?: () => number;
 }
 
 /** Longest request target accepted. @default 8 KiB */
 export const MAX_URL_LENGTH = 8 * 1024;
+/** Where a caller refused for payment can see and fund its account. */
+const ACCOUNT_LINK = { link: '</api/v1/account>; rel="account"' };
 /** Methods whose requests must not carry a body here. */
 const BODYLESS = new Set(['GET', 'HEAD']);
 /** A key's own limit or lift as a policy under given defaults; each pair is converted once. */
@@ -103,17 +119,16 @@ interface Admitted {
   t: number;
 }
 
-/** What routing found: the endpoint, the method, and the route's suffix and query for the upstream path. */
+/** What routing found: the endpoint, the method, and the upstream path. */
 interface Routed {
   endpoint: EndpointEntry;
   method: string;
-  suffix: string;
-  query: string;
+  path: string;
 }
 
 /**
- * The request handler: each call runs the stages in order, admit → route → limit → forward →
- * record, and stops at the first that refuses it (that stage has sent the refusal).
+ * The request handler: each call runs the stages in order, admit → route → limit → pay →
+ * forward → record, and stops at the first that refuses it (that stage has sent the refusal).
  */
 export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const pipeline: Pipeline = {
@@ -130,7 +145,9 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     if (routed === null) return;
     const limitHeaders = limit(pipeline, req, res, admitted);
     if (limitHeaders === null) return;
-    forward(pipeline, req, res, admitted, routed, limitHeaders);
+    const reserved = pay(pipeline, req, res, admitted, routed, limitHeaders);
+    if (reserved === null) return;
+    forward(pipeline, req, res, admitted, routed, limitHeaders, reserved);
   };
 }
 
@@ -142,12 +159,13 @@ function refuse(
   code: ErrorCode,
   detail: string,
   headers: Record<string, string> = {},
+  extra?: Record<string, unknown>,
 ): null {
   p.opts.metrics.rejection(code);
   // Drain what the caller sent so the connection can be reused, unless it is too much.
   if (code === 'svc_payload_too_large' || code === 'svc_headers_too_large') res.setHeader('connection', 'close');
   else req.resume();
-  sendProblem(res, code, detail, headers);
+  sendProblem(res, code, detail, headers, extra);
   return null;
 }
 
@@ -190,7 +208,10 @@ function admit(p: Pipeline, req: IncomingMessage, res: ServerResponse): Admitted
   return { state, url, key, t };
 }
 
-/** Route: the endpoint, its methods, the key's grant, and the body rules, before any upstream traffic. */
+/**
+ * Route: the endpoint, its methods, the key's grant, the body rules, and the upstream path
+ * (refused if it would leave the endpoint's base), before any upstream traffic.
+ */
 function route(p: Pipeline, req: IncomingMessage, res: ServerResponse, { state, url, key }: Admitted): Routed | null {
   const parsed = parseRoute(url);
   if (!parsed.ok) return refuse(p, req, res, parsed.code, parsed.detail);
@@ -212,7 +233,10 @@ function route(p: Pipeline, req: IncomingMessage, res: ServerResponse, { state, 
   if (declared !== undefined && Number(declared) > p.opts.bodyLimitBytes) {
     return refuse(p, req, res, 'svc_payload_too_large', `body exceeds ${p.opts.bodyLimitBytes} bytes`);
   }
-  return { endpoint, method, suffix: parsed.suffix, query: parsed.query };
+  // Known before any budget is spent: nothing is paid for a call refused after pay.
+  const path = joinUpstreamPath(endpoint.upstream, parsed.suffix, parsed.query);
+  if (path === null) return refuse(p, req, res, 'svc_bad_request', 'the path would leave the endpoint');
+  return { endpoint, method, path };
 }
 
 /** The snapshot's `{ count, window_seconds, burst }` as a policy, converted once per object. */
@@ -243,24 +267,83 @@ function limit(p: Pipeline, req: IncomingMessage, res: ServerResponse, { state, 
 }
 
 /**
- * Forward: the upstream path (refused if it would leave the endpoint's base), the headers that
- * may cross, and the call handed to the proxy with its record (`record.ts`) observing the answer.
+ * Pay: on a prepaid endpoint with a premium, a keyed call whose key has an account spends the
+ * premium from this instance's budget for the account. Returns the premium reserved (0 when the
+ * endpoint, the key or the premium leaves nothing to pay), or null when the call was refused or
+ * waits for budget: then `afterWait` finishes it.
+ */
+function pay(
+  p: Pipeline,
+  req: IncomingMessage,
+  res: ServerResponse,
+  admitted: Admitted,
+  routed: Routed,
+  limitHeaders: Record<string, string>,
+): number | null {
+  const { key } = admitted;
+  const { endpoint } = routed;
+  if (!endpoint.prepaid || key === null || key.account === null || endpoint.premium <= 0) return 0;
+  const { budgets } = p.opts;
+  const account = key.account;
+  const premium = endpoint.premium;
+  if (budgets === undefined) return paymentRequired(p, req, res, account, premium);
+  if (budgets.take(account, premium)) return premium;
+  const asked = budgets.want(account, premium);
+  if (asked === null) return paymentRequired(p, req, res, account, premium);
+  void asked.then(
+    () => afterWait(p, req, res, admitted, routed, limitHeaders, account),
+    () => afterWait(p, req, res, admitted, routed, limitHeaders, account),
+  );
+  return null;
+}
+
+/**
+ * The budget wait is over (control answered, failed, or the wait ran out): look again, and
+ * forward or refuse. A caller that left meanwhile is dropped: nothing was spent or recorded.
+ */
+function afterWait(
+  p: Pipeline,
+  req: IncomingMessage,
+  res: ServerResponse,
+  admitted: Admitted,
+  routed: Routed,
+  limitHeaders: Record<string, string>,
+  account: string,
+): void {
+  if (res.destroyed || res.closed || req.socket.destroyed) return;
+  const premium = routed.endpoint.premium;
+  try {
+    if (p.opts.budgets!.take(account, premium)) forward(p, req, res, admitted, routed, limitHeaders, premium);
+    else paymentRequired(p, req, res, account, premium);
+  } catch (err) {
+    // Off the server's own call stack: a fault here must not become an unhandled rejection.
+    res.destroy(err as Error);
+  }
+}
+
+/** 402 `svc_payment_required`: what the call needs, what this gateway holds for the account, and where to fund it. */
+function paymentRequired(p: Pipeline, req: IncomingMessage, res: ServerResponse, account: string, premium: number): null {
+  const available = Math.max(0, p.opts.budgets?.available(account) ?? 0);
+  const detail = `account ${account} holds ${available} of the ${premium} this call needs; deposit, then retry`;
+  return refuse(p, req, res, 'svc_payment_required', detail, ACCOUNT_LINK, { required: premium, available, account_id: account });
+}
+
+/**
+ * Forward: the headers that may cross, and the call handed to the proxy with its record
+ * (`record.ts`, carrying the premium reserved, if any) observing the answer.
  */
 function forward(
   p: Pipeline,
   req: IncomingMessage,
   res: ServerResponse,
   { key, t }: Admitted,
-  { endpoint, method, suffix, query }: Routed,
+  { endpoint, method, path }: Routed,
   limitHeaders: Record<string, string>,
+  reserved: number,
 ): void {
   const { opts } = p;
-  const path = joinUpstreamPath(endpoint.upstream, suffix, query);
-  if (path === null) {
-    refuse(p, req, res, 'svc_bad_request', 'the path would leave the endpoint');
-    return;
-  }
-  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders);
+  const reservation = reserved > 0 ? { reserved, instance: opts.budgets!.instance } : null;
+  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders, reservation);
   const headers = upstreamRequestHeaders(req.rawHeaders, {
     clientAddress: req.socket.remoteAddress ?? '',
     proto: 'http',

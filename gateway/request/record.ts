@@ -53,6 +53,9 @@ export class CallRecord {
   private readonly method: string;
   /** The `RateLimit-Policy` and `RateLimit` of the call's bucket, copied onto the answer's head. */
   private readonly limitHeaders: Record<string, string>;
+  /** The premium the call reserved from this instance's budget (prepaid endpoints), else 0. */
+  private readonly reserved: number;
+  private readonly instance: string | null;
 
   constructor(
     sinks: { journal: Journal; metrics: GatewayMetrics; gatewayId: string },
@@ -62,6 +65,7 @@ export class CallRecord {
     endpoint: EndpointEntry,
     method: string,
     limitHeaders: Record<string, string>,
+    reservation: { reserved: number; instance: string } | null = null,
   ) {
     this.journal = sinks.journal;
     this.metrics = sinks.metrics;
@@ -72,10 +76,12 @@ export class CallRecord {
     this.endpoint = endpoint;
     this.method = method;
     this.limitHeaders = limitHeaders;
+    this.reserved = reservation?.reserved ?? 0;
+    this.instance = reservation?.instance ?? null;
   }
 
   private recordOf(status: number, outcome: Outcome, latencyMs: number): OutcomeRecord {
-    return {
+    const record: OutcomeRecord = {
       call_id: this.callId,
       key_id: this.key?.id ?? null,
       endpoint_id: this.endpoint.id,
@@ -86,6 +92,12 @@ export class CallRecord {
       started_at: this.startedAt,
       gateway_id: this.gatewayId,
     };
+    // Control counts the reservation against the instance's budget when it ingests the record.
+    if (this.reserved > 0) {
+      record.reserved = this.reserved;
+      record.instance = this.instance!;
+    }
+    return record;
   }
 
   /**

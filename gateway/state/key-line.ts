@@ -8,6 +8,9 @@ import type { SnapshotKey } from '../../protocol/snapshot';
 import { isDigestHex } from './digest-hex';
 
 const KEY_ID_MAX = 64;
+/** An account id's length bounds, as `SnapshotKey.account` has them (UTF-16 code units, as zod counts). */
+const ACCOUNT_MIN = 1;
+const ACCOUNT_MAX = 64;
 
 type Fields = Record<string, unknown>;
 
@@ -38,9 +41,19 @@ function isSecret(v: unknown): boolean {
   return isRecord(v) && fieldCount(v) === 2 && isDigestHex(v.hash) && (v.expires_at === null || isMs(v.expires_at));
 }
 
-/** True when `v` is a key exactly as `SnapshotKey` would accept it. */
+function isAccount(v: unknown): boolean {
+  return typeof v === 'string' && v.length >= ACCOUNT_MIN && v.length <= ACCOUNT_MAX;
+}
+
+/**
+ * True when `v` is a key exactly as `SnapshotKey` would accept it: its six members, and a
+ * seventh only when it is a valid `account` (each of the six is checked to be there, so six
+ * members with `account` among them are one short).
+ */
 export function isKey(v: unknown): v is SnapshotKey {
-  if (!isRecord(v) || fieldCount(v) !== 6) return false;
+  if (!isRecord(v)) return false;
+  const members = fieldCount(v);
+  if (members === 7 ? !isAccount(v.account) : members !== 6) return false;
   const { id, secrets, expires_at, endpoints, limit, lift } = v;
   if (typeof id !== 'string' || id.length < 1 || id.length > KEY_ID_MAX) return false;
   if (!Array.isArray(secrets) || secrets.length === 0) return false;

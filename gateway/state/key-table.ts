@@ -8,13 +8,16 @@
  * |-------|-------------------------------------------------------------------------------|
  * | 0–31  | the secret's SHA-256, binary                                                  |
  * | 32–39 | float64: admits calls until this ms (the earlier of secret and key expiry)    |
- * | 40–43 | uint32: 0 for a plain key, else 1 + the key's index in the side list          |
+ * | 40–43 | uint32: a key in the side list: 1 + its index there; a plain key: 0, or with an |
+ * |       | account `ACCOUNT_TAG` + the account's index in the table's interned accounts  |
  * | 44    | a plain key's id length in UTF-8 bytes                                        |
  * | 45–63 | a plain key's id                                                              |
  *
  * A plain key (one secret with no expiry of its own, no endpoint list, limit or lift, an id
- * of at most {@link INLINE_ID_BYTES} bytes) is a single record: every key control issues,
- * until it is rotated or restricted. Any other key keeps its `KeyEntry` in a side list and
+ * of at most {@link INLINE_ID_BYTES} bytes, with or without an account) is a single record: every
+ * key control issues, until it is rotated or restricted. A key's account (prepaid billing) is
+ * held once per distinct account string, by index: a million keys on a thousand accounts keep a
+ * thousand strings, and a plain key's record names its account in the link word's free bits. Any other key keeps its `KeyEntry` in a side list and
  * has one record per secret. Two {@link SlotTable}s index the records: by the digest's first
  * 32 bits (every record) and by a hash of the key id (each key's first record). Digests are
  * SHA-256 outputs of random keys, so their bits are uniform and no caller can steer them.
@@ -32,6 +35,8 @@ export interface KeyEntry {
   endpoints: ReadonlySet<string> | null;
   limit: { count: number; windowSeconds: number } | null;
   lift: { count: number; windowSeconds: number; until: number } | null;
+  /** The key's account (`acc_…`), whose money prepaid endpoints spend; null when control sent none. */
+  account: string | null;
 }
 
 const RECORD_BYTES = 64;
@@ -42,6 +47,11 @@ const DIGEST_WORDS = DIGEST_BYTES / 4;
 const UNTIL = 4;
 /** Uint32 index of the side-list link within a record. */
 const LINK = 10;
+/**
+ * In a plain key's link word: the bit saying the rest is the index of its account. Side-list
+ * links stay below it (a side list of 2^31 keys would not fit in memory).
+ */
+const ACCOUNT_TAG = 0x8000_0000;
 /** Byte offsets of a plain key's id length and id within a record. */
 const ID_LENGTH = 44;
 const ID_AT = 45;
@@ -76,8 +86,14 @@ function keyEntry(
   endpoints: ReadonlySet<string> | null,
   limit: KeyEntry['limit'],
   lift: KeyEntry['lift'],
+  account: string | null,
 ): KeyEntry {
-  return { id, expiresAt, endpoints, limit, lift };
+  return { id, expiresAt, endpoints, limit, lift, account };
+}
+
+/** A link word that names a key in the side list (not 0, not a plain key's account). */
+function isSideLink(link: number): boolean {
+  return link !== 0 && link < ACCOUNT_TAG;
 }
 
 function sideEntry(k: SnapshotKey): KeyEntry {
@@ -87,6 +103,7 @@ function sideEntry(k: SnapshotKey): KeyEntry {
     k.endpoints.length === 0 ? null : new Set(k.endpoints),
     k.limit ? { count: k.limit.count, windowSeconds: k.limit.window_seconds } : null,
     k.lift ? { count: k.lift.count, windowSeconds: k.lift.window_seconds, until: k.lift.until } : null,
+    k.account ?? null,
   );
 }
 
@@ -112,6 +129,12 @@ export class KeyTable {
   private freeCount = 0;
   private readonly side: (SideKey | undefined)[] = [];
   private readonly freeSide: number[] = [];
+  /**
+   * Every account a plain key of this table named, once each; never shrinks (a full snapshot
+   * builds a new table), so an index in a record stays valid.
+   */
+  private readonly accounts: string[] = [];
+  private readonly accountIndex = new Map<string, number>();
   private readonly byDigest: SlotTable;
   private readonly byId: SlotTable;
   /** The digest being looked for, word-aligned. */
@@ -145,8 +168,8 @@ export class KeyTable {
     const until = this.floats[r * RECORD_FLOATS + UNTIL]!;
     if (until <= now) return null;
     const link = this.words[r * RECORD_WORDS + LINK]!;
-    if (link !== 0) return this.side[link - 1]!.entry;
-    return keyEntry(this.inlineId(r), until, null, null, null);
+    if (isSideLink(link)) return this.side[link - 1]!.entry;
+    return keyEntry(this.inlineId(r), until, null, null, null, link === 0 ? null : this.accounts[link - ACCOUNT_TAG]!);
   }
 
   /** The id of the key holding the secret with this hex SHA-256, or null. */
@@ -171,7 +194,7 @@ export class KeyTable {
     }
     const plain = isPlain(k);
     const side: SideKey | null = plain ? null : { entry: sideEntry(k), records: [] };
-    const link = side === null ? 0 : this.claimSide(side) + 1;
+    const link = side !== null ? this.claimSide(side) + 1 : k.account === undefined ? 0 : ACCOUNT_TAG + this.intern(k.account);
     const keyUntil = k.expires_at ?? Infinity;
     for (let i = 0; i < secrets.length; i++) {
       // With one secret the probe still holds its digest from the checks above.
@@ -195,7 +218,7 @@ export class KeyTable {
     if (r === -1) return false;
     this.byId.remove(idHash(id), r);
     const link = this.words[r * RECORD_WORDS + LINK]!;
-    if (link === 0) {
+    if (!isSideLink(link)) {
       this.release(r);
       return true;
     }
@@ -251,7 +274,7 @@ export class KeyTable {
 
   private idAt(r: number): string {
     const link = this.words[r * RECORD_WORDS + LINK]!;
-    return link === 0 ? this.inlineId(r) : this.side[link - 1]!.entry.id;
+    return isSideLink(link) ? this.side[link - 1]!.entry.id : this.inlineId(r);
   }
 
   private inlineId(r: number): string {
@@ -276,6 +299,16 @@ export class KeyTable {
     this.words[r * RECORD_WORDS + LINK] = this.freeHead + 1;
     this.freeHead = r;
     this.freeCount++;
+  }
+
+  /** The index of `account` among the table's accounts, added on first sight. */
+  private intern(account: string): number {
+    let i = this.accountIndex.get(account);
+    if (i === undefined) {
+      i = this.accounts.push(account) - 1;
+      this.accountIndex.set(account, i);
+    }
+    return i;
   }
 
   private claimSide(key: SideKey): number {

@@ -34,6 +34,11 @@ export interface EndpointEntry {
   slaMs: number;
   price: number;
   premium: number;
+  /**
+   * `billing: 'prepaid'`: a keyed call whose key has an account is admitted only while this
+   * gateway's budget for the account covers the premium (the handler's pay stage, budgets.ts).
+   */
+  prepaid: boolean;
   headers: Readonly<Record<string, string>>;
   /** Compiled response schema for 2xx JSON bodies (shared by endpoints with equal schemas, schema-cache.ts); null when the endpoint has none. */
   responseSchema: SchemaValidator | null;
@@ -73,6 +78,7 @@ function endpointEntry(e: SnapshotEndpoint): EndpointEntry {
     slaMs: e.sla_ms,
     price: e.price,
     premium: e.premium,
+    prepaid: e.billing === 'prepaid',
     headers: Object.freeze({ ...e.headers }),
     responseSchema,
   };
@@ -98,6 +104,12 @@ export class GatewayState {
   limits: Limits;
   readonly endpoints: Map<string, EndpointEntry>;
   private readonly keys: KeyTable;
+  /**
+   * Some key came without its account: the state was sent to a gateway older than prepaid
+   * billing (and persisted). A gateway that holds budgets does not resume from it: it asks for
+   * a full snapshot, or prepaid endpoints would admit those keys' calls unchecked.
+   */
+  accountless = false;
 
   /** @param keys the key table to hold; a full snapshot fills it before the state is used. */
   constructor(
@@ -141,6 +153,7 @@ export class GatewayState {
     if (delta.version <= delta.base) throw new UpdateRejected(`delta version ${delta.version} is not after its base`);
     const upserts = (delta.endpoints_upsert ?? []).map(endpointEntry);
     const keys = this.planKeys(delta.keys_upsert ?? [], delta.keys_remove ?? []);
+    for (const k of delta.keys_upsert ?? []) if (k.account === undefined) this.accountless = true;
     for (const e of upserts) this.endpoints.set(e.id, e);
     for (const id of delta.endpoints_remove ?? []) this.endpoints.delete(id);
     this.applyKeys(keys);
@@ -229,6 +242,7 @@ export class SnapshotBuilder {
       keys = parsed.data.keys;
     }
     for (const k of keys) {
+      if (k.account === undefined) this.state.accountless = true;
       const refused = this.keys.add(k);
       if (refused !== null) throw new UpdateRejected(`bad keys line ${this.keyLines + 1}: ${refused}`);
     }

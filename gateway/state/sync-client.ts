@@ -10,6 +10,10 @@
  * Takes `share` lines (its share of key limits) whenever they come, and answers each ping with
  * a lease renewal while it holds a state, so control counts it as live.
  *
+ * It announces the process's `instance` (protocol/budgets.ts): control then sends keys' accounts,
+ * prepaid endpoints and, in deltas, `accounts_funded`, which it hands to `onFunded` once the
+ * delta is applied (the budgets ask again for those accounts at once).
+ *
  * With several controls (`controlUrls`), each failed stream is reported to the shared
  * `ControlEndpoints`, so the reconnect (after the same backoff) dials the next control in the
  * list, announcing the same version and epoch: a control on the same database answers with a
@@ -76,6 +80,10 @@ export interface SyncClientOptions {
   gatewayId: string;
   /** The proxy engine this gateway forwards with, announced to control on every connect. */
   engine: string;
+  /** This process run's id, announced on every connect: the gateway holds prepaid budgets. */
+  instance?: string;
+  /** Called after a delta naming `accounts_funded` is applied, with those accounts. */
+  onFunded?: (accounts: readonly string[]) => void;
   file: SnapshotFile;
   log: Logger;
   /** Called after every applied update with the state now in force. */
@@ -134,9 +142,12 @@ export class SyncClient {
     const at = this.control.endpoints.current;
     const url = this.control.url(SYNC_STREAM_PATH);
     url.searchParams.set('gateway_id', this.opts.gatewayId);
-    url.searchParams.set('version', String(this.state?.version ?? 0));
+    // A state without keys' accounts (persisted from before prepaid billing) is not resumed: a full snapshot replaces it.
+    const resumable = this.state !== null && !(this.opts.instance !== undefined && this.state.accountless);
+    url.searchParams.set('version', String(resumable ? this.state!.version : 0));
     if (this.state) url.searchParams.set('epoch', String(this.state.epoch));
     url.searchParams.set('engine', this.opts.engine);
+    if (this.opts.instance !== undefined) url.searchParams.set('instance', this.opts.instance);
     const req = this.control.stream(url);
     this.req = req;
     // A control that hangs still accepts the connection (its kernel does), but never answers.
@@ -281,6 +292,8 @@ export class SyncClient {
     this.opts.file.appendDelta(line);
     this.opts.onState(this.state);
     this.opts.onUpdate?.('delta');
+    const funded = parsed.data.accounts_funded;
+    if (funded !== undefined && funded.length > 0) this.opts.onFunded?.(funded);
     this.ackVersion(parsed.data.version, sha256);
   }
 

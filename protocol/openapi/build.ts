@@ -58,6 +58,10 @@ const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodT
   },
   'Retry-After': { description: 'Seconds to wait before retrying (an integer ≥ 1).', schema: z.string().regex(/^[1-9][0-9]*$/) },
   Allow: { description: 'The methods this resource accepts.', schema: z.string() },
+  Link: {
+    description: 'Where the caller sees and funds its account: `</api/v1/account>; rel="account"` (on the public read API).',
+    schema: z.string(),
+  },
   'WWW-Authenticate': { description: 'The bearer realm that refused the request.', schema: z.string() },
   'Cache-Control': { description: '`public, max-age=<seconds left>` on cached public reads.', schema: z.string() },
   ETag: {
@@ -88,6 +92,7 @@ const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodT
 /** Which headers a problem answer with `code` always carries. */
 const ERROR_HEADERS: Partial<Record<ErrorCode, readonly HeaderName[]>> = {
   svc_rate_limited: ['Retry-After', 'RateLimit', 'RateLimit-Policy'],
+  svc_payment_required: ['Link'],
   svc_method_not_allowed: ['Allow'],
   svc_unauthorized: ['WWW-Authenticate'],
   svc_store_unavailable: ['Retry-After'],
@@ -112,9 +117,15 @@ function problemSchema(status: number, codes: readonly ErrorCode[]): z.ZodType {
     status: z.literal(status),
     code: enumOf([...codes]),
   });
-  return codes.includes('svc_bad_request')
-    ? shape.extend({ errors: z.array(FieldError).optional().describe('each invalid field, on validation failures') })
-    : shape;
+  if (codes.includes('svc_bad_request'))
+    return shape.extend({ errors: z.array(FieldError).optional().describe('each invalid field, on validation failures') });
+  if (codes.includes('svc_payment_required'))
+    return shape.extend({
+      required: z.number().int().min(1).describe("the endpoint's premium: what the call needs (integer micro-units)"),
+      available: z.number().int().min(0).describe('what this gateway holds of the account for prepaid calls now (micro-units)'),
+      account_id: z.string().describe("the key's account (`acc_…`): deposit into it, then retry"),
+    });
+  return shape;
 }
 
 export class DocumentBuilder {

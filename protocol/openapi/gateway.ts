@@ -26,6 +26,7 @@ const CALL_ERRORS: readonly ErrorCode[] = [
   'svc_endpoint_not_granted',
   'svc_payload_too_large',
   'svc_rate_limited',
+  'svc_payment_required',
   'svc_upstream_timeout',
   'svc_upstream_unavailable',
 ];
@@ -136,7 +137,7 @@ export function gatewayDocument(): JsonObject {
   return buildDocument({
     title: 'svc gateway',
     description:
-      "The data plane ({market_url}): agents call wrapped upstream APIs through `/v1/{endpoint}/{path}` (or `/{endpoint}/{path}`). While `beta_gate_enabled` is on, every call needs `Authorization: Bearer svc_beta_…` (403 `svc_auth_not_in_beta` for every path otherwise). Each key is limited by a token bucket (429 `svc_rate_limited` with `Retry-After`, `RateLimit`, `RateLimit-Policy`, IETF draft 11). The caller's `Authorization`, `Cookie`, `Proxy-*` and hop-by-hop headers never reach the upstream. Every error is problem+json with a catalogue `code`.",
+      "The data plane ({market_url}): agents call wrapped upstream APIs through `/v1/{endpoint}/{path}` (or `/{endpoint}/{path}`). While `beta_gate_enabled` is on, every call needs `Authorization: Bearer svc_beta_…` (403 `svc_auth_not_in_beta` for every path otherwise). Each key is limited by a token bucket (429 `svc_rate_limited` with `Retry-After`, `RateLimit`, `RateLimit-Policy`, IETF draft 11). On a prepaid endpoint a keyed call is admitted only while the key's account covers the premium (402 `svc_payment_required` with `required`, `available` and `account_id` otherwise). The caller's `Authorization`, `Cookie`, `Proxy-*` and hop-by-hop headers never reach the upstream. Every error is problem+json with a catalogue `code`.",
     server: { description: '{market_url} (default http://127.0.0.1:7070)' },
     tags: [
       { name: 'calls', description: 'Calls to wrapped upstreams' },

@@ -21,6 +21,7 @@ export type HeaderName =
   | 'RateLimit-Policy'
   | 'Retry-After'
   | 'Allow'
+  | 'Link'
   | 'WWW-Authenticate'
   | 'Cache-Control'
   | 'ETag'

@@ -46,6 +46,14 @@ export class SvcError extends Error {
   readonly problem: Readonly<Problem>;
   /** Requests sent for this call, retries included (0 when none was). */
   readonly attempts: number;
+  /**
+   * On `svc_payment_required` (402, a prepaid endpoint): the premium the call needs, what the
+   * gateway holds of the account, and the account's id (deposit into it, then retry; the
+   * balance is `client.account()`). Undefined on every other error.
+   */
+  readonly required: number | undefined;
+  readonly available: number | undefined;
+  readonly accountId: string | undefined;
 
   constructor(
     problem: Problem,
@@ -62,6 +70,10 @@ export class SvcError extends Error {
     this.headers = options.headers;
     this.problem = problem;
     this.attempts = options.attempts;
+    const payment = problem.code === 'svc_payment_required';
+    this.required = payment && typeof problem.required === 'number' ? problem.required : undefined;
+    this.available = payment && typeof problem.available === 'number' ? problem.available : undefined;
+    this.accountId = payment && typeof problem.account_id === 'string' ? problem.account_id : undefined;
   }
 }
 

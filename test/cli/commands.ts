@@ -191,8 +191,13 @@ t.test('endpoints', async (t) => {
   t.equal(shown.code, 0);
   t.match(shown.stdout, 'X-Api-Key');
   t.notOk(shown.stdout.includes('secret-value-xyz'));
-  const updated = await cli('endpoints', 'update', 'echo', '--price', '200', '--json');
+  t.match(shown.stdout, /^billing: +postpaid$/m, 'postpaid by default');
+  const updated = await cli('endpoints', 'update', 'echo', '--price', '200', '--billing', 'prepaid', '--json');
   t.equal(updated.json().price, 200);
+  t.equal(updated.json().billing, 'prepaid');
+  const badBilling = await cli('endpoints', 'update', 'echo', '--billing', 'later');
+  t.equal(badBilling.code, 2, 'an unknown billing: exit 2');
+  t.match(badBilling.stderr, '--billing must be prepaid or postpaid');
   const empty = await cli('endpoints', 'update', 'echo');
   t.equal(empty.code, 2, 'update with nothing to change: exit 2');
   const removed = await cli('endpoints', 'remove', 'echo', '--json');

@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import { manualClock, startTestControl } from '../fixtures/control';
+import { snapshotEndpoint } from '../../control/sync/snapshot';
 import { forEachStore } from '../fixtures/stores';
 
 const UPSTREAM = 'http://127.0.0.1:9/api';
@@ -24,6 +25,7 @@ forEachStore(t, (t, kind) => {
     t.equal(added.body.price, 0);
     t.equal(added.body.premium, 0);
     t.same(added.body.injected_headers, []);
+    t.equal(added.body.billing, 'postpaid', 'postpaid by default');
     t.type(added.body.version, 'number');
 
     const full = await control.admin('POST', '/_admin/v1/endpoints', {
@@ -120,6 +122,7 @@ forEachStore(t, (t, kind) => {
       ['zero timeout', { id: 'x', upstream: UPSTREAM, timeout_ms: 0 }, 'timeout_ms'],
       ['zero sla', { id: 'x', upstream: UPSTREAM, sla_ms: 0 }, 'sla_ms'],
       ['fee above 100 %', { id: 'x', upstream: UPSTREAM, treasury_fee_bps: 10_001 }, 'treasury_fee_bps'],
+      ['unknown billing', { id: 'x', upstream: UPSTREAM, billing: 'credit' }, 'billing'],
       ['unknown method', { id: 'x', upstream: UPSTREAM, methods: ['BREW'] }, 'methods.0'],
       ['empty methods', { id: 'x', upstream: UPSTREAM, methods: [] }, 'methods'],
       ['inject Host', { id: 'x', upstream: UPSTREAM, headers: { Host: 'evil.example' } }, 'headers'],
@@ -371,5 +374,30 @@ forEachStore(t, (t, kind) => {
       [['typed', schema]],
       'nothing refused was stored',
     );
+  });
+});
+
+forEachStore(t, (t, kind) => {
+  t.test('billing: postpaid by default, prepaid set and unset, sent to gateways only when prepaid', async (t) => {
+    const control = await startTestControl(t, { store: kind });
+    const sent = async (id: string) => snapshotEndpoint((await control.handle.ctx.store.endpoints.byId(id))!);
+    t.equal((await control.admin('POST', '/_admin/v1/endpoints', { id: 'later', upstream: UPSTREAM })).body.billing, 'postpaid');
+    t.notOk('billing' in (await sent('later')), 'a postpaid endpoint’s snapshot line is as before billing existed');
+
+    const prepaid = await control.admin('POST', '/_admin/v1/endpoints', { id: 'paid', upstream: UPSTREAM, billing: 'prepaid' });
+    t.equal(prepaid.status, 201, prepaid.text);
+    t.equal(prepaid.body.billing, 'prepaid');
+    t.equal((await sent('paid')).billing, 'prepaid');
+
+    const changed = await control.admin('PATCH', '/_admin/v1/endpoints/paid', { billing: 'postpaid' });
+    t.equal(changed.status, 200);
+    t.equal(changed.body.billing, 'postpaid');
+    t.ok(changed.body.version > prepaid.body.version, 'a change the gateways get');
+    t.notOk('billing' in (await sent('paid')));
+    t.equal((await control.admin('PATCH', '/_admin/v1/endpoints/paid', { billing: 'free' })).status, 400);
+    const audit = (await control.admin('GET', '/_admin/v1/audit?action=endpoints.update')).body.entries as {
+      detail: Record<string, unknown>;
+    }[];
+    t.match(audit[0]!.detail, { billing: 'postpaid' }, 'audited with the change');
   });
 });

@@ -57,7 +57,7 @@ forEachStore(t, (t, kind) => {
     t.same(pages, [['key_7', 'key_1'], [], ['key_5', 'key_2']], 'the empty middle page is followed by the rest');
   });
 
-  t.test('a key carries its live secrets oldest first, endpoints, limit and lift', async (t) => {
+  t.test('a key carries its live secrets oldest first, endpoints, limit, lift and account', async (t) => {
     const store = await openTestStore(t, kind);
     await seed(store);
     t.same(await store.liveKey('key_5', NOW), {
@@ -70,6 +70,7 @@ forEachStore(t, (t, kind) => {
       endpoints: [],
       limit: null,
       lift: null,
+      account: 'acc_5',
     });
     t.same(await store.liveKey('key_2', NOW), {
       id: 'key_2',
@@ -78,6 +79,7 @@ forEachStore(t, (t, kind) => {
       endpoints: ['echo', 'other'],
       limit: { count: 5, window_seconds: 10 },
       lift: { count: 100, window_seconds: 60, until: NOW + 3_600_000 },
+      account: 'acc_2',
     });
     t.same(
       await Promise.all(['key_3', 'key_6', 'key_8', 'key_none'].map((id) => store.liveKey(id, NOW))),

@@ -87,6 +87,40 @@ t.test('the fast check never accepts what zod refuses', async (t) => {
   t.ok(fastAccepted > 0, 'some mutations are still valid and take the fast path');
 });
 
+t.test('keys with an account and accounts_funded take the fast path, and it never accepts what zod refuses', async (t) => {
+  const funded = {
+    type: 'delta',
+    version: 9,
+    base: 8,
+    keys_upsert: [
+      { ...plain, account: 'acc_1' },
+      { ...rich, account: 'a'.repeat(64) },
+    ],
+    accounts_funded: ['acc_1', 'acc_2'],
+    sha256: hashOf('x'),
+  };
+  t.ok(Delta.safeParse(funded).success, 'zod takes it');
+  t.ok(isKeyDelta(funded), 'and so does the fast check');
+  t.ok(isKeyDelta({ type: 'delta', version: 2, base: 1, accounts_funded: [], sha256: hashOf('x') }), 'funded accounts alone');
+  const odd: unknown[] = [undefined, null, 0, 1, '', 'x', 'a'.repeat(65), [], [1], ['acc'], {}, true];
+  let compared = 0;
+  let fastAccepted = 0;
+  for (const { copy, value, path } of replacements(funded, odd)) {
+    const fast = isKeyDelta(copy);
+    const slow = Delta.safeParse(copy).success;
+    compared++;
+    if (fast) fastAccepted++;
+    if (fast && !slow) t.fail(`fast check accepted ${JSON.stringify(value)} at ${path.join('.')}`);
+    t.equal(parseDelta(copy).success, slow, `parseDelta agrees with zod at ${path.join('.')}`);
+  }
+  t.equal(isKeyDelta({ ...funded, keys_upsert: [{ ...plain, account: '' }] }), false, 'an empty account');
+  t.equal(isKeyDelta({ ...funded, keys_upsert: [{ ...plain, acount: 'acc_1' }] }), false, 'a seventh member that is not account');
+  const { lift: _lift, ...sixWithAccount } = { ...plain, account: 'acc_1' };
+  t.equal(isKeyDelta({ ...funded, keys_upsert: [sixWithAccount] }), false, 'six members, account in place of lift');
+  t.ok(compared > 200, `${compared} mutations compared`);
+  t.ok(fastAccepted > 0, 'some mutations are still valid and take the fast path');
+});
+
 t.test('a sealed line verifies on its exact text', async (t) => {
   const { line, sha256 } = sealDelta({ type: 'delta', version: 5, base: 4, keys_remove: ['key_a'] });
   t.equal(verifySealedLine(line), sha256);

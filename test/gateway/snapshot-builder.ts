@@ -104,8 +104,13 @@ t.test('the fast line check accepts only what SnapshotKeys accepts', async (t) =
     limit: { count: 1, window_seconds: 1 },
     lift: { count: 2, window_seconds: 3, until: 0 },
   };
-  const valid = { type: 'keys', keys: [plain(1), rich] };
-  t.ok(isKeysLine(JSON.parse(JSON.stringify(valid))), 'ordinary lines take the fast path');
+  const valid = {
+    type: 'keys',
+    keys: [plain(1), rich, { ...plain(2), account: 'acc_2' }, { ...rich, id: 'key_rich_acc', account: 'acc_r' }],
+  };
+  t.ok(isKeysLine(JSON.parse(JSON.stringify(valid))), 'ordinary lines take the fast path, keys with an account too');
+  t.equal(isKeysLine({ type: 'keys', keys: [{ ...plain(3), account: 'a'.repeat(65) }] }), false, 'an account over 64 characters');
+  t.equal(isKeysLine({ type: 'keys', keys: [{ ...plain(3), account: 7 }] }), false, 'an account that is not a string');
   t.ok(isKeysLine({ type: 'keys', keys: [] }));
 
   // Each mutation replaces one value somewhere in the line; the check must never say yes
@@ -120,6 +125,7 @@ t.test('the fast line check accepts only what SnapshotKeys accepts', async (t) =
     '',
     'x',
     'A'.repeat(64),
+    'A'.repeat(65),
     hashOf('z').toUpperCase(),
     hashOf('z').slice(1),
     [],

@@ -2,13 +2,13 @@
 // snapshot committed whole, deltas appended after it and found again by a process that starts
 // after a crash (written before `appendDelta` returns, synced in the background), a torn last
 // delta dropped, the deltas cleared by the next full snapshot, and `close()` only after the
-// background sync.
+// background sync; keys' accounts, prepaid endpoints and funded accounts survive the round trip.
 import t from 'tap';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { DELTAS_FILE, SNAPSHOT_FILE, SnapshotFile } from '../../gateway/state/snapshot-file';
-import { SnapshotDigest, sealDelta, type SnapshotKey } from '../../protocol/snapshot';
+import { SnapshotDigest, sealDelta, type SnapshotEndpoint, type SnapshotKey } from '../../protocol/snapshot';
 
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest('hex');
 const key = (i: number): SnapshotKey => ({
@@ -21,7 +21,7 @@ const key = (i: number): SnapshotKey => ({
 });
 
 /** Write a full snapshot of `keys` at `version` through the file's writer. */
-function writeFull(file: SnapshotFile, version: number, keys: SnapshotKey[]): void {
+function writeFull(file: SnapshotFile, version: number, keys: SnapshotKey[], endpoints: SnapshotEndpoint[] = []): void {
   const begin = JSON.stringify({
     type: 'snapshot_begin',
     version,
@@ -29,7 +29,7 @@ function writeFull(file: SnapshotFile, version: number, keys: SnapshotKey[]): vo
     generated_at: new Date(1_700_000_000_000).toISOString(),
     flags: { beta_gate_enabled: true, maintenance_mode: false },
     limits: { key: { count: 60, window_seconds: 60, burst: 10 }, ip: { count: 10, window_seconds: 60, burst: 5 } },
-    endpoints: [],
+    endpoints,
     key_count: keys.length,
   });
   const line = JSON.stringify({ type: 'keys', keys });
@@ -59,6 +59,35 @@ t.test('a delta is in the file when appendDelta returns: a process starting afte
   t.equal(loaded!.deltasApplied, 2);
   t.equal(loaded!.state.keyCount, 2, 'key 3 added, key 1 removed');
   await file.close();
+});
+
+t.test("keys' accounts, prepaid billing and funded accounts round-trip through the files", async (t) => {
+  const dir = t.testdir();
+  const file = new SnapshotFile(dir);
+  const paid: SnapshotEndpoint = {
+    id: 'paid',
+    upstream: 'http://127.0.0.1:9/',
+    methods: ['POST'],
+    timeout_ms: 1000,
+    sla_ms: 500,
+    price: 0,
+    premium: 500,
+    headers: {},
+    billing: 'prepaid',
+  };
+  const restricted = { ...key(2), endpoints: ['paid'], account: 'acc_two' };
+  writeFull(file, 5, [{ ...key(1), account: 'acc_one' }, restricted], [paid, { ...paid, id: 'free', billing: undefined }]);
+  file.appendDelta(
+    sealDelta({ type: 'delta', version: 6, base: 5, keys_upsert: [{ ...key(3), account: 'acc_three' }], accounts_funded: ['acc_one'] })
+      .line,
+  );
+  await file.close();
+  const loaded = await new SnapshotFile(dir).load();
+  t.equal(loaded!.state.version, 6, 'the delta with accounts_funded applied on load');
+  const accountOf = (i: number) => loaded!.state.lookup(hashOf(`s${i}`), Date.now())?.account;
+  t.same([accountOf(1), accountOf(2), accountOf(3)], ['acc_one', 'acc_two', 'acc_three']);
+  t.equal(loaded!.state.endpoints.get('paid')!.prepaid, true);
+  t.equal(loaded!.state.endpoints.get('free')!.prepaid, false);
 });
 
 t.test('synced() and close() resolve once the background sync has run; the deltas survive a clean stop', async (t) => {

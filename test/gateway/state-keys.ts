@@ -1,7 +1,8 @@
 // The gateway's key set as requests see it: `lookup` admits a secret only
 // while both it and its key are unexpired; rotation, revocation and replacement through
 // deltas; a key's endpoint list, limit and lift come back as sent; a rejected delta changes
-// nothing.
+// nothing; a key's account comes back as sent, plain or not, and follows upserts; an
+// endpoint's billing is kept as `prepaid`.
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { GatewayState, UpdateRejected } from '../../gateway/state/state';
@@ -51,7 +52,14 @@ const resolve = (s: GatewayState, secrets: string[], now = NOW) => secrets.map((
 t.test('a plain key: hit by its hash, miss for anything else', async (t) => {
   const s = state(key('key_plain', ['alpha']));
   t.equal(s.keyCount, 1);
-  t.same(s.lookup(hashOf('alpha'), NOW), { id: 'key_plain', expiresAt: Infinity, endpoints: null, limit: null, lift: null });
+  t.same(s.lookup(hashOf('alpha'), NOW), {
+    id: 'key_plain',
+    expiresAt: Infinity,
+    endpoints: null,
+    limit: null,
+    lift: null,
+    account: null,
+  });
   t.equal(s.lookup(hashOf('beta'), NOW), null, 'unknown secret');
   t.equal(s.lookup(hashOf('alpha').toUpperCase(), NOW), null, 'hashes are lowercase hex only');
   t.equal(s.lookup(hashOf('alpha').slice(0, 63), NOW), null, 'short hash');
@@ -178,4 +186,46 @@ t.test('removing and putting keys keeps the count', async (t) => {
     const expected = i % 2 === 0 ? [null, `key_${i}`, `key_${i}`] : [`key_${i}`, null, null];
     t.same(resolve(s, [`s${i}`, `t${i}`, `u${i}`]), expected, `key_${i}`);
   }
+});
+
+t.test("a key's account comes back as sent, for plain and other keys, and follows upserts and removals", async (t) => {
+  const s = state(
+    key('key_p1', ['p1'], { account: 'acc_shared' }),
+    key('key_p2', ['p2'], { account: 'acc_shared' }),
+    key('key_rot', ['r1', 'r2'], { account: 'acc_rot' }),
+    key('key_limited', ['l'], { account: 'acc_lim', limit: { count: 5, window_seconds: 10 } }),
+    key('key_none', ['n']),
+  );
+  const accounts = (secrets: string[]) => secrets.map((x) => s.lookup(hashOf(x), NOW)?.account);
+  t.same(accounts(['p1', 'p2', 'r1', 'r2', 'l', 'n']), ['acc_shared', 'acc_shared', 'acc_rot', 'acc_rot', 'acc_lim', null]);
+  t.same(resolve(s, ['p1', 'p2', 'r1', 'l', 'n']), ['key_p1', 'key_p2', 'key_rot', 'key_limited', 'key_none'], 'ids unchanged');
+
+  s.applyDelta(
+    delta(s, {
+      keys_upsert: [
+        key('key_p1', ['p1']),
+        key('key_none', ['n'], { account: 'acc_new' }),
+        key('key_rot', ['r2'], { account: 'acc_other' }),
+      ],
+      keys_remove: ['key_p2'],
+    }),
+  );
+  t.same(accounts(['p1', 'p2', 'r1', 'r2', 'n']), [null, undefined, undefined, 'acc_other', 'acc_new'], 'after the delta');
+  s.putKey(key('key_p2', ['p2b'], { account: 'acc_shared' }));
+  t.same(accounts(['p2b']), ['acc_shared'], 'put back after removal');
+  t.equal(s.keyCount, 5);
+});
+
+t.test('an endpoint is prepaid only with billing prepaid', async (t) => {
+  const s = new GatewayState({
+    version: 1,
+    epoch: 1,
+    flags: FLAGS,
+    limits: LIMITS,
+    endpoints: [ENDPOINT, { ...ENDPOINT, id: 'paid', billing: 'prepaid', premium: 500 }],
+  });
+  t.equal(s.endpoints.get('echo')!.prepaid, false);
+  t.equal(s.endpoints.get('paid')!.prepaid, true);
+  s.applyDelta(delta(s, { endpoints_upsert: [{ ...ENDPOINT, id: 'paid', premium: 500 }] }));
+  t.equal(s.endpoints.get('paid')!.prepaid, false, 'billing dropped by a delta: postpaid again');
 });

@@ -21,6 +21,7 @@ const DESIGN_CATALOGUE: [string, number][] = [
   ['svc_endpoint_not_granted', 403],
   ['svc_forbidden_user_agent', 403],
   ['svc_rate_limited', 429],
+  ['svc_payment_required', 402],
   ['svc_unknown_endpoint', 404],
   ['svc_method_not_allowed', 405],
   ['svc_bad_request', 400],

@@ -86,7 +86,8 @@ t.test('every error answer is problem+json whose code enum comes from the catalo
           codes.every((c) => String(ERRORS[c as keyof typeof ERRORS].status) === status),
           `${name}: ${method.toUpperCase()} ${path} ${status}: each code has that status`,
         );
-        t.same(schema.required, ['type', 'title', 'status', 'detail', 'code'], 'RFC 9457 members and code are required');
+        const extensions = codes.includes('svc_payment_required') ? ['required', 'available', 'account_id'] : [];
+        t.same(schema.required, ['type', 'title', 'status', 'detail', 'code', ...extensions], 'RFC 9457 members and code are required');
         for (const c of codes) documented.add(c);
         if (codes.includes('svc_rate_limited')) {
           for (const h of ['Retry-After', 'RateLimit', 'RateLimit-Policy']) {

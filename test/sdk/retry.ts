@@ -364,3 +364,33 @@ t.test('Retry-After and RateLimit parsing', async (t) => {
   t.equal(parseRateLimitReset('"a,b";r=0;t=4, "key";r=0;t=2'), 4000, 'largest exhausted reset; commas in names');
   t.equal(parseRateLimitReset('garbage'), null);
 });
+
+t.test('402 svc_payment_required: not retried; the error says what the call needs and what the account holds here', async (t) => {
+  const body = {
+    type: 'https://svc.dev/errors#svc_payment_required',
+    title: 'Payment required',
+    status: 402,
+    detail: 'account acc_x holds 120 of the 500 this call needs; deposit, then retry',
+    code: 'svc_payment_required',
+    required: 500,
+    available: 120,
+    account_id: 'acc_x',
+  };
+  const refusal = () =>
+    new Response(JSON.stringify(body), {
+      status: 402,
+      headers: { 'content-type': 'application/problem+json', link: '</api/v1/account>; rel="account"' },
+    });
+  const { svc, sent } = client([refusal, upstream(200)]);
+  const err = (await rejection(svc.call('weather', '/forecast'))) as SvcError;
+  t.ok(err instanceof SvcError);
+  t.equal(sent.length, 1, 'one request: a refusal for payment is final');
+  t.equal(err.code, 'svc_payment_required');
+  t.equal(err.status, 402);
+  t.equal(err.required, 500);
+  t.equal(err.available, 120);
+  t.equal(err.accountId, 'acc_x');
+  t.equal(err.headers.link, '</api/v1/account>; rel="account"');
+  const other = (await rejection(client([problem(400, 'svc_bad_request')]).svc.call('weather', '/x'))) as SvcError;
+  t.equal(other.required, undefined, 'other errors carry none of them');
+});

@@ -7,12 +7,13 @@ import type { Outcome } from '../../protocol/outcome';
 
 const H = Date.UTC(2030, 0, 1, 12); // the start of an hour
 let seq = 0;
-const call = (outcome: Outcome, key: string | null = 'a', startedAt = H): UnsettledCall => ({
+const call = (outcome: Outcome, key: string | null = 'a', startedAt = H, reserved: number | null = null): UnsettledCall => ({
   call_id: `c${String(++seq).padStart(4, '0')}`,
   key_id: key,
   outcome,
   started_at: startedAt,
   received_at: H,
+  reserved,
 });
 const econ = (e: Partial<Economics> = {}): Economics => ({ price: 1000, premium: 100, refund_cap_per_hour: 0, treasury_fee_bps: 0, ...e });
 const plan = (calls: UnsettledCall[], e: Partial<Economics> = {}, pool = 1_000_000, used: Record<number, number> = {}) =>
@@ -34,6 +35,34 @@ t.test('each outcome moves what docs/design.md §6 says', async (t) => {
   t.same([...p.refunds], [['a', 4 * 1100]], 'four covered failures: price + premium each');
   t.same(p.totals, { premiums: 100, refunds: 4400, refunds_owed: 4400, clamped_calls: 0 });
   t.equal(p.treasuryFees, 0);
+});
+
+t.test('a prepaid call pays what it reserved, whatever the premium is now; a failed one pays nothing', async (t) => {
+  const same = call('ok', 'a', H, 333);
+  const older = call('ok', 'a', H, 200);
+  const free = call('ok', 'b', H, 50);
+  const failed = call('server_error', 'a', H, 333);
+  const p = plan([same, older, free, failed, call('ok')], { premium: 333, treasury_fee_bps: 250 });
+  t.same(
+    [...p.exceptions],
+    [
+      [older.call_id, { premium: 200, refund: 0, refund_owed: 0, clamp: null }],
+      [free.call_id, { premium: 50, refund: 0, refund_owed: 0, clamp: null }],
+    ],
+    'only a reservation unlike the standard premium is an exception',
+  );
+  t.same(
+    [...p.premiums],
+    [
+      ['a', 333 + 200 + 333],
+      ['b', 50],
+    ],
+  );
+  t.equal(p.totals.premiums, 333 + 200 + 50 + 333);
+  t.equal(p.treasuryFees, 8 + 5 + 1 + 8, 'each call’s fee from what it paid: floor(333×2.5%)=8, floor(200×2.5%)=5, floor(50×2.5%)=1');
+  t.same([...p.refunds], [['a', 1333]], 'the failed prepaid call is refunded as any: price + premium');
+  const none = plan([call('ok', 'a', H, 120)], { premium: 0 });
+  t.same([...none.premiums], [['a', 120]], 'an endpoint whose premium is 0 now still charges what was reserved');
 });
 
 t.test('treasury fee: floor(premium × bps / 10000) per call', async (t) => {

@@ -260,7 +260,7 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   // their tokens, the audit log's token and approver; 17: approval requests; 18: the outcomes'
   // index by key; 19: outcomes split into records, the queue and settled calls, its index by
   // key with them; 20: accounts, each key's account; 21: the refills' record, which names the
-  // accounts).
+  // accounts; 22: endpoints' billing, the escrows, which name the accounts).
   db.exec(`ALTER TABLE gateways DROP COLUMN control_id; ALTER TABLE gateways DROP COLUMN engine`);
   db.exec(`DROP TABLE operator_tokens; DROP TABLE operators`);
   db.exec(`DROP TABLE approvals`);
@@ -268,7 +268,10 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   db.exec(`DROP TABLE settled_calls; DROP TABLE unsettled_outcomes; DROP TABLE outcome_records`);
   db.exec(`ALTER TABLE outcomes_v18 RENAME TO outcomes`);
   db.exec(`ALTER TABLE audit_log DROP COLUMN token_id; ALTER TABLE audit_log DROP COLUMN approved_by`);
-  db.exec(`DROP TABLE account_refills; DROP INDEX keys_by_account; ALTER TABLE keys DROP COLUMN account_id; DROP TABLE accounts`);
+  db.exec(
+    `DROP TABLE account_refills; DROP TABLE account_escrows; DROP INDEX keys_by_account; ALTER TABLE keys DROP COLUMN account_id; DROP TABLE accounts`,
+  );
+  db.exec(`ALTER TABLE endpoints DROP COLUMN billing`);
   db.pragma('user_version = 13');
   db.close();
   await deleteNewestReceipt(at);

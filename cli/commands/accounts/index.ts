@@ -1,5 +1,5 @@
 /** `svcctl accounts …`: the accounts that hold prepaid money; every key belongs to one. */
-import { lazy, leaf, type GroupSpec } from '../../register';
+import { WAIT_OPTIONS, lazy, leaf, type GroupSpec } from '../../register';
 
 export const accounts: GroupSpec = {
   name: 'accounts',
@@ -43,9 +43,14 @@ export const accounts: GroupSpec = {
           description: 'your reference for the deposit (unique: the same one again is a replay)',
           required: true,
         },
+        ...WAIT_OPTIONS,
       ],
       load: () => lazy<typeof import('./deposit.js')>(__dirname, 'deposit'),
-      shape: ([account, amount], o) => ({ ...(o as { reference: string }), account: account!, amount: amount! }),
+      shape: ([account, amount], o) => ({
+        ...(o as { reference: string; wait?: boolean; timeout?: string }),
+        account: account!,
+        amount: amount!,
+      }),
     }),
     leaf({
       name: 'refill',

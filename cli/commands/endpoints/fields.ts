@@ -1,6 +1,6 @@
 /** Turns endpoint command-line options into the admin API's body, and renders endpoints. */
 import { readFileSync } from 'node:fs';
-import type { EndpointView, UpdateEndpointRequest } from '../../../protocol/admin';
+import { BILLING_MODES, type Billing, type EndpointView, type UpdateEndpointRequest } from '../../../protocol/admin';
 import { UsageError } from '../../exit-codes';
 import { wholeNumber } from '../../options';
 import { table } from '../../output';
@@ -16,6 +16,7 @@ export interface EndpointOptions {
   timeoutMs?: string;
   refundCapPerHour?: string;
   treasuryFeeBps?: string;
+  billing?: string;
   header?: string[];
   /** A JSON schema file; false (`--no-response-schema`) removes the schema. */
   responseSchema?: string | false;
@@ -59,6 +60,11 @@ export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
   if (opts.timeoutMs !== undefined) body.timeout_ms = wholeNumber('--timeout-ms', opts.timeoutMs);
   if (opts.refundCapPerHour !== undefined) body.refund_cap_per_hour = wholeNumber('--refund-cap-per-hour', opts.refundCapPerHour);
   if (opts.treasuryFeeBps !== undefined) body.treasury_fee_bps = wholeNumber('--treasury-fee-bps', opts.treasuryFeeBps);
+  if (opts.billing !== undefined) {
+    if (!(BILLING_MODES as readonly string[]).includes(opts.billing))
+      throw new UsageError(`--billing must be ${BILLING_MODES.join(' or ')}`);
+    body.billing = opts.billing as Billing;
+  }
   if (opts.header !== undefined && opts.header.length > 0) body.headers = Object.fromEntries(opts.header.map(header));
   if (opts.responseSchema === false) body.response_schema = null;
   else if (opts.responseSchema !== undefined) body.response_schema = schemaFile(opts.responseSchema);
@@ -77,6 +83,7 @@ export function endpointLines(e: EndpointView): string[] {
     `premium:             ${e.premium}`,
     `refund_cap_per_hour: ${e.refund_cap_per_hour === 0 ? 'none' : e.refund_cap_per_hour}`,
     `treasury_fee_bps:    ${e.treasury_fee_bps}`,
+    `billing:             ${e.billing}`,
     `injected headers:    ${e.injected_headers.length > 0 ? e.injected_headers.map((h) => `${h}: (set)`).join(', ') : '-'}`,
     `response schema:     ${e.response_schema ? JSON.stringify(e.response_schema) : '-'}`,
   ];
@@ -84,7 +91,7 @@ export function endpointLines(e: EndpointView): string[] {
 
 export function endpointsTable(list: EndpointView[]): string {
   return table(
-    ['ID', 'UPSTREAM', 'METHODS', 'TIMEOUT_MS', 'SLA_MS', 'PRICE', 'PREMIUM'],
-    list.map((e) => [e.id, e.upstream, e.methods.join(','), e.timeout_ms, e.sla_ms, e.price, e.premium]),
+    ['ID', 'UPSTREAM', 'METHODS', 'TIMEOUT_MS', 'SLA_MS', 'PRICE', 'PREMIUM', 'BILLING'],
+    list.map((e) => [e.id, e.upstream, e.methods.join(','), e.timeout_ms, e.sla_ms, e.price, e.premium, e.billing]),
   );
 }

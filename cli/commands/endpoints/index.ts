@@ -13,6 +13,11 @@ const FIELD_OPTIONS: readonly OptionSpec[] = [
   { flags: '--timeout-ms <ms>', description: 'upstream timeout' },
   { flags: '--refund-cap-per-hour <micro>', description: 'most refunded per hour (0 = no cap)' },
   { flags: '--treasury-fee-bps <bps>', description: 'share of premiums to the treasury' },
+  {
+    flags: '--billing <mode>',
+    description:
+      "prepaid (a keyed call is admitted only while its account covers the premium) or postpaid (the premium is taken at settlement); add's default: postpaid",
+  },
   { flags: '--header <header>', description: "inject 'Name: value' upstream (repeatable; write-only)", repeatable: true },
   { flags: '--response-schema <file>', description: 'JSON schema file 2xx JSON answers must match (else schema_mismatch)' },
   { flags: '--no-response-schema', description: 'remove the response schema (update)' },

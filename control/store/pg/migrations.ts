@@ -18,5 +18,6 @@ import m009 from './migrations/009-settled-calls';
 import m010 from './migrations/010-call-ids-uuid';
 import m011 from './migrations/011-accounts';
 import m012 from './migrations/012-account-ledger';
+import m013 from './migrations/013-prepaid';
 
-export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012];
+export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013];

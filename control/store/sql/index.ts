@@ -10,6 +10,8 @@ import type { FlagsTable } from '../flags';
 import type { KeysTable } from '../keys';
 import type { AccountsTable } from '../accounts';
 import { SqlAccountsTable } from './accounts';
+import type { BudgetsTable } from '../budgets';
+import { SqlBudgetsTable } from './budgets';
 import { SqlAuditTable } from './audit';
 import { SqlChangelogTable } from './changelog';
 import { SqlEndpointsTable } from './endpoints';
@@ -40,6 +42,8 @@ export interface SharedTables extends StateTables {
   readonly keys: KeysTable;
   /** Who holds prepaid money; every key belongs to one. */
   readonly accounts: AccountsTable;
+  /** What gateway instances hold of each account's money (prepaid budgets). */
+  readonly budgets: BudgetsTable;
   /** Money actions waiting for a second operator. */
   readonly approvals: ApprovalsTable;
   /** Operators and their tokens (digests only). */
@@ -66,6 +70,7 @@ export function sharedTables(conn: Conn): SharedTables {
     endpoints: new SqlEndpointsTable(conn),
     keys: new SqlKeysTable(conn),
     accounts: new SqlAccountsTable(conn),
+    budgets: new SqlBudgetsTable(conn),
     approvals: new SqlApprovalsTable(conn),
     operators: new SqlOperatorsTable(conn),
     applications: new SqlApplicationsTable(conn),

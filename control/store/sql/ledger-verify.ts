@@ -153,7 +153,7 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
                 LEFT JOIN settled_calls s ON s.call_id = q.call_id
               WHERE s.call_id IS NOT NULL OR o.call_id IS NULL OR o.endpoint_id <> q.endpoint_id
                  OR o.key_id IS DISTINCT FROM q.key_id OR o.outcome <> q.outcome OR o.started_at <> q.started_at
-                 OR o.received_at <> q.received_at
+                 OR o.received_at <> q.received_at OR o.reserved IS DISTINCT FROM q.reserved
               LIMIT 1`,
         message: (r) => `call ${r.call_id} ${r.problem}`,
       },
@@ -273,6 +273,70 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
         sql: `SELECT r.account_id, r.period FROM account_refills r LEFT JOIN ledger_transfers t ON t.id = r.transfer_id
               WHERE r.transfer_id IS NOT NULL AND (t.id IS NULL OR t.kind <> 'refill') LIMIT 1`,
         message: (r) => `account ${r.account_id}: the refill of ${r.period} names no refill transfer`,
+      },
+    ],
+  },
+  {
+    name: 'every prepaid call is charged exactly the premium it reserved',
+    probes: [
+      {
+        sql: `SELECT call_id FROM outcome_records
+              WHERE reserved IS NOT NULL AND (instance IS NULL OR key_id IS NULL) OR reserved IS NULL AND instance IS NOT NULL
+              LIMIT 1`,
+        message: (r) => `call ${r.call_id} reserved a premium without a key and a gateway instance (or names an instance without one)`,
+      },
+      {
+        sql: `SELECT s.call_id, s.premium, o.reserved FROM settled_calls s JOIN outcome_records o ON o.call_id = s.call_id
+              WHERE o.reserved IS NOT NULL AND s.outcome = 'ok' AND s.premium <> o.reserved LIMIT 1`,
+        message: (r) => `call ${r.call_id} reserved ${r.reserved} and was charged ${r.premium}`,
+      },
+    ],
+  },
+  {
+    name: 'no gateway spent past its budget and no prepaid account is below zero',
+    probes: [
+      {
+        sql: `SELECT account_id, gateway_id, instance, granted, returned, spent FROM account_escrows
+              WHERE returned + spent > granted LIMIT 1`,
+        message: (r) =>
+          `gateway ${r.gateway_id} (instance ${r.instance}) was granted ${r.granted} of account ${r.account_id}, and returned ${r.returned} and spent ${r.spent}`,
+      },
+      {
+        // Each escrow's spent is what its instance's ingested calls reserved, and every reserved call has its escrow.
+        sql: `SELECT r.account_id, r.gateway_id, r.instance, r.total, e.spent FROM (
+                SELECT k.account_id, o.gateway_id, o.instance, sum(o.reserved) AS total
+                FROM outcome_records o JOIN keys k ON k.id = o.key_id WHERE o.reserved IS NOT NULL
+                GROUP BY k.account_id, o.gateway_id, o.instance) AS r
+              LEFT JOIN account_escrows e ON e.account_id = r.account_id AND e.gateway_id = r.gateway_id AND e.instance = r.instance
+              WHERE e.spent IS NULL OR e.spent <> r.total LIMIT 1`,
+        message: (r) =>
+          `gateway ${r.gateway_id} (instance ${r.instance}) admitted calls reserving ${r.total} of account ${r.account_id}; its escrow counts ${r.spent ?? 'none'}`,
+      },
+      {
+        sql: `SELECT e.account_id, e.gateway_id, e.instance, e.spent FROM account_escrows e
+              WHERE e.spent > 0 AND NOT EXISTS (SELECT 1 FROM outcome_records o JOIN keys k ON k.id = o.key_id
+                WHERE o.gateway_id = e.gateway_id AND o.instance = e.instance AND k.account_id = e.account_id AND o.reserved IS NOT NULL)
+              LIMIT 1`,
+        message: (r) =>
+          `gateway ${r.gateway_id} (instance ${r.instance}) counts ${r.spent} spent of account ${r.account_id} by no recorded call`,
+      },
+      {
+        // A prepaid account (prepaid calls, no premium charged without a reservation): its balance
+        // covers what its calls reserved and what gateways hold of it.
+        sql: `SELECT id, balance, reserved, held FROM (
+                SELECT a.id, coalesce(b.balance, 0) AS balance,
+                  coalesce((SELECT sum(q.reserved) FROM keys k JOIN unsettled_outcomes q ON q.key_id = k.id
+                            WHERE k.account_id = a.id AND q.reserved IS NOT NULL), 0) AS reserved,
+                  coalesce((SELECT sum(e.granted - e.returned - e.spent) FROM account_escrows e
+                            WHERE e.account_id = a.id AND e.released_at IS NULL), 0) AS held
+                FROM accounts a LEFT JOIN account_balances b ON b.account = 'account:' || a.id
+                WHERE EXISTS (SELECT 1 FROM account_escrows e WHERE e.account_id = a.id)
+                  AND NOT EXISTS (SELECT 1 FROM keys k JOIN settled_calls s ON s.key_id = k.id
+                                  JOIN outcome_records o ON o.call_id = s.call_id
+                                  WHERE k.account_id = a.id AND s.premium > 0 AND o.reserved IS NULL)) AS m
+              WHERE balance < 0 OR balance - reserved - held < 0 LIMIT 1`,
+        message: (r) =>
+          `prepaid account ${r.id} holds ${r.balance}, less than its reservations ${r.reserved} and the ${r.held} gateways hold`,
       },
     ],
   },

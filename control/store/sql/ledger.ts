@@ -63,12 +63,24 @@ const Q = {
             (SELECT CAST(coalesce(sum(balance), 0) AS BIGINT) FROM account_balances WHERE ${ACCOUNT_RANGE} AND balance > 0) AS owed_to_keys`,
   ),
   clamped: sql(`SELECT clamp, count(*) AS n FROM settled_calls WHERE clamp IS NOT NULL GROUP BY clamp ORDER BY clamp`),
+  // What each account may withdraw: its balance less what its unsettled prepaid calls reserved
+  // and what gateways hold of it for prepaid calls (budgets.ts), when that is more than nothing.
   payoutRows: sql(
-    `SELECT a.id, a.name, a.wallet, b.balance
-     FROM account_balances b JOIN accounts a ON a.id = substr(b.account, 9)
-     WHERE b.${ACCOUNT_RANGE} AND b.balance > 0
-     ORDER BY a.created_at, a.id`,
+    `SELECT id, name, wallet, balance FROM (
+       SELECT a.id, a.name, a.wallet, a.created_at,
+              CAST(b.balance
+              - coalesce((SELECT sum(q.reserved) FROM keys k JOIN unsettled_outcomes q ON q.key_id = k.id
+                          WHERE k.account_id = a.id AND q.reserved IS NOT NULL), 0)
+              - coalesce((SELECT sum(CASE WHEN e.granted - e.returned - e.spent > 0 THEN e.granted - e.returned - e.spent ELSE 0 END)
+                          FROM account_escrows e WHERE e.account_id = a.id AND e.released_at IS NULL), 0) AS BIGINT) AS balance
+       FROM account_balances b JOIN accounts a ON a.id = substr(b.account, 9)
+       WHERE b.${ACCOUNT_RANGE} AND b.balance > 0) AS w
+     WHERE balance > 0
+     ORDER BY created_at, id`,
   ),
+  // A payout and a budget grant must not both spend one account's free money: the payout locks
+  // the wallet's accounts as grants do (SQLite's write transaction already is one lock).
+  lockWallet: sql(`SELECT id FROM accounts WHERE wallet = ? ORDER BY id FOR UPDATE`, { pgOnly: true }),
   reference: sql(`SELECT id FROM ledger_transfers WHERE kind = 'payout' AND reference = ?`),
   // The deposit recorded under a reference (ledger_deposit_reference), with its account's posting.
   deposit: sql(
@@ -157,6 +169,7 @@ export class SqlLedgerTable implements LedgerTable {
       if ((await c.value(Q.reference, [reference])) !== undefined) {
         throw new LedgerError('duplicate_reference', `a payout with reference ${JSON.stringify(reference)} is already recorded`);
       }
+      if (c.dialect === 'pg') await c.all(Q.lockWallet, [wallet]);
       const { paid, postings, owed } = payoutOf(payoutLines(await c.all(Q.payoutRows), wallet), wallet, amount);
       const transferId = await transfer(c, { kind: 'payout', at, actor, reference, postings });
       return { transfer_id: transferId, wallet, amount, reference, paid, owed };

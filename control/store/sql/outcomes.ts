@@ -35,10 +35,12 @@ export const RECORD_COLUMNS = [
   'latency_ms',
   'started_at',
   'gateway_id',
+  'reserved',
+  'instance',
   'received_at',
 ];
 /** The settler's queue: a new call's entry. */
-const QUEUE_COLUMNS = ['endpoint_id', 'received_at', 'call_id', 'key_id', 'outcome', 'started_at'];
+const QUEUE_COLUMNS = ['endpoint_id', 'received_at', 'call_id', 'key_id', 'outcome', 'started_at', 'reserved'];
 const tuples = (columns: readonly string[], rows: number) =>
   new Array<string>(rows).fill(`(${columns.map(() => '?').join(', ')})`).join(', ');
 /** Only a stored call id is skipped; any other constraint a row breaks fails the batch. */
@@ -75,7 +77,22 @@ function rollupsOfInserted(): string {
     GROUP BY endpoint_id, minute ORDER BY minute, endpoint_id COLLATE "C"`;
 }
 
+/**
+ * The reserved calls of a batch, added to the escrow of the instance whose budget they spent
+ * (`account_escrows.spent`), per account: in the same statement as their insert on PostgreSQL
+ * (`inserted`), and from the parameters of the new rows on SQLite (`Q.spentSqlite`).
+ */
+const spentOfInserted = `UPDATE account_escrows e SET spent = e.spent + s.reserved
+  FROM (SELECT i.gateway_id, i.instance, k.account_id, sum(i.reserved) AS reserved
+        FROM inserted i JOIN keys k ON k.id = i.key_id
+        WHERE i.reserved IS NOT NULL AND i.instance IS NOT NULL GROUP BY 1, 2, 3) s
+  WHERE e.account_id = s.account_id AND e.gateway_id = s.gateway_id AND e.instance = s.instance`;
+
 const Q = {
+  spentSqlite: sql(
+    `UPDATE account_escrows SET spent = spent + ?
+     WHERE gateway_id = ? AND instance = ? AND account_id = (SELECT account_id FROM keys WHERE id = ?)`,
+  ),
   chunk: sql(insert(CHUNK_ROWS)),
   row: sql(insert(1)),
   // SQLite only: a chunk that held a stored call is undone, and its rows go one by one.
@@ -88,15 +105,17 @@ const Q = {
   pgIngest: sql(
     `WITH inserted AS (
      INSERT INTO outcome_records (${RECORD_COLUMNS.join(', ')})
-     SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, @received_at::bigint
+     SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, reserved, instance, @received_at::bigint
      FROM unnest(@call_id::uuid[], @key_id::text[], @endpoint_id::text[], @method::text[], @status::bigint[],
-                 @outcome::text[], @latency_ms::bigint[], @started_at::bigint[], @gateway_id::text[]) WITH ORDINALITY
-       AS r (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, n)
+                 @outcome::text[], @latency_ms::bigint[], @started_at::bigint[], @gateway_id::text[],
+                 @reserved::bigint[], @instance::text[]) WITH ORDINALITY
+       AS r (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, reserved, instance, n)
      ORDER BY call_id, n
      ON CONFLICT (call_id) DO NOTHING
-     RETURNING ${QUEUE_COLUMNS.join(', ')}, latency_ms),
+     RETURNING ${QUEUE_COLUMNS.join(', ')}, latency_ms, gateway_id, instance),
      queued AS (INSERT INTO unsettled_outcomes (${QUEUE_COLUMNS.join(', ')}) SELECT ${QUEUE_COLUMNS.join(', ')} FROM inserted),
-     rolled AS (${rollupUpsert(rollupsOfInserted())})
+     rolled AS (${rollupUpsert(rollupsOfInserted())}),
+     spent AS (${spentOfInserted})
      SELECT count(*) FROM inserted`,
     { pgOnly: true },
   ),
@@ -115,7 +134,9 @@ function putRow(args: unknown[], at: number, r: OutcomeRecord, id: string, start
   args[at + 6] = r.latency_ms;
   args[at + 7] = startedMs;
   args[at + 8] = r.gateway_id;
-  args[at + 9] = receivedAt;
+  args[at + 9] = r.reserved ?? null;
+  args[at + 10] = r.instance ?? null;
+  args[at + 11] = receivedAt;
 }
 
 /** Where each queue column's value sits in a row's parameters. */
@@ -156,10 +177,18 @@ export class SqlOutcomesTable implements OutcomesTable {
       const ids = records.map((r) => r.call_id.toLowerCase());
       const started = records.map((r) => Date.parse(r.started_at));
       const inserted: RollupInput[] = [];
+      /** Reserved premiums of the new rows, per gateway, instance and key (`Q.spentSqlite`). */
+      const spent = new Map<string, { gateway: string; instance: string; key: string; amount: number }>();
       const args = new Array<unknown>(CHUNK_ROWS * RECORD_COLUMNS.length);
       const keep = (i: number) => {
         const r = records[i]!;
         inserted.push({ endpoint_id: r.endpoint_id, started_ms: started[i]!, outcome: r.outcome, latency_ms: r.latency_ms });
+        if (r.reserved !== undefined && r.instance !== undefined && r.key_id !== null) {
+          const id = `${r.gateway_id}\n${r.instance}\n${r.key_id}`;
+          const known = spent.get(id);
+          if (known) known.amount += r.reserved;
+          else spent.set(id, { gateway: r.gateway_id, instance: r.instance, key: r.key_id, amount: r.reserved });
+        }
       };
       /** Rows [from, to) one by one, each queued if it was new. */
       const oneByOne = async (from: number, to: number) => {
@@ -186,6 +215,7 @@ export class SqlOutcomesTable implements OutcomesTable {
       }
       await oneByOne(i, records.length);
       for (const g of rollupGroups(inserted)) await conn.run(Q.rollup, [g.endpoint_id, g.minute, ...g.counts]);
+      for (const e of spent.values()) await conn.run(Q.spentSqlite, [e.amount, e.gateway, e.instance, e.key]);
       return inserted.length;
     });
   }

@@ -123,7 +123,7 @@ export const Q = {
   oldest: sql(`${PENDING_ENDPOINTS} SELECT min(${HEAD}) FROM e WHERE e.id IS NOT NULL`, { replan: true }),
   lastBatch: sql(`SELECT * FROM settlement_batches ORDER BY id DESC LIMIT 1`),
   calls: sql(
-    `SELECT call_id, key_id, outcome, started_at, received_at FROM unsettled_outcomes
+    `SELECT call_id, key_id, outcome, started_at, received_at, reserved FROM unsettled_outcomes
      WHERE endpoint_id = ? AND received_at <= ? ORDER BY received_at, call_id LIMIT ?`,
   ),
   economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),

@@ -9,6 +9,8 @@ export const SVC_ENDPOINT_NOT_GRANTED = 'svc_endpoint_not_granted';
 export const SVC_FORBIDDEN_USER_AGENT = 'svc_forbidden_user_agent';
 /** 429 Rate limited. */
 export const SVC_RATE_LIMITED = 'svc_rate_limited';
+/** 402 Payment required. */
+export const SVC_PAYMENT_REQUIRED = 'svc_payment_required';
 /** 404 Unknown endpoint. */
 export const SVC_UNKNOWN_ENDPOINT = 'svc_unknown_endpoint';
 /** 405 Method not allowed. */
@@ -54,6 +56,7 @@ export const SERVICE_ERROR_CODES = [
   SVC_ENDPOINT_NOT_GRANTED,
   SVC_FORBIDDEN_USER_AGENT,
   SVC_RATE_LIMITED,
+  SVC_PAYMENT_REQUIRED,
   SVC_UNKNOWN_ENDPOINT,
   SVC_METHOD_NOT_ALLOWED,
   SVC_BAD_REQUEST,
@@ -84,6 +87,7 @@ export const SERVICE_ERROR_CATALOGUE: { readonly [C in ServiceErrorCode]: { read
   svc_endpoint_not_granted: { status: 403, title: 'Endpoint not granted' },
   svc_forbidden_user_agent: { status: 403, title: 'User-Agent not allowed' },
   svc_rate_limited: { status: 429, title: 'Rate limited' },
+  svc_payment_required: { status: 402, title: 'Payment required' },
   svc_unknown_endpoint: { status: 404, title: 'Unknown endpoint' },
   svc_method_not_allowed: { status: 405, title: 'Method not allowed' },
   svc_bad_request: { status: 400, title: 'Bad request' },
