@@ -22,7 +22,15 @@ export const SAMPLE_ENDPOINT_ID = 'sample';
 /** How the sample shows on the pages and in `svcctl endpoints list`. */
 export const SAMPLE_DISPLAY_NAME = 'Sample provider (local, for trying svc)';
 /** The terms the sample is registered with. */
-export const SAMPLE_TERMS = { price: 1_000, premium: 100, sla_ms: 500, timeout_ms: 5_000, methods: ['GET', 'POST'] } as const;
+export const SAMPLE_TERMS = {
+  price: 1_000,
+  premium: 100,
+  sla_ms: 500,
+  timeout_ms: 5_000,
+  methods: ['GET', 'POST'],
+  // Calls spend the account's prepaid balance: a key whose account holds no premium gets 402.
+  billing: 'prepaid',
+} as const;
 /** Most `/slow` waits, ms. */
 export const SAMPLE_MAX_SLOW_MS = 10_000;
 const DEFAULT_SLOW_MS = 1_000;

@@ -26,6 +26,7 @@ function readmeBlock(readme: string, heading: string): string {
 t.test('the README’s first-refund block runs as written', async (t) => {
   const block = readmeBlock(readFileSync(join(ROOT, 'README.md'), 'utf8'), HEADING);
   t.match(block, /svcctl receipts verify --call "\$CALL"/, 'the block is the story (sanity)');
+  t.match(block, /svcctl accounts deposit "\$ACCOUNT"/, 'it deposits before it calls the prepaid sample');
 
   const dataDir = join(testdirAfterTeardowns(t), 'data');
   const up = startUp(t, ['--sample', '--data-dir', dataDir, ...controlListenArgs(), '--gateway-port', '0']);
@@ -50,7 +51,11 @@ t.test('the README’s first-refund block runs as written', async (t) => {
   t.ok(call, 'the failing call’s id');
   t.match(out, /^Funded the pool with 10/m);
   t.match(out, new RegExp(`^Call ${call} verified: outcome server_error, refund 0\\.0011, premium 0, in settlement batch \\d+`, 'm'));
-  t.match(out, /^account:acc_\w+ +0\.001 +1000$/m, 'the refund, less the good call’s premium, in the key’s account’s balance');
+  t.match(out, /"code":"svc_payment_required"/, 'the first try, before the deposit, is refused');
+  t.match(out, /"required":100,"available":0/, 'the refusal says what the call needs and what the gateway holds');
+  t.match(out, /^Deposited 1 \(1000000 micro\) into acc_\w+ /m, 'the deposit');
+  t.match(out, /^All 1 connected gateway\(s\) know of it\.$/m, 'and --wait saw the gateway take it');
+  t.match(out, /^account:acc_\w+ +1\.001 +1001000$/m, 'the deposit and the refund, less the good call’s premium, in the key’s account’s balance');
 });
 
 t.test('the block’s commands are svcctl’s', async (t) => {

@@ -49,7 +49,7 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
     });
   const admin = adminOf(control);
   const endpoint = (await admin('GET', '/_admin/v1/endpoints/sample')).body;
-  t.match(endpoint, { id: 'sample', display_name: SAMPLE_DISPLAY_NAME, price: 1_000, premium: 100, sla_ms: 500, timeout_ms: 5_000 });
+  t.match(endpoint, { id: 'sample', display_name: SAMPLE_DISPLAY_NAME, price: 1_000, premium: 100, sla_ms: 500, timeout_ms: 5_000, billing: 'prepaid' });
   t.match(endpoint.upstream, /^http:\/\/127\.0\.0\.1:\d+$/);
 
   const call = (path: string) => request(gateway, `/v1/sample${path}`, { method: 'GET' });
@@ -67,6 +67,17 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
   t.equal(reset.headers['x-svc-outcome'], 'network_error');
   t.equal((await call('/slow?ms=nope')).status, 400, 'a bad ms is the sample’s 400');
   t.equal((await call('/elsewhere')).status, 404);
+
+  // Prepaid: a key whose account holds nothing is refused; a deposit (with --wait's propagation) lets it in.
+  const issued = (await admin('POST', '/_admin/v1/keys', { name: 'agent' })).body as { key: string; account_id: string };
+  const keyed = () => request(gateway, '/v1/sample/ok', { method: 'GET', headers: { authorization: `Bearer ${issued.key}` } });
+  const unpaid = await keyed();
+  t.equal(unpaid.status, 402);
+  t.match(unpaid.body, { code: 'svc_payment_required', required: 100, available: 0, account_id: issued.account_id });
+  const deposit = await admin('POST', `/_admin/v1/accounts/${issued.account_id}/deposit`, { amount: 1_000, reference: 'first' });
+  t.equal(deposit.status, 201, deposit.text);
+  t.equal((await admin('POST', '/_admin/v1/sync/wait', { version: deposit.body.version, timeout_ms: 10_000 })).body.complete, true);
+  t.equal((await keyed()).status, 200, 'the deposit reached the gateway: admitted');
 
   t.equal(await up.stop(), 0, 'up stops cleanly, the sample with it');
 
