@@ -55,7 +55,11 @@ t.test('the README’s first-refund block runs as written', async (t) => {
   t.match(out, /"required":100,"available":0/, 'the refusal says what the call needs and what the gateway holds');
   t.match(out, /^Deposited 1 \(1000000 micro\) into acc_\w+ /m, 'the deposit');
   t.match(out, /^All 1 connected gateway\(s\) know of it\.$/m, 'and --wait saw the gateway take it');
-  t.match(out, /^account:acc_\w+ +1\.001 +1001000$/m, 'the deposit and the refund, less the good call’s premium, in the key’s account’s balance');
+  t.match(
+    out,
+    /^account:acc_\w+ +1\.001 +1001000$/m,
+    'the deposit and the refund, less the good call’s premium, in the key’s account’s balance',
+  );
 });
 
 t.test('the block’s commands are svcctl’s', async (t) => {

@@ -49,7 +49,15 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
     });
   const admin = adminOf(control);
   const endpoint = (await admin('GET', '/_admin/v1/endpoints/sample')).body;
-  t.match(endpoint, { id: 'sample', display_name: SAMPLE_DISPLAY_NAME, price: 1_000, premium: 100, sla_ms: 500, timeout_ms: 5_000, billing: 'prepaid' });
+  t.match(endpoint, {
+    id: 'sample',
+    display_name: SAMPLE_DISPLAY_NAME,
+    price: 1_000,
+    premium: 100,
+    sla_ms: 500,
+    timeout_ms: 5_000,
+    billing: 'prepaid',
+  });
   t.match(endpoint.upstream, /^http:\/\/127\.0\.0\.1:\d+$/);
 
   const call = (path: string) => request(gateway, `/v1/sample${path}`, { method: 'GET' });
