@@ -3,8 +3,9 @@
  * data dir that is removed afterwards.
  *
  * An operator starts svc (`svcctl up --json`), registers a flaky weather API with a price and
- * a premium, funds the coverage pool and opens the beta gate. A keyless call is refused; a key
- * is issued. An agent written with `svc-monitor-sdk` makes twenty calls; the upstream fails
+ * a premium, prepaid, funds the coverage pool and opens the beta gate. A keyless call is
+ * refused; a key is issued, and its first call is refused too (402: its account holds nothing)
+ * until the operator deposits into its account. An agent written with `svc-monitor-sdk` makes twenty calls; the upstream fails
  * some of them on purpose (a 500, a reset, an answer slower than the SLA, a body that breaks
  * the endpoint's schema, another 500). The settler runs; the demo prints what the agent got
  * back, the pool before and after, the provider's tier and failure rate, the indexer's stats
@@ -33,6 +34,8 @@ const PREMIUM = 100;
 const SLA_MS = 300;
 const POOL_FUNDING = '5.0'; // units (a whole number would be micro-units)
 const CALLS = 20;
+/** What the operator deposits into the agent's account: a premium for every call. */
+const DEPOSIT = CALLS * PREMIUM;
 const SCHEMA = { type: 'object', required: ['temp_c'], properties: { temp_c: { type: 'number' } } };
 
 /** What the demo upstream does with each call, by its order; anything not listed answers well. */
@@ -197,9 +200,11 @@ async function operatorSetUp(dataDir: string, upstreamUrl: string): Promise<Pool
     '0',
     '--response-schema',
     schemaFile,
+    '--billing',
+    'prepaid',
   ]);
   say(
-    `2. operator: endpoint "weather" → a flaky upstream; price ${units(PRICE)}, premium ${units(PREMIUM)}, SLA ${SLA_MS} ms, response schema on`,
+    `2. operator: endpoint "weather" → a flaky upstream; price ${units(PRICE)}, premium ${units(PREMIUM)} prepaid, SLA ${SLA_MS} ms, response schema on`,
   );
   await svcctl(dataDir, ['pool', 'fund', POOL_FUNDING]);
   const poolBefore = await svcctlJson<PoolView>(dataDir, ['pool', 'show']);
@@ -237,9 +242,33 @@ async function admitAgent(dataDir: string, urls: Urls): Promise<{ id: string; ke
     return gateways.length > 0 && gateways.every((g) => g.applied_version >= issued.version) ? true : null;
   });
   say(`6. operator: key ${issued.id} issued (the plaintext is shown once, to the agent only)`);
-  say();
   await pause(400);
   return issued;
+}
+
+/**
+ * Step 6, on: the endpoint is prepaid and the key's account holds nothing, so the agent's first
+ * call is refused (402, nothing forwarded, nothing recorded) until the operator deposits into the
+ * account; `--wait` returns once the gateway knows.
+ */
+async function fundAgent(dataDir: string, agent: SvcClient, accountId: string): Promise<void> {
+  try {
+    await agent.call('weather', 'forecast', { body: { city: 'Lisbon' } });
+    throw new DemoFailure('a call on a prepaid endpoint was let through with nothing in the account');
+  } catch (err) {
+    if (!(err instanceof SvcError)) throw err;
+    say(
+      `   the agent's first call: ${err.status} ${err.code} (needs ${units(err.required ?? 0)}, the gateway holds ${units(err.available ?? 0)})`,
+    );
+    check(
+      err.code === 'svc_payment_required' && err.required === PREMIUM && err.accountId === accountId,
+      'a prepaid call needs money in the account',
+    );
+  }
+  await svcctl(dataDir, ['accounts', 'deposit', accountId, String(DEPOSIT), '--reference', 'demo-deposit', '--wait']);
+  say(`   operator: deposited ${units(DEPOSIT)} into ${accountId} (the gateway holds part of it as the agent's budget)`);
+  say();
+  await pause(400);
 }
 
 /** Step 7: the agent's calls through the SDK, each line as it comes. */
@@ -312,7 +341,7 @@ async function whatTheAgentGot(dataDir: string, agent: SvcClient, accountId: str
   say('9. what the agent got back');
   say(`   refunds received   ${units(poolAfter.refunds)}  (${covered} failed calls × (price ${units(PRICE)} + premium ${units(PREMIUM)}))`);
   say(`   premiums paid      ${units(poolAfter.premiums)}  (${okCalls} good calls × ${units(PREMIUM)})`);
-  say(`   agent's balance    ${units(agentBalance)}  (owed to its wallet)`);
+  say(`   agent's balance    ${units(agentBalance)}  (its deposit, plus refunds, less premiums)`);
   say(`   pool before/after  ${units(poolBefore.pool)} → ${units(poolAfter.pool)}`);
 
   const providers = await agent.providers();
@@ -367,8 +396,8 @@ async function checkArithmetic(
   check(poolAfter.refunds === wantRefunds, `refunds paid = ${covered} × ${PRICE + PREMIUM} = ${wantRefunds} micro`);
   check(poolAfter.premiums === wantPremiums, `premiums collected = ${okCalls} × ${PREMIUM} = ${wantPremiums} micro`);
   check(
-    agentBalance === wantRefunds - wantPremiums,
-    `the agent's ledger account = refunds − premiums = ${wantRefunds - wantPremiums} micro`,
+    agentBalance === DEPOSIT + wantRefunds - wantPremiums,
+    `the agent's ledger account = deposit + refunds − premiums = ${DEPOSIT + wantRefunds - wantPremiums} micro`,
   );
   check(
     poolAfter.pool === poolBefore.pool + wantPremiums - poolAfter.treasury_fees - wantRefunds,
@@ -379,8 +408,10 @@ async function checkArithmetic(
     account.calls === CALLS &&
       account.refunds.settled === wantRefunds &&
       account.premiums.settled === wantPremiums &&
-      account.unsettled_calls === 0,
-    "the agent's account agrees with the ledger",
+      account.unsettled_calls === 0 &&
+      account.balance.available === agentBalance &&
+      account.balance.reserved === 0,
+    "the agent's account agrees with the ledger (its balance too: nothing reserved once every call settled)",
   );
   check(
     provider.failures === covered && provider.calls === CALLS,
@@ -404,13 +435,14 @@ async function story(dataDir: string): Promise<void> {
     const poolBefore = await operatorSetUp(dataDir, upstream.url);
     const issued = await admitAgent(dataDir, urls);
     const agent = new SvcClient({ gatewayUrl: urls.gateway!, apiUrl: urls.api!, indexerUrl: urls.indexer!, key: issued.key });
+    await fundAgent(dataDir, agent, issued.account_id);
     const seen = await agentCalls(agent);
     const expected = await settle(dataDir, seen);
     const got = await whatTheAgentGot(dataDir, agent, issued.account_id, poolBefore, expected);
     const verified = await verifyRefunds(agent, expected, seen);
     const account = await agent.account();
     say(
-      `11. the agent's own account (its key, /api/v1/account, last 24 h): ${account.calls} calls, refunds ${units(account.refunds.settled)} settled + ${units(account.refunds.pending)} pending, premiums ${units(account.premiums.settled)} settled, ${account.unsettled_calls} unsettled`,
+      `11. the agent's own account (its key, /api/v1/account, last 24 h): ${account.calls} calls, refunds ${units(account.refunds.settled)} settled + ${units(account.refunds.pending)} pending, premiums ${units(account.premiums.settled)} settled, ${account.unsettled_calls} unsettled; balance ${units(account.balance.available)} available`,
     );
     say();
     await checkArithmetic(dataDir, expected, poolBefore, got, verified, account);

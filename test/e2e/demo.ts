@@ -34,7 +34,8 @@ t.test('npm run demo (fast) exits 0 and prints totals that add up', async (t) =>
   t.equal(Number(n.refunded), 5, 'five scripted failures: 500, reset, slow, schema break, 500');
   t.equal(Number(n.refunds), Number(n.refunded) * (price + premium));
   t.equal(Number(n.premiums), Number(n.ok) * premium);
-  t.equal(Number(n.agent_balance), Number(n.refunds) - Number(n.premiums));
+  const deposit = 20 * premium;
+  t.equal(Number(n.agent_balance), deposit + Number(n.refunds) - Number(n.premiums), 'the deposit, plus refunds, less premiums');
   t.equal(Number(n.pool_after), Number(n.pool_before) + Number(n.premiums) - Number(n.refunds), 'no treasury fee on the demo endpoint');
   t.equal(n.tier, 'HIGH_RISK', '25 % failures over the minimum calls is HIGH_RISK');
   t.equal(Number(n.verified), Number(n.refunded), 'the agent verified every refund from its inclusion proof and the signed receipt');
@@ -42,7 +43,16 @@ t.test('npm run demo (fast) exits 0 and prints totals that add up', async (t) =>
   t.equal(Number(n.account_refunds), Number(n.refunds), "the agent's account shows the refunds the ledger paid");
   t.equal(Number(n.account_premiums), Number(n.premiums), "the agent's account shows the premiums the ledger took");
   t.match(stdout, /the agent's own account \(its key, \/api\/v1\/account, last 24 h\): 20 calls/);
-  for (const step of ['svc_auth_not_in_beta', 'latency_breach', 'network_error', 'schema_mismatch', 'svcctl ledger verify', 'demo passed'])
+  for (const step of [
+    'svc_auth_not_in_beta',
+    '402 svc_payment_required',
+    'deposited 0.002',
+    'latency_breach',
+    'network_error',
+    'schema_mismatch',
+    'svcctl ledger verify',
+    'demo passed',
+  ])
     t.match(stdout, step);
   const after = readdirSync(tmpdir()).filter((name) => name.startsWith('svc-demo-') && !before.has(name));
   t.same(after, [], 'the demo removed its temporary data dir');
