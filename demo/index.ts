@@ -252,22 +252,17 @@ async function admitAgent(dataDir: string, urls: Urls): Promise<{ id: string; ke
  * account; `--wait` returns once the gateway knows.
  */
 async function fundAgent(dataDir: string, agent: SvcClient, accountId: string): Promise<void> {
-  try {
-    await agent.call('weather', 'forecast', { body: { city: 'Lisbon' } });
-    throw new DemoFailure('a call on a prepaid endpoint was let through with nothing in the account');
-  } catch (err) {
-    if (!(err instanceof SvcError)) throw err;
-    say(
-      `   the agent's first call: ${err.status} ${err.code} (needs ${units(err.required ?? 0)}, the gateway holds ${units(err.available ?? 0)})`,
-    );
-    check(
-      err.code === 'svc_payment_required' && err.required === PREMIUM && err.accountId === accountId,
-      'a prepaid call needs money in the account',
-    );
-  }
+  const err = await agent.call('weather', 'forecast', { body: { city: 'Lisbon' } }).then(
+    () => new DemoFailure('a call on a prepaid endpoint was let through with nothing in the account'),
+    (e: unknown) => e,
+  );
+  if (!(err instanceof SvcError)) throw err;
+  say(
+    `   the agent's first call: ${err.status} ${err.code} (needs ${units(err.required ?? 0)}, its gateway holds ${units(err.available ?? 0)})`,
+  );
+  check(err.code === 'svc_payment_required' && err.accountId === accountId, 'a prepaid call needs money in the account');
   await svcctl(dataDir, ['accounts', 'deposit', accountId, String(DEPOSIT), '--reference', 'demo-deposit', '--wait']);
-  say(`   operator: deposited ${units(DEPOSIT)} into ${accountId} (the gateway holds part of it as the agent's budget)`);
-  say();
+  say(`   operator: deposited ${units(DEPOSIT)} into ${accountId} (the gateway holds part of it as the agent's budget)\n`);
   await pause(400);
 }
 
