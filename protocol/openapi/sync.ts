@@ -3,6 +3,7 @@
  * token) and control's `/metrics` (metrics token). Part of control's document (`admin.ts`).
  */
 import type { ErrorCode } from '../errors';
+import { BudgetAnswer, BudgetRequest } from '../budgets';
 import { OutcomeAck, OutcomeBatch } from '../outcome';
 import { StreamLine, StreamQuery, SyncAck, SyncAckAnswer } from '../snapshot';
 import type { Operation } from './operation';
@@ -53,6 +54,19 @@ export const SYNC_OPERATIONS: readonly Operation[] = [
     security: ['syncToken'],
     body: { schema: OutcomeBatch },
     answers: [{ status: 200, description: 'Every record of the batch is held by control', json: { OutcomeAck } }],
+    errors: [...SYNC_ERRORS, ...BODY_ERRORS],
+  },
+  {
+    method: 'post',
+    path: '/_sync/v1/budgets',
+    operationId: 'syncBudgets',
+    summary: "Exchange a gateway instance's prepaid budgets: give back, ask, learn what to give back",
+    description:
+      'A gateway process (`instance`) reports what it gave back of each account it holds (`held[].returned`, cumulative), asks for budget (`want[]`, with what a waiting call needs), and once after a start says its journal is `drained` (the escrows of its earlier instances are then released). The answer names, for every account asked, held or wanted back by another instance, the cumulative `granted` and what to give back (`ask`). Control grants only from the account\'s free money: see docs/money.md, "Prepaid endpoints".',
+    tag: 'sync',
+    security: ['syncToken'],
+    body: { schema: BudgetRequest },
+    answers: [{ status: 200, description: 'Returns recorded, grants made', json: { BudgetAnswer } }],
     errors: [...SYNC_ERRORS, ...BODY_ERRORS],
   },
   {
