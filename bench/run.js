@@ -21,6 +21,7 @@ const { snapshotDist } = require('./lib/app');
 const { ENDPOINT, GATEWAY_ID, ENGINES, PROCESSES, BASELINES, params, log, sleep } = require('./lib/run-params');
 const { bootGateway, expectStatus, heldPhase, threadSplit, revocation, profileGateway } = require('./lib/gateway-runs');
 const { largeKeys } = require('./lib/large-keys');
+const { prepaidPhase } = require('./lib/prepaid');
 const { evaluate } = require('./lib/run-report');
 
 const RESULTS = path.join(__dirname, 'results', 'latest.json');
@@ -246,7 +247,7 @@ async function startMainStack(results, { tmp, logDir, cpuServer, cpuControl }, u
       gateways.push({ name, engine, proc, gw });
     }
   }
-  return { dataDir, auth, control, controlUrl, admin, wanted, gateways };
+  return { dataDir, auth, loadKeyId: seed.loadKey.id, control, controlUrl, admin, wanted, gateways };
 }
 
 /**
@@ -368,6 +369,7 @@ async function run(results, env) {
   }
 
   await sizePhases(results, loader, targetsFor);
+  if (params.prepaid) await prepaidPhase(results, loader, stack, up);
 
   // ---- optional: CPU profile of each engine's gateway under the same load --------------
   if (params.profile) {

@@ -42,6 +42,8 @@ const params = {
   threads: process.env.BENCH_THREADS === '1',
   held: process.env.BENCH_HELD === '1',
   profile: process.env.BENCH_PROFILE === '1',
+  /** The prepaid phase (`lib/prepaid.js`); `BENCH_PREPAID=0` leaves it out. */
+  prepaid: process.env.BENCH_PREPAID !== '0',
   quiet_wait_s: envInt('BENCH_QUIET_WAIT', 0, 0),
   /** Node options for the gateway processes of phase 1, e.g. `--max-semi-space-size=32` (GC tuning A/B). */
   gateway_node_args: (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
@@ -58,6 +60,8 @@ const TARGETS = {
   revocation_p99_ms_max: 100,
   rss_1m_mib_max: 400,
   req_per_s_1m_vs_10_min: 0.95,
+  /** #46: a prepaid endpoint costs the gateway at most 3 % more CPU per request than a postpaid one. */
+  prepaid_cpu_vs_postpaid_max: 1.03,
 };
 
 const log = (msg) => process.stdout.write(`${msg}\n`);

@@ -51,6 +51,17 @@ function evaluate(results) {
       hpVsBare.cpu_us_per_req_paired <= TARGETS.http_proxy_cpu_vs_bare_http_proxy_max,
       '×',
     );
+  for (const engine of ENGINES) {
+    const prepaid = results.phases.prepaid?.ratios[`prepaid-${engine}`];
+    if (prepaid)
+      add(
+        `prepaid endpoint CPU µs/req ≤ 1.03× postpaid (${engine}, paired)`,
+        prepaid.cpu_us_per_req_paired,
+        TARGETS.prepaid_cpu_vs_postpaid_max,
+        prepaid.cpu_us_per_req_paired <= TARGETS.prepaid_cpu_vs_postpaid_max,
+        '×',
+      );
+  }
   const non2xx = results.runs.reduce((s, x) => s + x.non2xx + x.errors, 0);
   add('no non-2xx answers or errors in any run', non2xx, 0, non2xx === 0);
   for (const [engine, rev] of Object.entries(results.revocation))

@@ -11,10 +11,12 @@
  *
  *     free = balance − reserved − Σ open escrows ≥ 0 after every grant.
  *
- * How much to grant is `planGrant`: the instances that asked lately (active) share the
- * account's money in proportion to their gateways' weights, the rule the split limits use;
- * an idle instance's share is 0, so when an active one is left short the idle ones are asked
- * to give theirs back (`askBack`).
+ * How much to grant is `planGrant`: an instance that asked lately (active) may hold its
+ * gateway's share of the account's money, the share of every key's limit it enforces
+ * (`limits.mode`: in `split`, its weight over the live gateways'; in `per-gateway`, all of it),
+ * the rule the limits use; an idle instance's share is 0, so when an active one is left short
+ * the idle ones are asked to give theirs back, and the active ones what they hold beyond their
+ * share (`askBack`).
  */
 
 /** An instance that asked within this long is active: it shares the account's money. @default 10000 */
@@ -32,6 +34,8 @@ export interface EscrowRow {
   wanted_at: number | null;
   short_at: number | null;
   weight: number;
+  /** Its gateway's share of the limits (`gateways.share`); null or 0 when it holds none now. */
+  share: number | null;
 }
 
 /** An account's money as one statement read it: balance, reservations and its open escrows. */
@@ -53,17 +57,22 @@ export function freeOf(money: AccountMoney): number {
 
 const isActive = (e: EscrowRow, now: number) => e.wanted_at !== null && e.wanted_at >= now - ACTIVE_MS;
 
+/** The instance asking or reporting, with its gateway's weight and limit share. */
+export type Self = Pick<EscrowRow, 'gateway_id' | 'instance' | 'weight' | 'share'>;
+
 /**
- * The share of the account's money `self` should hold: the active instances (and `self`, which
- * is asking or reporting now) divide the free money and what they hold by weight, rounded down.
+ * What `self` should hold of the account: its gateway's limit share of all the account's money
+ * that is not reserved (free and held), rounded down; for a gateway without a share now, the
+ * active instances (and `self`, which is asking or reporting) divide the free money and what
+ * they hold by weight. Nothing when `self` is not active.
  */
-function targetOf(
-  money: AccountMoney,
-  self: { gateway_id: string; instance: string; weight: number },
-  selfActive: boolean,
-  now: number,
-): number {
+function targetOf(money: AccountMoney, self: Self, selfActive: boolean, now: number): number {
   if (!selfActive) return 0;
+  if (self.share !== null && self.share > 0) {
+    let total = Math.max(0, freeOf(money));
+    for (const e of money.escrows) total += heldBy(e);
+    return Math.floor(total * self.share);
+  }
   let pool = Math.max(0, freeOf(money));
   let weights = 0;
   let selfSeen = false;
@@ -80,22 +89,16 @@ function targetOf(
 
 /**
  * How much to grant `self`, which wants budget and needs `need` more for a waiting call (0:
- * ahead of need): up to its share, and at least the need, never more than is free. `short`
- * when the need is not met (control then asks the others to give back).
+ * ahead of need): up to its share, and at least the need, never more than is free. `short` when
+ * that is more than is free, a waiting call's need or, ahead of need, its share (control then
+ * asks the others to give back).
  */
-export function planGrant(
-  money: AccountMoney,
-  self: { gateway_id: string; instance: string; weight: number },
-  need: number,
-  now: number,
-): { give: number; short: boolean } {
-  const free = freeOf(money);
-  if (free <= 0) return { give: 0, short: need > 0 };
+export function planGrant(money: AccountMoney, self: Self, need: number, now: number): { give: number; short: boolean } {
   const mine = money.escrows.find((e) => e.gateway_id === self.gateway_id && e.instance === self.instance);
   const held = mine ? heldBy(mine) : 0;
   const want = Math.max(targetOf(money, self, true, now) - held, need);
-  const give = Math.min(free, Math.max(0, want));
-  return { give, short: give < need };
+  const give = Math.max(0, Math.min(freeOf(money), want));
+  return { give, short: give < want };
 }
 
 /**

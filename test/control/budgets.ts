@@ -61,6 +61,40 @@ forEachStore(t, (t, kind) => {
     t.equal(await store.budgets.report(account, 'gw-3', 'i9', 0, T0), null, 'an instance without an escrow');
   });
 
+  t.test("a gateway with a limit share holds that share of the account's money", async (t) => {
+    const store = await openTestStore(t, kind);
+    const account = await funded(store, 10 * PREMIUM);
+    for (const gw of ['gw-1', 'gw-2']) await store.gateways.attach(gw, 'control-1', null, T0);
+    await store.gateways.recordShares(
+      new Map([
+        ['gw-1', 0.25],
+        ['gw-2', 0.25],
+      ]),
+    );
+    t.same(await store.budgets.grant(account, 'gw-1', 'i1', 0, T0), { granted: 2_500, short: false }, 'a quarter, not all');
+    t.same(
+      await store.budgets.grant(account, 'gw-2', 'i2', PREMIUM, T0),
+      { granted: 2_500, short: false },
+      'the next gateway finds its quarter free',
+    );
+    t.same(await store.budgets.grant(account, 'gw-1', 'i1', 0, T0 + 1), { granted: 2_500, short: false }, 'at its share: nothing more');
+    t.same(
+      await store.budgets.grant(account, 'gw-1', 'i1', 4 * PREMIUM, T0 + 2),
+      { granted: 6_500, short: false },
+      'a need past its share is met from free money',
+    );
+    t.same(
+      await store.budgets.grant(account, 'gw-1', 'i1', 2 * PREMIUM, T0 + 3),
+      { granted: 7_500, short: true },
+      'what is free, and short: the need is more',
+    );
+    t.same(
+      await store.budgets.report(account, 'gw-2', 'i2', 0, T0 + 4),
+      { granted: 2_500, ask: 0 },
+      'the other holds no more than its share',
+    );
+  });
+
   t.test('many instances asking at once never hold more than the balance', async (t) => {
     const store = await openTestStore(t, kind);
     const account = await funded(store, 37 * PREMIUM);

@@ -19,7 +19,7 @@ import {
  * neither and grant its money twice. One row with null escrow columns when none is open.
  */
 const MONEY = `SELECT m.balance, m.reserved, e.gateway_id, e.instance, e.granted, e.returned, e.spent, e.wanted_at, e.short_at,
-    coalesce(g.weight, 1) AS weight
+    coalesce(g.weight, 1) AS weight, g.share
   FROM (SELECT coalesce((SELECT b.balance FROM account_balances b WHERE b.account = @ledger), 0) AS balance,
                coalesce((SELECT sum(q.reserved) FROM keys k JOIN unsettled_outcomes q ON q.key_id = k.id
                          WHERE k.account_id = @account AND q.reserved IS NOT NULL), 0) AS reserved) AS m
@@ -90,8 +90,8 @@ export class SqlBudgetsTable implements BudgetsTable {
         if ((await c.value(Q.lock, [account])) === undefined) return null;
       } else if ((await c.value(Q.exists, [account])) === undefined) return null;
       const money = await moneyOf(c, account);
-      const weight = money.escrows.find((e) => e.gateway_id === gateway)?.weight ?? (await gatewayWeight(c, gateway));
-      const { give, short } = planGrant(money, { gateway_id: gateway, instance, weight }, need, now);
+      const known = money.escrows.find((e) => e.gateway_id === gateway) ?? (await gatewayTerms(c, gateway));
+      const { give, short } = planGrant(money, { gateway_id: gateway, instance, weight: known.weight, share: known.share }, need, now);
       const params = { account, gateway, instance, give, now, short: short ? now : null };
       const granted = (await c.value<number>(Q.grant, params)) ?? (await c.value<number>(Q.granted, params)) ?? 0;
       return { granted, short };
@@ -126,10 +126,12 @@ export class SqlBudgetsTable implements BudgetsTable {
   }
 }
 
-const WEIGHT = sql(`SELECT weight FROM gateways WHERE id = ?`);
+const TERMS = sql(`SELECT weight, share FROM gateways WHERE id = ?`);
 
-async function gatewayWeight(c: Conn, gateway: string): Promise<number> {
-  return (await c.value<number>(WEIGHT, [gateway])) ?? 1;
+/** A gateway's weight and limit share (1 and none for a gateway control has not seen). */
+async function gatewayTerms(c: Conn, gateway: string): Promise<{ weight: number; share: number | null }> {
+  const row = await c.get<{ weight: number; share: number | null }>(TERMS, [gateway]);
+  return { weight: Number(row?.weight ?? 1), share: row?.share == null ? null : Number(row.share) };
 }
 
 async function moneyOf(c: Conn, account: string): Promise<AccountMoney> {
@@ -147,6 +149,7 @@ async function moneyOf(c: Conn, account: string): Promise<AccountMoney> {
       wanted_at: r.wanted_at === null ? null : Number(r.wanted_at),
       short_at: r.short_at === null ? null : Number(r.short_at),
       weight: Number(r.weight),
+      share: r.share == null ? null : Number(r.share),
     });
   }
   return money;
