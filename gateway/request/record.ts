@@ -65,7 +65,8 @@ export class CallRecord {
     endpoint: EndpointEntry,
     method: string,
     limitHeaders: Record<string, string>,
-    reservation: { reserved: number; instance: string } | null = null,
+    reserved = 0,
+    instance: string | null = null,
   ) {
     this.journal = sinks.journal;
     this.metrics = sinks.metrics;
@@ -76,8 +77,8 @@ export class CallRecord {
     this.endpoint = endpoint;
     this.method = method;
     this.limitHeaders = limitHeaders;
-    this.reserved = reservation?.reserved ?? 0;
-    this.instance = reservation?.instance ?? null;
+    this.reserved = reserved;
+    this.instance = instance;
   }
 
   private recordOf(status: number, outcome: Outcome, latencyMs: number): OutcomeRecord {
