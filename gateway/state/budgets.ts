@@ -171,14 +171,23 @@ export class Budgets {
   /**
    * A call found `account` short of `premium`: ask control (with the other wants of this turn),
    * or join the ask on the wire. Resolves when the answer came, the request failed, or
-   * {@link BUDGET_WAIT_MS} passed, whichever is first; null when no ask is made (an answer left the
-   * account short less than {@link SHORT_RETRY_MS} ago, or requests are backing off): refuse now.
+   * {@link BUDGET_WAIT_MS} passed, whichever is first (a call that found an ask ahead of need on
+   * the wire waits for it first, so at most twice that); null when no ask is made (an answer left
+   * the account short less than {@link SHORT_RETRY_MS} ago, or requests are backing off): refuse now.
    */
   want(account: string, premium: number): Promise<void> | null {
     let a = this.accounts.get(account);
     if (a !== undefined && a.asking !== null) {
-      if (this.queued.has(account) && premium > a.asking.target) a.asking.target = premium;
-      return a.asking.wait;
+      const asking = a.asking;
+      if (this.queued.has(account)) {
+        // Not sent yet: the request carries the largest need of the calls waiting on it.
+        if (premium > asking.target) asking.target = premium;
+        return asking.wait;
+      }
+      if (asking.target > 0) return asking.wait;
+      // An ask ahead of need is on the wire: wait for it, and ask with the need if still short.
+      const held = a;
+      return asking.wait.then(() => (held.available >= premium ? undefined : (this.want(account, premium) ?? undefined)));
     }
     const now = this.now();
     if (this.stopped || now < this.pausedUntil || (a !== undefined && now < a.shortUntil)) return null;

@@ -86,6 +86,24 @@ t.test('an admission leaving less than half a grant step, or two premiums, asks 
   t.equal(control.requests.length, 2, 'one ask ahead, not one per call');
 });
 
+t.test('a call short while an ask ahead of need is on the wire waits for it, then asks with its need', async (t) => {
+  const control = await startBudgetControl(t, { funds: { acc: 10_000 }, step: 100 });
+  const budgets = budgetsOn(t, control);
+  await asked(budgets.want('acc', 100));
+  const held = gate(control);
+  t.equal(budgets.take('acc', 100), true, 'spends the step, which asks ahead');
+  await waitFor(() => control.requests.length === 2, 'the ask ahead of need on the wire');
+  const waiting = asked(budgets.want('acc', 500));
+  held.open();
+  await waiting;
+  t.same(
+    control.requests.map((r) => r.want),
+    [[{ account: 'acc', need: 100 }], [{ account: 'acc', need: 0 }], [{ account: 'acc', need: 400 }]],
+    'the ask ahead got a step of 100; the call then asked for the 400 it still lacked',
+  );
+  t.equal(budgets.take('acc', 500), true, 'and is covered');
+});
+
 t.test('an answer that leaves the account short stops its wants for a while, unless it is funded', async (t) => {
   const control = await startBudgetControl(t, { funds: { acc: 200 } });
   let now = 1_000_000;
