@@ -20,7 +20,7 @@ if (process.argv.length !== 4) {
 }
 const trees = { before: path.resolve(process.argv[2]), after: path.resolve(process.argv[3]) };
 const KEY = internal('protocol/keys', trees.before).generateKey();
-const key = { id: 'k1', expiresAt: Infinity, endpoints: null, limit: null, lift: null };
+const key = { id: 'k1', expiresAt: Infinity, endpoints: null, limit: null, lift: null, account: null };
 const endpoint = {
   id: 'ep',
   upstream: new URL('http://127.0.0.1:9/base'),
@@ -30,6 +30,7 @@ const endpoint = {
   slaMs: 2000,
   price: 0,
   premium: 0,
+  prepaid: false,
   headers: {},
   responseSchema: null,
 };

@@ -82,9 +82,27 @@ export class CallRecord {
   }
 
   private recordOf(status: number, outcome: Outcome, latencyMs: number): OutcomeRecord {
-    const record: OutcomeRecord = {
+    const keyId = this.key?.id ?? null;
+    // Control counts the reservation against the instance's budget when it ingests the record.
+    // Each shape is one literal, built whole: no property added after, no backing store per record.
+    if (this.reserved > 0) {
+      return {
+        call_id: this.callId,
+        key_id: keyId,
+        endpoint_id: this.endpoint.id,
+        method: this.method,
+        status,
+        outcome,
+        latency_ms: latencyMs,
+        started_at: this.startedAt,
+        gateway_id: this.gatewayId,
+        reserved: this.reserved,
+        instance: this.instance!,
+      };
+    }
+    return {
       call_id: this.callId,
-      key_id: this.key?.id ?? null,
+      key_id: keyId,
       endpoint_id: this.endpoint.id,
       method: this.method,
       status,
@@ -93,12 +111,6 @@ export class CallRecord {
       started_at: this.startedAt,
       gateway_id: this.gatewayId,
     };
-    // Control counts the reservation against the instance's budget when it ingests the record.
-    if (this.reserved > 0) {
-      record.reserved = this.reserved;
-      record.instance = this.instance!;
-    }
-    return record;
   }
 
   /**
