@@ -81,8 +81,8 @@ t.test('an admission leaving less than half a grant step, or two premiums, asks 
   t.same(control.requests[1]!.want, [{ account: 'acc', need: 0 }]);
   // Below half the step (500) after the 6th call: the ask went then, and its answer came while
   // the rest were spent or after.
-  await waitFor(() => control.granted(INSTANCE, 'acc') === 2_000, 'granted a second step');
-  t.equal(budgets.available('acc'), 1_000, 'granted 2000 in all, spent 1000');
+  await waitFor(() => budgets.available('acc') === 1_000, 'the answer applied: granted 2000 in all, spent 1000');
+  t.equal(control.granted(INSTANCE, 'acc'), 2_000, 'a second step');
   t.equal(control.requests.length, 2, 'one ask ahead, not one per call');
 });
 
