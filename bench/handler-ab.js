@@ -30,6 +30,7 @@ const endpoint = {
   slaMs: 2000,
   price: 0,
   premium: 0,
+  prepaid: false,
   headers: {},
   responseSchema: null,
   prepaid: false,

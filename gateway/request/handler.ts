@@ -342,8 +342,8 @@ function forward(
   reserved: number,
 ): void {
   const { opts } = p;
-  const reservation = reserved > 0 ? { reserved, instance: opts.budgets!.instance } : null;
-  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders, reservation);
+  const instance = reserved > 0 ? opts.budgets!.instance : null;
+  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders, reserved, instance);
   const headers = upstreamRequestHeaders(req.rawHeaders, {
     clientAddress: req.socket.remoteAddress ?? '',
     proto: 'http',

@@ -65,7 +65,8 @@ export class CallRecord {
     endpoint: EndpointEntry,
     method: string,
     limitHeaders: Record<string, string>,
-    reservation: { reserved: number; instance: string } | null = null,
+    reserved = 0,
+    instance: string | null = null,
   ) {
     this.journal = sinks.journal;
     this.metrics = sinks.metrics;
@@ -76,14 +77,32 @@ export class CallRecord {
     this.endpoint = endpoint;
     this.method = method;
     this.limitHeaders = limitHeaders;
-    this.reserved = reservation?.reserved ?? 0;
-    this.instance = reservation?.instance ?? null;
+    this.reserved = reserved;
+    this.instance = instance;
   }
 
   private recordOf(status: number, outcome: Outcome, latencyMs: number): OutcomeRecord {
-    const record: OutcomeRecord = {
+    const keyId = this.key?.id ?? null;
+    // Control counts the reservation against the instance's budget when it ingests the record.
+    // Each shape is one literal, built whole: no property added after, no backing store per record.
+    if (this.reserved > 0) {
+      return {
+        call_id: this.callId,
+        key_id: keyId,
+        endpoint_id: this.endpoint.id,
+        method: this.method,
+        status,
+        outcome,
+        latency_ms: latencyMs,
+        started_at: this.startedAt,
+        gateway_id: this.gatewayId,
+        reserved: this.reserved,
+        instance: this.instance!,
+      };
+    }
+    return {
       call_id: this.callId,
-      key_id: this.key?.id ?? null,
+      key_id: keyId,
       endpoint_id: this.endpoint.id,
       method: this.method,
       status,
@@ -92,12 +111,6 @@ export class CallRecord {
       started_at: this.startedAt,
       gateway_id: this.gatewayId,
     };
-    // Control counts the reservation against the instance's budget when it ingests the record.
-    if (this.reserved > 0) {
-      record.reserved = this.reserved;
-      record.instance = this.instance!;
-    }
-    return record;
   }
 
   /**

@@ -31,7 +31,7 @@
  * off every request (exponentially, to {@link BUDGET_MAX_BACKOFF_MS}); nothing here throws into
  * the proxy or blocks a call past the wait.
  */
-import { BUDGET_POLL_MS, BudgetAnswer, SYNC_BUDGETS_PATH, type BudgetRequest } from '../../protocol/budgets';
+import { BUDGET_ACCOUNTS_MAX, BUDGET_POLL_MS, BudgetAnswer, SYNC_BUDGETS_PATH, type BudgetRequest } from '../../protocol/budgets';
 import type { Logger } from '../../runtime/log';
 import { SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
 
@@ -171,14 +171,23 @@ export class Budgets {
   /**
    * A call found `account` short of `premium`: ask control (with the other wants of this turn),
    * or join the ask on the wire. Resolves when the answer came, the request failed, or
-   * {@link BUDGET_WAIT_MS} passed, whichever is first; null when no ask is made (an answer left the
-   * account short less than {@link SHORT_RETRY_MS} ago, or requests are backing off): refuse now.
+   * {@link BUDGET_WAIT_MS} passed, whichever is first (a call that found an ask ahead of need on
+   * the wire waits for it first, so at most twice that); null when no ask is made (an answer left
+   * the account short less than {@link SHORT_RETRY_MS} ago, or requests are backing off): refuse now.
    */
   want(account: string, premium: number): Promise<void> | null {
     let a = this.accounts.get(account);
     if (a !== undefined && a.asking !== null) {
-      if (this.queued.has(account) && premium > a.asking.target) a.asking.target = premium;
-      return a.asking.wait;
+      const asking = a.asking;
+      if (this.queued.has(account)) {
+        // Not sent yet: the request carries the largest need of the calls waiting on it.
+        if (premium > asking.target) asking.target = premium;
+        return asking.wait;
+      }
+      if (asking.target > 0) return asking.wait;
+      // An ask ahead of need is on the wire: wait for it, and ask with the need if still short.
+      const held = a;
+      return asking.wait.then(() => (held.available >= premium ? undefined : (this.want(account, premium) ?? undefined)));
     }
     const now = this.now();
     if (this.stopped || now < this.pausedUntil || (a !== undefined && now < a.shortUntil)) return null;
@@ -241,8 +250,17 @@ export class Budgets {
   private flush(): void {
     this.flushScheduled = false;
     if (this.queued.size === 0) return;
-    const asked = [...this.queued];
-    this.queued.clear();
+    // At most the protocol's accounts per request; the rest go in the next one, a turn later.
+    const asked: [string, AccountBudget][] = [];
+    for (const entry of this.queued) {
+      if (asked.length === BUDGET_ACCOUNTS_MAX) break;
+      asked.push(entry);
+    }
+    for (const [account] of asked) this.queued.delete(account);
+    if (this.queued.size > 0) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
     const want = asked.map(([account, a]) => ({ account, need: Math.max(0, a.asking!.target - a.available) }));
     void this.send({ gateway_id: this.opts.gatewayId, instance: this.instance, want, held: [] }).then((ok) => {
       const now = this.now();
@@ -273,8 +291,7 @@ export class Budgets {
     if (this.polling || this.stopped) return;
     if (!this.drainSeen && this.opts.backlog() === 0) this.drainSeen = true;
     const drained = this.drainSeen && !this.drainedSent;
-    const held: { account: string; returned: number }[] = [];
-    for (const [account, a] of this.accounts) if (a.available > 0 || a.returned > a.reported) held.push({ account, returned: a.returned });
+    const held = this.heldList();
     if ((held.length === 0 && !drained) || this.now() < this.pausedUntil) return this.schedulePoll(this.pollMs);
     this.polling = true;
     const body: BudgetRequest = { gateway_id: this.opts.gatewayId, instance: this.instance, want: [], held };
@@ -289,6 +306,21 @@ export class Budgets {
       }
     }
     this.schedulePoll(ok ? this.pollMs : Math.max(this.pollMs, this.pausedUntil - this.now()));
+  }
+
+  /**
+   * The accounts a poll reports: returns control has not acknowledged first, then budget held, at
+   * most the protocol's accounts per request (beyond that, the first ones in the order held).
+   */
+  private heldList(): { account: string; returned: number }[] {
+    const unreported: { account: string; returned: number }[] = [];
+    const holding: { account: string; returned: number }[] = [];
+    for (const [account, a] of this.accounts) {
+      if (a.returned > a.reported) unreported.push({ account, returned: a.returned });
+      else if (a.available > 0) holding.push({ account, returned: a.returned });
+    }
+    const held = unreported.concat(holding);
+    return held.length > BUDGET_ACCOUNTS_MAX ? held.slice(0, BUDGET_ACCOUNTS_MAX) : held;
   }
 
   /** POST one request; apply its answer. True when control answered 200 with a valid answer. */

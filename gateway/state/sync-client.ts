@@ -12,7 +12,10 @@
  *
  * It announces the process's `instance` (protocol/budgets.ts): control then sends keys' accounts,
  * prepaid endpoints and, in deltas, `accounts_funded`, which it hands to `onFunded` once the
- * delta is applied (the budgets ask again for those accounts at once).
+ * delta is applied (the budgets ask again for those accounts at once). A control older than
+ * prepaid billing refuses the unknown parameter (400 naming `instance`): the gateway dials that
+ * control again at once without it, and so holds no budgets there (it is sent no accounts and no
+ * prepaid endpoints), and names its instance again on the next stream after that one ends.
  *
  * With several controls (`controlUrls`), each failed stream is reported to the shared
  * `ControlEndpoints`, so the reconnect (after the same backoff) dials the next control in the
@@ -103,6 +106,8 @@ export class SyncClient {
   private state: GatewayState | null;
   private req: http.ClientRequest | null = null;
   private attempt = 0;
+  /** The control in use refused `instance` on the stream: dial without it until that stream ends. */
+  private instanceRefused = false;
   private stopped = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private silenceTimer: NodeJS.Timeout | null = null;
@@ -147,7 +152,8 @@ export class SyncClient {
     url.searchParams.set('version', String(resumable ? this.state!.version : 0));
     if (this.state) url.searchParams.set('epoch', String(this.state.epoch));
     url.searchParams.set('engine', this.opts.engine);
-    if (this.opts.instance !== undefined) url.searchParams.set('instance', this.opts.instance);
+    const named = this.opts.instance !== undefined && !this.instanceRefused;
+    if (named) url.searchParams.set('instance', this.opts.instance!);
     const req = this.control.stream(url);
     this.req = req;
     // A control that hangs still accepts the connection (its kernel does), but never answers.
@@ -157,6 +163,7 @@ export class SyncClient {
       this.armSilence(silenceMs, `no word from control for ${silenceMs} ms`, false);
       if (res.statusCode !== 200) {
         this.lastError = `control answered ${res.statusCode} on the sync stream`;
+        if (named && res.statusCode === 400) return this.maybeWithoutInstance(res, at);
         res.resume();
         res.on('end', () => this.retry(at));
         return;
@@ -166,6 +173,26 @@ export class SyncClient {
     req.on('error', (err) => {
       this.lastError = `sync stream: ${err.message}`;
       this.retry(at);
+    });
+  }
+
+  /**
+   * A 400 to a stream that named the instance: when control's problem names the `instance`
+   * parameter, it predates prepaid budgets, and the same control is dialled again at once
+   * without it (no backoff, no move); any other 400 is retried as usual.
+   */
+  private maybeWithoutInstance(res: http.IncomingMessage, at: string): void {
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => (text += text.length < 4096 ? chunk : ''));
+    res.on('error', () => undefined);
+    res.on('end', () => {
+      if (!/"field":"instance"/.test(text)) return this.retry(at);
+      this.instanceRefused = true;
+      this.opts.log.warn('control does not take an instance on the sync stream; syncing without prepaid budgets', { control_url: at });
+      this.clearSilence();
+      this.req = null;
+      this.dial();
     });
   }
 
@@ -267,6 +294,8 @@ export class SyncClient {
     const ended = () => {
       writer?.abort();
       writer = null;
+      // The next stream names the instance again: the control may have been upgraded meanwhile.
+      this.instanceRefused = false;
       this.clearSilence();
       if (!this.lastError) this.lastError = 'sync stream ended';
       this.retry(at);

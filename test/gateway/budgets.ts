@@ -81,9 +81,27 @@ t.test('an admission leaving less than half a grant step, or two premiums, asks 
   t.same(control.requests[1]!.want, [{ account: 'acc', need: 0 }]);
   // Below half the step (500) after the 6th call: the ask went then, and its answer came while
   // the rest were spent or after.
-  await waitFor(() => control.granted(INSTANCE, 'acc') === 2_000, 'granted a second step');
-  t.equal(budgets.available('acc'), 1_000, 'granted 2000 in all, spent 1000');
+  await waitFor(() => budgets.available('acc') === 1_000, 'the answer applied: granted 2000 in all, spent 1000');
+  t.equal(control.granted(INSTANCE, 'acc'), 2_000, 'a second step');
   t.equal(control.requests.length, 2, 'one ask ahead, not one per call');
+});
+
+t.test('a call short while an ask ahead of need is on the wire waits for it, then asks with its need', async (t) => {
+  const control = await startBudgetControl(t, { funds: { acc: 10_000 }, step: 100 });
+  const budgets = budgetsOn(t, control);
+  await asked(budgets.want('acc', 100));
+  const held = gate(control);
+  t.equal(budgets.take('acc', 100), true, 'spends the step, which asks ahead');
+  await waitFor(() => control.requests.length === 2, 'the ask ahead of need on the wire');
+  const waiting = asked(budgets.want('acc', 500));
+  held.open();
+  await waiting;
+  t.same(
+    control.requests.map((r) => r.want),
+    [[{ account: 'acc', need: 100 }], [{ account: 'acc', need: 0 }], [{ account: 'acc', need: 400 }]],
+    'the ask ahead got a step of 100; the call then asked for the 400 it still lacked',
+  );
+  t.equal(budgets.take('acc', 500), true, 'and is covered');
 });
 
 t.test('an answer that leaves the account short stops its wants for a while, unless it is funded', async (t) => {

@@ -152,3 +152,48 @@ for (const engine of ENGINES)
     t.same(gw.budgets(), { instance: gw.instance, accounts: 1, available: 500, drained: true });
     t.equal(bank.invalid, 0, 'every budget request parsed');
   });
+
+t.test('a control that does not take an instance on the stream is dialled again without it', async (t) => {
+  const key = generateKey();
+  const queries: URLSearchParams[] = [];
+  let streams = 0;
+  const control = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://control');
+    if (url.pathname !== SYNC_STREAM_PATH) return void req.resume().on('end', () => res.writeHead(404).end());
+    queries.push(url.searchParams);
+    if (url.searchParams.has('instance')) {
+      // What a control older than prepaid billing answers (its router refuses unknown parameters).
+      const problem = { status: 400, code: 'svc_bad_request', errors: [{ field: 'instance', message: 'is not a known parameter' }] };
+      res.writeHead(400, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problem));
+      return;
+    }
+    streams++;
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    res.write(snapshotLines(9, hashKey(key)).join('\n') + '\n');
+    // The first stream ends at once: the next dial names the instance again.
+    if (streams === 1) res.end();
+  });
+  const controlUrl = `http://127.0.0.1:${await listen(t, control)}`;
+  const dataDir = testdirAfterTeardowns(t);
+  writeFileSync(join(dataDir, 'sync.token'), SYNC_TOKEN);
+  const gw = await startGateway(
+    loadConfig({
+      env: {
+        SVC_DATA_DIR: dataDir,
+        SVC_GATEWAY_ID: 'gw-old-control',
+        SVC_HOST: '127.0.0.1',
+        SVC_GATEWAY_PORT: '0',
+        SVC_CONTROL_URL: controlUrl,
+      },
+    }),
+    { log: silentLogger },
+  );
+  t.teardown(() => gw.close());
+  await waitFor(() => streams === 2, 'two streams without the instance');
+  t.ok(gw.state() !== null, 'the snapshot was applied');
+  t.same(
+    queries.map((q) => q.get('instance')),
+    [gw.instance, null, gw.instance, null],
+    'named, refused, dialled without; after the stream ended, named again',
+  );
+});
