@@ -33,7 +33,6 @@ const endpoint = {
   prepaid: false,
   headers: {},
   responseSchema: null,
-  prepaid: false,
 };
 /**
  * The handler's collaborators are fakes holding only what the pipeline touches, each typed as

@@ -27,8 +27,9 @@ async function prepaidPhase(results, { phase }, { admin, gateways, auth, control
     for (const billing of ['postpaid', 'prepaid']) {
       const url = `${g.gw.url}/v1/bench-${billing}/echo`;
       await expectStatus(`${g.name} ${billing}`, url, auth, 200);
+      // Named as its group: the paired ratios match a run with its baseline's by name and round.
       targets.push({
-        name: `${g.name}-${billing}`,
+        name: `${billing}-${g.engine}`,
         group: `${billing}-${g.engine}`,
         url,
         headers: auth,
