@@ -106,8 +106,9 @@ export class GatewayState {
   private readonly keys: KeyTable;
   /**
    * Some key came without its account: the state was sent to a gateway older than prepaid
-   * billing (and persisted). A gateway that holds budgets does not resume from it: it asks for
-   * a full snapshot, or prepaid endpoints would admit those keys' calls unchecked.
+   * billing (and persisted). A delta making an endpoint prepaid is refused on such a state (the
+   * nack brings a full snapshot, with every key's account), or prepaid endpoints would admit
+   * those keys' calls unchecked.
    */
   accountless = false;
 
@@ -152,8 +153,11 @@ export class GatewayState {
     if (delta.base !== this.version) throw new UpdateRejected(`delta base ${delta.base} does not match held version ${this.version}`);
     if (delta.version <= delta.base) throw new UpdateRejected(`delta version ${delta.version} is not after its base`);
     const upserts = (delta.endpoints_upsert ?? []).map(endpointEntry);
+    const accountless = this.accountless || (delta.keys_upsert ?? []).some((k) => k.account === undefined);
+    if (accountless && upserts.some((e) => e.prepaid))
+      throw new UpdateRejected('a prepaid endpoint on a state whose keys came without accounts: a full snapshot is needed');
     const keys = this.planKeys(delta.keys_upsert ?? [], delta.keys_remove ?? []);
-    for (const k of delta.keys_upsert ?? []) if (k.account === undefined) this.accountless = true;
+    this.accountless = accountless;
     for (const e of upserts) this.endpoints.set(e.id, e);
     for (const id of delta.endpoints_remove ?? []) this.endpoints.delete(id);
     this.applyKeys(keys);

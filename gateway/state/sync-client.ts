@@ -147,9 +147,7 @@ export class SyncClient {
     const at = this.control.endpoints.current;
     const url = this.control.url(SYNC_STREAM_PATH);
     url.searchParams.set('gateway_id', this.opts.gatewayId);
-    // A state without keys' accounts (persisted from before prepaid billing) is not resumed: a full snapshot replaces it.
-    const resumable = this.state !== null && !(this.opts.instance !== undefined && this.state.accountless);
-    url.searchParams.set('version', String(resumable ? this.state!.version : 0));
+    url.searchParams.set('version', String(this.state?.version ?? 0));
     if (this.state) url.searchParams.set('epoch', String(this.state.epoch));
     url.searchParams.set('engine', this.opts.engine);
     const named = this.opts.instance !== undefined && !this.instanceRefused;

@@ -229,3 +229,25 @@ t.test('an endpoint is prepaid only with billing prepaid', async (t) => {
   s.applyDelta(delta(s, { endpoints_upsert: [{ ...ENDPOINT, id: 'paid', premium: 500 }] }));
   t.equal(s.endpoints.get('paid')!.prepaid, false, 'billing dropped by a delta: postpaid again');
 });
+
+t.test('a state holding keys without accounts refuses a delta that makes an endpoint prepaid', async (t) => {
+  const prepaid = { ...ENDPOINT, id: 'paid', premium: 100, billing: 'prepaid' as const };
+  const legacy = state();
+  legacy.applyDelta(delta(legacy, { keys_upsert: [key('key_old', ['old'])] }));
+  t.equal(legacy.accountless, true, 'a key came without its account');
+  t.throws(() => legacy.applyDelta(delta(legacy, { endpoints_upsert: [prepaid] })), { code: 'SVC_ERR_UPDATE_REJECTED' });
+  t.equal(legacy.version, 2, 'the refused delta changed nothing');
+  t.notOk(legacy.endpoints.has('paid'));
+  legacy.applyDelta(delta(legacy, { endpoints_upsert: [{ ...prepaid, id: 'free', billing: undefined }] }));
+  t.ok(legacy.endpoints.has('free'), 'a postpaid endpoint is still taken');
+
+  const current = state();
+  current.applyDelta(delta(current, { keys_upsert: [key('key_new', ['new'], { account: 'acc_new' })] }));
+  current.applyDelta(delta(current, { endpoints_upsert: [prepaid] }));
+  t.equal(current.endpoints.get('paid')?.prepaid, true, "with every key's account, the prepaid endpoint is taken");
+  t.throws(
+    () => current.applyDelta(delta(current, { keys_upsert: [key('key_bare', ['bare'])], endpoints_upsert: [{ ...prepaid, id: 'paid2' }] })),
+    { code: 'SVC_ERR_UPDATE_REJECTED' },
+    'nor with a key without its account in the same delta',
+  );
+});
