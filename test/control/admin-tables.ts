@@ -42,6 +42,7 @@ const endpoint = (id: string, extra: Partial<EndpointRecord> = {}): EndpointReco
   created_at: NOW,
   updated_at: NOW,
   response_schema: null,
+  billing: 'postpaid',
   ...extra,
 });
 
@@ -233,7 +234,7 @@ forEachStore(t, (t, kind) => {
   t.test('endpoints: save, overwrite, soft removal, revival, count', async (t) => {
     const store = await open(t);
     const schema = { type: 'object', required: ['ok'] };
-    await store.endpoints.save(endpoint('paid', { display_name: 'Paid API', response_schema: schema }));
+    await store.endpoints.save(endpoint('paid', { display_name: 'Paid API', response_schema: schema, billing: 'prepaid' }));
     await store.endpoints.save(endpoint('echo'));
     t.same(await store.endpoints.byId('paid'), {
       id: 'paid',
@@ -251,6 +252,7 @@ forEachStore(t, (t, kind) => {
       removed_at: null,
       response_schema: JSON.stringify(schema),
       display_name: 'Paid API',
+      billing: 'prepaid',
     });
     t.same(await store.endpoints.record('echo'), { ...endpoint('echo'), display_name: null }, 'record parses the JSON columns');
     t.same(

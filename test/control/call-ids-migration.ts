@@ -50,6 +50,25 @@ async function contents(pool: Pool): Promise<Record<string, string[]>> {
   return out;
 }
 
+/**
+ * `after`'s rows with only the columns `before`'s rows of the same table have: what later
+ * migrations added (prepaid billing's `reserved` and `instance`, null on every row here) is
+ * not what migration 10 is checked for.
+ */
+function columnsOf(after: Record<string, string[]>, before: Record<string, string[]>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [table, rows] of Object.entries(after)) {
+    const first = before[table]?.[0];
+    const keep = first === undefined ? null : Object.keys(JSON.parse(first) as object);
+    out[table] = rows
+      .map((r) =>
+        keep === null ? r : JSON.stringify(Object.fromEntries(keep.map((k) => [k, (JSON.parse(r) as Record<string, unknown>)[k]]))),
+      )
+      .sort();
+  }
+  return out;
+}
+
 const callIdTypes = async (pool: Pool): Promise<string[]> =>
   (
     await pool.query<{ type: string }>(
@@ -66,7 +85,7 @@ if (!skipWithoutPostgres(t)) {
     t.same(await callIdTypes(pool), ['text', 'text', 'text', 'text']);
     t.same(await migratePg(pool), { from: 9, to: PG_MIGRATIONS.length });
     t.same(await callIdTypes(pool), ['uuid', 'uuid', 'uuid', 'uuid'], 'every call id column');
-    t.same(await contents(pool), before, 'every table and the outcomes view, row for row');
+    t.same(columnsOf(await contents(pool), before), before, 'every table and the outcomes view, row for row');
     const { rows } = await pool.query(`SELECT settled_batch, refund FROM outcomes WHERE call_id = $1`, [SETTLED.toUpperCase()]);
     t.same(rows, [{ settled_batch: 1, refund: 900 }], 'an id in capitals finds its call');
   });
