@@ -324,7 +324,7 @@ function afterWait(
 /** 402 `svc_payment_required`: what the call needs, what this gateway holds for the account, and where to fund it. */
 function paymentRequired(p: Pipeline, req: IncomingMessage, res: ServerResponse, account: string, premium: number): null {
   const available = Math.max(0, p.opts.budgets?.available(account) ?? 0);
-  const detail = `account ${account} holds ${available} of the ${premium} this call needs; deposit, then retry`;
+  const detail = `account ${account}: this gateway holds ${available} of its money, this call needs ${premium}; deposit, then retry`;
   return refuse(p, req, res, 'svc_payment_required', detail, ACCOUNT_LINK, { required: premium, available, account_id: account });
 }
 

@@ -172,7 +172,7 @@ function cases(t: Test, engine: GatewayEngine): void {
       type: `${PROBLEM_TYPE_BASE}svc_payment_required`,
       title: 'Payment required',
       status: 402,
-      detail: 'account acc_a holds 200 of the 500 this call needs; deposit, then retry',
+      detail: 'account acc_a: this gateway holds 200 of its money, this call needs 500; deposit, then retry',
       code: 'svc_payment_required',
       required: 500,
       available: 200,

@@ -370,7 +370,7 @@ t.test('402 svc_payment_required: not retried; the error says what the call need
     type: 'https://svc.dev/errors#svc_payment_required',
     title: 'Payment required',
     status: 402,
-    detail: 'account acc_x holds 120 of the 500 this call needs; deposit, then retry',
+    detail: 'account acc_x: this gateway holds 120 of its money, this call needs 500; deposit, then retry',
     code: 'svc_payment_required',
     required: 500,
     available: 120,
