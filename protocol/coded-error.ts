@@ -61,7 +61,7 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_UPDATE_REJECTED:
     'the gateway refuses a snapshot or delta (from control or its persisted file) and keeps what it held (gateway/state/state.ts `UpdateRejected`)',
   SVC_ERR_CONTROL_ANSWER:
-    'control answered a gateway’s outcome batch with a status other than 200 (kept as `status`) or a body that is not JSON (gateway/journal/shipper.ts `ControlAnswerError`)',
+    'control answered a gateway’s outcome batch or budget request with a status other than 200 (kept as `status`) or a body that is not the JSON expected (gateway/control-link/sync-http.ts `ControlAnswerError`)',
   SVC_ERR_CONTROL_TIMEOUT:
     'control did not answer a gateway’s request, or went silent on its sync stream, within the deadline (gateway/control-link/sync-http.ts `ControlTimeoutError`)',
   SVC_ERR_CONTROL_MOVED:

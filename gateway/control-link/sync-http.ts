@@ -22,6 +22,19 @@ export class ControlTimeoutError extends CodedError {
   override readonly code = 'SVC_ERR_CONTROL_TIMEOUT';
 }
 
+/** Control answered a gateway's request (an outcome batch, a budget request) with something else than 200 and the JSON expected. */
+export class ControlAnswerError extends CodedError {
+  override readonly code = 'SVC_ERR_CONTROL_ANSWER';
+
+  constructor(
+    message: string,
+    /** The status control answered with. */
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
 export class ControlEndpoints {
   readonly urls: readonly string[];
   private index = 0;

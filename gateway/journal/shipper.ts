@@ -19,7 +19,7 @@ import { CodedError } from '../../protocol/coded-error';
 import type { Logger } from '../../runtime/log';
 import { SYNC_OUTCOMES_PATH } from '../../protocol/snapshot';
 import type { OutcomeAck } from '../../protocol/outcome';
-import { SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
+import { ControlAnswerError, SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
 import type { Journal, TailBatch } from './journal';
 
 const PAYLOAD_END = Buffer.from(']}');
@@ -42,19 +42,6 @@ export interface ShipperOptions {
   onFailure?: () => void;
   /** A record control refused on its own was set aside. */
   onRejected?: () => void;
-}
-
-/** Control answered an outcome batch with something else than 200 and an acknowledgement in JSON. */
-export class ControlAnswerError extends CodedError {
-  override readonly code = 'SVC_ERR_CONTROL_ANSWER';
-
-  constructor(
-    message: string,
-    /** The status control answered with. */
-    readonly status: number,
-  ) {
-    super(message);
-  }
 }
 
 /** The batch in flight was abandoned because the gateway moved to another control; it is sent there. */

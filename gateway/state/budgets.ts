@@ -33,7 +33,7 @@
  */
 import { BUDGET_ACCOUNTS_MAX, BUDGET_POLL_MS, BudgetAnswer, SYNC_BUDGETS_PATH, type BudgetRequest } from '../../protocol/budgets';
 import type { Logger } from '../../runtime/log';
-import { SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
+import { ControlAnswerError, SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
 
 /** Longest a short call waits for control's answer before it looks at its budget again. @default 2 s */
 export const BUDGET_WAIT_MS = 2_000;
@@ -330,9 +330,18 @@ export class Budgets {
     this.inFlight.add(abort);
     try {
       const answer = await this.http.post(SYNC_BUDGETS_PATH, JSON.stringify(body), BUDGET_POST_TIMEOUT_MS, abort.signal);
-      if (answer.status !== 200) throw new Error(`control answered ${answer.status}: ${answer.text.slice(0, 200)}`);
-      const parsed = BudgetAnswer.safeParse(JSON.parse(answer.text));
-      if (!parsed.success) throw new Error(`control's answer does not parse: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      if (answer.status !== 200)
+        throw new ControlAnswerError(`control answered ${answer.status}: ${answer.text.slice(0, 200)}`, answer.status);
+      let json: unknown;
+      try {
+        json = JSON.parse(answer.text);
+      } catch {
+        throw new ControlAnswerError('control answered with a body that is not JSON', answer.status);
+      }
+      const parsed = BudgetAnswer.safeParse(json);
+      if (!parsed.success) {
+        throw new ControlAnswerError(`control's answer does not parse: ${parsed.error.issues[0]?.message ?? 'invalid'}`, answer.status);
+      }
       this.apply(parsed.data);
       this.failures = 0;
       return true;

@@ -340,6 +340,19 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
     'sync ack of a future version',
   );
   expect(await request(control, '/_sync/v1/ack', { headers: syncAuth, body: JSON.stringify({ version: 1 }) }), 400, 'sync ack invalid');
+  expect(
+    await request(control, '/_sync/v1/budgets', {
+      headers: syncAuth,
+      body: JSON.stringify({ gateway_id: 'gw-x', instance: 'gw-x-1', want: [{ account: 'acc_none', need: 100 }], drained: true }),
+    }),
+    200,
+    'sync budgets',
+  );
+  expect(
+    await request(control, '/_sync/v1/budgets', { headers: syncAuth, body: JSON.stringify({ gateway_id: 'gw-x' }) }),
+    400,
+    'sync budgets invalid',
+  );
   const stream = await streamHead(control, '/_sync/v1/stream?gateway_id=gw-x&version=0', syncToken, (lines) =>
     lines.some((l) => l.includes('"snapshot_end"')),
   );
