@@ -47,6 +47,9 @@ interface Row {
   latency_ms: number;
   started_at: number;
   gateway_id: string;
+  /** Postpaid calls here: nothing reserved (migration 22's columns). */
+  reserved: null;
+  instance: null;
   received_at: number;
   settled_batch: number;
   premium: number;
@@ -90,6 +93,8 @@ function settledRows(): { batches: BatchRow[]; calls: Row[] } {
         latency_ms: 5,
         started_at: T0 + n,
         gateway_id: 'gw',
+        reserved: null,
+        instance: null,
         received_at: T0 + Math.floor(n / 7),
         settled_batch: id,
         premium: kind === 'ok' ? 150 : 0,
