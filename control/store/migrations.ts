@@ -27,6 +27,7 @@ import m019 from './migrations/019-settled-calls';
 import m020 from './migrations/020-accounts';
 import m021 from './migrations/021-account-ledger';
 import m022 from './migrations/022-prepaid';
+import m023 from './migrations/023-pool-capital';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -51,4 +52,5 @@ export const MIGRATIONS: readonly string[] = [
   m020,
   m021,
   m022,
+  m023,
 ];

@@ -15,7 +15,7 @@ import { PG_MIGRATIONS } from '../../control/store/pg/migrations';
 import { PG_TYPES } from '../../control/store/pg/types';
 import { SOL_A, T0, balance, batchPostings, fund, insertKey, settleAll } from '../fixtures/ledger';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
-import { newInstall, openInstall, rawExec, rawQuery, sqlitePath, UNDO_PREPAID, type Install } from '../fixtures/store-sql';
+import { newInstall, openInstall, rawExec, rawQuery, sqlitePath, UNDO_POOL_CAPITAL, UNDO_PREPAID, type Install } from '../fixtures/store-sql';
 import { forEachStore } from '../fixtures/stores';
 
 /**
@@ -40,11 +40,11 @@ async function backToMigration20(at: Install): Promise<void> {
   const refills = `DROP TABLE account_refills; DROP INDEX ledger_refill_reference; DROP INDEX accounts_with_refill; ALTER TABLE accounts DROP COLUMN refill_by;`;
   await rawExec(
     at,
-    `${UNDO_PREPAID.sqlite} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
+    `${UNDO_POOL_CAPITAL.sqlite} ${UNDO_PREPAID.sqlite} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
      UPDATE accounts SET wallet = NULL;
      ${OLD_LEDGER_TABLES}
      PRAGMA user_version = 20;`,
-    `${UNDO_PREPAID.pg} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
+    `${UNDO_POOL_CAPITAL.pg} ${UNDO_PREPAID.pg} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
      UPDATE accounts SET wallet = NULL;
      DROP INDEX ledger_deposit_reference;
      ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_transfers_kind_check;

@@ -19,5 +19,6 @@ import m010 from './migrations/010-call-ids-uuid';
 import m011 from './migrations/011-accounts';
 import m012 from './migrations/012-account-ledger';
 import m013 from './migrations/013-prepaid';
+import m014 from './migrations/014-pool-capital';
 
-export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013];
+export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014];
