@@ -82,6 +82,14 @@ export const DEFAULT_SETTLER_LEASE_S = 10;
 /** Operators who must agree on a money action: 1 (the one asking acts), or 2 (a second one approves). */
 export const DEFAULT_MONEY_APPROVALS = 1;
 
+/**
+ * The pool's capital (docs/money.md, "Pool capital"): locked capital is the pool's exposure
+ * times this ratio (at most the capital), and no withdrawal takes it.
+ */
+export const DEFAULT_POOL_LOCK_RATIO = 1.0;
+/** Hours a liquidity provider's withdrawal waits before it may be paid. */
+export const DEFAULT_POOL_WITHDRAWAL_NOTICE_H = 72;
+
 export const DEFAULT_ROTATE_GRACE_S = 24 * 3600;
 export const DEFAULT_LOG_LEVEL = 'info';
 

@@ -161,6 +161,23 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    pool: z
+      .object({
+        lockRatio: z
+          .number()
+          .min(0)
+          .max(100)
+          .default(D.DEFAULT_POOL_LOCK_RATIO)
+          .describe('locked capital = min(capital, exposure × lockRatio): what no withdrawal may take'),
+        withdrawalNoticeH: z
+          .number()
+          .min(0)
+          .max(24 * 365)
+          .default(D.DEFAULT_POOL_WITHDRAWAL_NOTICE_H)
+          .describe('hours a liquidity provider’s withdrawal waits before it may be paid'),
+      })
+      .strict()
+      .prefault({}),
     applications: z
       .object({
         notifier: z

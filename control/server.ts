@@ -18,6 +18,7 @@ import { registerEndpointRoutes } from './admin/endpoints';
 import { registerFlagRoutes } from './admin/flags';
 import { registerKeyRoutes } from './admin/keys';
 import { registerAccountRoutes } from './admin/accounts';
+import { registerLpRoutes } from './admin/lps';
 import { registerLedgerRoutes } from './admin/ledger';
 import { registerOperatorRoutes } from './admin/operators';
 import { registerApprovalRoutes } from './admin/approvals';
@@ -41,6 +42,7 @@ import { joinCluster, type Membership } from './cluster';
 import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
 import { startRefills, type RefillLoop } from './admin/refills';
+import { startWithdrawals, type WithdrawalLoop } from './admin/withdrawals';
 import { ReceiptChainGuard } from './receipts/chain-guard';
 import { makeReceipts } from './receipts/maker';
 import type { Store } from './store';
@@ -60,6 +62,8 @@ export interface ControlHandle {
   routers: { admin: Router; sync: Router; metrics: Router };
   /** This control's refill loop (admin/refills.ts): a pass on demand, for the tests. */
   refills: RefillLoop;
+  /** This control's withdrawal loop (admin/withdrawals.ts): a pass on demand, for the tests. */
+  withdrawals: WithdrawalLoop;
   close(): Promise<void>;
 }
 
@@ -68,6 +72,8 @@ export interface StartOptions {
   now?: () => number;
   /** How often the refill loop looks for accounts due a refill. @default REFILL_CHECK_MS */
   refillCheckMs?: number;
+  /** How often the withdrawal loop looks for withdrawals due. @default WITHDRAWAL_CHECK_MS */
+  withdrawalCheckMs?: number;
 }
 
 function configureServer(server: Server): Server {
@@ -144,6 +150,7 @@ function adminRouter(ctx: ControlContext, hub: SyncHub, settler: Settler): Route
   const admin = new Router();
   registerKeyRoutes(admin, ctx);
   registerAccountRoutes(admin, ctx);
+  registerLpRoutes(admin, ctx);
   registerFlagRoutes(admin, ctx);
   registerEndpointRoutes(admin, ctx);
   registerChangelogRoutes(admin, ctx);
@@ -251,10 +258,12 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const runtimePath = join(boot.dataDir, RUNTIME_FILE);
   let membership: Membership | null = null;
   let refills: RefillLoop | null = null;
+  let withdrawals: WithdrawalLoop | null = null;
   const close = async (): Promise<void> => {
     hub.close();
     await settler.stop();
     await refills?.stop();
+    await withdrawals?.stop();
     await membership?.leave();
     await Promise.all(servers.map(closeServer));
     rmSync(runtimePath, { force: true });
@@ -269,6 +278,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     membership = await joinCluster(ctx);
     await settler.start();
     refills = startRefills(ctx, options.refillCheckMs);
+    withdrawals = startWithdrawals(ctx, options.withdrawalCheckMs);
   } catch (err) {
     await close();
     throw err;
@@ -276,5 +286,5 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   publishRuntime(runtimePath, ctx);
 
   log.info('control ready', { control_id: ctx.controlId, urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
-  return { ctx, bootstrap: boot, urls: ctx.urls, routers, refills, close };
+  return { ctx, bootstrap: boot, urls: ctx.urls, routers, refills, withdrawals, close };
 }

@@ -21,6 +21,7 @@ import {
   RotatedOperatorToken,
 } from './operators';
 import { FundPoolRequest, FundView, MarkPaidRequest, MarkPaidView } from './settlement';
+import { CreateLpRequest, LpDepositRequest, LpDepositView, LpView, WITHDRAW_FIELDS, WithdrawalView, oneOfAmountOrAll } from './lps';
 import { RotateKeyView } from './receipts';
 import type { OperatorScope } from './scopes';
 import { plainString } from './text';
@@ -45,6 +46,10 @@ export const MONEY_ACTIONS = [
   'accounts.refill.clear',
   'operators.add',
   'operators.rotate',
+  'lps.add',
+  'lps.deposit',
+  'lps.withdraw',
+  'lps.cancel',
 ] as const;
 export type MoneyAction = (typeof MONEY_ACTIONS)[number];
 
@@ -62,6 +67,10 @@ export const MONEY_ACTION_SCOPES: Readonly<Record<MoneyAction, OperatorScope>> =
   'accounts.refill.clear': 'money',
   'operators.add': 'operators',
   'operators.rotate': 'operators',
+  'lps.add': 'money',
+  'lps.deposit': 'money',
+  'lps.withdraw': 'money',
+  'lps.cancel': 'money',
 };
 
 /**
@@ -72,6 +81,9 @@ export const TWO_PERSON_GRANTS: readonly OperatorScope[] = ['money', 'operators'
 
 /** A deposit into an account, as the request records it: the account's id, the amount and the reference. */
 export const DepositAction = z.strictObject({ id: z.string().min(1), ...DepositRequest.shape });
+
+export const LpDepositAction = z.strictObject({ id: z.string().min(1), ...LpDepositRequest.shape });
+export const WithdrawAction = z.strictObject({ id: z.string().min(1), ...WITHDRAW_FIELDS }).superRefine(oneOfAmountOrAll);
 
 /** A wallet attached to a key's account (or, for `accounts.wallet.attach`, to the account), as the request records it: the key's (the account's) id and the wallet. */
 export const WalletAttachAction = WalletRequest.extend({ id: z.string().min(1) }).strict();
@@ -95,6 +107,10 @@ export const MONEY_ACTION_REQUESTS = {
   'accounts.refill.clear': WalletDetachAction,
   'operators.add': AddOperatorRequest,
   'operators.rotate': RotateOperatorAction,
+  'lps.add': CreateLpRequest,
+  'lps.deposit': LpDepositAction,
+  'lps.withdraw': WithdrawAction,
+  'lps.cancel': z.strictObject({ id: z.number().int().min(1) }),
 } as const satisfies Record<MoneyAction, z.ZodType>;
 
 /**
@@ -157,7 +173,7 @@ export const ApprovedView = z.strictObject({
   /**
    * The action's own answer, as it would have been without approvals (`pool fund`, `payouts
    * mark-paid`, `accounts deposit`, `accounts refill`, `receipts rotate-key`, `keys wallet`,
-   * `accounts wallet`, `operators add`, `operators rotate`). For
+   * `accounts wallet`, `operators add`, `operators rotate`, `lps add|deposit|withdraw|cancel`). For
    * an operator added or rotated, this is the one place its new token appears: made when the
    * request is approved, answered to the approver only, and stored as its SHA-256.
    */
@@ -171,6 +187,9 @@ export const ApprovedView = z.strictObject({
     AccountChange,
     IssuedOperatorToken,
     RotatedOperatorToken,
+    LpView,
+    LpDepositView,
+    WithdrawalView,
   ]),
 });
 export type ApprovedView = z.infer<typeof ApprovedView>;

@@ -30,6 +30,7 @@ export const INTERNAL_ERROR_CODES = {
   SVC_ERR_PG_SERVER_EXITED:
     'a throwaway cluster’s server exited before accepting connections, its log kept as `log` (a lost port is retried) (demo/throwaway-postgres.ts `ServerExited`)',
   SVC_ERR_LEDGER: 'a ledger rule a request would break (control/store/ledger.ts `LedgerError`, with `reason`)',
+  SVC_ERR_LP: 'a liquidity provider rule a request would break (control/store/lps.ts `LpError`, with `reason` and `field`)',
   SVC_ERR_MISSING_RECEIPT: 'a settled batch has no receipt where one must be (control/store/receipts.ts `MissingReceiptError`)',
   SVC_ERR_REISSUE: 'a receipt reissue refused (control/store/receipts.ts `ReissueError`, with `reason`)',
   SVC_ERR_SETTLER_HALTED:

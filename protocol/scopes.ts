@@ -20,7 +20,7 @@ export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
 
 /** What each scope allows: docs/operators.md's "Running svc as a team" table and the OpenAPI descriptions say the same. */
 export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
-  read: 'every GET of the admin API, and waiting for the gateways (`sync/wait`)',
+  read: 'every GET of the admin API but the liquidity providers’ (`money`), and waiting for the gateways (`sync/wait`)',
   keys: 'issue, revoke, rotate and lift keys, and add the accounts they belong to (and set their low-balance threshold)',
   flags: 'set flags and publish changelog notices',
   endpoints: 'add, change and remove endpoints',
@@ -28,7 +28,7 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
   gateways: "set a gateway's weight",
   settler: 'pause, resume and run the settler once',
   money:
-    "fund the pool, mark payouts paid, deposit into accounts, set their refill rules, attach and detach an account's payout wallet (or a key's account's)",
+    "fund the pool, mark payouts paid, deposit into accounts, set their refill rules, attach and detach an account's payout wallet (or a key's account's), and add, show, deposit for and withdraw for liquidity providers",
   receipts: 'rotate the receipt signing key and reissue a receipt',
   operators: 'add, revoke and rotate operators, within the scopes the caller holds itself',
 };
@@ -99,6 +99,13 @@ export const ADMIN_ROUTE_SCOPES: Readonly<Record<string, OperatorScope>> = {
   'GET /_admin/v1/approvals/:id': 'read',
   'POST /_admin/v1/approvals/:id/approve': 'money',
   'POST /_admin/v1/approvals/:id/reject': 'money',
+  'GET /_admin/v1/lps': 'money',
+  'POST /_admin/v1/lps': 'money',
+  'GET /_admin/v1/lps/:id': 'money',
+  'POST /_admin/v1/lps/:id/deposit': 'money',
+  'POST /_admin/v1/lps/:id/withdrawals': 'money',
+  'GET /_admin/v1/lp-withdrawals': 'money',
+  'POST /_admin/v1/lp-withdrawals/:id/cancel': 'money',
 };
 
 /**

@@ -4,6 +4,7 @@
  * type inferred, so the admin OpenAPI document is generated from the same definitions.
  */
 import { z } from 'zod';
+import { PoolCapitalView } from './lps';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
 import { Count, IsoTime, MicroAmount, Millis } from './wire';
@@ -136,8 +137,10 @@ export const PoolView = z.strictObject({
   /** Balance of the pool account. */
   pool: MicroAmount,
   treasury: MicroAmount,
-  /** Everything funded into the pool (external → pool). */
+  /** Everything funded into the pool (external → pool: `pool fund` and the liquidity providers' deposits). */
   funded: MicroAmount,
+  /** Everything paid to liquidity providers by their withdrawals (pool → external). */
+  withdrawn: MicroAmount,
   premiums: MicroAmount,
   treasury_fees: MicroAmount,
   refunds: MicroAmount,
@@ -153,8 +156,12 @@ export const PoolView = z.strictObject({
   settled_calls: Count,
   /** Outcomes received and not settled yet. */
   backlog: Count,
+  /** Who owns the capital and what of it is locked (protocol/lps.ts). */
+  capital: PoolCapitalView,
 });
 export type PoolView = z.infer<typeof PoolView>;
+/** The pool's figures from the ledger alone, as the store reads them (the admin API adds `capital`). */
+export type LedgerPoolView = Omit<PoolView, 'capital'>;
 
 export const FundPoolRequest = z.object({ amount: Micro, note: plainString('text').trim().min(1).max(500).optional() }).strict();
 export type FundPoolRequest = z.infer<typeof FundPoolRequest>;

@@ -5,6 +5,7 @@
  * `money.approvals` is 2; a ledger rule they would break answers 409 `svc_conflict`.
  */
 import { SvcError } from '../../protocol/errors';
+import { poolShow } from './lp-actions';
 import { readJson, sendJson } from '../../runtime/http';
 import {
   FundPoolRequest,
@@ -23,7 +24,7 @@ import { moneyAction } from './money-actions';
 export function registerLedgerRoutes(router: Router, ctx: ControlContext): void {
   const ledger = ctx.store.ledger;
 
-  router.get('/_admin/v1/pool', async ({ res }) => sendJson(res, 200, (await ledger.poolView()) satisfies PoolView));
+  router.get('/_admin/v1/pool', async ({ res }) => sendJson(res, 200, (await poolShow(ctx)) satisfies PoolView));
 
   router.post('/_admin/v1/pool/fund', async ({ req, res, actor, tokenId }) => {
     const input = parseBody(FundPoolRequest, await readJson(req));

@@ -30,6 +30,8 @@ import type { RotateKeyView } from '../../protocol/receipts';
 import type { ControlContext } from '../context';
 import type { Actor } from '../store';
 import { LedgerError } from '../store/ledger';
+import { LpError } from '../store/lps';
+import { addLp, cancelWithdrawal, depositLp, poolShow, withdrawLp } from './lp-actions';
 import type { Executor, Input, Within } from './action-executor';
 import { addOperator, rotateOperator } from './operator-actions';
 import {
@@ -45,12 +47,17 @@ import { approvalStatus, type ApprovalRow } from '../store/approvals';
 
 const NOTHING: Within = async () => {};
 
-/** A ledger rule the change would break (a payout over what is owed, a deposit reference used): 409 `svc_conflict` with the rule's reason. */
+/**
+ * A ledger or liquidity provider rule the change would break (a payout over what is owed, a
+ * deposit reference used, a withdrawal over the position): 409 `svc_conflict` with the rule's
+ * reason (and the field it is about).
+ */
 async function ledgerConflict<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
     if (err instanceof LedgerError) throw new SvcError('svc_conflict', err.message, { extra: { reason: err.reason } });
+    if (err instanceof LpError) throw new SvcError('svc_conflict', err.message, { extra: { reason: err.reason, field: err.field } });
     throw err;
   }
 }
@@ -87,7 +94,7 @@ const fund: Executor<'pool.fund', FundView> = {
         return tx.ledger.fund(input.amount, now, by.actor, note);
       },
     );
-    return { transfer_id: transferId, amount: input.amount, pool: await ctx.store.ledger.poolView() };
+    return { transfer_id: transferId, amount: input.amount, pool: await poolShow(ctx) };
   },
 };
 
@@ -166,6 +173,10 @@ const EXECUTORS: { [A in MoneyAction]: Executor<A, ApprovedView['result']> } = {
   'accounts.refill.clear': clearRefill,
   'operators.add': addOperator,
   'operators.rotate': rotateOperator,
+  'lps.add': addLp,
+  'lps.deposit': depositLp,
+  'lps.withdraw': withdrawLp,
+  'lps.cancel': cancelWithdrawal,
 };
 
 /** What a money route answers: the action's own answer, or `202` and the pending request. */

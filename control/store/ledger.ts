@@ -19,16 +19,28 @@ import {
   type LedgerVerifyView,
   type MarkPaidView,
   type PayoutLine,
-  type PoolView,
+  type LedgerPoolView,
 } from '../../protocol/settlement';
 import { CodedError } from '../../protocol/coded-error';
 import { accountLedger } from './accounts';
 
 /**
  * `deposit` and `refill`: external → `account:<id>`; `move`: a key's balance to its account
- * (`key:<id>` → `account:<id>`, written only by migration 21, either sign).
+ * (`key:<id>` → `account:<id>`, written only by migration 21, either sign); `fund` and
+ * `lp_deposit`: external → pool, minting a provider's shares; `lp_withdrawal`: pool → external,
+ * one payment of a provider's withdrawal.
  */
-export type TransferKind = 'fund' | 'premium' | 'treasury_fee' | 'refund' | 'payout' | 'deposit' | 'move' | 'refill';
+export type TransferKind =
+  | 'fund'
+  | 'premium'
+  | 'treasury_fee'
+  | 'refund'
+  | 'payout'
+  | 'deposit'
+  | 'move'
+  | 'refill'
+  | 'lp_deposit'
+  | 'lp_withdrawal';
 
 export interface Posting {
   account: string;
@@ -77,7 +89,7 @@ export interface LedgerTable {
    * sum to zero. Inside a transaction; answers the transfer id.
    */
   transfer(input: TransferInput): Promise<number>;
-  /** external → pool. Inside `Store.mutate`. */
+  /** external → pool, a deposit into the built-in provider `operator`'s position (`LpsTable.deposit`). Inside `Store.mutate`. */
   fund(amount: number, at: number, actor: string, note: string | null): Promise<number>;
   /**
    * Record an operator's deposit of `amount` into account `accountId` under `reference`
@@ -106,7 +118,7 @@ export interface LedgerTable {
    */
   payouts(wallet?: string): Promise<PayoutLine[]>;
   /** What `svcctl pool show` prints: balances, flows, clamps and the shortfall, from one snapshot. */
-  poolView(): Promise<PoolView>;
+  poolView(): Promise<LedgerPoolView>;
   /** Check every ledger invariant against committed state, in one read snapshot (`sql/ledger-verify.ts`). */
   verify(): Promise<LedgerVerifyView>;
   // For the indexer (docs/design.md §7); each reads committed state.

@@ -84,6 +84,7 @@ export abstract class StoreBase {
   declare readonly keys: StoreTables['keys'];
   declare readonly accounts: StoreTables['accounts'];
   declare readonly budgets: StoreTables['budgets'];
+  declare readonly lps: StoreTables['lps'];
   declare readonly flags: StoreTables['flags'];
   declare readonly endpoints: StoreTables['endpoints'];
   declare readonly changelog: StoreTables['changelog'];

@@ -12,6 +12,8 @@ import type { AccountsTable } from '../accounts';
 import { SqlAccountsTable } from './accounts';
 import type { BudgetsTable } from '../budgets';
 import { SqlBudgetsTable } from './budgets';
+import type { LpsTable } from '../lps';
+import { SqlLpsTable } from './lps';
 import { SqlAuditTable } from './audit';
 import { SqlChangelogTable } from './changelog';
 import { SqlEndpointsTable } from './endpoints';
@@ -44,6 +46,8 @@ export interface SharedTables extends StateTables {
   readonly accounts: AccountsTable;
   /** What gateway instances hold of each account's money (prepaid budgets). */
   readonly budgets: BudgetsTable;
+  /** Who owns the pool's capital, in shares, and the withdrawal queue. */
+  readonly lps: LpsTable;
   /** Money actions waiting for a second operator. */
   readonly approvals: ApprovalsTable;
   /** Operators and their tokens (digests only). */
@@ -71,6 +75,7 @@ export function sharedTables(conn: Conn): SharedTables {
     keys: new SqlKeysTable(conn),
     accounts: new SqlAccountsTable(conn),
     budgets: new SqlBudgetsTable(conn),
+    lps: new SqlLpsTable(conn),
     approvals: new SqlApprovalsTable(conn),
     operators: new SqlOperatorsTable(conn),
     applications: new SqlApplicationsTable(conn),

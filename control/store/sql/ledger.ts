@@ -4,7 +4,7 @@
  * writes it; `transfer` and `balance` are also the settlement's own (`sql/settlement.ts`), on
  * its transaction's connection.
  */
-import type { BalanceView, Clamp, LedgerVerifyView, MarkPaidView, PayoutLine, PoolView } from '../../../protocol/settlement';
+import type { BalanceView, Clamp, LedgerPoolView, LedgerVerifyView, MarkPaidView, PayoutLine } from '../../../protocol/settlement';
 import { sql, type Conn } from '../conn';
 import { accountLedger } from '../accounts';
 import {
@@ -19,6 +19,8 @@ import {
   type TransferInput,
 } from '../ledger';
 import { verifyLedger } from './ledger-verify';
+import { SqlLpsTable } from './lps';
+import { OPERATOR_LP } from '../../../protocol/lps';
 
 /** Accounts' ledger accounts as a primary-key range: `account:` ≤ account < `account;`. */
 const ACCOUNT_RANGE = `account >= 'account:' AND account < 'account;'`;
@@ -59,7 +61,8 @@ const Q = {
   ),
   poolParts: sql(
     `SELECT coalesce((SELECT balance FROM account_balances WHERE account = 'treasury'), 0) AS treasury,
-            ${KIND_TOTAL('fund', 'pool')} AS funded, ${KIND_TOTAL('payout', 'external')} AS paid_out,
+            ${KIND_TOTAL('fund', 'pool')} + ${KIND_TOTAL('lp_deposit', 'pool')} AS funded,
+            ${KIND_TOTAL('lp_withdrawal', 'external')} AS withdrawn, ${KIND_TOTAL('payout', 'external')} AS paid_out,
             (SELECT CAST(coalesce(sum(balance), 0) AS BIGINT) FROM account_balances WHERE ${ACCOUNT_RANGE} AND balance > 0) AS owed_to_keys`,
   ),
   clamped: sql(`SELECT clamp, count(*) AS n FROM settled_calls WHERE clamp IS NOT NULL GROUP BY clamp ORDER BY clamp`),
@@ -136,12 +139,9 @@ export class SqlLedgerTable implements LedgerTable {
     return transfer(this.conn, input);
   }
 
-  fund(amount: number, at: number, actor: string, note: string | null): Promise<number> {
-    const postings = [
-      { account: 'external', amount: -amount },
-      { account: 'pool', amount },
-    ];
-    return transfer(this.conn, { kind: 'fund', at, actor, reference: note, postings });
+  async fund(amount: number, at: number, actor: string, note: string | null): Promise<number> {
+    // The operator's money is the built-in provider's position: the deposit mints its shares.
+    return (await new SqlLpsTable(this.conn).deposit(OPERATOR_LP, amount, 'fund', note, at, actor)).transfer_id;
   }
 
   deposit(accountId: string, amount: number, reference: string, at: number, actor: string): Promise<Deposit> {
@@ -189,16 +189,19 @@ export class SqlLedgerTable implements LedgerTable {
     return payoutLines(await this.conn.all(Q.payoutRows), wallet);
   }
 
-  poolView(): Promise<PoolView> {
+  poolView(): Promise<LedgerPoolView> {
     return this.conn.tx(async (c) => {
       const t = await totalsOn(c);
-      const parts = (await c.get<{ treasury: number; funded: number; owed_to_keys: number; paid_out: number }>(Q.poolParts))!;
+      const parts = (await c.get<{ treasury: number; funded: number; withdrawn: number; owed_to_keys: number; paid_out: number }>(
+        Q.poolParts,
+      ))!;
       const clamped = { pool_depleted: 0, cap_clamped: 0 };
       for (const row of await c.all<{ clamp: Clamp; n: number }>(Q.clamped)) clamped[row.clamp] = row.n;
       return {
         pool: t.pool_size,
         treasury: parts.treasury,
         funded: parts.funded,
+        withdrawn: parts.withdrawn,
         premiums: t.total_premiums,
         treasury_fees: t.total_treasury_fees,
         refunds: t.total_refunds,

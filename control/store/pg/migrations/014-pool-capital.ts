@@ -65,5 +65,5 @@ export default `
   INSERT INTO lp_share_events (provider_id, kind, shares, amount, capital_before, shares_before, before_transfer, at)
     SELECT 'operator', 'migration', shares, shares, shares, 0,
            coalesce((SELECT max(id) FROM ledger_transfers), 0) + 1, created_at
-    FROM liquidity_providers WHERE id = 'operator' AND shares > 0;
+    FROM liquidity_providers WHERE id = 'operator';
 `;

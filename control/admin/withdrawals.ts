@@ -1,0 +1,75 @@
+/**
+ * Paying liquidity providers' withdrawals (docs/money.md, "Pool capital"). A withdrawal is due
+ * once its notice (`pool.withdrawalNoticeH`) has passed; every control looks for due ones every
+ * {@link WITHDRAWAL_CHECK_MS} (and once when it starts) and pays them, oldest due first, from
+ * the pool's free capital (capital less what its exposure locks), each in part when free capital
+ * is short (the rest, and the requests behind it, wait for the next pass). A pass is one
+ * transaction under the store's writer lock (`LpsTable.payDue`): no settlement, deposit or other
+ * control's pass moves the pool meanwhile, so a payment is made once and never from locked
+ * capital. Each pass that pays is audited `lps.withdrawals.paid`, actor `withdrawals`.
+ */
+import type { ControlContext } from '../context';
+import type { WithdrawalPayment } from '../store/lps';
+import type { Audit } from '../store';
+import { AlreadyDone, mutateUnlessDone } from './mutation';
+
+/** How often a control looks for withdrawals due. @default 60_000 */
+export const WITHDRAWAL_CHECK_MS = 60_000;
+
+/** Pay the withdrawals due now; answers the payments made. */
+export async function payDueWithdrawals(ctx: ControlContext): Promise<WithdrawalPayment[]> {
+  const now = ctx.now();
+  const detail: Record<string, unknown> = { control_id: ctx.controlId };
+  const audit: Audit = { action: 'lps.withdrawals.paid', target: 'pool', detail };
+  const made = await mutateUnlessDone(ctx.store, { actor: 'withdrawals', now }, audit, async (tx) => {
+    const payments = await tx.lps.payDue(now, ctx.config.pool.lockRatio, 'withdrawals');
+    if (payments.length === 0) throw new AlreadyDone();
+    detail.payments = payments.map((p) => ({
+      withdrawal_id: p.withdrawal.id,
+      provider_id: p.withdrawal.provider_id,
+      amount: p.amount,
+      shares: p.shares,
+      transfer_id: p.transfer_id,
+      exposure: p.exposure,
+      locked: p.locked,
+    }));
+    return payments;
+  });
+  return made?.result ?? [];
+}
+
+/** The withdrawal loop of one control: a pass now, then one every `intervalMs`, until stopped. */
+export interface WithdrawalLoop {
+  /** A pass now (the loop's next one is not moved); what tests call. */
+  runOnce(): Promise<WithdrawalPayment[]>;
+  stop(): Promise<void>;
+}
+
+export function startWithdrawals(ctx: ControlContext, intervalMs = WITHDRAWAL_CHECK_MS): WithdrawalLoop {
+  let running: Promise<unknown> = Promise.resolve();
+  let lastError: string | null = null;
+  const pass = (): Promise<WithdrawalPayment[]> => {
+    const next = running.then(() => payDueWithdrawals(ctx));
+    running = next.then(
+      () => {
+        lastError = null;
+      },
+      (err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (message !== lastError) ctx.log.warn('withdrawal pass failed', { err });
+        lastError = message;
+      },
+    );
+    return next;
+  };
+  void pass().catch(() => undefined);
+  const timer = setInterval(() => void pass().catch(() => undefined), intervalMs);
+  timer.unref();
+  return {
+    runOnce: pass,
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
