@@ -50,18 +50,18 @@ const Q = {
             (SELECT count(*) FROM liquidity_providers WHERE shares > 0) AS providers,
             (SELECT count(*) FROM lp_withdrawals WHERE status = 'pending') AS pending_withdrawals`,
   ),
-  // unsettled_covered: only the queue's covered failures; each endpoint's economics beside them,
-  // and the endpoints with an hourly cap whose current hour may still bring refunds.
-  exposure: sql(
+  // Each endpoint's economics and this hour's refunds; its recorded failures are counted apart.
+  endpoints: sql(
     `SELECT e.id AS endpoint_id, e.price, e.premium, e.refund_cap_per_call, e.refund_cap_per_hour,
             CASE WHEN e.removed_at IS NULL THEN 0 ELSE 1 END AS removed,
-            CAST(coalesce(q.before, 0) AS BIGINT) AS before, CAST(coalesce(q.current, 0) AS BIGINT) AS current,
-            coalesce((SELECT h.refunds FROM refund_hours h WHERE h.endpoint_id = e.id AND h.hour = @hour), 0) AS refunded_this_hour
-     FROM endpoints e LEFT JOIN (
-       SELECT endpoint_id, sum(CASE WHEN started_at < @from THEN 1 ELSE 0 END) AS before,
-              sum(CASE WHEN started_at >= @from THEN 1 ELSE 0 END) AS current
-       FROM unsettled_outcomes WHERE key_id IS NOT NULL AND outcome IN (${COVERED}) GROUP BY endpoint_id) q ON q.endpoint_id = e.id
-     WHERE q.endpoint_id IS NOT NULL OR (e.removed_at IS NULL AND e.refund_cap_per_hour > 0)`,
+            coalesce((SELECT h.refunds FROM refund_hours h WHERE h.endpoint_id = e.id AND h.hour = ?), 0) AS refunded_this_hour
+     FROM endpoints e`,
+  ),
+  // unsettled_covered: only the queue's covered failures, of one endpoint, before and since `from`.
+  failures: sql(
+    `SELECT CAST(coalesce(sum(CASE WHEN started_at < @from THEN 1 ELSE 0 END), 0) AS BIGINT) AS before,
+            CAST(coalesce(sum(CASE WHEN started_at >= @from THEN 1 ELSE 0 END), 0) AS BIGINT) AS current
+     FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND key_id IS NOT NULL AND outcome IN (${COVERED})`,
     { replan: true }, // it reads the settler's queue (`SqlOptions.replan`)
   ),
   priorDeposit: sql(
@@ -343,9 +343,16 @@ export class SqlLpsTable implements LpsTable {
   }
 }
 
-/** The pool's exposure at `now` on `c` (`exposureOf`). */
+/**
+ * The pool's exposure at `now` on `c` (`exposureOf`): each endpoint's recorded failures counted
+ * through `unsettled_covered` (one search per endpoint; endpoints are few, failures may not be).
+ */
 export async function exposureAt(c: Conn, now: number): Promise<number> {
   const hour = Math.floor(now / HOUR_MS);
-  const rows = await c.all<ExposureRow & { removed: number | boolean }>(Q.exposure, { hour, from: hour * HOUR_MS });
-  return exposureOf(rows.map((r) => ({ ...r, removed: Boolean(r.removed) })));
+  const rows: ExposureRow[] = [];
+  for (const e of await c.all<Omit<ExposureRow, 'before' | 'current' | 'removed'> & { removed: number }>(Q.endpoints, [hour])) {
+    const n = (await c.get<{ before: number; current: number }>(Q.failures, { from: hour * HOUR_MS, endpoint: e.endpoint_id }))!;
+    rows.push({ ...e, ...n, removed: e.removed === 1 });
+  }
+  return exposureOf(rows);
 }
