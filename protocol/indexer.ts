@@ -5,6 +5,7 @@
  * ledger (0 until the settler has settled something); ids are opaque (`call_…`, `prv_…`).
  */
 import { z } from 'zod';
+import { PublicPool } from './lps';
 import { Outcome } from './outcome';
 import { SettlerPublicState } from './public';
 import { Clamp } from './settlement';
@@ -43,8 +44,10 @@ export type SettledActivityItem = z.infer<typeof SettledActivityItem>;
 
 /** `GET {indexer_url}/api/stats`. */
 export const StatsAnswer = z.strictObject({
-  /** The coverage pool's balance. */
+  /** The coverage pool's balance: `pool.capital`. */
   pool_size: MicroAmount,
+  /** Who may lose what: the capital, what its exposure locks, what is free, and its owners (protocol/lps.ts). */
+  pool: PublicPool,
   settled_batches: Count,
   settled_calls: Count,
   total_refunds: MicroAmount,

@@ -56,6 +56,21 @@ export const PoolCapitalView = z.strictObject({
 });
 export type PoolCapitalView = z.infer<typeof PoolCapitalView>;
 
+/**
+ * The pool's capital as the public sees it (`/api/stats` `pool`, `/api/v1/status`, the status and
+ * activity pages): the figures, and providers as a count, never a name.
+ */
+export const PublicPool = PoolCapitalView.pick({
+  capital: true,
+  locked: true,
+  free: true,
+  exposure: true,
+  value_per_share: true,
+  providers: true,
+  pending_withdrawals: true,
+});
+export type PublicPool = z.infer<typeof PublicPool>;
+
 /** A provider's position. `value` = shares × capital ÷ shares outstanding, rounded down. */
 export const LpView = z.strictObject({
   id: z.string(),

@@ -4,6 +4,7 @@
  * OpenAPI document. Ids are opaque (`prv_…`, `gw_…`); amounts are integer micro-units.
  */
 import { z } from 'zod';
+import { PublicPool } from './lps';
 import { SETTLER_STATES, settlerProgress } from './settlement';
 import { Count, IsoTime, MicroAmount, Millis, StateVersion } from './wire';
 
@@ -108,7 +109,7 @@ export const StatusAnswer = z.strictObject({
   updated_at: IsoTime,
   bootstrap: z.strictObject({
     database: z.strictObject({ ready: z.boolean(), schema_version: Count, schema_expected: Count }),
-    pool: z.strictObject({ funded: z.boolean(), balance: MicroAmount }),
+    pool: z.strictObject({ funded: z.boolean(), balance: MicroAmount, capital: PublicPool }),
     endpoints: z.strictObject({ registered: Count }),
     state_version: StateVersion,
     gateways: z.strictObject({ connected: Count, known: Count, list: z.array(PublicGateway) }),

@@ -5,7 +5,7 @@
  * with `money.approvals: 2`, waits for a second one. Paying due withdrawals is the withdrawal
  * loop's (withdrawals.ts), not an operator's.
  */
-import type { LpDepositView, LpDetail, LpView, PoolCapitalView, WithdrawalView } from '../../protocol/lps';
+import type { LpDepositView, LpDetail, LpView, PoolCapitalView, PublicPool, WithdrawalView } from '../../protocol/lps';
 import { SvcError } from '../../protocol/errors';
 import type { PoolView } from '../../protocol/settlement';
 import type { ControlContext } from '../context';
@@ -151,4 +151,18 @@ export const cancelWithdrawal: Executor<'lps.cancel', WithdrawalView> = {
 export async function poolShow(ctx: ControlContext): Promise<PoolView> {
   const [ledger, { view }] = await Promise.all([ctx.store.ledger.poolView(), poolCapital(ctx)]);
   return { ...ledger, capital: view };
+}
+
+/** The pool's capital as the public sees it (`PublicPool`): no provider's name. */
+export async function publicPool(ctx: ControlContext): Promise<PublicPool> {
+  const { view } = await poolCapital(ctx);
+  return {
+    capital: view.capital,
+    locked: view.locked,
+    free: view.free,
+    exposure: view.exposure,
+    value_per_share: view.value_per_share,
+    providers: view.providers,
+    pending_withdrawals: view.pending_withdrawals,
+  };
 }

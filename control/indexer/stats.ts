@@ -10,12 +10,15 @@ import type { ControlContext } from '../context';
 import type { CursorCodec } from '../activity-cursor';
 import type { OpaqueIds } from '../../protocol/opaque-ids';
 import { activityItem } from '../activity-item';
+import { publicPool } from '../admin/lp-actions';
 import type { ActivityCursor, ActivityFilter } from '../store/public-reads';
 
 export async function statsAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatsAnswer> {
-  const totals = await ctx.store.ledger.totals();
+  const [totals, pool] = await Promise.all([ctx.store.ledger.totals(), publicPool(ctx)]);
   return {
-    pool_size: totals.pool_size,
+    // One figure, read once: the pool's balance is its capital.
+    pool_size: pool.capital,
+    pool,
     settled_batches: totals.settled_batches,
     settled_calls: totals.settled_calls,
     total_refunds: totals.total_refunds,

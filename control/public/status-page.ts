@@ -6,6 +6,7 @@
  * instant, so it reads the same in a screen reader, a text browser or with styles off. Links to
  * the providers, the activity and the Atom feeds.
  */
+import type { PublicPool } from '../../protocol/lps';
 import type { StatusAnswer } from '../../protocol/public';
 import { HISTORY_DAYS, type History, type Incident } from './pages/history';
 import { duration, escapeHtml, money, renderDocument, time } from '../pages/layout';
@@ -40,6 +41,14 @@ function maintenanceSection(s: StatusAnswer): string {
   return `<section aria-labelledby="h-maintenance"><h2 id="h-maintenance">Maintenance</h2>${body}</section>`;
 }
 
+/** The pool's capital in a sentence: what is locked against exposure, what is free, who owns it (a count). */
+export function poolWords(p: PublicPool): string {
+  const providers = `${p.providers} liquidity provider${p.providers === 1 ? '' : 's'}`;
+  const pending =
+    p.pending_withdrawals === 0 ? '' : `, ${p.pending_withdrawals} withdrawal${p.pending_withdrawals === 1 ? '' : 's'} pending`;
+  return `${money(p.locked)} locked against an exposure of ${money(p.exposure)}, ${money(p.free)} free; ${providers} at ${p.value_per_share} a share${pending}`;
+}
+
 function bootstrapSection(s: StatusAnswer): string {
   const b = s.bootstrap;
   const gateways =
@@ -56,6 +65,7 @@ function bootstrapSection(s: StatusAnswer): string {
   return `<section aria-labelledby="h-bootstrap"><h3 id="h-bootstrap">Bootstrap</h3><dl id="bootstrap">
 ${row('Database', b.database.ready ? `ready (schema version ${b.database.schema_version})` : `not ready (schema version ${b.database.schema_version} of ${b.database.schema_expected})`)}
 ${row('Coverage pool', b.pool.funded ? `funded (${money(b.pool.balance)})` : 'not funded')}
+${row('Pool capital', poolWords(b.pool.capital))}
 ${row('Endpoints registered', String(b.endpoints.registered))}
 ${row('Gateways connected', `${b.gateways.connected} of ${b.gateways.known} known`)}
 ${row('State version', String(b.state_version))}

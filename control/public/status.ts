@@ -8,13 +8,15 @@ import type { StatusAnswer } from '../../protocol/public';
 import { settlerView, type ControlContext } from '../context';
 import type { OpaqueIds } from '../../protocol/opaque-ids';
 import { publicChangelog } from './reads';
+import { publicPool } from '../admin/lp-actions';
 
 export async function statusAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatusAnswer> {
   const now = ctx.now();
   const store = ctx.store;
   const stateVersion = await store.version();
   const gateways = await ctx.gateways();
-  const pool = await store.ledger.poolSize();
+  const capital = await publicPool(ctx);
+  const pool = capital.capital;
   const gate = await store.flags.get('beta_gate_enabled');
   const maintenance = await store.flags.get('maintenance_mode');
   const settler = await settlerView(ctx);
@@ -27,7 +29,7 @@ export async function statusAnswer(ctx: ControlContext, ids: OpaqueIds): Promise
     updated_at: new Date(now).toISOString(),
     bootstrap: {
       database: { ready: schemaVersion === schemaExpected, schema_version: schemaVersion, schema_expected: schemaExpected },
-      pool: { funded: pool > 0, balance: pool },
+      pool: { funded: pool > 0, balance: pool, capital },
       endpoints: { registered: await store.endpoints.count() },
       state_version: stateVersion,
       gateways: {

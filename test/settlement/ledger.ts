@@ -262,6 +262,7 @@ t.test('the pool never went negative, checked over its history', async (t) => {
       `INSERT INTO ledger_transfers (id, at, kind, call_id, batch_id, reference, actor) SELECT 100, at, kind, call_id, batch_id, reference, actor FROM ledger_transfers WHERE id = 1`,
     );
     await exec(`UPDATE ledger_postings SET transfer_id = 100 WHERE transfer_id = 1`);
+    await exec(`UPDATE lp_share_events SET transfer_id = 100, before_transfer = 100 WHERE transfer_id = 1`);
     await exec(`DELETE FROM ledger_transfers WHERE id = 1`);
     t.match((await store.ledger.verify()).violation, /running balance reached -1100/);
   });

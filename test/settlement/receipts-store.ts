@@ -25,7 +25,16 @@ import { BACKFILL_MARKER_FILE } from '../../control/receipts/backfill-marker';
 import { RECEIPT_KEY_FILE } from '../../control/receipts/signing-key';
 import { jwkThumbprint, receiptHash, verifyCallProof } from '../../protocol/receipts-verify';
 import { T0, all, chainProblem, records, seed, settle, settlerOf } from '../fixtures/receipts';
-import { newInstall, openInstall, rawExec, rawValue, sqliteInstall, sqlitePath, type Install } from '../fixtures/store-sql';
+import {
+  newInstall,
+  openInstall,
+  rawExec,
+  rawValue,
+  sqliteInstall,
+  sqlitePath,
+  UNDO_POOL_CAPITAL,
+  type Install,
+} from '../fixtures/store-sql';
 import { waitFor } from '../fixtures/stack';
 import { forEachStore } from '../fixtures/stores';
 import { makeReceipts } from '../../control/receipts/maker';
@@ -260,7 +269,9 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   // their tokens, the audit log's token and approver; 17: approval requests; 18: the outcomes'
   // index by key; 19: outcomes split into records, the queue and settled calls, its index by
   // key with them; 20: accounts, each key's account; 21: the refills' record, which names the
-  // accounts; 22: endpoints' billing, the escrows, which name the accounts).
+  // accounts; 22: endpoints' billing, the escrows, which name the accounts; 23: the pool's
+  // providers, their share events and withdrawals, the refund caps).
+  db.exec(UNDO_POOL_CAPITAL.sqlite);
   db.exec(`ALTER TABLE gateways DROP COLUMN control_id; ALTER TABLE gateways DROP COLUMN engine`);
   db.exec(`DROP TABLE operator_tokens; DROP TABLE operators`);
   db.exec(`DROP TABLE approvals`);

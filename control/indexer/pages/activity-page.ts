@@ -16,9 +16,12 @@ import type { SettlerPublicState } from '../../../protocol/public';
 import type { ActivityFilter } from '../../store/public-reads';
 import { escapeHtml, money, plural, renderDocument, time } from '../../pages/layout';
 import type { PageUrls } from '../../pages/respond';
+import type { PublicPool } from '../../../protocol/lps';
+import { poolWords } from '../../public/status-page';
 
 export interface ActivityTotals {
   pool_size: number;
+  pool: PublicPool;
   settled_batches: number;
   settled_calls: number;
   total_refunds: number;
@@ -109,6 +112,7 @@ const receiptLink = (batch: number): string => `<a href="/api/receipts/${batch}"
 function totals(t: ActivityTotals): string {
   return `<dl id="totals">
 <dt>Coverage pool</dt><dd>${money(t.pool_size)} units</dd>
+<dt>Pool capital</dt><dd>${poolWords(t.pool)}</dd>
 <dt>Settled</dt><dd>${t.settled_calls} calls in ${t.settled_batches} batches</dd>
 <dt>Refunds paid</dt><dd>${money(t.total_refunds)}</dd>
 <dt>Premiums collected</dt><dd>${money(t.total_premiums)}</dd>

@@ -19,6 +19,7 @@ import { sendPage } from '../../pages/respond';
 import { PAGE_REFUNDS, forPeople, pageUrls, registerFavicon } from '../../pages/site';
 import { activityPage } from '../stats';
 import { parseActivityQuery, renderActivityPage, type ActivityView } from './activity-page';
+import { publicPool } from '../../admin/lp-actions';
 import { receiptsFeed } from './receipts-feed';
 
 /** Settlement batches listed on the activity page. @default 10 */
@@ -61,9 +62,9 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
       cache,
       key,
       async () => {
-        const totals = await ctx.store.ledger.totals();
+        const [totals, pool] = await Promise.all([ctx.store.ledger.totals(), publicPool(ctx)]);
         const view: ActivityView = {
-          totals: { ...totals, settler: (await ctx.settler())?.state ?? 'not_running' },
+          totals: { ...totals, pool_size: pool.capital, pool, settler: (await ctx.settler())?.state ?? 'not_running' },
           providers: endpoints.map((e) => ids.provider(e.id)).sort(),
           asked,
           lookup: asked.call === null ? null : await lookupCall(ctx, ids, asked.call),
