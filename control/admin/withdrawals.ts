@@ -7,11 +7,15 @@
  * transaction under the store's writer lock (`LpsTable.payDue`): no settlement, deposit or other
  * control's pass moves the pool meanwhile, so a payment is made once and never from locked
  * capital. Each pass that pays is audited `lps.withdrawals.paid`, actor `withdrawals`.
+ *
+ * Each pass then samples the pool for the public pages' 90-day chart (`pool_days`: the day's
+ * capital, and its highest exposure with the capital locked then).
  */
 import type { ControlContext } from '../context';
 import type { WithdrawalPayment } from '../store/lps';
 import type { Audit } from '../store';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
+import { poolCapital } from './lp-actions';
 
 /** How often a control looks for withdrawals due. @default 60_000 */
 export const WITHDRAWAL_CHECK_MS = 60_000;
@@ -38,6 +42,13 @@ export async function payDueWithdrawals(ctx: ControlContext): Promise<Withdrawal
   return made?.result ?? [];
 }
 
+/** Record the pool's capital and exposure now in today's row (UTC). */
+export async function samplePool(ctx: ControlContext): Promise<void> {
+  const now = ctx.now();
+  const { figures } = await poolCapital(ctx);
+  await ctx.store.lps.sampleDay(new Date(now).toISOString().slice(0, 10), figures, now);
+}
+
 /** The withdrawal loop of one control: a pass now, then one every `intervalMs`, until stopped. */
 export interface WithdrawalLoop {
   /** A pass now (the loop's next one is not moved); what tests call. */
@@ -49,7 +60,11 @@ export function startWithdrawals(ctx: ControlContext, intervalMs = WITHDRAWAL_CH
   let running: Promise<unknown> = Promise.resolve();
   let lastError: string | null = null;
   const pass = (): Promise<WithdrawalPayment[]> => {
-    const next = running.then(() => payDueWithdrawals(ctx));
+    const next = running.then(async () => {
+      const paid = await payDueWithdrawals(ctx);
+      await samplePool(ctx);
+      return paid;
+    });
     running = next.then(
       () => {
         lastError = null;

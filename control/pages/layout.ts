@@ -55,6 +55,9 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9em}
 .spark .line{fill:none;stroke:var(--fg);stroke-width:1.25;stroke-linejoin:round;stroke-linecap:round}.spark .pt{fill:var(--fg)}
 .spark-box{display:inline-flex;align-items:center;gap:.5rem;white-space:nowrap}.spark-now{font-variant-numeric:tabular-nums}
 .spark-none{color:var(--muted);font-style:italic}
+.pool-chart{display:block;width:100%;max-width:36rem;height:auto;overflow:visible}.pool-chart .base{stroke:var(--line);stroke-width:1}
+.pool-chart path{fill:none;stroke-width:1.5;stroke-linejoin:round}.pool-chart .capital{stroke:var(--fg)}.pool-chart .exposure{stroke:var(--limit);stroke-dasharray:4 2}
+.key-capital{border-bottom:2px solid var(--fg)}.key-exposure{border-bottom:2px dashed var(--limit)}
 .chart-box{margin:.5rem 0;min-width:0}
 .chart{display:block;width:100%;height:auto}
 .chart .axis,.days .axis{stroke:var(--line);stroke-width:1}

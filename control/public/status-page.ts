@@ -7,6 +7,7 @@
  * the providers, the activity and the Atom feeds.
  */
 import type { PublicPool } from '../../protocol/lps';
+import { poolChart } from '../pages/pool-chart';
 import type { StatusAnswer } from '../../protocol/public';
 import { HISTORY_DAYS, type History, type Incident } from './pages/history';
 import { duration, escapeHtml, money, renderDocument, time } from '../pages/layout';
@@ -168,7 +169,11 @@ ${changelogSection(s, urls)}
 <details id="details"><summary>Details</summary>
 ${bootstrapSection(s)}
 ${settlerSection(s)}
-</details>`;
+</details>
+<section aria-labelledby="h-pool"><h2 id="h-pool">Coverage pool</h2>
+<p id="pool-capital">${poolWords(s.bootstrap.pool.capital)}.</p>
+${poolChart(history.poolDays, history.now)}
+</section>`;
   return renderDocument(
     {
       title: `svc status: ${HEADLINE[s.status]}`,

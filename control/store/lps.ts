@@ -251,6 +251,14 @@ export function lpView(row: LpRow, totals: LpTotals, pending: readonly Withdrawa
   };
 }
 
+/** One UTC day of the pool's history: its capital at the last sample, the highest exposure seen, and the capital locked then. */
+export interface PoolDay {
+  day: string;
+  capital: number;
+  exposure: number;
+  locked: number;
+}
+
 /** The providers family, as `Store.lps` and every transaction's tables have it. */
 export interface LpsTable {
   /** Add a provider (id `lp_…`). Throws `LpError('name_taken')`. Inside `Store.mutate`. */
@@ -298,4 +306,8 @@ export interface LpsTable {
    * `Store.mutate` (the writer lock, so no settlement or deposit moves the pool meanwhile).
    */
   payDue(now: number, lockRatio: number, actor: string): Promise<WithdrawalPayment[]>;
+  /** Record a sample of the pool in its day's row (`day` as `2026-11-29`): the capital now, the exposure if it is the day's highest. */
+  sampleDay(day: string, capital: PoolCapital, at: number): Promise<void>;
+  /** The days from `fromDay` on, oldest first. */
+  days(fromDay: string): Promise<PoolDay[]>;
 }

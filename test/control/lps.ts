@@ -11,10 +11,12 @@
 import t, { type Test } from 'tap';
 import { manualClock, startTestControl, type TestControl } from '../fixtures/control';
 import { outcome } from '../fixtures/settlement';
+import { get } from '../fixtures/public';
 import { openWithSql, T0 } from '../fixtures/ledger';
 import { forEachStore } from '../fixtures/stores';
 import { burnShares, exposureOf, lockedOf, mintShares, valueOf } from '../../control/store/lps';
 import type { Outcome } from '../../protocol/outcome';
+import { chartFrom, poolChart } from '../../control/pages/pool-chart';
 
 const HOUR = 3_600_000;
 const DAY0 = Date.parse('2026-11-29T08:00:00Z');
@@ -54,6 +56,20 @@ t.test('the share arithmetic and its rounding', async (t) => {
     2_000,
     'a removed endpoint takes no new calls',
   );
+});
+
+t.test("the pool's 90-day chart", async (t) => {
+  const now = Date.parse('2026-11-29T12:00:00Z');
+  t.match(poolChart([], now), /No history of the pool's capital yet/);
+  const day = (d: string, capital: number, exposure: number) => ({ day: d, capital, exposure, locked: Math.min(capital, exposure) });
+  const chart = poolChart(
+    [day('2026-11-27', 100, 50), day('2026-11-28', 200, 100), day('2026-11-29', 200, 0), day('2026-08-01', 999_999, 0)],
+    now,
+  );
+  t.match(chart, /3 days recorded; on 2026-11-29 capital 0\.0002, highest exposure 0/, 'a day outside the 90 is left out');
+  t.match(chart, /<path class="capital" d="M349\.04 45L353\.02 3L357 3"\/>/, 'the scale tops at the highest figure shown; one point per day');
+  t.match(chart, /<path class="exposure" d="M349\.04 66L353\.02 45L357 87"\/>/);
+  t.equal(chartFrom(now), '2026-09-01');
 });
 
 /** Each provider's claim on the pool as a fund's books would keep it: no shares, only pro rata shares of each period's result. */
@@ -217,6 +233,29 @@ forEachStore(t, (t, kind) => {
     const verify = await c.admin('GET', '/_admin/v1/ledger/verify');
     t.equal(verify.body.ok, true, verify.body.violation ?? 'ledger verify passes');
 
+    // The public sees the same figures, providers as a count, and the pool's days on a chart.
+    const figures = { capital: 6_018_000, locked: 6_018_000, free: 0, exposure: 6_018_000, providers: 3, pending_withdrawals: 0 };
+    const stats = await get(c, c.urls.indexer, '/api/stats');
+    t.match(stats.body, { pool_size: 6_018_000, pool: figures });
+    t.notOk(JSON.stringify(stats.body.pool).includes('alice'), 'no provider is named');
+    t.match((await get(c, c.urls.api, '/api/v1/status')).body.bootstrap.pool, { funded: true, balance: 6_018_000, capital: figures });
+    for (const [base, page] of [
+      [c.urls.api, '/status'],
+      [c.urls.indexer, '/activity'],
+    ] as const) {
+      const html = (await get(c, base, page, { accept: 'text/html' })).text;
+      t.match(html, /6\.018 locked against an exposure of 6\.018, 0 free; 3 liquidity providers at 1\.003 a share/, `${page}: the figures`);
+      t.match(
+        html,
+        /<figure id="pool-chart"><svg class="pool-chart"[^>]*aria-label="The pool&#39;s capital and its exposure per day over the last 90 days: 2 days recorded; on 2026-12-02 capital 6\.018, highest exposure 6\.018"/,
+        `${page}: the chart`,
+      );
+      t.match(
+        html,
+        /<path class="capital" d="M[0-9. ML]+"\/><path class="exposure" d="M[0-9. ML]+"/,
+        `${page}: one point per day sampled, the line broken between days apart`,
+      );
+    }
     const audit = (await c.admin('GET', '/_admin/v1/audit?action=lps.withdrawals.paid')).body.entries;
     t.equal(audit.length, 2, 'each pass that paid is audited');
     t.equal((await c.admin('GET', '/_admin/v1/audit?action=lps.deposit')).body.entries.length, 4);

@@ -18,10 +18,15 @@ import { escapeHtml, money, plural, renderDocument, time } from '../../pages/lay
 import type { PageUrls } from '../../pages/respond';
 import type { PublicPool } from '../../../protocol/lps';
 import { poolWords } from '../../public/status-page';
+import { poolChart } from '../../pages/pool-chart';
+import type { PoolDay } from '../../store/lps';
 
 export interface ActivityTotals {
   pool_size: number;
   pool: PublicPool;
+  /** The pool's days for the 90-day chart, and the time it ends at. */
+  pool_days: PoolDay[];
+  now: number;
   settled_batches: number;
   settled_calls: number;
   total_refunds: number;
@@ -112,7 +117,7 @@ const receiptLink = (batch: number): string => `<a href="/api/receipts/${batch}"
 function totals(t: ActivityTotals): string {
   return `<dl id="totals">
 <dt>Coverage pool</dt><dd>${money(t.pool_size)} units</dd>
-<dt>Pool capital</dt><dd>${poolWords(t.pool)}</dd>
+<dt>Pool capital</dt><dd>${poolWords(t.pool)}${poolChart(t.pool_days, t.now)}</dd>
 <dt>Settled</dt><dd>${t.settled_calls} calls in ${t.settled_batches} batches</dd>
 <dt>Refunds paid</dt><dd>${money(t.total_refunds)}</dd>
 <dt>Premiums collected</dt><dd>${money(t.total_premiums)}</dd>

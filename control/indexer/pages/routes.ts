@@ -20,6 +20,7 @@ import { PAGE_REFUNDS, forPeople, pageUrls, registerFavicon } from '../../pages/
 import { activityPage } from '../stats';
 import { parseActivityQuery, renderActivityPage, type ActivityView } from './activity-page';
 import { publicPool } from '../../admin/lp-actions';
+import { chartFrom } from '../../pages/pool-chart';
 import { receiptsFeed } from './receipts-feed';
 
 /** Settlement batches listed on the activity page. @default 10 */
@@ -62,9 +63,21 @@ export function registerIndexerPageRoutes(router: Router, ctx: ControlContext, i
       cache,
       key,
       async () => {
-        const [totals, pool] = await Promise.all([ctx.store.ledger.totals(), publicPool(ctx)]);
+        const now = ctx.now();
+        const [totals, pool, poolDays] = await Promise.all([
+          ctx.store.ledger.totals(),
+          publicPool(ctx),
+          ctx.store.lps.days(chartFrom(now)),
+        ]);
         const view: ActivityView = {
-          totals: { ...totals, pool_size: pool.capital, pool, settler: (await ctx.settler())?.state ?? 'not_running' },
+          totals: {
+            ...totals,
+            pool_size: pool.capital,
+            pool,
+            pool_days: poolDays,
+            now,
+            settler: (await ctx.settler())?.state ?? 'not_running',
+          },
           providers: endpoints.map((e) => ids.provider(e.id)).sort(),
           asked,
           lookup: asked.call === null ? null : await lookupCall(ctx, ids, asked.call),

@@ -10,6 +10,8 @@
 import type { ChangelogEntry } from '../../../protocol/admin';
 import type { ProvidersAnswer, Tier } from '../../../protocol/public';
 import type { Config } from '../../../config/load';
+import type { PoolDay } from '../../store/lps';
+import { chartFrom } from '../../pages/pool-chart';
 import type { Store } from '../../store';
 import type { OpaqueIds } from '../../../protocol/opaque-ids';
 import { tierFor } from '../reads';
@@ -71,6 +73,8 @@ export interface History {
   /** Start of the oldest day shown (ms). */
   from: number;
   now: number;
+  /** The pool's capital and exposure per day over the same days (`pool_days`). */
+  poolDays: PoolDay[];
 }
 
 type Tiers = Readonly<Config['tiers']>;
@@ -193,5 +197,5 @@ export async function providersHistory(store: Store, ids: OpaqueIds, tiers: Tier
     min_calls: tiers.minCalls,
     window_h: tiers.windowH,
   };
-  return { rules, providers, incidents, from, now };
+  return { rules, providers, incidents, from, now, poolDays: await store.lps.days(chartFrom(now)) };
 }

@@ -17,6 +17,8 @@
  * - `lp_withdrawals`: the queue. A request is for `amount` (null: the whole position), due at
  *   `due_at` (its notice), paid oldest due first, in part while free capital is short (`paid`
  *   so far), until `paid` or `cancelled`.
+ * - `pool_days`: the pool's capital, the highest exposure seen and the capital locked then, per
+ *   UTC day, for the public pages' 90-day chart (sampled every minute by each control).
  * - `ledger_transfers.kind` gains `lp_deposit` (external → pool, its reference unique among
  *   them) and `lp_withdrawal` (pool → external).
  * - `endpoints.refund_cap_per_call`, `.refund_cap_per_batch` (0 = none), and the clamps they
@@ -140,6 +142,14 @@ export default `
   ) STRICT;
   CREATE UNIQUE INDEX lp_share_events_transfer ON lp_share_events (transfer_id) WHERE transfer_id IS NOT NULL;
   CREATE INDEX lp_share_events_by_provider ON lp_share_events (provider_id, id);
+
+  CREATE TABLE pool_days (
+    day      TEXT PRIMARY KEY,
+    capital  INTEGER NOT NULL,
+    exposure INTEGER NOT NULL CHECK (exposure >= 0),
+    locked   INTEGER NOT NULL CHECK (locked >= 0),
+    at       INTEGER NOT NULL
+  ) STRICT;
 
   INSERT INTO liquidity_providers (id, name, shares, created_at, created_by)
     SELECT 'operator', 'operator', max(coalesce((SELECT balance FROM account_balances WHERE account = 'pool'), 0), 0),

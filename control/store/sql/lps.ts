@@ -18,6 +18,7 @@ import {
   type LpTotals,
   type LpsTable,
   type PoolCapital,
+  type PoolDay,
   type ShareEventKind,
   type ShareEventRow,
   type WithdrawalPayment,
@@ -88,6 +89,13 @@ const Q = {
     `SELECT ${WITHDRAWAL} FROM lp_withdrawals w JOIN liquidity_providers p ON p.id = w.provider_id
      WHERE w.status = 'pending' AND w.due_at <= ? ORDER BY w.due_at, w.id`,
   ),
+  sampleDay: sql(
+    `INSERT INTO pool_days (day, capital, exposure, locked, at) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (day) DO UPDATE SET capital = excluded.capital, at = excluded.at,
+       locked = CASE WHEN excluded.exposure >= pool_days.exposure THEN excluded.locked ELSE pool_days.locked END,
+       exposure = CASE WHEN excluded.exposure >= pool_days.exposure THEN excluded.exposure ELSE pool_days.exposure END`,
+  ),
+  days: sql(`SELECT day, capital, exposure, locked FROM pool_days WHERE day >= ? ORDER BY day`),
   withdrawals: sql(
     `SELECT ${WITHDRAWAL} FROM lp_withdrawals w JOIN liquidity_providers p ON p.id = w.provider_id
      WHERE (@pending = 0 OR w.status = 'pending') AND (CAST(@provider AS TEXT) IS NULL OR w.provider_id = @provider)
@@ -336,6 +344,14 @@ export class SqlLpsTable implements LpsTable {
       if ((await balance(c, 'pool')) !== capital) throw new InvariantError('withdrawals: the pool moved while they were paid');
       return made;
     }, 'serial');
+  }
+
+  async sampleDay(day: string, capital: PoolCapital, at: number): Promise<void> {
+    await this.conn.run(Q.sampleDay, [day, capital.capital, capital.exposure, capital.locked, at]);
+  }
+
+  days(fromDay: string): Promise<PoolDay[]> {
+    return this.conn.all<PoolDay>(Q.days, [fromDay]);
   }
 
   private async event(c: Conn, e: NewEvent): Promise<void> {

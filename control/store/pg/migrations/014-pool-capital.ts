@@ -59,6 +59,14 @@ export default `
   CREATE UNIQUE INDEX lp_share_events_transfer ON lp_share_events (transfer_id) WHERE transfer_id IS NOT NULL;
   CREATE INDEX lp_share_events_by_provider ON lp_share_events (provider_id, id);
 
+  CREATE TABLE pool_days (
+    day      TEXT COLLATE "C" PRIMARY KEY,
+    capital  BIGINT NOT NULL,
+    exposure BIGINT NOT NULL CHECK (exposure >= 0),
+    locked   BIGINT NOT NULL CHECK (locked >= 0),
+    at       BIGINT NOT NULL
+  );
+
   INSERT INTO liquidity_providers (id, name, shares, created_at, created_by)
     SELECT 'operator', 'operator', greatest(coalesce((SELECT balance FROM account_balances WHERE account = 'pool'), 0), 0),
            (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 'migration';
