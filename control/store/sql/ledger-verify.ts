@@ -14,7 +14,7 @@ import { COVERED_FAILURES } from '../../../protocol/outcome';
 import type { LedgerVerifyView } from '../../../protocol/settlement';
 import { sql, type Conn } from '../conn';
 import { receiptChainViolation, receiptRootViolation } from '../receipts-audit';
-import { shareViolation } from '../lp-audit';
+import { POSITION_PROBES, shareViolation } from '../lp-audit';
 
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 
@@ -360,47 +360,7 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
   },
   {
     name: "each liquidity provider's position equals its share events, and each share event its transfer",
-    probes: [
-      {
-        sql: `SELECT count(*) AS n FROM lp_share_events WHERE kind = 'migration' HAVING count(*) <> 1`,
-        message: (r) => `${r.n} opening positions of the pool's capital; there is one`,
-      },
-      {
-        sql: `SELECT e.id, e.kind, t.kind AS transfer_kind, p.amount FROM lp_share_events e
-                LEFT JOIN ledger_transfers t ON t.id = e.transfer_id
-                LEFT JOIN ledger_postings p ON p.transfer_id = e.transfer_id AND p.account = 'pool'
-              WHERE e.transfer_id IS NOT NULL AND (t.id IS NULL OR p.amount IS NULL
-                 OR e.kind = 'deposit' AND (t.kind NOT IN ('fund', 'lp_deposit') OR p.amount <> e.amount)
-                 OR e.kind = 'withdrawal' AND (t.kind <> 'lp_withdrawal' OR p.amount <> -e.amount))
-              LIMIT 1`,
-        message: (r) =>
-          `share event ${r.id} (${r.kind}) of ${r.amount ?? 'no'} names a ${r.transfer_kind ?? 'missing'} transfer that does not move it`,
-      },
-      {
-        // Every transfer of capital since the opening position minted or burned shares.
-        sql: `SELECT t.id, t.kind FROM ledger_transfers t
-              WHERE t.kind IN ('fund', 'lp_deposit', 'lp_withdrawal')
-                AND t.id >= (SELECT min(m.before_transfer) FROM lp_share_events m WHERE m.kind = 'migration')
-                AND NOT EXISTS (SELECT 1 FROM lp_share_events e WHERE e.transfer_id = t.id)
-              LIMIT 1`,
-        message: (r) => `${r.kind} transfer ${r.id} moved the pool's capital without a share event`,
-      },
-      {
-        sql: `SELECT p.id, p.shares, coalesce(e.total, 0) AS total FROM liquidity_providers p
-                LEFT JOIN (SELECT provider_id, sum(shares) AS total FROM lp_share_events GROUP BY provider_id) AS e ON e.provider_id = p.id
-              WHERE p.shares <> coalesce(e.total, 0) LIMIT 1`,
-        message: (r) => `provider ${r.id} holds ${r.shares} shares; its share events add up to ${r.total}`,
-      },
-      {
-        sql: `SELECT w.id, w.paid, coalesce(e.total, 0) AS total FROM lp_withdrawals w
-                LEFT JOIN (SELECT withdrawal_id, sum(amount) AS total, min(provider_id) AS p1, max(provider_id) AS p2
-                           FROM lp_share_events WHERE kind = 'withdrawal' GROUP BY withdrawal_id) AS e ON e.withdrawal_id = w.id
-              WHERE w.paid <> coalesce(e.total, 0) OR e.p1 <> w.provider_id OR e.p2 <> w.provider_id
-                 OR w.amount IS NOT NULL AND w.paid > w.amount
-              LIMIT 1`,
-        message: (r) => `withdrawal ${r.id} records ${r.paid} paid; its payments add up to ${r.total}`,
-      },
-    ],
+    probes: [...POSITION_PROBES],
   },
   {
     name: "shares are minted and burned at the pool's value, rounded as stated, and are worth the pool's capital",

@@ -24,7 +24,7 @@ import {
   type WithdrawalPayment,
   type WithdrawalRow,
 } from '../lps';
-import { balance, transfer } from './ledger';
+import { balance, transfer } from './postings';
 
 const LP = 'id, name, shares, created_at, created_by';
 const WITHDRAWAL = `w.id, w.provider_id, p.name AS provider, w.amount, w.paid, w.status, w.requested_at, w.requested_by, w.due_at,
