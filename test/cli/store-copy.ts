@@ -117,8 +117,8 @@ t.test('with PostgreSQL', async (t) => {
     t.match(text, /\n {2}outcome_records +121\n/);
     t.match(text, /\n {2}unsettled_outcomes +1\n/);
     t.match(text, /\n {2}settled_calls +120\n/);
-    t.match(text, /\n29 tables, \d+ rows in \d+\.\d s\.\n/);
-    t.match(text, /\nLedger OK: 16 invariants hold over \d+ transfers, \d+ accounts, 120 settled calls in 4 batches\.\n/);
+    t.match(text, /\n32 tables, \d+ rows in \d+\.\d s\.\n/);
+    t.match(text, /\nLedger OK: 19 invariants hold over \d+ transfers, \d+ accounts, 120 settled calls in 4 batches\.\n/);
     t.match(
       text,
       /\nReceipts OK: 4 receipts, each signed by a key the store publishes and chained to the one before; refunds [\d.]+ and premiums [\d.]+ equal the ledger's totals\.$/,
@@ -139,7 +139,7 @@ t.test('with PostgreSQL', async (t) => {
     t.equal(view.ok, true);
     t.equal(view.source, join(dir, 'control.db'));
     t.match(view.target, /^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/svc_test_\d+$/);
-    t.equal(view.tables.length, 29);
+    t.equal(view.tables.length, 32);
     t.equal(
       view.rows,
       view.tables.reduce((sum, x) => sum + x.rows, 0),
