@@ -14,6 +14,7 @@ import { gateways } from './gateways/index';
 import { keys } from './keys/index';
 import { accounts } from './accounts/index';
 import { ledger } from './ledger/index';
+import { lps } from './lps/index';
 import { operators } from './operators/index';
 import { payouts } from './payouts/index';
 import { pool } from './pool/index';
@@ -31,6 +32,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   audit,
   applications,
   pool,
+  lps,
   settler,
   ledger,
   receipts,

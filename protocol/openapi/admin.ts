@@ -44,6 +44,7 @@ import { MONEY_OPERATIONS, PENDING_APPROVAL } from './admin-money';
 import { OPERATOR_OPERATIONS } from './admin-operators';
 import { APPROVAL_OPERATIONS } from './admin-approvals';
 import { ACCOUNT_OPERATIONS } from './admin-accounts';
+import { LP_OPERATIONS } from './admin-lps';
 import { admin, created, ok } from './admin-op';
 import { buildDocument } from './build';
 import type { JsonObject, Operation } from './operation';
@@ -287,6 +288,7 @@ export const ADMIN_OPERATIONS: readonly Operation[] = [
   ...OPERATOR_OPERATIONS,
   ...APPROVAL_OPERATIONS,
   ...ACCOUNT_OPERATIONS,
+  ...LP_OPERATIONS,
 ];
 
 /** Control's OpenAPI document: admin, sync and metrics on the control listener. */
@@ -307,6 +309,10 @@ export function adminDocument(): JsonObject {
         { name: 'status', description: 'Control, gateways, propagation and this document' },
         { name: 'applications', description: 'Access applications (docs/design.md §8)' },
         { name: 'money', description: 'Settler, pool, ledger and payouts (docs/design.md §6)' },
+        {
+          name: 'lps',
+          description: 'Liquidity providers: who owns the pool’s capital, in shares, and the withdrawal queue (docs/money.md)',
+        },
         { name: 'operators', description: 'Operators: named tokens with scopes, and money actions waiting for a second operator' },
         { name: 'sync', description: 'Gateway ↔ control sync (docs/design.md §4)' },
         { name: 'metrics', description: 'Prometheus metrics' },

@@ -3,11 +3,13 @@
  * real control: a deposit printed and as `--json`, its replay (nothing moved), a used reference
  * refused, amounts parsed as units or micro-units and bad ones refused before anything is sent;
  * the account's wallet set and removed; a refill rule set (the current period refilled), shown
- * and cleared, bad rules refused; the low-balance threshold set and cleared.
+ * and cleared, bad rules refused; the low-balance threshold set and cleared. With
+ * `money.approvals: 2`, approving a refill rule set or cleared prints what `accounts refill` prints.
  */
 import t from 'tap';
 import { runCli } from '../fixtures/cli';
 import { startTestControl } from '../fixtures/control';
+import { startTeamControl } from '../fixtures/team';
 
 const WALLET = 'So11111111111111111111111111111111111111112';
 
@@ -91,4 +93,20 @@ t.test('accounts refill and accounts low', async (t) => {
   t.equal((await cli('accounts', 'low', 'acme', '--clear', '--json')).json().low, null);
   t.equal((await cli('accounts', 'low', 'acme')).code, 2, 'neither AMOUNT nor --clear');
   t.equal((await cli('accounts', 'low', 'acme', '1', '--clear')).code, 2, 'both');
+});
+
+t.test('approvals approve prints an approved refill rule as accounts refill does', async (t) => {
+  const now = () => Date.parse('2026-11-29T10:00:00Z');
+  const { control, tokens } = await startTeamControl(t, { cleo: ['read', 'keys', 'money'], dan: ['read', 'money'] }, { now });
+  const as = (name: string, ...args: string[]) => runCli(args, { control, token: tokens[name]! });
+  t.equal((await as('cleo', 'accounts', 'add', 'acme')).code, 0);
+  const approve = async (args: string[]) => {
+    const asked = await as('cleo', 'accounts', 'refill', 'acme', ...args);
+    t.equal(asked.code, 0, asked.stderr);
+    const approved = await as('dan', 'approvals', 'approve', /apr_\w{12}/.exec(asked.stdout)![0]);
+    t.equal(approved.code, 0, approved.stderr);
+    return approved.stdout;
+  };
+  t.match(await approve(['5.0', '--every', 'day']), /^acme is refilled up to 5 \(5000000 micro\) every day \(UTC\); next at \S+\.$/m);
+  t.match(await approve(['--never']), /^acme is not refilled any more\.$/m);
 });

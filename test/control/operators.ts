@@ -6,7 +6,8 @@
  * operator who can manage operators; bad input
  * and tokens of the wrong kind answered as problems; `last_used_at` written at most once a
  * minute; the audit log naming the operator and the token, filtered and paged. And the scope
- * table itself: every admin route has exactly one, every GET needs `read`.
+ * table itself: every admin route has exactly one, every GET needs `read` but the liquidity
+ * providers' (`money`).
  */
 import t, { type Test } from 'tap';
 import { ADMIN_ROUTE_SCOPES, OPERATOR_SCOPES, routeScope, type OperatorScope } from '../../protocol/operators';
@@ -41,7 +42,7 @@ async function addOperator(c: TestControl, name: string, scopes: string[], extra
   return res.body as { name: string; token: string; token_id: string; scopes: string[]; created_at: string; expires_at: string | null };
 }
 
-t.test('the scope table: every admin route has exactly one scope, every GET needs read', async (t) => {
+t.test('the scope table: every admin route has exactly one scope, every GET but the liquidity providers’ needs read', async (t) => {
   const c = await startTestControl(t);
   const routes = c.handle.routers.admin.table().map((r) => `${r.method} ${r.pattern}`);
   t.same(
@@ -54,12 +55,19 @@ t.test('the scope table: every admin route has exactly one scope, every GET need
     [],
     'no scope for a route that does not exist',
   );
+  // Who holds the pool's capital is the money operators' business: the liquidity providers' reads need money.
+  const LP_READS = ['GET /_admin/v1/lps', 'GET /_admin/v1/lps/:id', 'GET /_admin/v1/lp-withdrawals'];
   t.same(
     Object.entries(ADMIN_ROUTE_SCOPES).filter(
-      ([r, scope]) => r.startsWith('GET ') !== (scope === 'read') && r !== 'POST /_admin/v1/sync/wait',
+      ([r, scope]) => !LP_READS.includes(r) && r.startsWith('GET ') !== (scope === 'read') && r !== 'POST /_admin/v1/sync/wait',
     ),
     [],
-    'every GET needs read, and read opens no write but sync/wait',
+    'every GET but the liquidity providers’ needs read, and read opens no write but sync/wait',
+  );
+  t.same(
+    LP_READS.map((r) => ADMIN_ROUTE_SCOPES[r]),
+    ['money', 'money', 'money'],
+    'the liquidity providers’ reads need money',
   );
   t.equal(ADMIN_ROUTE_SCOPES['POST /_admin/v1/sync/wait'], 'read');
   t.equal(ADMIN_ROUTE_SCOPES['POST /_admin/v1/changelog'], 'flags');

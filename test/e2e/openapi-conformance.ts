@@ -272,6 +272,27 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   );
   expect(await admin('POST', '/_admin/v1/receipts/rotate-key'), 200, 'receipts rotate-key');
 
+  // Liquidity providers: a position bought into, a withdrawal queued (72 h notice: still pending) and cancelled.
+  expect(await admin('POST', '/_admin/v1/lps', { name: 'fund-a' }), 201, 'lps add');
+  expect(await admin('POST', '/_admin/v1/lps', { name: 'fund-a' }), 409, 'lps add taken');
+  expect(await admin('POST', '/_admin/v1/lps', { name: 'lp_x' }), 400, 'lps add invalid');
+  expect(await admin('POST', '/_admin/v1/lps/fund-a/deposit', { amount: 2_000_000, reference: 'lp-1' }), 201, 'lps deposit');
+  expect(await admin('POST', '/_admin/v1/lps/fund-a/deposit', { amount: 2_000_000, reference: 'lp-1' }), 200, 'lps deposit again');
+  expect(await admin('POST', '/_admin/v1/lps/fund-a/deposit', { amount: 1, reference: 'lp-1' }), 409, 'lps deposit, reference used');
+  expect(await admin('POST', '/_admin/v1/lps/nobody/deposit', { amount: 1, reference: 'lp-2' }), 404, 'lps deposit, unknown provider');
+  expect(await admin('GET', '/_admin/v1/lps'), 200, 'lps list');
+  expect(await admin('GET', '/_admin/v1/lps/fund-a'), 200, 'lps show');
+  expect(await admin('GET', '/_admin/v1/lps/nobody'), 404, 'lps show unknown');
+  const lpWithdrawal = await admin('POST', '/_admin/v1/lps/fund-a/withdrawals', { amount: 500_000 });
+  expect(lpWithdrawal, 201, 'lps withdraw');
+  expect(await admin('POST', '/_admin/v1/lps/fund-a/withdrawals', { amount: 1e12 }), 409, 'lps withdraw, over the position');
+  expect(await admin('POST', '/_admin/v1/lps/fund-a/withdrawals', { amount: 1, all: true }), 400, 'lps withdraw, amount and all');
+  expect(await admin('GET', '/_admin/v1/lp-withdrawals?pending=true&provider=fund-a'), 200, 'lps withdrawals');
+  expect(await admin('GET', '/_admin/v1/lp-withdrawals?provider=nobody'), 404, 'lps withdrawals, unknown provider');
+  expect(await admin('POST', `/_admin/v1/lp-withdrawals/${lpWithdrawal.body.id}/cancel`), 200, 'lps cancel');
+  expect(await admin('POST', `/_admin/v1/lp-withdrawals/${lpWithdrawal.body.id}/cancel`), 409, 'lps cancel, not pending');
+  expect(await admin('POST', '/_admin/v1/lp-withdrawals/999999/cancel'), 404, 'lps cancel unknown');
+
   // A second control with two people for money: the 202s and the approvals routes, checked against the admin document.
   // Its team is added first: with two people for money, adding a money operator takes two.
   const team = await startTeamControl(
@@ -303,6 +324,10 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await asTwo('DELETE', `/_admin/v1/accounts/${teamAccount}/wallet`), 202, 'accounts wallet detach, waiting');
   expect(await asTwo('POST', `/_admin/v1/approvals/${minting.body.id}/approve`, undefined, second), 200, 'approvals approve (an operator)');
   expect(await asTwo('POST', '/_admin/v1/operators/third/rotate', {}), 202, 'operators rotate of a money operator, waiting');
+  expect(await asTwo('POST', '/_admin/v1/lps', { name: 'fund-b' }), 202, 'lps add, waiting');
+  expect(await asTwo('POST', '/_admin/v1/lps/operator/deposit', { amount: 1, reference: 'lp-9' }), 202, 'lps deposit, waiting');
+  expect(await asTwo('POST', '/_admin/v1/lps/operator/withdrawals', { all: true }), 202, 'lps withdraw, waiting');
+  expect(await asTwo('POST', '/_admin/v1/lp-withdrawals/1/cancel'), 202, 'lps cancel, waiting');
   const funding = await asTwo('POST', '/_admin/v1/pool/fund', { amount: 5_000 });
   expect(funding, 202, 'pool fund, waiting for a second operator');
   expect(

@@ -43,7 +43,7 @@ export async function run(opts: RefillOptions, deps: Deps): Promise<number> {
     const account = await postMoney<AccountChange>(deps, path, undefined, opts.json, 'DELETE');
     if (account === null) return EXIT_OK;
     if (opts.json) deps.out.json(account);
-    else deps.out.line(`${account.name} is not refilled any more.`);
+    else deps.out.line(refillClearedLine(account));
     return EXIT_OK;
   }
   const changed = await postMoney<RefillChange>(deps, path, refillRule(opts), opts.json, 'PUT');
@@ -52,6 +52,8 @@ export async function run(opts: RefillOptions, deps: Deps): Promise<number> {
   else for (const line of refillLines(changed)) deps.out.line(line);
   return EXIT_OK;
 }
+
+export const refillClearedLine = (account: AccountChange): string => `${account.name} is not refilled any more.`;
 
 export function refillLines(c: RefillChange): string[] {
   const rule = c.refill!;

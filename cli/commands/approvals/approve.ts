@@ -6,6 +6,7 @@ import type { KeyChange } from '../../../protocol/admin';
 import type { ApprovedView } from '../../../protocol/approvals';
 import type { IssuedOperatorToken, RotatedOperatorToken } from '../../../protocol/operators';
 import type { Deps } from '../../deps';
+import { jsonText } from '../../output';
 import { EXIT_OK } from '../../exit-codes';
 import type { FundView, MarkPaidView } from '../../../protocol/settlement';
 import type { RotateKeyView } from '../../../protocol/receipts';
@@ -14,7 +15,10 @@ import { fundedLines } from '../pool/fund';
 import { walletLines } from '../keys/wallet';
 import { depositLines } from '../accounts/deposit';
 import { accountWalletLine } from '../accounts/wallet';
-import type { AccountChange, DepositView } from '../../../protocol/accounts';
+import { refillLines, refillClearedLine } from '../accounts/refill';
+import type { AccountChange, DepositView, RefillChange } from '../../../protocol/accounts';
+import type { LpDepositView, LpView, WithdrawalView } from '../../../protocol/lps';
+import { cancelledLines, lpAddedLines, lpDepositLines, withdrawnLines } from '../lps/render';
 import { addedLines } from '../operators/render';
 import { operatorRotatedLines } from '../operators/rotate';
 import { rotatedLines } from '../receipts/rotate-key';
@@ -26,9 +30,19 @@ function resultLines(action: ApprovedView['approval']['action'], result: Approve
   if (action === 'keys.wallet.attach' || action === 'keys.wallet.detach') return walletLines(result as KeyChange);
   if (action === 'accounts.deposit') return depositLines(result as DepositView);
   if (action === 'accounts.wallet.attach' || action === 'accounts.wallet.detach') return [accountWalletLine(result as AccountChange)];
+  if (action === 'accounts.refill.set') return refillLines(result as RefillChange);
+  if (action === 'accounts.refill.clear') return [refillClearedLine(result as AccountChange)];
+  if (action === 'lps.add') return lpAddedLines(result as LpView);
+  if (action === 'lps.deposit') return lpDepositLines(result as LpDepositView);
+  if (action === 'lps.withdraw') return withdrawnLines(result as WithdrawalView);
+  if (action === 'lps.cancel') return cancelledLines(result as WithdrawalView);
   if (action === 'operators.add') return addedLines(result as IssuedOperatorToken);
   if (action === 'operators.rotate') return operatorRotatedLines(result as RotatedOperatorToken);
-  return rotatedLines(result as RotateKeyView);
+  if (action === 'receipts.rotate_key') return rotatedLines(result as RotateKeyView);
+  // Every action this svcctl knows is printed above (`never` here fails the build when one is
+  // added without its lines); a newer control's action it does not know is printed as JSON.
+  const unknown: never = action;
+  return [`${String(unknown)}: ${jsonText(result)}`];
 }
 
 export async function run(opts: { id: string; json?: boolean }, deps: Deps): Promise<number> {

@@ -15,7 +15,7 @@ export const pool: GroupSpec = {
     }),
     leaf({
       name: 'show',
-      description: 'pool balance, premiums, refunds, shortfall',
+      description: 'pool balance, premiums, refunds, shortfall, and its capital: exposure, locked, free, shares',
       load: () => lazy<typeof import('./show.js')>(__dirname, 'show'),
       shape: (_a, o) => o,
     }),
