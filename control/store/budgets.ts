@@ -143,6 +143,8 @@ export interface BudgetsTable {
     returned: number,
     now: number,
   ): Promise<{ granted: number; ask: number } | null>;
+  /** What `instance` was granted of `account` and should give back now, without writing; null when it holds no open escrow of it. */
+  standing(account: string, gateway: string, instance: string, now: number): Promise<{ granted: number; ask: number } | null>;
   /** The accounts `instance` holds an open escrow of that another instance was left short of within `SHORT_MS`. */
   shortOf(gateway: string, instance: string, now: number): Promise<string[]>;
   /** Release every open escrow of `gateway`'s instances but `instance`: their journals are drained. Answers how many. */

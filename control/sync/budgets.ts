@@ -43,7 +43,7 @@ export async function exchange(ctx: ControlContext, body: BudgetRequest): Promis
   // Accounts this instance holds that others are short of: what it should give back.
   for (const account of await budgets.shortOf(gateway, instance, now)) {
     if (answer.get(account)?.ask) continue;
-    const r = await budgets.report(account, gateway, instance, 0, now);
+    const r = await budgets.standing(account, gateway, instance, now);
     if (r !== null) put(account, r.granted, r.ask);
   }
   return { accounts: [...answer.values()] };

@@ -13,6 +13,20 @@ import {
 } from '../budgets';
 
 /**
+ * What the unsettled prepaid calls of the account whose id is the SQL expression `account`
+ * reserved: one of the three figures of an account's free money, written once for the grants
+ * (here), the payouts (`ledger.ts`) and `ledger verify` (`ledger-verify.ts`).
+ */
+export const RESERVED_OF = (account: string): string =>
+  `coalesce((SELECT sum(q.reserved) FROM keys k JOIN unsettled_outcomes q ON q.key_id = k.id
+             WHERE k.account_id = ${account} AND q.reserved IS NOT NULL), 0)`;
+
+/** What the open escrows of that account hold and have not spent (`heldBy`), written once likewise. */
+export const HELD_OF = (account: string): string =>
+  `coalesce((SELECT sum(CASE WHEN e.granted - e.returned - e.spent > 0 THEN e.granted - e.returned - e.spent ELSE 0 END)
+             FROM account_escrows e WHERE e.account_id = ${account} AND e.released_at IS NULL), 0)`;
+
+/**
  * The account's balance, reservations and open escrows in ONE statement: on PostgreSQL each
  * statement of a READ COMMITTED transaction sees its own snapshot, and an ingest commits a call's
  * reservation and its escrow's `spent` together, so reading them apart could count that call in
@@ -21,8 +35,7 @@ import {
 const MONEY = `SELECT m.balance, m.reserved, e.gateway_id, e.instance, e.granted, e.returned, e.spent, e.wanted_at, e.short_at,
     coalesce(g.weight, 1) AS weight, g.share
   FROM (SELECT coalesce((SELECT b.balance FROM account_balances b WHERE b.account = @ledger), 0) AS balance,
-               coalesce((SELECT sum(q.reserved) FROM keys k JOIN unsettled_outcomes q ON q.key_id = k.id
-                         WHERE k.account_id = @account AND q.reserved IS NOT NULL), 0) AS reserved) AS m
+               ${RESERVED_OF('@account')} AS reserved) AS m
     LEFT JOIN account_escrows e ON e.account_id = @account AND e.released_at IS NULL
     LEFT JOIN gateways g ON g.id = e.gateway_id
   ORDER BY e.gateway_id, e.instance`;
@@ -74,8 +87,8 @@ interface MoneyRow extends Omit<EscrowRow, 'gateway_id' | 'instance'> {
 export class SqlBudgetsTable implements BudgetsTable {
   constructor(private readonly conn: Conn) {}
 
-  money(accountId: string, conn: Conn = this.conn): Promise<AccountMoney> {
-    return moneyOf(conn, accountId);
+  money(accountId: string): Promise<AccountMoney> {
+    return moneyOf(this.conn, accountId);
   }
 
   grant(
@@ -107,9 +120,13 @@ export class SqlBudgetsTable implements BudgetsTable {
   ): Promise<{ granted: number; ask: number } | null> {
     const granted = await this.conn.value<number>(Q.report, { account, gateway, instance, returned });
     if (granted === undefined) return null;
+    return { granted, ask: (await this.standing(account, gateway, instance, now))?.ask ?? 0 };
+  }
+
+  async standing(account: string, gateway: string, instance: string, now: number): Promise<{ granted: number; ask: number } | null> {
     const money = await moneyOf(this.conn, account);
     const mine = money.escrows.find((e) => e.gateway_id === gateway && e.instance === instance);
-    return { granted, ask: mine ? askBack(money, mine, now) : 0 };
+    return mine === undefined ? null : { granted: mine.granted, ask: askBack(money, mine, now) };
   }
 
   shortOf(gateway: string, instance: string, now: number): Promise<string[]> {

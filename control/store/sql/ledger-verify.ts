@@ -15,6 +15,7 @@ import type { LedgerVerifyView } from '../../../protocol/settlement';
 import { sql, type Conn } from '../conn';
 import { receiptChainViolation, receiptRootViolation } from '../receipts-audit';
 import { POSITION_PROBES, shareViolation } from '../lp-audit';
+import { HELD_OF, RESERVED_OF } from './budgets';
 
 const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
 
@@ -330,10 +331,7 @@ const LEDGER_CHECKS: readonly LedgerCheck[] = [
         // covers what its calls reserved and what gateways hold of it.
         sql: `SELECT id, balance, reserved, held FROM (
                 SELECT a.id, coalesce(b.balance, 0) AS balance,
-                  coalesce((SELECT sum(q.reserved) FROM keys k JOIN unsettled_outcomes q ON q.key_id = k.id
-                            WHERE k.account_id = a.id AND q.reserved IS NOT NULL), 0) AS reserved,
-                  coalesce((SELECT sum(e.granted - e.returned - e.spent) FROM account_escrows e
-                            WHERE e.account_id = a.id AND e.released_at IS NULL), 0) AS held
+                  ${RESERVED_OF('a.id')} AS reserved, ${HELD_OF('a.id')} AS held
                 FROM accounts a LEFT JOIN account_balances b ON b.account = 'account:' || a.id
                 WHERE EXISTS (SELECT 1 FROM account_escrows e WHERE e.account_id = a.id)
                   AND NOT EXISTS (SELECT 1 FROM keys k JOIN settled_calls s ON s.key_id = k.id

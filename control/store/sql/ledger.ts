@@ -19,6 +19,7 @@ import {
 } from '../ledger';
 import { verifyLedger } from './ledger-verify';
 import { balance, transfer } from './postings';
+import { HELD_OF, RESERVED_OF } from './budgets';
 
 export { balance, transfer };
 import { SqlLpsTable } from './lps';
@@ -54,11 +55,7 @@ const Q = {
   payoutRows: sql(
     `SELECT id, name, wallet, balance FROM (
        SELECT a.id, a.name, a.wallet, a.created_at,
-              CAST(b.balance
-              - coalesce((SELECT sum(q.reserved) FROM keys k JOIN unsettled_outcomes q ON q.key_id = k.id
-                          WHERE k.account_id = a.id AND q.reserved IS NOT NULL), 0)
-              - coalesce((SELECT sum(CASE WHEN e.granted - e.returned - e.spent > 0 THEN e.granted - e.returned - e.spent ELSE 0 END)
-                          FROM account_escrows e WHERE e.account_id = a.id AND e.released_at IS NULL), 0) AS BIGINT) AS balance
+              CAST(b.balance - ${RESERVED_OF('a.id')} - ${HELD_OF('a.id')} AS BIGINT) AS balance
        FROM account_balances b JOIN accounts a ON a.id = substr(b.account, 9)
        WHERE b.${ACCOUNT_RANGE} AND b.balance > 0) AS w
      WHERE balance > 0
