@@ -193,7 +193,7 @@ export class SqlLedgerTable implements LedgerTable {
     return this.conn.tx(async (c) => {
       const t = await totalsOn(c);
       const parts = (await c.get<{ treasury: number; funded: number; owed_to_keys: number; paid_out: number }>(Q.poolParts))!;
-      const clamped = { pool_depleted: 0, cap_clamped: 0 };
+      const clamped: PoolView['clamped'] = { pool_depleted: 0, cap_clamped: 0, batch_capped: 0, call_capped: 0 };
       for (const row of await c.all<{ clamp: Clamp; n: number }>(Q.clamped)) clamped[row.clamp] = row.n;
       return {
         pool: t.pool_size,
