@@ -37,6 +37,8 @@ const endpoint = (id: string, extra: Partial<EndpointRecord> = {}): EndpointReco
   premium: 100,
   sla_ms: 2_000,
   refund_cap_per_hour: 50_000,
+  refund_cap_per_call: 0,
+  refund_cap_per_batch: 0,
   treasury_fee_bps: 250,
   headers: { 'x-api-key': 'secret-value' },
   created_at: NOW,
@@ -234,7 +236,15 @@ forEachStore(t, (t, kind) => {
   t.test('endpoints: save, overwrite, soft removal, revival, count', async (t) => {
     const store = await open(t);
     const schema = { type: 'object', required: ['ok'] };
-    await store.endpoints.save(endpoint('paid', { display_name: 'Paid API', response_schema: schema, billing: 'prepaid' }));
+    await store.endpoints.save(
+      endpoint('paid', {
+        display_name: 'Paid API',
+        response_schema: schema,
+        billing: 'prepaid',
+        refund_cap_per_call: 700,
+        refund_cap_per_batch: 20_000,
+      }),
+    );
     await store.endpoints.save(endpoint('echo'));
     t.same(await store.endpoints.byId('paid'), {
       id: 'paid',
@@ -245,6 +255,8 @@ forEachStore(t, (t, kind) => {
       premium: 100,
       sla_ms: 2_000,
       refund_cap_per_hour: 50_000,
+      refund_cap_per_call: 700,
+      refund_cap_per_batch: 20_000,
       treasury_fee_bps: 250,
       headers: '{"x-api-key":"secret-value"}',
       created_at: NOW,
