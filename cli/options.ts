@@ -41,9 +41,10 @@ export function rateLimitOption(flag: string, value: string): { count: number; w
 
 /**
  * Micro-units in `text`: a whole number is micro-units, a number with a decimal point units
- * (`12500000` and `12.5` are the same amount). At least 1 micro-unit.
+ * (`12500000` and `12.5` are the same amount). At least 1 micro-unit, or 0 too with
+ * `zero: 'allowed'` (a cap, where 0 is no cap).
  */
-export function parseAmount(flag: string, text: string): number {
+export function parseAmount(flag: string, text: string, zero: 'allowed' | 'refused' = 'refused'): number {
   const value = text.trim();
   let micro: number;
   if (/^\d+$/.test(value)) micro = Number(value);
@@ -55,7 +56,7 @@ export function parseAmount(flag: string, text: string): number {
     micro = Number(match[1] || '0') * MICRO_PER_UNIT + Number(match[2]!.padEnd(6, '0'));
   }
   if (!Number.isSafeInteger(micro)) throw new UsageError(`${flag} is too large`);
-  if (micro < 1) throw new UsageError(`${flag} must be at least 1 micro-unit`);
+  if (micro < 1 && zero === 'refused') throw new UsageError(`${flag} must be at least 1 micro-unit`);
   return micro;
 }
 

@@ -42,7 +42,7 @@ export const OutcomeCounts = z.strictObject(Object.fromEntries(OUTCOMES.map((o) 
 export type OutcomeCounts = z.infer<typeof OutcomeCounts>;
 
 const PENDING =
-  'an ESTIMATE, not ledger money: the price and premium the endpoints carry now, summed over the calls in the window not settled yet; settlement may pay less (pool or hourly cap) or use other prices';
+  'an ESTIMATE, not ledger money: the price and premium the endpoints carry now, summed over the calls in the window not settled yet; settlement may pay less (the pool or the refund caps) or use other prices';
 
 /** The balance of the account a key belongs to, as `/api/v1/account` shows it. */
 export const AccountBalance = z.strictObject({

@@ -55,6 +55,10 @@ export const EndpointFields = z.object({
   premium: MicroUnits.optional(),
   sla_ms: PositiveMs.optional(),
   refund_cap_per_hour: MicroUnits.optional(),
+  /** The most one call's refund pays, micro-units; 0 = no cap. */
+  refund_cap_per_call: MicroUnits.optional(),
+  /** The most one settlement batch's refunds pay in all, micro-units; 0 = no cap. */
+  refund_cap_per_batch: MicroUnits.optional(),
   treasury_fee_bps: z.number().int().min(0).max(10_000).optional(),
   billing: Billing.optional(),
   headers: InjectedHeaders.optional(),
@@ -83,6 +87,10 @@ export const EndpointView = z.strictObject({
   premium: MicroAmount,
   sla_ms: z.number().int().min(1),
   refund_cap_per_hour: MicroAmount,
+  /** The most one call's refund pays; 0 = no cap. */
+  refund_cap_per_call: MicroAmount,
+  /** The most one settlement batch's refunds pay in all; 0 = no cap. */
+  refund_cap_per_batch: MicroAmount,
   treasury_fee_bps: z.number().int().min(0).max(10_000),
   billing: Billing,
   /** Names of the headers injected upstream; their values are never shown. */

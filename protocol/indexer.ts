@@ -54,7 +54,7 @@ export const StatsAnswer = z.strictObject({
   total_premiums: MicroAmount,
   /** Every call recorded by a gateway, settled or not. */
   total_calls: Count,
-  /** Refunds owed before clamping (the pool or an hourly cap may have paid less). */
+  /** Refunds owed before clamping (the pool or an endpoint's refund caps may have paid less). */
   total_refunds_owed: MicroAmount,
   /** Recorded calls not settled yet. */
   unsettled_calls: Count,

@@ -20,7 +20,9 @@ import { fromHex, leafHash, rootFromInclusionProof, toHex, type Hash32 } from '.
 
 export type ReceiptOutcome =
   'ok' | 'latency_breach' | 'server_error' | 'network_error' | 'schema_mismatch' | 'client_error' | 'caller_error';
-export type ReceiptClamp = 'pool_depleted' | 'cap_clamped';
+export type ReceiptClamp = 'pool_depleted' | 'cap_clamped' | 'batch_capped' | 'call_capped';
+/** A leaf's possible clamps. */
+const LEAF_CLAMPS: readonly unknown[] = [null, 'pool_depleted', 'cap_clamped', 'batch_capped', 'call_capped'];
 
 /** One settled call (see `ReceiptLeaf` in receipts.ts). */
 export interface ReceiptLeafFields {
@@ -354,8 +356,7 @@ function leafShapeProblem(leaf: unknown): string | null {
   if (!isInt(l.batch, 1) || !isString(l.call_id) || !isString(l.provider) || !isString(l.outcome))
     return 'the leaf lacks batch, call_id, provider or outcome';
   if (!isInt(l.premium) || !isInt(l.refund)) return 'the leaf premium or refund is not an integer ≥ 0';
-  if (l.clamp !== null && l.clamp !== 'pool_depleted' && l.clamp !== 'cap_clamped')
-    return 'the leaf clamp is not null, pool_depleted or cap_clamped';
+  if (!LEAF_CLAMPS.includes(l.clamp)) return 'the leaf clamp is not null, pool_depleted, cap_clamped, batch_capped or call_capped';
   const extra = Object.keys(l).filter((k) => !['batch', 'call_id', 'provider', 'outcome', 'premium', 'refund', 'clamp'].includes(k));
   return extra.length > 0 ? `the leaf has unknown members: ${extra.join(', ')}` : null;
 }

@@ -94,8 +94,13 @@ export type SettlerStatus = z.infer<typeof SettlerStatus>;
 /** A key's ledger account: what settlement posted to before accounts held the money (now `account:<id>`). */
 export const keyAccount = (keyId: string): string => `key:${keyId}`;
 
-/** Why a refund was paid short: the pool could not cover it, or the endpoint's hourly cap was reached. */
-export const CLAMPS = ['pool_depleted', 'cap_clamped'] as const;
+/**
+ * Why a refund was paid short: the limit that bound it. In tie order (when several limits bind
+ * equally, the first marks the call; `control/settler/plan.ts`): the pool could not cover it
+ * (`pool_depleted`), the endpoint's hourly cap was reached (`cap_clamped`), its per-batch cap was
+ * reached (`batch_capped`), its per-call cap is below the refund owed (`call_capped`).
+ */
+export const CLAMPS = ['pool_depleted', 'cap_clamped', 'batch_capped', 'call_capped'] as const;
 export const Clamp = z.enum(CLAMPS);
 export type Clamp = z.infer<typeof Clamp>;
 
@@ -147,7 +152,8 @@ export const PoolView = z.strictObject({
   refunds_owed: MicroAmount,
   /** `refunds_owed - refunds`: refunds clamped away, recorded per call, never paid. */
   shortfall: MicroAmount,
-  clamped: z.strictObject({ pool_depleted: Count, cap_clamped: Count }),
+  /** Clamped calls by their clamp. */
+  clamped: z.strictObject({ pool_depleted: Count, cap_clamped: Count, batch_capped: Count, call_capped: Count }),
   /** Sum of positive account balances (`account:<id>`): what payouts would pay now. */
   owed_to_keys: MicroAmount,
   /** Everything recorded as paid out (account → external; key → external before accounts). */

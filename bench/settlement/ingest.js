@@ -42,6 +42,8 @@ async function seedEconomics(store, now) {
       premium: 150,
       sla_ms: 1_000,
       refund_cap_per_hour: 0,
+      refund_cap_per_call: 0,
+      refund_cap_per_batch: 0,
       treasury_fee_bps: 1_000,
       headers: {},
       response_schema: null,

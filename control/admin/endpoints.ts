@@ -55,6 +55,8 @@ export function registerEndpointRoutes(router: Router, ctx: ControlContext): voi
       premium: input.premium ?? 0,
       sla_ms: input.sla_ms ?? ctx.config.endpoints.slaMs,
       refund_cap_per_hour: input.refund_cap_per_hour ?? 0,
+      refund_cap_per_call: input.refund_cap_per_call ?? 0,
+      refund_cap_per_batch: input.refund_cap_per_batch ?? 0,
       treasury_fee_bps: input.treasury_fee_bps ?? 0,
       billing: input.billing ?? 'postpaid',
       headers: input.headers ?? {},

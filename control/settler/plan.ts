@@ -11,11 +11,20 @@
  * | `client_error` | nothing |
  * | keyless (gate off) | nothing: settled with premium 0, refund 0, refund owed 0 |
  *
- * Clamping: a refund is at most what the pool holds at that point of the batch (premiums of
- * earlier calls in the batch included) and at most what is left of the endpoint's
- * `refund_cap_per_hour` (0 = no cap) in the clock hour (UTC) in which the call started. The
- * call is marked with the binding limit: `pool_depleted` when the pool was (or tied as) the
- * smaller, else `cap_clamped`. The shortfall stays on the call (`refund_owed - refund`).
+ * Clamping: a refund is at most
+ *
+ * - what the pool holds at that point of the batch (premiums of earlier calls in the batch
+ *   included): `pool_depleted`;
+ * - what is left of the endpoint's `refund_cap_per_hour` in the clock hour (UTC) in which the
+ *   call started: `cap_clamped`;
+ * - what is left of its `refund_cap_per_batch` after the refunds of earlier calls in the batch:
+ *   `batch_capped`;
+ * - its `refund_cap_per_call`: `call_capped`.
+ *
+ * A cap of 0 is no cap. A call paid short is marked with the binding (smallest) limit; when
+ * several are equally small, the first in the list above marks it (the pool wins ties). The
+ * shortfall stays on the call (`refund_owed - refund`), and the call counts as clamped whatever
+ * bound it.
  */
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import type { Clamp } from '../../protocol/settlement';
@@ -27,6 +36,8 @@ const add = (map: Map<string, number>, key: string, amount: number): void => {
 
 export function planBatch(input: PlanInput): BatchPlan {
   const { price, premium, refund_cap_per_hour: cap, treasury_fee_bps: bps } = input.economics;
+  const callCap = input.economics.refund_cap_per_call === 0 ? Infinity : input.economics.refund_cap_per_call;
+  const batchCap = input.economics.refund_cap_per_batch === 0 ? Infinity : input.economics.refund_cap_per_batch;
   const owed = price + premium;
   const fee = Math.floor((premium * bps) / 10_000);
   const plan: BatchPlan = {
@@ -60,10 +71,12 @@ export function planBatch(input: PlanInput): BatchPlan {
     const hour = Math.floor(call.started_at / HOUR_MS);
     const used = usedInHour.get(hour) ?? input.refundedInHour(hour);
     const capLeft = cap === 0 ? Infinity : Math.max(0, cap - used);
-    const refund = Math.min(owed, capLeft, pool);
+    const batchLeft = batchCap - plan.totals.refunds;
+    const refund = Math.min(owed, pool, capLeft, batchLeft, callCap);
     plan.totals.refunds_owed += owed;
     if (refund < owed) {
-      const clamp: Clamp = pool <= capLeft ? 'pool_depleted' : 'cap_clamped';
+      const clamp: Clamp =
+        refund === pool ? 'pool_depleted' : refund === capLeft ? 'cap_clamped' : refund === batchLeft ? 'batch_capped' : 'call_capped';
       plan.exceptions.set(call.call_id, { premium: 0, refund, refund_owed: owed, clamp });
       plan.totals.clamped_calls++;
     }

@@ -81,11 +81,15 @@ export interface UnsettledCall {
   reserved: number | null;
 }
 
-/** An endpoint's money settings, read at settlement time (removed endpoints included). */
+/** An endpoint's money settings, read at settlement time (removed endpoints included). Caps of 0 are no cap. */
 export interface Economics {
   price: number;
   premium: number;
   refund_cap_per_hour: number;
+  /** The most one call's refund pays. */
+  refund_cap_per_call: number;
+  /** The most one batch's refunds pay in all. */
+  refund_cap_per_batch: number;
   treasury_fee_bps: number;
 }
 

@@ -195,6 +195,25 @@ t.test('endpoints', async (t) => {
   const updated = await cli('endpoints', 'update', 'echo', '--price', '200', '--billing', 'prepaid', '--json');
   t.equal(updated.json().price, 200);
   t.equal(updated.json().billing, 'prepaid');
+  t.match(shown.stdout, /^refund_cap_per_call: +none$/m, 'no per-call cap by default');
+  t.match(shown.stdout, /^refund_cap_per_batch: +none$/m, 'no per-batch cap by default');
+  const caps = await cli('endpoints', 'update', 'echo', '--refund-cap-per-call', '1.25', '--refund-cap-per-batch', '40000000', '--json');
+  t.equal(caps.code, 0, caps.stderr);
+  t.match(caps.json(), { refund_cap_per_call: 1_250_000, refund_cap_per_batch: 40_000_000 }, 'units with a decimal point, or micro-units');
+  t.match((await cli('endpoints', 'show', 'echo')).stdout, /^refund_cap_per_call: +1250000$/m);
+  for (const [flag, value, message] of [
+    ['--refund-cap-per-call', '-5', /--refund-cap-per-call must be micro-units/],
+    ['--refund-cap-per-call', '0.0000001', /--refund-cap-per-call has more than 6 decimals/],
+    ['--refund-cap-per-batch', 'lots', /--refund-cap-per-batch must be micro-units/],
+    ['--refund-cap-per-batch', '1e6', /--refund-cap-per-batch must be micro-units/],
+    ['--refund-cap-per-batch', '99999999999999999999', /--refund-cap-per-batch is too large/],
+  ] as const) {
+    const bad = await cli('endpoints', 'update', 'echo', flag, value);
+    t.equal(bad.code, 2, `${flag} ${value}: exit 2`);
+    t.match(bad.stderr, message);
+  }
+  const none = await cli('endpoints', 'update', 'echo', '--refund-cap-per-call', '0', '--refund-cap-per-batch', '0.0', '--json');
+  t.match(none.json(), { refund_cap_per_call: 0, refund_cap_per_batch: 0 }, '0 (or 0.0) removes a cap');
   const badBilling = await cli('endpoints', 'update', 'echo', '--billing', 'later');
   t.equal(badBilling.code, 2, 'an unknown billing: exit 2');
   t.match(badBilling.stderr, '--billing must be prepaid or postpaid');

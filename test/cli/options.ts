@@ -70,6 +70,13 @@ t.test('amounts: micro-units, or units with a decimal point', async (t) => {
     outcome(() => parseAmount('--amount', '0')),
     { usage: /at least 1 micro-unit/ },
   );
+  t.equal(parseAmount('--cap', '0', 'allowed'), 0, 'a cap may be 0');
+  t.equal(parseAmount('--cap', '0.000', 'allowed'), 0);
+  t.equal(parseAmount('--cap', '.5', 'allowed'), 500_000);
+  t.match(
+    outcome(() => parseAmount('--cap', '-1', 'allowed')),
+    { usage: /^--cap must be / },
+  );
   t.match(
     outcome(() => parseAmount('AMOUNT', 'lots')),
     { usage: /^AMOUNT must be / },

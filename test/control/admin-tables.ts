@@ -1,12 +1,11 @@
 /**
- * The store's admin-side table families (keys, flags, endpoints, changelog, audit, gateways)
- * answer the same on every store: what each method returns, the order lists come in, which
- * writes report a change, and the rules a statement enforces (a rotation never extends a grace
- * already running, a removed endpoint is revived by saving it again).
+ * The store's admin-side table families (keys, flags, changelog, audit, gateways; endpoints are
+ * `endpoints-table.ts`) answer the same on every store: what each method returns, the order
+ * lists come in, which writes report a change, and the rules a statement enforces (a rotation
+ * never extends a grace already running).
  */
 import t, { type Test } from 'tap';
 import type { Store } from '../../control/store';
-import type { EndpointRecord } from '../../control/store/endpoints';
 import type { NewKey } from '../../control/store/keys';
 import { forEachStore, openTestStore } from '../fixtures/stores';
 
@@ -25,24 +24,6 @@ const newKey = (id: string, extra: Partial<NewKey> = {}): NewKey => ({
   endpoints: [],
   limit: null,
   application_id: null,
-  ...extra,
-});
-
-const endpoint = (id: string, extra: Partial<EndpointRecord> = {}): EndpointRecord => ({
-  id,
-  upstream: `http://127.0.0.1:9/${id}`,
-  methods: ['GET', 'POST'],
-  timeout_ms: 5_000,
-  price: 1_000,
-  premium: 100,
-  sla_ms: 2_000,
-  refund_cap_per_hour: 50_000,
-  treasury_fee_bps: 250,
-  headers: { 'x-api-key': 'secret-value' },
-  created_at: NOW,
-  updated_at: NOW,
-  response_schema: null,
-  billing: 'postpaid',
   ...extra,
 });
 
@@ -229,53 +210,6 @@ forEachStore(t, (t, kind) => {
       'and no share of that push is recorded',
     );
     t.equal(await store.gateways.byId('gw-none'), undefined);
-  });
-
-  t.test('endpoints: save, overwrite, soft removal, revival, count', async (t) => {
-    const store = await open(t);
-    const schema = { type: 'object', required: ['ok'] };
-    await store.endpoints.save(endpoint('paid', { display_name: 'Paid API', response_schema: schema, billing: 'prepaid' }));
-    await store.endpoints.save(endpoint('echo'));
-    t.same(await store.endpoints.byId('paid'), {
-      id: 'paid',
-      upstream: 'http://127.0.0.1:9/paid',
-      methods: '["GET","POST"]',
-      timeout_ms: 5_000,
-      price: 1_000,
-      premium: 100,
-      sla_ms: 2_000,
-      refund_cap_per_hour: 50_000,
-      treasury_fee_bps: 250,
-      headers: '{"x-api-key":"secret-value"}',
-      created_at: NOW,
-      updated_at: NOW,
-      removed_at: null,
-      response_schema: JSON.stringify(schema),
-      display_name: 'Paid API',
-      billing: 'prepaid',
-    });
-    t.same(await store.endpoints.record('echo'), { ...endpoint('echo'), display_name: null }, 'record parses the JSON columns');
-    t.same(
-      (await store.endpoints.list()).map((e) => e.id),
-      ['echo', 'paid'],
-    );
-    t.equal(await store.endpoints.count(), 2);
-
-    t.equal(await store.endpoints.remove('paid', NOW + 1), true);
-    t.equal(await store.endpoints.remove('paid', NOW + 2), false, 'already removed');
-    t.equal(await store.endpoints.remove('none', NOW + 2), false, 'unknown');
-    t.equal(await store.endpoints.byId('paid'), undefined, 'a removed endpoint is gone from reads');
-    t.equal(await store.endpoints.record('paid'), undefined);
-    t.equal(await store.endpoints.count(), 1);
-
-    await store.endpoints.save(endpoint('paid', { price: 2_000, created_at: NOW + 5, updated_at: NOW + 5 }));
-    const revived = (await store.endpoints.byId('paid'))!;
-    t.same(
-      [revived.price, revived.created_at, revived.updated_at, revived.removed_at, revived.response_schema, revived.display_name],
-      [2_000, NOW, NOW + 5, null, null, null],
-      'saved again: revived, overwritten, created_at kept',
-    );
-    t.equal(await store.endpoints.count(), 2);
   });
 
   t.test('keys: rows, secrets, rotation, revocation, counts', async (t) => {

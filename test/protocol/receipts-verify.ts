@@ -221,3 +221,30 @@ t.test('a proof verifies for its call, and only for it', async (t) => {
   fails(p, /not in the JWKS/, undefined, { keys: [newKey().jwk] });
   fails({ ...p, leaf: { ...p.leaf, clamp: 'maybe' as never } }, /clamp is not null/);
 });
+
+t.test('a leaf may carry any clamp: pool_depleted, cap_clamped, batch_capped, call_capped', async (t) => {
+  const clamps = [null, 'pool_depleted', 'cap_clamped', 'batch_capped', 'call_capped'] as const;
+  const l: ReceiptLeafFields[] = clamps.map((clamp, i) => ({
+    batch: 1,
+    call_id: `clamped-${i}`,
+    provider: 'prv_test',
+    outcome: 'server_error',
+    premium: 0,
+    refund: clamp === null ? 2150 : 700,
+    clamp,
+  }));
+  const receipt = signReceipt(key, {
+    v: 1,
+    batch: 1,
+    prev: GENESIS_PREV,
+    root: toHex(rootOf(l.map(leafHashOf))),
+    tree_size: l.length,
+    refunds: l.reduce((s, x) => s + x.refund, 0),
+    premiums: 0,
+    settled_at: new Date(Date.UTC(2030, 0, 1)).toISOString(),
+  });
+  l.forEach((leaf, i) => {
+    const proof = { leaf, leaf_index: i, tree_size: l.length, audit_path: inclusionPath(l.map(leafHashOf), i).path.map(toHex), receipt };
+    t.match(verifyCallProof(proof, jwks, leaf.call_id), { ok: true, refund: leaf.refund, reasons: [] }, `clamp ${leaf.clamp}`);
+  });
+});

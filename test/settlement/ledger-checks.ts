@@ -197,6 +197,11 @@ t.test('ledger verify catches each kind of corruption', async (t) => {
         /batch 1 does not match|ledger entries/,
       ],
       ['a clamp dropped', `UPDATE settled_calls SET clamp = NULL WHERE clamp IS NOT NULL`, /a clamp that does not match/],
+      [
+        'a per-call cap marked on a refund paid in full',
+        `UPDATE settled_calls SET clamp = 'call_capped' WHERE clamp IS NULL AND outcome = 'server_error'`,
+        /a clamp that does not match/,
+      ],
       ['a batch total edited', `UPDATE settlement_batches SET premiums = premiums + 1`, /batch 1 does not match/],
     ];
     for (const [label, sql, pattern] of corruptions) {

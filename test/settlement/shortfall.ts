@@ -87,7 +87,7 @@ forEachStore(t, (t, kind) => {
       owed_to_keys: 5000,
     });
     const human = await cli('pool', 'show');
-    t.match(human.stdout, /shortfall: +0\.0027 \(2700 micro\) \(3 calls pool_depleted, 0 cap_clamped\)/);
+    t.match(human.stdout, /shortfall: +0\.0027 \(2700 micro\) \(3 calls pool_depleted, 0 cap_clamped, 0 batch_capped, 0 call_capped\)/);
     t.match(await control.handle.ctx.store.ledger.totals(), { pool_size: 0, total_refunds: 5000, total_refunds_owed: 7700 });
 
     // Premiums refill the pool; later refunds are paid again.

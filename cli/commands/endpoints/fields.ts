@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { BILLING_MODES, type Billing, type EndpointView, type UpdateEndpointRequest } from '../../../protocol/admin';
 import { UsageError } from '../../exit-codes';
-import { wholeNumber } from '../../options';
+import { parseAmount, wholeNumber } from '../../options';
 import { table } from '../../output';
 
 export interface EndpointOptions {
@@ -15,6 +15,8 @@ export interface EndpointOptions {
   slaMs?: string;
   timeoutMs?: string;
   refundCapPerHour?: string;
+  refundCapPerCall?: string;
+  refundCapPerBatch?: string;
   treasuryFeeBps?: string;
   billing?: string;
   header?: string[];
@@ -59,6 +61,10 @@ export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
   if (opts.slaMs !== undefined) body.sla_ms = wholeNumber('--sla-ms', opts.slaMs);
   if (opts.timeoutMs !== undefined) body.timeout_ms = wholeNumber('--timeout-ms', opts.timeoutMs);
   if (opts.refundCapPerHour !== undefined) body.refund_cap_per_hour = wholeNumber('--refund-cap-per-hour', opts.refundCapPerHour);
+  if (opts.refundCapPerCall !== undefined)
+    body.refund_cap_per_call = parseAmount('--refund-cap-per-call', opts.refundCapPerCall, 'allowed');
+  if (opts.refundCapPerBatch !== undefined)
+    body.refund_cap_per_batch = parseAmount('--refund-cap-per-batch', opts.refundCapPerBatch, 'allowed');
   if (opts.treasuryFeeBps !== undefined) body.treasury_fee_bps = wholeNumber('--treasury-fee-bps', opts.treasuryFeeBps);
   if (opts.billing !== undefined) {
     if (!(BILLING_MODES as readonly string[]).includes(opts.billing))
@@ -71,21 +77,26 @@ export function endpointBody(opts: EndpointOptions): UpdateEndpointRequest {
   return body;
 }
 
+/** A cap's value: 0 is no cap. */
+const cap = (micro: number): string => (micro === 0 ? 'none' : String(micro));
+
 export function endpointLines(e: EndpointView): string[] {
   return [
-    `id:                  ${e.id}`,
-    `display name:        ${e.display_name ?? '-'}`,
-    `upstream:            ${e.upstream}`,
-    `methods:             ${e.methods.join(', ')}`,
-    `timeout_ms:          ${e.timeout_ms}`,
-    `sla_ms:              ${e.sla_ms}`,
-    `price:               ${e.price}`,
-    `premium:             ${e.premium}`,
-    `refund_cap_per_hour: ${e.refund_cap_per_hour === 0 ? 'none' : e.refund_cap_per_hour}`,
-    `treasury_fee_bps:    ${e.treasury_fee_bps}`,
-    `billing:             ${e.billing}`,
-    `injected headers:    ${e.injected_headers.length > 0 ? e.injected_headers.map((h) => `${h}: (set)`).join(', ') : '-'}`,
-    `response schema:     ${e.response_schema ? JSON.stringify(e.response_schema) : '-'}`,
+    `id:                   ${e.id}`,
+    `display name:         ${e.display_name ?? '-'}`,
+    `upstream:             ${e.upstream}`,
+    `methods:              ${e.methods.join(', ')}`,
+    `timeout_ms:           ${e.timeout_ms}`,
+    `sla_ms:               ${e.sla_ms}`,
+    `price:                ${e.price}`,
+    `premium:              ${e.premium}`,
+    `refund_cap_per_hour:  ${cap(e.refund_cap_per_hour)}`,
+    `refund_cap_per_call:  ${cap(e.refund_cap_per_call)}`,
+    `refund_cap_per_batch: ${cap(e.refund_cap_per_batch)}`,
+    `treasury_fee_bps:     ${e.treasury_fee_bps}`,
+    `billing:              ${e.billing}`,
+    `injected headers:     ${e.injected_headers.length > 0 ? e.injected_headers.map((h) => `${h}: (set)`).join(', ') : '-'}`,
+    `response schema:      ${e.response_schema ? JSON.stringify(e.response_schema) : '-'}`,
   ];
 }
 

@@ -12,6 +12,14 @@ const FIELD_OPTIONS: readonly OptionSpec[] = [
   { flags: '--sla-ms <ms>', description: 'latency SLA; slower 2xx answers are latency breaches' },
   { flags: '--timeout-ms <ms>', description: 'upstream timeout' },
   { flags: '--refund-cap-per-hour <micro>', description: 'most refunded per hour (0 = no cap)' },
+  {
+    flags: '--refund-cap-per-call <amount>',
+    description: 'most refunded for one call: micro-units, or units with a decimal point (0 = no cap)',
+  },
+  {
+    flags: '--refund-cap-per-batch <amount>',
+    description: 'most refunded in one settlement batch: micro-units, or units with a decimal point (0 = no cap)',
+  },
   { flags: '--treasury-fee-bps <bps>', description: 'share of premiums to the treasury' },
   {
     flags: '--billing <mode>',

@@ -17,7 +17,8 @@ export function poolLines(p: PoolView): string[] {
     `withdrawn:       ${money(p.withdrawn)} (paid to liquidity providers)`,
     `premiums:        ${money(p.premiums)} (treasury fees ${money(p.treasury_fees)})`,
     `refunds paid:    ${money(p.refunds)} of ${money(p.refunds_owed)} owed`,
-    `shortfall:       ${money(p.shortfall)} (${p.clamped.pool_depleted} calls pool_depleted, ${p.clamped.cap_clamped} cap_clamped)`,
+    `shortfall:       ${money(p.shortfall)} (${p.clamped.pool_depleted} calls pool_depleted, ${p.clamped.cap_clamped} cap_clamped, ` +
+      `${p.clamped.batch_capped} batch_capped, ${p.clamped.call_capped} call_capped)`,
     `owed to keys:    ${money(p.owed_to_keys)} (paid out ${money(p.paid_out)})`,
     `settled:         ${p.settled_calls} calls in ${p.settled_batches} batches; ${p.backlog} waiting`,
     ...capitalLines(p.capital),

@@ -4,13 +4,16 @@ import { parseEndpointRow, type EndpointRecord, type EndpointRow, type Endpoints
 
 const Q = {
   upsert: sql(`INSERT INTO endpoints (id, upstream, methods, timeout_ms, price, premium, sla_ms, refund_cap_per_hour,
-                                      treasury_fee_bps, headers, created_at, updated_at, removed_at, response_schema, display_name, billing)
+                                      refund_cap_per_call, refund_cap_per_batch, treasury_fee_bps, headers, created_at,
+                                      updated_at, removed_at, response_schema, display_name, billing)
                VALUES (@id, @upstream, @methods, @timeout_ms, @price, @premium, @sla_ms, @refund_cap_per_hour,
-                       @treasury_fee_bps, @headers, @created_at, @updated_at, NULL, @response_schema, @display_name, @billing)
+                       @refund_cap_per_call, @refund_cap_per_batch, @treasury_fee_bps, @headers, @created_at,
+                       @updated_at, NULL, @response_schema, @display_name, @billing)
                ON CONFLICT (id) DO UPDATE SET
                  upstream = excluded.upstream, methods = excluded.methods, timeout_ms = excluded.timeout_ms,
                  price = excluded.price, premium = excluded.premium, sla_ms = excluded.sla_ms,
-                 refund_cap_per_hour = excluded.refund_cap_per_hour, treasury_fee_bps = excluded.treasury_fee_bps,
+                 refund_cap_per_hour = excluded.refund_cap_per_hour, refund_cap_per_call = excluded.refund_cap_per_call,
+                 refund_cap_per_batch = excluded.refund_cap_per_batch, treasury_fee_bps = excluded.treasury_fee_bps,
                  headers = excluded.headers, updated_at = excluded.updated_at, removed_at = NULL,
                  response_schema = excluded.response_schema, display_name = excluded.display_name, billing = excluded.billing`),
   byId: sql(`SELECT * FROM endpoints WHERE id = ? AND removed_at IS NULL`),

@@ -159,7 +159,7 @@ export class SqlLedgerTable implements LedgerTable {
       const parts = (await c.get<{ treasury: number; funded: number; withdrawn: number; owed_to_keys: number; paid_out: number }>(
         Q.poolParts,
       ))!;
-      const clamped = { pool_depleted: 0, cap_clamped: 0 };
+      const clamped: LedgerPoolView['clamped'] = { pool_depleted: 0, cap_clamped: 0, batch_capped: 0, call_capped: 0 };
       for (const row of await c.all<{ clamp: Clamp; n: number }>(Q.clamped)) clamped[row.clamp] = row.n;
       return {
         pool: t.pool_size,

@@ -62,7 +62,14 @@ export function standardAmountColumns(param: (name: 'premium' | 'owed') => strin
   return [`CASE WHEN q.key_id IS NOT NULL AND q.outcome = 'ok' THEN ${param('premium')} ELSE 0 END`, owed, owed, 'NULL'];
 }
 
-export const ZERO_ECONOMICS: Economics = { price: 0, premium: 0, refund_cap_per_hour: 0, treasury_fee_bps: 0 };
+export const ZERO_ECONOMICS: Economics = {
+  price: 0,
+  premium: 0,
+  refund_cap_per_hour: 0,
+  refund_cap_per_call: 0,
+  refund_cap_per_batch: 0,
+  treasury_fee_bps: 0,
+};
 
 /**
  * How the settler's statements are planned on PostgreSQL: with no sequential and no bitmap
@@ -126,7 +133,9 @@ export const Q = {
     `SELECT call_id, key_id, outcome, started_at, received_at, reserved FROM unsettled_outcomes
      WHERE endpoint_id = ? AND received_at <= ? ORDER BY received_at, call_id LIMIT ?`,
   ),
-  economics: sql(`SELECT price, premium, refund_cap_per_hour, treasury_fee_bps FROM endpoints WHERE id = ?`),
+  economics: sql(
+    `SELECT price, premium, refund_cap_per_hour, refund_cap_per_call, refund_cap_per_batch, treasury_fee_bps FROM endpoints WHERE id = ?`,
+  ),
   hours: sql(`SELECT hour, refunds FROM refund_hours WHERE endpoint_id = ? AND hour BETWEEN ? AND ?`),
   addHour: sql(
     `INSERT INTO refund_hours (endpoint_id, hour, refunds) VALUES (?, ?, ?)

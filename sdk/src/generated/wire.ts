@@ -5,7 +5,7 @@
 export type Outcome = 'ok' | 'latency_breach' | 'server_error' | 'network_error' | 'schema_mismatch' | 'client_error' | 'caller_error';
 
 /** @see protocol/settlement.ts (`Clamp`) */
-export type Clamp = 'pool_depleted' | 'cap_clamped';
+export type Clamp = 'pool_depleted' | 'cap_clamped' | 'batch_capped' | 'call_capped';
 
 /** @see protocol/public.ts (`Tier`) */
 export type Tier = 'RELIABLE' | 'ELEVATED' | 'HIGH_RISK' | 'UNRATED';
@@ -172,7 +172,7 @@ export interface ActivityItem {
   premium: number | null;
   refund: number | null;
   /** Why a refund was clamped, if it was. */
-  clamp: 'pool_depleted' | 'cap_clamped' | null;
+  clamp: 'pool_depleted' | 'cap_clamped' | 'batch_capped' | 'call_capped' | null;
 }
 
 /**
@@ -191,7 +191,7 @@ export interface SettledActivityItem {
   /** When the call started (gateway clock). */
   at: string;
   /** Why a refund was clamped, if it was. */
-  clamp: 'pool_depleted' | 'cap_clamped' | null;
+  clamp: 'pool_depleted' | 'cap_clamped' | 'batch_capped' | 'call_capped' | null;
   settled: true;
   batch: number;
   premium: number;
@@ -212,7 +212,7 @@ export interface StatsAnswer {
   total_premiums: number;
   /** Every call recorded by a gateway, settled or not. */
   total_calls: number;
-  /** Refunds owed before clamping (the pool or an hourly cap may have paid less). */
+  /** Refunds owed before clamping (the pool or an endpoint's refund caps may have paid less). */
   total_refunds_owed: number;
   /** Recorded calls not settled yet. */
   unsettled_calls: number;
@@ -366,7 +366,7 @@ export interface ReceiptLeaf {
   premium: number;
   /** Refund paid, micro-units (after any clamp). */
   refund: number;
-  clamp: 'pool_depleted' | 'cap_clamped' | null;
+  clamp: 'pool_depleted' | 'cap_clamped' | 'batch_capped' | 'call_capped' | null;
 }
 
 /**
