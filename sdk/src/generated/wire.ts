@@ -109,6 +109,18 @@ export interface StatusAnswer {
     pool: {
       funded: boolean;
       balance: number;
+      capital: {
+        capital: number;
+        exposure: number;
+        locked: number;
+        free: number;
+        /** capital ÷ shares (1 before the first share was minted); rounded for display, the exact figures are `capital` and `shares`. */
+        value_per_share: number;
+        /** Providers holding shares. */
+        providers: number;
+        /** Withdrawals requested and not paid or cancelled yet. */
+        pending_withdrawals: number;
+      };
     };
     endpoints: {
       registered: number;
@@ -204,8 +216,21 @@ export interface SettledActivityItem {
  * @see protocol/indexer.ts (`StatsAnswer`)
  */
 export interface StatsAnswer {
-  /** The coverage pool's balance. */
+  /** The coverage pool's balance: `pool.capital`. */
   pool_size: number;
+  /** Who may lose what: the capital, what its exposure locks, what is free, and its owners (protocol/lps.ts). */
+  pool: {
+    capital: number;
+    exposure: number;
+    locked: number;
+    free: number;
+    /** capital ÷ shares (1 before the first share was minted); rounded for display, the exact figures are `capital` and `shares`. */
+    value_per_share: number;
+    /** Providers holding shares. */
+    providers: number;
+    /** Withdrawals requested and not paid or cancelled yet. */
+    pending_withdrawals: number;
+  };
   settled_batches: number;
   settled_calls: number;
   total_refunds: number;
