@@ -103,7 +103,7 @@ export const depositLp: Executor<'lps.deposit', LpDepositView> = {
       return made;
     });
     const { figures } = await poolCapital(ctx);
-    const [position] = await lpViews(ctx, figures, (await ctx.store.lps.get(provider.id)));
+    const [position] = await lpViews(ctx, figures, await ctx.store.lps.get(provider.id));
     return { ...result, reference: input.reference, position: position! };
   },
 };

@@ -31,16 +31,7 @@ import { accountLedger } from './accounts';
  * one payment of a provider's withdrawal.
  */
 export type TransferKind =
-  | 'fund'
-  | 'premium'
-  | 'treasury_fee'
-  | 'refund'
-  | 'payout'
-  | 'deposit'
-  | 'move'
-  | 'refill'
-  | 'lp_deposit'
-  | 'lp_withdrawal';
+  'fund' | 'premium' | 'treasury_fee' | 'refund' | 'payout' | 'deposit' | 'move' | 'refill' | 'lp_deposit' | 'lp_withdrawal';
 
 export interface Posting {
   account: string;

@@ -15,7 +15,16 @@ import { PG_MIGRATIONS } from '../../control/store/pg/migrations';
 import { PG_TYPES } from '../../control/store/pg/types';
 import { SOL_A, T0, balance, batchPostings, fund, insertKey, settleAll } from '../fixtures/ledger';
 import { outcome, saveEndpoint } from '../fixtures/settlement';
-import { newInstall, openInstall, rawExec, rawQuery, sqlitePath, UNDO_POOL_CAPITAL, UNDO_PREPAID, type Install } from '../fixtures/store-sql';
+import {
+  newInstall,
+  openInstall,
+  rawExec,
+  rawQuery,
+  sqlitePath,
+  UNDO_POOL_CAPITAL,
+  UNDO_PREPAID,
+  type Install,
+} from '../fixtures/store-sql';
 import { forEachStore } from '../fixtures/stores';
 
 /**

@@ -67,7 +67,11 @@ t.test("the pool's 90-day chart", async (t) => {
     now,
   );
   t.match(chart, /3 days recorded; on 2026-11-29 capital 0\.0002, highest exposure 0/, 'a day outside the 90 is left out');
-  t.match(chart, /<path class="capital" d="M349\.04 45L353\.02 3L357 3"\/>/, 'the scale tops at the highest figure shown; one point per day');
+  t.match(
+    chart,
+    /<path class="capital" d="M349\.04 45L353\.02 3L357 3"\/>/,
+    'the scale tops at the highest figure shown; one point per day',
+  );
   t.match(chart, /<path class="exposure" d="M349\.04 66L353\.02 45L357 87"\/>/);
   t.equal(chartFrom(now), '2026-09-01');
 });

@@ -23,7 +23,8 @@
  *   them) and `lp_withdrawal` (pool → external).
  * - `endpoints.refund_cap_per_call`, `.refund_cap_per_batch` (0 = none), and the clamps they
  *   mark, `call_capped` and `batch_capped`, on `settled_calls`.
- * - `unsettled_covered`: the queue's covered failures, which the pool's exposure sums.
+ * - `unsettled_covered`: the queue's covered failures (every outcome but `ok`, `client_error`, `caller_error`,
+ *   written so both databases print the predicate alike), which the pool's exposure counts.
  *
  * SQLite cannot alter a CHECK: `ledger_transfers`, `ledger_postings` and `settled_calls` are
  * rebuilt (and the `outcomes` view over them made again).
@@ -97,7 +98,7 @@ export default `
   ALTER TABLE endpoints ADD COLUMN refund_cap_per_batch INTEGER NOT NULL DEFAULT 0 CHECK (refund_cap_per_batch >= 0);
 
   CREATE INDEX unsettled_covered ON unsettled_outcomes (endpoint_id, started_at)
-    WHERE key_id IS NOT NULL AND outcome IN ('latency_breach', 'server_error', 'network_error', 'schema_mismatch');
+    WHERE key_id IS NOT NULL AND outcome <> 'ok' AND outcome <> 'client_error' AND outcome <> 'caller_error';
 
   CREATE TABLE liquidity_providers (
     id         TEXT PRIMARY KEY,

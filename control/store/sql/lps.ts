@@ -1,6 +1,6 @@
 /** Liquidity providers (`../lps.ts`), on either database. */
 import { InvariantError } from '../../../protocol/coded-error';
-import { COVERED_FAILURES } from '../../../protocol/outcome';
+import { COVERED_FAILURES, OUTCOMES } from '../../../protocol/outcome';
 import { OPERATOR_LP } from '../../../protocol/lps';
 import { newId } from '../../../protocol/keys';
 import { sql, type Conn } from '../conn';
@@ -31,7 +31,15 @@ const WITHDRAWAL = `w.id, w.provider_id, p.name AS provider, w.amount, w.paid, w
   w.closed_at, w.closed_by`;
 const EVENT = `id, provider_id, kind, shares, amount, capital_before, shares_before, before_transfer, transfer_id, withdrawal_id,
   exposure, locked, at`;
-const COVERED = [...COVERED_FAILURES].map((o) => `'${o}'`).join(', ');
+/**
+ * The queue's covered failures as `unsettled_covered`'s predicate states them, term for term (so
+ * SQLite's planner matches the partial index): every outcome but `ok`, `client_error` and `caller_error`.
+ */
+const NOT_COVERED = ['ok', 'client_error', 'caller_error'];
+const COVERED_QUEUED = `key_id IS NOT NULL AND ${NOT_COVERED.map((o) => `outcome <> '${o}'`).join(' AND ')}`;
+if (OUTCOMES.filter((o) => !COVERED_FAILURES.has(o)).join() !== NOT_COVERED.join()) {
+  throw new InvariantError('unsettled_covered: the covered failures are no longer every outcome but ok, client_error and caller_error');
+}
 
 const Q = {
   insert: sql(`INSERT INTO liquidity_providers (${LP}) VALUES (?, ?, 0, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING ${LP}`),
@@ -62,7 +70,7 @@ const Q = {
   failures: sql(
     `SELECT CAST(coalesce(sum(CASE WHEN started_at < @from THEN 1 ELSE 0 END), 0) AS BIGINT) AS before,
             CAST(coalesce(sum(CASE WHEN started_at >= @from THEN 1 ELSE 0 END), 0) AS BIGINT) AS current
-     FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND key_id IS NOT NULL AND outcome IN (${COVERED})`,
+     FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND ${COVERED_QUEUED}`,
     { replan: true }, // it reads the settler's queue (`SqlOptions.replan`)
   ),
   priorDeposit: sql(

@@ -13,14 +13,14 @@ export default `
   ALTER TABLE endpoints ADD COLUMN refund_cap_per_batch BIGINT NOT NULL DEFAULT 0 CHECK (refund_cap_per_batch >= 0);
 
   CREATE INDEX unsettled_covered ON unsettled_outcomes (endpoint_id, started_at)
-    WHERE key_id IS NOT NULL AND outcome IN ('latency_breach', 'server_error', 'network_error', 'schema_mismatch');
+    WHERE key_id IS NOT NULL AND outcome <> 'ok' AND outcome <> 'client_error' AND outcome <> 'caller_error';
 
   CREATE TABLE liquidity_providers (
     id         TEXT COLLATE "C" PRIMARY KEY,
     name       TEXT COLLATE "C" NOT NULL UNIQUE,
     shares     BIGINT NOT NULL DEFAULT 0 CHECK (shares >= 0),
     created_at BIGINT NOT NULL,
-    created_by TEXT NOT NULL
+    created_by TEXT COLLATE "C" NOT NULL
   );
 
   CREATE TABLE lp_withdrawals (
@@ -30,10 +30,10 @@ export default `
     paid         BIGINT NOT NULL DEFAULT 0 CHECK (paid >= 0),
     status       TEXT COLLATE "C" NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'paid', 'cancelled')),
     requested_at BIGINT NOT NULL,
-    requested_by TEXT NOT NULL,
+    requested_by TEXT COLLATE "C" NOT NULL,
     due_at       BIGINT NOT NULL,
     closed_at    BIGINT,
-    closed_by    TEXT,
+    closed_by    TEXT COLLATE "C",
     CHECK (amount IS NULL OR paid <= amount)
   );
   CREATE INDEX lp_withdrawals_pending ON lp_withdrawals (due_at, id) WHERE status = 'pending';
