@@ -5,12 +5,13 @@
  * with `money.approvals: 2`, waits for a second one. Paying due withdrawals is the withdrawal
  * loop's (withdrawals.ts), not an operator's.
  */
-import type { LpDepositView, LpDetail, LpView, PoolCapitalView, PublicPool, WithdrawalView } from '../../protocol/lps';
+import type { LpDepositView, LpDetail, LpView, WithdrawalView } from '../../protocol/lps';
 import { SvcError } from '../../protocol/errors';
 import type { PoolView } from '../../protocol/settlement';
 import type { ControlContext } from '../context';
-import { capitalView, lpView, shareEventView, withdrawalView, type LpRow, type PoolCapital } from '../store/lps';
-import type { Audit, StoreTables } from '../store';
+import { lpView, shareEventView, withdrawalView, type LpRow, type PoolCapital } from '../store/lps';
+import { poolCapital } from '../pool';
+import type { Audit } from '../store';
 import type { Executor } from './action-executor';
 
 const HOUR_MS = 3_600_000;
@@ -20,16 +21,6 @@ export async function lpOrNotFound(ctx: ControlContext, ref: string, field = 'id
   const row = await ctx.store.lps.get(ref);
   if (row === undefined) throw new SvcError('svc_not_found', `no liquidity provider named ${ref}`, { extra: { field } });
   return row;
-}
-
-/** The pool's capital now, as the admin API and `/api/stats` show it. */
-export async function poolCapital(
-  ctx: ControlContext,
-  tables: StoreTables = ctx.store,
-): Promise<{ figures: PoolCapital; view: PoolCapitalView }> {
-  const rules = { lockRatio: ctx.config.pool.lockRatio, noticeH: ctx.config.pool.withdrawalNoticeH };
-  const figures = await tables.lps.capital(rules.lockRatio, ctx.now());
-  return { figures, view: capitalView(figures, rules) };
 }
 
 /** Every provider's position at the pool's capital `figures`. */
@@ -151,18 +142,4 @@ export const cancelWithdrawal: Executor<'lps.cancel', WithdrawalView> = {
 export async function poolShow(ctx: ControlContext): Promise<PoolView> {
   const [ledger, { view }] = await Promise.all([ctx.store.ledger.poolView(), poolCapital(ctx)]);
   return { ...ledger, capital: view };
-}
-
-/** The pool's capital as the public sees it (`PublicPool`): no provider's name. */
-export async function publicPool(ctx: ControlContext): Promise<PublicPool> {
-  const { view } = await poolCapital(ctx);
-  return {
-    capital: view.capital,
-    locked: view.locked,
-    free: view.free,
-    exposure: view.exposure,
-    value_per_share: view.value_per_share,
-    providers: view.providers,
-    pending_withdrawals: view.pending_withdrawals,
-  };
 }

@@ -18,7 +18,8 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { withdrawalView } from '../store/lps';
-import { lpDetail, lpOrNotFound, lpViews, poolCapital } from './lp-actions';
+import { lpDetail, lpOrNotFound, lpViews } from './lp-actions';
+import { poolCapital } from '../pool';
 import { moneyAction } from './money-actions';
 
 /** A withdrawal id from the path: a positive integer, or 404. */

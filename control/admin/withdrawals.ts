@@ -15,7 +15,7 @@ import type { ControlContext } from '../context';
 import type { WithdrawalPayment } from '../store/lps';
 import type { Audit } from '../store';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
-import { poolCapital } from './lp-actions';
+import { poolCapital } from '../pool';
 
 /** How often a control looks for withdrawals due. @default 60_000 */
 export const WITHDRAWAL_CHECK_MS = 60_000;

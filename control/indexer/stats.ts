@@ -10,7 +10,7 @@ import type { ControlContext } from '../context';
 import type { CursorCodec } from '../activity-cursor';
 import type { OpaqueIds } from '../../protocol/opaque-ids';
 import { activityItem } from '../activity-item';
-import { publicPool } from '../admin/lp-actions';
+import { publicPool } from '../pool';
 import type { ActivityCursor, ActivityFilter } from '../store/public-reads';
 
 export async function statsAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatsAnswer> {

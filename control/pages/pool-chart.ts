@@ -4,6 +4,7 @@
  * point per day sampled (`pool_days`: the day's last capital, its highest exposure); a day
  * without a sample breaks the lines. Pure: a function of the days it is given.
  */
+import type { PublicPool } from '../../protocol/lps';
 import type { PoolDay } from '../store/lps';
 import { escapeHtml, money } from './layout';
 
@@ -53,4 +54,12 @@ export function poolChart(days: readonly PoolDay[], now: number): string {
   const exposure = path(slots, (d) => d.exposure, scale);
   return `<figure id="pool-chart"><svg class="pool-chart" viewBox="0 0 ${G.width} ${G.height}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title><line class="base" x1="${G.pad}" x2="${G.width - G.pad}" y1="${bottom}" y2="${bottom}"/><path class="capital" d="${capital}"/><path class="exposure" d="${exposure}"/></svg>
 <figcaption><span class="key-capital">capital</span> and <span class="key-exposure">exposure</span> per day, the last ${POOL_CHART_DAYS} days (top of the scale ${money(scale)})</figcaption></figure>`;
+}
+
+/** The pool's capital in a sentence: what is locked against exposure, what is free, who owns it (a count). */
+export function poolWords(p: PublicPool): string {
+  const providers = `${p.providers} liquidity provider${p.providers === 1 ? '' : 's'}`;
+  const pending =
+    p.pending_withdrawals === 0 ? '' : `, ${p.pending_withdrawals} withdrawal${p.pending_withdrawals === 1 ? '' : 's'} pending`;
+  return `${money(p.locked)} locked against an exposure of ${money(p.exposure)}, ${money(p.free)} free; ${providers} at ${p.value_per_share} a share${pending}`;
 }

@@ -6,8 +6,7 @@
  * instant, so it reads the same in a screen reader, a text browser or with styles off. Links to
  * the providers, the activity and the Atom feeds.
  */
-import type { PublicPool } from '../../protocol/lps';
-import { poolChart } from '../pages/pool-chart';
+import { poolChart, poolWords } from '../pages/pool-chart';
 import type { StatusAnswer } from '../../protocol/public';
 import { HISTORY_DAYS, type History, type Incident } from './pages/history';
 import { duration, escapeHtml, money, renderDocument, time } from '../pages/layout';
@@ -40,14 +39,6 @@ function maintenanceSection(s: StatusAnswer): string {
       (m.note ? `<p>Note from the operators: <q id="maintenance-note">${escapeHtml(m.note)}</q></p>` : '')
     : '<p>Maintenance mode is off.</p>';
   return `<section aria-labelledby="h-maintenance"><h2 id="h-maintenance">Maintenance</h2>${body}</section>`;
-}
-
-/** The pool's capital in a sentence: what is locked against exposure, what is free, who owns it (a count). */
-export function poolWords(p: PublicPool): string {
-  const providers = `${p.providers} liquidity provider${p.providers === 1 ? '' : 's'}`;
-  const pending =
-    p.pending_withdrawals === 0 ? '' : `, ${p.pending_withdrawals} withdrawal${p.pending_withdrawals === 1 ? '' : 's'} pending`;
-  return `${money(p.locked)} locked against an exposure of ${money(p.exposure)}, ${money(p.free)} free; ${providers} at ${p.value_per_share} a share${pending}`;
 }
 
 function bootstrapSection(s: StatusAnswer): string {

@@ -8,7 +8,7 @@ import type { StatusAnswer } from '../../protocol/public';
 import { settlerView, type ControlContext } from '../context';
 import type { OpaqueIds } from '../../protocol/opaque-ids';
 import { publicChangelog } from './reads';
-import { publicPool } from '../admin/lp-actions';
+import { publicPool } from '../pool';
 
 export async function statusAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<StatusAnswer> {
   const now = ctx.now();

@@ -63,7 +63,13 @@ t.test('svcctl up --json --engine undici prints one ready object, keeps running,
 
   const api = await request(ready.urls.api, '/health', { method: 'GET', headers: { 'user-agent': SDK_UA } });
   t.same(api.body, { status: 'ok', version: 'v1' }, 'the printed api URL serves');
-  const gw = await request(ready.urls.gateway, '/health', { method: 'GET' });
+  // The gateway listens before its first state arrives (its /health says not_ready until then).
+  let gw = await request(ready.urls.gateway, '/health', { method: 'GET' });
+  await waitFor(
+    async () => (gw = await request(ready.urls.gateway, '/health', { method: 'GET' })).status === 200,
+    'the gateway ready',
+    WAIT_LIMIT_MS,
+  );
   t.equal(gw.status, 200, 'the printed gateway URL serves');
   t.equal((await health(ready.urls.gateway, metricsToken(dataDir))).body.engine, 'undici', 'up passed --engine to its gateway');
 

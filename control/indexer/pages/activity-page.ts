@@ -17,8 +17,7 @@ import type { ActivityFilter } from '../../store/public-reads';
 import { escapeHtml, money, plural, renderDocument, time } from '../../pages/layout';
 import type { PageUrls } from '../../pages/respond';
 import type { PublicPool } from '../../../protocol/lps';
-import { poolWords } from '../../public/status-page';
-import { poolChart } from '../../pages/pool-chart';
+import { poolChart, poolWords } from '../../pages/pool-chart';
 import type { PoolDay } from '../../store/lps';
 
 export interface ActivityTotals {

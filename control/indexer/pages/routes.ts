@@ -19,7 +19,7 @@ import { sendPage } from '../../pages/respond';
 import { PAGE_REFUNDS, forPeople, pageUrls, registerFavicon } from '../../pages/site';
 import { activityPage } from '../stats';
 import { parseActivityQuery, renderActivityPage, type ActivityView } from './activity-page';
-import { publicPool } from '../../admin/lp-actions';
+import { publicPool } from '../../pool';
 import { chartFrom } from '../../pages/pool-chart';
 import { receiptsFeed } from './receipts-feed';
 
