@@ -10,6 +10,7 @@
  * that was down refills the current period when it is back (not the periods it missed).
  */
 import { AlreadyDone, mutateUnlessDone } from './mutation';
+import { startPeriodic, type PeriodicLoop } from './periodic';
 import type { ControlContext } from '../context';
 import type { Audit } from '../store/changes';
 import { refillPeriod, type Refill } from '../store/accounts';
@@ -77,38 +78,8 @@ export async function refillDue(ctx: ControlContext): Promise<Refill[]> {
 }
 
 /** The refill loop of one control: a pass now, then one every `intervalMs`, until stopped. */
-export interface RefillLoop {
-  /** A pass now (the loop's next one is not moved); what the admin route and tests call. */
-  runOnce(): Promise<Refill[]>;
-  stop(): Promise<void>;
-}
+export type RefillLoop = PeriodicLoop<Refill[]>;
 
 export function startRefills(ctx: ControlContext, intervalMs = REFILL_CHECK_MS): RefillLoop {
-  let running: Promise<unknown> = Promise.resolve();
-  let lastError: string | null = null;
-  const pass = (): Promise<Refill[]> => {
-    const next = running.then(() => refillDue(ctx));
-    running = next.then(
-      () => {
-        lastError = null;
-      },
-      (err: unknown) => {
-        // The store unreachable, say: said once until a pass works again.
-        const message = err instanceof Error ? err.message : String(err);
-        if (message !== lastError) ctx.log.warn('refill pass failed', { err });
-        lastError = message;
-      },
-    );
-    return next;
-  };
-  void pass().catch(() => undefined);
-  const timer = setInterval(() => void pass().catch(() => undefined), intervalMs);
-  timer.unref();
-  return {
-    runOnce: pass,
-    stop: async () => {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startPeriodic(ctx, 'refill', () => refillDue(ctx), intervalMs);
 }

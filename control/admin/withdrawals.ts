@@ -15,6 +15,7 @@ import type { ControlContext } from '../context';
 import type { WithdrawalPayment } from '../store/lps';
 import type { Audit } from '../store';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
+import { startPeriodic, type PeriodicLoop } from './periodic';
 import { poolCapital } from '../pool';
 
 /** How often a control looks for withdrawals due. @default 60_000 */
@@ -49,42 +50,18 @@ export async function samplePool(ctx: ControlContext): Promise<void> {
   await ctx.store.lps.sampleDay(new Date(now).toISOString().slice(0, 10), figures, now);
 }
 
-/** The withdrawal loop of one control: a pass now, then one every `intervalMs`, until stopped. */
-export interface WithdrawalLoop {
-  /** A pass now (the loop's next one is not moved); what tests call. */
-  runOnce(): Promise<WithdrawalPayment[]>;
-  stop(): Promise<void>;
-}
+/** The withdrawal loop of one control: a pass (pay what is due, then sample the pool) now, then one every `intervalMs`. */
+export type WithdrawalLoop = PeriodicLoop<WithdrawalPayment[]>;
 
 export function startWithdrawals(ctx: ControlContext, intervalMs = WITHDRAWAL_CHECK_MS): WithdrawalLoop {
-  let running: Promise<unknown> = Promise.resolve();
-  let lastError: string | null = null;
-  const pass = (): Promise<WithdrawalPayment[]> => {
-    const next = running.then(async () => {
+  return startPeriodic(
+    ctx,
+    'withdrawal',
+    async () => {
       const paid = await payDueWithdrawals(ctx);
       await samplePool(ctx);
       return paid;
-    });
-    running = next.then(
-      () => {
-        lastError = null;
-      },
-      (err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
-        if (message !== lastError) ctx.log.warn('withdrawal pass failed', { err });
-        lastError = message;
-      },
-    );
-    return next;
-  };
-  void pass().catch(() => undefined);
-  const timer = setInterval(() => void pass().catch(() => undefined), intervalMs);
-  timer.unref();
-  return {
-    runOnce: pass,
-    stop: async () => {
-      clearInterval(timer);
-      await running;
     },
-  };
+    intervalMs,
+  );
 }
