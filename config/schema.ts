@@ -175,6 +175,15 @@ export const ConfigSchema = z
           .max(24 * 365)
           .default(D.DEFAULT_POOL_WITHDRAWAL_NOTICE_H)
           .describe('hours a liquidity provider’s withdrawal waits before it may be paid'),
+        minFree: z
+          .number()
+          .int()
+          .min(0)
+          .max(Number.MAX_SAFE_INTEGER)
+          .optional()
+          .describe(
+            'micro-units: while the pool’s free capital is below this, calls are admitted uncovered (default: the largest single covered call)',
+          ),
       })
       .strict()
       .prefault({}),

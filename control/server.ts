@@ -43,6 +43,7 @@ import { LeaseLeadership, soleLeadership } from './settler/leadership';
 import { Settler } from './settler/settler';
 import { startRefills, type RefillLoop } from './admin/refills';
 import { startWithdrawals, type WithdrawalLoop } from './admin/withdrawals';
+import { startCoverage, type CoverageLoop } from './coverage';
 import { ReceiptChainGuard } from './receipts/chain-guard';
 import { makeReceipts } from './receipts/maker';
 import type { Store } from './store';
@@ -64,6 +65,8 @@ export interface ControlHandle {
   refills: RefillLoop;
   /** This control's withdrawal loop (admin/withdrawals.ts): a pass on demand, for the tests. */
   withdrawals: WithdrawalLoop;
+  /** This control's coverage loop (coverage.ts): an evaluation on demand, for the tests. */
+  coverage: CoverageLoop;
   close(): Promise<void>;
 }
 
@@ -74,6 +77,8 @@ export interface StartOptions {
   refillCheckMs?: number;
   /** How often the withdrawal loop looks for withdrawals due. @default WITHDRAWAL_CHECK_MS */
   withdrawalCheckMs?: number;
+  /** How often coverage is evaluated. @default COVERAGE_CHECK_MS */
+  coverageCheckMs?: number;
 }
 
 function configureServer(server: Server): Server {
@@ -259,7 +264,9 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   let membership: Membership | null = null;
   let refills: RefillLoop | null = null;
   let withdrawals: WithdrawalLoop | null = null;
+  let coverage: CoverageLoop | null = null;
   const close = async (): Promise<void> => {
+    await coverage?.stop();
     hub.close();
     await settler.stop();
     await refills?.stop();
@@ -279,6 +286,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await settler.start();
     refills = startRefills(ctx, options.refillCheckMs);
     withdrawals = startWithdrawals(ctx, options.withdrawalCheckMs);
+    coverage = startCoverage(ctx, (c) => hub.publishCoverage(c), options.coverageCheckMs);
   } catch (err) {
     await close();
     throw err;
@@ -286,5 +294,5 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   publishRuntime(runtimePath, ctx);
 
   log.info('control ready', { control_id: ctx.controlId, urls: ctx.urls, data_dir: boot.dataDir, state_version: hub.currentVersion() });
-  return { ctx, bootstrap: boot, urls: ctx.urls, routers, refills, withdrawals, close };
+  return { ctx, bootstrap: boot, urls: ctx.urls, routers, refills, withdrawals, coverage, close };
 }

@@ -21,6 +21,7 @@ import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy/index';
 import { closer, connect, createGatewayServer, listen, loadLastKnownGood, type Live } from './startup';
 import { LimitShare } from './state/share';
+import { Coverage } from './state/coverage';
 import type { BudgetSummary } from './state/budgets';
 import { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
@@ -125,6 +126,8 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     undo.push(() => file.close());
     // The last share of key limits control pushed, kept across restarts (fail static).
     const share = new LimitShare(file.dir);
+    // Whether calls are covered, as control last said (not kept: control says it again at once).
+    const coverage = new Coverage();
     // The state calls are judged against; each sync update replaces it whole.
     const live: Live = { state: await loadLastKnownGood(file, log) };
 
@@ -138,7 +141,19 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
     });
     undo.push(() => proxy.close());
     const engine = proxy.engine;
-    const { metrics, sync, shipper, budgets } = connect({ id, engine, instance, log, syncToken, control, file, share, journal, live });
+    const { metrics, sync, shipper, budgets } = connect({
+      id,
+      engine,
+      instance,
+      log,
+      syncToken,
+      control,
+      file,
+      share,
+      coverage,
+      journal,
+      live,
+    });
     const handle = createHandler({
       gatewayId: id,
       state: () => live.state,
@@ -151,6 +166,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       maxHeaders: config.gateway.maxHeaders,
       limitShare: () => share.value,
       budgets,
+      coverage,
     });
     const operator = operatorRoutes({
       gatewayId: id,
@@ -158,6 +174,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       controlUrl: () => control.current,
       state: () => live.state,
       limitShare: () => share.state,
+      coverage: () => coverage.state,
       metrics,
       sync,
       journalBacklog: () => journal.backlog(),

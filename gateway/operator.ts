@@ -16,6 +16,7 @@ import type { GatewayEngine } from '../protocol/snapshot';
 import { sendJson, sendProblem } from '../runtime/http';
 import type { GatewayMetrics } from './metrics';
 import type { ShareState } from './state/share';
+import type { CoverageState } from './state/coverage';
 import type { GatewayState } from './state/state';
 
 export interface OperatorOptions {
@@ -27,6 +28,8 @@ export interface OperatorOptions {
   state: () => GatewayState | null;
   /** The last share of key limits control pushed; null before any (the whole limit applies). */
   limitShare: () => ShareState | null;
+  /** Coverage as control last said it; null before any (every call is covered). */
+  coverage: () => CoverageState | null;
   metrics: GatewayMetrics;
   sync: { readonly connected: boolean; readonly lastError: string | null; readonly lastNack: string | null };
   journalBacklog: () => number;
@@ -104,6 +107,7 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
       last_nack: opts.sync.lastNack,
       journal_backlog: opts.journalBacklog(),
       limit_share: opts.limitShare(),
+      coverage: opts.coverage(),
     } satisfies GatewayHealthDetail);
   };
 

@@ -17,6 +17,7 @@ import { OutcomeShipper } from './journal/shipper';
 import { GatewayMetrics } from './metrics';
 import type { GatewayProxy } from './proxy/index';
 import { Budgets } from './state/budgets';
+import type { Coverage } from './state/coverage';
 import type { LimitShare } from './state/share';
 import type { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
@@ -143,6 +144,7 @@ export interface Wiring {
   control: ControlEndpoints;
   file: SnapshotFile;
   share: LimitShare;
+  coverage: Coverage;
   journal: Journal;
   live: Live;
 }
@@ -179,6 +181,7 @@ export function connect(w: Wiring): { metrics: GatewayMetrics; sync: SyncClient;
     onFunded: (accounts) => budgets.funded(accounts),
     file: w.file,
     share: w.share,
+    coverage: w.coverage,
     log: w.log,
     initial: live.state,
     onState: (s) => (live.state = s),

@@ -55,6 +55,19 @@ export const GatewayHealthDetail = z.strictObject({
       received_at: IsoTime,
     })
     .nullable(),
+  /**
+   * Whether this gateway covers the calls it admits, as control last said (a `coverage` line),
+   * with its part of the pool's free capital (`allowance`) and what its calls under way and
+   * recent failures hold of it; null before any (every call is covered).
+   */
+  coverage: z
+    .strictObject({
+      covered: z.boolean(),
+      allowance: z.number().int().min(0),
+      held: z.number().int().min(0),
+      received_at: IsoTime,
+    })
+    .nullable(),
 });
 export type GatewayHealthDetail = z.infer<typeof GatewayHealthDetail>;
 

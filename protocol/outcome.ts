@@ -57,6 +57,13 @@ export const OutcomeRecord = z
      */
     reserved: z.number().int().min(1).optional(),
     instance: InstanceId.optional(),
+    /**
+     * `none`: the gateway admitted the call uncovered (the pool was paused, or this gateway's
+     * share of its free capital was spent), so it settles with premium 0 and refund 0, and the
+     * answer said `X-Svc-Coverage: none`. Absent: covered (and on every record of gateways
+     * older than coverage).
+     */
+    coverage: z.literal('none').optional(),
   })
   .strict();
 export type OutcomeRecord = z.infer<typeof OutcomeRecord>;

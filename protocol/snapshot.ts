@@ -208,7 +208,25 @@ export const ShareLine = z.strictObject({
 });
 export type ShareLine = z.infer<typeof ShareLine>;
 
-export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping, Beat, ShareLine]);
+/**
+ * Whether this gateway covers the calls it admits (docs/money.md, "Pause"), written to its stream
+ * alone: when it connects and whenever control's evaluation (every second) changes it. Paused
+ * (`covered: false`: by an operator, or the pool's free capital below `pool.minFree`), the
+ * gateway admits calls uncovered. Covered, it admits a keyed call covered only while its
+ * `allowance` (micro-units: its weight's part of the pool's free capital) still holds the call's
+ * price + premium beside its calls under way and the failures it recorded since; otherwise
+ * uncovered. Not part of the versioned state (not digested or acked); it may fall between the
+ * lines of a snapshot. Gateways older than coverage ignore it, and a gateway that never got one
+ * (a control older than coverage) covers every call.
+ */
+export const CoverageLine = z.strictObject({
+  type: z.literal('coverage'),
+  covered: z.boolean(),
+  allowance: z.number().int().min(0),
+});
+export type CoverageLine = z.infer<typeof CoverageLine>;
+
+export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping, Beat, ShareLine, CoverageLine]);
 export type StreamLine = z.infer<typeof StreamLine>;
 
 /** Body of `POST /_sync/v1/ack`. */

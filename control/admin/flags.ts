@@ -16,7 +16,7 @@ import { readJson, sendJson } from '../../runtime/http';
 import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
-import { AlreadyDone, mutateUnlessDone } from './mutation';
+import { AlreadyDone, mutateUnlessDone } from '../mutation';
 
 function flagName(raw: string): FlagName {
   const name = normaliseFlagName(raw);

@@ -24,7 +24,7 @@ import { pageCursor, parseBody } from '../http/validate';
 import { issueKey, keyOrNotFound, keyView, newSecret, replaceSecrets, viewKey, viewKeyIn } from '../keys';
 import { keyStatus, type KeyPosition, type KeyRow } from '../store/keys';
 import { moneyAction } from './money-actions';
-import { AlreadyDone, mutateUnlessDone } from './mutation';
+import { AlreadyDone, mutateUnlessDone } from '../mutation';
 
 /**
  * `next_cursor` of the key list: the position (creation time, id) of the last key of a page,

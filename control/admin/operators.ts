@@ -33,7 +33,7 @@ import type { StoreTables } from '../store';
 import { operatorScopes, operatorStatus, tokenLive, type OperatorRow, type OperatorTokenRow } from '../store/operators';
 import { moneyAction } from './money-actions';
 import { nameFree } from './operator-actions';
-import { AlreadyDone, mutateUnlessDone } from './mutation';
+import { AlreadyDone, mutateUnlessDone } from '../mutation';
 
 /** Every operator's tokens, by operator. */
 function byOperator(tokens: readonly OperatorTokenRow[]): Map<string, OperatorTokenRow[]> {

@@ -9,8 +9,8 @@
  * So a restart, a moved clock or several controls never refill a period twice, and a control
  * that was down refills the current period when it is back (not the periods it missed).
  */
-import { AlreadyDone, mutateUnlessDone } from './mutation';
-import { startPeriodic, type PeriodicLoop } from './periodic';
+import { AlreadyDone, mutateUnlessDone } from '../mutation';
+import { startPeriodic, type PeriodicLoop } from '../periodic';
 import type { ControlContext } from '../context';
 import type { Audit } from '../store/changes';
 import { refillPeriod, type Refill } from '../store/accounts';

@@ -14,8 +14,8 @@
 import type { ControlContext } from '../context';
 import type { WithdrawalPayment } from '../store/lps';
 import type { Audit } from '../store';
-import { AlreadyDone, mutateUnlessDone } from './mutation';
-import { startPeriodic, type PeriodicLoop } from './periodic';
+import { AlreadyDone, mutateUnlessDone } from '../mutation';
+import { startPeriodic, type PeriodicLoop } from '../periodic';
 import { poolCapital } from '../pool';
 
 /** How often a control looks for withdrawals due. @default 60_000 */

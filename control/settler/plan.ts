@@ -10,6 +10,7 @@
  * | keyed covered failure | refund owed = price + premium, paid pool → key, clamped |
  * | `client_error` | nothing |
  * | keyless (gate off) | nothing: settled with premium 0, refund 0, refund owed 0 |
+ * | admitted uncovered (`X-Svc-Coverage: none`) | nothing, the same way (an exception to the batch's standard amounts) |
  *
  * Clamping: a refund is at most
  *
@@ -29,6 +30,9 @@
 import { COVERED_FAILURES } from '../../protocol/outcome';
 import type { Clamp } from '../../protocol/settlement';
 import { HOUR_MS, type BatchPlan, type CallAmounts, type PlanInput } from '../store/settlement';
+
+/** What an uncovered call settles with. */
+const UNCOVERED: CallAmounts = Object.freeze({ premium: 0, refund: 0, refund_owed: 0, clamp: null });
 
 const add = (map: Map<string, number>, key: string, amount: number): void => {
   map.set(key, (map.get(key) ?? 0) + amount);
@@ -54,6 +58,12 @@ export function planBatch(input: PlanInput): BatchPlan {
 
   for (const call of input.calls) {
     if (call.key_id === null) continue;
+    if (call.uncovered === 1) {
+      // Its standard amounts would charge a premium or pay a refund: it moves nothing instead.
+      if (call.outcome === 'ok' ? (call.reserved ?? premium) > 0 : COVERED_FAILURES.has(call.outcome) && owed > 0)
+        plan.exceptions.set(call.call_id, UNCOVERED);
+      continue;
+    }
     if (call.outcome === 'ok') {
       // A prepaid call pays what it reserved, which may not be the endpoint's premium now.
       const charged = call.reserved ?? premium;

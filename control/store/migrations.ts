@@ -28,6 +28,7 @@ import m020 from './migrations/020-accounts';
 import m021 from './migrations/021-account-ledger';
 import m022 from './migrations/022-prepaid';
 import m023 from './migrations/023-pool-capital';
+import m024 from './migrations/024-uncovered-calls';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -53,4 +54,5 @@ export const MIGRATIONS: readonly string[] = [
   m021,
   m022,
   m023,
+  m024,
 ];

@@ -79,6 +79,8 @@ export interface UnsettledCall {
    * postpaid call). An `ok` call is charged exactly this, whatever the endpoint's premium is now.
    */
   reserved: number | null;
+  /** 1: a gateway admitted the call uncovered (protocol/outcome.ts `coverage`), so it moves nothing. */
+  uncovered?: number;
 }
 
 /** An endpoint's money settings, read at settlement time (removed endpoints included). Caps of 0 are no cap. */

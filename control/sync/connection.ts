@@ -28,6 +28,8 @@ export interface Connection {
    * keys' accounts. Null for a gateway older than prepaid billing, sent the legacy form.
    */
   instance: string | null;
+  /** The coverage line last written to its stream (hub.ts), to write only what changed; null until one was. */
+  coverageLine: string | null;
 }
 
 /** A stream just opened: nothing sent yet; `nackedVersion`, the highest version the gateway ever refused. */
@@ -46,6 +48,7 @@ export function newConnection(gatewayId: string, res: ServerResponse, nackedVers
     leaseAt: null,
     share: null,
     instance,
+    coverageLine: null,
   };
 }
 

@@ -7,7 +7,8 @@
  *
  * The hub also holds each gateway's lease (renewed by its acks and its answers to pings) and
  * divides the key limits among the live gateways (shares.ts), writing each its own `share`
- * line when its share changes.
+ * line when its share changes, and tells each whether it covers the calls it admits and its
+ * part of the pool's free capital (a `coverage` line, from control's evaluation: coverage.ts).
  *
  * Every `SYNC_BEAT_INTERVAL_MS` it writes a `beat` line to every stream, busy ones included (a
  * snapshot build may keep a stream quiet for seconds), unless the stream is already waiting for
@@ -27,11 +28,13 @@ import {
   SYNC_BEAT_HEADER,
   SYNC_BEAT_INTERVAL_MS,
   SYNC_PING_INTERVAL_MS,
+  type CoverageLine,
   type Limits,
   type ShareLine,
   type SyncAck,
 } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
+import type { Coverage } from '../coverage';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
 import { newConnection, sendLines, type Connection } from './connection';
@@ -92,6 +95,8 @@ export class SyncHub {
   private readonly held = new Map<string, number>();
   /** The members of the last division (`membersKey`), to notice when they change. */
   private membersKey = '';
+  /** Control's last evaluation of coverage (`publishCoverage`); null until the first. */
+  private coverage: Coverage | null = null;
 
   /** Load what the hub keeps in memory from the store (gateways, version, epoch), then start it. */
   static async open(ctx: ControlContext, limits: Limits, options: SyncHubOptions = {}): Promise<SyncHub> {
@@ -201,6 +206,7 @@ export class SyncHub {
     const provisional = this.provisionalShare(gatewayId, now);
     this.writeShare(conn, provisional, this.members(now).length + 1);
     if (row0.share !== provisional) this.record(this.ctx.store.gateways.recordShares(new Map([[gatewayId, provisional]])), 'share');
+    this.writeCoverage(conn, now);
 
     const current = this.version;
     const sameEpoch = heldEpoch !== null && heldEpoch === this.epoch;
@@ -425,6 +431,37 @@ export class SyncHub {
     const line: ShareLine = { type: 'share', share, gateways: Math.max(1, gateways), mode: this.mode };
     // One whole line; writes keep their order, so it may fall between the lines of a snapshot.
     conn.res.write(JSON.stringify(line) + '\n');
+  }
+
+  /**
+   * Control's evaluation of coverage (coverage.ts, every second): each stream is told whether
+   * its gateway covers and its part of the free capital, when that changed.
+   */
+  publishCoverage(coverage: Coverage): void {
+    this.coverage = coverage;
+    const now = this.ctx.now();
+    for (const conn of this.conns.values()) this.writeCoverage(conn, now);
+  }
+
+  /**
+   * A gateway's part of the free capital: its weight over the weights of the live gateways of
+   * the cluster, itself counted (whatever `limits.mode`: money is divided, never repeated).
+   */
+  private coverageShare(gatewayId: string, now: number): number {
+    const weight = this.weightOf(gatewayId);
+    const total = this.members(now).reduce((sum, m) => (m.id === gatewayId ? sum : sum + m.weight), weight);
+    return total > 0 ? weight / total : 0;
+  }
+
+  private writeCoverage(conn: Connection, now: number): void {
+    const c = this.coverage;
+    if (c === null || conn.closed) return;
+    const allowance = c.paused ? 0 : Math.max(0, Math.floor(c.free * this.coverageShare(conn.gatewayId, now)));
+    const line = JSON.stringify({ type: 'coverage', covered: !c.paused, allowance } satisfies CoverageLine) + '\n';
+    if (line === conn.coverageLine) return;
+    conn.coverageLine = line;
+    // One whole line, like a share line: it may fall between the lines of a snapshot.
+    conn.res.write(line);
   }
 
   private schedulePush(): void {

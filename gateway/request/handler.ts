@@ -4,8 +4,11 @@
  * 1. `admit`: header count → request target length → ready → maintenance → gate;
  * 2. `route`: route → endpoint → method → grant → body rules;
  * 3. `limit`: the key's (or client address's) bucket;
- * 4. `pay`: on a prepaid endpoint, the premium spent from this gateway's budget for the key's
- *    account (`state/budgets.ts`), or 402 `svc_payment_required`;
+ * 4. `cover`: whether the pool covers the call (`state/coverage.ts`): a keyed call is covered
+ *    while control says so and this gateway's part of the pool's free capital holds its price +
+ *    premium; otherwise it is admitted uncovered (premium 0, refund 0, `X-Svc-Coverage: none`);
+ *    `pay`: on a prepaid endpoint, a covered call's premium spent from this gateway's budget for
+ *    the key's account (`state/budgets.ts`), or 402 `svc_payment_required`;
  * 5. `forward`: the upstream path and headers, handed to the proxy;
  * 6. record (`record.ts`'s `CallRecord`): the outcome record, from the answer's head to the end
  *    of the call.
@@ -38,6 +41,7 @@ import { upstreamRequestHeaders, type GatewayProxy } from '../proxy/index';
 import { CallRecord } from './record';
 import { joinUpstreamPath, parseRoute } from './route';
 import type { Budgets } from '../state/budgets';
+import type { Coverage } from '../state/coverage';
 import type { EndpointEntry, GatewayState, KeyEntry } from '../state/state';
 import { uuidv7 } from './uuid';
 
@@ -63,6 +67,8 @@ export interface HandlerOptions {
    * keyed call with an account on a prepaid endpoint with a premium is refused with 402.
    */
   budgets?: Pick<Budgets, 'instance' | 'take' | 'want' | 'available'>;
+  /** Whether the pool covers calls (`state/coverage.ts`). Absent: every keyed call is covered. */
+  coverage?: Pick<Coverage, 'admit' | 'end'>;
   now?: () => number;
 }
 
@@ -127,6 +133,15 @@ interface Routed {
 }
 
 /**
+ * A call's coverage: `held` is the price + premium it holds of this gateway's allowance while it
+ * runs (covered), null when it is admitted uncovered (or keyless: nothing to cover).
+ */
+interface Cover {
+  held: number | null;
+}
+const UNCOVERED: Cover = Object.freeze({ held: null });
+
+/**
  * The request handler: each call runs the stages in order, admit → route → limit → pay →
  * forward → record, and stops at the first that refuses it (that stage has sent the refusal).
  */
@@ -145,9 +160,16 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     if (routed === null) return;
     const limitHeaders = limit(pipeline, req, res, admitted);
     if (limitHeaders === null) return;
+    const cover = covered(pipeline, admitted, routed);
+    // An uncovered call pays nothing: it is forwarded without touching the budget.
+    if (cover.held === null) return forward(pipeline, req, res, admitted, routed, limitHeaders, 0, cover);
     const reserved = pay(pipeline, req, res, admitted, routed, limitHeaders);
-    if (reserved === null) return;
-    forward(pipeline, req, res, admitted, routed, limitHeaders, reserved);
+    if (reserved === null) {
+      // Refused (402), or waiting for budget: it gives its part back, and takes it again after the wait.
+      pipeline.opts.coverage?.end(cover.held, false);
+      return;
+    }
+    forward(pipeline, req, res, admitted, routed, limitHeaders, reserved, cover);
   };
 }
 
@@ -266,6 +288,13 @@ function limit(p: Pipeline, req: IncomingMessage, res: ServerResponse, { state, 
   return limitHeaders;
 }
 
+/** Cover: a keyed call holds its price + premium of this gateway's allowance, or goes uncovered. */
+function covered(p: Pipeline, { key }: Admitted, { endpoint }: Routed): Cover {
+  if (key === null) return UNCOVERED;
+  const held = endpoint.price + endpoint.premium;
+  return p.opts.coverage === undefined || p.opts.coverage.admit(held) ? { held } : UNCOVERED;
+}
+
 /**
  * Pay: on a prepaid endpoint with a premium, a keyed call whose key has an account spends the
  * premium from this instance's budget for the account. Returns the premium reserved (0 when the
@@ -313,8 +342,14 @@ function afterWait(
   if (res.destroyed || res.closed || req.socket.destroyed) return;
   const premium = routed.endpoint.premium;
   try {
-    if (p.opts.budgets!.take(account, premium)) forward(p, req, res, admitted, routed, limitHeaders, premium);
-    else paymentRequired(p, req, res, account, premium);
+    // Covered again (coverage may have paused meanwhile: then it goes uncovered, and pays nothing).
+    const cover = covered(p, admitted, routed);
+    if (cover.held === null) forward(p, req, res, admitted, routed, limitHeaders, 0, cover);
+    else if (p.opts.budgets!.take(account, premium)) forward(p, req, res, admitted, routed, limitHeaders, premium, cover);
+    else {
+      p.opts.coverage?.end(cover.held, false);
+      paymentRequired(p, req, res, account, premium);
+    }
   } catch (err) {
     // Off the server's own call stack: a fault here must not become an unhandled rejection.
     res.destroy(err as Error);
@@ -340,10 +375,11 @@ function forward(
   { endpoint, method, path }: Routed,
   limitHeaders: Record<string, string>,
   reserved: number,
+  cover: Cover,
 ): void {
   const { opts } = p;
   const instance = reserved > 0 ? opts.budgets!.instance : null;
-  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders, reserved, instance);
+  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders, reserved, instance, cover.held);
   const headers = upstreamRequestHeaders(req.rawHeaders, {
     clientAddress: req.socket.remoteAddress ?? '',
     proto: 'http',

@@ -13,6 +13,7 @@ import type { Journal } from '../journal/journal';
 import type { GatewayMetrics } from '../metrics';
 import type { ForwardResult, HeaderList, ResponseHead } from '../proxy/index';
 import { BodyCheck, hasCheckableBody, verdictOf } from './schema-check';
+import type { Coverage } from '../state/coverage';
 import type { EndpointEntry, KeyEntry } from '../state/state';
 import { isoTime } from './iso-time';
 
@@ -23,16 +24,20 @@ import { isoTime } from './iso-time';
 export const CLIENT_CLOSED_REQUEST = 499;
 
 /**
+ * `X-Svc-Coverage`: `covered`, or `none` for a call admitted uncovered (and a keyless one).
  * `X-Svc-Premium` and `X-Svc-Refund`: what settlement will move for this call by its head-time
  * outcome, before any clamping (premium on `ok`; price + premium on covered failures; 0
- * otherwise and for keyless calls). `X-Svc-Settlement-Pending: 1` on priced endpoints.
+ * otherwise, for uncovered calls and for keyless calls). `X-Svc-Settlement-Pending: 1` on
+ * priced endpoints.
  */
-function settlementHeaders(headers: HeaderList, endpoint: EndpointEntry, keyed: boolean, outcome: Outcome): void {
+function settlementHeaders(headers: HeaderList, endpoint: EndpointEntry, covered: boolean, outcome: Outcome): void {
   headers.push(
+    'x-svc-coverage',
+    covered ? 'covered' : 'none',
     'x-svc-premium',
-    String(keyed && outcome === 'ok' ? endpoint.premium : 0),
+    String(covered && outcome === 'ok' ? endpoint.premium : 0),
     'x-svc-refund',
-    String(keyed && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0),
+    String(covered && COVERED_FAILURES.has(outcome) ? endpoint.price + endpoint.premium : 0),
   );
   if (endpoint.price > 0 || endpoint.premium > 0) headers.push('x-svc-settlement-pending', '1');
 }
@@ -56,9 +61,12 @@ export class CallRecord {
   /** The premium the call reserved from this instance's budget (prepaid endpoints), else 0. */
   private readonly reserved: number;
   private readonly instance: string | null;
+  /** What a covered call holds of the gateway's allowance until it ends; null: uncovered (or keyless). */
+  private readonly held: number | null;
+  private readonly coverage: Pick<Coverage, 'end'> | undefined;
 
   constructor(
-    sinks: { journal: Journal; metrics: GatewayMetrics; gatewayId: string },
+    sinks: { journal: Journal; metrics: GatewayMetrics; gatewayId: string; coverage?: Pick<Coverage, 'end'> },
     callId: string,
     t: number,
     key: KeyEntry | null,
@@ -67,6 +75,7 @@ export class CallRecord {
     limitHeaders: Record<string, string>,
     reserved = 0,
     instance: string | null = null,
+    held: number | null = key === null ? null : 0,
   ) {
     this.journal = sinks.journal;
     this.metrics = sinks.metrics;
@@ -79,6 +88,8 @@ export class CallRecord {
     this.limitHeaders = limitHeaders;
     this.reserved = reserved;
     this.instance = instance;
+    this.held = held;
+    this.coverage = sinks.coverage;
   }
 
   private recordOf(status: number, outcome: Outcome, latencyMs: number): OutcomeRecord {
@@ -98,6 +109,20 @@ export class CallRecord {
         gateway_id: this.gatewayId,
         reserved: this.reserved,
         instance: this.instance!,
+      };
+    }
+    if (this.held === null && keyId !== null) {
+      return {
+        call_id: this.callId,
+        key_id: keyId,
+        endpoint_id: this.endpoint.id,
+        method: this.method,
+        status,
+        outcome,
+        latency_ms: latencyMs,
+        started_at: this.startedAt,
+        gateway_id: this.gatewayId,
+        coverage: 'none',
       };
     }
     return {
@@ -160,7 +185,7 @@ export class CallRecord {
     const limitHeaders = this.limitHeaders;
     for (const name in limitHeaders) head.headers.push(name, limitHeaders[name]!);
     head.headers.push('x-svc-call-id', this.callId, 'x-svc-outcome', outcome, 'x-svc-latency-ms', String(latency));
-    settlementHeaders(head.headers, endpoint, this.key !== null, outcome);
+    settlementHeaders(head.headers, endpoint, this.held !== null, outcome);
   }
 
   /** The call is over: append a record still waiting (or the caller-left one), and count the call. */
@@ -180,6 +205,8 @@ export class CallRecord {
       this.journal.append(this.recorded);
     }
     const r = this.recorded;
+    // A covered call gives back its part of the allowance, or keeps it spent if it failed.
+    if (this.held !== null && this.held > 0) this.coverage?.end(this.held, r !== null && COVERED_FAILURES.has(r.outcome));
     if (r !== null) {
       this.metrics.call(this.endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
     }

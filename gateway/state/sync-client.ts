@@ -39,6 +39,7 @@ import {
 import { ControlTimeoutError, SyncHttp, type ControlEndpoints } from '../control-link/sync-http';
 import { SyncPoster } from '../control-link/sync-post';
 import { parseDelta } from './delta-line';
+import type { Coverage } from './coverage';
 import type { LimitShare } from './share';
 import type { SnapshotFile, FullSnapshotWriter } from './snapshot-file';
 import { SnapshotBuilder, UpdateRejected, safeJson, type GatewayState } from './state';
@@ -95,6 +96,8 @@ export interface SyncClientOptions {
   onUpdate?: (kind: UpdateKind) => void;
   /** Where `share` lines go (absent: they are ignored). */
   share?: LimitShare;
+  /** Where `coverage` lines go (absent: they are ignored). */
+  coverage?: Coverage;
   initial: GatewayState | null;
 }
 
@@ -280,6 +283,8 @@ export class SyncClient {
           this.applyDeltaLine(line);
         } else if (line.startsWith('{"type":"share"')) {
           this.applyShareLine(line);
+        } else if (line.startsWith('{"type":"coverage"')) {
+          this.applyCoverageLine(line);
         } else if (line.startsWith('{"type":"ping"') && this.state) {
           // Renew the lease: control divides the key limits among gateways that answer.
           this.post({ gateway_id: this.opts.gatewayId, version: this.state.version, ok: true, renew: true });
@@ -336,6 +341,21 @@ export class SyncClient {
     }
     if (share.apply(value)) this.opts.log.info('limit share applied', { ...share.state });
     else this.opts.log.warn('share line ignored: it does not parse', { line: line.slice(0, 200) });
+  }
+
+  /** Like a share line: not versioned, never nacked, and it may come between a snapshot's lines. */
+  private applyCoverageLine(line: string): void {
+    const coverage = this.opts.coverage;
+    if (!coverage) return;
+    const before = coverage.state?.covered;
+    let value: unknown = null;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      // ignored below, like any coverage line that does not parse
+    }
+    if (!coverage.apply(value)) this.opts.log.warn('coverage line ignored: it does not parse', { line: line.slice(0, 200) });
+    else if (coverage.state!.covered !== before) this.opts.log.info('coverage changed', { covered: coverage.state!.covered });
   }
 
   private install(state: GatewayState): void {

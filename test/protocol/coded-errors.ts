@@ -24,7 +24,7 @@ import { createLogger } from '../../runtime/log';
 import { PRODUCT_DIRS, errorClassesOf, plainErrorsIn, productErrorClasses, type ErrorClass } from '../fixtures/error-classes';
 import { ROOT, sourceFiles } from '../fixtures/imports';
 import { ERROR_CATALOGUE } from '../../sdk/src/codes';
-import { AlreadyDone } from '../../control/admin/mutation';
+import { AlreadyDone } from '../../control/mutation';
 import { UpdateRejected } from '../../gateway/state/state';
 
 const HALT = { batch: 3, batches_without_receipt: 1, reason: 'batch 3 is settled but has no receipt' };

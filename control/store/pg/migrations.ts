@@ -20,5 +20,6 @@ import m011 from './migrations/011-accounts';
 import m012 from './migrations/012-account-ledger';
 import m013 from './migrations/013-prepaid';
 import m014 from './migrations/014-pool-capital';
+import m015 from './migrations/015-uncovered-calls';
 
-export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014];
+export const PG_MIGRATIONS: readonly string[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015];

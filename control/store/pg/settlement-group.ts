@@ -193,8 +193,8 @@ export class SettlementGroup {
     const calls: UnsettledCall[] = new Array<UnsettledCall>(rows.length);
     const refunded = new Map<number, number>();
     for (let i = 0; i < rows.length; i++) {
-      const [call_id, key_id, outcome, started_at, received_at, refunds, reserved] = rows[i]!;
-      calls[i] = { call_id, key_id, outcome, started_at, received_at, reserved };
+      const [call_id, key_id, outcome, started_at, received_at, refunds, reserved, uncovered] = rows[i]!;
+      calls[i] = { call_id, key_id, outcome, started_at, received_at, reserved, uncovered };
       const hour = Math.floor(started_at / HOUR_MS);
       refunded.set(hour, (refunds ?? 0) + (here?.get(hour) ?? 0));
     }

@@ -109,8 +109,8 @@ export const Q = {
   // first), so the index scan starts past the entries that batch deleted instead of stepping
   // over them.
   calls: sql(
-    `SELECT c.call_id, c.key_id, c.outcome, c.started_at, c.received_at, h.refunds, c.reserved
-     FROM (SELECT call_id, key_id, outcome, started_at, received_at, reserved FROM unsettled_outcomes
+    `SELECT c.call_id, c.key_id, c.outcome, c.started_at, c.received_at, h.refunds, c.reserved, c.uncovered
+     FROM (SELECT call_id, key_id, outcome, started_at, received_at, reserved, uncovered FROM unsettled_outcomes
            WHERE endpoint_id = @endpoint AND received_at <= @boundary
              AND (received_at, call_id) > (@after_received_at::bigint, @after_call_id::uuid)
            ORDER BY received_at, call_id LIMIT @cap) AS c
@@ -160,8 +160,11 @@ export const Q = {
   ),
 };
 
-/** A row of `Q.calls`: the call's columns, its hour's refunds so far (null: none), then what it reserved (null: none). */
-export type CallRow = [string, string | null, UnsettledCall['outcome'], number, number, number | null, number | null];
+/**
+ * A row of `Q.calls`: the call's columns, its hour's refunds so far (null: none), what it
+ * reserved (null: none), and whether it was admitted uncovered (1).
+ */
+export type CallRow = [string, string | null, UnsettledCall['outcome'], number, number, number | null, number | null, number];
 
 /** The parameters of `Q.write` for `batch`, planned by `plan`, its calls past `after` up to `last`. */
 export function writeParams(

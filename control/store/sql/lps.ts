@@ -66,11 +66,12 @@ const Q = {
             coalesce((SELECT h.refunds FROM refund_hours h WHERE h.endpoint_id = e.id AND h.hour = ?), 0) AS refunded_this_hour
      FROM endpoints e`,
   ),
-  // unsettled_covered: only the queue's covered failures, of one endpoint, before and since `from`.
+  // unsettled_covered: only the queue's covered failures, of one endpoint, before and since `from`
+  // (those admitted uncovered are in the index, and left out here: the pool owes them nothing).
   failures: sql(
     `SELECT CAST(coalesce(sum(CASE WHEN started_at < @from THEN 1 ELSE 0 END), 0) AS BIGINT) AS before,
             CAST(coalesce(sum(CASE WHEN started_at >= @from THEN 1 ELSE 0 END), 0) AS BIGINT) AS current
-     FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND ${COVERED_QUEUED}`,
+     FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND ${COVERED_QUEUED} AND uncovered = 0`,
     { replan: true }, // it reads the settler's queue (`SqlOptions.replan`)
   ),
   priorDeposit: sql(

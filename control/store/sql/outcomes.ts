@@ -37,10 +37,11 @@ export const RECORD_COLUMNS = [
   'gateway_id',
   'reserved',
   'instance',
+  'uncovered',
   'received_at',
 ];
 /** The settler's queue: a new call's entry. */
-const QUEUE_COLUMNS = ['endpoint_id', 'received_at', 'call_id', 'key_id', 'outcome', 'started_at', 'reserved'];
+const QUEUE_COLUMNS = ['endpoint_id', 'received_at', 'call_id', 'key_id', 'outcome', 'started_at', 'reserved', 'uncovered'];
 const tuples = (columns: readonly string[], rows: number) =>
   new Array<string>(rows).fill(`(${columns.map(() => '?').join(', ')})`).join(', ');
 /** Only a stored call id is skipped; any other constraint a row breaks fails the batch. */
@@ -105,11 +106,12 @@ const Q = {
   pgIngest: sql(
     `WITH inserted AS (
      INSERT INTO outcome_records (${RECORD_COLUMNS.join(', ')})
-     SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, reserved, instance, @received_at::bigint
+     SELECT call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, reserved, instance, uncovered,
+            @received_at::bigint
      FROM unnest(@call_id::uuid[], @key_id::text[], @endpoint_id::text[], @method::text[], @status::bigint[],
                  @outcome::text[], @latency_ms::bigint[], @started_at::bigint[], @gateway_id::text[],
-                 @reserved::bigint[], @instance::text[]) WITH ORDINALITY
-       AS r (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, reserved, instance, n)
+                 @reserved::bigint[], @instance::text[], @uncovered::bigint[]) WITH ORDINALITY
+       AS r (call_id, key_id, endpoint_id, method, status, outcome, latency_ms, started_at, gateway_id, reserved, instance, uncovered, n)
      ORDER BY call_id, n
      ON CONFLICT (call_id) DO NOTHING
      RETURNING ${QUEUE_COLUMNS.join(', ')}, latency_ms, gateway_id, instance),
@@ -136,7 +138,8 @@ function putRow(args: unknown[], at: number, r: OutcomeRecord, id: string, start
   args[at + 8] = r.gateway_id;
   args[at + 9] = r.reserved ?? null;
   args[at + 10] = r.instance ?? null;
-  args[at + 11] = receivedAt;
+  args[at + 11] = r.coverage === 'none' ? 1 : 0;
+  args[at + 12] = receivedAt;
 }
 
 /** Where each queue column's value sits in a row's parameters. */

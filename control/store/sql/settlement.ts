@@ -130,7 +130,7 @@ export const Q = {
   oldest: sql(`${PENDING_ENDPOINTS} SELECT min(${HEAD}) FROM e WHERE e.id IS NOT NULL`, { replan: true }),
   lastBatch: sql(`SELECT * FROM settlement_batches ORDER BY id DESC LIMIT 1`),
   calls: sql(
-    `SELECT call_id, key_id, outcome, started_at, received_at, reserved FROM unsettled_outcomes
+    `SELECT call_id, key_id, outcome, started_at, received_at, reserved, uncovered FROM unsettled_outcomes
      WHERE endpoint_id = ? AND received_at <= ? ORDER BY received_at, call_id LIMIT ?`,
   ),
   economics: sql(

@@ -1,9 +1,9 @@
 /**
- * A control's periodic pass (refills.ts, withdrawals.ts): one now, then one every `intervalMs`,
+ * A control's periodic pass (admin/refills.ts, admin/withdrawals.ts, coverage.ts): one now, then one every `intervalMs`,
  * one at a time, until stopped. A failing pass (the store unreachable, say) is logged once
  * until a pass works again.
  */
-import type { ControlContext } from '../context';
+import type { ControlContext } from './context';
 
 /** A periodic pass of one control. */
 export interface PeriodicLoop<T> {

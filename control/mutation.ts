@@ -8,8 +8,8 @@
  * {@link mutateUnlessDone} answers null for it; a change that is no longer allowed throws its
  * `SvcError` there, with the same effect.
  */
-import { CodedError, hasCode } from '../../protocol/coded-error';
-import type { Audit, MutationContext, Store, StoreTables } from '../store/index';
+import { CodedError, hasCode } from '../protocol/coded-error';
+import type { Audit, MutationContext, Store, StoreTables } from './store/index';
 
 export class AlreadyDone extends CodedError {
   override readonly code = 'SVC_ERR_ALREADY_DONE';
