@@ -1,12 +1,67 @@
 /**
  * The pool's capital as every part of control reads it (docs/money.md, "Pool capital"): the
  * admin API and `svcctl`, the withdrawal loop, and the public reads (`/api/stats`,
- * `/api/v1/status`, the status and activity pages), which see providers as a count only.
+ * `/api/v1/status`, the status and activity pages), which see providers as a count only; and
+ * whether it covers new calls (coverage.ts evaluates it each second for the gateways).
  */
 import type { PoolCapitalView, PublicPool } from '../protocol/lps';
 import type { ControlContext } from './context';
 import { capitalView, type PoolCapital } from './store/lps';
 import type { StoreTables } from './store';
+import type { EndpointRow } from './store/endpoints';
+
+/** `meta` row holding the operator's pause of coverage (1) across restarts. */
+export const POOL_PAUSED_META = 'pool_paused';
+/** `meta` row holding whether the automatic pause was last recorded as on (1). */
+export const POOL_AUTO_PAUSED_META = 'pool_auto_paused';
+
+/** Coverage as control evaluated it. */
+export interface Coverage {
+  /** Paused by an operator. */
+  manual: boolean;
+  /** Paused by itself: free capital is below `min_free`. */
+  automatic: boolean;
+  /** Either: new calls are admitted uncovered. */
+  paused: boolean;
+  /** The pool's free capital (capital less locked), micro-units. */
+  free: number;
+  /** `pool.minFree`, or the largest single covered call. */
+  min_free: number;
+}
+
+/**
+ * The most one covered call of the live endpoints could be refunded: its price + premium, at
+ * most the endpoint's per-call cap. 0 without priced endpoints.
+ */
+export function largestCoveredCall(
+  endpoints: readonly Pick<EndpointRow, 'price' | 'premium' | 'refund_cap_per_call' | 'removed_at'>[],
+): number {
+  let largest = 0;
+  for (const e of endpoints) {
+    if (e.removed_at !== null) continue;
+    const owed = e.price + e.premium;
+    largest = Math.max(largest, e.refund_cap_per_call > 0 ? Math.min(owed, e.refund_cap_per_call) : owed);
+  }
+  return largest;
+}
+
+/** Coverage now, with the pool's capital it was judged on. */
+export async function coverageNow(
+  ctx: ControlContext,
+  tables: StoreTables = ctx.store,
+): Promise<{ coverage: Coverage; pool: PoolCapitalView }> {
+  const [{ view }, manual, endpoints] = await Promise.all([
+    poolCapital(ctx, tables),
+    tables.meta(POOL_PAUSED_META),
+    tables.endpoints.list(),
+  ]);
+  const minFree = ctx.config.pool.minFree ?? largestCoveredCall(endpoints);
+  const automatic = view.free < minFree;
+  return {
+    coverage: { manual: manual === 1, automatic, paused: manual === 1 || automatic, free: view.free, min_free: minFree },
+    pool: view,
+  };
+}
 
 /** The pool's capital now, as the admin API and `/api/stats` show it. */
 export async function poolCapital(
@@ -20,7 +75,7 @@ export async function poolCapital(
 
 /** The pool's capital as the public sees it (`PublicPool`): no provider's name. */
 export async function publicPool(ctx: ControlContext): Promise<PublicPool> {
-  const { view } = await poolCapital(ctx);
+  const { coverage, pool: view } = await coverageNow(ctx);
   return {
     capital: view.capital,
     locked: view.locked,
@@ -29,5 +84,6 @@ export async function publicPool(ctx: ControlContext): Promise<PublicPool> {
     value_per_share: view.value_per_share,
     providers: view.providers,
     pending_withdrawals: view.pending_withdrawals,
+    paused: coverage.paused,
   };
 }

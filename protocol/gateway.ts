@@ -88,9 +88,14 @@ export const CALL_HEADERS = {
   'x-svc-latency-ms': IntText.describe(
     "the provider's latency in milliseconds, measured from the end of the request body; 0 on a caller_error 408/413 (the provider never had the whole request)",
   ),
-  'x-svc-premium': IntText.describe("premium to be charged (micro-units): the endpoint's premium on ok with a key, else 0"),
+  'x-svc-coverage': z
+    .enum(['covered', 'none'])
+    .describe(
+      '`covered`: the pool covers the call (a failure is refunded, a success pays the premium); `none`: the call was admitted uncovered (the pool is paused, by an operator or because its free capital is below `pool.minFree`) and moves no money, or it carries no key',
+    ),
+  'x-svc-premium': IntText.describe("premium to be charged (micro-units): the endpoint's premium on ok with a key, covered, else 0"),
   'x-svc-refund': IntText.describe(
-    'refund to be settled before clamping (micro-units): price + premium on covered failures with a key, else 0',
+    'refund to be settled before clamping (micro-units): price + premium on covered failures with a key, covered, else 0',
   ),
 } as const;
 

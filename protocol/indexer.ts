@@ -58,6 +58,8 @@ export const StatsAnswer = z.strictObject({
   total_refunds_owed: MicroAmount,
   /** Recorded calls not settled yet. */
   unsettled_calls: Count,
+  /** Recorded calls admitted uncovered (`X-Svc-Coverage: none`, while the pool was paused): they move no money. */
+  uncovered_calls: Count,
   amount_decimals: z.literal(6),
   settler: SettlerPublicState,
   last_batch_at: IsoTime.nullable(),

@@ -68,6 +68,12 @@ export const PublicPool = PoolCapitalView.pick({
   value_per_share: true,
   providers: true,
   pending_withdrawals: true,
+}).extend({
+  /**
+   * Calls are admitted uncovered (premium 0, refund 0, `X-Svc-Coverage: none`): an operator
+   * paused coverage, or the free capital is below `pool.minFree`.
+   */
+  paused: z.boolean(),
 });
 export type PublicPool = z.infer<typeof PublicPool>;
 

@@ -26,6 +26,7 @@ export async function statsAnswer(ctx: ControlContext, ids: OpaqueIds): Promise<
     total_calls: totals.total_calls,
     total_refunds_owed: totals.total_refunds_owed,
     unsettled_calls: totals.unsettled_calls,
+    uncovered_calls: totals.uncovered_calls,
     amount_decimals: 6,
     settler: (await ctx.settler())?.state ?? 'not_running',
     last_batch_at: (await ctx.store.settlement.lastBatch())?.created_at ?? null,

@@ -56,10 +56,16 @@ export function poolChart(days: readonly PoolDay[], now: number): string {
 <figcaption><span class="key-capital">capital</span> and <span class="key-exposure">exposure</span> per day, the last ${POOL_CHART_DAYS} days (top of the scale ${money(scale)})</figcaption></figure>`;
 }
 
-/** The pool's capital in a sentence: what is locked against exposure, what is free, who owns it (a count). */
+/**
+ * The pool's capital in a sentence: what is locked against exposure, what is free, who owns it (a
+ * count), and whether coverage is paused.
+ */
 export function poolWords(p: PublicPool): string {
   const providers = `${p.providers} liquidity provider${p.providers === 1 ? '' : 's'}`;
   const pending =
     p.pending_withdrawals === 0 ? '' : `, ${p.pending_withdrawals} withdrawal${p.pending_withdrawals === 1 ? '' : 's'} pending`;
-  return `${money(p.locked)} locked against an exposure of ${money(p.exposure)}, ${money(p.free)} free; ${providers} at ${p.value_per_share} a share${pending}`;
+  const paused = p.paused
+    ? '; <strong class="paused">coverage paused</strong>: new calls are admitted uncovered (no premium, no refund)'
+    : '';
+  return `${money(p.locked)} locked against an exposure of ${money(p.exposure)}, ${money(p.free)} free; ${providers} at ${p.value_per_share} a share${pending}${paused}`;
 }

@@ -146,6 +146,8 @@ export interface LedgerTotals {
   unsettled_calls: number;
   /** Every outcome control holds: settled + unsettled. */
   total_calls: number;
+  /** Of them, the calls gateways admitted uncovered (the pool paused): they move no money. */
+  uncovered_calls: number;
   /** Premiums collected (key → pool), before the treasury fee. */
   total_premiums: number;
   /** Refunds paid (pool → key), after clamping. */

@@ -34,7 +34,7 @@ import {
   type SyncAck,
 } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
-import type { Coverage } from '../coverage';
+import type { Coverage } from '../pool';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
 import { newConnection, sendLines, type Connection } from './connection';

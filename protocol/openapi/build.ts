@@ -76,6 +76,7 @@ const HEADERS: Readonly<Record<HeaderName, { description: string; schema: z.ZodT
   'X-Svc-Call-Id': callHeader('x-svc-call-id'),
   'X-Svc-Outcome': callHeader('x-svc-outcome'),
   'X-Svc-Latency-Ms': callHeader('x-svc-latency-ms'),
+  'X-Svc-Coverage': callHeader('x-svc-coverage'),
   'X-Svc-Premium': callHeader('x-svc-premium'),
   'X-Svc-Refund': callHeader('x-svc-refund'),
   'X-Svc-Settlement-Pending': {

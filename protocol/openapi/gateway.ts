@@ -13,7 +13,14 @@ import { EDGE_ERRORS, pathParam } from './common';
 /** Methods an endpoint may list (POST always; the others only when listed, else 405). */
 const CALL_METHODS: readonly Method[] = ['post', 'get', 'put', 'patch', 'delete', 'head', 'options'];
 
-const CALL_HEADERS: readonly HeaderName[] = ['X-Svc-Call-Id', 'X-Svc-Outcome', 'X-Svc-Latency-Ms', 'X-Svc-Premium', 'X-Svc-Refund'];
+const CALL_HEADERS: readonly HeaderName[] = [
+  'X-Svc-Call-Id',
+  'X-Svc-Outcome',
+  'X-Svc-Latency-Ms',
+  'X-Svc-Coverage',
+  'X-Svc-Premium',
+  'X-Svc-Refund',
+];
 
 /** In the order the gateway checks them (docs/gateway.md). */
 const CALL_ERRORS: readonly ErrorCode[] = [

@@ -29,6 +29,7 @@ export type HeaderName =
   | 'X-Svc-Call-Id'
   | 'X-Svc-Outcome'
   | 'X-Svc-Latency-Ms'
+  | 'X-Svc-Coverage'
   | 'X-Svc-Premium'
   | 'X-Svc-Refund'
   | 'X-Svc-Settlement-Pending'

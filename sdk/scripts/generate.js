@@ -7,8 +7,8 @@
  *   `protocol/errors.ts`, with each code's HTTP status and title (plain data). The SDK's own
  *   client-side codes (`svc_sdk_…`) are not the service's: they live in `src/codes.ts`, and a
  *   service code in that namespace is refused here.
- * - `src/generated/call-headers.ts`: the outcome list (`protocol/outcome.ts`) and the call id
- *   pattern (`X-Svc-Call-Id` in `protocol/gateway.ts`) as run-time values, so the SDK can refuse
+ * - `src/generated/call-headers.ts`: the outcome list (`protocol/outcome.ts`), the call id
+ *   pattern and the coverage values (`X-Svc-Call-Id`, `X-Svc-Coverage` in `protocol/gateway.ts`) as run-time values, so the SDK can refuse
  *   an `X-Svc-*` header outside them.
  * - `src/generated/wire.ts`: the public read answers (providers, status, changelog, stats,
  *   activity, the account, receipts, checkpoints and proofs) and the outcome union, expanded by the TypeScript checker
@@ -159,11 +159,13 @@ function readCallHeaders() {
   const { CALL_HEADERS } = loadTs('protocol/gateway.ts');
   const pattern = CALL_HEADERS['x-svc-call-id']?._zod?.def?.pattern;
   if (!(pattern instanceof RegExp)) throw new Error('protocol/gateway.ts: x-svc-call-id has no pattern');
-  return { outcomes: [...OUTCOMES], callIdPattern: pattern };
+  const coverages = CALL_HEADERS['x-svc-coverage']?.options;
+  if (!Array.isArray(coverages)) throw new Error('protocol/gateway.ts: x-svc-coverage is not an enum');
+  return { outcomes: [...OUTCOMES], callIdPattern: pattern, coverages: [...coverages] };
 }
 
 /** The text of `src/generated/call-headers.ts`. */
-function renderCallHeaders({ outcomes, callIdPattern }) {
+function renderCallHeaders({ outcomes, callIdPattern, coverages }) {
   return [
     HEADER('protocol/outcome.ts, protocol/gateway.ts'),
     '',
@@ -174,6 +176,12 @@ function renderCallHeaders({ outcomes, callIdPattern }) {
     '',
     '/** What an `X-Svc-Call-Id` is (a UUIDv7; `CALL_HEADERS` in protocol/gateway.ts). */',
     `export const CALL_ID_PATTERN: RegExp = ${callIdPattern.toString()};`,
+    '',
+    '/** Every value `X-Svc-Coverage` may hold (`CALL_HEADERS` in protocol/gateway.ts). */',
+    `export const COVERAGES = [${coverages.map(quote).join(', ')}] as const;`,
+    '',
+    '/** Whether the pool covers a call (`X-Svc-Coverage`). */',
+    'export type Coverage = (typeof COVERAGES)[number];',
     '',
   ].join('\n');
 }

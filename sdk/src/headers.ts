@@ -6,7 +6,7 @@
  * @see generated/call-headers.ts (from protocol/outcome.ts and protocol/gateway.ts)
  */
 import { sdkError } from './errors';
-import { CALL_ID_PATTERN, OUTCOMES } from './generated/call-headers';
+import { CALL_ID_PATTERN, COVERAGES, OUTCOMES, type Coverage } from './generated/call-headers';
 import type { Outcome } from './generated/wire';
 import { headerRecord } from './http';
 
@@ -16,6 +16,11 @@ export interface SvcFields {
   callId: string | null;
   /** `X-Svc-Outcome`: the verdict known when the head was sent. */
   outcome: Outcome | null;
+  /**
+   * `X-Svc-Coverage`: `covered`, or `none` when the call was admitted uncovered (the pool paused)
+   * or carried no key; it then moves no money. Null from gateways older than coverage.
+   */
+  coverage: Coverage | null;
   /** `X-Svc-Refund`: micro-units to be refunded before clamping (0 when none). */
   refund: number | null;
   /** `X-Svc-Premium`: micro-units of premium to be charged (0 when none). */
@@ -49,6 +54,10 @@ export function svcFields(res: Response, attempts: number): SvcFields {
   if (outcome !== null && !(OUTCOMES as readonly string[]).includes(outcome)) {
     problems.push(`X-Svc-Outcome ${shown(outcome)} is not one of ${OUTCOMES.join(', ')}`);
   }
+  const coverage = get('x-svc-coverage');
+  if (coverage !== null && !(COVERAGES as readonly string[]).includes(coverage)) {
+    problems.push(`X-Svc-Coverage ${shown(coverage)} is not one of ${COVERAGES.join(', ')}`);
+  }
   const integer = (name: string): number | null => {
     const value = get(name);
     if (value === null) return null;
@@ -68,5 +77,5 @@ export function svcFields(res: Response, attempts: number): SvcFields {
       attempts,
     });
   }
-  return { callId, outcome: outcome as Outcome | null, refund, premium, latencyMs };
+  return { callId, outcome: outcome as Outcome | null, coverage: coverage as Coverage | null, refund, premium, latencyMs };
 }

@@ -25,6 +25,7 @@ export { SvcError, isSvcError } from './errors';
 export type { Problem } from './errors';
 export type { FetchLike, HeadersLike } from './http';
 export type { SvcFields } from './headers';
+export type { Coverage } from './generated/call-headers';
 export { isCallId } from './headers';
 export { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_READ_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES } from './limits';
 export type { Clock } from './clock';

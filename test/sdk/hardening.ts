@@ -248,6 +248,11 @@ t.test('malformed X-Svc-* headers are refused with svc_sdk_bad_response, not pas
     ['a UUIDv4 as call id', { 'x-svc-call-id': '01890a5d-ac96-474b-bcce-b302099a8057' }, /X-Svc-Call-Id/],
     ['a negative refund', { 'x-svc-call-id': CALL_ID, 'x-svc-refund': '-5' }, /X-Svc-Refund "-5"/],
     ['a latency that is not a number', { 'x-svc-latency-ms': 'soon' }, /X-Svc-Latency-Ms/],
+    [
+      'an unknown coverage',
+      { 'x-svc-call-id': CALL_ID, 'x-svc-coverage': 'partial' },
+      /X-Svc-Coverage "partial" is not one of covered, none/,
+    ],
   ];
   for (const [what, headers, detail] of cases) {
     const svc = new SvcClient({ gatewayUrl: 'http://gateway.test', fetch: answer(headers), retry: { max: 0 } });

@@ -87,6 +87,7 @@ function upstream(status: number, body: unknown = { ok: true }, headers: Record<
         'x-svc-latency-ms': '12',
         'x-svc-refund': status >= 500 ? '2100' : '0',
         'x-svc-premium': status < 400 ? '100' : '0',
+        'x-svc-coverage': 'covered',
         ...headers,
       },
     });
@@ -126,6 +127,7 @@ t.test('the request: URL, method, User-Agent from package.json, bearer key, JSON
   t.equal(res.premium, 100);
   t.equal(res.refund, 0);
   t.equal(res.latencyMs, 12);
+  t.equal(res.coverage, 'covered');
   t.equal(res.headers['x-svc-call-id'], CALL_ID, 'headers are a plain record');
 });
 
@@ -137,8 +139,15 @@ t.test('x-svc fields are null when the gateway did not send them; text and bytes
   ]);
   const text = await svc.call('ep', 'x');
   t.same(
-    { callId: text.callId, outcome: text.outcome, refund: text.refund, premium: text.premium, latencyMs: text.latencyMs },
-    { callId: null, outcome: null, refund: null, premium: null, latencyMs: null },
+    {
+      callId: text.callId,
+      outcome: text.outcome,
+      coverage: text.coverage,
+      refund: text.refund,
+      premium: text.premium,
+      latencyMs: text.latencyMs,
+    },
+    { callId: null, outcome: null, coverage: null, refund: null, premium: null, latencyMs: null },
   );
   t.equal(text.body, 'plain words');
   const bytes = await svc.call('ep', 'x');

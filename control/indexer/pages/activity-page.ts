@@ -31,6 +31,8 @@ export interface ActivityTotals {
   total_refunds: number;
   total_premiums: number;
   unsettled_calls: number;
+  /** Calls admitted uncovered (the pool paused): they move no money. */
+  uncovered_calls: number;
   settler: SettlerPublicState;
 }
 
@@ -121,6 +123,7 @@ function totals(t: ActivityTotals): string {
 <dt>Refunds paid</dt><dd>${money(t.total_refunds)}</dd>
 <dt>Premiums collected</dt><dd>${money(t.total_premiums)}</dd>
 <dt>Waiting to settle</dt><dd>${t.unsettled_calls} calls (the settler is ${escapeHtml(SETTLER_WORDS[t.settler])})</dd>
+<dt>Admitted uncovered</dt><dd id="uncovered-calls">${t.uncovered_calls} calls (no premium, no refund: the pool was paused)</dd>
 </dl>`;
 }
 

@@ -39,6 +39,7 @@ const Q = {
             CAST(coalesce(sum(treasury_fees), 0) AS BIGINT) AS treasury_fees, CAST(coalesce(sum(refunds), 0) AS BIGINT) AS refunds,
             CAST(coalesce(sum(refunds_owed), 0) AS BIGINT) AS refunds_owed,
             (SELECT count(*) FROM unsettled_outcomes) AS unsettled,
+            (SELECT count(*) FROM outcome_records WHERE uncovered = 1) AS uncovered,
             coalesce((SELECT balance FROM account_balances WHERE account = 'pool'), 0) AS pool
      FROM settlement_batches`,
     { replan: true }, // it reads the settler's queue (`SqlOptions.replan`)
@@ -81,7 +82,7 @@ const Q = {
 
 async function totalsOn(conn: Conn): Promise<LedgerTotals> {
   const t = (await conn.get<
-    Record<'batches' | 'calls' | 'premiums' | 'treasury_fees' | 'refunds' | 'refunds_owed' | 'unsettled' | 'pool', number>
+    Record<'batches' | 'calls' | 'premiums' | 'treasury_fees' | 'refunds' | 'refunds_owed' | 'unsettled' | 'uncovered' | 'pool', number>
   >(Q.totals))!;
   return {
     pool_size: t.pool,
@@ -89,6 +90,7 @@ async function totalsOn(conn: Conn): Promise<LedgerTotals> {
     settled_calls: t.calls,
     unsettled_calls: t.unsettled,
     total_calls: t.calls + t.unsettled,
+    uncovered_calls: t.uncovered,
     total_premiums: t.premiums,
     total_refunds: t.refunds,
     total_refunds_owed: t.refunds_owed,

@@ -8,3 +8,9 @@ export const OUTCOMES: readonly Outcome[] = ['ok', 'latency_breach', 'server_err
 
 /** What an `X-Svc-Call-Id` is (a UUIDv7; `CALL_HEADERS` in protocol/gateway.ts). */
 export const CALL_ID_PATTERN: RegExp = /^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12})$/;
+
+/** Every value `X-Svc-Coverage` may hold (`CALL_HEADERS` in protocol/gateway.ts). */
+export const COVERAGES = ['covered', 'none'] as const;
+
+/** Whether the pool covers a call (`X-Svc-Coverage`). */
+export type Coverage = (typeof COVERAGES)[number];

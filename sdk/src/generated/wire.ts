@@ -11,7 +11,7 @@ export type Clamp = 'pool_depleted' | 'cap_clamped' | 'batch_capped' | 'call_cap
 export type Tier = 'RELIABLE' | 'ELEVATED' | 'HIGH_RISK' | 'UNRATED';
 
 /** @see protocol/public.ts (`SettlerPublicState`) */
-export type SettlerPublicState = 'running' | 'idle' | 'paused' | 'halted' | 'not_running';
+export type SettlerPublicState = 'paused' | 'running' | 'idle' | 'halted' | 'not_running';
 
 /** @see protocol/public.ts (`ChangelogKind`) */
 export type ChangelogKind = 'flag' | 'notice';
@@ -120,6 +120,11 @@ export interface StatusAnswer {
         providers: number;
         /** Withdrawals requested and not paid or cancelled yet. */
         pending_withdrawals: number;
+        /**
+         * Calls are admitted uncovered (premium 0, refund 0, `X-Svc-Coverage: none`): an operator
+         * paused coverage, or the free capital is below `pool.minFree`.
+         */
+        paused: boolean;
       };
     };
     endpoints: {
@@ -230,6 +235,11 @@ export interface StatsAnswer {
     providers: number;
     /** Withdrawals requested and not paid or cancelled yet. */
     pending_withdrawals: number;
+    /**
+     * Calls are admitted uncovered (premium 0, refund 0, `X-Svc-Coverage: none`): an operator
+     * paused coverage, or the free capital is below `pool.minFree`.
+     */
+    paused: boolean;
   };
   settled_batches: number;
   settled_calls: number;
@@ -241,6 +251,8 @@ export interface StatsAnswer {
   total_refunds_owed: number;
   /** Recorded calls not settled yet. */
   unsettled_calls: number;
+  /** Recorded calls admitted uncovered (`X-Svc-Coverage: none`, while the pool was paused): they move no money. */
+  uncovered_calls: number;
   amount_decimals: 6;
   settler: SettlerPublicState;
   last_batch_at: string | null;
