@@ -28,17 +28,16 @@ import {
   SYNC_BEAT_HEADER,
   SYNC_BEAT_INTERVAL_MS,
   SYNC_PING_INTERVAL_MS,
-  type CoverageLine,
   type Limits,
-  type ShareLine,
   type SyncAck,
 } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { Coverage } from '../pool';
+import { coverageShare, writeCoverageLine, writeShareLine } from './side-lines';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
 import { newConnection, sendLines, type Connection } from './connection';
-import { divideShares, leaseCheckIntervalMs, membersKey, pingIntervalMs, shareOf, type Member } from './shares';
+import { divideShares, leaseCheckIntervalMs, membersKey, pingIntervalMs, shareOf, weightWith, type Member } from './shares';
 import { OtherControlsGateways } from './others';
 import { DeltaCache, SnapshotCache, storeEpoch } from './snapshot';
 import { VersionWaiters } from './waiters';
@@ -389,13 +388,8 @@ export class SyncHub {
 
   /** A connecting gateway's share before it acks: its weight over the live gateways' plus its own. */
   private provisionalShare(gatewayId: string, now: number): number {
-    if (this.mode === 'per-gateway') return 1;
-    const others = this.members(now).filter((m) => m.id !== gatewayId);
     const weight = this.weightOf(gatewayId);
-    return shareOf(
-      weight,
-      others.reduce((sum, m) => sum + m.weight, weight),
-    );
+    return this.mode === 'per-gateway' ? 1 : shareOf(weight, weightWith(this.members(now), gatewayId, weight));
   }
 
   /** Re-divide when the live set changed (a join, a leave, a lapsed lease, a weight another control set). */
@@ -426,42 +420,19 @@ export class SyncHub {
   }
 
   private writeShare(conn: Connection, share: number, gateways: number): void {
-    if (conn.closed) return;
-    conn.share = share;
-    const line: ShareLine = { type: 'share', share, gateways: Math.max(1, gateways), mode: this.mode };
-    // One whole line; writes keep their order, so it may fall between the lines of a snapshot.
-    conn.res.write(JSON.stringify(line) + '\n');
+    writeShareLine(conn, share, gateways, this.mode);
   }
 
-  /**
-   * Control's evaluation of coverage (coverage.ts, every second): each stream is told whether
-   * its gateway covers and its part of the free capital, when that changed.
-   */
+  /** Control's evaluation of coverage (coverage.ts, every second), told to each stream when it changed for it. */
   publishCoverage(coverage: Coverage): void {
     this.coverage = coverage;
     const now = this.ctx.now();
     for (const conn of this.conns.values()) this.writeCoverage(conn, now);
   }
 
-  /**
-   * A gateway's part of the free capital: its weight over the weights of the live gateways of
-   * the cluster, itself counted (whatever `limits.mode`: money is divided, never repeated).
-   */
-  private coverageShare(gatewayId: string, now: number): number {
-    const weight = this.weightOf(gatewayId);
-    const total = this.members(now).reduce((sum, m) => (m.id === gatewayId ? sum : sum + m.weight), weight);
-    return total > 0 ? weight / total : 0;
-  }
-
   private writeCoverage(conn: Connection, now: number): void {
-    const c = this.coverage;
-    if (c === null || conn.closed) return;
-    const allowance = c.paused ? 0 : Math.max(0, Math.floor(c.free * this.coverageShare(conn.gatewayId, now)));
-    const line = JSON.stringify({ type: 'coverage', covered: !c.paused, allowance } satisfies CoverageLine) + '\n';
-    if (line === conn.coverageLine) return;
-    conn.coverageLine = line;
-    // One whole line, like a share line: it may fall between the lines of a snapshot.
-    conn.res.write(line);
+    if (this.coverage !== null)
+      writeCoverageLine(conn, this.coverage, coverageShare(this.members(now), conn.gatewayId, this.weightOf(conn.gatewayId)));
   }
 
   private schedulePush(): void {

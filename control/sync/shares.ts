@@ -41,6 +41,11 @@ export function shareOf(weight: number, total: number): number {
   return Math.min(1, Math.max(1 / SHARE_DECIMALS, share));
 }
 
+/** The weights of `members` and `weight`, a gateway's own, counted once whether or not it is among them. */
+export function weightWith(members: readonly Member[], gatewayId: string, weight: number): number {
+  return members.reduce((sum, m) => (m.id === gatewayId ? sum : sum + m.weight), weight);
+}
+
 /** How often control checks for lapsed leases: a quarter of the lease, at most once a second. */
 export function leaseCheckIntervalMs(leaseS: number): number {
   return Math.max(50, Math.min(1_000, (leaseS * 1000) / 4));
