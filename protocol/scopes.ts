@@ -28,7 +28,7 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<OperatorScope, string>> = {
   gateways: "set a gateway's weight",
   settler: 'pause, resume and run the settler once',
   money:
-    "fund the pool, mark payouts paid, deposit into accounts, set their refill rules, attach and detach an account's payout wallet (or a key's account's), and add, show, deposit for and withdraw for liquidity providers",
+    "fund the pool, pause and resume its coverage, mark payouts paid, deposit into accounts, set their refill rules, attach and detach an account's payout wallet (or a key's account's), and add, show, deposit for and withdraw for liquidity providers",
   receipts: 'rotate the receipt signing key and reissue a receipt',
   operators: 'add, revoke and rotate operators, within the scopes the caller holds itself',
 };
@@ -84,6 +84,8 @@ export const ADMIN_ROUTE_SCOPES: Readonly<Record<string, OperatorScope>> = {
   'POST /_admin/v1/settler/run-once': 'settler',
   'GET /_admin/v1/pool': 'read',
   'POST /_admin/v1/pool/fund': 'money',
+  'POST /_admin/v1/pool/pause': 'money',
+  'POST /_admin/v1/pool/resume': 'money',
   'GET /_admin/v1/ledger/verify': 'read',
   'GET /_admin/v1/ledger/balances': 'read',
   'GET /_admin/v1/payouts': 'read',

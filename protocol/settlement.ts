@@ -162,15 +162,37 @@ export const PoolView = z.strictObject({
   settled_calls: Count,
   /** Outcomes received and not settled yet. */
   backlog: Count,
+  /** Whether an operator paused coverage (`POST /_admin/v1/pool/pause`): calls go on, uncovered, until resumed. */
+  manual_pause: z.boolean(),
   /** Who owns the capital and what of it is locked (protocol/lps.ts). */
   capital: PoolCapitalView,
 });
 export type PoolView = z.infer<typeof PoolView>;
-/** The pool's figures from the ledger alone, as the store reads them (the admin API adds `capital`). */
-export type LedgerPoolView = Omit<PoolView, 'capital'>;
+/** The pool's figures from the ledger alone, as the store reads them (the admin API adds `manual_pause` and `capital`). */
+export type LedgerPoolView = Omit<PoolView, 'capital' | 'manual_pause'>;
 
 export const FundPoolRequest = z.object({ amount: Micro, note: plainString('text').trim().min(1).max(500).optional() }).strict();
 export type FundPoolRequest = z.infer<typeof FundPoolRequest>;
+
+/** Body of `POST /_admin/v1/pool/pause` and `POST /_admin/v1/pool/resume`: why, published in the changelog. */
+export const PoolPauseRequest = z.object({ note: plainString('text').trim().min(1).max(500) }).strict();
+export type PoolPauseRequest = z.infer<typeof PoolPauseRequest>;
+
+/**
+ * Answer to a manual pause or resume of coverage. `changed` is false when coverage already was
+ * as asked: nothing was written then (no audit row, no changelog entry).
+ */
+export const PoolPauseView = z.strictObject({
+  /** Whether coverage is paused by an operator now. */
+  paused: z.boolean(),
+  /** Whether this request paused or resumed it (false: it already was so). */
+  changed: z.boolean(),
+  /** The note of this request (trimmed); published in the changelog when `changed`. */
+  note: z.string(),
+  /** When control made the change, or, when nothing changed, answered. */
+  at: IsoTime,
+});
+export type PoolPauseView = z.infer<typeof PoolPauseView>;
 
 export const FundView = z.strictObject({
   transfer_id: z.number().int().min(1),

@@ -1,8 +1,9 @@
 /**
- * The money side of the admin API: `/_admin/v1/pool` (show, fund), `/_admin/v1/ledger`
- * (verify, balances) and `/_admin/v1/payouts` (list, mark-paid). Funding and payouts are
- * money actions (money-actions.ts): audited, and waiting for a second operator when
- * `money.approvals` is 2; a ledger rule they would break answers 409 `svc_conflict`.
+ * The money side of the admin API: `/_admin/v1/pool` (show, fund, pause, resume),
+ * `/_admin/v1/ledger` (verify, balances) and `/_admin/v1/payouts` (list, mark-paid). Funding and
+ * payouts are money actions (money-actions.ts): audited, and waiting for a second operator when
+ * `money.approvals` is 2; a ledger rule they would break answers 409 `svc_conflict`. Pausing
+ * coverage is audited too, but never waits (pool-pause.ts).
  */
 import { SvcError } from '../../protocol/errors';
 import { poolShow } from './lp-actions';
@@ -10,9 +11,11 @@ import { readJson, sendJson } from '../../runtime/http';
 import {
   FundPoolRequest,
   MarkPaidRequest,
+  PoolPauseRequest,
   type BalancesView,
   type LedgerVerifyView,
   type PayoutsView,
+  type PoolPauseView,
   type PoolView,
 } from '../../protocol/settlement';
 import { walletChain } from '../../protocol/wallet';
@@ -20,6 +23,7 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import { moneyAction } from './money-actions';
+import { setPoolPause } from './pool-pause';
 
 export function registerLedgerRoutes(router: Router, ctx: ControlContext): void {
   const ledger = ctx.store.ledger;
@@ -31,6 +35,16 @@ export function registerLedgerRoutes(router: Router, ctx: ControlContext): void 
     const { status, body } = await moneyAction(ctx, { actor, tokenId }, 'pool.fund', input);
     sendJson(res, status, body);
   });
+
+  for (const [path, paused] of [
+    ['/_admin/v1/pool/pause', true],
+    ['/_admin/v1/pool/resume', false],
+  ] as const) {
+    router.post(path, async ({ req, res, actor, tokenId }) => {
+      const input = parseBody(PoolPauseRequest, await readJson(req));
+      sendJson(res, 200, (await setPoolPause(ctx, { actor, tokenId }, paused, input)) satisfies PoolPauseView);
+    });
+  }
 
   router.get('/_admin/v1/ledger/verify', async ({ res }) => sendJson(res, 200, (await ledger.verify()) satisfies LedgerVerifyView));
 

@@ -11,6 +11,7 @@ import type { PoolView } from '../../protocol/settlement';
 import type { ControlContext } from '../context';
 import { lpView, shareEventView, withdrawalView, type LpRow, type PoolCapital } from '../store/lps';
 import { poolCapital } from '../pool';
+import { manualPause } from '../pool-pause';
 import type { Audit } from '../store';
 import type { Executor } from './action-executor';
 
@@ -138,8 +139,8 @@ export const cancelWithdrawal: Executor<'lps.cancel', WithdrawalView> = {
   },
 };
 
-/** What `svcctl pool show` prints: the ledger's figures and the capital's. */
+/** What `svcctl pool show` prints: the ledger's figures, whether an operator paused coverage, and the capital's. */
 export async function poolShow(ctx: ControlContext): Promise<PoolView> {
-  const [ledger, { view }] = await Promise.all([ctx.store.ledger.poolView(), poolCapital(ctx)]);
-  return { ...ledger, capital: view };
+  const [ledger, pause, { view }] = await Promise.all([ctx.store.ledger.poolView(), manualPause(ctx.store), poolCapital(ctx)]);
+  return { ...ledger, manual_pause: pause.paused, capital: view };
 }

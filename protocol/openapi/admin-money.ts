@@ -11,6 +11,8 @@ import {
   MarkPaidView,
   PayoutsQuery,
   PayoutsView,
+  PoolPauseRequest,
+  PoolPauseView,
   PoolView,
   RunOnceView,
   SettlerStatus,
@@ -74,6 +76,26 @@ export const MONEY_OPERATIONS: readonly Operation[] = [
     tag: 'money',
     body: FundPoolRequest,
     answers: [created('Funded', { FundView }), PENDING_APPROVAL],
+  }),
+  admin('post', {
+    path: '/_admin/v1/pool/pause',
+    operationId: 'pausePool',
+    summary: 'Pause coverage: calls go on, uncovered (no premium, no refund), until resumed',
+    description:
+      'Takes effect at once (never two-person). Kept in the database across restarts and shared by every control on it; audited (`pool.pause`, with the note) and announced in the public changelog (`Coverage paused: <note>`). Already paused: 200 with `changed: false`, nothing written.',
+    tag: 'money',
+    body: PoolPauseRequest,
+    answers: [ok('Coverage paused (or already paused)', { PoolPauseView })],
+  }),
+  admin('post', {
+    path: '/_admin/v1/pool/resume',
+    operationId: 'resumePool',
+    summary: 'Resume coverage after a manual pause',
+    description:
+      'Audited (`pool.resume`, with the note) and announced in the public changelog (`Coverage resumed: <note>`). Not paused: 200 with `changed: false`, nothing written.',
+    tag: 'money',
+    body: PoolPauseRequest,
+    answers: [ok('Coverage resumed (or was not paused)', { PoolPauseView })],
   }),
   admin('get', {
     path: '/_admin/v1/ledger/verify',

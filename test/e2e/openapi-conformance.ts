@@ -243,6 +243,11 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   expect(await admin('POST', '/_admin/v1/settler/pause'), 200, 'settler pause');
   expect(await admin('POST', '/_admin/v1/settler/resume'), 200, 'settler resume');
   expect(await admin('POST', '/_admin/v1/pool/fund', { amount: 1_000_000, note: 'seed' }), 201, 'pool fund');
+  // Coverage paused and resumed at once, so the calls settled below are covered.
+  expect(await admin('POST', '/_admin/v1/pool/pause', { note: 'checking the books' }), 200, 'pool pause');
+  expect(await admin('POST', '/_admin/v1/pool/pause', { note: 'again' }), 200, 'pool pause, already paused');
+  expect(await admin('POST', '/_admin/v1/pool/pause', { note: ' ' }), 400, 'pool pause, blank note');
+  expect(await admin('POST', '/_admin/v1/pool/resume', { note: 'books checked' }), 200, 'pool resume');
   expect(await admin('POST', '/_admin/v1/settler/run-once'), 200, 'settler run-once');
   // The newest receipt deleted by hand: reissue signs it again (the same rows and key: the same bytes).
   const controlDb = new Database(join(stack.dataDir, 'control.db'));

@@ -1,5 +1,11 @@
 /** `svcctl pool …`: the coverage pool. */
-import { lazy, leaf, type GroupSpec } from '../../register';
+import { lazy, leaf, type GroupSpec, type OptionSpec } from '../../register';
+
+const NOTE: OptionSpec = {
+  flags: '--note <text>',
+  description: 'why, 1 to 500 characters (public: the changelog shows it)',
+  required: true,
+};
 
 export const pool: GroupSpec = {
   name: 'pool',
@@ -15,9 +21,24 @@ export const pool: GroupSpec = {
     }),
     leaf({
       name: 'show',
-      description: 'pool balance, premiums, refunds, shortfall, and its capital: exposure, locked, free, shares',
+      description:
+        'pool balance, premiums, refunds, shortfall, whether coverage is paused, and its capital: exposure, locked, free, shares',
       load: () => lazy<typeof import('./show.js')>(__dirname, 'show'),
       shape: (_a, o) => o,
+    }),
+    leaf({
+      name: 'pause',
+      description: 'pause coverage at once: calls go on uncovered (no premium, no refund) until resumed; published in the changelog',
+      options: [NOTE],
+      load: () => lazy<typeof import('./pause.js')>(__dirname, 'pause'),
+      shape: (_a, o) => o as { note: string },
+    }),
+    leaf({
+      name: 'resume',
+      description: 'resume coverage after a pause; published in the changelog',
+      options: [NOTE],
+      load: () => lazy<typeof import('./resume.js')>(__dirname, 'resume'),
+      shape: (_a, o) => o as { note: string },
     }),
   ],
 };

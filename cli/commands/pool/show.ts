@@ -21,6 +21,7 @@ export function poolLines(p: PoolView): string[] {
       `${p.clamped.batch_capped} batch_capped, ${p.clamped.call_capped} call_capped)`,
     `owed to keys:    ${money(p.owed_to_keys)} (paid out ${money(p.paid_out)})`,
     `settled:         ${p.settled_calls} calls in ${p.settled_batches} batches; ${p.backlog} waiting`,
+    `coverage:        ${p.manual_pause ? 'paused by an operator' : 'on'}`,
     ...capitalLines(p.capital),
   ];
 }
