@@ -25,6 +25,11 @@ export interface ControlContext {
   gateways: () => Promise<GatewayStatus[]>;
   /** The settler's state; null while no settler runs in this process. */
   settler: () => Promise<SettlerStatus> | null;
+  /**
+   * Evaluate coverage now and tell the gateways (coverage.ts), rather than at the next second:
+   * after an operator paused or resumed it. Absent before the coverage loop runs.
+   */
+  coverageChanged?: () => void;
   /** The receipt chain as this control verified it: checked before a checkpoint is signed or a receipt served for consistency. */
   receiptChain: ReceiptChainGuard;
 }

@@ -4,30 +4,18 @@
  * `/api/v1/status`, the status and activity pages), which see providers as a count only; and
  * whether it covers new calls (coverage.ts evaluates it each second for the gateways).
  */
-import type { PoolCapitalView, PublicPool } from '../protocol/lps';
+import type { PoolCapitalView, PoolCoverage, PublicPool } from '../protocol/lps';
 import type { ControlContext } from './context';
 import { capitalView, type PoolCapital } from './store/lps';
 import type { StoreTables } from './store';
 import type { EndpointRow } from './store/endpoints';
+import { manualPause } from './pool-pause';
 
-/** `meta` row holding the operator's pause of coverage (1) across restarts. */
-export const POOL_PAUSED_META = 'pool_paused';
 /** `meta` row holding whether the automatic pause was last recorded as on (1). */
 export const POOL_AUTO_PAUSED_META = 'pool_auto_paused';
 
-/** Coverage as control evaluated it. */
-export interface Coverage {
-  /** Paused by an operator. */
-  manual: boolean;
-  /** Paused by itself: free capital is below `min_free`. */
-  automatic: boolean;
-  /** Either: new calls are admitted uncovered. */
-  paused: boolean;
-  /** The pool's free capital (capital less locked), micro-units. */
-  free: number;
-  /** `pool.minFree`, or the largest single covered call. */
-  min_free: number;
-}
+/** Coverage as control evaluated it (protocol/lps.ts `PoolCoverage`). */
+export type Coverage = PoolCoverage;
 
 /**
  * The most one covered call of the live endpoints could be refunded: its price + premium, at
@@ -50,15 +38,11 @@ export async function coverageNow(
   ctx: ControlContext,
   tables: StoreTables = ctx.store,
 ): Promise<{ coverage: Coverage; pool: PoolCapitalView }> {
-  const [{ view }, manual, endpoints] = await Promise.all([
-    poolCapital(ctx, tables),
-    tables.meta(POOL_PAUSED_META),
-    tables.endpoints.list(),
-  ]);
+  const [{ view }, manual, endpoints] = await Promise.all([poolCapital(ctx, tables), manualPause(tables), tables.endpoints.list()]);
   const minFree = ctx.config.pool.minFree ?? largestCoveredCall(endpoints);
   const automatic = view.free < minFree;
   return {
-    coverage: { manual: manual === 1, automatic, paused: manual === 1 || automatic, free: view.free, min_free: minFree },
+    coverage: { manual: manual.paused, automatic, paused: manual.paused || automatic, free: view.free, min_free: minFree },
     pool: view,
   };
 }

@@ -286,7 +286,8 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await settler.start();
     refills = startRefills(ctx, options.refillCheckMs);
     withdrawals = startWithdrawals(ctx, options.withdrawalCheckMs);
-    coverage = startCoverage(ctx, (c) => hub.publishCoverage(c), options.coverageCheckMs);
+    const loop = (coverage = startCoverage(ctx, (c) => hub.publishCoverage(c), options.coverageCheckMs));
+    ctx.coverageChanged = () => void loop.runOnce().catch(() => undefined);
   } catch (err) {
     await close();
     throw err;

@@ -77,6 +77,21 @@ export const PublicPool = PoolCapitalView.pick({
 });
 export type PublicPool = z.infer<typeof PublicPool>;
 
+/**
+ * Whether the pool covers new calls (docs/money.md, "Pause"), as control evaluates it every
+ * second for the gateways: paused by an operator (`manual`, `svcctl pool pause`) or by itself
+ * (`automatic`: the free capital below `min_free`, `pool.minFree` or by default the largest single
+ * covered call). Paused, calls are admitted uncovered.
+ */
+export const PoolCoverage = z.strictObject({
+  paused: z.boolean(),
+  manual: z.boolean(),
+  automatic: z.boolean(),
+  free: MicroAmount,
+  min_free: MicroAmount,
+});
+export type PoolCoverage = z.infer<typeof PoolCoverage>;
+
 /** A provider's position. `value` = shares × capital ÷ shares outstanding, rounded down. */
 export const LpView = z.strictObject({
   id: z.string(),

@@ -4,7 +4,7 @@
  * type inferred, so the admin OpenAPI document is generated from the same definitions.
  */
 import { z } from 'zod';
-import { PoolCapitalView } from './lps';
+import { PoolCapitalView, PoolCoverage } from './lps';
 import { plainString } from './text';
 import { WalletAddress } from './wallet';
 import { Count, IsoTime, MicroAmount, Millis } from './wire';
@@ -162,14 +162,17 @@ export const PoolView = z.strictObject({
   settled_calls: Count,
   /** Outcomes received and not settled yet. */
   backlog: Count,
-  /** Whether an operator paused coverage (`POST /_admin/v1/pool/pause`): calls go on, uncovered, until resumed. */
-  manual_pause: z.boolean(),
+  /**
+   * Whether the pool covers new calls: paused by an operator (`POST /_admin/v1/pool/pause`) or by
+   * itself (free capital below its minimum); calls go on, uncovered, meanwhile.
+   */
+  coverage: PoolCoverage,
   /** Who owns the capital and what of it is locked (protocol/lps.ts). */
   capital: PoolCapitalView,
 });
 export type PoolView = z.infer<typeof PoolView>;
-/** The pool's figures from the ledger alone, as the store reads them (the admin API adds `manual_pause` and `capital`). */
-export type LedgerPoolView = Omit<PoolView, 'capital' | 'manual_pause'>;
+/** The pool's figures from the ledger alone, as the store reads them (the admin API adds `coverage` and `capital`). */
+export type LedgerPoolView = Omit<PoolView, 'capital' | 'coverage'>;
 
 export const FundPoolRequest = z.object({ amount: Micro, note: plainString('text').trim().min(1).max(500).optional() }).strict();
 export type FundPoolRequest = z.infer<typeof FundPoolRequest>;

@@ -10,8 +10,7 @@ import { SvcError } from '../../protocol/errors';
 import type { PoolView } from '../../protocol/settlement';
 import type { ControlContext } from '../context';
 import { lpView, shareEventView, withdrawalView, type LpRow, type PoolCapital } from '../store/lps';
-import { poolCapital } from '../pool';
-import { manualPause } from '../pool-pause';
+import { coverageNow, poolCapital } from '../pool';
 import type { Audit } from '../store';
 import type { Executor } from './action-executor';
 
@@ -141,6 +140,6 @@ export const cancelWithdrawal: Executor<'lps.cancel', WithdrawalView> = {
 
 /** What `svcctl pool show` prints: the ledger's figures, whether an operator paused coverage, and the capital's. */
 export async function poolShow(ctx: ControlContext): Promise<PoolView> {
-  const [ledger, pause, { view }] = await Promise.all([ctx.store.ledger.poolView(), manualPause(ctx.store), poolCapital(ctx)]);
-  return { ...ledger, manual_pause: pause.paused, capital: view };
+  const [ledger, { coverage, pool }] = await Promise.all([ctx.store.ledger.poolView(), coverageNow(ctx)]);
+  return { ...ledger, coverage, capital: pool };
 }

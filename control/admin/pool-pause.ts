@@ -9,7 +9,7 @@ import type { PoolPauseRequest, PoolPauseView } from '../../protocol/settlement'
 import type { ControlContext } from '../context';
 import { POOL_PAUSED_META, manualPause } from '../pool-pause';
 import type { Actor } from '../store';
-import { AlreadyDone, mutateUnlessDone } from './mutation';
+import { AlreadyDone, mutateUnlessDone } from '../mutation';
 
 /** The changelog text of a pause or resume. */
 export const poolPauseText = (paused: boolean, note: string): string => `Coverage ${paused ? 'paused' : 'resumed'}: ${note}`;
@@ -31,5 +31,6 @@ export async function setPoolPause(ctx: ControlContext, by: Actor, paused: boole
       await tx.changelog.add({ at: now, kind: 'notice', text: poolPauseText(paused, note), author: by.actor });
     },
   );
+  if (made !== null) ctx.coverageChanged?.();
   return answer(made !== null, now);
 }

@@ -59,7 +59,7 @@ forEachStore(t, (t, kind) => {
     const cli = (...args: string[]) => runCli(args, { control });
 
     t.same(await manualPause(store), { paused: false }, 'not paused on a new install');
-    t.equal((await cli('pool', 'show', '--json')).json().manual_pause, false);
+    t.equal((await cli('pool', 'show', '--json')).json().coverage.manual, false);
     t.match((await cli('pool', 'show')).stdout, /^coverage: +on$/m);
 
     clock.advance(60_000);
@@ -77,7 +77,7 @@ forEachStore(t, (t, kind) => {
     t.match(notices[0], { kind: 'notice', text: `Coverage paused: ${NOTE}`, author: 'root', flag: null, value: null });
     t.equal(notices[0].at, paused.json().at, 'written with the pause');
     await publicNewest(t, control, `Coverage paused: ${NOTE}`);
-    t.equal((await cli('pool', 'show', '--json')).json().manual_pause, true);
+    t.equal((await cli('pool', 'show', '--json')).json().coverage.manual, true);
     t.match((await cli('pool', 'show')).stdout, /^coverage: +paused by an operator$/m);
 
     clock.advance(60_000);
@@ -187,7 +187,7 @@ forEachStore(t, (t, kind) => {
     const [row] = await audited(control, 'pool.pause');
     t.match(row, { actor: 'cleo', token_id: /^opt_/, approved_by: null, detail: { note: 'at once', was: 'covered' } });
     t.match((await changelog(control))[0], { text: 'Coverage paused: at once', author: 'cleo' });
-    t.equal((await as('vic', 'pool', 'show', '--json')).json().manual_pause, true, 'pool show stays read');
+    t.equal((await as('vic', 'pool', 'show', '--json')).json().coverage.manual, true, 'pool show stays read');
 
     const resumed = await as('cleo', 'pool', 'resume', '--note', 'done', '--json');
     t.match(resumed.json(), { paused: false, changed: true });

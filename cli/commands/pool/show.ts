@@ -3,11 +3,21 @@
  * its capital: what it may owe (exposure), what of it is locked and free, and who owns it in
  * shares (docs/money.md).
  */
+import type { PoolCoverage } from '../../../protocol/lps';
 import type { PoolView } from '../../../protocol/settlement';
 import type { Deps } from '../../deps';
 import { EXIT_OK } from '../../exit-codes';
 import { money } from '../../money';
 import { capitalLines } from '../lps/render';
+
+/** Whether the pool covers new calls, and why not. */
+function coverageWords(c: PoolCoverage): string {
+  const why = [
+    ...(c.manual ? ['by an operator'] : []),
+    ...(c.automatic ? [`free capital ${money(c.free)} is below its minimum ${money(c.min_free)}`] : []),
+  ];
+  return why.length === 0 ? 'on' : `paused (${why.join('; ')}): calls are admitted uncovered`;
+}
 
 export function poolLines(p: PoolView): string[] {
   return [
@@ -21,7 +31,7 @@ export function poolLines(p: PoolView): string[] {
       `${p.clamped.batch_capped} batch_capped, ${p.clamped.call_capped} call_capped)`,
     `owed to keys:    ${money(p.owed_to_keys)} (paid out ${money(p.paid_out)})`,
     `settled:         ${p.settled_calls} calls in ${p.settled_batches} batches; ${p.backlog} waiting`,
-    `coverage:        ${p.manual_pause ? 'paused by an operator' : 'on'}`,
+    `coverage:        ${coverageWords(p.coverage)}`,
     ...capitalLines(p.capital),
   ];
 }
