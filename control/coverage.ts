@@ -26,7 +26,7 @@ export const COVERAGE_CHECK_MS = 1_000;
  */
 export async function checkCoverage(ctx: ControlContext): Promise<Coverage> {
   const { coverage } = await coverageNow(ctx);
-  if ((await ctx.store.meta(POOL_AUTO_PAUSED_META)) === (coverage.automatic ? 1 : 0)) return coverage;
+  if (((await ctx.store.meta(POOL_AUTO_PAUSED_META)) ?? 0) === (coverage.automatic ? 1 : 0)) return coverage;
   const now = ctx.now();
   const paused = coverage.automatic;
   const detail = { free: coverage.free, min_free: coverage.min_free };
@@ -35,7 +35,7 @@ export async function checkCoverage(ctx: ControlContext): Promise<Coverage> {
     { actor: 'coverage', now },
     { action: paused ? 'pool.auto_pause' : 'pool.auto_resume', target: 'pool', detail },
     async (tx) => {
-      if ((await tx.meta(POOL_AUTO_PAUSED_META)) === (paused ? 1 : 0)) throw new AlreadyDone();
+      if (((await tx.meta(POOL_AUTO_PAUSED_META)) ?? 0) === (paused ? 1 : 0)) throw new AlreadyDone();
       await tx.setMeta(POOL_AUTO_PAUSED_META, paused ? 1 : 0);
       const text = paused
         ? `Coverage paused automatically: the pool's free capital (${coverage.free}) is below its minimum (${coverage.min_free}); calls are admitted uncovered until it is back.`

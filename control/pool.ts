@@ -11,6 +11,9 @@ import type { StoreTables } from './store';
 import type { EndpointRow } from './store/endpoints';
 import { manualPause } from './pool-pause';
 
+/** The automatic pause ends once free capital is back to this many times `min_free`. */
+export const RESUME_FACTOR = 2;
+
 /** `meta` row holding whether the automatic pause was last recorded as on (1). */
 export const POOL_AUTO_PAUSED_META = 'pool_auto_paused';
 
@@ -38,9 +41,15 @@ export async function coverageNow(
   ctx: ControlContext,
   tables: StoreTables = ctx.store,
 ): Promise<{ coverage: Coverage; pool: PoolCapitalView }> {
-  const [{ view }, manual, endpoints] = await Promise.all([poolCapital(ctx, tables), manualPause(tables), tables.endpoints.list()]);
+  const [{ view }, manual, endpoints, wasAutomatic] = await Promise.all([
+    poolCapital(ctx, tables),
+    manualPause(tables),
+    tables.endpoints.list(),
+    tables.meta(POOL_AUTO_PAUSED_META),
+  ]);
   const minFree = ctx.config.pool.minFree ?? largestCoveredCall(endpoints);
-  const automatic = view.free < minFree;
+  // Once paused by itself, it resumes at twice the minimum, so that it does not flap at the edge.
+  const automatic = view.free < (wasAutomatic === 1 ? RESUME_FACTOR : 1) * minFree;
   return {
     coverage: { manual: manual.paused, automatic, paused: manual.paused || automatic, free: view.free, min_free: minFree },
     pool: view,
