@@ -175,7 +175,7 @@ export class Budgets {
    * the wire waits for it first, so at most twice that); null when no ask is made (an answer left
    * the account short less than {@link SHORT_RETRY_MS} ago, or requests are backing off): refuse now.
    */
-  want(account: string, premium: number): Promise<void> | null {
+  want(account: string, premium: number, again = true): Promise<void> | null {
     let a = this.accounts.get(account);
     if (a !== undefined && a.asking !== null) {
       const asking = a.asking;
@@ -184,10 +184,11 @@ export class Budgets {
         if (premium > asking.target) asking.target = premium;
         return asking.wait;
       }
-      if (asking.target > 0) return asking.wait;
-      // An ask ahead of need is on the wire: wait for it, and ask with the need if still short.
+      if (asking.target > 0 || !again) return asking.wait;
+      // An ask ahead of need is on the wire: wait for it, and ask with the need if still short,
+      // once (another ask ahead of need found then is waited for, not followed again: the wait stays bounded).
       const held = a;
-      return asking.wait.then(() => (held.available >= premium ? undefined : (this.want(account, premium) ?? undefined)));
+      return asking.wait.then(() => (held.available >= premium ? undefined : (this.want(account, premium, false) ?? undefined)));
     }
     const now = this.now();
     if (this.stopped || now < this.pausedUntil || (a !== undefined && now < a.shortUntil)) return null;

@@ -104,6 +104,22 @@ t.test('a call short while an ask ahead of need is on the wire waits for it, the
   t.equal(budgets.take('acc', 500), true, 'and is covered');
 });
 
+t.test('a call short while an ask ahead of need hangs on the wire waits once for it, then gives up', async (t) => {
+  const control = await startBudgetControl(t, { funds: { acc: 10_000 }, step: 100 });
+  const budgets = budgetsOn(t, control);
+  await asked(budgets.want('acc', 100));
+  const held = gate(control);
+  t.teardown(() => held.open());
+  t.equal(budgets.take('acc', 100), true, 'spends the step, which asks ahead');
+  await waitFor(() => control.requests.length === 2, 'the ask ahead of need on the wire');
+  // Control never answers it: the wait runs out once, and the call is not sent after the same ask again.
+  const started = Date.now();
+  await asked(budgets.want('acc', 500));
+  const waited = Date.now() - started;
+  t.ok(waited < 2 * BUDGET_WAIT_MS + 1_000, `waited ${waited} ms: what was left of the ask's wait, once`);
+  t.equal(budgets.take('acc', 500), false, 'still short: the call is refused');
+});
+
 t.test('an answer that leaves the account short stops its wants for a while, unless it is funded', async (t) => {
   const control = await startBudgetControl(t, { funds: { acc: 200 } });
   let now = 1_000_000;
