@@ -7,6 +7,7 @@ import { hasCode } from '../protocol/coded-error';
 import type { RunOnceView, SettlerHalt, SettlerStatus } from '../protocol/settlement';
 import type { Actor, Store } from './store';
 import type { Router } from './http/router';
+import type { PoolCoverage } from '../protocol/lps';
 import type { ReceiptChainGuard } from './receipts/chain-guard';
 
 export interface ControlContext {
@@ -30,6 +31,8 @@ export interface ControlContext {
    * after an operator paused or resumed it. Absent before the coverage loop runs.
    */
   coverageChanged?: () => void;
+  /** Coverage as the coverage loop last evaluated it (null before the first); absent without the loop. */
+  coverage?: () => PoolCoverage | null;
   /** The receipt chain as this control verified it: checked before a checkpoint is signed or a receipt served for consistency. */
   receiptChain: ReceiptChainGuard;
 }

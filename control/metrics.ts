@@ -8,7 +8,8 @@
  * and the settler once, and each gauge's `collect` sets its samples from that reading, so
  * nothing is updated on any other path. Each control has registries of its own (never
  * prom-client's global one); the settler's gauges are a second registry, exposed only while a
- * settler runs, so a control without one shows no settler series at all.
+ * settler runs, so a control without one shows no settler series at all; the pool's coverage
+ * (coverage.ts: its last evaluation, no query of its own) a third, exposed once evaluated.
  *
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/
  */
@@ -17,19 +18,22 @@ import type { GatewayStatus } from '../protocol/gateways';
 import { SETTLER_STATES, type SettlerStatus } from '../protocol/settlement';
 import type { ControlContext } from './context';
 import type { Router } from './http/router';
+import type { Coverage } from './pool';
 
 /** What one scrape reads. */
 interface Reading {
   version: number;
   gateways: GatewayStatus[];
   settler: SettlerStatus | null;
+  coverage: Coverage | null;
 }
 
 /** Control's gauges: state version, each gateway's applied version and connection, the settler. */
 export class ControlMetrics {
   private readonly control = new Registry();
   private readonly settler = new Registry();
-  private reading: Reading = { version: 0, gateways: [], settler: null };
+  private readonly coverage = new Registry();
+  private reading: Reading = { version: 0, gateways: [], settler: null, coverage: null };
   readonly contentType = this.control.contentType;
 
   constructor(private readonly ctx: ControlContext) {
@@ -50,6 +54,19 @@ export class ControlMetrics {
     this.gauge(this.settler, 'svc_control_settler_lag_seconds', 'Age of the oldest unsettled outcome (0 when none).', [], (g, r) =>
       g.set((r.settler?.lag_ms ?? 0) / 1000),
     );
+    this.gauge(
+      this.coverage,
+      'svc_control_pool_coverage_paused',
+      'Whether the pool covers no new calls (1), by reason: an operator (manual) or free capital below pool.minFree (automatic).',
+      ['reason'],
+      (g, r) => {
+        g.set({ reason: 'manual' }, r.coverage?.manual ? 1 : 0);
+        g.set({ reason: 'automatic' }, r.coverage?.automatic ? 1 : 0);
+      },
+    );
+    this.gauge(this.coverage, 'svc_control_pool_free_micro', "The pool's free capital (capital less locked), micro-units.", [], (g, r) =>
+      g.set(r.coverage?.free ?? 0),
+    );
   }
 
   /** The exposition text now. */
@@ -58,12 +75,13 @@ export class ControlMetrics {
       version: await this.ctx.store.version(),
       gateways: await this.ctx.gateways(),
       settler: await this.ctx.settler(),
+      coverage: this.ctx.coverage?.() ?? null,
     };
     this.reading = reading;
-    const text = await this.control.metrics();
-    if (reading.settler === null) return text;
-    this.reading = reading;
-    return `${text}\n${await this.settler.metrics()}`;
+    const parts = [await this.control.metrics()];
+    if (reading.settler !== null) parts.push(await this.settler.metrics());
+    if (reading.coverage !== null) parts.push(await this.coverage.metrics());
+    return parts.join('\n');
   }
 
   /** A gauge whose samples `collect` sets from the scrape's reading; one with labels drops stale samples first. */

@@ -44,6 +44,7 @@ import { Settler } from './settler/settler';
 import { startRefills, type RefillLoop } from './admin/refills';
 import { startWithdrawals, type WithdrawalLoop } from './admin/withdrawals';
 import { startCoverage, type CoverageLoop } from './coverage';
+import type { Coverage } from './pool';
 import { ReceiptChainGuard } from './receipts/chain-guard';
 import { makeReceipts } from './receipts/maker';
 import type { Store } from './store';
@@ -286,7 +287,16 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     await settler.start();
     refills = startRefills(ctx, options.refillCheckMs);
     withdrawals = startWithdrawals(ctx, options.withdrawalCheckMs);
-    const loop = (coverage = startCoverage(ctx, (c) => hub.publishCoverage(c), options.coverageCheckMs));
+    let last: Coverage | null = null;
+    ctx.coverage = () => last;
+    const loop = (coverage = startCoverage(
+      ctx,
+      (c) => {
+        last = c;
+        hub.publishCoverage(c);
+      },
+      options.coverageCheckMs,
+    ));
     ctx.coverageChanged = () => void loop.runOnce().catch(() => undefined);
   } catch (err) {
     await close();

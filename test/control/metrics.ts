@@ -7,6 +7,7 @@ import t from 'tap';
 import { ControlMetrics } from '../../control/metrics';
 import type { ControlContext } from '../../control/context';
 import type { GatewayStatus } from '../../protocol/gateways';
+import type { PoolCoverage } from '../../protocol/lps';
 import type { SettlerStatus } from '../../protocol/settlement';
 import { startTestControl } from '../fixtures/control';
 import { familyTypes, parseExposition, sampleValue } from '../fixtures/prometheus';
@@ -18,6 +19,7 @@ const CONTROL_FAMILIES = [
   'svc_control_state_version gauge',
 ];
 const SETTLER_FAMILIES = ['svc_control_settler_backlog gauge', 'svc_control_settler_lag_seconds gauge', 'svc_control_settler_state gauge'];
+const COVERAGE_FAMILIES = ['svc_control_pool_coverage_paused gauge', 'svc_control_pool_free_micro gauge'];
 
 const gateway = (id: string, connected: boolean, applied: number): GatewayStatus => ({
   id,
@@ -49,10 +51,12 @@ t.test('every series, with the values read when scraped', async (t) => {
   let version = 12;
   let gateways = [gateway('gw-1', true, 12), gateway('gw "2"\\\n', false, 9)];
   let settler: SettlerStatus | null = null;
+  let coverage: PoolCoverage | null = null;
   const ctx = {
     store: { version: async () => version },
     gateways: async () => gateways,
     settler: async () => settler,
+    coverage: () => coverage,
   } as unknown as ControlContext;
   const metrics = new ControlMetrics(ctx);
   t.equal(metrics.contentType, 'text/plain; version=0.0.4; charset=utf-8');
@@ -95,17 +99,33 @@ t.test('every series, with the values read when scraped', async (t) => {
   families = parseExposition(await metrics.render());
   t.equal(sampleValue(families, 'svc_control_settler_lag_seconds'), 0, 'no backlog: lag 0');
   t.equal(sampleValue(families, 'svc_control_settler_state', { state: 'idle' }), 1);
+
+  coverage = { paused: true, manual: false, automatic: true, free: 900, min_free: 1_100 };
+  families = parseExposition(await metrics.render());
+  t.same(
+    familyTypes(families),
+    [...CONTROL_FAMILIES, ...SETTLER_FAMILIES, ...COVERAGE_FAMILIES].sort(),
+    'coverage evaluated: its series too',
+  );
+  t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'automatic' }), 1);
+  t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'manual' }), 0);
+  t.equal(sampleValue(families, 'svc_control_pool_free_micro'), 900);
+  coverage = { paused: true, manual: true, automatic: false, free: 5_000, min_free: 1_100 };
+  families = parseExposition(await metrics.render());
+  t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'manual' }), 1);
+  t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'automatic' }), 0);
 });
 
 t.test('GET /metrics of a running control: every series, behind the metrics token', async (t) => {
   const control = await startTestControl(t);
+  await control.handle.coverage.runOnce(); // its series appear once coverage was evaluated
   const token = control.handle.bootstrap.metricsToken.token;
   const res = await control.request(`${control.urls.control}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   t.equal(res.status, 200);
   t.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
   t.equal(res.headers.get('cache-control'), 'no-store');
   const families = parseExposition(res.text);
-  t.same(familyTypes(families), [...CONTROL_FAMILIES, ...SETTLER_FAMILIES].sort());
+  t.same(familyTypes(families), [...CONTROL_FAMILIES, ...SETTLER_FAMILIES, ...COVERAGE_FAMILIES].sort());
   t.equal(sampleValue(families, 'svc_control_state_version'), await control.handle.ctx.store.version());
   t.equal(families.get('svc_control_gateway_connected')!.samples.length, 0, 'no gateway yet');
   const refused = await control.request(`${control.urls.control}/metrics`, { headers: { authorization: `Bearer ${control.adminToken}` } });
