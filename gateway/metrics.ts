@@ -43,6 +43,7 @@ export class GatewayMetrics {
   private readonly rejectedOutcomes: Counter;
   private readonly syncUpdates: Counter;
   private readonly controlMoves: Counter;
+  private readonly uncoveredCalls: Counter;
   private readonly snapshotAge: () => number | null;
 
   constructor(gauges: GaugeSource) {
@@ -99,7 +100,17 @@ export class GatewayMetrics {
       'svc_gateway_control_moves_total',
       'Moves to the next control of controlUrls after the current one went away.',
     );
+    this.uncoveredCalls = counter(
+      'svc_gateway_uncovered_calls_total',
+      "Keyed calls admitted uncovered (the pool paused, or this gateway's part of its free capital spent), by endpoint.",
+      ['endpoint'],
+    );
     this.snapshotAge = () => gauges.snapshotAgeSeconds();
+  }
+
+  /** A keyed call was admitted uncovered. */
+  uncovered(endpoint: string): void {
+    this.uncoveredCalls.inc({ endpoint });
   }
 
   /** An admitted call finished with `outcome` and `status` sent to the caller. */

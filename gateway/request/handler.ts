@@ -292,7 +292,9 @@ function limit(p: Pipeline, req: IncomingMessage, res: ServerResponse, { state, 
 function covered(p: Pipeline, { key }: Admitted, { endpoint }: Routed): Cover {
   if (key === null) return UNCOVERED;
   const held = endpoint.price + endpoint.premium;
-  return p.opts.coverage === undefined || p.opts.coverage.admit(held) ? { held } : UNCOVERED;
+  if (p.opts.coverage === undefined || p.opts.coverage.admit(held)) return { held };
+  p.opts.metrics.uncovered(endpoint.id);
+  return UNCOVERED;
 }
 
 /**

@@ -23,6 +23,7 @@ const FAMILIES = [
   'svc_gateway_snapshot_keys gauge',
   'svc_gateway_snapshot_version gauge',
   'svc_gateway_sync_updates_total counter',
+  'svc_gateway_uncovered_calls_total counter',
   'svc_gateway_upstream_latency_seconds histogram',
 ];
 
@@ -55,6 +56,8 @@ t.test('every series, with its values', async (t) => {
   metrics.rejection('svc_rate_limited');
   metrics.rejection('svc_rate_limited');
   metrics.rejection('svc_unauthorized');
+  metrics.uncovered('echo');
+  metrics.uncovered('echo');
   metrics.schemaCheck('typed', 'invalid');
   metrics.schemaCheck('typed', 'valid');
   metrics.schemaCheck('typed', 'valid');
@@ -82,6 +85,7 @@ t.test('every series, with its values', async (t) => {
   t.equal(sampleValue(families, 'svc_gateway_rejections_total', { code: 'svc_unauthorized' }), 1);
   t.equal(sampleValue(families, 'svc_gateway_schema_checks_total', { endpoint: 'typed', result: 'valid' }), 2);
   t.equal(sampleValue(families, 'svc_gateway_schema_checks_total', { endpoint: 'typed', result: 'invalid' }), 1);
+  t.equal(sampleValue(families, 'svc_gateway_uncovered_calls_total', { endpoint: 'echo' }), 2, 'calls admitted uncovered');
 
   const buckets = families.get('svc_gateway_upstream_latency_seconds')!.samples.filter((s) => s.name.endsWith('_bucket'));
   t.same(
