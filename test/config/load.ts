@@ -235,6 +235,7 @@ t.test('settingsTable has one entry per setting', async (t) => {
     'applications.webhookUrl',
     'applications.webhookSecret',
     'applications.marketUrl',
+    'pool.minFree',
   ].sort();
   t.same([...keys].sort(), expected, 'exactly the settings the schema has');
 
