@@ -66,18 +66,23 @@ export async function coverageNow(ctx: ControlContext, tables: StoreTables = ctx
   };
 }
 
+/** Whether the automatic pause was last recorded as on; never recorded (a new install): off. */
+async function autoPaused(tables: Pick<StoreTables, 'meta'>): Promise<boolean> {
+  return (await tables.meta(POOL_AUTO_PAUSED_META)) === 1;
+}
+
 /**
  * Evaluate coverage and, when the automatic pause has started or ended since it was last
  * recorded, record that (once: the `meta` row is read again under the writer lock).
  */
 export async function checkCoverage(ctx: ControlContext): Promise<Coverage> {
   const { coverage } = await coverageNow(ctx);
-  if ((await ctx.store.meta(POOL_AUTO_PAUSED_META)) === (coverage.automatic ? 1 : 0)) return coverage;
+  if ((await autoPaused(ctx.store)) === coverage.automatic) return coverage;
   const now = ctx.now();
   const paused = coverage.automatic;
   const detail = { free: coverage.free, min_free: coverage.min_free };
   await mutateUnlessDone(ctx.store, { actor: 'coverage', now }, { action: paused ? 'pool.auto_pause' : 'pool.auto_resume', target: 'pool', detail }, async (tx) => {
-    if ((await tx.meta(POOL_AUTO_PAUSED_META)) === (paused ? 1 : 0)) throw new AlreadyDone();
+    if ((await autoPaused(tx)) === paused) throw new AlreadyDone();
     await tx.setMeta(POOL_AUTO_PAUSED_META, paused ? 1 : 0);
     const text = paused
       ? `Coverage paused automatically: the pool's free capital (${coverage.free}) is below its minimum (${coverage.min_free}); calls are admitted uncovered until it is back.`
