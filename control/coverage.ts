@@ -45,7 +45,9 @@ export interface Coverage {
  * The most one covered call of the live endpoints could be refunded: its price + premium, at
  * most the endpoint's per-call cap. 0 without priced endpoints.
  */
-export function largestCoveredCall(endpoints: readonly Pick<EndpointRow, 'price' | 'premium' | 'refund_cap_per_call' | 'removed_at'>[]): number {
+export function largestCoveredCall(
+  endpoints: readonly Pick<EndpointRow, 'price' | 'premium' | 'refund_cap_per_call' | 'removed_at'>[],
+): number {
   let largest = 0;
   for (const e of endpoints) {
     if (e.removed_at !== null) continue;
@@ -56,8 +58,15 @@ export function largestCoveredCall(endpoints: readonly Pick<EndpointRow, 'price'
 }
 
 /** Coverage now, with the pool's capital it was judged on. */
-export async function coverageNow(ctx: ControlContext, tables: StoreTables = ctx.store): Promise<{ coverage: Coverage; pool: PoolCapitalView }> {
-  const [{ view }, manual, endpoints] = await Promise.all([poolCapital(ctx, tables), tables.meta(POOL_PAUSED_META), tables.endpoints.list()]);
+export async function coverageNow(
+  ctx: ControlContext,
+  tables: StoreTables = ctx.store,
+): Promise<{ coverage: Coverage; pool: PoolCapitalView }> {
+  const [{ view }, manual, endpoints] = await Promise.all([
+    poolCapital(ctx, tables),
+    tables.meta(POOL_PAUSED_META),
+    tables.endpoints.list(),
+  ]);
   const minFree = ctx.config.pool.minFree ?? largestCoveredCall(endpoints);
   const automatic = view.free < minFree;
   return {
@@ -81,14 +90,19 @@ export async function checkCoverage(ctx: ControlContext): Promise<Coverage> {
   const now = ctx.now();
   const paused = coverage.automatic;
   const detail = { free: coverage.free, min_free: coverage.min_free };
-  await mutateUnlessDone(ctx.store, { actor: 'coverage', now }, { action: paused ? 'pool.auto_pause' : 'pool.auto_resume', target: 'pool', detail }, async (tx) => {
-    if ((await autoPaused(tx)) === paused) throw new AlreadyDone();
-    await tx.setMeta(POOL_AUTO_PAUSED_META, paused ? 1 : 0);
-    const text = paused
-      ? `Coverage paused automatically: the pool's free capital (${coverage.free}) is below its minimum (${coverage.min_free}); calls are admitted uncovered until it is back.`
-      : `Coverage resumed automatically: the pool's free capital (${coverage.free}) is back above its minimum (${coverage.min_free}).`;
-    await tx.changelog.add({ at: now, kind: 'notice', text, author: 'coverage' });
-  });
+  await mutateUnlessDone(
+    ctx.store,
+    { actor: 'coverage', now },
+    { action: paused ? 'pool.auto_pause' : 'pool.auto_resume', target: 'pool', detail },
+    async (tx) => {
+      if ((await autoPaused(tx)) === paused) throw new AlreadyDone();
+      await tx.setMeta(POOL_AUTO_PAUSED_META, paused ? 1 : 0);
+      const text = paused
+        ? `Coverage paused automatically: the pool's free capital (${coverage.free}) is below its minimum (${coverage.min_free}); calls are admitted uncovered until it is back.`
+        : `Coverage resumed automatically: the pool's free capital (${coverage.free}) is back above its minimum (${coverage.min_free}).`;
+      await tx.changelog.add({ at: now, kind: 'notice', text, author: 'coverage' });
+    },
+  );
   return coverage;
 }
 
