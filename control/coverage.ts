@@ -39,6 +39,8 @@ export interface Coverage {
   free: number;
   /** `pool.minFree`, or the largest single covered call. */
   min_free: number;
+  /** The largest single covered call (`largestCoveredCall`): the free capital is divided among gateways in these. */
+  largest_call: number;
 }
 
 /**
@@ -67,10 +69,18 @@ export async function coverageNow(
     tables.meta(POOL_PAUSED_META),
     tables.endpoints.list(),
   ]);
-  const minFree = ctx.config.pool.minFree ?? largestCoveredCall(endpoints);
+  const largest = largestCoveredCall(endpoints);
+  const minFree = ctx.config.pool.minFree ?? largest;
   const automatic = view.free < minFree;
   return {
-    coverage: { manual: manual === 1, automatic, paused: manual === 1 || automatic, free: view.free, min_free: minFree },
+    coverage: {
+      manual: manual === 1,
+      automatic,
+      paused: manual === 1 || automatic,
+      free: view.free,
+      min_free: minFree,
+      largest_call: largest,
+    },
     pool: view,
   };
 }

@@ -38,7 +38,7 @@ import type { Coverage } from '../coverage';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
 import { newConnection, sendLines, type Connection } from './connection';
-import { divideShares, leaseCheckIntervalMs, membersKey, pingIntervalMs, shareOf, type Member } from './shares';
+import { coverageAllowance, divideShares, leaseCheckIntervalMs, membersKey, pingIntervalMs, shareOf, type Member } from './shares';
 import { OtherControlsGateways } from './others';
 import { DeltaCache, SnapshotCache, storeEpoch } from './snapshot';
 import { VersionWaiters } from './waiters';
@@ -444,19 +444,18 @@ export class SyncHub {
   }
 
   /**
-   * A gateway's part of the free capital: its weight over the weights of the live gateways of
-   * the cluster, itself counted (whatever `limits.mode`: money is divided, never repeated).
+   * The gateways the free capital is divided among, by weight (`coverageAllowance`): the live
+   * ones of the cluster, this one counted (whatever `limits.mode`: money is divided, never repeated).
    */
-  private coverageShare(gatewayId: string, now: number): number {
-    const weight = this.weightOf(gatewayId);
-    const total = this.members(now).reduce((sum, m) => (m.id === gatewayId ? sum : sum + m.weight), weight);
-    return total > 0 ? weight / total : 0;
+  private coverageMembers(gatewayId: string, now: number): Member[] {
+    const members = this.members(now).filter((m) => m.id !== gatewayId);
+    return [...members, { id: gatewayId, weight: this.weightOf(gatewayId) }];
   }
 
   private writeCoverage(conn: Connection, now: number): void {
     const c = this.coverage;
     if (c === null || conn.closed) return;
-    const allowance = c.paused ? 0 : Math.max(0, Math.floor(c.free * this.coverageShare(conn.gatewayId, now)));
+    const allowance = c.paused ? 0 : coverageAllowance(c.free, c.largest_call, this.coverageMembers(conn.gatewayId, now), conn.gatewayId);
     const line = JSON.stringify({ type: 'coverage', covered: !c.paused, allowance } satisfies CoverageLine) + '\n';
     if (line === conn.coverageLine) return;
     conn.coverageLine = line;

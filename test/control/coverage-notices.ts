@@ -48,7 +48,14 @@ async function start(t: Test, kind: StoreKind, flags: Record<string, unknown> = 
 forEachStore(t, (t, kind) => {
   t.test('a new install is not paused, and records nothing', async (t) => {
     const control = await startTestControl(t, { store: kind, coverageCheckMs: HOUR_MS });
-    t.same(await control.handle.coverage.runOnce(), { manual: false, automatic: false, paused: false, free: 0, min_free: 0 });
+    t.same(await control.handle.coverage.runOnce(), {
+      manual: false,
+      automatic: false,
+      paused: false,
+      free: 0,
+      min_free: 0,
+      largest_call: 0,
+    });
     t.same(await notices(control), [], 'no notice');
     t.same(await audited(control), [], 'no audit entry');
   });
@@ -56,7 +63,7 @@ forEachStore(t, (t, kind) => {
   t.test('below the largest covered call: paused once; a deposit resumes it once', async (t) => {
     const control = await start(t, kind);
     const runOnce = () => control.handle.coverage.runOnce();
-    t.same(await runOnce(), { manual: false, automatic: true, paused: true, free: 0, min_free: 1_100 });
+    t.same(await runOnce(), { manual: false, automatic: true, paused: true, free: 0, min_free: 1_100, largest_call: 1_100 });
     await runOnce();
     const paused = await notices(control);
     t.equal(paused.length, 1, 'one notice');
@@ -91,11 +98,25 @@ forEachStore(t, (t, kind) => {
     t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 4_999 })).status, 201);
     t.match(await control.handle.coverage.runOnce(), { automatic: true, free: 4_999, min_free: 5_000 });
     t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 1 })).status, 201);
-    t.same(await control.handle.coverage.runOnce(), { manual: false, automatic: false, paused: false, free: 5_000, min_free: 5_000 });
+    t.same(await control.handle.coverage.runOnce(), {
+      manual: false,
+      automatic: false,
+      paused: false,
+      free: 5_000,
+      min_free: 5_000,
+      largest_call: 1_100,
+    });
     const before = await notices(control);
     t.equal(before.length, 2, 'paused, then resumed');
     await control.handle.ctx.store.setMeta(POOL_PAUSED_META, 1);
-    t.same(await control.handle.coverage.runOnce(), { manual: true, automatic: false, paused: true, free: 5_000, min_free: 5_000 });
+    t.same(await control.handle.coverage.runOnce(), {
+      manual: true,
+      automatic: false,
+      paused: true,
+      free: 5_000,
+      min_free: 5_000,
+      largest_call: 1_100,
+    });
     t.same(await notices(control), before, 'an operator pause writes no automatic notice');
   });
 });
