@@ -1,11 +1,12 @@
 /**
  * The pool pauses itself when its free capital is spent (docs/money.md, "Pause"), with real
  * gateway processes (two, one per engine) on a control evaluating coverage every 200 ms, on
- * both stores. The pool holds 20 calls' worth of refunds; one endpoint (price 1000, premium 100)
- * whose upstream fails every call is hammered with keyed calls, several in flight, through both
- * gateways, until control has paused coverage and both gateways say so, then some more.
+ * both stores. The pool holds 21 calls' worth of refunds (an odd number: one gateway is given
+ * the call that does not divide); one endpoint (price 1000, premium 100) whose upstream fails
+ * every call is hammered with keyed calls, several in flight, through both gateways, until
+ * control has paused coverage and both gateways say so, then some more.
  *
- * Every call is forwarded; exactly 20 are answered `X-Svc-Coverage: covered` (refund 1100), the
+ * Every call is forwarded; exactly 21 are answered `X-Svc-Coverage: covered` (refund 1100), the
  * others `none` (refund 0), and every call after the pause `none`. Settled, each covered failure
  * is refunded in full (no clamp, no shortfall) and each uncovered one moves nothing; the pool's
  * capital never falls below what is locked, `/api/stats` never shows negative free capital,
@@ -29,7 +30,7 @@ const PREMIUM = 100;
 /** What one covered failure is refunded. */
 const CALL = PRICE + PREMIUM;
 /** The pool: refunds for this many failures. */
-const POOL_CALLS = 20;
+const POOL_CALLS = 21;
 const GATEWAYS = 2;
 /** Calls in flight at once. */
 const IN_FLIGHT = 6;
@@ -95,12 +96,12 @@ function scenario(t: Test, control: TestControl, gateways: ServiceProcess[]): Pr
     const key = await admin('POST', '/_admin/v1/keys', { name: 'agent' });
     t.equal(key.status, 201, key.text);
     const version = key.body.version as number;
-    const share = Math.floor((POOL_CALLS * CALL) / GATEWAYS);
+    // Both live: the 21 calls' worth divided 11 to gw-1 (the first by id), 10 to gw-2.
+    const shares = [11 * CALL, 10 * CALL];
     await Promise.all(
-      gateways.map(async (gw) => {
+      gateways.map(async (gw, i) => {
         await waitFor(async () => (await health(gw.url)).body?.snapshot_version >= version, `${gw.url} to apply the setup`);
-        // Both live: each is told its half of the free capital.
-        await waitFor(async () => (await coverageOf(gw))?.allowance === share, `${gw.url} to hold ${share} of the free capital`);
+        await waitFor(async () => (await coverageOf(gw))?.allowance === shares[i], `${gw.url} to hold ${shares[i]} of the free capital`);
       }),
     );
     t.same(await changelog(), [], 'no coverage notice while the pool holds enough');
