@@ -39,7 +39,7 @@ export async function checkCoverage(ctx: ControlContext): Promise<Coverage> {
       await tx.setMeta(POOL_AUTO_PAUSED_META, paused ? 1 : 0);
       const text = paused
         ? `Coverage paused automatically: the pool's free capital (${coverage.free}) is below its minimum (${coverage.min_free}); calls are admitted uncovered until it is back.`
-        : `Coverage resumed automatically: the pool's free capital (${coverage.free}) is back above its minimum (${coverage.min_free}).`;
+        : `Coverage resumed automatically: the pool's free capital (${coverage.free}) is back to at least twice its minimum (${coverage.min_free}).`;
       await tx.changelog.add({ at: now, kind: 'notice', text, author: 'coverage' });
     },
   );

@@ -47,11 +47,19 @@ export async function coverageNow(
     tables.endpoints.list(),
     tables.meta(POOL_AUTO_PAUSED_META),
   ]);
-  const minFree = ctx.config.pool.minFree ?? largestCoveredCall(endpoints);
+  const largest = largestCoveredCall(endpoints);
+  const minFree = ctx.config.pool.minFree ?? largest;
   // Once paused by itself, it resumes at twice the minimum, so that it does not flap at the edge.
   const automatic = view.free < (wasAutomatic === 1 ? RESUME_FACTOR : 1) * minFree;
   return {
-    coverage: { manual: manual.paused, automatic, paused: manual.paused || automatic, free: view.free, min_free: minFree },
+    coverage: {
+      manual: manual.paused,
+      automatic,
+      paused: manual.paused || automatic,
+      free: view.free,
+      min_free: minFree,
+      largest_call: largest,
+    },
     pool: view,
   };
 }

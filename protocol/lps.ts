@@ -89,6 +89,8 @@ export const PoolCoverage = z.strictObject({
   automatic: z.boolean(),
   free: MicroAmount,
   min_free: MicroAmount,
+  /** The largest single covered call (price + premium, at most the per-call cap): gateways are given free capital in whole calls of it. */
+  largest_call: MicroAmount,
 });
 export type PoolCoverage = z.infer<typeof PoolCoverage>;
 

@@ -226,7 +226,16 @@ export const CoverageLine = z.strictObject({
 });
 export type CoverageLine = z.infer<typeof CoverageLine>;
 
-export const StreamLine = z.discriminatedUnion('type', [SnapshotBegin, SnapshotKeys, SnapshotEnd, Delta, Ping, Beat, ShareLine, CoverageLine]);
+export const StreamLine = z.discriminatedUnion('type', [
+  SnapshotBegin,
+  SnapshotKeys,
+  SnapshotEnd,
+  Delta,
+  Ping,
+  Beat,
+  ShareLine,
+  CoverageLine,
+]);
 export type StreamLine = z.infer<typeof StreamLine>;
 
 /** Body of `POST /_sync/v1/ack`. */

@@ -33,11 +33,11 @@ import {
 } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { Coverage } from '../pool';
-import { coverageShare, writeCoverageLine, writeShareLine } from './side-lines';
+import { writeCoverageLine, writeShareLine } from './side-lines';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
 import { newConnection, sendLines, type Connection } from './connection';
-import { divideShares, leaseCheckIntervalMs, membersKey, pingIntervalMs, shareOf, weightWith, type Member } from './shares';
+import { divideShares, leaseCheckIntervalMs, membersKey, pingIntervalMs, shareOf, membersWith, totalWeight, type Member } from './shares';
 import { OtherControlsGateways } from './others';
 import { DeltaCache, SnapshotCache, storeEpoch } from './snapshot';
 import { VersionWaiters } from './waiters';
@@ -389,7 +389,7 @@ export class SyncHub {
   /** A connecting gateway's share before it acks: its weight over the live gateways' plus its own. */
   private provisionalShare(gatewayId: string, now: number): number {
     const weight = this.weightOf(gatewayId);
-    return this.mode === 'per-gateway' ? 1 : shareOf(weight, weightWith(this.members(now), gatewayId, weight));
+    return this.mode === 'per-gateway' ? 1 : shareOf(weight, totalWeight(membersWith(this.members(now), gatewayId, weight)));
   }
 
   /** Re-divide when the live set changed (a join, a leave, a lapsed lease, a weight another control set). */
@@ -432,7 +432,7 @@ export class SyncHub {
 
   private writeCoverage(conn: Connection, now: number): void {
     if (this.coverage !== null)
-      writeCoverageLine(conn, this.coverage, coverageShare(this.members(now), conn.gatewayId, this.weightOf(conn.gatewayId)));
+      writeCoverageLine(conn, this.coverage, membersWith(this.members(now), conn.gatewayId, this.weightOf(conn.gatewayId)));
   }
 
   private schedulePush(): void {

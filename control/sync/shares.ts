@@ -41,9 +41,41 @@ export function shareOf(weight: number, total: number): number {
   return Math.min(1, Math.max(1 / SHARE_DECIMALS, share));
 }
 
-/** The weights of `members` and `weight`, a gateway's own, counted once whether or not it is among them. */
-export function weightWith(members: readonly Member[], gatewayId: string, weight: number): number {
-  return members.reduce((sum, m) => (m.id === gatewayId ? sum : sum + m.weight), weight);
+/** `members` with gateway `gatewayId` of `weight` among them, once, whether or not it was (it may not be live yet). */
+export function membersWith(members: readonly Member[], gatewayId: string, weight: number): Member[] {
+  return [...members.filter((m) => m.id !== gatewayId), { id: gatewayId, weight }];
+}
+
+/** The sum of the members' weights. */
+export const totalWeight = (members: readonly Member[]): number => members.reduce((sum, m) => sum + m.weight, 0);
+
+/**
+ * Gateway `id`'s part of the pool's free capital (a `coverage` line's `allowance`), among
+ * `members` (`id` one of them): the free capital divided by weight in whole calls of `unit`
+ * (the largest covered call), each member's whole calls rounded down and those left over given
+ * one each to the members with the largest remainders (then by id), plus its weight's part of
+ * what is less than one call. The parts never add up to more than `free`, and whenever `free`
+ * holds one call some gateway can cover it (divided by weight alone, two gateways would each
+ * hold half of the one call left, and neither could cover it though coverage is on).
+ */
+export function coverageAllowance(free: number, unit: number, members: readonly Member[], id: string): number {
+  const total = totalWeight(members);
+  const weight = members.find((m) => m.id === id)?.weight ?? 0;
+  if (!(free > 0) || !(total > 0) || !(weight > 0)) return 0;
+  if (!(unit > 0)) return Math.floor((free * weight) / total);
+  const calls = Math.floor(free / unit);
+  const parts = members.map((m) => {
+    const quota = (calls * m.weight) / total;
+    return { id: m.id, weight: m.weight, whole: Math.floor(quota), remainder: quota - Math.floor(quota) };
+  });
+  const left = calls - parts.reduce((sum, p) => sum + p.whole, 0);
+  const extra = parts
+    .filter((p) => p.weight > 0)
+    .sort((a, b) => b.remainder - a.remainder || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .slice(0, left)
+    .some((p) => p.id === id);
+  const whole = parts.find((p) => p.id === id)!.whole + (extra ? 1 : 0);
+  return whole * unit + Math.floor(((free - calls * unit) * weight) / total);
 }
 
 /** How often control checks for lapsed leases: a quarter of the lease, at most once a second. */

@@ -12,7 +12,7 @@ import type { LimitsMode } from '../../protocol/gateways';
 import type { CoverageLine, ShareLine } from '../../protocol/snapshot';
 import type { Coverage } from '../pool';
 import type { Connection } from './connection';
-import { weightWith, type Member } from './shares';
+import { coverageAllowance, type Member } from './shares';
 
 /** Write `conn` its share of the key limits, divided among `gateways`. */
 export function writeShareLine(conn: Connection, share: number, gateways: number, mode: LimitsMode): void {
@@ -23,19 +23,14 @@ export function writeShareLine(conn: Connection, share: number, gateways: number
 }
 
 /**
- * A gateway's part of the free capital: its weight over the weights of the live gateways of the
- * cluster (`members`), itself counted whether or not it is live yet. Unlike the key limits,
- * whatever `limits.mode` says: money is divided, never repeated.
+ * Write `conn` its coverage line for `coverage`, its allowance its part of the free capital among
+ * `members` (the live gateways of the cluster, itself counted: `coverageAllowance`, whatever
+ * `limits.mode` says, since money is divided, never repeated), unless it is the line it was last
+ * written.
  */
-export function coverageShare(members: readonly Member[], gatewayId: string, weight: number): number {
-  const total = weightWith(members, gatewayId, weight);
-  return total > 0 ? weight / total : 0;
-}
-
-/** Write `conn` its coverage line for `coverage` and `share`, unless it is the one it was last written. */
-export function writeCoverageLine(conn: Connection, coverage: Coverage, share: number): void {
+export function writeCoverageLine(conn: Connection, coverage: Coverage, members: readonly Member[]): void {
   if (conn.closed) return;
-  const allowance = coverage.paused ? 0 : Math.max(0, Math.floor(coverage.free * share));
+  const allowance = coverage.paused ? 0 : coverageAllowance(coverage.free, coverage.largest_call, members, conn.gatewayId);
   const line = JSON.stringify({ type: 'coverage', covered: !coverage.paused, allowance } satisfies CoverageLine) + '\n';
   if (line === conn.coverageLine) return;
   conn.coverageLine = line;

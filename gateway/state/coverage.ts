@@ -12,7 +12,9 @@
  *
  * A new line restarts the count, but control may not have received the last failures yet: those
  * recorded in the last {@link CARRY_MS} (a shipping interval and an evaluation, with room) stay
- * counted against the new allowance. It errs on the side of admitting a call uncovered.
+ * counted against the new allowance until they are that old (control has them by then, and a
+ * line that does not change is not written again). It errs on the side of admitting a call
+ * uncovered. Failures since the line stay counted until the next one.
  *
  * Before any line (a control older than coverage, or none heard from yet) every call is covered,
  * as before coverage existed. Nothing is persisted: a restarted gateway covers until control
@@ -32,15 +34,24 @@ export interface CoverageState {
   received_at: string;
 }
 
+/** A covered failure: when it was recorded, and its price + premium. */
+interface Failure {
+  at: number;
+  amount: number;
+}
+
 export class Coverage {
   private line: CoverageLine | null = null;
   private receivedAt = 0;
   /** The price + premium of the covered calls under way. */
   private inflight = 0;
-  /** The failures counted against the current allowance. */
+  /** The failures recorded since the line. */
   private spent = 0;
-  /** Recent covered failures (time, amount), oldest first: what a new line carries over. */
-  private readonly recent: { at: number; amount: number }[] = [];
+  /** Failures recorded before the line and less than CARRY_MS ago, oldest first, and their sum. */
+  private carried: Failure[] = [];
+  private carriedSum = 0;
+  /** Every covered failure of the last CARRY_MS, oldest first: what a new line carries over. */
+  private readonly recent: Failure[] = [];
   private readonly now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -54,8 +65,10 @@ export class Coverage {
     const now = this.now();
     this.line = parsed.data;
     this.receivedAt = now;
-    this.prune(now);
-    this.spent = this.recent.reduce((sum, f) => sum + f.amount, 0);
+    prune(this.recent, now);
+    this.carried = this.recent.slice();
+    this.carriedSum = this.carried.reduce((sum, f) => sum + f.amount, 0);
+    this.spent = 0;
     return true;
   }
 
@@ -68,7 +81,7 @@ export class Coverage {
     if (line === null) return true;
     if (!line.covered) return false;
     if (amount === 0) return true;
-    if (line.allowance - this.inflight - this.spent < amount) return false;
+    if (line.allowance - this.held(this.now()) < amount) return false;
     this.inflight += amount;
     return true;
   }
@@ -80,8 +93,8 @@ export class Coverage {
     if (!failed) return;
     this.spent += amount;
     const now = this.now();
+    prune(this.recent, now);
     this.recent.push({ at: now, amount });
-    this.prune(now);
   }
 
   /** The last line and what is held of it (null before any line). */
@@ -90,14 +103,23 @@ export class Coverage {
     return {
       covered: this.line.covered,
       allowance: this.line.allowance,
-      held: this.inflight + this.spent,
+      held: this.held(this.now()),
       received_at: new Date(this.receivedAt).toISOString(),
     };
   }
 
-  private prune(now: number): void {
-    let drop = 0;
-    while (drop < this.recent.length && this.recent[drop]!.at <= now - CARRY_MS) drop++;
-    if (drop > 0) this.recent.splice(0, drop);
+  /** What the calls under way, the failures since the line and those still carried hold now. */
+  private held(now: number): number {
+    this.carriedSum -= prune(this.carried, now);
+    return this.inflight + this.spent + this.carriedSum;
   }
+}
+
+/** Drop the failures CARRY_MS old or older at `now` from `failures` (oldest first); returns their sum. */
+function prune(failures: Failure[], now: number): number {
+  let drop = 0;
+  let sum = 0;
+  while (drop < failures.length && failures[drop]!.at <= now - CARRY_MS) sum += failures[drop++]!.amount;
+  if (drop > 0) failures.splice(0, drop);
+  return sum;
 }

@@ -100,7 +100,7 @@ t.test('every series, with the values read when scraped', async (t) => {
   t.equal(sampleValue(families, 'svc_control_settler_lag_seconds'), 0, 'no backlog: lag 0');
   t.equal(sampleValue(families, 'svc_control_settler_state', { state: 'idle' }), 1);
 
-  coverage = { paused: true, manual: false, automatic: true, free: 900, min_free: 1_100 };
+  coverage = { paused: true, manual: false, automatic: true, free: 900, min_free: 1_100, largest_call: 1_100 };
   families = parseExposition(await metrics.render());
   t.same(
     familyTypes(families),
@@ -110,7 +110,7 @@ t.test('every series, with the values read when scraped', async (t) => {
   t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'automatic' }), 1);
   t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'manual' }), 0);
   t.equal(sampleValue(families, 'svc_control_pool_free_micro'), 900);
-  coverage = { paused: true, manual: true, automatic: false, free: 5_000, min_free: 1_100 };
+  coverage = { paused: true, manual: true, automatic: false, free: 5_000, min_free: 1_100, largest_call: 1_100 };
   families = parseExposition(await metrics.render());
   t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'manual' }), 1);
   t.equal(sampleValue(families, 'svc_control_pool_coverage_paused', { reason: 'automatic' }), 0);
