@@ -22,6 +22,7 @@ import {
   rawQuery,
   sqlitePath,
   UNDO_POOL_CAPITAL,
+  UNDO_UNCOVERED,
   UNDO_PREPAID,
   type Install,
 } from '../fixtures/store-sql';
@@ -49,11 +50,11 @@ async function backToMigration20(at: Install): Promise<void> {
   const refills = `DROP TABLE account_refills; DROP INDEX ledger_refill_reference; DROP INDEX accounts_with_refill; ALTER TABLE accounts DROP COLUMN refill_by;`;
   await rawExec(
     at,
-    `${UNDO_POOL_CAPITAL.sqlite} ${UNDO_PREPAID.sqlite} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
+    `${UNDO_UNCOVERED.sqlite} ${UNDO_POOL_CAPITAL.sqlite} ${UNDO_PREPAID.sqlite} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
      UPDATE accounts SET wallet = NULL;
      ${OLD_LEDGER_TABLES}
      PRAGMA user_version = 20;`,
-    `${UNDO_POOL_CAPITAL.pg} ${UNDO_PREPAID.pg} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
+    `${UNDO_UNCOVERED.pg} ${UNDO_POOL_CAPITAL.pg} ${UNDO_PREPAID.pg} ${refills} ${rename('ledger_postings')} ${rename('account_balances')}
      UPDATE accounts SET wallet = NULL;
      DROP INDEX ledger_deposit_reference;
      ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_transfers_kind_check;

@@ -33,6 +33,7 @@ import {
   sqliteInstall,
   sqlitePath,
   UNDO_POOL_CAPITAL,
+  UNDO_UNCOVERED,
   type Install,
 } from '../fixtures/store-sql';
 import { waitFor } from '../fixtures/stack';
@@ -270,7 +271,8 @@ t.test('an install that had receipts when migration 14 came is recognised: no ba
   // index by key; 19: outcomes split into records, the queue and settled calls, its index by
   // key with them; 20: accounts, each key's account; 21: the refills' record, which names the
   // accounts; 22: endpoints' billing, the escrows, which name the accounts; 23: the pool's
-  // providers, their share events and withdrawals, the refund caps).
+  // providers, their share events and withdrawals, the refund caps; 24: the uncovered calls).
+  db.exec(UNDO_UNCOVERED.sqlite);
   db.exec(UNDO_POOL_CAPITAL.sqlite);
   db.exec(`ALTER TABLE gateways DROP COLUMN control_id; ALTER TABLE gateways DROP COLUMN engine`);
   db.exec(`DROP TABLE operator_tokens; DROP TABLE operators`);
