@@ -28,9 +28,10 @@ export interface ControlContext {
   settler: () => Promise<SettlerStatus> | null;
   /**
    * Evaluate coverage now and tell the gateways (coverage.ts), rather than at the next second:
-   * after an operator paused or resumed it. Absent before the coverage loop runs.
+   * after an operator paused or resumed it, or money reached the pool. Resolves once the
+   * gateways' lines are written (never rejects). Absent before the coverage loop runs.
    */
-  coverageChanged?: () => void;
+  coverageChanged?: () => Promise<void>;
   /** Coverage as the coverage loop last evaluated it (null before the first); absent without the loop. */
   coverage?: () => PoolCoverage | null;
   /** The receipt chain as this control verified it: checked before a checkpoint is signed or a receipt served for consistency. */

@@ -297,7 +297,11 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
       },
       options.coverageCheckMs,
     ));
-    ctx.coverageChanged = () => void loop.runOnce().catch(() => undefined);
+    ctx.coverageChanged = () =>
+      loop.runOnce().then(
+        () => undefined,
+        () => undefined,
+      );
   } catch (err) {
     await close();
     throw err;

@@ -93,6 +93,8 @@ export const depositLp: Executor<'lps.deposit', LpDepositView> = {
       Object.assign(detail, { transfer_id: made.transfer_id, shares: made.shares, created: made.created });
       return made;
     });
+    // Answered once the gateways know, as a pool fund is.
+    if (result.created) await ctx.coverageChanged?.();
     const { figures } = await poolCapital(ctx);
     const [position] = await lpViews(ctx, figures, await ctx.store.lps.get(provider.id));
     return { ...result, reference: input.reference, position: position! };

@@ -94,6 +94,8 @@ const fund: Executor<'pool.fund', FundView> = {
         return tx.ledger.fund(input.amount, now, by.actor, note);
       },
     );
+    // Answered once the gateways know: a call made after the answer is covered if the money allows.
+    await ctx.coverageChanged?.();
     return { transfer_id: transferId, amount: input.amount, pool: await poolShow(ctx) };
   },
 };

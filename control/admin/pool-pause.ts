@@ -31,6 +31,6 @@ export async function setPoolPause(ctx: ControlContext, by: Actor, paused: boole
       await tx.changelog.add({ at: now, kind: 'notice', text: poolPauseText(paused, note), author: by.actor });
     },
   );
-  if (made !== null) ctx.coverageChanged?.();
+  if (made !== null) await ctx.coverageChanged?.();
   return answer(made !== null, now);
 }

@@ -99,7 +99,7 @@ for (const engine of ENGINES)
     });
     const key = await stack.issueKey({ name: 'prober' });
     await stack.applied(Math.max(version, key.version, await stack.setFlag('beta_gate_enabled', true)));
-    const funded = await stack.cli(['pool', 'fund', '1', '--json']);
+    const funded = await stack.cli(['pool', 'fund', '1000000', '--json']); // covers every call of the probe
     t.equal(funded.code, 0, funded.stderr);
     const auth = `Authorization: Bearer ${key.key}\r\n`;
     const gw = stack.gateway;
