@@ -187,6 +187,8 @@ t.test('every listener answers as its OpenAPI document says', async (t) => {
   await stack.applied(version);
 
   // --- gateway ------------------------------------------------------------------------------
+  // A funded pool covers the calls below, so their failures are refunded (and payouts owed).
+  expect(await admin('POST', '/_admin/v1/pool/fund', { amount: 1_000_000, note: 'cover' }), 201, 'pool fund, before the calls');
   const bearer = { authorization: `Bearer ${key.key}` };
   expect(await request(gw, '/v1/ep/x', { body: '{}' }), 403, 'gate: no key');
   for (const method of ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']) {

@@ -77,7 +77,11 @@ t.test('svcctl up --sample: a provider to call on a fresh install', async (t) =>
   t.equal((await call('/elsewhere')).status, 404);
 
   // Prepaid: a key whose account holds nothing is refused; a deposit (with --wait's propagation) lets it in.
-  const issued = (await admin('POST', '/_admin/v1/keys', { name: 'agent' })).body as { key: string; account_id: string };
+  // The pool must be funded first: while it is empty, keyed calls go uncovered and pay nothing.
+  t.equal((await admin('POST', '/_admin/v1/pool/fund', { amount: 10_000_000 })).status, 201);
+  const issued = (await admin('POST', '/_admin/v1/keys', { name: 'agent' })).body as { key: string; account_id: string; version: number };
+  // The gateway must know the key before it is used (else the call is keyless, and forwarded).
+  t.equal((await admin('POST', '/_admin/v1/sync/wait', { version: issued.version, timeout_ms: 10_000 })).status, 200);
   const keyed = () => request(gateway, '/v1/sample/ok', { method: 'GET', headers: { authorization: `Bearer ${issued.key}` } });
   const unpaid = await keyed();
   t.equal(unpaid.status, 402);
