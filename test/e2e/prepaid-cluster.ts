@@ -101,6 +101,9 @@ function prepaidAcrossGateways(t: Test, controls: number, databaseUrl: () => Pro
         timeout_ms: 120_000,
       });
       t.equal(added.status, 201, added.text);
+      // The pool covers the calls (an empty one would admit them uncovered, paying nothing).
+      const funded = await admin(0, 'POST', '/_admin/v1/pool/fund', { amount: 1_000_000_000 });
+      t.equal(funded.status, 201, funded.text);
 
       const accounts: { id: string; name: string; key: string }[] = [];
       for (let i = 0; i < ACCOUNTS; i++) {
