@@ -192,7 +192,7 @@ if (!skipWithoutChromium(t, 'the public pages')) {
     await stack.addEndpoint({ id: 'live-bad', upstream: `${up.url}/bad`, price: 1_000_000, premium: 10_000 });
     const key = await stack.issueKey({ name: 'live agent' });
     await stack.applied(await stack.version());
-    t.equal((await stack.cli(['pool', 'fund', '100'])).code, 0, 'pool funded');
+    t.equal((await stack.cli(['pool', 'fund', '10.0'])).code, 0, 'pool funded');
     const bearer = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
     for (let i = 0; i < 12; i++) t.equal((await request(stack.gateway, '/v1/live-good/x', { headers: bearer, body: '{}' })).status, 200);
     for (let i = 0; i < 5; i++) t.equal((await request(stack.gateway, '/v1/live-bad/x', { headers: bearer, body: '{}' })).status, 500);
