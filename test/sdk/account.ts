@@ -29,6 +29,7 @@ t.test('account() and calls() read the key’s own account', async (t) => {
   const a = await stack.issueKey({ name: 'agent-a' });
   const b = await stack.issueKey({ name: 'agent-b' });
   await stack.applied(await stack.setFlag('beta_gate_enabled', true));
+  await stack.fundPool();
   const urls = { gatewayUrl: stack.gateway, apiUrl: stack.control.urls.api!, indexerUrl: stack.control.urls.indexer! };
   const recorded = recording();
   const agentA = new SvcClient({ ...urls, key: a.key, fetch: recorded.fetch });
