@@ -45,6 +45,7 @@ t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) =
   const key = await stack.issueKey({ name: 'sdk' });
   const tight = await stack.issueKey({ name: 'tight', limit: { count: 1, window_seconds: 1 } });
   await stack.applied(await stack.setFlag('beta_gate_enabled', true));
+  await stack.fundPool();
   const urls = { gatewayUrl: stack.gateway, apiUrl: stack.control.urls.api!, indexerUrl: stack.control.urls.indexer! };
   const callIds: string[] = [];
 
@@ -57,6 +58,7 @@ t.test('svc-monitor-sdk against control, a gateway and an upstream', async (t) =
     t.same(res.body, { ok: true, method: 'POST', url: '/base/hello?x=1' }, "the upstream's answer");
     t.match(res.callId, UUID_V7, 'callId is the UUIDv7 of X-Svc-Call-Id');
     t.equal(res.outcome, 'ok');
+    t.equal(res.coverage, 'covered', 'the funded pool covers it');
     t.equal(res.premium, 100, "the endpoint's premium on ok with a key");
     t.equal(res.refund, 0);
     t.type(res.latencyMs, 'number');
