@@ -4,7 +4,7 @@
 import t from 'tap';
 import { planBatch } from '../../control/settler/plan';
 import type { NextBatch } from '../../control/store/settlement';
-import type { Outcome } from '../../protocol/outcome';
+import type { Outcome, OutcomeRecord } from '../../protocol/outcome';
 import type { BatchView } from '../../protocol/settlement';
 import { expectedSettlement, outcome, saveEndpoint } from '../fixtures/settlement';
 import { T0, balance, batchPostings, byTransfer, fund, keyLedger, keySums, openWithSql, rowsOf, settleAll } from '../fixtures/ledger';
@@ -268,6 +268,39 @@ t.test('the pool never went negative, checked over its history', async (t) => {
   });
 });
 
+t.test('calls admitted uncovered: stored apart, out of the exposure, settled moving nothing, counted', async (t) => {
+  forEachStore(t, async (t, kind) => {
+    const store = await openTestStore(t, kind);
+    await saveEndpoint(store, 'ep', { price: 1000, premium: 100 });
+    await fund(store, 5_000);
+    const uncovered = (o: OutcomeRecord): OutcomeRecord => ({ ...o, coverage: 'none' });
+    const records = [
+      outcome({ started: T0 + 1 }),
+      outcome({ outcome: 'server_error', started: T0 + 2 }),
+      uncovered(outcome({ started: T0 + 3 })),
+      uncovered(outcome({ outcome: 'server_error', started: T0 + 4 })),
+      uncovered(outcome({ outcome: 'latency_breach', started: T0 + 5 })),
+    ];
+    t.equal(await store.outcomes.ingest(records, T0 + 10), 5);
+    t.equal((await store.ledger.totals()).uncovered_calls, 3, 'three uncovered calls counted');
+    const capital = await store.lps.capital(1, T0 + 10);
+    t.equal(capital.exposure, 1_100, 'the exposure counts the covered failure only');
+    await settleAll(store);
+    const totals = await store.ledger.totals();
+    t.match(totals, { settled_calls: 5, uncovered_calls: 3, total_premiums: 100, total_refunds: 1_100, total_refunds_owed: 1_100 });
+    const settled = await store.ledger.recentActivity(10);
+    for (const r of records.slice(2)) {
+      t.match(
+        settled.find((a) => a.call_id === r.call_id),
+        { premium: 0, refund: 0, refund_owed: 0, clamp: null },
+        `${r.outcome}, uncovered: nothing moved`,
+      );
+    }
+    t.equal(await store.ledger.poolSize(), 5_000 + 100 - 1_100, 'the pool took the covered premium and paid the covered refund');
+    t.match(await store.ledger.verify(), { ok: true });
+  });
+});
+
 t.test('numbers for the indexer', async (t) => {
   forEachStore(t, async (t, kind) => {
     const store = await openTestStore(t, kind);
@@ -286,6 +319,7 @@ t.test('numbers for the indexer', async (t) => {
       settled_calls: 0,
       unsettled_calls: 4,
       total_calls: 4,
+      uncovered_calls: 0,
       total_premiums: 0,
       total_refunds: 0,
       total_refunds_owed: 0,
@@ -300,6 +334,7 @@ t.test('numbers for the indexer', async (t) => {
       settled_calls: 4,
       unsettled_calls: 1,
       total_calls: 5,
+      uncovered_calls: 0,
       total_premiums: 100,
       total_refunds: 1300,
       total_refunds_owed: 2200,

@@ -50,6 +50,7 @@ interface Row {
   /** Postpaid calls here: nothing reserved (migration 22's columns). */
   reserved: null;
   instance: null;
+  uncovered: 0;
   received_at: number;
   settled_batch: number;
   premium: number;
@@ -95,6 +96,7 @@ function settledRows(): { batches: BatchRow[]; calls: Row[] } {
         gateway_id: 'gw',
         reserved: null,
         instance: null,
+        uncovered: 0,
         received_at: T0 + Math.floor(n / 7),
         settled_batch: id,
         premium: kind === 'ok' ? 150 : 0,
