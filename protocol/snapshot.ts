@@ -210,7 +210,8 @@ export type ShareLine = z.infer<typeof ShareLine>;
 
 /**
  * Whether this gateway covers the calls it admits (docs/money.md, "Pause"), written to its stream
- * alone: when it connects and whenever control's evaluation (every second) changes it. Paused
+ * alone: when it connects, whenever control's evaluation (every second) changes it, and at least
+ * every 10 s (the same line again: the gateway restarts its count of failures on each). Paused
  * (`covered: false`: by an operator, or the pool's free capital below `pool.minFree`), the
  * gateway admits calls uncovered. Covered, it admits a keyed call covered only while its
  * `allowance` (micro-units: its weight's part of the pool's free capital) still holds the call's

@@ -30,6 +30,8 @@ export interface Connection {
   instance: string | null;
   /** The coverage line last written to its stream (hub.ts), to write only what changed; null until one was. */
   coverageLine: string | null;
+  /** When that line was written (ms). */
+  coverageAt: number;
 }
 
 /** A stream just opened: nothing sent yet; `nackedVersion`, the highest version the gateway ever refused. */
@@ -49,6 +51,7 @@ export function newConnection(gatewayId: string, res: ServerResponse, nackedVers
     share: null,
     instance,
     coverageLine: null,
+    coverageAt: 0,
   };
 }
 

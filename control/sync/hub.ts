@@ -432,7 +432,7 @@ export class SyncHub {
 
   private writeCoverage(conn: Connection, now: number): void {
     if (this.coverage !== null)
-      writeCoverageLine(conn, this.coverage, membersWith(this.members(now), conn.gatewayId, this.weightOf(conn.gatewayId)));
+      writeCoverageLine(conn, this.coverage, membersWith(this.members(now), conn.gatewayId, this.weightOf(conn.gatewayId)), now);
   }
 
   private schedulePush(): void {

@@ -23,16 +23,25 @@ export function writeShareLine(conn: Connection, share: number, gateways: number
 }
 
 /**
+ * How often a coverage line is written again though it did not change. A gateway counts the
+ * failures it recorded since its last line against the allowance; a failure that leaves the free
+ * capital as it was (an endpoint with an hourly cap, whose remainder is locked already) brings no
+ * new line, so the same line again restarts that count. @default 10 s
+ */
+export const COVERAGE_REFRESH_MS = 10_000;
+
+/**
  * Write `conn` its coverage line for `coverage`, its allowance its part of the free capital among
  * `members` (the live gateways of the cluster, itself counted: `coverageAllowance`, whatever
  * `limits.mode` says, since money is divided, never repeated), unless it is the line it was last
- * written.
+ * written less than {@link COVERAGE_REFRESH_MS} before `now`.
  */
-export function writeCoverageLine(conn: Connection, coverage: Coverage, members: readonly Member[]): void {
+export function writeCoverageLine(conn: Connection, coverage: Coverage, members: readonly Member[], now: number): void {
   if (conn.closed) return;
   const allowance = coverage.paused ? 0 : coverageAllowance(coverage.free, coverage.largest_call, members, conn.gatewayId);
   const line = JSON.stringify({ type: 'coverage', covered: !coverage.paused, allowance } satisfies CoverageLine) + '\n';
-  if (line === conn.coverageLine) return;
+  if (line === conn.coverageLine && now - conn.coverageAt < COVERAGE_REFRESH_MS) return;
   conn.coverageLine = line;
+  conn.coverageAt = now;
   conn.res.write(line);
 }

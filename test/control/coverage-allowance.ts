@@ -7,6 +7,8 @@
  * hand-written gateways: an odd number of calls, a weight, and a pause.
  */
 import t from 'tap';
+import type { Connection } from '../../control/sync/connection';
+import { COVERAGE_REFRESH_MS, writeCoverageLine } from '../../control/sync/side-lines';
 import { POOL_PAUSED_META } from '../../control/pool-pause';
 import { coverageAllowance, type Member } from '../../control/sync/shares';
 import type { CoverageLine } from '../../protocol/snapshot';
@@ -71,6 +73,32 @@ t.test('never more than the free capital; some gateway can cover whenever it hol
       broken.push(JSON.stringify({ free, unit, members, parts }));
   }
   t.same(broken, []);
+});
+
+t.test('a coverage line is written when it changes, and again every COVERAGE_REFRESH_MS though it did not', async (t) => {
+  const written: string[] = [];
+  const conn = {
+    gatewayId: 'gw-a',
+    closed: false,
+    coverageLine: null,
+    coverageAt: 0,
+    res: { write: (line: string) => written.push(line) },
+  };
+  const members = [{ id: 'gw-a', weight: 1 }];
+  const coverage = { paused: false, manual: false, automatic: false, free: 5 * CALL, min_free: CALL, largest_call: CALL };
+  const write = (c: typeof coverage, now: number) => writeCoverageLine(conn as unknown as Connection, c, members, now);
+  write(coverage, 1_000);
+  write(coverage, 1_000 + COVERAGE_REFRESH_MS - 1);
+  t.equal(written.length, 1, 'the same line within the interval: written once');
+  write(coverage, 1_000 + COVERAGE_REFRESH_MS);
+  t.equal(written.length, 2, 'written again once the interval passed');
+  t.equal(written[1], written[0], 'the same line');
+  write({ ...coverage, free: 4 * CALL }, 1_000 + COVERAGE_REFRESH_MS + 1);
+  t.equal(written.length, 3, 'a change is written at once');
+  t.same(JSON.parse(written[2]!), { type: 'coverage', covered: true, allowance: 4 * CALL });
+  conn.closed = true;
+  write(coverage, 1_000 + 3 * COVERAGE_REFRESH_MS);
+  t.equal(written.length, 3, 'nothing on a closed stream');
 });
 
 forEachStore(t, (t, kind) => {
