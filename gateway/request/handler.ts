@@ -133,13 +133,11 @@ interface Routed {
 }
 
 /**
- * A call's coverage: `held` is the price + premium it holds of this gateway's allowance while it
- * runs (covered), null when it is admitted uncovered (or keyless: nothing to cover).
+ * A call's coverage: the price + premium it holds of this gateway's allowance while it runs
+ * (covered), or null when it is admitted uncovered (or keyless: nothing to cover). A number, so
+ * that the stage allocates nothing per call.
  */
-interface Cover {
-  held: number | null;
-}
-const UNCOVERED: Cover = Object.freeze({ held: null });
+type Held = number | null;
 
 /**
  * The request handler: each call runs the stages in order, admit → route → limit → pay →
@@ -160,16 +158,16 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     if (routed === null) return;
     const limitHeaders = limit(pipeline, req, res, admitted);
     if (limitHeaders === null) return;
-    const cover = covered(pipeline, admitted, routed);
+    const held = covered(pipeline, admitted, routed);
     // An uncovered call pays nothing: it is forwarded without touching the budget.
-    if (cover.held === null) return forward(pipeline, req, res, admitted, routed, limitHeaders, 0, cover);
+    if (held === null) return forward(pipeline, req, res, admitted, routed, limitHeaders, 0, null);
     const reserved = pay(pipeline, req, res, admitted, routed, limitHeaders);
     if (reserved === null) {
       // Refused (402), or waiting for budget: it gives its part back, and takes it again after the wait.
-      pipeline.opts.coverage?.end(cover.held, false);
+      pipeline.opts.coverage?.end(held, false);
       return;
     }
-    forward(pipeline, req, res, admitted, routed, limitHeaders, reserved, cover);
+    forward(pipeline, req, res, admitted, routed, limitHeaders, reserved, held);
   };
 }
 
@@ -289,12 +287,12 @@ function limit(p: Pipeline, req: IncomingMessage, res: ServerResponse, { state, 
 }
 
 /** Cover: a keyed call holds its price + premium of this gateway's allowance, or goes uncovered. */
-function covered(p: Pipeline, { key }: Admitted, { endpoint }: Routed): Cover {
-  if (key === null) return UNCOVERED;
+function covered(p: Pipeline, { key }: Admitted, { endpoint }: Routed): Held {
+  if (key === null) return null;
   const held = endpoint.price + endpoint.premium;
-  if (p.opts.coverage === undefined || p.opts.coverage.admit(held)) return { held };
+  if (p.opts.coverage === undefined || p.opts.coverage.admit(held)) return held;
   p.opts.metrics.uncovered(endpoint.id);
-  return UNCOVERED;
+  return null;
 }
 
 /**
@@ -345,11 +343,11 @@ function afterWait(
   const premium = routed.endpoint.premium;
   try {
     // Covered again (coverage may have paused meanwhile: then it goes uncovered, and pays nothing).
-    const cover = covered(p, admitted, routed);
-    if (cover.held === null) forward(p, req, res, admitted, routed, limitHeaders, 0, cover);
-    else if (p.opts.budgets!.take(account, premium)) forward(p, req, res, admitted, routed, limitHeaders, premium, cover);
+    const held = covered(p, admitted, routed);
+    if (held === null) forward(p, req, res, admitted, routed, limitHeaders, 0, null);
+    else if (p.opts.budgets!.take(account, premium)) forward(p, req, res, admitted, routed, limitHeaders, premium, held);
     else {
-      p.opts.coverage?.end(cover.held, false);
+      p.opts.coverage?.end(held, false);
       paymentRequired(p, req, res, account, premium);
     }
   } catch (err) {
@@ -377,11 +375,11 @@ function forward(
   { endpoint, method, path }: Routed,
   limitHeaders: Record<string, string>,
   reserved: number,
-  cover: Cover,
+  held: Held,
 ): void {
   const { opts } = p;
   const instance = reserved > 0 ? opts.budgets!.instance : null;
-  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders, reserved, instance, cover.held);
+  const call = new CallRecord(opts, uuidv7(t), t, key, endpoint, method, limitHeaders, reserved, instance, held);
   const headers = upstreamRequestHeaders(req.rawHeaders, {
     clientAddress: req.socket.remoteAddress ?? '',
     proto: 'http',
