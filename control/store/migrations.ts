@@ -29,6 +29,7 @@ import m021 from './migrations/021-account-ledger';
 import m022 from './migrations/022-prepaid';
 import m023 from './migrations/023-pool-capital';
 import m024 from './migrations/024-uncovered-calls';
+import m025 from './migrations/025-settled-clamp-check';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -55,4 +56,5 @@ export const MIGRATIONS: readonly string[] = [
   m022,
   m023,
   m024,
+  m025,
 ];
