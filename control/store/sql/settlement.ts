@@ -166,6 +166,23 @@ export const Q = {
   dequeue: sql(`DELETE FROM unsettled_outcomes WHERE endpoint_id = @endpoint AND (received_at, call_id) <= (@received_at, @call_id)`),
 };
 
+/** A row of `Q.calls`, as an array: its columns in their order. */
+type CallColumns = [string, string | null, UnsettledCall['outcome'], number, number, number | null, number];
+
+/**
+ * `Q.calls`' rows as calls. Read as arrays and made into objects of one shape here: on SQLite
+ * the read, a third of a batch's time, takes about a tenth less than with the driver's own row
+ * objects (bench/README.md, "Settlement").
+ */
+function callsOf(rows: CallColumns[]): UnsettledCall[] {
+  const calls = new Array<UnsettledCall>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const [call_id, key_id, outcome, started_at, received_at, reserved, uncovered] = rows[i]!;
+    calls[i] = { call_id, key_id, outcome, started_at, received_at, reserved, uncovered };
+  }
+  return calls;
+}
+
 /**
  * Settle up to `cap` of `endpointId`'s oldest unsettled outcomes received at or before
  * `boundary` as one batch, in the settling transaction `c`: the batch row, its calls' rows and
@@ -182,7 +199,7 @@ async function commit(
   planner: Planner,
   keyAccounts: KeyAccounts,
 ): Promise<BatchView | null> {
-  const calls = await c.all<UnsettledCall>(Q.calls, [endpointId, boundary, cap]);
+  const calls = callsOf(await c.raw<CallColumns>(Q.calls, [endpointId, boundary, cap]));
   if (calls.length === 0) return null;
   const economics = (await c.get<Economics>(Q.economics, [endpointId])) ?? ZERO_ECONOMICS;
   const hours = calls.map((call) => Math.floor(call.started_at / HOUR_MS));
