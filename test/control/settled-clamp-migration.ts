@@ -67,6 +67,6 @@ t.test('migration 25 keeps every settled call and tightens nothing', async (t) =
   t.throws(() => insert.run('018f0000-0000-7000-8000-0000000000ab', ''), /CHECK constraint failed/, 'an empty clamp is refused');
   t.equal(insert.run('018f0000-0000-7000-8000-0000000000ac', null).changes, 1, 'no clamp is accepted');
   t.equal(insert.run('018f0000-0000-7000-8000-0000000000ad', 'batch_capped').changes, 1, 'a known clamp is accepted');
-  t.equal(db.pragma('foreign_key_check').length, 0, 'no dangling reference');
+  t.same(db.pragma('foreign_key_check'), [], 'no dangling reference');
   t.equal(db.pragma('integrity_check', { simple: true }), 'ok');
 });
