@@ -6,7 +6,7 @@
  * but evaluates a longer one against a lookup table it builds for the row, and it does so for
  * every row it inserts, NULL included. Nearly every settled call has no clamp, so the settler's
  * one INSERT of a batch's standard calls paid about a quarter more for it, and settlement as a
- * whole about a tenth (bench/README.md, "Settlement"). Written `clamp IS NULL OR clamp IN (…)`,
+ * whole about a seventh (bench/README.md, "What a CHECK constraint cost SQLite settlement"). Written `clamp IS NULL OR clamp IN (…)`,
  * an unclamped row is accepted on its first test, and the same values are allowed as before.
  *
  * SQLite cannot alter a CHECK: `settled_calls` is rebuilt with its rows, its indexes and the

@@ -172,7 +172,7 @@ type CallColumns = [string, string | null, UnsettledCall['outcome'], number, num
 /**
  * `Q.calls`' rows as calls. Read as arrays and made into objects of one shape here: on SQLite
  * the read, a third of a batch's time, takes about a tenth less than with the driver's own row
- * objects (bench/README.md, "Settlement").
+ * objects (bench/README.md, "What a CHECK constraint cost SQLite settlement").
  */
 function callsOf(rows: CallColumns[]): UnsettledCall[] {
   const calls = new Array<UnsettledCall>(rows.length);
