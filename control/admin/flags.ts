@@ -63,11 +63,13 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
         // Set to this value meanwhile, through this control or another on the database.
         if ((await tx.flags.get(name))!.value === input.value) throw new AlreadyDone();
         await tx.flags.set(name, input.value, now, actor, input.note ?? null);
-        return await tx.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });
+        const changelogId = await tx.changelog.add({ at: now, kind: 'flag', text, flag: name, value: input.value, author: actor });
+        // The flag as this change left it: read after the commit, another control's change to it could be in already.
+        return { flag: (await tx.flags.get(name))!, changelogId };
       },
     );
     if (made === null) return unchanged();
-    const { result: changelogId, version } = made;
-    sendJson(res, 200, { ...(await ctx.store.flags.get(name))!, version, changed: true, changelog_id: changelogId } satisfies FlagChange);
+    const { result, version } = made;
+    sendJson(res, 200, { ...result.flag, version, changed: true, changelog_id: result.changelogId } satisfies FlagChange);
   });
 }
