@@ -3,10 +3,22 @@
  * two gateway processes under a supervisor, each the gateway `gw-1.<n>` to control. Every call
  * is answered; `/health` and `/metrics` answer for both workers wherever the request lands; a
  * worker killed with SIGKILL is started again and ships its own journal (every outcome at control
- * once); SIGTERM stops the supervisor once every worker shipped its last outcomes.
+ * once); SIGTERM stops the supervisor once every worker shipped its last outcomes (control
+ * paused until the shutdown has begun, so each worker still holds records).
  */
 import t from 'tap';
-import { GENEROUS_LIMITS, drained, health, metrics, request, startStack, svcctl, testdirAfterTeardowns, waitFor } from '../fixtures/stack';
+import {
+  GENEROUS_LIMITS,
+  drained,
+  health,
+  metrics,
+  request,
+  sleep,
+  startStack,
+  svcctl,
+  testdirAfterTeardowns,
+  waitFor,
+} from '../fixtures/stack';
 import { ok, startUpstream } from '../fixtures/upstream';
 
 interface Worker {
@@ -115,12 +127,26 @@ t.test('a gateway of two workers', async (t) => {
   });
 
   await t.test('SIGTERM stops every worker once it shipped its last outcomes', async (t) => {
+    // Control paused: every worker holds records it has not shipped when the SIGTERM comes.
+    process.kill(stack.control.pid, 'SIGSTOP');
+    let paused = true;
+    t.teardown(() => {
+      if (paused) process.kill(stack.control.pid, 'SIGCONT');
+    });
     await calls(20);
-    const pids = (await workers()).map((w) => w.pid!);
-    const exit = await gw.stop();
+    const list = await workers();
+    t.ok(
+      list.every((w) => w.journal_backlog! > 0),
+      `each worker holds records (${list.map((w) => `${w.id} ${w.journal_backlog}`).join(', ')})`,
+    );
+    const stopping = gw.stop();
+    await sleep(500);
+    process.kill(stack.control.pid, 'SIGCONT');
+    paused = false;
+    const exit = await stopping;
     t.same(exit, { code: 0, signal: null }, 'the supervisor exits 0');
     t.ok(
-      pids.every((pid) => !alive(pid)),
+      list.every((w) => !alive(w.pid!)),
       'no worker outlives it',
     );
     t.same(stack.outcomes().map((r) => r.call_id).sort(), [...answered].sort(), 'control holds every answered call');
