@@ -11,7 +11,8 @@
  * - `workers-none`: `--workers 2` under `NODE_CLUSTER_SCHED_POLICY=none` (the kernel picks the
  *   worker that accepts).
  * Interleaved rounds (BENCH_ROUNDS, default 3) of BENCH_DURATION_S seconds (default 10) each,
- * BENCH_CONNECTIONS connections (default 50, keep-alive, a 200-byte JSON POST), unpinned: the
+ * BENCH_CONNECTIONS connections (default 50, keep-alive, a 200-byte JSON POST; BENCH_RATE caps
+ * the requests per second over them, default 0: as fast as answered), unpinned: the
  * load generator, upstream and control share the machine's CPUs with the gateway.
  *
  * Per run: req/s, the gateway's CPU time per request summed over every process of it (the
@@ -32,6 +33,8 @@ const { Admin, http, startControl, startGateway, waitGatewayVersion } = require(
 const ROUNDS = envInt('BENCH_ROUNDS', 3, 1);
 const DURATION_S = envInt('BENCH_DURATION_S', 10, 1);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50, 1);
+/** Requests per second over all connections (0: as fast as the gateway answers). */
+const RATE = envInt('BENCH_RATE', 0);
 const OPEN_LIMITS = {
   SVC_LIMITS_IP_COUNT: '1000000000',
   SVC_LIMITS_IP_BURST: '1000000000',
@@ -66,7 +69,7 @@ async function main() {
     log: path.join(logDir, 'upstream.log'),
   });
   const upstreamUrl = (await upstream.start()).urls.upstream;
-  const control = startControl({ dataDir, logDir, env: OPEN_LIMITS });
+  const control = startControl({ dataDir, cpu: null, logDir, env: OPEN_LIMITS });
   const controlUrl = (await control.start()).urls.control;
   const admin = new Admin(controlUrl, dataDir);
   const { version } = await admin.addEndpoint('ep', `${upstreamUrl}/api`);
@@ -74,7 +77,15 @@ async function main() {
 
   const gateways = [];
   for (const v of VARIANTS) {
-    const proc = startGateway({ dataDir, controlUrl, logDir, id: `gw-${v.name}`, name: v.name, env: { ...v.env, SVC_GATEWAY_WORKERS: String(v.workers) } });
+    const proc = startGateway({
+      cpu: null,
+      dataDir,
+      controlUrl,
+      logDir,
+      id: `gw-${v.name}`,
+      name: v.name,
+      env: { ...v.env, SVC_GATEWAY_WORKERS: String(v.workers) },
+    });
     const url = (await proc.start()).urls.gateway;
     await waitGatewayVersion(url, version, dataDir);
     const pids = { supervisor: proc.pid, ...Object.fromEntries((await counts(url, token)).map((w) => [w.id, w.pid])) };
@@ -89,7 +100,15 @@ async function main() {
   for (let round_ = 1; round_ <= ROUNDS; round_++) {
     for (const g of gateways) {
       const before = await counts(g.url, token);
-      const m = await measure({ url: `${g.url}/v1/ep/x`, body, connections: CONNECTIONS, duration: DURATION_S, pids: g.pids, clkTck });
+      const m = await measure({
+        url: `${g.url}/v1/ep/x`,
+        body,
+        connections: CONNECTIONS,
+        duration: DURATION_S,
+        pids: g.pids,
+        clkTck,
+        rate: RATE,
+      });
       const after = await counts(g.url, token);
       const total = Object.values(m.cpu_ticks).reduce((a, b) => a + b, 0);
       const cpuUs = m.requests > 0 ? round((total * 1e6) / clkTck / m.requests, 1) : null;
@@ -98,8 +117,20 @@ async function main() {
         connections: w.connections - before[i].connections,
         calls: w.calls - before[i].calls,
       }));
-      runs.push({ round: round_, gateway: g.name, req_per_s: m.req_per_s, requests: m.requests, cpu_us_per_req: cpuUs, by_process: m.cpu_us_per_req_by_process, non2xx: m.non2xx, errors: m.errors, spread });
-      log(`round ${round_} ${g.name}: ${m.req_per_s} req/s, ${cpuUs} µs CPU/req${spread.length ? `, spread ${spread.map((s) => `${s.id} ${s.connections} conn ${s.calls} calls`).join(' / ')}` : ''}`);
+      runs.push({
+        round: round_,
+        gateway: g.name,
+        req_per_s: m.req_per_s,
+        requests: m.requests,
+        cpu_us_per_req: cpuUs,
+        by_process: m.cpu_us_per_req_by_process,
+        non2xx: m.non2xx,
+        errors: m.errors,
+        spread,
+      });
+      log(
+        `round ${round_} ${g.name}: ${m.req_per_s} req/s, ${cpuUs} µs CPU/req${spread.length ? `, spread ${spread.map((s) => `${s.id} ${s.connections} conn ${s.calls} calls`).join(' / ')}` : ''}`,
+      );
     }
   }
 
@@ -116,7 +147,15 @@ async function main() {
   }
   summary.cpu_per_req_workers_rr_over_single = round(ratio(summary['workers-rr'].cpu_us_per_req, summary.single.cpu_us_per_req), 3);
   summary.cpu_per_req_workers_none_over_single = round(ratio(summary['workers-none'].cpu_us_per_req, summary.single.cpu_us_per_req), 3);
-  const out = { at: new Date().toISOString(), cpus: os.availableParallelism(), rounds: ROUNDS, duration_s: DURATION_S, connections: CONNECTIONS, summary, runs };
+  const out = {
+    at: new Date().toISOString(),
+    cpus: os.availableParallelism(),
+    rounds: ROUNDS,
+    duration_s: DURATION_S,
+    connections: CONNECTIONS,
+    summary,
+    runs,
+  };
   fs.mkdirSync(path.join(__dirname, 'results'), { recursive: true });
   fs.writeFileSync(path.join(__dirname, 'results', 'workers.json'), JSON.stringify(out, null, 2) + '\n');
   process.stdout.write(JSON.stringify(summary, null, 2) + '\n');

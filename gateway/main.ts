@@ -19,7 +19,7 @@ import { Journal } from './journal/journal';
 import { healthDetail, operatorRoutes, type OperatorOptions } from './operator';
 import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy/index';
-import { closer, connect, createGatewayServer, listen, loadLastKnownGood, type Live } from './startup';
+import { closer, connect, countConnections, createGatewayServer, listen, loadLastKnownGood, type Live } from './startup';
 import { LimitShare } from './state/share';
 import { Coverage } from './state/coverage';
 import type { BudgetSummary } from './state/budgets';
@@ -195,8 +195,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewaySta
       ...(options.cluster !== undefined ? { cluster: options.cluster } : {}),
     };
     const server = createGatewayServer(config, operatorRoutes(operatorOptions), handle, metrics);
-    let connections = 0;
-    if (options.cluster !== undefined) server.on('connection', () => connections++);
+    const connections = options.cluster === undefined ? () => 0 : countConnections(server);
 
     const url = await listen(server, config.gateway.port, config.host);
     sync.start();
@@ -224,7 +223,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewaySta
       instance,
       budgets: () => budgets.summary(),
       health: () => healthDetail(operatorOptions),
-      connections: () => connections,
+      connections,
       close: closer({ server, sync, shipper, budgets, proxy, journal, file, unlock }),
     };
   } catch (err) {

@@ -97,21 +97,11 @@ export class GatewayMetrics {
       buckets: LATENCY_BUCKETS_S,
       registers,
     });
-    gauge(
-      'svc_gateway_snapshot_version',
-      'State version in force (0 before the first snapshot).',
-      () => gauges.snapshotVersion(),
-      'min',
-    );
+    gauge('svc_gateway_snapshot_version', 'State version in force (0 before the first snapshot).', () => gauges.snapshotVersion(), 'min');
     gauge(AGE, 'Seconds since the state in force was applied.', () => gauges.snapshotAgeSeconds(), 'max');
     gauge('svc_gateway_snapshot_keys', 'Keys in the state in force.', () => gauges.keys(), 'max');
     gauge('svc_gateway_journal_backlog', 'Outcome records not yet acked by control.', () => gauges.journalBacklog());
-    gauge(
-      'svc_gateway_control_connected',
-      '1 when the sync stream to control is open.',
-      () => (gauges.controlConnected() ? 1 : 0),
-      'min',
-    );
+    gauge('svc_gateway_control_connected', '1 when the sync stream to control is open.', () => (gauges.controlConnected() ? 1 : 0), 'min');
     this.shipped = counter('svc_gateway_outcomes_shipped_total', 'Outcome records acked by control.');
     this.shipFailures = counter('svc_gateway_outcome_ship_failures_total', 'Failed attempts to ship an outcome batch.');
     this.rejectedOutcomes = counter(
@@ -189,7 +179,7 @@ export class GatewayMetrics {
   /** The series now as prom-client's JSON, in `render`'s order: what a worker sends for the gateway's aggregate. */
   async json(): Promise<MetricsJson> {
     const all = await this.registry.getMetricsAsJSON();
-    const byName = new Map(all.map((m) => [m.name, m as MetricsJson[number]]));
+    const byName = new Map(all.map((m) => [m.name, m]));
     const names = this.snapshotAge() === null ? this.names.filter((n) => n !== AGE) : this.names;
     return names.map((n) => byName.get(n)!);
   }
@@ -211,7 +201,7 @@ export class GatewayMetrics {
  * `svc_gateway_worker_restarts_total`.
  */
 export async function aggregateMetrics(workers: readonly MetricsJson[], counts: WorkerCounts): Promise<string> {
-  const aggregated = AggregatorRegistry.aggregate(workers as MetricsJson[]);
+  const aggregated = AggregatorRegistry.aggregate([...workers]);
   const own = new Registry();
   const registers = [own];
   new Gauge({ name: 'svc_gateway_workers', help: 'Worker processes configured (gateway.workers).', registers }).set(counts.configured);

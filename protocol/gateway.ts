@@ -104,7 +104,6 @@ export const GatewayHealthDetail = z.strictObject({
 });
 export type GatewayHealthDetail = z.infer<typeof GatewayHealthDetail>;
 
-
 // ---------------------------------------------------------------------------------------
 // Response headers of an admitted call (docs/design.md §3.7)
 

@@ -45,7 +45,8 @@ export type ToSupervisor =
   | { svc: 'report'; req: number; report: WorkerReport };
 
 /** Supervisor → worker. */
-export type ToWorker = { svc: 'report'; req: number; kind: GatherKind } | { svc: 'gathered'; req: number; gathered: Gathered } | { svc: 'stop' };
+export type ToWorker =
+  { svc: 'report'; req: number; kind: GatherKind } | { svc: 'gathered'; req: number; gathered: Gathered } | { svc: 'stop' };
 
 /** Whether `msg` is one of ours (cluster IPC also carries Node's and prom-client's own). */
 export function isSvcMessage<T extends { svc: string }>(msg: unknown): msg is T {

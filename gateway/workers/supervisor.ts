@@ -14,7 +14,15 @@ import cluster, { type Worker } from 'node:cluster';
 import { workerGatewayId } from '../../protocol/snapshot';
 import type { Logger } from '../../runtime/log';
 import { SHUTDOWN_GRACE_MS } from '../startup';
-import { WORKER_INDEX_ENV, isSvcMessage, type Gathered, type GatheredWorker, type ToSupervisor, type ToWorker, type WorkerReport } from './messages';
+import {
+  WORKER_INDEX_ENV,
+  isSvcMessage,
+  type Gathered,
+  type GatheredWorker,
+  type ToSupervisor,
+  type ToWorker,
+  type WorkerReport,
+} from './messages';
 
 /** First wait before a worker that exited is started again; doubled for each quick exit in a row. @default 250 ms */
 export const RESTART_BASE_MS = 250;
@@ -138,7 +146,13 @@ export class GatewaySupervisor {
     const delayMs = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** Math.max(0, slot.failures - 1));
     slot.state = 'restarting';
     slot.restarts++;
-    this.opts.log.warn('gateway worker exited; starting it again', { worker: slot.id, pid: worker.process.pid, why, ran_ms: ranMs, in_ms: delayMs });
+    this.opts.log.warn('gateway worker exited; starting it again', {
+      worker: slot.id,
+      pid: worker.process.pid,
+      why,
+      ran_ms: ranMs,
+      in_ms: delayMs,
+    });
     slot.timer = setTimeout(() => this.fork(slot), delayMs);
   }
 

@@ -11,7 +11,15 @@ import { hostname } from 'node:os';
 import type { Config } from '../../config/load';
 import { defaultGatewayId, workerGatewayId } from '../../protocol/snapshot';
 import type { GatewayHandle, GatewayStartOptions } from '../main';
-import { WORKER_INDEX_ENV, isSvcMessage, type Gathered, type GatherKind, type ToSupervisor, type ToWorker, type WorkerReport } from './messages';
+import {
+  WORKER_INDEX_ENV,
+  isSvcMessage,
+  type Gathered,
+  type GatherKind,
+  type ToSupervisor,
+  type ToWorker,
+  type WorkerReport,
+} from './messages';
 
 /** How long a worker waits for the supervisor's gather before answering for itself alone. @default 3 s */
 export const GATHER_WAIT_MS = 3_000;
@@ -86,8 +94,7 @@ export async function runWorker(
       const answer = waiting.get(msg.req);
       waiting.delete(msg.req);
       answer?.(msg.gathered);
-    }
-    else if (msg.svc === 'report' && gateway !== null)
+    } else if (msg.svc === 'report' && gateway !== null)
       void report(msg.kind).then((r) => send({ svc: 'report', req: msg.req, report: r }));
     else if (msg.svc === 'stop') stop();
   });

@@ -89,14 +89,18 @@ t.test('gateway.workers: 1 by default, a count or auto (the CPUs available) from
   t.equal(loadConfig({ env: { SVC_GATEWAY_WORKERS: 'auto' } }).gateway.workers, availableParallelism(), 'auto: os.availableParallelism()');
   for (const bad of ['0', '-1', '2.5', 'many', 'AUTO', '1025']) {
     const err = configError(t, () => loadConfig({ env: { SVC_GATEWAY_WORKERS: bad } }));
-    t.match(err.message, /^invalid setting gateway\.workers \(from env SVC_GATEWAY_WORKERS\): .*; allowed: an integer from 1 to 1024, or auto/, bad);
+    t.match(
+      err.message,
+      /^invalid setting gateway\.workers \(from env SVC_GATEWAY_WORKERS\): .*; allowed: an integer from 1 to 1024, or auto/,
+      bad,
+    );
   }
   t.equal(loadConfig({ env: { SVC_GATEWAY_WORKERS: '9', SVC_GATEWAY_ID: 'g'.repeat(62) } }).gateway.id, 'g'.repeat(62), 'room for .9');
   const err = configError(t, () => loadConfig({ env: { SVC_GATEWAY_WORKERS: '10', SVC_GATEWAY_ID: 'g'.repeat(62) } }));
   t.same(
     err.issues.map((i) => [i.key, i.source, i.allowed]),
     [['gateway.id', 'env SVC_GATEWAY_ID', 'with gateway.workers 10, 1 to 61 of A-Z a-z 0-9 . _ - (each worker is the gateway <id>.<n>)']],
-    'an id too long for its workers\' suffix names the id and the rule',
+    "an id too long for its workers' suffix names the id and the rule",
   );
   t.equal(loadConfig({ env: { SVC_GATEWAY_ID: 'g'.repeat(64) } }).gateway.id?.length, 64, 'one worker: the whole 64');
 });

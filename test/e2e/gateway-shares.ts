@@ -69,7 +69,9 @@ async function hammer(t: Test, stack: Stack, up: TestUpstream, key: string, targ
   for (const url of new Set(targets)) await drained(url);
   const byGateway = new Map(parts.map((id) => [id, 0]));
   for (const row of stack.outcomes()) if (!before.has(row.call_id)) byGateway.set(row.gateway_id, (byGateway.get(row.gateway_id) ?? 0) + 1);
-  t.comment(`admitted ${admitted} (${[...byGateway].map(([id, n]) => `${id} ${n}`).join(', ')}), refused ${refused}, in ${elapsedS.toFixed(1)} s`);
+  t.comment(
+    `admitted ${admitted} (${[...byGateway].map(([id, n]) => `${id} ${n}`).join(', ')}), refused ${refused}, in ${elapsedS.toFixed(1)} s`,
+  );
   t.ok(admitted <= LIMIT_PER_MIN + KEY_BURST, `at most ${LIMIT_PER_MIN} + ${KEY_BURST} admitted (${admitted})`);
   // The sharper bound for the time it ran: the burst, plus the limit's rate for that long.
   const bound = Math.floor(KEY_BURST + (LIMIT_PER_MIN * elapsedS) / 60);
@@ -79,7 +81,11 @@ async function hammer(t: Test, stack: Stack, up: TestUpstream, key: string, targ
     [...byGateway.values()].every((n) => n >= 1),
     'every gateway admitted its part',
   );
-  t.equal([...byGateway.values()].reduce((a, b) => a + b, 0), admitted, 'every admitted call is one outcome');
+  t.equal(
+    [...byGateway.values()].reduce((a, b) => a + b, 0),
+    admitted,
+    'every admitted call is one outcome',
+  );
   t.ok(refused > 0, 'the rest were refused');
   t.equal(up.requests.length, admitted, 'the upstream saw only the admitted calls');
 }

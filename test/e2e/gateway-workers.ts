@@ -101,7 +101,10 @@ t.test('a gateway of two workers', async (t) => {
     t.match(table.stdout, /^gw-1 +2 of 2 +2 of 2 /m, 'the gateway has a row of its own');
     t.match(table.stdout, /^ {2}gw-1\.1 +yes/m, 'its workers are listed under it');
     const status = await stack.cli(['status', '--json']);
-    t.match(status.json().gateways, [{ id: 'gw-1.1', gateway: 'gw-1' }, { id: 'gw-1.2', gateway: 'gw-1' }]);
+    t.match(status.json().gateways, [
+      { id: 'gw-1.1', gateway: 'gw-1' },
+      { id: 'gw-1.2', gateway: 'gw-1' },
+    ]);
   });
 
   await t.test('a worker killed with SIGKILL is started again and ships its journal: every outcome once', async (t) => {
@@ -111,7 +114,19 @@ t.test('a gateway of two workers', async (t) => {
     const victim = (await workers()).reduce((a, b) => (b.journal_backlog! > a.journal_backlog! ? b : a));
     t.ok(victim.journal_backlog! > 0, `${victim.id} holds ${victim.journal_backlog} records control never acked`);
     process.kill(victim.pid!, 'SIGKILL');
-    setTimeout(() => console.error('DEBUG', gw.stderr().split('\n').filter((l) => !/sync stream|unreachable|budget/.test(l)).slice(-25).join('\n')), 8000).unref();
+    setTimeout(
+      () =>
+        console.error(
+          'DEBUG',
+          gw
+            .stderr()
+            .split('\n')
+            .filter((l) => !/sync stream|unreachable|budget/.test(l))
+            .slice(-25)
+            .join('\n'),
+        ),
+      8000,
+    ).unref();
     const back = await waitFor(async () => {
       const w = (await workers()).find((x) => x.index === victim.index)!;
       return w.state === 'running' && w.pid !== victim.pid && w.answered ? w : null;
@@ -149,7 +164,14 @@ t.test('a gateway of two workers', async (t) => {
       list.every((w) => !alive(w.pid!)),
       'no worker outlives it',
     );
-    t.same(stack.outcomes().map((r) => r.call_id).sort(), [...answered].sort(), 'control holds every answered call');
+    t.same(
+      stack
+        .outcomes()
+        .map((r) => r.call_id)
+        .sort(),
+      [...answered].sort(),
+      'control holds every answered call',
+    );
   });
 });
 

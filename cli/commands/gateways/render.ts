@@ -17,7 +17,13 @@ export function nestedRows<T extends { id: string }>(
   const grouped = groupWorkers(gateways);
   grouped.forEach((g, i) => {
     if (g.gateway !== null && grouped[i - 1]?.gateway !== g.gateway)
-      rows.push([g.gateway, ...summary(g.gateway, grouped.filter((w) => w.gateway === g.gateway))]);
+      rows.push([
+        g.gateway,
+        ...summary(
+          g.gateway,
+          grouped.filter((w) => w.gateway === g.gateway),
+        ),
+      ]);
     const cells = row(g);
     rows.push(g.gateway === null ? cells : [`  ${g.id}`, ...cells.slice(1)]);
   });
@@ -44,7 +50,16 @@ export function gatewaysTable(gateways: readonly GatewayStatus[]): string {
     ['ID', 'CONNECTED', 'LIVE', 'WEIGHT', 'SHARE', 'APPLIED', 'ENGINE', 'LAST SEEN'],
     nestedRows(
       gateways,
-      (g) => [g.id, g.connected ? 'yes' : 'no', g.live ? 'yes' : 'no', g.weight, shareText(g.share), g.applied_version, g.engine, g.last_seen],
+      (g) => [
+        g.id,
+        g.connected ? 'yes' : 'no',
+        g.live ? 'yes' : 'no',
+        g.weight,
+        shareText(g.share),
+        g.applied_version,
+        g.engine,
+        g.last_seen,
+      ],
       (_gateway, workers) => [
         countOf(workers, (w) => w.connected),
         countOf(workers, (w) => w.live),
