@@ -19,7 +19,8 @@
  * supervisor and both workers, `/proc/<pid>/stat` utime + stime, as `npm run bench` measures a
  * single gateway), and per worker the connections it accepted and the calls it answered during
  * the run (from the gateway's `/health`, whose `workers` list has both counts). Figures are
- * medians over the rounds; `bench/results/workers.json` keeps every run.
+ * medians over the rounds; `bench/results/workers.json` keeps every run. BENCH_ONLY (e.g.
+ * `single,workers-rr`) runs only the variants named.
  */
 const fs = require('node:fs');
 const os = require('node:os');
@@ -47,6 +48,8 @@ const VARIANTS = [
   { name: 'workers-none', workers: 2, env: { NODE_CLUSTER_SCHED_POLICY: 'none' } },
 ];
 
+/** BENCH_ONLY: a comma-separated list of the variants to run (default all). */
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 const log = (line) => process.stderr.write(`[bench:workers] ${line}\n`);
 
 /** The gateway's detailed /health. */
@@ -76,7 +79,7 @@ async function main() {
   const token = fs.readFileSync(path.join(dataDir, 'metrics.token'), 'utf8').trim();
 
   const gateways = [];
-  for (const v of VARIANTS) {
+  for (const v of VARIANTS.filter((x) => ONLY.length === 0 || ONLY.includes(x.name))) {
     const proc = startGateway({
       cpu: null,
       dataDir,
@@ -137,16 +140,22 @@ async function main() {
   const summary = {};
   for (const g of gateways) {
     const mine = runs.filter((r) => r.gateway === g.name);
-    const share = (r) => (r.spread.length ? Math.max(...r.spread.map((s) => s.calls)) / r.spread.reduce((a, s) => a + s.calls, 0) : null);
+    const busiest = (r, field) => Math.max(...r.spread.map((s) => s[field])) / r.spread.reduce((a, s) => a + s[field], 0);
+    const share = (r) => busiest(r, 'calls');
+    const connShare = (r) => busiest(r, 'connections');
     summary[g.name] = {
       req_per_s: median(mine.map((r) => r.req_per_s)),
       cpu_us_per_req: median(mine.map((r) => r.cpu_us_per_req)),
       busiest_worker_share_of_calls: g.workers > 1 ? round(median(mine.map(share)), 3) : null,
       busiest_worker_share_by_run: g.workers > 1 ? mine.map((r) => round(share(r), 3)) : null,
+      busiest_worker_share_of_connections: g.workers > 1 ? round(median(mine.map(connShare)), 3) : null,
+      connections_by_run: g.workers > 1 ? mine.map((r) => r.spread.map((s) => s.connections).join('/')) : null,
     };
   }
-  summary.cpu_per_req_workers_rr_over_single = round(ratio(summary['workers-rr'].cpu_us_per_req, summary.single.cpu_us_per_req), 3);
-  summary.cpu_per_req_workers_none_over_single = round(ratio(summary['workers-none'].cpu_us_per_req, summary.single.cpu_us_per_req), 3);
+  const over = (name) =>
+    summary[name] && summary.single ? round(ratio(summary[name].cpu_us_per_req, summary.single.cpu_us_per_req), 3) : null;
+  summary.cpu_per_req_workers_rr_over_single = over('workers-rr');
+  summary.cpu_per_req_workers_none_over_single = over('workers-none');
   const out = {
     at: new Date().toISOString(),
     cpus: os.availableParallelism(),
