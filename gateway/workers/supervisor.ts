@@ -190,6 +190,7 @@ export class GatewaySupervisor {
   /** Stop every worker (each ships its last outcomes) and resolve once all have exited. */
   async close(): Promise<void> {
     this.stopping = true;
+    this.opts.log.info('stopping gateway workers', { workers: this.ids, pids: this.pids });
     await Promise.all(
       this.slots.map(async (slot) => {
         if (slot.timer !== null) clearTimeout(slot.timer);
@@ -207,5 +208,6 @@ export class GatewaySupervisor {
         });
       }),
     );
+    this.opts.log.info('gateway workers stopped', { workers: this.ids });
   }
 }

@@ -103,10 +103,24 @@ export async function runWorker(
   process.on('SIGTERM', () => stop());
   process.on('disconnect', () => stop());
 
-  gateway = await start({ ...config, gateway: { ...config.gateway, id } }, { cluster: { gather } });
+  try {
+    gateway = await start({ ...config, gateway: { ...config.gateway, id } }, { cluster: { gather } });
+  } catch (err) {
+    // The IPC channel would keep a worker that never started alive: close it, so it exits with the error.
+    leave();
+    throw err;
+  }
   send({ svc: 'listening', url: gateway.url });
   await stopped;
   await gateway.close();
   // The IPC channel would keep the process alive: close it so the worker exits.
-  if (process.connected) process.disconnect();
+  leave();
+}
+
+/**
+ * Close the IPC channel as a worker that is done (`exitedAfterDisconnect`), so the process exits
+ * with its own exit code once its work is over (a bare disconnect makes Node's cluster exit it 0 at once).
+ */
+function leave(): void {
+  if (process.connected) cluster.worker?.disconnect();
 }
