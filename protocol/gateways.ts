@@ -63,6 +63,11 @@ export const GatewayStatus = z.strictObject({
    * unannounced has lapsed.
    */
   control_id: z.string().nullable().describe('the control its sync stream is attached to; null while detached'),
+  /**
+   * For a worker of a gateway run as several (`gateway.workers` > 1, ids `<gateway>.<n>`), the
+   * gateway it belongs to (see `workerParents`); null for a gateway of its own.
+   */
+  gateway: z.string().nullable().describe('for a worker of a gateway run as several processes, the gateway it belongs to; else null'),
 });
 export type GatewayStatus = z.infer<typeof GatewayStatus>;
 
@@ -145,7 +150,9 @@ export function workerParents(ids: readonly string[]): Map<string, string> {
  * belongs to (see {@link workerParents}); null for a gateway of its own. A gateway's workers
  * follow one another in index order, where its first worker was listed.
  */
-export function groupWorkers<T extends { id: string }>(gateways: readonly T[]): (T & { gateway: string | null })[] {
+export function groupWorkers<T extends { id: string; gateway?: string | null }>(
+  gateways: readonly T[],
+): (T & { gateway: string | null })[] {
   const parents = workerParents(gateways.map((g) => g.id));
   const index = (id: string) => Number(id.slice(id.lastIndexOf('.') + 1));
   const out: (T & { gateway: string | null })[] = [];

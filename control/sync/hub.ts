@@ -22,7 +22,7 @@
  * is waited for on every live gateway of the cluster.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gateways';
+import { groupWorkers, type GatewayStatus, type LimitsMode, type WaitResult } from '../../protocol/gateways';
 import {
   BEAT_LINE,
   SYNC_BEAT_HEADER,
@@ -305,25 +305,28 @@ export class SyncHub {
     const now = this.ctx.now();
     const live = new Set(this.members(now).map((m) => m.id));
     const remoteLive = new Set(this.others.live(now).map((row) => row.id));
-    return rows.map((row) => {
-      const conn = this.conns.get(row.id);
-      const controlId = conn ? this.ctx.controlId : remoteLive.has(row.id) ? row.control_id : null;
-      return {
-        id: row.id,
-        connected: controlId !== null,
-        live: live.has(row.id) && controlId !== null,
-        weight: row.weight,
-        share: now - row.last_seen > this.leaseMs ? (row.share === null ? null : 0) : (conn?.share ?? row.share),
-        applied_version: conn?.appliedVersion ?? row.applied_version,
-        last_seen: new Date(row.last_seen).toISOString(),
-        last_nack:
-          row.last_nack_version === null
-            ? null
-            : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
-        engine: row.engine,
-        control_id: controlId,
-      };
-    });
+    // A gateway's workers one after another, each naming its gateway (`gateway`).
+    return groupWorkers(
+      rows.map((row) => {
+        const conn = this.conns.get(row.id);
+        const controlId = conn ? this.ctx.controlId : remoteLive.has(row.id) ? row.control_id : null;
+        return {
+          id: row.id,
+          connected: controlId !== null,
+          live: live.has(row.id) && controlId !== null,
+          weight: row.weight,
+          share: now - row.last_seen > this.leaseMs ? (row.share === null ? null : 0) : (conn?.share ?? row.share),
+          applied_version: conn?.appliedVersion ?? row.applied_version,
+          last_seen: new Date(row.last_seen).toISOString(),
+          last_nack:
+            row.last_nack_version === null
+              ? null
+              : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
+          engine: row.engine,
+          control_id: controlId,
+        };
+      }),
+    );
   }
 
   connectedCount(): number {
