@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run bench:workers` (`BENCH_WORKERS=1 npm run bench` runs it after the main bench): one
- * gateway as a single process against one of two workers (`--workers 2`), and how connections
- * spread over the workers with the cluster's two scheduling policies.
+ * `npm run bench:workers`: one gateway as a single process against one of two workers
+ * (`--workers 2`), and how connections spread over the workers with the cluster's two
+ * scheduling policies.
  *
  * Three gateways on one control, gate off, one endpoint on the bench upstream:
  * - `single`: `--workers 1` (one process, as before workers existed);
