@@ -63,6 +63,30 @@ async function counts(url, token) {
   return (h.workers ?? []).map((w) => ({ id: w.id, pid: w.pid, connections: w.connections, calls: w.answered_calls }));
 }
 
+/** Medians per gateway over the rounds, and two workers' CPU per request over one process's. */
+function summarize(gateways, runs) {
+  const summary = {};
+  for (const g of gateways) {
+    const mine = runs.filter((r) => r.gateway === g.name);
+    const busiest = (r, field) => Math.max(...r.spread.map((s) => s[field])) / r.spread.reduce((a, s) => a + s[field], 0);
+    const share = (r) => busiest(r, 'calls');
+    const connShare = (r) => busiest(r, 'connections');
+    summary[g.name] = {
+      req_per_s: median(mine.map((r) => r.req_per_s)),
+      cpu_us_per_req: median(mine.map((r) => r.cpu_us_per_req)),
+      busiest_worker_share_of_calls: g.workers > 1 ? round(median(mine.map(share)), 3) : null,
+      busiest_worker_share_by_run: g.workers > 1 ? mine.map((r) => round(share(r), 3)) : null,
+      busiest_worker_share_of_connections: g.workers > 1 ? round(median(mine.map(connShare)), 3) : null,
+      connections_by_run: g.workers > 1 ? mine.map((r) => r.spread.map((s) => s.connections).join('/')) : null,
+    };
+  }
+  const over = (name) =>
+    summary[name] && summary.single ? round(ratio(summary[name].cpu_us_per_req, summary.single.cpu_us_per_req), 3) : null;
+  summary.cpu_per_req_workers_rr_over_single = over('workers-rr');
+  summary.cpu_per_req_workers_none_over_single = over('workers-none');
+  return summary;
+}
+
 async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-workers-'));
   const logDir = path.join(tmp, 'logs');
@@ -137,25 +161,7 @@ async function main() {
     }
   }
 
-  const summary = {};
-  for (const g of gateways) {
-    const mine = runs.filter((r) => r.gateway === g.name);
-    const busiest = (r, field) => Math.max(...r.spread.map((s) => s[field])) / r.spread.reduce((a, s) => a + s[field], 0);
-    const share = (r) => busiest(r, 'calls');
-    const connShare = (r) => busiest(r, 'connections');
-    summary[g.name] = {
-      req_per_s: median(mine.map((r) => r.req_per_s)),
-      cpu_us_per_req: median(mine.map((r) => r.cpu_us_per_req)),
-      busiest_worker_share_of_calls: g.workers > 1 ? round(median(mine.map(share)), 3) : null,
-      busiest_worker_share_by_run: g.workers > 1 ? mine.map((r) => round(share(r), 3)) : null,
-      busiest_worker_share_of_connections: g.workers > 1 ? round(median(mine.map(connShare)), 3) : null,
-      connections_by_run: g.workers > 1 ? mine.map((r) => r.spread.map((s) => s.connections).join('/')) : null,
-    };
-  }
-  const over = (name) =>
-    summary[name] && summary.single ? round(ratio(summary[name].cpu_us_per_req, summary.single.cpu_us_per_req), 3) : null;
-  summary.cpu_per_req_workers_rr_over_single = over('workers-rr');
-  summary.cpu_per_req_workers_none_over_single = over('workers-none');
+  const summary = summarize(gateways, runs);
   const out = {
     at: new Date().toISOString(),
     cpus: os.availableParallelism(),

@@ -22,7 +22,7 @@
  * is waited for on every live gateway of the cluster.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { groupWorkers, type GatewayStatus, type LimitsMode, type WaitResult } from '../../protocol/gateways';
+import type { GatewayStatus, LimitsMode, WaitResult } from '../../protocol/gateways';
 import {
   BEAT_LINE,
   SYNC_BEAT_HEADER,
@@ -297,36 +297,34 @@ export class SyncHub {
    * Every gateway control knows. `share` is the one it was last pushed while its lease holds
    * (it may still enforce it, cut off), and 0 once the lease has lapsed (its last ack, renewal
    * or connect is older than `sync.leaseS`): control has given its part to the others, so a
-   * dead gateway is not shown holding a share beside the live ones.
+   * dead gateway is not shown holding a share beside the live ones. (`ctx.gateways()` adds which
+   * gateway each worker belongs to.)
    */
-  async status(): Promise<GatewayStatus[]> {
+  async status(): Promise<Omit<GatewayStatus, 'gateway'>[]> {
     const rows = await this.ctx.store.gateways.list();
     this.others.load(rows);
     const now = this.ctx.now();
     const live = new Set(this.members(now).map((m) => m.id));
     const remoteLive = new Set(this.others.live(now).map((row) => row.id));
-    // A gateway's workers one after another, each naming its gateway (`gateway`).
-    return groupWorkers(
-      rows.map((row) => {
-        const conn = this.conns.get(row.id);
-        const controlId = conn ? this.ctx.controlId : remoteLive.has(row.id) ? row.control_id : null;
-        return {
-          id: row.id,
-          connected: controlId !== null,
-          live: live.has(row.id) && controlId !== null,
-          weight: row.weight,
-          share: now - row.last_seen > this.leaseMs ? (row.share === null ? null : 0) : (conn?.share ?? row.share),
-          applied_version: conn?.appliedVersion ?? row.applied_version,
-          last_seen: new Date(row.last_seen).toISOString(),
-          last_nack:
-            row.last_nack_version === null
-              ? null
-              : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
-          engine: row.engine,
-          control_id: controlId,
-        };
-      }),
-    );
+    return rows.map((row) => {
+      const conn = this.conns.get(row.id);
+      const controlId = conn ? this.ctx.controlId : remoteLive.has(row.id) ? row.control_id : null;
+      return {
+        id: row.id,
+        connected: controlId !== null,
+        live: live.has(row.id) && controlId !== null,
+        weight: row.weight,
+        share: now - row.last_seen > this.leaseMs ? (row.share === null ? null : 0) : (conn?.share ?? row.share),
+        applied_version: conn?.appliedVersion ?? row.applied_version,
+        last_seen: new Date(row.last_seen).toISOString(),
+        last_nack:
+          row.last_nack_version === null
+            ? null
+            : `v${row.last_nack_version} at ${new Date(row.last_nack_at!).toISOString()}: ${row.last_nack_reason}`,
+        engine: row.engine,
+        control_id: controlId,
+      };
+    });
   }
 
   connectedCount(): number {
