@@ -188,3 +188,12 @@ t.test('--workers and SVC_GATEWAY_WORKERS are checked like every setting (exit 2
   t.equal(long.code, 2, long.stderr);
   t.match(long.stderr, /invalid setting gateway\.id .*with gateway\.workers 10, 1 to 61 of/);
 });
+
+t.test('a worker that cannot start fails the start of the gateway (exit 1), naming the worker', async (t) => {
+  // No sync token in the data dir and none configured: every worker refuses to start.
+  const dataDir = testdirAfterTeardowns(t);
+  const run = await svcctl(['serve', 'gateway', '--data-dir', dataDir, '--gateway-port', '0', '--id', 'gw', '--workers', '2']);
+  t.equal(run.code, 1, run.stderr);
+  t.match(run.stderr, /no sync token/, "the worker's own reason");
+  t.match(run.stderr, /svcctl: gateway worker gw\.[12] exited \(code 1\) before it listened/);
+});
