@@ -120,6 +120,8 @@ export class GatewaySupervisor {
       if (isSvcMessage<ToSupervisor>(msg)) this.heard(slot, worker, msg);
     });
     worker.on('exit', (code, signal) => this.exited(slot, worker, signal ?? `code ${code}`));
+    // A failed fork or IPC write: the exit that follows (if any) is what counts; never an unhandled 'error'.
+    worker.on('error', (err) => this.opts.log.warn('gateway worker error', { worker: slot.id, err }));
   }
 
   private heard(slot: Slot, worker: Worker, msg: ToSupervisor): void {
@@ -132,8 +134,9 @@ export class GatewaySupervisor {
       void this.gather(msg.kind).then((gathered) => this.tell(worker, { svc: 'gathered', req: msg.req, gathered }));
   }
 
+  /** Tell a worker; a channel closed meanwhile (it is exiting) is no error. */
   private tell(worker: Worker, msg: ToWorker): void {
-    if (worker.isConnected()) worker.send(msg);
+    if (worker.isConnected()) worker.send(msg, () => undefined);
   }
 
   private exited(slot: Slot, worker: Worker, why: string): void {

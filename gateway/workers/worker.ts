@@ -36,8 +36,9 @@ export function gatewayBaseId(config: Readonly<Config>): string {
   return config.gateway.id ?? defaultGatewayId(hostname());
 }
 
+/** Tell the supervisor; a channel closed meanwhile (it is going away) is no error. */
 function send(msg: ToSupervisor): void {
-  if (process.connected) process.send!(msg);
+  if (process.connected) process.send!(msg, () => undefined);
 }
 
 /**
@@ -101,7 +102,12 @@ export async function runWorker(
   // The supervisor stops the workers; a signal to the whole process group (Ctrl-C) is its to handle.
   process.on('SIGINT', () => undefined);
   process.on('SIGTERM', () => stop());
-  process.on('disconnect', () => stop());
+  // The supervisor gone (killed): Node's cluster exits a worker at once on that, cutting its calls
+  // and its last shipment; marked as a disconnect it expected, it stops as a gateway stops instead.
+  cluster.worker?.on('disconnect', () => {
+    cluster.worker!.exitedAfterDisconnect = true;
+    stop();
+  });
 
   try {
     gateway = await start({ ...config, gateway: { ...config.gateway, id } }, { cluster: { gather } });

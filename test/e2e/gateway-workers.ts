@@ -4,7 +4,8 @@
  * is answered; `/health` and `/metrics` answer for both workers wherever the request lands; a
  * worker killed with SIGKILL is started again and ships its own journal (every outcome at control
  * once); SIGTERM stops the supervisor once every worker shipped its last outcomes (control
- * paused until the shutdown has begun, so each worker still holds records).
+ * paused until the shutdown has begun, so each worker still holds records), and workers whose
+ * supervisor was killed do the same by themselves.
  */
 import t from 'tap';
 import {
@@ -173,6 +174,40 @@ t.test('a gateway of two workers', async (t) => {
       'control holds every answered call',
     );
   });
+});
+
+t.test('workers whose supervisor is killed stop as a gateway stops: their last outcomes shipped', async (t) => {
+  const stack = await startStack(t, { controlEnv: GENEROUS_LIMITS, gatewayEnv: { SVC_GATEWAY_WORKERS: '2' } });
+  const up = await startUpstream(t);
+  up.on('/base/*', ok());
+  await stack.applied(await stack.addEndpoint({ id: 'ep', upstream: `${up.url}/base`, sla_ms: 60_000 }));
+  const gw = stack.gateways[0]!;
+  const pids: number[] = (await health(gw.url)).body.workers.map((w: Worker) => w.pid);
+  process.kill(stack.control.pid, 'SIGSTOP');
+  let paused = true;
+  t.teardown(() => {
+    if (paused) process.kill(stack.control.pid, 'SIGCONT');
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  const answered: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const res = await request(gw.url, '/v1/ep/x', { body: '{}' });
+    t.equal(res.status, 200);
+    answered.push(String(res.headers['x-svc-call-id']));
+  }
+  await gw.kill('SIGKILL');
+  await sleep(300);
+  process.kill(stack.control.pid, 'SIGCONT');
+  paused = false;
+  await waitFor(() => pids.every((pid) => !alive(pid)), 'both workers to exit');
+  t.same(
+    stack
+      .outcomes()
+      .map((r) => r.call_id)
+      .sort(),
+    answered.sort(),
+    'control holds every answered call',
+  );
 });
 
 t.test('--workers and SVC_GATEWAY_WORKERS are checked like every setting (exit 2)', async (t) => {
