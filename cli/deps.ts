@@ -40,6 +40,7 @@ const CLI_FLAG_NAMES: Readonly<Record<string, string>> = {
   controlUrls: '--control',
   'gateway.id': '--id',
   'gateway.engine': '--engine',
+  'gateway.workers': '--workers',
 };
 
 /** The same error with each issue's source naming the flag as svcctl spells it. */

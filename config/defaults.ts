@@ -42,6 +42,10 @@ export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
 /** The gateway's proxy engine (`gateway.engine`): http-proxy, as the design card names it. */
 export const DEFAULT_GATEWAY_ENGINE = 'http-proxy';
 export const DEFAULT_MAINTENANCE_RETRY_AFTER_S = 60;
+/** Gateway processes serving one port (`gateway.workers`): 1 is one process, no supervisor. */
+export const DEFAULT_GATEWAY_WORKERS = 1;
+/** Most gateway workers one supervisor runs (`auto` on a larger machine takes this many). */
+export const MAX_GATEWAY_WORKERS = 1024;
 
 export const DEFAULT_PROVIDERS_CACHE_TTL_S = 10;
 export const DEFAULT_STATS_CACHE_TTL_S = 5;

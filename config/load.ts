@@ -83,6 +83,13 @@ function collectLeaves(schema: z.ZodType, path: string[], out: Leaf[], descripti
     case 'array':
       out.push({ path, kind: 'list', allowed: desc ?? 'a list' });
       return;
+    case 'union': {
+      // A number or a word (`gateway.workers`: a count or `auto`): digits from env or a flag are the number.
+      const options = (schema as z.ZodUnion<z.ZodType[]>).options;
+      const numeric = options.some((o) => o.type === 'number');
+      out.push({ path, kind: numeric ? 'number' : 'other', allowed: desc ?? 'a valid value' });
+      return;
+    }
     default:
       out.push({ path, kind: 'other', allowed: desc ?? 'a valid value' });
   }
@@ -218,7 +225,13 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
         key,
         source: origin.get(key) ?? (unknownKeys.length > 0 ? 'config file' : 'the combined settings'),
         value: shownValue(key, getPath(raw, path)),
-        allowed: unknownKeys.length > 0 ? 'no such setting' : (leaf?.allowed ?? issue.message),
+        // A cross-setting rule says what is allowed itself (`params.allowed`), in the light of the other setting.
+        allowed:
+          unknownKeys.length > 0
+            ? 'no such setting'
+            : issue.code === 'custom' && issue.params?.allowed === true
+              ? issue.message
+              : (leaf?.allowed ?? issue.message),
       };
     });
     throw new ConfigError(issues);

@@ -2,15 +2,24 @@
  * The one schema for every setting. Types are inferred from it; `load.ts` validates once
  * and freezes. Each leaf's `.describe()` text is what an error message calls "allowed".
  */
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { isPostgresUrl } from '../protocol/database-url';
 import { LIMITS_MODES } from '../protocol/gateways';
-import { GATEWAY_ENGINES, GATEWAY_ID_RULE, GatewayId } from '../protocol/snapshot';
+import { GATEWAY_ENGINES, GATEWAY_ID_RULE, GatewayId, workerIdRoom } from '../protocol/snapshot';
 import * as D from './defaults';
 
 const port = (def: number) => z.number().int().min(0).max(65535).default(def).describe('an integer from 0 to 65535 (0 picks a free port)');
 const posInt = (def: number, max = Number.MAX_SAFE_INTEGER) =>
   z.number().int().min(1).max(max).default(def).describe(`an integer from 1 to ${max}`);
+/** `gateway.workers`: a count, or `auto` (the CPUs this process may use), resolved when the settings load. */
+const workers = z
+  .union([z.number().int().min(1).max(D.MAX_GATEWAY_WORKERS), z.literal('auto')])
+  .default(D.DEFAULT_GATEWAY_WORKERS)
+  .transform((w) => (w === 'auto' ? Math.min(availableParallelism(), D.MAX_GATEWAY_WORKERS) : w))
+  .describe(
+    `an integer from 1 to ${D.MAX_GATEWAY_WORKERS}, or auto (the CPUs available, os.availableParallelism()): gateway processes serving one port, each a gateway <id>.<n> to control`,
+  );
 const fraction = (def: number) => z.number().min(0).max(1).default(def).describe('a number from 0 to 1');
 const token = z
   .string()
@@ -66,9 +75,21 @@ export const ConfigSchema = z
           .describe(`one of ${GATEWAY_ENGINES.join(', ')}`),
         maintenanceRetryAfterS: posInt(D.DEFAULT_MAINTENANCE_RETRY_AFTER_S, 86_400),
         trustedProxyHops: z.number().int().min(0).max(10).default(0).describe('an integer from 0 to 10'),
+        workers,
       })
       .strict()
-      .prefault({}),
+      .prefault({})
+      .superRefine((g, ctx) => {
+        // Each worker is the gateway `<id>.<n>`, itself a gateway id: the configured id must leave room for the suffix.
+        const room = workerIdRoom(g.workers);
+        if (g.id !== undefined && g.workers > 1 && g.id.length > room)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['id'],
+            message: `with gateway.workers ${g.workers}, 1 to ${room} of A-Z a-z 0-9 . _ - (each worker is the gateway <id>.<n>)`,
+            params: { allowed: true },
+          });
+      }),
     api: z.strictObject({ port: port(D.DEFAULT_API_PORT) }).prefault({}),
     indexer: z.strictObject({ port: port(D.DEFAULT_INDEXER_PORT) }).prefault({}),
     control: z.strictObject({ port: port(D.DEFAULT_CONTROL_PORT) }).prefault({}),

@@ -10,6 +10,7 @@ import type { Config } from '../config/load';
 import { EDGE_SERVER_OPTIONS, answerParserErrors, edgeListener } from '../runtime/http-edge';
 import { createLogger, type Logger } from '../runtime/log';
 import { InstanceLockedError, acquireInstanceLock, controlRunningMessage } from '../runtime/instance-lock';
+import { groupWorkers } from '../protocol/gateways';
 import { ROOT_ENV_TOKEN_ID, ROOT_TOKEN_ID } from '../protocol/operators';
 import { RUNTIME_FILE, type RuntimeInfo } from '../protocol/runtime';
 import { AdminAuth, TokenAuth, type Operator } from './admin/auth';
@@ -243,7 +244,8 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   const limits = limitsFromConfig(config);
   await recordLimits(store, limits, ctx.now());
   const hub = await SyncHub.open(ctx, limits);
-  ctx.gateways = () => hub.status();
+  // A gateway's workers one after another, each naming its gateway (`gateway`).
+  ctx.gateways = async () => groupWorkers(await hub.status());
   const settler = await openSettler(ctx, config);
   ctx.settler = () => settler.status();
 

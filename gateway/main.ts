@@ -16,16 +16,17 @@ import { ControlEndpoints } from './control-link/sync-http';
 import { createHandler } from './request/handler';
 import { InstanceLockedError, acquireInstanceLock } from '../runtime/instance-lock';
 import { Journal } from './journal/journal';
-import { operatorRoutes } from './operator';
+import { healthDetail, operatorRoutes, type OperatorOptions } from './operator';
 import { GatewayMetrics } from './metrics';
 import { createProxy } from './proxy/index';
-import { closer, connect, createGatewayServer, listen, loadLastKnownGood, type Live } from './startup';
+import { closer, connect, countConnections, createGatewayServer, listen, loadLastKnownGood, type Live } from './startup';
 import { LimitShare } from './state/share';
 import { Coverage } from './state/coverage';
 import type { BudgetSummary } from './state/budgets';
 import { SnapshotFile } from './state/snapshot-file';
 import type { GatewayState } from './state/state';
 import { CodedError } from '../protocol/coded-error';
+import type { GatewayHealthDetail } from '../protocol/gateway';
 
 export interface GatewayHandle {
   id: string;
@@ -43,7 +44,18 @@ export interface GatewayHandle {
   instance: string;
   /** The prepaid budgets this instance holds. */
   budgets: () => BudgetSummary;
+  /** Its detailed `/health` (this process's alone, also when it is one worker of several). */
+  health: () => GatewayHealthDetail;
+  /** Connections its server accepted since it started (counted for a worker only; else 0). */
+  connections: () => number;
   close(): Promise<void>;
+}
+
+/** How `startGateway` is run: its logger, and for one worker of several, how it reaches the others. */
+export interface GatewayStartOptions {
+  log?: Logger;
+  /** One worker of a gateway run as several: `/health` and `/metrics` answer for them all (`workers/`). */
+  cluster?: OperatorOptions['cluster'];
 }
 
 export class GatewayStartError extends CodedError {
@@ -109,7 +121,7 @@ function identityOf(config: Readonly<Config>, options: { log?: Logger }): Identi
  * metrics, sync stream and shipper, the request pipeline behind the server, then listen and
  * start syncing and shipping.
  */
-export async function startGateway(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<GatewayHandle> {
+export async function startGateway(config: Readonly<Config>, options: GatewayStartOptions = {}): Promise<GatewayHandle> {
   const { id, log, dataDir, syncToken, controlUrls } = identityOf(config, options);
   // One per process run: budgets control granted an earlier run are not this one's.
   const instance = randomUUID();
@@ -168,7 +180,7 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       budgets,
       coverage,
     });
-    const operator = operatorRoutes({
+    const operatorOptions: OperatorOptions = {
       gatewayId: id,
       engine,
       controlUrl: () => control.current,
@@ -180,8 +192,10 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       journalBacklog: () => journal.backlog(),
       metricsToken: config.metricsToken,
       metricsTokenFile: join(dataDir, METRICS_TOKEN_FILE),
-    });
-    const server = createGatewayServer(config, operator, handle, metrics);
+      ...(options.cluster !== undefined ? { cluster: options.cluster } : {}),
+    };
+    const server = createGatewayServer(config, operatorRoutes(operatorOptions), handle, metrics);
+    const connections = options.cluster === undefined ? () => 0 : countConnections(server);
 
     const url = await listen(server, config.gateway.port, config.host);
     sync.start();
@@ -208,6 +222,8 @@ export async function startGateway(config: Readonly<Config>, options: { log?: Lo
       metrics,
       instance,
       budgets: () => budgets.summary(),
+      health: () => healthDetail(operatorOptions),
+      connections,
       close: closer({ server, sync, shipper, budgets, proxy, journal, file, unlock }),
     };
   } catch (err) {

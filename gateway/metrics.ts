@@ -15,7 +15,7 @@
  *
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 /** Upstream latency histogram bucket bounds, in seconds. */
 export const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -29,6 +29,19 @@ export interface GaugeSource {
 }
 
 const AGE = 'svc_gateway_snapshot_age_seconds';
+
+/** One worker's metrics as it sends them to the gateway's supervisor (prom-client's JSON). */
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
+
+/** What the supervisor knows of a gateway's workers, exposed beside their aggregated metrics. */
+export interface WorkerCounts {
+  /** Workers configured (`gateway.workers`). */
+  configured: number;
+  /** Workers whose metrics are in the aggregate (listening and answering). */
+  answering: number;
+  /** Workers restarted since the gateway started. */
+  restarts: number;
+}
 
 export class GatewayMetrics {
   private readonly registry = new Registry();
@@ -52,12 +65,14 @@ export class GatewayMetrics {
       this.names.push(name);
       return new Counter({ name, help, labelNames, registers });
     };
-    const gauge = (name: string, help: string, read: () => number | null) => {
+    // `aggregator`: how a gateway of several workers shows the gauge (counters and the histogram add up).
+    const gauge = (name: string, help: string, read: () => number | null, aggregator: 'sum' | 'min' | 'max' = 'sum') => {
       this.names.push(name);
       new Gauge({
         name,
         help,
         registers,
+        aggregator,
         collect() {
           this.set(read() ?? 0);
         },
@@ -82,11 +97,11 @@ export class GatewayMetrics {
       buckets: LATENCY_BUCKETS_S,
       registers,
     });
-    gauge('svc_gateway_snapshot_version', 'State version in force (0 before the first snapshot).', () => gauges.snapshotVersion());
-    gauge(AGE, 'Seconds since the state in force was applied.', () => gauges.snapshotAgeSeconds());
-    gauge('svc_gateway_snapshot_keys', 'Keys in the state in force.', () => gauges.keys());
+    gauge('svc_gateway_snapshot_version', 'State version in force (0 before the first snapshot).', () => gauges.snapshotVersion(), 'min');
+    gauge(AGE, 'Seconds since the state in force was applied.', () => gauges.snapshotAgeSeconds(), 'max');
+    gauge('svc_gateway_snapshot_keys', 'Keys in the state in force.', () => gauges.keys(), 'max');
     gauge('svc_gateway_journal_backlog', 'Outcome records not yet acked by control.', () => gauges.journalBacklog());
-    gauge('svc_gateway_control_connected', '1 when the sync stream to control is open.', () => (gauges.controlConnected() ? 1 : 0));
+    gauge('svc_gateway_control_connected', '1 when the sync stream to control is open.', () => (gauges.controlConnected() ? 1 : 0), 'min');
     this.shipped = counter('svc_gateway_outcomes_shipped_total', 'Outcome records acked by control.');
     this.shipFailures = counter('svc_gateway_outcome_ship_failures_total', 'Failed attempts to ship an outcome batch.');
     this.rejectedOutcomes = counter(
@@ -160,4 +175,45 @@ export class GatewayMetrics {
     const families = await Promise.all(names.map((name) => this.registry.getSingleMetricAsString(name)));
     return `${families.join('\n')}\n`;
   }
+
+  /** The series now as prom-client's JSON, in `render`'s order: what a worker sends for the gateway's aggregate. */
+  async json(): Promise<MetricsJson> {
+    const all = await this.registry.getMetricsAsJSON();
+    const byName = new Map(all.map((m) => [m.name, m]));
+    const names = this.snapshotAge() === null ? this.names.filter((n) => n !== AGE) : this.names;
+    return names.map((n) => byName.get(n)!);
+  }
+
+  /** Admitted calls and refusals this process answered (`svc_gateway_requests_total` + `svc_gateway_rejections_total`). */
+  async answered(): Promise<number> {
+    let total = 0;
+    for (const counter of [this.requests, this.rejections]) for (const v of (await counter.get()).values) total += v.value;
+    return total;
+  }
+}
+
+/**
+ * The metrics of a gateway of several workers, as one gateway: each series added up over the
+ * workers (counters, the histogram, `svc_gateway_journal_backlog`), or their lowest
+ * (`svc_gateway_snapshot_version`, `svc_gateway_control_connected`) or highest
+ * (`svc_gateway_snapshot_age_seconds`, `svc_gateway_snapshot_keys`), by prom-client's
+ * `AggregatorRegistry`; then `svc_gateway_workers`, `svc_gateway_workers_answering` and
+ * `svc_gateway_worker_restarts_total`.
+ */
+export async function aggregateMetrics(workers: readonly MetricsJson[], counts: WorkerCounts): Promise<string> {
+  const aggregated = AggregatorRegistry.aggregate([...workers]);
+  const own = new Registry();
+  const registers = [own];
+  new Gauge({ name: 'svc_gateway_workers', help: 'Worker processes configured (gateway.workers).', registers }).set(counts.configured);
+  new Gauge({
+    name: 'svc_gateway_workers_answering',
+    help: 'Workers listening whose series are in this aggregate.',
+    registers,
+  }).set(counts.answering);
+  new Counter({
+    name: 'svc_gateway_worker_restarts_total',
+    help: 'Workers the supervisor started again after they exited.',
+    registers,
+  }).inc(counts.restarts);
+  return (await aggregated.metrics()) + '\n' + (await own.metrics());
 }

@@ -14,7 +14,9 @@ import { BearerSecret } from '../protocol/bearer';
 import type { GatewayHealthDetail, PublicHealth } from '../protocol/gateway';
 import type { GatewayEngine } from '../protocol/snapshot';
 import { sendJson, sendProblem } from '../runtime/http';
-import type { GatewayMetrics } from './metrics';
+import { aggregateMetrics, type GatewayMetrics } from './metrics';
+import { clusterHealth, clusterReadiness } from './workers/health';
+import type { Gathered, GatherKind } from './workers/messages';
 import type { ShareState } from './state/share';
 import type { CoverageState } from './state/coverage';
 import type { GatewayState } from './state/state';
@@ -36,6 +38,11 @@ export interface OperatorOptions {
   /** The metrics token: configured (`metricsToken`), or read from this file when it appears. */
   metricsToken: string | undefined;
   metricsTokenFile: string;
+  /**
+   * A worker of a gateway run as several (`gateway.workers` > 1): `/health` and `/metrics` answer
+   * for the whole gateway, from what the supervisor gathers from every worker.
+   */
+  cluster?: { gather(kind: GatherKind): Promise<Gathered> };
 }
 
 const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -55,6 +62,33 @@ export function readiness(state: GatewayState | null): PublicHealth {
   if (state === null) return { status: 'not_ready', reason: 'no_snapshot' };
   if (state.flags.maintenance_mode) return { status: 'not_ready', reason: 'maintenance' };
   return { status: 'ok' };
+}
+
+/** The detailed `/health` of this process's gateway. */
+export function healthDetail(opts: OperatorOptions): GatewayHealthDetail {
+  const state = opts.state();
+  const ready = readiness(state);
+  return {
+    status: ready.status,
+    ready: ready.status === 'ok',
+    reason: ready.status === 'ok' ? null : ready.reason,
+    reason_detail:
+      state === null
+        ? (opts.sync.lastError ?? 'waiting for the first snapshot from control')
+        : ready.status === 'ok'
+          ? null
+          : 'maintenance_mode is on',
+    gateway_id: opts.gatewayId,
+    engine: opts.engine,
+    snapshot_version: state?.version ?? 0,
+    snapshot_age_s: state ? Math.round((Date.now() - state.appliedAt) / 1000) : null,
+    control_connected: opts.sync.connected,
+    control_url: opts.controlUrl(),
+    last_nack: opts.sync.lastNack,
+    journal_backlog: opts.journalBacklog(),
+    limit_share: opts.limitShare(),
+    coverage: opts.coverage(),
+  };
 }
 
 /**
@@ -83,37 +117,39 @@ export function operatorRoutes(opts: OperatorOptions): (req: IncomingMessage, re
   };
 
   const health = (req: IncomingMessage, res: ServerResponse) => {
-    const state = opts.state();
-    const ready = readiness(state);
-    const status = ready.status === 'ok' ? 200 : 503;
-    if (req.headers.authorization === undefined) return sendJson(res, status, ready);
+    if (opts.cluster !== undefined) return void clusterHealthAnswer(req, res, opts.cluster);
+    const detail = healthDetail(opts);
+    const status = detail.ready ? 200 : 503;
+    if (req.headers.authorization === undefined) return sendJson(res, status, readiness(opts.state()));
     if (!authorized(req)) return refuse(res, req);
-    sendJson(res, status, {
-      status: ready.status,
-      ready: ready.status === 'ok',
-      reason: ready.status === 'ok' ? null : ready.reason,
-      reason_detail:
-        state === null
-          ? (opts.sync.lastError ?? 'waiting for the first snapshot from control')
-          : ready.status === 'ok'
-            ? null
-            : 'maintenance_mode is on',
-      gateway_id: opts.gatewayId,
-      engine: opts.engine,
-      snapshot_version: state?.version ?? 0,
-      snapshot_age_s: state ? Math.round((Date.now() - state.appliedAt) / 1000) : null,
-      control_connected: opts.sync.connected,
-      control_url: opts.controlUrl(),
-      last_nack: opts.sync.lastNack,
-      journal_backlog: opts.journalBacklog(),
-      limit_share: opts.limitShare(),
-      coverage: opts.coverage(),
-    } satisfies GatewayHealthDetail);
+    sendJson(res, status, detail);
+  };
+
+  // Several workers: the gateway is ready when every worker is; the details list each worker.
+  const clusterHealthAnswer = async (req: IncomingMessage, res: ServerResponse, cluster: NonNullable<OperatorOptions['cluster']>) => {
+    if (req.headers.authorization !== undefined && !authorized(req)) return refuse(res, req);
+    const detail = clusterHealth(await cluster.gather('health'), healthDetail(opts));
+    const status = detail.ready ? 200 : 503;
+    sendJson(res, status, req.headers.authorization === undefined ? clusterReadiness(detail) : detail);
   };
 
   const metrics = (req: IncomingMessage, res: ServerResponse) => {
     if (!authorized(req)) return refuse(res, req);
-    opts.metrics.render().then(
+    const cluster = opts.cluster;
+    const text =
+      cluster === undefined
+        ? opts.metrics.render()
+        : cluster.gather('metrics').then(({ workers }) =>
+            aggregateMetrics(
+              workers.flatMap((w) => (w.report?.metrics ? [w.report.metrics] : [])),
+              {
+                configured: workers.length,
+                answering: workers.filter((w) => w.report?.metrics).length,
+                restarts: workers.reduce((sum, w) => sum + w.restarts, 0),
+              },
+            ),
+          );
+    text.then(
       (text) => {
         res.writeHead(200, {
           'content-type': METRICS_CONTENT_TYPE,

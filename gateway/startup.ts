@@ -74,6 +74,13 @@ export function createGatewayServer(
   return server;
 }
 
+/** A count of the connections `server` accepts from now on (a worker's, for the gateway's `/health`). */
+export function countConnections(server: Server): () => number {
+  let accepted = 0;
+  server.on('connection', () => accepted++);
+  return () => accepted;
+}
+
 /** Listen on `port` and `host`; the URL the server is reachable at. */
 export async function listen(server: Server, port: number, host: string): Promise<string> {
   await new Promise<void>((resolveListen, reject) => {

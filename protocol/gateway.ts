@@ -24,6 +24,34 @@ export const PublicHealth = z.union([
 ]);
 export type PublicHealth = z.infer<typeof PublicHealth>;
 
+/** What a worker is doing: listening (`running`), started and not listening yet, or waiting to be started again. */
+export const WORKER_STATES = ['running', 'starting', 'restarting'] as const;
+
+/** One worker of a gateway in its detailed `/health`. */
+export const WorkerHealth = z.strictObject({
+  /** 1 to `gateway.workers`, kept across restarts. */
+  index: z.number().int().min(1),
+  /** Its gateway id, `<gateway id>.<index>`: its journal, ack file and limit share are its own. */
+  id: z.string(),
+  /** Its process id; null while it is not running. */
+  pid: z.number().int().nullable(),
+  state: z.enum(WORKER_STATES),
+  /** Times the supervisor started it again after it exited. */
+  restarts: Count,
+  /** Whether it answered this `/health` (a worker that did not has the fields below null). */
+  answered: z.boolean(),
+  ready: z.boolean().nullable(),
+  snapshot_version: StateVersion.nullable(),
+  control_connected: z.boolean().nullable(),
+  journal_backlog: Count.nullable(),
+  /** Its share of every key's limit, as control last pushed it (null before any). */
+  limit_share: Share.nullable(),
+  /** Connections it accepted, and calls and refusals it answered, since it started. */
+  connections: Count.nullable(),
+  answered_calls: Count.nullable(),
+});
+export type WorkerHealth = z.infer<typeof WorkerHealth>;
+
 /** `/health` with the metrics token: what the gateway holds and how its links to control are. */
 export const GatewayHealthDetail = z.strictObject({
   status: z.enum(['ok', 'not_ready']),
@@ -68,6 +96,11 @@ export const GatewayHealthDetail = z.strictObject({
       received_at: IsoTime,
     })
     .nullable(),
+  /**
+   * A gateway run as several workers (`gateway.workers` > 1) only: each worker, a gateway of its
+   * own to control. The fields above then describe the whole gateway (docs/gateway.md, "Workers").
+   */
+  workers: z.array(WorkerHealth).optional(),
 });
 export type GatewayHealthDetail = z.infer<typeof GatewayHealthDetail>;
 

@@ -63,6 +63,11 @@ export const GatewayStatus = z.strictObject({
    * unannounced has lapsed.
    */
   control_id: z.string().nullable().describe('the control its sync stream is attached to; null while detached'),
+  /**
+   * For a worker of a gateway run as several (`gateway.workers` > 1, ids `<gateway>.<n>`), the
+   * gateway it belongs to (see `workerParents`); null for a gateway of its own.
+   */
+  gateway: z.string().nullable().describe('for a worker of a gateway run as several processes, the gateway it belongs to; else null'),
 });
 export type GatewayStatus = z.infer<typeof GatewayStatus>;
 
@@ -112,3 +117,54 @@ export const WaitResult = z.strictObject({
   waited_ms: Millis,
 });
 export type WaitResult = z.infer<typeof WaitResult>;
+
+/** A worker's id: `<gateway id>.<n>`, n from 1 without leading zeros. */
+const WORKER_ID = /^(.+)\.([1-9][0-9]*)$/;
+
+/**
+ * The gateway each worker id belongs to (`gateway.workers` > 1: the workers of gateway `X` are
+ * `X.1` … `X.N`), read from the ids control knows: `X.n` is a worker of `X` when `X.1` and at least
+ * one other `X.m` are known and no gateway is called `X` itself. Ids not in the map are gateways
+ * of their own.
+ */
+export function workerParents(ids: readonly string[]): Map<string, string> {
+  const known = new Set(ids);
+  const byParent = new Map<string, string[]>();
+  for (const id of ids) {
+    const m = WORKER_ID.exec(id);
+    if (m === null) continue;
+    const list = byParent.get(m[1]!) ?? [];
+    list.push(id);
+    byParent.set(m[1]!, list);
+  }
+  const parents = new Map<string, string>();
+  for (const [parent, workers] of byParent) {
+    if (known.has(parent) || workers.length < 2 || !known.has(`${parent}.1`)) continue;
+    for (const id of workers) parents.set(id, parent);
+  }
+  return parents;
+}
+
+/**
+ * The gateways in the order to show them, each with `gateway`: for a worker, the gateway it
+ * belongs to (see {@link workerParents}); null for a gateway of its own. A gateway's workers
+ * follow one another in index order, where its first worker was listed.
+ */
+export function groupWorkers<T extends { id: string; gateway?: string | null }>(
+  gateways: readonly T[],
+): (T & { gateway: string | null })[] {
+  const parents = workerParents(gateways.map((g) => g.id));
+  const index = (id: string) => Number(id.slice(id.lastIndexOf('.') + 1));
+  const out: (T & { gateway: string | null })[] = [];
+  const placed = new Set<string>();
+  for (const g of gateways) {
+    const parent = parents.get(g.id) ?? null;
+    if (parent === null) out.push({ ...g, gateway: null });
+    else if (!placed.has(parent)) {
+      placed.add(parent);
+      const workers = gateways.filter((w) => parents.get(w.id) === parent).sort((a, b) => index(a.id) - index(b.id));
+      for (const w of workers) out.push({ ...w, gateway: parent });
+    }
+  }
+  return out;
+}

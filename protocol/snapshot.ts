@@ -53,6 +53,20 @@ export function defaultGatewayId(host: string): string {
   return `gw-${host.replace(NOT_GATEWAY_ID_CHAR, '-').slice(0, 60)}`;
 }
 
+/** Longest gateway id that leaves room for the suffix `.<n>` of each of `workers` workers. */
+export function workerIdRoom(workers: number): number {
+  return 64 - 1 - String(workers).length;
+}
+
+/**
+ * The gateway id of worker `n` (1-based) of the gateway `id` run as `workers` workers: `<id>.<n>`,
+ * the id cut to leave room for the suffix (a configured id is refused when too long, so only a
+ * default one, from a long host name, is ever cut).
+ */
+export function workerGatewayId(id: string, n: number, workers: number): string {
+  return `${id.slice(0, workerIdRoom(workers))}.${n}`;
+}
+
 /** The proxy engine a gateway forwards with (`gateway.engine`); `GATEWAY_ENGINES[0]` is the default. */
 export const GatewayEngine = z.enum(GATEWAY_ENGINES);
 export type GatewayEngine = z.infer<typeof GatewayEngine>;

@@ -56,9 +56,10 @@ function threadSplit(before, after, usPerTick, total) {
 
 /**
  * @param {{url: string, headers?: object, body: string, connections: number, duration: number,
- *          pids: Record<string, number>, clkTck: number, timeoutS?: number, threads?: boolean}} run
+ *          pids: Record<string, number>, clkTck: number, timeoutS?: number, threads?: boolean, rate?: number}} run
  *   `pids` names the processes whose CPU time is sampled; `server` is the one under test. With
- *   `threads`, the server's CPU is also split by thread (`cpu_us_per_req_by_thread`).
+ *   `threads`, the server's CPU is also split by thread (`cpu_us_per_req_by_thread`). `rate` caps
+ *   the requests per second over all connections (autocannon's `overallRate`).
  */
 async function measure(run) {
   const before = {};
@@ -77,6 +78,7 @@ async function measure(run) {
     pipelining: 1,
     duration: run.duration,
     timeout: run.timeoutS ?? 10,
+    ...(run.rate ? { overallRate: run.rate } : {}),
   });
   const wallS = Number(process.hrtime.bigint() - started) / 1e9;
   const self = process.cpuUsage(selfBefore);

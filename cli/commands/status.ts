@@ -5,6 +5,8 @@
  * URL's password masked), with exit code 3 (`EXIT_STORE_UNAVAILABLE`).
  */
 import { FLAG_NAMES, type StatusView, type StoreStatus } from '../../protocol/admin';
+import { groupWorkers } from '../../protocol/gateways';
+import { countOf, latestOf, nestedRows } from './gateways/render';
 import { maskDatabaseUrl } from '../../protocol/database-url';
 import { ApiError } from '../client';
 import { settlerHaltWayOut } from '../../protocol/settlement';
@@ -32,7 +34,8 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     throw err;
   }
   if (opts.json) {
-    deps.out.json(status);
+    // Each gateway gains `gateway`: for a worker, the gateway it belongs to; null for a gateway of its own.
+    deps.out.json({ ...status, gateways: groupWorkers(status.gateways) });
     return EXIT_OK;
   }
   const on = (v: boolean) => (v ? 'on' : 'off');
@@ -80,16 +83,32 @@ export async function run(opts: { json?: boolean }, deps: Deps): Promise<number>
     deps.out.line(
       table(
         head,
-        status.gateways.map((g) => [
-          g.id,
-          g.connected ? 'yes' : 'no',
-          ...(cluster ? [g.control_id] : []),
-          g.engine,
-          g.applied_version,
-          status.version - g.applied_version,
-          g.last_seen,
-          g.last_nack,
-        ]),
+        nestedRows(
+          status.gateways,
+          (g) => [
+            g.id,
+            g.connected ? 'yes' : 'no',
+            ...(cluster ? [g.control_id] : []),
+            g.engine,
+            g.applied_version,
+            status.version - g.applied_version,
+            g.last_seen,
+            g.last_nack,
+          ],
+          (_gateway, workers) => {
+            const applied = Math.min(...workers.map((w) => w.applied_version));
+            const nack = workers.find((w) => w.last_nack !== null);
+            return [
+              `${countOf(workers, (w) => w.connected)} workers`,
+              ...(cluster ? [''] : []),
+              workers[0]!.engine,
+              applied,
+              status.version - applied,
+              latestOf(workers.map((w) => w.last_seen)),
+              nack === undefined ? null : `${nack.id}: ${nack.last_nack}`,
+            ];
+          },
+        ),
       ),
     );
   }

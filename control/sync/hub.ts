@@ -297,9 +297,10 @@ export class SyncHub {
    * Every gateway control knows. `share` is the one it was last pushed while its lease holds
    * (it may still enforce it, cut off), and 0 once the lease has lapsed (its last ack, renewal
    * or connect is older than `sync.leaseS`): control has given its part to the others, so a
-   * dead gateway is not shown holding a share beside the live ones.
+   * dead gateway is not shown holding a share beside the live ones. (`ctx.gateways()` adds which
+   * gateway each worker belongs to.)
    */
-  async status(): Promise<GatewayStatus[]> {
+  async status(): Promise<Omit<GatewayStatus, 'gateway'>[]> {
     const rows = await this.ctx.store.gateways.list();
     this.others.load(rows);
     const now = this.ctx.now();

@@ -57,7 +57,7 @@ export function registerPropagationRoutes(router: Router, hub: SyncHub, ctx: Con
   });
 
   router.get('/_admin/v1/gateways', async ({ res }) => {
-    const body: GatewaysView = { limits_mode: hub.mode, lease_s: hub.leaseS, gateways: await hub.status() };
+    const body: GatewaysView = { limits_mode: hub.mode, lease_s: hub.leaseS, gateways: await ctx.gateways() };
     sendJson(res, 200, body);
   });
 
@@ -75,7 +75,7 @@ export function registerPropagationRoutes(router: Router, hub: SyncHub, ctx: Con
       );
       hub.weightChanged(id, input.weight);
     }
-    const gateways = await hub.status();
+    const gateways = await ctx.gateways();
     const body: GatewayWeightChange = { gateway: gateways.find((g) => g.id === id)!, changed, limits_mode: hub.mode, gateways };
     sendJson(res, 200, body);
   });

@@ -62,6 +62,8 @@ export class OutcomeShipper {
   private readonly control: SyncHttp;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
+  /** The batch on the wire, if any: `ship`'s promise. */
+  private shipping: Promise<boolean> | null = null;
   private stopped = false;
   private failures = 0;
   /** Aborts the batch on the wire, if any. */
@@ -87,11 +89,26 @@ export class OutcomeShipper {
     this.schedule(0);
   }
 
-  /** Ship what is pending now (used at shutdown); resolves when the journal is empty or a send failed. */
+  /**
+   * Ship what is pending now (used at shutdown); resolves when the journal is empty or a send
+   * failed. A batch already on the wire (the background loop's) is waited for first, then the
+   * records written after it are shipped too.
+   */
   async drain(): Promise<void> {
-    while (!this.running && this.opts.journal.backlog() > 0) {
-      if (!(await this.shipOnce())) return;
+    for (;;) {
+      if (this.shipping !== null) await this.shipping;
+      if (this.opts.journal.backlog() === 0) return;
+      if (!(await this.ship())) return;
     }
+  }
+
+  /** One batch, remembered while it is on the wire so `drain` can wait for it. */
+  private ship(): Promise<boolean> {
+    const shipping: Promise<boolean> = this.shipOnce().finally(() => {
+      if (this.shipping === shipping) this.shipping = null;
+    });
+    this.shipping = shipping;
+    return shipping;
   }
 
   stop(): void {
@@ -110,7 +127,7 @@ export class OutcomeShipper {
   private async tick(): Promise<void> {
     if (this.running || this.stopped) return;
     const at = this.control.endpoints.current;
-    const ok = this.opts.journal.backlog() === 0 ? true : await this.shipOnce();
+    const ok = this.opts.journal.backlog() === 0 ? true : await this.ship();
     if (ok) {
       this.failures = 0;
       const backlog = this.opts.journal.backlog();

@@ -4,6 +4,7 @@
  */
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as D from '../../config/defaults';
 import { ConfigError, defaultControlUrl, envName, loadConfig, settingsTable } from '../../config/load';
@@ -79,6 +80,29 @@ t.test('file, then env, then flags: each overrides the previous', async (t) => {
   t.equal(emptyEnv.gateway.port, 1000, 'an empty env value is ignored');
   const flagString = loadConfig({ file, flags: { 'gateway.port': '4000' } });
   t.equal(flagString.gateway.port, 4000, 'flag strings are coerced like env values');
+});
+
+t.test('gateway.workers: 1 by default, a count or auto (the CPUs available) from env, file or flag', async (t) => {
+  t.equal(loadConfig({ env: {} }).gateway.workers, 1);
+  t.equal(loadConfig({ env: { SVC_GATEWAY_WORKERS: '4' } }).gateway.workers, 4);
+  t.equal(loadConfig({ env: {}, flags: { 'gateway.workers': '2' } }).gateway.workers, 2, 'flag strings are coerced');
+  t.equal(loadConfig({ env: { SVC_GATEWAY_WORKERS: 'auto' } }).gateway.workers, availableParallelism(), 'auto: os.availableParallelism()');
+  for (const bad of ['0', '-1', '2.5', 'many', 'AUTO', '1025']) {
+    const err = configError(t, () => loadConfig({ env: { SVC_GATEWAY_WORKERS: bad } }));
+    t.match(
+      err.message,
+      /^invalid setting gateway\.workers \(from env SVC_GATEWAY_WORKERS\): .*; allowed: an integer from 1 to 1024, or auto/,
+      bad,
+    );
+  }
+  t.equal(loadConfig({ env: { SVC_GATEWAY_WORKERS: '9', SVC_GATEWAY_ID: 'g'.repeat(62) } }).gateway.id, 'g'.repeat(62), 'room for .9');
+  const err = configError(t, () => loadConfig({ env: { SVC_GATEWAY_WORKERS: '10', SVC_GATEWAY_ID: 'g'.repeat(62) } }));
+  t.same(
+    err.issues.map((i) => [i.key, i.source, i.allowed]),
+    [['gateway.id', 'env SVC_GATEWAY_ID', 'with gateway.workers 10, 1 to 61 of A-Z a-z 0-9 . _ - (each worker is the gateway <id>.<n>)']],
+    "an id too long for its workers' suffix names the id and the rule",
+  );
+  t.equal(loadConfig({ env: { SVC_GATEWAY_ID: 'g'.repeat(64) } }).gateway.id?.length, 64, 'one worker: the whole 64');
 });
 
 t.test('SVC_GATEWAY_PORT=abc names the key, the env var and the range', async (t) => {

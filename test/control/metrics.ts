@@ -32,6 +32,7 @@ const gateway = (id: string, connected: boolean, applied: number): GatewayStatus
   last_nack: null,
   engine: null,
   control_id: connected ? 'ctl_test' : null,
+  gateway: null,
 });
 
 const settlerStatus = (state: SettlerStatus['state'], backlog: number, lagMs: number | null): SettlerStatus => ({

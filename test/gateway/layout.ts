@@ -1,7 +1,7 @@
 // The gateway's folders import only what gateway/README.md (and each folder's README) allows:
 // state/ and journal/ reach control only through control-link/, which imports no gateway folder;
 // proxy/ imports no gateway folder (the failure kinds and header filters are its own), and the
-// rest of the gateway imports only its index.ts.
+// rest of the gateway imports only its index.ts; workers/ imports only the top level.
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import t from 'tap';
@@ -9,7 +9,7 @@ import { ROOT, importsOf, sourceFiles, type Import } from '../fixtures/imports';
 
 const GATEWAY = join(ROOT, 'gateway');
 /** Top-level gateway folders with rules of their own. */
-const FOLDERS = ['request', 'state', 'journal', 'proxy', 'control-link'] as const;
+const FOLDERS = ['request', 'state', 'journal', 'proxy', 'control-link', 'workers'] as const;
 
 /** The gateway folder a repo-relative path is in ('' for gateway/'s own files), or null outside gateway/. */
 function folderOf(path: string): string | null {
@@ -38,6 +38,7 @@ function violations(imports: readonly Import[]): string[] {
     if (to === 'control-link' && from !== '' && from !== 'state' && from !== 'journal')
       found.push(`${where}: only state/, journal/ and the top level talk to control`);
     if (from === 'proxy' || from === 'control-link') found.push(`${where}: ${from}/ imports no other gateway folder`);
+    if (from === 'workers' && to !== '') found.push(`${where}: workers/ imports no other gateway folder, only the top level`);
   }
   return found;
 }
@@ -45,7 +46,7 @@ function violations(imports: readonly Import[]): string[] {
 const files = sourceFiles(GATEWAY);
 const imports = importsOf(files);
 
-t.test('the gateway has its five folders, each with a README, and their files are read', async (t) => {
+t.test('the gateway has its six folders, each with a README, and their files are read', async (t) => {
   for (const folder of FOLDERS) {
     t.ok(
       files.some((f) => relative(GATEWAY, f).startsWith(`${folder}/`)),
@@ -90,6 +91,7 @@ t.test('each rule catches what it forbids', async (t) => {
       { file: 'gateway/request/handler.ts', spec: '../control-link/sync-http', target: 'gateway/control-link/sync-http' },
     ],
     ['undici in control-link/', { file: 'gateway/control-link/sync-post.ts', spec: 'undici', target: null }],
+    ['workers/ → state/', { file: 'gateway/workers/worker.ts', spec: '../state/state', target: 'gateway/state/state' }],
   ];
   for (const [name, imp] of cases) t.equal(violations([imp]).length, 1, name);
   for (const ok of [
@@ -99,6 +101,7 @@ t.test('each rule catches what it forbids', async (t) => {
     { file: 'gateway/control-link/sync-post.ts', spec: './sync-http', target: 'gateway/control-link/sync-http' },
     { file: 'gateway/control-link/sync-http.ts', spec: '../../runtime/log', target: 'runtime/log' },
     { file: 'gateway/request/handler.ts', spec: '../proxy/index', target: 'gateway/proxy/index' },
+    { file: 'gateway/workers/worker.ts', spec: '../main', target: 'gateway/main' },
   ]) {
     t.same(violations([ok]), [], `${ok.file} → ${ok.spec} is allowed`);
   }

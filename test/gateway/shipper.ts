@@ -203,3 +203,44 @@ t.test('a batch on the wire to a control that hangs is sent to the next control 
   t.equal(shipped.failures, 1, 'the batch left on the hung control counted as one failure');
   t.equal(taken, 1, 'nothing more went to the hung control');
 });
+
+t.test('drain at shutdown waits for the batch on the wire, then ships the records written after it', async (t) => {
+  // A control that holds its answer to the first batch until released.
+  const stored = new Set<string>();
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((r) => (release = r));
+  let posts = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const first = ++posts === 1;
+      void (first ? held : Promise.resolve()).then(() => {
+        const batch = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { records: OutcomeRecord[] };
+        for (const r of batch.records) stored.add(r.call_id);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ accepted: batch.records.length, duplicates: 0 }));
+      });
+    });
+  });
+  const port = await listen(t, server);
+  const journal = Journal.open({ dir: tempDir(t) });
+  t.teardown(() => journal.close());
+  for (let i = 1; i <= 3; i++) journal.append(record(i));
+  const shipper = new OutcomeShipper({
+    controlUrl: `http://127.0.0.1:${port}`,
+    syncToken: 'token',
+    gatewayId: 'gw-1',
+    journal,
+    log: silentLogger,
+  });
+  t.teardown(() => shipper.stop());
+  shipper.start();
+  await waitFor(() => posts === 1, 'the first batch on the wire');
+  for (let i = 4; i <= 5; i++) journal.append(record(i));
+  const drained = shipper.drain();
+  release();
+  await drained;
+  t.equal(journal.backlog(), 0, 'nothing left in the journal');
+  t.same([...stored].sort(), [1, 2, 3, 4, 5].map((i) => record(i).call_id).sort(), 'the batch on the wire and the later records');
+  t.equal(posts, 2, 'two batches, one after the other');
+});

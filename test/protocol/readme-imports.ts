@@ -123,6 +123,7 @@ t.test('the READMEs state their lists', async (t) => {
       'gateway/proxy',
       'gateway/request',
       'gateway/state',
+      'gateway/workers',
       'protocol',
       'runtime',
     ],

@@ -116,6 +116,7 @@ forEachStore(t, (t, kind) => {
           last_nack: null,
           engine: 'undici',
           control_id: 'ctl_test',
+          gateway: null,
         },
         {
           id: 'gw-host-b',
@@ -128,6 +129,7 @@ forEachStore(t, (t, kind) => {
           last_nack: null,
           engine: null,
           control_id: null,
+          gateway: null,
         },
       ];
     };

@@ -36,6 +36,13 @@ const DATABASE_URL_OPTION: OptionSpec = {
   description: "control's store: a postgres:// or postgresql:// URL (SVC_DATABASE_URL; default SQLite in the data dir)",
 };
 
+/** `gateway.workers`, for the commands that start a gateway. */
+const WORKERS_OPTION: OptionSpec = {
+  flags: '--workers <n>',
+  description:
+    'gateway processes serving the one port, a count or auto (the CPUs available); each is the gateway <id>.<n> to control (SVC_GATEWAY_WORKERS; default 1)',
+};
+
 /** The settings `PORT_OPTIONS` set, as dotted keys. */
 const portSettings = (o: Record<string, unknown>) => ({
   host: o.host,
@@ -74,11 +81,12 @@ export const serve: GroupSpec = {
           flags: '--engine <engine>',
           description: `proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE; default ${GATEWAY_ENGINES[0]})`,
         },
+        WORKERS_OPTION,
         { flags: '--json', description: "once ready, print one JSON object with the gateway's URL" },
       ],
       action: async (o, ctx) => {
         const config = ctx.settings(
-          { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id, 'gateway.engine': o.engine },
+          { host: o.host, 'gateway.port': o.gatewayPort, 'gateway.id': o.id, 'gateway.engine': o.engine, 'gateway.workers': o.workers },
           { controlList: true },
         );
         const { run } = lazy<typeof import('./gateway.js')>(__dirname, 'gateway');
@@ -95,6 +103,7 @@ export const up: ProcessSpec = {
     ...PORT_OPTIONS,
     DATABASE_URL_OPTION,
     { flags: '--engine <engine>', description: `the gateway's proxy engine: ${GATEWAY_ENGINES.join(' or ')} (SVC_GATEWAY_ENGINE)` },
+    WORKERS_OPTION,
     { flags: '--json', description: 'once ready, print one JSON object with the four URLs and the pids' },
     {
       flags: '--sample',
@@ -103,7 +112,9 @@ export const up: ProcessSpec = {
   ],
   action: async (o, ctx) => {
     // Fail fast on bad settings, and on an operator's token where root's belongs.
-    const config = refuseOperatorRootToken(ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl, 'gateway.engine': o.engine }));
+    const config = refuseOperatorRootToken(
+      ctx.settings({ ...portSettings(o), databaseUrl: o.databaseUrl, 'gateway.engine': o.engine, 'gateway.workers': o.workers }),
+    );
     // Each child gets the global options and the flags that concern its role.
     const g = ctx.globals();
     const common: string[] = [];
@@ -122,7 +133,13 @@ export const up: ProcessSpec = {
     const databaseUrl = typeof o.databaseUrl === 'string' ? o.databaseUrl : undefined;
     if (databaseUrl === '') controlArgs.push('--database-url', ''); // SQLite, over env and file (an empty env value is ignored)
     const controlEnv: NodeJS.ProcessEnv = databaseUrl ? { SVC_DATABASE_URL: databaseUrl } : {};
-    const gatewayArgs = [...common, ...flag('--host', o.host), ...flag('--gateway-port', o.gatewayPort), ...flag('--engine', o.engine)];
+    const gatewayArgs = [
+      ...common,
+      ...flag('--host', o.host),
+      ...flag('--gateway-port', o.gatewayPort),
+      ...flag('--engine', o.engine),
+      ...flag('--workers', o.workers),
+    ];
     const { run } = lazy<typeof import('../up.js')>(__dirname, '../up');
     return run(
       {

@@ -1,0 +1,185 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run bench:workers`: one gateway as a single process against one of two workers
+ * (`--workers 2`), and how connections spread over the workers with the cluster's two
+ * scheduling policies.
+ *
+ * Three gateways on one control, gate off, one endpoint on the bench upstream:
+ * - `single`: `--workers 1` (one process, as before workers existed);
+ * - `workers-rr`: `--workers 2`, connections handed out by the supervisor in turn (`SCHED_RR`);
+ * - `workers-none`: `--workers 2` under `NODE_CLUSTER_SCHED_POLICY=none` (the kernel picks the
+ *   worker that accepts).
+ * Interleaved rounds (BENCH_ROUNDS, default 3) of BENCH_DURATION_S seconds (default 10) each,
+ * BENCH_CONNECTIONS connections (default 50, keep-alive, a 200-byte JSON POST; BENCH_RATE caps
+ * the requests per second over them, default 0: as fast as answered), unpinned: the
+ * load generator, upstream and control share the machine's CPUs with the gateway.
+ *
+ * Per run: req/s, the gateway's CPU time per request summed over every process of it (the
+ * supervisor and both workers, `/proc/<pid>/stat` utime + stime, as `npm run bench` measures a
+ * single gateway), and per worker the connections it accepted and the calls it answered during
+ * the run (from the gateway's `/health`, whose `workers` list has both counts). Figures are
+ * medians over the rounds; `bench/results/workers.json` keeps every run. BENCH_ONLY (e.g.
+ * `single,workers-rr`) runs only the variants named.
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { envInt } = require('./lib/env');
+const { measure, jsonBody } = require('./lib/load');
+const { Proc, clockTicks, stopAll, killAllSync } = require('./lib/proc');
+const { median, round, ratio } = require('./lib/stats');
+const { Admin, http, startControl, startGateway, waitGatewayVersion } = require('./lib/svc');
+
+const ROUNDS = envInt('BENCH_ROUNDS', 3, 1);
+const DURATION_S = envInt('BENCH_DURATION_S', 10, 1);
+const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50, 1);
+/** Requests per second over all connections (0: as fast as the gateway answers). */
+const RATE = envInt('BENCH_RATE', 0);
+const OPEN_LIMITS = {
+  SVC_LIMITS_IP_COUNT: '1000000000',
+  SVC_LIMITS_IP_BURST: '1000000000',
+  SVC_LIMITS_KEY_COUNT: '1000000000',
+  SVC_LIMITS_KEY_BURST: '1000000000',
+};
+const VARIANTS = [
+  { name: 'single', workers: 1, env: {} },
+  { name: 'workers-rr', workers: 2, env: { NODE_CLUSTER_SCHED_POLICY: 'rr' } },
+  { name: 'workers-none', workers: 2, env: { NODE_CLUSTER_SCHED_POLICY: 'none' } },
+];
+
+/** BENCH_ONLY: a comma-separated list of the variants to run (default all). */
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+const log = (line) => process.stderr.write(`[bench:workers] ${line}\n`);
+
+/** The gateway's detailed /health. */
+async function health(url, token) {
+  return (await http('GET', `${url}/health`, { headers: { authorization: `Bearer ${token}` } })).body;
+}
+
+/** Per worker: connections accepted and calls answered so far (a single gateway: none). */
+async function counts(url, token) {
+  const h = await health(url, token);
+  return (h.workers ?? []).map((w) => ({ id: w.id, pid: w.pid, connections: w.connections, calls: w.answered_calls }));
+}
+
+/** Medians per gateway over the rounds, and two workers' CPU per request over one process's. */
+function summarize(gateways, runs) {
+  const summary = {};
+  for (const g of gateways) {
+    const mine = runs.filter((r) => r.gateway === g.name);
+    const busiest = (r, field) => Math.max(...r.spread.map((s) => s[field])) / r.spread.reduce((a, s) => a + s[field], 0);
+    const share = (r) => busiest(r, 'calls');
+    const connShare = (r) => busiest(r, 'connections');
+    summary[g.name] = {
+      req_per_s: median(mine.map((r) => r.req_per_s)),
+      cpu_us_per_req: median(mine.map((r) => r.cpu_us_per_req)),
+      busiest_worker_share_of_calls: g.workers > 1 ? round(median(mine.map(share)), 3) : null,
+      busiest_worker_share_by_run: g.workers > 1 ? mine.map((r) => round(share(r), 3)) : null,
+      busiest_worker_share_of_connections: g.workers > 1 ? round(median(mine.map(connShare)), 3) : null,
+      connections_by_run: g.workers > 1 ? mine.map((r) => r.spread.map((s) => s.connections).join('/')) : null,
+    };
+  }
+  const over = (name) =>
+    summary[name] && summary.single ? round(ratio(summary[name].cpu_us_per_req, summary.single.cpu_us_per_req), 3) : null;
+  summary.cpu_per_req_workers_rr_over_single = over('workers-rr');
+  summary.cpu_per_req_workers_none_over_single = over('workers-none');
+  return summary;
+}
+
+async function main() {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-workers-'));
+  const logDir = path.join(tmp, 'logs');
+  fs.mkdirSync(logDir);
+  const dataDir = path.join(tmp, 'data');
+  const upstream = new Proc('upstream', [process.execPath, path.join(__dirname, 'servers', 'upstream.js')], {
+    log: path.join(logDir, 'upstream.log'),
+  });
+  const upstreamUrl = (await upstream.start()).urls.upstream;
+  const control = startControl({ dataDir, cpu: null, logDir, env: OPEN_LIMITS });
+  const controlUrl = (await control.start()).urls.control;
+  const admin = new Admin(controlUrl, dataDir);
+  const { version } = await admin.addEndpoint('ep', `${upstreamUrl}/api`);
+  const token = fs.readFileSync(path.join(dataDir, 'metrics.token'), 'utf8').trim();
+
+  const gateways = [];
+  for (const v of VARIANTS.filter((x) => ONLY.length === 0 || ONLY.includes(x.name))) {
+    const proc = startGateway({
+      cpu: null,
+      dataDir,
+      controlUrl,
+      logDir,
+      id: `gw-${v.name}`,
+      name: v.name,
+      env: { ...v.env, SVC_GATEWAY_WORKERS: String(v.workers) },
+    });
+    const url = (await proc.start()).urls.gateway;
+    await waitGatewayVersion(url, version, dataDir);
+    const pids = { supervisor: proc.pid, ...Object.fromEntries((await counts(url, token)).map((w) => [w.id, w.pid])) };
+    gateways.push({ ...v, proc, url, pids });
+    log(`${v.name}: ${url} pids ${JSON.stringify(pids)}`);
+  }
+
+  const body = jsonBody(200);
+  const clkTck = clockTicks();
+  const runs = [];
+  for (const g of gateways) await measure({ url: `${g.url}/v1/ep/x`, body, connections: CONNECTIONS, duration: 2, pids: g.pids, clkTck }); // warm-up
+  for (let round_ = 1; round_ <= ROUNDS; round_++) {
+    for (const g of gateways) {
+      const before = await counts(g.url, token);
+      const m = await measure({
+        url: `${g.url}/v1/ep/x`,
+        body,
+        connections: CONNECTIONS,
+        duration: DURATION_S,
+        pids: g.pids,
+        clkTck,
+        rate: RATE,
+      });
+      const after = await counts(g.url, token);
+      const total = Object.values(m.cpu_ticks).reduce((a, b) => a + b, 0);
+      const cpuUs = m.requests > 0 ? round((total * 1e6) / clkTck / m.requests, 1) : null;
+      const spread = after.map((w, i) => ({
+        id: w.id,
+        connections: w.connections - before[i].connections,
+        calls: w.calls - before[i].calls,
+      }));
+      runs.push({
+        round: round_,
+        gateway: g.name,
+        req_per_s: m.req_per_s,
+        requests: m.requests,
+        cpu_us_per_req: cpuUs,
+        by_process: m.cpu_us_per_req_by_process,
+        non2xx: m.non2xx,
+        errors: m.errors,
+        spread,
+      });
+      log(
+        `round ${round_} ${g.name}: ${m.req_per_s} req/s, ${cpuUs} µs CPU/req${spread.length ? `, spread ${spread.map((s) => `${s.id} ${s.connections} conn ${s.calls} calls`).join(' / ')}` : ''}`,
+      );
+    }
+  }
+
+  const summary = summarize(gateways, runs);
+  const out = {
+    at: new Date().toISOString(),
+    cpus: os.availableParallelism(),
+    rounds: ROUNDS,
+    duration_s: DURATION_S,
+    connections: CONNECTIONS,
+    summary,
+    runs,
+  };
+  fs.mkdirSync(path.join(__dirname, 'results'), { recursive: true });
+  fs.writeFileSync(path.join(__dirname, 'results', 'workers.json'), JSON.stringify(out, null, 2) + '\n');
+  process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+}
+
+process.on('exit', killAllSync);
+main()
+  .catch((err) => {
+    process.stderr.write(`${err.stack ?? err}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => stopAll());
