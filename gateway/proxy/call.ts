@@ -104,10 +104,7 @@ export abstract class ForwardCall {
   /** The last request byte is upstream's now: the provider's clock starts. */
   protected bodySent(): void {
     if (this.clockStart < 0) this.clockStart = performance.now();
-    if (!this.responding) {
-      this.stopDeadline();
-      this.startDeadline();
-    }
+    if (!this.responding) this.restartDeadline();
   }
 
   private readonly onBodyStalled = (): void => {
@@ -117,12 +114,13 @@ export abstract class ForwardCall {
   // ---- the answer ----------------------------------------------------------------------
 
   /**
-   * The upstream's response head: run the head hook and write the head to the caller. False
-   * when the call ended instead (a throwing hook is a 500; a head Node refuses to write, e.g.
-   * an invalid status, is the upstream's fault). `declared` is the body's declared length (-1: none).
+   * The upstream's response head: run the head hook and write the head to the caller; the
+   * provider's deadline starts over as the idle timeout between body chunks (the engine
+   * refreshes it with every chunk and stops it at the end of the body). False when the call
+   * ended instead (a throwing hook is a 500; a head Node refuses to write, e.g. an invalid
+   * status, is the upstream's fault). `declared` is the body's declared length (-1: none).
    */
   protected upstreamHead(status: number, headers: HeaderList, declared: number): boolean {
-    this.stopDeadline();
     this.responding = true;
     this.status = status;
     if (this.clockStart < 0) this.clockStart = performance.now();
@@ -151,6 +149,8 @@ export abstract class ForwardCall {
     }
     this.remaining = declared;
     this.observer = head.body;
+    // The deadline for the head is met: its timer goes on as the idle timeout between body chunks.
+    this.restartDeadline();
     return true;
   }
 
@@ -350,6 +350,12 @@ export abstract class ForwardCall {
   /** Start the running deadline over (a sign of life from the upstream). */
   protected refreshDeadline(): void {
     this.deadline?.refresh();
+  }
+
+  /** Start the deadline over, on the timer the call already has if it has one. */
+  private restartDeadline(): void {
+    if (this.deadline === undefined) this.startDeadline();
+    else this.deadline.refresh();
   }
 
   protected stopDeadline(): void {

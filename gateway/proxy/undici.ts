@@ -166,8 +166,7 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
     if (this.finished) return false;
     const headers = clientResponseHeaders(rawStrings(rawHeaders));
     if (!this.upstreamHead(statusCode, headers, declaredLength(headerListValue(headers, 'content-length')))) return false;
-    this.resumeUpstream = resume;
-    this.startDeadline(); // now the idle timeout between body chunks
+    this.resumeUpstream = resume; // the deadline is now the idle timeout between body chunks
     return true;
   }
 
