@@ -33,6 +33,17 @@ export interface EngineCounters {
   inFlight: number;
 }
 
+/**
+ * Calls whose caller's clock is armed at the end of the current event-loop turn (see
+ * `startBodyClock`), and the one `setImmediate` per turn that arms them.
+ */
+const clocksToArm: ForwardCall[] = [];
+
+function armBodyClocks(): void {
+  for (let i = 0; i < clocksToArm.length; i++) clocksToArm[i]!.armBodyClock();
+  clocksToArm.length = 0;
+}
+
 export abstract class ForwardCall {
   protected finished = false;
   /** The provider's deadline, or the upstream's idle timeout, ran out. */
@@ -49,9 +60,12 @@ export abstract class ForwardCall {
   private deadline: NodeJS.Timeout | undefined;
   /**
    * The caller's clock: the longest pause between request-body chunks, armed while the call
-   * waits for the caller's body and not while the upstream holds the body back.
+   * waits for the caller's body and not while the upstream holds the body back. Undefined until
+   * it is armed, at the end of the turn the call started in (`startBodyClock`).
    */
   protected bodyTimer: NodeJS.Timeout | undefined;
+  /** The caller's whole body is in (or the call ended): its clock is not armed any more. */
+  private bodyIn = false;
   private heldByUpstream = false;
   // The response body on its way to the caller.
   private remaining = -1;
@@ -80,9 +94,28 @@ export abstract class ForwardCall {
 
   // ---- the request body ----------------------------------------------------------------
 
-  /** Arm the caller's clock (the request has a body to wait for). */
+  /**
+   * Start the caller's clock (the request has a body to wait for). Its timer is armed at the end
+   * of this event-loop turn, with those of the turn's other calls, and only if the body is not
+   * all in by then: a small body arrives with the request head and is taken within the turn, so
+   * the usual call never creates the timer. The clock starts that much later (less than one
+   * turn, against a `clientBodyTimeoutMs` of seconds).
+   */
   protected startBodyClock(): void {
+    if (clocksToArm.length === 0) setImmediate(armBodyClocks);
+    clocksToArm.push(this);
+  }
+
+  /** End of the turn: arm the caller's clock if the call still waits for its body. */
+  armBodyClock(): void {
+    if (this.finished || this.bodyIn) return;
     this.bodyTimer = setTimeout(this.onBodyStalled, this.counters.clientBodyTimeoutMs);
+  }
+
+  /** The caller's whole body is in: its clock stops (or is never armed). */
+  protected stopBodyClock(): void {
+    this.bodyIn = true;
+    clearTimeout(this.bodyTimer);
   }
 
   /** The upstream takes no more of the body for now: the caller is paused, and the provider's clock runs. */

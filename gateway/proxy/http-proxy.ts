@@ -147,7 +147,7 @@ class HttpProxyCall extends ForwardCall {
 
   private readonly onCallerEnd = (): void => {
     if (this.finished) return;
-    clearTimeout(this.bodyTimer);
+    this.stopBodyClock();
     this.upstreamReq!.end();
     this.bodySent();
   };
