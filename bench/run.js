@@ -19,7 +19,7 @@ const { round } = require('./lib/stats');
 const { FOREIGN_WARN_PCT, fmt, interleave, summarise, printSummary } = require('./lib/rounds');
 const { snapshotDist } = require('./lib/app');
 const { ENDPOINT, GATEWAY_ID, ENGINES, PROCESSES, BASELINES, params, log, sleep } = require('./lib/run-params');
-const { bootGateway, expectStatus, heldPhase, threadSplit, revocation, profileGateway } = require('./lib/gateway-runs');
+const { bootGateway, expectStatus, heldPhase, threadSplit, revocation, profileGateway, profileBare } = require('./lib/gateway-runs');
 const { largeKeys } = require('./lib/large-keys');
 const { prepaidPhase } = require('./lib/prepaid');
 const { evaluate } = require('./lib/run-report');
@@ -377,6 +377,11 @@ async function run(results, env) {
       const args = { engine, dataDir, controlUrl, control, cpuServer, logDir, tmp, version: wanted, auth, load, results };
       results.profile[engine] = await profileGateway(args);
     }
+    for (const [name, script] of [
+      ['bare-http-proxy', 'bare-proxy.js'],
+      ['bare-undici', 'undici-proxy.js'],
+    ])
+      results.profile[name] = await profileBare({ name, script, upstreamBase: up.upstreamBase, cpuServer, logDir, tmp, load, results });
   }
   if (params.revoke_keys > 0) await revocationPhase(results, loader, stack);
   if (params.keys_large > params.keys) await largeKeys(results, env, loader, up, stack);

@@ -8,7 +8,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { Pool } = require('undici');
-const { memory, cpuTicks, clockTicks } = require('./proc');
+const { Proc, memory, cpuTicks, clockTicks } = require('./proc');
 const { UNTHROTTLED } = require('./seed');
 const { http, startGateway, waitGatewayHealth, waitGatewayVersion, ROOT } = require('./svc');
 const { median, percentile, round } = require('./stats');
@@ -201,28 +201,52 @@ async function profileGateway({ engine, dataDir, controlUrl, control, cpuServer,
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
   });
   const target = { name: `gateway-${engine}-profiled`, url: `${gw.url}/v1/${ENDPOINT}/echo`, headers: auth, pids: { server: gw.proc.pid } };
+  return profiledRun({ target, proc: gw.proc, dir, keepAs: `gateway-${engine}`, load, results });
+}
+
+/**
+ * One more bare proxy (`servers/bare-proxy.js` or `servers/undici-proxy.js`) under
+ * `node --cpu-prof`, loaded as the gateways are: the same functions' cost without the gateway.
+ */
+async function profileBare({ name, script, upstreamBase, cpuServer, logDir, tmp, load, results }) {
+  const dir = path.join(tmp, `cpuprof-${name}`);
+  fs.mkdirSync(dir, { recursive: true });
+  log(`\nprofiling: ${name} under --cpu-prof, one ${params.duration_s}s run`);
+  const argv = [process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, path.join(__dirname, '..', 'servers', script), upstreamBase];
+  const proc = new Proc(`${name}-prof`, argv, { cpu: cpuServer, log: path.join(logDir, `${name}-prof.log`) });
+  const url = (await proc.start()).urls.proxy;
+  const target = { name: `${name}-profiled`, url: `${url}/echo`, headers: {}, pids: { server: proc.pid } };
+  return profiledRun({ target, proc, dir, keepAs: name, load, results });
+}
+
+/** Warm `target` up, load it for one run, stop it and summarise the run's window of its profile. */
+async function profiledRun({ target, proc, dir, keepAs: keepName, load, results }) {
   await load(target, Math.max(1, params.warmup_s));
   const from = Number(process.hrtime.bigint() / 1000n);
   const r = await load(target, params.duration_s);
   const to = Number(process.hrtime.bigint() / 1000n);
   results.runs.push({ phase: 'profile', round: 1, target: target.name, ...r });
-  await gw.proc.stop();
+  await proc.stop();
   const file = fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
     .map((f) => path.join(dir, f))[0];
-  if (!file) throw new Error('no .cpuprofile written by the profiled gateway');
-  const keepAs = path.join(__dirname, '..', 'results', `gateway-${engine}.cpuprofile`);
+  if (!file) throw new Error(`no .cpuprofile written by ${target.name}`);
+  const keepAs = path.join(__dirname, '..', 'results', `${keepName}.cpuprofile`);
   fs.copyFileSync(file, keepAs);
-  const summary = summariseProfile(file, { top: 25, root: path.dirname(distDir()), windowUs: [from, to] });
+  const requests = r.requests ?? Math.round(r.req_per_s * params.duration_s);
+  const summary = summariseProfile(file, { top: 40, root: path.dirname(distDir()), windowUs: [from, to], requests });
   log(
-    `  ${fmt(r.req_per_s, 0)} req/s under the profiler; ${summary.samples} samples in the load window, GC ${summary.gc_pct_of_busy}% of busy`,
+    `  ${fmt(r.req_per_s, 0)} req/s under the profiler; ${summary.samples} samples in the load window, GC ${summary.gc_pct_of_busy}% of busy; ${summary.busy_us_per_req} µs/req on the main thread`,
   );
-  for (const row of summary.top.slice(0, 20)) log(`  ${String(row.busy_pct).padStart(5)}%  ${row.function}`);
+  log('  self time, µs per request:');
+  for (const row of summary.top.slice(0, 25))
+    log(`  ${String(row.us_per_req).padStart(6)}  ${String(row.busy_pct).padStart(5)}%  ${row.function}`);
   log('  by file:');
-  for (const row of summary.files.slice(0, 10)) log(`  ${String(row.busy_pct).padStart(5)}%  ${row.file}`);
+  for (const row of summary.files.slice(0, 12))
+    log(`  ${String(row.us_per_req).padStart(6)}  ${String(row.busy_pct).padStart(5)}%  ${row.file}`);
   log(`  profile saved to ${path.relative(process.cwd(), keepAs)}`);
-  return { run: r, file: path.relative(ROOT, keepAs), ...summary };
+  return { run: r, file: path.relative(ROOT, keepAs), window_us: [from, to], requests, ...summary };
 }
 
 /** One POST through `url`, returning the status (sanity checks before measuring). */
@@ -236,4 +260,4 @@ async function expectStatus(label, url, headers, status) {
   if (res.status !== status) throw new Error(`${label}: expected ${status}, got ${res.status}: ${JSON.stringify(res.body)}`);
 }
 
-module.exports = { expectStatus, bootGateway, heldPhase, threadSplit, revocation, profileGateway };
+module.exports = { expectStatus, bootGateway, heldPhase, threadSplit, revocation, profileGateway, profileBare };

@@ -8,10 +8,6 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-/**
- * @param {string} file
- * @param {{top?: number, root?: string, windowUs?: [number, number]}} opts
- */
 /** `file:///abs/path.js` or `/abs/path.js` → path relative to `root`; `node:…` and others unchanged. */
 function where(url, root) {
   if (!url) return '';
@@ -19,7 +15,11 @@ function where(url, root) {
   return file.startsWith('/') ? path.relative(root, file) : file;
 }
 
-function summarise(file, { top = 25, root = process.cwd(), windowUs = null } = {}) {
+/**
+ * @param {string} file
+ * @param {{top?: number, root?: string, windowUs?: [number, number], requests?: number}} opts
+ */
+function summarise(file, { top = 25, root = process.cwd(), windowUs = null, requests = 0 } = {}) {
   const profile = JSON.parse(fs.readFileSync(file, 'utf8'));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const counts = new Map();
@@ -58,11 +58,18 @@ function summarise(file, { top = 25, root = process.cwd(), windowUs = null } = {
   }
   const busy = samples - idle;
   const pct = (n) => Math.round((n / Math.max(1, busy)) * 1000) / 10;
+  // With the requests the window served: samples as µs of the main thread per request.
+  const perReq = (n) => (requests > 0 ? Math.round(((n * perSampleUs) / requests) * 100) / 100 : null);
   const rows = [...fnSelf.entries()]
     .filter(([name]) => !name.startsWith('(idle)'))
     .sort((a, b) => b[1] - a[1])
     .slice(0, top)
-    .map(([name, count]) => ({ function: name, self_ms: Math.round((count * perSampleUs) / 100) / 10, busy_pct: pct(count) }));
+    .map(([name, count]) => ({
+      function: name,
+      self_ms: Math.round((count * perSampleUs) / 100) / 10,
+      busy_pct: pct(count),
+      us_per_req: perReq(count),
+    }));
   // Self time grouped by source file: where the time goes, by module.
   const byFile = new Map();
   for (const [id, count] of counts) {
@@ -74,11 +81,12 @@ function summarise(file, { top = 25, root = process.cwd(), windowUs = null } = {
   const files = [...byFile.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, 15)
-    .map(([file, count]) => ({ file, busy_pct: pct(count) }));
+    .map(([file, count]) => ({ file, busy_pct: pct(count), us_per_req: perReq(count) }));
   return {
     windowed,
     samples,
     busy_samples: busy,
+    busy_us_per_req: perReq(busy),
     idle_pct: Math.round((idle / Math.max(1, samples)) * 1000) / 10,
     gc_pct_of_busy: pct(gc),
     span_ms: Math.round(spanUs / 1000),
@@ -92,10 +100,10 @@ module.exports = { summarise };
 if (require.main === module) {
   const file = process.argv[2];
   if (!file) {
-    console.error('usage: node bench/lib/profile.js <file.cpuprofile> [top]');
+    console.error('usage: node bench/lib/profile.js <file.cpuprofile> [top] [requests served]');
     process.exit(2);
   }
-  const s = summarise(file, { top: Number(process.argv[3] || 25) });
+  const s = summarise(file, { top: Number(process.argv[3] || 25), requests: Number(process.argv[4] || 0) });
   console.log(`${s.samples} samples, ${s.busy_samples} busy, ${s.span_ms} ms, GC ${s.gc_pct_of_busy}% of busy`);
   for (const r of s.top) console.log(`${String(r.busy_pct).padStart(5)}%  ${String(r.self_ms).padStart(8)} ms  ${r.function}`);
   console.log('by file:');

@@ -33,6 +33,17 @@ export interface EngineCounters {
   inFlight: number;
 }
 
+/**
+ * Calls whose caller's clock is armed at the end of the current event-loop turn (see
+ * `startBodyClock`), and the one `setImmediate` per turn that arms them.
+ */
+const clocksToArm: ForwardCall[] = [];
+
+function armBodyClocks(): void {
+  for (let i = 0; i < clocksToArm.length; i++) clocksToArm[i]!.armBodyClock();
+  clocksToArm.length = 0;
+}
+
 export abstract class ForwardCall {
   protected finished = false;
   /** The provider's deadline, or the upstream's idle timeout, ran out. */
@@ -49,9 +60,12 @@ export abstract class ForwardCall {
   private deadline: NodeJS.Timeout | undefined;
   /**
    * The caller's clock: the longest pause between request-body chunks, armed while the call
-   * waits for the caller's body and not while the upstream holds the body back.
+   * waits for the caller's body and not while the upstream holds the body back. Undefined until
+   * it is armed, at the end of the turn the call started in (`startBodyClock`).
    */
   protected bodyTimer: NodeJS.Timeout | undefined;
+  /** The caller's whole body is in (or the call ended): its clock is not armed any more. */
+  private bodyIn = false;
   private heldByUpstream = false;
   // The response body on its way to the caller.
   private remaining = -1;
@@ -80,9 +94,28 @@ export abstract class ForwardCall {
 
   // ---- the request body ----------------------------------------------------------------
 
-  /** Arm the caller's clock (the request has a body to wait for). */
+  /**
+   * Start the caller's clock (the request has a body to wait for). Its timer is armed at the end
+   * of this event-loop turn, with those of the turn's other calls, and only if the body is not
+   * all in by then: a small body arrives with the request head and is taken within the turn, so
+   * the usual call never creates the timer. The clock starts that much later (less than one
+   * turn, against a `clientBodyTimeoutMs` of seconds).
+   */
   protected startBodyClock(): void {
+    if (clocksToArm.length === 0) setImmediate(armBodyClocks);
+    clocksToArm.push(this);
+  }
+
+  /** End of the turn: arm the caller's clock if the call still waits for its body. */
+  armBodyClock(): void {
+    if (this.finished || this.bodyIn) return;
     this.bodyTimer = setTimeout(this.onBodyStalled, this.counters.clientBodyTimeoutMs);
+  }
+
+  /** The caller's whole body is in: its clock stops (or is never armed). */
+  protected stopBodyClock(): void {
+    this.bodyIn = true;
+    clearTimeout(this.bodyTimer);
   }
 
   /** The upstream takes no more of the body for now: the caller is paused, and the provider's clock runs. */
@@ -104,10 +137,7 @@ export abstract class ForwardCall {
   /** The last request byte is upstream's now: the provider's clock starts. */
   protected bodySent(): void {
     if (this.clockStart < 0) this.clockStart = performance.now();
-    if (!this.responding) {
-      this.stopDeadline();
-      this.startDeadline();
-    }
+    if (!this.responding) this.restartDeadline();
   }
 
   private readonly onBodyStalled = (): void => {
@@ -117,12 +147,13 @@ export abstract class ForwardCall {
   // ---- the answer ----------------------------------------------------------------------
 
   /**
-   * The upstream's response head: run the head hook and write the head to the caller. False
-   * when the call ended instead (a throwing hook is a 500; a head Node refuses to write, e.g.
-   * an invalid status, is the upstream's fault). `declared` is the body's declared length (-1: none).
+   * The upstream's response head: run the head hook and write the head to the caller; the
+   * provider's deadline starts over as the idle timeout between body chunks (the engine
+   * refreshes it with every chunk and stops it at the end of the body). False when the call
+   * ended instead (a throwing hook is a 500; a head Node refuses to write, e.g. an invalid
+   * status, is the upstream's fault). `declared` is the body's declared length (-1: none).
    */
   protected upstreamHead(status: number, headers: HeaderList, declared: number): boolean {
-    this.stopDeadline();
     this.responding = true;
     this.status = status;
     if (this.clockStart < 0) this.clockStart = performance.now();
@@ -151,6 +182,8 @@ export abstract class ForwardCall {
     }
     this.remaining = declared;
     this.observer = head.body;
+    // The deadline for the head is met: its timer goes on as the idle timeout between body chunks.
+    this.restartDeadline();
     return true;
   }
 
@@ -350,6 +383,12 @@ export abstract class ForwardCall {
   /** Start the running deadline over (a sign of life from the upstream). */
   protected refreshDeadline(): void {
     this.deadline?.refresh();
+  }
+
+  /** Start the deadline over, on the timer the call already has if it has one. */
+  private restartDeadline(): void {
+    if (this.deadline === undefined) this.startDeadline();
+    else this.deadline.refresh();
   }
 
   protected stopDeadline(): void {

@@ -26,7 +26,7 @@ import https from 'node:https';
 import httpProxy from 'http-proxy';
 import { DEFAULT_CLIENT_BODY_TIMEOUT_MS } from '../../config/defaults';
 import { InvariantError } from '../../protocol/coded-error';
-import { clientResponseHeaders } from './headers';
+import { clientResponseHeaders, headerListValue } from './headers';
 import { ForwardCall, type EngineCounters } from './call';
 import { declaredLength, networkErrorOf } from './failures';
 import { DEFAULT_FREE_SOCKET_TIMEOUT_MS, DEFAULT_MAX_FREE_SOCKETS, DEFAULT_MAX_SOCKETS } from './defaults';
@@ -99,7 +99,8 @@ class HttpProxyCall extends ForwardCall {
           target: proxy.targetOf(target.origin),
           agent: isHttps ? proxy.httpsAgent : proxy.httpAgent,
           // No proxyTimeout: http-proxy would arm it on the socket before the caller's body has
-          // arrived. The idle timeout is set in onCallerEnd once the body is sent.
+          // arrived. The provider's clock is the call's own timer (call.ts): the deadline for the
+          // head, then the idle timeout between body chunks, refreshed by each chunk.
           buffer: this,
         },
         undefined,
@@ -146,16 +147,9 @@ class HttpProxyCall extends ForwardCall {
 
   private readonly onCallerEnd = (): void => {
     if (this.finished) return;
-    clearTimeout(this.bodyTimer);
-    const dest = this.upstreamReq!;
-    dest.end();
+    this.stopBodyClock();
+    this.upstreamReq!.end();
     this.bodySent();
-    dest.setTimeout(this.target.timeoutMs, this.onUpstreamIdle);
-  };
-
-  private readonly onUpstreamIdle = (): void => {
-    this.timedOut = true;
-    this.upstreamReq!.destroy();
   };
 
   private readonly onUpstreamError = (err: Error): void => {
@@ -174,36 +168,33 @@ class HttpProxyCall extends ForwardCall {
     this.upstreamRes = incoming;
     incoming.on('aborted', this.onAnswerBroken);
     incoming.on('error', this.onAnswerBroken);
-    if (
-      !this.upstreamHead(
-        incoming.statusCode ?? 502,
-        clientResponseHeaders(incoming.rawHeaders),
-        declaredLength(incoming.headers['content-length']),
-      )
-    )
-      return;
+    // The declared length from the list being sent: `incoming.headers` would build an object of
+    // every field (Node makes it on first read) only to read one.
+    const headers = clientResponseHeaders(incoming.rawHeaders);
+    if (!this.upstreamHead(incoming.statusCode ?? 502, headers, declaredLength(headerListValue(headers, 'content-length')))) return;
     incoming.on('data', this.onAnswerData);
     incoming.on('end', this.onAnswerEnd);
   };
 
   private readonly onAnswerData = (chunk: Buffer): void => {
+    this.refreshDeadline();
     if (this.passChunk(chunk)) return;
-    // The caller reads slower than the upstream sends: that wait is the caller's, so the
-    // upstream socket's idle timeout stops until the caller has taken what it has.
-    const incoming = this.upstreamRes!;
-    incoming.pause();
-    incoming.socket?.setTimeout(0);
+    // The caller reads slower than the upstream sends: that wait is the caller's, so the idle
+    // timeout stops until the caller has taken what it has.
+    this.upstreamRes!.pause();
+    this.stopDeadline();
     this.res.once('drain', this.onCallerDrain);
   };
 
   private readonly onCallerDrain = (): void => {
+    if (this.finished) return;
     const incoming = this.upstreamRes!;
-    // Not once the answer is complete: its socket may be back in the agent's idle pool.
-    if (!incoming.complete) incoming.socket?.setTimeout(this.target.timeoutMs);
+    if (!incoming.complete) this.startDeadline();
     incoming.resume();
   };
 
   private readonly onAnswerEnd = (): void => {
+    this.stopDeadline();
     this.bodyEnded();
   };
 

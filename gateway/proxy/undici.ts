@@ -166,8 +166,7 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
     if (this.finished) return false;
     const headers = clientResponseHeaders(rawStrings(rawHeaders));
     if (!this.upstreamHead(statusCode, headers, declaredLength(headerListValue(headers, 'content-length')))) return false;
-    this.resumeUpstream = resume;
-    this.startDeadline(); // now the idle timeout between body chunks
+    this.resumeUpstream = resume; // the deadline is now the idle timeout between body chunks
     return true;
   }
 
@@ -213,7 +212,7 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
     if (this.deferred) {
       if (this.seen === this.declared) {
         // The whole body: handed upstream now, so the provider's clock starts.
-        clearTimeout(this.bodyTimer);
+        this.stopBodyClock();
         this.clockStart = performance.now();
         this.startDeadline();
         return this.handOn(chunk);
@@ -230,7 +229,7 @@ class UndiciCall extends ForwardCall implements Dispatcher.DispatchHandler {
 
   private readonly onCallerEnd = (): void => {
     if (this.finished) return;
-    clearTimeout(this.bodyTimer);
+    this.stopBodyClock();
     // Already handed on whole, or (never with Node's parser) a declared body that did not come.
     if (this.whole || this.deferred) return;
     this.body!.push(null);

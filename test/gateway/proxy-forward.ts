@@ -84,6 +84,33 @@ function cases(t: Test, engine: GatewayEngine): void {
     t.equal(total - writtenAtEnd, last.length, 'exactly the last chunk was sent after the observer ran');
   });
 
+  t.test('the provider’s idle timeout stops with the upstream body: a slow body observer is not a timeout', async (t) => {
+    // The idle timeout between body chunks is the call's own timer on every engine; the wait for
+    // the observer (the journal write) after the upstream body ended is not the provider's.
+    const upstream = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': '4' });
+      res.end('done');
+    });
+    const gw = await startGateway(t, {
+      engine,
+      upstreamPort: await listen(t, upstream),
+      timeoutMs: 50,
+      onHead: (head) => {
+        head.body = { end: (release) => setTimeout(() => release(null), 200) };
+      },
+    });
+    const res = await request(gw.port, { method: 'POST', path: '/slow-observer', body: '{}' });
+    t.equal(res.status, 200);
+    t.equal(res.body, 'done', 'the caller got the whole body');
+    await settle(gw);
+    t.same(
+      gw.results.map((r) => [r.networkError, r.status, r.sentStatus]),
+      [[null, 200, 200]],
+    );
+    await waitFor(() => gw.proxy.stats().freeSockets === 1, 'the upstream connection idle in the pool');
+    t.equal(gw.proxy.stats().sockets, 0, 'the upstream connection went back to the pool');
+  });
+
   t.test('the upstream path and query are sent exactly as given', async (t) => {
     const seen: string[] = [];
     const upstream = http.createServer((req, res) => {
