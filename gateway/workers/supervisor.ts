@@ -13,6 +13,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { workerGatewayId } from '../../protocol/snapshot';
 import type { Logger } from '../../runtime/log';
+import { GatewayStartError } from '../main';
 import { SHUTDOWN_GRACE_MS } from '../startup';
 import {
   WORKER_INDEX_ENV,
@@ -104,7 +105,7 @@ export class GatewaySupervisor {
       this.onEarlyExit = (slot, why) => {
         this.onListening = null;
         this.onEarlyExit = null;
-        void this.close().then(() => reject(new Error(`gateway worker ${slot.id} ${why} before it listened`)));
+        void this.close().then(() => reject(new GatewayStartError(`gateway worker ${slot.id} ${why} before it listened`)));
       };
       for (const slot of this.slots) this.fork(slot);
     });
