@@ -26,19 +26,18 @@
  * backpressure), so the proxy forwards it from its first byte as on any call. A call whose budget
  * covers it spends it in one synchronous step, with no allocation: the hot path stays as it was.
  */
-import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerOf } from '../../protocol/bearer';
 import { clientAddress } from '../../runtime/client-address';
 import type { ErrorCode } from '../../protocol/errors';
 import { sendProblem } from '../../runtime/http';
-import { isWellFormedKey } from '../../protocol/keys';
 import { TokenBuckets, type LimitPolicy } from '../../runtime/token-bucket';
 import type { Journal } from '../journal/journal';
 import { rateLimitHeaders } from './limiter';
 import type { GatewayMetrics } from '../metrics';
 import { upstreamRequestHeaders, type GatewayProxy } from '../proxy/index';
 import { CallRecord } from './record';
+import { digestOf } from './key-digest';
 import { joinUpstreamPath, parseRoute } from './route';
 import type { Budgets } from '../state/budgets';
 import type { Coverage } from '../state/coverage';
@@ -218,8 +217,9 @@ function admit(p: Pipeline, req: IncomingMessage, res: ServerResponse): Admitted
   const t = p.now();
   let key: KeyEntry | null = null;
   const bearer = bearerOf(req.headers.authorization);
-  if (bearer !== null && isWellFormedKey(bearer)) {
-    key = state.lookup(hash('sha256', bearer, 'hex'), t);
+  if (bearer !== null) {
+    const digest = digestOf(req.socket, bearer);
+    if (digest !== null) key = state.lookup(digest, t);
   }
   if (state.flags.beta_gate_enabled && key === null) {
     const why = bearer === null ? 'missing beta key' : 'this key is not a valid beta key (unknown, expired or revoked)';
