@@ -9,8 +9,12 @@
  * - `single`: `--workers 1` (one process, as before workers existed);
  * - `workers-rr`: `--workers 2`, connections handed out by the supervisor in turn (`SCHED_RR`);
  * - `workers-none`: `--workers 2` under `NODE_CLUSTER_SCHED_POLICY=none` (the kernel picks the
- *   worker that accepts).
- * Interleaved rounds (BENCH_ROUNDS, default 3) of BENCH_DURATION_S seconds (default 10) each,
+ *   worker that accepts);
+ * - `bare-single` and `bare-cluster`: the bare http-proxy server as one process and as two under
+ *   node:cluster round-robin: what two Node processes cost against one with no svc in them, so
+ *   the summary can give svc's ratio over that one (`workers_rr_ratio_over_bare_ratio`).
+ * After BENCH_WARMUP_S seconds (default 15) of load on each, interleaved rounds (BENCH_ROUNDS,
+ * default 3) of BENCH_DURATION_S seconds (default 10) each,
  * BENCH_CONNECTIONS connections (default 50, keep-alive, a 200-byte JSON POST; BENCH_RATE caps
  * the requests per second over them, default 0: as fast as answered), unpinned: the
  * load generator, upstream and control share the machine's CPUs with the gateway.
@@ -36,6 +40,8 @@ const DURATION_S = envInt('BENCH_DURATION_S', 10, 1);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50, 1);
 /** Requests per second over all connections (0: as fast as the gateway answers). */
 const RATE = envInt('BENCH_RATE', 0);
+/** Seconds of load per gateway before the first round: each worker compiles its hot code on its own, at half the rate. */
+const WARMUP_S = envInt('BENCH_WARMUP_S', 15, 1);
 const OPEN_LIMITS = {
   SVC_LIMITS_IP_COUNT: '1000000000',
   SVC_LIMITS_IP_BURST: '1000000000',
@@ -46,6 +52,9 @@ const VARIANTS = [
   { name: 'single', workers: 1, env: {} },
   { name: 'workers-rr', workers: 2, env: { NODE_CLUSTER_SCHED_POLICY: 'rr' } },
   { name: 'workers-none', workers: 2, env: { NODE_CLUSTER_SCHED_POLICY: 'none' } },
+  // Node's own cost of two processes against one, with no svc in them: a bare http-proxy server.
+  { name: 'bare-single', workers: 1, bare: true, env: {} },
+  { name: 'bare-cluster', workers: 2, bare: true, env: { NODE_CLUSTER_SCHED_POLICY: 'rr' } },
 ];
 
 /** BENCH_ONLY: a comma-separated list of the variants to run (default all). */
@@ -59,6 +68,7 @@ async function health(url, token) {
 
 /** Per worker: connections accepted and calls answered so far (a single gateway: none). */
 async function counts(url, token) {
+  if (token === null) return [];
   const h = await health(url, token);
   return (h.workers ?? []).map((w) => ({ id: w.id, pid: w.pid, connections: w.connections, calls: w.answered_calls }));
 }
@@ -80,10 +90,24 @@ function summarize(gateways, runs) {
       connections_by_run: g.workers > 1 ? mine.map((r) => r.spread.map((s) => s.connections).join('/')) : null,
     };
   }
-  const over = (name) =>
-    summary[name] && summary.single ? round(ratio(summary[name].cpu_us_per_req, summary.single.cpu_us_per_req), 3) : null;
+  const over = (name, base = 'single') =>
+    summary[name] && summary[base] ? round(ratio(summary[name].cpu_us_per_req, summary[base].cpu_us_per_req), 3) : null;
   summary.cpu_per_req_workers_rr_over_single = over('workers-rr');
   summary.cpu_per_req_workers_none_over_single = over('workers-none');
+  summary.cpu_per_req_bare_cluster_over_bare_single = over('bare-cluster', 'bare-single');
+  // What svc's workers add beyond what two Node processes cost against one: the ratio of the ratios,
+  // and its median over the rounds (each round's four runs paired).
+  const rr = summary.cpu_per_req_workers_rr_over_single;
+  const bare = summary.cpu_per_req_bare_cluster_over_bare_single;
+  summary.workers_rr_ratio_over_bare_ratio = rr !== null && bare !== null ? round(rr / bare, 3) : null;
+  const rounds = [...new Set(runs.map((r) => r.round))];
+  const cpuOf = (round_, name) => runs.find((r) => r.round === round_ && r.gateway === name)?.cpu_us_per_req ?? null;
+  const paired = rounds
+    .map((k) => [cpuOf(k, 'workers-rr'), cpuOf(k, 'single'), cpuOf(k, 'bare-cluster'), cpuOf(k, 'bare-single')])
+    .filter((c) => c.every((x) => x !== null))
+    .map(([w, s1, bc, bs]) => w / s1 / (bc / bs));
+  summary.workers_rr_ratio_over_bare_ratio_paired = paired.length ? round(median(paired), 3) : null;
+  summary.workers_rr_ratio_over_bare_ratio_by_round = paired.map((x) => round(x, 3));
   return summary;
 }
 
@@ -104,6 +128,17 @@ async function main() {
 
   const gateways = [];
   for (const v of VARIANTS.filter((x) => ONLY.length === 0 || ONLY.includes(x.name))) {
+    if (v.bare) {
+      const proc = new Proc(v.name, [process.execPath, path.join(__dirname, 'servers', 'bare-proxy.js'), `${upstreamUrl}/api`], {
+        log: path.join(logDir, `${v.name}.log`),
+        env: { ...v.env, BENCH_PROXY_WORKERS: String(v.workers) },
+      });
+      const info = await proc.start();
+      const pids = { supervisor: proc.pid, ...Object.fromEntries((info.workers ?? []).map((pid, i) => [`worker-${i + 1}`, pid])) };
+      gateways.push({ ...v, proc, url: info.urls.proxy, target: `${info.urls.proxy}/x`, pids, token: null });
+      log(`${v.name}: ${info.urls.proxy} pids ${JSON.stringify(pids)}`);
+      continue;
+    }
     const proc = startGateway({
       cpu: null,
       dataDir,
@@ -116,19 +151,19 @@ async function main() {
     const url = (await proc.start()).urls.gateway;
     await waitGatewayVersion(url, version, dataDir);
     const pids = { supervisor: proc.pid, ...Object.fromEntries((await counts(url, token)).map((w) => [w.id, w.pid])) };
-    gateways.push({ ...v, proc, url, pids });
+    gateways.push({ ...v, proc, url, target: `${url}/v1/ep/x`, pids, token });
     log(`${v.name}: ${url} pids ${JSON.stringify(pids)}`);
   }
 
   const body = jsonBody(200);
   const clkTck = clockTicks();
   const runs = [];
-  for (const g of gateways) await measure({ url: `${g.url}/v1/ep/x`, body, connections: CONNECTIONS, duration: 2, pids: g.pids, clkTck }); // warm-up
+  for (const g of gateways) await measure({ url: g.target, body, connections: CONNECTIONS, duration: WARMUP_S, pids: g.pids, clkTck }); // warm-up
   for (let round_ = 1; round_ <= ROUNDS; round_++) {
     for (const g of gateways) {
-      const before = await counts(g.url, token);
+      const before = await counts(g.url, g.token);
       const m = await measure({
-        url: `${g.url}/v1/ep/x`,
+        url: g.target,
         body,
         connections: CONNECTIONS,
         duration: DURATION_S,
@@ -136,7 +171,7 @@ async function main() {
         clkTck,
         rate: RATE,
       });
-      const after = await counts(g.url, token);
+      const after = await counts(g.url, g.token);
       const total = Object.values(m.cpu_ticks).reduce((a, b) => a + b, 0);
       const cpuUs = m.requests > 0 ? round((total * 1e6) / clkTck / m.requests, 1) : null;
       const spread = after.map((w, i) => ({

@@ -37,7 +37,7 @@ function evaluate(results) {
   }
   if (undiciVsUndici)
     add(
-      'gateway (undici) CPU µs/req ≤ 1.35× bare undici (paired)',
+      `gateway (undici) CPU µs/req ≤ ${TARGETS.undici_cpu_vs_bare_undici_max}× bare undici (paired)`,
       undiciVsUndici.cpu_us_per_req_paired,
       TARGETS.undici_cpu_vs_bare_undici_max,
       undiciVsUndici.cpu_us_per_req_paired <= TARGETS.undici_cpu_vs_bare_undici_max,
@@ -45,7 +45,7 @@ function evaluate(results) {
     );
   if (hpVsBare)
     add(
-      'gateway (http-proxy) CPU µs/req ≤ 1.3× bare http-proxy (paired)',
+      `gateway (http-proxy) CPU µs/req ≤ ${TARGETS.http_proxy_cpu_vs_bare_http_proxy_max}× bare http-proxy (paired)`,
       hpVsBare.cpu_us_per_req_paired,
       TARGETS.http_proxy_cpu_vs_bare_http_proxy_max,
       hpVsBare.cpu_us_per_req_paired <= TARGETS.http_proxy_cpu_vs_bare_http_proxy_max,

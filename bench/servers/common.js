@@ -5,8 +5,9 @@
  */
 const READY_PREFIX = 'svc-ready ';
 
-function announceReady(role, urls) {
-  process.stdout.write(READY_PREFIX + JSON.stringify({ role, pid: process.pid, urls }) + '\n');
+/** `extra`: more fields for the ready line (e.g. a server's worker pids). */
+function announceReady(role, urls, extra = {}) {
+  process.stdout.write(READY_PREFIX + JSON.stringify({ role, pid: process.pid, urls, ...extra }) + '\n');
 }
 
 function exitWithParent(server) {
