@@ -8,7 +8,8 @@
  * hands out connections round-robin, as svc's gateway workers do), the baseline for what two
  * Node processes cost against one (`npm run bench:workers`). The ready line lists their pids.
  */
-const cluster = require('node:cluster');
+// The module is the cluster object itself (its types declare it as the default export only).
+const cluster = /** @type {import('node:cluster').Cluster} */ (/** @type {unknown} */ (require('node:cluster')));
 const http = require('node:http');
 const httpProxy = require('http-proxy');
 const { announceReady, exitWithParent, listen } = require('./common');
