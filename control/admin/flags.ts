@@ -40,13 +40,12 @@ export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
   router.put('/_admin/v1/flags/:name', async ({ req, res, params, actor, tokenId }) => {
     const name = flagName(params.name!);
     const input = parseBody(SetFlagRequest, await readJson(req));
-    const unchanged = async () =>
-      sendJson(res, 200, {
-        ...(await ctx.store.flags.get(name))!,
-        version: await ctx.store.version(),
-        changed: false,
-        changelog_id: null,
-      } satisfies FlagChange);
+    // The flag and the version it holds at, read in one transaction: another change in between
+    // would otherwise pair this value with a later version.
+    const unchanged = async () => {
+      const { flag, version } = await ctx.store.read(async (tx) => ({ flag: (await tx.flags.get(name))!, version: await tx.version() }));
+      sendJson(res, 200, { ...flag, version, changed: false, changelog_id: null } satisfies FlagChange);
+    };
     if ((await ctx.store.flags.get(name))!.value === input.value) return unchanged();
     const now = ctx.now();
     const text = `${name} turned ${input.value ? 'on' : 'off'}${input.note ? `: ${input.note}` : ''}`;
