@@ -30,7 +30,8 @@ function flagName(raw: string): FlagName {
 
 export function registerFlagRoutes(router: Router, ctx: ControlContext): void {
   router.get('/_admin/v1/flags', async ({ res }) => {
-    sendJson(res, 200, { flags: await ctx.store.flags.list(), version: await ctx.store.version() } satisfies FlagList);
+    const list = await ctx.store.read(async (tx) => ({ flags: await tx.flags.list(), version: await tx.version() }));
+    sendJson(res, 200, list satisfies FlagList);
   });
 
   router.get('/_admin/v1/flags/:name', async ({ res, params }) => {
