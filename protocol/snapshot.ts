@@ -241,6 +241,27 @@ export const CoverageLine = z.strictObject({
 });
 export type CoverageLine = z.infer<typeof CoverageLine>;
 
+/**
+ * Written right before a `coverage` line (in the same write, so nothing falls between them) by
+ * controls that number their ingests: the evaluation that line comes from started when this
+ * control process (`instance`) had committed its outcome batches numbered up to `seq` (0: none
+ * yet), so its allowance reflects every covered failure of those batches (protocol/outcome.ts
+ * `OutcomeAck`, `ingest_seq`). The gateway stops counting a failure against its allowance once a
+ * line reflects it; a `coverage` line with no `ingested` line before it (an older control) comes
+ * with no such proof (docs/money.md, "Pause").
+ *
+ * A line of its own rather than a member of the `coverage` line, which is strict: gateways older
+ * than it ignore a line type they do not know, but would refuse a `coverage` line with a member
+ * more, and then stop applying coverage. Not strict, so that later members are ignored, not
+ * refused, by this gateway.
+ */
+export const IngestedLine = z.object({
+  type: z.literal('ingested'),
+  instance: InstanceId,
+  seq: z.number().int().min(0),
+});
+export type IngestedLine = z.infer<typeof IngestedLine>;
+
 export const StreamLine = z.discriminatedUnion('type', [
   SnapshotBegin,
   SnapshotKeys,
@@ -250,6 +271,7 @@ export const StreamLine = z.discriminatedUnion('type', [
   Beat,
   ShareLine,
   CoverageLine,
+  IngestedLine,
 ]);
 export type StreamLine = z.infer<typeof StreamLine>;
 
