@@ -225,14 +225,15 @@ export type ShareLine = z.infer<typeof ShareLine>;
 /**
  * Whether this gateway covers the calls it admits (docs/money.md, "Pause"), written to its stream
  * alone: when it connects, whenever control's evaluation (every second) changes it, and at least
- * every 10 s (the same line again: the gateway restarts its count of failures on each). Paused
- * (`covered: false`: by an operator, or the pool's free capital below `pool.minFree`), the
- * gateway admits calls uncovered. Covered, it admits a keyed call covered only while its
- * `allowance` (micro-units: its weight's part of the pool's free capital) still holds the call's
- * price + premium beside its calls under way and the failures it recorded since; otherwise
- * uncovered. Not part of the versioned state (not digested or acked); it may fall between the
- * lines of a snapshot. Gateways older than coverage ignore it, and a gateway that never got one
- * (a control older than coverage) covers every call.
+ * every 10 s (the same line again, from a newer evaluation). Paused (`covered: false`: by an
+ * operator, or the pool's free capital below `pool.minFree`), the gateway admits calls
+ * uncovered. Covered, it admits a keyed call covered only while its `allowance` (micro-units:
+ * its weight's part of the pool's free capital) still holds the call's price + premium beside
+ * its calls under way and the covered failures it still counts (until control has provably seen
+ * them: {@link IngestedLine}); otherwise uncovered. Not part of the versioned state (not
+ * digested or acked); it may fall between the lines of a snapshot. Gateways older than coverage
+ * ignore it, and a gateway that never got one (a control older than coverage) covers every call.
+ * Its members are fixed: it is strict, so a gateway refuses a line with one more.
  */
 export const CoverageLine = z.strictObject({
   type: z.literal('coverage'),
