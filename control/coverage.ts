@@ -7,7 +7,10 @@
  *
  * Every control evaluates coverage every {@link COVERAGE_CHECK_MS} and hands the result to its
  * sync hub, which tells each gateway whether it covers and how much of the free capital is its
- * share to cover failures with (sync/hub.ts). The automatic pause is recorded when it starts and
+ * share to cover failures with (sync/hub.ts). Each evaluation first takes this process's count
+ * of committed outcome batches (sync/ingest-seq.ts), before it reads anything, and hands it over
+ * with the result: the batches it numbers are reflected in that result, so a gateway may stop
+ * counting their failures against its allowance once it has the line. The automatic pause is recorded when it starts and
  * when it ends, once across the controls of a shared database (a `meta` row compared and set in
  * the transaction that records it): audited `pool.auto_pause` / `pool.auto_resume`, actor
  * `coverage`, and published as a changelog notice (the status page's feed).
@@ -16,6 +19,7 @@ import type { ControlContext } from './context';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
 import { startPeriodic, type PeriodicLoop } from './periodic';
 import { coverageNow, POOL_AUTO_PAUSED_META, type Coverage } from './pool';
+import type { IngestCounter, IngestMark } from './sync/ingest-seq';
 
 /** How often every control evaluates coverage. @default 1_000 */
 export const COVERAGE_CHECK_MS = 1_000;
@@ -46,16 +50,26 @@ export async function checkCoverage(ctx: ControlContext): Promise<Coverage> {
   return coverage;
 }
 
-/** The coverage loop of one control: an evaluation now, then one every `intervalMs`, each handed to `publish`. */
+/**
+ * The coverage loop of one control: an evaluation now, then one every `intervalMs`, each handed
+ * to `publish` with what `ingest` counted before the evaluation read anything.
+ */
 export type CoverageLoop = PeriodicLoop<Coverage>;
 
-export function startCoverage(ctx: ControlContext, publish: (c: Coverage) => void, intervalMs = COVERAGE_CHECK_MS): CoverageLoop {
+export function startCoverage(
+  ctx: ControlContext,
+  ingest: IngestCounter,
+  publish: (c: Coverage, seen: IngestMark) => void,
+  intervalMs = COVERAGE_CHECK_MS,
+): CoverageLoop {
   return startPeriodic(
     ctx,
     'coverage',
     async () => {
+      // Before the reads: every batch counted by now is committed, so the reads below see it.
+      const seen = ingest.mark();
       const coverage = await checkCoverage(ctx);
-      publish(coverage);
+      publish(coverage, seen);
       return coverage;
     },
     intervalMs,

@@ -53,6 +53,7 @@ import { openStore } from './store/open';
 import { SyncHub } from './sync/hub';
 import { registerBudgetRoutes } from './sync/budgets';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
+import { IngestCounter } from './sync/ingest-seq';
 import { limitsFromConfig } from './limits';
 import { recordLimits } from './sync/snapshot';
 import { CodedError } from '../protocol/coded-error';
@@ -250,7 +251,9 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   ctx.settler = () => settler.status();
 
   const routers: ControlHandle['routers'] = { admin: adminRouter(ctx, hub, settler), sync: new Router(), metrics: new Router() };
-  registerSyncRoutes(routers.sync, ctx, hub);
+  // Counted by the outcome route, read by the coverage loop (sync/ingest-seq.ts).
+  const ingest = new IngestCounter();
+  registerSyncRoutes(routers.sync, ctx, hub, ingest);
   registerBudgetRoutes(routers.sync, ctx);
   registerMetricsRoutes(routers.metrics, ctx);
 
@@ -293,9 +296,10 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
     ctx.coverage = () => last;
     const loop = (coverage = startCoverage(
       ctx,
-      (c) => {
+      ingest,
+      (c, seen) => {
         last = c;
-        hub.publishCoverage(c);
+        hub.publishCoverage(c, seen);
       },
       options.coverageCheckMs,
     ));

@@ -203,6 +203,8 @@ export function connect(w: Wiring): { metrics: GatewayMetrics; sync: SyncClient;
     onShipped: (n) => metrics.outcomesShipped(n),
     onFailure: () => metrics.shipFailure(),
     onRejected: () => metrics.outcomeRejected(),
+    // Covered failures stay counted against the allowance until control has seen their records.
+    onAcked: w.coverage,
   });
   return { metrics, sync, shipper, budgets };
 }

@@ -95,6 +95,19 @@ export type OutcomeBatch = z.infer<typeof OutcomeBatch>;
  * Control's answer, sent only after the batch is committed: every record of the batch is now
  * held by control (`accepted` new ones, `duplicates` it already had), so the gateway may drop
  * the whole batch from its journal.
+ *
+ * `ingest_seq` and `ingest_instance` (from controls that have them): the number this control
+ * process gave the batch's commit, counting from 1 at its start, and the process (`instance`,
+ * drawn at its start). A coverage evaluation of the same process that started at that number
+ * or later read the batch (an `ingested` line, protocol/snapshot.ts `IngestedLine`): the
+ * gateway stops counting the batch's covered failures against its allowance once it has such
+ * an evaluation (docs/money.md, "Pause"). Gateways read the answer without checking it whole,
+ * so older ones ignore both.
  */
-export const OutcomeAck = z.strictObject({ accepted: z.number().int().min(0), duplicates: z.number().int().min(0) });
+export const OutcomeAck = z.strictObject({
+  accepted: z.number().int().min(0),
+  duplicates: z.number().int().min(0),
+  ingest_seq: z.number().int().min(1).optional(),
+  ingest_instance: InstanceId.optional(),
+});
 export type OutcomeAck = z.infer<typeof OutcomeAck>;

@@ -225,14 +225,15 @@ export type ShareLine = z.infer<typeof ShareLine>;
 /**
  * Whether this gateway covers the calls it admits (docs/money.md, "Pause"), written to its stream
  * alone: when it connects, whenever control's evaluation (every second) changes it, and at least
- * every 10 s (the same line again: the gateway restarts its count of failures on each). Paused
- * (`covered: false`: by an operator, or the pool's free capital below `pool.minFree`), the
- * gateway admits calls uncovered. Covered, it admits a keyed call covered only while its
- * `allowance` (micro-units: its weight's part of the pool's free capital) still holds the call's
- * price + premium beside its calls under way and the failures it recorded since; otherwise
- * uncovered. Not part of the versioned state (not digested or acked); it may fall between the
- * lines of a snapshot. Gateways older than coverage ignore it, and a gateway that never got one
- * (a control older than coverage) covers every call.
+ * every 10 s (the same line again, from a newer evaluation). Paused (`covered: false`: by an
+ * operator, or the pool's free capital below `pool.minFree`), the gateway admits calls
+ * uncovered. Covered, it admits a keyed call covered only while its `allowance` (micro-units:
+ * its weight's part of the pool's free capital) still holds the call's price + premium beside
+ * its calls under way and the covered failures it still counts (until control has provably seen
+ * them: {@link IngestedLine}); otherwise uncovered. Not part of the versioned state (not
+ * digested or acked); it may fall between the lines of a snapshot. Gateways older than coverage
+ * ignore it, and a gateway that never got one (a control older than coverage) covers every call.
+ * Its members are fixed: it is strict, so a gateway refuses a line with one more.
  */
 export const CoverageLine = z.strictObject({
   type: z.literal('coverage'),
@@ -240,6 +241,27 @@ export const CoverageLine = z.strictObject({
   allowance: z.number().int().min(0),
 });
 export type CoverageLine = z.infer<typeof CoverageLine>;
+
+/**
+ * Written right before a `coverage` line (in the same write, so nothing falls between them) by
+ * controls that number their ingests: the evaluation that line comes from started when this
+ * control process (`instance`) had committed its outcome batches numbered up to `seq` (0: none
+ * yet), so its allowance reflects every covered failure of those batches (protocol/outcome.ts
+ * `OutcomeAck`, `ingest_seq`). The gateway stops counting a failure against its allowance once a
+ * line reflects it; a `coverage` line with no `ingested` line before it (an older control) comes
+ * with no such proof (docs/money.md, "Pause").
+ *
+ * A line of its own rather than a member of the `coverage` line, which is strict: gateways older
+ * than it ignore a line type they do not know, but would refuse a `coverage` line with a member
+ * more, and then stop applying coverage. Not strict, so that later members are ignored, not
+ * refused, by this gateway.
+ */
+export const IngestedLine = z.object({
+  type: z.literal('ingested'),
+  instance: InstanceId,
+  seq: z.number().int().min(0),
+});
+export type IngestedLine = z.infer<typeof IngestedLine>;
 
 export const StreamLine = z.discriminatedUnion('type', [
   SnapshotBegin,
@@ -250,6 +272,7 @@ export const StreamLine = z.discriminatedUnion('type', [
   Beat,
   ShareLine,
   CoverageLine,
+  IngestedLine,
 ]);
 export type StreamLine = z.infer<typeof StreamLine>;
 

@@ -8,7 +8,9 @@
  * The hub also holds each gateway's lease (renewed by its acks and its answers to pings) and
  * divides the key limits among the live gateways (shares.ts), writing each its own `share`
  * line when its share changes, and tells each whether it covers the calls it admits and its
- * part of the pool's free capital (a `coverage` line, from control's evaluation: coverage.ts).
+ * part of the pool's free capital (a `coverage` line, from control's evaluation: coverage.ts),
+ * each after an `ingested` line naming the outcome batches that evaluation had seen (the count
+ * this process keeps of its ingests: ingest-seq.ts).
  *
  * Every `SYNC_BEAT_INTERVAL_MS` it writes a `beat` line to every stream, busy ones included (a
  * snapshot build may keep a stream quiet for seconds), unless the stream is already waiting for
@@ -33,7 +35,7 @@ import {
 } from '../../protocol/snapshot';
 import type { ControlContext } from '../context';
 import type { Coverage } from '../pool';
-import { writeCoverageLine, writeShareLine } from './side-lines';
+import { writeCoverageLine, writeShareLine, type CoverageEvaluation } from './side-lines';
 import type { GatewayRow } from '../store/gateways';
 import { AckBatcher } from './acks';
 import { newConnection, sendLines, type Connection } from './connection';
@@ -94,8 +96,8 @@ export class SyncHub {
   private readonly held = new Map<string, number>();
   /** The members of the last division (`membersKey`), to notice when they change. */
   private membersKey = '';
-  /** Control's last evaluation of coverage (`publishCoverage`); null until the first. */
-  private coverage: Coverage | null = null;
+  /** Control's last evaluation of coverage (`publishCoverage`), with what it had ingested; null until the first. */
+  private coverage: CoverageEvaluation | null = null;
 
   /** Load what the hub keeps in memory from the store (gateways, version, epoch), then start it. */
   static async open(ctx: ControlContext, limits: Limits, options: SyncHubOptions = {}): Promise<SyncHub> {
@@ -424,9 +426,12 @@ export class SyncHub {
     writeShareLine(conn, share, gateways, this.mode);
   }
 
-  /** Control's evaluation of coverage (coverage.ts, every second), told to each stream when it changed for it. */
-  publishCoverage(coverage: Coverage): void {
-    this.coverage = coverage;
+  /**
+   * Control's evaluation of coverage (coverage.ts, every second), told to each stream when it
+   * changed for it; `seen`: what this process had ingested when the evaluation started.
+   */
+  publishCoverage(coverage: Coverage, seen: CoverageEvaluation['seen'] = null): void {
+    this.coverage = { coverage, seen };
     const now = this.ctx.now();
     for (const conn of this.conns.values()) this.writeCoverage(conn, now);
   }

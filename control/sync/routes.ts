@@ -19,12 +19,14 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import type { SyncHub } from './hub';
+import type { IngestCounter } from './ingest-seq';
 import { parseOutcomeBatch } from './outcome-batch';
 
 /** Largest outcome batch body: 10,000 records of a few hundred bytes. @default 16 MiB */
 export const OUTCOME_BATCH_LIMIT_BYTES = 16 * 1024 * 1024;
 
-export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: SyncHub): void {
+/** `ingest`: this process's count of committed outcome batches, which each batch's answer names. */
+export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: SyncHub, ingest: IngestCounter): void {
   router.get('/_sync/v1/stream', { query: ['gateway_id', 'version', 'epoch', 'engine', 'instance'] }, async ({ req, res, query }) => {
     const q = parseBody(StreamQuery, Object.fromEntries(query));
     await hub.connect(req, res, q.gateway_id, q.version, q.epoch ?? null, q.engine ?? null, q.instance ?? null);
@@ -44,8 +46,15 @@ export function registerSyncRoutes(router: Router, ctx: ControlContext, hub: Syn
     const batch = parseOutcomeBatch(await readJson(req, OUTCOME_BATCH_LIMIT_BYTES));
     const now = ctx.now();
     const accepted = await ctx.store.outcomes.ingest(batch.records, now);
+    // Numbered once committed: a coverage evaluation that starts at this number or later reads it.
+    const seq = ingest.committed();
     await hub.seen(batch.gateway_id, now);
-    const ack: OutcomeAck = { accepted, duplicates: batch.records.length - accepted };
+    const ack: OutcomeAck = {
+      accepted,
+      duplicates: batch.records.length - accepted,
+      ingest_seq: seq,
+      ingest_instance: ingest.instance,
+    };
     sendJson(res, 200, ack);
   });
 }

@@ -62,6 +62,17 @@ const UUID_LENGTH = 36;
 const maxUtf8 = (n: number): number => n * 3;
 const NOTHING = Buffer.alloc(0);
 
+/** The call id of line `l` of `b` (null for a line without one): from its bytes when it starts as gateways write it. */
+function idAt(b: Block, l: number): string | null {
+  const from = l === 0 ? 0 : b.ends[l - 1]!;
+  const to = b.ends[l]! - 1;
+  const quote = from + ID_PREFIX.length + UUID_LENGTH;
+  if (quote < to && b.data[quote] === 0x22 && b.data.compare(ID_PREFIX, 0, ID_PREFIX.length, from, from + ID_PREFIX.length) === 0) {
+    return b.data.toString('latin1', from + ID_PREFIX.length, quote);
+  }
+  return callIdOf(b.data.toString('utf8', from, to));
+}
+
 /** A block's memory, kept for reuse once the block is let go. */
 type Spare = Pick<Block, 'data' | 'ends'>;
 
@@ -171,14 +182,20 @@ export class RecordTail {
 
   /** The call id of the first live record (null for a line without one). Only when `size > 0`. */
   firstId(): string | null {
-    const b = this.blocks[this.head]!;
-    const from = this.line === 0 ? 0 : b.ends[this.line - 1]!;
-    const to = b.ends[this.line]! - 1;
-    const quote = from + ID_PREFIX.length + UUID_LENGTH;
-    if (quote < to && b.data[quote] === 0x22 && b.data.compare(ID_PREFIX, 0, ID_PREFIX.length, from, from + ID_PREFIX.length) === 0) {
-      return b.data.toString('latin1', from + ID_PREFIX.length, quote);
+    return idAt(this.blocks[this.head]!, this.line);
+  }
+
+  /**
+   * The call ids of the `count` oldest live records (null for a line without one), read from
+   * their bytes: one short string per record, nothing else.
+   */
+  firstIds(count: number): (string | null)[] {
+    const ids: (string | null)[] = [];
+    for (let i = this.head, from = this.line; i < this.blocks.length && ids.length < count; i++, from = 0) {
+      const b = this.blocks[i]!;
+      for (let l = from; l < b.lines && ids.length < count; l++) ids.push(idAt(b, l));
     }
-    return callIdOf(b.data.toString('utf8', from, to));
+    return ids;
   }
 
   /** Visit live lines, oldest first, as strings, until `visit` returns false. */

@@ -221,6 +221,17 @@ export class Journal {
     return batch.count;
   }
 
+  /**
+   * The call ids of a batch from `pendingBatch`, before `ackBatch` lets it go (whoever waits on
+   * its records learns which ones control committed); none when the batch no longer starts the
+   * tail (then `ackBatch` acks nothing, and its records are shipped again).
+   */
+  batchIds(batch: TailBatch): string[] {
+    const start = this.tail.start();
+    if (start === null || start.seq !== batch.start.seq || start.offset !== batch.start.offset) return [];
+    return this.tail.firstIds(batch.count).filter((id) => id !== null);
+  }
+
   /** Mark records acked by control. Ids not handed out by pending() in this process are ignored. Returns how many were new. */
   ack(callIds: Iterable<string>): number {
     let count = 0;

@@ -14,6 +14,12 @@
  * still pending in the journal) is resent to the next one at once, without the backoff. A batch
  * still waiting for its answer when the gateway moves is given up at once (the control left
  * behind may be hung and never answer) and sent to the next.
+ *
+ * Whoever waits on records reaching control (`onAcked`: the gateway's coverage, which counts
+ * covered failures against its allowance until control has provably seen them) is told the call
+ * ids of each batch control committed, with control's answer, and of each record set aside
+ * (with none). Ids are read only while it says it `waits`: a batch costs one short string per
+ * record then, and nothing otherwise.
  */
 import { CodedError } from '../../protocol/coded-error';
 import type { Logger } from '../../runtime/log';
@@ -42,6 +48,16 @@ export interface ShipperOptions {
   onFailure?: () => void;
   /** A record control refused on its own was set aside. */
   onRejected?: () => void;
+  /** Told which records control committed (with its answer) or were set aside (null). */
+  onAcked?: AckListener;
+}
+
+/** What waits on records reaching control, by call id. */
+export interface AckListener {
+  /** Whether it waits on any record now: ids are read only then. */
+  readonly waits: boolean;
+  /** Control committed these records (`ack`, its answer), or they were set aside (null: control never took them). */
+  acked(callIds: readonly string[], ack: OutcomeAck | null): void;
 }
 
 /** The batch in flight was abandoned because the gateway moved to another control; it is sent there. */
@@ -151,8 +167,9 @@ export class OutcomeShipper {
     if (ids.length === 0) return true;
     this.running = true;
     try {
-      await this.post(Buffer.concat([this.payloadHead, Buffer.from(lines.join(',')), PAYLOAD_END]));
+      const ack = await this.post(Buffer.concat([this.payloadHead, Buffer.from(lines.join(',')), PAYLOAD_END]));
       this.opts.journal.ack(ids);
+      if (this.opts.onAcked?.waits) this.opts.onAcked.acked(ids, ack);
       this.opts.onShipped?.(ids.length);
       this.batch = Math.min(SHIP_BATCH, this.batch * 10);
       return true;
@@ -174,8 +191,12 @@ export class OutcomeShipper {
   private async shipBatch(batch: TailBatch): Promise<boolean> {
     this.running = true;
     try {
-      await this.post(batch.body);
+      const ack = await this.post(batch.body);
+      const listener = this.opts.onAcked;
+      // The ids before the ack lets the records go.
+      const ids = listener?.waits === true ? this.opts.journal.batchIds(batch) : null;
       const acked = this.opts.journal.ackBatch(batch);
+      if (ids !== null) listener?.acked(ids, ack);
       this.opts.onShipped?.(acked);
       return true;
     } catch (err) {
@@ -194,6 +215,7 @@ export class OutcomeShipper {
     if (ids.length > 1) return this.narrow(ids.length, err);
     this.opts.journal.reject(ids[0]!, lines[0]!, err.message);
     this.opts.onRejected?.();
+    if (this.opts.onAcked?.waits) this.opts.onAcked.acked([ids[0]!], null);
     this.opts.log.error("control refused an outcome record; kept in the journal's rejected.jsonl", {
       call_id: ids[0],
       reason: err.message,

@@ -206,7 +206,7 @@ export class CallRecord {
     }
     const r = this.recorded;
     // A covered call gives back its part of the allowance, or keeps it spent if it failed.
-    if (this.held !== null && this.held > 0) this.coverage?.end(this.held, r !== null && COVERED_FAILURES.has(r.outcome));
+    if (this.held !== null && this.held > 0) this.coverage?.end(this.held, r !== null && COVERED_FAILURES.has(r.outcome), this.callId);
     if (r !== null) {
       this.metrics.call(this.endpoint.id, r.outcome, r.status, result.status === null ? null : result.upstreamLatencyMs / 1000);
     }

@@ -7,8 +7,10 @@
  * (`SYNC_BEAT_HEADER`; 30 s from a control older than beats), or no answer to the stream's
  * request within `ANSWER_LIMIT_MS`: a control that hangs (stopped, its sockets still open) is
  * left within seconds, as one that died is.
- * Takes `share` lines (its share of key limits) whenever they come, and answers each ping with
- * a lease renewal while it holds a state, so control counts it as live.
+ * Takes `share` lines (its share of key limits) whenever they come, and `coverage` lines, each
+ * with the `ingested` line right before it if there is one (what control had ingested when it
+ * evaluated that line, coverage.ts); other line types it does not know it passes over. Answers
+ * each ping with a lease renewal while it holds a state, so control counts it as live.
  *
  * It announces the process's `instance` (protocol/budgets.ts): control then sends keys' accounts,
  * prepaid endpoints and, in deltas, `accounts_funded`, which it hands to `onFunded` once the
@@ -32,6 +34,7 @@ import {
   SYNC_BEAT_INTERVAL_MS,
   SYNC_PING_INTERVAL_MS,
   SYNC_STREAM_PATH,
+  IngestedLine,
   SnapshotEnd,
   verifySealedLine,
   type SyncAck,
@@ -242,6 +245,8 @@ export class SyncClient {
   private consume(res: http.IncomingMessage, at: string): void {
     let builder: SnapshotBuilder | null = null;
     let writer: FullSnapshotWriter | null = null;
+    /** The `ingested` line just read: it speaks of the coverage line right after it, and of no other. */
+    let ingested: IngestedLine | null = null;
     const lines = createInterface({ input: res, crlfDelay: Infinity });
     const failSnapshot = (version: number, reason: string) => {
       writer?.abort();
@@ -257,6 +262,8 @@ export class SyncClient {
         this.lastError = null;
       }
       if (line === '') return;
+      const before = ingested;
+      ingested = null;
       try {
         if (line.startsWith('{"type":"snapshot_begin"')) {
           writer?.abort();
@@ -284,7 +291,9 @@ export class SyncClient {
         } else if (line.startsWith('{"type":"share"')) {
           this.applyShareLine(line);
         } else if (line.startsWith('{"type":"coverage"')) {
-          this.applyCoverageLine(line);
+          this.applyCoverageLine(line, before);
+        } else if (line.startsWith('{"type":"ingested"')) {
+          ingested = this.ingestedLine(line);
         } else if (line.startsWith('{"type":"ping"') && this.state) {
           // Renew the lease: control divides the key limits among gateways that answer.
           this.post({ gateway_id: this.opts.gatewayId, version: this.state.version, ok: true, renew: true });
@@ -344,7 +353,7 @@ export class SyncClient {
   }
 
   /** Like a share line: not versioned, never nacked, and it may come between a snapshot's lines. */
-  private applyCoverageLine(line: string): void {
+  private applyCoverageLine(line: string, ingested: IngestedLine | null): void {
     const coverage = this.opts.coverage;
     if (!coverage) return;
     const before = coverage.state?.covered;
@@ -354,8 +363,22 @@ export class SyncClient {
     } catch {
       // ignored below, like any coverage line that does not parse
     }
-    if (!coverage.apply(value)) this.opts.log.warn('coverage line ignored: it does not parse', { line: line.slice(0, 200) });
+    if (!coverage.apply(value, ingested)) this.opts.log.warn('coverage line ignored: it does not parse', { line: line.slice(0, 200) });
     else if (coverage.state!.covered !== before) this.opts.log.info('coverage changed', { covered: coverage.state!.covered });
+  }
+
+  /** An `ingested` line, or null when it does not parse (its coverage line then proves nothing, as from an older control). */
+  private ingestedLine(line: string): IngestedLine | null {
+    let value: unknown = null;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      // refused below, like any ingested line that does not parse
+    }
+    const parsed = IngestedLine.safeParse(value);
+    if (parsed.success) return parsed.data;
+    this.opts.log.warn('ingested line ignored: it does not parse', { line: line.slice(0, 200) });
+    return null;
   }
 
   private install(state: GatewayState): void {

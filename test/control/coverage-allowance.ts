@@ -86,7 +86,8 @@ t.test('a coverage line is written when it changes, and again every COVERAGE_REF
   };
   const members = [{ id: 'gw-a', weight: 1 }];
   const coverage = { paused: false, manual: false, automatic: false, free: 5 * CALL, min_free: CALL, largest_call: CALL };
-  const write = (c: typeof coverage, now: number) => writeCoverageLine(conn as unknown as Connection, c, members, now);
+  const write = (c: typeof coverage, now: number) =>
+    writeCoverageLine(conn as unknown as Connection, { coverage: c, seen: null }, members, now);
   write(coverage, 1_000);
   write(coverage, 1_000 + COVERAGE_REFRESH_MS - 1);
   t.equal(written.length, 1, 'the same line within the interval: written once');

@@ -14,7 +14,7 @@ import { forEachStore } from '../fixtures/stores';
 import { SnapshotDigest, verifySealedLine } from '../../protocol/snapshot';
 
 interface FakeGateway {
-  /** Every line received but pings, beats and shares, parsed. */
+  /** Every line received but pings, beats, shares and coverage (with its ingested line), parsed. */
   lines: any[];
   /** The next such line (waits up to the limit). */
   next(limitMs?: number): Promise<any>;
@@ -36,7 +36,8 @@ function dial(t: Test, control: TestControl, gatewayId: string, version = 0, epo
       const reader = createInterface({ input: res });
       reader.on('line', (line) => {
         const parsed = JSON.parse(line);
-        if (['ping', 'beat', 'share', 'coverage'].includes(parsed.type)) return; // shares: sync-shares.ts; coverage: coverage-allowance.ts
+        // shares: sync-shares.ts; coverage: coverage-allowance.ts, coverage-ingest-seq.ts
+        if (['ping', 'beat', 'share', 'coverage', 'ingested'].includes(parsed.type)) return;
         parsed.raw = line;
         lines.push(parsed);
       });

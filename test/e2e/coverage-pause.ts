@@ -12,11 +12,13 @@
  * capital never falls below what is locked, `/api/stats` never shows negative free capital,
  * and the ledger verifies. The automatic pause is audited and published once in the changelog;
  * a deposit resumes coverage by itself within a few evaluations (new calls are covered again),
- * with a resume notice.
+ * with a resume notice. However far shipping and ingest lag behind (a loaded machine), no
+ * gateway covers a failure the free capital of its lines does not hold: each failure counts
+ * until a line evaluated after its ingest arrives.
  */
 import t, { type Test } from 'tap';
 import { POOL_AUTO_PAUSED_META } from '../../control/pool';
-import { CARRY_MS } from '../../gateway/state/coverage';
+import { CARRY_MAX_MS } from '../../gateway/state/coverage';
 import { runCli } from '../fixtures/cli';
 import { startTestControl, type TestControl } from '../fixtures/control';
 import { ENGINES } from '../fixtures/engines';
@@ -227,11 +229,13 @@ function scenario(t: Test, control: TestControl, gateways: ServiceProcess[]): Pr
       ),
     );
     t.comment(`each gateway told to cover again ${Date.now() - fundedAt} ms after the deposit`);
-    // A gateway still counts the failures it recorded in the last CARRY_MS against a new line
-    // (control might not have had them): new calls are covered once those are that old.
+    // A gateway counts each failure against its lines until control has provably seen it (its
+    // record acked, then a line evaluated after that ingest), then CARRY_MS more than its proofs
+    // lately took, for the other gateway: new calls are covered once that is over. The bound is
+    // not a latency claim: it leaves room for a loaded machine, whose proofs take longer.
     await Promise.all(
       gateways.map((gw) =>
-        waitFor(async () => (await coverageOf(gw))?.held === 0, `${gw.url}'s last failures to expire`, CARRY_MS + 20 * CHECK_MS),
+        waitFor(async () => (await coverageOf(gw))?.held === 0, `${gw.url}'s last failures to be let go`, CARRY_MAX_MS + 20 * CHECK_MS),
       ),
     );
     t.comment(

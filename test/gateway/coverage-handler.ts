@@ -6,8 +6,10 @@
  * `none` with premium 0 and refund 0, and its record says `coverage: 'none'`; a keyless call
  * answers `none`. On a prepaid endpoint an uncovered call never touches the budget (no 402 even
  * without one). The allowance holds exactly as many failures as it has room for, however many
- * calls are in flight; calls that end well give their part back; failures carried over to a new
- * line count until they are CARRY_MS old.
+ * calls are in flight; calls that end well give their part back; under an older control,
+ * failures carried over to a new line count until they are CARRY_MS old. With a count on the
+ * lines, each failure is counted under its call id until its record is acked and a line reflects
+ * it, however old it is, then as long again.
  */
 import t, { type Test } from 'tap';
 import http from 'node:http';
@@ -15,7 +17,7 @@ import type { Journal } from '../../gateway/journal/journal';
 import { GatewayMetrics } from '../../gateway/metrics';
 import { createProxy } from '../../gateway/proxy/index';
 import { createHandler } from '../../gateway/request/handler';
-import { CARRY_MS, Coverage } from '../../gateway/state/coverage';
+import { CARRY_MAX_MS, CARRY_MS, Coverage } from '../../gateway/state/coverage';
 import { GatewayState } from '../../gateway/state/state';
 import { generateKey, hashKey } from '../../protocol/keys';
 import type { OutcomeRecord } from '../../protocol/outcome';
@@ -281,6 +283,29 @@ function cases(t: Test, engine: GatewayEngine): void {
       ['covered', 'covered', 'covered', 'none', 'none'],
       'three covered again, then none',
     );
+  });
+
+  t.test('with a count: failures held under their call ids until acked and reflected, however old', async (t) => {
+    const s = await start(t, engine);
+    const seen = (seq: number) => ({ type: 'ingested' as const, instance: 'ctl-x', seq });
+    s.coverage.apply(line(2 * CALL), seen(0));
+    const failed = await Promise.all([call(s, '/v1/ep/fail'), call(s, '/v1/ep/fail')]);
+    t.same(
+      failed.map((a) => a.headers['x-svc-coverage']),
+      ['covered', 'covered'],
+    );
+    t.equal((await call(s, '/v1/ep/fail')).headers['x-svc-coverage'], 'none', 'the allowance is spent');
+    s.clock.advance(10 * CARRY_MS);
+    s.coverage.apply(line(2 * CALL), seen(3));
+    t.equal((await call(s, '/v1/ep/fail')).headers['x-svc-coverage'], 'none', 'not acked: still spent, however old');
+    const ids = failed.map((a) => String(a.headers['x-svc-call-id']));
+    s.coverage.acked(ids, { accepted: 2, duplicates: 0, ingest_seq: 4, ingest_instance: 'ctl-x' });
+    t.equal(s.coverage.state!.held, 2 * CALL, 'acked with 4; the line had ingested 3');
+    s.coverage.apply(line(CALL), seen(4));
+    t.equal(s.coverage.state!.held, 2 * CALL, 'proven; counted as long again as that took, for the other gateways');
+    s.clock.advance(CARRY_MAX_MS);
+    t.equal(s.coverage.state!.held, 0, "the records' call ids were the ones counted");
+    t.same(money(await call(s, '/v1/ep/fail')), ['covered', '0', String(CALL)]);
   });
 
   t.test('calls that end well give their part back: an allowance of one call covers any number of them', async (t) => {

@@ -55,6 +55,16 @@ function check(t: Test, tail: RecordTail, live: ModelLine[]): void {
   t.same(tail.firstEnd(), live[0]!.end, 'firstEnd');
   const first = JSON.parse(live[0]!.text) as { call_id?: string };
   t.equal(tail.firstId(), first.call_id ?? null, 'firstId');
+  t.same(
+    tail.firstIds(live.length + 1),
+    live.map((l) => (JSON.parse(l.text) as { call_id?: string }).call_id ?? null),
+    'firstIds: every live line, in order',
+  );
+  t.same(
+    tail.firstIds(2),
+    live.slice(0, 2).map((l) => (JSON.parse(l.text) as { call_id?: string }).call_id ?? null),
+    'firstIds(2)',
+  );
   const seen: string[] = [];
   tail.forEachLine((line) => (seen.push(line), true));
   t.same(

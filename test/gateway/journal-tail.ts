@@ -169,6 +169,11 @@ t.test('pendingBatch: the oldest records as one comma-joined body, acked by posi
   for (let i = 41; i <= 100; i++) journal.append(record(i));
   const first = journal.pendingBatch(30)!;
   t.equal(first.count, 30);
+  t.same(
+    journal.batchIds(first),
+    Array.from({ length: 30 }, (_, i) => record(i + 1).call_id),
+    'batchIds: its call ids, in order',
+  );
   t.equal(first.body.toString(), bodyOf(Array.from({ length: 30 }, (_, i) => record(i + 1))), 'records 1–30, in order, as written');
   t.same(
     JSON.parse(`[${first.body.toString()}]`),
@@ -222,6 +227,7 @@ t.test('a batch the cursor moved past acks nothing and loses nothing', async (t)
   const stale = journal.pendingBatch(3)!;
   const { ids } = journal.pendingLines(2);
   journal.ack(ids);
+  t.same(journal.batchIds(stale), [], 'batchIds: none, as it no longer starts the tail');
   t.equal(journal.ackBatch(stale), 0, 'its first records were acked another way');
   t.equal(journal.backlog(), 4);
   t.same(

@@ -1,15 +1,17 @@
 // The outcome shipper against a control that refuses some records: good records still reach
 // control exactly once, refused ones are set aside in rejected.jsonl, nothing blocks or is lost.
 // With several controls, a batch the current one never acked goes to the next once it is current.
+// Whoever waits on records reaching control hears each committed batch's call ids with control's
+// answer, and each record set aside with none.
 import t from 'tap';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { Journal, REJECTED_FILE } from '../../gateway/journal/journal';
-import { OutcomeShipper } from '../../gateway/journal/shipper';
+import { OutcomeShipper, type AckListener } from '../../gateway/journal/shipper';
 import { silentLogger } from '../../runtime/log';
 import { ControlEndpoints } from '../../gateway/control-link/sync-http';
-import type { OutcomeRecord } from '../../protocol/outcome';
+import type { OutcomeAck, OutcomeRecord } from '../../protocol/outcome';
 import { listen, waitFor } from './fixtures/harness.cts';
 import { tempDir } from './fixtures/temp-dir.cts';
 import { outcomeRecord as record } from './fixtures/outcomes.cts';
@@ -17,7 +19,7 @@ import { outcomeRecord as record } from './fixtures/outcomes.cts';
 const POISON = 999_999;
 
 /** A running shipper for `journal` (as gw-1, to `controlUrl`), stopped in teardown; counts its failures and refused records. */
-function startShipper(t: Parameters<typeof listen>[0], journal: Journal, controlUrl: string | ControlEndpoints) {
+function startShipper(t: Parameters<typeof listen>[0], journal: Journal, controlUrl: string | ControlEndpoints, onAcked?: AckListener) {
   const counts = { failures: 0, rejected: 0 };
   const shipper = new OutcomeShipper({
     controlUrl,
@@ -27,6 +29,7 @@ function startShipper(t: Parameters<typeof listen>[0], journal: Journal, control
     log: silentLogger,
     onFailure: () => counts.failures++,
     onRejected: () => counts.rejected++,
+    ...(onAcked !== undefined ? { onAcked } : {}),
   });
   t.teardown(() => shipper.stop());
   shipper.start();
@@ -37,6 +40,7 @@ function startShipper(t: Parameters<typeof listen>[0], journal: Journal, control
 async function fakeControl(t: Parameters<typeof listen>[0]) {
   const stored = new Map<string, number>();
   let posts = 0;
+  let commits = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -56,7 +60,8 @@ async function fakeControl(t: Parameters<typeof listen>[0]) {
         return;
       }
       for (const r of batch.records) stored.set(r.call_id, (stored.get(r.call_id) ?? 0) + 1);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ accepted: batch.records.length, duplicates: 0 }));
+      const ack: OutcomeAck = { accepted: batch.records.length, duplicates: 0, ingest_seq: ++commits, ingest_instance: 'ctl-test' };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(ack));
     });
   });
   const port = await listen(t, server);
@@ -146,6 +151,52 @@ t.test('a refused batch from memory falls back to narrowing by id, then ships fr
   await waitFor(() => journal.backlog() === 0, 'later records drained');
   t.equal(control.stored.size, 109);
 });
+
+t.test(
+  'the listener hears the ids of each committed batch with the answer, a record set aside with none, and nothing while it does not wait',
+  async (t) => {
+    const control = await fakeControl(t);
+    const dir = tempDir(t);
+    const journal = Journal.open({ dir });
+    t.teardown(() => journal.close());
+    const heard = new Map<string, (OutcomeAck | null)[]>();
+    const listener = {
+      waits: true,
+      acked(ids: readonly string[], ack: OutcomeAck | null) {
+        for (const id of ids) heard.set(id, [...(heard.get(id) ?? []), ack]);
+      },
+    };
+    // Record 50 refused: the first batch from memory is refused, narrowed by id, then memory again.
+    for (let i = 1; i <= 100; i++) journal.append(i === 50 ? { ...record(i), latency_ms: POISON } : record(i));
+    startShipper(t, journal, control.url, listener);
+    await waitFor(() => journal.backlog() === 0, 'journal drained');
+    t.equal(heard.size, 100, 'every record heard of');
+    t.same(heard.get(record(50).call_id), [null], 'the record set aside: with no answer');
+    const good = [...heard.entries()].filter(([id]) => id !== record(50).call_id);
+    t.ok(
+      good.every(([id, acks]) => acks.length === 1 && control.stored.get(id) === 1 && acks[0]?.ingest_instance === 'ctl-test'),
+      "each other one once, with control's answer",
+    );
+    t.ok(
+      good.some(([, acks]) => acks[0]!.ingest_seq! > 1),
+      'answers of later batches carry their own numbers',
+    );
+
+    for (let i = 101; i <= 110; i++) journal.append(record(i));
+    t.ok(journal.pendingBatch(100) !== null, 'these from memory');
+    await waitFor(() => journal.backlog() === 0, 'later records drained');
+    t.same(
+      Array.from({ length: 10 }, (_, i) => heard.get(record(101 + i).call_id)?.length),
+      Array.from({ length: 10 }, () => 1),
+      'a batch from memory: its ids read from the bytes',
+    );
+    listener.waits = false;
+    for (let i = 111; i <= 120; i++) journal.append(record(i));
+    await waitFor(() => journal.backlog() === 0, 'the last records drained');
+    t.equal(control.stored.size, 119);
+    t.equal(heard.size, 110, 'not waiting: no ids read');
+  },
+);
 
 t.test('a batch a control took but never acked is resent to the next control once the gateway moves there', async (t) => {
   let taken = 0;
