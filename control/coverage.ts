@@ -8,7 +8,7 @@
  * Every control evaluates coverage every {@link COVERAGE_CHECK_MS} and hands the result to its
  * sync hub, which tells each gateway whether it covers and how much of the free capital is its
  * share to cover failures with (sync/hub.ts). Each evaluation first takes this process's count
- * of committed outcome batches (sync/ingest-seq.ts), before it reads anything, and hands it over
+ * of committed outcome batches (ingest-seq.ts), before it reads anything, and hands it over
  * with the result: the batches it numbers are reflected in that result, so a gateway may stop
  * counting their failures against its allowance once it has the line. The automatic pause is recorded when it starts and
  * when it ends, once across the controls of a shared database (a `meta` row compared and set in
@@ -19,7 +19,7 @@ import type { ControlContext } from './context';
 import { AlreadyDone, mutateUnlessDone } from './mutation';
 import { startPeriodic, type PeriodicLoop } from './periodic';
 import { coverageNow, POOL_AUTO_PAUSED_META, type Coverage } from './pool';
-import type { IngestCounter, IngestMark } from './sync/ingest-seq';
+import type { IngestCounter, IngestMark } from './ingest-seq';
 
 /** How often every control evaluates coverage. @default 1_000 */
 export const COVERAGE_CHECK_MS = 1_000;

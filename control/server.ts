@@ -53,7 +53,7 @@ import { openStore } from './store/open';
 import { SyncHub } from './sync/hub';
 import { registerBudgetRoutes } from './sync/budgets';
 import { registerPropagationRoutes, registerSyncRoutes } from './sync/routes';
-import { IngestCounter } from './sync/ingest-seq';
+import { IngestCounter } from './ingest-seq';
 import { limitsFromConfig } from './limits';
 import { recordLimits } from './sync/snapshot';
 import { CodedError } from '../protocol/coded-error';
@@ -251,7 +251,7 @@ export async function startControl(config: Readonly<Config>, options: StartOptio
   ctx.settler = () => settler.status();
 
   const routers: ControlHandle['routers'] = { admin: adminRouter(ctx, hub, settler), sync: new Router(), metrics: new Router() };
-  // Counted by the outcome route, read by the coverage loop (sync/ingest-seq.ts).
+  // Counted by the outcome route, read by the coverage loop (ingest-seq.ts).
   const ingest = new IngestCounter();
   registerSyncRoutes(routers.sync, ctx, hub, ingest);
   registerBudgetRoutes(routers.sync, ctx);

@@ -10,7 +10,7 @@
  * line when its share changes, and tells each whether it covers the calls it admits and its
  * part of the pool's free capital (a `coverage` line, from control's evaluation: coverage.ts),
  * each after an `ingested` line naming the outcome batches that evaluation had seen (the count
- * this process keeps of its ingests: ingest-seq.ts).
+ * this process keeps of its ingests: ../ingest-seq.ts).
  *
  * Every `SYNC_BEAT_INTERVAL_MS` it writes a `beat` line to every stream, busy ones included (a
  * snapshot build may keep a stream quiet for seconds), unless the stream is already waiting for

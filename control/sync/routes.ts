@@ -19,7 +19,7 @@ import type { ControlContext } from '../context';
 import type { Router } from '../http/router';
 import { parseBody } from '../http/validate';
 import type { SyncHub } from './hub';
-import type { IngestCounter } from './ingest-seq';
+import type { IngestCounter } from '../ingest-seq';
 import { parseOutcomeBatch } from './outcome-batch';
 
 /** Largest outcome batch body: 10,000 records of a few hundred bytes. @default 16 MiB */

@@ -8,7 +8,7 @@
  *   pool's free capital, from control's evaluation of coverage (coverage.ts), when it connects
  *   and after each evaluation, only when it changed for that stream;
  * - `ingested` (`IngestedLine`), right before each `coverage` line, in the same write: the
- *   outcome batches of this process the evaluation had seen (ingest-seq.ts), so the gateway can
+ *   outcome batches of this process the evaluation had seen (../ingest-seq.ts), so the gateway can
  *   stop counting the failures of those batches against the allowance. A line of its own, since
  *   gateways older than it refuse a `coverage` line with a member more but pass over a line type
  *   they do not know.
@@ -17,7 +17,7 @@ import type { LimitsMode } from '../../protocol/gateways';
 import type { CoverageLine, IngestedLine, ShareLine } from '../../protocol/snapshot';
 import type { Coverage } from '../pool';
 import type { Connection } from './connection';
-import type { IngestMark } from './ingest-seq';
+import type { IngestMark } from '../ingest-seq';
 import { coverageAllowance, type Member } from './shares';
 
 /** Write `conn` its share of the key limits, divided among `gateways`. */

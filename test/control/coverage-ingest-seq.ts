@@ -1,6 +1,6 @@
 /**
  * What control tells a gateway about the failures its coverage lines reflect (docs/money.md,
- * "Pause"; control/sync/ingest-seq.ts): each outcome batch's answer numbers its commit
+ * "Pause"; control/ingest-seq.ts): each outcome batch's answer numbers its commit
  * (`ingest_seq`, counted by this control process, `ingest_instance`), and each `coverage` line
  * comes right after an `ingested` line with the count its evaluation took before it read the
  * pool. A batch committed while an evaluation reads is not claimed by it. Then on both stores,
@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import type { Connection } from '../../control/sync/connection';
-import { IngestCounter } from '../../control/sync/ingest-seq';
+import { IngestCounter } from '../../control/ingest-seq';
 import { writeCoverageLine } from '../../control/sync/side-lines';
 import { InstanceId } from '../../protocol/budgets';
 import { OutcomeAck } from '../../protocol/outcome';

@@ -105,9 +105,9 @@ forEachStore(t, (t, kind) => {
       ...many(8, () => outcome({ endpoint_id: 'replayed', at: NOW - MINUTE })),
       ...many(2, () => outcome({ endpoint_id: 'replayed', at: NOW - MINUTE, outcome: 'network_error', status: 504 })),
     ];
-    t.same(await ingest(first, batch), { accepted: 10, duplicates: 0 });
-    t.same(await ingest(first, batch), { accepted: 0, duplicates: 10 }, 'the gateway replays the same batch');
-    t.same(
+    t.match(await ingest(first, batch), { accepted: 10, duplicates: 0 });
+    t.match(await ingest(first, batch), { accepted: 0, duplicates: 10 }, 'the gateway replays the same batch');
+    t.match(
       await ingest(first, [...batch.slice(0, 3), outcome({ endpoint_id: 'replayed', at: NOW - MINUTE })]),
       { accepted: 1, duplicates: 3 },
       'a partly new batch',
