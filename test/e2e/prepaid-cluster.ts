@@ -122,6 +122,17 @@ function prepaidAcrossGateways(t: Test, controls: number, databaseUrl: () => Pro
           waitFor(async () => (await health(gw.url, c.metricsToken)).body?.snapshot_version >= version, `${gw.url} to apply the setup`),
         ),
       );
+      // And to cover: the control that took the funding told its gateways at once, the other
+      // control tells its own at its next evaluation (each second). A call before that would be
+      // admitted uncovered, paying nothing.
+      await Promise.all(
+        c.gateways.map((gw) =>
+          waitFor(
+            async () => ((await health(gw.url, c.metricsToken)).body?.coverage?.allowance ?? 0) >= ACCOUNTS * BALANCE,
+            `${gw.url} to cover with the funded pool`,
+          ),
+        ),
+      );
 
       const hits = () => up.requests.length;
       const before = hits();
