@@ -14,7 +14,7 @@ import { InstanceId } from '../../protocol/budgets';
 import { OutcomeAck } from '../../protocol/outcome';
 import { startTestControl } from '../fixtures/control';
 import { keepRenewing, liveGateway } from '../fixtures/fake-gateway';
-import { ingest } from '../fixtures/public';
+import { addEndpoint, ingest } from '../fixtures/public';
 import { outcome } from '../fixtures/settlement';
 import { waitFor } from '../fixtures/stack';
 import { forEachStore } from '../fixtures/stores';
@@ -59,13 +59,7 @@ forEachStore(t, (t, kind) => {
     const gw = await liveGateway(t, control, 'gw-a');
     keepRenewing(t, control, gw);
     t.equal((await control.admin('POST', '/_admin/v1/pool/fund', { amount: 10 * CALL })).status, 201);
-    const added = await control.admin('POST', '/_admin/v1/endpoints', {
-      id: 'ep',
-      upstream: 'http://127.0.0.1:9/x',
-      price: 1_000,
-      premium: 100,
-    });
-    t.equal(added.status, 201, added.text);
+    await addEndpoint(control, 'ep', { price: 1_000, premium: 100 });
     const failure = () => outcome({ outcome: 'server_error', endpoint_id: 'ep' });
     const lineAfter = async (what: string, allowance: number) => {
       await control.handle.coverage.runOnce();
