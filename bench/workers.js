@@ -12,12 +12,21 @@
  *   worker that accepts);
  * - `bare-single` and `bare-cluster`: the bare http-proxy server as one process and as two under
  *   node:cluster round-robin: what two Node processes cost against one with no svc in them, so
- *   the summary can give svc's ratio over that one (`workers_rr_ratio_over_bare_ratio`).
+ *   the summary can give svc's ratio over that one (`workers_rr_ratio_over_bare_ratio`);
+ * - `pipeline-single` and `pipeline-cluster`: svc's request pipeline on the http-proxy engine
+ *   without control (`servers/pipeline-server.js`: the real handler, journal and metrics, a fixed
+ *   state, records acked from memory) as one process and as two: what svc's per-request work costs
+ *   in two processes, apart from control, the shipper and the supervisor.
  * After BENCH_WARMUP_S seconds (default 15) of load on each, interleaved rounds (BENCH_ROUNDS,
  * default 3) of BENCH_DURATION_S seconds (default 10) each,
- * BENCH_CONNECTIONS connections (default 50, keep-alive, a 200-byte JSON POST; BENCH_RATE caps
- * the requests per second over them, default 0: as fast as answered), unpinned: the
+ * BENCH_CONNECTIONS connections (default 50, keep-alive, a 200-byte JSON POST), unpinned: the
  * load generator, upstream and control share the machine's CPUs with the gateway.
+ *
+ * The load generator (BENCH_LOADGEN): `wrk` when it is installed (`apt-get install wrk`), else
+ * `autocannon` (see lib/wrk.js for why wrk is preferred). Below saturation: with wrk,
+ * BENCH_THINK_MS (default 0) is each connection's wait after each answer, a steady load; with
+ * autocannon, BENCH_RATE caps the requests per second, which autocannon sends as a burst at the
+ * start of each second.
  *
  * Per run: req/s, the gateway's CPU time per request summed over every process of it (the
  * supervisor and both workers, `/proc/<pid>/stat` utime + stime, as `npm run bench` measures a
@@ -31,6 +40,9 @@ const os = require('node:os');
 const path = require('node:path');
 const { envInt } = require('./lib/env');
 const { measure, jsonBody } = require('./lib/load');
+const { distDir } = require('./lib/app');
+const { internal } = require('./lib/internals');
+const { hasWrk, measureWrk } = require('./lib/wrk');
 const { Proc, clockTicks, stopAll, killAllSync } = require('./lib/proc');
 const { median, round, ratio } = require('./lib/stats');
 const { Admin, http, startControl, startGateway, waitGatewayVersion } = require('./lib/svc');
@@ -38,8 +50,14 @@ const { Admin, http, startControl, startGateway, waitGatewayVersion } = require(
 const ROUNDS = envInt('BENCH_ROUNDS', 3, 1);
 const DURATION_S = envInt('BENCH_DURATION_S', 10, 1);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50, 1);
-/** Requests per second over all connections (0: as fast as the gateway answers). */
+/** autocannon: requests per second over all connections (0: as fast as the gateway answers). */
 const RATE = envInt('BENCH_RATE', 0);
+/** wrk: milliseconds each connection waits after an answer before its next request (0: none). */
+const THINK_MS = envInt('BENCH_THINK_MS', 0);
+const LOADGEN = process.env.BENCH_LOADGEN || (hasWrk() ? 'wrk' : 'autocannon');
+if (LOADGEN !== 'wrk' && LOADGEN !== 'autocannon') throw new Error(`BENCH_LOADGEN: wrk or autocannon, not ${LOADGEN}`);
+if (LOADGEN === 'wrk' && RATE > 0) throw new Error("BENCH_RATE is autocannon's; with wrk, BENCH_THINK_MS sets a load below saturation");
+if (LOADGEN === 'autocannon' && THINK_MS > 0) throw new Error('BENCH_THINK_MS needs wrk (BENCH_LOADGEN=wrk)');
 /** Seconds of load per gateway before the first round: each worker compiles its hot code on its own, at half the rate. */
 const WARMUP_S = envInt('BENCH_WARMUP_S', 15, 1);
 const OPEN_LIMITS = {
@@ -55,6 +73,9 @@ const VARIANTS = [
   // Node's own cost of two processes against one, with no svc in them: a bare http-proxy server.
   { name: 'bare-single', workers: 1, bare: true, env: {} },
   { name: 'bare-cluster', workers: 2, bare: true, env: { NODE_CLUSTER_SCHED_POLICY: 'rr' } },
+  // svc's request pipeline without control, the shipper or the supervisor.
+  { name: 'pipeline-single', workers: 1, pipeline: true, env: {} },
+  { name: 'pipeline-cluster', workers: 2, pipeline: true, env: { NODE_CLUSTER_SCHED_POLICY: 'rr' } },
 ];
 
 /** BENCH_ONLY: a comma-separated list of the variants to run (default all). */
@@ -95,6 +116,7 @@ function summarize(gateways, runs) {
   summary.cpu_per_req_workers_rr_over_single = over('workers-rr');
   summary.cpu_per_req_workers_none_over_single = over('workers-none');
   summary.cpu_per_req_bare_cluster_over_bare_single = over('bare-cluster', 'bare-single');
+  summary.cpu_per_req_pipeline_cluster_over_pipeline_single = over('pipeline-cluster', 'pipeline-single');
   // What svc's workers add beyond what two Node processes cost against one: the ratio of the ratios,
   // and its median over the rounds (each round's four runs paired).
   const rr = summary.cpu_per_req_workers_rr_over_single;
@@ -109,6 +131,26 @@ function summarize(gateways, runs) {
   summary.workers_rr_ratio_over_bare_ratio_paired = paired.length ? round(median(paired), 3) : null;
   summary.workers_rr_ratio_over_bare_ratio_by_round = paired.map((x) => round(x, 3));
   return summary;
+}
+
+/**
+ * A variant that is not an svc gateway: the bare proxy, or svc's request pipeline without control
+ * (its gate on: it admits `key`), as one process or as `v.workers` under node:cluster.
+ */
+async function startServer(v, upstreamUrl, logDir, key) {
+  const server = v.bare
+    ? [path.join(__dirname, 'servers', 'bare-proxy.js'), `${upstreamUrl}/api`]
+    : [path.join(__dirname, 'servers', 'pipeline-server.js'), distDir(), 'http-proxy', `${upstreamUrl}/api`, 'gateway', key];
+  const proc = new Proc(v.name, [process.execPath, ...server], {
+    log: path.join(logDir, `${v.name}.log`),
+    env: { ...v.env, BENCH_PROXY_WORKERS: String(v.workers) },
+  });
+  const info = await proc.start();
+  const pids = { supervisor: proc.pid, ...Object.fromEntries((info.workers ?? []).map((pid, i) => [`worker-${i + 1}`, pid])) };
+  const target = v.bare ? `${info.urls.proxy}/x` : `${info.urls.proxy}/v1/bench/x`;
+  const headers = v.bare ? {} : { authorization: `Bearer ${key}` };
+  log(`${v.name}: ${info.urls.proxy} pids ${JSON.stringify(pids)}`);
+  return { ...v, proc, url: info.urls.proxy, target, headers, pids, token: null };
 }
 
 async function main() {
@@ -127,16 +169,11 @@ async function main() {
   const token = fs.readFileSync(path.join(dataDir, 'metrics.token'), 'utf8').trim();
 
   const gateways = [];
+  // The pipeline server admits this key only (its gate is on).
+  const key = internal('protocol/keys').generateKey();
   for (const v of VARIANTS.filter((x) => ONLY.length === 0 || ONLY.includes(x.name))) {
-    if (v.bare) {
-      const proc = new Proc(v.name, [process.execPath, path.join(__dirname, 'servers', 'bare-proxy.js'), `${upstreamUrl}/api`], {
-        log: path.join(logDir, `${v.name}.log`),
-        env: { ...v.env, BENCH_PROXY_WORKERS: String(v.workers) },
-      });
-      const info = await proc.start();
-      const pids = { supervisor: proc.pid, ...Object.fromEntries((info.workers ?? []).map((pid, i) => [`worker-${i + 1}`, pid])) };
-      gateways.push({ ...v, proc, url: info.urls.proxy, target: `${info.urls.proxy}/x`, pids, token: null });
-      log(`${v.name}: ${info.urls.proxy} pids ${JSON.stringify(pids)}`);
+    if (v.bare || v.pipeline) {
+      gateways.push(await startServer(v, upstreamUrl, logDir, key));
       continue;
     }
     const proc = startGateway({
@@ -151,26 +188,24 @@ async function main() {
     const url = (await proc.start()).urls.gateway;
     await waitGatewayVersion(url, version, dataDir);
     const pids = { supervisor: proc.pid, ...Object.fromEntries((await counts(url, token)).map((w) => [w.id, w.pid])) };
-    gateways.push({ ...v, proc, url, target: `${url}/v1/ep/x`, pids, token });
+    gateways.push({ ...v, proc, url, target: `${url}/v1/ep/x`, headers: {}, pids, token });
     log(`${v.name}: ${url} pids ${JSON.stringify(pids)}`);
   }
 
   const body = jsonBody(200);
   const clkTck = clockTicks();
   const runs = [];
-  for (const g of gateways) await measure({ url: g.target, body, connections: CONNECTIONS, duration: WARMUP_S, pids: g.pids, clkTck }); // warm-up
+  /** One run of the load generator against a gateway. */
+  const load = (g, duration) => {
+    const run = { url: g.target, headers: g.headers, body, connections: CONNECTIONS, duration, pids: g.pids, clkTck };
+    return LOADGEN === 'wrk' ? measureWrk({ ...run, thinkMs: THINK_MS }) : measure({ ...run, rate: RATE });
+  };
+  log(`load generator: ${LOADGEN}${THINK_MS > 0 ? `, ${THINK_MS} ms think time` : ''}${RATE > 0 ? `, capped at ${RATE} req/s` : ''}`);
+  for (const g of gateways) await load(g, WARMUP_S); // warm-up
   for (let round_ = 1; round_ <= ROUNDS; round_++) {
     for (const g of gateways) {
       const before = await counts(g.url, g.token);
-      const m = await measure({
-        url: g.target,
-        body,
-        connections: CONNECTIONS,
-        duration: DURATION_S,
-        pids: g.pids,
-        clkTck,
-        rate: RATE,
-      });
+      const m = await load(g, DURATION_S);
       const after = await counts(g.url, g.token);
       const total = Object.values(m.cpu_ticks).reduce((a, b) => a + b, 0);
       const cpuUs = m.requests > 0 ? round((total * 1e6) / clkTck / m.requests, 1) : null;
@@ -183,6 +218,8 @@ async function main() {
         round: round_,
         gateway: g.name,
         req_per_s: m.req_per_s,
+        p50_ms: m.p50_ms,
+        p99_ms: m.p99_ms,
         requests: m.requests,
         cpu_us_per_req: cpuUs,
         by_process: m.cpu_us_per_req_by_process,
@@ -191,7 +228,7 @@ async function main() {
         spread,
       });
       log(
-        `round ${round_} ${g.name}: ${m.req_per_s} req/s, ${cpuUs} µs CPU/req${spread.length ? `, spread ${spread.map((s) => `${s.id} ${s.connections} conn ${s.calls} calls`).join(' / ')}` : ''}`,
+        `round ${round_} ${g.name}: ${m.req_per_s} req/s, ${cpuUs} µs CPU/req${m.non2xx + m.errors > 0 ? ` (${m.non2xx} not 2xx, ${m.errors} errors)` : ''}${spread.length ? `, spread ${spread.map((s) => `${s.id} ${s.connections} conn ${s.calls} calls`).join(' / ')}` : ''}`,
       );
     }
   }
@@ -203,6 +240,9 @@ async function main() {
     rounds: ROUNDS,
     duration_s: DURATION_S,
     connections: CONNECTIONS,
+    load_generator: LOADGEN,
+    think_ms: THINK_MS,
+    rate: RATE,
     summary,
     runs,
   };

@@ -12,6 +12,9 @@
  *   `upstreamRequestHeaders`, a body observer that releases at once), with nothing else.
  *
  * Usage: node pipeline-server.js <dist dir> <engine> <upstream base URL> gateway|engine <key>
+ *
+ * BENCH_PROXY_WORKERS=N (default 1): N such servers on one port under node:cluster, each with its
+ * own journal (`serveOnePort`; `npm run bench:workers`).
  */
 const fs = require('node:fs');
 const http = require('node:http');
@@ -19,7 +22,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { hash } = require('node:crypto');
 const { internal } = require('../lib/internals');
-const { announceReady, exitWithParent, listen } = require('./common');
+const { serveOnePort } = require('./common');
 
 const [dist, engine, base, mode, key] = process.argv.slice(2);
 if (!dist || !engine || !base || (mode !== 'gateway' && mode !== 'engine') || !key)
@@ -101,8 +104,4 @@ function engineHandler(req, res) {
   );
 }
 
-const server = http.createServer(mode === 'gateway' ? gatewayHandler() : engineHandler);
-listen(server).then((url) => {
-  announceReady(`pipeline-${mode}`, { proxy: url });
-  exitWithParent(server);
-});
+serveOnePort(`pipeline-${mode}`, () => http.createServer(mode === 'gateway' ? gatewayHandler() : engineHandler));
