@@ -342,13 +342,7 @@ export class SyncClient {
   private applyShareLine(line: string): void {
     const share = this.opts.share;
     if (!share) return;
-    let value: unknown = null;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      // ignored below, like any share line that does not parse
-    }
-    if (share.apply(value)) this.opts.log.info('limit share applied', { ...share.state });
+    if (share.apply(sideLine(line))) this.opts.log.info('limit share applied', { ...share.state });
     else this.opts.log.warn('share line ignored: it does not parse', { line: line.slice(0, 200) });
   }
 
@@ -357,25 +351,14 @@ export class SyncClient {
     const coverage = this.opts.coverage;
     if (!coverage) return;
     const before = coverage.state?.covered;
-    let value: unknown = null;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      // ignored below, like any coverage line that does not parse
-    }
-    if (!coverage.apply(value, ingested)) this.opts.log.warn('coverage line ignored: it does not parse', { line: line.slice(0, 200) });
+    if (!coverage.apply(sideLine(line), ingested))
+      this.opts.log.warn('coverage line ignored: it does not parse', { line: line.slice(0, 200) });
     else if (coverage.state!.covered !== before) this.opts.log.info('coverage changed', { covered: coverage.state!.covered });
   }
 
   /** An `ingested` line, or null when it does not parse (its coverage line then proves nothing, as from an older control). */
   private ingestedLine(line: string): IngestedLine | null {
-    let value: unknown = null;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      // refused below, like any ingested line that does not parse
-    }
-    const parsed = IngestedLine.safeParse(value);
+    const parsed = IngestedLine.safeParse(sideLine(line));
     if (parsed.success) return parsed.data;
     this.opts.log.warn('ingested line ignored: it does not parse', { line: line.slice(0, 200) });
     return null;
@@ -411,5 +394,17 @@ export class SyncClient {
         else if (!hasCode(err, 'SVC_ERR_SYNC_POST_CLOSED')) this.opts.log.debug('sync ack failed', { err, version: body.version });
       },
     );
+  }
+}
+
+/**
+ * A side line (`share`, `coverage`, `ingested`) as JSON, or null when it is not: its schema
+ * then refuses it, and the line is logged and passed over like any that does not parse.
+ */
+function sideLine(line: string): unknown {
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return null;
   }
 }

@@ -44,6 +44,8 @@ t.test('each coverage line with the ingested line right before it, or none', asy
     coverage(1_000),
     '{"type":"ingested","instance":"not an id!","seq":7}',
     coverage(900),
+    '{"type":"ingested","instance":"ctl-x","seq":',
+    coverage(850),
     ingested(8),
     '',
     coverage(800),
@@ -73,7 +75,7 @@ t.test('each coverage line with the ingested line right before it, or none', asy
     server.closeAllConnections();
   });
   client.start();
-  await waitFor(() => c.applied.length === 7, 'every coverage line');
+  await waitFor(() => c.applied.length === 8, 'every coverage line');
   const x = (seq: number) => ({ type: 'ingested', instance: 'ctl-x', seq });
   t.same(c.applied, [
     { allowance: 5_000, ingested: x(3) },
@@ -82,12 +84,14 @@ t.test('each coverage line with the ingested line right before it, or none', asy
     { allowance: 2_000, ingested: null },
     { allowance: 1_000, ingested: x(6) },
     { allowance: 900, ingested: null },
+    { allowance: 850, ingested: null },
     { allowance: 800, ingested: x(8) },
   ]);
   t.equal(c.state!.allowance, 800);
-  t.ok(
-    logs.records().some((r) => r.msg === 'ingested line ignored: it does not parse'),
-    'an ingested line that does not parse is logged',
+  t.equal(
+    logs.records().filter((r) => r.msg === 'ingested line ignored: it does not parse').length,
+    2,
+    'each ingested line that does not parse (not its schema, not JSON) is logged',
   );
   t.equal(client.lastNack, null, 'nothing refused: side lines are never nacked');
 });
