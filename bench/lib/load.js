@@ -8,7 +8,7 @@
  * and the percentiles are computed from those.
  */
 const autocannon = require('autocannon');
-const { cpuTicks, threadTicks, cpuStat, ourTicks } = require('./proc');
+const { cpuFrom, threadTicks, cpuStat, ourTicks } = require('./proc');
 const { percentile, round } = require('./stats');
 
 /** A JSON document of exactly `bytes` bytes. */
@@ -62,8 +62,7 @@ function threadSplit(before, after, usPerTick, total) {
  *   the requests per second over all connections (autocannon's `overallRate`).
  */
 async function measure(run) {
-  const before = {};
-  for (const [name, pid] of Object.entries(run.pids)) before[name] = cpuTicks(pid);
+  const cpuSince = cpuFrom(run.pids);
   const threadsBefore = run.threads ? threadTicks(run.pids.server) : null;
   const statBefore = cpuStat();
   const oursBefore = ourTicks();
@@ -82,8 +81,7 @@ async function measure(run) {
   });
   const wallS = Number(process.hrtime.bigint() - started) / 1e9;
   const self = process.cpuUsage(selfBefore);
-  const cpu = {};
-  for (const [name, pid] of Object.entries(run.pids)) cpu[name] = cpuTicks(pid) - before[name];
+  const cpu = cpuSince();
   const threadsAfter = run.threads ? threadTicks(run.pids.server) : null;
   const ours = ourTicks() - oursBefore;
   const statAfter = cpuStat();

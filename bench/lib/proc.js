@@ -48,6 +48,17 @@ function cpuTicks(pid) {
 }
 
 /**
+ * The CPU the named processes spend from now: the returned function gives each one's ticks
+ * since (`cpuTicks`), read when it is called, after the run.
+ * @param {Record<string, number>} pids
+ * @returns {() => Record<string, number>}
+ */
+function cpuFrom(pids) {
+  const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuTicks(pid)]));
+  return () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuTicks(pid) - before[name]]));
+}
+
+/**
  * utime + stime of each thread of a process, in clock ticks, keyed by thread id, with the
  * thread's name (`comm`, e.g. `V8 DefaultWorke`); the main thread (tid = pid) is named `main`.
  */
@@ -249,4 +260,18 @@ function killAllSync() {
   }
 }
 
-module.exports = { Proc, hasTaskset, nproc, clockTicks, pinSelf, cpuTicks, threadTicks, cpuStat, ourTicks, memory, stopAll, killAllSync };
+module.exports = {
+  Proc,
+  hasTaskset,
+  nproc,
+  clockTicks,
+  pinSelf,
+  cpuTicks,
+  cpuFrom,
+  threadTicks,
+  cpuStat,
+  ourTicks,
+  memory,
+  stopAll,
+  killAllSync,
+};

@@ -15,7 +15,7 @@ const { execFile, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { cpuTicks } = require('./proc');
+const { cpuFrom } = require('./proc');
 const { round } = require('./stats');
 
 /** Whether `wrk` is on the PATH. */
@@ -74,8 +74,7 @@ async function measureWrk(run) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-wrk-'));
   const file = path.join(dir, 'post.lua');
   fs.writeFileSync(file, script({ headers: run.headers ?? {}, body: run.body, thinkMs: run.thinkMs ?? 0 }));
-  const before = {};
-  for (const [name, pid] of Object.entries(run.pids)) before[name] = cpuTicks(pid);
+  const cpuSince = cpuFrom(run.pids);
   const started = process.hrtime.bigint();
   const args = ['-t1', `-c${run.connections}`, `-d${run.duration}s`, '--timeout', '10s', '--latency', '-s', file, run.url];
   let out;
@@ -89,8 +88,7 @@ async function measureWrk(run) {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const wallS = Number(process.hrtime.bigint() - started) / 1e9;
-  const cpu = {};
-  for (const [name, pid] of Object.entries(run.pids)) cpu[name] = cpuTicks(pid) - before[name];
+  const cpu = cpuSince();
   const report = parse(out);
   const perReq = (ticks) => (report.requests > 0 ? round((ticks * 1e6) / run.clkTck / report.requests, 1) : null);
   const cpuUs = {};
